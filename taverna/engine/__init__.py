@@ -1,0 +1,1 @@
+"""The pure engine: macros, lorebook activation, tokens, prompt assembly. No I/O."""

@@ -1,0 +1,1 @@
+"""Plain typed data shared by every layer: characters, lorebooks, presets, chats, prompts."""

@@ -1,0 +1,81 @@
+"""The provider-neutral prompt: what the engine builds and every provider converts."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Role(StrEnum):
+    """Roles of a chat-completion message."""
+
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+@dataclass(frozen=True, slots=True)
+class PromptMessage:
+    """One message of a chat-completion prompt.
+
+    `name` is the optional speaker name some APIs accept; `tool_calls` and
+    `tool_call_id` carry a tool round; `source` is the ledger key of the part
+    this message came from.
+    """
+
+    role: Role
+    content: str
+    name: str | None = None
+    tool_calls: tuple[Mapping[str, Any], ...] = ()
+    tool_call_id: str | None = None
+    source: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerItem:
+    """One part of the prompt, where it came from, what it cost, and whether it went in.
+
+    `kind` names the source class (slot, lorebook, injection, history, example, ...);
+    `source` identifies it (slot id, `book/uid`, `depth:4`, message id); `reason`
+    says why it was cut or how it was placed.
+    """
+
+    kind: str
+    source: str
+    tokens: int
+    included: bool = True
+    reason: str = ""
+    text: str = ""
+    position: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Ledger:
+    """Every part considered for a prompt, in prompt order, plus the lorebook trace."""
+
+    items: tuple[LedgerItem, ...] = ()
+    total_tokens: int = 0
+    budget: int = 0
+    trace: tuple[Mapping[str, Any], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """What one generation sends: chat messages or text, stop strings, sampling, ledger.
+
+    Exactly one of `messages` (chat completion) and `text` (text completion) is
+    meaningful, as `kind` says. `prefill` is text the assistant's reply should start
+    with (continue, or a preset's assistant prefill). `sampling` holds the preset's
+    sampling fields by SillyTavern's names; providers map them to each API.
+    """
+
+    kind: str  # "chat" or "text"
+    messages: tuple[PromptMessage, ...] = ()
+    text: str = ""
+    stop: tuple[str, ...] = ()
+    prefill: str = ""
+    sampling: Mapping[str, Any] = field(default_factory=dict)
+    ledger: Ledger = field(default_factory=Ledger)

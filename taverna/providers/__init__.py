@@ -1,0 +1,1 @@
+"""Request builders and streaming transports, one module per model API."""

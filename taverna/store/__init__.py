@@ -1,0 +1,1 @@
+"""Persistence: the repository interface and its SQL implementation."""
