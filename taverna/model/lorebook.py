@@ -1,0 +1,317 @@
+"""Lorebooks (SillyTavern "world info"): books, their entries, and entry timers.
+
+An `Entry` carries every field SillyTavern 1.12.6 stores for a world info entry
+(formats-world-info.md §2), typed, under Python names. Three bookkeeping fields make
+reading and writing a foreign file lossless:
+
+- `extras`: fields this model does not know (newer SillyTavern fields such as
+  `outletName`, `ignoreBudget`, `triggers`, extension data), kept verbatim;
+- `missing`: the SillyTavern names of known fields the source file did not have. Such a
+  field holds the value SillyTavern's generation code behaves as if it had (the "if
+  missing" column of the spec, e.g. `selective` False, `position` None = inserted
+  nowhere) and is left out again when written back;
+- `field_order`: the source file's key order. It matters beyond cosmetics: SillyTavern
+  identifies an entry's timers by a hash of its JSON in file order (§6).
+
+Entries built in code leave all three empty and are written with every field in
+SillyTavern's own order. Use `Entry.changed(...)` rather than `dataclasses.replace` to
+edit an entry: it also forgets that the changed fields were missing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import IntEnum
+from types import MappingProxyType
+from typing import Any
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def _empty() -> Mapping[str, Any]:
+    return _EMPTY
+
+
+_GROUP_SPLIT = re.compile(r",\s*")
+
+
+class Position(IntEnum):
+    """Where an activated entry's content goes (formats-world-info.md §3.2)."""
+
+    BEFORE = 0  # "World Info (before)" slot, before the character definitions
+    AFTER = 1  # "World Info (after)" slot
+    AN_TOP = 2  # prepended to the Author's Note
+    AN_BOTTOM = 3  # appended to the Author's Note
+    AT_DEPTH = 4  # injected into the chat history at `depth`, as `role`
+    EM_TOP = 5  # before the example dialogue
+    EM_BOTTOM = 6  # after the example dialogue
+    OUTLET = 7  # only where a `{{outlet::name}}` macro asks for it (newer SillyTavern)
+
+
+class SelectiveLogic(IntEnum):
+    """How secondary keys combine with a primary match (formats-world-info.md §3.1)."""
+
+    AND_ANY = 0
+    NOT_ALL = 1
+    NOT_ANY = 2
+    AND_ALL = 3
+
+
+class EntryRole(IntEnum):
+    """Message role of an at-depth entry (SillyTavern's `extension_prompt_roles`)."""
+
+    SYSTEM = 0
+    USER = 1
+    ASSISTANT = 2
+
+
+class CharacterStrategy(IntEnum):
+    """How global and character lore are ordered together (formats-world-info.md §3.4)."""
+
+    EVENLY = 0
+    CHARACTER_FIRST = 1
+    GLOBAL_FIRST = 2
+
+
+@dataclass(frozen=True, slots=True)
+class CharacterFilter:
+    """Limits an entry to (or excludes it from) some characters or tags.
+
+    `names` are character file stems (the avatar file name without `.png`), `tags` are
+    tag ids.
+    """
+
+    is_exclude: bool = False
+    names: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    extras: Mapping[str, Any] = field(default_factory=_empty)
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One lorebook entry with every SillyTavern field, typed.
+
+    Numbers keep the JSON type they were read with (an `order` of `100.0` stays a
+    float) so that writing gives the same JSON back. `delay_until_recursion` is
+    SillyTavern's bool-or-level field: `False`/`0` off, `True` level 1, N level N.
+    """
+
+    uid: int
+    key: tuple[str, ...] = ()
+    keysecondary: tuple[str, ...] = ()
+    comment: str = ""
+    content: str = ""
+    constant: bool = False
+    vectorized: bool = False
+    selective: bool = True
+    selective_logic: SelectiveLogic = SelectiveLogic.AND_ANY
+    add_memo: bool = False
+    order: int | float = 100
+    position: Position | None = Position.BEFORE
+    disable: bool = False
+    exclude_recursion: bool = False
+    prevent_recursion: bool = False
+    delay_until_recursion: bool | int = 0
+    probability: int | float = 100
+    use_probability: bool = True
+    depth: int | None = 4
+    group: str = ""
+    group_override: bool = False
+    group_weight: int | float | None = 100
+    scan_depth: int | None = None
+    case_sensitive: bool | None = None
+    match_whole_words: bool | None = None
+    use_group_scoring: bool | None = None
+    automation_id: str = ""
+    role: EntryRole | None = EntryRole.SYSTEM
+    sticky: int | None = None
+    cooldown: int | None = None
+    delay: int | None = None
+    display_index: int | None = None
+    character_filter: CharacterFilter | None = None
+    extras: Mapping[str, Any] = field(default_factory=_empty)
+    missing: frozenset[str] = frozenset()
+    field_order: tuple[str, ...] = ()
+
+    def changed(self, **changes: Any) -> Entry:
+        """A copy with `changes` applied (Python names); changed fields count as present."""
+        names = {ATTR_TO_JSON[name] for name in changes if name in ATTR_TO_JSON}
+        return dataclasses.replace(self, missing=self.missing - names, **changes)
+
+    @property
+    def delay_level(self) -> int:
+        """The recursion level this entry waits for; 0 when it does not wait."""
+        value = self.delay_until_recursion
+        if value is True:
+            return 1
+        if value is False:
+            return 0
+        return max(int(value), 0)
+
+    @property
+    def groups(self) -> tuple[str, ...]:
+        """Inclusion group names: `group` split on commas, empty parts dropped.
+
+        algo-world-info.md §6.1: split on `,` plus following whitespace.
+        """
+        if not self.group:
+            return ()
+        return tuple(part for part in _GROUP_SPLIT.split(self.group) if part)
+
+
+# (Python attribute, SillyTavern JSON name), in the order SillyTavern writes new entries.
+ENTRY_FIELDS: tuple[tuple[str, str], ...] = (
+    ("uid", "uid"),
+    ("key", "key"),
+    ("keysecondary", "keysecondary"),
+    ("comment", "comment"),
+    ("content", "content"),
+    ("constant", "constant"),
+    ("vectorized", "vectorized"),
+    ("selective", "selective"),
+    ("selective_logic", "selectiveLogic"),
+    ("add_memo", "addMemo"),
+    ("order", "order"),
+    ("position", "position"),
+    ("disable", "disable"),
+    ("exclude_recursion", "excludeRecursion"),
+    ("prevent_recursion", "preventRecursion"),
+    ("delay_until_recursion", "delayUntilRecursion"),
+    ("probability", "probability"),
+    ("use_probability", "useProbability"),
+    ("depth", "depth"),
+    ("group", "group"),
+    ("group_override", "groupOverride"),
+    ("group_weight", "groupWeight"),
+    ("scan_depth", "scanDepth"),
+    ("case_sensitive", "caseSensitive"),
+    ("match_whole_words", "matchWholeWords"),
+    ("use_group_scoring", "useGroupScoring"),
+    ("automation_id", "automationId"),
+    ("role", "role"),
+    ("sticky", "sticky"),
+    ("cooldown", "cooldown"),
+    ("delay", "delay"),
+    ("display_index", "displayIndex"),
+    ("character_filter", "characterFilter"),
+)
+ATTR_TO_JSON: Mapping[str, str] = MappingProxyType(dict(ENTRY_FIELDS))
+JSON_TO_ATTR: Mapping[str, str] = MappingProxyType({j: a for a, j in ENTRY_FIELDS})
+
+# How SillyTavern's generation code treats a field absent from the file
+# (formats-world-info.md §2, "If missing"), where that differs from a new entry's default.
+MISSING_VALUES: Mapping[str, Any] = MappingProxyType(
+    {
+        "selective": False,
+        "use_probability": False,
+        "position": None,  # the entry activates but is inserted nowhere
+        "depth": None,
+        "role": None,
+        "display_index": None,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True, weakref_slot=True)
+class Lorebook:
+    """A named lorebook: its entries in file order plus unknown top-level fields.
+
+    `name` is the file stem (SillyTavern keeps no name inside the file); `extras` holds
+    `originalData` and anything else besides `entries`. Hashing is by identity so that
+    compiled key indexes can be cached per book object (books are immutable: an edit
+    makes a new object).
+    """
+
+    name: str
+    entries: tuple[Entry, ...] = ()
+    extras: Mapping[str, Any] = field(default_factory=_empty)
+    field_order: tuple[str, ...] = ()
+
+    __hash__ = object.__hash__
+
+    def entry(self, uid: int) -> Entry | None:
+        """The entry with this uid, if any."""
+        for item in self.entries:
+            if item.uid == uid:
+                return item
+        return None
+
+    def free_uid(self) -> int:
+        """The uid a new entry gets: the smallest non-negative integer not in use."""
+        used = {item.uid for item in self.entries}
+        uid = 0
+        while uid in used:
+            uid += 1
+        return uid
+
+
+@dataclass(frozen=True, slots=True)
+class TimedEffect:
+    """One running sticky or cooldown period (algo-world-info.md §7).
+
+    `start` and `end` count visible messages on the active path; `hash` names the entry
+    version that started it (SillyTavern's content hash, §1 step 6).
+    """
+
+    hash: int
+    start: int
+    end: int
+    protected: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TimedEffects:
+    """The sticky and cooldown periods of one chat path, keyed `"<book>.<uid>"`.
+
+    This is SillyTavern's `chat_metadata.timedWorldInfo`; it lives on the conversation
+    node that last changed it.
+    """
+
+    sticky: Mapping[str, TimedEffect] = field(default_factory=_empty)
+    cooldown: Mapping[str, TimedEffect] = field(default_factory=_empty)
+
+    @staticmethod
+    def from_json(data: Any) -> TimedEffects:
+        """Read `timedWorldInfo`; non-object records are dropped, as SillyTavern does."""
+        if not isinstance(data, Mapping):
+            return TimedEffects()
+
+        def read(kind: str) -> Mapping[str, TimedEffect]:
+            records = data.get(kind)
+            out: dict[str, TimedEffect] = {}
+            if not isinstance(records, Mapping):
+                return out
+            for name, value in records.items():
+                if not isinstance(value, Mapping):
+                    continue
+                try:
+                    out[str(name)] = TimedEffect(
+                        hash=int(value.get("hash", 0)),
+                        start=int(value.get("start", 0)),
+                        end=int(value.get("end", 0)),
+                        protected=bool(value.get("protected", False)),
+                    )
+                except (TypeError, ValueError):
+                    continue
+            return out
+
+        return TimedEffects(sticky=read("sticky"), cooldown=read("cooldown"))
+
+    def to_json(self) -> dict[str, Any]:
+        """`timedWorldInfo` as SillyTavern stores it in the chat header."""
+
+        def write(records: Mapping[str, TimedEffect]) -> dict[str, Any]:
+            return {
+                name: {
+                    "hash": rec.hash,
+                    "start": rec.start,
+                    "end": rec.end,
+                    "protected": rec.protected,
+                }
+                for name, rec in records.items()
+            }
+
+        return {"sticky": write(self.sticky), "cooldown": write(self.cooldown)}
