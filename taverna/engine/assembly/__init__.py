@@ -1,0 +1,1 @@
+"""Prompt assembly: from every input of one turn to the prompt a model is sent."""

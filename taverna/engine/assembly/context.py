@@ -1,0 +1,485 @@
+"""Every input of one turn of prompt assembly, as plain frozen data.
+
+The assembly engine is a pure function of an `AssemblyContext`: the service (or the
+`taverna prompt` command) gathers the cards, persona, the active path of the chat,
+the chat's metadata, the lorebooks, the preset and the user's settings into one
+value, and the engine returns a `Prompt`. Nothing here reads a file, a clock or a
+global: the current time and the random seed travel in the context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import IntEnum, StrEnum
+from typing import Any
+
+
+class GenerationType(StrEnum):
+    """The kind of generation, by SillyTavern's own names (algo-prompt-assembly.md §1)."""
+
+    NORMAL = "normal"
+    CONTINUE = "continue"
+    IMPERSONATE = "impersonate"
+    SWIPE = "swipe"
+    REGENERATE = "regenerate"
+    QUIET = "quiet"
+
+
+class Speaker(StrEnum):
+    """Who wrote a chat message."""
+
+    USER = "user"
+    CHARACTER = "character"
+    NARRATOR = "narrator"  # `/sys` messages: extra.type == "narrator"
+
+
+class InjectionRole(IntEnum):
+    """Role of an extension prompt, by SillyTavern's numbers (0 system, 1 user, 2 assistant)."""
+
+    SYSTEM = 0
+    USER = 1
+    ASSISTANT = 2
+
+    @property
+    def chat_role(self) -> str:
+        """The chat-completion role name."""
+        return ("system", "user", "assistant")[self.value]
+
+    @classmethod
+    def parse(cls, value: object, default: InjectionRole | None = None) -> InjectionRole:
+        """Read a role given as a number or a name (cards store `"system"`, settings `0`)."""
+        fallback = cls.SYSTEM if default is None else default
+        if isinstance(value, bool) or value is None:
+            return fallback
+        if isinstance(value, int):
+            return cls(value) if value in (0, 1, 2) else fallback
+        if isinstance(value, str):
+            names = {"system": cls.SYSTEM, "user": cls.USER, "assistant": cls.ASSISTANT}
+            if value.strip().isdigit():
+                return cls.parse(int(value), fallback)
+            return names.get(value.strip().lower(), fallback)
+        return fallback
+
+
+class ExtensionPosition(IntEnum):
+    """Where an extension prompt goes (SillyTavern `extension_prompt_types`)."""
+
+    NONE = -1
+    IN_PROMPT = 0  # after the story string / right after the main prompt
+    IN_CHAT = 1  # inside the history at a depth
+    BEFORE_PROMPT = 2  # before the story string / right before the main prompt
+
+
+class NamesBehavior(IntEnum):
+    """Chat Completion `names_behavior` (formats-presets.md §1.4)."""
+
+    NONE = -1
+    DEFAULT = 0
+    COMPLETION = 1
+    CONTENT = 2
+
+
+class PersonaPosition(IntEnum):
+    """`persona_description_position` (algo-prompt-assembly.md §2.1)."""
+
+    IN_PROMPT = 0
+    AFTER_CHAR = 1
+    TOP_AN = 2
+    BOTTOM_AN = 3
+    AT_DEPTH = 4
+    NONE = 9
+
+
+# ---------------------------------------------------------------- characters
+
+
+@dataclass(frozen=True, slots=True)
+class DepthPrompt:
+    """A character's note: text injected into the chat at a depth (card `depth_prompt`)."""
+
+    text: str = ""
+    depth: int = 4
+    role: InjectionRole = InjectionRole.SYSTEM
+
+
+@dataclass(frozen=True, slots=True)
+class CharacterInfo:
+    """The card fields assembly reads, for one character."""
+
+    name: str
+    description: str = ""
+    personality: str = ""
+    scenario: str = ""
+    mes_example: str = ""
+    first_mes: str = ""
+    system_prompt: str = ""
+    post_history_instructions: str = ""
+    depth_prompt: DepthPrompt = DepthPrompt()
+    talkativeness: float = 0.5
+    linked_lorebook: str = ""  # `data.extensions.world`: the book linked to the card
+    extra_lorebooks: tuple[str, ...] = ()  # books added to the character in the UI
+    embedded_lorebook: Any = None  # `data.character_book`, as the lorebook engine reads it
+    avatar: str = ""  # the card's file name, how SillyTavern keys per-character settings
+
+
+@dataclass(frozen=True, slots=True)
+class PersonaInfo:
+    """The user's persona: name, description and where the description goes."""
+
+    name: str = "User"
+    description: str = ""
+    position: PersonaPosition = PersonaPosition.IN_PROMPT
+    depth: int = 2
+    role: InjectionRole = InjectionRole.SYSTEM
+    avatar: str = ""
+    lorebook: str = ""
+
+
+# ---------------------------------------------------------------------- chat
+
+
+@dataclass(frozen=True, slots=True)
+class ChatMessage:
+    """One message of the active path, oldest first in `AssemblyContext.messages`.
+
+    `hidden` messages (SillyTavern `is_system`) stay in the path but are never sent
+    nor scanned. `forced_avatar` marks a message sent under a persona or `/sendas`
+    (SillyTavern `force_avatar`); the default names behaviour prefixes those.
+    """
+
+    id: str
+    speaker: Speaker
+    name: str
+    text: str
+    hidden: bool = False
+    swipe_index: int = 0
+    swipe_count: int = 1
+    forced_avatar: bool = False
+    bias: str = ""
+    extras: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_user(self) -> bool:
+        """Whether the user wrote it."""
+        return self.speaker is Speaker.USER
+
+
+@dataclass(frozen=True, slots=True)
+class AuthorsNote:
+    """The chat's author's note settings (algo-prompt-assembly.md §5.1)."""
+
+    prompt: str = ""
+    interval: int = 1
+    depth: int = 4
+    position: ExtensionPosition = ExtensionPosition.IN_CHAT
+    role: InjectionRole = InjectionRole.SYSTEM
+    allow_wi_scan: bool = False
+    character_note: str = ""  # the per-character note, combined as `character_note_mode` says
+    character_note_mode: str = "replace"  # replace | before | after
+
+
+@dataclass(frozen=True, slots=True)
+class ChatMetadata:
+    """What a chat carries besides its messages."""
+
+    authors_note: AuthorsNote = AuthorsNote()
+    lorebook: str = ""  # the chat's own lorebook (`world_info` in the chat header)
+    scenario: str = ""  # per-chat scenario override
+    variables: Mapping[str, Any] = field(default_factory=dict)
+    extras: Mapping[str, Any] = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------- presets
+
+
+@dataclass(frozen=True, slots=True)
+class PromptSlot:
+    """One prompt-manager prompt: a text slot or a marker (formats-presets.md §1.2)."""
+
+    identifier: str
+    name: str = ""
+    role: str = "system"
+    content: str = ""
+    system_prompt: bool = False
+    marker: bool = False
+    injection_position: int = 0  # 0 relative, 1 in-chat at `injection_depth`
+    injection_depth: int = 4
+    forbid_overrides: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PromptOrderEntry:
+    """One line of the prompt manager's order: a prompt and whether it is switched on."""
+
+    identifier: str
+    enabled: bool = True
+
+
+DEFAULT_MAIN_PROMPT = (
+    "Write {{char}}'s next reply in a fictional chat between {{charIfNotGroup}} and {{user}}."
+)
+DEFAULT_ENHANCE_DEFINITIONS = (
+    "If you have more knowledge of {{char}}, add to the character's lore and personality to "
+    "enhance them but keep the Character Sheet's definitions absolute."
+)
+DEFAULT_IMPERSONATION_PROMPT = (
+    "[Write your next reply from the point of view of {{user}}, using the chat history so far "
+    "as a guideline for the writing style of {{user}}. Don't write as {{char}} or system. "
+    "Don't describe actions of {{char}}.]"
+)
+DEFAULT_CONTINUE_NUDGE = (
+    "[Continue the following message. Do not include ANY parts of the original message. Use "
+    "capitalization and punctuation as if your reply is a part of the original message: "
+    "{{lastChatMessage}}]"
+)
+
+
+def default_prompts() -> tuple[PromptSlot, ...]:
+    """The built-in prompt-manager prompts (formats-presets.md §1.2)."""
+    markers = (
+        ("dialogueExamples", "Chat Examples"),
+        ("chatHistory", "Chat History"),
+        ("worldInfoAfter", "World Info (after)"),
+        ("worldInfoBefore", "World Info (before)"),
+        ("charDescription", "Char Description"),
+        ("charPersonality", "Char Personality"),
+        ("scenario", "Scenario"),
+        ("personaDescription", "Persona Description"),
+    )
+    return (
+        PromptSlot("main", "Main Prompt", content=DEFAULT_MAIN_PROMPT, system_prompt=True),
+        PromptSlot("nsfw", "Auxiliary Prompt", system_prompt=True),
+        PromptSlot("jailbreak", "Post-History Instructions", system_prompt=True),
+        PromptSlot(
+            "enhanceDefinitions",
+            "Enhance Definitions",
+            content=DEFAULT_ENHANCE_DEFINITIONS,
+            system_prompt=True,
+        ),
+        *(PromptSlot(i, n, system_prompt=True, marker=True) for i, n in markers),
+    )
+
+
+def default_prompt_order() -> tuple[PromptOrderEntry, ...]:
+    """The shipped prompt order (formats-presets.md §1.3)."""
+    ids = (
+        "main",
+        "worldInfoBefore",
+        "personaDescription",
+        "charDescription",
+        "charPersonality",
+        "scenario",
+        "enhanceDefinitions",
+        "nsfw",
+        "worldInfoAfter",
+        "dialogueExamples",
+        "chatHistory",
+        "jailbreak",
+    )
+    return tuple(PromptOrderEntry(i, i != "enhanceDefinitions") for i in ids)
+
+
+@dataclass(frozen=True, slots=True)
+class ChatCompletionSettings:
+    """The active Chat Completion preset: prompt manager and the texts around it."""
+
+    prompts: tuple[PromptSlot, ...] = field(default_factory=default_prompts)
+    order: tuple[PromptOrderEntry, ...] = field(default_factory=default_prompt_order)
+    source: str = "openai"
+    model: str = "gpt-4-turbo"
+    max_context: int = 4095
+    max_tokens: int = 300
+    names_behavior: NamesBehavior = NamesBehavior.DEFAULT
+    wrap_in_quotes: bool = False
+    send_if_empty: str = ""
+    impersonation_prompt: str = DEFAULT_IMPERSONATION_PROMPT
+    new_chat_prompt: str = "[Start a new Chat]"
+    new_group_chat_prompt: str = "[Start a new group chat. Group members: {{group}}]"
+    new_example_chat_prompt: str = "[Example Chat]"
+    continue_nudge_prompt: str = DEFAULT_CONTINUE_NUDGE
+    continue_prefill: bool = False
+    continue_postfix: str = " "
+    group_nudge_prompt: str = "[Write the next reply only as {{char}}.]"
+    wi_format: str = "{0}"
+    scenario_format: str = "[Circumstances and context of the dialogue: {{scenario}}]"
+    personality_format: str = "[{{char}}'s personality: {{personality}}]"
+    squash_system_messages: bool = False
+    assistant_prefill: str = ""
+    assistant_impersonation: str = ""
+    stop: tuple[str, ...] = ()
+    # The sampling fields by SillyTavern's request names (temperature, top_p, ...).
+    sampling: Mapping[str, Any] = field(default_factory=dict)
+    extras: Mapping[str, Any] = field(default_factory=dict)
+
+    def slot(self, identifier: str) -> PromptSlot | None:
+        """The prompt with this identifier, if the preset has it."""
+        for prompt in self.prompts:
+            if prompt.identifier == identifier:
+                return prompt
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class InstructTemplate:
+    """An instruct template (formats-presets.md §2.1)."""
+
+    enabled: bool = False
+    name: str = ""
+    input_sequence: str = "### Instruction:"
+    input_suffix: str = ""
+    output_sequence: str = "### Response:"
+    output_suffix: str = ""
+    system_sequence: str = ""
+    system_suffix: str = ""
+    system_same_as_user: bool = False
+    first_input_sequence: str = ""
+    last_input_sequence: str = ""
+    first_output_sequence: str = ""
+    last_output_sequence: str = ""
+    last_system_sequence: str = ""
+    system_sequence_prefix: str = ""
+    system_sequence_suffix: str = ""
+    stop_sequence: str = ""
+    user_alignment_message: str = ""
+    wrap: bool = True
+    macro: bool = True
+    names_behavior: str = "force"  # none | force | always
+    skip_examples: bool = False
+    activation_regex: str = ""
+
+
+DEFAULT_STORY_STRING = (
+    "{{#if system}}{{system}}\n{{/if}}{{#if wiBefore}}{{wiBefore}}\n{{/if}}"
+    "{{#if description}}{{description}}\n{{/if}}{{#if personality}}{{char}}'s personality: "
+    "{{personality}}\n{{/if}}{{#if scenario}}Scenario: {{scenario}}\n{{/if}}"
+    "{{#if wiAfter}}{{wiAfter}}\n{{/if}}{{#if persona}}{{persona}}\n{{/if}}"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ContextTemplate:
+    """A context template (formats-presets.md §3)."""
+
+    name: str = "Default"
+    story_string: str = DEFAULT_STORY_STRING
+    example_separator: str = "***"
+    chat_start: str = "***"
+    use_stop_strings: bool = True
+    names_as_stop_strings: bool = True
+    allow_jailbreak: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SystemPrompt:
+    """The Text Completion system prompt preset (1.12.6 "sysprompt")."""
+
+    enabled: bool = True
+    name: str = "Neutral - Chat"
+    content: str = "Write {{char}}'s next reply in a fictional chat between {{char}} and {{user}}."
+
+
+@dataclass(frozen=True, slots=True)
+class TextCompletionSettings:
+    """The Text Completion side: templates, context size and sampling."""
+
+    instruct: InstructTemplate = InstructTemplate()
+    context: ContextTemplate = ContextTemplate()
+    system_prompt: SystemPrompt = SystemPrompt()
+    api_type: str = "llamacpp"  # SillyTavern `textgen_type`
+    max_context: int = 8192
+    amount_gen: int = 350
+    # The sampling fields by SillyTavern's request names.
+    sampling: Mapping[str, Any] = field(default_factory=dict)
+    extras: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class PowerUserSettings:
+    """The user settings that change the prompt (SillyTavern `power_user`)."""
+
+    prefer_character_prompt: bool = True
+    prefer_character_jailbreak: bool = True
+    pin_examples: bool = False
+    strip_examples: bool = False
+    collapse_newlines: bool = False
+    always_force_name2: bool = True
+    user_prompt_bias: str = ""
+    single_line: bool = False
+    trim_sentences: bool = False
+    custom_stopping_strings: str = ""
+    custom_stopping_strings_macro: bool = True
+    token_padding: int = 64
+    tokenizer: int = 99  # SillyTavern's tokenizer id; 99 = best match for the model
+
+
+@dataclass(frozen=True, slots=True)
+class WorldInfoSettings:
+    """Global world-info settings (SillyTavern `world_info_settings`)."""
+
+    global_select: tuple[str, ...] = ()
+    depth: int = 2
+    min_activations: int = 0
+    min_activations_depth_max: int = 0
+    budget: int = 25  # percent of the prompt budget
+    budget_cap: int = 0
+    include_names: bool = True
+    recursive: bool = True
+    case_sensitive: bool = False
+    match_whole_words: bool = True
+    character_strategy: int = 1  # 0 evenly, 1 character first, 2 global first
+    use_group_scoring: bool = False
+    max_recursion_steps: int = 0
+    overflow_alert: bool = False
+
+
+# --------------------------------------------------------------- the context
+
+
+@dataclass(frozen=True, slots=True)
+class AssemblyContext:
+    """Every input of one turn of prompt assembly.
+
+    `characters` holds the speaking character first; in a group chat the others
+    follow (`group_members` lists every member's name in the group's order).
+    `messages` is the active path, oldest first, hidden messages included.
+    `lorebooks` holds every book available by name; which of them apply this turn
+    is decided from `world_info.global_select`, the character's linked books and
+    the chat's book, as SillyTavern decides.
+    """
+
+    characters: tuple[CharacterInfo, ...]
+    messages: tuple[ChatMessage, ...] = ()
+    persona: PersonaInfo = PersonaInfo()
+    metadata: ChatMetadata = ChatMetadata()
+    api: str = "openai"  # "openai" (Chat Completion) or "textgen" (Text Completion)
+    generation_type: GenerationType = GenerationType.NORMAL
+    chat_completion: ChatCompletionSettings = ChatCompletionSettings()
+    text_completion: TextCompletionSettings = TextCompletionSettings()
+    power_user: PowerUserSettings = PowerUserSettings()
+    world_info: WorldInfoSettings = WorldInfoSettings()
+    lorebooks: Mapping[str, Any] = field(default_factory=dict)
+    group_members: tuple[str, ...] = ()
+    group_name: str = ""
+    quiet_prompt: str = ""
+    tokenizer: str = ""  # the tokenizer's name; "" = chosen from the model
+    cache_friendly: bool = False  # place volatile parts after the stable prefix
+    seed: int = 0
+    now: datetime = datetime(2024, 1, 1, tzinfo=UTC)
+    extras: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def character(self) -> CharacterInfo:
+        """The character who speaks this turn."""
+        return self.characters[0]
+
+    @property
+    def is_group(self) -> bool:
+        """Whether this is a group chat."""
+        return bool(self.group_members)
+
+    @property
+    def visible_messages(self) -> tuple[ChatMessage, ...]:
+        """The messages the model may see: the active path minus hidden ones."""
+        return tuple(m for m in self.messages if not m.hidden)

@@ -1,0 +1,369 @@
+"""The in-chat injection table: every prompt that goes into the history at a depth.
+
+SillyTavern keeps these as "extension prompts" keyed by name (author's note,
+character note, persona at depth, lorebook @depth groups, `/inject`, ...). Both the
+Chat Completion and the Text Completion builders read them from one table, with
+SillyTavern's ordering inside one depth (algo-prompt-assembly.md §5.2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TypeVar
+
+from taverna.engine.assembly.context import (
+    AssemblyContext,
+    CharacterInfo,
+    ExtensionPosition,
+    InjectionRole,
+    PersonaPosition,
+)
+
+# algo-prompt-assembly.md §5.2: depths 0..1000 are walked.
+MAX_INJECTION_DEPTH = 1000
+
+# SillyTavern's keys for the built-in sources.
+SUMMARY_KEY = "1_memory"
+AUTHORS_NOTE_KEY = "2_floating_prompt"
+VECTORS_KEY = "3_vectors"
+DATA_BANK_KEY = "4_vectors_data_bank"
+DEPTH_PROMPT_KEY = "DEPTH_PROMPT"
+PERSONA_KEY = "PERSONA_DESCRIPTION"
+QUIET_KEY = "QUIET_PROMPT"
+
+ROLE_ORDER = (InjectionRole.SYSTEM, InjectionRole.USER, InjectionRole.ASSISTANT)
+
+
+@dataclass(frozen=True, slots=True)
+class Injection:
+    """One extension prompt: a text with a place (position, depth, role).
+
+    `key` is SillyTavern's extension-prompt key, which orders prompts sharing a
+    depth and role; `kind` and `source` feed the ledger (e.g. `lorebook`,
+    `Eldoria/3`).
+    """
+
+    key: str
+    text: str
+    position: ExtensionPosition = ExtensionPosition.IN_CHAT
+    depth: int = 4
+    role: InjectionRole = InjectionRole.SYSTEM
+    scan: bool = False
+    kind: str = "extension"
+    source: str = ""
+
+
+def lorebook_key(depth: int, role: InjectionRole) -> str:
+    """The key SillyTavern gives one lorebook @depth group."""
+    return f"customDepthWI-{depth}-{int(role)}"
+
+
+@dataclass(frozen=True, slots=True)
+class InjectionTable:
+    """All extension prompts of one turn, by key; later `with_` calls replace a key."""
+
+    entries: Mapping[str, Injection] = field(default_factory=dict)
+
+    def with_(self, injection: Injection) -> InjectionTable:
+        """A table with this injection added (or replacing the one with its key)."""
+        entries = dict(self.entries)
+        entries[injection.key] = injection
+        return InjectionTable(entries)
+
+    def without(self, key: str) -> InjectionTable:
+        """A table without the injection under this key."""
+        return InjectionTable({k: v for k, v in self.entries.items() if k != key})
+
+    def get(self, key: str) -> Injection | None:
+        """The injection under this key, if any."""
+        return self.entries.get(key)
+
+    def ordered(self) -> list[Injection]:
+        """Injections in SillyTavern's order: keys by plain code-unit order."""
+        # algo-prompt-assembly.md §5.2: JavaScript's default sort compares UTF-16 code
+        # units, so digits < uppercase < lowercase; Python's str order agrees for the BMP.
+        return [self.entries[k] for k in sorted(self.entries, key=_utf16_key)]
+
+    def select(
+        self,
+        position: ExtensionPosition,
+        depth: int | None = None,
+        role: InjectionRole | None = None,
+    ) -> list[Injection]:
+        """The non-empty injections at this position (and depth and role, when given)."""
+        return [
+            i
+            for i in self.ordered()
+            if i.position == position
+            and i.text
+            and (depth is None or i.depth == depth)
+            and (role is None or i.role == role)
+        ]
+
+    def joined(
+        self,
+        position: ExtensionPosition,
+        depth: int | None = None,
+        role: InjectionRole | None = None,
+        separator: str = "\n",
+        wrap: bool = True,
+    ) -> str:
+        """The texts at a place, trimmed and joined, before macros (SillyTavern `getExtensionPrompt`)."""
+        text = separator.join(i.text.strip() for i in self.select(position, depth, role))
+        if wrap and text and not text.startswith(separator):
+            text = separator + text
+        if wrap and text and not text.endswith(separator):
+            text = text + separator
+        return text
+
+    def in_chat_depths(self) -> list[int]:
+        """Every depth that holds an in-chat injection, ascending."""
+        return sorted(
+            {i.depth for i in self.entries.values() if i.position is ExtensionPosition.IN_CHAT}
+        )
+
+    def scannable_texts(self) -> list[str]:
+        """Texts the lorebook scan may read (injections registered with `scan`)."""
+        return [i.text for i in self.ordered() if i.scan and i.text]
+
+
+# ----------------------------------------------------------------- sources
+
+
+def authors_note_active(context: AssemblyContext) -> bool:
+    """Whether the author's note goes in this turn (algo-prompt-assembly.md §5.1)."""
+    note = context.metadata.authors_note
+    user_messages = sum(1 for m in context.messages if m.is_user)
+    # §5.1: an interval of exactly 1 always inserts; hidden user messages still count.
+    if note.interval == 1:
+        user_messages = 1
+    if user_messages <= 0 or note.interval <= 0:
+        return False
+    if user_messages >= note.interval:
+        return user_messages % note.interval == 0
+    return note.interval - user_messages == 0
+
+
+def authors_note_text(context: AssemblyContext) -> str:
+    """The author's note with the character note combined as the user chose."""
+    note = context.metadata.authors_note
+    text = note.prompt
+    if note.character_note:
+        if note.character_note_mode == "before":
+            text = note.character_note + "\n" + text
+        elif note.character_note_mode == "after":
+            text = text + "\n" + note.character_note
+        else:
+            text = note.character_note
+    return text
+
+
+def base_table(context: AssemblyContext) -> InjectionTable:
+    """The injections known before the lorebook scan: author's note, persona, character notes.
+
+    Follows SillyTavern's order of registration (algo-prompt-assembly.md §1 steps
+    8 and 15): character depth prompts, author's note, persona.
+    """
+    table = InjectionTable()
+    for index, character in enumerate(context.characters if context.is_group else ()):
+        table = _with_depth_prompt(table, f"{DEPTH_PROMPT_KEY}_{index}", character.name, character)
+    if not context.is_group and context.characters:
+        character = context.character
+        table = _with_depth_prompt(table, DEPTH_PROMPT_KEY, character.name, character)
+
+    note = context.metadata.authors_note
+    active = authors_note_active(context)
+    table = table.with_(
+        Injection(
+            AUTHORS_NOTE_KEY,
+            authors_note_text(context) if active else "",
+            note.position,
+            note.depth,
+            note.role,
+            note.allow_wi_scan,
+            kind="authors_note",
+            source="authors_note",
+        )
+    )
+
+    persona = context.persona
+    if persona.description and persona.position is not PersonaPosition.NONE:
+        if persona.position in (PersonaPosition.TOP_AN, PersonaPosition.BOTTOM_AN) and active:
+            current = table.entries[AUTHORS_NOTE_KEY]
+            text = (
+                f"{persona.description}\n{current.text}"
+                if persona.position is PersonaPosition.TOP_AN
+                else f"{current.text}\n{persona.description}"
+            )
+            table = table.with_(replace(current, text=text))
+        if persona.position is PersonaPosition.AT_DEPTH:
+            table = table.with_(
+                Injection(
+                    PERSONA_KEY,
+                    persona.description,
+                    ExtensionPosition.IN_CHAT,
+                    persona.depth,
+                    persona.role,
+                    scan=True,
+                    kind="persona",
+                    source="persona",
+                )
+            )
+    return table
+
+
+def _with_depth_prompt(
+    table: InjectionTable, key: str, name: str, character: CharacterInfo
+) -> InjectionTable:
+    prompt = character.depth_prompt
+    if not prompt.text:
+        return table
+    return table.with_(
+        Injection(
+            key,
+            prompt.text,
+            ExtensionPosition.IN_CHAT,
+            prompt.depth,
+            prompt.role,
+            scan=True,
+            kind="depth_prompt",
+            source=name,
+        )
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class DepthGroup:
+    """Activated lorebook entries sharing one depth and role, in prompt order."""
+
+    depth: int
+    role: InjectionRole
+    entries: tuple[str, ...]
+    sources: tuple[str, ...] = ()
+
+
+def with_lorebook(
+    table: InjectionTable,
+    depth_groups: Iterable[DepthGroup],
+    an_top: Sequence[str],
+    an_bottom: Sequence[str],
+    authors_note_is_active: bool,
+) -> InjectionTable:
+    """The table after the lorebook scan: @depth groups added, AN top/bottom merged.
+
+    algo-world-info.md: ANTop/ANBottom entries wrap the author's note only when the
+    note is active this turn.
+    """
+    for key in [k for k in table.entries if k.startswith("customDepthWI")]:
+        table = table.without(key)
+    for group in depth_groups:
+        table = table.with_(
+            Injection(
+                lorebook_key(group.depth, group.role),
+                "\n".join(group.entries),
+                ExtensionPosition.IN_CHAT,
+                group.depth,
+                group.role,
+                scan=False,
+                kind="lorebook",
+                source=",".join(group.sources),
+            )
+        )
+    note = table.get(AUTHORS_NOTE_KEY)
+    if authors_note_is_active and note is not None:
+        text = "\n".join(an_top) + "\n" + note.text + "\n" + "\n".join(an_bottom)
+        # The original strips one leading and one trailing newline (world-info.js).
+        if text.startswith("\n"):
+            text = text[1:]
+        if text.endswith("\n"):
+            text = text[:-1]
+        table = table.with_(replace(note, text=text))
+    return table
+
+
+# ------------------------------------------------------------------ merging
+
+
+@dataclass(frozen=True, slots=True)
+class InChatPrompt:
+    """A prompt-manager prompt placed in the chat (Chat Completion only)."""
+
+    identifier: str
+    role: InjectionRole
+    depth: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class InjectedBlock:
+    """One merged injection message: the role, its text and where it came from."""
+
+    depth: int
+    role: InjectionRole
+    text: str
+    sources: tuple[Injection | InChatPrompt, ...]
+
+
+T = TypeVar("T")
+
+
+def depth_blocks(
+    table: InjectionTable,
+    substitute: Callable[[str], str],
+    in_chat_prompts: Sequence[InChatPrompt] = (),
+    chat_completion: bool = True,
+) -> list[InjectedBlock]:
+    """The merged messages per depth, depth ascending and roles system, user, assistant.
+
+    algo-prompt-assembly.md §5.2: each role at a depth yields one message; the
+    prompt-manager prompts come first, then the extension prompts in key order.
+    """
+    depths = set(table.in_chat_depths()) | {p.depth for p in in_chat_prompts}
+    blocks: list[InjectedBlock] = []
+    for depth in sorted(d for d in depths if 0 <= d <= MAX_INJECTION_DEPTH):
+        for role in ROLE_ORDER:
+            prompts = [p for p in in_chat_prompts if p.depth == depth and p.role == role and p.text]
+            extensions = table.select(ExtensionPosition.IN_CHAT, depth, role)
+            extension_text = "\n".join(i.text.strip() for i in extensions)
+            if extension_text:
+                extension_text = substitute(extension_text)
+            if chat_completion:
+                role_text = "\n".join(p.text.strip() for p in prompts)
+                text = "\n".join(x.strip() for x in (role_text, extension_text) if x)
+            else:
+                text = extension_text.lstrip()
+            if text:
+                blocks.append(InjectedBlock(depth, role, text, (*prompts, *extensions)))
+    return blocks
+
+
+def insert_blocks(
+    history: Sequence[T],
+    blocks: Sequence[InjectedBlock],
+    make: Callable[[InjectedBlock], T],
+) -> list[T]:
+    """The history (oldest first) with each block's messages placed at their depth.
+
+    Depth d puts the block after the d newest real messages; inside a depth the
+    chronological order is assistant, user, system (algo-prompt-assembly.md §5.2).
+    A depth past the oldest message puts the block first.
+    """
+    newest_first: list[T] = list(reversed(history))
+    inserted = 0
+    by_depth: dict[int, list[InjectedBlock]] = {}
+    for block in blocks:
+        by_depth.setdefault(block.depth, []).append(block)
+    for depth in sorted(by_depth):
+        items = [make(b) for b in by_depth[depth]]
+        at = min(depth + inserted, len(newest_first))
+        newest_first[at:at] = items
+        inserted += len(items)
+    newest_first.reverse()
+    return newest_first
+
+
+def _utf16_key(key: str) -> tuple[int, ...]:
+    """The UTF-16 code units of a key: JavaScript's default sort order."""
+    data = key.encode("utf-16-be")
+    return tuple(int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2))
