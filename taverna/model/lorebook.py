@@ -88,6 +88,8 @@ class CharacterFilter:
     names: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     extras: Mapping[str, Any] = field(default_factory=_empty)
+    missing: frozenset[str] = frozenset()
+    field_order: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

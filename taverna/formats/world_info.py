@@ -1,0 +1,300 @@
+"""SillyTavern world info files (`worlds/<name>.json`): read and write, losslessly.
+
+`read_world_info` turns the file's JSON into a `Lorebook`; `world_info_to_json` turns
+it back. Reading then writing gives the same JSON: the same keys in the same order,
+the same value types (`false` stays `false`, `0` stays `0`), unknown fields kept
+(formats-world-info.md §1-2). Bad input raises `FormatError` naming the file and the
+field (`entries.<key>.<field>`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from taverna.errors import FormatError
+from taverna.model.lorebook import (
+    ENTRY_FIELDS,
+    JSON_TO_ATTR,
+    MISSING_VALUES,
+    CharacterFilter,
+    Entry,
+    EntryRole,
+    Lorebook,
+    Position,
+    SelectiveLogic,
+)
+
+__all__ = [
+    "dump_world_info",
+    "entry_from_json",
+    "entry_to_json",
+    "read_world_info",
+    "world_info_from_json",
+    "world_info_to_json",
+]
+
+
+class _Reader:
+    """Type checks for one entry, reporting errors with the file and field path."""
+
+    def __init__(self, file: str | None, path: str) -> None:
+        self.file = file
+        self.path = path
+
+    def fail(self, name: str, message: str) -> FormatError:
+        return FormatError(message, file=self.file, field=f"{self.path}.{name}")
+
+    def integer(self, name: str, value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(name, f"expected an integer, got {_describe(value)}")
+        return value
+
+    def number(self, name: str, value: Any) -> int | float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.fail(name, f"expected a number, got {_describe(value)}")
+        return value
+
+    def boolean(self, name: str, value: Any) -> bool:
+        if not isinstance(value, bool):
+            raise self.fail(name, f"expected true or false, got {_describe(value)}")
+        return value
+
+    def text(self, name: str, value: Any) -> str:
+        if not isinstance(value, str):
+            raise self.fail(name, f"expected a string, got {_describe(value)}")
+        return value
+
+    def texts(self, name: str, value: Any) -> tuple[str, ...]:
+        if not isinstance(value, list):
+            raise self.fail(name, f"expected a list of strings, got {_describe(value)}")
+        for index, item in enumerate(value):
+            if not isinstance(item, str):
+                raise self.fail(f"{name}[{index}]", f"expected a string, got {_describe(item)}")
+        return tuple(value)
+
+    def optional(self, read: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
+        def inner(name: str, value: Any) -> Any:
+            return None if value is None else read(name, value)
+
+        return inner
+
+    def enum(self, kind: type[Any], name: str, value: Any) -> Any:
+        number = self.integer(name, value)
+        try:
+            return kind(number)
+        except ValueError:
+            allowed = ", ".join(str(int(member)) for member in kind)
+            raise self.fail(name, f"{number} is not one of {allowed}") from None
+
+    def bool_or_int(self, name: str, value: Any) -> bool | int:
+        if isinstance(value, bool | int):
+            return value
+        raise self.fail(name, f"expected true, false or a level number, got {_describe(value)}")
+
+    def character_filter(self, name: str, value: Any) -> CharacterFilter:
+        if not isinstance(value, Mapping):
+            raise self.fail(name, f"expected an object, got {_describe(value)}")
+        sub = _Reader(self.file, f"{self.path}.{name}")
+        known = {"isExclude", "names", "tags"}
+        missing = frozenset(k for k in known if k not in value)
+        return CharacterFilter(
+            is_exclude=sub.boolean("isExclude", value.get("isExclude", False)),
+            names=sub.texts("names", value.get("names", [])),
+            tags=sub.texts("tags", value.get("tags", [])),
+            extras={k: v for k, v in value.items() if k not in known},
+            missing=missing,
+            field_order=tuple(value),
+        )
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f"the string {value[:40]!r}"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "an object"
+    return f"{value!r}"
+
+
+def _converters(reader: _Reader) -> dict[str, Callable[[str, Any], Any]]:
+    opt = reader.optional
+    return {
+        "uid": reader.integer,
+        "key": reader.texts,
+        "keysecondary": reader.texts,
+        "comment": reader.text,
+        "content": reader.text,
+        "constant": reader.boolean,
+        "vectorized": reader.boolean,
+        "selective": reader.boolean,
+        "selectiveLogic": lambda n, v: reader.enum(SelectiveLogic, n, v),
+        "addMemo": reader.boolean,
+        "order": reader.number,
+        "position": lambda n, v: reader.enum(Position, n, v),
+        "disable": reader.boolean,
+        "excludeRecursion": reader.boolean,
+        "preventRecursion": reader.boolean,
+        "delayUntilRecursion": reader.bool_or_int,
+        "probability": reader.number,
+        "useProbability": reader.boolean,
+        "depth": opt(reader.integer),
+        "group": reader.text,
+        "groupOverride": reader.boolean,
+        "groupWeight": opt(reader.number),
+        "scanDepth": opt(reader.integer),
+        "caseSensitive": opt(reader.boolean),
+        "matchWholeWords": opt(reader.boolean),
+        "useGroupScoring": opt(reader.boolean),
+        "automationId": reader.text,
+        "role": opt(lambda n, v: reader.enum(EntryRole, n, v)),
+        "sticky": opt(reader.integer),
+        "cooldown": opt(reader.integer),
+        "delay": opt(reader.integer),
+        "displayIndex": opt(reader.integer),
+        "characterFilter": opt(reader.character_filter),
+    }
+
+
+def entry_from_json(
+    data: Any, *, file: str | None = None, path: str = "entry", uid: int | None = None
+) -> Entry:
+    """One entry object of a world file as an `Entry`.
+
+    `uid` is used when the object has no `uid` of its own (the `entries` key).
+    """
+    reader = _Reader(file, path)
+    if not isinstance(data, Mapping):
+        raise FormatError(f"expected an object, got {_describe(data)}", file=file, field=path)
+    values: dict[str, Any] = {}
+    converters = _converters(reader)
+    for json_name, converter in converters.items():
+        if json_name in data:
+            values[JSON_TO_ATTR[json_name]] = converter(json_name, data[json_name])
+    missing = frozenset(name for _, name in ENTRY_FIELDS if name not in data)
+    if "uid" not in values:
+        if uid is None:
+            raise reader.fail("uid", "the entry has no uid")
+        values["uid"] = uid
+    for attr, json_name in ENTRY_FIELDS:
+        if json_name in missing and attr in MISSING_VALUES:
+            values[attr] = MISSING_VALUES[attr]
+    extras = {k: v for k, v in data.items() if k not in converters}
+    return Entry(**values, extras=extras, missing=missing, field_order=tuple(data))
+
+
+def _entry_value(name: str, value: Any) -> Any:
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, Position | SelectiveLogic | EntryRole):
+        return int(value)
+    if isinstance(value, CharacterFilter):
+        return _filter_to_json(value)
+    return value
+
+
+def _filter_to_json(value: CharacterFilter) -> dict[str, Any]:
+    known: dict[str, Any] = {
+        "isExclude": value.is_exclude,
+        "names": list(value.names),
+        "tags": list(value.tags),
+    }
+    known = {k: v for k, v in known.items() if k not in value.missing}
+    return _ordered(known, value.extras, value.field_order)
+
+
+def _ordered(
+    known: Mapping[str, Any], extras: Mapping[str, Any], order: tuple[str, ...]
+) -> dict[str, Any]:
+    """Known fields and extras, in the source order first, then anything new."""
+    out: dict[str, Any] = {}
+    for name in order:
+        if name in known:
+            out[name] = known[name]
+        elif name in extras:
+            out[name] = extras[name]
+    for source in (known, extras):
+        for name, value in source.items():
+            if name not in out:
+                out[name] = value
+    return out
+
+
+def entry_to_json(entry: Entry) -> dict[str, Any]:
+    """An `Entry` as the JSON object SillyTavern stores (fields read as missing stay out)."""
+    known = {
+        json_name: _entry_value(json_name, getattr(entry, attr))
+        for attr, json_name in ENTRY_FIELDS
+        if json_name not in entry.missing
+    }
+    for optional in ("characterFilter", "displayIndex"):
+        # SillyTavern writes these only when set; keep a stored null, add none of our own.
+        if known.get(optional, 0) is None and optional not in entry.field_order:
+            del known[optional]
+    return _ordered(known, entry.extras, entry.field_order)
+
+
+def world_info_from_json(data: Any, *, name: str, file: str | None = None) -> Lorebook:
+    """A parsed world file (`{"entries": {...}}`) as a `Lorebook` named `name`."""
+    if not isinstance(data, Mapping):
+        raise FormatError(f"expected a JSON object, got {_describe(data)}", file=file)
+    if "entries" not in data:
+        raise FormatError("a world info file needs an 'entries' object", file=file, field="entries")
+    raw_entries = data["entries"]
+    if not isinstance(raw_entries, Mapping):
+        raise FormatError(
+            f"expected an object keyed by uid, got {_describe(raw_entries)}",
+            file=file,
+            field="entries",
+        )
+    entries: list[Entry] = []
+    seen: set[int] = set()
+    for key, raw in raw_entries.items():
+        path = f"entries.{key}"
+        fallback = int(key) if isinstance(key, str) and key.isdecimal() else None
+        entry = entry_from_json(raw, file=file, path=path, uid=fallback)
+        if str(entry.uid) != key:
+            raise FormatError(
+                f"the entry is stored under {key!r} but its uid is {entry.uid}",
+                file=file,
+                field=f"{path}.uid",
+            )
+        if entry.uid in seen:
+            raise FormatError(f"uid {entry.uid} appears twice", file=file, field=f"{path}.uid")
+        seen.add(entry.uid)
+        entries.append(entry)
+    extras = {k: v for k, v in data.items() if k != "entries"}
+    return Lorebook(name=name, entries=tuple(entries), extras=extras, field_order=tuple(data))
+
+
+def read_world_info(text: str | bytes, *, name: str, file: str | None = None) -> Lorebook:
+    """A world file's text as a `Lorebook`; `file` names it in error messages."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8-sig")
+        except UnicodeDecodeError as error:
+            raise FormatError(f"not UTF-8 text ({error.reason})", file=file) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise FormatError(
+            f"not valid JSON: {error.msg} at line {error.lineno} column {error.colno}", file=file
+        ) from None
+    return world_info_from_json(data, name=name, file=file)
+
+
+def world_info_to_json(book: Lorebook) -> dict[str, Any]:
+    """A `Lorebook` as the JSON object of a SillyTavern world file."""
+    entries = {str(entry.uid): entry_to_json(entry) for entry in book.entries}
+    return _ordered({"entries": entries}, book.extras, book.field_order)
+
+
+def dump_world_info(book: Lorebook) -> str:
+    """A `Lorebook` as file text, formatted the way SillyTavern writes it (4-space indent)."""
+    return json.dumps(world_info_to_json(book), ensure_ascii=False, indent=4)
