@@ -1,0 +1,182 @@
+"""JSON text as SillyTavern reads and writes it: strict parsing, `JSON.stringify` output.
+
+SillyTavern is JavaScript, so its files are what `JSON.stringify` produces: no `NaN`,
+numbers in JavaScript's shortest form (`1`, not `1.0`; `0.00001`, not `1e-05`), non-ASCII
+text unescaped, lone surrogates escaped. Writing the same way makes an untouched document
+come back byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from taverna.errors import FormatError
+
+MAX_JSON_BYTES = 64 * 1024 * 1024
+"""Largest JSON document read (cards with embedded art can be tens of megabytes)."""
+
+MAX_DEPTH = 200
+"""Deepest nesting accepted; SillyTavern's own documents nest fewer than ten levels."""
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_encode_string = json.encoder.encode_basestring
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def decode_text(data: bytes, *, file: str | None = None, field: str | None = None) -> str:
+    """UTF-8 bytes as text; a leading byte-order mark is dropped."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FormatError(
+            f"not valid UTF-8 text (byte {exc.start}: {exc.reason})", file=file, field=field
+        ) from None
+    return text.removeprefix("\ufeff")
+
+
+def loads(
+    data: bytes | str,
+    *,
+    file: str | None = None,
+    field: str | None = None,
+    max_bytes: int = MAX_JSON_BYTES,
+) -> Any:
+    """Parse one JSON document; every failure is a FormatError naming `file` and `field`."""
+    if len(data) > max_bytes:
+        raise FormatError(
+            f"document is {len(data):,} bytes, more than the {max_bytes:,} accepted",
+            file=file,
+            field=field,
+        )
+    text = decode_text(data, file=file, field=field) if isinstance(data, bytes) else data
+    try:
+        value = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise FormatError(
+            f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
+            file=file,
+            field=field,
+        ) from None
+    except ValueError as exc:
+        raise FormatError(f"invalid JSON: {exc}", file=file, field=field) from None
+    except RecursionError:
+        raise FormatError("JSON nested too deeply", file=file, field=field) from None
+    check_depth(value, file=file, field=field)
+    return value
+
+
+def check_depth(value: Any, *, file: str | None = None, field: str | None = None) -> None:
+    """Refuse values nested deeper than MAX_DEPTH (walked without recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise FormatError(f"JSON nested deeper than {MAX_DEPTH} levels", file=file, field=field)
+        if isinstance(item, dict):
+            stack.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+
+
+def js_number(value: float) -> str:
+    """A float written the way JavaScript's `Number.prototype.toString` writes it."""
+    if math.isnan(value) or math.isinf(value):
+        return "null"  # JSON.stringify turns NaN and Infinity into null
+    if value == 0:
+        return "0"
+    sign = "-" if value < 0 else ""
+    mantissa, _, exp_text = repr(abs(value)).partition("e")
+    whole, _, frac = mantissa.partition(".")
+    digits = (whole + frac).lstrip("0")
+    # position of the decimal point relative to the first significant digit
+    point = len(whole) + (int(exp_text) if exp_text else 0)
+    if whole == "0":
+        stripped = frac.lstrip("0")
+        point = -(len(frac) - len(stripped)) + (int(exp_text) if exp_text else 0)
+        digits = stripped
+    digits = digits.rstrip("0") or "0"
+    k, n = len(digits), point
+    if k <= n <= 21:
+        return sign + digits + "0" * (n - k)
+    if 0 < n <= 21:
+        return sign + digits[:n] + "." + digits[n:]
+    if -6 < n <= 0:
+        return sign + "0." + "0" * (-n) + digits
+    exponent = n - 1
+    exp_part = f"e{'+' if exponent >= 0 else '-'}{abs(exponent)}"
+    if k == 1:
+        return sign + digits + exp_part
+    return sign + digits[0] + "." + digits[1:] + exp_part
+
+
+def _string(text: str) -> str:
+    encoded: str = _encode_string(text)
+    if _LONE_SURROGATE.search(encoded):
+        encoded = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", encoded)
+    return encoded
+
+
+def dumps(value: Any, *, indent: int | None = None) -> str:
+    """`JSON.stringify(value, null, indent)`: compact when `indent` is None."""
+    parts: list[str] = []
+    _write(value, parts, indent, 0)
+    return "".join(parts)
+
+
+def _write(value: Any, out: list[str], indent: int | None, level: int) -> None:
+    if value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif isinstance(value, str):
+        out.append(_string(value))
+    elif isinstance(value, int):
+        out.append(str(int(value)))
+    elif isinstance(value, float):
+        out.append(js_number(value))
+    elif isinstance(value, dict):
+        if not value:
+            out.append("{}")
+            return
+        out.append("{")
+        inner, outer = _breaks(indent, level)
+        first = True
+        for key, item in value.items():
+            if not first:
+                out.append(",")
+            first = False
+            out.append(inner)
+            out.append(_string(str(key)))
+            out.append(": " if indent is not None else ":")
+            _write(item, out, indent, level + 1)
+        out.append(outer)
+        out.append("}")
+    elif isinstance(value, list | tuple):
+        if not value:
+            out.append("[]")
+            return
+        out.append("[")
+        inner, outer = _breaks(indent, level)
+        for index, item in enumerate(value):
+            if index:
+                out.append(",")
+            out.append(inner)
+            _write(item, out, indent, level + 1)
+        out.append(outer)
+        out.append("]")
+    else:
+        raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+def _breaks(indent: int | None, level: int) -> tuple[str, str]:
+    if indent is None:
+        return "", ""
+    return "\n" + " " * (indent * (level + 1)), "\n" + " " * (indent * level)

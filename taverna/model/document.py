@@ -1,0 +1,56 @@
+"""Base class of the models that mirror a SillyTavern JSON document field for field."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Self
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict
+
+
+class STDocument(BaseModel):
+    """A SillyTavern JSON object, typed, that writes back exactly what it read.
+
+    - Unknown keys are kept as pydantic extras and written back verbatim.
+    - Fields carry SillyTavern's own key as their alias; Python code uses snake_case names.
+    - Validation is strict: a value of the wrong JSON type is an error, never silently
+      coerced (SillyTavern's loose fields are typed as unions instead).
+    - `to_json()` writes only the keys the document had (or that code set), so a read
+      followed by a write gives the same JSON values back.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+        strict=True,
+        frozen=True,
+        serialize_by_alias=True,
+        validate_by_alias=True,
+        validate_by_name=True,
+    )
+
+    @classmethod
+    def from_json(cls, data: Any) -> Self:
+        """Validate a parsed JSON value (raises pydantic's ValidationError)."""
+        return cls.model_validate(data)
+
+    def to_json(self) -> dict[str, Any]:
+        """The document as plain JSON values under SillyTavern's keys."""
+        return self.model_dump(mode="python", by_alias=True, exclude_unset=True)
+
+    @property
+    def extras(self) -> dict[str, Any]:
+        """Keys this model does not know, kept verbatim."""
+        return dict(self.__pydantic_extra__ or {})
+
+
+def _integral_float_to_int(value: Any) -> Any:
+    # JavaScript has one number type: `8192.0` in a file is the integer 8192 to SillyTavern.
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
+        return int(value)
+    return value
+
+
+JsonInt = Annotated[int, BeforeValidator(_integral_float_to_int)]
+"""An integer field that also accepts an integral JSON float (`4096.0`)."""
+
+Number = int | float
+"""A JSON number that keeps the type it was read with (1 stays 1, 0.5 stays 0.5)."""
