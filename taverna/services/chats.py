@@ -1,0 +1,472 @@
+"""Chat operations on the conversation tree: each one transaction and one new revision.
+
+Every write names the chat revision the caller read (`revision=`); a stale one
+raises `StaleRevision` (a `Conflict`) carrying the current revision. Every write
+returns an `Outcome`: the chat at its new revision and the node the operation
+created or changed, if any. Every write can be undone and redone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from taverna.errors import NotFound, TavernaError
+from taverna.model.chat import (
+    ActivePath,
+    Branch,
+    BranchSummary,
+    CharacterRef,
+    Chat,
+    ChatState,
+    Checkpoint,
+    ContentVersion,
+    GenerationInfo,
+    Node,
+    NodeRole,
+    Revision,
+    new_id,
+)
+from taverna.store.repository import UNSET, ChatWriter, NewChat, Store
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """The result of a write: the chat at its new revision and the node concerned."""
+
+    chat: Chat
+    node: Node | None = None
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class ChatService:
+    """The use cases of a conversation tree, shared by the CLI, the server and generation."""
+
+    def __init__(self, store: Store, *, clock: Callable[[], datetime] = _utcnow) -> None:
+        self.store = store
+        self.clock = clock
+
+    # ----------------------------------------------------------------- reading
+
+    def get_chat(self, chat_id: str) -> Chat:
+        return self.store.get_chat(chat_id)
+
+    def active_path(self, chat_id: str, *, include_deleted: bool = False) -> ActivePath:
+        """The chat as read: each message with its hidden flag and its `‹k/n›` place."""
+        return self.store.active_path(chat_id, include_deleted=include_deleted)
+
+    def candidates(self, chat_id: str, node_id: str) -> list[Node]:
+        """The candidates at a node's place (itself and its siblings), in creation order."""
+        node = self.store.get_node(chat_id, node_id)
+        return self.store.children(chat_id, node.parent_id)
+
+    def state_at(self, chat_id: str, node_id: str | None = None) -> ChatState:
+        """The state in force at a node; without one, at the end of the active path."""
+        if node_id is None:
+            chat = self.store.get_chat(chat_id)
+            return self.store.state_at(chat_id, chat.active_leaf_id)
+        return self.store.state_at(chat_id, node_id)
+
+    def list_branches(self, chat_id: str) -> list[BranchSummary]:
+        return self.store.branches(chat_id)
+
+    def list_checkpoints(self, chat_id: str) -> list[Checkpoint]:
+        return self.store.checkpoints(chat_id)
+
+    def history(self, chat_id: str, node_id: str) -> list[ContentVersion]:
+        """Every text a message has had, oldest first."""
+        return self.store.content_history(chat_id, node_id)
+
+    def revisions(self, chat_id: str, *, limit: int = 100) -> list[Revision]:
+        return self.store.revisions(chat_id, limit=limit)
+
+    # ---------------------------------------------------------------- creating
+
+    def create_chat(
+        self,
+        title: str,
+        *,
+        characters: Sequence[CharacterRef] = (),
+        group_id: str | None = None,
+        user_name: str = "",
+        greetings: Sequence[str] = (),
+        greeting_speaker: str = "",
+        base_state: ChatState | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        owner: str = "",
+    ) -> Outcome:
+        """A new chat; `greetings[0]` opens it, the others are its alternate greetings.
+
+        Alternate greetings are candidates of the first message (formats-chat.md §4.3),
+        so `‹ › ` on the greeting moves between them.
+        """
+        chat = self.store.create_chat(
+            NewChat(
+                title=title,
+                characters=tuple(characters),
+                group_id=group_id,
+                user_name=user_name,
+                base_state=base_state or ChatState(),
+                metadata=dict(metadata or {}),
+                owner=owner,
+                created=self.clock(),
+            )
+        )
+        if not greetings:
+            return Outcome(chat)
+        with self.store.write(chat.id, revision=chat.revision, label="greetings") as w:
+            first: Node | None = None
+            for text in greetings:
+                node = w.insert_node(
+                    None, NodeRole.ASSISTANT, text, speaker=greeting_speaker, created=self.clock()
+                )
+                first = first or node
+            assert first is not None
+            w.set_selection(None, first.id)
+            w.set_active(first.id)
+        return Outcome(self.store.get_chat(chat.id), first)
+
+    def append(
+        self,
+        chat_id: str,
+        role: NodeRole,
+        content: str,
+        *,
+        revision: int,
+        speaker: str = "",
+        hidden: bool = False,
+        extras: Mapping[str, Any] | None = None,
+        generation: GenerationInfo | None = None,
+        state: ChatState | None = None,
+    ) -> Outcome:
+        """Add a message after the active leaf; the active branch moves along."""
+        with self.store.write(chat_id, revision=revision, label=f"append {role.value}") as w:
+            parent = w.chat.active_leaf_id
+            node = w.insert_node(
+                parent,
+                role,
+                content,
+                speaker=speaker,
+                hidden=hidden,
+                extras=extras,
+                generation=generation,
+                state=state,
+                created=self.clock(),
+            )
+            w.set_selection(parent, node.id)
+            w.set_active(node.id)
+        return Outcome(self.store.get_chat(chat_id), node)
+
+    def swipe(
+        self,
+        chat_id: str,
+        node_id: str,
+        content: str,
+        *,
+        revision: int,
+        speaker: str | None = None,
+        extras: Mapping[str, Any] | None = None,
+        generation: GenerationInfo | None = None,
+        state: ChatState | None = None,
+        select: bool = True,
+    ) -> Outcome:
+        """Add a candidate at `node_id`'s place (a sibling); select it unless told not to."""
+        with self.store.write(chat_id, revision=revision, label="swipe") as w:
+            beside = w.get_node(node_id)
+            self._require_alive(beside)
+            node = w.insert_node(
+                beside.parent_id,
+                beside.role,
+                content,
+                speaker=beside.speaker if speaker is None else speaker,
+                extras=extras,
+                generation=generation,
+                state=state,
+                created=self.clock(),
+            )
+            if select:
+                w.set_selection(beside.parent_id, node.id)
+                w.set_active(node.id)
+        return Outcome(self.store.get_chat(chat_id), node)
+
+    def select_candidate(self, chat_id: str, node_id: str, *, revision: int) -> Outcome:
+        """Choose `node_id` at its place; the path continues where it last went below it."""
+        with self.store.write(chat_id, revision=revision, label="select") as w:
+            node = w.get_node(node_id)
+            self._require_alive(node)
+            self._activate(w, w.descend(node.id))
+        return Outcome(self.store.get_chat(chat_id), self.store.get_node(chat_id, node_id))
+
+    def step_candidate(self, chat_id: str, node_id: str, step: int, *, revision: int) -> Outcome:
+        """Move `step` candidates from `node_id` (the `‹` and `›` arrows), wrapping around."""
+        node = self.store.get_node(chat_id, node_id)
+        siblings = self.store.children(chat_id, node.parent_id)
+        ids = [s.id for s in siblings]
+        if node.id not in ids:
+            raise NotFound("that message is deleted", field="node_id")
+        target = ids[(ids.index(node.id) + step) % len(ids)]
+        return self.select_candidate(chat_id, target, revision=revision)
+
+    # ----------------------------------------------------------------- editing
+
+    def edit(self, chat_id: str, node_id: str, content: str, *, revision: int) -> Outcome:
+        """Replace a message's text in place; the old text stays in its history."""
+        with self.store.write(chat_id, revision=revision, label="edit") as w:
+            node = w.update_node(node_id, content=content)
+        return Outcome(self.store.get_chat(chat_id), node)
+
+    def edit_and_resend(
+        self, chat_id: str, node_id: str, content: str, *, revision: int
+    ) -> Outcome:
+        """A new sibling of a user message with new text; the old turn stays as a branch."""
+        with self.store.write(chat_id, revision=revision, label="edit and resend") as w:
+            old = w.get_node(node_id)
+            self._require_alive(old)
+            if old.role is not NodeRole.USER:
+                raise TavernaError("only a user message can be edited and resent", field="node_id")
+            node = w.insert_node(
+                old.parent_id,
+                old.role,
+                content,
+                speaker=old.speaker,
+                extras=old.extras,
+                created=self.clock(),
+            )
+            self._activate(w, node.id)
+        return Outcome(self.store.get_chat(chat_id), node)
+
+    def set_hidden(
+        self, chat_id: str, node_ids: Iterable[str], hidden: bool, *, revision: int
+    ) -> Outcome:
+        """Hide messages from the model (still shown to the person), or show them again."""
+        with self.store.write(
+            chat_id, revision=revision, label="hide" if hidden else "unhide"
+        ) as w:
+            last: Node | None = None
+            for node_id in node_ids:
+                last = w.update_node(node_id, hidden=hidden)
+        return Outcome(self.store.get_chat(chat_id), last)
+
+    def hide_range(
+        self, chat_id: str, start: int, end: int, *, revision: int, hidden: bool = True
+    ) -> Outcome:
+        """`/hide start-end` and `/unhide`: positions on the active path, both ends included.
+
+        algo-chat-ops.md §1.8: invalid when start > end, start < 0 or end past the last.
+        """
+        with self.store.write(
+            chat_id, revision=revision, label="hide" if hidden else "unhide"
+        ) as w:
+            visible = [n for n in w.active_nodes() if not n.deleted]
+            if start < 0 or start > end or end >= len(visible):
+                raise TavernaError(
+                    f"range {start}-{end} is outside 0-{len(visible) - 1}", field="range"
+                )
+            last: Node | None = None
+            for node in visible[start : end + 1]:
+                if node.hidden != hidden:
+                    last = w.update_node(node.id, hidden=hidden)
+        return Outcome(self.store.get_chat(chat_id), last)
+
+    def delete(self, chat_id: str, node_id: str, *, revision: int) -> Outcome:
+        """Delete one message (a restorable tombstone); later messages stay.
+
+        Deleting the last message of the path moves the path to another candidate at
+        that place if one is left (SillyTavern's delete swipe), else to the parent.
+        """
+        with self.store.write(chat_id, revision=revision, label="delete") as w:
+            node = w.get_node(node_id)
+            self._require_alive(node)
+            w.update_node(node_id, deleted=True)
+            if w.chat.active_leaf_id == node_id:
+                self._retreat(w, node)
+        return Outcome(self.store.get_chat(chat_id), self.store.get_node(chat_id, node_id))
+
+    def delete_from_here(self, chat_id: str, node_id: str, *, revision: int) -> Outcome:
+        """Delete a message of the active path and every message after it on that path."""
+        with self.store.write(chat_id, revision=revision, label="delete from here") as w:
+            path = w.active_nodes()
+            ids = [n.id for n in path]
+            if node_id not in ids:
+                raise TavernaError("that message is not on the active path", field="node_id")
+            start = ids.index(node_id)
+            for node in path[start:]:
+                if not node.deleted:
+                    w.update_node(node.id, deleted=True)
+            head = path[start]
+            w.set_selection(head.parent_id, None)
+            w.set_active(head.parent_id)
+        return Outcome(self.store.get_chat(chat_id), self.store.get_node(chat_id, node_id))
+
+    def restore(self, chat_id: str, node_id: str, *, revision: int) -> Outcome:
+        """Bring a deleted message back (its own tombstone only)."""
+        with self.store.write(chat_id, revision=revision, label="restore") as w:
+            node = w.get_node(node_id)
+            if not node.deleted:
+                raise TavernaError("that message is not deleted", field="node_id")
+            node = w.update_node(node_id, deleted=False)
+        return Outcome(self.store.get_chat(chat_id), node)
+
+    # ----------------------------------------------------- branches, checkpoints
+
+    def branch_from(
+        self, chat_id: str, node_id: str, name: str, *, revision: int, switch: bool = True
+    ) -> Outcome:
+        """A named branch ending at `node_id`; switched to unless told not to.
+
+        The branch's path is the path to `node_id`, so it inherits all state up to there.
+        """
+        name = self._name(name)
+        with self.store.write(chat_id, revision=revision, label="branch") as w:
+            node = w.get_node(node_id)
+            self._require_alive(node)
+            self._unique_branch_name(w, name)
+            branch = Branch(
+                id=new_id(), chat_id=chat_id, name=name, head_id=node_id, created=self.clock()
+            )
+            w.put_branch(branch)
+            if switch:
+                self._activate(w, node_id, branch_id=branch.id)
+        return Outcome(self.store.get_chat(chat_id), node)
+
+    def switch_branch(self, chat_id: str, branch_id: str, *, revision: int) -> Outcome:
+        """Make a branch active: the path becomes the path to its head."""
+        with self.store.write(chat_id, revision=revision, label="switch branch") as w:
+            branch = self._branch(w, branch_id)
+            self._activate(w, branch.head_id, branch_id=branch.id)
+        return Outcome(self.store.get_chat(chat_id))
+
+    def rename_branch(self, chat_id: str, branch_id: str, name: str, *, revision: int) -> Outcome:
+        name = self._name(name)
+        with self.store.write(chat_id, revision=revision, label="rename branch") as w:
+            branch = self._branch(w, branch_id)
+            if branch.name != name:
+                self._unique_branch_name(w, name)
+                w.put_branch(Branch(branch.id, chat_id, name, branch.head_id, branch.created))
+        return Outcome(self.store.get_chat(chat_id))
+
+    def delete_branch(self, chat_id: str, branch_id: str, *, revision: int) -> Outcome:
+        """Remove a branch pointer (not its messages); the active branch cannot go."""
+        with self.store.write(chat_id, revision=revision, label="delete branch") as w:
+            self._branch(w, branch_id)
+            if w.chat.active_branch_id == branch_id:
+                raise TavernaError("switch to another branch first", field="branch_id")
+            w.remove_branch(branch_id)
+        return Outcome(self.store.get_chat(chat_id))
+
+    def create_checkpoint(
+        self, chat_id: str, node_id: str, name: str, *, revision: int
+    ) -> tuple[Outcome, Checkpoint]:
+        """A named pointer to a message, to come back to (branch from it to continue there)."""
+        name = self._name(name)
+        with self.store.write(chat_id, revision=revision, label="checkpoint") as w:
+            node = w.get_node(node_id)
+            self._require_alive(node)
+            if any(c.name == name for c in w.checkpoints()):
+                raise TavernaError(f"a checkpoint named {name!r} exists", field="name")
+            checkpoint = Checkpoint(new_id(), chat_id, name, node_id, self.clock())
+            w.put_checkpoint(checkpoint)
+        return Outcome(self.store.get_chat(chat_id), node), checkpoint
+
+    def delete_checkpoint(self, chat_id: str, checkpoint_id: str, *, revision: int) -> Outcome:
+        with self.store.write(chat_id, revision=revision, label="delete checkpoint") as w:
+            if not any(c.id == checkpoint_id for c in w.checkpoints()):
+                raise NotFound("no such checkpoint", field="checkpoint_id")
+            w.remove_checkpoint(checkpoint_id)
+        return Outcome(self.store.get_chat(chat_id))
+
+    # -------------------------------------------------------------------- state
+
+    def write_state(
+        self, chat_id: str, node_id: str | None, state: ChatState, *, revision: int
+    ) -> Outcome:
+        """Record the state in force from `node_id` on (None: the chat's base state)."""
+        with self.store.write(chat_id, revision=revision, label="state") as w:
+            if node_id is None:
+                w.update_chat(base_state=state)
+                node = None
+            else:
+                node = w.update_node(node_id, state=state)
+        return Outcome(self.store.get_chat(chat_id), node)
+
+    def update_state(
+        self, chat_id: str, *, revision: int, node_id: str | None = None, **changes: Any
+    ) -> Outcome:
+        """Change some state fields at a node (default: the active leaf), keeping the rest."""
+        from dataclasses import replace
+
+        chat = self.store.get_chat(chat_id)
+        target = node_id if node_id is not None else chat.active_leaf_id
+        current = self.store.state_at(chat_id, target)
+        return self.write_state(chat_id, target, replace(current, **changes), revision=revision)
+
+    # --------------------------------------------------------------- undo/redo
+
+    def undo(self, chat_id: str, *, revision: int) -> Outcome:
+        """Revert the newest operation not yet undone (itself a new revision)."""
+        with self.store.write(chat_id, revision=revision, label="undo") as w:
+            w.undo()
+        return Outcome(self.store.get_chat(chat_id))
+
+    def redo(self, chat_id: str, *, revision: int) -> Outcome:
+        """Re-apply the operation undone last; a new operation since then forbids it."""
+        with self.store.write(chat_id, revision=revision, label="redo") as w:
+            w.redo()
+        return Outcome(self.store.get_chat(chat_id))
+
+    # ---------------------------------------------------------------- helpers
+
+    @staticmethod
+    def _require_alive(node: Node) -> None:
+        if node.deleted:
+            raise TavernaError("that message is deleted; restore it first", field="node_id")
+
+    @staticmethod
+    def _name(name: str) -> str:
+        name = name.strip()
+        if not name:
+            raise TavernaError("a name is required", field="name")
+        return name
+
+    @staticmethod
+    def _branch(w: ChatWriter, branch_id: str) -> Branch:
+        for branch in w.branches():
+            if branch.id == branch_id:
+                return branch
+        raise NotFound("no such branch", field="branch_id")
+
+    @staticmethod
+    def _unique_branch_name(w: ChatWriter, name: str) -> None:
+        if any(b.name == name for b in w.branches()):
+            raise TavernaError(f"a branch named {name!r} exists", field="name")
+
+    @staticmethod
+    def _activate(w: ChatWriter, leaf_id: str | None, *, branch_id: str | None = UNSET) -> None:
+        """Make `leaf_id` the active leaf and remember the choice at every fork above it."""
+        if leaf_id is not None:
+            chosen = w.selections()
+            parent: str | None = None
+            for node in w.path_to(leaf_id):
+                if chosen.get(parent or "") != node.id:
+                    w.set_selection(parent, node.id)
+                parent = node.id
+        w.set_active(leaf_id, branch_id=branch_id)
+
+    def _retreat(self, w: ChatWriter, node: Node) -> None:
+        """After the active leaf was deleted: another candidate there, else the parent."""
+        siblings = w.children(node.parent_id, include_deleted=True)
+        ids = [s.id for s in siblings]
+        index = ids.index(node.id)
+        alive = [s for s in siblings if not s.deleted]
+        if alive:
+            after = [s for s in alive if ids.index(s.id) > index]
+            choice = after[0] if after else alive[-1]
+            self._activate(w, w.descend(choice.id))
+        else:
+            w.set_selection(node.parent_id, None)
+            w.set_active(node.parent_id)

@@ -1,0 +1,382 @@
+"""The repository interface: what the services may ask of a store, whatever its database.
+
+Chats are changed only inside `ChatRepository.write(...)`: a unit of work bound to
+one chat that checks the revision the caller read, records every change it makes
+(so the revision can be undone and redone), and commits as one transaction with
+one new revision number. Library documents (characters, lorebooks, presets,
+personas, settings, connections, groups) are versioned JSON documents with an
+optional binary blob (a card's PNG, say).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from taverna.errors import Conflict
+from taverna.model.chat import (
+    ActivePath,
+    Branch,
+    BranchSummary,
+    CharacterRef,
+    Chat,
+    ChatState,
+    ChatTree,
+    Checkpoint,
+    ContentVersion,
+    GenerationInfo,
+    Node,
+    NodeRole,
+    Revision,
+)
+
+
+class StaleRevision(Conflict):
+    """A write named revision `expected` but the object is at `current`: re-read and retry."""
+
+    def __init__(self, message: str, *, current_revision: int, expected: int | None = None) -> None:
+        self.current_revision = current_revision
+        self.expected = expected
+        super().__init__(message, field="revision")
+
+
+class _Unset:
+    """Marks an argument that was not given (None is a meaningful value for some fields)."""
+
+    _instance: _Unset | None = None
+
+    def __new__(cls) -> _Unset:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """A library item: `kind` (character, lorebook, preset, persona, settings, connection,
+    group, ...), a `name`, its JSON `data`, an optional `blob`, and a `revision`."""
+
+    id: str
+    kind: str
+    name: str
+    data: Mapping[str, Any]
+    blob: bytes | None = None
+    revision: int = 1
+    created: datetime | None = None
+    updated: datetime | None = None
+    owner: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ChatListing:
+    """A chat as listed: the chat plus counts that need no path walk."""
+
+    chat: Chat
+    path_length: int
+    node_count: int
+    branch_count: int
+    checkpoint_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class NewChat:
+    """What creating a chat needs."""
+
+    title: str
+    characters: tuple[CharacterRef, ...] = ()
+    group_id: str | None = None
+    user_name: str = ""
+    base_state: ChatState = field(default_factory=ChatState)
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    owner: str = ""
+    id: str | None = None
+    created: datetime | None = None
+
+
+class ChatWriter(ABC):
+    """One chat's unit of work: reads see earlier writes of the same unit.
+
+    Every mutating method records the old and new value so the whole unit can be
+    undone and redone as one revision. `revision` is the number this unit commits as.
+    """
+
+    chat_id: str
+    revision: int
+
+    @property
+    @abstractmethod
+    def chat(self) -> Chat:
+        """The chat as it stands inside this unit of work."""
+
+    @abstractmethod
+    def get_node(self, node_id: str) -> Node:
+        """The node `node_id` of this chat; NotFound otherwise."""
+
+    @abstractmethod
+    def children(self, parent_id: str | None, *, include_deleted: bool = False) -> list[Node]:
+        """Children of `parent_id` (None: the roots) in creation order."""
+
+    @abstractmethod
+    def path_to(self, node_id: str) -> list[Node]:
+        """The nodes from a root down to `node_id`, both included (deleted ones too)."""
+
+    @abstractmethod
+    def active_nodes(self) -> list[Node]:
+        """The active path from the root to the active leaf (deleted ones too)."""
+
+    @abstractmethod
+    def state_at(self, node_id: str | None) -> ChatState:
+        """The state in force at `node_id` (None: the chat's base state)."""
+
+    @abstractmethod
+    def selection(self, parent_id: str | None) -> str | None:
+        """The child last chosen under `parent_id` (None: among the roots)."""
+
+    @abstractmethod
+    def selections(self) -> dict[str, str]:
+        """Every remembered choice: parent id (`""` for the roots) -> chosen child id."""
+
+    @abstractmethod
+    def descend(self, node_id: str) -> str:
+        """Where the path below `node_id` ends when following the remembered choices."""
+
+    @abstractmethod
+    def insert_node(
+        self,
+        parent_id: str | None,
+        role: NodeRole,
+        content: str,
+        *,
+        speaker: str = "",
+        hidden: bool = False,
+        extras: Mapping[str, Any] | None = None,
+        generation: GenerationInfo | None = None,
+        state: ChatState | None = None,
+        created: datetime | None = None,
+    ) -> Node:
+        """Add a node under `parent_id`; its depth comes from the parent (no path walk)."""
+
+    @abstractmethod
+    def update_node(
+        self,
+        node_id: str,
+        *,
+        content: str = UNSET,
+        speaker: str = UNSET,
+        hidden: bool = UNSET,
+        deleted: bool = UNSET,
+        extras: Mapping[str, Any] = UNSET,
+        generation: GenerationInfo | None = UNSET,
+        state: ChatState | None = UNSET,
+    ) -> Node:
+        """Change fields of a node; untouched fields keep their value."""
+
+    @abstractmethod
+    def set_selection(self, parent_id: str | None, child_id: str | None) -> None:
+        """Remember `child_id` as the chosen child under `parent_id` (None: forget)."""
+
+    @abstractmethod
+    def set_active(self, leaf_id: str | None, *, branch_id: str | None = UNSET) -> None:
+        """Make `leaf_id` the active leaf; the active branch (or `branch_id`) points there."""
+
+    @abstractmethod
+    def update_chat(
+        self,
+        *,
+        title: str = UNSET,
+        characters: tuple[CharacterRef, ...] = UNSET,
+        user_name: str = UNSET,
+        base_state: ChatState = UNSET,
+        metadata: Mapping[str, Any] = UNSET,
+    ) -> Chat:
+        """Change chat fields other than the active leaf and branch."""
+
+    @abstractmethod
+    def branches(self) -> list[Branch]:
+        """The chat's branches in creation order."""
+
+    @abstractmethod
+    def put_branch(self, branch: Branch) -> None:
+        """Add or change a branch."""
+
+    @abstractmethod
+    def remove_branch(self, branch_id: str) -> None:
+        """Remove a branch pointer (its nodes stay)."""
+
+    @abstractmethod
+    def checkpoints(self) -> list[Checkpoint]:
+        """The chat's checkpoints in creation order."""
+
+    @abstractmethod
+    def put_checkpoint(self, checkpoint: Checkpoint) -> None:
+        """Add or change a checkpoint."""
+
+    @abstractmethod
+    def remove_checkpoint(self, checkpoint_id: str) -> None:
+        """Remove a checkpoint pointer."""
+
+    @abstractmethod
+    def undo(self) -> Revision:
+        """Revert the newest operation not yet undone; NotFound when there is none."""
+
+    @abstractmethod
+    def redo(self) -> Revision:
+        """Re-apply the operation undone last; NotFound when there is none."""
+
+
+class ChatRepository(ABC):
+    """Chats and their trees."""
+
+    @abstractmethod
+    def create_chat(self, new: NewChat) -> Chat:
+        """Create an empty chat at revision 1 with a branch named `main`."""
+
+    @abstractmethod
+    def import_tree(
+        self,
+        new: NewChat,
+        nodes: Sequence[Node],
+        *,
+        active_leaf_id: str | None,
+        branches: Sequence[Branch] = (),
+        checkpoints: Sequence[Checkpoint] = (),
+        selections: Mapping[str, str] | None = None,
+    ) -> Chat:
+        """Create a chat with a whole tree in one bulk transaction (import, benchmarks).
+
+        `nodes` must list parents before children; their `depth` and `chat_id` are
+        recomputed. Without `selections`, each parent selects its child on the active
+        path, else its newest child. Without branches, a `main` branch points at the
+        active leaf; `branches[0]` is the active branch otherwise.
+        """
+
+    @abstractmethod
+    def write(
+        self, chat_id: str, *, revision: int, label: str
+    ) -> AbstractContextManager[ChatWriter]:
+        """A unit of work on chat `chat_id` that read `revision`; StaleRevision if it moved on."""
+
+    @abstractmethod
+    def get_chat(self, chat_id: str) -> Chat:
+        """The chat; NotFound if absent."""
+
+    @abstractmethod
+    def list_chats(self, *, owner: str = "", character: str | None = None) -> list[ChatListing]:
+        """Chats of `owner`, newest first, optionally those with a character of that name or id."""
+
+    @abstractmethod
+    def delete_chat(self, chat_id: str, *, revision: int) -> None:
+        """Remove a chat and everything in it (not undoable: export or back it up first)."""
+
+    @abstractmethod
+    def get_node(self, chat_id: str, node_id: str) -> Node:
+        """One node of a chat; NotFound if absent."""
+
+    @abstractmethod
+    def children(self, chat_id: str, parent_id: str | None) -> list[Node]:
+        """Non-deleted children of a node (None: roots) in creation order."""
+
+    @abstractmethod
+    def active_path(self, chat_id: str, *, include_deleted: bool = False) -> ActivePath:
+        """The chat as read: its active path with candidate counts and the leaf's state."""
+
+    @abstractmethod
+    def path_to(self, chat_id: str, node_id: str) -> list[Node]:
+        """The nodes from a root down to `node_id`."""
+
+    @abstractmethod
+    def state_at(self, chat_id: str, node_id: str | None) -> ChatState:
+        """The state in force at a node (None: the base state)."""
+
+    @abstractmethod
+    def tree(self, chat_id: str) -> ChatTree:
+        """The whole tree, parents before children."""
+
+    @abstractmethod
+    def branches(self, chat_id: str) -> list[BranchSummary]:
+        """Branches with their head, visible length and last message."""
+
+    @abstractmethod
+    def checkpoints(self, chat_id: str) -> list[Checkpoint]:
+        """Checkpoints in creation order."""
+
+    @abstractmethod
+    def revisions(self, chat_id: str, *, limit: int = 100) -> list[Revision]:
+        """The newest revisions first."""
+
+    @abstractmethod
+    def content_history(self, chat_id: str, node_id: str) -> list[ContentVersion]:
+        """Every text a node has had, oldest first (the current one last)."""
+
+
+class DocumentRepository(ABC):
+    """Library documents."""
+
+    @abstractmethod
+    def put_document(
+        self,
+        kind: str,
+        name: str,
+        data: Mapping[str, Any],
+        *,
+        blob: bytes | None = UNSET,
+        id: str | None = None,
+        revision: int | None = None,
+        owner: str = "",
+    ) -> Document:
+        """Create (no `id`, or an unknown `id`) or replace a document.
+
+        Replacing needs the `revision` read; a stale one raises StaleRevision. An
+        omitted `blob` keeps the stored one.
+        """
+
+    @abstractmethod
+    def get_document(self, id: str) -> Document:
+        """The document; NotFound if absent."""
+
+    @abstractmethod
+    def find_documents(
+        self, kind: str, *, name: str | None = None, owner: str = "", with_blobs: bool = False
+    ) -> list[Document]:
+        """Documents of a kind (and name), oldest first; blobs only when asked for."""
+
+    @abstractmethod
+    def delete_document(self, id: str, *, revision: int) -> None:
+        """Remove a document that is still at `revision`."""
+
+
+class Store(ChatRepository, DocumentRepository):
+    """A whole store: chats plus library, opened on one database."""
+
+    url: str
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the database connections."""
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def iter_depth_first(tree: ChatTree) -> Iterator[tuple[Node, int]]:
+    """Nodes of a tree depth-first in candidate order with their depth (for display)."""
+    kids = tree.children()
+    stack = [(node, 0) for node in reversed(kids.get(None, []))]
+    while stack:
+        node, depth = stack.pop()
+        yield node, depth
+        for child in reversed(kids.get(node.id, [])):
+            stack.append((child, depth + 1))
