@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Self
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    model_validator,
+)
 
 
 class STDocument(BaseModel):
@@ -15,8 +22,12 @@ class STDocument(BaseModel):
     - Validation is strict: a value of the wrong JSON type is an error, never silently
       coerced (SillyTavern's loose fields are typed as unions instead).
     - `to_json()` writes only the keys the document had (or that code set), so a read
-      followed by a write gives the same JSON values back.
+      followed by a write gives the same JSON values back, keys in the source's order.
     """
+
+    # Key order of the object this was read from; cosmetic, but it lets an untouched
+    # file come back byte for byte.
+    _key_order: tuple[str, ...] = PrivateAttr(default=())
 
     model_config = ConfigDict(
         extra="allow",
@@ -27,6 +38,14 @@ class STDocument(BaseModel):
         validate_by_name=True,
     )
 
+    @model_validator(mode="wrap")
+    @classmethod
+    def _remember_key_order(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        model = handler(data)
+        if isinstance(data, dict):
+            model._key_order = tuple(key for key in data if isinstance(key, str))
+        return model
+
     @classmethod
     def from_json(cls, data: Any) -> Self:
         """Validate a parsed JSON value (raises pydantic's ValidationError)."""
@@ -34,12 +53,36 @@ class STDocument(BaseModel):
 
     def to_json(self) -> dict[str, Any]:
         """The document as plain JSON values under SillyTavern's keys."""
-        return self.model_dump(mode="python", by_alias=True, exclude_unset=True)
+        dumped = self.model_dump(mode="python", by_alias=True, exclude_unset=True)
+        return _in_source_order(self, dumped)
 
     @property
     def extras(self) -> dict[str, Any]:
         """Keys this model does not know, kept verbatim."""
         return dict(self.__pydantic_extra__ or {})
+
+
+def _in_source_order(model: STDocument, dumped: dict[str, Any]) -> dict[str, Any]:
+    for name, info in type(model).model_fields.items():
+        key = info.alias or name
+        if key not in dumped:
+            continue
+        value = getattr(model, name)
+        if isinstance(value, STDocument) and isinstance(dumped[key], dict):
+            dumped[key] = _in_source_order(value, dumped[key])
+        elif isinstance(value, list) and isinstance(dumped[key], list):
+            dumped[key] = [
+                _in_source_order(item, out)
+                if isinstance(item, STDocument) and isinstance(out, dict)
+                else out
+                for item, out in zip(value, dumped[key], strict=False)
+            ]
+    order = model._key_order
+    if not order:
+        return dumped
+    ordered = {key: dumped[key] for key in order if key in dumped}
+    ordered.update((key, value) for key, value in dumped.items() if key not in ordered)
+    return ordered
 
 
 def _integral_float_to_int(value: Any) -> Any:

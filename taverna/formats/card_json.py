@@ -1,0 +1,132 @@
+"""Character cards as JSON: V1, V2, V3 and SillyTavern's merged three-layer object.
+
+`card_from_json` reads any of them into a `Character`; `card_to_json` writes the same
+layout back (formats-character-card.md §2, §3, §5). The V1 mirror at the top level is
+refreshed from `data` for the keys the file had, as SillyTavern does on import (§5.1).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from taverna.errors import FormatError
+from taverna.formats import json_text
+from taverna.formats.validation import validate
+from taverna.model.character import SPEC_V2, SPEC_V3, V1_FIELDS, Character
+
+# Top-level key -> how to read its value from the character (formats-character-card.md §2.1).
+_MIRROR: dict[str, tuple[str, ...]] = {
+    "name": ("name",),
+    "description": ("description",),
+    "personality": ("personality",),
+    "scenario": ("scenario",),
+    "first_mes": ("first_mes",),
+    "mes_example": ("mes_example",),
+    "tags": ("tags",),
+    "creatorcomment": ("creator_notes",),
+    "talkativeness": ("extensions", "talkativeness"),
+    "fav": ("extensions", "fav"),
+}
+
+# Pygmalion / Gradio JSON keys -> card fields (§5).
+_PYGMALION = {
+    "char_name": "name",
+    "char_persona": "description",
+    "char_greeting": "first_mes",
+    "world_scenario": "scenario",
+    "example_dialogue": "mes_example",
+}
+
+
+def card_from_json(doc: Any, *, file: str | None = None, field: str | None = None) -> Character:
+    """A parsed card object as a Character; FormatError names the field that is wrong."""
+    where = f"{field}:" if field else ""
+    if not isinstance(doc, dict):
+        raise FormatError("a character card must be a JSON object", file=file, field=field)
+    if "spec" in doc:
+        data = doc.get("data")
+        if not isinstance(data, dict):
+            raise FormatError("a V2/V3 card needs a `data` object", file=file, field=f"{where}data")
+        envelope = {key: value for key, value in doc.items() if key != "data"}
+        return validate(Character, {**data, "envelope": envelope}, file=file, prefix=f"{where}data")
+    if "char_name" in doc:
+        fields = {card: doc[key] for key, card in _PYGMALION.items() if key in doc}
+        return validate(Character, fields, file=file, prefix=field)
+    if "name" in doc:
+        fields = {key: doc[key] for key in V1_FIELDS if key in doc}
+        envelope = {key: value for key, value in doc.items() if key not in V1_FIELDS}
+        return validate(Character, {**fields, "envelope": envelope}, file=file, prefix=field)
+    raise FormatError(
+        "not a character card (no `spec`, `name` or `char_name`)", file=file, field=field
+    )
+
+
+def _mirror_value(character: Character, path: tuple[str, ...]) -> tuple[bool, Any]:
+    data = character.data_json()
+    node: Any = data
+    for key in path:
+        if not isinstance(node, dict) or key not in node:
+            return False, None
+        node = node[key]
+    return True, node
+
+
+def is_v1_only(character: Character) -> bool:
+    """Whether the character has nothing beyond the six V1 fields and no `spec`."""
+    if character.spec is not None or "spec" in character.envelope:
+        return False
+    return set(character.data_json()) <= set(V1_FIELDS)
+
+
+def card_to_json(character: Character) -> dict[str, Any]:
+    """The card object to store: the layout it was read in, with the V1 mirror refreshed.
+
+    A V1 character written with fields beyond V1 becomes a V2 card (SillyTavern converts
+    V1 cards to V2 on import, §5.2).
+    """
+    data = character.data_json()
+    if is_v1_only(character):
+        return {**character.envelope, **data}
+    out = dict(character.envelope)
+    upgrading = "spec" not in out
+    if upgrading:
+        out = {
+            **{key: data[key] for key in V1_FIELDS if key in data},
+            **out,
+            "spec": SPEC_V2,
+            "spec_version": "2.0",
+        }
+    for key, path in _MIRROR.items():
+        if key in out or (upgrading and key in V1_FIELDS):
+            present, value = _mirror_value(character, path)
+            if present:
+                out[key] = value
+    out.pop("data", None)
+    out["data"] = data
+    return out
+
+
+def relabel(doc: dict[str, Any], spec: str) -> dict[str, Any]:
+    """A card object with only its `spec`/`spec_version` labels changed (§4.3 step 3)."""
+    out = dict(doc)
+    out["spec"] = spec
+    out["spec_version"] = "3.0" if spec == SPEC_V3 else "2.0"
+    if "data" in out:  # keep `data` last, where SillyTavern writes it
+        out["data"] = out.pop("data")
+    return out
+
+
+def with_spec(character: Character, spec: str) -> Character:
+    """The character labelled as a V2 or V3 card (a V1 card gains the V2 envelope)."""
+    doc = relabel(card_to_json(character), spec)
+    return card_from_json(doc)
+
+
+def read_card_json(data: bytes, *, file: str | None = None) -> Character:
+    """A JSON card file (V1, V2, V3 or Pygmalion) as a Character."""
+    return card_from_json(json_text.loads(data, file=file), file=file)
+
+
+def write_card_json(character: Character) -> bytes:
+    """A JSON card file as SillyTavern exports it: 4-space indentation (§5.3)."""
+    return json_text.dumps(card_to_json(character), indent=4).encode("utf-8")

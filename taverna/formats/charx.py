@@ -1,0 +1,117 @@
+"""CHARX character cards: a zip holding `card.json` (a V3 card) and its asset files.
+
+Reading is bounded: the entry count, each entry's size and the total unpacked size are
+capped, and sizes are enforced while unpacking (a zip's declared sizes may lie), so a
+zip bomb ends in a FormatError, not in exhausted memory.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+import zlib
+
+from taverna.errors import FormatError
+from taverna.formats import json_text
+from taverna.formats.card_json import card_from_json, card_to_json
+from taverna.model.character import CardFile, Character
+
+ZIP_SIGNATURE = b"PK\x03\x04"
+MAX_ENTRIES = 4096
+MAX_ENTRY_BYTES = 64 * 1024 * 1024
+MAX_TOTAL_BYTES = 256 * 1024 * 1024
+_CHUNK = 1024 * 1024
+
+
+def _unpack(
+    archive: zipfile.ZipFile, info: zipfile.ZipInfo, budget: int, file: str | None
+) -> bytes:
+    limit = min(MAX_ENTRY_BYTES, budget)
+    if info.file_size > limit:
+        raise FormatError(
+            f"unpacks to {info.file_size:,} bytes, more than the {limit:,} accepted",
+            file=file,
+            field=info.filename,
+        )
+    parts: list[bytes] = []
+    size = 0
+    with archive.open(info) as stream:
+        while True:
+            block = stream.read(_CHUNK)
+            if not block:
+                break
+            size += len(block)
+            if size > limit:
+                raise FormatError(
+                    f"unpacks to more than the {limit:,} bytes accepted (zip bomb?)",
+                    file=file,
+                    field=info.filename,
+                )
+            parts.append(block)
+    return b"".join(parts)
+
+
+def _icon_path(character: Character, names: list[str]) -> str | None:
+    """The zip entry of the card's icon: the first `icon` asset whose uri matches (§5)."""
+    for asset in character.assets or []:
+        if asset.type != "icon":
+            continue
+        uri = asset.uri.split("://", 1)[1] if "://" in asset.uri else asset.uri
+        if not uri or uri.startswith("ccdefault:"):
+            continue
+        for name in names:
+            if name.endswith(uri):
+                return name
+    return None
+
+
+def read_charx(data: bytes, *, file: str | None = None) -> CardFile:
+    """A CHARX file: the character from `card.json`, the icon as avatar, other files as assets."""
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
+        raise FormatError(f"not a readable zip file: {exc}", file=file) from None
+    with archive:
+        infos = [i for i in archive.infolist() if not i.is_dir()]
+        if len(infos) > MAX_ENTRIES:
+            raise FormatError(f"zip has {len(infos):,} files, more than {MAX_ENTRIES:,}", file=file)
+        files: dict[str, bytes] = {}
+        budget = MAX_TOTAL_BYTES
+        try:
+            for info in infos:
+                if info.filename.startswith("__MACOSX/"):
+                    continue
+                content = _unpack(archive, info, budget, file)
+                budget -= len(content)
+                files[info.filename] = content
+        except FormatError:
+            raise
+        except (zipfile.BadZipFile, RuntimeError, NotImplementedError, zlib.error, OSError,
+                EOFError, ValueError) as exc:  # fmt: skip
+            raise FormatError(f"broken zip file: {exc}", file=file) from None
+    card_name = next((name for name in files if name.endswith("card.json")), None)
+    if card_name is None:
+        raise FormatError("CHARX holds no card.json", file=file)
+    doc = json_text.loads(files.pop(card_name), file=file, field=card_name)
+    if not isinstance(doc, dict) or "spec" not in doc:
+        raise FormatError("card.json is not a V2/V3 card (no `spec`)", file=file, field=card_name)
+    character = card_from_json(doc, file=file, field=card_name)
+    icon = _icon_path(character, list(files))
+    avatar = files.pop(icon) if icon else None
+    assets = dict(files)
+    if icon and avatar is not None:
+        assets = {icon: avatar, **assets}
+    return CardFile(character=character, avatar=avatar, assets=assets)
+
+
+def write_charx(card: CardFile) -> bytes:
+    """A CHARX zip: `card.json` first, then every asset under its own path."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        doc = card_to_json(card.character)
+        archive.writestr("card.json", json_text.dumps(doc, indent=4).encode("utf-8"))
+        for name, content in card.assets.items():
+            archive.writestr(name, content)
+        if card.avatar is not None and not card.assets:
+            archive.writestr("assets/icon/images/main.png", card.avatar)
+    return out.getvalue()

@@ -1,0 +1,195 @@
+"""Character cards stored in PNG pictures: `tEXt` chunks `chara` (V2) and `ccv3` (V3).
+
+The chunk walk uses Pillow's PNG chunk reader (framing and CRC checks); the picture
+itself is never decoded, so a huge or malformed image costs nothing. Writing keeps every
+chunk of the picture and puts both card chunks right before `IEND`, as SillyTavern does
+(formats-character-card.md §4).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import struct
+import zlib
+from dataclasses import dataclass
+
+from PIL import Image, PngImagePlugin
+
+from taverna.errors import FormatError
+from taverna.formats import json_text
+from taverna.formats.card_json import card_from_json, card_to_json, relabel
+from taverna.model.character import SPEC_V2, SPEC_V3, CardFile, Character
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+MAX_CARD_CHUNK = 64 * 1024 * 1024
+"""Largest card text chunk read (base64 of the JSON). Pillow's own bound for text chunks
+is 1 MiB, too small for cards with large lorebooks, so the chunks are read here."""
+
+MAX_IMAGE_PIXELS = 64 * 1024 * 1024
+"""Largest picture converted to PNG when a card is written onto a non-PNG image."""
+
+CARD_KEYWORDS = ("chara", "ccv3")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One PNG chunk: its type and where its data lies in the file."""
+
+    type: bytes
+    start: int  # offset of the length field
+    end: int  # offset just past the CRC
+    data_start: int
+    data_end: int
+
+
+def read_chunks(data: bytes, *, file: str | None = None) -> list[Chunk]:
+    """Every chunk up to and including `IEND`, with CRCs checked."""
+    if not data.startswith(PNG_SIGNATURE):
+        raise FormatError("not a PNG file (bad signature)", file=file)
+    stream = PngImagePlugin.ChunkStream(io.BytesIO(data))
+    assert stream.fp is not None
+    stream.fp.seek(len(PNG_SIGNATURE))
+    chunks: list[Chunk] = []
+    try:
+        while True:
+            start = stream.fp.tell()
+            if start + 8 > len(data):
+                raise FormatError("PNG is truncated (no IEND chunk)", file=file)
+            cid, pos, length = stream.read()
+            if length < 0 or pos + length + 4 > len(data):
+                raise FormatError(
+                    f"PNG is truncated inside chunk {cid.decode('latin-1')!r}", file=file
+                )
+            payload = stream.fp.read(length)
+            stream.crc(cid, payload)
+            chunks.append(Chunk(cid, start, pos + length + 4, pos, pos + length))
+            if cid == b"IEND":
+                return chunks
+    except (SyntaxError, struct.error, ValueError, EOFError, OSError) as exc:
+        raise FormatError(f"broken PNG file: {exc}", file=file) from None
+
+
+def _text_chunk(data: bytes, chunk: Chunk) -> tuple[str, bytes]:
+    body = data[chunk.data_start : chunk.data_end]
+    keyword, _, text = body.partition(b"\0")
+    return keyword.decode("latin-1"), text
+
+
+def card_chunks(data: bytes, *, file: str | None = None) -> dict[str, bytes]:
+    """The first `chara` and first `ccv3` text payloads (keywords matched ignoring case)."""
+    found: dict[str, bytes] = {}
+    for chunk in read_chunks(data, file=file):
+        if chunk.type != b"tEXt":
+            continue
+        keyword, text = _text_chunk(data, chunk)
+        key = keyword.lower()
+        if key in CARD_KEYWORDS and key not in found:
+            if len(text) > MAX_CARD_CHUNK:
+                raise FormatError(
+                    f"card chunk is {len(text):,} bytes, more than the {MAX_CARD_CHUNK:,} accepted",
+                    file=file,
+                    field=key,
+                )
+            found[key] = text
+    return found
+
+
+def decode_chunk(text: bytes, *, file: str | None = None, field: str) -> object:
+    """A card chunk's payload: base64 of UTF-8 JSON."""
+    try:
+        # Node's decoder, which SillyTavern uses, skips characters outside the alphabet.
+        raw = base64.b64decode(text, validate=False)
+    except (binascii.Error, ValueError) as exc:
+        raise FormatError(f"invalid base64: {exc}", file=file, field=field) from None
+    return json_text.loads(raw, file=file, field=field)
+
+
+def read_png_card(data: bytes, *, file: str | None = None) -> CardFile:
+    """A PNG card: the character from `ccv3` if present, else `chara` (§4.2)."""
+    chunks = card_chunks(data, file=file)
+    if not chunks:
+        raise FormatError(
+            "PNG holds no character card (no `chara` or `ccv3` text chunk)", file=file
+        )
+    if "ccv3" in chunks:
+        doc = decode_chunk(chunks["ccv3"], file=file, field="ccv3")
+        keyword = "ccv3"
+        if "chara" in chunks and isinstance(doc, dict):
+            # §4.3: a writer puts the same card in both chunks, only relabelled in `ccv3`;
+            # then `chara` is that same card with its original label, which we keep.
+            other = decode_chunk(chunks["chara"], file=file, field="chara")
+            if isinstance(other, dict) and relabel(other, SPEC_V3) == relabel(doc, SPEC_V3):
+                doc, keyword = other, "chara"
+    else:
+        doc = decode_chunk(chunks["chara"], file=file, field="chara")
+        keyword = "chara"
+    character = card_from_json(doc, file=file, field=keyword)
+    return CardFile(character=character, avatar=strip_card(data, file=file))
+
+
+def strip_card(data: bytes, *, file: str | None = None) -> bytes:
+    """The picture without its card chunks."""
+    return _rebuild(data, [], file=file)
+
+
+def _rebuild(data: bytes, extra: list[tuple[str, bytes]], *, file: str | None) -> bytes:
+    out = io.BytesIO()
+    out.write(PNG_SIGNATURE)
+    for chunk in read_chunks(data, file=file):
+        if chunk.type == b"tEXt" and _text_chunk(data, chunk)[0].lower() in CARD_KEYWORDS:
+            continue
+        if chunk.type == b"IEND":
+            for keyword, text in extra:
+                PngImagePlugin.putchunk(out, b"tEXt", keyword.encode("latin-1"), b"\0", text)
+        out.write(data[chunk.start : chunk.end])
+    return out.getvalue()
+
+
+def as_png(image: bytes, *, file: str | None = None) -> bytes:
+    """A picture as PNG bytes: PNG unchanged, anything Pillow can read converted."""
+    if image.startswith(PNG_SIGNATURE):
+        return image
+    try:
+        with Image.open(io.BytesIO(image)) as picture:
+            width, height = picture.size
+            if width * height > MAX_IMAGE_PIXELS:
+                raise FormatError(f"picture is too large ({width}x{height})", file=file)
+            out = io.BytesIO()
+            picture.save(out, format="PNG")
+            return out.getvalue()
+    except FormatError:
+        raise
+    except (OSError, ValueError, SyntaxError, zlib.error, Image.DecompressionBombError) as exc:
+        raise FormatError(f"not a picture that can hold a card: {exc}", file=file) from None
+
+
+def default_avatar() -> bytes:
+    """A plain 400x600 picture for a card that comes without one."""
+    out = io.BytesIO()
+    Image.new("RGB", (400, 600), (74, 85, 104)).save(out, format="PNG")
+    return out.getvalue()
+
+
+def encode_chunk(doc: object) -> bytes:
+    """Base64 of the compact UTF-8 JSON, as SillyTavern writes card chunks (§4.1)."""
+    return base64.b64encode(json_text.dumps(doc).encode("utf-8"))
+
+
+def write_png_card(
+    character: Character, image: bytes | None = None, *, file: str | None = None
+) -> bytes:
+    """The card written into `image` (or a plain default picture) as SillyTavern does.
+
+    Both chunks carry the same card: `chara` as stored, `ccv3` relabelled as V3 (§4.3).
+    A V1 card is written as V2, since the V3 label needs the `data` layout.
+    """
+    doc = card_to_json(character)
+    if "spec" not in doc:
+        doc = card_to_json(character.model_copy(update={"envelope": {**doc, "spec": SPEC_V2}}))
+        doc = relabel(doc, SPEC_V2)
+    picture = as_png(image, file=file) if image is not None else default_avatar()
+    chunks = [("chara", encode_chunk(doc)), ("ccv3", encode_chunk(relabel(doc, SPEC_V3)))]
+    return _rebuild(picture, chunks, file=file)

@@ -1,0 +1,29 @@
+"""Regex script export files: one script per file (formats-extensions.md §1.1)."""
+
+from __future__ import annotations
+
+import re
+
+from taverna.errors import FormatError
+from taverna.formats.validation import read_model, write_model
+from taverna.model.regex_script import RegexScript
+
+_UNSAFE = re.compile(r'[\s.<>:"/\\|?*\x00-\x1f]')
+
+
+def read_regex_script(data: bytes, *, file: str | None = None) -> RegexScript:
+    """A regex script file; SillyTavern refuses files without a `scriptName`."""
+    script = read_model(RegexScript, data, file=file)
+    if "script_name" not in script.model_fields_set:
+        raise FormatError("a regex script needs a `scriptName`", file=file, field="scriptName")
+    return script
+
+
+def write_regex_script(script: RegexScript) -> bytes:
+    """`JSON.stringify(script, null, 4)`."""
+    return write_model(script)
+
+
+def export_file_name(script: RegexScript) -> str:
+    """The file name SillyTavern exports a script under."""
+    return _UNSAFE.sub("_", script.script_name).lower() + ".json"
