@@ -1,0 +1,65 @@
+// The page's only way to the server: JSON over fetch, uploads, and generation streams.
+
+export class ApiError extends Error {
+  constructor(status, detail) {
+    super(typeof detail === "string" ? detail : detail?.message || `HTTP ${status}`);
+    this.status = status;
+    this.detail = detail;
+  }
+}
+
+async function request(method, path, body, { raw = false } = {}) {
+  const init = { method, headers: {} };
+  if (body instanceof FormData) init.body = body;
+  else if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const response = await fetch(`/api${path}`, init);
+  if (!response.ok) {
+    let detail = null;
+    try {
+      detail = (await response.json()).detail;
+    } catch {
+      detail = response.statusText;
+    }
+    throw new ApiError(response.status, detail);
+  }
+  if (raw) return response;
+  if (response.status === 204) return null;
+  return response.json();
+}
+
+export const api = {
+  get: (path) => request("GET", path),
+  post: (path, body) => request("POST", path, body ?? {}),
+  put: (path, body) => request("PUT", path, body),
+  patch: (path, body) => request("PATCH", path, body),
+  del: (path) => request("DELETE", path),
+  upload: (path, form) => request("POST", path, form),
+};
+
+/**
+ * Follow a task's event stream. Events replay from the start, so a page that
+ * reloads mid-stream sees the whole text. Returns a function that closes it.
+ */
+export function followTask(taskId, onEvent) {
+  const source = new EventSource(`/api/tasks/${encodeURIComponent(taskId)}/events`);
+  const kinds = ["delta", "reasoning", "progress", "done", "error", "cancelled", "status"];
+  let finished = false;
+  for (const kind of kinds) {
+    source.addEventListener(kind, (event) => {
+      const data = event.data ? JSON.parse(event.data) : {};
+      if (kind === "done" || kind === "error" || kind === "cancelled") {
+        finished = true;
+        source.close();
+      }
+      onEvent(kind, data);
+    });
+  }
+  source.onerror = () => {
+    // The browser reconnects on its own with Last-Event-ID; a closed stream after the end is normal.
+    if (finished) source.close();
+  };
+  return () => source.close();
+}

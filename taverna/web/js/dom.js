@@ -1,0 +1,79 @@
+// Element builders: every text goes in through textContent, never as HTML.
+
+/**
+ * Build an element. `attrs` keys: class, text, on* handlers, aria-*, data-*, and
+ * plain attributes/properties. Children are nodes or strings (strings become text).
+ */
+export function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === "class") el.className = value;
+    else if (key === "text") el.textContent = value;
+    else if (key.startsWith("on") && typeof value === "function") {
+      el.addEventListener(key.slice(2).toLowerCase(), value);
+    } else if (key === "value") el.value = value;
+    else if (key === "checked") el.checked = !!value;
+    else if (key === "dataset") Object.assign(el.dataset, value);
+    else el.setAttribute(key, value === true ? "" : String(value));
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el, children) {
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+}
+
+/** Replace all children of `el`. */
+export function mount(el, ...children) {
+  el.replaceChildren();
+  append(el, children);
+  return el;
+}
+
+/** An icon button with an accessible name (aria-label + tooltip). */
+export function iconButton(label, glyph, onClick, extra = {}) {
+  return h(
+    "button",
+    { type: "button", class: `icon ${extra.class || ""}`.trim(), "aria-label": label, title: label, onClick, ...extra.attrs },
+    h("span", { "aria-hidden": "true", text: glyph }),
+  );
+}
+
+/** Show a short message at the bottom of the screen. */
+export function toast(message, kind = "info") {
+  const box = document.getElementById("toasts");
+  if (!box) return;
+  const item = h("div", { class: `toast ${kind}`, role: kind === "error" ? "alert" : "status", text: message });
+  box.append(item);
+  setTimeout(() => item.remove(), kind === "error" ? 8000 : 3500);
+}
+
+/** Copy text to the clipboard, with a fallback for pages served over plain http. */
+export async function copyText(text) {
+  try {
+    await navigator.clipboard.writeText(text);
+    return true;
+  } catch {
+    const area = h("textarea", { value: text, "aria-hidden": "true", style: "position:fixed;left:-9999px" });
+    document.body.append(area);
+    area.select();
+    const ok = document.execCommand("copy");
+    area.remove();
+    return ok;
+  }
+}
+
+/** Read a File as an ArrayBuffer-backed Blob (for uploads). */
+export function formWith(fields) {
+  const form = new FormData();
+  for (const [k, v] of Object.entries(fields)) {
+    if (Array.isArray(v)) v.forEach((item) => form.append(k, item, item.webkitRelativePath || item.name));
+    else form.append(k, v);
+  }
+  return form;
+}

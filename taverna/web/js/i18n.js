@@ -1,0 +1,36 @@
+// The message catalog: every string the page shows comes from here.
+
+const LANGUAGES = { en: "English", "zh-CN": "简体中文" };
+let catalog = {};
+let fallback = {};
+let current = "en";
+
+async function load(lang) {
+  const response = await fetch(`/i18n/${lang}.json`);
+  if (!response.ok) throw new Error(`no catalog for ${lang}`);
+  return response.json();
+}
+
+/** Pick the saved language, else the browser's, and load its catalog. */
+export async function initI18n() {
+  fallback = await load("en");
+  const saved = localStorage.getItem("taverna.lang");
+  const guess = (navigator.language || "en").toLowerCase().startsWith("zh") ? "zh-CN" : "en";
+  await setLanguage(saved && LANGUAGES[saved] ? saved : guess);
+}
+
+export async function setLanguage(lang) {
+  catalog = lang === "en" ? fallback : await load(lang);
+  current = lang;
+  localStorage.setItem("taverna.lang", lang);
+  document.documentElement.lang = lang;
+}
+
+export const language = () => current;
+export const languages = () => LANGUAGES;
+
+/** Look up `key` and fill `{name}` placeholders. A missing key shows itself, so it gets noticed. */
+export function t(key, params = {}) {
+  const text = catalog[key] ?? fallback[key] ?? key;
+  return text.replace(/\{(\w+)\}/g, (m, name) => (name in params ? String(params[name]) : m));
+}

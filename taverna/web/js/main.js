@@ -1,0 +1,96 @@
+// The page shell: navigation, language switch, and a hash router over the views.
+
+import { h, mount, toast } from "./dom.js";
+import { initI18n, languages, language, setLanguage, t } from "./i18n.js";
+
+const ROUTES = [
+  [/^#\/characters\/new$/, () => import("./views/character_edit.js"), () => ({ id: null })],
+  [/^#\/characters\/([^/]+)$/, () => import("./views/character_edit.js"), (m) => ({ id: m[1] })],
+  [/^#\/characters$/, () => import("./views/characters.js"), () => ({})],
+  [/^#\/chat\/([^/]+)$/, () => import("./views/chat.js"), (m) => ({ id: m[1] })],
+  [/^#\/chats$/, () => import("./views/chats.js"), () => ({})],
+  [/^#\/personas$/, () => import("./views/personas.js"), () => ({})],
+  [/^#\/lorebooks\/([^/]+)$/, () => import("./views/lorebook_edit.js"), (m) => ({ id: m[1] })],
+  [/^#\/lorebooks$/, () => import("./views/lorebooks.js"), () => ({})],
+  [/^#\/presets\/([^/]+)$/, () => import("./views/preset_edit.js"), (m) => ({ id: m[1] })],
+  [/^#\/presets$/, () => import("./views/presets.js"), () => ({ kind: "chat" })],
+  [/^#\/templates$/, () => import("./views/presets.js"), () => ({ kind: "templates" })],
+  [/^#\/connections$/, () => import("./views/connections.js"), () => ({})],
+  [/^#\/import$/, () => import("./views/import.js"), () => ({})],
+];
+
+const NAV = [
+  ["#/characters", "nav.characters"],
+  ["#/chats", "nav.chats"],
+  ["#/personas", "nav.personas"],
+  ["#/lorebooks", "nav.lorebooks"],
+  ["#/presets", "nav.presets"],
+  ["#/templates", "nav.templates"],
+  ["#/connections", "nav.connections"],
+  ["#/import", "nav.import"],
+];
+
+let cleanup = null;
+
+function renderNav() {
+  const nav = document.getElementById("nav");
+  const here = location.hash || "#/characters";
+  mount(
+    nav,
+    h("ul", {}, NAV.map(([href, key]) =>
+      h("li", {}, h("a", { href, "aria-current": here.startsWith(href) ? "page" : null, text: t(key) })),
+    )),
+  );
+  const toggle = document.getElementById("menu-toggle");
+  toggle.setAttribute("aria-label", t("nav.menu"));
+  toggle.title = t("nav.menu");
+  document.getElementById("lang-label").textContent = t("nav.language");
+  const select = document.getElementById("lang-select");
+  mount(select, Object.entries(languages()).map(([code, name]) =>
+    h("option", { value: code, selected: code === language() ? "selected" : null, text: name }),
+  ));
+  select.value = language();
+}
+
+async function route() {
+  const hash = location.hash || "#/characters";
+  document.body.classList.remove("nav-open");
+  document.getElementById("menu-toggle").setAttribute("aria-expanded", "false");
+  renderNav();
+  if (typeof cleanup === "function") cleanup();
+  cleanup = null;
+  const view = document.getElementById("view");
+  for (const [pattern, loader, params] of ROUTES) {
+    const match = hash.match(pattern);
+    if (!match) continue;
+    const module = await loader();
+    mount(view);
+    view.dataset.view = pattern.source;
+    try {
+      cleanup = await module.render(view, params(match));
+    } catch (error) {
+      mount(view, h("p", { class: "error", role: "alert", text: t("error.load", { message: error.message }) }));
+    }
+    return;
+  }
+  location.hash = "#/characters";
+}
+
+async function start() {
+  await initI18n();
+  document.getElementById("lang-select").addEventListener("change", async (event) => {
+    await setLanguage(event.target.value);
+    route();
+  });
+  document.getElementById("menu-toggle").addEventListener("click", () => {
+    const open = document.body.classList.toggle("nav-open");
+    document.getElementById("menu-toggle").setAttribute("aria-expanded", String(open));
+  });
+  window.addEventListener("hashchange", route);
+  window.addEventListener("unhandledrejection", (event) => {
+    toast(event.reason?.message || String(event.reason), "error");
+  });
+  route();
+}
+
+start();

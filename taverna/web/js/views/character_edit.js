@@ -1,0 +1,135 @@
+// One character: every card field, its lorebook, its chats, export.
+
+import { api } from "../api.js";
+import { formWith, h, mount, toast } from "../dom.js";
+import { t } from "../i18n.js";
+import { startChat } from "./characters.js";
+
+// [field, kind]; kinds: line, text, list (one item a line), greetings (one textarea each), number.
+const FIELDS = [
+  ["name", "line"],
+  ["nickname", "line"],
+  ["description", "text"],
+  ["personality", "text"],
+  ["scenario", "text"],
+  ["first_mes", "text"],
+  ["alternate_greetings", "greetings"],
+  ["group_only_greetings", "greetings"],
+  ["mes_example", "text"],
+  ["system_prompt", "text"],
+  ["post_history_instructions", "text"],
+  ["depth_prompt", "text"],
+  ["depth_prompt_depth", "number"],
+  ["depth_prompt_role", "role"],
+  ["talkativeness", "number"],
+  ["creator_notes", "text"],
+  ["creator", "line"],
+  ["character_version", "line"],
+  ["tags", "list"],
+];
+
+function greetingsEditor(values, label) {
+  const box = h("div", { class: "greetings", role: "group", "aria-label": label });
+  const addOne = (value) => {
+    const area = h("textarea", { rows: 3, value, "aria-label": label });
+    const item = h("div", { class: "greeting" }, area,
+      h("button", { type: "button", class: "small danger", text: t("common.remove"), onClick: () => item.remove() }));
+    box.insertBefore(item, addButton);
+  };
+  const addButton = h("button", { type: "button", class: "small", text: t("character.add_greeting"), onClick: () => addOne("") });
+  box.append(addButton);
+  (values || []).forEach(addOne);
+  box.read = () => [...box.querySelectorAll("textarea")].map((a) => a.value);
+  return box;
+}
+
+export async function render(root, params) {
+  const isNew = !params.id;
+  const character = isNew ? { name: "" } : await api.get(`/characters/${params.id}`);
+  const lorebooks = await api.get("/lorebooks");
+  const inputs = {};
+  const form = h("form", { class: "editor", id: "character-form" });
+  for (const [field, kind] of FIELDS) {
+    const label = t(`field.${field}`);
+    const id = `f-${field}`;
+    let control;
+    const value = character[field];
+    if (kind === "line") control = h("input", { id, type: "text", value: value ?? "" });
+    else if (kind === "number") control = h("input", { id, type: "number", step: "any", value: value ?? "" });
+    else if (kind === "list") control = h("input", { id, type: "text", value: (value || []).join(", "), placeholder: t("character.tags_hint") });
+    else if (kind === "role") {
+      control = h("select", { id }, ["system", "user", "assistant"].map((r) => h("option", { value: r, selected: value === r ? "selected" : null, text: r })));
+    } else if (kind === "greetings") control = greetingsEditor(value, label);
+    else control = h("textarea", { id, rows: field === "description" || field === "mes_example" ? 8 : 4, value: value ?? "" });
+    inputs[field] = [kind, control];
+    form.append(kind === "greetings"
+      ? h("fieldset", {}, h("legend", { text: label }), control)
+      : h("label", { class: "field", for: id }, h("span", { text: label }), control));
+  }
+  const bookSelect = h("select", { id: "f-lorebook" },
+    h("option", { value: "", text: t("character.no_lorebook") }),
+    lorebooks.map((b) => h("option", { value: b.id, selected: character.lorebook_id === b.id ? "selected" : null, text: b.name })));
+  form.append(h("label", { class: "field", for: "f-lorebook" }, h("span", { text: t("character.lorebook") }), bookSelect));
+
+  const read = () => {
+    const out = {};
+    for (const [field, [kind, control]] of Object.entries(inputs)) {
+      if (kind === "greetings") out[field] = control.read();
+      else if (kind === "list") out[field] = control.value.split(/[,，]/).map((s) => s.trim()).filter(Boolean);
+      else if (kind === "number") out[field] = control.value === "" ? null : Number(control.value);
+      else out[field] = control.value;
+    }
+    out.lorebook_id = bookSelect.value || null;
+    return out;
+  };
+  const save = h("button", { type: "submit", class: "primary", text: t("common.save") });
+  form.append(h("div", { class: "row sticky-actions" }, save));
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const body = read();
+    if (isNew) {
+      const created = await api.post("/characters", body);
+      toast(t("common.saved"));
+      location.hash = `#/characters/${created.id}`;
+    } else {
+      await api.put(`/characters/${params.id}`, { ...body, revision: character.revision });
+      toast(t("common.saved"));
+      render(root, params);
+    }
+  });
+
+  const side = h("div", { class: "side" });
+  if (!isNew) {
+    const avatarInput = h("input", { type: "file", accept: "image/png,image/jpeg,image/webp", hidden: true });
+    avatarInput.addEventListener("change", async () => {
+      if (!avatarInput.files[0]) return;
+      await api.upload(`/characters/${params.id}/avatar`, formWith({ file: avatarInput.files[0] }));
+      render(root, params);
+    });
+    const chats = await api.get(`/chats?character_id=${encodeURIComponent(params.id)}`);
+    side.append(
+      character.avatar_url ? h("img", { class: "portrait", src: `${character.avatar_url}?r=${character.revision ?? ""}`, alt: t("character.avatar_of", { name: character.name }) }) : null,
+      h("div", { class: "row wrap" },
+        h("button", { type: "button", class: "primary", text: t("characters.chat"), onClick: () => startChat(params.id) }),
+        h("button", { type: "button", text: t("character.change_avatar"), onClick: () => avatarInput.click() }), avatarInput,
+        h("a", { class: "button", href: `/api/characters/${params.id}/export?format=png`, download: "", text: t("character.export_png") }),
+        h("a", { class: "button", href: `/api/characters/${params.id}/export?format=json`, download: "", text: t("character.export_json") }),
+        h("button", { type: "button", class: "danger", text: t("common.delete"), onClick: async () => {
+          if (!confirm(t("character.confirm_delete", { name: character.name }))) return;
+          await api.del(`/characters/${params.id}`);
+          location.hash = "#/characters";
+        } })),
+      h("h2", { text: t("character.chats") }),
+      h("ul", { class: "list" }, chats.length ? chats.map((c) => h("li", {}, h("a", { href: `#/chat/${c.id}`, text: c.title }),
+        h("span", { class: "muted", text: t("chats.summary", { messages: c.message_count, branches: c.branch_count }) }))) : h("li", { class: "muted", text: t("chats.none") })),
+      h("button", { type: "button", text: t("chats.new"), onClick: async () => {
+        const chat = await api.post("/chats", { character_id: params.id });
+        location.hash = `#/chat/${chat.id}`;
+      } }),
+    );
+  }
+  mount(root,
+    h("div", { class: "page-head" }, h("a", { href: "#/characters", class: "back", text: "‹", "aria-label": t("chat.back") }),
+      h("h1", { text: isNew ? t("characters.new") : character.name })),
+    h("div", { class: "split" }, form, side));
+}

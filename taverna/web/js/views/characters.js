@@ -1,0 +1,89 @@
+// The character library: search, import by drag-and-drop or file picker, open, start a chat.
+
+import { api } from "../api.js";
+import { formWith, h, mount, toast } from "../dom.js";
+import { t } from "../i18n.js";
+
+const ACCEPT = ".png,.json,.charx,image/png,application/json";
+
+/** Upload card files; returns the stored characters. Shared with the import view. */
+export async function importCards(files) {
+  const stored = [];
+  for (const file of files) {
+    try {
+      const result = await api.upload("/characters/import", formWith({ file }));
+      stored.push(result);
+      toast(t("characters.imported", { name: result.name }));
+    } catch (error) {
+      toast(t("characters.import_failed", { file: file.name, message: error.message }), "error");
+    }
+  }
+  return stored;
+}
+
+function card(c) {
+  const avatar = c.avatar_url
+    ? h("img", { class: "avatar big", src: c.avatar_url, alt: "", loading: "lazy" })
+    : h("span", { class: "avatar big letter", "aria-hidden": "true", text: [...(c.name || "?")][0] });
+  return h("li", { class: "card", "data-id": c.id },
+    h("a", { href: `#/characters/${c.id}`, class: "card-link" },
+      avatar,
+      h("span", { class: "card-name", text: c.name }),
+      h("span", { class: "card-sub", text: (c.tags || []).slice(0, 4).join(" · ") || c.creator || "" })),
+    h("button", { type: "button", class: "small", text: t("characters.chat"), "aria-label": t("characters.chat_with", { name: c.name }), onClick: () => startChat(c.id) }));
+}
+
+/** Open the newest chat of a character, or start one. */
+export async function startChat(characterId) {
+  const chats = await api.get(`/chats?character_id=${encodeURIComponent(characterId)}`);
+  const chat = chats.length ? chats[0] : await api.post("/chats", { character_id: characterId });
+  location.hash = `#/chat/${chat.id}`;
+}
+
+export async function render(root) {
+  const search = h("input", { type: "search", placeholder: t("characters.search"), "aria-label": t("characters.search") });
+  const picker = h("input", { type: "file", accept: ACCEPT, multiple: true, hidden: true, id: "card-file" });
+  const grid = h("ul", { class: "cards" });
+  const drop = h("div", { class: "dropzone", tabindex: "0", role: "button", "aria-label": t("characters.drop") },
+    h("span", { text: t("characters.drop") }));
+  mount(root,
+    h("div", { class: "page-head" },
+      h("h1", { text: t("nav.characters") }),
+      h("div", { class: "row" },
+        h("button", { type: "button", class: "primary", id: "import-card", text: t("common.import"), onClick: () => picker.click() }),
+        h("a", { class: "button", href: "#/characters/new", text: t("characters.new") }))),
+    search, drop, picker, grid);
+
+  let all = [];
+  const draw = () => {
+    const q = search.value.trim().toLocaleLowerCase();
+    const shown = q ? all.filter((c) => `${c.name} ${(c.tags || []).join(" ")} ${c.creator || ""}`.toLocaleLowerCase().includes(q)) : all;
+    mount(grid, shown.length ? shown.map(card) : h("li", { class: "empty", text: t("characters.none") }));
+  };
+  const reload = async () => {
+    all = await api.get("/characters");
+    draw();
+  };
+  search.addEventListener("input", draw);
+  picker.addEventListener("change", async () => {
+    await importCards([...picker.files]);
+    picker.value = "";
+    reload();
+  });
+  drop.addEventListener("click", () => picker.click());
+  drop.addEventListener("keydown", (e) => (e.key === "Enter" || e.key === " ") && picker.click());
+  for (const name of ["dragenter", "dragover"]) {
+    root.addEventListener(name, (e) => {
+      e.preventDefault();
+      drop.classList.add("over");
+    });
+  }
+  root.addEventListener("dragleave", () => drop.classList.remove("over"));
+  root.addEventListener("drop", async (e) => {
+    e.preventDefault();
+    drop.classList.remove("over");
+    await importCards([...e.dataTransfer.files]);
+    reload();
+  });
+  await reload();
+}

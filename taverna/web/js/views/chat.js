@@ -1,0 +1,298 @@
+// The chat view: the active path of one chat, streaming, and every per-message action.
+
+import { api, followTask } from "../api.js";
+import { copyText, h, iconButton, mount, toast } from "../dom.js";
+import { t } from "../i18n.js";
+import { renderMarkdown } from "../markdown.js";
+import { openInspector } from "./inspector.js";
+
+function avatarFor(message, chat) {
+  const isUser = message.role === "user";
+  const name = message.name || (isUser ? chat.persona?.name : chat.characters?.[0]?.name) || "?";
+  const url = isUser ? chat.persona?.avatar_url : message.avatar_url || chat.characters?.[0]?.avatar_url;
+  if (url) return h("img", { class: "avatar", src: url, alt: "", loading: "lazy" });
+  return h("span", { class: "avatar letter", "aria-hidden": "true", text: [...name][0] || "?" });
+}
+
+/** Render the chat with id `params.id` into `root`; returns a cleanup function. */
+export async function render(root, params) {
+  const state = { chat: null, task: null, closeStream: null, streamText: "", contextCut: null, editing: null };
+  const list = h("ol", { class: "messages", "aria-live": "off" });
+  const input = h("textarea", {
+    id: "chat-input",
+    rows: 2,
+    placeholder: t("chat.placeholder"),
+    "aria-label": t("chat.input"),
+  });
+  const sendButton = h("button", { type: "button", class: "primary", id: "send", text: t("chat.send") });
+  const stopButton = h("button", { type: "button", class: "danger", id: "stop", text: t("chat.stop"), hidden: true });
+  const impersonateButton = iconButton(t("chat.impersonate"), "🎭", () => generate("impersonate"));
+  const continueButton = iconButton(t("chat.continue"), "⏩", () => generate("continue"));
+  const title = h("h1", { class: "chat-title" });
+  const branchSelect = h("select", { "aria-label": t("chat.branches"), class: "branch-select" });
+  const header = h(
+    "div",
+    { class: "chat-header" },
+    h("a", { href: "#/chats", class: "back", "aria-label": t("chat.back"), title: t("chat.back"), text: "‹" }),
+    title,
+    branchSelect,
+    iconButton(t("chat.inspector"), "🔍", () => openInspector(params.id, null), { attrs: { id: "open-inspector" } }),
+  );
+  const composer = h(
+    "div",
+    { class: "composer" },
+    input,
+    h("div", { class: "composer-actions" }, impersonateButton, continueButton, sendButton, stopButton),
+  );
+  mount(root, h("section", { class: "chat", "aria-label": t("chat.title") }, header, list, composer));
+
+  async function load() {
+    state.chat = await api.get(`/chats/${encodeURIComponent(params.id)}`);
+    title.textContent = state.chat.title;
+    await loadBranches();
+    draw();
+    if (state.chat.task && (!state.task || state.task.id !== state.chat.task.id)) attach(state.chat.task);
+    loadContextLine();
+  }
+
+  async function loadBranches() {
+    const branches = state.chat.branches || [];
+    mount(branchSelect, branches.map((b) =>
+      h("option", { value: b.id, selected: b.active ? "selected" : null, text: `${b.name} (${b.length})` }),
+    ));
+    branchSelect.hidden = branches.length < 2;
+  }
+
+  async function loadContextLine() {
+    try {
+      const prompt = await api.get(`/chats/${encodeURIComponent(params.id)}/prompt`);
+      state.contextCut = prompt.first_message_in_context;
+      placeContextLine();
+    } catch {
+      state.contextCut = null;
+    }
+  }
+
+  function placeContextLine() {
+    list.querySelectorAll(".context-line").forEach((el) => el.remove());
+    const cut = state.contextCut;
+    if (!cut) return;
+    const first = list.querySelector(`[data-id="${CSS.escape(cut)}"]`);
+    if (!first || first === list.firstElementChild) return;
+    first.before(h("li", { class: "context-line", role: "separator", "aria-label": t("chat.context_cut") },
+      h("span", { text: t("chat.context_cut") })));
+  }
+
+  function lastAssistantId() {
+    const msgs = state.chat.messages;
+    const last = msgs[msgs.length - 1];
+    return last && last.role === "assistant" ? last.id : null;
+  }
+
+  function draw() {
+    const busy = !!state.task;
+    const lastId = lastAssistantId();
+    mount(list, state.chat.messages.map((m, i) => messageItem(m, i, m.id === lastId, busy)));
+    if (state.task && state.task.kind !== "impersonate") list.append(streamItem());
+    placeContextLine();
+    sendButton.hidden = busy;
+    stopButton.hidden = !busy;
+    impersonateButton.disabled = busy;
+    continueButton.disabled = busy || !state.chat.messages.length;
+    list.scrollTop = list.scrollHeight;
+  }
+
+  function streamItem() {
+    const body = h("div", { class: "content markdown", "aria-live": "polite", "aria-busy": "true" });
+    body.innerHTML = renderMarkdown(state.streamText || "…");
+    const char = state.chat.characters?.[0] || {};
+    const continuing = state.task.kind === "continue";
+    if (continuing) {
+      const last = list.lastElementChild?.querySelector(".content");
+      if (last) {
+        last.innerHTML = renderMarkdown(state.task.base + state.streamText);
+        last.classList.add("streaming");
+        return document.createComment("continue");
+      }
+    }
+    return h("li", { class: "message assistant streaming", id: "streaming" },
+      avatarFor({ role: "assistant", name: char.name }, state.chat),
+      h("div", { class: "bubble" }, h("div", { class: "meta" }, h("span", { class: "name", text: char.name || "" })), body));
+  }
+
+  function updateStream() {
+    if (!state.task) return;
+    if (state.task.kind === "impersonate") {
+      input.value = state.streamText;
+      return;
+    }
+    const target = state.task.kind === "continue"
+      ? list.querySelector(".content.streaming")
+      : list.querySelector("#streaming .content");
+    if (!target) return draw();
+    const text = state.task.kind === "continue" ? state.task.base + state.streamText : state.streamText;
+    target.innerHTML = renderMarkdown(text || "…");
+    list.scrollTop = list.scrollHeight;
+  }
+
+  function candidateNav(m, isLast, busy) {
+    if (m.candidate_count < 2 && !(isLast && m.role === "assistant")) return null;
+    const prev = iconButton(t("chat.prev_candidate"), "‹", () => select(m, -1), { class: "swipe-prev" });
+    prev.disabled = busy || m.candidate_index <= 1;
+    // On the last reply, "next" past the last candidate asks the model for a new one (a swipe).
+    const canGenerate = isLast && m.role === "assistant" && m.candidate_index >= m.candidate_count;
+    const next = iconButton(t("chat.next_candidate"), "›", () => (canGenerate ? generate("swipe") : select(m, 1)), { class: "swipe-next" });
+    next.disabled = busy || (!canGenerate && m.candidate_index >= m.candidate_count);
+    return h("span", { class: "swipes" }, prev,
+      h("span", { class: "counter", "aria-label": t("chat.candidate_counter", { n: m.candidate_index, total: m.candidate_count }), text: `${m.candidate_index}/${m.candidate_count}` }),
+      next);
+  }
+
+  function messageItem(m, index, isLastAssistant, busy) {
+    const content = h("div", { class: "content markdown" });
+    content.innerHTML = renderMarkdown(m.content);
+    const actions = h("div", { class: "actions" });
+    const isUser = m.role === "user";
+    const add = (label, glyph, fn, cls) => {
+      const b = iconButton(label, glyph, fn, { class: cls });
+      b.disabled = busy;
+      actions.append(b);
+    };
+    add(t("chat.copy"), "⧉", async () => toast((await copyText(m.content)) ? t("chat.copied") : t("error.copy")), "copy");
+    add(t("chat.edit"), "✎", () => startEdit(m, content, false), "edit");
+    if (isUser) add(t("chat.edit_resend"), "↻✎", () => startEdit(m, content, true), "edit-resend");
+    add(m.hidden ? t("chat.unhide") : t("chat.hide"), m.hidden ? "◌" : "👁", () => setHidden(m, !m.hidden), m.hidden ? "unhide" : "hide");
+    add(t("chat.branch"), "⑂", () => branchFrom(m), "branch");
+    add(t("chat.prompt_of"), "🔍", () => openInspector(params.id, m.role === "assistant" && m.generated ? m.id : null), "inspect");
+    if (isLastAssistant) {
+      add(t("chat.regenerate"), "⟳", () => generate("regenerate"), "regenerate");
+    }
+    add(t("chat.delete"), "🗑", () => remove(m), "delete danger");
+    const name = m.name || (isUser ? state.chat.persona?.name : state.chat.characters?.[0]?.name) || "";
+    return h(
+      "li",
+      {
+        class: `message ${m.role}${m.hidden ? " hidden-msg" : ""}`,
+        "data-id": m.id,
+        "data-index": index,
+        "aria-label": t("chat.message_label", { name, n: index + 1 }),
+      },
+      avatarFor(m, state.chat),
+      h("div", { class: "bubble" },
+        h("div", { class: "meta" },
+          h("span", { class: "name", text: name }),
+          m.hidden ? h("span", { class: "badge", text: t("chat.hidden_badge") }) : null,
+          h("span", { class: "index", text: `#${index}` }),
+          candidateNav(m, isLastAssistant, busy)),
+        content,
+        actions),
+    );
+  }
+
+  function startEdit(m, content, resend) {
+    const area = h("textarea", { class: "edit-area", value: m.content, "aria-label": t("chat.edit_text"), rows: Math.min(12, m.content.split("\n").length + 2) });
+    const save = h("button", { type: "button", class: "primary", text: resend ? t("chat.save_resend") : t("chat.save") });
+    const cancel = h("button", { type: "button", text: t("chat.cancel") });
+    const box = h("div", { class: "edit-box" }, area, h("div", { class: "row" }, save, cancel));
+    content.replaceWith(box);
+    area.focus();
+    cancel.addEventListener("click", () => draw());
+    save.addEventListener("click", async () => {
+      const text = area.value;
+      if (resend) {
+        const result = await api.post(`/chats/${params.id}/messages/${m.id}/resend`, { content: text });
+        state.chat = result.chat;
+        attach(result.task);
+      } else {
+        state.chat = await api.patch(`/chats/${params.id}/messages/${m.id}`, { content: text });
+        draw();
+      }
+    });
+  }
+
+  async function select(m, step) {
+    state.chat = await api.post(`/chats/${params.id}/messages/${m.id}/select`, { index: m.candidate_index + step });
+    await loadBranches();
+    draw();
+    loadContextLine();
+  }
+
+  async function setHidden(m, hidden) {
+    state.chat = await api.post(`/chats/${params.id}/messages/${m.id}/hidden`, { hidden });
+    draw();
+    loadContextLine();
+  }
+
+  async function remove(m) {
+    if (!confirm(t("chat.confirm_delete"))) return;
+    state.chat = await api.del(`/chats/${params.id}/messages/${m.id}`);
+    draw();
+    loadContextLine();
+  }
+
+  async function branchFrom(m) {
+    const name = prompt(t("chat.branch_name"), t("chat.branch_default", { n: (state.chat.branches || []).length + 1 }));
+    if (name === null) return;
+    state.chat = await api.post(`/chats/${params.id}/branches`, { node_id: m.id, name });
+    await loadBranches();
+    draw();
+    toast(t("chat.branched", { name }));
+  }
+
+  async function generate(kind) {
+    if (state.task) return;
+    const body = { kind };
+    if (kind === "normal") {
+      body.text = input.value;
+      if (!body.text.trim() && !state.chat.messages.length) return;
+    }
+    const result = await api.post(`/chats/${params.id}/generate`, body);
+    if (kind === "normal") input.value = "";
+    state.chat = result.chat;
+    attach(result.task);
+  }
+
+  function attach(task) {
+    if (state.closeStream) state.closeStream();
+    const last = state.chat.messages[state.chat.messages.length - 1];
+    state.task = { ...task, base: task.kind === "continue" && last ? last.content : "" };
+    state.streamText = "";
+    draw();
+    state.closeStream = followTask(task.id, async (kind, data) => {
+      if (kind === "delta") {
+        state.streamText += data.text || "";
+        updateStream();
+      } else if (kind === "done" || kind === "error" || kind === "cancelled") {
+        const impersonated = state.task?.kind === "impersonate" ? state.streamText : null;
+        state.task = null;
+        state.closeStream = null;
+        if (kind === "error") toast(data.message || t("error.generation"), "error");
+        if (kind === "cancelled") toast(t("chat.stopped"));
+        await load();
+        if (impersonated !== null) input.value = data.text ?? impersonated;
+      }
+    });
+  }
+
+  sendButton.addEventListener("click", () => generate("normal"));
+  stopButton.addEventListener("click", async () => {
+    if (state.task) await api.post(`/tasks/${state.task.id}/stop`);
+  });
+  input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing && window.matchMedia("(pointer: fine)").matches) {
+      event.preventDefault();
+      generate("normal");
+    }
+  });
+  branchSelect.addEventListener("change", async () => {
+    state.chat = await api.post(`/chats/${params.id}/branches/${branchSelect.value}/switch`);
+    await loadBranches();
+    draw();
+    loadContextLine();
+  });
+
+  await load();
+  return () => {
+    if (state.closeStream) state.closeStream();
+  };
+}

@@ -1,0 +1,82 @@
+// Connections to model APIs: add, test, pick a model, choose the default.
+
+import { api } from "../api.js";
+import { h, mount, toast } from "../dom.js";
+import { t } from "../i18n.js";
+
+const APIS = ["openai", "anthropic", "google", "koboldcpp", "llamacpp", "openai-text"];
+
+export async function render(root) {
+  const list = h("ul", { class: "list" });
+  const name = h("input", { id: "c-name", type: "text", required: true });
+  const apiType = h("select", { id: "c-api" }, APIS.map((a) => h("option", { value: a, text: a })));
+  const url = h("input", { id: "c-url", type: "url", placeholder: "http://127.0.0.1:5001/v1" });
+  const model = h("input", { id: "c-model", type: "text" });
+  const key = h("input", { id: "c-key", type: "password", autocomplete: "off" });
+  const isDefault = h("input", { id: "c-default", type: "checkbox" });
+  const form = h("form", { class: "editor", id: "connection-form" },
+    h("h2", { text: t("connections.add") }),
+    h("label", { class: "field", for: "c-name" }, h("span", { text: t("field.name") }), name),
+    h("label", { class: "field", for: "c-api" }, h("span", { text: t("connections.api") }), apiType),
+    h("label", { class: "field", for: "c-url" }, h("span", { text: t("connections.url") }), url),
+    h("label", { class: "field", for: "c-model" }, h("span", { text: t("connections.model") }), model),
+    h("label", { class: "field", for: "c-key" }, h("span", { text: t("connections.key") }), key),
+    h("label", { class: "check", for: "c-default" }, isDefault, h("span", { text: t("connections.default") })),
+    h("button", { type: "submit", class: "primary", text: t("common.save") }));
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    await api.post("/connections", { name: name.value, api: apiType.value, url: url.value, model: model.value, key: key.value || null, default: isDefault.checked });
+    key.value = "";
+    toast(t("common.saved"));
+    reload();
+  });
+  mount(root, h("div", { class: "page-head" }, h("h1", { text: t("nav.connections") })), h("div", { class: "split" }, list, form));
+
+  const item = (c) => {
+    const status = h("span", { class: "muted", role: "status" });
+    const models = h("select", { hidden: true, "aria-label": t("connections.pick_model") });
+    models.addEventListener("change", async () => {
+      await api.patch(`/connections/${encodeURIComponent(c.name)}`, { model: models.value });
+      toast(t("connections.model_set", { model: models.value }));
+      reload();
+    });
+    return h("li", { class: "connection", "data-name": c.name },
+      h("div", { class: "grow" },
+        h("div", { class: "strong", text: c.name + (c.default ? ` (${t("connections.default")})` : "") }),
+        h("div", { class: "muted clip", text: `${c.api} · ${c.url || ""} · ${c.model || "—"}${c.has_key ? " · 🔑" : ""}` }),
+        status),
+      h("div", { class: "row wrap" },
+        h("button", { type: "button", class: "small", text: t("connections.test"), onClick: async () => {
+          status.textContent = t("connections.testing");
+          try {
+            const r = await api.post(`/connections/${encodeURIComponent(c.name)}/test`);
+            status.textContent = r.ok ? t("connections.ok", { ms: r.latency_ms ?? "?" }) : t("connections.failed", { message: r.message || "" });
+          } catch (error) {
+            status.textContent = t("connections.failed", { message: error.message });
+          }
+        } }),
+        h("button", { type: "button", class: "small", text: t("connections.models"), onClick: async () => {
+          try {
+            const names = await api.get(`/connections/${encodeURIComponent(c.name)}/models`);
+            mount(models, h("option", { value: "", text: t("connections.pick_model") }), names.map((m) => h("option", { value: m, selected: m === c.model ? "selected" : null, text: m })));
+            models.hidden = false;
+          } catch (error) {
+            status.textContent = t("connections.failed", { message: error.message });
+          }
+        } }),
+        models,
+        c.default ? null : h("button", { type: "button", class: "small", text: t("connections.make_default"), onClick: async () => {
+          await api.patch(`/connections/${encodeURIComponent(c.name)}`, { default: true });
+          reload();
+        } }),
+        h("button", { type: "button", class: "small danger", text: t("common.delete"), onClick: async () => {
+          await api.del(`/connections/${encodeURIComponent(c.name)}`);
+          reload();
+        } })));
+  };
+  const reload = async () => {
+    const connections = await api.get("/connections");
+    mount(list, connections.length ? connections.map(item) : h("li", { class: "muted", text: t("connections.none") }));
+  };
+  await reload();
+}

@@ -1,0 +1,80 @@
+// The prompt inspector: the prompt as sent, the ledger of its parts, and the lorebook trace.
+
+import { api } from "../api.js";
+import { h, iconButton, mount } from "../dom.js";
+import { t } from "../i18n.js";
+
+function promptView(prompt) {
+  if (prompt.kind === "text") {
+    return h("pre", { class: "prompt-text", text: prompt.text });
+  }
+  return h("ol", { class: "prompt-messages" }, (prompt.messages || []).map((m) =>
+    h("li", { class: `pm role-${m.role}`, "data-source": m.source || "" },
+      h("div", { class: "pm-head" }, h("span", { class: "role", text: m.role }), m.name ? h("span", { class: "pm-name", text: m.name }) : null,
+        m.source ? h("span", { class: "pm-source", text: m.source }) : null),
+      h("pre", { class: "pm-content", text: m.content })),
+  ));
+}
+
+function ledgerView(ledger) {
+  const items = ledger.items || [];
+  return h("div", {},
+    h("p", { class: "muted", text: t("inspector.totals", { total: ledger.total_tokens ?? 0, budget: ledger.budget ?? 0 }) }),
+    h("div", { class: "table-wrap" }, h("table", { class: "ledger" },
+      h("thead", {}, h("tr", {}, [t("inspector.part"), t("inspector.source"), t("inspector.tokens"), t("inspector.status")].map((c) => h("th", { scope: "col", text: c })))),
+      h("tbody", {}, items.map((item) =>
+        h("tr", { class: item.included ? "in" : "cut" },
+          h("td", { text: item.kind }),
+          h("td", { class: "src", text: item.source }),
+          h("td", { class: "num", text: String(item.tokens) }),
+          h("td", { text: item.included ? (item.reason || t("inspector.included")) : t("inspector.cut", { reason: item.reason || "" }) })),
+      )))),
+  );
+}
+
+function traceView(trace) {
+  if (!trace || !trace.length) return h("p", { class: "muted", text: t("inspector.no_trace") });
+  const cols = ["book", "uid", "comment", "activated", "reason"];
+  return h("div", { class: "table-wrap" }, h("table", { class: "trace" },
+    h("thead", {}, h("tr", {}, cols.map((c) => h("th", { scope: "col", text: t(`inspector.trace_${c}`) })))),
+    h("tbody", {}, trace.map((row) => h("tr", { class: row.activated ? "in" : "cut" }, cols.map((c) => {
+      const v = row[c];
+      return h("td", { text: typeof v === "boolean" ? (v ? "✓" : "—") : Array.isArray(v) ? v.join(", ") : v == null ? "" : String(v) });
+    })))),
+  ));
+}
+
+/** Open the inspector for the next generation of a chat, or for the generation of message `nodeId`. */
+export async function openInspector(chatId, nodeId) {
+  document.getElementById("inspector")?.remove();
+  const body = h("div", { class: "inspector-body" }, h("p", { class: "muted", text: t("inspector.loading") }));
+  const tabs = h("div", { class: "tabs", role: "tablist" });
+  const panel = h("aside", { id: "inspector", class: "drawer", role: "dialog", "aria-modal": "true", "aria-label": t("inspector.title") },
+    h("div", { class: "drawer-head" },
+      h("h2", { text: nodeId ? t("inspector.title_past") : t("inspector.title_next") }),
+      iconButton(t("inspector.close"), "✕", () => panel.remove(), { attrs: { id: "close-inspector" } })),
+    tabs, body);
+  document.body.append(panel);
+  panel.addEventListener("keydown", (e) => e.key === "Escape" && panel.remove());
+  panel.querySelector("#close-inspector").focus();
+  let data;
+  try {
+    data = await api.get(nodeId ? `/chats/${chatId}/messages/${nodeId}/prompt` : `/chats/${chatId}/prompt`);
+  } catch (error) {
+    mount(body, h("p", { class: "error", role: "alert", text: error.message }));
+    return;
+  }
+  const views = {
+    prompt: () => promptView(data.prompt),
+    ledger: () => ledgerView(data.prompt.ledger || {}),
+    trace: () => traceView(data.prompt.ledger?.trace),
+    request: () => h("pre", { class: "prompt-text", text: JSON.stringify(data.request ?? data.prompt, null, 2) }),
+  };
+  const show = (name) => {
+    tabs.querySelectorAll("button").forEach((b) => b.setAttribute("aria-selected", String(b.dataset.tab === name)));
+    mount(body, views[name]());
+  };
+  mount(tabs, Object.keys(views).map((name) =>
+    h("button", { type: "button", role: "tab", "data-tab": name, text: t(`inspector.tab_${name}`), onClick: () => show(name) })));
+  show("prompt");
+}

@@ -1,0 +1,45 @@
+// Lorebooks: list, import, create, delete.
+
+import { api } from "../api.js";
+import { formWith, h, mount, toast } from "../dom.js";
+import { t } from "../i18n.js";
+
+export async function render(root) {
+  const picker = h("input", { type: "file", accept: ".json,application/json", multiple: true, hidden: true, id: "lorebook-file" });
+  const list = h("ul", { class: "list" });
+  mount(root, h("div", { class: "page-head" }, h("h1", { text: t("nav.lorebooks") }),
+    h("div", { class: "row" },
+      h("button", { type: "button", class: "primary", text: t("common.import"), onClick: () => picker.click() }),
+      h("button", { type: "button", text: t("lorebooks.new"), onClick: async () => {
+        const name = prompt(t("lorebooks.name"));
+        if (!name) return;
+        const book = await api.post("/lorebooks", { name });
+        location.hash = `#/lorebooks/${book.id}`;
+      } }))),
+  picker, list);
+  picker.addEventListener("change", async () => {
+    for (const file of picker.files) {
+      try {
+        const book = await api.upload("/lorebooks/import", formWith({ file }));
+        toast(t("lorebooks.imported", { name: book.name, n: book.entry_count }));
+      } catch (error) {
+        toast(`${file.name}: ${error.message}`, "error");
+      }
+    }
+    picker.value = "";
+    reload();
+  });
+  const reload = async () => {
+    const books = await api.get("/lorebooks");
+    mount(list, books.length ? books.map((b) => h("li", {},
+      h("a", { href: `#/lorebooks/${b.id}`, class: "grow", text: b.name }),
+      h("span", { class: "muted", text: t("lorebooks.entries", { n: b.entry_count }) }),
+      h("a", { class: "button small", href: `/api/lorebooks/${b.id}/export`, download: "", text: t("common.export") }),
+      h("button", { type: "button", class: "small danger", text: t("common.delete"), onClick: async () => {
+        if (!confirm(t("lorebooks.confirm_delete", { name: b.name }))) return;
+        await api.del(`/lorebooks/${b.id}`);
+        reload();
+      } }))) : h("li", { class: "muted", text: t("lorebooks.none") }));
+  };
+  await reload();
+}

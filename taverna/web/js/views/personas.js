@@ -1,0 +1,48 @@
+// Personas: who the user plays; one is the default.
+
+import { api } from "../api.js";
+import { h, mount, toast } from "../dom.js";
+import { t } from "../i18n.js";
+import { fieldForm } from "../form.js";
+
+const FIELDS = [
+  ["name", "line"],
+  ["description", "text"],
+  ["position", "choice", [["in_prompt", "in_prompt"], ["top_an", "top_an"], ["bottom_an", "bottom_an"], ["at_depth", "at_depth"], ["none", "none"]]],
+  ["depth", "number"],
+  ["role", "choice", ["system", "user", "assistant"]],
+  ["is_default", "bool"],
+];
+
+export async function render(root) {
+  const list = h("ul", { class: "list" });
+  const editor = h("div", { class: "editor" });
+  mount(root, h("div", { class: "page-head" }, h("h1", { text: t("nav.personas") }),
+    h("button", { type: "button", class: "primary", text: t("personas.new"), onClick: () => edit({ name: "", description: "", position: "in_prompt", depth: 2, role: "system" }) })),
+  h("div", { class: "split" }, list, editor));
+
+  const edit = (p) => {
+    const form = fieldForm(FIELDS, p, "persona");
+    mount(editor, h("h2", { text: p.id ? p.name : t("personas.new") }), form,
+      h("div", { class: "row" },
+        h("button", { type: "button", class: "primary", text: t("common.save"), onClick: async () => {
+          const body = form.read();
+          if (p.id) await api.put(`/personas/${p.id}`, body);
+          else await api.post("/personas", body);
+          toast(t("common.saved"));
+          reload();
+        } }),
+        p.id ? h("button", { type: "button", class: "danger", text: t("common.delete"), onClick: async () => {
+          await api.del(`/personas/${p.id}`);
+          mount(editor);
+          reload();
+        } }) : null));
+  };
+  const reload = async () => {
+    const personas = await api.get("/personas");
+    mount(list, personas.length ? personas.map((p) => h("li", {},
+      h("button", { type: "button", class: "link", text: p.name + (p.is_default ? ` (${t("personas.default")})` : ""), onClick: () => edit(p) }),
+      h("span", { class: "muted clip", text: p.description }))) : h("li", { class: "muted", text: t("personas.none") }));
+  };
+  await reload();
+}

@@ -1,0 +1,49 @@
+// Chat-completion presets, or instruct and context templates: list, import, open, delete.
+
+import { api } from "../api.js";
+import { formWith, h, mount, toast } from "../dom.js";
+import { t } from "../i18n.js";
+
+export async function render(root, params) {
+  const kinds = params.kind === "templates" ? ["instruct", "context", "sysprompt"] : ["chat"];
+  const picker = h("input", { type: "file", accept: ".json,application/json", multiple: true, hidden: true });
+  const kindSelect = h("select", { "aria-label": t("presets.kind") }, kinds.map((k) => h("option", { value: k, text: t(`presets.kind_${k}`) })));
+  const lists = h("div", {});
+  mount(root, h("div", { class: "page-head" },
+    h("h1", { text: params.kind === "templates" ? t("nav.templates") : t("nav.presets") }),
+    h("div", { class: "row" }, kinds.length > 1 ? kindSelect : null,
+      h("button", { type: "button", class: "primary", text: t("common.import"), onClick: () => picker.click() }))),
+  picker, lists);
+  picker.addEventListener("change", async () => {
+    for (const file of picker.files) {
+      try {
+        const preset = await api.upload(`/presets/import?kind=${kindSelect.value}`, formWith({ file }));
+        toast(t("presets.imported", { name: preset.name }));
+      } catch (error) {
+        toast(`${file.name}: ${error.message}`, "error");
+      }
+    }
+    picker.value = "";
+    reload();
+  });
+  const reload = async () => {
+    mount(lists);
+    for (const kind of kinds) {
+      const presets = await api.get(`/presets?kind=${kind}`);
+      lists.append(h("h2", { text: t(`presets.kind_${kind}`) }),
+        h("ul", { class: "list" }, presets.length ? presets.map((p) => h("li", {},
+          h("a", { href: `#/presets/${p.id}`, class: "grow", text: p.name }),
+          p.active ? h("span", { class: "badge", text: t("presets.active") }) : h("button", { type: "button", class: "small", text: t("presets.use"), onClick: async () => {
+            await api.post(`/presets/${p.id}/activate`);
+            reload();
+          } }),
+          h("a", { class: "button small", href: `/api/presets/${p.id}/export`, download: "", text: t("common.export") }),
+          h("button", { type: "button", class: "small danger", text: t("common.delete"), onClick: async () => {
+            if (!confirm(t("presets.confirm_delete", { name: p.name }))) return;
+            await api.del(`/presets/${p.id}`);
+            reload();
+          } }))) : h("li", { class: "muted", text: t("presets.none") })));
+    }
+  };
+  await reload();
+}
