@@ -1,0 +1,224 @@
+"""The part of a turn both APIs share: card fields, the chat as sent, examples, injections.
+
+SillyTavern's `Generate` does these steps before it branches into Chat Completion
+or Text Completion (algo-prompt-assembly.md §1 steps 4-18). The builders of both
+APIs start from the `Turn` this module prepares.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+
+from taverna.engine.assembly.context import (
+    AssemblyContext,
+    ChatMessage,
+    GenerationType,
+    Speaker,
+)
+from taverna.engine.assembly.injections import (
+    QUIET_KEY,
+    Injection,
+    InjectionTable,
+    authors_note_active,
+    base_table,
+    with_lorebook,
+)
+from taverna.engine.assembly.world import (
+    LorebookScan,
+    ScanRequest,
+    WorldInfoOutcome,
+    applying_books,
+    no_lorebooks,
+)
+
+# Macro substitution: the text and extra macro values ({{original}}, {{lastChatMessage}}).
+Substitute = Callable[[str, Mapping[str, str]], str]
+
+_START = re.compile("<START>", re.IGNORECASE)
+_NEWLINES = re.compile(r"\n+")
+
+
+@dataclass(frozen=True, slots=True)
+class CardFields:
+    """The card and persona texts as they enter the prompt (algo-prompt-assembly.md §2)."""
+
+    description: str = ""
+    personality: str = ""
+    scenario: str = ""
+    mes_examples: str = ""
+    system: str = ""
+    jailbreak: str = ""
+    persona: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """What one generation works from, after macros, the lorebook scan and injections.
+
+    `chat` is SillyTavern's `coreChat`: the visible messages, oldest first, with
+    the swiped message removed. `example_blocks` are the parsed `<START>` blocks,
+    each `heading + block + "\\n"` (lorebook example entries included).
+    """
+
+    fields: CardFields
+    chat: tuple[ChatMessage, ...]
+    example_blocks: tuple[str, ...]
+    injections: InjectionTable
+    world: WorldInfoOutcome
+    authors_note_active: bool
+    prompt_budget: int
+    substitute: Substitute = field(repr=False, default=lambda text, extra: text)
+
+    def macros(self, text: str, **extra: str) -> str:
+        """The text with macros resolved (and any extra macro values)."""
+        return self.substitute(text, extra) if text else text
+
+
+def base_chat_replace(text: str, substitute: Substitute, collapse_newlines: bool) -> str:
+    """SillyTavern `baseChatReplace`: macros, optional newline collapsing, no `\\r`."""
+    if not text:
+        return text
+    text = substitute(text, {})
+    if collapse_newlines:
+        text = _NEWLINES.sub("\n", text)
+    return text.replace("\r", "")
+
+
+def card_fields(context: AssemblyContext, substitute: Substitute) -> CardFields:
+    """The card fields, trimmed and macro-processed (SillyTavern `getCharacterCardFields`)."""
+    collapse = context.power_user.collapse_newlines
+    character = context.character
+
+    def field_text(text: str) -> str:
+        return base_chat_replace(text.strip(), substitute, collapse)
+
+    scenario = context.metadata.scenario or character.scenario
+    power = context.power_user
+    return CardFields(
+        description=field_text(character.description),
+        personality=field_text(character.personality),
+        scenario=field_text(scenario),
+        mes_examples=field_text(character.mes_example),
+        system=field_text(character.system_prompt) if power.prefer_character_prompt else "",
+        jailbreak=(
+            field_text(character.post_history_instructions)
+            if power.prefer_character_jailbreak
+            else ""
+        ),
+        persona=field_text(context.persona.description),
+    )
+
+
+def core_chat(context: AssemblyContext, substitute: Substitute) -> tuple[ChatMessage, ...]:
+    """The messages this generation sends, oldest first (algo-prompt-assembly.md §1 steps 4, 9, 10)."""
+    messages = list(context.messages)
+    kind = context.generation_type
+    # §1 step 4: regenerate deletes a last message that is not the user's.
+    if kind is GenerationType.REGENERATE and messages and not messages[-1].is_user:
+        messages.pop()
+    # §1 step 9: the greeting is re-macro'd every turn.
+    if messages:
+        first = messages[0]
+        messages[0] = replace(first, text=substitute(first.text, {}))
+    chat = [m for m in messages if not m.hidden]
+    if kind is GenerationType.SWIPE and chat:
+        chat.pop()
+    return tuple(chat)
+
+
+def parse_examples(text: str, heading: str) -> list[str]:
+    """Example dialogue split into `<START>` blocks (algo-prompt-assembly.md §3.4)."""
+    if not text or text == "<START>":
+        return []
+    if not text.startswith("<START>"):
+        text = "<START>\n" + text.strip()
+    return [f"{heading}{block.strip()}\n" for block in _START.split(text)[1:]]
+
+
+def example_heading(context: AssemblyContext, substitute: Substitute) -> str:
+    """The heading put before each example block, which depends on the API."""
+    if context.api != "textgen":
+        return "<START>\n"
+    template = context.text_completion.context
+    separator = (
+        substitute(template.example_separator, {}) + "\n" if template.example_separator else ""
+    )
+    instruct = context.text_completion.instruct.enabled
+    return separator or ("<START>\n" if instruct else "")
+
+
+def prompt_budget(context: AssemblyContext) -> int:
+    """The tokens the prompt may use: context size minus the reply (§1 step 11)."""
+    if context.api == "textgen":
+        settings = context.text_completion
+        return settings.max_context - settings.amount_gen
+    cc = context.chat_completion
+    return cc.max_context - cc.max_tokens
+
+
+def prepare_turn(
+    context: AssemblyContext,
+    substitute: Substitute,
+    scan: LorebookScan = no_lorebooks,
+    count_text: Callable[[str], int] = len,
+) -> Turn:
+    """Everything both APIs need before building their prompt."""
+    fields = card_fields(context, substitute)
+    chat = core_chat(context, substitute)
+    heading = example_heading(context, substitute)
+    blocks = parse_examples(fields.mes_examples, heading)
+
+    active = authors_note_active(context)
+    table = base_table(context)
+    budget = prompt_budget(context)
+
+    # §1 step 16: the quiet prompt is scannable while the lorebook scan runs.
+    scannable = table
+    if context.quiet_prompt:
+        scannable = table.with_(
+            Injection(QUIET_KEY, context.quiet_prompt, scan=True, kind="quiet", source="quiet")
+        )
+    include_names = context.world_info.include_names
+    scan_chat = tuple(f"{m.name}: {m.text}" if include_names else m.text for m in reversed(chat))
+    books = applying_books(context)
+    world = WorldInfoOutcome()
+    if books:
+        world = scan(
+            ScanRequest(
+                context=context,
+                chat=scan_chat,
+                injected=tuple(scannable.scannable_texts()),
+                budget_context=budget,
+                books=books,
+                count_text=count_text,
+            )
+        )
+
+    # algo-prompt-assembly.md §1 step 17: lorebook example blocks join the card's.
+    collapse = context.power_user.collapse_newlines
+    for text in world.examples_before:
+        parsed = parse_examples(base_chat_replace(text, substitute, collapse), heading)
+        blocks = parsed + blocks
+    for text in world.examples_after:
+        blocks = blocks + parse_examples(base_chat_replace(text, substitute, collapse), heading)
+
+    table = with_lorebook(table, world.depth_groups, world.an_top, world.an_bottom, active)
+    return Turn(
+        fields=fields,
+        chat=chat,
+        example_blocks=tuple(blocks),
+        injections=table,
+        world=world,
+        authors_note_active=active,
+        prompt_budget=budget,
+        substitute=substitute,
+    )
+
+
+def speaker_role(message: ChatMessage) -> str:
+    """The chat-completion role of a chat message."""
+    if message.speaker is Speaker.NARRATOR:
+        return "system"
+    return "user" if message.is_user else "assistant"

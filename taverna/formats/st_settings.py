@@ -1,0 +1,445 @@
+"""SillyTavern's `settings.json`, read into what prompt assembly needs.
+
+One user's `settings.json` holds the active Chat Completion preset
+(`oai_settings`), the power-user settings with the instruct/context/system-prompt
+templates and the persona, the world-info settings with the global lorebook
+selection, the Text Completion sampler settings and the author's note defaults.
+This reader keeps only what changes the prompt; unknown keys are ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from taverna.engine.assembly.context import (
+    AuthorsNote,
+    ChatCompletionSettings,
+    ContextTemplate,
+    ExtensionPosition,
+    InjectionRole,
+    InstructTemplate,
+    NamesBehavior,
+    PersonaInfo,
+    PersonaPosition,
+    PowerUserSettings,
+    PromptOrderEntry,
+    PromptSlot,
+    SystemPrompt,
+    TextCompletionSettings,
+    WorldInfoSettings,
+    default_prompt_order,
+    default_prompts,
+)
+from taverna.errors import FormatError
+from taverna.formats.json_text import loads
+
+GLOBAL_ORDER_ID = 100001  # formats-presets.md §1.3: the "global" prompt-order list
+
+
+@dataclass(frozen=True, slots=True)
+class CharacterNote:
+    """A per-character author's note (`extension_settings.note.chara`)."""
+
+    name: str
+    prompt: str
+    use: bool
+    position: str  # replace | before | after
+
+
+@dataclass(frozen=True, slots=True)
+class SillyTavernSettings:
+    """The prompt-relevant part of one SillyTavern `settings.json`."""
+
+    main_api: str = "openai"
+    chat_completion: ChatCompletionSettings = field(default_factory=ChatCompletionSettings)
+    text_completion: TextCompletionSettings = field(default_factory=TextCompletionSettings)
+    power_user: PowerUserSettings = field(default_factory=PowerUserSettings)
+    world_info: WorldInfoSettings = field(default_factory=WorldInfoSettings)
+    persona: PersonaInfo = field(default_factory=PersonaInfo)
+    authors_note: AuthorsNote = field(default_factory=AuthorsNote)
+    character_notes: tuple[CharacterNote, ...] = ()
+    raw: Mapping[str, Any] = field(default_factory=dict)
+
+
+def read_settings(data: bytes | str, *, file: str | None = None) -> SillyTavernSettings:
+    """Read SillyTavern's `settings.json`; a malformed part raises FormatError naming it."""
+    doc = loads(data, file=file)
+    if not isinstance(doc, dict):
+        raise FormatError("settings must be a JSON object", file=file)
+    reader = _Reader(file)
+    power = reader.obj(doc, "power_user")
+    return SillyTavernSettings(
+        main_api=reader.str_(doc, "main_api", "openai"),
+        chat_completion=reader.chat_completion(reader.obj(doc, "oai_settings")),
+        text_completion=reader.text_completion(doc, power),
+        power_user=reader.power_user(power),
+        world_info=reader.world_info(reader.obj(doc, "world_info_settings")),
+        persona=reader.persona(doc, power),
+        authors_note=reader.authors_note(doc),
+        character_notes=reader.character_notes(doc),
+        raw=doc,
+    )
+
+
+class _Reader:
+    """Typed access to settings values, with errors that name the field."""
+
+    def __init__(self, file: str | None) -> None:
+        self.file = file
+
+    def _fail(self, path: str, expected: str, value: Any) -> FormatError:
+        return FormatError(
+            f"expected {expected}, found {type(value).__name__}", file=self.file, field=path
+        )
+
+    def obj(self, doc: Mapping[str, Any], key: str, path: str = "") -> dict[str, Any]:
+        value = doc.get(key)
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise self._fail(path + key, "an object", value)
+        return value
+
+    def str_(self, doc: Mapping[str, Any], key: str, default: str, path: str = "") -> str:
+        value = doc.get(key, default)
+        if value is None:
+            return default
+        if not isinstance(value, str):
+            raise self._fail(path + key, "a string", value)
+        return value
+
+    def int_(self, doc: Mapping[str, Any], key: str, default: int, path: str = "") -> int:
+        value = doc.get(key, default)
+        if value is None:
+            return default
+        if isinstance(value, bool):
+            raise self._fail(path + key, "a number", value)
+        if isinstance(value, int | float):
+            return int(value)
+        if isinstance(value, str):
+            try:
+                return int(float(value))
+            except ValueError:
+                pass
+        raise self._fail(path + key, "a number", value)
+
+    def bool_(self, doc: Mapping[str, Any], key: str, default: bool, path: str = "") -> bool:
+        value = doc.get(key, default)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise self._fail(path + key, "true or false", value)
+        return value
+
+    # ------------------------------------------------------------ chat completion
+
+    def chat_completion(self, oai: Mapping[str, Any]) -> ChatCompletionSettings:
+        path = "oai_settings."
+        base = field(default_factory=ChatCompletionSettings)
+        prompts = self.prompts(oai.get("prompts"))
+        order = self.order(oai.get("prompt_order"))
+        source = self.str_(oai, "chat_completion_source", "openai", path)
+        model_key = {
+            "openai": "openai_model",
+            "claude": "claude_model",
+            "makersuite": "google_model",
+            "openrouter": "openrouter_model",
+            "ai21": "ai21_model",
+            "mistralai": "mistralai_model",
+            "cohere": "cohere_model",
+            "perplexity": "perplexity_model",
+            "groq": "groq_model",
+            "01ai": "zerooneai_model",
+            "blockentropy": "blockentropy_model",
+            "windowai": "windowai_model",
+            "custom": "custom_model",
+        }.get(source, "openai_model")
+        names = self.int_(oai, "names_behavior", 0, path)
+        if "names_behavior" not in oai and oai.get("names_in_completion") is True:
+            names = 1  # formats-presets.md §1.1 migration
+        texts: dict[str, Any] = {
+            f.name: self.str_(oai, f.name, getattr(base, f.name), path)
+            for f in fields(ChatCompletionSettings)
+            if f.name
+            in (
+                "send_if_empty",
+                "impersonation_prompt",
+                "new_chat_prompt",
+                "new_group_chat_prompt",
+                "new_example_chat_prompt",
+                "continue_nudge_prompt",
+                "continue_postfix",
+                "group_nudge_prompt",
+                "wi_format",
+                "scenario_format",
+                "personality_format",
+                "assistant_prefill",
+                "assistant_impersonation",
+            )
+        }
+        sampling = {
+            "temperature": oai.get("temp_openai", 1),
+            "frequency_penalty": oai.get("freq_pen_openai", 0),
+            "presence_penalty": oai.get("pres_pen_openai", 0),
+            "top_p": oai.get("top_p_openai", 1),
+            "top_k": oai.get("top_k_openai", 0),
+            "top_a": oai.get("top_a_openai", 0),
+            "min_p": oai.get("min_p_openai", 0),
+            "repetition_penalty": oai.get("repetition_penalty_openai", 1),
+            "max_tokens": self.int_(oai, "openai_max_tokens", 300, path),
+            "stream": self.bool_(oai, "stream_openai", False, path),
+            "seed": oai.get("seed", -1),
+            "n": oai.get("n", 1),
+            "logit_bias": self.logit_bias(oai),
+        }
+        return ChatCompletionSettings(
+            prompts=prompts,
+            order=order,
+            source=source,
+            model=self.str_(oai, model_key, "", path),
+            max_context=self.int_(oai, "openai_max_context", 4095, path),
+            max_tokens=self.int_(oai, "openai_max_tokens", 300, path),
+            names_behavior=NamesBehavior(names if names in (-1, 0, 1, 2) else 0),
+            wrap_in_quotes=self.bool_(oai, "wrap_in_quotes", False, path),
+            continue_prefill=self.bool_(oai, "continue_prefill", False, path),
+            squash_system_messages=self.bool_(oai, "squash_system_messages", False, path),
+            sampling=sampling,
+            extras={
+                k: oai.get(k)
+                for k in (
+                    "claude_use_sysprompt",
+                    "use_makersuite_sysprompt",
+                    "human_sysprompt_message",
+                    "custom_prompt_post_processing",
+                    "reverse_proxy",
+                    "custom_url",
+                    "function_calling",
+                )
+                if k in oai
+            },
+            **texts,
+        )
+
+    def logit_bias(self, oai: Mapping[str, Any]) -> dict[str, Any]:
+        # Token ids need the model's tokenizer; the selected preset is kept by its entries.
+        presets = oai.get("bias_presets")
+        selected = oai.get("bias_preset_selected")
+        if isinstance(presets, dict) and isinstance(selected, str):
+            entries = presets.get(selected)
+            if isinstance(entries, list) and entries:
+                return {"__entries__": entries}
+        return {}
+
+    def prompts(self, value: Any) -> tuple[PromptSlot, ...]:
+        if value is None or value == []:
+            return default_prompts()
+        if not isinstance(value, list):
+            raise self._fail("oai_settings.prompts", "a list", value)
+        out: list[PromptSlot] = []
+        for i, item in enumerate(value):
+            path = f"oai_settings.prompts[{i}]."
+            if not isinstance(item, dict):
+                raise self._fail(path[:-1], "an object", item)
+            role = item.get("role")
+            out.append(
+                PromptSlot(
+                    identifier=self.str_(item, "identifier", "", path),
+                    name=self.str_(item, "name", "", path),
+                    role=role if isinstance(role, str) and role else "system",
+                    content=self.str_(item, "content", "", path),
+                    system_prompt=self.bool_(item, "system_prompt", False, path),
+                    marker=self.bool_(item, "marker", False, path),
+                    injection_position=self.int_(item, "injection_position", 0, path),
+                    injection_depth=self.int_(item, "injection_depth", 4, path),
+                    forbid_overrides=self.bool_(item, "forbid_overrides", False, path),
+                )
+            )
+        # formats-presets.md §1.2: missing built-in prompts are re-added on load.
+        have = {p.identifier for p in out}
+        out.extend(p for p in default_prompts() if p.identifier not in have)
+        return tuple(out)
+
+    def order(self, value: Any) -> tuple[PromptOrderEntry, ...]:
+        if not isinstance(value, list):
+            return default_prompt_order()
+        for i, item in enumerate(value):
+            if not isinstance(item, dict):
+                raise self._fail(f"oai_settings.prompt_order[{i}]", "an object", item)
+            if item.get("character_id") == GLOBAL_ORDER_ID:
+                entries = item.get("order")
+                if not isinstance(entries, list):
+                    raise self._fail(f"oai_settings.prompt_order[{i}].order", "a list", entries)
+                if not entries:
+                    return default_prompt_order()
+                out = []
+                for j, entry in enumerate(entries):
+                    path = f"oai_settings.prompt_order[{i}].order[{j}]."
+                    if not isinstance(entry, dict):
+                        raise self._fail(path[:-1], "an object", entry)
+                    out.append(
+                        PromptOrderEntry(
+                            self.str_(entry, "identifier", "", path),
+                            self.bool_(entry, "enabled", True, path),
+                        )
+                    )
+                return tuple(out)
+        return default_prompt_order()
+
+    # ------------------------------------------------------------ text completion
+
+    def text_completion(
+        self, doc: Mapping[str, Any], power: Mapping[str, Any]
+    ) -> TextCompletionSettings:
+        instruct = self.obj(power, "instruct", "power_user.")
+        context = self.obj(power, "context", "power_user.")
+        sysprompt = self.obj(power, "sysprompt", "power_user.")
+        textgen = self.obj(doc, "textgenerationwebui_settings")
+        return TextCompletionSettings(
+            instruct=self.template(InstructTemplate, instruct, "power_user.instruct."),
+            context=self.template(ContextTemplate, context, "power_user.context."),
+            system_prompt=self.template(SystemPrompt, sysprompt, "power_user.sysprompt."),
+            api_type=self.str_(textgen, "type", "ooba", "textgenerationwebui_settings."),
+            max_context=self.int_(doc, "max_context", 8192),
+            amount_gen=self.int_(doc, "amount_gen", 350),
+            sampling=dict(textgen),
+            extras={"api_server": doc.get("api_server", ""), "settings": doc},
+        )
+
+    def template(self, kind: Any, doc: Mapping[str, Any], path: str) -> Any:
+        base = kind()
+        values: dict[str, Any] = {}
+        for f in fields(kind):
+            key = "name" if f.name == "name" else f.name
+            if f.name == "name" and "preset" in doc and "name" not in doc:
+                key = "preset"
+            if key not in doc:
+                continue
+            default = getattr(base, f.name)
+            if isinstance(default, bool):
+                values[f.name] = self.bool_(doc, key, default, path)
+            elif isinstance(default, str):
+                values[f.name] = self.str_(doc, key, default, path)
+        if kind is InstructTemplate and "names_behavior" not in doc:
+            # formats-presets.md §2.1 migration of the older name flags.
+            if doc.get("names") is True:
+                values["names_behavior"] = "always"
+            elif doc.get("names_force_groups") is True:
+                values["names_behavior"] = "force"
+            elif "names" in doc or "names_force_groups" in doc:
+                values["names_behavior"] = "none"
+        if kind is InstructTemplate and "output_suffix" not in doc and "separator_sequence" in doc:
+            values["output_suffix"] = self.str_(doc, "separator_sequence", "", path)
+        return kind(**values)
+
+    # --------------------------------------------------------------- power user
+
+    def power_user(self, power: Mapping[str, Any]) -> PowerUserSettings:
+        path = "power_user."
+        base = field(default_factory=PowerUserSettings)
+        values: dict[str, Any] = {}
+        for f in fields(PowerUserSettings):
+            if f.name not in power:
+                continue
+            default = getattr(base, f.name)
+            if isinstance(default, bool):
+                values[f.name] = self.bool_(power, f.name, default, path)
+            elif isinstance(default, int):
+                values[f.name] = self.int_(power, f.name, default, path)
+            elif isinstance(default, str):
+                values[f.name] = self.str_(power, f.name, default, path)
+        context = power.get("context")
+        # A context template carries these global switches (formats-presets.md §3).
+        if isinstance(context, dict):
+            for key in ("always_force_name2", "trim_sentences", "single_line"):
+                if isinstance(context.get(key), bool) and key not in power:
+                    values[key] = context[key]
+        return PowerUserSettings(**values)
+
+    def world_info(self, wi: Mapping[str, Any]) -> WorldInfoSettings:
+        path = "world_info_settings."
+        selection = self.obj(wi, "world_info", path)
+        chosen = selection.get("globalSelect", [])
+        if not isinstance(chosen, list) or not all(isinstance(x, str) for x in chosen):
+            raise self._fail(path + "world_info.globalSelect", "a list of names", chosen)
+        return WorldInfoSettings(
+            global_select=tuple(chosen),
+            depth=self.int_(wi, "world_info_depth", 2, path),
+            min_activations=self.int_(wi, "world_info_min_activations", 0, path),
+            min_activations_depth_max=self.int_(
+                wi, "world_info_min_activations_depth_max", 0, path
+            ),
+            budget=self.int_(wi, "world_info_budget", 25, path),
+            budget_cap=self.int_(wi, "world_info_budget_cap", 0, path),
+            include_names=self.bool_(wi, "world_info_include_names", True, path),
+            recursive=self.bool_(wi, "world_info_recursive", True, path),
+            case_sensitive=self.bool_(wi, "world_info_case_sensitive", False, path),
+            match_whole_words=self.bool_(wi, "world_info_match_whole_words", True, path),
+            character_strategy=self.int_(wi, "world_info_character_strategy", 1, path),
+            use_group_scoring=self.bool_(wi, "world_info_use_group_scoring", False, path),
+            max_recursion_steps=self.int_(wi, "world_info_max_recursion_steps", 0, path),
+            overflow_alert=self.bool_(wi, "world_info_overflow_alert", False, path),
+        )
+
+    def persona(self, doc: Mapping[str, Any], power: Mapping[str, Any]) -> PersonaInfo:
+        path = "power_user."
+        avatar = self.str_(doc, "user_avatar", "", "")
+        name = self.str_(doc, "username", "User", "")
+        position = self.int_(power, "persona_description_position", 0, path)
+        try:
+            persona_position = PersonaPosition(position)
+        except ValueError:
+            persona_position = PersonaPosition.IN_PROMPT
+        if persona_position is PersonaPosition.AFTER_CHAR:
+            persona_position = PersonaPosition.IN_PROMPT  # §2.1: migrated when the UI loads
+        lorebook = ""
+        described = self.obj(power, "persona_descriptions", path).get(avatar)
+        if isinstance(described, dict) and isinstance(described.get("lorebook"), str):
+            lorebook = described["lorebook"]
+        return PersonaInfo(
+            name=name,
+            description=self.str_(power, "persona_description", "", path),
+            position=persona_position,
+            depth=self.int_(power, "persona_description_depth", 2, path),
+            role=InjectionRole.parse(power.get("persona_description_role", 0)),
+            avatar=avatar,
+            lorebook=lorebook,
+        )
+
+    def authors_note(self, doc: Mapping[str, Any]) -> AuthorsNote:
+        extensions = self.obj(doc, "extension_settings")
+        note = self.obj(extensions, "note", "extension_settings.")
+        path = "extension_settings.note."
+        position = self.int_(note, "defaultPosition", 1, path)
+        return AuthorsNote(
+            prompt=self.str_(note, "default", "", path),
+            interval=self.int_(note, "defaultInterval", 1, path),
+            depth=self.int_(note, "defaultDepth", 4, path),
+            position=ExtensionPosition(position)
+            if position in (0, 1, 2)
+            else ExtensionPosition.IN_CHAT,
+            role=InjectionRole.parse(note.get("defaultRole", 0)),
+            allow_wi_scan=self.bool_(note, "allowWIScan", False, path),
+        )
+
+    def character_notes(self, doc: Mapping[str, Any]) -> tuple[CharacterNote, ...]:
+        extensions = self.obj(doc, "extension_settings")
+        note = self.obj(extensions, "note", "extension_settings.")
+        chara = note.get("chara", [])
+        if not isinstance(chara, list):
+            raise self._fail("extension_settings.note.chara", "a list", chara)
+        out = []
+        positions = {0: "replace", 1: "before", 2: "after"}
+        for item in chara:
+            if not isinstance(item, dict):
+                continue
+            out.append(
+                CharacterNote(
+                    name=str(item.get("name", "")),
+                    prompt=str(item.get("prompt", "")),
+                    use=bool(item.get("useChara", False)),
+                    position=positions.get(int(item.get("position", 0) or 0), "replace"),
+                )
+            )
+        return tuple(out)
