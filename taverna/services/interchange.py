@@ -1,0 +1,967 @@
+"""SillyTavern chats in and out of the conversation tree.
+
+Import: a chat JSONL becomes a tree (swipes become candidates with the chosen one selected,
+hidden stays hidden, every other field travels in the node's extras); a chat's checkpoint and
+branch files (linked by `chat_metadata.main_chat`) merge into the same tree along their common
+prefix and become named checkpoints and branches. Export: the active path as a JSONL that
+SillyTavern opens (candidates as `swipes`), and every other branch and checkpoint as its own
+JSONL linked by `main_chat`. Importing a plain chat and exporting it gives back the same file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from taverna.errors import FormatError, NotFound
+from taverna.formats.st_chat import (
+    ChatDocument,
+    ChatHeader,
+    ChatMessage,
+    JsonObject,
+    format_send_date,
+    humanized_date,
+    iso_date,
+    parse_send_date,
+    read_chat,
+    write_chat,
+)
+from taverna.model.chat import (
+    AuthorsNote,
+    Branch,
+    CharacterRef,
+    Chat,
+    ChatState,
+    ChatTree,
+    Checkpoint,
+    GenerationInfo,
+    Node,
+    NodeRole,
+    effective_state,
+    new_id,
+)
+from taverna.store.repository import NewChat, Store
+
+# Reserved key in node extras, chat metadata and state extras for what SillyTavern's files
+# need back on export (key order, swipe records, file names); SillyTavern never writes it.
+ST = "_st"
+
+# formats-chat.md §3.1: the metadata keys that follow the path (state on nodes).
+STATE_KEYS = ("variables", "timedWorldInfo")
+NOTE_KEYS = ("note_prompt", "note_interval", "note_position", "note_depth", "note_role")
+# The message keys the node itself holds; the rest are extras.
+NODE_KEYS = ("name", "is_user", "is_system", "mes", "swipe_id", "swipes", "swipe_info")
+# What SillyTavern restores from `swipe_info` when switching swipes (algo-chat-ops.md §1.2).
+SWIPE_INFO_KEYS = ("send_date", "gen_started", "gen_finished", "extra")
+DEFAULT_ORDER = ("name", "is_user", "is_system", "send_date", "mes", "extra")
+_SYSTEM_TYPES = {
+    "comment",
+    "help",
+    "welcome",
+    "group",
+    "empty",
+    "generic",
+    "slash_commands",
+    "formatting",
+    "hotkeys",
+    "macros",
+    "welcome_prompt",
+    "assistant_note",
+}
+
+
+# ---------------------------------------------------------------------------
+# Import: documents -> tree
+
+
+@dataclass(frozen=True)
+class LinkedFile:
+    """A checkpoint or branch file of a chat, by its name (file stem)."""
+
+    name: str
+    document: ChatDocument
+    checkpoint: bool
+
+
+@dataclass
+class TreeImport:
+    """A whole chat ready for the store's bulk import."""
+
+    new: NewChat
+    nodes: list[Node]
+    active_leaf_id: str | None
+    branches: list[Branch]
+    checkpoints: list[Checkpoint]
+    message_count: int = 0
+
+
+def role_of(message: ChatMessage) -> NodeRole:
+    """The tree role of a SillyTavern message."""
+    if message.is_user:
+        return NodeRole.USER
+    kind = message.extra.get("type")
+    if kind == "narrator":
+        return NodeRole.NARRATOR
+    if isinstance(kind, str) and kind in _SYSTEM_TYPES:
+        return NodeRole.SYSTEM
+    return NodeRole.ASSISTANT
+
+
+def _as_utc(moment: datetime | None) -> datetime | None:
+    if moment is None:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _generation(fields: Mapping[str, Any]) -> GenerationInfo | None:
+    extra = fields.get("extra")
+    extra = extra if isinstance(extra, dict) else {}
+    api, model = extra.get("api"), extra.get("model")
+    started, finished = fields.get("gen_started"), fields.get("gen_finished")
+    if not (api or model or started or finished):
+        return None
+    return GenerationInfo(
+        provider=api if isinstance(api, str) else "",
+        model=model if isinstance(model, str) else "",
+        started=_as_utc(parse_send_date(started)) if isinstance(started, str) else None,
+        finished=_as_utc(parse_send_date(finished)) if isinstance(finished, str) else None,
+    )
+
+
+def state_from_metadata(
+    metadata: Mapping[str, Any], *, summary: str | None = None, extras: Mapping[str, Any]
+) -> ChatState:
+    """The path state a file's `chat_metadata` records (variables, timers, author's note)."""
+    note = None
+    if any(key in metadata for key in NOTE_KEYS):
+        note = AuthorsNote(
+            prompt=str(metadata.get("note_prompt", "")),
+            interval=_int(metadata.get("note_interval"), 1),
+            position=_int(metadata.get("note_position"), 1),
+            depth=_int(metadata.get("note_depth"), 4),
+            role=_int(metadata.get("note_role"), 0),
+        )
+    variables = metadata.get("variables")
+    timers = metadata.get("timedWorldInfo")
+    return ChatState(
+        variables=dict(variables) if isinstance(variables, dict) else {},
+        timers=dict(timers) if isinstance(timers, dict) else {},
+        authors_note=note,
+        summary=summary,
+        extras=dict(extras),
+    )
+
+
+def _int(value: Any, default: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return default
+    return int(value)
+
+
+class _TreeBuilder:
+    """Adds messages of one or more files to an in-memory tree, merging shared prefixes."""
+
+    def __init__(self, chat_id: str, now: datetime) -> None:
+        self.chat_id = chat_id
+        self.now = now
+        self.nodes: list[Node] = []
+        self.kids: dict[str | None, list[Node]] = {}
+        self.by_id: dict[str, Node] = {}
+        self.position: dict[str, int] = {}
+
+    def _add(self, node: Node) -> Node:
+        self.position[node.id] = len(self.nodes)
+        self.nodes.append(node)
+        self.kids.setdefault(node.parent_id, []).append(node)
+        self.by_id[node.id] = node
+        return node
+
+    def _node(
+        self,
+        parent: Node | None,
+        message: ChatMessage,
+        fields: JsonObject,
+        st: dict[str, Any],
+        keep: Mapping[str, Any] | None = None,
+    ) -> Node:
+        extras: dict[str, Any] = {k: v for k, v in fields.items() if k not in NODE_KEYS}
+        if keep:
+            extras.update(keep)
+        extras[ST] = st
+        created = _as_utc(parse_send_date(message.send_date if "send_date" in fields else None))
+        return self._add(
+            Node(
+                id=new_id(),
+                chat_id=self.chat_id,
+                parent_id=parent.id if parent else None,
+                role=role_of(message),
+                content=message.text,
+                speaker=message.name,
+                hidden=message.hidden,
+                created=created or self.now,
+                depth=parent.depth + 1 if parent else 0,
+                generation=_generation(fields),
+                extras=extras,
+            )
+        )
+
+    def add_message(self, parent: Node | None, message: ChatMessage) -> Node:
+        """Add one message (its swipes as candidates); returns the selected candidate."""
+        order = list(message.fields)
+        if not message.swipes_consistent:
+            # Swipe fields that do not describe the shown text stay as they are.
+            fields = dict(message.fields)
+            keep: dict[str, Any] = {
+                k: fields[k] for k in ("swipe_id", "swipes", "swipe_info") if k in fields
+            }
+            return self._node(parent, message, fields, {"order": order}, keep)
+        swipes = message.swipes or ()
+        selected_index = message.swipe_id or 0
+        group = new_id()
+        selected: Node | None = None
+        for index, swipe in enumerate(swipes):
+            fields = dict(message.fields)
+            if index != selected_index and swipe.info is not None:
+                for key in SWIPE_INFO_KEYS:
+                    if key in swipe.info:
+                        fields[key] = swipe.info[key]
+            st: dict[str, Any] = {"order": order, "swipes": True, "group": group}
+            if swipe.info is not None:
+                st["swipe_info"] = swipe.info
+            candidate = ChatMessage({**fields, "mes": swipe.text})
+            node = self._node(parent, candidate, fields, st)
+            if index == selected_index:
+                selected = node
+        assert selected is not None
+        return selected
+
+    def set_state(self, node_id: str, state: ChatState) -> None:
+        """Record a state on a node already added."""
+        old = self.by_id[node_id]
+        new = old.with_changes(state=state)
+        self.nodes[self.position[node_id]] = new
+        siblings = self.kids[old.parent_id]
+        siblings[siblings.index(old)] = new
+        self.by_id[node_id] = new
+
+    def add_file(self, messages: Sequence[ChatMessage], *, merge: bool) -> Node | None:
+        """Add a file's messages under the roots; with `merge`, reuse matching nodes."""
+        parent: Node | None = None
+        merging = merge
+        for message in messages:
+            match = self._match(parent, message) if merging else None
+            if match is None:
+                merging = False
+                parent = self.add_message(parent, message)
+            else:
+                parent = match
+        return parent
+
+    def _match(self, parent: Node | None, message: ChatMessage) -> Node | None:
+        role = role_of(message)
+        for node in self.kids.get(parent.id if parent else None, []):
+            if node.role is role and node.speaker == message.name and node.content == message.text:
+                return node
+        return None
+
+
+def _summary_along(messages: Sequence[ChatMessage]) -> str | None:
+    """formats-chat.md §3.1: the newest message carrying `extra.memory` holds the summary."""
+    for message in reversed(messages):
+        memory = message.extra.get("memory")
+        if isinstance(memory, str):
+            return memory
+    return None
+
+
+def _non_state(metadata: Mapping[str, Any]) -> JsonObject:
+    return {k: v for k, v in metadata.items() if k not in STATE_KEYS and k not in NOTE_KEYS}
+
+
+def _file_state(
+    name: str,
+    header: ChatHeader | None,
+    metadata: Mapping[str, Any],
+    messages: Sequence[ChatMessage],
+) -> ChatState:
+    """The state a file records at its last message, with what its header needs on export."""
+    header_fields: JsonObject | None = None
+    if header is not None:
+        header_fields = {k: (None if k == "chat_metadata" else v) for k, v in header.fields.items()}
+    extras = {
+        ST: {
+            "file": name,
+            "header": header_fields,
+            "metadata": _non_state(metadata),
+            "metadata_order": list(metadata),
+        }
+    }
+    return state_from_metadata(metadata, summary=_summary_along(messages), extras=extras)
+
+
+def build_tree(
+    main: ChatDocument,
+    *,
+    name: str,
+    linked: Sequence[LinkedFile] = (),
+    characters: Sequence[CharacterRef] = (),
+    group_id: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    owner: str = "",
+    now: datetime | None = None,
+) -> TreeImport:
+    """The tree of a chat file and its checkpoint and branch files, ready for bulk import.
+
+    `metadata` replaces the file's `chat_metadata` (1.12.6 group chats keep theirs in the
+    group file).
+    """
+    moment = now or datetime.now(UTC)
+    chat_id = new_id()
+    builder = _TreeBuilder(chat_id, moment)
+    main_meta = dict(metadata) if metadata is not None else dict(main.metadata.fields)
+    main_state = _file_state(name, main.header, main_meta, main.messages)
+    main_leaf = builder.add_file(main.messages, merge=False)
+    branches: list[Branch] = []
+    checkpoints: list[Checkpoint] = []
+    for item in linked:
+        leaf = builder.add_file(item.document.messages, merge=True)
+        if leaf is None:
+            continue
+        doc = item.document
+        builder.set_state(
+            leaf.id, _file_state(item.name, doc.header, doc.metadata.fields, doc.messages)
+        )
+        if item.checkpoint:
+            checkpoints.append(Checkpoint(new_id(), chat_id, item.name, leaf.id, moment))
+        else:
+            branches.append(Branch(new_id(), chat_id, item.name, leaf.id, moment))
+    if main_leaf is not None:
+        # Recorded on the leaf too, so it does not inherit a checkpoint's state above it.
+        builder.set_state(main_leaf.id, main_state)
+    if branches:
+        head = main_leaf.id if main_leaf else None
+        branches.insert(0, Branch(new_id(), chat_id, "main", head, moment))
+    header = main.header or ChatHeader()
+    if not characters:
+        speaker = header.character_name
+        if not speaker or speaker == "unused":
+            speaker = next((m.name for m in main.messages if not m.is_user and m.name), "")
+        characters = (CharacterRef(speaker),) if speaker else ()
+    user_name = header.user_name
+    if not user_name or user_name == "unused":
+        user_name = next((m.name for m in main.messages if m.is_user and m.name), "")
+    file_st = main_state.extras[ST]
+    chat_meta = {
+        **_non_state(main_meta),
+        ST: {
+            "file": name,
+            "header": file_st["header"],
+            "metadata_order": file_st["metadata_order"],
+        },
+    }
+    created = parse_send_date(header.create_date) if header.create_date else None
+    new = NewChat(
+        title=name,
+        characters=tuple(characters),
+        group_id=group_id,
+        user_name=user_name,
+        base_state=main_state,
+        metadata=chat_meta,
+        owner=owner,
+        id=chat_id,
+        created=_as_utc(created) or moment,
+    )
+    return TreeImport(
+        new=new,
+        nodes=builder.nodes,
+        active_leaf_id=main_leaf.id if main_leaf else None,
+        branches=branches,
+        checkpoints=checkpoints,
+        message_count=len(main.messages),
+    )
+
+
+# ---------------------------------------------------------------------------
+# Export: tree -> documents
+
+
+@dataclass(frozen=True)
+class ExportedFile:
+    """One SillyTavern chat file of an export: its name (no extension) and its document."""
+
+    name: str
+    document: ChatDocument
+    main: bool
+
+
+def _st(node: Node) -> Mapping[str, Any]:
+    value = node.extras.get(ST)
+    return value if isinstance(value, Mapping) else {}
+
+
+def _alive_children(kids: Mapping[str | None, list[Node]], node_id: str | None) -> list[Node]:
+    return [n for n in kids.get(node_id, []) if not n.deleted]
+
+
+def _swipe_group(
+    node: Node, kids: Mapping[str | None, list[Node]], on_path: set[str]
+) -> list[Node]:
+    """The candidates shown as `swipes` with `node`: itself and childless siblings of its kind.
+
+    A sibling with its own continuation is a branch (its own file), not a swipe; user messages
+    have no swipes (a sibling of a user message is an edit-and-resend branch).
+    """
+    if node.role is NodeRole.USER:
+        return [node]
+    group = _st(node).get("group")
+    result = []
+    for sibling in _alive_children(kids, node.parent_id):
+        if sibling.id == node.id:
+            result.append(sibling)
+            continue
+        if sibling.role is not node.role or sibling.id in on_path:
+            continue
+        if _alive_children(kids, sibling.id):
+            continue
+        other = _st(sibling).get("group")
+        if group is None or other is None or other == group:
+            result.append(sibling)
+    return result
+
+
+def _swipe_info_of(node: Node, fields: Mapping[str, Any]) -> JsonObject:
+    info = _st(node).get("swipe_info")
+    if isinstance(info, dict):
+        return dict(info)
+    return {k: fields[k] for k in SWIPE_INFO_KEYS if k in fields}
+
+
+def _chat_st(chat: Chat) -> Mapping[str, Any]:
+    value = chat.metadata.get(ST)
+    return value if isinstance(value, Mapping) else {}
+
+
+def _state_st(state: ChatState) -> Mapping[str, Any] | None:
+    value = state.extras.get(ST)
+    return value if isinstance(value, Mapping) else None
+
+
+def _base_fields(node: Node) -> JsonObject:
+    """A message's own fields before the swipe fields: from its extras, or made for new nodes."""
+    st = _st(node)
+    fields: JsonObject = {k: v for k, v in node.extras.items() if k != ST}
+    fields["name"] = node.speaker
+    fields["is_user"] = node.role is NodeRole.USER
+    if "is_system" in (st.get("order") or ()) or node.hidden or not st:
+        fields["is_system"] = node.hidden
+    fields["mes"] = node.content
+    if not st:
+        moment = node.created or datetime.now(UTC)
+        fields.setdefault("send_date", format_send_date(moment))
+        old_extra = fields.get("extra")
+        extra: JsonObject = dict(old_extra) if isinstance(old_extra, dict) else {}
+        if node.role is NodeRole.NARRATOR:
+            extra.setdefault("type", "narrator")
+        gen = node.generation
+        if gen is not None:
+            if gen.provider:
+                extra.setdefault("api", gen.provider)
+            if gen.model:
+                extra.setdefault("model", gen.model)
+            if gen.started:
+                fields.setdefault("gen_started", iso_date(gen.started))
+            if gen.finished:
+                fields.setdefault("gen_finished", iso_date(gen.finished))
+        fields["extra"] = extra
+    return fields
+
+
+def _ordered(fields: JsonObject, order: Iterable[str]) -> JsonObject:
+    out: JsonObject = {}
+    for key in order:
+        if key in fields:
+            out[key] = fields[key]
+    for key, value in fields.items():
+        if key not in out:
+            out[key] = value
+    return out
+
+
+def message_for(
+    node: Node, kids: Mapping[str | None, list[Node]], on_path: set[str]
+) -> ChatMessage:
+    """The SillyTavern message line of a node on a path, its candidates as swipes."""
+    st = _st(node)
+    fields = _base_fields(node)
+    group = _swipe_group(node, kids, on_path)
+    new_assistant = not st and node.role is NodeRole.ASSISTANT
+    if st.get("swipes") or len(group) > 1 or new_assistant:
+        infos: list[JsonObject | None] = []
+        for candidate in group:
+            record = _st(candidate).get("swipe_info")
+            if isinstance(record, dict):
+                infos.append(dict(record))
+            elif not _st(candidate):
+                infos.append(_swipe_info_of(candidate, _base_fields(candidate)))
+            else:
+                infos.append(None)
+        # swipe_info is indexed like swipes: keep it a prefix, filling holes if needed.
+        last = max((i for i, info in enumerate(infos) if info is not None), default=-1)
+        fields["swipe_id"] = group.index(node)
+        fields["swipes"] = [c.content for c in group]
+        fields["swipe_info"] = [
+            info if info is not None else _swipe_info_of(c, _base_fields(c))
+            for c, info in zip(group[: last + 1], infos[: last + 1], strict=True)
+        ]
+    order = st.get("order") or [
+        *DEFAULT_ORDER,
+        *(k for k in ("gen_started", "gen_finished") if k in fields),
+        "swipe_id",
+        "swipes",
+        "swipe_info",
+    ]
+    return ChatMessage(_ordered(fields, order))
+
+
+def _unlink(message: ChatMessage, name: str) -> ChatMessage:
+    """formats-chat.md §7: a copy does not carry the link to itself."""
+    extra = message.fields.get("extra")
+    if not isinstance(extra, dict):
+        return message
+    changed = dict(extra)
+    if changed.get("bookmark_link") == name:
+        del changed["bookmark_link"]
+    branches = changed.get("branches")
+    if isinstance(branches, list) and name in branches:
+        rest = [b for b in branches if b != name]
+        if rest:
+            changed["branches"] = rest
+        else:
+            del changed["branches"]
+    if changed == extra:
+        return message
+    return message.with_fields(extra=changed)
+
+
+def _link(message: ChatMessage, name: str, *, checkpoint: bool) -> ChatMessage:
+    """Mark the message a checkpoint or branch was made at, as SillyTavern does."""
+    extra = dict(message.extra)
+    if checkpoint:
+        if extra.get("bookmark_link") == name:
+            return message
+        extra["bookmark_link"] = name
+    else:
+        names = extra.get("branches")
+        names = list(names) if isinstance(names, list) else []
+        if name in names:
+            return message
+        extra["branches"] = [*names, name]
+    return message.with_fields(extra=extra)
+
+
+def _metadata_for(chat: Chat, state: ChatState, *, main_chat: str | None, own: bool) -> JsonObject:
+    """A file's `chat_metadata`: the chat's keys (or the file's own) plus the path state."""
+    st = _state_st(state)
+    chat_st = _chat_st(chat)
+    if own and st is not None and st.get("metadata") is not None:
+        rest: JsonObject = dict(st["metadata"])
+        order = list(st.get("metadata_order") or [])
+    else:
+        rest = {k: v for k, v in chat.metadata.items() if k != ST}
+        order = list(chat_st.get("metadata_order") or [])
+    values: JsonObject = dict(rest)
+    if state.authors_note is not None:
+        note = state.authors_note
+        values.update(
+            note_prompt=note.prompt,
+            note_interval=note.interval,
+            note_position=note.position,
+            note_depth=note.depth,
+            note_role=note.role,
+        )
+    if state.timers or "timedWorldInfo" in order:
+        values["timedWorldInfo"] = dict(state.timers)
+    if state.variables or "variables" in order:
+        values["variables"] = dict(state.variables)
+    if main_chat is not None:
+        values["main_chat"] = main_chat
+    return _ordered(values, order)
+
+
+def _header_for(
+    chat: Chat, state: ChatState, metadata: JsonObject, *, own: bool
+) -> ChatHeader | None:
+    st = _state_st(state)
+    source = st if own and st is not None else _chat_st(chat)
+    if "header" in source:
+        header = source["header"]
+        if header is None:
+            return None
+        fields = dict(header)
+    else:
+        fields = {
+            "user_name": chat.user_name or "User",
+            "character_name": chat.characters[0].name if chat.characters else "",
+            "create_date": humanized_date(chat.created or datetime.now(UTC)),
+        }
+    fields["chat_metadata"] = metadata
+    return ChatHeader(_ordered(fields, list(fields)))
+
+
+def safe_file_name(name: str, *, limit: int = 180) -> str:
+    """A file name safe on every system for any title (reserved characters replaced)."""
+    cleaned = unicodedata.normalize("NFC", name)
+    cleaned = re.sub(r'[\x00-\x1f\x7f<>:"/\\|?*]', "_", cleaned).strip().rstrip(". ")
+    if (
+        not cleaned
+        or cleaned.upper() in {"CON", "PRN", "AUX", "NUL"}
+        or re.fullmatch(r"(?i)(COM|LPT)\d", cleaned)
+    ):
+        cleaned = f"_{cleaned}"
+    if len(cleaned.encode("utf-8")) > limit:
+        cleaned = cleaned.encode("utf-8")[:limit].decode("utf-8", "ignore").rstrip(". ")
+    return cleaned
+
+
+def export_tree(tree: ChatTree) -> list[ExportedFile]:
+    """The SillyTavern files of a chat: the active path first, then branches and checkpoints."""
+    chat = tree.chat
+    kids: dict[str | None, list[Node]] = tree.children()
+    by_id = {n.id: n for n in tree.nodes}
+
+    def path_to(node_id: str | None) -> list[Node]:
+        path: list[Node] = []
+        current = by_id.get(node_id) if node_id else None
+        while current is not None:
+            path.append(current)
+            current = by_id.get(current.parent_id) if current.parent_id else None
+        path.reverse()
+        return [n for n in path if not n.deleted]
+
+    chat_st = _chat_st(chat)
+    main_name = str(chat_st.get("file") or "") or _default_name(chat)
+    main_path = path_to(chat.active_leaf_id)
+    files: list[tuple[str, list[Node], bool, bool]] = [(main_name, main_path, True, False)]
+    used = {main_name}
+    active_branch = chat.active_branch_id
+    for branch in tree.branches:
+        if branch.id == active_branch or branch.head_id is None:
+            continue
+        name = _unique(branch.name if branch.name != "main" else f"{main_name} (main)", used)
+        files.append((name, path_to(branch.head_id), False, False))
+    for checkpoint in tree.checkpoints:
+        name = _unique(checkpoint.name, used)
+        files.append((name, path_to(checkpoint.node_id), False, True))
+    covered = _covered(files, kids)
+    for leaf in tree.nodes:
+        if leaf.deleted or _alive_children(kids, leaf.id) or leaf.id in covered:
+            continue
+        path = path_to(leaf.id)
+        fork = _fork_index(main_path, path)
+        name = _unique(
+            f"Branch #{fork} - {humanized_date(leaf.created or datetime.now(UTC))}", used
+        )
+        files.append((name, path, False, False))
+        covered |= _covered([files[-1]], kids)
+
+    documents: list[tuple[str, ChatHeader | None, list[ChatMessage]]] = []
+    main_messages: list[ChatMessage] = []
+    for name, path, is_main, is_checkpoint in files:
+        on_path = {n.id for n in path}
+        messages = [message_for(n, kids, on_path) for n in path]
+        state = effective_state(path, chat.base_state)
+        own = not is_main and _state_file(state) == name
+        metadata = _metadata_for(chat, state, main_chat=None if is_main else main_name, own=own)
+        header = _header_for(chat, state, metadata, own=own)
+        if is_main:
+            main_messages = messages
+        elif messages:
+            fork = len(path) - 1 if is_checkpoint else _fork_index(main_path, path)
+            if 0 <= fork < len(messages):
+                messages[fork] = _unlink(messages[fork], name)
+            on_main = 0 <= fork < len(main_path) and main_path[fork].id == path[fork].id
+            if on_main and not own:
+                # A link SillyTavern shows on the main chat; imported files carry theirs.
+                main_messages[fork] = _link(main_messages[fork], name, checkpoint=is_checkpoint)
+        documents.append((name, header, messages))
+    return [
+        ExportedFile(name, ChatDocument(header, tuple(messages)), index == 0)
+        for index, (name, header, messages) in enumerate(documents)
+    ]
+
+
+def _state_file(state: ChatState) -> str | None:
+    st = state.extras.get(ST)
+    return str(st.get("file")) if isinstance(st, Mapping) and st.get("file") else None
+
+
+def _fork_index(main_path: Sequence[Node], path: Sequence[Node]) -> int:
+    """Index of the last message a path shares with the main path (-1: none)."""
+    index = -1
+    for a, b in zip(main_path, path, strict=False):
+        if a.id != b.id:
+            break
+        index += 1
+    return index
+
+
+def _covered(
+    files: Iterable[tuple[str, list[Node], bool, bool]], kids: Mapping[str | None, list[Node]]
+) -> set[str]:
+    """Nodes a set of files shows: their paths and the swipes shown with them."""
+    covered: set[str] = set()
+    for _, path, _, _ in files:
+        on_path = {n.id for n in path}
+        for node in path:
+            covered.update(c.id for c in _swipe_group(node, kids, on_path))
+    return covered
+
+
+def _unique(name: str, used: set[str]) -> str:
+    base = safe_file_name(name)
+    candidate, n = base, 2
+    while candidate in used:
+        candidate = f"{base} ({n})"
+        n += 1
+    used.add(candidate)
+    return candidate
+
+
+def _default_name(chat: Chat) -> str:
+    who = chat.characters[0].name if chat.characters else chat.title
+    return f"{who} - {humanized_date(chat.created or datetime.now(UTC))}"
+
+
+# ---------------------------------------------------------------------------
+# The service
+
+
+@dataclass(frozen=True)
+class ImportedChat:
+    """What an import stored: the chat, and the files merged into it."""
+
+    chat: Chat
+    messages: int
+    nodes: int
+    branches: tuple[str, ...] = ()
+    checkpoints: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    skipped: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _read(path: Path, *, lenient: bool) -> ChatDocument:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise FormatError(f"cannot read ({exc.strerror})", file=str(path)) from None
+    return read_chat(data, source=str(path), lenient=lenient)
+
+
+def group_chat_files(
+    documents: Mapping[str, ChatDocument],
+) -> list[tuple[str, list[LinkedFile]]]:
+    """Which files are main chats and which are their checkpoints or branches.
+
+    A file whose `main_chat` names another file of the set joins it (formats-chat.md §11);
+    the main file's `bookmark_link`/`branches` links tell checkpoints from branches, else the
+    `Branch #` name SillyTavern gives branches.
+    """
+    names = set(documents)
+    links: dict[str, str] = {}
+    for name, doc in documents.items():
+        main = doc.main_chat
+        if main is None and name.startswith("Checkpoint #"):
+            # formats-chat.md §7: old checkpoints name their main chat before "Checkpoint #".
+            main = name.split("Checkpoint #", 1)[0].strip(" -") or None
+        if main and main in names and main != name:
+            links[name] = main
+
+    def root(name: str) -> str:
+        seen = set()
+        while name in links and name not in seen:
+            seen.add(name)
+            name = links[name]
+        return name
+
+    groups: dict[str, list[LinkedFile]] = {}
+    for name in documents:
+        if name not in links:
+            groups.setdefault(name, [])
+    for name in sorted(links, key=lambda n: len(documents[n].messages)):
+        main = root(name)
+        groups.setdefault(main, [])
+        bookmarks = {str(m.extra.get("bookmark_link")) for m in documents[main].messages}
+        branch_names: set[str] = set()
+        for message in documents[main].messages:
+            listed = message.extra.get("branches")
+            if isinstance(listed, list):
+                branch_names.update(str(b) for b in listed)
+        if name in bookmarks:
+            checkpoint = True
+        elif name in branch_names:
+            checkpoint = False
+        else:
+            checkpoint = not name.startswith("Branch #")
+        groups[main].append(LinkedFile(name, documents[name], checkpoint))
+    return list(groups.items())
+
+
+def linked_files_beside(path: Path) -> list[Path]:
+    """Chat files in the same folder whose `main_chat` (transitively) is this chat."""
+    stem = path.stem
+    found: list[Path] = []
+    wanted = {stem}
+    candidates = sorted(p for p in path.parent.glob("*.jsonl") if p != path)
+    mains: dict[Path, str | None] = {}
+    for candidate in candidates:
+        mains[candidate] = _main_chat_of(candidate)
+    changed = True
+    while changed:
+        changed = False
+        for candidate, main in mains.items():
+            if candidate not in found and main in wanted:
+                found.append(candidate)
+                wanted.add(candidate.stem)
+                changed = True
+    return found
+
+
+def _main_chat_of(path: Path) -> str | None:
+    try:
+        with path.open("rb") as handle:
+            first = handle.readline(1 << 20)
+    except OSError:
+        return None
+    try:
+        doc = read_chat(first, source=str(path))
+    except FormatError:
+        return None
+    main = doc.main_chat
+    if main is None and path.stem.startswith("Checkpoint #") and doc.header is not None:
+        return path.stem.split("Checkpoint #", 1)[0].strip(" -") or None
+    return main
+
+
+class InterchangeService:
+    """Imports SillyTavern chat files into the store and exports chats back out."""
+
+    def __init__(self, store: Store, *, clock: Callable[[], datetime] | None = None) -> None:
+        self.store = store
+        self.clock = clock or (lambda: datetime.now(UTC))
+
+    def import_documents(
+        self,
+        main: ChatDocument,
+        *,
+        name: str,
+        linked: Sequence[LinkedFile] = (),
+        characters: Sequence[CharacterRef] = (),
+        group_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        owner: str = "",
+    ) -> ImportedChat:
+        """Store a chat document (and its checkpoint and branch files) as one tree."""
+        built = build_tree(
+            main,
+            name=name,
+            linked=linked,
+            characters=characters,
+            group_id=group_id,
+            metadata=metadata,
+            owner=owner,
+            now=self.clock(),
+        )
+        chat = self.store.import_tree(
+            built.new,
+            built.nodes,
+            active_leaf_id=built.active_leaf_id,
+            branches=built.branches,
+            checkpoints=built.checkpoints,
+        )
+        return ImportedChat(
+            chat=chat,
+            messages=built.message_count,
+            nodes=len(built.nodes),
+            branches=tuple(b.name for b in built.branches if b.name != "main"),
+            checkpoints=tuple(c.name for c in built.checkpoints),
+            files=(name, *(item.name for item in linked)),
+            skipped=tuple(
+                f"{name}: line {s.line}: {s.reason}"
+                for doc_name, doc in ((name, main), *((i.name, i.document) for i in linked))
+                for s in doc.skipped
+                if doc_name
+            ),
+        )
+
+    def import_files(
+        self,
+        paths: Sequence[Path],
+        *,
+        find_linked: bool = True,
+        characters: Sequence[CharacterRef] = (),
+        lenient: bool = False,
+        owner: str = "",
+    ) -> list[ImportedChat]:
+        """Import chat files; checkpoint and branch files merge into their main chat.
+
+        With `find_linked`, the checkpoints and branches of a main chat lying in the same
+        folder come along even when not named.
+        """
+        documents: dict[str, ChatDocument] = {}
+        seen: set[Path] = set()
+        queue = list(paths)
+        if find_linked:
+            for path in paths:
+                queue.extend(linked_files_beside(path))
+        for path in queue:
+            resolved = path.resolve()
+            if resolved in seen:
+                continue
+            seen.add(resolved)
+            documents[path.stem] = _read(path, lenient=lenient)
+        results = []
+        for main_name, linked in group_chat_files(documents):
+            results.append(
+                self.import_documents(
+                    documents[main_name],
+                    name=main_name,
+                    linked=linked,
+                    characters=characters,
+                    owner=owner,
+                )
+            )
+        return results
+
+    def export_files(self, chat_id: str) -> list[ExportedFile]:
+        """The SillyTavern files of a chat (main file first)."""
+        return export_tree(self.store.tree(chat_id))
+
+    def export_jsonl(self, chat_id: str) -> str:
+        """The active path as one SillyTavern JSONL text."""
+        return write_chat(self.export_files(chat_id)[0].document)
+
+    def export_to(self, chat_id: str, folder: Path) -> list[Path]:
+        """Write a chat's SillyTavern files into `folder`; returns their paths."""
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise NotFound(f"cannot create the folder ({exc.strerror})", file=str(folder)) from None
+        written = []
+        for item in self.export_files(chat_id):
+            target = folder / f"{item.name}.jsonl"
+            tmp = target.with_suffix(".jsonl.tmp")
+            tmp.write_text(write_chat(item.document), encoding="utf-8")
+            tmp.replace(target)
+            written.append(target)
+        return written
+
+
+def content_hash(text: str) -> str:
+    """A short stable hash of a text (for file names)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
