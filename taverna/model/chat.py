@@ -295,8 +295,9 @@ class Checkpoint:
 
 
 class RevisionKind(StrEnum):
-    """What made a revision: an operation, the undo of one, or its redo."""
+    """What made a revision: creating or importing the chat, an operation, an undo, a redo."""
 
+    CREATE = "create"
     OPERATION = "operation"
     UNDO = "undo"
     REDO = "redo"

@@ -1,1 +1,28 @@
-"""Persistence: the repository interface and its SQL implementation."""
+"""Persistence: the repository interface and its SQL implementation (SQLite or PostgreSQL)."""
+
+from taverna.store.repository import (
+    UNSET,
+    ChatListing,
+    ChatRepository,
+    ChatWriter,
+    Document,
+    DocumentRepository,
+    NewChat,
+    StaleRevision,
+    Store,
+)
+from taverna.store.sql import SqlStore, open_store
+
+__all__ = [
+    "UNSET",
+    "ChatListing",
+    "ChatRepository",
+    "ChatWriter",
+    "Document",
+    "DocumentRepository",
+    "NewChat",
+    "SqlStore",
+    "StaleRevision",
+    "Store",
+    "open_store",
+]

@@ -1,0 +1,141 @@
+"""The SQL tables, as SQLAlchemy Core objects (the migrations create the same shape).
+
+Node text lives once in `contents`, keyed by its SHA-256, so an edit, an import of
+branch files sharing a prefix, or a history entry never copies a message. `nodes`
+stores each node's depth and `state_from` (the nearest ancestor-or-self that
+recorded state), so appending and reading the state need no walk up the path.
+Roots have `parent_id = ''` (not NULL) so one index serves every sibling query.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import JSONB
+
+metadata = sa.MetaData()
+
+# Nullable JSON: Python None is SQL NULL (no value), never the JSON text `null`.
+Json = sa.JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql")
+Id = sa.String(36)
+Stamp = sa.DateTime(timezone=True)
+
+chats = sa.Table(
+    "chats",
+    metadata,
+    sa.Column("id", Id, primary_key=True),
+    sa.Column("owner", sa.String(200), nullable=False, server_default=""),
+    sa.Column("title", sa.Text, nullable=False),
+    sa.Column("characters", Json, nullable=False),
+    sa.Column("group_id", sa.String(200)),
+    sa.Column("user_name", sa.Text, nullable=False, server_default=""),
+    sa.Column("active_leaf_id", Id),
+    sa.Column("active_branch_id", Id),
+    sa.Column("base_state", Json, nullable=False),
+    sa.Column("metadata", Json, nullable=False),
+    sa.Column("created", Stamp, nullable=False),
+    sa.Column("updated", Stamp, nullable=False),
+    sa.Column("revision", sa.Integer, nullable=False),
+    sa.Index("ix_chats_owner_updated", "owner", "updated"),
+)
+
+contents = sa.Table(
+    "contents",
+    metadata,
+    sa.Column("hash", sa.String(64), primary_key=True),
+    sa.Column("text", sa.Text, nullable=False),
+)
+
+nodes = sa.Table(
+    "nodes",
+    metadata,
+    sa.Column("id", Id, primary_key=True),
+    sa.Column("chat_id", Id, sa.ForeignKey("chats.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("parent_id", sa.String(36), nullable=False),
+    sa.Column("role", sa.String(16), nullable=False),
+    sa.Column("speaker", sa.Text, nullable=False, server_default=""),
+    sa.Column("content_hash", sa.String(64), sa.ForeignKey("contents.hash"), nullable=False),
+    sa.Column("hidden", sa.Boolean, nullable=False),
+    sa.Column("deleted", sa.Boolean, nullable=False),
+    sa.Column("created", Stamp, nullable=False),
+    sa.Column("depth", sa.Integer, nullable=False),
+    sa.Column("generation", Json),
+    sa.Column("extras", Json, nullable=False),
+    sa.Column("state", Json),
+    sa.Column("state_from", sa.String(36)),
+    sa.Column("revision", sa.Integer, nullable=False),
+    sa.Index("ix_nodes_siblings", "chat_id", "parent_id", "id"),
+)
+
+selections = sa.Table(
+    "selections",
+    metadata,
+    sa.Column("chat_id", Id, sa.ForeignKey("chats.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("parent_id", sa.String(36), primary_key=True),
+    sa.Column("child_id", Id, nullable=False),
+)
+
+branches = sa.Table(
+    "branches",
+    metadata,
+    sa.Column("id", Id, primary_key=True),
+    sa.Column("chat_id", Id, sa.ForeignKey("chats.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("head_id", Id),
+    sa.Column("created", Stamp, nullable=False),
+    sa.Index("ix_branches_chat", "chat_id"),
+)
+
+checkpoints = sa.Table(
+    "checkpoints",
+    metadata,
+    sa.Column("id", Id, primary_key=True),
+    sa.Column("chat_id", Id, sa.ForeignKey("chats.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("node_id", Id, nullable=False),
+    sa.Column("created", Stamp, nullable=False),
+    sa.Index("ix_checkpoints_chat", "chat_id"),
+)
+
+revisions = sa.Table(
+    "revisions",
+    metadata,
+    sa.Column("chat_id", Id, sa.ForeignKey("chats.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("number", sa.Integer, primary_key=True),
+    sa.Column("kind", sa.String(16), nullable=False),
+    sa.Column("label", sa.Text, nullable=False),
+    sa.Column("created", Stamp, nullable=False),
+    sa.Column("target", sa.Integer),
+    sa.Column("undone", sa.Boolean, nullable=False),
+    sa.Column("redoable", sa.Boolean, nullable=False),
+    sa.Index("ix_revisions_undo", "chat_id", "undone", "redoable"),
+)
+
+# One row per value an operation changed: enough to revert it and to re-apply it.
+changes = sa.Table(
+    "changes",
+    metadata,
+    sa.Column("chat_id", Id, sa.ForeignKey("chats.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("revision", sa.Integer, primary_key=True),
+    sa.Column("seq", sa.Integer, primary_key=True),
+    sa.Column("entity", sa.String(16), nullable=False),
+    sa.Column("key", sa.String(36), nullable=False),
+    sa.Column("field", sa.String(32), nullable=False),
+    sa.Column("before", Json, nullable=False),
+    sa.Column("after", Json, nullable=False),
+    sa.Index("ix_changes_key", "chat_id", "key"),
+)
+
+documents = sa.Table(
+    "documents",
+    metadata,
+    sa.Column("id", Id, primary_key=True),
+    sa.Column("owner", sa.String(200), nullable=False, server_default=""),
+    sa.Column("kind", sa.String(32), nullable=False),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("data", Json, nullable=False),
+    sa.Column("blob", sa.LargeBinary),
+    sa.Column("revision", sa.Integer, nullable=False),
+    sa.Column("created", Stamp, nullable=False),
+    sa.Column("updated", Stamp, nullable=False),
+    sa.Index("ix_documents_kind", "owner", "kind", "name"),
+)

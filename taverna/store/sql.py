@@ -1,0 +1,1410 @@
+"""The SQL store: SQLite in a data folder by default, PostgreSQL by URL, one code path.
+
+Each chat write is one transaction: it first bumps the chat's revision with a
+compare-and-set (`WHERE revision = :read`), which both detects a stale write and
+takes the write lock, then applies its changes and logs each old and new value in
+`changes` so the revision can be undone and redone. SQLite runs in WAL mode with
+full fsync on commit: a process killed at any moment leaves the last committed
+revision.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from sqlalchemy.engine import Connection, Engine
+
+from taverna.errors import NotFound, TavernaError
+from taverna.model.chat import (
+    ActivePath,
+    Branch,
+    BranchSummary,
+    CharacterRef,
+    Chat,
+    ChatState,
+    ChatTree,
+    Checkpoint,
+    ContentVersion,
+    GenerationInfo,
+    Node,
+    NodeRole,
+    PathEntry,
+    Revision,
+    RevisionKind,
+    new_id,
+)
+from taverna.store import schema as t
+from taverna.store.repository import (
+    UNSET,
+    ChatListing,
+    ChatWriter,
+    Document,
+    NewChat,
+    StaleRevision,
+    Store,
+)
+
+DB_FILE = "taverna.db"
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    # SQLite hands timestamps back without a zone; they were written in UTC.
+    if value is not None and value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value
+
+
+def content_hash(text: str) -> str:
+    """The key a text is stored under (SHA-256, hex)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# ----------------------------------------------------------------- row mapping
+
+
+def _chars_json(chars: Sequence[CharacterRef]) -> list[dict[str, Any]]:
+    return [{"name": c.name, "document_id": c.document_id} for c in chars]
+
+
+def _chat_from_row(row: Mapping[str, Any]) -> Chat:
+    return Chat(
+        id=row["id"],
+        title=row["title"],
+        characters=tuple(
+            CharacterRef(c.get("name", ""), c.get("document_id")) for c in row["characters"] or []
+        ),
+        group_id=row["group_id"],
+        user_name=row["user_name"],
+        active_leaf_id=row["active_leaf_id"],
+        active_branch_id=row["active_branch_id"],
+        base_state=ChatState.from_json(row["base_state"] or {}),
+        metadata=dict(row["metadata"] or {}),
+        created=_aware(row["created"]),
+        updated=_aware(row["updated"]),
+        revision=row["revision"],
+        owner=row["owner"],
+    )
+
+
+def _node_from_row(row: Mapping[str, Any], text: str) -> Node:
+    gen = row["generation"]
+    state = row["state"]
+    return Node(
+        id=row["id"],
+        chat_id=row["chat_id"],
+        parent_id=row["parent_id"] or None,
+        role=NodeRole(row["role"]),
+        content=text,
+        speaker=row["speaker"],
+        hidden=bool(row["hidden"]),
+        deleted=bool(row["deleted"]),
+        created=_aware(row["created"]),
+        depth=row["depth"],
+        generation=GenerationInfo.from_json(gen) if gen is not None else None,
+        extras=dict(row["extras"] or {}),
+        state=ChatState.from_json(state) if state is not None else None,
+        revision=row["revision"],
+    )
+
+
+def _to_json_value(column: str, value: Any) -> Any:
+    """A column value as JSON, for the change log."""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value
+
+
+def _from_json_value(column: str, value: Any) -> Any:
+    if column in {"created", "updated"} and isinstance(value, str):
+        return datetime.fromisoformat(value)
+    return value
+
+
+def _row_json(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: _to_json_value(k, v) for k, v in row.items()}
+
+
+def _row_from_json(data: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: _from_json_value(k, v) for k, v in data.items()}
+
+
+_NODE_COLUMNS = [c for c in t.nodes.c if c.name != "content_hash"]
+
+
+def _node_select() -> sa.Select[Any]:
+    return sa.select(t.nodes, t.contents.c.text).join(
+        t.contents, t.contents.c.hash == t.nodes.c.content_hash
+    )
+
+
+# ----------------------------------------------------------------- the writer
+
+
+class SqlChatWriter(ChatWriter):
+    """A unit of work on one chat inside one SQL transaction."""
+
+    def __init__(
+        self,
+        conn: Connection,
+        chat_row: Mapping[str, Any],
+        revision: int,
+        label: str,
+        now: datetime,
+    ) -> None:
+        self.conn = conn
+        self.chat_id = chat_row["id"]
+        self.revision = revision
+        self.label = label
+        self.now = now
+        self.kind = RevisionKind.OPERATION
+        self.target: int | None = None
+        self._chat_row = dict(chat_row)
+        self._changes: list[dict[str, Any]] = []
+        self._chat_dirty: dict[str, Any] = {}
+
+    # ---- change log
+
+    def _log(self, entity: str, key: str, field: str, before: Any, after: Any) -> None:
+        self._changes.append(
+            {
+                "chat_id": self.chat_id,
+                "revision": self.revision,
+                "seq": len(self._changes),
+                "entity": entity,
+                "key": key,
+                "field": field,
+                "before": {"v": before},
+                "after": {"v": after},
+            }
+        )
+
+    # ---- reads
+
+    @property
+    def chat(self) -> Chat:
+        return _chat_from_row(self._chat_row)
+
+    def _node_row(self, node_id: str) -> Mapping[str, Any]:
+        row = (
+            self.conn.execute(
+                sa.select(t.nodes).where(t.nodes.c.id == node_id, t.nodes.c.chat_id == self.chat_id)
+            )
+            .mappings()
+            .first()
+        )
+        if row is None:
+            raise NotFound(f"no message {node_id} in this chat", field="node_id")
+        return row
+
+    def get_node(self, node_id: str) -> Node:
+        row = (
+            self.conn.execute(
+                _node_select().where(t.nodes.c.id == node_id, t.nodes.c.chat_id == self.chat_id)
+            )
+            .mappings()
+            .first()
+        )
+        if row is None:
+            raise NotFound(f"no message {node_id} in this chat", field="node_id")
+        return _node_from_row(row, row["text"])
+
+    def children(self, parent_id: str | None, *, include_deleted: bool = False) -> list[Node]:
+        return _children(self.conn, self.chat_id, parent_id, include_deleted)
+
+    def path_to(self, node_id: str) -> list[Node]:
+        return _path_to(self.conn, self.chat_id, node_id)
+
+    def active_nodes(self) -> list[Node]:
+        leaf = self._chat_row["active_leaf_id"]
+        return _path_to(self.conn, self.chat_id, leaf) if leaf else []
+
+    def state_at(self, node_id: str | None) -> ChatState:
+        return _state_at(self.conn, self.chat_id, node_id, self._chat_row["base_state"])
+
+    def selection(self, parent_id: str | None) -> str | None:
+        return self.conn.execute(
+            sa.select(t.selections.c.child_id).where(
+                t.selections.c.chat_id == self.chat_id,
+                t.selections.c.parent_id == (parent_id or ""),
+            )
+        ).scalar()
+
+    def selections(self) -> dict[str, str]:
+        rows = self.conn.execute(
+            sa.select(t.selections.c.parent_id, t.selections.c.child_id).where(
+                t.selections.c.chat_id == self.chat_id
+            )
+        )
+        return {parent: child for parent, child in rows}
+
+    def descend(self, node_id: str) -> str:
+        # Follow the remembered choices down, stopping at a deleted child.
+        sql = sa.text(
+            """
+            WITH RECURSIVE down(id, lvl) AS (
+                SELECT :start, 0
+                UNION ALL
+                SELECT s.child_id, down.lvl + 1
+                FROM down
+                JOIN selections s ON s.chat_id = :chat AND s.parent_id = down.id
+                JOIN nodes n ON n.id = s.child_id
+                WHERE n.deleted = :no AND down.lvl < 10000000
+            )
+            SELECT id FROM down ORDER BY lvl DESC LIMIT 1
+            """
+        )
+        found = self.conn.execute(sql, {"start": node_id, "chat": self.chat_id, "no": False})
+        return found.scalar() or node_id
+
+    def branches(self) -> list[Branch]:
+        return _branches(self.conn, self.chat_id)
+
+    def checkpoints(self) -> list[Checkpoint]:
+        return _checkpoints(self.conn, self.chat_id)
+
+    # ---- writes
+
+    def insert_node(
+        self,
+        parent_id: str | None,
+        role: NodeRole,
+        content: str,
+        *,
+        speaker: str = "",
+        hidden: bool = False,
+        extras: Mapping[str, Any] | None = None,
+        generation: GenerationInfo | None = None,
+        state: ChatState | None = None,
+        created: datetime | None = None,
+    ) -> Node:
+        if parent_id:
+            parent = self._node_row(parent_id)
+            depth = parent["depth"] + 1
+            inherited = parent["state_from"]
+        else:
+            depth, inherited = 0, None
+        node_id = new_id()
+        text_hash = _put_content(self.conn, content)
+        row = {
+            "id": node_id,
+            "chat_id": self.chat_id,
+            "parent_id": parent_id or "",
+            "role": NodeRole(role).value,
+            "speaker": speaker,
+            "content_hash": text_hash,
+            "hidden": hidden,
+            "deleted": False,
+            "created": created or self.now,
+            "depth": depth,
+            "generation": generation.to_json() if generation else None,
+            "extras": dict(extras or {}),
+            "state": state.to_json() if state is not None else None,
+            "state_from": node_id if state is not None else inherited,
+            "revision": self.revision,
+        }
+        self.conn.execute(t.nodes.insert(), row)
+        self._log("node", node_id, "*", None, _row_json(row))
+        return _node_from_row(row, content)
+
+    def update_node(
+        self,
+        node_id: str,
+        *,
+        content: str = UNSET,
+        speaker: str = UNSET,
+        hidden: bool = UNSET,
+        deleted: bool = UNSET,
+        extras: Mapping[str, Any] = UNSET,
+        generation: GenerationInfo | None = UNSET,
+        state: ChatState | None = UNSET,
+    ) -> Node:
+        row = self._node_row(node_id)
+        new: dict[str, Any] = {}
+        if content is not UNSET:
+            new["content_hash"] = _put_content(self.conn, content)
+        if speaker is not UNSET:
+            new["speaker"] = speaker
+        if hidden is not UNSET:
+            new["hidden"] = bool(hidden)
+        if deleted is not UNSET:
+            new["deleted"] = bool(deleted)
+        if extras is not UNSET:
+            new["extras"] = dict(extras)
+        if generation is not UNSET:
+            new["generation"] = generation.to_json() if generation else None
+        if state is not UNSET:
+            new["state"] = state.to_json() if state is not None else None
+        changed = {k: v for k, v in new.items() if row[k] != v}
+        for column, value in changed.items():
+            self._set_node_field(node_id, column, value)
+            self._log("node", node_id, column, row[column], value)
+        return self.get_node(node_id)
+
+    def _set_node_field(self, node_id: str, column: str, value: Any) -> None:
+        self.conn.execute(
+            t.nodes.update()
+            .where(t.nodes.c.id == node_id)
+            .values({column: value, "revision": self.revision})
+        )
+        if column == "state":
+            self._refresh_state_from(node_id)
+
+    def _refresh_state_from(self, node_id: str) -> None:
+        """Re-point `state_from` of a node and of the descendants that inherit from it."""
+        row = self._node_row(node_id)
+        if row["state"] is not None:
+            source = node_id
+        elif row["parent_id"]:
+            source = self._node_row(row["parent_id"])["state_from"]
+        else:
+            source = None
+        sql = sa.text(
+            """
+            UPDATE nodes SET state_from = :source WHERE id IN (
+                WITH RECURSIVE sub(id) AS (
+                    SELECT :node
+                    UNION ALL
+                    SELECT n.id FROM nodes n JOIN sub ON n.chat_id = :chat AND n.parent_id = sub.id
+                    WHERE n.state IS NULL
+                )
+                SELECT id FROM sub
+            )
+            """
+        )
+        self.conn.execute(sql, {"source": source, "node": node_id, "chat": self.chat_id})
+
+    def set_selection(self, parent_id: str | None, child_id: str | None) -> None:
+        before = self.selection(parent_id)
+        if before == child_id:
+            return
+        self._apply_selection(parent_id or "", child_id)
+        self._log("selection", parent_id or "", "child_id", before, child_id)
+
+    def _apply_selection(self, parent_key: str, child_id: str | None) -> None:
+        where = (t.selections.c.chat_id == self.chat_id, t.selections.c.parent_id == parent_key)
+        if child_id is None:
+            self.conn.execute(t.selections.delete().where(*where))
+            return
+        done = self.conn.execute(t.selections.update().where(*where).values(child_id=child_id))
+        if done.rowcount == 0:
+            self.conn.execute(
+                t.selections.insert().values(
+                    chat_id=self.chat_id, parent_id=parent_key, child_id=child_id
+                )
+            )
+
+    def _set_chat(self, column: str, value: Any) -> None:
+        before = self._chat_row[column]
+        if before == value:
+            return
+        self._chat_row[column] = value
+        self._chat_dirty[column] = value
+        self._log("chat", self.chat_id, column, _to_json_value(column, before), value)
+
+    def set_active(self, leaf_id: str | None, *, branch_id: str | None = UNSET) -> None:
+        if branch_id is not UNSET:
+            self._set_chat("active_branch_id", branch_id)
+        self._set_chat("active_leaf_id", leaf_id)
+        active = self._chat_row["active_branch_id"]
+        if active:
+            before = self.conn.execute(
+                sa.select(t.branches.c.head_id).where(t.branches.c.id == active)
+            ).scalar()
+            if before != leaf_id:
+                self.conn.execute(
+                    t.branches.update().where(t.branches.c.id == active).values(head_id=leaf_id)
+                )
+                self._log("branch", active, "head_id", before, leaf_id)
+
+    def update_chat(
+        self,
+        *,
+        title: str = UNSET,
+        characters: tuple[CharacterRef, ...] = UNSET,
+        user_name: str = UNSET,
+        base_state: ChatState = UNSET,
+        metadata: Mapping[str, Any] = UNSET,
+    ) -> Chat:
+        if title is not UNSET:
+            self._set_chat("title", title)
+        if characters is not UNSET:
+            self._set_chat("characters", _chars_json(characters))
+        if user_name is not UNSET:
+            self._set_chat("user_name", user_name)
+        if base_state is not UNSET:
+            self._set_chat("base_state", base_state.to_json())
+        if metadata is not UNSET:
+            self._set_chat("metadata", dict(metadata))
+        return self.chat
+
+    def put_branch(self, branch: Branch) -> None:
+        before = self._entity_row(t.branches, branch.id)
+        row = {
+            "id": branch.id,
+            "chat_id": self.chat_id,
+            "name": branch.name,
+            "head_id": branch.head_id,
+            "created": branch.created or self.now,
+        }
+        self._replace_row(t.branches, branch.id, row)
+        self._log("branch", branch.id, "*", before, _row_json(row))
+
+    def remove_branch(self, branch_id: str) -> None:
+        before = self._entity_row(t.branches, branch_id)
+        if before is None:
+            raise NotFound("no such branch", field="branch_id")
+        self._replace_row(t.branches, branch_id, None)
+        self._log("branch", branch_id, "*", before, None)
+
+    def put_checkpoint(self, checkpoint: Checkpoint) -> None:
+        before = self._entity_row(t.checkpoints, checkpoint.id)
+        row = {
+            "id": checkpoint.id,
+            "chat_id": self.chat_id,
+            "name": checkpoint.name,
+            "node_id": checkpoint.node_id,
+            "created": checkpoint.created or self.now,
+        }
+        self._replace_row(t.checkpoints, checkpoint.id, row)
+        self._log("checkpoint", checkpoint.id, "*", before, _row_json(row))
+
+    def remove_checkpoint(self, checkpoint_id: str) -> None:
+        before = self._entity_row(t.checkpoints, checkpoint_id)
+        if before is None:
+            raise NotFound("no such checkpoint", field="checkpoint_id")
+        self._replace_row(t.checkpoints, checkpoint_id, None)
+        self._log("checkpoint", checkpoint_id, "*", before, None)
+
+    def _entity_row(self, table: sa.Table, key: str) -> dict[str, Any] | None:
+        row = self.conn.execute(sa.select(table).where(table.c.id == key)).mappings().first()
+        return _row_json(row) if row is not None else None
+
+    def _replace_row(self, table: sa.Table, key: str, row: Mapping[str, Any] | None) -> None:
+        self.conn.execute(table.delete().where(table.c.id == key))
+        if row is not None:
+            self.conn.execute(table.insert(), _row_from_json(row))
+
+    # ---- undo / redo
+
+    def undo(self) -> Revision:
+        number = self.conn.execute(
+            sa.select(sa.func.max(t.revisions.c.number)).where(
+                t.revisions.c.chat_id == self.chat_id,
+                t.revisions.c.kind == RevisionKind.OPERATION.value,
+                t.revisions.c.undone == sa.false(),
+            )
+        ).scalar()
+        if number is None:
+            raise NotFound("nothing to undo", field="revision")
+        for change in reversed(self._changes_of(number)):
+            self._apply(change, change["before"]["v"])
+        self._mark(number, undone=True)
+        self.kind, self.target = RevisionKind.UNDO, number
+        return self._revision(number)
+
+    def redo(self) -> Revision:
+        number = self.conn.execute(
+            sa.select(sa.func.min(t.revisions.c.number)).where(
+                t.revisions.c.chat_id == self.chat_id,
+                t.revisions.c.kind == RevisionKind.OPERATION.value,
+                t.revisions.c.undone == sa.true(),
+                t.revisions.c.redoable == sa.true(),
+            )
+        ).scalar()
+        if number is None:
+            raise NotFound("nothing to redo", field="revision")
+        for change in self._changes_of(number):
+            self._apply(change, change["after"]["v"])
+        self._mark(number, undone=False)
+        self.kind, self.target = RevisionKind.REDO, number
+        return self._revision(number)
+
+    def _changes_of(self, number: int) -> list[Mapping[str, Any]]:
+        rows = self.conn.execute(
+            sa.select(t.changes)
+            .where(t.changes.c.chat_id == self.chat_id, t.changes.c.revision == number)
+            .order_by(t.changes.c.seq)
+        )
+        return list(rows.mappings())
+
+    def _mark(self, number: int, *, undone: bool) -> None:
+        self.conn.execute(
+            t.revisions.update()
+            .where(t.revisions.c.chat_id == self.chat_id, t.revisions.c.number == number)
+            .values(undone=undone)
+        )
+
+    def _revision(self, number: int) -> Revision:
+        row = (
+            self.conn.execute(
+                sa.select(t.revisions).where(
+                    t.revisions.c.chat_id == self.chat_id, t.revisions.c.number == number
+                )
+            )
+            .mappings()
+            .one()
+        )
+        return _revision_from_row(row)
+
+    def _apply(self, change: Mapping[str, Any], value: Any) -> None:
+        """Set one logged value (the old one to undo, the new one to redo)."""
+        entity, key, column = change["entity"], change["key"], change["field"]
+        if entity == "node":
+            if column == "*":
+                self.conn.execute(t.nodes.delete().where(t.nodes.c.id == key))
+                if value is not None:
+                    self.conn.execute(t.nodes.insert(), _row_from_json(value))
+            else:
+                self._set_node_field(key, column, value)
+        elif entity == "chat":
+            value = _from_json_value(column, value)
+            self._chat_row[column] = value
+            self._chat_dirty[column] = value
+        elif entity == "selection":
+            self._apply_selection(key, value)
+        elif entity == "branch":
+            if column == "*":
+                self._replace_row(t.branches, key, value)
+            else:
+                self.conn.execute(
+                    t.branches.update().where(t.branches.c.id == key).values({column: value})
+                )
+        elif entity == "checkpoint":
+            self._replace_row(t.checkpoints, key, value)
+        else:  # pragma: no cover - the log only holds the kinds above
+            raise TavernaError(f"unknown change kind {entity!r}")
+
+    # ---- commit
+
+    def finish(self) -> None:
+        """Write the chat row, the revision and its change log (inside the transaction)."""
+        values = dict(self._chat_dirty)
+        if values:
+            self.conn.execute(t.chats.update().where(t.chats.c.id == self.chat_id).values(values))
+        if self.kind is RevisionKind.OPERATION:
+            # A new operation ends what could be redone (git-like: no branching history).
+            self.conn.execute(
+                t.revisions.update()
+                .where(
+                    t.revisions.c.chat_id == self.chat_id,
+                    t.revisions.c.undone == sa.true(),
+                    t.revisions.c.redoable == sa.true(),
+                )
+                .values(redoable=False)
+            )
+        self.conn.execute(
+            t.revisions.insert().values(
+                chat_id=self.chat_id,
+                number=self.revision,
+                kind=self.kind.value,
+                label=self.label,
+                created=self.now,
+                target=self.target,
+                undone=False,
+                redoable=True,
+            )
+        )
+        if self._changes:
+            self.conn.execute(t.changes.insert(), self._changes)
+
+
+# --------------------------------------------------------------- shared queries
+
+
+def _put_content(conn: Connection, text: str) -> str:
+    key = content_hash(text)
+    found = conn.execute(sa.select(t.contents.c.hash).where(t.contents.c.hash == key)).first()
+    if found is None:
+        conn.execute(t.contents.insert().values(hash=key, text=text))
+    return key
+
+
+def _children(
+    conn: Connection, chat_id: str, parent_id: str | None, include_deleted: bool
+) -> list[Node]:
+    query = _node_select().where(
+        t.nodes.c.chat_id == chat_id, t.nodes.c.parent_id == (parent_id or "")
+    )
+    if not include_deleted:
+        query = query.where(t.nodes.c.deleted == sa.false())
+    rows = conn.execute(query.order_by(t.nodes.c.id)).mappings()
+    return [_node_from_row(r, r["text"]) for r in rows]
+
+
+_PATH_SQL = """
+WITH RECURSIVE path(id, parent_id) AS (
+    SELECT id, parent_id FROM nodes WHERE id = :leaf AND chat_id = :chat
+    UNION ALL
+    SELECT n.id, n.parent_id FROM nodes n JOIN path p ON n.id = p.parent_id
+)
+"""
+
+
+def _path_to(conn: Connection, chat_id: str, node_id: str) -> list[Node]:
+    cols = ", ".join(f"n.{c.name}" for c in _NODE_COLUMNS)
+    sql = sa.text(
+        _PATH_SQL
+        + f"""
+        SELECT {cols}, c.text FROM path p
+        JOIN nodes n ON n.id = p.id
+        JOIN contents c ON c.hash = n.content_hash
+        ORDER BY n.depth
+        """
+    ).columns(*_NODE_COLUMNS, t.contents.c.text)
+    rows = conn.execute(sql, {"leaf": node_id, "chat": chat_id}).mappings().all()
+    if not rows:
+        raise NotFound(f"no message {node_id} in this chat", field="node_id")
+    return [_node_from_row(r, r["text"]) for r in rows]
+
+
+def _state_at(
+    conn: Connection, chat_id: str, node_id: str | None, base: Mapping[str, Any] | None
+) -> ChatState:
+    if node_id is None:
+        return ChatState.from_json(base or {})
+    source = conn.execute(
+        sa.select(t.nodes.c.state_from).where(t.nodes.c.id == node_id, t.nodes.c.chat_id == chat_id)
+    ).first()
+    if source is None:
+        raise NotFound(f"no message {node_id} in this chat", field="node_id")
+    if source[0] is None:
+        return ChatState.from_json(base or {})
+    state = conn.execute(sa.select(t.nodes.c.state).where(t.nodes.c.id == source[0])).scalar()
+    return ChatState.from_json(state or {})
+
+
+def _branches(conn: Connection, chat_id: str) -> list[Branch]:
+    rows = conn.execute(
+        sa.select(t.branches)
+        .where(t.branches.c.chat_id == chat_id)
+        .order_by(t.branches.c.created, t.branches.c.id)
+    ).mappings()
+    return [
+        Branch(r["id"], r["chat_id"], r["name"], r["head_id"], _aware(r["created"])) for r in rows
+    ]
+
+
+def _checkpoints(conn: Connection, chat_id: str) -> list[Checkpoint]:
+    rows = conn.execute(
+        sa.select(t.checkpoints)
+        .where(t.checkpoints.c.chat_id == chat_id)
+        .order_by(t.checkpoints.c.created, t.checkpoints.c.id)
+    ).mappings()
+    return [
+        Checkpoint(r["id"], r["chat_id"], r["name"], r["node_id"], _aware(r["created"]))
+        for r in rows
+    ]
+
+
+def _revision_from_row(row: Mapping[str, Any]) -> Revision:
+    return Revision(
+        chat_id=row["chat_id"],
+        number=row["number"],
+        kind=RevisionKind(row["kind"]),
+        label=row["label"],
+        created=_aware(row["created"]),
+        target=row["target"],
+        undone=bool(row["undone"]),
+    )
+
+
+def _document_from_row(row: Mapping[str, Any], with_blob: bool = True) -> Document:
+    return Document(
+        id=row["id"],
+        kind=row["kind"],
+        name=row["name"],
+        data=dict(row["data"] or {}),
+        blob=bytes(row["blob"]) if with_blob and row.get("blob") is not None else None,
+        revision=row["revision"],
+        created=_aware(row["created"]),
+        updated=_aware(row["updated"]),
+        owner=row["owner"],
+    )
+
+
+# ----------------------------------------------------------------- the store
+
+
+class SqlStore(Store):
+    """The store on one SQLAlchemy engine (SQLite or PostgreSQL)."""
+
+    def __init__(
+        self, engine: Engine, *, url: str, clock: Callable[[], datetime] = _utcnow
+    ) -> None:
+        self.engine = engine
+        self.url = url
+        self.clock = clock
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def _read(self) -> Connection:
+        """A connection for reading only (SQLite: a deferred transaction, no write lock)."""
+        return self.engine.connect().execution_options(taverna_read=True)
+
+    # ---- chats
+
+    def _new_chat_row(self, new: NewChat, now: datetime) -> dict[str, Any]:
+        created = new.created or now
+        return {
+            "id": new.id or new_id(),
+            "owner": new.owner,
+            "title": new.title,
+            "characters": _chars_json(new.characters),
+            "group_id": new.group_id,
+            "user_name": new.user_name,
+            "active_leaf_id": None,
+            "active_branch_id": None,
+            "base_state": new.base_state.to_json(),
+            "metadata": dict(new.metadata),
+            "created": created,
+            "updated": created,
+            "revision": 1,
+        }
+
+    def _insert_chat(
+        self, conn: Connection, row: dict[str, Any], label: str, now: datetime
+    ) -> None:
+        conn.execute(t.chats.insert(), row)
+        conn.execute(
+            t.revisions.insert().values(
+                chat_id=row["id"],
+                number=1,
+                kind=RevisionKind.CREATE.value,
+                label=label,
+                created=now,
+                target=None,
+                undone=False,
+                redoable=False,
+            )
+        )
+
+    def create_chat(self, new: NewChat) -> Chat:
+        now = self.clock()
+        row = self._new_chat_row(new, now)
+        branch_id = new_id()
+        row["active_branch_id"] = branch_id
+        with self.engine.begin() as conn:
+            self._insert_chat(conn, row, "create", now)
+            conn.execute(
+                t.branches.insert().values(
+                    id=branch_id, chat_id=row["id"], name="main", head_id=None, created=now
+                )
+            )
+        return _chat_from_row(row)
+
+    def import_tree(
+        self,
+        new: NewChat,
+        nodes: Sequence[Node],
+        *,
+        active_leaf_id: str | None,
+        branches: Sequence[Branch] = (),
+        checkpoints: Sequence[Checkpoint] = (),
+        selections: Mapping[str, str] | None = None,
+    ) -> Chat:
+        now = self.clock()
+        chat_row = self._new_chat_row(new, now)
+        chat_id = chat_row["id"]
+        info: dict[str, tuple[int, str | None]] = {}
+        node_rows: list[dict[str, Any]] = []
+        texts: dict[str, str] = {}
+        for node in nodes:
+            parent = node.parent_id or ""
+            if parent and parent not in info:
+                raise TavernaError(
+                    f"message {node.id} comes before its parent {parent}", field="nodes"
+                )
+            depth, inherited = info[parent] if parent else (-1, None)
+            state_from = node.id if node.state is not None else inherited
+            info[node.id] = (depth + 1, state_from)
+            key = content_hash(node.content)
+            texts[key] = node.content
+            node_rows.append(
+                {
+                    "id": node.id,
+                    "chat_id": chat_id,
+                    "parent_id": parent,
+                    "role": NodeRole(node.role).value,
+                    "speaker": node.speaker,
+                    "content_hash": key,
+                    "hidden": node.hidden,
+                    "deleted": node.deleted,
+                    "created": node.created or now,
+                    "depth": depth + 1,
+                    "generation": node.generation.to_json() if node.generation else None,
+                    "extras": dict(node.extras),
+                    "state": node.state.to_json() if node.state is not None else None,
+                    "state_from": state_from,
+                    "revision": 1,
+                }
+            )
+        if active_leaf_id is not None and active_leaf_id not in info:
+            raise TavernaError("the active leaf is not among the messages", field="active_leaf_id")
+        chosen = dict(selections) if selections is not None else {}
+        if selections is None:
+            for row in node_rows:  # newest child wins, then the active path overrides
+                chosen[row["parent_id"]] = row["id"]
+            by_id = {row["id"]: row for row in node_rows}
+            current = active_leaf_id
+            while current:
+                parent = by_id[current]["parent_id"]
+                chosen[parent] = current
+                current = parent or None
+        branch_rows = [
+            {
+                "id": b.id,
+                "chat_id": chat_id,
+                "name": b.name,
+                "head_id": b.head_id,
+                "created": b.created or now,
+            }
+            for b in branches
+        ] or [
+            {
+                "id": new_id(),
+                "chat_id": chat_id,
+                "name": "main",
+                "head_id": active_leaf_id,
+                "created": now,
+            }
+        ]
+        chat_row["active_branch_id"] = branch_rows[0]["id"]
+        chat_row["active_leaf_id"] = active_leaf_id
+        with self.engine.begin() as conn:
+            self._insert_chat(conn, chat_row, "import", now)
+            _insert_missing_contents(conn, texts)
+            for start in range(0, len(node_rows), 5000):
+                conn.execute(t.nodes.insert(), node_rows[start : start + 5000])
+            if chosen:
+                conn.execute(
+                    t.selections.insert(),
+                    [
+                        {"chat_id": chat_id, "parent_id": p, "child_id": c}
+                        for p, c in chosen.items()
+                    ],
+                )
+            conn.execute(t.branches.insert(), branch_rows)
+            if checkpoints:
+                conn.execute(
+                    t.checkpoints.insert(),
+                    [
+                        {
+                            "id": c.id,
+                            "chat_id": chat_id,
+                            "name": c.name,
+                            "node_id": c.node_id,
+                            "created": c.created or now,
+                        }
+                        for c in checkpoints
+                    ],
+                )
+        return _chat_from_row(chat_row)
+
+    @contextmanager
+    def write(self, chat_id: str, *, revision: int, label: str) -> Iterator[SqlChatWriter]:
+        now = self.clock()
+        with self.engine.begin() as conn:
+            bumped = conn.execute(
+                t.chats.update()
+                .where(t.chats.c.id == chat_id, t.chats.c.revision == revision)
+                .values(revision=revision + 1, updated=now)
+            )
+            if bumped.rowcount != 1:
+                current = conn.execute(
+                    sa.select(t.chats.c.revision).where(t.chats.c.id == chat_id)
+                ).scalar()
+                if current is None:
+                    raise NotFound(f"no chat {chat_id}", field="chat_id")
+                raise StaleRevision(
+                    f"the chat is at revision {current}, not {revision}: reload and retry",
+                    current_revision=current,
+                    expected=revision,
+                )
+            row = conn.execute(sa.select(t.chats).where(t.chats.c.id == chat_id)).mappings().one()
+            writer = SqlChatWriter(conn, row, revision + 1, label, now)
+            yield writer
+            writer.finish()
+
+    def get_chat(self, chat_id: str) -> Chat:
+        with self._read() as conn:
+            return _chat_from_row(self._chat_row(conn, chat_id))
+
+    @staticmethod
+    def _chat_row(conn: Connection, chat_id: str) -> Mapping[str, Any]:
+        row = conn.execute(sa.select(t.chats).where(t.chats.c.id == chat_id)).mappings().first()
+        if row is None:
+            raise NotFound(f"no chat {chat_id}", field="chat_id")
+        return row
+
+    def list_chats(self, *, owner: str = "", character: str | None = None) -> list[ChatListing]:
+        leaf = t.nodes.alias("leaf")
+        node_count = (
+            sa.select(sa.func.count()).where(t.nodes.c.chat_id == t.chats.c.id).scalar_subquery()
+        )
+        branch_count = (
+            sa.select(sa.func.count()).where(t.branches.c.chat_id == t.chats.c.id).scalar_subquery()
+        )
+        checkpoint_count = (
+            sa.select(sa.func.count())
+            .where(t.checkpoints.c.chat_id == t.chats.c.id)
+            .scalar_subquery()
+        )
+        query = (
+            sa.select(
+                t.chats,
+                leaf.c.depth.label("leaf_depth"),
+                node_count.label("node_count"),
+                branch_count.label("branch_count"),
+                checkpoint_count.label("checkpoint_count"),
+            )
+            .outerjoin(leaf, leaf.c.id == t.chats.c.active_leaf_id)
+            .where(t.chats.c.owner == owner)
+            .order_by(t.chats.c.updated.desc(), t.chats.c.id.desc())
+        )
+        with self._read() as conn:
+            rows = conn.execute(query).mappings().all()
+        result = []
+        for row in rows:
+            chat = _chat_from_row(row)
+            if character is not None and not any(
+                character in (c.name, c.document_id) for c in chat.characters
+            ):
+                continue
+            depth = row["leaf_depth"]
+            result.append(
+                ChatListing(
+                    chat=chat,
+                    path_length=0 if depth is None else depth + 1,
+                    node_count=row["node_count"],
+                    branch_count=row["branch_count"],
+                    checkpoint_count=row["checkpoint_count"],
+                )
+            )
+        return result
+
+    def delete_chat(self, chat_id: str, *, revision: int) -> None:
+        with self.engine.begin() as conn:
+            current = conn.execute(
+                sa.select(t.chats.c.revision).where(t.chats.c.id == chat_id)
+            ).scalar()
+            if current is None:
+                raise NotFound(f"no chat {chat_id}", field="chat_id")
+            if current != revision:
+                raise StaleRevision(
+                    f"the chat is at revision {current}, not {revision}",
+                    current_revision=current,
+                    expected=revision,
+                )
+            for table in (t.changes, t.revisions, t.checkpoints, t.branches, t.selections, t.nodes):
+                conn.execute(table.delete().where(table.c.chat_id == chat_id))
+            conn.execute(t.chats.delete().where(t.chats.c.id == chat_id))
+
+    def get_node(self, chat_id: str, node_id: str) -> Node:
+        with self._read() as conn:
+            row = (
+                conn.execute(
+                    _node_select().where(t.nodes.c.id == node_id, t.nodes.c.chat_id == chat_id)
+                )
+                .mappings()
+                .first()
+            )
+        if row is None:
+            raise NotFound(f"no message {node_id} in this chat", field="node_id")
+        return _node_from_row(row, row["text"])
+
+    def children(self, chat_id: str, parent_id: str | None) -> list[Node]:
+        with self._read() as conn:
+            return _children(conn, chat_id, parent_id, False)
+
+    def path_to(self, chat_id: str, node_id: str) -> list[Node]:
+        with self._read() as conn:
+            return _path_to(conn, chat_id, node_id)
+
+    def state_at(self, chat_id: str, node_id: str | None) -> ChatState:
+        with self._read() as conn:
+            row = self._chat_row(conn, chat_id)
+            return _state_at(conn, chat_id, node_id, row["base_state"])
+
+    def active_path(self, chat_id: str, *, include_deleted: bool = False) -> ActivePath:
+        cols = ", ".join(f"n.{c.name}" for c in _NODE_COLUMNS)
+        sibling_count = (
+            "(SELECT COUNT(*) FROM nodes s WHERE s.chat_id = :chat"
+            " AND s.parent_id = n.parent_id AND s.deleted = :no{extra})"
+        )
+        sql = sa.text(
+            _PATH_SQL
+            + f"""
+            SELECT {cols}, c.text,
+                {sibling_count.format(extra="")} AS candidate_count,
+                {sibling_count.format(extra=" AND s.id < n.id")} AS candidate_index
+            FROM path p
+            JOIN nodes n ON n.id = p.id
+            JOIN contents c ON c.hash = n.content_hash
+            ORDER BY n.depth
+            """
+        ).columns(
+            *_NODE_COLUMNS,
+            t.contents.c.text,
+            sa.column("candidate_count", sa.Integer),
+            sa.column("candidate_index", sa.Integer),
+        )
+        with self._read() as conn:
+            chat_row = self._chat_row(conn, chat_id)
+            chat = _chat_from_row(chat_row)
+            leaf = chat.active_leaf_id
+            rows = (
+                conn.execute(sql, {"leaf": leaf, "chat": chat_id, "no": False}).mappings().all()
+                if leaf
+                else []
+            )
+        entries: list[PathEntry] = []
+        state = chat.base_state
+        position = 0
+        for row in rows:
+            node = _node_from_row(row, row["text"])
+            if node.state is not None:
+                state = node.state
+            if node.deleted and not include_deleted:
+                continue
+            count = row["candidate_count"]
+            index = row["candidate_index"]
+            if node.deleted:
+                count += 1
+            entries.append(PathEntry(node, position, index, max(count, 1)))
+            if not node.deleted:
+                position += 1
+        return ActivePath(chat=chat, entries=tuple(entries), state=state)
+
+    def tree(self, chat_id: str) -> ChatTree:
+        with self._read() as conn:
+            chat = _chat_from_row(self._chat_row(conn, chat_id))
+            rows = conn.execute(
+                _node_select()
+                .where(t.nodes.c.chat_id == chat_id)
+                .order_by(t.nodes.c.depth, t.nodes.c.id)
+            ).mappings()
+            nodes = tuple(_node_from_row(r, r["text"]) for r in rows)
+            chosen = conn.execute(
+                sa.select(t.selections.c.parent_id, t.selections.c.child_id).where(
+                    t.selections.c.chat_id == chat_id
+                )
+            )
+            selections = {p: c for p, c in chosen}
+            return ChatTree(
+                chat=chat,
+                nodes=nodes,
+                branches=tuple(_branches(conn, chat_id)),
+                checkpoints=tuple(_checkpoints(conn, chat_id)),
+                selections=selections,
+            )
+
+    def branches(self, chat_id: str) -> list[BranchSummary]:
+        with self._read() as conn:
+            chat = _chat_from_row(self._chat_row(conn, chat_id))
+            result = []
+            for branch in _branches(conn, chat_id):
+                if branch.head_id is None:
+                    result.append(
+                        BranchSummary(branch, 0, None, branch.id == chat.active_branch_id)
+                    )
+                    continue
+                path = _path_to(conn, chat_id, branch.head_id)
+                alive = [n for n in path if not n.deleted]
+                result.append(
+                    BranchSummary(
+                        branch,
+                        len(alive),
+                        alive[-1] if alive else None,
+                        branch.id == chat.active_branch_id,
+                    )
+                )
+            return result
+
+    def checkpoints(self, chat_id: str) -> list[Checkpoint]:
+        with self._read() as conn:
+            self._chat_row(conn, chat_id)
+            return _checkpoints(conn, chat_id)
+
+    def revisions(self, chat_id: str, *, limit: int = 100) -> list[Revision]:
+        with self._read() as conn:
+            self._chat_row(conn, chat_id)
+            rows = conn.execute(
+                sa.select(t.revisions)
+                .where(t.revisions.c.chat_id == chat_id)
+                .order_by(t.revisions.c.number.desc())
+                .limit(limit)
+            ).mappings()
+            return [_revision_from_row(r) for r in rows]
+
+    def content_history(self, chat_id: str, node_id: str) -> list[ContentVersion]:
+        with self._read() as conn:
+            node = (
+                conn.execute(
+                    sa.select(t.nodes).where(t.nodes.c.id == node_id, t.nodes.c.chat_id == chat_id)
+                )
+                .mappings()
+                .first()
+            )
+            if node is None:
+                raise NotFound(f"no message {node_id} in this chat", field="node_id")
+            logged = conn.execute(
+                sa.select(
+                    t.changes.c.revision, t.changes.c.field, t.changes.c.before, t.changes.c.after
+                )
+                .where(
+                    t.changes.c.chat_id == chat_id,
+                    t.changes.c.key == node_id,
+                    t.changes.c.entity == "node",
+                )
+                .order_by(t.changes.c.revision, t.changes.c.seq)
+            ).all()
+            stamps = dict(
+                conn.execute(
+                    sa.select(t.revisions.c.number, t.revisions.c.created).where(
+                        t.revisions.c.chat_id == chat_id
+                    )
+                ).all()
+            )
+            versions: list[tuple[int, str]] = []
+            for revision, column, before, after in logged:
+                if column == "*" and after["v"] is not None:
+                    versions.append((revision, after["v"]["content_hash"]))
+                elif column == "content_hash":
+                    if not versions:  # imported node: its first text predates the log
+                        versions.append((1, before["v"]))
+                    versions.append((revision, after["v"]))
+            if not versions:
+                versions.append((node["revision"], node["content_hash"]))
+            hashes = {h for _, h in versions}
+            texts = dict(
+                conn.execute(
+                    sa.select(t.contents.c.hash, t.contents.c.text).where(
+                        t.contents.c.hash.in_(hashes)
+                    )
+                ).all()
+            )
+        return [
+            ContentVersion(node_id, revision, texts[h], _aware(stamps.get(revision)))
+            for revision, h in versions
+        ]
+
+    # ---- documents
+
+    def put_document(
+        self,
+        kind: str,
+        name: str,
+        data: Mapping[str, Any],
+        *,
+        blob: bytes | None = UNSET,
+        id: str | None = None,
+        revision: int | None = None,
+        owner: str = "",
+    ) -> Document:
+        now = self.clock()
+        with self.engine.begin() as conn:
+            current = None
+            if id is not None:
+                current = (
+                    conn.execute(sa.select(t.documents).where(t.documents.c.id == id))
+                    .mappings()
+                    .first()
+                )
+            if current is None:
+                row = {
+                    "id": id or new_id(),
+                    "owner": owner,
+                    "kind": kind,
+                    "name": name,
+                    "data": dict(data),
+                    "blob": None if blob is UNSET else blob,
+                    "revision": 1,
+                    "created": now,
+                    "updated": now,
+                }
+                conn.execute(t.documents.insert(), row)
+                return _document_from_row(row)
+            if revision != current["revision"]:
+                raise StaleRevision(
+                    f"{kind} {name!r} is at revision {current['revision']}, not {revision}",
+                    current_revision=current["revision"],
+                    expected=revision,
+                )
+            values: dict[str, Any] = {
+                "kind": kind,
+                "name": name,
+                "data": dict(data),
+                "revision": current["revision"] + 1,
+                "updated": now,
+            }
+            if blob is not UNSET:
+                values["blob"] = blob
+            done = conn.execute(
+                t.documents.update()
+                .where(t.documents.c.id == id, t.documents.c.revision == revision)
+                .values(values)
+            )
+            if done.rowcount != 1:
+                raise StaleRevision(
+                    f"{kind} {name!r} changed meanwhile",
+                    current_revision=current["revision"] + 1,
+                    expected=revision,
+                )
+            row = (
+                conn.execute(sa.select(t.documents).where(t.documents.c.id == id)).mappings().one()
+            )
+            return _document_from_row(row)
+
+    def get_document(self, id: str) -> Document:
+        with self._read() as conn:
+            row = (
+                conn.execute(sa.select(t.documents).where(t.documents.c.id == id))
+                .mappings()
+                .first()
+            )
+        if row is None:
+            raise NotFound(f"no document {id}", field="id")
+        return _document_from_row(row)
+
+    def find_documents(
+        self, kind: str, *, name: str | None = None, owner: str = "", with_blobs: bool = False
+    ) -> list[Document]:
+        columns = [c for c in t.documents.c if with_blobs or c.name != "blob"]
+        query = sa.select(*columns).where(t.documents.c.kind == kind, t.documents.c.owner == owner)
+        if name is not None:
+            query = query.where(t.documents.c.name == name)
+        with self._read() as conn:
+            rows = conn.execute(query.order_by(t.documents.c.created, t.documents.c.id)).mappings()
+            return [_document_from_row(r, with_blobs) for r in rows]
+
+    def delete_document(self, id: str, *, revision: int) -> None:
+        with self.engine.begin() as conn:
+            current = conn.execute(
+                sa.select(t.documents.c.revision).where(t.documents.c.id == id)
+            ).scalar()
+            if current is None:
+                raise NotFound(f"no document {id}", field="id")
+            if current != revision:
+                raise StaleRevision(
+                    f"the document is at revision {current}, not {revision}",
+                    current_revision=current,
+                    expected=revision,
+                )
+            conn.execute(t.documents.delete().where(t.documents.c.id == id))
+
+
+def _insert_missing_contents(conn: Connection, texts: Mapping[str, str]) -> None:
+    keys = list(texts)
+    present: set[str] = set()
+    for start in range(0, len(keys), 500):
+        chunk = keys[start : start + 500]
+        present.update(
+            conn.execute(sa.select(t.contents.c.hash).where(t.contents.c.hash.in_(chunk))).scalars()
+        )
+    rows = [{"hash": k, "text": texts[k]} for k in keys if k not in present]
+    for start in range(0, len(rows), 5000):
+        conn.execute(t.contents.insert(), rows[start : start + 5000])
+
+
+# ------------------------------------------------------------------- opening
+
+
+def _sqlite_engine(path: Path, durability: str) -> Engine:
+    engine = sa.create_engine(f"sqlite:///{path}", connect_args={"timeout": 30})
+
+    @sa.event.listens_for(engine, "connect")
+    def _configure(dbapi_connection: Any, _record: Any) -> None:
+        # Take transactions into our own hands so BEGIN IMMEDIATE can be issued:
+        # a write then holds the lock from its first statement (no upgrade deadlock).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+    @sa.event.listens_for(engine, "begin")
+    def _begin(conn: Connection) -> None:
+        reading = conn.get_execution_options().get("taverna_read", False)
+        conn.exec_driver_sql("BEGIN" if reading else "BEGIN IMMEDIATE")
+
+    return engine
+
+
+def _postgres_engine(url: str, schema: str | None) -> Engine:
+    args: dict[str, Any] = {}
+    if schema:
+        if not schema.replace("_", "").isalnum():
+            raise TavernaError(f"bad schema name {schema!r}", field="schema")
+        args["options"] = f"-c search_path={schema}"
+        bootstrap = sa.create_engine(url)
+        with bootstrap.begin() as conn:
+            conn.exec_driver_sql(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+        bootstrap.dispose()
+    return sa.create_engine(url, connect_args=args, pool_pre_ping=True)
+
+
+def migrate(engine: Engine) -> None:
+    """Bring the database schema to the newest migration (Alembic, run in-process)."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.upgrade(config, "head")
+
+
+def open_store(
+    target: str | Path,
+    *,
+    schema: str | None = None,
+    durability: str = "full",
+    clock: Callable[[], datetime] = _utcnow,
+) -> SqlStore:
+    """Open (and migrate) a store: a data folder or `.db` path for SQLite, or a database URL.
+
+    `schema` places the tables in a PostgreSQL schema of that name (created if
+    missing). `durability="normal"` lets SQLite skip the fsync on commit: still
+    consistent after a crash of the process, but a power cut may lose the newest
+    revisions.
+    """
+    text = str(target)
+    if "://" in text:
+        if text.startswith("sqlite"):
+            path = Path(sa.engine.make_url(text).database or DB_FILE)
+            engine = _sqlite_engine(path, durability)
+        else:
+            engine = _postgres_engine(text, schema)
+        url = text
+    else:
+        path = Path(target)
+        if path.suffix not in {".db", ".sqlite", ".sqlite3"}:
+            path.mkdir(parents=True, exist_ok=True)
+            path = path / DB_FILE
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        engine = _sqlite_engine(path, durability)
+        url = f"sqlite:///{path}"
+    try:
+        migrate(engine)
+    except Exception:
+        engine.dispose()
+        raise
+    return SqlStore(engine, url=url, clock=clock)
+
+
+__all__ = ["SqlChatWriter", "SqlStore", "content_hash", "migrate", "open_store"]
