@@ -1,0 +1,184 @@
+"""Which SillyTavern file a blob of bytes is, and reading it as that kind.
+
+`detect` looks at the bytes first (PNG and zip signatures, then the keys of the JSON
+object) and at the file name only where the content leaves a choice. `read_any` reads
+the file with the matching reader; the CLI's `inspect` and the import service use it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import PurePath
+from typing import Any
+
+from taverna.errors import FormatError
+from taverna.formats import json_text
+from taverna.formats.card_json import card_from_json
+from taverna.formats.charx import ZIP_SIGNATURE, read_charx
+from taverna.formats.png_card import PNG_SIGNATURE, read_png_card
+from taverna.formats.validation import validate
+from taverna.model.character import CardFile, CharacterBook
+from taverna.model.document import STDocument
+from taverna.model.persona import PersonaSet
+from taverna.model.presets import (
+    ChatCompletionPreset,
+    ContextTemplate,
+    InstructTemplate,
+    SystemPromptPreset,
+    TextCompletionPreset,
+)
+from taverna.model.quick_reply import LegacyQuickReplySet, QuickReplySet
+from taverna.model.regex_script import RegexScript
+
+
+class FileKind(StrEnum):
+    """The kinds of file taverna reads."""
+
+    CARD_PNG = "card-png"
+    CARD_JSON = "card-json"
+    CARD_CHARX = "card-charx"
+    WORLD_INFO = "world-info"
+    LOREBOOK_V3 = "lorebook-v3"
+    CHAT = "chat"
+    GROUP = "group"
+    CHAT_COMPLETION_PRESET = "chat-completion-preset"
+    TEXT_COMPLETION_PRESET = "text-completion-preset"
+    INSTRUCT_TEMPLATE = "instruct-template"
+    CONTEXT_TEMPLATE = "context-template"
+    SYSTEM_PROMPT = "system-prompt"
+    REGEX_SCRIPT = "regex-script"
+    QUICK_REPLY_SET = "quick-reply-set"
+    PERSONAS = "personas"
+
+
+@dataclass(frozen=True)
+class Document:
+    """A file read as its kind: `value` is the model the kind's reader returns."""
+
+    kind: FileKind
+    value: Any
+    file: str | None = None
+
+
+_TEXTGEN_KEYS = {"temp", "rep_pen", "rep_pen_range", "top_k", "typical_p", "tfs", "sampler_order"}
+_CC_KEYS = {"prompts", "prompt_order", "chat_completion_source", "openai_max_context"}
+
+
+def kind_of_json(doc: Any, file_name: str = "") -> FileKind | None:
+    """The kind of a parsed JSON document, or None when it is none of ours."""
+    if not isinstance(doc, dict):
+        return None
+    spec = doc.get("spec")
+    if spec == "lorebook_v3":
+        return FileKind.LOREBOOK_V3
+    if "spec" in doc or "char_name" in doc:
+        return FileKind.CARD_JSON
+    if "entries" in doc and isinstance(doc["entries"], dict):
+        return FileKind.WORLD_INFO
+    if "scriptName" in doc and "findRegex" in doc:
+        return FileKind.REGEX_SCRIPT
+    if "qrList" in doc or "quickReplySlots" in doc:
+        return FileKind.QUICK_REPLY_SET
+    if "power_user" in doc or ("personas" in doc and "persona_descriptions" in doc):
+        return FileKind.PERSONAS
+    if "members" in doc and "chat_metadata" in doc:
+        return FileKind.GROUP
+    if _CC_KEYS & doc.keys():
+        return FileKind.CHAT_COMPLETION_PRESET
+    if "input_sequence" in doc or "output_sequence" in doc:
+        return FileKind.INSTRUCT_TEMPLATE
+    if "story_string" in doc:
+        return FileKind.CONTEXT_TEMPLATE
+    if len(_TEXTGEN_KEYS & doc.keys()) >= 2:
+        return FileKind.TEXT_COMPLETION_PRESET
+    if (
+        "content" in doc
+        and isinstance(doc.get("content"), str)
+        and doc.keys()
+        <= {
+            "name",
+            "content",
+            "post_history",
+        }
+    ):
+        return FileKind.SYSTEM_PROMPT
+    if "name" in doc and ("first_mes" in doc or "description" in doc):
+        return FileKind.CARD_JSON
+    return None
+
+
+def _looks_like_jsonl(data: bytes) -> bool:
+    first, _, rest = data.lstrip(b"\xef\xbb\xbf \t\r\n").partition(b"\n")
+    return first.rstrip().endswith(b"}") and rest.lstrip().startswith(b"{")
+
+
+def detect(data: bytes, file_name: str = "") -> FileKind:
+    """The kind of a file from its bytes and name; FormatError if it is none of ours."""
+    suffix = PurePath(file_name).suffix.lower()
+    if data.startswith(PNG_SIGNATURE):
+        return FileKind.CARD_PNG
+    if data.startswith(ZIP_SIGNATURE):
+        return FileKind.CARD_CHARX
+    if suffix == ".jsonl" or (suffix != ".json" and _looks_like_jsonl(data)):
+        return FileKind.CHAT
+    doc = json_text.loads(data, file=file_name or None)
+    kind = kind_of_json(doc, file_name)
+    if kind is None:
+        raise FormatError("not a SillyTavern file taverna knows", file=file_name or None)
+    return kind
+
+
+def read_any(data: bytes, file_name: str = "") -> Document:
+    """Detect the kind of a file and read it with that kind's reader."""
+    file = file_name or None
+    kind = detect(data, file_name)
+    stem = PurePath(file_name).stem or "Imported"
+    value: Any
+    if kind is FileKind.CARD_PNG:
+        value = read_png_card(data, file=file)
+    elif kind is FileKind.CARD_CHARX:
+        value = read_charx(data, file=file)
+    elif kind is FileKind.CHAT:
+        from taverna.formats.st_chat import read_chat
+
+        value = read_chat(data, source=file_name or "<chat>")
+    else:
+        doc = json_text.loads(data, file=file)
+        value = _read_json_kind(kind, doc, stem, file)
+    return Document(kind=kind, value=value, file=file)
+
+
+def _read_json_kind(kind: FileKind, doc: Any, stem: str, file: str | None) -> Any:
+    if kind is FileKind.CARD_JSON:
+        return CardFile(character=card_from_json(doc, file=file))
+    if kind is FileKind.WORLD_INFO:
+        from taverna.formats.world_info import world_info_from_json
+
+        return world_info_from_json(doc, name=stem, file=file)
+    if kind is FileKind.LOREBOOK_V3:
+        from taverna.formats.character_book import book_to_lorebook
+
+        book = validate(CharacterBook, doc.get("data"), file=file, prefix="data")
+        return book_to_lorebook(book, card_name=stem, file=file)
+    if kind is FileKind.QUICK_REPLY_SET:
+        if doc.get("version") == 2 or "qrList" in doc:
+            return validate(QuickReplySet, doc, file=file)
+        return validate(LegacyQuickReplySet, doc, file=file)
+    if kind is FileKind.PERSONAS:
+        part = doc.get("power_user") if isinstance(doc.get("power_user"), dict) else doc
+        keys = ("personas", "persona_descriptions", "default_persona")
+        fields = {k: part[k] for k in keys if k in part}
+        prefix = "power_user" if part is not doc else None
+        return validate(PersonaSet, fields, file=file, prefix=prefix)
+    if kind is FileKind.GROUP:
+        return doc
+    models: dict[FileKind, type[STDocument]] = {
+        FileKind.CHAT_COMPLETION_PRESET: ChatCompletionPreset,
+        FileKind.TEXT_COMPLETION_PRESET: TextCompletionPreset,
+        FileKind.INSTRUCT_TEMPLATE: InstructTemplate,
+        FileKind.CONTEXT_TEMPLATE: ContextTemplate,
+        FileKind.SYSTEM_PROMPT: SystemPromptPreset,
+        FileKind.REGEX_SCRIPT: RegexScript,
+    }
+    return validate(models[kind], doc, file=file)
