@@ -1,0 +1,263 @@
+"""Anthropic Messages API: request body (system lifted out, alternation, prefill) and stream reader."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from taverna.model.prompt import Prompt
+from taverna.providers.events import (
+    ErrorKind,
+    Event,
+    Finish,
+    FinishReason,
+    ReasoningDelta,
+    StreamError,
+    TextDelta,
+)
+from taverna.providers.request import RequestOptions
+from taverna.providers.sampling import Sampling
+from taverna.providers.wire import StreamParser, WireMessage, parse_json, to_wire, tool_call_fields
+
+DEFAULT_URL = "https://api.anthropic.com/v1"
+API_VERSION = "2023-06-01"
+# the API requires max_tokens; used only when the preset has no response length
+FALLBACK_MAX_TOKENS = 1024
+
+_FINISH = {
+    "end_turn": FinishReason.STOP,
+    "stop_sequence": FinishReason.STOP,
+    "max_tokens": FinishReason.LENGTH,
+    "tool_use": FinishReason.TOOL_CALLS,
+    "refusal": FinishReason.CONTENT_FILTER,
+}
+
+Content = str | list[dict[str, Any]]
+
+
+def uses_system_prompt(options: RequestOptions) -> bool:
+    """Whether leading system messages go to `system` (SillyTavern's setting, default off)."""
+    # algo-providers.md §3: off unless asked; Claude 1 and Instant had no system prompt
+    if not options.use_system_prompt:
+        return False
+    return not options.model.startswith(("claude-1", "claude-instant"))
+
+
+def convert_messages(
+    prompt: Prompt, options: RequestOptions
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The Messages API's `messages` and `system` (None when not lifted out)."""
+    messages = to_wire(prompt.messages)
+    user, char = options.user_name, options.char_name
+    system: str | None = None
+    if uses_system_prompt(options):
+        lead: list[str] = []
+        while messages and messages[0]["role"] == "system":
+            head = messages.pop(0)
+            lead.append(_example_prefixed(head, user, char, only_if_missing=True))
+        system = "\n\n".join(lead).strip()
+        # algo-providers.md §3.1: "human first" is enforced only in this mode
+        if not messages or messages[0]["role"] != "user":
+            fallback = options.human_sysprompt_message or "[Start a new chat]"
+            messages.insert(0, {"role": "user", "content": fallback})
+    for message in messages:
+        if message["role"] == "system":
+            message["content"] = _example_prefixed(message, user, char, only_if_missing=False)
+            message["role"] = "user"
+    if prompt.prefill:
+        messages.append({"role": "assistant", "content": prompt.prefill.rstrip()})
+    merged: list[dict[str, Any]] = []
+    for message in messages:
+        role, content = _to_blocks(message)
+        if merged and merged[-1]["role"] == role:
+            merged[-1]["content"] = _join(merged[-1]["content"], content)
+        else:
+            merged.append({"role": role, "content": content})
+    if options.tools and merged and merged[-1]["role"] == "assistant":
+        # algo-providers.md §3.6: Claude allows no prefill together with tools
+        merged.append({"role": "user", "content": "."})
+    return merged, system
+
+
+def _example_prefixed(message: WireMessage, user: str, char: str, *, only_if_missing: bool) -> str:
+    """A system message's text with the example speaker's name in front."""
+    text = str(message.get("content") or "")
+    name = message.get("name")
+    speaker = user if name == "example_user" else char if name == "example_assistant" else ""
+    if speaker and not (only_if_missing and text.startswith(f"{speaker}: ")):
+        text = f"{speaker}: {text}"
+    return text
+
+
+def _to_blocks(message: WireMessage) -> tuple[str, Content]:
+    """One wire message as (role, content): plain text, or blocks for tool rounds."""
+    text = str(message.get("content") or "")
+    name = message.pop("name", None)
+    if name:
+        # algo-providers.md §3.4 (1.12.6): every remaining name is prefixed, examples included
+        text = f"{name}: {text}"
+    if message["role"] == "tool":
+        block = {
+            "type": "tool_result",
+            "tool_use_id": message.get("tool_call_id", ""),
+            "content": text,
+        }
+        return "user", [block]
+    calls = message.get("tool_calls")
+    if calls:
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+        for call in calls:
+            cid, fname, arguments = tool_call_fields(call)
+            parsed = parse_json(arguments)
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": cid,
+                    "name": fname,
+                    "input": parsed if isinstance(parsed, dict) else {},
+                }
+            )
+        return message["role"], blocks
+    return message["role"], text
+
+
+def _join(left: Content, right: Content) -> Content:
+    if isinstance(left, str) and isinstance(right, str):
+        return f"{left}\n\n{right}"
+    as_blocks = [
+        part if isinstance(part, list) else [{"type": "text", "text": part}]
+        for part in (left, right)
+    ]
+    return [*as_blocks[0], *as_blocks[1]]
+
+
+def build_body(prompt: Prompt, options: RequestOptions) -> dict[str, Any]:
+    """The exact JSON body POSTed to `/messages` (key order as SillyTavern sends it)."""
+    sampling = Sampling.from_preset(prompt.sampling)
+    messages, system = convert_messages(prompt, options)
+    body: dict[str, Any] = {
+        "messages": messages,
+        "model": options.model,
+        "max_tokens": sampling.max_tokens or FALLBACK_MAX_TOKENS,
+        # algo-providers.md §8: Claude gets every custom stop string
+        "stop_sequences": list(prompt.stop),
+    }
+    for key, value in (
+        ("temperature", sampling.temperature),
+        ("top_p", sampling.top_p),
+        ("top_k", sampling.top_k),
+    ):
+        if value is not None:
+            body[key] = value
+    body["stream"] = options.stream
+    if system is not None:
+        body["system"] = system
+    if options.tools:
+        body["tool_choice"] = {"type": "any" if options.tool_choice == "required" else "auto"}
+        body["tools"] = [
+            {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
+            for t in options.tools
+        ]
+    return body
+
+
+def endpoint(base_url: str) -> str:
+    base = (base_url or DEFAULT_URL).rstrip("/")
+    return base if base.endswith("/messages") else f"{base}/messages"
+
+
+def auth_headers(key: str) -> dict[str, str]:
+    headers = {"anthropic-version": API_VERSION}
+    if key:
+        headers["x-api-key"] = key
+    return headers
+
+
+_ERRORS = {
+    "authentication_error": ErrorKind.AUTH,
+    "permission_error": ErrorKind.AUTH,
+    "not_found_error": ErrorKind.NOT_FOUND,
+    "rate_limit_error": ErrorKind.RATE_LIMITED,
+    "overloaded_error": ErrorKind.SERVER,
+    "api_error": ErrorKind.SERVER,
+    "request_too_large": ErrorKind.CONTEXT_LENGTH,
+}
+
+
+def error_event(payload: Any) -> StreamError:
+    """A stream error from Anthropic's `{"type": "error", "error": {type, message}}`."""
+    error = payload.get("error", payload) if isinstance(payload, dict) else {}
+    kind_name = str(error.get("type", "")) if isinstance(error, dict) else ""
+    message = str(error.get("message", "")) if isinstance(error, dict) else str(payload)
+    kind = _ERRORS.get(kind_name, ErrorKind.BAD_REQUEST)
+    if "too long" in message.lower():
+        kind = ErrorKind.CONTEXT_LENGTH
+    return StreamError(kind, f"the model API reported an error: {message or kind_name}")
+
+
+class MessagesStream(StreamParser):
+    """Reads the Messages API's named SSE events (message_start ... message_stop)."""
+
+    def feed(self, event: str, data: str) -> list[Event]:
+        if self.finished:
+            return []
+        payload = parse_json(data)
+        if not isinstance(payload, dict):
+            return []
+        kind = payload.get("type") or event
+        if kind == "error":
+            self.finished = True
+            return [error_event(payload)]
+        if kind == "message_start":
+            usage = (payload.get("message") or {}).get("usage") or {}
+            self._note_usage(usage.get("input_tokens"), usage.get("output_tokens"))
+        elif kind == "content_block_start":
+            block = payload.get("content_block") or {}
+            if block.get("type") == "tool_use":
+                parts = self._tool_parts(payload.get("index", 0))
+                parts.id, parts.name = block.get("id", ""), block.get("name", "")
+            elif block.get("type") == "text" and block.get("text"):
+                return [TextDelta(block["text"])]
+        elif kind == "content_block_delta":
+            return self._read_delta(payload.get("index", 0), payload.get("delta") or {})
+        elif kind == "message_delta":
+            reason = (payload.get("delta") or {}).get("stop_reason")
+            if reason:
+                self._finish = Finish(_FINISH.get(reason, FinishReason.OTHER), reason)
+            usage = payload.get("usage") or {}
+            self._note_usage(usage.get("input_tokens"), usage.get("output_tokens"))
+        elif kind == "message_stop":
+            return self._close()
+        return []
+
+    def _read_delta(self, index: int, delta: dict[str, Any]) -> list[Event]:
+        kind = delta.get("type")
+        if kind == "text_delta" and delta.get("text"):
+            return [TextDelta(delta["text"])]
+        if kind == "thinking_delta" and delta.get("thinking"):
+            return [ReasoningDelta(delta["thinking"])]
+        if kind == "input_json_delta":
+            self._tool_parts(index).arguments.append(delta.get("partial_json", ""))
+        return []
+
+    def parse_response(self, body: Any) -> list[Event]:
+        if not isinstance(body, dict):
+            return [StreamError(ErrorKind.PROTOCOL, "the response was not a JSON object")]
+        if body.get("type") == "error":
+            self.finished = True
+            return [error_event(body)]
+        out: list[Event] = []
+        for i, block in enumerate(body.get("content") or ()):
+            if block.get("type") == "text":
+                out.append(TextDelta(block.get("text", "")))
+            elif block.get("type") == "thinking":
+                out.append(ReasoningDelta(block.get("thinking", "")))
+            elif block.get("type") == "tool_use":
+                parts = self._tool_parts(i)
+                parts.id, parts.name = block.get("id", ""), block.get("name", "")
+                parts.arguments.append(json.dumps(block.get("input") or {}))
+        usage = body.get("usage") or {}
+        self._note_usage(usage.get("input_tokens"), usage.get("output_tokens"))
+        reason = body.get("stop_reason") or "end_turn"
+        self._finish = Finish(_FINISH.get(reason, FinishReason.OTHER), reason)
+        return out + self._close()

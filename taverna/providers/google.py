@@ -1,0 +1,240 @@
+"""Google Gemini (AI Studio `generateContent`): request body and stream reader."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import quote
+
+from taverna.model.prompt import Prompt
+from taverna.providers.events import (
+    ErrorKind,
+    Event,
+    Finish,
+    FinishReason,
+    ReasoningDelta,
+    StreamError,
+    TextDelta,
+)
+from taverna.providers.request import RequestOptions
+from taverna.providers.sampling import Sampling
+from taverna.providers.wire import StreamParser, parse_json, to_wire, tool_call_fields
+
+DEFAULT_URL = "https://generativelanguage.googleapis.com/v1beta"
+
+# algo-providers.md §4.7: SillyTavern turns every safety filter off
+SAFETY_OFF = tuple(
+    {"category": category, "threshold": "BLOCK_NONE"}
+    for category in (
+        "HARM_CATEGORY_HARASSMENT",
+        "HARM_CATEGORY_HATE_SPEECH",
+        "HARM_CATEGORY_SEXUALLY_EXPLICIT",
+        "HARM_CATEGORY_DANGEROUS_CONTENT",
+        "HARM_CATEGORY_CIVIC_INTEGRITY",
+    )
+)
+
+_FINISH = {
+    "STOP": FinishReason.STOP,
+    "MAX_TOKENS": FinishReason.LENGTH,
+    "SAFETY": FinishReason.CONTENT_FILTER,
+    "RECITATION": FinishReason.CONTENT_FILTER,
+    "PROHIBITED_CONTENT": FinishReason.CONTENT_FILTER,
+    "BLOCKLIST": FinishReason.CONTENT_FILTER,
+}
+
+
+def uses_system_instruction(options: RequestOptions) -> bool:
+    """Whether leading system messages become `system_instruction` (default on).
+
+    SillyTavern 1.12.6 limited this to the Gemini 1.5 models of its day; every Gemini
+    model since accepts it, so only the older ones without it are left out.
+    """
+    if options.use_system_prompt is False:
+        return False
+    return not options.model.startswith(("gemini-1.0", "gemini-pro", "gemma"))
+
+
+def convert_messages(
+    prompt: Prompt, options: RequestOptions
+) -> tuple[list[dict[str, Any]], str | None]:
+    """Gemini `contents` and the system instruction text (None when not used)."""
+    messages = to_wire(prompt.messages)
+    system: str | None = None
+    if uses_system_instruction(options):
+        lead: list[str] = []
+        # algo-providers.md §4.2: at least one message stays in `contents`
+        while len(messages) > 1 and messages[0]["role"] == "system":
+            head = messages.pop(0)
+            text = str(head.get("content") or "")
+            speaker = {"example_user": options.user_name, "example_assistant": options.char_name}
+            name = speaker.get(str(head.get("name")), "")
+            if name and not text.startswith(f"{name}: "):
+                text = f"{name}: {text}"
+            lead.append(text)
+        system = "\n\n".join(lead).strip()
+    contents: list[dict[str, Any]] = []
+    call_names: dict[str, str] = {}
+    for message in messages:
+        role = {"system": "user", "assistant": "model", "tool": "user"}.get(
+            message["role"], message["role"]
+        )
+        text = str(message.get("content") or "")
+        if message.get("name") and message["role"] != "tool":
+            text = f"{message['name']}: {text}"
+        parts: list[dict[str, Any]]
+        if message["role"] == "tool":
+            parsed = parse_json(text)
+            parts = [
+                {
+                    "functionResponse": {
+                        "name": call_names.get(str(message.get("tool_call_id")), ""),
+                        "response": parsed if isinstance(parsed, dict) else {"result": text},
+                    }
+                }
+            ]
+        elif message.get("tool_calls"):
+            parts = [{"text": text}] if text else []
+            for call in message["tool_calls"]:
+                cid, fname, arguments = tool_call_fields(call)
+                call_names[cid] = fname
+                args = parse_json(arguments)
+                parts.append(
+                    {
+                        "functionCall": {
+                            "name": fname,
+                            "args": args if isinstance(args, dict) else {},
+                        }
+                    }
+                )
+        else:
+            parts = [{"text": text}]
+        last = contents[-1] if contents else None
+        if last and last["role"] == role:
+            head_text = last["parts"][0].get("text") if last["parts"] else None
+            if isinstance(head_text, str) and "text" in parts[0]:
+                # algo-providers.md §4.5: only the first text part is merged
+                last["parts"][0]["text"] = f"{head_text}\n\n{parts[0]['text']}"
+            else:
+                last["parts"].extend(parts)
+        else:
+            contents.append({"role": role, "parts": parts})
+    return contents, system
+
+
+def build_body(prompt: Prompt, options: RequestOptions) -> dict[str, Any]:
+    """The exact JSON body POSTed to `models/{model}:streamGenerateContent`."""
+    sampling = Sampling.from_preset(prompt.sampling)
+    contents, system = convert_messages(prompt, options)
+    config: dict[str, Any] = {"stopSequences": list(prompt.stop), "candidateCount": 1}
+    if sampling.max_tokens is not None:
+        config["maxOutputTokens"] = sampling.max_tokens
+    if sampling.temperature is not None:
+        config["temperature"] = sampling.temperature
+    if sampling.top_p is not None:
+        config["topP"] = sampling.top_p
+    if sampling.top_k:  # algo-providers.md §4.7: omitted when 0
+        config["topK"] = sampling.top_k
+    if sampling.seed is not None and sampling.seed >= 0:
+        config["seed"] = sampling.seed
+    body: dict[str, Any] = {
+        "contents": contents,
+        "safetySettings": [dict(s) for s in SAFETY_OFF],
+        "generationConfig": config,
+    }
+    if system is not None:
+        body["system_instruction"] = {"parts": {"text": system}}
+    if options.tools:
+        body["tools"] = [
+            {
+                "functionDeclarations": [
+                    {"name": t.name, "description": t.description, "parameters": dict(t.parameters)}
+                    for t in options.tools
+                ]
+            }
+        ]
+        mode = "ANY" if options.tool_choice == "required" else "AUTO"
+        body["toolConfig"] = {"functionCallingConfig": {"mode": mode}}
+    return body
+
+
+def endpoint(base_url: str, model: str, stream: bool) -> str:
+    base = (base_url or DEFAULT_URL).rstrip("/")
+    method = "streamGenerateContent?alt=sse" if stream else "generateContent"
+    return f"{base}/models/{quote(model, safe='')}:{method}"
+
+
+def auth_headers(key: str) -> dict[str, str]:
+    # in a header, not the URL's `?key=`, so it never shows up in a logged URL
+    return {"x-goog-api-key": key} if key else {}
+
+
+_ERRORS = {
+    "UNAUTHENTICATED": ErrorKind.AUTH,
+    "PERMISSION_DENIED": ErrorKind.AUTH,
+    "NOT_FOUND": ErrorKind.NOT_FOUND,
+    "RESOURCE_EXHAUSTED": ErrorKind.RATE_LIMITED,
+    "INVALID_ARGUMENT": ErrorKind.BAD_REQUEST,
+    "INTERNAL": ErrorKind.SERVER,
+    "UNAVAILABLE": ErrorKind.SERVER,
+}
+
+
+def error_event(error: Any) -> StreamError:
+    """A stream error from Google's `{"error": {code, message, status}}`."""
+    status = str(error.get("status", "")) if isinstance(error, dict) else ""
+    message = str(error.get("message", "")) if isinstance(error, dict) else str(error)
+    kind = _ERRORS.get(status, ErrorKind.SERVER)
+    if "token" in message.lower() and "exceed" in message.lower():
+        kind = ErrorKind.CONTEXT_LENGTH
+    return StreamError(kind, f"the model API reported an error: {message or status}")
+
+
+class GenerateContentStream(StreamParser):
+    """Reads `GenerateContentResponse` chunks (`alt=sse`); each chunk carries text parts."""
+
+    def feed(self, event: str, data: str) -> list[Event]:
+        if self.finished:
+            return []
+        chunk = parse_json(data)
+        if not isinstance(chunk, dict):
+            return []
+        return self._read_chunk(chunk)
+
+    def _read_chunk(self, chunk: dict[str, Any]) -> list[Event]:
+        if "error" in chunk:
+            self.finished = True
+            return [error_event(chunk["error"])]
+        out: list[Event] = []
+        usage = chunk.get("usageMetadata") or {}
+        self._note_usage(usage.get("promptTokenCount"), usage.get("candidatesTokenCount"))
+        candidates = chunk.get("candidates") or []
+        if not candidates:
+            blocked = (chunk.get("promptFeedback") or {}).get("blockReason")
+            if blocked:
+                self.finished = True
+                return [StreamError(ErrorKind.BAD_REQUEST, f"the prompt was blocked: {blocked}")]
+            return out
+        candidate = candidates[0]
+        for part in (candidate.get("content") or {}).get("parts") or ():
+            if "functionCall" in part:
+                call = part["functionCall"]
+                parts = self._tool_parts(len(self._tools))
+                parts.id = call.get("id") or f"call_{len(self._tools)}"
+                parts.name = call.get("name", "")
+                parts.arguments.append(json.dumps(call.get("args") or {}))
+            elif isinstance(part.get("text"), str) and part["text"]:
+                kind = ReasoningDelta if part.get("thought") else TextDelta
+                out.append(kind(part["text"]))
+        reason = candidate.get("finishReason")
+        if reason:
+            finish = _FINISH.get(reason, FinishReason.OTHER)
+            if self._tools and finish is FinishReason.STOP:
+                finish = FinishReason.TOOL_CALLS
+            self._finish = Finish(finish, reason)
+        return out
+
+    def parse_response(self, body: Any) -> list[Event]:
+        if not isinstance(body, dict):
+            return [StreamError(ErrorKind.PROTOCOL, "the response was not a JSON object")]
+        return self._read_chunk(body) + (self._close() if not self.finished else [])

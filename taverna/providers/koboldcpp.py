@@ -1,0 +1,113 @@
+"""KoboldCpp's native API (`/api/v1/generate`, streamed by `/api/extra/generate/stream`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from taverna.model.prompt import Prompt
+from taverna.providers.events import ErrorKind, Event, Finish, FinishReason, StreamError, TextDelta
+from taverna.providers.request import RequestOptions
+from taverna.providers.sampling import Sampling
+from taverna.providers.wire import StreamParser, parse_json
+
+DEFAULT_URL = "http://127.0.0.1:5001"
+
+# canonical sampling name -> KoboldCpp's field
+_FIELDS = (
+    ("max_context", "max_context_length"),
+    ("temperature", "temperature"),
+    ("top_p", "top_p"),
+    ("top_k", "top_k"),
+    ("top_a", "top_a"),
+    ("min_p", "min_p"),
+    ("typical_p", "typical"),
+    ("tfs", "tfs"),
+    ("repetition_penalty", "rep_pen"),
+    ("repetition_penalty_range", "rep_pen_range"),
+    ("repetition_penalty_slope", "rep_pen_slope"),
+    ("mirostat_mode", "mirostat"),
+    ("mirostat_tau", "mirostat_tau"),
+    ("mirostat_eta", "mirostat_eta"),
+    ("dry_multiplier", "dry_multiplier"),
+    ("dry_base", "dry_base"),
+    ("dry_allowed_length", "dry_allowed_length"),
+    ("dry_penalty_last_n", "dry_penalty_last_n"),
+    ("xtc_threshold", "xtc_threshold"),
+    ("xtc_probability", "xtc_probability"),
+)
+
+
+def build_body(prompt: Prompt, options: RequestOptions) -> dict[str, Any]:
+    """The JSON body of a KoboldCpp generate request."""
+    sampling = Sampling.from_preset(prompt.sampling)
+    body: dict[str, Any] = {"prompt": prompt.text}
+    if sampling.max_tokens is not None:
+        body["max_length"] = sampling.max_tokens
+    values = sampling.as_dict()
+    for name, wire in _FIELDS:
+        if name in values:
+            body[wire] = values[name]
+    if sampling.dry_sequence_breakers is not None:
+        body["dry_sequence_breakers"] = list(sampling.dry_sequence_breakers)
+    if sampling.sampler_order is not None:
+        body["sampler_order"] = list(sampling.sampler_order)
+    if sampling.seed is not None and sampling.seed >= 0:
+        body["sampler_seed"] = sampling.seed
+    body["stop_sequence"] = list(prompt.stop)
+    # KoboldCpp keeps a matched stop string in the text unless told otherwise
+    body["trim_stop"] = True
+    return body
+
+
+def endpoint(base_url: str, stream: bool) -> str:
+    base = (base_url or DEFAULT_URL).rstrip("/")
+    for suffix in ("/api/v1", "/api"):
+        if base.endswith(suffix):
+            base = base[: -len(suffix)]
+            break
+    return f"{base}/api/extra/generate/stream" if stream else f"{base}/api/v1/generate"
+
+
+def auth_headers(key: str) -> dict[str, str]:
+    # KoboldCpp's optional --password is checked as a bearer token
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+_FINISH = {"stop": FinishReason.STOP, "length": FinishReason.LENGTH}
+
+
+class GenerateStream(StreamParser):
+    """Reads `event: message` / `data: {"token": ...}` events.
+
+    KoboldCpp closes the stream when done; newer versions also send a `finish_reason`.
+    A clean end of the body is therefore a finish.
+    """
+
+    def feed(self, event: str, data: str) -> list[Event]:
+        if self.finished:
+            return []
+        payload = parse_json(data)
+        if not isinstance(payload, dict):
+            return []
+        out: list[Event] = []
+        token = payload.get("token")
+        if isinstance(token, str) and token:
+            out.append(TextDelta(token))
+        reason = payload.get("finish_reason")
+        if reason:
+            self._finish = Finish(_FINISH.get(reason, FinishReason.OTHER), str(reason))
+        return out
+
+    def end(self) -> list[Event]:
+        return self._close()
+
+    def parse_response(self, body: Any) -> list[Event]:
+        results = body.get("results") if isinstance(body, dict) else None
+        if not isinstance(results, list) or not results:
+            return [StreamError(ErrorKind.PROTOCOL, "the response had no results")]
+        first = results[0]
+        out: list[Event] = [TextDelta(str(first.get("text", "")))]
+        reason = first.get("finish_reason")
+        if reason:
+            self._finish = Finish(_FINISH.get(reason, FinishReason.OTHER), str(reason))
+        return out + self._close()

@@ -1,0 +1,100 @@
+"""llama.cpp server's native `/completion` endpoint: request body and stream reader."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from taverna.model.prompt import Prompt
+from taverna.providers.events import ErrorKind, Event, Finish, FinishReason, StreamError, TextDelta
+from taverna.providers.request import RequestOptions
+from taverna.providers.sampling import Sampling
+from taverna.providers.wire import StreamParser, parse_json
+
+DEFAULT_URL = "http://127.0.0.1:8080"
+
+# canonical sampling name -> llama.cpp's field
+_FIELDS = (
+    ("temperature", "temperature"),
+    ("top_k", "top_k"),
+    ("top_p", "top_p"),
+    ("min_p", "min_p"),
+    ("typical_p", "typical_p"),
+    ("tfs", "tfs_z"),
+    ("repetition_penalty", "repeat_penalty"),
+    ("repetition_penalty_range", "repeat_last_n"),
+    ("presence_penalty", "presence_penalty"),
+    ("frequency_penalty", "frequency_penalty"),
+    ("mirostat_mode", "mirostat"),
+    ("mirostat_tau", "mirostat_tau"),
+    ("mirostat_eta", "mirostat_eta"),
+    ("dry_multiplier", "dry_multiplier"),
+    ("dry_base", "dry_base"),
+    ("dry_allowed_length", "dry_allowed_length"),
+    ("dry_penalty_last_n", "dry_penalty_last_n"),
+    ("xtc_threshold", "xtc_threshold"),
+    ("xtc_probability", "xtc_probability"),
+)
+
+
+def build_body(prompt: Prompt, options: RequestOptions) -> dict[str, Any]:
+    """The JSON body POSTed to `/completion`."""
+    sampling = Sampling.from_preset(prompt.sampling)
+    body: dict[str, Any] = {"prompt": prompt.text}
+    if sampling.max_tokens is not None:
+        body["n_predict"] = sampling.max_tokens
+    body["stream"] = options.stream
+    body["stop"] = list(prompt.stop)
+    values = sampling.as_dict()
+    for name, wire in _FIELDS:
+        if name in values:
+            body[wire] = values[name]
+    if sampling.dry_sequence_breakers is not None:
+        body["dry_sequence_breakers"] = list(sampling.dry_sequence_breakers)
+    if sampling.seed is not None:
+        body["seed"] = sampling.seed
+    # reuse the KV cache of the shared prefix: only the new turn is evaluated
+    body["cache_prompt"] = True
+    return body
+
+
+def endpoint(base_url: str) -> str:
+    base = (base_url or DEFAULT_URL).rstrip("/")
+    return base if base.endswith("/completion") else f"{base}/completion"
+
+
+def auth_headers(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+class CompletionStream(StreamParser):
+    """Reads `data: {"content": ..., "stop": false}` chunks; the last has `"stop": true`."""
+
+    def feed(self, event: str, data: str) -> list[Event]:
+        if self.finished:
+            return []
+        chunk = parse_json(data)
+        if not isinstance(chunk, dict):
+            return []
+        return self._read_chunk(chunk)
+
+    def _read_chunk(self, chunk: dict[str, Any]) -> list[Event]:
+        if "error" in chunk:
+            self.finished = True
+            error = chunk["error"]
+            message = error.get("message") if isinstance(error, dict) else error
+            return [StreamError(ErrorKind.SERVER, f"the model server reported an error: {message}")]
+        out: list[Event] = []
+        content = chunk.get("content")
+        if isinstance(content, str) and content:
+            out.append(TextDelta(content))
+        if chunk.get("stop"):
+            self._note_usage(chunk.get("tokens_evaluated"), chunk.get("tokens_predicted"))
+            limited = chunk.get("stopped_limit") or chunk.get("stop_type") == "limit"
+            reason = FinishReason.LENGTH if limited else FinishReason.STOP
+            out.extend(self._close(Finish(reason, str(chunk.get("stop_type", "")))))
+        return out
+
+    def parse_response(self, body: Any) -> list[Event]:
+        if not isinstance(body, dict):
+            return [StreamError(ErrorKind.PROTOCOL, "the response was not a JSON object")]
+        return self._read_chunk({**body, "stop": True})

@@ -1,0 +1,190 @@
+"""OpenAI Chat Completions and every OpenAI-compatible endpoint: request body and stream reader."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from taverna.model.prompt import Prompt
+from taverna.providers.events import (
+    ErrorKind,
+    Event,
+    Finish,
+    FinishReason,
+    ReasoningDelta,
+    StreamError,
+    TextDelta,
+)
+from taverna.providers.postprocess import Names, post_process
+from taverna.providers.request import Api, PostProcessing, RequestOptions
+from taverna.providers.sampling import Sampling
+from taverna.providers.wire import StreamParser, parse_json, to_wire
+
+DEFAULT_URL = "https://api.openai.com/v1"
+
+# algo-providers.md §1.6: OpenAI and compatible endpoints take at most four stop strings
+MAX_STOP = 4
+
+_FINISH = {
+    "stop": FinishReason.STOP,
+    "length": FinishReason.LENGTH,
+    "tool_calls": FinishReason.TOOL_CALLS,
+    "function_call": FinishReason.TOOL_CALLS,
+    "content_filter": FinishReason.CONTENT_FILTER,
+}
+
+
+def is_reasoning_model(model: str) -> bool:
+    """OpenAI's o-series: they take `max_completion_tokens` and no sampling knobs."""
+    return model.startswith(("o1", "o3", "o4"))
+
+
+def build_body(prompt: Prompt, api: Api, options: RequestOptions) -> dict[str, Any]:
+    """The exact JSON body POSTed to `/chat/completions`."""
+    sampling = Sampling.from_preset(prompt.sampling)
+    messages = to_wire(prompt.messages)
+    if api is Api.OPENAI_COMPATIBLE and options.post_processing is not PostProcessing.NONE:
+        names = Names(options.user_name, options.char_name, options.group_members)
+        messages = post_process(
+            messages, options.post_processing, names, keep_tools=bool(options.tools)
+        )
+    body: dict[str, Any] = {"messages": messages, "model": options.model}
+    reasoning = api is Api.OPENAI and is_reasoning_model(options.model)
+    if not reasoning:
+        _put(body, "temperature", sampling.temperature)
+    if sampling.max_tokens is not None:
+        body["max_completion_tokens" if reasoning else "max_tokens"] = sampling.max_tokens
+    body["stream"] = options.stream
+    if not reasoning:
+        _put(body, "presence_penalty", sampling.presence_penalty)
+        _put(body, "frequency_penalty", sampling.frequency_penalty)
+        _put(body, "top_p", sampling.top_p)
+    if api is Api.OPENAI and not reasoning:
+        body["logit_bias"] = sampling.logit_bias if isinstance(sampling.logit_bias, dict) else {}
+    elif isinstance(sampling.logit_bias, dict) and sampling.logit_bias:
+        body["logit_bias"] = sampling.logit_bias
+    if api is Api.OPENAI_COMPATIBLE:
+        # samplers OpenAI itself lacks; sent only when moved off their neutral value,
+        # because strict servers (Mistral's) reject fields they do not know
+        if sampling.top_k:
+            body["top_k"] = sampling.top_k
+        if sampling.min_p:
+            body["min_p"] = sampling.min_p
+        if sampling.top_a:
+            body["top_a"] = sampling.top_a
+        if sampling.repetition_penalty is not None and sampling.repetition_penalty != 1:
+            body["repetition_penalty"] = sampling.repetition_penalty
+    if prompt.stop and not reasoning:
+        body["stop"] = list(prompt.stop[:MAX_STOP])
+    if sampling.seed is not None and sampling.seed >= 0:
+        body["seed"] = sampling.seed
+    if sampling.n is not None and sampling.n > 1:
+        body["n"] = sampling.n
+    if reasoning and sampling.reasoning_effort:
+        body["reasoning_effort"] = sampling.reasoning_effort
+    if options.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": dict(t.parameters),
+                },
+            }
+            for t in options.tools
+        ]
+        body["tool_choice"] = options.tool_choice
+    if api is Api.OPENAI and options.stream:
+        body["stream_options"] = {"include_usage": True}
+    return body
+
+
+def _put(body: dict[str, Any], key: str, value: Any) -> None:
+    if value is not None:
+        body[key] = value
+
+
+def endpoint(base_url: str) -> str:
+    """The URL a body is POSTed to, from a connection's base URL."""
+    base = (base_url or DEFAULT_URL).rstrip("/")
+    return base if base.endswith("/chat/completions") else f"{base}/chat/completions"
+
+
+def auth_headers(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+class ChatStream(StreamParser):
+    """Reads `chat.completion.chunk` events (and the `[DONE]` sentinel)."""
+
+    def feed(self, event: str, data: str) -> list[Event]:
+        if self.finished:
+            return []
+        if data.strip() == "[DONE]":
+            return self._close()
+        chunk = parse_json(data)
+        if not isinstance(chunk, dict):
+            return []
+        return self._read_chunk(chunk)
+
+    def _read_chunk(self, chunk: dict[str, Any]) -> list[Event]:
+        if "error" in chunk:
+            self.finished = True
+            return [error_event(chunk["error"])]
+        out: list[Event] = []
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            self._note_usage(usage.get("prompt_tokens"), usage.get("completion_tokens"))
+        for choice in chunk.get("choices") or ():
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue  # n > 1 extra candidates are not streamed
+            delta = choice.get("delta") or choice.get("message") or {}
+            out.extend(self._read_delta(delta))
+            if isinstance(choice.get("text"), str) and choice["text"]:
+                out.append(TextDelta(choice["text"]))
+            reason = choice.get("finish_reason")
+            if reason:
+                self._finish = Finish(_FINISH.get(reason, FinishReason.OTHER), reason)
+        return out
+
+    def _read_delta(self, delta: dict[str, Any]) -> list[Event]:
+        out: list[Event] = []
+        # DeepSeek says reasoning_content, OpenRouter and vLLM say reasoning
+        for key in ("reasoning_content", "reasoning"):
+            thought = delta.get(key)
+            if isinstance(thought, str) and thought:
+                out.append(ReasoningDelta(thought))
+                break
+        content = delta.get("content")
+        if isinstance(content, str) and content:
+            out.append(TextDelta(content))
+        for call in delta.get("tool_calls") or ():
+            if not isinstance(call, dict):
+                continue
+            parts = self._tool_parts(call.get("index", len(self._tools)))
+            parts.id = call.get("id") or parts.id
+            function = call.get("function") or {}
+            parts.name = function.get("name") or parts.name
+            if function.get("arguments"):
+                parts.arguments.append(function["arguments"])
+        return out
+
+    def parse_response(self, body: Any) -> list[Event]:
+        if not isinstance(body, dict):
+            return [StreamError(ErrorKind.PROTOCOL, "the response was not a JSON object")]
+        if "error" in body:
+            self.finished = True
+            return [error_event(body["error"])]
+        return self._read_chunk(body) + self._close()
+
+
+def error_event(error: Any) -> StreamError:
+    """A stream error from an OpenAI-style `{"error": {...}}` payload."""
+    message = error.get("message") if isinstance(error, dict) else str(error)
+    code = str(error.get("code") or error.get("type") or "") if isinstance(error, dict) else ""
+    kind = ErrorKind.SERVER
+    if "context_length" in code or "context" in str(message).lower():
+        kind = ErrorKind.CONTEXT_LENGTH
+    elif "rate" in code:
+        kind = ErrorKind.RATE_LIMITED
+    return StreamError(kind, f"the model API reported an error: {message}")

@@ -1,0 +1,89 @@
+"""OpenAI-style text completions (`/v1/completions`): request body and stream reader."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from taverna.model.prompt import Prompt
+from taverna.providers.events import ErrorKind, Event, Finish, FinishReason, StreamError, TextDelta
+from taverna.providers.openai_chat import MAX_STOP, error_event
+from taverna.providers.request import RequestOptions
+from taverna.providers.sampling import Sampling
+from taverna.providers.wire import StreamParser, parse_json
+
+DEFAULT_URL = "https://api.openai.com/v1"
+
+_FINISH = {"stop": FinishReason.STOP, "length": FinishReason.LENGTH}
+
+
+def build_body(prompt: Prompt, options: RequestOptions) -> dict[str, Any]:
+    """The JSON body POSTed to `/completions`."""
+    sampling = Sampling.from_preset(prompt.sampling)
+    body: dict[str, Any] = {"model": options.model, "prompt": prompt.text}
+    if sampling.max_tokens is not None:
+        body["max_tokens"] = sampling.max_tokens
+    for key in ("temperature", "top_p", "presence_penalty", "frequency_penalty"):
+        value = getattr(sampling, key)
+        if value is not None:
+            body[key] = value
+    # local servers behind this API (vLLM, llama.cpp, TabbyAPI) take these too;
+    # sent only when moved off their neutral value
+    if sampling.top_k:
+        body["top_k"] = sampling.top_k
+    if sampling.min_p:
+        body["min_p"] = sampling.min_p
+    if sampling.repetition_penalty is not None and sampling.repetition_penalty != 1:
+        body["repetition_penalty"] = sampling.repetition_penalty
+    body["stream"] = options.stream
+    if prompt.stop:
+        body["stop"] = list(prompt.stop[:MAX_STOP])
+    if sampling.seed is not None and sampling.seed >= 0:
+        body["seed"] = sampling.seed
+    return body
+
+
+def endpoint(base_url: str) -> str:
+    base = (base_url or DEFAULT_URL).rstrip("/")
+    return base if base.endswith("/completions") else f"{base}/completions"
+
+
+def auth_headers(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+class CompletionsStream(StreamParser):
+    """Reads `text_completion` chunks: `choices[0].text`, then `[DONE]`."""
+
+    def feed(self, event: str, data: str) -> list[Event]:
+        if self.finished:
+            return []
+        if data.strip() == "[DONE]":
+            return self._close()
+        chunk = parse_json(data)
+        if not isinstance(chunk, dict):
+            return []
+        return self._read_chunk(chunk)
+
+    def _read_chunk(self, chunk: dict[str, Any]) -> list[Event]:
+        if "error" in chunk:
+            self.finished = True
+            return [error_event(chunk["error"])]
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            self._note_usage(usage.get("prompt_tokens"), usage.get("completion_tokens"))
+        out: list[Event] = []
+        for choice in chunk.get("choices") or ():
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            text = choice.get("text")
+            if isinstance(text, str) and text:
+                out.append(TextDelta(text))
+            reason = choice.get("finish_reason")
+            if reason:
+                self._finish = Finish(_FINISH.get(reason, FinishReason.OTHER), reason)
+        return out
+
+    def parse_response(self, body: Any) -> list[Event]:
+        if not isinstance(body, dict):
+            return [StreamError(ErrorKind.PROTOCOL, "the response was not a JSON object")]
+        return self._read_chunk(body) + (self._close() if not self.finished else [])

@@ -1,0 +1,126 @@
+"""What a request builder needs besides the prompt, and the HTTP request it produces."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from taverna.errors import ProviderError
+
+
+class Api(StrEnum):
+    """The wire protocols taverna speaks."""
+
+    OPENAI = "openai"
+    OPENAI_COMPATIBLE = "openai-compatible"
+    ANTHROPIC = "anthropic"
+    GOOGLE = "google"
+    KOBOLDCPP = "koboldcpp"
+    LLAMACPP = "llamacpp"
+    OPENAI_TEXT = "openai-text"
+
+    @property
+    def is_text_completion(self) -> bool:
+        """Whether this API takes one prompt text instead of a message list."""
+        return self in (Api.KOBOLDCPP, Api.LLAMACPP, Api.OPENAI_TEXT)
+
+    @classmethod
+    def parse(cls, name: str) -> Api:
+        """An API by its name or one of SillyTavern's source names (`claude`, `makersuite`, `custom`)."""
+        key = name.strip().lower()
+        key = _API_ALIASES.get(key, key)
+        try:
+            return cls(key)
+        except ValueError:
+            names = ", ".join(a.value for a in cls)
+            raise ProviderError(f"unknown API {name!r}; expected one of {names}") from None
+
+
+_API_ALIASES = {
+    "claude": "anthropic",
+    "makersuite": "google",
+    "gemini": "google",
+    "custom": "openai-compatible",
+    "openai_compatible": "openai-compatible",
+    "kobold": "koboldcpp",
+    "kobold-cpp": "koboldcpp",
+    "llama.cpp": "llamacpp",
+    "llama-cpp": "llamacpp",
+    "textgen": "llamacpp",
+    "openai_text": "openai-text",
+}
+
+
+class PostProcessing(StrEnum):
+    """How a custom OpenAI-compatible endpoint's messages are reshaped (algo-providers.md §7)."""
+
+    NONE = "none"
+    MERGE = "merge"
+    SEMI = "semi"
+    STRICT = "strict"
+    SINGLE = "single"
+
+    @classmethod
+    def parse(cls, name: str) -> PostProcessing:
+        """A mode by name; SillyTavern's `""` is none and its old `claude` is merge."""
+        key = name.strip().lower()
+        key = {"": "none", "claude": "merge"}.get(key, key)
+        try:
+            return cls(key)
+        except ValueError:
+            names = ", ".join(p.value for p in cls)
+            raise ProviderError(
+                f"unknown post-processing {name!r}; expected one of {names}"
+            ) from None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A function tool offered to the model: name, what it does, a JSON Schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any] = field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
+
+
+DEFAULT_HUMAN_SYSPROMPT = (
+    "Let's get started. Please generate your response based on the information and "
+    "instructions provided above."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestOptions:
+    """Everything about one request that is not in the prompt.
+
+    `user_name` / `char_name` / `group_members` fold example and speaker names into
+    text where an API has no `name` field. `use_system_prompt` is `None` for the API's
+    SillyTavern default (Anthropic off, Gemini on). `tool_choice` is `auto` or `required`.
+    """
+
+    model: str = ""
+    stream: bool = True
+    post_processing: PostProcessing = PostProcessing.NONE
+    user_name: str = "User"
+    char_name: str = ""
+    group_members: tuple[str, ...] = ()
+    use_system_prompt: bool | None = None
+    human_sysprompt_message: str = DEFAULT_HUMAN_SYSPROMPT
+    impersonate: bool = False
+    tools: tuple[ToolSpec, ...] = ()
+    tool_choice: str = "auto"
+
+
+@dataclass(frozen=True, slots=True)
+class HttpRequest:
+    """One HTTP request as the transport sends it: method, full URL, headers, JSON body."""
+
+    url: str
+    body: Mapping[str, Any]
+    headers: Mapping[str, str] = field(default_factory=dict)
+    method: str = "POST"
+    stream: bool = True

@@ -1,0 +1,133 @@
+"""Shared pieces of the chat wire formats: OpenAI-style message dicts and stream parsing."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from taverna.model.prompt import PromptMessage
+from taverna.providers.events import (
+    ErrorKind,
+    Event,
+    Finish,
+    FinishReason,
+    StreamError,
+    ToolCall,
+    Usage,
+)
+
+WireMessage = dict[str, Any]
+
+
+def tool_call_fields(call: Mapping[str, Any]) -> tuple[str, str, str]:
+    """(id, name, arguments JSON) of a prompt message's tool call.
+
+    A call is stored as `{"id", "name", "arguments"}`; the OpenAI shape
+    `{"id", "function": {"name", "arguments"}}` is read too.
+    """
+    function = call.get("function")
+    if isinstance(function, Mapping):
+        name, arguments = function.get("name", ""), function.get("arguments", "")
+    else:
+        name, arguments = call.get("name", ""), call.get("arguments", "")
+    if not isinstance(arguments, str):
+        arguments = json.dumps(arguments, ensure_ascii=False)
+    return str(call.get("id", "")), str(name), arguments or "{}"
+
+
+def to_wire(messages: Sequence[PromptMessage]) -> list[WireMessage]:
+    """The prompt's messages as OpenAI Chat Completions message dicts."""
+    out: list[WireMessage] = []
+    for message in messages:
+        wire: WireMessage = {"role": message.role.value}
+        if message.name and message.role.value != "tool":
+            wire["name"] = message.name
+        wire["content"] = message.content
+        if message.tool_calls:
+            wire["tool_calls"] = [
+                {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
+                for cid, name, args in (tool_call_fields(c) for c in message.tool_calls)
+            ]
+        if message.tool_call_id:
+            wire["tool_call_id"] = message.tool_call_id
+        out.append(wire)
+    return out
+
+
+def parse_json(data: str) -> Any:
+    """One SSE data payload as JSON, or None when it is not JSON."""
+    try:
+        return json.loads(data)
+    except json.JSONDecodeError:
+        return None
+
+
+@dataclass
+class ToolCallParts:
+    """A tool call being assembled from streamed pieces."""
+
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+    def complete(self) -> ToolCall:
+        return ToolCall(id=self.id, name=self.name, arguments="".join(self.arguments) or "{}")
+
+
+class StreamParser:
+    """Turns one API's stream payloads into events; subclasses read their API's shapes.
+
+    `feed` takes one SSE event (or one line of a line-delimited stream) and returns the
+    events it completes; `end` is called when the body ends and reports a cut stream
+    as an `interrupted` error.
+    """
+
+    def __init__(self) -> None:
+        self.finished = False
+        self._finish: Finish | None = None
+        self._usage = Usage()
+        self._tools: dict[int | str, ToolCallParts] = {}
+
+    def feed(self, event: str, data: str) -> list[Event]:
+        raise NotImplementedError
+
+    def parse_response(self, body: Any) -> list[Event]:
+        """Events of a complete (non-streamed) response body."""
+        raise NotImplementedError
+
+    def end(self) -> list[Event]:
+        """Events owed when the body ends: the finish, or an error if it never came."""
+        if self.finished:
+            return []
+        if self._finish is not None:
+            return self._close()
+        self.finished = True
+        return [
+            StreamError(
+                ErrorKind.INTERRUPTED,
+                "the model's stream ended before the reply was complete",
+            )
+        ]
+
+    def _note_usage(self, input_tokens: Any = None, output_tokens: Any = None) -> None:
+        if isinstance(input_tokens, int):
+            self._usage = Usage(input_tokens, self._usage.output_tokens)
+        if isinstance(output_tokens, int):
+            self._usage = Usage(self._usage.input_tokens, output_tokens)
+
+    def _tool_parts(self, key: int | str) -> ToolCallParts:
+        return self._tools.setdefault(key, ToolCallParts())
+
+    def _close(self, finish: Finish | None = None) -> list[Event]:
+        """The trailing events: assembled tool calls, usage, finish."""
+        if self.finished:
+            return []
+        self.finished = True
+        out: list[Event] = [parts.complete() for parts in self._tools.values()]
+        self._tools.clear()
+        if self._usage != Usage():
+            out.append(self._usage)
+        out.append(finish or self._finish or Finish(FinishReason.STOP))
+        return out
