@@ -1,0 +1,109 @@
+"""JavaScript value semantics that leak into SillyTavern's output.
+
+Macros print numbers the way JavaScript does (`5`, not `5.0`), parse them the way
+`Number()` does (`" 7 "`, `"0x10"`, `"1e3"`), and world info timers hash entries by
+their `JSON.stringify` text. These helpers reproduce exactly those behaviours.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+_JS_WHITESPACE = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+_DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|Infinity)")
+_RADIX = re.compile(r"0([xXoObB])([0-9a-fA-F]+)")
+
+
+def js_number(value: Any) -> float | None:
+    """`Number(value)` for strings and numbers; None where JavaScript gives NaN."""
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    if isinstance(value, int | float):
+        return None if isinstance(value, float) and math.isnan(value) else float(value)
+    if value is None:
+        return 0.0
+    if not isinstance(value, str):
+        return None
+    text = value.strip(_JS_WHITESPACE)
+    if not text:
+        return 0.0
+    radix = _RADIX.fullmatch(text)
+    if radix:
+        base = {"x": 16, "o": 8, "b": 2}[radix.group(1).lower()]
+        try:
+            return float(int(radix.group(2), base))
+        except ValueError:
+            return None
+    if not _DECIMAL.fullmatch(text):
+        return None
+    return float(text.replace("Infinity", "inf"))
+
+
+def js_number_text(value: float | int) -> str:
+    """`String(number)`: integers without a fraction, JavaScript's exponent style."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    number = float(value)
+    if math.isnan(number):
+        return "NaN"
+    if math.isinf(number):
+        return "Infinity" if number > 0 else "-Infinity"
+    if number == 0:
+        return "0"
+    text = repr(number)  # the shortest round-trip digits, as JavaScript also uses
+    mantissa, _, exponent = text.partition("e")
+    sign = "-" if mantissa.startswith("-") else ""
+    mantissa = mantissa.lstrip("-")
+    whole, _, frac = mantissa.partition(".")
+    digits = (whole + frac).lstrip("0")
+    # position of the decimal point relative to the first significant digit
+    point = len(whole.lstrip("0")) if whole.strip("0") else -(len(frac) - len(frac.lstrip("0")))
+    point += int(exponent or 0)
+    digits = digits.rstrip("0") or "0"
+    if -6 < point <= 21:
+        if point <= 0:
+            return f"{sign}0.{'0' * -point}{digits}"
+        if point >= len(digits):
+            return f"{sign}{digits}{'0' * (point - len(digits))}"
+        return f"{sign}{digits[:point]}.{digits[point:]}"
+    exp = point - 1
+    body = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+    return f"{sign}{body}e{'+' if exp >= 0 else '-'}{abs(exp)}"
+
+
+def js_text(value: Any) -> str:
+    """`String(value)` for the values macros produce."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return js_number_text(value)
+    if isinstance(value, list):
+        return ",".join("" if item is None else js_text(item) for item in value)
+    if isinstance(value, Mapping):
+        return "[object Object]"
+    return str(value)
+
+
+def js_json(value: Any) -> str:
+    """Compact `JSON.stringify(value)` with JavaScript's number formatting."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+            return "null"
+        return js_number_text(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(js_json(item) for item in value) + "]"
+    if isinstance(value, Mapping):
+        return "{" + ",".join(f"{js_json(str(k))}:{js_json(v)}" for k, v in value.items()) + "}"
+    return json.dumps(str(value), ensure_ascii=False)
