@@ -21,6 +21,11 @@ MAX_JSON_BYTES = 64 * 1024 * 1024
 MAX_DEPTH = 200
 """Deepest nesting accepted; SillyTavern's own documents nest fewer than ten levels."""
 
+MAX_TEXT_FIELD = 16 * 1024 * 1024
+"""Longest string value accepted, in characters."""
+
+_KEY = re.compile(rb'"((?:[^"\\\n]|\\.){1,80})"\s*:')
+
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _encode_string = json.encoder.encode_basestring
 
@@ -52,7 +57,7 @@ def loads(
         raise FormatError(
             f"document is {len(data):,} bytes, more than the {max_bytes:,} accepted",
             file=file,
-            field=field,
+            field=field or _largest_field(data),
         )
     text = decode_text(data, file=file, field=field) if isinstance(data, bytes) else data
     try:
@@ -71,17 +76,52 @@ def loads(
     return value
 
 
+def _largest_field(data: bytes | str) -> str | None:
+    """The key followed by the most text: a good guess at what made a document too large."""
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    best: tuple[int, str | None] = (0, None)
+    previous: tuple[int, bytes] | None = None
+    for match in _KEY.finditer(raw):
+        if previous is not None and match.start() - previous[0] > best[0]:
+            best = (match.start() - previous[0], previous[1].decode("utf-8", "replace"))
+        previous = (match.end(), match.group(1))
+    if previous is not None and len(raw) - previous[0] > best[0]:
+        best = (len(raw) - previous[0], previous[1].decode("utf-8", "replace"))
+    return best[1]
+
+
+def _path(parts: tuple[str | int, ...]) -> str:
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
 def check_depth(value: Any, *, file: str | None = None, field: str | None = None) -> None:
-    """Refuse values nested deeper than MAX_DEPTH (walked without recursion)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
+    """Refuse values nested deeper than MAX_DEPTH or strings longer than MAX_TEXT_FIELD.
+
+    Walked without recursion; the error names the offending value's path.
+    """
+    prefix: tuple[str | int, ...] = (field,) if field else ()
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, prefix)]
+    base = len(prefix)
     while stack:
-        item, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            raise FormatError(f"JSON nested deeper than {MAX_DEPTH} levels", file=file, field=field)
-        if isinstance(item, dict):
-            stack.extend((child, depth + 1) for child in item.values())
+        item, path = stack.pop()
+        if len(path) - base >= MAX_DEPTH:
+            raise FormatError(
+                f"JSON nested deeper than {MAX_DEPTH} levels", file=file, field=_path(path)
+            )
+        if isinstance(item, str):
+            if len(item) > MAX_TEXT_FIELD:
+                raise FormatError(
+                    f"text is {len(item):,} characters, more than the {MAX_TEXT_FIELD:,} accepted",
+                    file=file,
+                    field=_path(path) or None,
+                )
+        elif isinstance(item, dict):
+            stack.extend((child, (*path, str(key))) for key, child in item.items())
         elif isinstance(item, list):
-            stack.extend((child, depth + 1) for child in item)
+            stack.extend((child, (*path, index)) for index, child in enumerate(item))
 
 
 def js_number(value: float) -> str:
