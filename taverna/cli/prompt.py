@@ -1,0 +1,200 @@
+"""`taverna prompt`: the dry run that prints exactly what would be sent, from SillyTavern's files."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from taverna.cli.main import app
+from taverna.engine.assembly.assemble import assemble
+from taverna.engine.assembly.context import CharacterInfo, GenerationType
+from taverna.engine.assembly.ledger import render_ledger
+from taverna.errors import FormatError, NotFound
+from taverna.formats.st_settings import (
+    SillyTavernSettings,
+    assembly_context,
+    character_info,
+    chat_messages,
+    read_settings,
+)
+from taverna.model.prompt import Prompt
+
+
+class GenerationKind(StrEnum):
+    """The generation types `--type` accepts."""
+
+    NORMAL = "normal"
+    CONTINUE = "continue"
+    IMPERSONATE = "impersonate"
+    SWIPE = "swipe"
+    REGENERATE = "regenerate"
+    QUIET = "quiet"
+
+
+def _read(path: Path, what: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise NotFound(f"{what} not found", file=str(path)) from None
+    except OSError as error:
+        raise FormatError(f"cannot read {what}: {error.strerror}", file=str(path)) from None
+
+
+def _card(path: Path) -> CharacterInfo:
+    from taverna.formats.card_json import read_card_json
+    from taverna.formats.png_card import read_png_card
+
+    data = _read(path, "card")
+    if data.startswith(b"\x89PNG"):
+        character = read_png_card(data, file=str(path)).character
+    elif path.suffix.lower() == ".charx":
+        from taverna.formats.charx import read_charx
+
+        character = read_charx(data, file=str(path)).character
+    else:
+        character = read_card_json(data, file=str(path))
+    # SillyTavern keys a character by its PNG file name.
+    return character_info(character, avatar=path.with_suffix(".png").name)
+
+
+def _world(path: Path) -> tuple[str, Any]:
+    from taverna.formats.world_info import read_world_info
+
+    return path.stem, read_world_info(_read(path, "lorebook"), name=path.stem, file=str(path))
+
+
+def _group(
+    path: Path, cards: list[CharacterInfo], speaker: str | None
+) -> tuple[list[CharacterInfo], list[str], str]:
+    from taverna.formats.json_text import loads
+
+    doc = loads(_read(path, "group"), file=str(path))
+    if not isinstance(doc, dict):
+        raise FormatError("a group must be a JSON object", file=str(path))
+    members = doc.get("members", [])
+    if not isinstance(members, list):
+        raise FormatError("expected a list of card file names", file=str(path), field="members")
+    disabled = set(doc.get("disabled_members", []) or [])
+    by_stem = {Path(c.avatar).stem: c for c in cards} | {c.name: c for c in cards}
+    ordered = [by_stem[Path(str(m)).stem] for m in members if Path(str(m)).stem in by_stem]
+    ordered = ordered or cards
+    names = [c.name for c in ordered]
+    active = [c for c in ordered if c.avatar not in disabled]
+    chosen = next((c for c in active if c.name == speaker), None) if speaker else None
+    chosen = chosen or (active[0] if active else ordered[0])
+    rest = [c for c in ordered if c is not chosen]
+    return [chosen, *rest], names, str(doc.get("name", ""))
+
+
+def build_prompt(
+    settings_path: Path,
+    cards: list[Path],
+    chat_path: Path,
+    worlds: list[Path],
+    api: str,
+    kind: GenerationKind,
+    group: Path | None = None,
+    speaker: str | None = None,
+) -> tuple[Prompt, SillyTavernSettings, list[CharacterInfo], list[str]]:
+    """The prompt SillyTavern would build from these files."""
+    from taverna.formats.st_chat import read_chat
+
+    settings = read_settings(_read(settings_path, "settings"), file=str(settings_path))
+    characters = [_card(p) for p in cards]
+    if not characters:
+        raise FormatError("at least one --card is needed")
+    members: list[str] = []
+    group_name = ""
+    if group is not None:
+        characters, members, group_name = _group(group, characters, speaker)
+    chat = read_chat(_read(chat_path, "chat"), source=str(chat_path))
+    books = dict(_world(p) for p in worlds)
+    text_api = api in ("textgen", "llamacpp", "koboldcpp", "openai-text")
+    context = assembly_context(
+        settings,
+        characters,
+        chat.metadata.fields,
+        chat_messages(chat.messages),
+        books,
+        api="textgen" if text_api else "openai",
+        generation_type=GenerationType(kind.value),
+        group_members=members,
+        group_name=group_name,
+    )
+    return assemble(context), settings, characters, members
+
+
+def request_body(
+    prompt: Prompt,
+    api: str,
+    settings: SillyTavernSettings,
+    characters: list[CharacterInfo],
+    members: list[str],
+) -> dict[str, Any]:
+    """The body the request to `api` would carry."""
+    from taverna.providers.builders import render_request_body
+
+    cc = settings.chat_completion
+    if prompt.kind == "text":
+        if "body" in prompt.sampling:
+            return dict(prompt.sampling["body"])
+        return render_request_body(prompt, "llamacpp" if api == "textgen" else api)
+    extras = cc.extras
+    return render_request_body(
+        prompt,
+        api,
+        model=cc.model,
+        user_name=settings.persona.name,
+        char_name=characters[0].name,
+        group_members=tuple(members),
+        use_system_prompt=(
+            bool(extras.get("claude_use_sysprompt")) if api in ("anthropic", "claude") else None
+        ),
+        stream=bool(cc.sampling.get("stream", True)),
+        post_processing=str(extras.get("custom_prompt_post_processing", "") or "none"),
+    )
+
+
+@app.command()
+def prompt(
+    settings: Annotated[Path, typer.Option("--settings", help="SillyTavern's settings.json")],
+    card: Annotated[
+        list[Path], typer.Option("--card", help="a character card (PNG, JSON, CHARX); repeatable")
+    ],
+    chat: Annotated[Path, typer.Option("--chat", help="a SillyTavern chat (.jsonl)")],
+    world: Annotated[
+        list[Path] | None,
+        typer.Option("--world", help="a lorebook, available under its file name without extension"),
+    ] = None,
+    group: Annotated[Path | None, typer.Option("--group", help="a SillyTavern group file")] = None,
+    speaker: Annotated[
+        str | None, typer.Option("--speaker", help="the group member who speaks")
+    ] = None,
+    api: Annotated[
+        str,
+        typer.Option(
+            "--api", help="openai | textgen | anthropic | google | openai-compatible | ..."
+        ),
+    ] = "openai",
+    kind: Annotated[
+        GenerationKind, typer.Option("--type", help="the kind of generation")
+    ] = GenerationKind.NORMAL,
+    as_json: Annotated[bool, typer.Option("--json", help="print the request body as JSON")] = False,
+    ledger: Annotated[
+        bool, typer.Option("--ledger", help="print the ledger, readable by a person")
+    ] = False,
+) -> None:
+    """Print the exact request body SillyTavern's files would produce this turn (a dry run)."""
+    built, loaded, characters, members = build_prompt(
+        settings, card, chat, world or [], api, kind, group, speaker
+    )
+    if ledger:
+        typer.echo(render_ledger(built))
+        return
+    body = request_body(built, api, loaded, characters, members)
+    indent = None if as_json else 2
+    typer.echo(json.dumps(body, ensure_ascii=False, indent=indent))

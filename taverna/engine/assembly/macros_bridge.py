@@ -1,0 +1,75 @@
+"""Macros for one turn: the macro engine bound to the turn's context.
+
+Variables set by `{{setvar}}` during assembly carry over to later texts of the same
+turn, as they do in SillyTavern, whose macros write the chat's variables as they go.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+from taverna.engine.assembly.context import AssemblyContext
+from taverna.engine.assembly.turn import Substitute
+from taverna.engine.macros import MacroContext, Variables, chat_seed, evaluate
+
+
+def macro_context(context: AssemblyContext) -> MacroContext:
+    """The macro engine's view of this turn."""
+    character = context.character if context.characters else None
+    visible = context.visible_messages
+    last = visible[-1] if visible else None
+    last_user = next((m for m in reversed(visible) if m.is_user), None)
+    last_char = next((m for m in reversed(visible) if not m.is_user), None)
+    chat_key = str(context.metadata.extras.get("chat_id_hash", "")) or (
+        context.messages[0].id if context.messages else ""
+    )
+    return MacroContext(
+        user=context.persona.name,
+        char=character.name if character else "",
+        group=", ".join(context.group_members) if context.is_group else None,
+        description=character.description if character else "",
+        personality=character.personality if character else "",
+        scenario=(context.metadata.scenario or character.scenario) if character else "",
+        persona=context.persona.description,
+        mes_examples=character.mes_example if character else "",
+        char_prompt=character.system_prompt if character else "",
+        char_jailbreak=character.post_history_instructions if character else "",
+        model=context.chat_completion.model if context.api != "textgen" else "",
+        last_message=last.text if last else "",
+        last_message_id=len(context.messages) - 1 if context.messages else None,
+        last_user_message=last_user.text if last_user else "",
+        last_char_message=last_char.text if last_char else "",
+        last_swipe_id=(context.messages[-1].swipe_count if context.messages else None),
+        current_swipe_id=(context.messages[-1].swipe_index + 1 if context.messages else None),
+        now=context.now,
+        chat_id_hash=chat_seed(chat_key),
+        seed=context.seed,
+        variables=Variables(local=dict(context.metadata.variables)),
+    )
+
+
+def substitute_for(context: AssemblyContext) -> Substitute:
+    """A substitution function for this turn; variable changes carry to the next call."""
+    state = [macro_context(context)]
+
+    def substitute(text: str, extra: Mapping[str, str]) -> str:
+        if not text:
+            return text
+        base = state[0]
+        call = base
+        if extra:
+            values = dict(extra)
+            original = values.pop("original", None)
+            group = values.pop("group", None)
+            call = replace(
+                base,
+                original=original,
+                extra={**base.extra, **values},
+                group=group if group else base.group,
+            )
+        result = evaluate(text, call)
+        state[0] = replace(base, variables=result.variables)
+        return result.text
+
+    return substitute
