@@ -199,13 +199,18 @@ class StubServer:
         return self.key is None or given == self.key
 
     async def _paced(
-        self, reply: Reply, chunks: list[bytes], tail: list[bytes]
+        self, reply: Reply, lead: list[bytes], chunks: list[bytes], tail: list[bytes]
     ) -> AsyncIterator[bytes]:
-        """Send content chunks at the scripted pace, then the closing ones."""
+        """Send the opening chunks, the text chunks at the scripted pace, then the closing ones.
+
+        `cut_after`, `end_after` and `hold_after` count text chunks only.
+        """
         self._gate.clear()
         try:
             if reply.first_delay:
                 await asyncio.sleep(reply.first_delay)
+            for chunk in lead:
+                yield chunk
             for i, chunk in enumerate(chunks):
                 if reply.cut_after is not None and i >= reply.cut_after:
                     raise _Cut
@@ -232,9 +237,11 @@ class StubServer:
         head = f"event: {event}\n" if event else ""
         return f"{head}data: {text}\n\n".encode()
 
-    def _stream(self, reply: Reply, chunks: list[bytes], tail: list[bytes]) -> Response:
+    def _stream(
+        self, reply: Reply, chunks: list[bytes], tail: list[bytes], lead: list[bytes] | None = None
+    ) -> Response:
         return StreamingResponse(
-            self._paced(reply, chunks, tail),
+            self._paced(reply, lead or [], chunks, tail),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache"},
         )
@@ -308,9 +315,9 @@ class StubServer:
             choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": reason}
             return self._sse({**base, "choices": [choice]})
 
-        chunks = [chunk({"role": "assistant", "content": ""})]
-        chunks += [chunk({"reasoning_content": r}) for r in reply.reasoning]
-        chunks += [chunk({"content": t}) for t in reply.tokens]
+        lead = [chunk({"role": "assistant", "content": ""})]
+        lead += [chunk({"reasoning_content": r}) for r in reply.reasoning]
+        chunks = [chunk({"content": t}) for t in reply.tokens]
         for i, call in enumerate(calls):
             args = call["function"]["arguments"]
             half = len(args) // 2
@@ -330,7 +337,7 @@ class StubServer:
             if (body.get("stream_options") or {}).get("include_usage"):
                 tail.append(self._sse({**base, "choices": [], "usage": usage}))
             tail.append(self._sse("[DONE]"))
-        return self._stream(reply, chunks, tail)
+        return self._stream(reply, chunks, tail, lead)
 
     async def _openai_text(self, request: Request) -> Response:
         body, problems = await self._receive(request, schemas.check_openai_completions)
@@ -434,6 +441,7 @@ class StubServer:
         chunks.append(self._sse({"type": "content_block_start", "index": index,
                                  "content_block": {"type": "text", "text": ""}}, "content_block_start"))  # fmt: skip
         chunks.append(self._sse({"type": "ping"}, "ping"))
+        lead_count = len(chunks)
         for token in reply.tokens:
             delta = {
                 "type": "content_block_delta",
@@ -481,7 +489,7 @@ class StubServer:
                            "usage": {"output_tokens": len(reply.tokens)}}, "message_delta"),
                 self._sse({"type": "message_stop"}, "message_stop"),
             ]  # fmt: skip
-        return self._stream(reply, chunks, tail)
+        return self._stream(reply, chunks[lead_count:], tail, chunks[:lead_count])
 
     # ---------------------------------------------------------------- Gemini
 
@@ -553,15 +561,15 @@ class StubServer:
                 payload["usageMetadata"] = usage
             return f"data: {json.dumps(payload)}\r\n\r\n".encode()
 
-        chunks = [chunk([{"text": r, "thought": True}]) for r in reply.reasoning]
-        chunks += [chunk([{"text": t}]) for t in reply.tokens]
+        lead = [chunk([{"text": r, "thought": True}]) for r in reply.reasoning]
+        chunks = [chunk([{"text": t}]) for t in reply.tokens]
         if reply.stream_error:
             tail = [
                 f"data: {json.dumps({'error': {'code': 500, 'message': reply.stream_error, 'status': 'INTERNAL'}})}\r\n\r\n".encode()
             ]
         else:
             tail = [chunk(calls or [{"text": ""}], finish, with_usage=True)]
-        return self._stream(reply, chunks, tail)
+        return self._stream(reply, chunks, tail, lead)
 
     # ------------------------------------------------------------- llama.cpp
 
