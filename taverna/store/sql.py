@@ -255,7 +255,7 @@ class SqlChatWriter(ChatWriter):
         sql = sa.text(
             """
             WITH RECURSIVE down(id, lvl) AS (
-                SELECT :start, 0
+                SELECT id, 0 FROM nodes WHERE id = :start
                 UNION ALL
                 SELECT s.child_id, down.lvl + 1
                 FROM down
@@ -375,7 +375,7 @@ class SqlChatWriter(ChatWriter):
             """
             UPDATE nodes SET state_from = :source WHERE id IN (
                 WITH RECURSIVE sub(id) AS (
-                    SELECT :node
+                    SELECT id FROM nodes WHERE id = :node
                     UNION ALL
                     SELECT n.id FROM nodes n JOIN sub ON n.chat_id = :chat AND n.parent_id = sub.id
                     WHERE n.state IS NULL

@@ -1,0 +1,47 @@
+"""Throw-away stores for test suites: SQLite in a folder, or PostgreSQL in a private schema.
+
+`TAVERNA_TEST_DATABASE_URL` names the PostgreSQL database; each store gets a schema
+of its own that is dropped afterwards, so parallel runs never collide.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from taverna.store.sql import SqlStore, open_store
+
+DATABASE_URL_ENV = "TAVERNA_TEST_DATABASE_URL"
+
+
+def backends() -> list[str]:
+    """The databases to test on: SQLite always, PostgreSQL when its URL is set."""
+    return ["sqlite", "postgresql"] if os.environ.get(DATABASE_URL_ENV) else ["sqlite"]
+
+
+@contextmanager
+def temporary_store(backend: str, folder: Path) -> Iterator[SqlStore]:
+    """A fresh, migrated, empty store that is removed afterwards."""
+    if backend == "sqlite":
+        store = open_store(folder / "data")
+        try:
+            yield store
+        finally:
+            store.close()
+        return
+    url = os.environ[DATABASE_URL_ENV]
+    schema = f"t_{uuid.uuid4().hex[:16]}"
+    store = open_store(url, schema=schema)
+    try:
+        yield store
+    finally:
+        store.close()
+        engine = sa.create_engine(url)
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        engine.dispose()

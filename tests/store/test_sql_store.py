@@ -1,0 +1,271 @@
+"""The SQL store on its own: schema, units of work, revisions, bulk import, documents."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from alembic.config import Config
+
+from taverna.errors import Conflict, NotFound, TavernaError
+from taverna.model.chat import (
+    Branch,
+    CharacterRef,
+    ChatState,
+    Checkpoint,
+    Node,
+    NodeRole,
+    new_id,
+)
+from taverna.store import NewChat, StaleRevision
+from taverna.store import schema as t
+from taverna.store.sql import MIGRATIONS, SqlStore, open_store
+
+
+def _append(
+    store: SqlStore, chat_id: str, revision: int, text: str, role: NodeRole = NodeRole.USER
+) -> Node:
+    with store.write(chat_id, revision=revision, label="append") as w:
+        parent = w.chat.active_leaf_id
+        node = w.insert_node(parent, role, text)
+        w.set_selection(parent, node.id)
+        w.set_active(node.id)
+    return node
+
+
+@contextmanager
+def counting_statements(store: SqlStore) -> Iterator[list[str]]:
+    seen: list[str] = []
+
+    def count(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        seen.append(statement)
+
+    sa.event.listen(store.engine, "before_cursor_execute", count)
+    try:
+        yield seen
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", count)
+
+
+def test_migrations_reach_head_and_reopen_is_harmless(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "data")
+    chat = store.create_chat(NewChat(title="kept"))
+    store.close()
+    store = open_store(tmp_path / "data")
+    with store.engine.connect() as conn:
+        current = MigrationContext.configure(conn).get_current_revision()
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    assert current == ScriptDirectory.from_config(config).get_current_head()
+    assert store.get_chat(chat.id).title == "kept"
+    with store.engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+    store.close()
+
+
+def test_new_chat_has_revision_one_and_a_main_branch(store: SqlStore) -> None:
+    chat = store.create_chat(
+        NewChat(title="Tea", characters=(CharacterRef("Seraphina", "doc-1"),), user_name="Ann")
+    )
+    assert chat.revision == 1
+    assert chat.characters == (CharacterRef("Seraphina", "doc-1"),)
+    [main] = store.branches(chat.id)
+    assert main.branch.name == "main" and main.active and main.length == 0
+    assert store.active_path(chat.id).entries == ()
+
+
+def test_write_bumps_revision_and_stale_write_conflicts(store: SqlStore) -> None:
+    chat = store.create_chat(NewChat(title="c"))
+    _append(store, chat.id, 1, "one")
+    assert store.get_chat(chat.id).revision == 2
+    with pytest.raises(StaleRevision) as caught:
+        _append(store, chat.id, 1, "lost")
+    assert isinstance(caught.value, Conflict)
+    assert caught.value.current_revision == 2
+    assert [n.content for n in store.active_path(chat.id).nodes] == ["one"]
+
+
+def test_failed_unit_of_work_leaves_nothing(store: SqlStore) -> None:
+    chat = store.create_chat(NewChat(title="c"))
+    with pytest.raises(RuntimeError), store.write(chat.id, revision=1, label="x") as w:
+        w.insert_node(None, NodeRole.USER, "half written")
+        raise RuntimeError("crash in the middle")
+    assert store.get_chat(chat.id).revision == 1
+    assert store.tree(chat.id).nodes == ()
+    assert [r.number for r in store.revisions(chat.id)] == [1]
+
+
+def test_unknown_chat_and_node_are_not_found(store: SqlStore) -> None:
+    with pytest.raises(NotFound):
+        store.get_chat("nope")
+    with pytest.raises(NotFound), store.write("nope", revision=1, label="x"):
+        pass
+    chat = store.create_chat(NewChat(title="c"))
+    with pytest.raises(NotFound):
+        store.get_node(chat.id, "nope")
+
+
+def test_content_is_stored_once(store: SqlStore) -> None:
+    chat = store.create_chat(NewChat(title="c"))
+    _append(store, chat.id, 1, "same words")
+    _append(store, chat.id, 2, "same words")
+    with store.engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(t.contents)).scalar() == 1
+        assert conn.execute(sa.select(sa.func.count()).select_from(t.nodes)).scalar() == 2
+
+
+def test_append_costs_the_same_number_of_statements_at_any_length(store: SqlStore) -> None:
+    chat = store.create_chat(NewChat(title="c"))
+    revision = 1
+    counts = []
+    for i in range(60):
+        with counting_statements(store) as seen:
+            _append(store, chat.id, revision, f"message {i}")
+        revision += 1
+        counts.append(len(seen))
+    assert counts[5] == counts[-1]
+    path = store.active_path(chat.id)
+    assert [e.node.depth for e in path.entries] == list(range(60))
+
+
+def test_state_follows_nearest_recording_ancestor(store: SqlStore) -> None:
+    chat = store.create_chat(NewChat(title="c", base_state=ChatState(variables={"x": 0})))
+    a = _append(store, chat.id, 1, "a")
+    b = _append(store, chat.id, 2, "b")
+    c = _append(store, chat.id, 3, "c")
+    assert store.state_at(chat.id, c.id).variables == {"x": 0}
+    with store.write(chat.id, revision=4, label="state") as w:
+        w.update_node(a.id, state=ChatState(variables={"x": 1}))
+    assert store.state_at(chat.id, c.id).variables == {"x": 1}
+    with store.write(chat.id, revision=5, label="state") as w:
+        w.update_node(b.id, state=ChatState(variables={"x": 2}))
+        w.update_node(a.id, state=None)
+    assert store.state_at(chat.id, a.id).variables == {"x": 0}
+    assert store.state_at(chat.id, c.id).variables == {"x": 2}
+    assert store.active_path(chat.id).state.variables == {"x": 2}
+
+
+def _bulk_nodes(chat_id: str, count: int) -> tuple[list[Node], str]:
+    nodes: list[Node] = []
+    parent: str | None = None
+    for i in range(count):
+        role = NodeRole.USER if i % 2 else NodeRole.ASSISTANT
+        first = Node(new_id(), chat_id, parent, role, f"m{i} a")
+        second = Node(new_id(), chat_id, parent, role, f"m{i} b", state=ChatState(summary=f"s{i}"))
+        nodes += [first, second]
+        parent = second.id
+    assert parent is not None
+    return nodes, parent
+
+
+def test_import_tree_builds_depths_selections_and_state(store: SqlStore) -> None:
+    nodes, leaf = _bulk_nodes("ignored", 50)
+    checkpoint = Checkpoint(new_id(), "ignored", "half way", nodes[49].id)
+    chat = store.import_tree(
+        NewChat(title="imported"), nodes, active_leaf_id=leaf, checkpoints=[checkpoint]
+    )
+    path = store.active_path(chat.id)
+    assert len(path.entries) == 50
+    assert [e.candidate_index for e in path.entries] == [1] * 50
+    assert {e.candidate_count for e in path.entries} == {2}
+    assert path.state.summary == "s49"
+    assert store.state_at(chat.id, nodes[40].id).summary == "s19"
+    assert store.checkpoints(chat.id)[0].name == "half way"
+    [main] = store.branches(chat.id)
+    assert main.length == 50 and main.last_message is not None
+    assert main.last_message.content == "m49 b"
+    tree = store.tree(chat.id)
+    assert len(tree.nodes) == 100 and tree.selections[""] == nodes[1].id
+    # the imported chat keeps working as a normal one
+    _append(store, chat.id, chat.revision, "after import")
+    assert store.active_path(chat.id).leaf.content == "after import"  # type: ignore[union-attr]
+
+
+def test_import_tree_rejects_orphans_and_unknown_leaf(store: SqlStore) -> None:
+    orphan = Node(new_id(), "x", "missing-parent", NodeRole.USER, "hi")
+    with pytest.raises(TavernaError, match="parent"):
+        store.import_tree(NewChat(title="bad"), [orphan], active_leaf_id=orphan.id)
+    root = Node(new_id(), "x", None, NodeRole.USER, "hi")
+    with pytest.raises(TavernaError, match="active leaf"):
+        store.import_tree(NewChat(title="bad"), [root], active_leaf_id="nope")
+    assert store.list_chats() == []
+
+
+def test_import_tree_with_named_branches(store: SqlStore) -> None:
+    nodes, leaf = _bulk_nodes("x", 3)
+    side = Branch(new_id(), "x", "side", nodes[2].id)
+    main = Branch(new_id(), "x", "story", leaf)
+    chat = store.import_tree(NewChat(title="b"), nodes, active_leaf_id=leaf, branches=[main, side])
+    listed = {b.branch.name: b for b in store.branches(chat.id)}
+    assert listed["story"].active and listed["story"].length == 3
+    assert not listed["side"].active and listed["side"].length == 2
+
+
+def test_list_chats_counts_without_walking(store: SqlStore) -> None:
+    first = store.create_chat(NewChat(title="one", characters=(CharacterRef("Kael"),)))
+    second = store.create_chat(NewChat(title="two", owner="someone else"))
+    _append(store, first.id, 1, "a")
+    _append(store, first.id, 2, "b")
+    [listed] = store.list_chats()
+    assert listed.chat.id == first.id
+    assert (listed.path_length, listed.node_count, listed.branch_count) == (2, 2, 1)
+    assert [c.chat.id for c in store.list_chats(owner="someone else")] == [second.id]
+    assert store.list_chats(character="Kael")[0].chat.id == first.id
+    assert store.list_chats(character="Nobody") == []
+
+
+def test_delete_chat_removes_everything(store: SqlStore) -> None:
+    chat = store.create_chat(NewChat(title="gone"))
+    _append(store, chat.id, 1, "a")
+    with pytest.raises(StaleRevision):
+        store.delete_chat(chat.id, revision=1)
+    store.delete_chat(chat.id, revision=2)
+    with pytest.raises(NotFound):
+        store.get_chat(chat.id)
+    with store.engine.connect() as conn:
+        for table in (t.nodes, t.revisions, t.changes, t.branches, t.selections):
+            assert conn.execute(sa.select(sa.func.count()).select_from(table)).scalar() == 0
+
+
+def test_documents_versioned_with_optional_blob(store: SqlStore) -> None:
+    card = store.put_document("character", "Seraphina", {"spec": "chara_card_v3"}, blob=b"\x89PNG")
+    assert card.revision == 1 and card.blob == b"\x89PNG"
+    updated = store.put_document(
+        "character", "Seraphina", {"spec": "chara_card_v3", "x": 1}, id=card.id, revision=1
+    )
+    assert updated.revision == 2 and updated.blob == b"\x89PNG"
+    with pytest.raises(StaleRevision) as caught:
+        store.put_document("character", "Seraphina", {}, id=card.id, revision=1)
+    assert caught.value.current_revision == 2
+    store.put_document("lorebook", "Eldoria", {"entries": {}})
+    [found] = store.find_documents("character")
+    assert found.blob is None and found.data["x"] == 1
+    assert store.find_documents("character", with_blobs=True)[0].blob == b"\x89PNG"
+    assert store.find_documents("character", name="Kael") == []
+    assert store.find_documents("character", owner="other") == []
+    with pytest.raises(StaleRevision):
+        store.delete_document(card.id, revision=1)
+    store.delete_document(card.id, revision=2)
+    with pytest.raises(NotFound):
+        store.get_document(card.id)
+
+
+def test_documents_keep_unicode_and_nested_json(store: SqlStore) -> None:
+    data = {"name": "東京", "nested": {"list": [1, 2.5, None, True], "emoji": "🙂"}}
+    doc = store.put_document("preset", "日本語", data)
+    again = store.get_document(doc.id)
+    assert again.data == data and again.name == "日本語"
+
+
+def test_two_writers_on_the_same_revision_one_wins(store: SqlStore) -> None:
+    chat = store.create_chat(NewChat(title="race"))
+    _append(store, chat.id, 1, "first")
+    with pytest.raises(StaleRevision):
+        _append(store, chat.id, 1, "second")
+    assert [n.content for n in store.active_path(chat.id).nodes] == ["first"]
