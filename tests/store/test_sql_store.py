@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from alembic.config import Config
 
 from taverna.errors import Conflict, NotFound, TavernaError
 from taverna.model.chat import (
