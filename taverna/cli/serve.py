@@ -1,0 +1,52 @@
+"""`taverna serve`: run the web app on this machine."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+
+from taverna.cli.main import app
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+
+
+def default_data_dir() -> Path:
+    """$TAVERNA_DATA, else the user's data directory for taverna."""
+    env = os.environ.get("TAVERNA_DATA")
+    if env:
+        return Path(env)
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("taverna", appauthor=False))
+
+
+@app.command()
+def serve(
+    host: str = typer.Option(DEFAULT_HOST, "--host", help="Address to listen on."),
+    port: int = typer.Option(DEFAULT_PORT, "--port", help="Port to listen on."),
+    data: Path | None = typer.Option(
+        None, "--data", help="Data folder (default: $TAVERNA_DATA or the user's data directory)."
+    ),
+) -> None:
+    """Start the web app (SQLite store in the data folder) and print its URL."""
+    import uvicorn
+
+    from taverna.server.app import create_app
+    from taverna.server.context import open_context
+
+    data_dir = (data or default_data_dir()).expanduser()
+    ctx = open_context(data_dir)
+    application = create_app(ctx)
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    if ":" in shown:
+        shown = f"[{shown}]"
+    typer.echo(f"taverna is running at http://{shown}:{port}/  (data: {data_dir})", err=False)
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        typer.echo(
+            "warning: single-user mode has no login; anyone who can reach this address can use it",
+            err=True,
+        )
+    uvicorn.run(application, host=host, port=port, log_level="warning", timeout_graceful_shutdown=3)

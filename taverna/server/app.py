@@ -1,0 +1,86 @@
+"""The HTTP server: REST + SSE over the services, and the page as static files."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from importlib.resources import files
+from pathlib import Path
+
+from fastapi import FastAPI, Request, Response
+from fastapi.staticfiles import StaticFiles
+
+from taverna import __version__
+from taverna.server.context import AppContext
+from taverna.server.errors import install_error_handlers
+
+WEB_DIR = Path(str(files("taverna") / "web"))
+
+
+class PageFiles(StaticFiles):
+    """The page's files; never cached across versions without a check (no build step, no hashes)."""
+
+    async def get_response(self, path: str, scope: dict) -> Response:  # type: ignore[override,type-arg]
+        response = await super().get_response(path, scope)
+        response.headers.setdefault("Cache-Control", "no-cache")
+        return response
+
+
+# The page loads nothing from elsewhere: scripts, styles and images all come from here.
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data: blob:; connect-src 'self'; object-src 'none'; base-uri 'none'; "
+    "frame-ancestors 'none'; form-action 'self'"
+)
+
+
+def create_app(ctx: AppContext) -> FastAPI:
+    """The FastAPI application over `ctx`; `ctx` is closed when the app shuts down."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            tasks = ctx.services.get("tasks")
+            if tasks is not None and hasattr(tasks, "shutdown"):
+                await tasks.shutdown()
+            ctx.close()
+
+    app = FastAPI(
+        title="taverna",
+        version=__version__,
+        summary="A role-play frontend for language-model APIs.",
+        lifespan=lifespan,
+    )
+    app.state.context = ctx
+    install_error_handlers(app)
+
+    @app.middleware("http")
+    async def single_user(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        # Single-user mode: every request acts as the local owner (""). Accounts and
+        # sessions will set this from a login; nothing below reads anything else.
+        request.state.user = ""
+        response = await call_next(request)
+        response.headers.setdefault("Content-Security-Policy", CSP)
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("Referrer-Policy", "same-origin")
+        return response
+
+    from taverna.server.routes import ROUTERS
+
+    for router in ROUTERS:
+        app.include_router(router)
+
+    @app.get("/api/health", tags=["server"])
+    def health() -> dict[str, str]:
+        return {"status": "ok", "version": __version__}
+
+    @app.get("/api/me", tags=["server"])
+    def me(request: Request) -> dict[str, str]:
+        return {"user": request.state.user, "mode": "single-user"}
+
+    app.mount("/", PageFiles(directory=WEB_DIR, html=True), name="page")
+    return app

@@ -1,0 +1,9 @@
+"""Every router of the HTTP API, in the order they are mounted."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from taverna.server.routes import chats
+
+ROUTERS: tuple[APIRouter, ...] = (chats.router,)

@@ -1,0 +1,161 @@
+"""Chats and their messages: read the active path, edit, hide, delete, swipe, branch, undo."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Request, Response
+
+from taverna.errors import NotFound
+from taverna.server import usecases
+from taverna.server.context import AppContext, context, current_user
+from taverna.server.schemas import (
+    BranchIn,
+    BranchOut,
+    ChatOut,
+    ChatSummaryOut,
+    EditIn,
+    HiddenIn,
+    NewChatIn,
+    RenameChatIn,
+    RevisionIn,
+    SelectIn,
+)
+from taverna.server.views import branch_out, chat_summary_out
+
+router = APIRouter(prefix="/api/chats", tags=["chats"])
+
+
+def _revision(ctx: AppContext, chat_id: str, given: int | None) -> int:
+    # A client that sends no revision means "the one I just read" (the CLI-like case);
+    # the page always sends the revision it shows, so a stale write gets a 409.
+    return ctx.chats.get_chat(chat_id).revision if given is None else given
+
+
+def _node_of(ctx: AppContext, chat_id: str, node_id: str) -> None:
+    """404 unless `node_id` is a message of `chat_id`."""
+    node = ctx.store.get_node(chat_id, node_id)
+    if node.chat_id != chat_id:
+        raise NotFound("no such message in this chat", field="node_id")
+
+
+@router.get("", response_model=list[ChatSummaryOut])
+def list_chats(
+    request: Request, character_id: str | None = None, ctx: AppContext = Depends(context)
+) -> list[ChatSummaryOut]:
+    listings = ctx.store.list_chats(owner=current_user(request), character=character_id)
+    return [chat_summary_out(item) for item in listings]
+
+
+@router.post("", response_model=ChatSummaryOut, status_code=201)
+def create_chat(
+    body: NewChatIn, request: Request, ctx: AppContext = Depends(context)
+) -> ChatSummaryOut:
+    chat = usecases.start_chat(
+        ctx, body.character_id, title=body.title, owner=current_user(request)
+    )
+    return usecases.summary(ctx, chat.id, owner=current_user(request))
+
+
+@router.get("/{chat_id}", response_model=ChatOut)
+def get_chat(chat_id: str, ctx: AppContext = Depends(context)) -> ChatOut:
+    return usecases.chat_view(ctx, chat_id)
+
+
+@router.patch("/{chat_id}", response_model=ChatOut)
+def rename_chat(chat_id: str, body: RenameChatIn, ctx: AppContext = Depends(context)) -> ChatOut:
+    usecases.rename_chat(ctx, chat_id, body.title, revision=_revision(ctx, chat_id, body.revision))
+    return usecases.chat_view(ctx, chat_id)
+
+
+@router.delete("/{chat_id}", status_code=204)
+def delete_chat(
+    chat_id: str, revision: int | None = None, ctx: AppContext = Depends(context)
+) -> Response:
+    ctx.store.delete_chat(chat_id, revision=_revision(ctx, chat_id, revision))
+    return Response(status_code=204)
+
+
+@router.patch("/{chat_id}/messages/{node_id}", response_model=ChatOut)
+def edit_message(
+    chat_id: str, node_id: str, body: EditIn, ctx: AppContext = Depends(context)
+) -> ChatOut:
+    _node_of(ctx, chat_id, node_id)
+    ctx.chats.edit(chat_id, node_id, body.content, revision=_revision(ctx, chat_id, body.revision))
+    return usecases.chat_view(ctx, chat_id)
+
+
+@router.delete("/{chat_id}/messages/{node_id}", response_model=ChatOut)
+def delete_message(
+    chat_id: str, node_id: str, revision: int | None = None, ctx: AppContext = Depends(context)
+) -> ChatOut:
+    _node_of(ctx, chat_id, node_id)
+    ctx.chats.delete(chat_id, node_id, revision=_revision(ctx, chat_id, revision))
+    return usecases.chat_view(ctx, chat_id)
+
+
+@router.post("/{chat_id}/messages/{node_id}/restore", response_model=ChatOut)
+def restore_message(
+    chat_id: str, node_id: str, body: RevisionIn, ctx: AppContext = Depends(context)
+) -> ChatOut:
+    _node_of(ctx, chat_id, node_id)
+    ctx.chats.restore(chat_id, node_id, revision=_revision(ctx, chat_id, body.revision))
+    return usecases.chat_view(ctx, chat_id)
+
+
+@router.post("/{chat_id}/messages/{node_id}/hidden", response_model=ChatOut)
+def set_hidden(
+    chat_id: str, node_id: str, body: HiddenIn, ctx: AppContext = Depends(context)
+) -> ChatOut:
+    _node_of(ctx, chat_id, node_id)
+    ctx.chats.set_hidden(
+        chat_id, [node_id], body.hidden, revision=_revision(ctx, chat_id, body.revision)
+    )
+    return usecases.chat_view(ctx, chat_id)
+
+
+@router.post("/{chat_id}/messages/{node_id}/select", response_model=ChatOut)
+def select_candidate(
+    chat_id: str, node_id: str, body: SelectIn, ctx: AppContext = Depends(context)
+) -> ChatOut:
+    _node_of(ctx, chat_id, node_id)
+    candidates = ctx.chats.candidates(chat_id, node_id)
+    if body.index > len(candidates):
+        raise NotFound(f"there are {len(candidates)} candidates here", field="index")
+    target = candidates[body.index - 1].id
+    ctx.chats.select_candidate(chat_id, target, revision=_revision(ctx, chat_id, body.revision))
+    return usecases.chat_view(ctx, chat_id)
+
+
+@router.get("/{chat_id}/branches", response_model=list[BranchOut])
+def list_branches(chat_id: str, ctx: AppContext = Depends(context)) -> list[BranchOut]:
+    ctx.chats.get_chat(chat_id)
+    return [branch_out(b) for b in ctx.chats.list_branches(chat_id)]
+
+
+@router.post("/{chat_id}/branches", response_model=ChatOut, status_code=201)
+def branch_from(chat_id: str, body: BranchIn, ctx: AppContext = Depends(context)) -> ChatOut:
+    _node_of(ctx, chat_id, body.node_id)
+    ctx.chats.branch_from(
+        chat_id, body.node_id, body.name, revision=_revision(ctx, chat_id, body.revision)
+    )
+    return usecases.chat_view(ctx, chat_id)
+
+
+@router.post("/{chat_id}/branches/{branch_id}/switch", response_model=ChatOut)
+def switch_branch(
+    chat_id: str, branch_id: str, body: RevisionIn | None = None, ctx: AppContext = Depends(context)
+) -> ChatOut:
+    given = body.revision if body else None
+    ctx.chats.switch_branch(chat_id, branch_id, revision=_revision(ctx, chat_id, given))
+    return usecases.chat_view(ctx, chat_id)
+
+
+@router.post("/{chat_id}/undo", response_model=ChatOut)
+def undo(chat_id: str, body: RevisionIn, ctx: AppContext = Depends(context)) -> ChatOut:
+    ctx.chats.undo(chat_id, revision=_revision(ctx, chat_id, body.revision))
+    return usecases.chat_view(ctx, chat_id)
+
+
+@router.post("/{chat_id}/redo", response_model=ChatOut)
+def redo(chat_id: str, body: RevisionIn, ctx: AppContext = Depends(context)) -> ChatOut:
+    ctx.chats.redo(chat_id, revision=_revision(ctx, chat_id, body.revision))
+    return usecases.chat_view(ctx, chat_id)

@@ -1,0 +1,144 @@
+"""The JSON shapes of the HTTP API: what the page sends and what it gets back."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+NAME_MAX = 200
+TEXT_MAX = 1_000_000
+
+
+class Strict(BaseModel):
+    """A request body: unknown fields are refused, types are not coerced from strings."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+# ------------------------------------------------------------------ chats
+
+
+class MessageOut(BaseModel):
+    id: str
+    parent_id: str | None
+    role: str
+    name: str
+    content: str
+    hidden: bool
+    position: int
+    candidate_index: int = Field(description="1-based place among the candidates (`2` in `2/3`)")
+    candidate_count: int
+    created: str | None
+    generated: bool
+    avatar_url: str | None = None
+    generation: dict[str, Any] | None = None
+
+
+class ParticipantOut(BaseModel):
+    id: str | None
+    name: str
+    avatar_url: str | None
+
+
+class PersonaRef(BaseModel):
+    id: str | None = None
+    name: str
+    avatar_url: str | None = None
+
+
+class BranchOut(BaseModel):
+    id: str
+    name: str
+    head_id: str | None
+    length: int
+    last_message: str | None
+    active: bool
+
+
+class TaskOut(BaseModel):
+    id: str
+    kind: str
+    chat_id: str | None = None
+    status: str = "running"
+
+
+class ChatOut(BaseModel):
+    id: str
+    title: str
+    revision: int
+    characters: list[ParticipantOut]
+    persona: PersonaRef
+    messages: list[MessageOut]
+    branches: list[BranchOut]
+    lorebook_ids: list[str] = []
+    task: TaskOut | None = None
+
+
+class ChatSummaryOut(BaseModel):
+    id: str
+    title: str
+    revision: int
+    character_ids: list[str]
+    character_names: list[str]
+    message_count: int
+    branch_count: int
+    updated: str | None
+
+
+class NewChatIn(Strict):
+    character_id: str = Field(min_length=1, max_length=100)
+    title: str | None = Field(default=None, max_length=NAME_MAX)
+
+
+class RenameChatIn(Strict):
+    title: str = Field(min_length=1, max_length=NAME_MAX)
+    revision: int | None = None
+
+
+class RevisionIn(Strict):
+    revision: int | None = None
+
+
+class EditIn(Strict):
+    content: str = Field(max_length=TEXT_MAX)
+    revision: int | None = None
+
+
+class HiddenIn(Strict):
+    hidden: bool
+    revision: int | None = None
+
+
+class SelectIn(Strict):
+    index: int = Field(ge=1, description="1-based candidate to show")
+    revision: int | None = None
+
+
+class BranchIn(Strict):
+    node_id: str = Field(min_length=1, max_length=100)
+    name: str = Field(min_length=1, max_length=NAME_MAX)
+    revision: int | None = None
+
+
+class ChatLorebooksIn(Strict):
+    lorebook_ids: list[str] = Field(max_length=100)
+    revision: int | None = None
+
+
+class GenerateIn(Strict):
+    kind: Literal["normal", "regenerate", "swipe", "continue", "impersonate"] = "normal"
+    text: str | None = Field(default=None, max_length=TEXT_MAX)
+    revision: int | None = None
+
+
+class GenerationStarted(BaseModel):
+    chat: ChatOut
+    task: TaskOut
+
+
+class PromptOut(BaseModel):
+    prompt: dict[str, Any]
+    request: dict[str, Any] | None = None
+    first_message_in_context: str | None = None
+    included_message_ids: list[str] = []

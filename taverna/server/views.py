@@ -1,0 +1,93 @@
+"""Turning the conversation tree into the shapes the page reads."""
+
+from __future__ import annotations
+
+from taverna.model.chat import ActivePath, BranchSummary, Chat, PathEntry
+from taverna.server.schemas import (
+    BranchOut,
+    ChatOut,
+    ChatSummaryOut,
+    MessageOut,
+    ParticipantOut,
+    PersonaRef,
+    TaskOut,
+)
+from taverna.store.repository import ChatListing
+
+
+def avatar_url(document_id: str | None) -> str | None:
+    return f"/api/characters/{document_id}/avatar" if document_id else None
+
+
+def message_out(entry: PathEntry, chat: Chat) -> MessageOut:
+    node = entry.node
+    speaker_doc = next(
+        (c.document_id for c in chat.characters if c.name == node.speaker and c.document_id),
+        chat.characters[0].document_id if chat.characters else None,
+    )
+    return MessageOut(
+        id=node.id,
+        parent_id=node.parent_id,
+        role=node.role.value,
+        name=node.speaker,
+        content=node.content,
+        hidden=node.hidden,
+        position=entry.position,
+        candidate_index=entry.candidate_index + 1,
+        candidate_count=entry.candidate_count,
+        created=node.created.isoformat() if node.created else None,
+        generated=node.generation is not None,
+        avatar_url=avatar_url(speaker_doc) if node.role.value != "user" else None,
+        generation=node.generation.to_json() if node.generation else None,
+    )
+
+
+def branch_out(summary: BranchSummary) -> BranchOut:
+    last = summary.last_message
+    return BranchOut(
+        id=summary.branch.id,
+        name=summary.branch.name,
+        head_id=summary.branch.head_id,
+        length=summary.length,
+        last_message=last.content[:200] if last else None,
+        active=summary.active,
+    )
+
+
+def chat_out(
+    path: ActivePath,
+    branches: list[BranchSummary],
+    *,
+    persona: PersonaRef,
+    task: TaskOut | None = None,
+) -> ChatOut:
+    chat = path.chat
+    books = chat.metadata.get("lorebooks")
+    return ChatOut(
+        id=chat.id,
+        title=chat.title,
+        revision=chat.revision,
+        characters=[
+            ParticipantOut(id=c.document_id, name=c.name, avatar_url=avatar_url(c.document_id))
+            for c in chat.characters
+        ],
+        persona=persona,
+        messages=[message_out(e, chat) for e in path.entries if not e.node.deleted],
+        branches=[branch_out(b) for b in branches],
+        lorebook_ids=[str(b) for b in books] if isinstance(books, list) else [],
+        task=task,
+    )
+
+
+def chat_summary_out(listing: ChatListing) -> ChatSummaryOut:
+    chat = listing.chat
+    return ChatSummaryOut(
+        id=chat.id,
+        title=chat.title,
+        revision=chat.revision,
+        character_ids=[c.document_id for c in chat.characters if c.document_id],
+        character_names=[c.name for c in chat.characters],
+        message_count=listing.path_length,
+        branch_count=listing.branch_count,
+        updated=chat.updated.isoformat() if chat.updated else None,
+    )

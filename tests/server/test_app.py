@@ -1,0 +1,55 @@
+"""The server shell: health, OpenAPI, the page's files, security headers."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+
+WEB = Path(__file__).resolve().parents[2] / "taverna" / "web"
+
+
+def test_health_and_user(client: TestClient) -> None:
+    assert client.get("/api/health").json()["status"] == "ok"
+    assert client.get("/api/me").json() == {"user": "", "mode": "single-user"}
+
+
+def test_openapi_lists_the_api(client: TestClient) -> None:
+    schema = client.get("/openapi.json").json()
+    assert "/api/chats/{chat_id}" in schema["paths"]
+    assert "/api/chats/{chat_id}/messages/{node_id}/hidden" in schema["paths"]
+
+
+def test_page_is_served_without_outside_resources(client: TestClient) -> None:
+    page = client.get("/")
+    assert page.status_code == 200
+    assert '<script type="module" src="/js/main.js">' in page.text
+    assert "default-src 'self'" in page.headers["content-security-policy"]
+    for path in WEB.rglob("*"):
+        if path.suffix in {".js", ".css", ".html"}:
+            text = path.read_text(encoding="utf-8")
+            assert not re.search(
+                r"https?://(?!127\.0\.0\.1)", text.replace("http://www.w3.org", "")
+            ), path
+            assert client.get("/" + path.relative_to(WEB).as_posix()).status_code == 200
+
+
+def test_every_catalog_key_used_by_the_page_exists_in_both_languages() -> None:
+    en = json.loads((WEB / "i18n" / "en.json").read_text(encoding="utf-8"))
+    zh = json.loads((WEB / "i18n" / "zh-CN.json").read_text(encoding="utf-8"))
+    assert set(en) == set(zh)
+    used: set[str] = set()
+    for path in (WEB / "js").rglob("*.js"):
+        used |= set(
+            re.findall(r"\bt\(\s*\"([a-z_]+\.[A-Za-z_.]+)\"", path.read_text(encoding="utf-8"))
+        )
+    missing = sorted(k for k in used if k not in en)
+    assert not missing, missing
+    assert all(zh[k] for k in zh)
+
+
+def test_unknown_api_path_is_404_json(client: TestClient) -> None:
+    response = client.get("/api/nothing-here")
+    assert response.status_code == 404

@@ -1,0 +1,152 @@
+"""Chat endpoints over a real SQLite store: read, edit, hide, delete, swipe, branch, undo, bad input."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from taverna.model.chat import CharacterRef, NodeRole
+from taverna.server.context import AppContext
+
+
+def make_chat(ctx: AppContext) -> tuple[str, list[str]]:
+    """A chat with a greeting (two candidates), a user message and a reply."""
+    outcome = ctx.chats.create_chat(
+        "Test chat",
+        characters=[CharacterRef("Mira", None)],
+        user_name="Ann",
+        greetings=["Hello, *traveller*.", "Welcome back."],
+        greeting_speaker="Mira",
+    )
+    chat = outcome.chat
+    assert outcome.node is not None
+    ids = [outcome.node.id]
+    out = ctx.chats.append(
+        chat.id, NodeRole.USER, "Hi <b>there</b>", revision=chat.revision, speaker="Ann"
+    )
+    assert out.node is not None
+    ids.append(out.node.id)
+    out = ctx.chats.append(
+        chat.id, NodeRole.ASSISTANT, "A reply.", revision=out.chat.revision, speaker="Mira"
+    )
+    assert out.node is not None
+    ids.append(out.node.id)
+    return chat.id, ids
+
+
+def test_read_chat_shows_the_active_path_with_candidates(
+    client: TestClient, ctx: AppContext
+) -> None:
+    chat_id, ids = make_chat(ctx)
+    data = client.get(f"/api/chats/{chat_id}").json()
+    assert [m["id"] for m in data["messages"]] == ids
+    greeting = data["messages"][0]
+    assert (greeting["candidate_index"], greeting["candidate_count"]) == (1, 2)
+    assert (
+        data["messages"][1]["content"] == "Hi <b>there</b>"
+    )  # stored as written; the page escapes
+    assert data["persona"]["name"] == "Ann"
+    listed = client.get("/api/chats").json()
+    assert [c["id"] for c in listed] == [chat_id]
+    assert listed[0]["message_count"] == 3
+
+
+def test_edit_hide_delete_restore(client: TestClient, ctx: AppContext) -> None:
+    chat_id, ids = make_chat(ctx)
+    rev = client.get(f"/api/chats/{chat_id}").json()["revision"]
+    data = client.patch(
+        f"/api/chats/{chat_id}/messages/{ids[2]}", json={"content": "Edited.", "revision": rev}
+    ).json()
+    assert data["messages"][2]["content"] == "Edited."
+    data = client.post(
+        f"/api/chats/{chat_id}/messages/{ids[1]}/hidden", json={"hidden": True}
+    ).json()
+    assert data["messages"][1]["hidden"] is True
+    data = client.post(
+        f"/api/chats/{chat_id}/messages/{ids[1]}/hidden", json={"hidden": False}
+    ).json()
+    assert data["messages"][1]["hidden"] is False
+    data = client.delete(f"/api/chats/{chat_id}/messages/{ids[2]}").json()
+    assert [m["id"] for m in data["messages"]] == ids[:2]
+    assert (
+        client.post(f"/api/chats/{chat_id}/messages/{ids[2]}/restore", json={}).status_code == 200
+    )
+    # A restored message is a candidate again; selecting it puts it back on the path.
+    data = client.post(f"/api/chats/{chat_id}/messages/{ids[2]}/select", json={"index": 1}).json()
+    assert [m["id"] for m in data["messages"]] == ids
+
+
+def test_stale_revision_is_409_and_changes_nothing(client: TestClient, ctx: AppContext) -> None:
+    chat_id, ids = make_chat(ctx)
+    rev = client.get(f"/api/chats/{chat_id}").json()["revision"]
+    client.patch(
+        f"/api/chats/{chat_id}/messages/{ids[2]}", json={"content": "First.", "revision": rev}
+    )
+    stale = client.patch(
+        f"/api/chats/{chat_id}/messages/{ids[2]}", json={"content": "Second.", "revision": rev}
+    )
+    assert stale.status_code == 409
+    assert stale.json()["detail"]["current_revision"] == rev + 1
+    assert client.get(f"/api/chats/{chat_id}").json()["messages"][2]["content"] == "First."
+
+
+def test_select_candidate_and_branches(client: TestClient, ctx: AppContext) -> None:
+    chat_id, ids = make_chat(ctx)
+    data = client.post(f"/api/chats/{chat_id}/messages/{ids[0]}/select", json={"index": 2}).json()
+    assert data["messages"][0]["content"] == "Welcome back."
+    assert data["messages"][0]["candidate_index"] == 2
+    assert len(data["messages"]) == 1  # the other greeting's continuation is not on this path
+    data = client.post(f"/api/chats/{chat_id}/messages/{ids[0]}/select", json={"index": 1}).json()
+    assert [m["id"] for m in data["messages"]] == ids
+    data = client.post(f"/api/chats/{chat_id}/branches", json={"node_id": ids[1], "name": "side"})
+    assert data.status_code == 201
+    assert [m["id"] for m in data.json()["messages"]] == ids[:2]
+    branches = client.get(f"/api/chats/{chat_id}/branches").json()
+    side = next(b for b in branches if b["name"] == "side")
+    assert side["active"] is True
+    assert client.post(f"/api/chats/{chat_id}/undo", json={}).status_code == 200
+
+
+def test_rename_and_delete_chat(client: TestClient, ctx: AppContext) -> None:
+    chat_id, _ = make_chat(ctx)
+    assert (
+        client.patch(f"/api/chats/{chat_id}", json={"title": "新的标题"}).json()["title"]
+        == "新的标题"
+    )
+    assert client.delete(f"/api/chats/{chat_id}").status_code == 204
+    assert client.get(f"/api/chats/{chat_id}").status_code == 404
+    assert client.get("/api/chats").json() == []
+
+
+def test_bad_input_is_a_clear_4xx_and_stores_nothing(client: TestClient, ctx: AppContext) -> None:
+    chat_id, ids = make_chat(ctx)
+    before = client.get(f"/api/chats/{chat_id}").json()
+    bad = [
+        ("patch", f"/api/chats/{chat_id}/messages/{ids[2]}", {"content": 5}),
+        ("patch", f"/api/chats/{chat_id}/messages/{ids[2]}", {"content": "x", "extra": 1}),
+        ("post", f"/api/chats/{chat_id}/messages/{ids[1]}/hidden", {"hidden": "yes"}),
+        ("post", f"/api/chats/{chat_id}/messages/{ids[0]}/select", {"index": 0}),
+        ("post", f"/api/chats/{chat_id}/branches", {"node_id": ids[1], "name": ""}),
+        ("patch", f"/api/chats/{chat_id}", {"title": ""}),
+    ]
+    for method, url, body in bad:
+        response = getattr(client, method)(url, json=body)
+        assert response.status_code == 422, (url, body, response.text)
+    unknown = [
+        ("get", "/api/chats/nope", None),
+        ("patch", f"/api/chats/{chat_id}/messages/nope", {"content": "x"}),
+        ("post", f"/api/chats/{chat_id}/messages/nope/hidden", {"hidden": True}),
+        ("post", f"/api/chats/{chat_id}/messages/{ids[0]}/select", {"index": 9}),
+        ("post", f"/api/chats/{chat_id}/branches/nope/switch", {}),
+        ("delete", f"/api/chats/{chat_id}/messages/nope", None),
+    ]
+    for method, url, body in unknown:
+        kwargs = {"json": body} if body is not None else {}
+        response = getattr(client, method)(url, **kwargs)
+        assert response.status_code == 404, (url, response.text)
+        assert response.json()["detail"]["message"]
+    # Editing a message of another chat through this chat's URL is refused.
+    _other_id, other_ids = make_chat(ctx)
+    response = client.patch(f"/api/chats/{chat_id}/messages/{other_ids[2]}", json={"content": "x"})
+    assert response.status_code == 404
+    after = client.get(f"/api/chats/{chat_id}").json()
+    assert after == before
