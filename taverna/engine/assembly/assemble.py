@@ -8,15 +8,20 @@ be swapped in tests and the assembly itself stays a pure function.
 from __future__ import annotations
 
 import importlib
-import re
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
 from taverna.engine.assembly.budget import MessageCost
 from taverna.engine.assembly.chat_completion import build_chat_completion
 from taverna.engine.assembly.context import AssemblyContext
 from taverna.engine.assembly.turn import Substitute, Turn, prepare_turn
 from taverna.engine.assembly.world import LorebookScan, no_lorebooks
+from taverna.engine.tokens.cache import TokenCounter
+from taverna.engine.tokens.registry import get_tokenizer
+from taverna.engine.tokens.selection import (
+    chat_completion_tokenizer,
+    message_family,
+    text_completion_tokenizer,
+)
 from taverna.errors import TavernaError
 from taverna.model.prompt import Prompt
 
@@ -40,14 +45,11 @@ def assemble(
     """
     substitute = substitute or default_substitute(context)
     scan = scan or default_scan()
-    counter, family = (
-        (count_text, message_family or "tiktoken")
-        if count_text is not None
-        else default_counter(context)
-    )
-    cost = MessageCost(counter, family, always_full=family == "transcript-full")
-    if cost.family == "transcript-full":
-        cost.family = "transcript"
+    if count_text is not None:
+        counter, family, always_full = count_text, message_family or "tiktoken", False
+    else:
+        counter, family, always_full = default_counter(context)
+    cost = MessageCost(counter, family, always_full)
     # Lorebook entries under Chat Completion are counted as one "full" system message.
     world_count: CountText = cost.text if context.api != "textgen" else counter
     turn = prepare_turn(context, substitute, scan, world_count)
@@ -57,30 +59,28 @@ def assemble(
     return build_chat_completion(context, turn, cost)
 
 
-def default_counter(context: AssemblyContext) -> tuple[CountText, str]:
-    """The tokenizer SillyTavern would count this prompt with, and its message rule."""
-    tokens = importlib.import_module("taverna.engine.tokens.registry")
-    selection = importlib.import_module("taverna.engine.tokens.selection")
-    cache = importlib.import_module("taverna.engine.tokens.cache")
+def tokenizer_name(context: AssemblyContext) -> str:
+    """The tokenizer SillyTavern would count this turn's prompt with."""
     if context.tokenizer:
-        name = context.tokenizer
-    elif context.api == "textgen":
-        cc = context.chat_completion
-        name = selection.text_completion_tokenizer(
+        return context.tokenizer
+    cc = context.chat_completion
+    if context.api == "textgen":
+        return text_completion_tokenizer(
             context.power_user.tokenizer,
             str(context.text_completion.extras.get("model", "")),
             cc.source,
             cc.model,
         )
-    else:
-        cc = context.chat_completion
-        name = selection.chat_completion_tokenizer(cc.source, cc.model)
-    counter = cache.TokenCounter(tokens.get_tokenizer(name))
-    family = str(selection.message_family(name, context.chat_completion.model))
-    if name == "claude":
-        family = "transcript-full"  # tokenizers.js: Claude always counts "full"
+    return chat_completion_tokenizer(cc.source, cc.model)
+
+
+def default_counter(context: AssemblyContext) -> tuple[CountText, str, bool]:
+    """A cached counter for this turn's tokenizer, its message rule, and whether it
+    always counts "full" (Claude's does: public/scripts/tokenizers.js)."""
+    name = tokenizer_name(context)
+    counter = TokenCounter(get_tokenizer(name))
     count: CountText = counter.count
-    return count, family
+    return count, message_family(name, context.chat_completion.model), name == "claude"
 
 
 def default_scan() -> LorebookScan:
@@ -105,41 +105,6 @@ def default_text_builder() -> TextBuilder:
 
 def default_substitute(context: AssemblyContext) -> Substitute:
     """The macro engine bound to this turn's context."""
-    try:
-        bridge = importlib.import_module("taverna.engine.assembly.macros_bridge")
-        made: Substitute = bridge.substitute_for(context)
-        return made
-    except ImportError:
-        return names_only(context)
+    from taverna.engine.assembly.macros_bridge import substitute_for
 
-
-_NAME_MACRO = re.compile(
-    r"\{\{(char|user|charIfNotGroup|group|original|lastChatMessage)\}\}|<USER>|<BOT>", re.I
-)
-
-
-def names_only(context: AssemblyContext) -> Substitute:
-    """Name macros only: for when the full macro engine is not part of the build."""
-    user = context.persona.name
-    char = context.character.name if context.characters else ""
-    group = ", ".join(context.group_members) or char
-
-    def substitute(text: str, extra: Mapping[str, str]) -> str:
-        values: dict[str, Any] = {
-            "char": char,
-            "user": user,
-            "charifnotgroup": group,
-            "group": group,
-            "<user>": user,
-            "<bot>": char,
-        }
-        values.update({k.lower(): v for k, v in extra.items()})
-
-        def one(match: re.Match[str]) -> str:
-            key = (match.group(1) or match.group(0)).lower()
-            value = values.get(key)
-            return match.group(0) if value is None else str(value)
-
-        return _NAME_MACRO.sub(one, text)
-
-    return substitute
+    return substitute_for(context)

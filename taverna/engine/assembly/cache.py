@@ -1,0 +1,73 @@
+"""Where this turn's prompt stops sharing a prefix with the previous turn's.
+
+A provider's prompt cache (OpenAI, Anthropic, llama.cpp's KV cache) reuses the
+longest prefix two requests share; the first differing character is where the
+cache breaks. Knowing which part caused it tells the user what to move (see the
+`cache_friendly` option of the assembly context).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from taverna.model.prompt import LedgerItem, Prompt
+
+
+@dataclass(frozen=True, slots=True)
+class CacheBreak:
+    """The first difference between two prompts.
+
+    `message` is the index of the first differing message (Chat Completion) or
+    None for a text prompt; `offset` is the character offset inside that message's
+    content (or the text); `shared` the number of characters of the serialized
+    prompt both share; `cause` the ledger item of the current prompt at that point.
+    `identical` is true when nothing differs.
+    """
+
+    identical: bool
+    message: int | None = None
+    offset: int = 0
+    shared: int = 0
+    cause: LedgerItem | None = None
+
+
+def _common_prefix(a: str, b: str) -> int:
+    limit = min(len(a), len(b))
+    i = 0
+    while i < limit and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def first_difference(previous: Prompt, current: Prompt) -> CacheBreak:
+    """Where `current` stops sharing a prefix with `previous`, and which part caused it."""
+    positioned = [i for i in current.ledger.items if i.included and i.position is not None]
+    if current.kind == "text" or previous.kind == "text":
+        offset = _common_prefix(previous.text, current.text)
+        if offset == len(previous.text) == len(current.text) and previous.kind == current.kind:
+            return CacheBreak(True, None, offset, offset)
+        # The text prompt's ledger items are its pieces in order: find the one holding `offset`.
+        cause = None
+        start = 0
+        for item in sorted(positioned, key=lambda i: i.position or 0):
+            cause = item
+            if offset < start + len(item.text):
+                break
+            start += len(item.text)
+        return CacheBreak(False, None, offset, offset, cause)
+    shared = 0
+    old, new = previous.messages, current.messages
+    for index in range(max(len(old), len(new))):
+        if index >= len(old) or index >= len(new):
+            cause = next((i for i in positioned if i.position == index), None)
+            return CacheBreak(False, index, 0, shared, cause)
+        a, b = old[index], new[index]
+        if a.role != b.role or a.name != b.name:
+            cause = next((i for i in positioned if i.position == index), None)
+            return CacheBreak(False, index, 0, shared, cause)
+        if a.content != b.content:
+            offset = _common_prefix(a.content, b.content)
+            cause = next((i for i in positioned if i.position == index), None)
+            return CacheBreak(False, index, offset, shared + offset, cause)
+        shared += len(a.content)
+    return CacheBreak(True, None, 0, shared)
