@@ -142,3 +142,45 @@ class PromptOut(BaseModel):
     request: dict[str, Any] | None = None
     first_message_in_context: str | None = None
     included_message_ids: list[str] = []
+
+
+# ------------------------------------------------------------- connections
+
+ApiName = Literal[
+    "openai", "openai-compatible", "anthropic", "google", "koboldcpp", "llamacpp", "openai-text"
+]
+PostProcessingName = Literal["none", "merge", "semi", "strict", "single"]
+
+
+class ConnectionIn(Strict):
+    name: str = Field(min_length=1, max_length=NAME_MAX)
+    api: ApiName
+    url: str = Field(default="", max_length=2000)
+    model: str = Field(default="", max_length=NAME_MAX)
+    key: str | None = Field(default=None, max_length=10_000)
+    key_env: str | None = Field(default=None, max_length=NAME_MAX)
+    default: bool = False
+    post_processing: PostProcessingName = "none"
+
+
+class ConnectionPatch(Strict):
+    model: str | None = Field(default=None, max_length=NAME_MAX)
+    url: str | None = Field(default=None, max_length=2000)
+    default: bool | None = None
+
+
+class ConnectionOut(BaseModel):
+    name: str
+    api: str
+    url: str
+    model: str
+    post_processing: str
+    default: bool
+    has_key: bool
+    key: str = Field(description="where the key comes from, or its last characters; never the key")
+
+
+class ConnectionTestOut(BaseModel):
+    ok: bool
+    message: str
+    latency_ms: int

@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from taverna.server.routes import chats
+from taverna.server.routes import chats, connections
 
-ROUTERS: tuple[APIRouter, ...] = (chats.router,)
+ROUTERS: tuple[APIRouter, ...] = (chats.router, connections.router)

@@ -1,5 +1,7 @@
 // Element builders: every text goes in through textContent, never as HTML.
 
+import { icon } from "./icons.js";
+
 /**
  * Build an element. `attrs` keys: class, text, on* handlers, aria-*, data-*, and
  * plain attributes/properties. Children are nodes or strings (strings become text).
@@ -35,12 +37,12 @@ export function mount(el, ...children) {
   return el;
 }
 
-/** An icon button with an accessible name (aria-label + tooltip). */
-export function iconButton(label, glyph, onClick, extra = {}) {
+/** An icon button with an accessible name (aria-label + tooltip); `name` picks the icon. */
+export function iconButton(label, name, onClick, extra = {}) {
   return h(
     "button",
     { type: "button", class: `icon ${extra.class || ""}`.trim(), "aria-label": label, title: label, onClick, ...extra.attrs },
-    h("span", { "aria-hidden": "true", text: glyph }),
+    icon(name),
   );
 }
 

@@ -1,6 +1,7 @@
 // The page shell: navigation, language switch, and a hash router over the views.
 
 import { h, mount, toast } from "./dom.js";
+import { icon } from "./icons.js";
 import { initI18n, languages, language, setLanguage, t } from "./i18n.js";
 
 const ROUTES = [
@@ -86,6 +87,7 @@ async function start() {
     const open = document.body.classList.toggle("nav-open");
     document.getElementById("menu-toggle").setAttribute("aria-expanded", String(open));
   });
+  document.getElementById("menu-toggle").replaceChildren(icon("menu"));
   window.addEventListener("hashchange", route);
   window.addEventListener("unhandledrejection", (event) => {
     toast(event.reason?.message || String(event.reason), "error");

@@ -26,8 +26,8 @@ export async function render(root, params) {
   });
   const sendButton = h("button", { type: "button", class: "primary", id: "send", text: t("chat.send") });
   const stopButton = h("button", { type: "button", class: "danger", id: "stop", text: t("chat.stop"), hidden: true });
-  const impersonateButton = iconButton(t("chat.impersonate"), "🎭", () => generate("impersonate"));
-  const continueButton = iconButton(t("chat.continue"), "⏩", () => generate("continue"));
+  const impersonateButton = iconButton(t("chat.impersonate"), "impersonate", () => generate("impersonate"));
+  const continueButton = iconButton(t("chat.continue"), "continue", () => generate("continue"));
   const title = h("h1", { class: "chat-title" });
   const branchSelect = h("select", { "aria-label": t("chat.branches"), class: "branch-select" });
   const header = h(
@@ -36,7 +36,7 @@ export async function render(root, params) {
     h("a", { href: "#/chats", class: "back", "aria-label": t("chat.back"), title: t("chat.back"), text: "‹" }),
     title,
     branchSelect,
-    iconButton(t("chat.inspector"), "🔍", () => openInspector(params.id, null), { attrs: { id: "open-inspector" } }),
+    iconButton(t("chat.inspector"), "inspect", () => openInspector(params.id, null), { attrs: { id: "open-inspector" } }),
   );
   const composer = h(
     "div",
@@ -137,11 +137,11 @@ export async function render(root, params) {
 
   function candidateNav(m, isLast, busy) {
     if (m.candidate_count < 2 && !(isLast && m.role === "assistant")) return null;
-    const prev = iconButton(t("chat.prev_candidate"), "‹", () => select(m, -1), { class: "swipe-prev" });
+    const prev = iconButton(t("chat.prev_candidate"), "prev", () => select(m, -1), { class: "swipe-prev" });
     prev.disabled = busy || m.candidate_index <= 1;
     // On the last reply, "next" past the last candidate asks the model for a new one (a swipe).
     const canGenerate = isLast && m.role === "assistant" && m.candidate_index >= m.candidate_count;
-    const next = iconButton(t("chat.next_candidate"), "›", () => (canGenerate ? generate("swipe") : select(m, 1)), { class: "swipe-next" });
+    const next = iconButton(t("chat.next_candidate"), "next", () => (canGenerate ? generate("swipe") : select(m, 1)), { class: "swipe-next" });
     next.disabled = busy || (!canGenerate && m.candidate_index >= m.candidate_count);
     return h("span", { class: "swipes" }, prev,
       h("span", { class: "counter", "aria-label": t("chat.candidate_counter", { n: m.candidate_index, total: m.candidate_count }), text: `${m.candidate_index}/${m.candidate_count}` }),
@@ -158,16 +158,16 @@ export async function render(root, params) {
       b.disabled = busy;
       actions.append(b);
     };
-    add(t("chat.copy"), "⧉", async () => toast((await copyText(m.content)) ? t("chat.copied") : t("error.copy")), "copy");
-    add(t("chat.edit"), "✎", () => startEdit(m, content, false), "edit");
-    if (isUser) add(t("chat.edit_resend"), "↻✎", () => startEdit(m, content, true), "edit-resend");
-    add(m.hidden ? t("chat.unhide") : t("chat.hide"), m.hidden ? "◌" : "👁", () => setHidden(m, !m.hidden), m.hidden ? "unhide" : "hide");
-    add(t("chat.branch"), "⑂", () => branchFrom(m), "branch");
-    add(t("chat.prompt_of"), "🔍", () => openInspector(params.id, m.role === "assistant" && m.generated ? m.id : null), "inspect");
+    add(t("chat.copy"), "copy", async () => toast((await copyText(m.content)) ? t("chat.copied") : t("error.copy")), "copy");
+    add(t("chat.edit"), "edit", () => startEdit(m, content, false), "edit");
+    if (isUser) add(t("chat.edit_resend"), "resend", () => startEdit(m, content, true), "edit-resend");
+    add(m.hidden ? t("chat.unhide") : t("chat.hide"), m.hidden ? "eyeOff" : "eye", () => setHidden(m, !m.hidden), m.hidden ? "unhide" : "hide");
+    add(t("chat.branch"), "branch", () => branchFrom(m), "branch");
+    add(t("chat.prompt_of"), "inspect", () => openInspector(params.id, m.role === "assistant" && m.generated ? m.id : null), "inspect");
     if (isLastAssistant) {
-      add(t("chat.regenerate"), "⟳", () => generate("regenerate"), "regenerate");
+      add(t("chat.regenerate"), "regenerate", () => generate("regenerate"), "regenerate");
     }
-    add(t("chat.delete"), "🗑", () => remove(m), "delete danger");
+    add(t("chat.delete"), "trash", () => remove(m), "delete danger");
     const name = m.name || (isUser ? state.chat.persona?.name : state.chat.characters?.[0]?.name) || "";
     return h(
       "li",

@@ -52,7 +52,7 @@ export async function openInspector(chatId, nodeId) {
   const panel = h("aside", { id: "inspector", class: "drawer", role: "dialog", "aria-modal": "true", "aria-label": t("inspector.title") },
     h("div", { class: "drawer-head" },
       h("h2", { text: nodeId ? t("inspector.title_past") : t("inspector.title_next") }),
-      iconButton(t("inspector.close"), "✕", () => panel.remove(), { attrs: { id: "close-inspector" } })),
+      iconButton(t("inspector.close"), "close", () => panel.remove(), { attrs: { id: "close-inspector" } })),
     tabs, body);
   document.body.append(panel);
   panel.addEventListener("keydown", (e) => e.key === "Escape" && panel.remove());

@@ -11,8 +11,8 @@ function promptManager(prompts, onEdit) {
     mount(list, prompts.map((p, i) => {
       const toggle = h("input", { type: "checkbox", checked: p.enabled, "aria-label": t("presets.enable_slot", { name: p.name || p.identifier }) });
       toggle.addEventListener("change", () => { p.enabled = toggle.checked; });
-      const up = iconButton(t("presets.move_up"), "▲", () => { [prompts[i - 1], prompts[i]] = [prompts[i], prompts[i - 1]]; draw(); });
-      const down = iconButton(t("presets.move_down"), "▼", () => { [prompts[i + 1], prompts[i]] = [prompts[i], prompts[i + 1]]; draw(); });
+      const up = iconButton(t("presets.move_up"), "up", () => { [prompts[i - 1], prompts[i]] = [prompts[i], prompts[i - 1]]; draw(); });
+      const down = iconButton(t("presets.move_down"), "down", () => { [prompts[i + 1], prompts[i]] = [prompts[i], prompts[i + 1]]; draw(); });
       up.disabled = i === 0;
       down.disabled = i === prompts.length - 1;
       return h("li", { class: `slot${p.marker ? " marker" : ""}`, "data-identifier": p.identifier },

@@ -1,0 +1,92 @@
+"""Connections to model APIs: add, list, change, test, list models, remove. Keys never come back."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Request, Response
+
+from taverna.server import usecases
+from taverna.server.context import AppContext, context, current_user
+from taverna.server.schemas import ConnectionIn, ConnectionOut, ConnectionPatch, ConnectionTestOut
+from taverna.services.connections import Connection, ConnectionService
+
+router = APIRouter(prefix="/api/connections", tags=["connections"])
+
+
+def service(request: Request, ctx: AppContext = Depends(context)) -> ConnectionService:
+    return ConnectionService(ctx.store, ctx.data_dir, owner=current_user(request))
+
+
+def out(connections: ConnectionService, connection: Connection) -> ConnectionOut:
+    shown = connection.public(connections.key_hint(connection))
+    return ConnectionOut(
+        name=connection.name,
+        api=connection.api.value,
+        url=connection.url,
+        model=connection.model,
+        post_processing=connection.post_processing.value,
+        default=connection.default,
+        has_key=bool(connection.key_ref),
+        key=str(shown.get("key", "none")),
+    )
+
+
+@router.get("", response_model=list[ConnectionOut])
+def list_connections(connections: ConnectionService = Depends(service)) -> list[ConnectionOut]:
+    return [out(connections, c) for c in connections.list()]
+
+
+@router.post("", response_model=ConnectionOut, status_code=201)
+def add_connection(
+    body: ConnectionIn, connections: ConnectionService = Depends(service)
+) -> ConnectionOut:
+    connection = connections.add(
+        body.name,
+        body.api,
+        url=body.url,
+        model=body.model,
+        key=body.key or None,
+        key_env=body.key_env or None,
+        default=body.default,
+        post_processing=body.post_processing,
+    )
+    return out(connections, connection)
+
+
+@router.patch("/{name}", response_model=ConnectionOut)
+def change_connection(
+    name: str, body: ConnectionPatch, connections: ConnectionService = Depends(service)
+) -> ConnectionOut:
+    current = connections.get(name)
+    if body.model is not None or body.url is not None:
+        current = connections.add(
+            current.name,
+            current.api,
+            url=current.url if body.url is None else body.url,
+            model=current.model if body.model is None else body.model,
+            post_processing=current.post_processing,
+            options=current.options,
+        )
+    if body.default:
+        current = connections.set_default(name)
+    return out(connections, current)
+
+
+@router.delete("/{name}", status_code=204)
+def remove_connection(name: str, connections: ConnectionService = Depends(service)) -> Response:
+    connections.remove(name)
+    return Response(status_code=204)
+
+
+@router.post("/{name}/test", response_model=ConnectionTestOut)
+async def test_connection(
+    name: str, connections: ConnectionService = Depends(service)
+) -> ConnectionTestOut:
+    result = await connections.test(name)
+    return ConnectionTestOut(
+        ok=result.ok, message=result.message, latency_ms=round(result.seconds * 1000)
+    )
+
+
+@router.get("/{name}/models", response_model=list[str])
+async def list_models(name: str, connections: ConnectionService = Depends(service)) -> list[str]:
+    return await usecases.list_models(connections, connections.get(name))

@@ -1,0 +1,38 @@
+// Line icons drawn here (24x24, stroke), built as SVG nodes: no font or file needed.
+
+const PATHS = {
+  copy: "M9 9h10v10H9z M5 15V5h10",
+  edit: "M4 20h4L19 9l-4-4L4 16z M13.5 6.5l4 4",
+  resend: "M4 20h4L17 11l-4-4L4 16z M15 3h6v6 M21 3l-5 5",
+  eye: "M2 12s3.5-7 10-7 10 7 10 7-3.5 7-10 7S2 12 2 12z M12 9a3 3 0 1 0 0 6a3 3 0 1 0 0-6",
+  eyeOff: "M3 3l18 18 M10.6 5.1A10 10 0 0 1 12 5c6.5 0 10 7 10 7a17 17 0 0 1-3.2 4.2 M6.6 6.6C3.8 8.4 2 12 2 12s3.5 7 10 7a9.6 9.6 0 0 0 5.4-1.6 M9.9 9.9a3 3 0 0 0 4.2 4.2",
+  branch: "M6 3v12 M6 15a3 3 0 1 0 0 6a3 3 0 1 0 0-6 M18 3a3 3 0 1 0 0 6a3 3 0 1 0 0-6 M18 9c0 6-12 3-12 6",
+  inspect: "M10 4a6 6 0 1 0 0 12a6 6 0 1 0 0-12 M14.5 14.5L20 20",
+  regenerate: "M20 12a8 8 0 1 1-2.3-5.7 M20 4v5h-5",
+  trash: "M4 7h16 M9 7V4h6v3 M6 7l1 13h10l1-13 M10 11v6 M14 11v6",
+  prev: "M15 5l-7 7 7 7",
+  next: "M9 5l7 7-7 7",
+  continue: "M4 6l7 6-7 6z M13 6l7 6-7 6z",
+  impersonate: "M12 3a4 4 0 1 0 0 8a4 4 0 1 0 0-8 M4 21c0-4 3.6-7 8-7s8 3 8 7",
+  close: "M6 6l12 12 M18 6L6 18",
+  up: "M6 15l6-6 6 6",
+  down: "M6 9l6 6 6-6",
+  back: "M15 5l-7 7 7 7",
+  menu: "M4 6h16 M4 12h16 M4 18h16",
+};
+
+/** An SVG icon by name, hidden from assistive technology (the button carries the name). */
+export function icon(name) {
+  const ns = "http://www.w3.org/2000/svg";
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("viewBox", "0 0 24 24");
+  svg.setAttribute("width", "18");
+  svg.setAttribute("height", "18");
+  svg.setAttribute("aria-hidden", "true");
+  svg.setAttribute("focusable", "false");
+  svg.classList.add("i");
+  const path = document.createElementNS(ns, "path");
+  path.setAttribute("d", PATHS[name] || PATHS.close);
+  svg.append(path);
+  return svg;
+}
