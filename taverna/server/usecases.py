@@ -13,6 +13,7 @@ from taverna.model.chat import Chat
 from taverna.server.context import AppContext
 from taverna.server.schemas import ChatOut, ChatSummaryOut, PersonaRef, TaskOut
 from taverna.server.views import chat_out, chat_summary_out
+from taverna.services.connections import Connection, ConnectionService
 
 
 def running_task(ctx: AppContext, chat_id: str) -> TaskOut | None:
