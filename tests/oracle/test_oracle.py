@@ -1,0 +1,72 @@
+"""Every SillyTavern oracle case through `taverna prompt`, compared line by line.
+
+The cases hold SillyTavern's own input files and the request body SillyTavern
+sent; the comparison is the oracle's own (`compare.py`), run in-process.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from typer.testing import CliRunner
+
+from taverna.cli.main import _register, app
+
+
+def _compare_module(cases: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location("oracle_compare", cases.parent / "compare.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _available(module: str, attribute: str | None = None) -> bool:
+    try:
+        found = importlib.import_module(module)
+    except ImportError:
+        return False
+    return attribute is None or hasattr(found, attribute)
+
+
+def _case_dirs() -> list[str]:
+    from tests.conftest import shared_dir
+
+    root = shared_dir() / "oracle" / "cases"
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if (p / "case.json").exists())
+
+
+@pytest.mark.parametrize("name", _case_dirs() or ["(no cases)"])
+def test_oracle_case(name: str, oracle_cases: Path) -> None:
+    case_dir = oracle_cases / name
+    case = json.loads((case_dir / "case.json").read_text())
+    settings = json.loads((case_dir / "settings.json").read_text())
+    global_books = settings.get("world_info_settings", {}).get("world_info", {}).get("globalSelect")
+    if (case.get("worlds") or global_books) and not _available(
+        "taverna.engine.assembly.lorebook_bridge"
+    ):
+        pytest.skip("the lorebook engine is not part of this build")
+    if case.get("api") == "tc" and not _available(
+        "taverna.engine.textgen", "build_text_completion"
+    ):
+        pytest.skip("the Text Completion builder is not part of this build")
+    compare = _compare_module(oracle_cases)
+    _register()
+    runner = CliRunner()
+    expected_files = sorted(case_dir.glob("expected*.json"))
+    assert expected_files
+    for generation, expected_file in enumerate(expected_files):
+        command = compare.command_for(case_dir, case, ["taverna"], generation)[1:]
+        result = runner.invoke(app, command, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        got = json.loads(result.stdout)
+        expected = json.loads(expected_file.read_text())
+        api = case.get("api", "cc")
+        assert compare.lines_of(got, api) == compare.lines_of(expected, api)
