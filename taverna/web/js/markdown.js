@@ -18,6 +18,12 @@ function inline(text) {
     codes.push(`<code>${code}</code>`);
     return `${SLOT}${codes.length - 1}${SLOT}`;
   });
+  // Links first (only http/https; the URL may hold &amp; but no other entity, so no quote).
+  // The link is set aside like a code span, so no later rule reaches into its URL.
+  out = out.replace(/\[([^\]\n]+)\]\((https?:\/\/(?:[^\s)&]|&amp;)+)\)/g, (_, label, href) => {
+    codes.push(`<a href="${href}" target="_blank" rel="noopener noreferrer nofollow">${label}</a>`);
+    return `${SLOT}${codes.length - 1}${SLOT}`;
+  });
   out = out
     .replace(/\*\*\*([^*\n]+)\*\*\*/g, "<strong><em>$1</em></strong>")
     .replace(/\*\*([^*\n]+)\*\*/g, "<strong>$1</strong>")
@@ -28,10 +34,7 @@ function inline(text) {
     // Dialogue in straight or CJK quotes is tinted, as role-play readers expect.
     .replace(/(&quot;)([^\n]*?)(&quot;)/g, '<q class="speech">$1$2$3</q>')
     .replace(/(“)([^”\n]*)(”)/g, '<q class="speech">$1$2$3</q>')
-    .replace(/(「)([^」\n]*)(」)/g, '<q class="speech">$1$2$3</q>')
-    .replace(/\[([^\]\n]+)\]\((https?:\/\/[^\s)]+)\)/g, (_, label, href) => {
-      return `<a href="${href}" target="_blank" rel="noopener noreferrer nofollow">${label}</a>`;
-    });
+    .replace(/(「)([^」\n]*)(」)/g, '<q class="speech">$1$2$3</q>');
   return out.replace(new RegExp(`${SLOT}(\\d+)${SLOT}`, "g"), (_, i) => codes[Number(i)]);
 }
 
