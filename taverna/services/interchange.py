@@ -10,10 +10,12 @@ JSONL linked by `main_chat`. Importing a plain chat and exporting it gives back 
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -74,6 +76,22 @@ _SYSTEM_TYPES = {
     "welcome_prompt",
     "assistant_note",
 }
+
+
+@contextmanager
+def bulk() -> Iterator[None]:
+    """Pause the cycle collector while a large chat is built or written.
+
+    A 100,000-message chat is hundreds of thousands of small objects, none of them in
+    cycles; full collections over them would cost more than the work itself.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 # ---------------------------------------------------------------------------
@@ -867,6 +885,28 @@ class InterchangeService:
         owner: str = "",
     ) -> ImportedChat:
         """Store a chat document (and its checkpoint and branch files) as one tree."""
+        with bulk():
+            return self._import_documents(
+                main,
+                name=name,
+                linked=linked,
+                characters=characters,
+                group_id=group_id,
+                metadata=metadata,
+                owner=owner,
+            )
+
+    def _import_documents(
+        self,
+        main: ChatDocument,
+        *,
+        name: str,
+        linked: Sequence[LinkedFile],
+        characters: Sequence[CharacterRef],
+        group_id: str | None,
+        metadata: Mapping[str, Any] | None,
+        owner: str,
+    ) -> ImportedChat:
         built = build_tree(
             main,
             name=name,
@@ -924,7 +964,8 @@ class InterchangeService:
             if resolved in seen:
                 continue
             seen.add(resolved)
-            documents[path.stem] = _read(path, lenient=lenient)
+            with bulk():
+                documents[path.stem] = _read(path, lenient=lenient)
         results = []
         for main_name, linked in group_chat_files(documents):
             results.append(
@@ -940,11 +981,14 @@ class InterchangeService:
 
     def export_files(self, chat_id: str) -> list[ExportedFile]:
         """The SillyTavern files of a chat (main file first)."""
-        return export_tree(self.store.tree(chat_id))
+        with bulk():
+            return export_tree(self.store.tree(chat_id))
 
     def export_jsonl(self, chat_id: str) -> str:
         """The active path as one SillyTavern JSONL text."""
-        return write_chat(self.export_files(chat_id)[0].document)
+        document = self.export_files(chat_id)[0].document
+        with bulk():
+            return write_chat(document)
 
     def export_to(self, chat_id: str, folder: Path) -> list[Path]:
         """Write a chat's SillyTavern files into `folder`; returns their paths."""
@@ -956,7 +1000,9 @@ class InterchangeService:
         for item in self.export_files(chat_id):
             target = folder / f"{item.name}.jsonl"
             tmp = target.with_suffix(".jsonl.tmp")
-            tmp.write_text(write_chat(item.document), encoding="utf-8")
+            with bulk():
+                text = write_chat(item.document)
+            tmp.write_text(text, encoding="utf-8")
             tmp.replace(target)
             written.append(target)
         return written

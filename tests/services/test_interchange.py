@@ -1,0 +1,274 @@
+"""SillyTavern chats into the tree and back: round trips, merged branch files, tree edits."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from taverna.errors import FormatError
+from taverna.formats.st_chat import read_chat, write_chat
+from taverna.model.chat import NodeRole
+from taverna.services.chats import ChatService
+from taverna.services.interchange import InterchangeService, safe_file_name
+from taverna.store.sql import SqlStore
+from taverna.store.testing import backends, temporary_store
+
+MAIN = "Seraphina - 2024-09-28@14h03m12s"
+CHECKPOINT = "Checkpoint #1 - 2024-09-28@14h10m05s"
+
+
+@pytest.fixture(params=backends())
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlStore]:
+    with temporary_store(request.param, tmp_path) as opened:
+        yield opened
+
+
+@pytest.fixture
+def interchange(store: SqlStore) -> InterchangeService:
+    return InterchangeService(store)
+
+
+@pytest.fixture
+def seraphina(st_fixtures: Path) -> Path:
+    return st_fixtures / "handmade" / "user-data" / "chats" / "Seraphina"
+
+
+def values(text: str) -> list[object]:
+    """JSON values per line, numbers compared as JavaScript does."""
+    return [json.loads(line, parse_int=float) for line in text.split("\n") if line.strip()]
+
+
+def is_sqlite(store: SqlStore) -> bool:
+    return store.url.startswith("sqlite")
+
+
+def test_every_fixture_chat_round_trips(
+    interchange: InterchangeService, store: SqlStore, st_fixtures: Path, oracle_cases: Path
+) -> None:
+    files = sorted(st_fixtures.rglob("*.jsonl")) + sorted(oracle_cases.glob("*/chat.jsonl"))
+    assert len(files) > 10
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        (result,) = interchange.import_files([path], find_linked=False)
+        out = interchange.export_jsonl(result.chat.id)
+        assert values(out) == values(text), path
+        if is_sqlite(store) and "handmade" in str(path):
+            # files SillyTavern wrote come back byte for byte
+            assert out == text, path
+
+
+def test_swipes_become_candidates_and_hidden_stays_hidden(
+    interchange: InterchangeService, store: SqlStore, seraphina: Path
+) -> None:
+    (result,) = interchange.import_files([seraphina / f"{MAIN}.jsonl"], find_linked=False)
+    path = store.active_path(result.chat.id)
+    assert len(path.entries) == 7
+    greeting, _, reply, _, narrator, comment, _ = path.entries
+    assert (greeting.candidate_index, greeting.candidate_count) == (0, 2)
+    assert (reply.candidate_index, reply.candidate_count) == (1, 2)
+    assert reply.node.content.startswith('"Shh')
+    assert narrator.node.role is NodeRole.NARRATOR and not narrator.node.hidden
+    assert comment.node.hidden and comment.node.role is NodeRole.SYSTEM
+    assert [n.content for n in path.for_model()] == [
+        e.node.content for e in path.entries if e is not comment
+    ]
+    assert reply.node.generation is not None and reply.node.generation.model == "gpt-4-turbo"
+    state = path.state
+    assert state.variables["visits"] == 2
+    assert state.authors_note is not None and state.authors_note.prompt.startswith("[Keep")
+    assert "Glade Lore.1" in state.timers["cooldown"]
+    assert state.summary is not None and state.summary.startswith("Traveler woke")
+    assert result.chat.metadata["world_info"] == "Glade Lore"
+    assert result.chat.characters[0].name == "Seraphina"
+    assert result.chat.user_name == "Traveler"
+
+
+def test_checkpoint_file_merges_into_the_main_tree(
+    interchange: InterchangeService, store: SqlStore, seraphina: Path, tmp_path: Path
+) -> None:
+    (result,) = interchange.import_files([seraphina / f"{MAIN}.jsonl"])
+    assert result.checkpoints == (CHECKPOINT,)
+    assert result.nodes == 9  # the checkpoint shares all its messages with the main chat
+    (checkpoint,) = store.checkpoints(result.chat.id)
+    node = store.get_node(result.chat.id, checkpoint.node_id)
+    assert node.content.startswith('"Shh')
+    # the checkpoint's own timers are the state at its message
+    timers = store.state_at(result.chat.id, node.id).timers
+    assert "Glade Lore.1" in timers["sticky"]
+    written = interchange.export_to(result.chat.id, tmp_path / "out")
+    assert sorted(p.name for p in written) == sorted([f"{MAIN}.jsonl", f"{CHECKPOINT}.jsonl"])
+    for path in written:
+        original = (seraphina / path.name).read_text(encoding="utf-8")
+        assert values(path.read_text(encoding="utf-8")) == values(original), path.name
+        if is_sqlite(store):
+            assert path.read_text(encoding="utf-8") == original
+
+
+def make_branch_file(main_text: str, fork: int, name: str) -> tuple[str, str]:
+    """A branch of a main chat as SillyTavern makes it, and the main chat linking to it."""
+    header, *messages = main_text.split("\n")
+    head = json.loads(header)
+    head["chat_metadata"] = {**head["chat_metadata"], "main_chat": MAIN}
+    head["chat_metadata"]["variables"] = {"visits": 3}
+    new = [
+        {
+            "name": "Traveler",
+            "is_user": True,
+            "is_system": False,
+            "send_date": "x",
+            "mes": "Go.",
+            "extra": {},
+        },
+        {
+            "name": "Seraphina",
+            "is_user": False,
+            "send_date": "y",
+            "mes": "A branch reply.",
+            "extra": {},
+            "swipe_id": 0,
+            "swipes": ["A branch reply."],
+            "swipe_info": [],
+        },
+    ]
+    compact = {"ensure_ascii": False, "separators": (",", ":")}
+    branch = [json.dumps(head, **compact), *messages[: fork + 1]]  # type: ignore[arg-type]
+    branch += [json.dumps(m, **compact) for m in new]  # type: ignore[arg-type]
+    linked = json.loads(messages[fork])
+    linked["extra"] = {**linked["extra"], "branches": [name]}
+    messages[fork] = json.dumps(linked, **compact)  # type: ignore[arg-type]
+    return "\n".join(branch), "\n".join([header, *messages])
+
+
+def test_branch_file_merges_by_common_prefix_and_exports_back(
+    interchange: InterchangeService, store: SqlStore, seraphina: Path, tmp_path: Path
+) -> None:
+    name = "Branch #3 - 2024-09-28@14h20m00s"
+    branch_text, main_text = make_branch_file(
+        (seraphina / f"{MAIN}.jsonl").read_text(encoding="utf-8"), 3, name
+    )
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / f"{MAIN}.jsonl").write_text(main_text, encoding="utf-8")
+    (folder / f"{name}.jsonl").write_text(branch_text, encoding="utf-8")
+    (result,) = interchange.import_files([folder / f"{MAIN}.jsonl"])
+    assert result.branches == (name,)
+    assert result.nodes == 9 + 2
+    summaries = {s.branch.name: s for s in store.branches(result.chat.id)}
+    assert summaries["main"].active
+    assert summaries[name].length == 6
+    assert summaries[name].last_message is not None
+    assert summaries[name].last_message.content == "A branch reply."
+    head = summaries[name].branch.head_id
+    assert store.state_at(result.chat.id, head).variables == {"visits": 3}
+    written = interchange.export_to(result.chat.id, tmp_path / "out")
+    assert {p.name for p in written} == {f"{MAIN}.jsonl", f"{name}.jsonl"}
+    for path in written:
+        original = (folder / path.name).read_text(encoding="utf-8")
+        assert values(path.read_text(encoding="utf-8")) == values(original), path.name
+
+
+def test_tree_edits_export_as_swipes_and_branch_files(
+    interchange: InterchangeService, store: SqlStore, seraphina: Path
+) -> None:
+    (result,) = interchange.import_files([seraphina / f"{MAIN}.jsonl"], find_linked=False)
+    chats = ChatService(store)
+    chat_id = result.chat.id
+    path = store.active_path(chat_id)
+    last = path.entries[-1].node
+    outcome = chats.swipe(chat_id, last.id, "A third way to say it.", revision=result.chat.revision)
+    files = interchange.export_files(chat_id)
+    assert len(files) == 1
+    reply = files[0].document.messages[-1]
+    assert reply.fields["swipes"] == [last.content, "A third way to say it."]
+    assert reply.swipe_id == 1 and reply.text == "A third way to say it."
+    assert reply.swipes_consistent
+    # an edit-and-resend of a user message leaves the old turn as a branch file
+    user = path.entries[3].node
+    outcome = chats.edit_and_resend(
+        chat_id, user.id, "Let me rest.", revision=outcome.chat.revision
+    )
+    files = interchange.export_files(chat_id)
+    assert [f.main for f in files] == [True, False]
+    main, branch = files
+    assert [m.text for m in main.document.messages][-1] == "Let me rest."
+    assert len(main.document.messages) == 4
+    assert branch.document.metadata.main_chat == main.name
+    assert len(branch.document.messages) == 7
+    assert branch.name.startswith("Branch #2 - ")
+    assert main.document.messages[2].extra["branches"] == [branch.name]
+    for exported in files:
+        text = write_chat(exported.document)
+        assert read_chat(text).messages == exported.document.messages
+
+
+def test_chat_made_in_taverna_exports_as_sillytavern_chat(
+    interchange: InterchangeService, store: SqlStore
+) -> None:
+    from taverna.model.chat import CharacterRef
+
+    chats = ChatService(store)
+    outcome = chats.create_chat(
+        "Night watch",
+        characters=[CharacterRef("Kael")],
+        user_name="Traveler",
+        greetings=["Halt.", "Who goes there?"],
+        greeting_speaker="Kael",
+    )
+    outcome = chats.append(
+        outcome.chat.id,
+        NodeRole.USER,
+        "A friend.",
+        speaker="Traveler",
+        revision=outcome.chat.revision,
+    )
+    outcome = chats.append(
+        outcome.chat.id,
+        NodeRole.ASSISTANT,
+        "Pass.",
+        speaker="Kael",
+        revision=outcome.chat.revision,
+    )
+    (exported,) = interchange.export_files(outcome.chat.id)
+    document = read_chat(write_chat(exported.document))
+    assert document.header is not None
+    assert document.header.character_name == "Kael"
+    assert document.header.user_name == "Traveler"
+    greeting, user, reply = document.messages
+    assert greeting.fields["swipes"] == ["Halt.", "Who goes there?"] and greeting.swipe_id == 0
+    assert user.is_user and user.name == "Traveler" and "swipes" not in user.fields
+    assert reply.fields["swipes"] == ["Pass."]
+    assert isinstance(reply.send_date, str)
+    assert exported.name.startswith("Kael - ")
+
+
+def test_group_chat_keeps_its_headerless_layout(
+    interchange: InterchangeService, st_fixtures: Path
+) -> None:
+    path = next(st_fixtures.rglob("group chats/*.jsonl"))
+    (result,) = interchange.import_files([path])
+    assert result.chat.characters[0].name == "Seraphina"
+    (exported,) = interchange.export_files(result.chat.id)
+    assert exported.document.header is None
+    assert values(write_chat(exported.document)) == values(path.read_text(encoding="utf-8"))
+
+
+def test_bad_chat_file_names_file_and_line(interchange: InterchangeService, tmp_path: Path) -> None:
+    path = tmp_path / "broken.jsonl"
+    path.write_text('{"user_name":"a","chat_metadata":{}}\n{"name":"x","mes":"ok"}\nnot json')
+    with pytest.raises(FormatError) as info:
+        interchange.import_files([path])
+    assert "broken.jsonl" in str(info.value) and "line 3" in str(info.value)
+    (result,) = interchange.import_files([path], lenient=True)
+    assert result.messages == 1
+    assert result.skipped and "line 3" in result.skipped[0]
+
+
+@pytest.mark.parametrize(
+    ("title", "expected"),
+    [("a/b:c", "a_b_c"), ("  CON ", "_CON"), ("東京 chat", "東京 chat"), ("...", "_")],
+)
+def test_safe_file_names(title: str, expected: str) -> None:
+    assert safe_file_name(title) == expected
