@@ -24,6 +24,8 @@ from taverna.model.lorebook import (
     Lorebook,
     Position,
     SelectiveLogic,
+    entry_to_json,
+    ordered_fields,
 )
 
 __all__ = [
@@ -189,57 +191,6 @@ def entry_from_json(
     return Entry(**values, extras=extras, missing=missing, field_order=tuple(data))
 
 
-def _entry_value(name: str, value: Any) -> Any:
-    if isinstance(value, tuple):
-        return list(value)
-    if isinstance(value, Position | SelectiveLogic | EntryRole):
-        return int(value)
-    if isinstance(value, CharacterFilter):
-        return _filter_to_json(value)
-    return value
-
-
-def _filter_to_json(value: CharacterFilter) -> dict[str, Any]:
-    known: dict[str, Any] = {
-        "isExclude": value.is_exclude,
-        "names": list(value.names),
-        "tags": list(value.tags),
-    }
-    known = {k: v for k, v in known.items() if k not in value.missing}
-    return _ordered(known, value.extras, value.field_order)
-
-
-def _ordered(
-    known: Mapping[str, Any], extras: Mapping[str, Any], order: tuple[str, ...]
-) -> dict[str, Any]:
-    """Known fields and extras, in the source order first, then anything new."""
-    out: dict[str, Any] = {}
-    for name in order:
-        if name in known:
-            out[name] = known[name]
-        elif name in extras:
-            out[name] = extras[name]
-    for source in (known, extras):
-        for name, value in source.items():
-            if name not in out:
-                out[name] = value
-    return out
-
-
-def entry_to_json(entry: Entry) -> dict[str, Any]:
-    """An `Entry` as the JSON object SillyTavern stores (fields read as missing stay out)."""
-    known = {
-        json_name: _entry_value(json_name, getattr(entry, attr))
-        for attr, json_name in ENTRY_FIELDS
-        if json_name not in entry.missing
-    }
-    for optional in ("characterFilter", "displayIndex"):
-        # SillyTavern writes these only when set; keep a stored null, add none of our own.
-        if known.get(optional, 0) is None and optional not in entry.field_order:
-            del known[optional]
-    return _ordered(known, entry.extras, entry.field_order)
-
-
 def world_info_from_json(data: Any, *, name: str, file: str | None = None) -> Lorebook:
     """A parsed world file (`{"entries": {...}}`) as a `Lorebook` named `name`."""
     if not isinstance(data, Mapping):
@@ -292,7 +243,7 @@ def read_world_info(text: str | bytes, *, name: str, file: str | None = None) ->
 def world_info_to_json(book: Lorebook) -> dict[str, Any]:
     """A `Lorebook` as the JSON object of a SillyTavern world file."""
     entries = {str(entry.uid): entry_to_json(entry) for entry in book.entries}
-    return _ordered({"entries": entries}, book.extras, book.field_order)
+    return ordered_fields({"entries": entries}, book.extras, book.field_order)
 
 
 def dump_world_info(book: Lorebook) -> str:

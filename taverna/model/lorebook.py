@@ -317,3 +317,54 @@ class TimedEffects:
             }
 
         return {"sticky": write(self.sticky), "cooldown": write(self.cooldown)}
+
+
+def _entry_value(name: str, value: Any) -> Any:
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, Position | SelectiveLogic | EntryRole):
+        return int(value)
+    if isinstance(value, CharacterFilter):
+        return _filter_to_json(value)
+    return value
+
+
+def _filter_to_json(value: CharacterFilter) -> dict[str, Any]:
+    known: dict[str, Any] = {
+        "isExclude": value.is_exclude,
+        "names": list(value.names),
+        "tags": list(value.tags),
+    }
+    known = {k: v for k, v in known.items() if k not in value.missing}
+    return ordered_fields(known, value.extras, value.field_order)
+
+
+def ordered_fields(
+    known: Mapping[str, Any], extras: Mapping[str, Any], order: tuple[str, ...]
+) -> dict[str, Any]:
+    """Known fields and extras, in the source order first, then anything new."""
+    out: dict[str, Any] = {}
+    for name in order:
+        if name in known:
+            out[name] = known[name]
+        elif name in extras:
+            out[name] = extras[name]
+    for source in (known, extras):
+        for name, value in source.items():
+            if name not in out:
+                out[name] = value
+    return out
+
+
+def entry_to_json(entry: Entry) -> dict[str, Any]:
+    """An `Entry` as the JSON object SillyTavern stores (fields read as missing stay out)."""
+    known = {
+        json_name: _entry_value(json_name, getattr(entry, attr))
+        for attr, json_name in ENTRY_FIELDS
+        if json_name not in entry.missing
+    }
+    for optional in ("characterFilter", "displayIndex"):
+        # SillyTavern writes these only when set; keep a stored null, add none of our own.
+        if known.get(optional, 0) is None and optional not in entry.field_order:
+            del known[optional]
+    return ordered_fields(known, entry.extras, entry.field_order)

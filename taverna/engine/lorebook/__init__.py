@@ -1,0 +1,67 @@
+"""Lorebook (world info) activation, as SillyTavern 1.12.6 does it.
+
+How the assembly calls it, once per turn::
+
+    from taverna.engine.lorebook import (
+        BookInPlay, BookSource, ScanMessage, WorldInfoSettings, activate)
+
+    activation = activate(
+        [BookInPlay(global_book, BookSource.GLOBAL),
+         BookInPlay(card_book, BookSource.CHARACTER),
+         BookInPlay(chat_book, BookSource.CHAT)],
+        [ScanMessage(text=node.content, name=node.speaker) for node in visible_path],
+        max_context=context_size - response_length,
+        count_tokens=tokenizer_count,           # Callable[[str], int]
+        settings=WorldInfoSettings.from_sillytavern(st_settings["world_info_settings"]),
+        timers=path_state.timed_world_info,     # TimedEffects from the active leaf
+        injections=[authors_note_if_scanned],   # prompts flagged "scan"
+        character=CharacterIdentity(file_name=avatar_stem, tags=tag_ids),
+        macros=macro_context,                   # expands keys and contents
+        seed=turn_seed,                         # probability and group draws
+    )
+    placement = activation.placed(transform=apply_world_info_regex)
+    placement.before_text, placement.after_text      # the two WI slots
+    placement.an_top, placement.an_bottom            # around the Author's Note
+    placement.depth                                  # DepthGroup(depth, role, text) injections
+    placement.examples                               # (EM_TOP|EM_BOTTOM, text) blocks
+    activation.timers       # record on the new node (unchanged input on dry runs)
+    activation.variables    # variables after {{setvar}} etc. in contents
+    list(activation.trace())  # EntryTrace for every entry: why it fired or not
+
+`activate` is pure: the same arguments give the same result. Key matching is
+precompiled per book (Aho-Corasick automata, cached until the book object changes).
+"""
+
+from taverna.engine.lorebook.activation import (
+    ActivatedEntry,
+    Activation,
+    BookInPlay,
+    BookSource,
+    CharacterIdentity,
+    DepthGroup,
+    EntryTrace,
+    Outcome,
+    Placement,
+    ScanMessage,
+    WorldInfoSettings,
+    activate,
+    place,
+)
+from taverna.engine.lorebook.matching import Boundaries
+
+__all__ = [
+    "ActivatedEntry",
+    "Activation",
+    "BookInPlay",
+    "BookSource",
+    "Boundaries",
+    "CharacterIdentity",
+    "DepthGroup",
+    "EntryTrace",
+    "Outcome",
+    "Placement",
+    "ScanMessage",
+    "WorldInfoSettings",
+    "activate",
+    "place",
+]

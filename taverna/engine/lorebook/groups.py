@@ -1,0 +1,158 @@
+"""Inclusion groups: at most one member of a group activates per scan (algo-world-info.md §6).
+
+The filter works on the entries a scan pass just found, before probability rolls. It
+reproduces SillyTavern 1.12.6 exactly, including two JavaScript artefacts that change
+results: group names are visited in JavaScript object-key order (integer-like names
+first, ascending), and removing an entry that is already gone removes the *last* entry
+of the list instead (`splice(-1, 1)`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+__all__ = ["GroupMember", "GroupRemoval", "filter_groups", "js_key_order"]
+
+T = TypeVar("T", bound=Hashable)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMember(Generic[T]):
+    """What the filter needs to know about one candidate entry."""
+
+    ref: T
+    group_field: str  # the raw `group` text
+    groups: tuple[str, ...]
+    order: float
+    override: bool
+    weight: float
+    use_scoring: bool | None
+    sticky: bool
+    cooldown: bool
+    delayed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class GroupRemoval(Generic[T]):
+    """Why an entry left the candidate list."""
+
+    ref: T
+    group: str
+    reason: str
+
+
+def js_key_order(names: Sequence[str]) -> list[str]:
+    """JavaScript's own-key order for an object built by inserting `names`."""
+
+    def is_index(name: str) -> bool:
+        return (
+            name.isdigit() and (name == "0" or not name.startswith("0")) and int(name) < 2**32 - 1
+        )
+
+    unique = list(dict.fromkeys(names))
+    indices = sorted((n for n in unique if is_index(n)), key=int)
+    return indices + [n for n in unique if not is_index(n)]
+
+
+def filter_groups(
+    members: list[GroupMember[T]],
+    *,
+    earlier_group_fields: Sequence[str],
+    scoring: bool,
+    score: Callable[[T], int],
+    random: Callable[[], float],
+) -> tuple[list[GroupMember[T]], list[GroupRemoval[T]]]:
+    """The candidates left after the group rules, and what was removed and why.
+
+    `members` is the pass's candidate list in order; `earlier_group_fields` are the raw
+    `group` texts of entries activated in earlier passes; `random` draws in [0, 1).
+    """
+    remaining = list(members)
+    removed: list[GroupRemoval[T]] = []
+    grouped: dict[str, list[GroupMember[T]]] = {}
+    for member in members:
+        for name in member.groups:
+            grouped.setdefault(name, []).append(member)
+    if not grouped:
+        return remaining, removed
+    order = js_key_order(list(grouped))
+
+    def remove(member: GroupMember[T] | None, group: str, reason: str) -> None:
+        if member is not None and member in remaining:
+            remaining.remove(member)
+            removed.append(GroupRemoval(member.ref, group, reason))
+        elif remaining:
+            # algo-world-info.md §6 known bug: indexOf gives -1, splice(-1, 1) drops the last
+            victim = remaining.pop()
+            removed.append(
+                GroupRemoval(victim.ref, group, "removed by SillyTavern's splice(-1) quirk")
+            )
+
+    has_sticky: dict[str, bool] = {}
+    for name in order:
+        group = grouped[name]
+        has_sticky[name] = False
+        stickies = [m for m in group if m.sticky]
+        if stickies:
+            for member in group:
+                if not member.sticky:
+                    remove(member, name, f"lost group '{name}' to a sticky member")
+            has_sticky[name] = True
+        for member in [m for m in group if m.cooldown]:
+            remove(member, name, f"on cooldown inside group '{name}'")
+        for member in [m for m in group if m.delayed]:
+            remove(member, name, f"delayed inside group '{name}'")
+
+    for name in order:
+        group = grouped[name]
+        if not scoring and not any(m.use_scoring for m in group):
+            continue
+        if has_sticky[name]:
+            continue
+        scores = [score(m.ref) for m in group]
+        best = max(scores)
+        i = 0
+        while i < len(group):
+            member = group[i]
+            scored = member.use_scoring if member.use_scoring is not None else scoring
+            if scored and scores[i] < best:
+                remove(member, name, f"scored {scores[i]} < {best} in group '{name}'")
+                del group[i]
+                del scores[i]
+                continue
+            i += 1
+
+    earlier = set(earlier_group_fields)
+    for name in order:
+        group = grouped[name]
+        if has_sticky[name]:
+            continue
+        if name in earlier:
+            for member in group:
+                remove(member, name, f"group '{name}' already activated in an earlier pass")
+            continue
+        if len(group) <= 1:
+            continue
+        prioritized = sorted((m for m in group if m.override), key=lambda m: -m.order)
+        if prioritized:
+            winner: GroupMember[T] | None = prioritized[0]
+            reason = f"lost group '{name}' to a prioritized member"
+        else:
+            total = sum(m.weight for m in group)
+            roll = random() * total
+            cumulative = 0.0
+            winner = None
+            for member in group:
+                cumulative += member.weight
+                if roll <= cumulative:
+                    winner = member
+                    break
+            if winner is None:
+                continue
+            reason = f"lost the weighted draw of group '{name}' ({roll:.2f} of {total:g})"
+        for member in group:
+            if member is not winner:
+                remove(member, name, reason)
+    return remaining, removed
