@@ -182,3 +182,40 @@ def _read_json_kind(kind: FileKind, doc: Any, stem: str, file: str | None) -> An
         FileKind.REGEX_SCRIPT: RegexScript,
     }
     return validate(models[kind], doc, file=file)
+
+
+def write_document(document: Document) -> bytes:
+    """A document written back as the kind of file it was read from.
+
+    A stand-alone V3 lorebook and a `settings.json` are read into other shapes (a
+    lorebook, a persona set); they are written as a world file and a persona backup.
+    """
+    value = document.value
+    kind = document.kind
+    if kind is FileKind.CARD_PNG:
+        from taverna.formats.png_card import write_png_card
+
+        return write_png_card(value.character, value.avatar, file=document.file)
+    if kind is FileKind.CARD_CHARX:
+        from taverna.formats.charx import write_charx
+
+        return write_charx(value)
+    if kind is FileKind.CARD_JSON:
+        from taverna.formats.card_json import write_card_json
+
+        return write_card_json(value.character)
+    if kind in (FileKind.WORLD_INFO, FileKind.LOREBOOK_V3):
+        from taverna.formats.world_info import dump_world_info
+
+        return dump_world_info(value).encode("utf-8")
+    if kind is FileKind.CHAT:
+        from taverna.formats.st_chat import write_chat
+
+        return write_chat(value).encode("utf-8")
+    if kind is FileKind.PERSONAS:
+        from taverna.formats.personas import write_persona_backup
+
+        return write_persona_backup(value)
+    if isinstance(value, STDocument):
+        return json_text.dumps(value.to_json(), indent=4).encode("utf-8")
+    return json_text.dumps(value, indent=4).encode("utf-8")
