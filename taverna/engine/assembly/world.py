@@ -78,34 +78,34 @@ def no_lorebooks(request: ScanRequest) -> WorldInfoOutcome:
 
 
 def applying_books(context: AssemblyContext) -> tuple[BookSource, ...]:
-    """The books that apply this turn, by name, without repeats.
+    """The books that apply this turn, each once, with why it applies.
 
-    As SillyTavern gathers them (algo-world-info.md): the chat's book, the
-    persona's book, the character's linked and extra books, then the global
-    selection; a book named twice is scanned once. A card's embedded book is used
-    when no book of the card's linked name is available.
+    algo-world-info.md §1: the global selection; the character's linked and extra
+    books unless selected globally or bound to the chat; the chat's book unless
+    selected globally. A persona's book (newer SillyTavern) comes last, once. A
+    linked book that is not available applies nothing, as in SillyTavern (a card's
+    embedded book is used only once imported as a lorebook of its own).
     """
-    names: list[tuple[str, str]] = []
-    if context.metadata.lorebook:
-        names.append((context.metadata.lorebook, "chat"))
+    chosen: list[tuple[str, str]] = [(name, "global") for name in context.world_info.global_select]
+    global_names = set(context.world_info.global_select)
+    chat_book = context.metadata.lorebook
+    speakers = context.characters[:1]
+    for character in speakers:
+        linked = [character.linked_lorebook, *character.extra_lorebooks]
+        for name in linked:
+            if name and name not in global_names and name != chat_book:
+                chosen.append((name, "character"))
+    if chat_book and chat_book not in global_names:
+        chosen.append((chat_book, "chat"))
     if context.persona.lorebook:
-        names.append((context.persona.lorebook, "persona"))
-    for character in context.characters[:1] if not context.is_group else context.characters:
-        if character.linked_lorebook:
-            names.append((character.linked_lorebook, "character"))
-        names.extend((extra, "character") for extra in character.extra_lorebooks)
-    names.extend((name, "global") for name in context.world_info.global_select)
+        chosen.append((context.persona.lorebook, "persona"))
     seen: set[str] = set()
     books: list[BookSource] = []
-    for name, kind in names:
+    for name, kind in chosen:
         if name in seen:
             continue
         seen.add(name)
         book = context.lorebooks.get(name)
-        if book is None:
-            for character in context.characters:
-                if character.linked_lorebook == name and character.embedded_lorebook is not None:
-                    book = character.embedded_lorebook
         if book is not None:
             books.append(BookSource(name, kind, book))
     return tuple(books)
