@@ -44,7 +44,8 @@ export async function render(root, params) {
     input,
     h("div", { class: "composer-actions" }, impersonateButton, continueButton, sendButton, stopButton),
   );
-  mount(root, h("section", { class: "chat", "aria-label": t("chat.title") }, header, list, composer));
+  const drafts = h("div", { class: "drafts", "aria-live": "polite" });
+  mount(root, h("section", { class: "chat", "aria-label": t("chat.title") }, header, list, drafts, composer));
 
   async function load() {
     state.chat = await api.get(`/chats/${encodeURIComponent(params.id)}`);
@@ -53,6 +54,28 @@ export async function render(root, params) {
     draw();
     if (state.chat.task && (!state.task || state.task.id !== state.chat.task.id)) attach(state.chat.task);
     loadContextLine();
+    loadDrafts();
+  }
+
+  async function loadDrafts() {
+    let found = [];
+    try {
+      found = (await api.get(`/chats/${encodeURIComponent(params.id)}/drafts`)).filter((d) => d.kind !== "impersonate");
+    } catch {
+      found = [];
+    }
+    mount(drafts, found.map((d) => h("div", { class: "draft", "data-id": d.id },
+      h("div", { class: "draft-head" }, h("span", { class: "strong", text: t("chat.draft_title") }), h("span", { class: "muted", text: d.reason })),
+      h("div", { class: "draft-text", text: d.text }),
+      h("div", { class: "row" },
+        h("button", { type: "button", class: "small primary", text: t("chat.draft_keep"), onClick: async () => {
+          await api.post(`/drafts/${d.id}/keep`);
+          await load();
+        } }),
+        h("button", { type: "button", class: "small", text: t("chat.draft_drop"), onClick: async () => {
+          await api.del(`/drafts/${d.id}`);
+          loadDrafts();
+        } })))));
   }
 
   async function loadBranches() {
@@ -93,31 +116,37 @@ export async function render(root, params) {
     const busy = !!state.task;
     const lastId = lastAssistantId();
     mount(list, state.chat.messages.map((m, i) => messageItem(m, i, m.id === lastId, busy)));
-    if (state.task && state.task.kind !== "impersonate") list.append(streamItem());
+    if (state.task && !["impersonate", "continue"].includes(state.task.kind)) list.append(streamItem());
     placeContextLine();
     sendButton.hidden = busy;
     stopButton.hidden = !busy;
     impersonateButton.disabled = busy;
     continueButton.disabled = busy || !state.chat.messages.length;
     list.scrollTop = list.scrollHeight;
+    if (state.task) updateStream();
   }
 
   function streamItem() {
+    const char = state.chat.characters?.[0] || {};
     const body = h("div", { class: "content markdown", "aria-live": "polite", "aria-busy": "true" });
     body.innerHTML = renderMarkdown(state.streamText || "…");
-    const char = state.chat.characters?.[0] || {};
-    const continuing = state.task.kind === "continue";
-    if (continuing) {
-      const last = list.lastElementChild?.querySelector(".content");
-      if (last) {
-        last.innerHTML = renderMarkdown(state.task.base + state.streamText);
-        last.classList.add("streaming");
-        return document.createComment("continue");
-      }
-    }
     return h("li", { class: "message assistant streaming", id: "streaming" },
       avatarFor({ role: "assistant", name: char.name }, state.chat),
       h("div", { class: "bubble" }, h("div", { class: "meta" }, h("span", { class: "name", text: char.name || "" })), body));
+  }
+
+  function streamTarget() {
+    if (state.task.kind === "continue") {
+      // A continue grows the last message in place.
+      const last = [...list.querySelectorAll(".message")].pop();
+      const content = last?.querySelector(".content");
+      if (content) {
+        last.classList.add("streaming");
+        content.setAttribute("aria-busy", "true");
+      }
+      return content;
+    }
+    return list.querySelector("#streaming .content");
   }
 
   function updateStream() {
@@ -126,10 +155,8 @@ export async function render(root, params) {
       input.value = state.streamText;
       return;
     }
-    const target = state.task.kind === "continue"
-      ? list.querySelector(".content.streaming")
-      : list.querySelector("#streaming .content");
-    if (!target) return draw();
+    const target = streamTarget();
+    if (!target) return;
     const text = state.task.kind === "continue" ? state.task.base + state.streamText : state.streamText;
     target.innerHTML = renderMarkdown(text || "…");
     list.scrollTop = list.scrollHeight;
@@ -200,32 +227,32 @@ export async function render(root, params) {
     save.addEventListener("click", async () => {
       const text = area.value;
       if (resend) {
-        const result = await api.post(`/chats/${params.id}/messages/${m.id}/resend`, { content: text });
+        const result = await api.post(`/chats/${params.id}/messages/${m.id}/resend`, { content: text, revision: state.chat.revision });
         state.chat = result.chat;
         attach(result.task);
       } else {
-        state.chat = await api.patch(`/chats/${params.id}/messages/${m.id}`, { content: text });
+        state.chat = await api.patch(`/chats/${params.id}/messages/${m.id}`, { content: text, revision: state.chat.revision });
         draw();
       }
     });
   }
 
   async function select(m, step) {
-    state.chat = await api.post(`/chats/${params.id}/messages/${m.id}/select`, { index: m.candidate_index + step });
+    state.chat = await api.post(`/chats/${params.id}/messages/${m.id}/select`, { index: m.candidate_index + step, revision: state.chat.revision });
     await loadBranches();
     draw();
     loadContextLine();
   }
 
   async function setHidden(m, hidden) {
-    state.chat = await api.post(`/chats/${params.id}/messages/${m.id}/hidden`, { hidden });
+    state.chat = await api.post(`/chats/${params.id}/messages/${m.id}/hidden`, { hidden, revision: state.chat.revision });
     draw();
     loadContextLine();
   }
 
   async function remove(m) {
     if (!confirm(t("chat.confirm_delete"))) return;
-    state.chat = await api.del(`/chats/${params.id}/messages/${m.id}`);
+    state.chat = await api.del(`/chats/${params.id}/messages/${m.id}?revision=${state.chat.revision}`);
     draw();
     loadContextLine();
   }
@@ -233,7 +260,7 @@ export async function render(root, params) {
   async function branchFrom(m) {
     const name = prompt(t("chat.branch_name"), t("chat.branch_default", { n: (state.chat.branches || []).length + 1 }));
     if (name === null) return;
-    state.chat = await api.post(`/chats/${params.id}/branches`, { node_id: m.id, name });
+    state.chat = await api.post(`/chats/${params.id}/branches`, { node_id: m.id, name, revision: state.chat.revision });
     await loadBranches();
     draw();
     toast(t("chat.branched", { name }));
@@ -241,7 +268,7 @@ export async function render(root, params) {
 
   async function generate(kind) {
     if (state.task) return;
-    const body = { kind };
+    const body = { kind, revision: state.chat.revision };
     if (kind === "normal") {
       body.text = input.value;
       if (!body.text.trim() && !state.chat.messages.length) return;
@@ -268,8 +295,12 @@ export async function render(root, params) {
         state.closeStream = null;
         if (kind === "error") toast(data.message || t("error.generation"), "error");
         if (kind === "cancelled") toast(t("chat.stopped"));
+        if (impersonated !== null) {
+          input.value = data.text ?? impersonated;
+          // The text is in the input box now; its stored draft is not needed.
+          if (data.draft_id) await api.del(`/drafts/${data.draft_id}`).catch(() => {});
+        }
         await load();
-        if (impersonated !== null) input.value = data.text ?? impersonated;
       }
     });
   }
@@ -285,7 +316,7 @@ export async function render(root, params) {
     }
   });
   branchSelect.addEventListener("change", async () => {
-    state.chat = await api.post(`/chats/${params.id}/branches/${branchSelect.value}/switch`);
+    state.chat = await api.post(`/chats/${params.id}/branches/${branchSelect.value}/switch`, { revision: state.chat.revision });
     await loadBranches();
     draw();
     loadContextLine();
