@@ -1,0 +1,625 @@
+"""The Text Completion prompt, built as SillyTavern 1.12.6 builds it.
+
+Input is the assembly context and the prepared turn (card fields, the chat as sent,
+example blocks, the injection table after the lorebook scan); output is a `Prompt`
+of kind "text" with its stop strings and a ledger. The steps and their order follow
+SillyTavern's `Generate` (algo-prompt-assembly.md §5.3, §6, §7.1): in-chat
+injections into the history, messages formatted per role (instruct or plain), the
+story string, anchors, the context fitted newest-first with injections placed
+first, examples in what is left, the last line, and the combination.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from taverna.engine.assembly.context import (
+    AssemblyContext,
+    ChatMessage,
+    ExtensionPosition,
+    GenerationType,
+    InjectionRole,
+    PersonaPosition,
+    Speaker,
+)
+from taverna.engine.assembly.injections import MAX_INJECTION_DEPTH, depth_blocks
+from taverna.engine.assembly.turn import Turn, base_chat_replace
+from taverna.engine.textgen.instruct import InstructFormat, Position
+from taverna.engine.textgen.stop import stopping_strings
+from taverna.engine.textgen.story_string import render_story_template
+from taverna.model.prompt import Ledger, LedgerItem, Prompt
+
+CountText = Callable[[str], int]
+
+_NEWLINES = re.compile(r"\n+")
+
+
+@dataclass(frozen=True, slots=True)
+class _Item:
+    """A message of SillyTavern's `coreChat` as the Text Completion path sees it."""
+
+    name: str
+    text: str
+    is_user: bool
+    is_narrator: bool = False
+    forced_avatar: bool = False
+    injected: bool = False
+    source: str = ""
+    kind: str = "history"
+
+
+@dataclass(slots=True)
+class _Ledger:
+    items: list[LedgerItem] = field(default_factory=list)
+
+    def add(
+        self,
+        kind: str,
+        source: str,
+        text: str,
+        tokens: int,
+        included: bool = True,
+        reason: str = "",
+    ) -> None:
+        self.items.append(LedgerItem(kind, source, tokens, included, reason, text))
+
+
+def build_text_completion(context: AssemblyContext, turn: Turn, count_text: CountText) -> Prompt:
+    """The Text Completion prompt for this turn (algo-prompt-assembly.md §6)."""
+    return _Builder(context, turn, count_text).build()
+
+
+class _Builder:
+    def __init__(self, context: AssemblyContext, turn: Turn, count_text: CountText) -> None:
+        self.context = context
+        self.turn = turn
+        self.count_text = count_text
+        self.settings = context.text_completion
+        self.power = context.power_user
+        self.user = context.persona.name
+        self.char = context.character.name
+        self.kind = context.generation_type
+        self.is_continue = self.kind is GenerationType.CONTINUE
+        self.is_impersonate = self.kind is GenerationType.IMPERSONATE
+        self.is_quiet = self.kind is GenerationType.QUIET
+        # algo-prompt-assembly.md §1 step 3: the quiet prompt gets its macros first.
+        self.quiet_prompt = turn.macros(context.quiet_prompt) if context.quiet_prompt else ""
+        self.instruct_on = self.settings.instruct.enabled
+        self.wrap = self.settings.instruct.wrap
+        self.instruct = InstructFormat(
+            self.settings.instruct,
+            self.user,
+            self.char,
+            self.macros,
+            context.is_group,
+            self.settings.context.example_separator,
+        )
+        self.ledger = _Ledger()
+
+    # ------------------------------------------------------------- helpers
+
+    def macros(self, text: str) -> str:
+        return self.turn.macros(text) if text else text
+
+    def tokens(self, text: str, padding: int = 0) -> int:
+        # tokenizers.js getTokenCountAsync: an empty text costs nothing, padding included.
+        text = text.replace("\r", "")
+        return self.count_text(text) + padding if text else 0
+
+    def format(self, item: _Item, position: Position = Position.MIDDLE) -> str:
+        """SillyTavern `formatMessageHistoryItem` (§6.4)."""
+        item_name = item.name if item.is_user else (item.name or self.char)
+        if self.instruct_on:
+            return self.instruct.message(
+                item_name, item.text, item.is_user, item.is_narrator, item.forced_avatar, position
+            )
+        if item.name and not item.is_narrator:
+            return f"{item_name}: {item.text}\n"
+        return f"{item.text}\n"
+
+    # --------------------------------------------------------------- steps
+
+    def prompt_bias(self) -> str:
+        """The prompt bias of this generation (§7.3, `getBiasStrings`)."""
+        if self.is_impersonate or self.is_continue:
+            return ""
+        bias = ""
+        messages = list(self.context.messages)
+        if self.kind is GenerationType.REGENERATE and messages and not messages[-1].is_user:
+            messages.pop()
+        for index in range(len(messages) - 1, -1, -1):
+            message = messages[index]
+            if self.kind is GenerationType.SWIPE and index == len(messages) - 1:
+                continue
+            if message.is_user or message.hidden or message.speaker is Speaker.NARRATOR:
+                if message.bias.strip():
+                    bias = message.bias
+                break
+        bias = bias or self.power.user_prompt_bias
+        return self.macros(bias)
+
+    def system_prompt(self) -> str:
+        """`{{system}}` of the story string (§6.1)."""
+        sysprompt = self.settings.system_prompt
+        if not sysprompt.enabled:
+            return ""
+        fields = self.turn.fields
+        if self.power.prefer_character_prompt and fields.system:
+            system = fields.system
+        else:
+            system = base_chat_replace(
+                sysprompt.content, self.turn.substitute, self.power.collapse_newlines
+            )
+        if self.instruct_on:
+            system = self.instruct.system_prompt(
+                self.turn.macros(system, original=sysprompt.content) if system else system
+            )
+        return system
+
+    def core_items(self) -> list[_Item]:
+        items: list[_Item] = []
+        for message in self.turn.chat:
+            items.append(_message_item(message))
+        return items
+
+    def inject(self, items: list[_Item]) -> list[int]:
+        """In-chat injections placed into the history (§5.3, `doChatInject`).
+
+        Returns the positions of the injected messages counted from the newest, as
+        SillyTavern records them (a depth past the oldest message is recorded where
+        it was aimed, not where it landed).
+        """
+        blocks = depth_blocks(self.turn.injections, self.macros, chat_completion=False)
+        names = {InjectionRole.SYSTEM: "", InjectionRole.USER: self.user}
+        names[InjectionRole.ASSISTANT] = self.char
+        newest_first = list(reversed(items))
+        injected: list[int] = []
+        inserted = 0
+        by_depth: dict[int, list[_Item]] = {}
+        for block in blocks:
+            source = ",".join(
+                getattr(s, "key", getattr(s, "identifier", "")) for s in block.sources
+            )
+            by_depth.setdefault(block.depth, []).append(
+                _Item(
+                    names[block.role],
+                    block.text,
+                    is_user=block.role is InjectionRole.USER,
+                    is_narrator=block.role is InjectionRole.SYSTEM,
+                    injected=True,
+                    source=f"depth {block.depth} {block.role.chat_role}: {source}",
+                    kind="injection",
+                )
+            )
+        for depth in range(MAX_INJECTION_DEPTH + 1):
+            role_items = by_depth.get(depth)
+            if not role_items:
+                continue
+            # §5.3: on continue, depth 0 goes before the message being continued.
+            at = (1 if self.is_continue and depth == 0 else depth) + inserted
+            newest_first[at:at] = role_items
+            inserted += len(role_items)
+            injected.extend(range(at, at + len(role_items)))
+        items[:] = list(reversed(newest_first))
+        return injected
+
+    def build(self) -> Prompt:
+        context = self.context
+        turn = self.turn
+        fields = turn.fields
+        budget = turn.prompt_budget
+        padding = self.power.token_padding
+
+        prompt_bias = self.prompt_bias()
+        force_name2 = (
+            (bool(prompt_bias) and prompt_bias != self.macros(self.power.user_prompt_bias))
+            or self.power.always_force_name2
+        ) and not self.is_impersonate
+
+        system = self.system_prompt()
+
+        # Examples: the raw blocks, then formatted for instruct mode (§6.9).
+        raw_examples = list(turn.example_blocks)
+        examples = self.instruct.examples(raw_examples) if self.instruct_on else list(raw_examples)
+
+        items = self.core_items()
+        injected = self.inject(items)
+
+        # §6.7: the card's post-history instructions, when the context template allows.
+        jailbreak = fields.jailbreak
+        if (
+            self.settings.context.allow_jailbreak
+            and self.power.prefer_character_jailbreak
+            and jailbreak
+        ):
+            jailbreak_item = _Item(
+                "",
+                self.turn.macros(jailbreak, original=""),
+                True,
+                source="jailbreak",
+                kind="jailbreak",
+            )
+            if self.is_continue:
+                items.insert(len(items) - 1, jailbreak_item)
+            else:
+                items.append(jailbreak_item)
+
+        # Format newest first (§6.4 FIRST/LAST selection, §6.5 step 2).
+        count = len(items)
+        chat2: list[str] = [""] * count
+        chat2_items: list[_Item | None] = [None] * count
+        user_indices: list[int] = []
+        last_user = max((j for j, it in enumerate(items) if it.is_user), default=-1)
+        for j, item in enumerate(items):
+            i = count - 1 - j
+            chat2_items[i] = item
+            text = self.format(item)
+            if j == 0 and self.instruct_on:
+                text = self.format(item, Position.FIRST)
+            if last_user >= 0 and j == last_user and self.instruct_on:
+                text = self.format(item, Position.LAST)
+            if i == 0 and self.is_continue:
+                if self.instruct_on:
+                    text = self.format(item, Position.LAST)
+                cut = text.rfind(item.text)
+                text = text[: cut + len(item.text)] if cut >= 0 else text
+                chat2[i] = text
+                continue
+            chat2[i] = text
+            if item.is_user:
+                user_indices.append(i)
+
+        user_alignment = ""
+        alignment_text = self.settings.instruct.user_alignment_message
+        if self.instruct_on and alignment_text:
+            user_alignment = self.format(_Item(self.user, alignment_text, True), Position.FIRST)
+
+        before_anchor = self.anchor(ExtensionPosition.BEFORE_PROMPT).lstrip()
+        after_anchor = self.anchor(ExtensionPosition.IN_PROMPT)
+
+        persona_here = context.persona.position in (
+            PersonaPosition.IN_PROMPT,
+            PersonaPosition.AFTER_CHAR,
+        )
+        values = {
+            "description": fields.description,
+            "personality": fields.personality,
+            "persona": fields.persona if persona_here else "",
+            "scenario": fields.scenario,
+            "system": system,
+            "char": self.char,
+            "user": self.user,
+            "wiBefore": turn.world.before,
+            "wiAfter": turn.world.after,
+            "loreBefore": turn.world.before,
+            "loreAfter": turn.world.after,
+            "mesExamples": "".join(examples),
+            "mesExamplesRaw": "".join(raw_examples),
+        }
+        story = self.story_string(values)
+
+        if self.power.strip_examples:
+            examples = []
+
+        if not chat2:
+            # §6.5 step 1: regenerating the greeting leaves one empty message.
+            chat2 = [""]
+            chat2_items = [None]
+
+        chat_start = self.settings.context.chat_start
+        chat_start_line = self.macros(chat_start + "\n") if chat_start else ""
+        examples_string = ""
+        chat_string = chat_start_line
+        cycle_prompt = ""
+
+        def last_line(text: str) -> str:
+            return self.modify_last_line(text, prompt_bias, force_name2)
+
+        def base_tokens() -> int:
+            parts = (
+                before_anchor,
+                story,
+                after_anchor,
+                examples_string,
+                user_alignment,
+                chat_string,
+                last_line(""),
+                cycle_prompt,
+            )
+            return self.tokens("".join(parts), padding)
+
+        pinned: str | None = None
+        if self.power.pin_examples:
+            pinned = examples_string = "".join(examples)
+
+        if self.is_continue and len(chat2) > 1:
+            cycle_prompt = chat2.pop(0)
+            chat2_items.pop(0)
+
+        # §6.5 steps 3-5: injections first, then newest to oldest; stop at the first miss.
+        placed: list[str | None] = [None] * len(chat2)
+        token_count = base_tokens()
+        last_added = -1
+        stopped_at: int | None = None
+        for index in injected:
+            if index >= len(chat2):
+                continue
+            item_text = chat2[index]
+            token_count += self.tokens(item_text)
+            if token_count < budget:
+                chat_string += item_text
+                placed[index] = item_text
+                last_added = max(last_added, index)
+            else:
+                break
+        for i, item_text in enumerate(chat2):
+            if placed[i] is not None:
+                continue
+            token_count += self.tokens(item_text)
+            if token_count < budget:
+                chat_string += item_text
+                placed[i] = item_text
+                last_added = max(last_added, i)
+            else:
+                stopped_at = i
+                break
+
+        # §6.5 step 6: a user alignment message when the oldest kept one is not the user's.
+        placed_list: list[str | None] = list(placed)
+        placed_sources: list[_Item | None] = list(chat2_items)
+        if user_alignment and last_added not in user_indices:
+            token_count += self.tokens(user_alignment)
+            chat_string = user_alignment + chat_string
+            placed_list.append(user_alignment)
+            placed_sources.append(_Item(self.user, alignment_text, True, kind="user_alignment"))
+
+        self.record_history(chat2, placed, chat2_items, stopped_at)
+
+        kept = [(t, s) for t, s in zip(placed_list, placed_sources, strict=True) if t is not None]
+
+        # §6.5 step 7: unpinned examples in what is left, whole blocks, stop at the first miss.
+        token_count = base_tokens()
+        fitting_examples = 0
+        if not self.power.pin_examples:
+            for example in examples:
+                token_count += self.tokens(example)
+                examples_string += example
+                if token_count < budget:
+                    fitting_examples += 1
+                else:
+                    break
+
+        # §6.5 step 8: chronological order; the last message loses one trailing newline.
+        kept.reverse()
+        sent: list[list[str]] = [[text or ""] for text, _ in kept]
+        sent_sources = [source for _, source in kept]
+        if (
+            sent
+            and not self.is_continue
+            and (not self.instruct_on or (self.wrap and not self.is_quiet))
+        ):
+            last = sent[-1][0]
+            if last.endswith("\n"):
+                sent[-1][0] = last[:-1]
+
+        generated = cycle_prompt
+        example_count = fitting_examples
+
+        def set_prompt_string() -> str:
+            exm = pinned if pinned is not None else "".join(examples[:example_count])
+            if sent:
+                sent[-1][0] = last_line(sent[-1][0])
+            return exm
+
+        if generated:
+            # §6.5 step 10: a continue re-checks the whole prompt and drops examples,
+            # then the oldest messages, while it is over the budget.
+            while True:
+                examples_text = set_prompt_string()
+                joint = "".join(m[0] for m in sent)
+                whole = "".join(
+                    (
+                        before_anchor,
+                        story,
+                        after_anchor,
+                        examples_text,
+                        chat_start_line + joint,
+                        "\n",
+                        last_line(""),
+                        generated,
+                    )
+                )
+                if self.tokens(whole, padding) <= budget:
+                    break
+                if example_count > 0:
+                    example_count -= 1
+                elif sent:
+                    sent.pop(0)
+                    sent_sources.pop(0)
+                else:
+                    break
+        else:
+            examples_text = set_prompt_string()
+
+        # §6.7: combine.
+        final = [m[0] for m in sent]
+        if not self.instruct_on and not self.is_impersonate and prompt_bias.strip() and final:
+            tail = final[-1]
+            joiner = "" if tail[-1:].isspace() else " "
+            final[-1] = tail + joiner + prompt_bias.lstrip()
+        if generated:
+            generated = self.cleanup_continue(generated, prompt_bias)
+        messages_string = chat_start_line + "".join(final)
+        text = before_anchor + story + after_anchor + examples_text + messages_string + generated
+        text = text.replace("\r", "")
+        if self.power.collapse_newlines:
+            text = _NEWLINES.sub("\n", text)
+
+        self.record_parts(before_anchor, story, after_anchor, examples, example_count, pinned)
+        self.record_sent(final, sent_sources)
+
+        stop = stopping_strings(
+            user=self.user,
+            char=self.char,
+            context=self.settings.context,
+            power_user=self.power,
+            instruct=self.instruct if self.instruct_on else None,
+            macros=self.macros,
+            impersonate=self.is_impersonate,
+            continuing_user_message=self.is_continue
+            and bool(context.messages)
+            and context.messages[-1].is_user,
+            other_members=tuple(m for m in context.group_members if m != self.char)
+            if context.is_group
+            else (),
+        )
+        sampling = {
+            **self.settings.sampling,
+            "max_new_tokens": self.settings.amount_gen,
+            "truncation_length": self.settings.max_context,
+        }
+        total = self.tokens(text, padding)
+        return Prompt(
+            kind="text",
+            text=text,
+            stop=tuple(stop),
+            sampling=sampling,
+            ledger=Ledger(
+                items=tuple(self.ledger.items),
+                total_tokens=total,
+                budget=budget,
+                trace=tuple(turn.world.trace),
+            ),
+        )
+
+    # -------------------------------------------------------- sub-steps
+
+    def anchor(self, position: ExtensionPosition) -> str:
+        """Extension prompts before or after the story string (§6.3)."""
+        text = self.turn.injections.joined(position)
+        return self.macros(text) if text else text
+
+    def story_string(self, values: dict[str, str]) -> str:
+        """The rendered story string (§6.2)."""
+        template = self.settings.context.story_string
+        output = render_story_template(template, values, self.macros)
+        output = self.macros(output)
+        output = output.lstrip("\n")
+        if output and not output.endswith("\n") and (not self.instruct_on or self.wrap):
+            output += "\n"
+        return output
+
+    def modify_last_line(self, text: str, prompt_bias: str, force_name2: bool) -> str:
+        """What SillyTavern appends to the last message (§6.5 step 9, `modifyLastPromptLine`)."""
+        quiet = self.quiet_prompt
+        if quiet:
+            if self.instruct_on:
+                text += self.instruct.message(self.user, quiet, False, True)
+            else:
+                text += "\n" + quiet
+                # Without instruct mode a quiet prompt ends the prompt (not quiet-to-loud).
+                return text
+        if self.instruct_on and not self.is_continue:
+            if quiet and not self.is_impersonate:
+                name = "System"
+            else:
+                name = self.user if self.is_impersonate else self.char
+            text += self.instruct.final_line(
+                name,
+                self.is_impersonate,
+                prompt_bias,
+                quiet=bool(quiet) and self.is_quiet,
+                quiet_to_loud=False,
+            )
+        if not self.instruct_on and self.is_impersonate and not self.is_continue:
+            if not text.endswith("\n"):
+                text += "\n"
+            text += self.user + ":"
+        continuing_greeting = len(self.context.messages) == 1 and self.is_continue
+        if not self.instruct_on and force_name2 and not continuing_greeting:
+            if not text.endswith("\n"):
+                text += "\n"
+            messages = self.context.messages
+            if not self.is_continue or not (messages and messages[-1].is_user):
+                text += f"{self.char}:"
+        return text
+
+    def cleanup_continue(self, text: str, prompt_bias: str) -> str:
+        """The continued text readied to follow the prompt (§6.7, `cleanupPromptCache`)."""
+        prefix = f"{self.char}:"
+        if text.lstrip().startswith(prefix):
+            text = text.replace(prefix, "", 1).lstrip()
+        if text.lstrip().startswith(prompt_bias):
+            text = text.replace(prompt_bias, "", 1)
+        if not re.match(r"\s", text) and not self.instruct_on:
+            text = " " + text
+        return text
+
+    # ------------------------------------------------------------ ledger
+
+    def record_history(
+        self,
+        chat2: list[str],
+        placed: list[str | None],
+        items: list[_Item | None],
+        stopped_at: int | None,
+    ) -> None:
+        for i in range(len(chat2) - 1, -1, -1):
+            item = items[i]
+            if item is None or placed[i] is not None:
+                continue
+            reason = "context full" if stopped_at is not None and i >= stopped_at else "not placed"
+            self.ledger.add(
+                item.kind,
+                item.source,
+                chat2[i],
+                self.tokens(chat2[i]),
+                included=False,
+                reason=reason,
+            )
+
+    def record_parts(
+        self,
+        before_anchor: str,
+        story: str,
+        after_anchor: str,
+        examples: list[str],
+        example_count: int,
+        pinned: str | None,
+    ) -> None:
+        if before_anchor:
+            self.ledger.add(
+                "anchor", "before story string", before_anchor, self.tokens(before_anchor)
+            )
+        self.ledger.add("story_string", self.settings.context.name, story, self.tokens(story))
+        if after_anchor:
+            self.ledger.add("anchor", "after story string", after_anchor, self.tokens(after_anchor))
+        for index, example in enumerate(examples):
+            kept = pinned is not None or index < example_count
+            self.ledger.add(
+                "example",
+                f"block {index + 1}",
+                example,
+                self.tokens(example),
+                included=kept,
+                reason="" if kept else "context full",
+            )
+
+    def record_sent(self, final: list[str], sources: list[_Item | None]) -> None:
+        for text, item in zip(final, sources, strict=True):
+            kind = item.kind if item is not None else "history"
+            source = item.source if item is not None else ""
+            self.ledger.add(kind, source, text, self.tokens(text))
+
+
+def _message_item(message: ChatMessage) -> _Item:
+    return _Item(
+        message.name,
+        message.text,
+        message.is_user,
+        is_narrator=message.speaker is Speaker.NARRATOR,
+        forced_avatar=message.forced_avatar,
+        source=message.id,
+    )
