@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -11,7 +14,7 @@ import typer
 
 from taverna.cli.main import app
 from taverna.engine.assembly.assemble import assemble
-from taverna.engine.assembly.context import CharacterInfo, GenerationType
+from taverna.engine.assembly.context import CharacterInfo, ChatMessage, GenerationType
 from taverna.engine.assembly.ledger import render_ledger
 from taverna.errors import FormatError, NotFound
 from taverna.formats.st_settings import (
@@ -67,9 +70,19 @@ def _world(path: Path) -> tuple[str, Any]:
     return path.stem, read_world_info(_read(path, "lorebook"), name=path.stem, file=str(path))
 
 
-def _group(
-    path: Path, cards: list[CharacterInfo], speaker: str | None
-) -> tuple[list[CharacterInfo], list[str], str]:
+@dataclass(frozen=True)
+class _Group:
+    members: list[CharacterInfo]
+    name: str
+    mode: int
+    prefix: str
+    suffix: str
+    muted: list[str]
+    metadata: dict[str, Any]
+
+
+def _group(path: Path, cards: list[CharacterInfo]) -> _Group:
+    """A SillyTavern group file, its members matched to the given cards."""
     from taverna.formats.json_text import loads
 
     doc = loads(_read(path, "group"), file=str(path))
@@ -78,16 +91,64 @@ def _group(
     members = doc.get("members", [])
     if not isinstance(members, list):
         raise FormatError("expected a list of card file names", file=str(path), field="members")
-    disabled = set(doc.get("disabled_members", []) or [])
-    by_stem = {Path(c.avatar).stem: c for c in cards} | {c.name: c for c in cards}
-    ordered = [by_stem[Path(str(m)).stem] for m in members if Path(str(m)).stem in by_stem]
-    ordered = ordered or cards
-    names = [c.name for c in ordered]
-    active = [c for c in ordered if c.avatar not in disabled]
-    chosen = next((c for c in active if c.name == speaker), None) if speaker else None
-    chosen = chosen or (active[0] if active else ordered[0])
-    rest = [c for c in ordered if c is not chosen]
-    return [chosen, *rest], names, str(doc.get("name", ""))
+    disabled = doc.get("disabled_members") or []
+    unmatched = list(cards)
+    ordered: list[CharacterInfo] = []
+    muted: list[str] = []
+    for member in members:
+        stem = Path(str(member)).stem
+        # A member is a card file name; the card may have been saved under another name.
+        found = next((c for c in unmatched if Path(c.avatar).stem == stem), None)
+        found = found or next((c for c in unmatched if c.name == stem), None)
+        found = found or next((c for c in unmatched if stem.endswith(c.name)), None)
+        found = found or (unmatched[0] if unmatched else None)
+        if found is None:
+            continue
+        unmatched.remove(found)
+        ordered.append(found)
+        if member in disabled:
+            muted.append(found.name)
+    metadata = doc.get("chat_metadata")
+    return _Group(
+        members=ordered + unmatched,
+        name=str(doc.get("name", "")),
+        mode=int(doc.get("generation_mode", 0) or 0),
+        prefix=str(doc.get("generation_mode_join_prefix", "") or ""),
+        suffix=str(doc.get("generation_mode_join_suffix", "") or ""),
+        muted=muted,
+        metadata=dict(metadata) if isinstance(metadata, dict) else {},
+    )
+
+
+def _speaker(
+    group: _Group, messages: Sequence[ChatMessage], kind: GenerationKind, wanted: str | None
+) -> CharacterInfo:
+    """Who speaks: the one asked for; on swipe and continue the last speaker; else who is mentioned.
+
+    algo-chat-ops.md §5.1. The natural order's talkativeness dice are random in
+    SillyTavern; without a speaker given, the first enabled member mentioned in the
+    last message speaks, else the first enabled member.
+    """
+    by_name = {c.name: c for c in group.members}
+    if wanted:
+        if wanted not in by_name:
+            raise NotFound(f"no group member named {wanted!r}")
+        return by_name[wanted]
+    visible = [m for m in messages if not m.hidden]
+    if kind in (GenerationKind.SWIPE, GenerationKind.CONTINUE, GenerationKind.QUIET) and visible:
+        last = visible[-1]
+        if last.name in by_name:
+            return by_name[last.name]
+    enabled = [c for c in group.members if c.name not in group.muted] or group.members
+    if visible and not visible[-1].is_user:
+        enabled = [c for c in enabled if c.name != visible[-1].name] or enabled
+    text = visible[-1].text.lower() if visible else ""
+    words = re.findall(r"\b\w+\b", text, flags=re.ASCII)
+    for word in words:
+        for member in enabled:
+            if word in re.findall(r"\b\w+\b", member.name.lower(), flags=re.ASCII):
+                return member
+    return enabled[0]
 
 
 def build_prompt(
@@ -107,24 +168,39 @@ def build_prompt(
     characters = [_card(p) for p in cards]
     if not characters:
         raise FormatError("at least one --card is needed")
-    members: list[str] = []
-    group_name = ""
-    if group is not None:
-        characters, members, group_name = _group(group, characters, speaker)
     chat = read_chat(_read(chat_path, "chat"), source=str(chat_path))
+    messages = chat_messages(chat.messages)
+    metadata = dict(chat.metadata.fields)
+    members: list[str] = []
+    found: _Group | None = None
+    if group is not None:
+        found = _group(group, characters)
+        speaker_card = _speaker(found, messages, kind, speaker)
+        characters = [speaker_card, *(c for c in found.members if c is not speaker_card)]
+        members = [c.name for c in found.members]
+        # A group's chat metadata lives in the group file.
+        metadata = found.metadata | metadata
     books = dict(_world(p) for p in worlds)
     text_api = api in ("textgen", "llamacpp", "koboldcpp", "openai-text")
     context = assembly_context(
         settings,
         characters,
-        chat.metadata.fields,
-        chat_messages(chat.messages),
+        metadata,
+        messages,
         books,
         api="textgen" if text_api else "openai",
         generation_type=GenerationType(kind.value),
         group_members=members,
-        group_name=group_name,
+        group_name=found.name if found else "",
     )
+    if found is not None:
+        context = replace(
+            context,
+            group_generation_mode=found.mode,
+            group_join_prefix=found.prefix,
+            group_join_suffix=found.suffix,
+            group_muted=tuple(found.muted),
+        )
     return assemble(context), settings, characters, members
 
 

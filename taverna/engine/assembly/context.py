@@ -462,6 +462,11 @@ class AssemblyContext:
     lorebooks: Mapping[str, Any] = field(default_factory=dict)
     group_members: tuple[str, ...] = ()
     group_name: str = ""
+    # Group card handling (algo-chat-ops.md §5.3): 0 swap, 1 join, 2 join including muted.
+    group_generation_mode: int = 0
+    group_join_prefix: str = ""
+    group_join_suffix: str = ""
+    group_muted: tuple[str, ...] = ()  # names of muted (disabled) members
     quiet_prompt: str = ""
     tokenizer: str = ""  # the tokenizer's name; "" = chosen from the model
     cache_friendly: bool = False  # place volatile parts after the stable prefix
@@ -473,6 +478,29 @@ class AssemblyContext:
     def character(self) -> CharacterInfo:
         """The character who speaks this turn."""
         return self.characters[0]
+
+    def member(self, name: str) -> CharacterInfo | None:
+        """The group member (or the character) with this name."""
+        return next((c for c in self.characters if c.name == name), None)
+
+    def joined_members(self) -> tuple[CharacterInfo, ...]:
+        """The members whose cards are joined in join modes, in the group's order.
+
+        Muted members are left out, except the speaker, unless the mode includes them.
+        """
+        out = []
+        for name in self.group_members:
+            member = self.member(name)
+            if member is None:
+                continue
+            if (
+                name in self.group_muted
+                and member is not self.character
+                and self.group_generation_mode != 2
+            ):
+                continue
+            out.append(member)
+        return tuple(out)
 
     @property
     def is_group(self) -> bool:

@@ -166,9 +166,20 @@ def base_table(context: AssemblyContext) -> InjectionTable:
     8 and 15): character depth prompts, author's note, persona.
     """
     table = InjectionTable()
-    for index, character in enumerate(context.characters if context.is_group else ()):
+    # algo-chat-ops.md §5.3: join modes number every member's note; swap uses the speaker's.
+    joining = context.is_group and context.group_generation_mode in (1, 2)
+    with_notes = (
+        [
+            m
+            for m in context.joined_members()
+            if m.depth_prompt.text and (m.name not in context.group_muted or m is context.character)
+        ]
+        if joining
+        else []
+    )
+    for index, character in enumerate(with_notes):
         table = _with_depth_prompt(table, f"{DEPTH_PROMPT_KEY}_{index}", character.name, character)
-    if not context.is_group and context.characters:
+    if not with_notes and context.characters:
         character = context.character
         table = _with_depth_prompt(table, DEPTH_PROMPT_KEY, character.name, character)
 

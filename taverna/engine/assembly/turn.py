@@ -96,7 +96,7 @@ def card_fields(context: AssemblyContext, substitute: Substitute) -> CardFields:
 
     scenario = context.metadata.scenario or character.scenario
     power = context.power_user
-    return CardFields(
+    fields = CardFields(
         description=field_text(character.description),
         personality=field_text(character.personality),
         scenario=field_text(scenario),
@@ -109,6 +109,49 @@ def card_fields(context: AssemblyContext, substitute: Substitute) -> CardFields:
         ),
         persona=field_text(context.persona.description),
     )
+    if context.is_group and context.group_generation_mode in (1, 2):
+        fields = replace(fields, **_joined_fields(context, substitute))
+    return fields
+
+
+def _joined_fields(context: AssemblyContext, substitute: Substitute) -> dict[str, str]:
+    """Group "join" modes: every member's card fields joined (algo-chat-ops.md §5.3)."""
+    collapse = context.power_user.collapse_newlines
+    separator = "\n" if context.text_completion.instruct.wrap else ""
+
+    def prepared(value: str, member: str, field_name: str) -> str:
+        value = value.strip()
+        if not value:
+            return ""
+
+        def replace_for(text: str) -> str:
+            if not text:
+                return ""
+            text = re.sub("<FIELDNAME>", field_name, text, flags=re.IGNORECASE)
+            return base_chat_replace(
+                text.strip(), lambda t, e: substitute(t, {"char": member}), collapse
+            )
+
+        prefix = replace_for(context.group_join_prefix)
+        suffix = replace_for(context.group_join_suffix)
+        body = replace_for(value)
+        return (
+            (prefix + separator if prefix else "") + body + (separator + suffix if suffix else "")
+        )
+
+    members = context.joined_members()
+    joined: dict[str, str] = {}
+    for key, attribute, label in (
+        ("description", "description", "Description"),
+        ("personality", "personality", "Personality"),
+        ("scenario", "scenario", "Scenario"),
+        ("mes_examples", "mes_example", "Example Messages"),
+    ):
+        parts = [prepared(getattr(m, attribute), m.name, label) for m in members]
+        joined[key] = "\n".join(p for p in parts if p)
+    if context.metadata.scenario.strip():
+        joined["scenario"] = context.metadata.scenario.strip()
+    return joined
 
 
 def core_chat(context: AssemblyContext, substitute: Substitute) -> tuple[ChatMessage, ...]:
