@@ -333,6 +333,7 @@ def build_tree(
     metadata: Mapping[str, Any] | None = None,
     owner: str = "",
     now: datetime | None = None,
+    title: str | None = None,
 ) -> TreeImport:
     """The tree of a chat file and its checkpoint and branch files, ready for bulk import.
 
@@ -385,7 +386,7 @@ def build_tree(
     }
     created = parse_send_date(header.create_date) if header.create_date else None
     new = NewChat(
-        title=name,
+        title=title or name,
         characters=tuple(characters),
         group_id=group_id,
         user_name=user_name,
@@ -883,12 +884,18 @@ class InterchangeService:
         group_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         owner: str = "",
+        title: str | None = None,
     ) -> ImportedChat:
-        """Store a chat document (and its checkpoint and branch files) as one tree."""
+        """Store a chat document (and its checkpoint and branch files) as one tree.
+
+        `name` is the file name the chat came from (and goes back to on export); `title`
+        what a person sees (default: the name).
+        """
         with bulk():
             return self._import_documents(
                 main,
                 name=name,
+                title=title,
                 linked=linked,
                 characters=characters,
                 group_id=group_id,
@@ -906,10 +913,12 @@ class InterchangeService:
         group_id: str | None,
         metadata: Mapping[str, Any] | None,
         owner: str,
+        title: str | None,
     ) -> ImportedChat:
         built = build_tree(
             main,
             name=name,
+            title=title,
             linked=linked,
             characters=characters,
             group_id=group_id,

@@ -1,0 +1,202 @@
+"""Chat backups: SillyTavern JSONL copies of a chat's active path in the data folder.
+
+After a write, a chat is backed up at once unless it was backed up less than `interval`
+seconds ago; then it is marked pending and `flush()` writes it once the interval has
+passed, so the newest state is never left without a backup for long. The newest `keep`
+backups of each chat are kept. File names are safe for any title:
+`chat_<title>_<chat key>_<YYYYMMDD-HHMMSS>.jsonl`, with a hash of the title added where
+the title is not ASCII, so titles in any script stay apart.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+import time
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from taverna.errors import NotFound
+from taverna.formats.st_chat import read_chat
+from taverna.services.interchange import ImportedChat, InterchangeService
+from taverna.store.repository import Store
+
+DEFAULT_INTERVAL = 10.0  # formats-chat.md §8: chatBackupThrottleInterval
+DEFAULT_KEEP = 50  # formats-chat.md §8: numberOfBackups
+_NAME = re.compile(
+    r"^chat_(?P<title>[a-z0-9_]*)_(?P<key>[0-9a-f]{8})_(?P<stamp>\d{8}-\d{6})(?:-(?P<n>\d+))?\.jsonl$"
+)
+
+
+def chat_key(chat_id: str) -> str:
+    """Eight hex digits that name a chat in backup file names."""
+    return hashlib.sha256(chat_id.encode("utf-8")).hexdigest()[:8]
+
+
+def title_slug(title: str, *, limit: int = 60) -> str:
+    """The title as `[a-z0-9_]`, with a hash of it where it is not ASCII."""
+    folded = unicodedata.normalize("NFKD", title)
+    ascii_part = folded.encode("ascii", "ignore").decode("ascii").lower()
+    slug = re.sub(r"[^a-z0-9]+", "_", ascii_part).strip("_")[:limit].strip("_")
+    if not title.isascii() or not slug:
+        digest = hashlib.sha256(title.encode("utf-8")).hexdigest()[:8]
+        slug = f"{slug}_{digest}" if slug else digest
+    return slug
+
+
+@dataclass(frozen=True)
+class Backup:
+    """One backup file."""
+
+    path: Path
+    title: str
+    key: str
+    created: datetime
+    size: int
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+
+class BackupService:
+    """Writes, lists, prunes and restores chat backups in one folder."""
+
+    def __init__(
+        self,
+        store: Store,
+        folder: Path,
+        *,
+        interval: float = DEFAULT_INTERVAL,
+        keep: int = DEFAULT_KEEP,
+        clock: Callable[[], float] = time.monotonic,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.store = store
+        self.folder = folder
+        self.interval = interval
+        self.keep = keep
+        self.clock = clock
+        self.now = now
+        self.interchange = InterchangeService(store)
+        self._last: dict[str, float] = {}
+        self._pending: set[str] = set()
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------- writing
+
+    def after_write(self, chat_id: str) -> Path | None:
+        """Call after a chat changed: backs it up now, or marks it pending if it was just done."""
+        with self._lock:
+            last = self._last.get(chat_id)
+            if last is not None and self.clock() - last < self.interval:
+                self._pending.add(chat_id)
+                return None
+            self._last[chat_id] = self.clock()
+            self._pending.discard(chat_id)
+        return self.backup(chat_id)
+
+    def flush(self, *, force: bool = False) -> list[Path]:
+        """Write the pending backups whose interval has passed (all of them with `force`)."""
+        due: list[str] = []
+        with self._lock:
+            for chat_id in sorted(self._pending):
+                last = self._last.get(chat_id, float("-inf"))
+                if force or self.clock() - last >= self.interval:
+                    due.append(chat_id)
+                    self._pending.discard(chat_id)
+                    self._last[chat_id] = self.clock()
+        written = []
+        for chat_id in due:
+            try:
+                written.append(self.backup(chat_id))
+            except NotFound:
+                continue  # the chat was deleted meanwhile
+        return written
+
+    @property
+    def pending(self) -> frozenset[str]:
+        return frozenset(self._pending)
+
+    def backup(self, chat_id: str) -> Path:
+        """Write a backup of a chat now (no throttling) and prune its oldest ones."""
+        chat = self.store.get_chat(chat_id)
+        text = self.interchange.export_jsonl(chat_id)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        stamp = self.now().astimezone(UTC).strftime("%Y%m%d-%H%M%S")
+        base = f"chat_{title_slug(chat.title)}_{chat_key(chat_id)}_{stamp}"
+        target = self.folder / f"{base}.jsonl"
+        n = 2
+        while target.exists():
+            target = self.folder / f"{base}-{n}.jsonl"
+            n += 1
+        tmp = self.folder / f".{target.name}.tmp"
+        with tmp.open("w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        tmp.replace(target)
+        self.prune(chat_id)
+        return target
+
+    def prune(self, chat_id: str) -> list[Path]:
+        """Delete all but the newest `keep` backups of a chat."""
+        removed = []
+        for old in self.backups(chat_id)[self.keep :]:
+            old.path.unlink(missing_ok=True)
+            removed.append(old.path)
+        return removed
+
+    # ------------------------------------------------------------- reading
+
+    def backups(self, chat_id: str | None = None) -> list[Backup]:
+        """Backups, newest first; only those of one chat when `chat_id` is given."""
+        if not self.folder.is_dir():
+            return []
+        key = chat_key(chat_id) if chat_id else None
+        found = []
+        for path in self.folder.iterdir():
+            match = _NAME.match(path.name)
+            if match is None or (key is not None and match["key"] != key):
+                continue
+            created = datetime.strptime(match["stamp"], "%Y%m%d-%H%M%S").replace(tzinfo=UTC)
+            found.append(
+                (
+                    created,
+                    int(match["n"] or 1),
+                    Backup(path, match["title"], match["key"], created, path.stat().st_size),
+                )
+            )
+        found.sort(key=lambda item: (item[0], item[1]), reverse=True)
+        return [item[2] for item in found]
+
+    def find(self, name: str) -> Backup:
+        """A backup by its file name (or a unique prefix of it)."""
+        backups = self.backups()
+        exact = [b for b in backups if b.name == name or b.path.stem == name]
+        matches = exact or [b for b in backups if b.name.startswith(name)]
+        if len(matches) != 1:
+            what = "no backup" if not matches else f"{len(matches)} backups"
+            raise NotFound(f"{what} named {name!r}", file=str(self.folder))
+        return matches[0]
+
+    def restore(self, name: str, *, title: str | None = None, owner: str = "") -> ImportedChat:
+        """Bring a backup back as a new chat (the chat it came from is left as it is)."""
+        backup = self.find(name)
+        document = read_chat(backup.path.read_bytes(), source=str(backup.path))
+        stamp = backup.created.strftime("%Y-%m-%d %H:%M:%S")
+        if title is None:
+            original = self._title_for(backup.key)
+            title = f"{original or backup.title} (backup {stamp})"
+        return self.interchange.import_documents(document, name=title, owner=owner)
+
+    def _title_for(self, key: str) -> str | None:
+        for listing in self.store.list_chats():
+            if chat_key(listing.chat.id) == key:
+                return listing.chat.title
+        return None

@@ -1,0 +1,629 @@
+"""The library: characters, lorebooks, presets, templates, personas, regex scripts, quick
+replies and groups in the store, imported from SillyTavern files or a whole user data folder.
+
+Each item is a store document holding SillyTavern's own JSON (so it exports unchanged) and,
+for characters and personas, the avatar picture as its blob. Importing an item whose kind
+and name are already in the library replaces it (a new revision), so importing twice does
+not make copies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path, PurePath
+from typing import Any
+
+from taverna.errors import FormatError, NotFound, TavernaError
+from taverna.formats import json_text
+from taverna.formats.card_json import card_from_json, card_to_json
+from taverna.formats.detect import FileKind, detect, read_any
+from taverna.formats.personas import read_personas
+from taverna.formats.presets import named_on_import
+from taverna.formats.st_chat import ChatDocument, read_chat
+from taverna.formats.validation import validate
+from taverna.formats.world_info import world_info_from_json, world_info_to_json
+from taverna.model.character import CardFile
+from taverna.model.chat import CharacterRef
+from taverna.model.lorebook import Lorebook
+from taverna.model.persona import Persona
+from taverna.model.presets import (
+    ChatCompletionPreset,
+    ContextTemplate,
+    InstructTemplate,
+    SystemPromptPreset,
+    TextCompletionPreset,
+)
+from taverna.model.quick_reply import LegacyQuickReplySet, QuickReplySet
+from taverna.model.regex_script import RegexScript
+from taverna.services.interchange import (
+    ImportedChat,
+    InterchangeService,
+    group_chat_files,
+    linked_files_beside,
+)
+from taverna.store.repository import Document, Store
+
+
+class LibraryKind(StrEnum):
+    """The kinds of library document."""
+
+    CHARACTER = "character"
+    LOREBOOK = "lorebook"
+    CHAT_COMPLETION_PRESET = "chat_completion_preset"
+    TEXT_COMPLETION_PRESET = "text_completion_preset"
+    INSTRUCT_TEMPLATE = "instruct_template"
+    CONTEXT_TEMPLATE = "context_template"
+    SYSTEM_PROMPT = "system_prompt"
+    PERSONA = "persona"
+    REGEX_SCRIPT = "regex_script"
+    QUICK_REPLY_SET = "quick_reply_set"
+    GROUP = "group"
+
+
+_MODELS: dict[LibraryKind, type[Any]] = {
+    LibraryKind.CHAT_COMPLETION_PRESET: ChatCompletionPreset,
+    LibraryKind.TEXT_COMPLETION_PRESET: TextCompletionPreset,
+    LibraryKind.INSTRUCT_TEMPLATE: InstructTemplate,
+    LibraryKind.CONTEXT_TEMPLATE: ContextTemplate,
+    LibraryKind.SYSTEM_PROMPT: SystemPromptPreset,
+    LibraryKind.REGEX_SCRIPT: RegexScript,
+    LibraryKind.PERSONA: Persona,
+}
+
+_FILE_KINDS: dict[FileKind, LibraryKind] = {
+    FileKind.CARD_PNG: LibraryKind.CHARACTER,
+    FileKind.CARD_JSON: LibraryKind.CHARACTER,
+    FileKind.CARD_CHARX: LibraryKind.CHARACTER,
+    FileKind.WORLD_INFO: LibraryKind.LOREBOOK,
+    FileKind.LOREBOOK_V3: LibraryKind.LOREBOOK,
+    FileKind.CHAT_COMPLETION_PRESET: LibraryKind.CHAT_COMPLETION_PRESET,
+    FileKind.TEXT_COMPLETION_PRESET: LibraryKind.TEXT_COMPLETION_PRESET,
+    FileKind.INSTRUCT_TEMPLATE: LibraryKind.INSTRUCT_TEMPLATE,
+    FileKind.CONTEXT_TEMPLATE: LibraryKind.CONTEXT_TEMPLATE,
+    FileKind.SYSTEM_PROMPT: LibraryKind.SYSTEM_PROMPT,
+    FileKind.REGEX_SCRIPT: LibraryKind.REGEX_SCRIPT,
+    FileKind.QUICK_REPLY_SET: LibraryKind.QUICK_REPLY_SET,
+    FileKind.GROUP: LibraryKind.GROUP,
+}
+
+# The folders of a SillyTavern user data folder and the kind of file each holds.
+_PRESET_FOLDERS: tuple[tuple[str, LibraryKind], ...] = (
+    ("worlds", LibraryKind.LOREBOOK),
+    ("OpenAI Settings", LibraryKind.CHAT_COMPLETION_PRESET),
+    ("TextGen Settings", LibraryKind.TEXT_COMPLETION_PRESET),
+    ("instruct", LibraryKind.INSTRUCT_TEMPLATE),
+    ("context", LibraryKind.CONTEXT_TEMPLATE),
+    ("sysprompt", LibraryKind.SYSTEM_PROMPT),
+    ("QuickReplies", LibraryKind.QUICK_REPLY_SET),
+)
+_KNOWN_FOLDERS = {
+    "characters",
+    "chats",
+    "groups",
+    "group chats",
+    "User Avatars",
+    *(name for name, _ in _PRESET_FOLDERS),
+}
+_CARD_SUFFIXES = {".png", ".json", ".charx"}
+
+
+@dataclass(frozen=True)
+class StoredItem:
+    """One thing an import put in the library."""
+
+    kind: str
+    id: str
+    name: str
+    replaced: bool = False
+    file: str = ""
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A file or folder an import left out, and why."""
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How far an import is: `done` of `total` files, working on `current`."""
+
+    done: int
+    total: int
+    current: str
+
+
+@dataclass
+class ImportReport:
+    """What an import stored and what it skipped."""
+
+    stored: list[StoredItem] = field(default_factory=list)
+    chats: list[ImportedChat] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+    def extend(self, other: ImportReport) -> None:
+        self.stored.extend(other.stored)
+        self.chats.extend(other.chats)
+        self.skipped.extend(other.skipped)
+
+
+ProgressCallback = Callable[[Progress], None]
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise FormatError(f"cannot read ({exc.strerror})", file=str(path)) from None
+
+
+def is_user_data_folder(folder: Path) -> bool:
+    """A SillyTavern user data folder (`data/<user>/`): has characters/, chats/ or worlds/."""
+    return folder.is_dir() and any(
+        (folder / name).is_dir() for name in ("characters", "chats", "worlds", "OpenAI Settings")
+    )
+
+
+class LibraryService:
+    """Stores and reads library items; imports SillyTavern files and data folders."""
+
+    def __init__(self, store: Store, *, owner: str = "") -> None:
+        self.store = store
+        self.owner = owner
+        self.chats = InterchangeService(store)
+
+    # ------------------------------------------------------------- storing
+
+    def put(
+        self,
+        kind: LibraryKind,
+        name: str,
+        data: Mapping[str, Any],
+        *,
+        blob: bytes | None = None,
+        file: str = "",
+    ) -> StoredItem:
+        """Store an item, replacing the one of the same kind and name if there is one."""
+        existing = self.store.find_documents(kind.value, name=name, owner=self.owner)
+        if existing:
+            old = existing[-1]
+            doc = self.store.put_document(
+                kind.value,
+                name,
+                data,
+                blob=blob,
+                id=old.id,
+                revision=old.revision,
+                owner=self.owner,
+            )
+            return StoredItem(kind.value, doc.id, name, replaced=True, file=file)
+        doc = self.store.put_document(kind.value, name, data, blob=blob, owner=self.owner)
+        return StoredItem(kind.value, doc.id, name, file=file)
+
+    def put_character(self, card: CardFile, *, file: str = "") -> StoredItem:
+        """A character card with its avatar picture."""
+        name = card.character.name or PurePath(file).stem or "Unnamed"
+        return self.put(
+            LibraryKind.CHARACTER, name, card_to_json(card.character), blob=card.avatar, file=file
+        )
+
+    def put_lorebook(self, book: Lorebook, *, file: str = "") -> StoredItem:
+        return self.put(LibraryKind.LOREBOOK, book.name, world_info_to_json(book), file=file)
+
+    def put_persona(self, persona: Persona, *, avatar: bytes | None = None) -> StoredItem:
+        name = persona.name or persona.avatar
+        return self.put(LibraryKind.PERSONA, name, persona.to_json(), blob=avatar)
+
+    # ------------------------------------------------------------- reading
+
+    def documents(self, kind: LibraryKind) -> list[Document]:
+        """The items of a kind, oldest first (without blobs)."""
+        return self.store.find_documents(kind.value, owner=self.owner)
+
+    def get(self, kind: LibraryKind, id: str) -> Document:
+        doc = self.store.get_document(id)
+        if doc.kind != kind.value or doc.owner != self.owner:
+            raise NotFound(f"no {kind.value} with id {id}", field="id")
+        return doc
+
+    def find(self, kind: LibraryKind, name: str) -> Document | None:
+        """The item of a kind with that name, if any."""
+        docs = self.store.find_documents(kind.value, name=name, owner=self.owner, with_blobs=True)
+        return docs[-1] if docs else None
+
+    def character(self, id: str) -> CardFile:
+        """A stored character as a card with its avatar."""
+        doc = self.get(LibraryKind.CHARACTER, id)
+        return CardFile(character=card_from_json(dict(doc.data), file=doc.name), avatar=doc.blob)
+
+    def lorebook(self, id: str) -> Lorebook:
+        doc = self.get(LibraryKind.LOREBOOK, id)
+        return world_info_from_json(dict(doc.data), name=doc.name, file=doc.name)
+
+    def item(self, kind: LibraryKind, id: str) -> Any:
+        """A stored preset, template, persona or regex script as its model."""
+        doc = self.get(kind, id)
+        if kind is LibraryKind.CHARACTER:
+            return self.character(id)
+        if kind is LibraryKind.LOREBOOK:
+            return self.lorebook(id)
+        if kind is LibraryKind.QUICK_REPLY_SET:
+            data = dict(doc.data)
+            if data.get("version") == 2 or "qrList" in data:
+                return validate(QuickReplySet, data, file=doc.name)
+            return validate(LegacyQuickReplySet, data, file=doc.name)
+        if kind is LibraryKind.GROUP:
+            return dict(doc.data)
+        return validate(_MODELS[kind], dict(doc.data), file=doc.name)
+
+    # ------------------------------------------------------------- importing files
+
+    def import_path(
+        self, path: Path, *, progress: ProgressCallback | None = None, lenient: bool = False
+    ) -> ImportReport:
+        """Import a file of any kind taverna reads, or a folder (a SillyTavern data folder or
+        a folder of such files)."""
+        if path.is_dir():
+            if is_user_data_folder(path):
+                return self.import_user_data(path, progress=progress)
+            report = ImportReport()
+            files = sorted(p for p in path.rglob("*") if p.is_file())
+            for index, file in enumerate(files):
+                if progress:
+                    progress(Progress(index, len(files), str(file)))
+                report.extend(self._import_file_reporting(file, lenient=True))
+            return report
+        if not path.exists():
+            raise NotFound("no such file", file=str(path))
+        return self.import_file(path, lenient=lenient)
+
+    def import_paths(
+        self, paths: Sequence[Path], *, progress: ProgressCallback | None = None
+    ) -> ImportReport:
+        """Import several files; chats given together merge with their branch files."""
+        report = ImportReport()
+        chat_files = [p for p in paths if p.is_file() and p.suffix.lower() == ".jsonl"]
+        for path in paths:
+            if path in chat_files:
+                continue
+            report.extend(self.import_path(path, progress=progress))
+        if chat_files:
+            report.chats.extend(self.chats.import_files(chat_files, owner=self.owner))
+        return report
+
+    def _import_file_reporting(self, path: Path, *, lenient: bool) -> ImportReport:
+        try:
+            return self.import_file(path, lenient=lenient)
+        except TavernaError as exc:
+            return ImportReport(skipped=[Skipped(str(path), str(exc))])
+
+    def import_file(self, path: Path, *, lenient: bool = False) -> ImportReport:
+        """Import one file after detecting its kind; a chat brings its branch files along."""
+        data = _read_bytes(path)
+        kind = detect(data, path.name)
+        if kind is FileKind.CHAT:
+            chats = self.chats.import_files([path], lenient=lenient, owner=self.owner)
+            return ImportReport(chats=chats)
+        if kind is FileKind.PERSONAS:
+            return self.import_personas(data, file=str(path), avatars=path.parent / "User Avatars")
+        return ImportReport(stored=[self.import_bytes(data, path.name, file=str(path))])
+
+    def import_bytes(self, data: bytes, file_name: str, *, file: str = "") -> StoredItem:
+        """Store one uploaded file that is not a chat (cards, lorebooks, presets, ...)."""
+        source = file or file_name
+        document = read_any(data, file_name)
+        kind = _FILE_KINDS.get(document.kind)
+        if kind is None:
+            raise FormatError(
+                f"a {document.kind.value} file is not stored in the library this way", file=source
+            )
+        value = document.value
+        stem = PurePath(file_name).stem or "Imported"
+        if kind is LibraryKind.CHARACTER:
+            return self.put_character(value, file=source)
+        if kind is LibraryKind.LOREBOOK:
+            return self.put_lorebook(value, file=source)
+        if kind is LibraryKind.GROUP:
+            name = str(value.get("name") or value.get("id") or stem)
+            return self.put(kind, name, value, file=source)
+        if kind in (
+            LibraryKind.INSTRUCT_TEMPLATE,
+            LibraryKind.CONTEXT_TEMPLATE,
+            LibraryKind.SYSTEM_PROMPT,
+        ):
+            value = named_on_import(value, file_name)
+            return self.put(kind, value.name or stem, value.to_json(), file=source)
+        if kind is LibraryKind.REGEX_SCRIPT:
+            return self.put(kind, value.script_name or stem, value.to_json(), file=source)
+        # Presets and quick reply sets are named by their file.
+        name = str(getattr(value, "name", "") or stem)
+        return self.put(kind, name, value.to_json(), file=source)
+
+    def import_personas(
+        self, data: bytes, *, file: str, avatars: Path | None = None
+    ) -> ImportReport:
+        """The personas of a `settings.json` (or persona backup), with their avatar pictures."""
+        report = ImportReport()
+        for persona in read_personas(data, file=file).items():
+            picture = None
+            if avatars is not None:
+                candidate = avatars / persona.avatar
+                if candidate.is_file():
+                    picture = candidate.read_bytes()
+                else:
+                    report.skipped.append(
+                        Skipped(str(candidate), "avatar picture not found; persona kept without it")
+                    )
+            report.stored.append(self.put_persona(persona, avatar=picture))
+        return report
+
+    def import_settings_regex(self, data: bytes, *, file: str) -> ImportReport:
+        """The global regex scripts kept in `settings.json` (`extension_settings.regex`)."""
+        report = ImportReport()
+        doc = json_text.loads(data, file=file)
+        extensions = doc.get("extension_settings") if isinstance(doc, dict) else None
+        scripts = extensions.get("regex") if isinstance(extensions, dict) else None
+        if not isinstance(scripts, list):
+            return report
+        for index, raw in enumerate(scripts):
+            try:
+                script = validate(
+                    RegexScript, raw, file=file, prefix=f"extension_settings.regex.{index}"
+                )
+            except TavernaError as exc:
+                report.skipped.append(Skipped(f"{file}#regex/{index}", str(exc)))
+                continue
+            name = script.script_name or f"Regex {index + 1}"
+            report.stored.append(
+                self.put(LibraryKind.REGEX_SCRIPT, name, script.to_json(), file=file)
+            )
+        return report
+
+    # ------------------------------------------------------------- a whole data folder
+
+    def import_user_data(
+        self, folder: Path, *, progress: ProgressCallback | None = None
+    ) -> ImportReport:
+        """Import a SillyTavern user data folder (`data/<user>/`).
+
+        Characters with their chats (branch and checkpoint files merged), groups with their
+        chats, lorebooks, presets, templates, quick replies, regex scripts and the personas
+        of settings.json. Files that cannot be read are skipped and listed with the reason;
+        the rest goes on.
+        """
+        report = ImportReport()
+        plan = self._plan(folder)
+        total = len(plan)
+        done = 0
+
+        def step(current: Path) -> None:
+            nonlocal done
+            if progress:
+                progress(Progress(done, total, str(current.relative_to(folder))))
+            done += 1
+
+        for name, kind in _PRESET_FOLDERS:
+            for path in _files(folder / name, (".json",)):
+                step(path)
+                report.extend(self._import_kind_reporting(path, kind))
+
+        card_ids: dict[str, StoredItem] = {}
+        for path in _files(folder / "characters", _CARD_SUFFIXES):
+            step(path)
+            try:
+                item = self.import_bytes(_read_bytes(path), path.name, file=str(path))
+            except TavernaError as exc:
+                report.skipped.append(Skipped(str(path), str(exc)))
+                continue
+            card_ids[path.stem] = item
+            report.stored.append(item)
+
+        chats_root = folder / "chats"
+        if chats_root.is_dir():
+            for chat_folder in sorted(p for p in chats_root.iterdir() if p.is_dir()):
+                files = _files(chat_folder, (".jsonl",))
+                for path in files:
+                    step(path)
+                card = card_ids.get(chat_folder.name)
+                refs = (CharacterRef(card.name, card.id),) if card else ()
+                if card is None and files:
+                    report.skipped.append(
+                        Skipped(
+                            str(chat_folder),
+                            "no character card of this name; chats imported without one",
+                        )
+                    )
+                report.extend(self._import_chat_folder(files, refs))
+
+        report.extend(self._import_groups(folder, card_ids, step))
+
+        settings = folder / "settings.json"
+        if settings.is_file():
+            step(settings)
+            try:
+                data = _read_bytes(settings)
+                report.extend(
+                    self.import_personas(data, file=str(settings), avatars=folder / "User Avatars")
+                )
+                report.extend(self.import_settings_regex(data, file=str(settings)))
+            except TavernaError as exc:
+                report.skipped.append(Skipped(str(settings), str(exc)))
+
+        for entry in sorted(folder.iterdir()):
+            if entry.is_dir() and entry.name not in _KNOWN_FOLDERS:
+                report.skipped.append(Skipped(str(entry), "not something taverna imports"))
+        if progress:
+            progress(Progress(total, total, ""))
+        return report
+
+    def _plan(self, folder: Path) -> list[Path]:
+        files: list[Path] = []
+        for name, _ in _PRESET_FOLDERS:
+            files += _files(folder / name, (".json",))
+        files += _files(folder / "characters", _CARD_SUFFIXES)
+        chats_root = folder / "chats"
+        if chats_root.is_dir():
+            for chat_folder in sorted(p for p in chats_root.iterdir() if p.is_dir()):
+                files += _files(chat_folder, (".jsonl",))
+        files += _files(folder / "groups", (".json",))
+        files += _files(folder / "group chats", (".jsonl",))
+        if (folder / "settings.json").is_file():
+            files.append(folder / "settings.json")
+        return files
+
+    def _import_kind_reporting(self, path: Path, kind: LibraryKind) -> ImportReport:
+        try:
+            data = _read_bytes(path)
+            if kind is LibraryKind.LOREBOOK:
+                book = world_info_from_json(
+                    json_text.loads(data, file=str(path)), name=path.stem, file=str(path)
+                )
+                return ImportReport(stored=[self.put_lorebook(book, file=str(path))])
+            item = self.import_bytes(data, path.name, file=str(path))
+            if item.kind != kind.value:
+                # The folder says what it is; the content disagrees: trust neither silently.
+                return ImportReport(
+                    stored=[item],
+                    skipped=[
+                        Skipped(
+                            str(path), f"found in a {kind.value} folder but read as {item.kind}"
+                        )
+                    ],
+                )
+            return ImportReport(stored=[item])
+        except TavernaError as exc:
+            return ImportReport(skipped=[Skipped(str(path), str(exc))])
+
+    def _import_chat_folder(
+        self, files: Sequence[Path], refs: tuple[CharacterRef, ...]
+    ) -> ImportReport:
+        report = ImportReport()
+        documents: dict[str, ChatDocument] = {}
+        for path in files:
+            try:
+                data = _read_bytes(path)
+                if not data.strip():
+                    report.skipped.append(Skipped(str(path), "empty chat file"))
+                    continue
+                document = read_chat(data, source=str(path), lenient=True)
+            except TavernaError as exc:
+                report.skipped.append(Skipped(str(path), str(exc)))
+                continue
+            for line in document.skipped:
+                report.skipped.append(
+                    Skipped(f"{path}:{line.line}", f"line left out: {line.reason}")
+                )
+            documents[path.stem] = document
+        for main, linked in group_chat_files(documents):
+            try:
+                report.chats.append(
+                    self.chats.import_documents(
+                        documents[main], name=main, linked=linked, characters=refs, owner=self.owner
+                    )
+                )
+            except TavernaError as exc:
+                report.skipped.append(Skipped(main, str(exc)))
+        return report
+
+    def _import_groups(
+        self, folder: Path, card_ids: Mapping[str, StoredItem], step: Callable[[Path], None]
+    ) -> ImportReport:
+        report = ImportReport()
+        chats_folder = folder / "group chats"
+        claimed: set[str] = set()
+        for path in _files(folder / "groups", (".json",)):
+            step(path)
+            try:
+                group = json_text.loads(_read_bytes(path), file=str(path))
+                if not isinstance(group, dict):
+                    raise FormatError("expected a JSON object", file=str(path))
+                name = str(group.get("name") or path.stem)
+                item = self.put(LibraryKind.GROUP, name, group, file=str(path))
+            except TavernaError as exc:
+                report.skipped.append(Skipped(str(path), str(exc)))
+                continue
+            report.stored.append(item)
+            refs = tuple(_member_ref(m, card_ids) for m in group.get("members") or [])
+            chat_ids = [str(c) for c in group.get("chats") or []]
+            for chat_id in chat_ids:
+                chat_path = chats_folder / f"{chat_id}.jsonl"
+                if not chat_path.is_file():
+                    report.skipped.append(Skipped(str(chat_path), "listed by the group, not found"))
+                    continue
+                claimed.add(chat_path.name)
+                step(chat_path)
+                report.extend(self._import_group_chat(chat_path, group, chat_id, refs, item.id))
+        for chat_path in _files(chats_folder, (".jsonl",)):
+            if chat_path.name in claimed:
+                continue
+            step(chat_path)
+            report.extend(self._import_group_chat(chat_path, None, chat_path.stem, (), None))
+        return report
+
+    def _import_group_chat(
+        self,
+        path: Path,
+        group: Mapping[str, Any] | None,
+        chat_id: str,
+        refs: tuple[CharacterRef, ...],
+        group_doc: str | None,
+    ) -> ImportReport:
+        try:
+            document = read_chat(_read_bytes(path), source=str(path), lenient=True)
+        except TavernaError as exc:
+            return ImportReport(skipped=[Skipped(str(path), str(exc))])
+        metadata: Mapping[str, Any] | None = None
+        if group is not None and document.header is None:
+            # formats-chat.md §6.1: the group file holds the metadata of its chats.
+            if group.get("chat_id") == chat_id and isinstance(group.get("chat_metadata"), dict):
+                metadata = group["chat_metadata"]
+            else:
+                past = group.get("past_metadata")
+                if isinstance(past, dict) and isinstance(past.get(chat_id), dict):
+                    metadata = past[chat_id]
+        if not refs:
+            names = dict.fromkeys(m.name for m in document.messages if not m.is_user and m.name)
+            refs = tuple(CharacterRef(n) for n in names if n != "SillyTavern System")
+        group_name = str(group.get("name") or "") if group is not None else ""
+        imported = self.chats.import_documents(
+            document,
+            name=chat_id,
+            title=f"{group_name} - {chat_id}" if group_name else chat_id,
+            characters=refs,
+            group_id=group_doc,
+            metadata=metadata,
+            owner=self.owner,
+        )
+        skipped = [
+            Skipped(f"{path}:{s.line}", f"line left out: {s.reason}") for s in document.skipped
+        ]
+        return ImportReport(chats=[imported], skipped=skipped)
+
+
+def _member_ref(member: Any, cards: Mapping[str, StoredItem]) -> CharacterRef:
+    stem = PurePath(str(member)).stem
+    card = cards.get(stem)
+    return CharacterRef(card.name, card.id) if card else CharacterRef(stem)
+
+
+def _files(folder: Path, suffixes: Iterable[str]) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    wanted = {s.lower() for s in suffixes}
+    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in wanted)
+
+
+__all__ = [
+    "ImportReport",
+    "LibraryKind",
+    "LibraryService",
+    "Progress",
+    "Skipped",
+    "StoredItem",
+    "is_user_data_folder",
+    "linked_files_beside",
+]
