@@ -17,7 +17,13 @@ from typing import Any
 
 from taverna.engine.lorebook.groups import GroupMember, filter_groups
 from taverna.engine.lorebook.index import CompiledBook, CompiledEntry, compile_book
-from taverna.engine.lorebook.matching import Boundaries, bounded, js_trim, match_key
+from taverna.engine.lorebook.matching import (
+    Boundaries,
+    bounded,
+    js_trim,
+    match_key,
+    word_runs,
+)
 from taverna.engine.macros import MacroContext, SeededRandom, Variables, evaluate, string_hash
 from taverna.model.lorebook import (
     CharacterStrategy,
@@ -174,6 +180,11 @@ class Outcome(StrEnum):
     NOT_REACHED = "not reached"
 
 
+_Ref = tuple[int, int]  # (book slot, entry index)
+# (outcome, reason, loop, primary key, secondary keys, roll)
+_Note = tuple[Outcome, str, int, str | None, tuple[str, ...], float | None]
+
+
 @dataclass(frozen=True, slots=True)
 class EntryTrace:
     """Why one entry fired or not, for the prompt inspector.
@@ -272,7 +283,7 @@ class Activation:
     budget: int
     overflowed: bool
     loops: int
-    trace_records: Mapping[tuple[str, int], EntryTrace]
+    trace_records: Mapping[tuple[str, int], _Note]
     books: tuple[BookInPlay, ...]
 
     def placed(self, transform: Callable[[ActivatedEntry], str] | None = None) -> Placement:
@@ -287,8 +298,22 @@ class Activation:
         """A record for every entry of every book in play, in book and file order."""
         for played in self.books:
             for entry in played.book.entries:
-                record = self.trace_records.get((played.book.name, entry.uid))
-                if record is None:
+                note = self.trace_records.get((played.book.name, entry.uid))
+                record: EntryTrace
+                if note is not None:
+                    outcome, reason, loop, primary, secondary, roll = note
+                    record = EntryTrace(
+                        played.book.name,
+                        entry.uid,
+                        entry.comment,
+                        outcome,
+                        reason,
+                        loop,
+                        primary,
+                        secondary,
+                        roll,
+                    )
+                else:
                     if entry.disable:
                         record = EntryTrace(
                             played.book.name, entry.uid, entry.comment, Outcome.DISABLED, "disabled"
@@ -383,9 +408,6 @@ class _Book:
     seen_keys: set[int] = field(default_factory=set)
 
 
-_Ref = tuple[int, int]  # (book slot, entry index)
-
-
 class _Scan:
     """One run of the scan loop; holds the mutable bookkeeping of `checkWorldInfo`."""
 
@@ -416,7 +438,7 @@ class _Scan:
         self.rule = settings.boundaries
         self.recursion: list[str] = []
         self.skew = 0
-        self.trace: dict[tuple[str, int], EntryTrace] = {}
+        self.trace: dict[tuple[str, int], _Note] = {}
         self.sticky: set[_Ref] = set()
         self.cooldown: set[_Ref] = set()
         self.contents: dict[_Ref, str] = {}
@@ -429,29 +451,50 @@ class _Scan:
 
     # --- key hits ----------------------------------------------------------------
     def _scan_segments(self, book: _Book, texts: Sequence[str], where: str, first: int) -> None:
-        """Run the book's automata over texts; `first` is the index of `texts[0]`."""
+        """Find the book's static keys in texts; `first` is the index of `texts[0]`."""
         compiled = book.compiled
-        seen = book.seen_keys
         for offset, text in enumerate(texts):
             index = first + offset
+            lowered: str | None = None
+            for case_sensitive, table in compiled.word_keys.items():
+                if not table:
+                    continue
+                if case_sensitive:
+                    hay = text
+                else:
+                    lowered = lowered if lowered is not None else text.lower()
+                    hay = lowered
+                for run in word_runs(hay, self.rule):
+                    found = table.get(run)
+                    if found is not None:
+                        for key_id in found:
+                            self._hit(book, key_id, where, index)
             for case_sensitive, automaton in compiled.automata.items():
-                hay = text if case_sensitive else text.lower()
+                if case_sensitive:
+                    hay = text
+                else:
+                    lowered = lowered if lowered is not None else text.lower()
+                    hay = lowered
                 for end, (needle, ids) in automaton.iter(hay):
                     start = end - len(needle) + 1
                     for key_id in ids:
                         spec = compiled.keys[key_id]
                         if spec.whole_word and not bounded(hay, start, end + 1, self.rule):
                             continue
-                        if where == "message":
-                            if book.message_hits.get(key_id, MAX_SCAN_DEPTH) > index:
-                                book.message_hits[key_id] = index
-                        elif where == "injection":
-                            book.injection_hits.add(key_id)
-                        elif key_id not in book.recursion_hits:
-                            book.recursion_hits[key_id] = index
-                        if key_id not in seen:
-                            seen.add(key_id)
-                            book.candidates.update(compiled.key_entries[key_id])
+                        self._hit(book, key_id, where, index)
+
+    @staticmethod
+    def _hit(book: _Book, key_id: int, where: str, index: int) -> None:
+        if where == "message":
+            if book.message_hits.get(key_id, MAX_SCAN_DEPTH) > index:
+                book.message_hits[key_id] = index
+        elif where == "injection":
+            book.injection_hits.add(key_id)
+        elif key_id not in book.recursion_hits:
+            book.recursion_hits[key_id] = index
+        if key_id not in book.seen_keys:
+            book.seen_keys.add(key_id)
+            book.candidates.update(book.compiled.key_entries[key_id])
 
     def ensure_messages(self, depth: int) -> None:
         """Make sure the newest `depth` messages have been run through the automata."""
@@ -560,17 +603,27 @@ class _Scan:
         return primary
 
     # --- trace -----------------------------------------------------------------------
-    def note(self, ref: _Ref, outcome: Outcome, reason: str, loop: int, **details: Any) -> None:
+    def note(
+        self,
+        ref: _Ref,
+        outcome: Outcome,
+        reason: str,
+        loop: int,
+        primary_key: str | None = None,
+        secondary_keys: tuple[str, ...] = (),
+        roll: float | None = None,
+    ) -> None:
+        # Plain tuples: a scan of a large book notes thousands of decisions per turn,
+        # and the inspector asks for the trace far less often than a turn runs.
         slot, index = ref
         item = self.books[slot].compiled.entries[index]
-        self.trace[(item.book, item.entry.uid)] = EntryTrace(
-            book=item.book,
-            uid=item.entry.uid,
-            comment=item.entry.comment,
-            outcome=outcome,
-            reason=reason,
-            loop=loop,
-            **details,
+        self.trace[(item.book, item.entry.uid)] = (
+            outcome,
+            reason,
+            loop,
+            primary_key,
+            secondary_keys,
+            roll,
         )
 
 
@@ -668,6 +721,7 @@ def activate(
             played.book,
             case_sensitive=settings.case_sensitive,
             whole_words=settings.match_whole_words,
+            boundaries=settings.boundaries,
         )
         sequence = tier_sequence.get(tier, 0)
         tier_sequence[tier] = sequence + 1
@@ -690,8 +744,13 @@ def activate(
     )
     for played, why in dropped:
         for entry in played.book.entries:
-            scan.trace[(played.book.name, entry.uid)] = EntryTrace(
-                played.book.name, entry.uid, entry.comment, Outcome.DUPLICATE_BOOK, why
+            scan.trace[(played.book.name, entry.uid)] = (
+                Outcome.DUPLICATE_BOOK,
+                why,
+                0,
+                None,
+                (),
+                None,
             )
     clock = len(messages)
     budget = settings.budget_for(max_context)
@@ -733,7 +792,7 @@ def activate(
         budget=budget,
         overflowed=overflowed,
         loops=loops,
-        trace_records=MappingProxyType(dict(scan.trace)),
+        trace_records=MappingProxyType(scan.trace),
         books=tuple(played for played, _ in ordered) + tuple(p for p, _ in dropped),
     )
 
@@ -857,19 +916,20 @@ def _run(scan: _Scan, budget: int, clock: int) -> tuple[dict[_Ref, int], bool, i
         found_now.sort(key=lambda ref: (0 if ref in scan.sticky else 1, rank(ref)))
 
         text_tokens = scan.count_tokens(all_text)
-        members = [_member(scan, ref, clock) for ref in found_now]
-        kept, removed = filter_groups(
-            members,
-            earlier_group_fields=[
-                scan.books[r[0]].compiled.entries[r[1]].entry.group for r in activated
-            ],
-            scoring=settings.use_group_scoring,
-            score=partial(scan.score, state=state),
-            random=scan.random,
-        )
-        for removal in removed:
-            scan.note(removal.ref, Outcome.GROUP, removal.reason, count)
-        new_entries = [member.ref for member in kept]
+        new_entries = found_now
+        if any(scan.books[r[0]].compiled.entries[r[1]].groups for r in found_now):
+            kept, removed = filter_groups(
+                [_member(scan, ref, clock) for ref in found_now],
+                earlier_group_fields=[
+                    scan.books[r[0]].compiled.entries[r[1]].entry.group for r in activated
+                ],
+                scoring=settings.use_group_scoring,
+                score=partial(scan.score, state=state),
+                random=scan.random,
+            )
+            for removal in removed:
+                scan.note(removal.ref, Outcome.GROUP, removal.reason, count)
+            new_entries = [member.ref for member in kept]
 
         new_content = ""
         stopped_at: int | None = None
@@ -913,15 +973,10 @@ def _run(scan: _Scan, budget: int, clock: int) -> tuple[dict[_Ref, int], bool, i
                 break
             activated[ref] = count
             previous = scan.trace.get((item.book, entry.uid))
-            scan.note(
-                ref,
-                Outcome.ACTIVATED,
-                previous.reason if previous else "activated",
-                count,
-                primary_key=previous.primary_key if previous else None,
-                secondary_keys=previous.secondary_keys if previous else (),
-                roll=roll,
-            )
+            if previous is not None and previous[0] is Outcome.ACTIVATED:
+                scan.trace[(item.book, entry.uid)] = (*previous[:5], roll)
+            else:
+                scan.note(ref, Outcome.ACTIVATED, "activated", count, roll=roll)
         if stopped_at is not None:
             for ref in new_entries[stopped_at + 1 :]:
                 if ref not in failed:

@@ -1,9 +1,11 @@
 """A lorebook compiled for scanning: key automata, inverted index, decorators, order.
 
 Scanning a turn must not loop over entries x keys with regexes. `compile_book` does the
-per-book work once: every static plain key goes into one Aho-Corasick automaton per case
-class (case-sensitive keys see the raw text, the others the lower-cased text), with an
-inverted index from key to entries. A turn then runs each automaton once over each piece
+per-book work once. A whole-word key that is a single run of word characters (most keys:
+names, places) is found by looking the text's word runs up in a dictionary; every other
+static plain key goes into one Aho-Corasick automaton per case class (case-sensitive
+keys see the raw text, the others the lower-cased text). An inverted index leads from
+key to entries. A turn then runs each automaton once over each piece
 of scanned text and only looks at the entries whose keys were hit, plus the few that
 must always be looked at (constants, `@@activate`, regex keys, keys with macros).
 
@@ -23,7 +25,7 @@ import ahocorasick
 from taverna.engine.lorebook.decorators import parse_decorators
 from taverna.engine.lorebook.hashing import entry_hash
 from taverna.engine.lorebook.jsregex import JsRegex, parse_regex_key
-from taverna.engine.lorebook.matching import js_trim, split_words
+from taverna.engine.lorebook.matching import Boundaries, is_word, js_trim, split_words
 from taverna.engine.macros import has_macros
 from taverna.model.lorebook import Entry, Lorebook
 
@@ -45,6 +47,7 @@ class KeySpec:
     case_sensitive: bool = False
     whole_word: bool = False
     regex: JsRegex | None = None
+    word: bool = False  # a whole-word key that is one run of word characters
 
 
 @dataclass(slots=True)
@@ -87,14 +90,14 @@ class CompiledBook:
     keys: list[KeySpec]
     key_entries: list[tuple[int, ...]]  # key id -> entries (indices) with it as a primary key
     automata: dict[bool, ahocorasick.Automaton]  # case_sensitive -> automaton
-    needle_keys: dict[bool, dict[str, tuple[int, ...]]]
+    word_keys: dict[bool, dict[str, tuple[int, ...]]]  # case_sensitive -> word -> keys
     always: tuple[int, ...]  # entries that are candidates on every pass
     delay_levels: frozenset[int]
     max_scan_depth: int
     by_uid: dict[int, int] = field(default_factory=dict)
 
 
-_CACHE: weakref.WeakKeyDictionary[Lorebook, dict[tuple[bool, bool], CompiledBook]] = (
+_CACHE: weakref.WeakKeyDictionary[Lorebook, dict[tuple[bool, bool, str], CompiledBook]] = (
     weakref.WeakKeyDictionary()
 )
 _LOCK = threading.Lock()
@@ -106,7 +109,7 @@ def _order_value(entry: Entry) -> float:
     return float(entry.order) if "order" not in entry.missing else 100.0
 
 
-def _classify(raw: str, case_sensitive: bool, whole_words: bool) -> KeySpec:
+def _classify(raw: str, case_sensitive: bool, whole_words: bool, rule: Boundaries) -> KeySpec:
     if raw == "":
         return KeySpec(raw=raw, kind="empty")
     if has_macros(raw):
@@ -124,15 +127,23 @@ def _classify(raw: str, case_sensitive: bool, whole_words: bool) -> KeySpec:
     needle = key if case_sensitive else key.lower()
     single = whole_words and len(split_words(needle)) == 1
     return KeySpec(
-        raw=raw, kind="plain", needle=needle, case_sensitive=case_sensitive, whole_word=single
+        raw=raw,
+        kind="plain",
+        needle=needle,
+        case_sensitive=case_sensitive,
+        whole_word=single,
+        word=single and is_word(needle, rule),
     )
 
 
-def _build(book: Lorebook, case_sensitive: bool, whole_words: bool) -> CompiledBook:
+def _build(
+    book: Lorebook, case_sensitive: bool, whole_words: bool, rule: Boundaries
+) -> CompiledBook:
     keys: list[KeySpec] = []
     key_ids: dict[tuple[str, bool, bool], int] = {}
     key_entries: list[list[int]] = []
     needles: dict[bool, dict[str, list[int]]] = {True: {}, False: {}}
+    words: dict[bool, dict[str, list[int]]] = {True: {}, False: {}}
     entries: list[CompiledEntry] = []
     always: list[int] = []
     levels: set[int] = set()
@@ -141,12 +152,14 @@ def _build(book: Lorebook, case_sensitive: bool, whole_words: bool) -> CompiledB
         found = key_ids.get((raw, cs, ww))
         if found is not None:
             return found
-        spec = _classify(raw, cs, ww)
+        spec = _classify(raw, cs, ww, rule)
         keys.append(spec)
         key_entries.append([])
         ident = len(keys) - 1
         key_ids[(raw, cs, ww)] = ident
-        if spec.kind == "plain":
+        if spec.word:
+            words[spec.case_sensitive].setdefault(spec.needle, []).append(ident)
+        elif spec.kind == "plain":
             needles[spec.case_sensitive].setdefault(spec.needle, []).append(ident)
         return ident
 
@@ -199,7 +212,7 @@ def _build(book: Lorebook, case_sensitive: bool, whole_words: bool) -> CompiledB
         keys=keys,
         key_entries=[tuple(ids) for ids in key_entries],
         automata=automata,
-        needle_keys={cs: {n: tuple(ids) for n, ids in t.items()} for cs, t in needles.items()},
+        word_keys={cs: {n: tuple(ids) for n, ids in t.items()} for cs, t in words.items()},
         always=tuple(always),
         delay_levels=frozenset(levels),
         max_scan_depth=max(
@@ -209,14 +222,16 @@ def _build(book: Lorebook, case_sensitive: bool, whole_words: bool) -> CompiledB
     )
 
 
-def compile_book(book: Lorebook, *, case_sensitive: bool, whole_words: bool) -> CompiledBook:
+def compile_book(
+    book: Lorebook, *, case_sensitive: bool, whole_words: bool, boundaries: Boundaries
+) -> CompiledBook:
     """The compiled form of `book` for these global matching settings (cached)."""
-    settings = (case_sensitive, whole_words)
+    settings = (case_sensitive, whole_words, boundaries.value)
     with _LOCK:
         per_book = _CACHE.get(book)
         if per_book is not None and settings in per_book:
             return per_book[settings]
-    compiled = _build(book, case_sensitive, whole_words)
+    compiled = _build(book, case_sensitive, whole_words, boundaries)
     with _LOCK:
         _CACHE.setdefault(book, {})[settings] = compiled
     return compiled

@@ -19,13 +19,20 @@ scoring; the precompiled index (`index.py`) gives the same answers for static ke
 from __future__ import annotations
 
 import re
-import unicodedata
 from enum import StrEnum
 from functools import lru_cache
 
 from taverna.engine.lorebook.jsregex import parse_regex_key
 
-__all__ = ["Boundaries", "bounded", "js_trim", "match_key", "split_words"]
+__all__ = [
+    "Boundaries",
+    "bounded",
+    "is_word",
+    "js_trim",
+    "match_key",
+    "split_words",
+    "word_runs",
+]
 
 _JS_SPACE = (
     "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
@@ -54,6 +61,12 @@ _CONTINUOUS_RANGES = (
 )
 
 
+_CONTINUOUS_CLASS = "".join(f"\\U{low:08x}-\\U{high:08x}" for low, high in _CONTINUOUS_RANGES)
+_CONTINUOUS_SPLIT = re.compile(f"[{_CONTINUOUS_CLASS}]+")
+_UNICODE_RUN = re.compile(r"\w+")  # Python's \w: str.isalnum() characters and "_"
+_ASCII_RUN = re.compile(r"[A-Za-z0-9_]+")
+
+
 class Boundaries(StrEnum):
     """Which characters end a word for whole-word matching."""
 
@@ -69,7 +82,30 @@ def _continuous(char: str) -> bool:
 
 @lru_cache(maxsize=4096)
 def _unicode_word(char: str) -> bool:
-    return char.isalnum() or char == "_" or unicodedata.category(char) in ("Mn", "Mc")
+    return char.isalnum() or char == "_"
+
+
+@lru_cache(maxsize=8192)
+def word_runs(text: str, rule: Boundaries) -> frozenset[str]:
+    """The maximal runs of word characters of `text` that a plain word key can equal.
+
+    Cached: the same messages are scanned turn after turn.
+    """
+    if rule is Boundaries.ASCII:
+        return frozenset(_ASCII_RUN.findall(text))
+    runs: set[str] = set()
+    for run in _UNICODE_RUN.findall(text):
+        if run.isascii():
+            runs.add(run)
+        else:
+            runs.update(part for part in _CONTINUOUS_SPLIT.split(run) if part)
+    return frozenset(runs)
+
+
+def is_word(key: str, rule: Boundaries) -> bool:
+    """Whether `key` is one run of word characters (then whole-word matching is equality
+    with a run of the text, found by a set lookup instead of a substring search)."""
+    return word_runs(key, rule) == {key}
 
 
 def _edge_ok(neighbour: str | None, key_edge: str, rule: Boundaries) -> bool:
