@@ -36,13 +36,7 @@ def read_file(path: Path) -> Document:
         data = path.read_bytes()
     except OSError as exc:
         raise FormatError(f"cannot read the file: {exc.strerror or exc}", file=name) from None
-    return _read(data, path)
-
-
-def _read(data: bytes, path: Path) -> Document:
-    document = read_any(data, path.name)
-    # report errors under the path as given, not just the file name
-    return Document(kind=document.kind, value=document.value, file=str(path))
+    return read_any(data, name)
 
 
 def _size(n: int) -> str:
