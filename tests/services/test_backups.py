@@ -1,0 +1,143 @@
+"""Chat backups: throttled per chat, pruned, safe names, restored as new chats."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from taverna.errors import NotFound
+from taverna.formats.st_chat import read_chat
+from taverna.model.chat import CharacterRef, NodeRole
+from taverna.services.backups import BackupService, title_slug
+from taverna.services.chats import ChatService
+from taverna.services.interchange import InterchangeService
+from taverna.store.sql import SqlStore
+from taverna.store.testing import backends, temporary_store
+
+
+@pytest.fixture(params=backends())
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlStore]:
+    with temporary_store(request.param, tmp_path) as opened:
+        yield opened
+
+
+class Clocks:
+    """A monotonic clock and a wall clock that tests move by hand."""
+
+    def __init__(self) -> None:
+        self.seconds = 1000.0
+        self.wall = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+    def tick(self, seconds: float) -> None:
+        self.seconds += seconds
+        self.wall += timedelta(seconds=seconds)
+
+
+@pytest.fixture
+def clocks() -> Clocks:
+    return Clocks()
+
+
+@pytest.fixture
+def backups(store: SqlStore, tmp_path: Path, clocks: Clocks) -> BackupService:
+    return BackupService(
+        store,
+        tmp_path / "backups",
+        keep=3,
+        clock=lambda: clocks.seconds,
+        now=lambda: clocks.wall,
+    )
+
+
+def new_chat(store: SqlStore, title: str = "Seraphina - 2024-09-28") -> str:
+    chats = ChatService(store)
+    outcome = chats.create_chat(
+        title,
+        characters=[CharacterRef("Seraphina")],
+        greetings=["Hello."],
+        greeting_speaker="Seraphina",
+    )
+    return outcome.chat.id
+
+
+def test_at_most_one_backup_per_chat_every_ten_seconds(
+    backups: BackupService, store: SqlStore, clocks: Clocks
+) -> None:
+    chat = new_chat(store)
+    other = new_chat(store, "Kael")
+    assert backups.after_write(chat) is not None
+    clocks.tick(3)
+    assert backups.after_write(chat) is None  # throttled, now pending
+    assert backups.after_write(other) is not None  # other chats are not held back
+    assert backups.pending == {chat}
+    assert backups.flush() == []  # not due yet
+    clocks.tick(7)
+    (written,) = backups.flush()
+    assert backups.pending == frozenset()
+    assert len(backups.backups(chat)) == 2
+    assert written == backups.backups(chat)[0].path
+    clocks.tick(10)
+    assert backups.after_write(chat) is not None
+
+
+def test_newest_backups_are_kept(backups: BackupService, store: SqlStore, clocks: Clocks) -> None:
+    chat = new_chat(store)
+    paths = []
+    for _ in range(5):
+        paths.append(backups.after_write(chat))
+        clocks.tick(11)
+    kept = [b.path for b in backups.backups(chat)]
+    assert kept == list(reversed(paths[-3:]))
+    assert all(not p.exists() for p in paths[:2] if p is not None)
+
+
+def test_backup_is_the_chat_as_sillytavern_jsonl(backups: BackupService, store: SqlStore) -> None:
+    chat = new_chat(store)
+    chats = ChatService(store)
+    revision = store.get_chat(chat).revision
+    chats.append(chat, NodeRole.USER, "Hi there.", speaker="Traveler", revision=revision)
+    path = backups.backup(chat)
+    assert path.parent == backups.folder and path.name.startswith("chat_seraphina_2024_09_28_")
+    document = read_chat(path.read_bytes())
+    assert [m.text for m in document.messages] == ["Hello.", "Hi there."]
+    assert path.read_text(encoding="utf-8") == InterchangeService(store).export_jsonl(chat)
+
+
+@pytest.mark.parametrize(
+    ("title", "shape"),
+    [
+        ("Seraphina - 2024", r"seraphina_2024"),
+        ("東京の夜", r"[0-9a-f]{8}"),
+        ("Café Noir", r"cafe_noir_[0-9a-f]{8}"),
+        ("../../etc/passwd", r"etc_passwd"),
+        ("", r"[0-9a-f]{8}"),
+    ],
+)
+def test_file_names_are_safe_for_any_title(title: str, shape: str) -> None:
+    import re
+
+    assert re.fullmatch(shape, title_slug(title))
+
+
+def test_non_ascii_titles_do_not_collide(backups: BackupService, store: SqlStore) -> None:
+    first = backups.backup(new_chat(store, "東京の夜"))
+    second = backups.backup(new_chat(store, "大阪の夜"))
+    assert first.name != second.name
+    assert first.name.isascii() and second.name.isascii()
+
+
+def test_restore_brings_a_backup_back_as_a_new_chat(
+    backups: BackupService, store: SqlStore
+) -> None:
+    chat = new_chat(store)
+    path = backups.backup(chat)
+    restored = backups.restore(path.name)
+    assert restored.chat.id != chat
+    assert restored.chat.title.startswith("Seraphina - 2024-09-28 (backup ")
+    assert [e.node.content for e in store.active_path(restored.chat.id).entries] == ["Hello."]
+    assert len(store.list_chats()) == 2
+    with pytest.raises(NotFound):
+        backups.restore("chat_nothing_like_this")
