@@ -26,6 +26,7 @@ from taverna.engine.assembly.context import (
 )
 from taverna.engine.assembly.injections import MAX_INJECTION_DEPTH, depth_blocks
 from taverna.engine.assembly.turn import Turn, base_chat_replace
+from taverna.engine.textgen.chat_template import ChatTemplate
 from taverna.engine.textgen.instruct import InstructFormat, Position
 from taverna.engine.textgen.stop import stopping_strings
 from taverna.engine.textgen.story_string import render_story_template
@@ -67,7 +68,17 @@ class _Ledger:
 
 
 def build_text_completion(context: AssemblyContext, turn: Turn, count_text: CountText) -> Prompt:
-    """The Text Completion prompt for this turn (algo-prompt-assembly.md §6)."""
+    """The Text Completion prompt for this turn (algo-prompt-assembly.md §6).
+
+    When the Text Completion settings carry a model's chat template (extras key
+    `chat_template`: a `ChatTemplate` or the text of a `tokenizer_config.json`),
+    that template formats the prompt instead of the instruct template.
+    """
+    template = context.text_completion.extras.get("chat_template")
+    if isinstance(template, str) and template:
+        template = ChatTemplate.from_tokenizer_config(template)
+    if isinstance(template, ChatTemplate):
+        return build_with_chat_template(context, turn, count_text, template)
     return _Builder(context, turn, count_text).build()
 
 
@@ -494,6 +505,110 @@ class _Builder:
             ),
         )
 
+    def build_chat_template(self, template: ChatTemplate) -> Prompt:
+        context = self.context
+        turn = self.turn
+        budget = turn.prompt_budget
+        padding = self.power.token_padding
+        items = self.core_items()
+        self.inject(items)
+        fields = turn.fields
+        values = {
+            "description": fields.description,
+            "personality": fields.personality,
+            "persona": fields.persona
+            if context.persona.position in (PersonaPosition.IN_PROMPT, PersonaPosition.AFTER_CHAR)
+            else "",
+            "scenario": fields.scenario,
+            "system": self.system_prompt(),
+            "char": self.char,
+            "user": self.user,
+            "wiBefore": turn.world.before,
+            "wiAfter": turn.world.after,
+            "loreBefore": turn.world.before,
+            "loreAfter": turn.world.after,
+            "mesExamples": "".join(turn.example_blocks),
+            "mesExamplesRaw": "".join(turn.example_blocks),
+        }
+        story = self.story_string(values)
+        examples = "" if self.power.strip_examples else "".join(turn.example_blocks)
+        before = self.anchor(ExtensionPosition.BEFORE_PROMPT).lstrip()
+        after = self.anchor(ExtensionPosition.IN_PROMPT)
+        system_text = (before + story + after + examples).strip()
+        system = [{"role": "system", "content": system_text}] if system_text else []
+
+        def content(item: _Item) -> str:
+            named = (
+                bool(item.name)
+                and not item.is_narrator
+                and (
+                    (context.is_group and item.name != self.user)
+                    or (item.forced_avatar and item.name != self.user)
+                )
+            )
+            return f"{item.name}: {item.text}" if named else item.text
+
+        history = [{"role": _chat_role(item), "content": content(item)} for item in items]
+        open_last = self.is_continue and bool(history)
+
+        def render(start: int) -> str:
+            kept = [dict(m) for m in history[start:]]
+            if open_last and kept:
+                tail = kept[-1]["content"]
+                kept[-1]["content"] = tail + _CUT
+                text = template.render_adapted(system + kept, add_generation_prompt=False)
+                return text[: text.find(_CUT)] if _CUT in text else text
+            return template.render_adapted(
+                system + kept, add_generation_prompt=not self.is_impersonate
+            )
+
+        # The rendered cost only grows with more history: find the oldest start that fits.
+        low, high = 0, len(history)
+        while low < high:
+            middle = (low + high) // 2
+            if self.tokens(render(middle), padding) < budget:
+                high = middle
+            else:
+                low = middle + 1
+        text = render(low)
+        for index, item in enumerate(items):
+            kept = index >= low
+            self.ledger.add(
+                item.kind,
+                item.source,
+                history[index]["content"],
+                self.tokens(history[index]["content"]),
+                included=kept,
+                reason="" if kept else "context full",
+            )
+        stop = stopping_strings(
+            user=self.user,
+            char=self.char,
+            context=self.settings.context,
+            power_user=self.power,
+            instruct=None,
+            macros=self.macros,
+            impersonate=self.is_impersonate,
+        )
+        if template.eos_token and template.eos_token not in stop:
+            stop.append(template.eos_token)
+        return Prompt(
+            kind="text",
+            text=text,
+            stop=tuple(stop),
+            sampling={
+                **self.settings.sampling,
+                "max_new_tokens": self.settings.amount_gen,
+                "truncation_length": self.settings.max_context,
+            },
+            ledger=Ledger(
+                items=tuple(self.ledger.items),
+                total_tokens=self.tokens(text, padding),
+                budget=budget,
+                trace=tuple(turn.world.trace),
+            ),
+        )
+
     # -------------------------------------------------------- sub-steps
 
     def anchor(self, position: ExtensionPosition) -> str:
@@ -623,3 +738,29 @@ def _message_item(message: ChatMessage) -> _Item:
         forced_avatar=message.forced_avatar,
         source=message.id,
     )
+
+
+# ------------------------------------------------------------ chat templates
+
+_CUT = "\u0000taverna-continue\u0000"
+
+
+def build_with_chat_template(
+    context: AssemblyContext, turn: Turn, count_text: CountText, template: ChatTemplate
+) -> Prompt:
+    """The Text Completion prompt in a model's own Hugging Face chat template.
+
+    The story string (with the anchors and example dialogue) is the system
+    message; the history, with the in-chat injections at their depths, follows in
+    chat roles; as much history as fits is kept, newest first, without holes. On
+    continue the last message is left open (no end-of-turn after it).
+    """
+    builder = _Builder(context, turn, count_text)
+    builder.instruct_on = False
+    return builder.build_chat_template(template)
+
+
+def _chat_role(item: _Item) -> str:
+    if item.is_narrator:
+        return "system"
+    return "user" if item.is_user else "assistant"
