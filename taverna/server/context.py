@@ -20,6 +20,8 @@ class AppContext:
     store: Store
     chats: ChatService
     services: dict[str, Any] = field(default_factory=dict)
+    # Largest accepted upload (a card with a big picture, a preset, a lorebook).
+    upload_limit: int = 32 * 1024 * 1024
 
     def close(self) -> None:
         self.store.close()

@@ -71,7 +71,7 @@ class ChatOut(BaseModel):
     persona: PersonaRef
     messages: list[MessageOut]
     branches: list[BranchOut]
-    lorebook_ids: list[str] = []
+    lorebook: str | None = Field(default=None, description="the chat's own lorebook, by name")
     task: TaskOut | None = None
 
 
@@ -121,8 +121,8 @@ class BranchIn(Strict):
     revision: int | None = None
 
 
-class ChatLorebooksIn(Strict):
-    lorebook_ids: list[str] = Field(max_length=100)
+class ChatLorebookIn(Strict):
+    lorebook_id: str | None = Field(max_length=100)
     revision: int | None = None
 
 
@@ -184,3 +184,43 @@ class ConnectionTestOut(BaseModel):
     ok: bool
     message: str
     latency_ms: int
+
+
+class DraftOut(BaseModel):
+    id: str
+    kind: str
+    anchor_id: str | None
+    text: str
+    reason: str
+
+
+class StopOut(BaseModel):
+    outcome: str | None
+    draft_id: str | None = None
+
+
+class ResendIn(Strict):
+    content: str = Field(max_length=TEXT_MAX)
+    revision: int | None = None
+
+
+# ---------------------------------------------------------------- lorebooks
+
+
+class LorebookIn(Strict):
+    name: str = Field(min_length=1, max_length=NAME_MAX)
+
+
+class LorebookListItem(BaseModel):
+    id: str
+    name: str
+    entry_count: int
+
+
+class LorebookOut(BaseModel):
+    id: str
+    name: str
+    revision: int
+    entries: list[dict[str, Any]] = Field(
+        description="SillyTavern world info entries, by SillyTavern's own field names"
+    )

@@ -7,8 +7,6 @@ from fastapi import UploadFile
 from taverna.server.errors import PayloadTooLarge
 
 MIB = 1024 * 1024
-CARD_LIMIT = 32 * MIB
-DOCUMENT_LIMIT = 16 * MIB
 CHUNK = 256 * 1024
 
 
@@ -20,7 +18,7 @@ async def read_limited(upload: UploadFile, limit: int) -> bytes:
         size += len(chunk)
         if size > limit:
             raise PayloadTooLarge(
-                f"the file is larger than {limit // MIB} MiB", file=upload.filename or None
+                f"the file is larger than {limit / MIB:g} MiB", file=upload.filename or None
             )
         parts.append(chunk)
     return b"".join(parts)

@@ -6,29 +6,76 @@ its concept without touching the routes.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from typing import Any
+
 import httpx
 
-from taverna.errors import NotFound, ProviderError
-from taverna.model.chat import Chat
+from taverna.engine.macros.evaluate import MacroContext, evaluate
+from taverna.errors import NotFound, ProviderError, TavernaError
+from taverna.model.chat import CharacterRef, Chat, NodeRole
+from taverna.model.persona import Persona
+from taverna.model.prompt import Prompt
+from taverna.providers.builders import build_request
 from taverna.server.context import AppContext
-from taverna.server.schemas import ChatOut, ChatSummaryOut, PersonaRef, TaskOut
+from taverna.server.schemas import ChatOut, ChatSummaryOut, PersonaRef, PromptOut, TaskOut
 from taverna.server.views import chat_out, chat_summary_out
 from taverna.services.connections import Connection, ConnectionService
+from taverna.services.generation import GenerationService, Turn, TurnKind
+from taverna.services.library import LibraryKind, LibraryService
 
 
 def running_task(ctx: AppContext, chat_id: str) -> TaskOut | None:
     """The generation running for a chat, if any, so a reloaded page can follow it."""
-    tasks = ctx.services.get("tasks")
-    if tasks is None:
+    service = ctx.services.get("generation")
+    if service is None:
         return None
-    task = tasks.running_for_chat(chat_id)
-    return TaskOut(id=task.id, kind=task.kind, chat_id=chat_id) if task else None
+    running = service.registry.for_chat(chat_id, running_only=True)
+    if not running:
+        return None
+    run = running[-1]
+    return TaskOut(id=run.id, kind=run.kind.value, chat_id=chat_id)
+
+
+def default_persona(ctx: AppContext, owner: str = "") -> Persona | None:
+    """The persona marked default, else the first one, else None."""
+    personas = [
+        Persona.model_validate(dict(d.data))
+        for d in ctx.store.find_documents(LibraryKind.PERSONA.value, owner=owner)
+    ]
+    return next((p for p in personas if p.is_default), personas[0] if personas else None)
 
 
 def persona_of(ctx: AppContext, chat: Chat) -> PersonaRef:
     """Who the user is in a chat: the chat's user name, else the default persona's."""
-    name = chat.user_name or "User"
+    persona = default_persona(ctx, chat.owner)
+    name = chat.user_name or (persona.name if persona else "") or "User"
     return PersonaRef(name=name)
+
+
+def start_chat(ctx: AppContext, character_id: str, *, title: str | None, owner: str) -> Chat:
+    """A new chat with a character, opened by its greeting (alternate greetings as candidates).
+
+    `{{char}}` and `{{user}}` in the greetings are filled in as the chat starts, as
+    SillyTavern does for the first message.
+    """
+    lib = LibraryService(ctx.store, owner=owner)
+    card = lib.character(character_id)
+    character = card.character
+    persona = default_persona(ctx, owner)
+    user = (persona.name if persona else "") or "User"
+    names = MacroContext(user=user, char=character.name)
+    greetings = [evaluate(text, names).text for text in character.greetings]
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M")
+    outcome = ctx.chats.create_chat(
+        title or f"{character.name} – {stamp}",
+        characters=[CharacterRef(character.name, character_id)],
+        user_name=user,
+        greetings=greetings,
+        greeting_speaker=character.name,
+        owner=owner,
+    )
+    return outcome.chat
 
 
 def chat_view(ctx: AppContext, chat_id: str) -> ChatOut:
@@ -81,3 +128,96 @@ async def list_models(connections: ConnectionService, connection: Connection) ->
         return sorted({str(item["id"]) for item in data if isinstance(item, dict) and "id" in item})
     except (ValueError, AttributeError):
         raise ProviderError("the model listing was not the expected JSON") from None
+
+
+def prompt_json(prompt: Prompt) -> dict[str, Any]:
+    """A Prompt as plain JSON for the inspector."""
+    ledger = prompt.ledger
+    return {
+        "kind": prompt.kind,
+        "messages": [
+            {"role": m.role.value, "content": m.content, "name": m.name, "source": m.source}
+            for m in prompt.messages
+        ],
+        "text": prompt.text,
+        "stop": list(prompt.stop),
+        "prefill": prompt.prefill,
+        "sampling": dict(prompt.sampling),
+        "ledger": {
+            "items": [
+                {
+                    "kind": i.kind,
+                    "source": i.source,
+                    "tokens": i.tokens,
+                    "included": i.included,
+                    "reason": i.reason,
+                    "position": i.position,
+                }
+                for i in ledger.items
+            ],
+            "total_tokens": ledger.total_tokens,
+            "budget": ledger.budget,
+            "trace": [dict(t) for t in ledger.trace],
+        },
+    }
+
+
+def inspect_prompt(ctx: AppContext, chat_id: str, node_id: str | None) -> PromptOut:
+    """Build (without sending) the prompt for the next reply, or for the reply `node_id`.
+
+    A past reply's prompt is built again from the path that led to it, with today's
+    card, preset and lorebooks.
+    """
+    service: GenerationService | None = ctx.services.get("generation")
+    if service is None:
+        raise TavernaError("prompt building is not available in this server")
+    chat = ctx.chats.get_chat(chat_id)
+    path = list(ctx.chats.active_path(chat_id).nodes)
+    kind = TurnKind.NORMAL
+    if node_id is not None:
+        node = ctx.store.get_node(chat_id, node_id)
+        path = ctx.store.path_to(chat_id, node.parent_id) if node.parent_id else []
+        kind = TurnKind.SWIPE if node.role is NodeRole.ASSISTANT else TurnKind.NORMAL
+    connection = service.connections.get(None)
+    built = service.build_prompt(Turn(chat, tuple(path), kind, connection.api, False))
+    prompt = built if isinstance(built, Prompt) else built.prompt
+    options = service.connections.request_options(
+        connection,
+        user_name=chat.user_name or "User",
+        char_name=chat.characters[0].name if chat.characters else "",
+    )
+    request = build_request(prompt, connection.api, options, base_url=connection.url, key="")
+    ids = {n.id for n in path}
+    included = [
+        i.source
+        for i in prompt.ledger.items
+        if i.included and i.kind == "history" and i.source in ids
+    ]
+    order = {n.id: k for k, n in enumerate(path)}
+    visible = [n for n in path if not n.hidden]
+    first = min(included, key=lambda s: order[s]) if included else None
+    # The line goes above the oldest message sent, when older visible ones were cut.
+    cut = first if first and visible and visible[0].id != first else None
+    return PromptOut(
+        prompt=prompt_json(prompt),
+        request={"url": request.url, "body": dict(request.body)},
+        first_message_in_context=cut,
+        included_message_ids=included,
+    )
+
+
+def set_chat_lorebook(
+    ctx: AppContext, chat_id: str, lorebook_id: str | None, *, owner: str, revision: int
+) -> Chat:
+    """Record a chat's own lorebook in its metadata (`world_info`, as SillyTavern's header has it)."""
+    name = ""
+    if lorebook_id:
+        name = LibraryService(ctx.store, owner=owner).get(LibraryKind.LOREBOOK, lorebook_id).name
+    with ctx.store.write(chat_id, revision=revision, label="chat lorebook") as w:
+        metadata = dict(w.chat.metadata)
+        if name:
+            metadata["world_info"] = name
+        else:
+            metadata.pop("world_info", None)
+        w.update_chat(metadata=metadata)
+    return ctx.store.get_chat(chat_id)

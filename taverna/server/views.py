@@ -62,7 +62,7 @@ def chat_out(
     task: TaskOut | None = None,
 ) -> ChatOut:
     chat = path.chat
-    books = chat.metadata.get("lorebooks")
+    book = chat.metadata.get("world_info")
     return ChatOut(
         id=chat.id,
         title=chat.title,
@@ -74,7 +74,7 @@ def chat_out(
         persona=persona,
         messages=[message_out(e, chat) for e in path.entries if not e.node.deleted],
         branches=[branch_out(b) for b in branches],
-        lorebook_ids=[str(b) for b in books] if isinstance(books, list) else [],
+        lorebook=book if isinstance(book, str) and book else None,
         task=task,
     )
 

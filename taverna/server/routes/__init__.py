@@ -4,6 +4,13 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from taverna.server.routes import chats, connections
+from taverna.server.routes import characters, chats, connections, generation, lorebooks, prompt
 
-ROUTERS: tuple[APIRouter, ...] = (chats.router, connections.router)
+ROUTERS: tuple[APIRouter, ...] = (
+    characters.router,
+    chats.router,
+    connections.router,
+    generation.router,
+    lorebooks.router,
+    prompt.router,
+)

@@ -10,6 +10,7 @@ from taverna.server.context import AppContext, context, current_user
 from taverna.server.schemas import (
     BranchIn,
     BranchOut,
+    ChatLorebookIn,
     ChatOut,
     ChatSummaryOut,
     EditIn,
@@ -158,4 +159,19 @@ def undo(chat_id: str, body: RevisionIn, ctx: AppContext = Depends(context)) -> 
 @router.post("/{chat_id}/redo", response_model=ChatOut)
 def redo(chat_id: str, body: RevisionIn, ctx: AppContext = Depends(context)) -> ChatOut:
     ctx.chats.redo(chat_id, revision=_revision(ctx, chat_id, body.revision))
+    return usecases.chat_view(ctx, chat_id)
+
+
+@router.put("/{chat_id}/lorebook", response_model=ChatOut)
+def set_chat_lorebook(
+    chat_id: str, body: ChatLorebookIn, request: Request, ctx: AppContext = Depends(context)
+) -> ChatOut:
+    """Bind a library lorebook to this chat (SillyTavern's chat lorebook), or unbind it."""
+    usecases.set_chat_lorebook(
+        ctx,
+        chat_id,
+        body.lorebook_id,
+        owner=current_user(request),
+        revision=_revision(ctx, chat_id, body.revision),
+    )
     return usecases.chat_view(ctx, chat_id)

@@ -84,7 +84,7 @@ export async function render(root, params) {
         toast(t("lorebooks.attached"));
       } }),
       attachChat, h("button", { type: "button", class: "small", text: t("lorebooks.attach_chat"), onClick: async () => {
-        await api.put(`/chats/${attachChat.value}/lorebooks`, { lorebook_ids: [params.id] });
+        await api.put(`/chats/${attachChat.value}/lorebook`, { lorebook_id: params.id });
         toast(t("lorebooks.attached"));
       } })),
     h("div", { class: "split" }, h("div", {}, search, entryList), editor));

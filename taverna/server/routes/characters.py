@@ -1,0 +1,150 @@
+"""Characters: list, import a card, create, edit every field, picture, export as PNG or JSON."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, File, Request, Response, UploadFile
+
+from taverna.formats.card_json import card_from_json, write_card_json
+from taverna.formats.png_card import as_png, write_png_card
+from taverna.server import library_use
+from taverna.server.cards import (
+    CharacterFields,
+    CharacterIn,
+    CharacterListItem,
+    CharacterOut,
+)
+from taverna.server.context import AppContext, context, current_user
+from taverna.server.schemas import Strict
+from taverna.server.uploads import read_limited
+from taverna.services.library import LibraryKind, LibraryService
+
+router = APIRouter(prefix="/api/characters", tags=["characters"])
+
+
+def library(request: Request, ctx: AppContext = Depends(context)) -> LibraryService:
+    return LibraryService(ctx.store, owner=current_user(request))
+
+
+class LorebookLinkIn(Strict):
+    lorebook_id: str | None
+
+
+@router.get("", response_model=list[CharacterListItem])
+def list_characters(lib: LibraryService = Depends(library)) -> list[CharacterListItem]:
+    items = []
+    for doc in lib.documents(LibraryKind.CHARACTER):
+        character = card_from_json(dict(doc.data), file=doc.name)
+        items.append(
+            CharacterListItem(
+                id=doc.id,
+                name=character.name or doc.name,
+                tags=list(character.tags),
+                creator=character.creator,
+                avatar_url=f"/api/characters/{doc.id}/avatar",
+            )
+        )
+    return items
+
+
+@router.post("/import", response_model=CharacterOut, status_code=201)
+async def import_card(
+    file: UploadFile = File(...),
+    lib: LibraryService = Depends(library),
+    ctx: AppContext = Depends(context),
+) -> CharacterOut:
+    """Store a PNG, JSON or CHARX card; anything else is refused and nothing is stored."""
+    data = await read_limited(file, ctx.upload_limit)
+    item = library_use.import_card(lib, data, file.filename or "card")
+    return library_use.character_view(lib, item.id)
+
+
+@router.post("", response_model=CharacterOut, status_code=201)
+def create_character(body: CharacterFields, lib: LibraryService = Depends(library)) -> CharacterOut:
+    doc_id = library_use.create_character(lib, body)
+    return library_use.character_view(lib, doc_id)
+
+
+@router.get("/{character_id}", response_model=CharacterOut)
+def get_character(character_id: str, lib: LibraryService = Depends(library)) -> CharacterOut:
+    return library_use.character_view(lib, character_id)
+
+
+@router.put("/{character_id}", response_model=CharacterOut)
+def update_character(
+    character_id: str, body: CharacterIn, lib: LibraryService = Depends(library)
+) -> CharacterOut:
+    library_use.update_character(lib, character_id, body, revision=body.revision)
+    return library_use.character_view(lib, character_id)
+
+
+@router.delete("/{character_id}", status_code=204)
+def delete_character(character_id: str, lib: LibraryService = Depends(library)) -> Response:
+    doc = lib.get(LibraryKind.CHARACTER, character_id)
+    lib.store.delete_document(doc.id, revision=doc.revision)
+    return Response(status_code=204)
+
+
+@router.put("/{character_id}/lorebook", response_model=CharacterOut)
+def link_lorebook(
+    character_id: str, body: LorebookLinkIn, lib: LibraryService = Depends(library)
+) -> CharacterOut:
+    library_use.link_lorebook(lib, character_id, body.lorebook_id)
+    return library_use.character_view(lib, character_id)
+
+
+@router.get("/{character_id}/avatar")
+def avatar(character_id: str, lib: LibraryService = Depends(library)) -> Response:
+    """The character's picture; a lettered placeholder when the card has none."""
+    card = lib.character(character_id)
+    if card.avatar:
+        return Response(card.avatar, media_type="image/png", headers={"Cache-Control": "no-cache"})
+    return Response(
+        library_use.placeholder_svg(card.character.name),
+        media_type="image/svg+xml",
+        headers={"Cache-Control": "no-cache"},
+    )
+
+
+@router.post("/{character_id}/avatar", response_model=CharacterOut)
+async def set_avatar(
+    character_id: str,
+    file: UploadFile = File(...),
+    lib: LibraryService = Depends(library),
+    ctx: AppContext = Depends(context),
+) -> CharacterOut:
+    picture = as_png(await read_limited(file, ctx.upload_limit), file=file.filename or None)
+    doc = lib.get(LibraryKind.CHARACTER, character_id)
+    lib.store.put_document(
+        doc.kind,
+        doc.name,
+        doc.data,
+        blob=picture,
+        id=doc.id,
+        revision=doc.revision,
+        owner=doc.owner,
+    )
+    return library_use.character_view(lib, character_id)
+
+
+@router.get("/{character_id}/export")
+def export_character(
+    character_id: str, format: str = "png", lib: LibraryService = Depends(library)
+) -> Response:
+    """The card as a file SillyTavern reads: PNG (picture with both chunks) or JSON."""
+    card = lib.character(character_id)
+    stem = library_use.download_name(card.character.name)
+    if format == "json":
+        return Response(
+            write_card_json(card.character),
+            media_type="application/json",
+            headers=library_use.attachment(f"{stem}.json"),
+        )
+    if format != "png":
+        from taverna.errors import TavernaError
+
+        raise TavernaError("format must be png or json", field="format")
+    return Response(
+        write_png_card(card.character, card.avatar),
+        media_type="image/png",
+        headers=library_use.attachment(f"{stem}.png"),
+    )

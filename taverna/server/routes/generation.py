@@ -1,0 +1,202 @@
+"""Generations: start one in a chat, follow its events over SSE (replayable), stop it; drafts."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import asdict, is_dataclass
+from typing import Any
+
+from fastapi import APIRouter, Depends, Header, Request, Response
+from fastapi.responses import StreamingResponse
+
+from taverna.errors import TavernaError
+from taverna.providers.events import ReasoningDelta, TextDelta, ToolCall
+from taverna.server import usecases
+from taverna.server.context import AppContext, context
+from taverna.server.schemas import (
+    DraftOut,
+    GenerateIn,
+    GenerationStarted,
+    ResendIn,
+    StopOut,
+    TaskOut,
+)
+from taverna.services.generation import (
+    Completed,
+    Ending,
+    GenerationService,
+    RunningGeneration,
+    Started,
+    ToolResult,
+)
+
+router = APIRouter(tags=["generation"])
+
+
+def generation(ctx: AppContext = Depends(context)) -> GenerationService:
+    service = ctx.services.get("generation")
+    if service is None:
+        raise TavernaError("generation is not available in this server")
+    assert isinstance(service, GenerationService)
+    return service
+
+
+def task_out(run: RunningGeneration) -> TaskOut:
+    return TaskOut(
+        id=run.id,
+        kind=run.kind.value,
+        chat_id=run.chat_id,
+        status="done" if run.done else "running",
+    )
+
+
+@router.post("/api/chats/{chat_id}/generate", response_model=GenerationStarted, status_code=202)
+async def generate(
+    chat_id: str,
+    body: GenerateIn,
+    ctx: AppContext = Depends(context),
+    service: GenerationService = Depends(generation),
+) -> GenerationStarted:
+    """Start a generation; it runs on its own and is saved even if nobody follows it."""
+    chat = ctx.chats.get_chat(chat_id)
+    if body.revision is not None and body.revision != chat.revision:
+        from taverna.store.repository import StaleRevision
+
+        raise StaleRevision(
+            "the chat changed since it was read",
+            current_revision=chat.revision,
+            expected=body.revision,
+        )
+    if body.kind == "normal":
+        run = await service.send(chat_id, body.text or "")
+    elif body.kind in ("regenerate", "swipe"):
+        # Regenerate keeps the old reply as a candidate (nothing is lost): it is a swipe.
+        run = await service.swipe(chat_id)
+    elif body.kind == "continue":
+        run = await service.continue_reply(chat_id)
+    else:
+        run = await service.impersonate(chat_id)
+    return GenerationStarted(chat=usecases.chat_view(ctx, chat_id), task=task_out(run))
+
+
+@router.post(
+    "/api/chats/{chat_id}/messages/{node_id}/resend",
+    response_model=GenerationStarted,
+    status_code=202,
+)
+async def edit_and_resend(
+    chat_id: str,
+    node_id: str,
+    body: ResendIn,
+    ctx: AppContext = Depends(context),
+    service: GenerationService = Depends(generation),
+) -> GenerationStarted:
+    """Edit a user message as a new sibling (the old turn stays a branch) and answer it."""
+    chat = ctx.chats.get_chat(chat_id)
+    ctx.store.get_node(chat_id, node_id)
+    revision = chat.revision if body.revision is None else body.revision
+    ctx.chats.edit_and_resend(chat_id, node_id, body.content, revision=revision)
+    run = await service.send(chat_id, "")
+    return GenerationStarted(chat=usecases.chat_view(ctx, chat_id), task=task_out(run))
+
+
+def _event(index: int, event: Any) -> str | None:
+    """One generation event as an SSE frame; `id` lets a reconnecting browser resume."""
+    if isinstance(event, TextDelta):
+        name, data = "delta", {"text": event.text}
+    elif isinstance(event, ReasoningDelta):
+        name, data = "reasoning", {"text": event.text}
+    elif isinstance(event, ToolCall | ToolResult | Started):
+        name, data = "status", {"type": type(event).__name__, **_plain(event)}
+    elif isinstance(event, Completed):
+        if event.outcome in (Ending.SAVED, Ending.IMPERSONATED):
+            name = "done"
+        elif event.outcome is Ending.STOPPED:
+            name = "cancelled"
+        else:
+            name = "error"
+        data = {
+            "outcome": event.outcome.value,
+            "text": event.text,
+            "node_id": event.node_id,
+            "draft_id": event.draft_id,
+            "message": event.error,
+        }
+    else:
+        return None
+    return f"id: {index}\nevent: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+def _plain(event: Any) -> dict[str, Any]:
+    if is_dataclass(event):
+        return {k: (v.value if hasattr(v, "value") else v) for k, v in asdict(event).items()}
+    return {}
+
+
+@router.get("/api/tasks/{task_id}/events", response_class=StreamingResponse)
+async def follow_task(
+    task_id: str,
+    request: Request,
+    since: int | None = None,
+    last_event_id: str | None = Header(default=None),
+    service: GenerationService = Depends(generation),
+) -> StreamingResponse:
+    """Server-sent events of a generation: everything so far, then live, until it ends."""
+    run = service.registry.get(task_id)
+    start = since or 0
+    if last_event_id and last_event_id.isdigit():
+        start = int(last_event_id) + 1
+
+    async def frames() -> AsyncIterator[str]:
+        yield "retry: 1000\n\n"
+        async for index, event in run.follow(start):
+            frame = _event(index, event)
+            if frame:
+                yield frame
+
+    return StreamingResponse(
+        frames(),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+@router.get("/api/tasks/{task_id}", response_model=TaskOut)
+def get_task(task_id: str, service: GenerationService = Depends(generation)) -> TaskOut:
+    return task_out(service.registry.get(task_id))
+
+
+@router.post("/api/tasks/{task_id}/stop", response_model=StopOut)
+async def stop_task(task_id: str, service: GenerationService = Depends(generation)) -> StopOut:
+    """Stop a generation: the model connection closes; what streamed is kept as a draft."""
+    result = await service.stop(task_id)
+    return StopOut(
+        outcome=result.outcome.value if result else None,
+        draft_id=result.draft_id if result else None,
+    )
+
+
+@router.get("/api/chats/{chat_id}/drafts", response_model=list[DraftOut])
+def list_drafts(
+    chat_id: str,
+    ctx: AppContext = Depends(context),
+    service: GenerationService = Depends(generation),
+) -> list[DraftOut]:
+    ctx.chats.get_chat(chat_id)
+    return [
+        DraftOut(id=d.id, kind=d.kind.value, anchor_id=d.anchor_id, text=d.text, reason=d.reason)
+        for d in service.drafts(chat_id)
+    ]
+
+
+@router.post("/api/drafts/{draft_id}/keep", status_code=204)
+def keep_draft(draft_id: str, service: GenerationService = Depends(generation)) -> Response:
+    service.keep_draft(draft_id)
+    return Response(status_code=204)
+
+
+@router.delete("/api/drafts/{draft_id}", status_code=204)
+def drop_draft(draft_id: str, service: GenerationService = Depends(generation)) -> Response:
+    service.drop_draft(draft_id)
+    return Response(status_code=204)

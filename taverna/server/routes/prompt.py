@@ -1,0 +1,23 @@
+"""The prompt inspector: the prompt as it will be (or was) sent, its ledger and lorebook trace."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends
+
+from taverna.server import usecases
+from taverna.server.context import AppContext, context
+from taverna.server.schemas import PromptOut
+
+router = APIRouter(prefix="/api/chats", tags=["prompt"])
+
+
+@router.get("/{chat_id}/prompt", response_model=PromptOut)
+def next_prompt(chat_id: str, ctx: AppContext = Depends(context)) -> PromptOut:
+    """The prompt the next reply would be generated from (nothing is sent)."""
+    return usecases.inspect_prompt(ctx, chat_id, None)
+
+
+@router.get("/{chat_id}/messages/{node_id}/prompt", response_model=PromptOut)
+def prompt_of_message(chat_id: str, node_id: str, ctx: AppContext = Depends(context)) -> PromptOut:
+    """The prompt of the reply `node_id`: built again from the path that led to it."""
+    return usecases.inspect_prompt(ctx, chat_id, node_id)
