@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from PIL import Image
 
 from taverna.cli.main import app
 from taverna.errors import FormatError
@@ -51,6 +53,16 @@ def _filled(doc: dict[str, Any]) -> list[str]:
     return [k for k, v in doc.items() if v not in ("", None, [], {}, False)]
 
 
+def _picture(image: bytes) -> str:
+    """Dimensions and size of a picture; only the header is read, nothing is decoded."""
+    try:
+        with Image.open(io.BytesIO(image)) as picture:
+            width, height = picture.size
+            return f"{width}x{height} {picture.format}, {_size(len(image))}"
+    except (OSError, ValueError, SyntaxError):
+        return f"unreadable picture, {_size(len(image))}"
+
+
 def _card_summary(card: CardFile) -> list[tuple[str, str]]:
     ch = card.character
     data = ch.data_json()
@@ -89,7 +101,7 @@ def _card_summary(card: CardFile) -> list[tuple[str, str]]:
     if extra:
         rows.append(("other extensions", ", ".join(extra)))
     if card.avatar is not None:
-        rows.append(("picture", _size(len(card.avatar))))
+        rows.append(("picture", _picture(card.avatar)))
     if card.assets:
         rows.append(
             ("assets", f"{len(card.assets)} files, {_size(sum(map(len, card.assets.values())))}")

@@ -104,14 +104,36 @@ def read_charx(data: bytes, *, file: str | None = None) -> CardFile:
     return CardFile(character=character, avatar=avatar, assets=assets)
 
 
+DEFAULT_ICON_PATH = "assets/icon/images/main.png"
+
+
 def write_charx(card: CardFile) -> bytes:
-    """A CHARX zip: `card.json` first, then every asset under its own path."""
+    """A CHARX zip: `card.json` first, then every asset under its own path.
+
+    A card whose avatar is not among its zip assets (one read from a PNG, say) gets it
+    as `assets/icon/images/main.png`, listed as the `main` icon in `data.assets`, since
+    that is how a CHARX reader finds the picture.
+    """
+    character = card.character
+    assets = dict(card.assets)
+    if card.avatar is not None and _icon_path(character, list(assets)) is None:
+        kept = [
+            a.to_json()
+            for a in character.assets or []
+            if not (a.type == "icon" and a.uri.startswith("ccdefault:"))
+        ]
+        icon = {
+            "type": "icon",
+            "uri": f"embeded://{DEFAULT_ICON_PATH}",
+            "name": "main",
+            "ext": "png",
+        }
+        character = Character.model_validate({**character.to_json(), "assets": [icon, *kept]})
+        assets = {DEFAULT_ICON_PATH: card.avatar, **assets}
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        doc = card_to_json(card.character)
+        doc = card_to_json(character)
         archive.writestr("card.json", json_text.dumps(doc, indent=4).encode("utf-8"))
-        for name, content in card.assets.items():
+        for name, content in assets.items():
             archive.writestr(name, content)
-        if card.avatar is not None and not card.assets:
-            archive.writestr("assets/icon/images/main.png", card.avatar)
     return out.getvalue()

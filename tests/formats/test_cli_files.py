@@ -103,6 +103,13 @@ def test_convert_to_charx_and_back(st_fixtures: Path, tmp_path: Path) -> None:
     assert runner.invoke(app, ["convert", str(source), str(zipped)]).exit_code == 0
     result = runner.invoke(app, ["inspect", str(zipped)])
     assert "card-charx" in result.output and "Seraphina" in result.output
+    assert "400x600" in result.output  # the picture travelled as the icon
+    back = tmp_path / "again.png"
+    assert runner.invoke(app, ["convert", str(zipped), str(back)]).exit_code == 0
+    original = read_png_card(source.read_bytes())
+    again = read_png_card(back.read_bytes())
+    assert again.avatar == original.avatar
+    assert again.character.name == original.character.name
 
 
 def test_convert_refuses_to_overwrite(st_fixtures: Path, tmp_path: Path) -> None:
