@@ -25,6 +25,7 @@ from taverna.model.presets import (
     ChatCompletionPreset,
     ContextTemplate,
     InstructTemplate,
+    PromptManagerExport,
     SystemPromptPreset,
     TextCompletionPreset,
 )
@@ -50,6 +51,7 @@ class FileKind(StrEnum):
     REGEX_SCRIPT = "regex-script"
     QUICK_REPLY_SET = "quick-reply-set"
     PERSONAS = "personas"
+    PROMPT_EXPORT = "prompt-manager-export"
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,9 @@ def kind_of_json(doc: Any, file_name: str = "") -> FileKind | None:
         return FileKind.QUICK_REPLY_SET
     if "power_user" in doc or ("personas" in doc and "persona_descriptions" in doc):
         return FileKind.PERSONAS
+    data = doc.get("data")
+    if isinstance(data, dict) and "prompts" in data and "version" in doc and "type" in doc:
+        return FileKind.PROMPT_EXPORT
     if "members" in doc and "chat_metadata" in doc:
         return FileKind.GROUP
     if _CC_KEYS & doc.keys():
@@ -180,6 +185,7 @@ def _read_json_kind(kind: FileKind, doc: Any, stem: str, file: str | None) -> An
         FileKind.CONTEXT_TEMPLATE: ContextTemplate,
         FileKind.SYSTEM_PROMPT: SystemPromptPreset,
         FileKind.REGEX_SCRIPT: RegexScript,
+        FileKind.PROMPT_EXPORT: PromptManagerExport,
     }
     return validate(models[kind], doc, file=file)
 

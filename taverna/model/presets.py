@@ -278,3 +278,18 @@ class TextCompletionPreset(STDocument):
     rep_pen_range: Number | None = None
     genamt: JsonInt | None = None
     max_length: JsonInt | None = None
+
+
+class PromptManagerExportData(STDocument):
+    """The `data` of a prompt-manager export: user prompts and one order list."""
+
+    prompts: list[PromptDefinition] = Field(default_factory=list)
+    prompt_order: list[PromptOrderItem] = Field(default_factory=list)
+
+
+class PromptManagerExport(STDocument):
+    """A prompt-manager export file (`st-prompts-*.json`, formats-presets.md §1.5)."""
+
+    version: JsonInt = 1
+    type: str = "full"
+    data: PromptManagerExportData = Field(default_factory=PromptManagerExportData)

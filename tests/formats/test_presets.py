@@ -191,3 +191,14 @@ def test_personas_wrong_type_names_the_field() -> None:
     with pytest.raises(FormatError) as info:
         read_personas(json.dumps(bad).encode(), file="settings.json")
     assert info.value.field == "power_user.personas.a.png"
+
+
+def test_prompt_manager_export() -> None:
+    doc = {"version": 1, "type": "full", "data": {
+        "prompts": [{"identifier": "3f9c", "name": "Tone", "role": "system", "content": "Be brief.",
+                     "system_prompt": False, "marker": False}],
+        "prompt_order": [{"identifier": "main", "enabled": True}, {"identifier": "3f9c", "enabled": False}]}}  # fmt: skip
+    document = read_any(json.dumps(doc).encode(), "st-prompts-10_01_2024.json")
+    assert document.kind is FileKind.PROMPT_EXPORT
+    assert document.value.data.prompts[0].content == "Be brief."
+    assert document.value.to_json() == doc

@@ -26,6 +26,7 @@ from taverna.model.presets import (
     ChatCompletionPreset,
     ContextTemplate,
     InstructTemplate,
+    PromptManagerExport,
     SystemPromptPreset,
     TextCompletionPreset,
 )
@@ -134,6 +135,7 @@ MODELS = [
     QuickReplySet,
     LegacyQuickReplySet,
     PersonaSet,
+    PromptManagerExport,
 ]
 
 
