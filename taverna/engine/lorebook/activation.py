@@ -74,10 +74,14 @@ class BookInPlay:
 
 @dataclass(frozen=True, slots=True)
 class ScanMessage:
-    """One visible chat message as the scan sees it."""
+    """One visible chat message as the scan sees it.
+
+    `name` is prefixed (`Name: text`) when the settings include names; None means the
+    text is already in its scanned form.
+    """
 
     text: str
-    name: str = ""
+    name: str | None = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,8 +185,8 @@ class Outcome(StrEnum):
 
 
 _Ref = tuple[int, int]  # (book slot, entry index)
-# (outcome, reason, loop, primary key, secondary keys, roll)
-_Note = tuple[Outcome, str, int, str | None, tuple[str, ...], float | None]
+# (outcome, reason, loop, primary key, secondary keys, roll, comment)
+_Note = tuple[Outcome, str, int, str | None, tuple[str, ...], float | None, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,7 +287,7 @@ class Activation:
     budget: int
     overflowed: bool
     loops: int
-    trace_records: Mapping[tuple[str, int], _Note]
+    trace_records: Mapping[tuple[str, int], _Note]  # internal; read `decisions()`/`trace()`
     books: tuple[BookInPlay, ...]
 
     def placed(self, transform: Callable[[ActivatedEntry], str] | None = None) -> Placement:
@@ -294,6 +298,15 @@ class Activation:
         """
         return place(self.entries, transform)
 
+    def decisions(self) -> Iterator[EntryTrace]:
+        """The entries the scan made a decision about (looked at beyond "no key found").
+
+        Cheap enough for every turn; `trace()` adds the untouched entries.
+        """
+        for (book, uid), note in self.trace_records.items():
+            outcome, reason, loop, primary, secondary, roll, comment = note
+            yield EntryTrace(book, uid, comment, outcome, reason, loop, primary, secondary, roll)
+
     def trace(self) -> Iterator[EntryTrace]:
         """A record for every entry of every book in play, in book and file order."""
         for played in self.books:
@@ -301,7 +314,7 @@ class Activation:
                 note = self.trace_records.get((played.book.name, entry.uid))
                 record: EntryTrace
                 if note is not None:
-                    outcome, reason, loop, primary, secondary, roll = note
+                    outcome, reason, loop, primary, secondary, roll, _comment = note
                     record = EntryTrace(
                         played.book.name,
                         entry.uid,
@@ -624,6 +637,7 @@ class _Scan:
             primary_key,
             secondary_keys,
             roll,
+            item.entry.comment,
         )
 
 
@@ -728,7 +742,7 @@ def activate(
         slots.append(_Book(played=played, compiled=compiled, tier=tier, sequence=sequence))
 
     names = settings.include_names
-    visible = [f"{m.name}: {m.text}" if names else m.text for m in messages]
+    visible = [f"{m.name}: {m.text}" if names and m.name is not None else m.text for m in messages]
     newest_first = [text.strip() for text in reversed(visible)][:MAX_SCAN_DEPTH]
     scan = _Scan(
         slots,
@@ -751,6 +765,7 @@ def activate(
                 None,
                 (),
                 None,
+                entry.comment,
             )
     clock = len(messages)
     budget = settings.budget_for(max_context)
@@ -974,7 +989,7 @@ def _run(scan: _Scan, budget: int, clock: int) -> tuple[dict[_Ref, int], bool, i
             activated[ref] = count
             previous = scan.trace.get((item.book, entry.uid))
             if previous is not None and previous[0] is Outcome.ACTIVATED:
-                scan.trace[(item.book, entry.uid)] = (*previous[:5], roll)
+                scan.trace[(item.book, entry.uid)] = (*previous[:5], roll, previous[6])
             else:
                 scan.note(ref, Outcome.ACTIVATED, "activated", count, roll=roll)
         if stopped_at is not None:

@@ -313,3 +313,16 @@ def test_trace_covers_every_entry() -> None:
         (1, "no match"),
         (2, "disabled"),
     ]
+    # the per-turn summary: only the entries the scan looked at
+    assert [(t.uid, t.outcome.value, t.comment) for t in result.decisions()] == [
+        (0, "activated", "")
+    ]
+
+
+def test_prescanned_messages_are_not_prefixed() -> None:
+    """A message given with `name=None` is already `Name: text`."""
+    from taverna.engine.lorebook import ScanMessage
+
+    messages = [ScanMessage(text="Sera: hello", name=None)]
+    assert uids(run([entry(0, "sera")], messages)) == [0]
+    assert uids(run([entry(0, "none")], messages)) == []

@@ -14,7 +14,20 @@ from taverna.model.lorebook import Entry, Lorebook, SelectiveLogic
 
 from .helpers import chat, run, uids
 
-VOCAB = ["moon", "Moon", "tide", "storm", "东京", "東京", "서울", "café", "caf", "x_y", "a-b", "star"]
+VOCAB = [
+    "moon",
+    "Moon",
+    "tide",
+    "storm",
+    "东京",
+    "東京",
+    "서울",
+    "café",
+    "caf",
+    "x_y",
+    "a-b",
+    "star",
+]
 key_text = st.one_of(
     st.sampled_from(VOCAB),
     st.builds(lambda a, b: f"{a} {b}", st.sampled_from(VOCAB), st.sampled_from(VOCAB)),
@@ -85,7 +98,8 @@ def test_index_agrees_with_reference_matcher(
     book = Lorebook(
         name="P",
         entries=tuple(
-            Entry(uid=i, key=(key,), content="", case_sensitive=cs) for i, (key, cs) in enumerate(keys)
+            Entry(uid=i, key=(key,), content="", case_sensitive=cs)
+            for i, (key, cs) in enumerate(keys)
         ),
     )
     config = WorldInfoSettings(
