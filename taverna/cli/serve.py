@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import typer
 
 from taverna.cli.main import app
+from taverna.services.data import default_data_dir
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
-
-
-def default_data_dir() -> Path:
-    """$TAVERNA_DATA, else the user's data directory for taverna."""
-    env = os.environ.get("TAVERNA_DATA")
-    if env:
-        return Path(env)
-    from platformdirs import user_data_dir
-
-    return Path(user_data_dir("taverna", appauthor=False))
 
 
 @app.command()
@@ -35,10 +25,13 @@ def serve(
     import uvicorn
 
     from taverna.server.app import create_app
-    from taverna.server.context import open_context
+    from taverna.server.context import open_context, seed_samples
 
     data_dir = (data or default_data_dir()).expanduser()
     ctx = open_context(data_dir)
+    seeded = seed_samples(ctx)
+    if seeded:
+        typer.echo(f"new data folder: added the samples {', '.join(seeded)}")
     application = create_app(ctx)
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     if ":" in shown:

@@ -39,10 +39,40 @@ def current_user(request: Request) -> str:
 
 
 def open_context(data_dir: Path) -> AppContext:
-    """Open the store in `data_dir` (SQLite, migrated) and build the services over it."""
-    from taverna.store.sql import open_store
+    """Open the data folder's store (SQLite, migrated, unless $TAVERNA_DATABASE_URL names
+    another database) and build the services over it."""
+    from taverna.server.prompting import library_prompt_builder
+    from taverna.services.connections import ConnectionService
+    from taverna.services.data import open_data
+    from taverna.services.generation import GenerationService
 
-    data_dir.mkdir(parents=True, exist_ok=True)
-    store = open_store(data_dir)
-    ctx = AppContext(data_dir=data_dir, store=store, chats=ChatService(store))
-    return ctx
+    folder = open_data(data_dir)
+    store = folder.store
+    chats = ChatService(store)
+    connections = ConnectionService(store, folder.path)
+    generation = GenerationService(store, connections, library_prompt_builder(store), chats=chats)
+    return AppContext(
+        data_dir=folder.path,
+        store=store,
+        chats=chats,
+        services={"generation": generation, "connections": connections},
+    )
+
+
+SAMPLES = ("Ione Calder.png", "Brasswater.json")
+
+
+def seed_samples(ctx: AppContext) -> list[str]:
+    """On an empty library, store the product's own sample character and lorebook."""
+    from importlib.resources import files
+
+    from taverna.services.library import LibraryKind, LibraryService
+
+    library = LibraryService(ctx.store)
+    if library.documents(LibraryKind.CHARACTER) or library.documents(LibraryKind.LOREBOOK):
+        return []
+    stored = []
+    for name in SAMPLES:
+        data = (files("taverna") / "data" / name).read_bytes()
+        stored.append(library.import_bytes(data, name).name)
+    return stored

@@ -81,15 +81,23 @@ def test_create_edit_every_field_and_export(client: TestClient) -> None:
     assert placeholder.headers["content-type"].startswith("image/svg+xml")
     assert "林" in placeholder.text
     png = as_png.content
-    changed = client.post(f"/api/characters/{card['id']}/avatar", files={"file": ("p.png", png, "image/png")})
+    changed = client.post(
+        f"/api/characters/{card['id']}/avatar", files={"file": ("p.png", png, "image/png")}
+    )
     assert changed.status_code == 200
     assert client.get(got["avatar_url"]).content.startswith(b"\x89PNG")
 
 
 def test_stale_edit_is_409(client: TestClient) -> None:
     card = client.post("/api/characters", json={"name": "A"}).json()
-    client.put(f"/api/characters/{card['id']}", json={"name": "A", "description": "1", "revision": card["revision"]})
-    stale = client.put(f"/api/characters/{card['id']}", json={"name": "A", "description": "2", "revision": card["revision"]})
+    client.put(
+        f"/api/characters/{card['id']}",
+        json={"name": "A", "description": "1", "revision": card["revision"]},
+    )
+    stale = client.put(
+        f"/api/characters/{card['id']}",
+        json={"name": "A", "description": "2", "revision": card["revision"]},
+    )
     assert stale.status_code == 409
     assert client.get(f"/api/characters/{card['id']}").json()["description"] == "1"
 
@@ -103,7 +111,13 @@ def test_bad_input_stores_nothing(client: TestClient, ctx: AppContext) -> None:
     assert too_big.status_code == 413
     assert "MiB" in too_big.json()["detail"]["message"]
     assert client.post("/api/characters/import").status_code == 422  # no file at all
-    for body in ({"name": ""}, {"name": 5}, {"name": "x", "tags": "a"}, {"name": "x", "talkativeness": 3}, {"name": "x", "bogus": 1}):
+    for body in (
+        {"name": ""},
+        {"name": 5},
+        {"name": "x", "tags": "a"},
+        {"name": "x", "talkativeness": 3},
+        {"name": "x", "bogus": 1},
+    ):
         assert client.post("/api/characters", json=body).status_code == 422, body
     assert client.get("/api/characters").json() == []
     assert client.get("/api/characters/nope").status_code == 404
@@ -124,7 +138,11 @@ def test_duplicate_name_is_refused_and_delete_works(client: TestClient) -> None:
 def test_start_a_chat_with_the_greetings(client: TestClient) -> None:
     card = client.post(
         "/api/characters",
-        json={"name": "Mira", "first_mes": "Hi {{user}}, I am {{char}}.", "alternate_greetings": ["Yo."]},
+        json={
+            "name": "Mira",
+            "first_mes": "Hi {{user}}, I am {{char}}.",
+            "alternate_greetings": ["Yo."],
+        },
     ).json()
     chat = client.post("/api/chats", json={"character_id": card["id"]})
     assert chat.status_code == 201, chat.text

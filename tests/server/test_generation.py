@@ -1,0 +1,211 @@
+"""Generation endpoints against a local stub model server: send, stream (SSE, replayable),
+regenerate into candidates, continue, impersonate, stop with a draft, edit and resend, prompt."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.stubs.model_server import Reply, StubServer, start_stub
+
+
+@pytest.fixture(scope="module")
+def stub() -> Iterator[StubServer]:
+    with start_stub() as server:
+        yield server
+
+
+@pytest.fixture
+def chat_id(client: TestClient, stub: StubServer) -> str:
+    connection = {
+        "name": "stub",
+        "api": "openai",
+        "url": stub.base_url("openai"),
+        "model": "stub-model",
+    }
+    assert client.post("/api/connections", json=connection).status_code == 201
+    card = client.post(
+        "/api/characters",
+        json={
+            "name": "Mira",
+            "description": "A lighthouse keeper.",
+            "first_mes": "Welcome, {{user}}.",
+        },
+    ).json()
+    return str(client.post("/api/chats", json={"character_id": card["id"]}).json()["id"])
+
+
+def events(client: TestClient, task_id: str, **headers: str) -> list[tuple[str, dict]]:  # type: ignore[type-arg]
+    """Every SSE event of a task until it ends."""
+    out = []
+    with client.stream("GET", f"/api/tasks/{task_id}/events", headers=headers) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        name = None
+        for line in response.iter_lines():
+            if line.startswith("event: "):
+                name = line[7:]
+            elif line.startswith("data: ") and name:
+                out.append((name, json.loads(line[6:])))
+                if name in ("done", "error", "cancelled"):
+                    break
+    return out
+
+
+def generate(client: TestClient, chat_id: str, **body: object) -> dict:  # type: ignore[type-arg]
+    response = client.post(f"/api/chats/{chat_id}/generate", json=body)
+    assert response.status_code == 202, response.text
+    return response.json()  # type: ignore[no-any-return]
+
+
+def test_send_streams_and_saves(client: TestClient, stub: StubServer, chat_id: str) -> None:
+    stub.script(Reply(tokens=["The ", "lamp ", "is ", "lit."], delay=0.01))
+    started = generate(client, chat_id, kind="normal", text="Is the lamp lit?")
+    assert started["chat"]["messages"][-1]["content"] == "Is the lamp lit?"
+    seen = events(client, started["task"]["id"])
+    assert "".join(d["text"] for name, d in seen if name == "delta") == "The lamp is lit."
+    assert seen[-1][0] == "done"
+    # Replay from the start after the end, and resume after a given event id.
+    again = events(client, started["task"]["id"])
+    assert [n for n, _ in again] == [n for n, _ in seen]
+    resumed = events(client, started["task"]["id"], **{"Last-Event-ID": "2"})
+    assert len(resumed) < len(seen)
+    chat = client.get(f"/api/chats/{chat_id}").json()
+    assert chat["messages"][-1]["content"] == "The lamp is lit."
+    assert chat["messages"][-1]["generated"] is True
+    assert chat["task"] is None
+    sent = stub.requests[-1].body["messages"]
+    assert any("lighthouse keeper" in m["content"] for m in sent)
+    assert stub.problems == []
+
+
+def test_regenerate_twice_gives_three_candidates(
+    client: TestClient, stub: StubServer, chat_id: str
+) -> None:
+    for word in ("One.", "Two.", "Three."):
+        stub.script(Reply(tokens=[word]))
+        kind = "normal" if word == "One." else "regenerate"
+        started = generate(client, chat_id, kind=kind, text="Hello" if kind == "normal" else None)
+        assert events(client, started["task"]["id"])[-1][0] == "done"
+    last = client.get(f"/api/chats/{chat_id}").json()["messages"][-1]
+    assert (last["content"], last["candidate_index"], last["candidate_count"]) == ("Three.", 3, 3)
+    first = client.post(
+        f"/api/chats/{chat_id}/messages/{last['id']}/select", json={"index": 1}
+    ).json()
+    assert first["messages"][-1]["content"] == "One."
+    # The regenerated prompt leaves the reply being replaced out.
+    assert all(m["content"] != "Two." for m in stub.requests[-1].body["messages"])
+
+
+def test_continue_and_impersonate(client: TestClient, stub: StubServer, chat_id: str) -> None:
+    stub.script(Reply(tokens=["Hi."]), Reply(tokens=[" And more."]), Reply(tokens=["I wave back."]))
+    events(client, generate(client, chat_id, kind="normal", text="Hey")["task"]["id"])
+    events(client, generate(client, chat_id, kind="continue")["task"]["id"])
+    assert client.get(f"/api/chats/{chat_id}").json()["messages"][-1]["content"] == "Hi. And more."
+    seen = events(client, generate(client, chat_id, kind="impersonate")["task"]["id"])
+    assert seen[-1][0] == "done" and seen[-1][1]["text"] == "I wave back."
+    assert client.get(f"/api/chats/{chat_id}").json()["messages"][-1]["content"] == "Hi. And more."
+
+
+def test_stop_mid_stream_keeps_a_draft(client: TestClient, stub: StubServer, chat_id: str) -> None:
+    stub.script(Reply(tokens=[f"w{i} " for i in range(200)], delay=0.05))
+    started = generate(client, chat_id, kind="normal", text="Tell me a long story")
+    task = started["task"]["id"]
+    assert client.get(f"/api/chats/{chat_id}").json()["task"]["id"] == task
+    busy = client.post(f"/api/chats/{chat_id}/generate", json={"kind": "normal", "text": "again"})
+    assert busy.status_code == 409
+    time.sleep(0.4)
+    stopped = client.post(f"/api/tasks/{task}/stop").json()
+    assert stopped["outcome"] == "stopped" and stopped["draft_id"]
+    assert events(client, task)[-1][0] == "cancelled"
+    chat = client.get(f"/api/chats/{chat_id}").json()
+    assert (
+        chat["messages"][-1]["content"] == "Tell me a long story"
+    )  # nothing half-written in the tree
+    drafts = client.get(f"/api/chats/{chat_id}/drafts").json()
+    assert drafts and drafts[0]["text"].startswith("w0 ")
+    assert client.post(f"/api/drafts/{drafts[0]['id']}/keep").status_code == 204
+    assert client.get(f"/api/chats/{chat_id}").json()["messages"][-1]["content"].startswith("w0 ")
+    assert client.get(f"/api/chats/{chat_id}/drafts").json() == []
+
+
+def test_edit_and_resend_keeps_the_old_turn(
+    client: TestClient, stub: StubServer, chat_id: str
+) -> None:
+    stub.script(Reply(tokens=["Old answer."]), Reply(tokens=["New answer."]))
+    events(client, generate(client, chat_id, kind="normal", text="Old question")["task"]["id"])
+    chat = client.get(f"/api/chats/{chat_id}").json()
+    question = chat["messages"][-2]
+    resent = client.post(
+        f"/api/chats/{chat_id}/messages/{question['id']}/resend", json={"content": "New question"}
+    )
+    assert resent.status_code == 202, resent.text
+    events(client, resent.json()["task"]["id"])
+    chat = client.get(f"/api/chats/{chat_id}").json()
+    assert [m["content"] for m in chat["messages"][-2:]] == ["New question", "New answer."]
+    assert chat["messages"][-2]["candidate_count"] == 2
+    back = client.post(
+        f"/api/chats/{chat_id}/messages/{chat['messages'][-2]['id']}/select", json={"index": 1}
+    ).json()
+    assert [m["content"] for m in back["messages"][-2:]] == ["Old question", "Old answer."]
+
+
+def test_prompt_inspector_shows_ledger_and_leaves_hidden_out(
+    client: TestClient, stub: StubServer, chat_id: str
+) -> None:
+    stub.script(Reply(tokens=["Reply."]))
+    events(client, generate(client, chat_id, kind="normal", text="A secret line")["task"]["id"])
+    chat = client.get(f"/api/chats/{chat_id}").json()
+    data = client.get(f"/api/chats/{chat_id}/prompt").json()
+    contents = [m["content"] for m in data["prompt"]["messages"]]
+    assert any("A secret line" in c for c in contents)
+    assert data["prompt"]["ledger"]["items"]
+    assert data["request"]["body"]["messages"]
+    secret = chat["messages"][-2]
+    client.post(f"/api/chats/{chat_id}/messages/{secret['id']}/hidden", json={"hidden": True})
+    hidden = client.get(f"/api/chats/{chat_id}/prompt").json()
+    assert not any("A secret line" in m["content"] for m in hidden["prompt"]["messages"])
+    past = client.get(f"/api/chats/{chat_id}/messages/{chat['messages'][-1]['id']}/prompt")
+    assert past.status_code == 200
+
+
+def test_generation_bad_input(client: TestClient, chat_id: str) -> None:
+    assert client.post(f"/api/chats/{chat_id}/generate", json={"kind": "dance"}).status_code == 422
+    assert (
+        client.post(
+            f"/api/chats/{chat_id}/generate", json={"kind": "normal", "text": 5}
+        ).status_code
+        == 422
+    )
+    assert (
+        client.post("/api/chats/nope/generate", json={"kind": "normal", "text": "x"}).status_code
+        == 404
+    )
+    assert (
+        client.post(
+            f"/api/chats/{chat_id}/generate", json={"kind": "normal", "revision": 999}
+        ).status_code
+        == 409
+    )
+    assert client.get("/api/tasks/nope/events").status_code == 404
+    assert client.post("/api/tasks/nope/stop").status_code == 404
+    assert client.post("/api/drafts/nope/keep").status_code == 404
+    assert client.get("/api/chats/nope/prompt").status_code == 404
+    # The greeting alone cannot be swiped into a generated candidate.
+    assert client.post(f"/api/chats/{chat_id}/generate", json={"kind": "swipe"}).status_code == 400
+    assert len(client.get(f"/api/chats/{chat_id}").json()["messages"]) == 1
+
+
+def test_no_connection_is_a_clear_error(client: TestClient) -> None:
+    card = client.post("/api/characters", json={"name": "Solo", "first_mes": "Hi."}).json()
+    chat = client.post("/api/chats", json={"character_id": card["id"]}).json()
+    response = client.post(
+        f"/api/chats/{chat['id']}/generate", json={"kind": "normal", "text": "hello"}
+    )
+    assert response.status_code == 404
+    assert "connection" in response.json()["detail"]["message"]
+    assert len(client.get(f"/api/chats/{chat['id']}").json()["messages"]) == 1
