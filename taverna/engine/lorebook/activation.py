@@ -930,7 +930,8 @@ def _run(scan: _Scan, budget: int, clock: int) -> tuple[dict[_Ref, int], bool, i
                 found_now.append(ref)
         found_now.sort(key=lambda ref: (0 if ref in scan.sticky else 1, rank(ref)))
 
-        text_tokens = scan.count_tokens(all_text)
+        # tokenizers.js getTokenCountAsync: an empty text counts 0 without asking
+        text_tokens = scan.count_tokens(all_text) if all_text else 0
         new_entries = found_now
         if any(scan.books[r[0]].compiled.entries[r[1]].groups for r in found_now):
             kept, removed = filter_groups(

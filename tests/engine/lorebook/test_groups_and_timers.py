@@ -210,3 +210,22 @@ def test_sillytavern_timer_records_are_recognised(st_fixtures: Path) -> None:
     orphaned = run(changed, messages, timers=timers)
     assert 0 not in uids(orphaned)  # an edit changes the hash: the record applies to nothing
     assert "Glade Lore.0" in orphaned.timers.sticky  # kept until it ends
+
+
+def test_timed_effects_json_round_trip() -> None:
+    """formats-world-info.md §6: `timedWorldInfo` as stored; non-object records dropped."""
+    stored = {
+        "sticky": {
+            "Glade Lore.0": {"hash": 5113753434772146, "start": 5, "end": 7, "protected": False}
+        },
+        "cooldown": {
+            "Glade Lore.1": {"hash": 1, "start": 5, "end": 7, "protected": True},
+            "bad": 3,
+        },
+    }
+    timers = TimedEffects.from_json(stored)
+    assert timers.sticky["Glade Lore.0"].end == 7
+    assert "bad" not in timers.cooldown
+    del stored["cooldown"]["bad"]
+    assert timers.to_json() == stored
+    assert TimedEffects.from_json(None) == TimedEffects()
