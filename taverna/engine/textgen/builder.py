@@ -51,6 +51,78 @@ class _Item:
     kind: str = "history"
 
 
+class _History:
+    """SillyTavern's `chat2`: the formatted messages, newest first, formatted on demand.
+
+    Only the messages the context can hold are ever formatted, which keeps a long
+    chat's turn cheap; the text of each is exactly what SillyTavern formats
+    (§6.4 FIRST/LAST selection, §6.5 step 2 for the continued message).
+    """
+
+    def __init__(self, builder: _Builder, items: list[_Entry]) -> None:
+        self.builder = builder
+        # §6.5 step 1: regenerating the greeting leaves one empty message.
+        self.items: list[_Entry] = items if items else [_Item("", "", False, kind="empty")]
+        self.empty = not items
+        self.count = len(self.items)
+        self.offset = 0  # 1 once a continue has taken the newest message out
+        self.last_user = -1
+        for j in range(self.count - 1, -1, -1):
+            if self.items[j].is_user:
+                self.last_user = j
+                break
+        self._texts: dict[int, str] = {}
+
+    def __len__(self) -> int:
+        return self.count - self.offset
+
+    def entry(self, index: int) -> _Entry | None:
+        """The message at this position (0 = newest still in the history)."""
+        if self.empty:
+            return None
+        return self.items[self.count - 1 - (index + self.offset)]
+
+    def was_user(self, index: int) -> bool:
+        """Whether SillyTavern counted this position as a user message.
+
+        Its list of user positions is taken before a continue shifts the history,
+        and excludes the continued message (§6.5 step 6 quirk kept for fidelity).
+        """
+        if index < 0 or index >= self.count or self.empty:
+            return False
+        if index == 0 and self.builder.is_continue:
+            return False
+        return self.items[self.count - 1 - index].is_user
+
+    def text(self, index: int) -> str:
+        """The formatted message at this position."""
+        i = index + self.offset
+        found = self._texts.get(i)
+        if found is not None:
+            return found
+        if self.empty:
+            return ""
+        builder = self.builder
+        j = self.count - 1 - i
+        item = self.items[j]
+        instruct = builder.instruct_on
+        position = Position.MIDDLE
+        if j == 0 and instruct:
+            position = Position.FIRST
+        if j == self.last_user and instruct:
+            position = Position.LAST
+        if i == 0 and builder.is_continue:
+            if instruct:
+                position = Position.LAST
+            text = builder.format(item, position)
+            cut = text.rfind(item.text)
+            text = text[: cut + len(item.text)] if cut >= 0 else text
+        else:
+            text = builder.format(item, position)
+        self._texts[i] = text
+        return text
+
+
 @dataclass(slots=True)
 class _Ledger:
     items: list[LedgerItem] = field(default_factory=list)
@@ -119,8 +191,9 @@ class _Builder:
         text = text.replace("\r", "")
         return self.count_text(text) + padding if text else 0
 
-    def format(self, item: _Item, position: Position = Position.MIDDLE) -> str:
+    def format(self, entry: _Entry, position: Position = Position.MIDDLE) -> str:
         """SillyTavern `formatMessageHistoryItem` (§6.4)."""
+        item = _as_item(entry)
         item_name = item.name if item.is_user else (item.name or self.char)
         if self.instruct_on:
             return self.instruct.message(
@@ -169,13 +242,10 @@ class _Builder:
             )
         return system
 
-    def core_items(self) -> list[_Item]:
-        items: list[_Item] = []
-        for message in self.turn.chat:
-            items.append(_message_item(message))
-        return items
+    def core_items(self) -> list[_Entry]:
+        return list(self.turn.chat)
 
-    def inject(self, items: list[_Item]) -> list[int]:
+    def inject(self, items: list[_Entry]) -> list[int]:
         """In-chat injections placed into the history (§5.3, `doChatInject`).
 
         Returns the positions of the injected messages counted from the newest, as
@@ -185,10 +255,10 @@ class _Builder:
         blocks = depth_blocks(self.turn.injections, self.macros, chat_completion=False)
         names = {InjectionRole.SYSTEM: "", InjectionRole.USER: self.user}
         names[InjectionRole.ASSISTANT] = self.char
-        newest_first = list(reversed(items))
+        newest_first: list[_Entry] = list(reversed(items))
         injected: list[int] = []
         inserted = 0
-        by_depth: dict[int, list[_Item]] = {}
+        by_depth: dict[int, list[_Entry]] = {}
         for block in blocks:
             source = ",".join(
                 getattr(s, "key", getattr(s, "identifier", "")) for s in block.sources
@@ -257,31 +327,8 @@ class _Builder:
             else:
                 items.append(jailbreak_item)
 
-        # Format newest first (§6.4 FIRST/LAST selection, §6.5 step 2).
-        count = len(items)
-        chat2: list[str] = [""] * count
-        chat2_items: list[_Item | None] = [None] * count
-        user_indices: list[int] = []
-        last_user = max((j for j, it in enumerate(items) if it.is_user), default=-1)
-        for j, item in enumerate(items):
-            i = count - 1 - j
-            chat2_items[i] = item
-            text = self.format(item)
-            if j == 0 and self.instruct_on:
-                text = self.format(item, Position.FIRST)
-            if last_user >= 0 and j == last_user and self.instruct_on:
-                text = self.format(item, Position.LAST)
-            if i == 0 and self.is_continue:
-                if self.instruct_on:
-                    text = self.format(item, Position.LAST)
-                cut = text.rfind(item.text)
-                text = text[: cut + len(item.text)] if cut >= 0 else text
-                chat2[i] = text
-                continue
-            chat2[i] = text
-            if item.is_user:
-                user_indices.append(i)
-
+        # SillyTavern's `chat2`: formatted newest first, here on demand (§6.4, §6.5 step 2).
+        history = _History(self, items)
         user_alignment = ""
         alignment_text = self.settings.instruct.user_alignment_message
         if self.instruct_on and alignment_text:
@@ -314,11 +361,6 @@ class _Builder:
         if self.power.strip_examples:
             examples = []
 
-        if not chat2:
-            # §6.5 step 1: regenerating the greeting leaves one empty message.
-            chat2 = [""]
-            chat2_items = [None]
-
         chat_start = self.settings.context.chat_start
         chat_start_line = self.macros(chat_start + "\n") if chat_start else ""
         examples_string = ""
@@ -345,19 +387,21 @@ class _Builder:
         if self.power.pin_examples:
             pinned = examples_string = "".join(examples)
 
-        if self.is_continue and len(chat2) > 1:
-            cycle_prompt = chat2.pop(0)
-            chat2_items.pop(0)
+        if self.is_continue and len(history) > 1:
+            cycle_prompt = history.text(0)
+            history.offset = 1
 
         # §6.5 steps 3-5: injections first, then newest to oldest; stop at the first miss.
-        placed: list[str | None] = [None] * len(chat2)
+        placed: dict[int, str] = {}
         token_count = base_tokens()
         last_added = -1
         stopped_at: int | None = None
+        size = len(history)
         for index in injected:
-            if index >= len(chat2):
+            # Recorded positions are not moved by a continue's shift (SillyTavern's own).
+            if index >= size:
                 continue
-            item_text = chat2[index]
+            item_text = history.text(index)
             token_count += self.tokens(item_text)
             if token_count < budget:
                 chat_string += item_text
@@ -365,9 +409,10 @@ class _Builder:
                 last_added = max(last_added, index)
             else:
                 break
-        for i, item_text in enumerate(chat2):
-            if placed[i] is not None:
+        for i in range(size):
+            if i in placed:
                 continue
+            item_text = history.text(i)
             token_count += self.tokens(item_text)
             if token_count < budget:
                 chat_string += item_text
@@ -377,18 +422,18 @@ class _Builder:
                 stopped_at = i
                 break
 
+        kept: list[tuple[str, _Entry | None]] = [
+            (placed[i], history.entry(i)) for i in sorted(placed)
+        ]
         # §6.5 step 6: a user alignment message when the oldest kept one is not the user's.
-        placed_list: list[str | None] = list(placed)
-        placed_sources: list[_Item | None] = list(chat2_items)
-        if user_alignment and last_added not in user_indices:
+        if user_alignment and not history.was_user(last_added):
             token_count += self.tokens(user_alignment)
             chat_string = user_alignment + chat_string
-            placed_list.append(user_alignment)
-            placed_sources.append(_Item(self.user, alignment_text, True, kind="user_alignment"))
+            kept.append(
+                (user_alignment, _Item(self.user, alignment_text, True, kind="user_alignment"))
+            )
 
-        self.record_history(chat2, placed, chat2_items, stopped_at)
-
-        kept = [(t, s) for t, s in zip(placed_list, placed_sources, strict=True) if t is not None]
+        self.record_dropped(history, placed, stopped_at)
 
         # §6.5 step 7: unpinned examples in what is left, whole blocks, stop at the first miss.
         token_count = base_tokens()
@@ -404,7 +449,7 @@ class _Builder:
 
         # §6.5 step 8: chronological order; the last message loses one trailing newline.
         kept.reverse()
-        sent: list[list[str]] = [[text or ""] for text, _ in kept]
+        sent: list[list[str]] = [[text] for text, _ in kept]
         sent_sources = [source for _, source in kept]
         if (
             sent
@@ -537,7 +582,8 @@ class _Builder:
         system_text = (before + story + after + examples).strip()
         system = [{"role": "system", "content": system_text}] if system_text else []
 
-        def content(item: _Item) -> str:
+        def content(entry: _Entry) -> str:
+            item = _as_item(entry)
             named = (
                 bool(item.name)
                 and not item.is_narrator
@@ -574,8 +620,8 @@ class _Builder:
         for index, item in enumerate(items):
             kept = index >= low
             self.ledger.add(
-                item.kind,
-                item.source,
+                item.kind if isinstance(item, _Item) else "history",
+                _source(item),
                 history[index]["content"],
                 self.tokens(history[index]["content"]),
                 included=kept,
@@ -674,26 +720,26 @@ class _Builder:
 
     # ------------------------------------------------------------ ledger
 
-    def record_history(
-        self,
-        chat2: list[str],
-        placed: list[str | None],
-        items: list[_Item | None],
-        stopped_at: int | None,
+    def record_dropped(
+        self, history: _History, placed: dict[int, str], stopped_at: int | None
     ) -> None:
-        for i in range(len(chat2) - 1, -1, -1):
-            item = items[i]
-            if item is None or placed[i] is not None:
-                continue
-            reason = "context full" if stopped_at is not None and i >= stopped_at else "not placed"
-            self.ledger.add(
-                item.kind,
-                item.source,
-                chat2[i],
-                self.tokens(chat2[i]),
-                included=False,
-                reason=reason,
-            )
+        """One ledger line for the history the context could not hold."""
+        unplaced = [i for i in range(len(history)) if i not in placed]
+        if not unplaced:
+            return
+        oldest = history.entry(unplaced[-1])
+        newest = history.entry(unplaced[0])
+        span = f"{_source(oldest)}..{_source(newest)}" if len(unplaced) > 1 else _source(newest)
+        first = history.text(unplaced[0])
+        why = "context full" if stopped_at is not None else "not placed"
+        self.ledger.add(
+            "history",
+            span,
+            first,
+            self.tokens(first),
+            included=False,
+            reason=f"{why}: {len(unplaced)} older message(s) not sent",
+        )
 
     def record_parts(
         self,
@@ -722,14 +768,19 @@ class _Builder:
                 reason="" if kept else "context full",
             )
 
-    def record_sent(self, final: list[str], sources: list[_Item | None]) -> None:
+    def record_sent(self, final: list[str], sources: list[_Entry | None]) -> None:
         for text, item in zip(final, sources, strict=True):
-            kind = item.kind if item is not None else "history"
-            source = item.source if item is not None else ""
-            self.ledger.add(kind, source, text, self.tokens(text))
+            kind = item.kind if isinstance(item, _Item) else "history"
+            self.ledger.add(kind, _source(item), text, self.tokens(text))
 
 
-def _message_item(message: ChatMessage) -> _Item:
+_Entry = ChatMessage | _Item
+
+
+def _as_item(entry: _Entry) -> _Item:
+    if isinstance(entry, _Item):
+        return entry
+    message = entry
     return _Item(
         message.name,
         message.text,
@@ -760,7 +811,13 @@ def build_with_chat_template(
     return builder.build_chat_template(template)
 
 
-def _chat_role(item: _Item) -> str:
-    if item.is_narrator:
+def _chat_role(entry: _Entry) -> str:
+    if _as_item(entry).is_narrator:
         return "system"
-    return "user" if item.is_user else "assistant"
+    return "user" if entry.is_user else "assistant"
+
+
+def _source(entry: _Entry | None) -> str:
+    if entry is None:
+        return ""
+    return entry.source if isinstance(entry, _Item) else entry.id

@@ -164,7 +164,9 @@ def test_history_is_fitted_newest_first_without_holes() -> None:
     estimate = EstimateTokenizer()
     assert estimate.count(prompt.text) + 64 < 600 + 30  # about the budget, padding included
     dropped = [item for item in prompt.ledger.items if not item.included and item.kind == "history"]
-    assert dropped and all(item.reason == "context full" for item in dropped)
+    assert len(dropped) == 1 and dropped[0].reason.startswith("context full")
+    assert f"{kept[0]} older message(s)" in dropped[0].reason
+    assert dropped[0].source == f"0..{kept[0] - 1}"
     assert prompt.ledger.budget == 600
 
 
