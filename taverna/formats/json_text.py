@@ -100,8 +100,11 @@ def _path(parts: tuple[str | int, ...]) -> str:
 def check_depth(value: Any, *, file: str | None = None, field: str | None = None) -> None:
     """Refuse values nested deeper than MAX_DEPTH or strings longer than MAX_TEXT_FIELD.
 
-    Walked without recursion; the error names the offending value's path.
+    Walked without recursion. A fast pass finds whether anything is wrong; only then a
+    second pass tracks paths, so that the error names the offending value.
     """
+    if _within_limits(value):
+        return
     prefix: tuple[str | int, ...] = (field,) if field else ()
     stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, prefix)]
     base = len(prefix)
@@ -122,6 +125,27 @@ def check_depth(value: Any, *, file: str | None = None, field: str | None = None
             stack.extend((child, (*path, str(key))) for key, child in item.items())
         elif isinstance(item, list):
             stack.extend((child, (*path, index)) for index, child in enumerate(item))
+
+
+def _within_limits(value: Any) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        item, depth = pop()
+        if type(item) is str:
+            if len(item) > MAX_TEXT_FIELD:
+                return False
+            continue
+        if depth >= MAX_DEPTH:
+            return False
+        children = item.values() if type(item) is dict else item if type(item) is list else ()
+        for child in children:
+            if type(child) is str:
+                if len(child) > MAX_TEXT_FIELD:
+                    return False
+            elif type(child) is dict or type(child) is list:
+                push((child, depth + 1))
+    return True
 
 
 def js_number(value: float) -> str:

@@ -117,17 +117,42 @@ def read_png_card(data: bytes, *, file: str | None = None) -> CardFile:
     if "ccv3" in chunks:
         doc = decode_chunk(chunks["ccv3"], file=file, field="ccv3")
         keyword = "ccv3"
-        if "chara" in chunks and isinstance(doc, dict):
+        if "chara" in chunks and isinstance(doc, dict) and _same_card(chunks, file):
             # §4.3: a writer puts the same card in both chunks, only relabelled in `ccv3`;
             # then `chara` is that same card with its original label, which we keep.
-            other = decode_chunk(chunks["chara"], file=file, field="chara")
-            if isinstance(other, dict) and relabel(other, SPEC_V3) == relabel(doc, SPEC_V3):
-                doc, keyword = other, "chara"
+            doc = decode_chunk(chunks["chara"], file=file, field="chara")
+            keyword = "chara"
     else:
         doc = decode_chunk(chunks["chara"], file=file, field="chara")
         keyword = "chara"
     character = card_from_json(doc, file=file, field=keyword)
     return CardFile(character=character, avatar=strip_card(data, file=file))
+
+
+def _same_card(chunks: dict[str, bytes], file: str | None) -> bool:
+    """Whether `chara` holds the card of `ccv3` under another label (checked cheaply first)."""
+    chara, ccv3 = chunks["chara"], chunks["ccv3"]
+    if abs(len(chara) - len(ccv3)) > 8:  # relabelling changes a few characters at most
+        return False
+    try:
+        chara_text = base64.b64decode(chara)
+        ccv3_text = base64.b64decode(ccv3)
+    except (binascii.Error, ValueError):
+        return False
+    for old, new in ((b'"chara_card_v2"', b'"chara_card_v3"'), (b'"2.0"', b'"3.0"')):
+        chara_text = chara_text.replace(old, new, 1)
+    if chara_text == ccv3_text:
+        return True
+    try:
+        other = decode_chunk(chara, file=file, field="chara")
+        this = decode_chunk(ccv3, file=file, field="ccv3")
+    except FormatError:
+        return False
+    return (
+        isinstance(other, dict)
+        and isinstance(this, dict)
+        and relabel(other, SPEC_V3) == relabel(this, SPEC_V3)
+    )
 
 
 def strip_card(data: bytes, *, file: str | None = None) -> bytes:

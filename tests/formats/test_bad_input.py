@@ -167,6 +167,15 @@ def test_deep_nesting() -> None:
         read_card_json(deep, file="deep.json")
 
 
+def test_nesting_within_the_parser_but_beyond_the_limit() -> None:
+    deep = (
+        b'{"spec": "chara_card_v2", "data": {"name": "A", "x": ' + b"[" * 300 + b"]" * 300 + b"}}"
+    )
+    with pytest.raises(FormatError, match="nested") as info:
+        read_card_json(deep, file="deep.json")
+    assert info.value.field is not None and info.value.field.startswith("data.x[0]")
+
+
 def test_zip_bomb() -> None:
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
