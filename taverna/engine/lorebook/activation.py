@@ -167,7 +167,6 @@ class Outcome(StrEnum):
 
     ACTIVATED = "activated"
     DISABLED = "disabled"
-    DUPLICATE_BOOK = "duplicate book"
     CHARACTER_FILTER = "character filter"
     TAG_FILTER = "tag filter"
     DELAY = "delay"
@@ -289,6 +288,7 @@ class Activation:
     loops: int
     trace_records: Mapping[tuple[str, int], _Note]  # internal; read `decisions()`/`trace()`
     books: tuple[BookInPlay, ...]
+    skipped_books: tuple[tuple[BookInPlay, str], ...] = ()  # a book given twice, and why
 
     def placed(self, transform: Callable[[ActivatedEntry], str] | None = None) -> Placement:
         """Arrange the entries by position (§9).
@@ -756,17 +756,6 @@ def activate(
         forced,
         dry_run,
     )
-    for played, why in dropped:
-        for entry in played.book.entries:
-            scan.trace[(played.book.name, entry.uid)] = (
-                Outcome.DUPLICATE_BOOK,
-                why,
-                0,
-                None,
-                (),
-                None,
-                entry.comment,
-            )
     clock = len(messages)
     budget = settings.budget_for(max_context)
     records = _Records(timers)
@@ -808,7 +797,8 @@ def activate(
         overflowed=overflowed,
         loops=loops,
         trace_records=MappingProxyType(scan.trace),
-        books=tuple(played for played, _ in ordered) + tuple(p for p, _ in dropped),
+        books=tuple(played for played, _ in ordered),
+        skipped_books=tuple(dropped),
     )
 
 
@@ -903,7 +893,7 @@ def _run(scan: _Scan, budget: int, clock: int) -> tuple[dict[_Ref, int], bool, i
         if value is None:
             book = scan.books[ref[0]]
             item = book.compiled.entries[ref[1]]
-            value = (book.tier, -item.order, book.sequence, item.index)
+            value = (book.tier, -item.order, book.sequence, item.loaded)
             rank_cache[ref] = value
         return value
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import ahocorasick
 
 from taverna.engine.lorebook.decorators import parse_decorators
+from taverna.engine.lorebook.groups import js_key_order
 from taverna.engine.lorebook.hashing import entry_hash
 from taverna.engine.lorebook.jsregex import JsRegex, parse_regex_key
 from taverna.engine.lorebook.matching import Boundaries, is_word, js_trim, split_words
@@ -57,7 +58,7 @@ class CompiledEntry:
     entry: Entry
     book: str
     index: int  # position in the book file
-    rank: int  # position after the stable sort by descending order
+    loaded: int  # position in SillyTavern's load order (the tie-break after `order`)
     order: float
     decorators: tuple[str, ...]
     content: str  # without decorator lines
@@ -163,8 +164,10 @@ def _build(
             needles[spec.case_sensitive].setdefault(spec.needle, []).append(ident)
         return ident
 
-    ranked = sorted(range(len(book.entries)), key=lambda i: -_order_value(book.entries[i]))
-    rank_of = {index: rank for rank, index in enumerate(ranked)}
+    # getSortedEntries reads a book with Object.keys(data.entries): uid-like keys come
+    # out in ascending number order whatever the file order (algo-world-info.md §1).
+    loaded = js_key_order([str(entry.uid) for entry in book.entries])
+    load_position = {key: position for position, key in enumerate(loaded)}
     for index, entry in enumerate(book.entries):
         if entry.delay_level:
             levels.add(entry.delay_level)
@@ -178,7 +181,7 @@ def _build(
             entry=entry,
             book=book.name,
             index=index,
-            rank=rank_of[index],
+            loaded=load_position[str(entry.uid)],
             order=_order_value(entry),
             decorators=decorators,
             content=content,

@@ -288,6 +288,10 @@ def test_book_order_chat_first_then_strategy() -> None:
     assert scan(CharacterStrategy.CHARACTER_FIRST) == ["H", "C", "G"]
     assert scan(CharacterStrategy.GLOBAL_FIRST) == ["H", "G", "C"]
     assert scan(CharacterStrategy.EVENLY) == ["H", "G", "C"]  # by order: 50 before 10
+    once = activate(books, chat("x"), max_context=10_000, count_tokens=words)
+    assert [(p.book.name, why) for p, why in once.skipped_books] == [
+        ("Global", "already in play as global lore")
+    ]
 
 
 def test_macros_in_keys_and_contents_thread_variables() -> None:
@@ -326,3 +330,11 @@ def test_prescanned_messages_are_not_prefixed() -> None:
     messages = [ScanMessage(text="Sera: hello", name=None)]
     assert uids(run([entry(0, "sera")], messages)) == [0]
     assert uids(run([entry(0, "none")], messages)) == []
+
+
+def test_ties_follow_uid_order_not_file_order() -> None:
+    """§1: books load through Object.keys, so equal `order` ties go by ascending uid."""
+    entries = [entry(10, "x", content="ten"), entry(2, "x", content="two")]
+    result = run(entries, "x")
+    assert uids(result) == [2, 10]
+    assert result.placed().before == ("ten", "two")  # placement: ties in reverse
