@@ -26,6 +26,7 @@ from taverna.engine.assembly.context import (
 )
 from taverna.engine.assembly.injections import MAX_INJECTION_DEPTH, depth_blocks
 from taverna.engine.assembly.turn import Turn, base_chat_replace
+from taverna.engine.macros import has_macros
 from taverna.engine.textgen.chat_template import ChatTemplate
 from taverna.engine.textgen.instruct import InstructFormat, Position
 from taverna.engine.textgen.stop import stopping_strings
@@ -184,7 +185,7 @@ class _Builder:
     # ------------------------------------------------------------- helpers
 
     def macros(self, text: str) -> str:
-        return self.turn.macros(text) if text else text
+        return self.turn.macros(text) if text and has_macros(text) else text
 
     def tokens(self, text: str, padding: int = 0) -> int:
         # tokenizers.js getTokenCountAsync: an empty text costs nothing, padding included.
@@ -436,9 +437,10 @@ class _Builder:
         self.record_dropped(history, placed, stopped_at)
 
         # §6.5 step 7: unpinned examples in what is left, whole blocks, stop at the first miss.
-        token_count = base_tokens()
         fitting_examples = 0
-        if not self.power.pin_examples:
+        if not self.power.pin_examples and examples:
+            # The recount covers the whole fitted chat; it only decides the examples.
+            token_count = base_tokens()
             for example in examples:
                 token_count += self.tokens(example)
                 examples_string += example
@@ -724,13 +726,16 @@ class _Builder:
         self, history: _History, placed: dict[int, str], stopped_at: int | None
     ) -> None:
         """One ledger line for the history the context could not hold."""
-        unplaced = [i for i in range(len(history)) if i not in placed]
-        if not unplaced:
+        size = len(history)
+        dropped = size - len(placed)
+        if dropped <= 0:
             return
-        oldest = history.entry(unplaced[-1])
-        newest = history.entry(unplaced[0])
-        span = f"{_source(oldest)}..{_source(newest)}" if len(unplaced) > 1 else _source(newest)
-        first = history.text(unplaced[0])
+        newest_index = next(i for i in range(size) if i not in placed)
+        oldest_index = next(i for i in range(size - 1, -1, -1) if i not in placed)
+        oldest = history.entry(oldest_index)
+        newest = history.entry(newest_index)
+        span = f"{_source(oldest)}..{_source(newest)}" if dropped > 1 else _source(newest)
+        first = history.text(newest_index)
         why = "context full" if stopped_at is not None else "not placed"
         self.ledger.add(
             "history",
@@ -738,7 +743,7 @@ class _Builder:
             first,
             self.tokens(first),
             included=False,
-            reason=f"{why}: {len(unplaced)} older message(s) not sent",
+            reason=f"{why}: {dropped} older message(s) not sent",
         )
 
     def record_parts(

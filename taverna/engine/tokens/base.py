@@ -29,9 +29,10 @@ class Tokenizer(Protocol):
 
 def js_length(text: str) -> int:
     """The length of a text as JavaScript measures it: UTF-16 code units."""
+    if text.isascii():
+        return len(text)
     # Characters outside the BMP are two code units in JavaScript, one in Python.
-    extra = sum(1 for ch in text if ord(ch) > 0xFFFF)
-    return len(text) + extra
+    return len(text.encode("utf-16-le")) // 2
 
 
 @dataclass(frozen=True, slots=True)
