@@ -175,9 +175,23 @@ class Character(STDocument):
                 "depth_prompt": {"prompt": "", "depth": 4, "role": "system"},
             },
             "group_only_greetings": [],
-            "envelope": {"spec": SPEC_V3, "spec_version": "3.0"},
         }
         values.update(fields)
+        # SillyTavern's top-level layer; the mirrored keys are refreshed from `data`
+        # whenever the card is written (formats-character-card.md §2.1).
+        envelope: dict[str, Any] = {key: "" for key in V1_FIELDS}
+        envelope.update(
+            {
+                "creatorcomment": "",
+                "avatar": "none",
+                "talkativeness": "0.5",
+                "fav": False,
+                "tags": [],
+                "spec": SPEC_V3,
+                "spec_version": "3.0",
+            }
+        )
+        values["envelope"] = {**envelope, **values.get("envelope", {})}
         return cls.model_validate(values)
 
     def data_json(self) -> dict[str, Any]:

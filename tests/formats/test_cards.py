@@ -231,8 +231,11 @@ def test_v2_to_v3_and_back() -> None:
 
 
 def test_new_character_has_every_v2_field() -> None:
-    doc = card_to_json(Character.create("Nia", description="x"))
+    doc = card_to_json(Character.create("Nia", description="x", tags=["a"]))
     assert doc["spec"] == SPEC_V3
+    # the V1 mirror SillyTavern keeps at the top level is filled from `data`
+    assert (doc["name"], doc["description"], doc["tags"]) == ("Nia", "x", ["a"])
+    assert doc["talkativeness"] == "0.5" and doc["avatar"] == "none"
     for key in ("creator_notes", "system_prompt", "alternate_greetings", "extensions"):
         assert key in doc["data"]
 
