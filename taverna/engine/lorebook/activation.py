@@ -372,8 +372,9 @@ def place(
             depth = item.entry.depth if item.entry.depth is not None else 4
             role = item.entry.role if item.entry.role is not None else EntryRole.SYSTEM
             for group in depth_groups:
-                key_depth = group[0] if group[0] is not None else 4
-                if key_depth == depth and group[1] == role:
+                # §9.2: a group keeps its first entry's raw depth; a missing one (NaN in
+                # SillyTavern) equals nothing, so such a group never takes more entries
+                if group[0] is not None and group[0] == depth and group[1] == role:
                     group[2].insert(0, item)
                     group[3].insert(0, text)
                     break
@@ -742,8 +743,11 @@ def activate(
         slots.append(_Book(played=played, compiled=compiled, tier=tier, sequence=sequence))
 
     names = settings.include_names
-    visible = [f"{m.name}: {m.text}" if names and m.name is not None else m.text for m in messages]
-    newest_first = [text.strip() for text in reversed(visible)][:MAX_SCAN_DEPTH]
+    recent = messages[-MAX_SCAN_DEPTH:]  # the scan buffer holds at most 1000 messages
+    newest_first = [
+        (f"{m.name}: {m.text}" if names and m.name is not None else m.text).strip()
+        for m in reversed(recent)
+    ]
     scan = _Scan(
         slots,
         newest_first,
