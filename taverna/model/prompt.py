@@ -70,6 +70,8 @@ class Prompt:
     meaningful, as `kind` says. `prefill` is text the assistant's reply should start
     with (continue, or a preset's assistant prefill). `sampling` holds the preset's
     sampling fields by SillyTavern's names; providers map them to each API.
+    `state` is what this turn changes in the chat's state, for the caller to record
+    on the new node: `timedWorldInfo` (lorebook timers) and `variables`.
     """
 
     kind: str  # "chat" or "text"
@@ -79,3 +81,4 @@ class Prompt:
     prefill: str = ""
     sampling: Mapping[str, Any] = field(default_factory=dict)
     ledger: Ledger = field(default_factory=Ledger)
+    state: Mapping[str, Any] = field(default_factory=dict)

@@ -37,19 +37,22 @@ def assemble(
     count_text: CountText | None = None,
     message_family: str | None = None,
     text_builder: TextBuilder | None = None,
+    cost: MessageCost | None = None,
 ) -> Prompt:
     """The prompt for this turn: Chat Completion messages or Text Completion text.
 
     Collaborators left out are the project's own: the macro engine, the lorebook
-    engine and the tokenizer SillyTavern would pick for the model.
+    engine and the tokenizer SillyTavern would pick for the model. Pass the same
+    `cost` (from `message_cost`) turn after turn so only new text is tokenized.
     """
     substitute = substitute or default_substitute(context)
     scan = scan or default_scan()
-    if count_text is not None:
-        counter, family, always_full = count_text, message_family or "tiktoken", False
-    else:
-        counter, family, always_full = default_counter(context)
-    cost = MessageCost(counter, family, always_full)
+    if cost is None:
+        if count_text is not None:
+            cost = MessageCost(count_text, message_family or "tiktoken")
+        else:
+            cost = message_cost(context)
+    counter = cost.count_text
     # Lorebook entries under Chat Completion are counted as one "full" system message.
     world_count: CountText = cost.text if context.api != "textgen" else counter
     turn = prepare_turn(context, substitute, scan, world_count)
@@ -74,13 +77,15 @@ def tokenizer_name(context: AssemblyContext) -> str:
     return chat_completion_tokenizer(cc.source, cc.model)
 
 
-def default_counter(context: AssemblyContext) -> tuple[CountText, str, bool]:
-    """A cached counter for this turn's tokenizer, its message rule, and whether it
-    always counts "full" (Claude's does: public/scripts/tokenizers.js)."""
+def message_cost(context: AssemblyContext) -> MessageCost:
+    """Token costs for this chat's tokenizer with its message rule, cached as it counts.
+
+    Claude's tokenizer always counts "full" (public/scripts/tokenizers.js).
+    """
     name = tokenizer_name(context)
     counter = TokenCounter(get_tokenizer(name))
-    count: CountText = counter.count
-    return count, message_family(name, context.chat_completion.model), name == "claude"
+    family = message_family(name, context.chat_completion.model)
+    return MessageCost(counter.count, family, name == "claude")
 
 
 def default_scan() -> LorebookScan:

@@ -50,7 +50,11 @@ class MessageCost:
         This is how SillyTavern counts lorebook entries and extension prompts under
         Chat Completion (algo-prompt-assembly.md §3.7).
         """
-        return self._count("system", text, "", full=True)
+        key = ("", text, "\x00full")
+        cached = self._cache.get(key)
+        if cached is None:
+            cached = self._cache[key] = self._count("system", text, "", full=True)
+        return cached
 
     def _count(self, role: str, content: str, name: str, full: bool) -> int:
         if self.family == "transcript":

@@ -8,9 +8,9 @@ order is the prompt manager's whatever the order in which they were budgeted.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from taverna.engine.assembly.budget import MessageCost
 from taverna.engine.assembly.context import (
@@ -34,7 +34,7 @@ from taverna.engine.assembly.injections import (
     InjectedBlock,
     Injection,
     depth_blocks,
-    insert_blocks,
+    newest_first,
 )
 from taverna.engine.assembly.turn import Turn, speaker_role
 from taverna.model.prompt import Ledger, LedgerItem, Prompt, PromptMessage, Role
@@ -169,27 +169,47 @@ class _ChatEntry:
     injected: InjectedBlock | None = None
 
 
-def _history(context: AssemblyContext, turn: Turn) -> list[_ChatEntry]:
-    """SillyTavern `setOpenAIMessages`: chat messages with the names behaviour applied."""
-    cc = context.chat_completion
-    user_name = context.persona.name
-    out: list[_ChatEntry] = []
-    for message in turn.chat:
+class _ChatView(Sequence[_ChatEntry]):
+    """SillyTavern `setOpenAIMessages`, lazily: chat messages with the names behaviour applied.
+
+    Converted on access, so a long chat costs only the messages the budget reaches.
+    """
+
+    def __init__(self, context: AssemblyContext, turn: Turn) -> None:
+        self.context = context
+        self.chat = turn.chat
+        cc = context.chat_completion
+        self.names = cc.names_behavior
+        self.quotes = cc.wrap_in_quotes
+        self.user_name = context.persona.name
+        self.group = context.is_group
+
+    def __len__(self) -> int:
+        return len(self.chat)
+
+    @overload
+    def __getitem__(self, index: int) -> _ChatEntry: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[_ChatEntry]: ...
+    def __getitem__(self, index: int | slice) -> _ChatEntry | Sequence[_ChatEntry]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        message = self.chat[index]
         role = speaker_role(message)
         content = message.text
         narrator = message.speaker is Speaker.NARRATOR
-        if cc.names_behavior is NamesBehavior.DEFAULT:
-            if (context.is_group and message.name != user_name) or (
-                message.forced_avatar and message.name != user_name and not narrator
+        if self.names is NamesBehavior.DEFAULT:
+            if (self.group and message.name != self.user_name) or (
+                message.forced_avatar and message.name != self.user_name and not narrator
             ):
                 content = f"{message.name}: {content}"
-        elif cc.names_behavior is NamesBehavior.CONTENT and not narrator:
+        elif self.names is NamesBehavior.CONTENT and not narrator:
             content = f"{message.name}: {content}"
-        content = content.replace("\r", "")
-        if role == "user" and cc.wrap_in_quotes:
+        if "\r" in content:
+            content = content.replace("\r", "")
+        if role == "user" and self.quotes:
             content = f'"{content}"'
-        out.append(_ChatEntry(role, content, message.name, message.id))
-    return out
+        return _ChatEntry(role, content, message.name, message.id)
 
 
 def _examples(context: AssemblyContext, turn: Turn) -> list[list[tuple[str, str]]]:
@@ -409,7 +429,18 @@ def build_chat_completion(context: AssemblyContext, turn: Turn, cost: MessageCos
         prefill=cc.assistant_prefill,
         sampling=dict(cc.sampling),
         ledger=_ledger(turn, parts, layout, error),
+        state=turn_state(turn),
     )
+
+
+def turn_state(turn: Turn) -> dict[str, Any]:
+    """The chat state this turn changes: lorebook timers and variables."""
+    state: dict[str, Any] = {}
+    if turn.world.timers is not None:
+        state["timedWorldInfo"] = dict(turn.world.timers)
+    if turn.world.variables is not None:
+        state["variables"] = dict(turn.world.variables)
+    return state
 
 
 def _format_world(template: str, text: str) -> str:
@@ -514,11 +545,7 @@ def _populate(
         for s in absolute
     ]
     blocks = depth_blocks(turn.injections, lambda t: turn.substitute(t, {}), in_chat, True)
-    history = insert_blocks(
-        _history(context, turn),
-        blocks,
-        lambda b: _ChatEntry(b.role.chat_role, b.text, "", injected=b),
-    )
+    history = _History(_ChatView(context, turn), blocks)
 
     if context.power_user.pin_examples:
         _populate_examples(context, turn, by_id, layout)
@@ -532,18 +559,44 @@ def _populate(
         layout.add("controlPrompts", controls, None)
 
 
+@dataclass(frozen=True, slots=True)
+class _History:
+    """The chat with its in-chat injections, read newest first (§3.3 step 6)."""
+
+    chat: _ChatView
+    blocks: Sequence[InjectedBlock]
+
+    def __len__(self) -> int:
+        return len(self.chat) + len(self.blocks)
+
+    def newest_first(self) -> Iterator[_ChatEntry]:
+        return newest_first(
+            self.chat, self.blocks, lambda b: _ChatEntry(b.role.chat_role, b.text, "", injected=b)
+        )
+
+
 def _populate_history(
     context: AssemblyContext,
     turn: Turn,
-    history: Sequence[_ChatEntry],
+    history: _History,
     by_id: Mapping[str, tuple[int, _Slot]],
     layout: _Layout,
 ) -> None:
     """SillyTavern `populateChatHistory` (algo-prompt-assembly.md §3.5)."""
     if "chatHistory" not in by_id:
-        for entry in history:
+        if len(history):
             layout.dropped.append(
-                (_history_part(layout, entry, context, turn), "no chatHistory slot in the order")
+                (
+                    _Part(
+                        "chatHistory",
+                        "user",
+                        "",
+                        0,
+                        kind="history",
+                        source=f"{len(history)} messages",
+                    ),
+                    "no chatHistory slot in the order",
+                )
             )
         return
     cc = context.chat_completion
@@ -577,24 +630,39 @@ def _populate_history(
         continue_part = layout.part("continueNudge", "system", text, kind="control")
         layout.budget -= continue_part.tokens
 
-    if history and history[-1].role == "assistant" and cc.send_if_empty:
+    newest = next(history.newest_first(), None)
+    if newest is not None and newest.role == "assistant" and cc.send_if_empty:
         empty = layout.part("emptyUserMessageReplacement", "user", cc.send_if_empty, kind="control")
         if layout.affordable(empty):
             layout.insert(empty, "chatHistory")
 
-    first_real = next((e for e in reversed(history) if e.injected is None), None)
-    for position, entry in enumerate(reversed(history)):
+    seen_real = False
+    total = len(history)
+    for position, entry in enumerate(history.newest_first()):
+        is_first_real = entry.injected is None and not seen_real
+        seen_real = seen_real or entry.injected is None
         part = _history_part(layout, entry, context, turn)
         if not layout.affordable(part):
-            for older in list(reversed(history))[position:]:
+            layout.dropped.append(
+                (part, "budget: history is filled newest to oldest; this message did not fit")
+            )
+            older = total - position - 1
+            if older:
                 layout.dropped.append(
                     (
-                        _history_part(layout, older, context, turn),
+                        _Part(
+                            "chatHistory:older",
+                            "user",
+                            "",
+                            0,
+                            kind="history",
+                            source=f"{older} older messages",
+                        ),
                         "budget: history is filled newest to oldest and stops at the first message that does not fit",
                     )
                 )
             break
-        if kind is GenerationType.CONTINUE and cc.continue_prefill and entry is first_real:
+        if kind is GenerationType.CONTINUE and cc.continue_prefill and is_first_real:
             layout.add("continuePrefill", [part], None)
             continue
         layout.insert(part, "chatHistory", "start")

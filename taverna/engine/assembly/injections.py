@@ -8,7 +8,7 @@ SillyTavern's ordering inside one depth (algo-prompt-assembly.md §5.2).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
@@ -372,6 +372,29 @@ def insert_blocks(
         inserted += len(items)
     newest_first.reverse()
     return newest_first
+
+
+def newest_first(
+    history: Sequence[T],
+    blocks: Sequence[InjectedBlock],
+    make: Callable[[InjectedBlock], T],
+) -> Iterator[T]:
+    """The history with the blocks placed, newest first, built only as far as it is read.
+
+    Gives the same order as `insert_blocks` reversed, without touching the older
+    messages a budget never reaches.
+    """
+    by_depth: dict[int, list[InjectedBlock]] = {}
+    for block in blocks:
+        by_depth.setdefault(block.depth, []).append(block)
+    count = len(history)
+    for index in range(count):
+        for block in by_depth.get(index, ()):
+            yield make(block)
+        yield history[count - 1 - index]
+    for depth in sorted(d for d in by_depth if d >= count):
+        for block in by_depth[depth]:
+            yield make(block)
 
 
 def _utf16_key(key: str) -> tuple[int, ...]:

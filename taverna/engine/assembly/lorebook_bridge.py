@@ -8,9 +8,10 @@ bottom, the @depth groups, the example blocks, and the trace for the ledger.
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from collections.abc import Sequence
+from typing import overload
 
-from taverna.engine.assembly.context import InjectionRole
+from taverna.engine.assembly.context import ChatMessage, InjectionRole
 from taverna.engine.assembly.injections import DepthGroup
 from taverna.engine.assembly.macros_bridge import macro_context
 from taverna.engine.assembly.world import ActivatedEntry, ScanRequest, WorldInfoOutcome
@@ -22,7 +23,7 @@ from taverna.engine.lorebook import (
     WorldInfoSettings,
     activate,
 )
-from taverna.model.lorebook import CharacterStrategy, Lorebook, Position
+from taverna.model.lorebook import CharacterStrategy, Lorebook, Position, TimedEffects
 
 _SOURCES = {
     "global": BookSource.GLOBAL,
@@ -66,8 +67,33 @@ def _settings(request: ScanRequest) -> WorldInfoSettings:
     )
 
 
+class _ScanView(Sequence[ScanMessage]):
+    """The visible chat as the lorebook engine reads it, built per message on access."""
+
+    def __init__(self, chat: Sequence[ChatMessage], include_names: bool) -> None:
+        self.chat = chat
+        self.include_names = include_names
+
+    def __len__(self) -> int:
+        return len(self.chat)
+
+    @overload
+    def __getitem__(self, index: int) -> ScanMessage: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[ScanMessage]: ...
+    def __getitem__(self, index: int | slice) -> ScanMessage | Sequence[ScanMessage]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        message = self.chat[index]
+        return ScanMessage(text=message.text, name=message.name if self.include_names else "")
+
+
 def scan(request: ScanRequest) -> WorldInfoOutcome:
-    """Activate the applying books for this turn and place what fired."""
+    """Activate the applying books for this turn and place what fired.
+
+    The chat's recorded timers (`timedWorldInfo`) are read as SillyTavern reads them
+    on a real generation; the new timers come back for the caller to record.
+    """
     context = request.context
     books = [
         BookInPlay(source.book, _SOURCES.get(source.kind, BookSource.GLOBAL))
@@ -76,33 +102,21 @@ def scan(request: ScanRequest) -> WorldInfoOutcome:
     ]
     if not books:
         return WorldInfoOutcome()
-    include_names = context.world_info.include_names
-    # The request's chat is newest first and already "Name: text"; the engine wants
-    # the messages oldest first with the name apart.
-    visible = [m for m in context.visible_messages]
-    chat_texts = list(reversed(request.chat))
-    messages = (
-        [
-            ScanMessage(text=m.text, name=m.name if include_names else "")
-            for m in visible[-len(chat_texts) :]
-        ]
-        if chat_texts
-        else []
-    )
     character = context.character if context.characters else None
+    recorded = context.metadata.extras.get("timedWorldInfo")
     activation = activate(
         books,
-        messages,
+        _ScanView(request.messages, context.world_info.include_names),
         max_context=request.budget_context,
         count_tokens=request.count_text,
         settings=_settings(request),
+        timers=TimedEffects.from_json(recorded) if isinstance(recorded, dict) else None,
         injections=request.injected,
         character=CharacterIdentity(
             file_name=character.avatar.rsplit(".", 1)[0] if character and character.avatar else ""
         ),
         macros=macro_context(context),
         seed=context.seed,
-        dry_run=True,
     )
     placement = activation.placed()
     groups = tuple(
@@ -127,9 +141,21 @@ def scan(request: ScanRequest) -> WorldInfoOutcome:
         )
         for e in activation.entries
     )
+    # The decisions only: entries that never matched need no explaining every turn
+    # (`Activation.trace()` lists them all when a person asks).
     trace = tuple(
-        {k: (v.value if hasattr(v, "value") else v) for k, v in asdict(record).items()}
-        for record in activation.trace()
+        {
+            "book": record.book,
+            "uid": record.uid,
+            "comment": record.comment,
+            "outcome": record.outcome.value,
+            "reason": record.reason,
+            "loop": record.loop,
+            "primary_key": record.primary_key,
+            "secondary_keys": record.secondary_keys,
+            "roll": record.roll,
+        }
+        for record in activation.decisions()
     )
     return WorldInfoOutcome(
         before="\n".join(placement.before),
@@ -141,4 +167,6 @@ def scan(request: ScanRequest) -> WorldInfoOutcome:
         an_bottom=placement.an_bottom,
         entries=entries,
         trace=trace,
+        timers=activation.timers.to_json(),
+        variables=dict(activation.variables.local),
     )

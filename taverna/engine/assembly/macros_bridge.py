@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from taverna.engine.assembly.context import AssemblyContext
 from taverna.engine.assembly.turn import Substitute
-from taverna.engine.macros import MacroContext, Variables, chat_seed, evaluate
+from taverna.engine.macros import MacroContext, Variables, chat_seed, evaluate, has_macros
 
 
 def macro_context(context: AssemblyContext) -> MacroContext:
@@ -54,7 +54,7 @@ def substitute_for(context: AssemblyContext) -> Substitute:
     state = [macro_context(context)]
 
     def substitute(text: str, extra: Mapping[str, str]) -> str:
-        if not text:
+        if not text or not has_macros(text):
             return text
         base = state[0]
         call = base

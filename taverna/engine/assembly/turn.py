@@ -223,15 +223,13 @@ def prepare_turn(
         scannable = table.with_(
             Injection(QUIET_KEY, context.quiet_prompt, scan=True, kind="quiet", source="quiet")
         )
-    include_names = context.world_info.include_names
-    scan_chat = tuple(f"{m.name}: {m.text}" if include_names else m.text for m in reversed(chat))
     books = applying_books(context)
     world = WorldInfoOutcome()
     if books:
         world = scan(
             ScanRequest(
                 context=context,
-                chat=scan_chat,
+                messages=chat,
                 injected=tuple(scannable.scannable_texts()),
                 budget_context=budget,
                 books=books,

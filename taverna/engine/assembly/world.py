@@ -7,11 +7,11 @@ engine decides which entries activate. This module is the seam between the two.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from taverna.engine.assembly.context import AssemblyContext
+from taverna.engine.assembly.context import AssemblyContext, ChatMessage
 from taverna.engine.assembly.injections import DepthGroup
 
 
@@ -40,14 +40,13 @@ class BookSource:
 class ScanRequest:
     """Everything one lorebook scan reads.
 
-    `chat` is the scan text of each visible message, newest first (already
-    `Name: text` when names are included); `injected` the extension prompts marked
+    `messages` are the visible messages, oldest first; `injected` the extension prompts marked
     scannable; `budget_context` the prompt budget the lorebook share is taken from;
     `books` the applying books by name, in SillyTavern's scan order.
     """
 
     context: AssemblyContext
-    chat: tuple[str, ...]
+    messages: Sequence[ChatMessage]
     injected: tuple[str, ...]
     budget_context: int
     books: tuple[BookSource, ...]
@@ -67,6 +66,8 @@ class WorldInfoOutcome:
     an_bottom: tuple[str, ...] = ()
     entries: tuple[ActivatedEntry, ...] = ()
     trace: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
+    timers: Mapping[str, Any] | None = None  # the lorebook timers to record after this turn
+    variables: Mapping[str, Any] | None = None  # chat variables after macros in entries
 
 
 LorebookScan = Callable[[ScanRequest], WorldInfoOutcome]

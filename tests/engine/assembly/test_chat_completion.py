@@ -118,8 +118,10 @@ def test_history_fills_newest_first_without_holes_section_3_5() -> None:
     history = [c for r, c, _ in pairs(prompt) if r in ("user", "assistant")]
     assert history == [m.text for m in messages[-2:]]
     cut = [i for i in prompt.ledger.items if not i.included and i.kind == "history"]
-    assert [i.source for i in cut] == [m.id for m in reversed(messages[:-2])]
-    assert all("newest to oldest" in i.reason for i in cut)
+    # The message that did not fit, then everything older in one line.
+    assert [i.source for i in cut] == [messages[-3].id, f"{len(messages) - 3} older messages"]
+    assert cut[0].tokens > 0 and "did not fit" in cut[0].reason
+    assert "stops at the first message" in cut[1].reason
 
 
 def test_history_before_examples_unless_pinned_section_3_3() -> None:
