@@ -23,7 +23,12 @@ from taverna.engine.lorebook import (
 from taverna.engine.macros import MacroContext
 from taverna.formats.world_info import read_world_info
 
-CASES = ["02a_eldoria_keywords", "03_world_info_features"]
+CASES = [
+    "01_seraphina_basic",
+    "02a_eldoria_keywords",
+    "03_world_info_features",
+    "09b_persona_at_depth_user",
+]
 
 
 def cl100k_message_count() -> Any:
@@ -102,7 +107,8 @@ def test_activated_entries_are_the_ones_sillytavern_sent(oracle_cases: Path, nam
     if placement.after:
         assert placement.after_text in data["expected"]
     for group in placement.depth:
-        assert group.text in data["expected"]
+        # a depth group may share its message with other injections at that depth (09b)
+        assert any(group.text in message for message in data["expected"]), group.text
 
 
 def test_case_03_order_and_exclusions(oracle_cases: Path) -> None:
