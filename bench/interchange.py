@@ -1,0 +1,107 @@
+"""SillyTavern chat interchange speed: import and export of a large chat JSONL.
+
+Prints a table, then one line of JSON with the figures (seconds).
+Usage: python bench/interchange.py [MESSAGES]   (default 100,000; ~400 characters each,
+assistant messages with 2 swipes)
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from taverna.formats.st_chat import read_chat, write_chat
+from taverna.services.interchange import InterchangeService, build_tree, bulk, export_tree
+from taverna.store.sql import open_store
+
+TEXT = "The lantern swings in the wind above the ferry house door. " * 7
+
+
+def make_chat(count: int) -> str:
+    """A chat file as SillyTavern writes it."""
+    compact = {"ensure_ascii": False, "separators": (",", ":")}
+    header = {
+        "user_name": "Traveler",
+        "character_name": "Aria",
+        "create_date": "2024-01-01@12h00m00s",
+        "chat_metadata": {"note_prompt": "", "variables": {"n": 1}},
+    }
+    lines = [json.dumps(header, **compact)]  # type: ignore[arg-type]
+    for i in range(count):
+        date = f"January {1 + i // 50000}, 2024 {1 + (i // 60) % 12}:{i % 60:02d}pm"
+        if i % 2:
+            message = {
+                "name": "Traveler",
+                "is_user": True,
+                "is_system": False,
+                "send_date": date,
+                "mes": f"{i}. {TEXT[:400]}",
+                "extra": {"isSmallSys": False},
+            }
+        else:
+            swipes = [f"{i}a. {TEXT[:400]}", f"{i}b. {TEXT[:400]}"]
+            info = [{"send_date": date, "extra": {"api": "openai", "model": "gpt-4o"}}] * 2
+            message = {
+                "extra": {"api": "openai", "model": "gpt-4o"},
+                "name": "Aria",
+                "is_user": False,
+                "send_date": date,
+                "mes": swipes[1],
+                "swipe_id": 1,
+                "swipes": swipes,
+                "swipe_info": info,
+            }
+        lines.append(json.dumps(message, **compact))  # type: ignore[arg-type]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    count = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
+    folder = Path(tempfile.mkdtemp(prefix="taverna-bench-"))
+    source = folder / "big.jsonl"
+    text = make_chat(count)
+    source.write_text(text, encoding="utf-8")
+    figures: dict[str, float | int] = {"messages": count}
+
+    with bulk():
+        start = time.perf_counter()
+        document = read_chat(source.read_bytes(), source=str(source))
+        figures["read_jsonl_s"] = time.perf_counter() - start
+        start = time.perf_counter()
+        built = build_tree(document, name="big")
+        figures["build_tree_s"] = time.perf_counter() - start
+        figures["nodes"] = len(built.nodes)
+
+    store = open_store(folder / "data")
+    service = InterchangeService(store)
+    start = time.perf_counter()
+    (imported,) = service.import_files([source], find_linked=False)
+    figures["import_total_s"] = time.perf_counter() - start
+    figures["store_import_s"] = (
+        figures["import_total_s"] - figures["read_jsonl_s"] - figures["build_tree_s"]
+    )
+
+    with bulk():
+        start = time.perf_counter()
+        tree = store.tree(imported.chat.id)
+        figures["store_read_tree_s"] = time.perf_counter() - start
+        start = time.perf_counter()
+        files = export_tree(tree)
+        out = write_chat(files[0].document)
+        figures["export_from_tree_s"] = time.perf_counter() - start
+    figures["export_total_s"] = figures["store_read_tree_s"] + figures["export_from_tree_s"]
+    figures["round_trip_equal"] = int(out == text)
+    store.close()
+
+    print(f"{'step':<22}{'value':>12}")
+    for key, value in figures.items():
+        shown = f"{value:.2f}" if isinstance(value, float) else str(value)
+        print(f"{key:<22}{shown:>12}")
+    print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in figures.items()}))
+
+
+if __name__ == "__main__":
+    main()

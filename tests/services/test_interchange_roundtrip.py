@@ -1,0 +1,138 @@
+"""Any SillyTavern chat survives the trip into a tree and back out (property tests)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from taverna.formats.st_chat import read_chat, write_chat
+from taverna.model.chat import Chat, ChatTree
+from taverna.services.interchange import TreeImport, build_tree, export_tree
+
+text = st.text(max_size=12)
+scalar = st.none() | st.booleans() | st.integers(-(2**40), 2**40) | text
+json_value = st.recursive(
+    scalar,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(text, inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@st.composite
+def ordered(draw: st.DrawFn, fields: dict[str, Any]) -> dict[str, Any]:
+    """The same object with its keys in a drawn order (SillyTavern's order varies)."""
+    keys = draw(st.permutations(list(fields)))
+    return {k: fields[k] for k in keys}
+
+
+@st.composite
+def metadata(draw: st.DrawFn) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    for key, strategy in [
+        ("note_prompt", text),
+        ("note_interval", st.integers(0, 5)),
+        ("note_position", st.integers(0, 2)),
+        ("note_depth", st.integers(0, 9)),
+        ("note_role", st.integers(0, 2)),
+        ("variables", st.dictionaries(text, st.integers() | text, max_size=3)),
+        ("timedWorldInfo", st.fixed_dictionaries({"sticky": st.just({}), "cooldown": st.just({})})),
+        ("world_info", text),
+        ("tainted", st.booleans()),
+        ("x_extension", json_value),
+    ]:
+        if draw(st.booleans()):
+            fields[key] = draw(strategy)
+    return draw(ordered(fields))
+
+
+@st.composite
+def message(draw: st.DrawFn) -> dict[str, Any]:
+    is_user = draw(st.booleans())
+    mes = draw(text)
+    fields: dict[str, Any] = {"name": draw(text), "is_user": is_user, "mes": mes}
+    if draw(st.booleans()):
+        fields["is_system"] = draw(st.booleans())
+    if draw(st.booleans()):
+        fields["send_date"] = draw(
+            st.sampled_from(["September 28, 2024 2:03pm", "2024-9-28 @14h 03m 12s 45ms", "junk"])
+            | st.integers(0, 2**41)
+        )
+    if draw(st.booleans()):
+        extra = draw(st.dictionaries(text, json_value, max_size=3))
+        kind = draw(st.sampled_from([None, "narrator", "comment"]))
+        if kind:
+            extra["type"] = kind
+        fields["extra"] = extra
+    if not is_user and draw(st.booleans()):
+        others = draw(st.lists(text, max_size=3))
+        at = draw(st.integers(0, len(others)))
+        swipes = [*others[:at], mes, *others[at:]]
+        infos = [
+            draw(
+                st.fixed_dictionaries(
+                    {"send_date": text, "extra": st.dictionaries(text, scalar, max_size=2)}
+                )
+            )
+            for _ in range(draw(st.integers(0, len(swipes))))
+        ]
+        fields["swipe_id"] = at
+        fields["swipes"] = swipes
+        fields["swipe_info"] = infos
+        if draw(st.integers(0, 9)) == 0:
+            fields["swipe_id"] = len(swipes)  # caught mid-swipe: kept verbatim
+    if draw(st.booleans()):
+        fields["x_unknown"] = draw(json_value)
+    return draw(ordered(fields))
+
+
+def as_tree(built: TreeImport) -> ChatTree:
+    """What the store would return for a bulk import (no database needed for the property)."""
+    chat = Chat(
+        id=built.new.id,
+        title=built.new.title,
+        characters=built.new.characters,
+        user_name=built.new.user_name,
+        active_leaf_id=built.active_leaf_id,
+        base_state=built.new.base_state,
+        metadata=built.new.metadata,
+        created=built.new.created,
+    )
+    return ChatTree(chat, tuple(built.nodes), tuple(built.branches), tuple(built.checkpoints))
+
+
+def values(lines: str) -> list[Any]:
+    return [json.loads(line, parse_int=float) for line in lines.split("\n") if line.strip()]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    header=st.booleans(),
+    meta=metadata(),
+    messages=st.lists(message(), min_size=0, max_size=6),
+)
+def test_any_chat_comes_back_from_the_tree_unchanged(
+    header: bool, meta: dict[str, Any], messages: list[dict[str, Any]]
+) -> None:
+    lines = []
+    if header or not messages:
+        lines.append(
+            {
+                "user_name": "U",
+                "character_name": "C",
+                "create_date": "2024-01-01@00h00m00s",
+                "chat_metadata": meta,
+            }
+        )
+    lines += messages
+    source = "\n".join(
+        json.dumps(line, ensure_ascii=False, separators=(",", ":")) for line in lines
+    )
+    document = read_chat(source)
+    (main, *others) = export_tree(as_tree(build_tree(document, name="chat")))
+    assert others == []
+    out = write_chat(main.document)
+    assert values(out) == values(source)
+    assert out == source  # the key order travels too
