@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from taverna.server.routes import characters, chats, connections, generation, lorebooks, prompt
+from taverna.server.routes import (
+    characters,
+    chats,
+    connections,
+    generation,
+    lorebooks,
+    personas,
+    presets,
+    prompt,
+)
 
 ROUTERS: tuple[APIRouter, ...] = (
     characters.router,
@@ -12,5 +21,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     connections.router,
     generation.router,
     lorebooks.router,
+    personas.router,
+    presets.router,
     prompt.router,
 )

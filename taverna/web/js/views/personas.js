@@ -5,12 +5,13 @@ import { h, mount, toast } from "../dom.js";
 import { t } from "../i18n.js";
 import { fieldForm } from "../form.js";
 
-const FIELDS = [
+// SillyTavern's persona description positions and roles, by number.
+const fields = () => [
   ["name", "line"],
   ["description", "text"],
-  ["position", "choice", [["in_prompt", "in_prompt"], ["top_an", "top_an"], ["bottom_an", "bottom_an"], ["at_depth", "at_depth"], ["none", "none"]]],
+  ["position", "choice", [[0, t("personas.pos_prompt")], [2, t("personas.pos_before_an")], [3, t("personas.pos_after_an")], [4, t("personas.pos_depth")], [9, t("personas.pos_none")]]],
   ["depth", "number"],
-  ["role", "choice", ["system", "user", "assistant"]],
+  ["role", "choice", [[0, "system"], [1, "user"], [2, "assistant"]]],
   ["is_default", "bool"],
 ];
 
@@ -18,15 +19,18 @@ export async function render(root) {
   const list = h("ul", { class: "list" });
   const editor = h("div", { class: "editor" });
   mount(root, h("div", { class: "page-head" }, h("h1", { text: t("nav.personas") }),
-    h("button", { type: "button", class: "primary", text: t("personas.new"), onClick: () => edit({ name: "", description: "", position: "in_prompt", depth: 2, role: "system" }) })),
+    h("button", { type: "button", class: "primary", text: t("personas.new"), onClick: () => edit({ name: "", description: "", position: 0, depth: 2, role: 0 }) })),
   h("div", { class: "split" }, list, editor));
 
   const edit = (p) => {
-    const form = fieldForm(FIELDS, p, "persona");
+    const form = fieldForm(fields(), p, "persona");
     mount(editor, h("h2", { text: p.id ? p.name : t("personas.new") }), form,
       h("div", { class: "row" },
         h("button", { type: "button", class: "primary", text: t("common.save"), onClick: async () => {
           const body = form.read();
+          body.position = Number(body.position);
+          body.role = Number(body.role);
+          body.depth = body.depth ?? 2;
           if (p.id) await api.put(`/personas/${p.id}`, body);
           else await api.post("/personas", body);
           toast(t("common.saved"));

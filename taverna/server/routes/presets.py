@@ -1,0 +1,171 @@
+"""Presets and templates: list, import, open, edit (prompt manager, sampling, fields), use, export."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, File, Request, Response, UploadFile
+from pydantic import BaseModel, Field
+
+from taverna.errors import FormatError, TavernaError
+from taverna.formats import json_text
+from taverna.formats.detect import detect
+from taverna.server import library_use, presets_use
+from taverna.server.context import AppContext, context, current_user
+from taverna.server.prompting import active_choices, set_active
+from taverna.server.schemas import NAME_MAX, Strict
+from taverna.server.uploads import read_limited
+from taverna.services.library import LibraryService
+
+router = APIRouter(prefix="/api/presets", tags=["presets"])
+
+ACTIVE_KEY = {
+    "chat": "chat_completion_preset",
+    "instruct": "instruct_template",
+    "context": "context_template",
+}
+
+
+def library(request: Request, ctx: AppContext = Depends(context)) -> LibraryService:
+    return LibraryService(ctx.store, owner=current_user(request))
+
+
+class PresetListItem(BaseModel):
+    id: str
+    name: str
+    kind: str
+    active: bool
+
+
+class PresetOut(BaseModel):
+    id: str
+    name: str
+    kind: str
+    revision: int
+    prompts: list[dict[str, Any]] | None = None
+    sampling: dict[str, Any] | None = None
+    data: dict[str, Any] | None = None
+
+
+class PresetIn(Strict):
+    name: str = Field(min_length=1, max_length=NAME_MAX)
+    prompts: list[dict[str, Any]] | None = Field(default=None, max_length=1000)
+    sampling: dict[str, Any] | None = None
+    data: dict[str, Any] | None = None
+    revision: int | None = None
+
+
+def _kind(kind: str) -> presets_use.LibraryKind:
+    if kind not in presets_use.KINDS:
+        raise TavernaError(f"kind must be one of {', '.join(presets_use.KINDS)}", field="kind")
+    return presets_use.KINDS[kind]
+
+
+def _find(lib: LibraryService, preset_id: str) -> Any:
+    doc = lib.store.get_document(preset_id)
+    if doc.kind not in presets_use.PAGE_KIND or doc.owner != lib.owner:
+        from taverna.errors import NotFound
+
+        raise NotFound("no such preset", field="id")
+    return doc
+
+
+def _view(lib: LibraryService, preset_id: str) -> PresetOut:
+    doc = _find(lib, preset_id)
+    kind = presets_use.PAGE_KIND[doc.kind]
+    if kind == "chat":
+        return PresetOut(
+            id=doc.id,
+            name=doc.name,
+            kind=kind,
+            revision=doc.revision,
+            prompts=presets_use.prompt_manager(doc.data),
+            sampling=presets_use.sampling(doc.data),
+        )
+    return PresetOut(
+        id=doc.id, name=doc.name, kind=kind, revision=doc.revision, data=dict(doc.data)
+    )
+
+
+@router.get("", response_model=list[PresetListItem])
+def list_presets(
+    kind: str = "chat", lib: LibraryService = Depends(library)
+) -> list[PresetListItem]:
+    library_kind = _kind(kind)
+    active = set(active_choices(lib.store, lib.owner).values())
+    return [
+        PresetListItem(id=d.id, name=d.name, kind=kind, active=d.id in active)
+        for d in lib.documents(library_kind)
+    ]
+
+
+@router.post("/import", response_model=PresetListItem, status_code=201)
+async def import_preset(
+    kind: str = "chat",
+    file: UploadFile = File(...),
+    lib: LibraryService = Depends(library),
+    ctx: AppContext = Depends(context),
+) -> PresetListItem:
+    """Store a preset or template file of the kind asked for; any other file is refused."""
+    _kind(kind)
+    data = await read_limited(file, ctx.upload_limit)
+    name = file.filename or "preset.json"
+    if detect(data, name) is not presets_use.FILE_KINDS[kind]:
+        raise FormatError(f"this file is not a {kind} preset", file=name)
+    item = lib.import_bytes(data, name)
+    return PresetListItem(id=item.id, name=item.name, kind=kind, active=False)
+
+
+@router.get("/{preset_id}", response_model=PresetOut)
+def get_preset(preset_id: str, lib: LibraryService = Depends(library)) -> PresetOut:
+    return _view(lib, preset_id)
+
+
+@router.put("/{preset_id}", response_model=PresetOut)
+def update_preset(
+    preset_id: str, body: PresetIn, lib: LibraryService = Depends(library)
+) -> PresetOut:
+    doc = _find(lib, preset_id)
+    if doc.kind == presets_use.LibraryKind.CHAT_COMPLETION_PRESET.value:
+        data = presets_use.apply_chat_edit(doc.data, body.prompts or [], body.sampling or {})
+    else:
+        data = {**doc.data, **(body.data or {})}
+    kind = presets_use.LibraryKind(doc.kind)
+    data = presets_use.checked(kind, data, doc.name)
+    lib.store.put_document(
+        doc.kind,
+        body.name,
+        data,
+        id=doc.id,
+        revision=doc.revision if body.revision is None else body.revision,
+        owner=doc.owner,
+    )
+    return _view(lib, preset_id)
+
+
+@router.delete("/{preset_id}", status_code=204)
+def delete_preset(preset_id: str, lib: LibraryService = Depends(library)) -> Response:
+    doc = _find(lib, preset_id)
+    lib.store.delete_document(doc.id, revision=doc.revision)
+    return Response(status_code=204)
+
+
+@router.post("/{preset_id}/activate", response_model=PresetListItem)
+def activate_preset(preset_id: str, lib: LibraryService = Depends(library)) -> PresetListItem:
+    """Use this preset (or template) for the next generations."""
+    doc = _find(lib, preset_id)
+    kind = presets_use.PAGE_KIND[doc.kind]
+    if kind not in ACTIVE_KEY:
+        raise TavernaError("a system prompt preset is not chosen this way", field="id")
+    set_active(lib.store, ACTIVE_KEY[kind], doc.id, lib.owner)
+    return PresetListItem(id=doc.id, name=doc.name, kind=kind, active=True)
+
+
+@router.get("/{preset_id}/export")
+def export_preset(preset_id: str, lib: LibraryService = Depends(library)) -> Response:
+    doc = _find(lib, preset_id)
+    return Response(
+        json_text.dumps(dict(doc.data), indent=4).encode("utf-8"),
+        media_type="application/json",
+        headers=library_use.attachment(f"{library_use.download_name(doc.name)}.json"),
+    )

@@ -1,0 +1,139 @@
+"""Preset, template and persona endpoints, and that the active preset reaches the prompt."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+
+from taverna.server.context import AppContext
+
+
+def upload(client: TestClient, url: str, path: Path):  # type: ignore[no-untyped-def]
+    return client.post(url, files={"file": (path.name, path.read_bytes(), "application/json")})
+
+
+def test_chat_preset_prompt_manager_round_trip(client: TestClient, st_fixtures: Path) -> None:
+    path = st_fixtures / "presets" / "openai" / "Default.json"
+    imported = upload(client, "/api/presets/import?kind=chat", path)
+    assert imported.status_code == 201, imported.text
+    preset_id = imported.json()["id"]
+    preset = client.get(f"/api/presets/{preset_id}").json()
+    ids = [p["identifier"] for p in preset["prompts"]]
+    assert ids[:2] == ["main", "worldInfoBefore"] and "chatHistory" in ids
+    assert preset["sampling"]["temperature"] == 1 or "temperature" in preset["sampling"]
+    prompts = preset["prompts"]
+    prompts[0], prompts[1] = prompts[1], prompts[0]
+    main = next(p for p in prompts if p["identifier"] == "main")
+    main["content"] = "Write as {{char}}, 简洁地."
+    nsfw = next(p for p in prompts if p["identifier"] == "nsfw")
+    nsfw["enabled"] = False
+    saved = client.put(
+        f"/api/presets/{preset_id}",
+        json={
+            "name": "Mine",
+            "prompts": prompts,
+            "sampling": {"temperature": 0.5, "openai_max_context": 8000},
+        },
+    )
+    assert saved.status_code == 200, saved.text
+    again = client.get(f"/api/presets/{preset_id}").json()
+    assert again["name"] == "Mine"
+    assert [p["identifier"] for p in again["prompts"]][:2] == ["worldInfoBefore", "main"]
+    assert next(p for p in again["prompts"] if p["identifier"] == "nsfw")["enabled"] is False
+    assert again["sampling"]["temperature"] == 0.5
+    assert client.post(f"/api/presets/{preset_id}/activate").json()["active"] is True
+    assert client.get("/api/presets?kind=chat").json()[0]["active"] is True
+    exported = client.get(f"/api/presets/{preset_id}/export").json()
+    assert any(o["character_id"] == 100001 for o in exported["prompt_order"])
+    # The active preset shapes the prompt.
+    card = client.post("/api/characters", json={"name": "Mira", "first_mes": "Hi."}).json()
+    chat = client.post("/api/chats", json={"character_id": card["id"]}).json()
+    client.post(
+        "/api/connections",
+        json={"name": "c", "api": "openai", "url": "http://127.0.0.1:9/v1", "model": "m"},
+    )
+    prompt = client.get(f"/api/chats/{chat['id']}/prompt").json()
+    assert any("Write as Mira, 简洁地." in m["content"] for m in prompt["prompt"]["messages"])
+    assert client.delete(f"/api/presets/{preset_id}").status_code == 204
+
+
+def test_templates(client: TestClient, st_fixtures: Path) -> None:
+    folder = st_fixtures / "presets" / "instruct"
+    path = sorted(folder.glob("*.json"))[0]
+    imported = upload(client, "/api/presets/import?kind=instruct", path)
+    assert imported.status_code == 201, imported.text
+    template = client.get(f"/api/presets/{imported.json()['id']}").json()
+    assert template["kind"] == "instruct" and "input_sequence" in template["data"]
+    changed = client.put(
+        f"/api/presets/{template['id']}",
+        json={"name": template["name"], "data": {"input_sequence": "<|user|>"}},
+    )
+    assert changed.status_code == 200
+    assert changed.json()["data"]["input_sequence"] == "<|user|>"
+    assert client.post(f"/api/presets/{template['id']}/activate").status_code == 200
+    # A template file is not a chat preset.
+    assert upload(client, "/api/presets/import?kind=chat", path).status_code == 422
+
+
+def test_preset_bad_input(client: TestClient, ctx: AppContext, st_fixtures: Path) -> None:
+    path = st_fixtures / "presets" / "openai" / "Default.json"
+    preset_id = upload(client, "/api/presets/import?kind=chat", path).json()["id"]
+    before = client.get(f"/api/presets/{preset_id}").json()
+    bad = client.put(
+        f"/api/presets/{preset_id}",
+        json={"name": "x", "prompts": [{"identifier": "main", "content": 5}]},
+    )
+    assert bad.status_code == 422
+    assert client.put(f"/api/presets/{preset_id}", json={"name": ""}).status_code == 422
+    assert client.get(f"/api/presets/{preset_id}").json() == before
+    assert client.get("/api/presets?kind=nonsense").status_code == 400
+    assert client.get("/api/presets/nope").status_code == 404
+    card = client.post("/api/characters", json={"name": "C"}).json()
+    assert client.get(f"/api/presets/{card['id']}").status_code == 404  # a character is no preset
+    assert (
+        client.post(
+            "/api/presets/import?kind=chat",
+            files={"file": ("x.json", b"[1,2]", "application/json")},
+        ).status_code
+        == 422
+    )
+    ctx.upload_limit = 10
+    assert upload(client, "/api/presets/import?kind=chat", path).status_code == 413
+    assert len(client.get("/api/presets?kind=chat").json()) == 1
+
+
+def test_personas(client: TestClient) -> None:
+    first = client.post(
+        "/api/personas", json={"name": "Ann", "description": "A sailor.", "is_default": True}
+    )
+    assert first.status_code == 201, first.text
+    second = client.post(
+        "/api/personas",
+        json={"name": "小明", "position": 4, "depth": 1, "role": 1, "is_default": True},
+    ).json()
+    listed = {p["name"]: p for p in client.get("/api/personas").json()}
+    assert listed["小明"]["is_default"] and not listed["Ann"]["is_default"]
+    assert (listed["小明"]["position"], listed["小明"]["depth"], listed["小明"]["role"]) == (
+        4,
+        1,
+        1,
+    )
+    updated = client.put(
+        f"/api/personas/{second['id']}",
+        json={"name": "小明", "description": "学生", "is_default": True},
+    )
+    assert updated.json()["description"] == "学生"
+    assert client.post("/api/personas", json={"name": "Ann"}).status_code == 409
+    for body in ({"name": ""}, {"name": "x", "position": 12}, {"name": "x", "role": "user"}):
+        assert client.post("/api/personas", json=body).status_code == 422
+    # The default persona names the user in a new chat.
+    card = client.post(
+        "/api/characters", json={"name": "Mira", "first_mes": "Hello {{user}}."}
+    ).json()
+    chat = client.post("/api/chats", json={"character_id": card["id"]}).json()
+    view = client.get(f"/api/chats/{chat['id']}").json()
+    assert view["messages"][0]["content"] == "Hello 小明." and view["persona"]["name"] == "小明"
+    assert client.delete(f"/api/personas/{second['id']}").status_code == 204
+    assert client.delete(f"/api/personas/{second['id']}").status_code == 404
+    assert client.put("/api/personas/nope", json={"name": "x"}).status_code == 404
