@@ -12,6 +12,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from functools import partial
+from math import nan
 from types import MappingProxyType
 from typing import Any
 
@@ -948,14 +949,17 @@ def _run(scan: _Scan, budget: int, clock: int) -> tuple[dict[_Ref, int], bool, i
             item = scan.books[slot].compiled.entries[index]
             entry = item.entry
             roll: float | None = None
-            if entry.use_probability and entry.probability != 100 and ref not in scan.sticky:
+            # A file entry with useProbability but no probability compares against
+            # undefined in SillyTavern and never passes its roll.
+            chance = float(entry.probability) if "probability" not in entry.missing else nan
+            if entry.use_probability and chance != 100 and ref not in scan.sticky:
                 roll = scan.random() * 100
-                if not roll <= entry.probability:
+                if not roll <= chance:
                     failed.add(ref)
                     scan.note(
                         ref,
                         Outcome.PROBABILITY,
-                        f"rolled {roll:.1f} > probability {entry.probability:g}",
+                        f"rolled {roll:.1f} > probability {chance:g}",
                         count,
                         roll=roll,
                     )

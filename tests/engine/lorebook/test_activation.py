@@ -99,6 +99,20 @@ def test_probability() -> None:
     assert len({tuple(uids(run(half, "dragon", seed=s))) for s in range(3)}) > 1
 
 
+def test_probability_missing_from_the_file() -> None:
+    """formats-world-info.md §2: useProbability without probability never passes (JS
+    compares the roll with undefined); without useProbability there is no roll at all."""
+    import dataclasses
+
+    base = entry(0, "dragon")
+    no_value = dataclasses.replace(base, missing=frozenset({"probability"}))
+    assert uids(run([no_value], "dragon")) == []
+    neither = dataclasses.replace(
+        base, use_probability=False, missing=frozenset({"probability", "useProbability"})
+    )
+    assert uids(run([neither], "dragon")) == [0]
+
+
 def test_recursion_chain_and_flags() -> None:
     """§5: recursion adds activated contents to the scan; prevent/exclude/delay flags."""
     chain = [
