@@ -424,3 +424,37 @@ def test_oracle_case_07_prompt_and_stop(oracle_cases: Path) -> None:
     body = json.loads(result.stdout)
     assert body["prompt"] == expected["prompt"]
     assert body["stop"] == expected["stop"]
+
+
+def _sized_chat(count: int) -> tuple[ChatMessage, ...]:
+    # Each formatted line ("Name: text\n") is 67 characters: exactly 20 estimated tokens.
+    out = []
+    for i in range(count):
+        if i % 2:
+            out.append(message(i, Speaker.USER, "Alex", f"{i:02d}" + "u" * 58))
+        else:
+            out.append(message(i, Speaker.CHARACTER, "Seraphina", f"{i:02d}" + "c" * 53))
+    return tuple(out)
+
+
+def _kept(prompt_text: str, count: int) -> list[int]:
+    return [i for i in range(count) if f"\n{i:02d}" in prompt_text or f": {i:02d}" in prompt_text]
+
+
+def test_fitting_counts_exactly_like_sillytavern() -> None:
+    """§6.5: base = story + chat start + last line (+ padding), each message added while the
+    running total stays strictly under max_context - amount_gen."""
+    character = CharacterInfo(name="Seraphina", description="D")
+    no_system = replace(
+        seraphina().text_completion, system_prompt=SystemPrompt(enabled=False), amount_gen=50
+    )
+    # Base text "D\n" + "***\n" + "\nSeraphina:" = 17 characters = 6 tokens.
+    for max_context, padding, kept in ((150, 0, 4), (136, 0, 3), (137, 0, 4), (200, 64, 3)):
+        context = seraphina(
+            characters=(character,),
+            messages=_sized_chat(10),
+            text_completion=replace(no_system, max_context=max_context),
+            power_user=PowerUserSettings(token_padding=padding),
+        )
+        prompt = assemble(context)
+        assert _kept(prompt.text, 10) == list(range(10 - kept, 10)), (max_context, padding)
