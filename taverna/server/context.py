@@ -22,6 +22,8 @@ class AppContext:
     services: dict[str, Any] = field(default_factory=dict)
     # Largest accepted upload (a card with a big picture, a preset, a lorebook).
     upload_limit: int = 32 * 1024 * 1024
+    # Largest accepted SillyTavern data folder upload, all files together.
+    folder_upload_limit: int = 4 * 1024 * 1024 * 1024
 
     def close(self) -> None:
         self.store.close()

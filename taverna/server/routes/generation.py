@@ -7,10 +7,10 @@ from collections.abc import AsyncIterator
 from dataclasses import asdict, is_dataclass
 from typing import Any
 
-from fastapi import APIRouter, Depends, Header, Request, Response
+from fastapi import APIRouter, Depends, Header, Response
 from fastapi.responses import StreamingResponse
 
-from taverna.errors import TavernaError
+from taverna.errors import NotFound, TavernaError
 from taverna.providers.events import ReasoningDelta, TextDelta, ToolCall
 from taverna.server import usecases
 from taverna.server.context import AppContext, context
@@ -137,16 +137,20 @@ def _plain(event: Any) -> dict[str, Any]:
 @router.get("/api/tasks/{task_id}/events", response_class=StreamingResponse)
 async def follow_task(
     task_id: str,
-    request: Request,
     since: int | None = None,
     last_event_id: str | None = Header(default=None),
+    ctx: AppContext = Depends(context),
     service: GenerationService = Depends(generation),
 ) -> StreamingResponse:
-    """Server-sent events of a generation: everything so far, then live, until it ends."""
-    run = service.registry.get(task_id)
+    """Server-sent events of a task (a generation or an import): everything so far, then
+    live, until it ends. `Last-Event-ID` (or `since`) resumes after a reconnect."""
     start = since or 0
     if last_event_id and last_event_id.isdigit():
         start = int(last_event_id) + 1
+    try:
+        run = service.registry.get(task_id)
+    except NotFound:
+        return _import_stream(ctx, task_id, start)
 
     async def frames() -> AsyncIterator[str]:
         yield "retry: 1000\n\n"
@@ -155,11 +159,24 @@ async def follow_task(
             if frame:
                 yield frame
 
-    return StreamingResponse(
-        frames(),
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-    )
+    return StreamingResponse(frames(), media_type="text/event-stream", headers=SSE_HEADERS)
+
+
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+def _import_stream(ctx: AppContext, task_id: str, start: int) -> StreamingResponse:
+    jobs = ctx.services.get("imports")
+    if jobs is None:
+        raise NotFound("no such task")
+    job = jobs.get(task_id)
+
+    async def frames() -> AsyncIterator[str]:
+        yield "retry: 1000\n\n"
+        async for index, name, data in job.follow(start):
+            yield f"id: {index}\nevent: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+    return StreamingResponse(frames(), media_type="text/event-stream", headers=SSE_HEADERS)
 
 
 @router.get("/api/tasks/{task_id}", response_model=TaskOut)

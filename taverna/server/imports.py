@@ -1,0 +1,141 @@
+"""Importing a whole SillyTavern user data folder as a task of its own, with progress events.
+
+The browser uploads the folder's files (with their paths inside it); they are written
+to a temporary folder, the library imports it in a worker thread, and every step is
+published as an event a page can follow (and follow again after a reload).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from taverna.errors import NotFound, TavernaError
+from taverna.model.chat import new_id
+from taverna.services.library import ImportReport, LibraryService, Progress, is_user_data_folder
+
+
+@dataclass
+class ImportJob:
+    """One import: its events so far (`progress`, then `done` or `error`)."""
+
+    id: str
+    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    done: bool = False
+    _signal: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def publish(self, name: str, data: dict[str, Any]) -> None:
+        self.events.append((name, data))
+        if name in ("done", "error"):
+            self.done = True
+        signal, self._signal = self._signal, asyncio.Event()
+        signal.set()
+
+    async def follow(self, since: int = 0) -> AsyncIterator[tuple[int, str, dict[str, Any]]]:
+        index = since
+        while True:
+            signal = self._signal
+            while index < len(self.events):
+                name, data = self.events[index]
+                yield index, name, data
+                index += 1
+            if self.done:
+                return
+            await signal.wait()
+
+
+class ImportJobs:
+    """The imports of this process by id."""
+
+    def __init__(self) -> None:
+        self._jobs: dict[str, ImportJob] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def get(self, job_id: str) -> ImportJob:
+        job = self._jobs.get(job_id)
+        if job is None:
+            raise NotFound("no such import")
+        return job
+
+    def start(self, folder: Path, library: LibraryService, *, cleanup: Path | None) -> ImportJob:
+        job = ImportJob(new_id())
+        self._jobs[job.id] = job
+        loop = asyncio.get_running_loop()
+
+        def progress(step: Progress) -> None:
+            data = {"done": step.done, "total": step.total, "item": step.current}
+            loop.call_soon_threadsafe(job.publish, "progress", data)
+
+        async def run() -> None:
+            try:
+                report = await asyncio.to_thread(_import, library, folder, progress)
+                job.publish("done", {"report": report_json(report, folder)})
+            except TavernaError as exc:
+                job.publish("error", {"message": str(exc)})
+            finally:
+                if cleanup is not None:
+                    await asyncio.to_thread(shutil.rmtree, cleanup, True)
+
+        task = asyncio.create_task(run(), name=f"import {job.id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return job
+
+
+def _import(
+    library: LibraryService, folder: Path, progress: Callable[[Progress], None]
+) -> ImportReport:
+    return library.import_path(folder, progress=progress)
+
+
+def _relative(path: str, root: Path) -> str:
+    try:
+        return str(Path(path).relative_to(root))
+    except ValueError:
+        return Path(path).name
+
+
+def report_json(report: ImportReport, root: Path) -> dict[str, Any]:
+    """What was stored and what was skipped, with paths relative to the imported folder."""
+    return {
+        "stored": [{"kind": s.kind, "name": s.name, "replaced": s.replaced} for s in report.stored]
+        + [
+            {
+                "kind": "chat",
+                "name": c.chat.title,
+                "messages": c.messages,
+                "branches": len(c.branches),
+            }
+            for c in report.chats
+        ],
+        "skipped": [{"path": _relative(s.path, root), "reason": s.reason} for s in report.skipped],
+    }
+
+
+def safe_relative(name: str) -> PurePosixPath:
+    """A path from the browser made safe to write under a folder: no root, no `..`."""
+    parts = [
+        p for p in PurePosixPath(name.replace("\\", "/")).parts if p not in ("", ".", "..", "/")
+    ]
+    if not parts:
+        raise TavernaError("an uploaded file has no name", field="files")
+    return PurePosixPath(*parts)
+
+
+def new_upload_folder() -> Path:
+    return Path(tempfile.mkdtemp(prefix="taverna-import-"))
+
+
+def import_root(folder: Path) -> Path:
+    """The user data folder inside what was uploaded (the chosen folder itself is one level in)."""
+    if is_user_data_folder(folder):
+        return folder
+    children = [p for p in folder.iterdir() if p.is_dir()]
+    if len(children) == 1 and is_user_data_folder(children[0]):
+        return children[0]
+    return folder
