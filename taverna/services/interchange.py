@@ -183,6 +183,56 @@ def _int(value: Any, default: int) -> int:
     return int(value)
 
 
+def key_shape(value: Any) -> Any:
+    """The key order of every object inside a JSON value (None where nothing is to keep).
+
+    Databases that store JSON as binary (PostgreSQL's JSONB) sort object keys; this records
+    the order so `apply_shape` can put it back and a file comes back byte for byte.
+    """
+    if isinstance(value, dict):
+        children = {}
+        for key, item in value.items():
+            if isinstance(item, dict | list):
+                shape = key_shape(item)
+                if shape is not None:
+                    children[key] = shape
+        result: dict[str, Any] = {}
+        if len(value) > 1:
+            result["k"] = list(value)
+        if children:
+            result["c"] = children
+        return result or None
+    if isinstance(value, list):
+        items = {}
+        for index, item in enumerate(value):
+            if isinstance(item, dict | list):
+                shape = key_shape(item)
+                if shape is not None:
+                    items[str(index)] = shape
+        return {"c": items} if items else None
+    return None
+
+
+def apply_shape(value: Any, shape: Any) -> Any:
+    """A JSON value with the key order `key_shape` recorded (keys it did not know go last)."""
+    if not isinstance(shape, Mapping):
+        return value
+    children = shape.get("c") or {}
+    if isinstance(value, dict):
+        out = {k: value[k] for k in shape.get("k") or () if k in value}
+        out.update((k, v) for k, v in value.items() if k not in out)
+        for key, child in children.items():
+            if key in out:
+                out[key] = apply_shape(out[key], child)
+        return out
+    if isinstance(value, list):
+        return [
+            apply_shape(item, children[str(i)]) if str(i) in children else item
+            for i, item in enumerate(value)
+        ]
+    return value
+
+
 class _IdSequence:
     """Time-ordered UUIDv7 ids for a bulk import, made faster than one by one.
 
@@ -205,9 +255,10 @@ class _IdSequence:
 class _TreeBuilder:
     """Adds messages of one or more files to an in-memory tree, merging shared prefixes."""
 
-    def __init__(self, chat_id: str, now: datetime) -> None:
+    def __init__(self, chat_id: str, now: datetime, *, shapes: bool = False) -> None:
         self.chat_id = chat_id
         self.now = now
+        self.shapes = shapes
         self.new_id = _IdSequence()
         self.nodes: list[Node] = []
         self.kids: dict[str | None, list[Node]] = {}
@@ -263,13 +314,17 @@ class _TreeBuilder:
     def add_message(self, parent: Node | None, message: ChatMessage) -> Node:
         """Add one message (its swipes as candidates); returns the selected candidate."""
         order = list(message.fields)
+        shape = key_shape(message.fields) if self.shapes else None
         if not message.swipes_consistent:
             # Swipe fields that do not describe the shown text stay as they are.
             fields = dict(message.fields)
             keep: dict[str, Any] = {
                 k: fields[k] for k in ("swipe_id", "swipes", "swipe_info") if k in fields
             }
-            return self._node(parent, message, fields, {"order": order}, keep)
+            plain: dict[str, Any] = {"order": order}
+            if shape is not None:
+                plain["shape"] = shape
+            return self._node(parent, message, fields, plain, keep)
         swipes = message.swipes or ()
         selected_index = message.swipe_id or 0
         role = role_of(message)
@@ -282,6 +337,8 @@ class _TreeBuilder:
                     if key in swipe.info:
                         fields[key] = swipe.info[key]
             st: dict[str, Any] = {"order": order, "swipes": True, "group": group}
+            if shape is not None:
+                st["shape"] = shape
             if swipe.info is not None:
                 st["swipe_info"] = swipe.info
             candidate = ChatMessage({**fields, "mes": swipe.text})
@@ -340,19 +397,22 @@ def _file_state(
     header: ChatHeader | None,
     metadata: Mapping[str, Any],
     messages: Sequence[ChatMessage],
+    *,
+    shapes: bool = False,
 ) -> ChatState:
     """The state a file records at its last message, with what its header needs on export."""
     header_fields: JsonObject | None = None
     if header is not None:
         header_fields = {k: (None if k == "chat_metadata" else v) for k, v in header.fields.items()}
-    extras = {
-        ST: {
-            "file": name,
-            "header": header_fields,
-            "metadata": _non_state(metadata),
-            "metadata_order": list(metadata),
-        }
+    file_st: dict[str, Any] = {
+        "file": name,
+        "header": header_fields,
+        "metadata": _non_state(metadata),
+        "metadata_order": list(metadata),
     }
+    if shapes and header is not None:
+        file_st["header_shape"] = key_shape({**header.fields, "chat_metadata": dict(metadata)})
+    extras = {ST: file_st}
     return state_from_metadata(metadata, summary=_summary_along(messages), extras=extras)
 
 
@@ -367,17 +427,19 @@ def build_tree(
     owner: str = "",
     now: datetime | None = None,
     title: str | None = None,
+    keep_key_order: bool = False,
 ) -> TreeImport:
     """The tree of a chat file and its checkpoint and branch files, ready for bulk import.
 
     `metadata` replaces the file's `chat_metadata` (1.12.6 group chats keep theirs in the
-    group file).
+    group file). `keep_key_order` records the key order of nested objects too, for stores
+    that do not keep it (PostgreSQL's JSONB).
     """
     moment = now or datetime.now(UTC)
     chat_id = new_id()
-    builder = _TreeBuilder(chat_id, moment)
+    builder = _TreeBuilder(chat_id, moment, shapes=keep_key_order)
     main_meta = dict(metadata) if metadata is not None else dict(main.metadata.fields)
-    main_state = _file_state(name, main.header, main_meta, main.messages)
+    main_state = _file_state(name, main.header, main_meta, main.messages, shapes=keep_key_order)
     main_leaf = builder.add_file(main.messages, merge=False)
     branches: list[Branch] = []
     checkpoints: list[Checkpoint] = []
@@ -387,7 +449,10 @@ def build_tree(
             continue
         doc = item.document
         builder.set_state(
-            leaf.id, _file_state(item.name, doc.header, doc.metadata.fields, doc.messages)
+            leaf.id,
+            _file_state(
+                item.name, doc.header, doc.metadata.fields, doc.messages, shapes=keep_key_order
+            ),
         )
         if item.checkpoint:
             checkpoints.append(Checkpoint(new_id(), chat_id, item.name, leaf.id, moment))
@@ -415,6 +480,7 @@ def build_tree(
             "file": name,
             "header": file_st["header"],
             "metadata_order": file_st["metadata_order"],
+            **({"header_shape": file_st["header_shape"]} if "header_shape" in file_st else {}),
         },
     }
     created = parse_send_date(header.create_date) if header.create_date else None
@@ -578,7 +644,10 @@ def message_for(
         "swipes",
         "swipe_info",
     ]
-    return ChatMessage(_ordered(fields, order))
+    ordered = _ordered(fields, order)
+    if "shape" in st:
+        ordered = apply_shape(ordered, st["shape"])
+    return ChatMessage(ordered)
 
 
 def _unlink(message: ChatMessage, name: str) -> ChatMessage:
@@ -630,7 +699,7 @@ def _metadata_for(chat: Chat, state: ChatState, *, main_chat: str | None, own: b
     values: JsonObject = dict(rest)
     if state.authors_note is not None:
         note = state.authors_note
-        note_values = {
+        note_values: dict[str, str | int] = {
             "note_prompt": note.prompt,
             "note_interval": note.interval,
             "note_position": note.position,
@@ -668,7 +737,9 @@ def _header_for(
             "create_date": humanized_date(chat.created or datetime.now(UTC)),
         }
     fields["chat_metadata"] = metadata
-    return ChatHeader(_ordered(fields, list(fields)))
+    if "header_shape" in source:
+        return ChatHeader(apply_shape(fields, source["header_shape"]))
+    return ChatHeader(fields)
 
 
 def safe_file_name(name: str, *, limit: int = 180) -> str:
@@ -957,6 +1028,7 @@ class InterchangeService:
             main,
             name=name,
             title=title,
+            keep_key_order=not self.store.url.startswith("sqlite"),
             linked=linked,
             characters=characters,
             group_id=group_id,
