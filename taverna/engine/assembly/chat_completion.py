@@ -52,6 +52,7 @@ _KNOWN_EXTENSION_KEYS = frozenset(
         DEPTH_PROMPT_KEY,
     }
 )
+_ROLES = {role.value: role for role in Role}
 _NEVER_SQUASHED = frozenset({"newMainChat", "newChat", "groupNudge"})
 
 
@@ -160,7 +161,7 @@ def _sanitize_name(name: str) -> str:
     return cleaned[:64]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _ChatEntry:
     role: str
     content: str
@@ -420,7 +421,7 @@ def build_chat_completion(context: AssemblyContext, turn: Turn, cost: MessageCos
     if cc.squash_system_messages:
         parts = _squash(parts, cost)
     messages = tuple(
-        PromptMessage(Role(p.role), p.content, p.name or None, source=p.identifier) for p in parts
+        PromptMessage(_ROLES[p.role], p.content, p.name or None, source=p.identifier) for p in parts
     )
     return Prompt(
         kind="chat",
@@ -638,6 +639,7 @@ def _populate_history(
 
     seen_real = False
     total = len(history)
+    newest_parts: list[_Part] = []
     for position, entry in enumerate(history.newest_first()):
         is_first_real = entry.injected is None and not seen_real
         seen_real = seen_real or entry.injected is None
@@ -665,7 +667,11 @@ def _populate_history(
         if kind is GenerationType.CONTINUE and cc.continue_prefill and is_first_real:
             layout.add("continuePrefill", [part], None)
             continue
-        layout.insert(part, "chatHistory", "start")
+        if part.content:
+            # Same as inserting each at the start, newest first; reversed once below.
+            newest_parts.append(part)
+            layout.budget -= part.tokens
+    container[:0] = reversed(newest_parts)
 
     layout.budget += new_chat_part.tokens
     layout.insert(new_chat_part, "chatHistory", "start")

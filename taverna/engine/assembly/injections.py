@@ -18,6 +18,7 @@ from taverna.engine.assembly.context import (
     ExtensionPosition,
     InjectionRole,
     PersonaPosition,
+    Speaker,
 )
 
 # algo-prompt-assembly.md §5.2: depths 0..1000 are walked.
@@ -133,16 +134,19 @@ class InjectionTable:
 
 def authors_note_active(context: AssemblyContext) -> bool:
     """Whether the author's note goes in this turn (algo-prompt-assembly.md §5.1)."""
-    note = context.metadata.authors_note
-    user_messages = sum(1 for m in context.messages if m.is_user)
-    # §5.1: an interval of exactly 1 always inserts; hidden user messages still count.
-    if note.interval == 1:
-        user_messages = 1
-    if user_messages <= 0 or note.interval <= 0:
+    interval = context.metadata.authors_note.interval
+    # §5.1: an interval of exactly 1 always inserts; 0 or less never does.
+    if interval == 1:
+        return True
+    if interval <= 0:
         return False
-    if user_messages >= note.interval:
-        return user_messages % note.interval == 0
-    return note.interval - user_messages == 0
+    # Hidden user messages count too: SillyTavern counts the whole chat.
+    user_messages = sum(1 for m in context.messages if m.speaker is Speaker.USER)
+    if user_messages <= 0:
+        return False
+    if user_messages >= interval:
+        return user_messages % interval == 0
+    return False
 
 
 def authors_note_text(context: AssemblyContext) -> str:
@@ -159,7 +163,7 @@ def authors_note_text(context: AssemblyContext) -> str:
     return text
 
 
-def base_table(context: AssemblyContext) -> InjectionTable:
+def base_table(context: AssemblyContext, active: bool | None = None) -> InjectionTable:
     """The injections known before the lorebook scan: author's note, persona, character notes.
 
     Follows SillyTavern's order of registration (algo-prompt-assembly.md §1 steps
@@ -184,7 +188,8 @@ def base_table(context: AssemblyContext) -> InjectionTable:
         table = _with_depth_prompt(table, DEPTH_PROMPT_KEY, character.name, character)
 
     note = context.metadata.authors_note
-    active = authors_note_active(context)
+    if active is None:
+        active = authors_note_active(context)
     table = table.with_(
         Injection(
             AUTHORS_NOTE_KEY,

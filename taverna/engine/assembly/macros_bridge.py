@@ -54,7 +54,8 @@ def substitute_for(context: AssemblyContext) -> Substitute:
     state = [macro_context(context)]
 
     def substitute(text: str, extra: Mapping[str, str]) -> str:
-        if not text or not has_macros(text):
+        # Most chat text has no macro at all: skip the engine without a regex search.
+        if not text or (("{" not in text and "<" not in text) or not has_macros(text)):
             return text
         base = state[0]
         call = base

@@ -214,7 +214,7 @@ def prepare_turn(
     blocks = parse_examples(fields.mes_examples, heading)
 
     active = authors_note_active(context)
-    table = base_table(context)
+    table = base_table(context, active)
     budget = prompt_budget(context)
 
     # §1 step 16: the quiet prompt is scannable while the lorebook scan runs.
