@@ -224,15 +224,34 @@ class Lorebook:
     `name` is the file stem (SillyTavern keeps no name inside the file); `extras` holds
     `originalData` and anything else besides `entries`. Hashing is by identity so that
     compiled key indexes can be cached per book object (books are immutable: an edit
-    makes a new object).
+    makes a new object). `revision`, when a store sets it, names this exact content:
+    two objects with the same name and revision share one compiled index, so a book
+    loaded afresh every turn is not recompiled. It takes no part in equality.
     """
 
     name: str
     entries: tuple[Entry, ...] = ()
     extras: Mapping[str, Any] = field(default_factory=_empty)
     field_order: tuple[str, ...] = ()
+    revision: str = field(default="", compare=False)
 
     __hash__ = object.__hash__
+
+    def with_entry(self, entry: Entry) -> Lorebook:
+        """A copy with `entry` replacing the entry of the same uid, or added at the end."""
+        entries = list(self.entries)
+        for index, item in enumerate(entries):
+            if item.uid == entry.uid:
+                entries[index] = entry
+                break
+        else:
+            entries.append(entry)
+        return dataclasses.replace(self, entries=tuple(entries), revision="")
+
+    def without_entry(self, uid: int) -> Lorebook:
+        """A copy without the entry of this uid."""
+        entries = tuple(item for item in self.entries if item.uid != uid)
+        return dataclasses.replace(self, entries=entries, revision="")
 
     def entry(self, uid: int) -> Entry | None:
         """The entry with this uid, if any."""

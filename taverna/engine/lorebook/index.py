@@ -10,7 +10,9 @@ of scanned text and only looks at the entries whose keys were hit, plus the few 
 must always be looked at (constants, `@@activate`, regex keys, keys with macros).
 
 Compiled books are cached per `Lorebook` object (books are immutable: an edit makes a
-new object, which compiles afresh) and per matching settings. The cache is a pure
+new object, which compiles afresh), and also by name and `revision` when a store sets
+one (a book read afresh each turn then compiles once per revision), per matching
+settings. The cache is a pure
 memo: it holds nothing a caller could observe other than speed.
 """
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import ahocorasick
@@ -101,6 +104,8 @@ class CompiledBook:
 _CACHE: weakref.WeakKeyDictionary[Lorebook, dict[tuple[bool, bool, str], CompiledBook]] = (
     weakref.WeakKeyDictionary()
 )
+_BY_REVISION: OrderedDict[tuple[str, str, tuple[bool, bool, str]], CompiledBook] = OrderedDict()
+_REVISIONS_KEPT = 64
 _LOCK = threading.Lock()
 
 
@@ -230,11 +235,19 @@ def compile_book(
 ) -> CompiledBook:
     """The compiled form of `book` for these global matching settings (cached)."""
     settings = (case_sensitive, whole_words, boundaries.value)
+    revision_key = (book.name, book.revision, settings) if book.revision else None
     with _LOCK:
         per_book = _CACHE.get(book)
         if per_book is not None and settings in per_book:
             return per_book[settings]
+        if revision_key is not None and revision_key in _BY_REVISION:
+            _BY_REVISION.move_to_end(revision_key)
+            return _BY_REVISION[revision_key]
     compiled = _build(book, case_sensitive, whole_words, boundaries)
     with _LOCK:
         _CACHE.setdefault(book, {})[settings] = compiled
+        if revision_key is not None:
+            _BY_REVISION[revision_key] = compiled
+            while len(_BY_REVISION) > _REVISIONS_KEPT:
+                _BY_REVISION.popitem(last=False)
     return compiled

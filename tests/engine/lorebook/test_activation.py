@@ -352,3 +352,22 @@ def test_ties_follow_uid_order_not_file_order() -> None:
     result = run(entries, "x")
     assert uids(result) == [2, 10]
     assert result.placed().before == ("ten", "two")  # placement: ties in reverse
+
+
+def test_compiled_index_is_reused_per_object_and_revision() -> None:
+    """Keys compile once per book version, not once per turn."""
+    from taverna.engine.lorebook.index import compile_book
+    from taverna.engine.lorebook.matching import Boundaries
+    from taverna.model.lorebook import Lorebook
+
+    options = {"case_sensitive": False, "whole_words": True, "boundaries": Boundaries.UNICODE}
+    first = Lorebook(name="R", entries=(entry(0, "moon"),), revision="r1")
+    assert compile_book(first, **options) is compile_book(first, **options)  # type: ignore[arg-type]
+    same = Lorebook(name="R", entries=(entry(0, "moon"),), revision="r1")
+    assert compile_book(same, **options) is compile_book(first, **options)  # type: ignore[arg-type]
+    edited = first.with_entry(entry(0, "sun"))
+    assert edited.revision == "" and edited.entries[0].key == ("sun",)
+    assert compile_book(edited, **options) is not compile_book(first, **options)  # type: ignore[arg-type]
+    assert uids(run(edited, "the sun")) == [0]
+    assert first.without_entry(0).entries == ()
+    assert first.with_entry(entry(5, "star")).entries[-1].uid == 5
