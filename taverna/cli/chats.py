@@ -79,6 +79,7 @@ def _report_json(report: ImportReport) -> dict[str, Any]:
                 "branches": list(c.branches),
                 "checkpoints": list(c.checkpoints),
                 "files": list(c.files),
+                "already_imported": c.already_imported,
             }
             for c in report.chats
         ],
@@ -113,6 +114,9 @@ def import_files(
         verb = "replaced" if item.replaced else "stored"
         typer.echo(f"{verb} {item.kind} {item.name!r}  id {item.id}")
     for chat in report.chats:
+        if chat.already_imported:
+            typer.echo(f"already imported chat {chat.chat.title!r}  id {chat.chat.id}")
+            continue
         extra = []
         if chat.branches:
             extra.append(f"{len(chat.branches)} branches")

@@ -428,6 +428,7 @@ def build_tree(
     now: datetime | None = None,
     title: str | None = None,
     keep_key_order: bool = False,
+    source: str | None = None,
 ) -> TreeImport:
     """The tree of a chat file and its checkpoint and branch files, ready for bulk import.
 
@@ -481,6 +482,7 @@ def build_tree(
             "header": file_st["header"],
             "metadata_order": file_st["metadata_order"],
             **({"header_shape": file_st["header_shape"]} if "header_shape" in file_st else {}),
+            **({"source": source} if source else {}),
         },
     }
     created = parse_send_date(header.create_date) if header.create_date else None
@@ -881,14 +883,26 @@ class ImportedChat:
     checkpoints: tuple[str, ...] = ()
     files: tuple[str, ...] = ()
     skipped: tuple[str, ...] = field(default_factory=tuple)
+    already_imported: bool = False
 
 
-def _read(path: Path, *, lenient: bool) -> ChatDocument:
+def _read(path: Path, *, lenient: bool) -> tuple[ChatDocument, str]:
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise FormatError(f"cannot read ({exc.strerror})", file=str(path)) from None
-    return read_chat(data, source=str(path), lenient=lenient)
+    return read_chat(data, source=str(path), lenient=lenient), file_digest(data)
+
+
+def file_digest(data: bytes) -> str:
+    """The SHA-256 of a file's bytes, hex."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def fingerprint(digests: Mapping[str, str]) -> str:
+    """One digest for a chat and its linked files (name -> file digest), in any order."""
+    joined = "\n".join(f"{name}\t{digests[name]}" for name in sorted(digests))
+    return hashlib.sha256(joined.encode("utf-8")).hexdigest()
 
 
 def group_chat_files(
@@ -994,12 +1008,26 @@ class InterchangeService:
         metadata: Mapping[str, Any] | None = None,
         owner: str = "",
         title: str | None = None,
+        source: str | None = None,
+        again: bool = False,
     ) -> ImportedChat:
         """Store a chat document (and its checkpoint and branch files) as one tree.
 
         `name` is the file name the chat came from (and goes back to on export); `title`
-        what a person sees (default: the name).
+        what a person sees (default: the name). `source` fingerprints the files: importing
+        the same files again returns the chat made the first time (`already_imported`)
+        unless `again` is set.
         """
+        if source is not None and not again:
+            existing = self.find_source(source, owner=owner)
+            if existing is not None:
+                return ImportedChat(
+                    chat=existing,
+                    messages=len(main.messages),
+                    nodes=0,
+                    files=(name, *(item.name for item in linked)),
+                    already_imported=True,
+                )
         with bulk():
             return self._import_documents(
                 main,
@@ -1010,6 +1038,7 @@ class InterchangeService:
                 group_id=group_id,
                 metadata=metadata,
                 owner=owner,
+                source=source,
             )
 
     def _import_documents(
@@ -1023,12 +1052,14 @@ class InterchangeService:
         metadata: Mapping[str, Any] | None,
         owner: str,
         title: str | None,
+        source: str | None = None,
     ) -> ImportedChat:
         built = build_tree(
             main,
             name=name,
             title=title,
             keep_key_order=not self.store.url.startswith("sqlite"),
+            source=source,
             linked=linked,
             characters=characters,
             group_id=group_id,
@@ -1066,13 +1097,16 @@ class InterchangeService:
         characters: Sequence[CharacterRef] = (),
         lenient: bool = False,
         owner: str = "",
+        again: bool = False,
     ) -> list[ImportedChat]:
         """Import chat files; checkpoint and branch files merge into their main chat.
 
         With `find_linked`, the checkpoints and branches of a main chat lying in the same
-        folder come along even when not named.
+        folder come along even when not named. Files imported before give back the chat
+        they made then, unless `again` is set.
         """
         documents: dict[str, ChatDocument] = {}
+        digests: dict[str, str] = {}
         seen: set[Path] = set()
         queue = list(paths)
         if find_linked:
@@ -1084,9 +1118,10 @@ class InterchangeService:
                 continue
             seen.add(resolved)
             with bulk():
-                documents[path.stem] = _read(path, lenient=lenient)
+                documents[path.stem], digests[path.stem] = _read(path, lenient=lenient)
         results = []
         for main_name, linked in group_chat_files(documents):
+            names = [main_name, *(item.name for item in linked)]
             results.append(
                 self.import_documents(
                     documents[main_name],
@@ -1094,9 +1129,19 @@ class InterchangeService:
                     linked=linked,
                     characters=characters,
                     owner=owner,
+                    source=fingerprint({n: digests[n] for n in names}),
+                    again=again,
                 )
             )
         return results
+
+    def find_source(self, source: str, *, owner: str = "") -> Chat | None:
+        """The chat imported earlier from exactly these files, if any."""
+        for listing in self.store.list_chats(owner=owner):
+            st = _chat_st(listing.chat)
+            if st.get("source") == source:
+                return listing.chat
+        return None
 
     def export_files(self, chat_id: str) -> list[ExportedFile]:
         """The SillyTavern files of a chat (main file first)."""

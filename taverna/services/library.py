@@ -40,6 +40,8 @@ from taverna.model.regex_script import RegexScript
 from taverna.services.interchange import (
     ImportedChat,
     InterchangeService,
+    file_digest,
+    fingerprint,
     group_chat_files,
     linked_files_beside,
 )
@@ -503,6 +505,7 @@ class LibraryService:
     ) -> ImportReport:
         report = ImportReport()
         documents: dict[str, ChatDocument] = {}
+        digests: dict[str, str] = {}
         for path in files:
             try:
                 data = _read_bytes(path)
@@ -518,11 +521,18 @@ class LibraryService:
                     Skipped(f"{path}:{line.line}", f"line left out: {line.reason}")
                 )
             documents[path.stem] = document
+            digests[path.stem] = file_digest(data)
         for main, linked in group_chat_files(documents):
+            names = [main, *(item.name for item in linked)]
             try:
                 report.chats.append(
                     self.chats.import_documents(
-                        documents[main], name=main, linked=linked, characters=refs, owner=self.owner
+                        documents[main],
+                        name=main,
+                        linked=linked,
+                        characters=refs,
+                        owner=self.owner,
+                        source=fingerprint({n: digests[n] for n in names}),
                     )
                 )
             except TavernaError as exc:
@@ -573,7 +583,8 @@ class LibraryService:
         group_doc: str | None,
     ) -> ImportReport:
         try:
-            document = read_chat(_read_bytes(path), source=str(path), lenient=True)
+            data = _read_bytes(path)
+            document = read_chat(data, source=str(path), lenient=True)
         except TavernaError as exc:
             return ImportReport(skipped=[Skipped(str(path), str(exc))])
         metadata: Mapping[str, Any] | None = None
@@ -597,6 +608,7 @@ class LibraryService:
             group_id=group_doc,
             metadata=metadata,
             owner=self.owner,
+            source=fingerprint({chat_id: file_digest(data)}),
         )
         skipped = [
             Skipped(f"{path}:{s.line}", f"line left out: {s.reason}") for s in document.skipped

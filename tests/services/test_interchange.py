@@ -266,3 +266,17 @@ def test_bad_chat_file_names_file_and_line(interchange: InterchangeService, tmp_
 )
 def test_safe_file_names(title: str, expected: str) -> None:
     assert safe_file_name(title) == expected
+
+
+def test_the_same_files_import_once_unless_asked_again(
+    interchange: InterchangeService, store: SqlStore, seraphina: Path
+) -> None:
+    (first,) = interchange.import_files([seraphina / f"{MAIN}.jsonl"])
+    (second,) = interchange.import_files([seraphina / f"{MAIN}.jsonl"])
+    assert second.already_imported and second.chat.id == first.chat.id
+    (third,) = interchange.import_files([seraphina / f"{MAIN}.jsonl"], again=True)
+    assert not third.already_imported and third.chat.id != first.chat.id
+    # the main file alone is different input: a chat of its own
+    (alone,) = interchange.import_files([seraphina / f"{MAIN}.jsonl"], find_linked=False)
+    assert not alone.already_imported
+    assert len(store.list_chats()) == 3

@@ -144,3 +144,15 @@ def test_whole_user_data_folder(
     assert "Broken.json" in reasons
     assert "2024-09-27@20h15m44s.jsonl" in reasons  # listed by the group, file absent
     assert "thumbnails" in reasons
+
+
+def test_importing_a_data_folder_twice_makes_no_copies(
+    library: LibraryService, store: SqlStore, st_fixtures: Path, oracle_cases: Path, tmp_path: Path
+) -> None:
+    folder = user_data_folder(st_fixtures, oracle_cases, tmp_path / "default-user")
+    first = library.import_path(folder)
+    second = library.import_path(folder)
+    assert len(store.list_chats()) == len(first.chats) == 2
+    assert all(c.already_imported for c in second.chats)
+    assert {c.chat.id for c in second.chats} == {c.chat.id for c in first.chats}
+    assert all(item.replaced for item in second.stored)
