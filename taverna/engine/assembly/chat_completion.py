@@ -258,15 +258,28 @@ def _replace_first_ci(text: str, needle: str, replacement: str) -> str:
 
 
 def _bias(context: AssemblyContext, turn: Turn) -> str:
-    """The prompt bias (algo-prompt-assembly.md §7.3); none for continue and impersonate."""
-    if context.generation_type in (GenerationType.CONTINUE, GenerationType.IMPERSONATE):
+    """The prompt bias (algo-prompt-assembly.md §7.3); none for continue and impersonate.
+
+    The bias stored on the newest user, hidden or narrator message wins over the
+    user's default; on a swipe the swiped message is skipped.
+    """
+    kind = context.generation_type
+    if kind in (GenerationType.CONTINUE, GenerationType.IMPERSONATE):
         return ""
+    messages = list(context.messages)
+    if kind is GenerationType.REGENERATE and messages and not messages[-1].is_user:
+        messages.pop()  # §1 step 4: deleted before the bias is read
     stored = ""
-    for message in reversed(turn.chat):
-        if message.speaker in (Speaker.USER, Speaker.NARRATOR):
-            stored = message.bias
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if kind is GenerationType.SWIPE and index == len(messages) - 1:
+            continue
+        if message.is_user or message.hidden or message.speaker is Speaker.NARRATOR:
+            if message.bias.strip():
+                stored = message.bias
             break
-    return stored or context.power_user.user_prompt_bias
+    bias = stored or context.power_user.user_prompt_bias
+    return turn.macros(bias) if bias else ""
 
 
 def build_chat_completion(context: AssemblyContext, turn: Turn, cost: MessageCost) -> Prompt:

@@ -354,3 +354,22 @@ def test_cache_friendly_puts_volatile_parts_after_history() -> None:
     assert normal.index(("system", "NOTE", None)) < len(normal) - 4
     assert friendly[-1] == ("system", "NOTE", None)
     assert sorted(normal) == sorted(friendly)
+
+
+def test_prompt_bias_after_the_ordered_prompts_section_7_3() -> None:
+    """§7.3 / §3.3 step 4: the bias is a system message after every ordered prompt."""
+    messages = (msg(0, "character", "Hi."), msg(1, "user", "Hello!", bias="{{char}} smiles"))
+    character = replace(SERAPHINA, post_history_instructions="PHI")
+    got = pairs(build(context(messages=messages, character=character)))
+    assert got[-2:] == [("system", "PHI", None), ("system", "Seraphina smiles", None)]
+    swiped = pairs(
+        build(
+            context(
+                messages=(*messages, msg(2, "character", "Hey")),
+                generation_type=GenerationType.SWIPE,
+            )
+        )
+    )
+    assert ("system", "Seraphina smiles", None) in swiped
+    continued = pairs(build(context(messages=messages, generation_type=GenerationType.CONTINUE)))
+    assert ("system", "Seraphina smiles", None) not in continued
