@@ -71,6 +71,7 @@ def _translate(source: str, flags: str) -> str:
     in_class = False
     multiline = "m" in flags
     dotall = "s" in flags
+    unicode = "u" in flags
     i = 0
     n = len(source)
     while i < n:
@@ -88,7 +89,19 @@ def _translate(source: str, flags: str) -> str:
                 else:
                     out.append(re.escape(nxt))
                 continue
-            if nxt in _OUTSIDE_ESCAPES:
+            if unicode and nxt in "pP" and i < n and source[i] == "{":
+                end = source.find("}", i)
+                if end < 0:
+                    raise ValueError("unterminated property")
+                out.append(f"\\{nxt}{source[i : end + 1]}")
+                i = end + 1
+            elif unicode and nxt == "u" and i < n and source[i] == "{":
+                end = source.find("}", i)
+                if end < 0:
+                    raise ValueError("unterminated code point")
+                out.append(re.escape(chr(int(source[i + 1 : end], 16))))
+                i = end + 1
+            elif nxt in _OUTSIDE_ESCAPES:
                 out.append(_OUTSIDE_ESCAPES[nxt])
             elif nxt == "k" and i < n and source[i] == "<":
                 end = source.find(">", i)
@@ -150,7 +163,7 @@ def compile_js_regex(source: str, flags: str) -> JsRegex | None:
     try:
         python = _translate(source, flags)
         compiled = regex.compile(python, (regex.IGNORECASE if "i" in flags else 0) | regex.VERSION0)
-    except (ValueError, regex.error, IndexError):
+    except (ValueError, OverflowError, regex.error, IndexError):
         return None
     return JsRegex(source=source, flags=flags, pattern=compiled, sticky="y" in flags)
 

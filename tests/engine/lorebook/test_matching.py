@@ -121,6 +121,12 @@ def test_regex_key_javascript_semantics() -> None:
     assert parse_regex_key("/a.b/s").test("a\rb") is True  # type: ignore[union-attr]
     assert parse_regex_key("/(?<n>ab)\\k<n>/").test("abab") is True  # type: ignore[union-attr]
     assert parse_regex_key("/[^]/").test("\n") is True  # type: ignore[union-attr]
+    assert parse_regex_key("/\\p{L}+/u").test("東京") is True  # type: ignore[union-attr]
+    assert parse_regex_key("/\\p{L}/").test("p{L}") is True  # type: ignore[union-attr]
+    assert parse_regex_key("/\\u{1F600}/u").test("😀") is True  # type: ignore[union-attr]
+    assert parse_regex_key("/(?<=sir )kael/i").test("Sir Kael") is True  # type: ignore[union-attr]
+    assert parse_regex_key("/[\\w-]+x/").test("é-x") is True  # type: ignore[union-attr]
+    assert parse_regex_key("/\\Bx/").test("ax") is True  # type: ignore[union-attr]
 
 
 def test_what_is_not_a_regex_key() -> None:
