@@ -208,3 +208,28 @@ def test_lorebook_edits_make_new_objects() -> None:
     book = Lorebook(name="b", entries=(Entry(uid=0),))
     assert book.free_uid() == 1
     assert Lorebook(name="b", entries=(Entry(uid=0), Entry(uid=2))).free_uid() == 1
+
+
+_json = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=5)),
+    lambda children: st.one_of(
+        st.lists(children, max_size=3), st.dictionaries(st.text(max_size=5), children, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.one_of(
+        _json, st.fixed_dictionaries({"entries": st.dictionaries(st.text(max_size=3), _json)})
+    )
+)
+def test_any_json_is_a_book_or_a_format_error(document: Any) -> None:
+    """Bad input gets the project's own error, never a crash of another kind."""
+    try:
+        book = world_info_from_json(document, name="fuzz", file="fuzz.json")
+    except FormatError as error:
+        assert error.file == "fuzz.json"
+    else:
+        assert strictly_equal(world_info_to_json(book), document)

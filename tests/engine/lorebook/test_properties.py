@@ -122,3 +122,16 @@ def test_index_agrees_with_reference_matcher(
         )
     ]
     assert sorted(uids(result)) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(alphabet=st.sampled_from(list("/\\()[]{}^$.*+?|-:<>=!kpuwdsbB0aA,gimsuy")), max_size=24)
+)
+def test_any_key_text_is_a_regex_or_plain_never_an_error(key: str) -> None:
+    """Untrusted keys: parsing never raises, and a parsed regex tests without raising."""
+    from taverna.engine.lorebook.jsregex import parse_regex_key
+
+    pattern = parse_regex_key(key)
+    if pattern is not None:
+        assert pattern.test("some text /with/ (brackets) and \\slashes") in (True, False)
