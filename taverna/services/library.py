@@ -9,11 +9,15 @@ not make copies.
 
 from __future__ import annotations
 
+import io
+import shutil
+import tempfile
+import zipfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path, PurePath
-from typing import Any
+from typing import Any, BinaryIO
 
 from taverna.errors import FormatError, NotFound, TavernaError
 from taverna.formats import json_text
@@ -109,6 +113,9 @@ _KNOWN_FOLDERS = {
     *(name for name, _ in _PRESET_FOLDERS),
 }
 _CARD_SUFFIXES = {".png", ".json", ".charx"}
+# Limits for an uploaded data-folder zip: enough for years of chats, not a zip bomb.
+MAX_ZIP_ENTRIES = 200_000
+MAX_ZIP_BYTES = 8 * 1024 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -305,6 +312,9 @@ class LibraryService:
 
     def import_file(self, path: Path, *, lenient: bool = False) -> ImportReport:
         """Import one file after detecting its kind; a chat brings its branch files along."""
+        if path.suffix.lower() == ".zip":
+            with path.open("rb") as handle:
+                return self.import_zip(handle, file=str(path))
         data = _read_bytes(path)
         kind = detect(data, path.name)
         if kind is FileKind.CHAT:
@@ -384,6 +394,43 @@ class LibraryService:
                 self.put(LibraryKind.REGEX_SCRIPT, name, script.to_json(), file=file)
             )
         return report
+
+    def import_zip(
+        self,
+        archive: bytes | BinaryIO,
+        *,
+        file: str = "upload.zip",
+        progress: ProgressCallback | None = None,
+    ) -> ImportReport:
+        """Import a zip of a SillyTavern user data folder (or of loose files).
+
+        The zip is unpacked into a temporary folder first; entries that would land outside
+        it, and archives past the size limits, are refused.
+        """
+        source = io.BytesIO(archive) if isinstance(archive, bytes) else archive
+        try:
+            bundle = zipfile.ZipFile(source)
+        except (zipfile.BadZipFile, OSError) as exc:
+            raise FormatError(f"not a zip file ({exc})", file=file) from None
+        with bundle, tempfile.TemporaryDirectory(prefix="taverna-import-") as temp:
+            root = Path(temp).resolve()
+            entries = bundle.infolist()
+            if len(entries) > MAX_ZIP_ENTRIES:
+                raise FormatError(f"more than {MAX_ZIP_ENTRIES} files in the zip", file=file)
+            if sum(e.file_size for e in entries) > MAX_ZIP_BYTES:
+                raise FormatError("the zip unpacks to more than 8 GiB", file=file)
+            for entry in entries:
+                target = (root / entry.filename).resolve()
+                if not target.is_relative_to(root):
+                    raise FormatError(f"entry {entry.filename!r} points outside the zip", file=file)
+                if entry.is_dir():
+                    target.mkdir(parents=True, exist_ok=True)
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with bundle.open(entry) as member, target.open("wb") as sink:
+                    shutil.copyfileobj(member, sink)
+            folder = _data_root(root)
+            return self.import_path(folder, progress=progress)
 
     # ------------------------------------------------------------- a whole data folder
 
@@ -614,6 +661,17 @@ class LibraryService:
             Skipped(f"{path}:{s.line}", f"line left out: {s.reason}") for s in document.skipped
         ]
         return ImportReport(chats=[imported], skipped=skipped)
+
+
+def _data_root(root: Path) -> Path:
+    """The user data folder inside an unpacked zip (it may sit a level or two down)."""
+    queue = [root]
+    for _ in range(3):
+        found = [p for p in queue if is_user_data_folder(p)]
+        if found:
+            return found[0]
+        queue = [c for p in queue for c in sorted(p.iterdir()) if c.is_dir()]
+    return root
 
 
 def _member_ref(member: Any, cards: Mapping[str, StoredItem]) -> CharacterRef:

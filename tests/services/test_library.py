@@ -156,3 +156,25 @@ def test_importing_a_data_folder_twice_makes_no_copies(
     assert all(c.already_imported for c in second.chats)
     assert {c.chat.id for c in second.chats} == {c.chat.id for c in first.chats}
     assert all(item.replaced for item in second.stored)
+
+
+def test_zip_of_a_data_folder(
+    library: LibraryService, store: SqlStore, st_fixtures: Path, oracle_cases: Path, tmp_path: Path
+) -> None:
+    folder = user_data_folder(st_fixtures, oracle_cases, tmp_path / "st" / "data" / "default-user")
+    archive = shutil.make_archive(str(tmp_path / "export"), "zip", tmp_path / "st")
+    report = library.import_path(Path(archive))
+    assert len(report.chats) == 2
+    assert {s.name for s in report.stored if s.kind == "character"} == {"Seraphina", "Kael"}
+    assert folder.is_dir()
+
+
+def test_zip_entries_cannot_escape(library: LibraryService, tmp_path: Path) -> None:
+    import zipfile
+
+    path = tmp_path / "evil.zip"
+    with zipfile.ZipFile(path, "w") as bundle:
+        bundle.writestr("../../outside.json", "{}")
+    with pytest.raises(FormatError, match="outside"):
+        library.import_path(path)
+    assert not (tmp_path.parent / "outside.json").exists()
