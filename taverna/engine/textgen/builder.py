@@ -181,11 +181,18 @@ class _Builder:
             self.settings.context.example_separator,
         )
         self.ledger = _Ledger()
+        # Texts known to hold no macro (instruct sequences repeat on every message).
+        self._plain: dict[str, bool] = {}
 
     # ------------------------------------------------------------- helpers
 
     def macros(self, text: str) -> str:
-        return self.turn.macros(text) if text and has_macros(text) else text
+        if not text:
+            return text
+        plain = self._plain.get(text)
+        if plain is None:
+            plain = self._plain[text] = not has_macros(text)
+        return text if plain else self.turn.macros(text)
 
     def tokens(self, text: str, padding: int = 0) -> int:
         # tokenizers.js getTokenCountAsync: an empty text costs nothing, padding included.

@@ -149,6 +149,7 @@ class OpenAITokenizer:
 
     name: str = "cl100k_base"
     exact: bool = True
+    additive_at_lines: bool = True  # see cache._LINE_BREAKS
     _encoding: tiktoken.Encoding = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -175,6 +176,7 @@ class Llama3Tokenizer:
 
     name: str = "llama3"
     exact: bool = True
+    additive_at_lines: bool = True  # see cache._LINE_BREAKS
     _encoding: tiktoken.Encoding = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from taverna.engine.tokens.base import Tokenizer
+
+# Where a byte-pair tokenizer with OpenAI's or Llama 3's pre-tokenizer always starts a
+# new piece: after a newline that is followed by neither whitespace nor "/" (o200k's
+# punctuation rule can carry "/" across). Counts add up across these points.
+_LINE_BREAKS = re.compile(r"\n(?=[^\s/])")
+# Texts shorter than this are counted whole.
+SPLIT_ABOVE = 2048
 
 
 @dataclass(slots=True)
@@ -34,7 +42,17 @@ class CountCache:
             self.hits += 1
             return found
         self.misses += 1
-        value = tokenizer.count(text)
+        if len(text) > SPLIT_ABOVE and getattr(tokenizer, "additive_at_lines", False):
+            # A long prompt is mostly lines counted on earlier turns: count it by its
+            # lines, which gives the same total (see _LINE_BREAKS) and reuses the cache.
+            pieces = _split_lines(text)
+            value = (
+                sum(self.count(tokenizer, piece) for piece in pieces)
+                if len(pieces) > 1
+                else tokenizer.count(text)
+            )
+        else:
+            value = tokenizer.count(text)
         counts[key] = value
         if len(counts) > self.max_entries:
             counts.popitem(last=False)
@@ -67,3 +85,14 @@ class TokenCounter:
 
     def __call__(self, text: str) -> int:
         return self.cache.count(self.tokenizer, text)
+
+
+def _split_lines(text: str) -> list[str]:
+    """The text cut right after each newline in `_LINE_BREAKS`."""
+    pieces: list[str] = []
+    start = 0
+    for match in _LINE_BREAKS.finditer(text):
+        pieces.append(text[start : match.end()])
+        start = match.end()
+    pieces.append(text[start:])
+    return pieces

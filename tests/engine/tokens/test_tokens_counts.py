@@ -224,3 +224,17 @@ def test_counts_are_additive_enough_for_budgeting(name: str) -> None:
     text = "The quick brown fox jumps over the lazy dog. " * 20
     count = get_tokenizer(name).count(text)
     assert 150 <= count <= 260, count
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base", "llama3"])
+def test_long_texts_counted_by_lines_give_the_whole_count(name: str) -> None:
+    import random
+
+    rng = random.Random(7)
+    alphabet = [*"abc XYZ\n\t.,!?'\"<|>:/-_019éü中😀\\", "<|eot_id|>", "'s", "\r\n", "\n\n", "\n/"]
+    tokenizer = get_tokenizer(name)
+    for _ in range(40):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(2100, 4000)))
+        cache = CountCache()
+        assert cache.count(tokenizer, text) == tokenizer.count(text)
+        assert len(cache) > 1  # it was counted in pieces
