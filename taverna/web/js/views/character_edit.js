@@ -131,5 +131,5 @@ export async function render(root, params) {
   mount(root,
     h("div", { class: "page-head" }, h("a", { href: "#/characters", class: "back", text: "‹", "aria-label": t("chat.back") }),
       h("h1", { text: isNew ? t("characters.new") : character.name })),
-    h("div", { class: "split" }, form, side));
+    h("div", { class: "split character-split" }, form, side));
 }

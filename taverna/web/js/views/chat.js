@@ -36,7 +36,7 @@ export async function render(root, params) {
     h("a", { href: "#/chats", class: "back", "aria-label": t("chat.back"), title: t("chat.back"), text: "‹" }),
     title,
     branchSelect,
-    iconButton(t("chat.inspector"), "inspect", () => openInspector(params.id, null), { attrs: { id: "open-inspector" } }),
+    iconButton(t("chat.inspector"), "inspect", () => openInspector(params.id, null, labels()), { attrs: { id: "open-inspector" } }),
   );
   const composer = h(
     "div",
@@ -46,6 +46,11 @@ export async function render(root, params) {
   );
   const drafts = h("div", { class: "drafts", "aria-live": "polite" });
   mount(root, h("section", { class: "chat", "aria-label": t("chat.title") }, header, list, drafts, composer));
+
+  // Message ids as the inspector's ledger shows them: "#3 Ann".
+  function labels() {
+    return Object.fromEntries((state.chat?.messages || []).map((m, i) => [m.id, `#${i} ${m.name || m.role}`]));
+  }
 
   async function load() {
     state.chat = await api.get(`/chats/${encodeURIComponent(params.id)}`);
@@ -190,7 +195,7 @@ export async function render(root, params) {
     if (isUser) add(t("chat.edit_resend"), "resend", () => startEdit(m, content, true), "edit-resend");
     add(m.hidden ? t("chat.unhide") : t("chat.hide"), m.hidden ? "eyeOff" : "eye", () => setHidden(m, !m.hidden), m.hidden ? "unhide" : "hide");
     add(t("chat.branch"), "branch", () => branchFrom(m), "branch");
-    add(t("chat.prompt_of"), "inspect", () => openInspector(params.id, m.role === "assistant" && m.generated ? m.id : null), "inspect");
+    add(t("chat.prompt_of"), "inspect", () => openInspector(params.id, m.role === "assistant" && m.generated ? m.id : null, labels()), "inspect");
     if (isLastAssistant) {
       add(t("chat.regenerate"), "regenerate", () => generate("regenerate"), "regenerate");
     }

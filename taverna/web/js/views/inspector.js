@@ -16,7 +16,7 @@ function promptView(prompt) {
   ));
 }
 
-function ledgerView(ledger) {
+function ledgerView(ledger, labels) {
   const items = ledger.items || [];
   return h("div", {},
     h("p", { class: "muted", text: t("inspector.totals", { total: ledger.total_tokens ?? 0, budget: ledger.budget ?? 0 }) }),
@@ -25,7 +25,7 @@ function ledgerView(ledger) {
       h("tbody", {}, items.map((item) =>
         h("tr", { class: item.included ? "in" : "cut" },
           h("td", { text: item.kind }),
-          h("td", { class: "src", text: item.source }),
+          h("td", { class: "src", text: labels[item.source] || item.source, title: item.source }),
           h("td", { class: "num", text: String(item.tokens) }),
           h("td", { text: item.included ? (item.reason || t("inspector.included")) : t("inspector.cut", { reason: item.reason || "" }) })),
       )))),
@@ -45,7 +45,7 @@ function traceView(trace) {
 }
 
 /** Open the inspector for the next generation of a chat, or for the generation of message `nodeId`. */
-export async function openInspector(chatId, nodeId) {
+export async function openInspector(chatId, nodeId, labels = {}) {
   document.getElementById("inspector")?.remove();
   const body = h("div", { class: "inspector-body" }, h("p", { class: "muted", text: t("inspector.loading") }));
   const tabs = h("div", { class: "tabs", role: "tablist" });
@@ -66,7 +66,7 @@ export async function openInspector(chatId, nodeId) {
   }
   const views = {
     prompt: () => promptView(data.prompt),
-    ledger: () => ledgerView(data.prompt.ledger || {}),
+    ledger: () => ledgerView(data.prompt.ledger || {}, labels),
     trace: () => traceView(data.prompt.ledger?.trace),
     request: () => h("pre", { class: "prompt-text", text: JSON.stringify(data.request ?? data.prompt, null, 2) }),
   };
