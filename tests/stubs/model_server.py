@@ -31,7 +31,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import uvicorn
@@ -109,8 +109,14 @@ class StubServer:
     # ------------------------------------------------------------ test controls
 
     def script(self, *replies: Reply) -> None:
-        """Queue replies for the next requests; when the queue is empty `default` answers."""
+        """Queue replies for the next requests; when the queue is empty `default` answers.
+
+        A reply with `hold_after` closes the gate now, so a `release()` that comes
+        before the reply reaches its pause still lets it through.
+        """
         with self._lock:
+            if any(r.hold_after is not None for r in replies):
+                self._gate.clear()
             self._queue.extend(replies)
 
     def release(self) -> None:
@@ -129,6 +135,13 @@ class StubServer:
     def problems(self) -> list[str]:
         """Every schema problem seen so far, across all requests."""
         return [p for r in self.requests for p in r.problems]
+
+    @staticmethod
+    def _offered(reply: Reply, body: Any) -> Reply:
+        """The reply without tool calls when the request offered no tools."""
+        if reply.tool_calls and not (isinstance(body, dict) and body.get("tools")):
+            return replace(reply, tool_calls=[])
+        return reply
 
     def _next(self) -> Reply:
         with self._lock:
@@ -205,7 +218,6 @@ class StubServer:
 
         `cut_after`, `end_after` and `hold_after` count text chunks only.
         """
-        self._gate.clear()
         try:
             if reply.first_delay:
                 await asyncio.sleep(reply.first_delay)
@@ -275,7 +287,7 @@ class StubServer:
         body, problems = await self._receive(
             request, lambda b: schemas.check_openai_chat(b, compatible=compatible)
         )
-        reply = self._next()
+        reply = self._offered(self._next(), body)
         failed = self._openai_gate(request, problems, reply)
         if failed:
             return failed
@@ -387,7 +399,7 @@ class StubServer:
 
     async def _anthropic(self, request: Request) -> Response:
         body, problems = await self._receive(request, schemas.check_anthropic)
-        reply = self._next()
+        reply = self._offered(self._next(), body)
         if request.headers.get("anthropic-version") != "2023-06-01":
             return self._anthropic_error(
                 400, "invalid_request_error", "anthropic-version: header is required"
@@ -500,8 +512,8 @@ class StubServer:
         )
 
     async def _gemini(self, request: Request) -> Response:
-        _, problems = await self._receive(request, schemas.check_gemini)
-        reply = self._next()
+        body, problems = await self._receive(request, schemas.check_gemini)
+        reply = self._offered(self._next(), body)
         target = request.path_params["target"]
         model, _, method = target.partition(":")
         if not self._key_ok(

@@ -1,0 +1,351 @@
+"""Named connections to model APIs, and their keys kept apart from everything else.
+
+A connection (API, URL, model, key reference, post-processing) is a library document
+of kind `connection`. Its key is never in the document: either the name of an
+environment variable (`env:NAME`) or an entry in the data folder's `secrets.json`,
+a file only its owner can read or write (mode 0600). No method returns a whole key
+except `resolve_key`, which the transport uses; listings show a masked form.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from taverna.errors import FormatError, NotFound, TavernaError
+from taverna.model.chat import new_id
+from taverna.model.prompt import Prompt, PromptMessage, Role
+from taverna.providers.builders import build_request, stream_parser
+from taverna.providers.events import StreamError, TextDelta
+from taverna.providers.request import Api, PostProcessing, RequestOptions
+from taverna.providers.transport import Timeouts, redact, stream_events
+from taverna.store.repository import Store
+
+KIND = "connection"
+SECRETS_FILE = "secrets.json"
+
+
+class Secrets:
+    """API keys in one owner-only JSON file of the data folder: reference -> key."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = Path(folder) / SECRETS_FILE
+
+    def _read(self) -> dict[str, str]:
+        if not self.path.exists():
+            return {}
+        if self.path.stat().st_mode & 0o077:
+            # someone loosened the file's permissions: take them back before reading
+            os.chmod(self.path, 0o600)
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise FormatError(f"not valid JSON: {exc.msg}", file=str(self.path)) from None
+        if not isinstance(data, dict):
+            raise FormatError("expected a JSON object", file=str(self.path))
+        return {str(k): str(v) for k, v in data.items()}
+
+    def _write(self, data: Mapping[str, str]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        temp = self.path.with_name(f".{SECRETS_FILE}.{os.getpid()}.tmp")
+        # created 0600 from the start, so the key is never readable by others, not even briefly
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(dict(data), handle)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temp, self.path)
+        finally:
+            if temp.exists():
+                temp.unlink()
+        os.chmod(self.path, 0o600)
+
+    def put(self, key: str, ref: str | None = None) -> str:
+        """Store a key; returns its reference (`secret:<id>`)."""
+        ref = ref or f"secret:{new_id()}"
+        data = self._read()
+        data[ref] = key
+        self._write(data)
+        return ref
+
+    def get(self, ref: str) -> str:
+        data = self._read()
+        if ref not in data:
+            raise NotFound("the stored key is missing from the secrets file", file=str(self.path))
+        return data[ref]
+
+    def delete(self, ref: str) -> None:
+        data = self._read()
+        if data.pop(ref, None) is not None:
+            self._write(data)
+
+
+def mask(key: str) -> str:
+    """A key as shown to a person: its last four characters only."""
+    if not key:
+        return ""
+    return f"…{key[-4:]}" if len(key) > 8 else "…"
+
+
+@dataclass(frozen=True, slots=True)
+class Connection:
+    """A named way to reach a model: API, base URL, model, and where its key is.
+
+    `key_ref` is `env:NAME`, `secret:<id>` or empty (no key). `options` holds
+    per-API request settings (e.g. `use_system_prompt`, `stream`).
+    """
+
+    name: str
+    api: Api
+    url: str = ""
+    model: str = ""
+    key_ref: str = ""
+    post_processing: PostProcessing = PostProcessing.NONE
+    default: bool = False
+    options: Mapping[str, Any] = field(default_factory=dict)
+    id: str = ""
+    revision: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "api": self.api.value,
+            "url": self.url,
+            "model": self.model,
+            "key_ref": self.key_ref,
+            "post_processing": self.post_processing.value,
+            "default": self.default,
+            "options": dict(self.options),
+        }
+
+    def public(self, key_hint: str = "") -> dict[str, Any]:
+        """What a listing may show: everything but the key, which is masked."""
+        key_source = self.key_ref.split(":", 1)[0] if self.key_ref else "none"
+        shown = {k: v for k, v in self.to_json().items() if k != "key_ref"}
+        if key_source == "env":
+            shown["key"] = f"from ${self.key_ref.split(':', 1)[1]}"
+        else:
+            shown["key"] = key_hint if key_source == "secret" else "none"
+        return {"name": self.name, **shown}
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionTest:
+    """The outcome of `ConnectionService.test`: ok, what the model said, how long it took."""
+
+    ok: bool
+    message: str
+    seconds: float
+
+
+class ConnectionService:
+    """Add, list, pick and test connections; resolve their keys for the transport."""
+
+    def __init__(
+        self,
+        store: Store,
+        data_dir: Path,
+        *,
+        owner: str = "",
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.store = store
+        self.secrets = Secrets(data_dir)
+        self.owner = owner
+        self.environ = os.environ if environ is None else environ
+
+    def _from_document(self, doc: Any) -> Connection:
+        data = doc.data
+        try:
+            return Connection(
+                name=doc.name,
+                api=Api.parse(str(data.get("api", ""))),
+                url=str(data.get("url", "")),
+                model=str(data.get("model", "")),
+                key_ref=str(data.get("key_ref", "")),
+                post_processing=PostProcessing.parse(str(data.get("post_processing", ""))),
+                default=bool(data.get("default", False)),
+                options=dict(data.get("options") or {}),
+                id=doc.id,
+                revision=doc.revision,
+            )
+        except TavernaError as exc:
+            raise FormatError(exc.message, file=f"connection {doc.name!r}") from None
+
+    def list(self) -> list[Connection]:
+        docs = self.store.find_documents(KIND, owner=self.owner)
+        return [self._from_document(d) for d in docs]
+
+    def get(self, name: str | None = None) -> Connection:
+        """A connection by name; without a name, the default one (or the only one)."""
+        connections = self.list()
+        if name is not None:
+            for connection in connections:
+                if connection.name == name:
+                    return connection
+            raise NotFound(f"no connection named {name!r}; see `taverna connection list`")
+        for connection in connections:
+            if connection.default:
+                return connection
+        if len(connections) == 1:
+            return connections[0]
+        if not connections:
+            raise NotFound("no connection yet; add one with `taverna connection add`")
+        raise NotFound("several connections and none is the default; name one")
+
+    def add(
+        self,
+        name: str,
+        api: Api | str,
+        *,
+        url: str = "",
+        model: str = "",
+        key: str | None = None,
+        key_env: str | None = None,
+        default: bool = False,
+        post_processing: PostProcessing | str = PostProcessing.NONE,
+        options: Mapping[str, Any] | None = None,
+    ) -> Connection:
+        """Create or replace the connection `name`; `key` goes to the secrets file."""
+        name = name.strip()
+        if not name:
+            raise TavernaError("a connection needs a name", field="name")
+        if key is not None and key_env is not None:
+            raise TavernaError("give the key either from the environment or directly, not both")
+        chosen = api if isinstance(api, Api) else Api.parse(api)
+        mode = (
+            post_processing
+            if isinstance(post_processing, PostProcessing)
+            else PostProcessing.parse(post_processing)
+        )
+        existing = next((c for c in self.list() if c.name == name), None)
+        key_ref = ""
+        if key_env:
+            key_ref = f"env:{key_env}"
+        elif key:
+            reuse = (
+                existing.key_ref if existing and existing.key_ref.startswith("secret:") else None
+            )
+            key_ref = self.secrets.put(key.strip(), reuse)
+        elif existing:
+            key_ref = existing.key_ref
+        if existing and existing.key_ref.startswith("secret:") and key_ref != existing.key_ref:
+            self.secrets.delete(existing.key_ref)
+        connection = Connection(
+            name=name,
+            api=chosen,
+            url=url.strip(),
+            model=model.strip(),
+            key_ref=key_ref,
+            post_processing=mode,
+            default=default or (existing.default if existing else not self.list()),
+            options=dict(options or {}),
+        )
+        doc = self.store.put_document(
+            KIND,
+            name,
+            connection.to_json(),
+            id=existing.id if existing else None,
+            revision=existing.revision if existing else None,
+            owner=self.owner,
+        )
+        if connection.default:
+            self._clear_other_defaults(name)
+        return self._from_document(doc)
+
+    def _clear_other_defaults(self, name: str) -> None:
+        for other in self.list():
+            if other.name != name and other.default:
+                data = {**other.to_json(), "default": False}
+                self.store.put_document(
+                    KIND, other.name, data, id=other.id, revision=other.revision, owner=self.owner
+                )
+
+    def set_default(self, name: str) -> Connection:
+        connection = self.get(name)
+        data = {**connection.to_json(), "default": True}
+        doc = self.store.put_document(
+            KIND, name, data, id=connection.id, revision=connection.revision, owner=self.owner
+        )
+        self._clear_other_defaults(name)
+        return self._from_document(doc)
+
+    def remove(self, name: str) -> None:
+        connection = self.get(name)
+        self.store.delete_document(connection.id, revision=connection.revision)
+        if connection.key_ref.startswith("secret:"):
+            self.secrets.delete(connection.key_ref)
+
+    def resolve_key(self, connection: Connection) -> str:
+        """The key itself, for the transport's headers only; never shown or logged."""
+        ref = connection.key_ref
+        if not ref:
+            return ""
+        source, _, rest = ref.partition(":")
+        if source == "env":
+            value = self.environ.get(rest)
+            if not value:
+                raise NotFound(
+                    f"the key of connection {connection.name!r} comes from ${rest}, which is not set"
+                )
+            return value
+        return self.secrets.get(ref)
+
+    def key_hint(self, connection: Connection) -> str:
+        """The masked key, for listings."""
+        try:
+            return mask(self.resolve_key(connection))
+        except NotFound:
+            return "missing"
+
+    def request_options(self, connection: Connection, **overrides: Any) -> RequestOptions:
+        """The request options this connection implies; callers add names and tools."""
+        options = connection.options
+        base = RequestOptions(
+            model=connection.model,
+            stream=bool(options.get("stream", True)),
+            post_processing=connection.post_processing,
+            use_system_prompt=options.get("use_system_prompt"),
+        )
+        from dataclasses import replace
+
+        return replace(base, **overrides) if overrides else base
+
+    async def test(
+        self, name: str | None = None, *, timeouts: Timeouts | None = None
+    ) -> ConnectionTest:
+        """Send a tiny real request and report whether an answer came back."""
+        connection = self.get(name)
+        key = self.resolve_key(connection)
+        sampling = {"openai_max_tokens": 16, "genamt": 16}
+        if connection.api.is_text_completion:
+            prompt = Prompt(kind="text", text="Reply with the word OK.\n", sampling=sampling)
+        else:
+            message = PromptMessage(Role.USER, "Reply with the word OK.")
+            prompt = Prompt(kind="chat", messages=(message,), sampling=sampling)
+        request = build_request(
+            prompt,
+            connection.api,
+            self.request_options(connection, stream=False),
+            base_url=connection.url,
+            key=key,
+        )
+        started = time.perf_counter()
+        text: list[str] = []
+        async for event in stream_events(
+            request,
+            stream_parser(connection.api),
+            secret=key,
+            timeouts=timeouts or Timeouts(connect=10, read=60),
+        ):
+            if isinstance(event, TextDelta):
+                text.append(event.text)
+            elif isinstance(event, StreamError):
+                return ConnectionTest(False, event.message, time.perf_counter() - started)
+        said = redact("".join(text).strip(), key)
+        return ConnectionTest(True, said or "(empty answer)", time.perf_counter() - started)

@@ -1,0 +1,725 @@
+"""Generations: send, regenerate, swipe, continue, impersonate and stop, written into the tree.
+
+A generation builds its prompt from the chat's active path (through a prompt
+builder: the assembly engine, or any callable of the same shape), streams the
+answer from the chat's connection, and on success writes the result into the
+conversation tree in one transaction, with its generation info (provider, model,
+timing, token usage). On failure or stop the tree is left as it was; what had
+streamed is kept as a *draft* (a library document of kind `draft`) that the person
+can keep (`keep_draft`, which writes it where it would have gone) or drop.
+
+Background runs and re-attaching (for the server)
+-------------------------------------------------
+Every start method returns at once with a `RunningGeneration`; the work runs as an
+asyncio task of its own, so it finishes and saves even if nobody listens. The
+`GenerationRegistry` keeps every running generation (and finished ones for
+`keep_finished` seconds) with all its events so far:
+
+    run = await service.send(chat_id, "Hello")          # starts the task
+    async for index, event in run.follow():              # replay, then live
+        ...                                              # TextDelta, ..., Completed
+    # a reconnecting client:
+    run = service.registry.get(generation_id)            # or .for_chat(chat_id)
+    async for index, event in run.follow(since=last_index + 1): ...
+    await service.stop(generation_id)                    # closes the model connection
+
+Events are the provider events (`TextDelta`, `ReasoningDelta`, `ToolCall`, `Usage`,
+`Finish`, `StreamError`) plus `Started`, `ToolResult` and, always last, `Completed`.
+The registry is in-process; several processes would share it through a broker
+(ARCHITECTURE.md §7).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from taverna.errors import Conflict, NotFound, TavernaError
+from taverna.model.chat import Chat, GenerationInfo, Node, NodeRole, new_id
+from taverna.model.prompt import Prompt, PromptMessage, Role
+from taverna.providers.builders import build_request, stream_parser, supports_prefill
+from taverna.providers.events import (
+    Event,
+    Finish,
+    FinishReason,
+    ReasoningDelta,
+    StreamError,
+    TextDelta,
+    ToolCall,
+    Usage,
+)
+from taverna.providers.request import Api, RequestOptions
+from taverna.providers.transport import Timeouts, stream_events
+from taverna.services.chats import ChatService, Outcome
+from taverna.services.connections import Connection, ConnectionService
+from taverna.services.tools import ToolRegistry
+from taverna.store.repository import Store
+
+DRAFT_KIND = "draft"
+# algo-providers.md §12 [newer]: at most five tool rounds, then a plain answer is required
+MAX_TOOL_ROUNDS = 5
+
+
+class TurnKind(StrEnum):
+    """What a generation does."""
+
+    NORMAL = "normal"
+    REGENERATE = "regenerate"
+    SWIPE = "swipe"
+    CONTINUE = "continue"
+    IMPERSONATE = "impersonate"
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """What a prompt builder gets for one generation.
+
+    `path` is the active path the prompt is built from, root first, hidden nodes
+    included (they carry `hidden=True`; the builder leaves them out). For a swipe or
+    a regenerate the message being replaced is already left out, as SillyTavern does
+    (algo-chat-ops.md §1.3). `prefill` tells a continue whether the API continues the
+    last message in place (else the builder adds the continue nudge).
+    """
+
+    chat: Chat
+    path: tuple[Node, ...]
+    kind: TurnKind
+    api: Api
+    prefill: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedTurn:
+    """A builder's answer when it has more to say than the prompt: the preset's tools."""
+
+    prompt: Prompt
+    tools: tuple[str, ...] = ()
+
+
+PromptBuilder = Callable[[Turn], Prompt | PreparedTurn]
+
+
+# ------------------------------------------------------------------ events
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    """The generation began: which, where, and what it extends or replaces."""
+
+    generation_id: str
+    chat_id: str
+    kind: TurnKind
+    anchor_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """A tool the model called has answered."""
+
+    call_id: str
+    name: str
+    result: str
+
+
+class Ending(StrEnum):
+    """How a generation ended."""
+
+    SAVED = "saved"
+    IMPERSONATED = "impersonated"
+    FAILED = "failed"
+    STOPPED = "stopped"
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    """The last event: saved (node, revision), or failed/stopped with a draft of what streamed."""
+
+    outcome: Ending
+    text: str
+    node_id: str | None = None
+    revision: int | None = None
+    draft_id: str | None = None
+    error: str | None = None
+
+
+GenerationEvent = Event | Started | ToolResult | Completed
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    """Text a failed, stopped or impersonated generation left, waiting to be kept or dropped."""
+
+    id: str
+    chat_id: str
+    kind: TurnKind
+    anchor_id: str | None
+    text: str
+    reason: str
+    revision: int
+
+
+# ------------------------------------------------------------- the registry
+
+
+class RunningGeneration:
+    """One generation in flight (or recently finished) and every event it has produced."""
+
+    def __init__(self, generation_id: str, chat_id: str, kind: TurnKind) -> None:
+        self.id = generation_id
+        self.chat_id = chat_id
+        self.kind = kind
+        self.events: list[GenerationEvent] = []
+        self.done = False
+        self.finished_at: float | None = None
+        self.task: asyncio.Task[Completed] | None = None
+        self._signal = asyncio.Event()
+
+    def publish(self, event: GenerationEvent) -> None:
+        self.events.append(event)
+        if isinstance(event, Completed):
+            self.done = True
+            self.finished_at = time.monotonic()
+        signal, self._signal = self._signal, asyncio.Event()
+        signal.set()
+
+    @property
+    def result(self) -> Completed | None:
+        last = self.events[-1] if self.events else None
+        return last if isinstance(last, Completed) else None
+
+    @property
+    def text(self) -> str:
+        """The reply text streamed so far."""
+        return "".join(e.text for e in self.events if isinstance(e, TextDelta))
+
+    async def follow(self, since: int = 0) -> AsyncIterator[tuple[int, GenerationEvent]]:
+        """Every event from index `since` on: first those already there, then live ones."""
+        index = since
+        while True:
+            signal = self._signal
+            while index < len(self.events):
+                yield index, self.events[index]
+                index += 1
+            if self.done:
+                return
+            await signal.wait()
+
+    async def wait(self) -> Completed:
+        """The final event, once the generation has ended."""
+        async for _, event in self.follow(len(self.events) - 1 if self.done else 0):
+            if isinstance(event, Completed):
+                return event
+        result = self.result
+        assert result is not None
+        return result
+
+
+class GenerationRegistry:
+    """Generations of this process by id; finished ones stay `keep_finished` seconds."""
+
+    def __init__(self, keep_finished: float = 600.0) -> None:
+        self.keep_finished = keep_finished
+        self._runs: dict[str, RunningGeneration] = {}
+
+    def add(self, run: RunningGeneration) -> None:
+        self._prune()
+        self._runs[run.id] = run
+
+    def get(self, generation_id: str) -> RunningGeneration:
+        run = self._runs.get(generation_id)
+        if run is None:
+            raise NotFound("no such generation (it may have finished long ago)")
+        return run
+
+    def for_chat(self, chat_id: str, *, running_only: bool = False) -> list[RunningGeneration]:
+        """A chat's generations, oldest first (running ones only if asked)."""
+        return [
+            r for r in self._runs.values() if r.chat_id == chat_id and not (running_only and r.done)
+        ]
+
+    def _prune(self) -> None:
+        now = time.monotonic()
+        for key, run in list(self._runs.items()):
+            if run.finished_at is not None and now - run.finished_at > self.keep_finished:
+                del self._runs[key]
+
+
+# -------------------------------------------------------------- the service
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class _Plan:
+    """Everything one generation needs, decided before it starts."""
+
+    run: RunningGeneration
+    chat: Chat
+    connection: Connection
+    kind: TurnKind
+    anchor: Node | None  # the node replied to, replaced, or continued
+    prompt: Prompt
+    tools: tuple[str, ...]
+    continued_text: str = ""
+    tool_steps: list[tuple[str, ToolCall, str]] = field(default_factory=list)
+
+
+class GenerationService:
+    """Runs generations for chats and writes their results into the tree."""
+
+    def __init__(
+        self,
+        store: Store,
+        connections: ConnectionService,
+        build_prompt: PromptBuilder,
+        *,
+        chats: ChatService | None = None,
+        tools: ToolRegistry | None = None,
+        registry: GenerationRegistry | None = None,
+        timeouts: Timeouts | None = None,
+        clock: Callable[[], datetime] = _utcnow,
+        owner: str = "",
+    ) -> None:
+        self.store = store
+        self.chats = chats or ChatService(store)
+        self.connections = connections
+        self.build_prompt = build_prompt
+        self.tools = tools or ToolRegistry()
+        self.registry = registry or GenerationRegistry()
+        self.timeouts = timeouts or Timeouts()
+        self.clock = clock
+        self.owner = owner
+        self.last_prompts: dict[str, Prompt] = {}
+
+    # ------------------------------------------------------------ start methods
+
+    async def send(
+        self, chat_id: str, text: str, *, connection: str | None = None, speaker: str = ""
+    ) -> RunningGeneration:
+        """Post the person's message (if any text) and generate the reply to it."""
+        self._refuse_if_busy(chat_id)
+        self.connections.get(connection)  # a missing connection fails before anything is written
+        if text.strip():
+            chat = self.store.get_chat(chat_id)
+            self.chats.append(
+                chat_id,
+                NodeRole.USER,
+                text,
+                revision=chat.revision,
+                speaker=speaker or chat.user_name,
+            )
+        path = self.store.active_path(chat_id)
+        return self._start(chat_id, TurnKind.NORMAL, path.leaf, list(path.nodes), connection)
+
+    async def regenerate(self, chat_id: str, *, connection: str | None = None) -> RunningGeneration:
+        """A new reply in place of the last one (the old one is deleted, restorably)."""
+        self._refuse_if_busy(chat_id)
+        nodes = list(self.store.active_path(chat_id).nodes)
+        if nodes and nodes[-1].role is NodeRole.ASSISTANT and len(nodes) > 1:
+            return self._start(chat_id, TurnKind.REGENERATE, nodes[-1], nodes[:-1], connection)
+        leaf = nodes[-1] if nodes else None
+        return self._start(chat_id, TurnKind.NORMAL, leaf, nodes, connection)
+
+    async def swipe(self, chat_id: str, *, connection: str | None = None) -> RunningGeneration:
+        """A new candidate beside the last reply; the current one is left out of the prompt."""
+        self._refuse_if_busy(chat_id)
+        nodes = list(self.store.active_path(chat_id).nodes)
+        if not nodes or nodes[-1].role is not NodeRole.ASSISTANT:
+            raise TavernaError("only a reply of the character can be swiped", field="chat")
+        if len(nodes) == 1:
+            # algo-chat-ops.md §1.2: a greeting's candidates are its alternate greetings
+            raise TavernaError("the greeting has no generated swipes; pick an alternate greeting")
+        return self._start(chat_id, TurnKind.SWIPE, nodes[-1], nodes[:-1], connection)
+
+    async def continue_reply(
+        self, chat_id: str, *, connection: str | None = None
+    ) -> RunningGeneration:
+        """Extend the last message (prefill where the API allows, else a continue nudge)."""
+        self._refuse_if_busy(chat_id)
+        nodes = list(self.store.active_path(chat_id).nodes)
+        if not nodes:
+            raise TavernaError("there is nothing to continue", field="chat")
+        return self._start(chat_id, TurnKind.CONTINUE, nodes[-1], nodes, connection)
+
+    async def impersonate(
+        self, chat_id: str, *, connection: str | None = None
+    ) -> RunningGeneration:
+        """Draft the person's next message; nothing is written into the tree."""
+        self._refuse_if_busy(chat_id)
+        nodes = list(self.store.active_path(chat_id).nodes)
+        leaf = nodes[-1] if nodes else None
+        return self._start(chat_id, TurnKind.IMPERSONATE, leaf, nodes, connection)
+
+    async def stop(self, generation_id: str) -> Completed | None:
+        """Stop a generation: the model connection is closed, what streamed becomes a draft."""
+        run = self.registry.get(generation_id)
+        if run.task is not None and not run.done:
+            run.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await run.task
+        return run.result
+
+    # --------------------------------------------------------------- drafts
+
+    def drafts(self, chat_id: str) -> list[Draft]:
+        """The chat's drafts, oldest first."""
+        return [
+            d
+            for d in (
+                self._draft(doc) for doc in self.store.find_documents(DRAFT_KIND, owner=self.owner)
+            )
+            if d.chat_id == chat_id
+        ]
+
+    def keep_draft(self, draft_id: str) -> Outcome:
+        """Write a draft where its generation would have put it, then forget the draft."""
+        draft = self._draft(self.store.get_document(draft_id))
+        chat = self.store.get_chat(draft.chat_id)
+        anchor = self.store.get_node(draft.chat_id, draft.anchor_id) if draft.anchor_id else None
+        info = GenerationInfo(extras={"draft": draft.reason})
+        with self.store.write(chat.id, revision=chat.revision, label="keep draft") as w:
+            if draft.kind is TurnKind.CONTINUE and anchor is not None:
+                current = w.get_node(anchor.id)
+                node = w.update_node(anchor.id, content=current.content + draft.text)
+            elif draft.kind is TurnKind.IMPERSONATE:
+                node = self._insert(
+                    w,
+                    anchor.id if anchor else None,
+                    NodeRole.USER,
+                    draft.text,
+                    chat.user_name,
+                    None,
+                )
+            elif draft.kind in (TurnKind.SWIPE, TurnKind.REGENERATE) and anchor is not None:
+                node = self._insert(
+                    w,
+                    anchor.parent_id,
+                    NodeRole.ASSISTANT,
+                    draft.text,
+                    anchor.speaker,
+                    info,
+                    beside=anchor.id,
+                )
+            else:
+                speaker = chat.characters[0].name if chat.characters else ""
+                node = self._insert(
+                    w, anchor.id if anchor else None, NodeRole.ASSISTANT, draft.text, speaker, info
+                )
+        self.drop_draft(draft_id)
+        return Outcome(self.store.get_chat(chat.id), node)
+
+    def drop_draft(self, draft_id: str) -> None:
+        doc = self.store.get_document(draft_id)
+        if doc.kind != DRAFT_KIND:
+            raise NotFound("no such draft")
+        self.store.delete_document(draft_id, revision=doc.revision)
+
+    def _draft(self, doc: Any) -> Draft:
+        data = doc.data
+        return Draft(
+            id=doc.id,
+            chat_id=str(data.get("chat_id", "")),
+            kind=TurnKind(data.get("kind", "normal")),
+            anchor_id=data.get("anchor_id"),
+            text=str(data.get("text", "")),
+            reason=str(data.get("reason", "")),
+            revision=doc.revision,
+        )
+
+    # -------------------------------------------------------------- internals
+
+    def _refuse_if_busy(self, chat_id: str) -> None:
+        if self.registry.for_chat(chat_id, running_only=True):
+            raise Conflict("a generation is already running in this chat; stop it first")
+
+    def _start(
+        self,
+        chat_id: str,
+        kind: TurnKind,
+        anchor: Node | None,
+        path: Sequence[Node],
+        connection_name: str | None,
+    ) -> RunningGeneration:
+        chat = self.store.get_chat(chat_id)
+        connection = self.connections.get(connection_name)
+        prefill = kind is TurnKind.CONTINUE and supports_prefill(connection.api)
+        built = self.build_prompt(Turn(chat, tuple(path), kind, connection.api, prefill))
+        prepared = built if isinstance(built, PreparedTurn) else PreparedTurn(built)
+        tools = prepared.tools if kind in (TurnKind.NORMAL, TurnKind.REGENERATE) else ()
+        self.last_prompts[chat_id] = prepared.prompt
+        run = RunningGeneration(new_id(), chat_id, kind)
+        plan = _Plan(
+            run=run,
+            chat=chat,
+            connection=connection,
+            kind=kind,
+            anchor=anchor,
+            prompt=prepared.prompt,
+            tools=tools,
+            continued_text=anchor.content if anchor and kind is TurnKind.CONTINUE else "",
+        )
+        self.registry.add(run)
+        run.publish(Started(run.id, chat_id, kind, anchor.id if anchor else None))
+        run.task = asyncio.create_task(self._run(plan), name=f"generation {run.id}")
+        return run
+
+    async def _run(self, plan: _Plan) -> Completed:
+        run = plan.run
+        started = self.clock()
+        started_clock = time.perf_counter()
+        first_token: float | None = None
+        streamed: list[str] = []  # every text delta of every round: what a draft keeps
+        reply: list[str] = []  # the text of the last round: the reply itself
+        reasoning: list[str] = []
+        usage = Usage()
+        finish: Finish | None = None
+        try:
+            key = self.connections.resolve_key(plan.connection)
+            prompt = plan.prompt
+            for round_number in range(MAX_TOOL_ROUNDS + 1):
+                offer = plan.tools if round_number < MAX_TOOL_ROUNDS else ()
+                calls: list[ToolCall] = []
+                reply = []
+                request = build_request(
+                    prompt,
+                    plan.connection.api,
+                    self._options(plan, offer),
+                    base_url=plan.connection.url,
+                    key=key,
+                )
+                async for event in stream_events(
+                    request, stream_parser(plan.connection.api), secret=key, timeouts=self.timeouts
+                ):
+                    run.publish(event)
+                    if isinstance(event, TextDelta):
+                        first_token = first_token or time.perf_counter()
+                        reply.append(event.text)
+                        streamed.append(event.text)
+                    elif isinstance(event, ReasoningDelta):
+                        reasoning.append(event.text)
+                    elif isinstance(event, ToolCall):
+                        calls.append(event)
+                    elif isinstance(event, Usage):
+                        usage = Usage(
+                            _add(usage.input_tokens, event.input_tokens),
+                            _add(usage.output_tokens, event.output_tokens),
+                        )
+                    elif isinstance(event, Finish):
+                        finish = event
+                    elif isinstance(event, StreamError):
+                        return self._fail(plan, "".join(streamed), event.message, Ending.FAILED)
+                if not calls or not offer:
+                    break
+                prompt = await self._tool_round(plan, prompt, "".join(reply), calls)
+        except asyncio.CancelledError:
+            self._fail(plan, "".join(streamed), "stopped", Ending.STOPPED)
+            raise
+        except TavernaError as exc:
+            return self._fail(plan, "".join(streamed), exc.message, Ending.FAILED)
+        info = GenerationInfo(
+            provider=plan.connection.api.value,
+            model=plan.connection.model,
+            started=started,
+            finished=self.clock(),
+            prompt_tokens=usage.input_tokens,
+            completion_tokens=usage.output_tokens,
+            finish_reason=(finish.reason.value if finish else FinishReason.STOP.value),
+            extras=_info_extras(plan, started_clock, first_token, reasoning),
+        )
+        try:
+            return self._save(plan, "".join(reply), info)
+        except TavernaError as exc:
+            return self._fail(
+                plan, "".join(streamed), f"could not save: {exc.message}", Ending.FAILED
+            )
+
+    def _options(self, plan: _Plan, tools: Sequence[str]) -> RequestOptions:
+        chat = plan.chat
+        members = tuple(c.name for c in chat.characters)
+        return self.connections.request_options(
+            plan.connection,
+            user_name=chat.user_name or "User",
+            char_name=members[0] if members else "",
+            group_members=members if len(members) > 1 else (),
+            impersonate=plan.kind is TurnKind.IMPERSONATE,
+            tools=self.tools.specs(tools),
+        )
+
+    async def _tool_round(
+        self, plan: _Plan, prompt: Prompt, said: str, calls: list[ToolCall]
+    ) -> Prompt:
+        """Run the calls and give the model its answers: the prompt of the next round."""
+        messages = list(prompt.messages)
+        messages.append(
+            PromptMessage(
+                Role.ASSISTANT,
+                said,
+                tool_calls=tuple(
+                    {"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls
+                ),
+                source="tool-call",
+            )
+        )
+        for call in calls:
+            result = await self.tools.call(call.name, call.arguments)
+            plan.tool_steps.append((said if call is calls[0] else "", call, result))
+            plan.run.publish(ToolResult(call.id, call.name, result))
+            messages.append(
+                PromptMessage(Role.TOOL, result, tool_call_id=call.id, source="tool-result")
+            )
+        return replace(prompt, messages=tuple(messages), prefill="")
+
+    def _save(self, plan: _Plan, text: str, info: GenerationInfo) -> Completed:
+        """Write the result into the tree in one transaction."""
+        kind, anchor = plan.kind, plan.anchor
+        if kind is TurnKind.IMPERSONATE:
+            draft_id = self._keep_as_draft(plan, text, "impersonation")
+            return self._finish(plan, Completed(Ending.IMPERSONATED, text, draft_id=draft_id))
+        if kind is not TurnKind.CONTINUE:
+            text = text.strip()
+        chat = self.store.get_chat(plan.chat.id)
+        speaker = chat.characters[0].name if chat.characters else ""
+        with self.store.write(chat.id, revision=chat.revision, label=kind.value) as w:
+            if kind is TurnKind.CONTINUE:
+                assert anchor is not None
+                current = w.get_node(anchor.id)
+                if current.content != plan.continued_text or current.deleted:
+                    raise Conflict("the message changed while it was being continued")
+                node = w.update_node(anchor.id, content=current.content + text)
+            elif kind in (TurnKind.SWIPE, TurnKind.REGENERATE):
+                assert anchor is not None
+                node = self._insert(
+                    w,
+                    anchor.parent_id,
+                    NodeRole.ASSISTANT,
+                    text,
+                    anchor.speaker or speaker,
+                    info,
+                    beside=anchor.id,
+                )
+                if kind is TurnKind.REGENERATE:
+                    w.update_node(anchor.id, deleted=True)
+            else:
+                parent = anchor.id if anchor else None
+                for said, call, result in plan.tool_steps:
+                    shown = f"{call.name}({call.arguments}) → {result}"
+                    step = w.insert_node(
+                        parent,
+                        NodeRole.SYSTEM,
+                        f"{said.strip()}\n{shown}" if said.strip() else shown,
+                        speaker=call.name,
+                        hidden=True,
+                        extras={
+                            "tool_invocations": [
+                                {
+                                    "id": call.id,
+                                    "name": call.name,
+                                    "arguments": call.arguments,
+                                    "result": result,
+                                }
+                            ]
+                        },
+                        created=self.clock(),
+                    )
+                    self._follow(w, parent, step.id, anchor_id=parent)
+                    parent = step.id
+                node = w.insert_node(
+                    parent,
+                    NodeRole.ASSISTANT,
+                    text,
+                    speaker=speaker,
+                    generation=info,
+                    created=self.clock(),
+                )
+                self._follow(w, parent, node.id, anchor_id=anchor.id if anchor else None)
+            revision = w.revision
+        return self._finish(plan, Completed(Ending.SAVED, text, node_id=node.id, revision=revision))
+
+    def _insert(
+        self,
+        w: Any,
+        parent_id: str | None,
+        role: NodeRole,
+        text: str,
+        speaker: str,
+        info: GenerationInfo | None,
+        *,
+        beside: str | None = None,
+    ) -> Node:
+        """Insert a node; it becomes the active leaf only if the person is still where it goes."""
+        node: Node = w.insert_node(
+            parent_id, role, text, speaker=speaker, generation=info, created=self.clock()
+        )
+        leaf = w.chat.active_leaf_id
+        if leaf == (beside if beside is not None else parent_id):
+            w.set_selection(parent_id, node.id)
+            w.set_active(node.id)
+        return node
+
+    @staticmethod
+    def _follow(w: Any, parent_id: str | None, child_id: str, *, anchor_id: str | None) -> None:
+        """Move the active leaf down to a new child when the person is still at its parent."""
+        if w.chat.active_leaf_id == parent_id:
+            w.set_selection(parent_id, child_id)
+            w.set_active(child_id)
+
+    def _keep_as_draft(self, plan: _Plan, text: str, reason: str) -> str | None:
+        if not text:
+            return None
+        doc = self.store.put_document(
+            DRAFT_KIND,
+            f"{plan.kind.value} {plan.run.id}",
+            {
+                "chat_id": plan.chat.id,
+                "kind": plan.kind.value,
+                "anchor_id": plan.anchor.id if plan.anchor else None,
+                "text": text,
+                "reason": reason,
+                "generation_id": plan.run.id,
+                "created": self.clock().isoformat(),
+            },
+            owner=self.owner,
+        )
+        return doc.id
+
+    def _fail(self, plan: _Plan, text: str, error: str, outcome: Ending) -> Completed:
+        draft_id = self._keep_as_draft(plan, text, error)
+        return self._finish(plan, Completed(outcome, text, draft_id=draft_id, error=error))
+
+    @staticmethod
+    def _finish(plan: _Plan, done: Completed) -> Completed:
+        plan.run.publish(done)
+        return done
+
+
+def _add(a: int | None, b: int | None) -> int | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
+
+
+def _info_extras(
+    plan: _Plan, started: float, first_token: float | None, reasoning: list[str]
+) -> dict[str, Any]:
+    extras: dict[str, Any] = {
+        "connection": plan.connection.name,
+        "kind": plan.kind.value,
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+    if first_token is not None:
+        extras["first_token_seconds"] = round(first_token - started, 3)
+    if reasoning:
+        extras["reasoning"] = "".join(reasoning)
+    if plan.tool_steps:
+        extras["tool_rounds"] = len(plan.tool_steps)
+    return extras

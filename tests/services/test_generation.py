@@ -1,0 +1,367 @@
+"""The generation service against a stub model server and a real SQLite store."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from taverna.errors import Conflict
+from taverna.model.chat import CharacterRef, NodeRole
+from taverna.model.prompt import Prompt, PromptMessage, Role
+from taverna.providers.events import TextDelta
+from taverna.providers.request import ToolSpec
+from taverna.services.chats import ChatService
+from taverna.services.connections import ConnectionService
+from taverna.services.generation import (
+    Completed,
+    Ending,
+    GenerationService,
+    PreparedTurn,
+    Started,
+    ToolResult,
+    Turn,
+    TurnKind,
+)
+from taverna.services.tools import Tool, ToolRegistry
+from taverna.store.sql import SqlStore
+from taverna.store.testing import temporary_store
+from tests.stubs import Reply, StubServer, start_stub
+
+KEY = "sk-generation-test-key-0001"
+
+
+@pytest.fixture(scope="module")
+def stub() -> Iterator[StubServer]:
+    with start_stub(key=KEY) as server:
+        yield server
+
+
+def simple_builder(turns: list[Turn], tools: tuple[str, ...] = ()) -> Any:
+    """A small real prompt builder: a system line, then the visible path as chat messages."""
+
+    def build(turn: Turn) -> Prompt | PreparedTurn:
+        turns.append(turn)
+        messages = [PromptMessage(Role.SYSTEM, "You are Aria.")]
+        for node in turn.path:
+            if node.hidden:
+                continue
+            role = Role.USER if node.role is NodeRole.USER else Role.ASSISTANT
+            messages.append(PromptMessage(role, node.content))
+        if turn.kind is TurnKind.CONTINUE and not turn.prefill:
+            messages.append(PromptMessage(Role.SYSTEM, "[Continue your last message.]"))
+        if turn.kind is TurnKind.IMPERSONATE:
+            messages.append(PromptMessage(Role.SYSTEM, "[Write the user's next reply.]"))
+        prompt = Prompt(kind="chat", messages=tuple(messages), sampling={"openai_max_tokens": 50})
+        return PreparedTurn(prompt, tools) if tools else prompt
+
+    return build
+
+
+@dataclass
+class World:
+    store: SqlStore
+    chats: ChatService
+    service: GenerationService
+    chat_id: str
+    turns: list[Turn]
+    stub: StubServer
+
+    def path(self) -> list[tuple[str, str]]:
+        return [(n.role.value, n.content) for n in self.store.active_path(self.chat_id).nodes]
+
+    def last_messages(self) -> list[dict[str, Any]]:
+        body = self.stub.requests[-1].body
+        return body.get("messages") or []
+
+
+@pytest.fixture
+def world(tmp_path: Path, stub: StubServer) -> Iterator[World]:
+    with temporary_store("sqlite", tmp_path) as store:
+        connections = ConnectionService(store, tmp_path)
+        connections.add("stub", "openai", url=stub.base_url("openai"), model="stub-model", key=KEY)
+        connections.add(
+            "claude", "anthropic", url=stub.base_url("anthropic"), model="stub-model", key=KEY
+        )
+        turns: list[Turn] = []
+        chats = ChatService(store)
+        registry = ToolRegistry(
+            [
+                Tool(
+                    ToolSpec("lookup", "Look a word up", {"type": "object", "properties": {}}),
+                    lambda args: {"meaning": f"meaning of {args.get('word')}"},
+                )
+            ]
+        )
+        service = GenerationService(
+            store, connections, simple_builder(turns), chats=chats, tools=registry
+        )
+        chat = chats.create_chat(
+            "Aria", characters=[CharacterRef("Aria")], user_name="Alex", greetings=["Welcome."]
+        ).chat
+        yield World(store, chats, service, chat.id, turns, stub)
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+def test_send_stores_the_message_and_the_reply_with_generation_info(world: World) -> None:
+    world.stub.script(Reply(tokens=["Hi", " Alex", "."]))
+
+    async def main() -> Completed:
+        generation = await world.service.send(world.chat_id, "Hello")
+        return await generation.wait()
+
+    done = run(main())
+    assert done.outcome is Ending.SAVED and done.text == "Hi Alex."
+    assert world.path() == [("assistant", "Welcome."), ("user", "Hello"), ("assistant", "Hi Alex.")]
+    node = world.store.get_node(world.chat_id, done.node_id or "")
+    info = node.generation
+    assert info is not None and info.provider == "openai" and info.model == "stub-model"
+    assert info.prompt_tokens == 12 and info.completion_tokens == 3
+    assert info.finish_reason == "stop" and info.started and info.finished
+    assert info.extras["connection"] == "stub"
+    assert node.speaker == "Aria"
+    assert world.last_messages()[-1] == {"role": "user", "content": "Hello"}
+
+
+def test_swipe_adds_a_candidate_and_leaves_the_current_one_out_of_the_prompt(world: World) -> None:
+    world.stub.script(Reply(tokens=["First answer."]), Reply(tokens=["Second answer."]))
+
+    async def main() -> Completed:
+        await (await world.service.send(world.chat_id, "Hello")).wait()
+        return await (await world.service.swipe(world.chat_id)).wait()
+
+    done = run(main())
+    assert done.outcome is Ending.SAVED
+    assert world.path()[-1] == ("assistant", "Second answer.")
+    contents = [m["content"] for m in world.last_messages()]
+    assert "First answer." not in contents and contents[-1] == "Hello"
+    candidates = world.chats.candidates(world.chat_id, done.node_id or "")
+    assert [c.content for c in candidates] == ["First answer.", "Second answer."]
+    assert world.turns[-1].kind is TurnKind.SWIPE
+
+
+def test_regenerate_replaces_the_reply_and_keeps_the_old_one_restorable(world: World) -> None:
+    world.stub.script(Reply(tokens=["Old."]), Reply(tokens=["New."]))
+
+    async def main() -> Completed:
+        await (await world.service.send(world.chat_id, "Hello")).wait()
+        return await (await world.service.regenerate(world.chat_id)).wait()
+
+    done = run(main())
+    assert world.path()[-1] == ("assistant", "New.")
+    assert "Old." not in [m["content"] for m in world.last_messages()]
+    tree = world.store.tree(world.chat_id)
+    old = [n for n in tree.nodes if n.content == "Old."]
+    assert len(old) == 1 and old[0].deleted
+    assert done.node_id != old[0].id
+
+
+def test_continue_with_prefill_extends_the_message_in_place(world: World) -> None:
+    world.stub.script(Reply(tokens=["Start"]), Reply(tokens=[" and", " more."]))
+
+    async def main() -> Completed:
+        await (await world.service.send(world.chat_id, "Go on", connection="claude")).wait()
+        return await (await world.service.continue_reply(world.chat_id, connection="claude")).wait()
+
+    done = run(main())
+    assert done.outcome is Ending.SAVED
+    assert world.path()[-1] == ("assistant", "Start and more.")
+    assert world.turns[-1].prefill is True
+    assert world.last_messages()[-1] == {"role": "assistant", "content": "Start"}
+
+
+def test_continue_without_prefill_gets_a_nudge(world: World) -> None:
+    world.stub.script(Reply(tokens=["Start"]), Reply(tokens=[" then more."]))
+
+    async def main() -> Completed:
+        await (await world.service.send(world.chat_id, "Go on")).wait()
+        return await (await world.service.continue_reply(world.chat_id)).wait()
+
+    run(main())
+    assert world.turns[-1].prefill is False
+    assert world.last_messages()[-1]["content"] == "[Continue your last message.]"
+    assert world.path()[-1] == ("assistant", "Start then more.")
+
+
+def test_impersonate_drafts_the_persons_message_and_leaves_the_tree(world: World) -> None:
+    world.stub.script(Reply(tokens=["I nod."]))
+    before = world.store.get_chat(world.chat_id).revision
+
+    async def main() -> Completed:
+        return await (await world.service.impersonate(world.chat_id)).wait()
+
+    done = run(main())
+    assert done.outcome is Ending.IMPERSONATED and done.text == "I nod."
+    assert world.store.get_chat(world.chat_id).revision == before
+    drafts = world.service.drafts(world.chat_id)
+    assert [d.text for d in drafts] == ["I nod."]
+    world.service.keep_draft(drafts[0].id)
+    assert world.path()[-1] == ("user", "I nod.")
+    assert world.service.drafts(world.chat_id) == []
+
+
+def test_a_stream_cut_leaves_the_tree_as_it_was_and_keeps_a_draft(world: World) -> None:
+    world.stub.script(Reply(tokens=["Good."]), Reply(tokens=["Part", "ial", " more"], cut_after=2))
+
+    path_before: list[tuple[str, str]] = []
+
+    async def scenario() -> Completed:
+        await (await world.service.send(world.chat_id, "Hello")).wait()
+        path_before.extend(world.path())
+        revision = world.store.get_chat(world.chat_id).revision
+        done = await (await world.service.swipe(world.chat_id)).wait()
+        assert world.store.get_chat(world.chat_id).revision == revision
+        return done
+
+    done = run(scenario())
+    assert done.outcome is Ending.FAILED and done.error and "broke" in done.error
+    assert world.path() == path_before
+    [draft] = world.service.drafts(world.chat_id)
+    assert draft.text == "Partial" and draft.kind is TurnKind.SWIPE
+    world.service.keep_draft(draft.id)
+    assert world.path()[-1] == ("assistant", "Partial")
+    assert [
+        c.content
+        for c in world.chats.candidates(
+            world.chat_id, world.store.get_chat(world.chat_id).active_leaf_id or ""
+        )
+    ] == ["Good.", "Partial"]
+
+
+def test_stop_closes_the_connection_and_keeps_what_streamed(world: World) -> None:
+    world.stub.script(Reply(tokens=[f"w{i} " for i in range(40)], hold_after=3))
+    disconnects = world.stub.disconnects
+
+    async def main() -> Completed | None:
+        generation = await world.service.send(world.chat_id, "Tell me a story")
+        async for _, event in generation.follow():
+            if isinstance(event, TextDelta) and generation.text == "w0 w1 w2 ":
+                break
+        result = await world.service.stop(generation.id)
+        for _ in range(200):
+            if world.stub.disconnects > disconnects:
+                break
+            await asyncio.sleep(0.01)
+        return result
+
+    done = run(main())
+    world.stub.release()
+    assert done is not None and done.outcome is Ending.STOPPED
+    assert world.stub.disconnects == disconnects + 1
+    assert world.path() == [("assistant", "Welcome."), ("user", "Tell me a story")]
+    [draft] = world.service.drafts(world.chat_id)
+    assert draft.text == "w0 w1 w2 "
+    world.service.drop_draft(draft.id)
+    assert world.service.drafts(world.chat_id) == []
+
+
+def test_a_reconnecting_client_replays_then_follows_live(world: World) -> None:
+    world.stub.script(Reply(tokens=["a", "b", "c", "d"], hold_after=2))
+
+    async def main() -> tuple[list[Any], list[Any]]:
+        generation = await world.service.send(world.chat_id, "Hi")
+        first: list[Any] = []
+        async for index, event in generation.follow():
+            first.append((index, event))
+            if generation.text == "ab":
+                break  # the page reloads here
+        again = world.service.registry.for_chat(world.chat_id, running_only=True)
+        assert [g.id for g in again] == [generation.id]
+        world.stub.release()
+        rest = [e async for e in world.service.registry.get(generation.id).follow(first[-1][0] + 1)]
+        return first, rest
+
+    first, rest = run(main())
+    events = [e for _, e in first] + [e for _, e in rest]
+    assert isinstance(events[0], Started)
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "abcd"
+    assert isinstance(events[-1], Completed) and events[-1].outcome is Ending.SAVED
+    assert [i for i, _ in first] + [i for i, _ in rest] == list(range(len(events)))
+
+
+def test_a_second_generation_in_the_same_chat_is_refused(world: World) -> None:
+    world.stub.script(Reply(tokens=["x", "y"], hold_after=1))
+
+    async def main() -> None:
+        generation = await world.service.send(world.chat_id, "Hi")
+        with pytest.raises(Conflict):
+            await world.service.send(world.chat_id, "Again")
+        world.stub.release()
+        await generation.wait()
+
+    run(main())
+    assert world.path()[-1] == ("assistant", "xy")
+
+
+def test_a_refused_key_fails_clearly_and_writes_no_reply(world: World, tmp_path: Path) -> None:
+    world.service.connections.add(
+        "bad",
+        "openai",
+        url=world.stub.base_url("openai"),
+        model="stub-model",
+        key="sk-not-the-right-one-42",
+    )
+
+    async def main() -> Completed:
+        return await (await world.service.send(world.chat_id, "Hi", connection="bad")).wait()
+
+    done = run(main())
+    assert done.outcome is Ending.FAILED and done.error and "key" in done.error
+    assert "sk-not-the-right-one-42" not in done.error
+    assert world.path() == [("assistant", "Welcome."), ("user", "Hi")]
+    assert world.service.drafts(world.chat_id) == []
+
+
+def tool_world(world: World) -> World:
+    world.service.build_prompt = simple_builder(world.turns, tools=("lookup",))
+    return world
+
+
+def test_tool_calls_run_feed_back_and_every_step_is_stored(world: World) -> None:
+    tool_world(world)
+    world.stub.script(
+        Reply(tokens=["Let me check."], tool_calls=[("lookup", {"word": "delta"})]),
+        Reply(tokens=["A delta is a river mouth."]),
+    )
+
+    async def main() -> list[Any]:
+        generation = await world.service.send(world.chat_id, "What is a delta?")
+        await generation.wait()
+        return generation.events
+
+    events = run(main())
+    results = [e for e in events if isinstance(e, ToolResult)]
+    assert results and json.loads(results[0].result) == {"meaning": "meaning of delta"}
+    messages = world.last_messages()
+    assert messages[-2]["tool_calls"][0]["function"]["name"] == "lookup"
+    assert messages[-1]["role"] == "tool" and "meaning of delta" in messages[-1]["content"]
+    nodes = world.store.active_path(world.chat_id).nodes
+    step, reply = nodes[-2], nodes[-1]
+    assert step.hidden and step.extras["tool_invocations"][0]["name"] == "lookup"
+    assert "Let me check." in step.content
+    assert reply.content == "A delta is a river mouth."
+    assert world.stub.problems == []
+
+
+def test_tool_rounds_stop_after_five(world: World) -> None:
+    tool_world(world)
+    looping = Reply(tokens=["again"], tool_calls=[("lookup", {"word": "x"})])
+    world.stub.script(*[looping] * 6)
+    before = len(world.stub.requests)
+
+    async def main() -> Completed:
+        return await (await world.service.send(world.chat_id, "Loop")).wait()
+
+    done = run(main())
+    sent = world.stub.requests[before:]
+    assert len(sent) == 6
+    assert all("tools" in r.body for r in sent[:5]) and "tools" not in sent[5].body
+    assert done.outcome is Ending.SAVED and done.text == "again"
