@@ -85,12 +85,7 @@ def _unicode_word(char: str) -> bool:
     return char.isalnum() or char == "_"
 
 
-@lru_cache(maxsize=8192)
-def word_runs(text: str, rule: Boundaries) -> frozenset[str]:
-    """The maximal runs of word characters of `text` that a plain word key can equal.
-
-    Cached: the same messages are scanned turn after turn.
-    """
+def _runs(text: str, rule: Boundaries) -> frozenset[str]:
     if rule is Boundaries.ASCII:
         return frozenset(_ASCII_RUN.findall(text))
     runs: set[str] = set()
@@ -102,10 +97,19 @@ def word_runs(text: str, rule: Boundaries) -> frozenset[str]:
     return frozenset(runs)
 
 
+@lru_cache(maxsize=8192)
+def word_runs(text: str, rule: Boundaries) -> frozenset[str]:
+    """The maximal runs of word characters of `text` that a plain word key can equal.
+
+    Cached: the same messages are scanned turn after turn.
+    """
+    return _runs(text, rule)
+
+
 def is_word(key: str, rule: Boundaries) -> bool:
     """Whether `key` is one run of word characters (then whole-word matching is equality
     with a run of the text, found by a set lookup instead of a substring search)."""
-    return word_runs(key, rule) == {key}
+    return _runs(key, rule) == {key}
 
 
 def _edge_ok(neighbour: str | None, key_edge: str, rule: Boundaries) -> bool:
