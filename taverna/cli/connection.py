@@ -1,0 +1,158 @@
+"""`taverna connection add | list | test | remove`: model API connections; keys never printed."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from taverna.cli.main import app
+from taverna.errors import TavernaError
+from taverna.services.connections import ConnectionService
+
+connection_app = typer.Typer(
+    name="connection",
+    help="Model API connections (keys are kept apart and never printed).",
+    no_args_is_help=True,
+)
+app.add_typer(connection_app, name="connection")
+
+DataOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--data", help="Data folder (default: $TAVERNA_DATA or the user's data directory)."
+    ),
+]
+
+
+def data_folder(data: Path | None) -> Path:
+    from taverna.cli.serve import default_data_dir
+
+    return (data or default_data_dir()).expanduser()
+
+
+@contextmanager
+def connection_service(data: Path | None) -> Iterator[ConnectionService]:
+    """The connection service over the store in the data folder."""
+    from taverna.store.sql import open_store
+
+    folder = data_folder(data)
+    store = open_store(folder)
+    try:
+        yield ConnectionService(store, folder)
+    finally:
+        store.close()
+
+
+@connection_app.command("add")
+def add(
+    name: Annotated[str, typer.Argument(help="a name of your choice, e.g. 'local' or 'claude'")],
+    api: Annotated[
+        str,
+        typer.Option(
+            "--api",
+            help="openai | openai-compatible | anthropic | google | koboldcpp | llamacpp | openai-text",
+        ),
+    ],
+    url: Annotated[str, typer.Option("--url", help="base URL (default: the API's own)")] = "",
+    model: Annotated[str, typer.Option("--model", help="model name")] = "",
+    key_env: Annotated[
+        str | None, typer.Option("--key-env", help="read the key from this environment variable")
+    ] = None,
+    key_stdin: Annotated[
+        bool, typer.Option("--key-stdin", help="read the key from standard input and store it")
+    ] = False,
+    default: Annotated[bool, typer.Option("--default", help="use it when none is named")] = False,
+    post_processing: Annotated[
+        str,
+        typer.Option(
+            "--post-processing", help="none | merge | semi | strict | single (custom endpoints)"
+        ),
+    ] = "none",
+    data: DataOption = None,
+) -> None:
+    """Add (or replace) a named connection."""
+    if key_env and key_stdin:
+        raise TavernaError("give --key-env or --key-stdin, not both")
+    key = sys.stdin.readline().strip() if key_stdin else None
+    if key_stdin and not key:
+        raise TavernaError("no key on standard input", field="--key-stdin")
+    with connection_service(data) as service:
+        connection = service.add(
+            name,
+            api,
+            url=url,
+            model=model,
+            key=key,
+            key_env=key_env,
+            default=default,
+            post_processing=post_processing,
+        )
+        public = connection.public(service.key_hint(connection))
+    typer.echo(
+        f"connection {public['name']!r}: {public['api']} {public['model'] or ''} key {public['key']}".rstrip()
+    )
+
+
+@connection_app.command("list")
+def list_(
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    data: DataOption = None,
+) -> None:
+    """List connections (keys masked)."""
+    with connection_service(data) as service:
+        rows = [c.public(service.key_hint(c)) for c in service.list()]
+    if as_json:
+        typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+        return
+    if not rows:
+        typer.echo("no connections; add one with `taverna connection add`")
+        return
+    for row in rows:
+        mark = "*" if row["default"] else " "
+        where = row["url"] or "(default URL)"
+        extra = (
+            f" post-processing {row['post_processing']}" if row["post_processing"] != "none" else ""
+        )
+        typer.echo(
+            f"{mark} {row['name']}: {row['api']} {row['model']} at {where}, key {row['key']}{extra}"
+        )
+
+
+@connection_app.command("test")
+def test(
+    name: Annotated[
+        str | None, typer.Argument(help="the connection (default: the default one)")
+    ] = None,
+    data: DataOption = None,
+) -> None:
+    """Send a tiny request and say whether the model answered."""
+    with connection_service(data) as service:
+        result = asyncio.run(service.test(name))
+    if result.ok:
+        typer.echo(f"ok in {result.seconds:.2f} s: {result.message}")
+    else:
+        typer.echo(f"failed after {result.seconds:.2f} s: {result.message}", err=True)
+        raise typer.Exit(1)
+
+
+@connection_app.command("remove")
+def remove(name: Annotated[str, typer.Argument()], data: DataOption = None) -> None:
+    """Remove a connection and its stored key."""
+    with connection_service(data) as service:
+        service.remove(name)
+    typer.echo(f"removed {name!r}")
+
+
+@connection_app.command("default")
+def set_default(name: Annotated[str, typer.Argument()], data: DataOption = None) -> None:
+    """Make a connection the default."""
+    with connection_service(data) as service:
+        service.set_default(name)
+    typer.echo(f"{name!r} is the default connection")

@@ -1,0 +1,124 @@
+"""Connections and their keys: kept apart, owner-only, never printed; `taverna connection`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import taverna.cli.connection  # noqa: F401 - registers the commands
+from taverna.cli.main import app
+from taverna.errors import NotFound
+from taverna.services.connections import ConnectionService, Secrets
+from taverna.store.testing import temporary_store
+from tests.stubs import StubServer, start_stub
+
+KEY = "sk-connection-test-5555aaaa9999"
+
+
+@pytest.fixture(scope="module")
+def stub() -> Iterator[StubServer]:
+    with start_stub(key=KEY) as server:
+        yield server
+
+
+def test_a_stored_key_lives_only_in_an_owner_only_file(tmp_path: Path) -> None:
+    with temporary_store("sqlite", tmp_path) as store:
+        service = ConnectionService(store, tmp_path)
+        connection = service.add("main", "anthropic", model="claude-x", key=KEY)
+        secrets = tmp_path / "secrets.json"
+        assert stat.S_IMODE(secrets.stat().st_mode) == 0o600
+        assert KEY in secrets.read_text()
+        assert KEY not in json.dumps(connection.public(service.key_hint(connection)))
+        assert service.key_hint(connection) == "…9999"
+        assert KEY not in json.dumps(store.find_documents("connection")[0].data)
+        assert service.resolve_key(connection) == KEY
+    for file in (tmp_path / "data").iterdir():
+        assert KEY.encode() not in file.read_bytes()
+
+
+def test_loosened_permissions_are_taken_back(tmp_path: Path) -> None:
+    secrets = Secrets(tmp_path)
+    ref = secrets.put("k-1")
+    secrets.path.chmod(0o644)
+    assert secrets.get(ref) == "k-1"
+    assert stat.S_IMODE(secrets.path.stat().st_mode) == 0o600
+
+
+def test_an_environment_key_is_read_at_use_and_never_stored(tmp_path: Path) -> None:
+    with temporary_store("sqlite", tmp_path) as store:
+        env = {"MY_KEY": KEY}
+        service = ConnectionService(store, tmp_path, environ=env)
+        connection = service.add("env", "openai", key_env="MY_KEY")
+        assert service.resolve_key(connection) == KEY
+        assert not (tmp_path / "secrets.json").exists()
+        assert connection.public()["key"] == "from $MY_KEY"
+        env.clear()
+        with pytest.raises(NotFound, match=r"\$MY_KEY"):
+            service.resolve_key(connection)
+
+
+def test_default_connection_and_replacing_a_key(tmp_path: Path) -> None:
+    with temporary_store("sqlite", tmp_path) as store:
+        service = ConnectionService(store, tmp_path)
+        service.add("a", "openai", key="k-a")
+        service.add("b", "llamacpp", default=True)
+        assert service.get().name == "b"
+        service.set_default("a")
+        assert service.get().name == "a" and not service.get("b").default
+        old_ref = service.get("a").key_ref
+        service.add("a", "openai", key="k-new")
+        assert service.resolve_key(service.get("a")) == "k-new"
+        assert service.get("a").key_ref == old_ref  # replaced in place
+        service.remove("a")
+        assert "k-new" not in (tmp_path / "secrets.json").read_text()
+        with pytest.raises(NotFound, match="no connection named"):
+            service.get("a")
+
+
+def test_connection_test_reports_success_and_a_refused_key(
+    tmp_path: Path, stub: StubServer
+) -> None:
+    with temporary_store("sqlite", tmp_path) as store:
+        service = ConnectionService(store, tmp_path)
+        service.add("ok", "google", url=stub.base_url("google"), model="stub-model", key=KEY)
+        service.add(
+            "bad",
+            "google",
+            url=stub.base_url("google"),
+            model="stub-model",
+            key="wrong-key-123456789",
+        )
+        good = asyncio.run(service.test("ok"))
+        assert good.ok and good.message
+        bad = asyncio.run(service.test("bad"))
+        assert not bad.ok and "key" in bad.message and "wrong-key-123456789" not in bad.message
+
+
+def test_the_cli_adds_lists_and_tests_without_printing_the_key(
+    tmp_path: Path, stub: StubServer
+) -> None:
+    runner = CliRunner()
+    data = str(tmp_path / "data")
+    added = runner.invoke(
+        app,
+        ["connection", "add", "stub", "--api", "openai", "--url", stub.base_url("openai"),
+         "--model", "stub-model", "--key-stdin", "--default", "--data", data],
+        input=KEY + "\n",
+    )  # fmt: skip
+    assert added.exit_code == 0, added.output
+    listed = runner.invoke(app, ["connection", "list", "--data", data])
+    shown = runner.invoke(app, ["connection", "list", "--json", "--data", data])
+    tested = runner.invoke(app, ["connection", "test", "stub", "--data", data])
+    for result in (added, listed, shown, tested):
+        assert result.exit_code == 0, result.output
+        assert KEY not in result.output and KEY[-12:] not in result.output
+    assert "* stub: openai stub-model" in listed.output
+    assert json.loads(shown.output)[0]["key"] == "…9999"
+    assert tested.output.startswith("ok in ")
+    assert stat.S_IMODE((tmp_path / "data" / "secrets.json").stat().st_mode) == 0o600
