@@ -229,3 +229,35 @@ def test_timed_effects_json_round_trip() -> None:
     del stored["cooldown"]["bad"]
     assert timers.to_json() == stored
     assert TimedEffects.from_json(None) == TimedEffects()
+
+
+def test_group_scoring_in_a_scan() -> None:
+    """§6.3: with scoring, the member matching more keys wins; AND ANY adds secondaries."""
+    entries = [
+        entry(0, "storm", group="w", use_group_scoring=True),
+        entry(1, "storm", "rain", group="w", use_group_scoring=True),
+        entry(2, "storm", keysecondary=("rain", "wind"), group="w", use_group_scoring=True),
+    ]
+    # scores: 0 -> 1; 1 -> 2; 2 -> 1 primary + 2 secondary (AND ANY) = 3
+    result = run(entries, "storm, rain and wind")
+    assert uids(result) == [2]
+    assert outcome(result, 0) == "inclusion group" and outcome(result, 1) == "inclusion group"
+    unscored = [entries[0], entries[1].changed(use_group_scoring=False)]
+    # entry 1 is not scored itself; entry 0 (score 1) loses to the max score 2 of entry 1
+    assert uids(run(unscored, "storm rain", seed=3)) == [1]
+
+
+def test_settings_from_sillytavern() -> None:
+    """§0: reading `world_info_settings`; unknown strategies act as evenly (§1 step 4)."""
+    settings = WorldInfoSettings.from_sillytavern(
+        {
+            "world_info_depth": 4,
+            "world_info_budget": 30,
+            "world_info_recursive": True,
+            "world_info_match_whole_words": True,
+            "world_info_character_strategy": 7,
+        }
+    )
+    assert settings.depth == 4 and settings.budget_percent == 30 and settings.recursive
+    assert settings.character_strategy.name == "EVENLY"
+    assert WorldInfoSettings.from_sillytavern({}) == WorldInfoSettings()
