@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 CountText = Callable[[str], int]
 
@@ -31,6 +32,8 @@ class MessageCost:
     family: str = "tiktoken"
     always_full: bool = False
     _cache: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    # Finished prompt parts of chat messages, by message object, for the next turn.
+    memo: dict[int, Any] = field(default_factory=dict)
 
     def message(self, role: str, content: str, name: str = "") -> int:
         """Tokens of one message as the budget sees it; empty content costs nothing."""

@@ -37,6 +37,7 @@ from taverna.engine.assembly.injections import (
     newest_first,
 )
 from taverna.engine.assembly.turn import Turn, speaker_role
+from taverna.engine.macros import has_macros
 from taverna.model.prompt import Ledger, LedgerItem, Prompt, PromptMessage, Role
 
 ABSOLUTE = 1  # prompt-manager `injection_position` for in-chat prompts
@@ -176,14 +177,30 @@ class _ChatView(Sequence[_ChatEntry]):
     Converted on access, so a long chat costs only the messages the budget reaches.
     """
 
-    def __init__(self, context: AssemblyContext, turn: Turn) -> None:
+    def __init__(self, context: AssemblyContext, turn: Turn, cost: MessageCost) -> None:
         self.context = context
+        self.turn = turn
         self.chat = turn.chat
         cc = context.chat_completion
         self.names = cc.names_behavior
         self.quotes = cc.wrap_in_quotes
         self.user_name = context.persona.name
         self.group = context.is_group
+        self.memo = cost.memo
+        self.settings = (self.names, self.quotes, self.user_name, self.group)
+
+    def part(self, index: int, layout: _Layout) -> _Part:
+        """The budgeted part of one chat message; unchanged messages come from the memo."""
+        message = self.chat[index]
+        found = self.memo.get(id(message))
+        if found is not None and found[0] is message and found[1] == self.settings:
+            part: _Part = found[2]
+            return part
+        part = _history_part(layout, self[index], self.context, self.turn)
+        if not has_macros(message.text):
+            # Text without macros gives the same part every turn; keep it with its message.
+            self.memo[id(message)] = (message, self.settings, part)
+        return part
 
     def __len__(self) -> int:
         return len(self.chat)
@@ -342,12 +359,20 @@ def build_chat_completion(context: AssemblyContext, turn: Turn, cost: MessageCos
         _Slot(
             "impersonate",
             "system",
-            macros(cc.impersonation_prompt) if cc.impersonation_prompt else "",
+            # Only read when impersonating; skipping it saves a macro pass per turn.
+            macros(cc.impersonation_prompt)
+            if cc.impersonation_prompt and context.generation_type is GenerationType.IMPERSONATE
+            else "",
             kind="control",
         ),
         _Slot("quietPrompt", "system", context.quiet_prompt, kind="control"),
         _Slot("bias", "system", bias, kind="bias"),
-        _Slot("groupNudge", "system", macros(cc.group_nudge_prompt), kind="control"),
+        _Slot(
+            "groupNudge",
+            "system",
+            macros(cc.group_nudge_prompt) if context.is_group else "",
+            kind="control",
+        ),
     ]
     table = turn.injections
     for key, identifier in (
@@ -559,7 +584,7 @@ def _populate(
         for s in absolute
     ]
     blocks = depth_blocks(turn.injections, lambda t: turn.substitute(t, {}), in_chat, True)
-    history = _History(_ChatView(context, turn), blocks)
+    history = _History(_ChatView(context, turn, cost), blocks)
 
     if context.power_user.pin_examples:
         _populate_examples(context, turn, by_id, layout)
@@ -575,7 +600,10 @@ def _populate(
 
 @dataclass(frozen=True, slots=True)
 class _History:
-    """The chat with its in-chat injections, read newest first (§3.3 step 6)."""
+    """The chat with its in-chat injections, read newest first (§3.3 step 6).
+
+    Chat messages come as their index in the chat, injections as entries.
+    """
 
     chat: _ChatView
     blocks: Sequence[InjectedBlock]
@@ -583,10 +611,18 @@ class _History:
     def __len__(self) -> int:
         return len(self.chat) + len(self.blocks)
 
-    def newest_first(self) -> Iterator[_ChatEntry]:
+    def newest_first(self) -> Iterator[int | _ChatEntry]:
         return newest_first(
-            self.chat, self.blocks, lambda b: _ChatEntry(b.role.chat_role, b.text, "", injected=b)
+            range(len(self.chat)),
+            self.blocks,
+            lambda b: _ChatEntry(b.role.chat_role, b.text, "", injected=b),
         )
+
+    def newest_role(self) -> str | None:
+        item = next(self.newest_first(), None)
+        if item is None:
+            return None
+        return item.role if isinstance(item, _ChatEntry) else self.chat[item].role
 
 
 def _populate_history(
@@ -644,8 +680,7 @@ def _populate_history(
         continue_part = layout.part("continueNudge", "system", text, kind="control")
         layout.budget -= continue_part.tokens
 
-    newest = next(history.newest_first(), None)
-    if newest is not None and newest.role == "assistant" and cc.send_if_empty:
+    if history.newest_role() == "assistant" and cc.send_if_empty:
         empty = layout.part("emptyUserMessageReplacement", "user", cc.send_if_empty, kind="control")
         if layout.affordable(empty):
             layout.insert(empty, "chatHistory")
@@ -654,9 +689,13 @@ def _populate_history(
     total = len(history)
     newest_parts: list[_Part] = []
     for position, entry in enumerate(history.newest_first()):
-        is_first_real = entry.injected is None and not seen_real
-        seen_real = seen_real or entry.injected is None
-        part = _history_part(layout, entry, context, turn)
+        real = isinstance(entry, int)
+        is_first_real = real and not seen_real
+        seen_real = seen_real or real
+        if isinstance(entry, int):
+            part = history.chat.part(entry, layout)
+        else:
+            part = _history_part(layout, entry, context, turn)
         if not layout.affordable(part):
             layout.dropped.append(
                 (part, "budget: history is filled newest to oldest; this message did not fit")
