@@ -181,6 +181,7 @@ class _Builder:
             self.settings.context.example_separator,
         )
         self.ledger = _Ledger()
+        self._dropped: list[LedgerItem] = []
         # Texts known to hold no macro (instruct sequences repeat on every message).
         self._plain: dict[str, bool] = {}
 
@@ -523,7 +524,16 @@ class _Builder:
             text = _NEWLINES.sub("\n", text)
 
         self.record_parts(before_anchor, story, after_anchor, examples, example_count, pinned)
+        if chat_start_line:
+            self.ledger.add(
+                "chat_start", "context template", chat_start_line, self.tokens(chat_start_line)
+            )
+        self.ledger.items.extend(self._dropped)
         self.record_sent(final, sent_sources)
+        if generated:
+            self.ledger.add(
+                "continue", "message being continued", generated, self.tokens(generated)
+            )
 
         stop = stopping_strings(
             user=self.user,
@@ -744,13 +754,15 @@ class _Builder:
         span = f"{_source(oldest)}..{_source(newest)}" if dropped > 1 else _source(newest)
         first = history.text(newest_index)
         why = "context full" if stopped_at is not None else "not placed"
-        self.ledger.add(
-            "history",
-            span,
-            first,
-            self.tokens(first),
-            included=False,
-            reason=f"{why}: {dropped} older message(s) not sent",
+        self._dropped.append(
+            LedgerItem(
+                "history",
+                span,
+                self.tokens(first),
+                included=False,
+                reason=f"{why}: {dropped} older message(s) not sent",
+                text=first,
+            )
         )
 
     def record_parts(
