@@ -94,8 +94,14 @@ def import_files(
     ),
     data: Path | None = DataOption,
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    again: bool = typer.Option(
+        False, "--again", help="Import chats again even if these files were imported before."
+    ),
 ) -> None:
-    """Import SillyTavern files into the library and chats; prints what was stored, with ids."""
+    """Import SillyTavern files into the library and chats; prints what was stored, with ids.
+
+    One file that cannot be read is an error; among several, it is reported and skipped.
+    """
     for path in files:
         if not path.exists():
             raise NotFound("no such file or folder", file=str(path))
@@ -106,7 +112,7 @@ def import_files(
             if not as_json and step.current and step.total >= 20 and step.done % 20 == 0:
                 typer.echo(f"  … {step.done}/{step.total} {step.current}", err=True)
 
-        report = library.import_paths(files, progress=progress)
+        report = library.import_paths(files, progress=progress, strict=len(files) == 1, again=again)
     if as_json:
         _emit_json(_report_json(report))
         return

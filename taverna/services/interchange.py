@@ -886,12 +886,17 @@ class ImportedChat:
     already_imported: bool = False
 
 
-def _read(path: Path, *, lenient: bool) -> tuple[ChatDocument, str]:
+def read_chat_file(path: Path, *, lenient: bool = False) -> tuple[ChatDocument, str]:
+    """A chat file read as a document, with the digest of its bytes; empty files refused."""
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise FormatError(f"cannot read ({exc.strerror})", file=str(path)) from None
-    return read_chat(data, source=str(path), lenient=lenient), file_digest(data)
+    document = read_chat(data, source=str(path), lenient=lenient)
+    if document.header is None and not document.messages and not document.skipped:
+        # formats-chat.md §2: SillyTavern leaves empty chat files out as well.
+        raise FormatError("the chat file is empty", file=str(path))
+    return document, file_digest(data)
 
 
 def file_digest(data: bytes) -> str:
@@ -1118,7 +1123,7 @@ class InterchangeService:
                 continue
             seen.add(resolved)
             with bulk():
-                documents[path.stem], digests[path.stem] = _read(path, lenient=lenient)
+                documents[path.stem], digests[path.stem] = read_chat_file(path, lenient=lenient)
         results = []
         for main_name, linked in group_chat_files(documents):
             names = [main_name, *(item.name for item in linked)]

@@ -48,6 +48,7 @@ from taverna.services.interchange import (
     fingerprint,
     group_chat_files,
     linked_files_beside,
+    read_chat_file,
 )
 from taverna.store.repository import Document, Store
 
@@ -291,17 +292,39 @@ class LibraryService:
         return self.import_file(path, lenient=lenient)
 
     def import_paths(
-        self, paths: Sequence[Path], *, progress: ProgressCallback | None = None
+        self,
+        paths: Sequence[Path],
+        *,
+        progress: ProgressCallback | None = None,
+        strict: bool = False,
+        again: bool = False,
     ) -> ImportReport:
-        """Import several files; chats given together merge with their branch files."""
+        """Import several files; chats given together merge with their branch files.
+
+        A file that cannot be read is listed in `skipped` and the others go on; with
+        `strict`, the first such file raises its error instead.
+        """
         report = ImportReport()
-        chat_files = [p for p in paths if p.is_file() and p.suffix.lower() == ".jsonl"]
+        chat_files: list[Path] = []
         for path in paths:
-            if path in chat_files:
+            if path.is_file() and path.suffix.lower() == ".jsonl":
+                try:
+                    read_chat_file(path)
+                except TavernaError as exc:
+                    if strict:
+                        raise
+                    report.skipped.append(Skipped(str(path), str(exc)))
+                    continue
+                chat_files.append(path)
                 continue
-            report.extend(self.import_path(path, progress=progress))
+            try:
+                report.extend(self.import_path(path, progress=progress))
+            except TavernaError as exc:
+                if strict:
+                    raise
+                report.skipped.append(Skipped(str(path), str(exc)))
         if chat_files:
-            report.chats.extend(self.chats.import_files(chat_files, owner=self.owner))
+            report.chats.extend(self.chats.import_files(chat_files, owner=self.owner, again=again))
         return report
 
     def _import_file_reporting(self, path: Path, *, lenient: bool) -> ImportReport:

@@ -111,3 +111,18 @@ def test_errors_are_one_line_with_exit_code_two(data: Path, tmp_path: Path) -> N
         [*command, "chats", "show", "nope"], capture_output=True, text=True, env=env, check=False
     )
     assert result.returncode == 2 and "no chat with id 'nope'" in result.stderr
+
+
+def test_among_several_files_a_bad_one_is_skipped(
+    data: Path, st_fixtures: Path, tmp_path: Path
+) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    result = runner.invoke(
+        app, ["import", str(empty), str(st_fixtures / "content" / "Eldoria.json")]
+    )
+    assert result.exit_code == 0, result.output
+    assert "stored lorebook 'Eldoria'" in result.output
+    assert "empty.jsonl: the chat file is empty" in result.output
+    again = runner.invoke(app, ["import", str(empty)])
+    assert again.exit_code != 0 and "the chat file is empty" in str(again.exception)
