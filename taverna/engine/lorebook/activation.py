@@ -468,48 +468,63 @@ class _Scan:
     def _scan_segments(self, book: _Book, texts: Sequence[str], where: str, first: int) -> None:
         """Find the book's static keys in texts; `first` is the index of `texts[0]`."""
         compiled = book.compiled
+        memo = compiled.text_hits
         for offset, text in enumerate(texts):
             index = first + offset
-            lowered: str | None = None
-            for case_sensitive, table in compiled.word_keys.items():
-                if not table:
-                    continue
-                if case_sensitive:
-                    hay = text
-                else:
-                    lowered = lowered if lowered is not None else text.lower()
-                    hay = lowered
-                for run in word_runs(hay, self.rule):
-                    found = table.get(run)
-                    if found is not None:
-                        for key_id in found:
-                            self._hit(book, key_id, where, index)
-            for case_sensitive, automaton in compiled.automata.items():
-                if case_sensitive:
-                    hay = text
-                else:
-                    lowered = lowered if lowered is not None else text.lower()
-                    hay = lowered
-                for end, (needle, ids) in automaton.iter(hay):
-                    start = end - len(needle) + 1
-                    for key_id in ids:
-                        spec = compiled.keys[key_id]
-                        if spec.whole_word and not bounded(hay, start, end + 1, self.rule):
-                            continue
-                        self._hit(book, key_id, where, index)
+            key_ids = memo.get(text)
+            if key_ids is None:
+                key_ids = self._keys_in(compiled, text)
+                if len(memo) >= 4096:  # a bounded memo: the chat's recent messages
+                    memo.clear()
+                memo[text] = key_ids
+            if where == "message":
+                hits = book.message_hits
+                for key_id in key_ids:
+                    if hits.get(key_id, MAX_SCAN_DEPTH) > index:
+                        hits[key_id] = index
+            elif where == "injection":
+                book.injection_hits.update(key_ids)
+            else:
+                for key_id in key_ids:
+                    book.recursion_hits.setdefault(key_id, index)
+            seen = book.seen_keys
+            for key_id in key_ids:
+                if key_id not in seen:
+                    seen.add(key_id)
+                    book.candidates.update(compiled.key_entries[key_id])
 
-    @staticmethod
-    def _hit(book: _Book, key_id: int, where: str, index: int) -> None:
-        if where == "message":
-            if book.message_hits.get(key_id, MAX_SCAN_DEPTH) > index:
-                book.message_hits[key_id] = index
-        elif where == "injection":
-            book.injection_hits.add(key_id)
-        elif key_id not in book.recursion_hits:
-            book.recursion_hits[key_id] = index
-        if key_id not in book.seen_keys:
-            book.seen_keys.add(key_id)
-            book.candidates.update(book.compiled.key_entries[key_id])
+    def _keys_in(self, compiled: CompiledBook, text: str) -> tuple[int, ...]:
+        """The static plain keys of a book found in one text (a pure function of both)."""
+        found: set[int] = set()
+        lowered: str | None = None
+        for case_sensitive, table in compiled.word_keys.items():
+            if not table:
+                continue
+            if case_sensitive:
+                hay = text
+            else:
+                lowered = lowered if lowered is not None else text.lower()
+                hay = lowered
+            for run in word_runs(hay, self.rule):
+                ids = table.get(run)
+                if ids is not None:
+                    found.update(ids)
+        for case_sensitive, automaton in compiled.automata.items():
+            if case_sensitive:
+                hay = text
+            else:
+                lowered = lowered if lowered is not None else text.lower()
+                hay = lowered
+            for end, (needle, ids) in automaton.iter(hay):
+                start = end - len(needle) + 1
+                for key_id in ids:
+                    if key_id in found:
+                        continue
+                    spec = compiled.keys[key_id]
+                    if spec.whole_word and not bounded(hay, start, end + 1, self.rule):
+                        continue
+                    found.add(key_id)
+        return tuple(sorted(found))
 
     def ensure_messages(self, depth: int) -> None:
         """Make sure the newest `depth` messages have been run through the automata."""

@@ -99,6 +99,8 @@ class CompiledBook:
     delay_levels: frozenset[int]
     max_scan_depth: int
     by_uid: dict[int, int] = field(default_factory=dict)
+    # text -> static keys found in it; the same messages are scanned turn after turn
+    text_hits: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
 
 _CACHE: weakref.WeakKeyDictionary[Lorebook, dict[tuple[bool, bool, str], CompiledBook]] = (
