@@ -18,6 +18,7 @@ from taverna.engine.tokens.selection import (
     model_family,
     text_completion_tokenizer,
 )
+from taverna.engine.tokens.sentencepiece import SentencePieceTokenizer
 
 __all__ = [
     "CHARS_PER_TOKEN",
@@ -28,6 +29,7 @@ __all__ = [
     "HFTokenizer",
     "Message",
     "MessageCounter",
+    "SentencePieceTokenizer",
     "TokenCounter",
     "Tokenizer",
     "TokenizerId",

@@ -1,4 +1,5 @@
-"""Mistral's tokenizers read from the `mistral-common` package: SentencePiece v1 and Tekken."""
+"""SentencePiece and Tekken tokenizers: Mistral's from the `mistral-common` package, and
+any model's own SentencePiece file supplied by the user."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from functools import cache
 from typing import Any
 
 from taverna.engine.tokens.bpe import package_file
+from taverna.errors import FormatError
 
 
 @cache
@@ -54,3 +56,35 @@ class NemoTokenizer:
     def count(self, text: str) -> int:
         """The number of tokens of `text` (no beginning-of-sequence token)."""
         return len(self._tekken.encode(text, bos=False, eos=False))
+
+
+@dataclass(frozen=True, slots=True)
+class SentencePieceTokenizer:
+    """A model's own SentencePiece `tokenizer.model` (Gemma, Llama 2, Yi...), given as bytes.
+
+    No package ships these vocabularies; a user who has the model's file can count
+    with it exactly. The caller reads the file (the engine does no I/O).
+    """
+
+    name: str
+    processor: Any = field(repr=False, compare=False)
+    exact: bool = True
+
+    @classmethod
+    def from_model_bytes(
+        cls, name: str, data: bytes, file: str | None = None
+    ) -> SentencePieceTokenizer:
+        """A tokenizer from the bytes of a SentencePiece model file."""
+        import sentencepiece
+
+        try:
+            processor = sentencepiece.SentencePieceProcessor(model_proto=data)
+        except (RuntimeError, TypeError, OSError) as error:
+            raise FormatError(
+                f"not a SentencePiece model: {error}", file=file, field="tokenizer"
+            ) from error
+        return cls(name, processor)
+
+    def count(self, text: str) -> int:
+        """The number of tokens of `text` (no beginning-of-sequence token)."""
+        return len(self.processor.encode(text))

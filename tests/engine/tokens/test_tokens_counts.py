@@ -238,3 +238,21 @@ def test_long_texts_counted_by_lines_give_the_whole_count(name: str) -> None:
         cache = CountCache()
         assert cache.count(tokenizer, text) == tokenizer.count(text)
         assert len(cache) > 1  # it was counted in pieces
+
+
+def test_user_supplied_vocabularies() -> None:
+    """A model's own files (e.g. Gemma's, which no package ships) count exactly when given."""
+    from taverna.engine.tokens import HFTokenizer, SentencePieceTokenizer
+    from taverna.engine.tokens.bpe import package_file
+    from taverna.errors import FormatError
+
+    data = package_file("mistral_common", "data/tokenizer.model.v1").read_bytes()
+    own = SentencePieceTokenizer.from_model_bytes("my-model", data)
+    assert own.exact and own.count("Hello world") == get_tokenizer("mistral").count("Hello world")
+    with pytest.raises(FormatError):
+        SentencePieceTokenizer.from_model_bytes("broken", b"not a model", file="tokenizer.model")
+    with pytest.raises(FormatError):
+        HFTokenizer.from_json("broken", "{}", file="tokenizer.json")
+    claude_json = package_file("taverna", "engine/tokens/data/claude.json").read_text()
+    hf = HFTokenizer.from_json("claude-file", claude_json)
+    assert hf.count("Hello there") == get_tokenizer("claude").count("Hello there")
