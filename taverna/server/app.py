@@ -11,6 +11,7 @@ from fastapi import FastAPI, Request, Response
 from fastapi.staticfiles import StaticFiles
 
 from taverna import __version__
+from taverna.errors import TavernaError
 from taverna.server.context import AppContext
 from taverna.server.errors import install_error_handlers
 
@@ -34,6 +35,20 @@ CSP = (
 )
 
 
+async def stop_generations(ctx: AppContext) -> None:
+    """On shutdown, stop what still streams: its text is kept as a draft, nothing is lost."""
+    service = ctx.services.get("generation")
+    if service is None:
+        return
+    for run_id in list(ctx.services.get("runs", ())):
+        try:
+            run = service.registry.get(run_id)
+        except TavernaError:
+            continue
+        if not run.done:
+            await service.stop(run_id)
+
+
 def create_app(ctx: AppContext) -> FastAPI:
     """The FastAPI application over `ctx`; `ctx` is closed when the app shuts down."""
 
@@ -42,9 +57,7 @@ def create_app(ctx: AppContext) -> FastAPI:
         try:
             yield
         finally:
-            tasks = ctx.services.get("tasks")
-            if tasks is not None and hasattr(tasks, "shutdown"):
-                await tasks.shutdown()
+            await stop_generations(ctx)
             ctx.close()
 
     app = FastAPI(

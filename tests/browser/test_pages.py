@@ -157,3 +157,43 @@ def test_import_a_sillytavern_folder_from_the_page(
     page.goto(taverna.url + "/#/chats")
     expect(page.locator(".chats-list")).to_contain_text("Seraphina")
     page.close()
+
+
+def test_connections_page_adds_tests_and_picks_a_model(
+    chromium, taverna: TavernaServer, stub: StubServer
+) -> None:  # type: ignore[no-untyped-def]
+    page = chromium.new_page(viewport={"width": 1280, "height": 800})
+    page.goto(taverna.url + "/#/connections")
+    page.locator("#c-name").fill("second stub")
+    page.locator("#c-api").select_option("openai-compatible")
+    page.locator("#c-url").fill(stub.base_url("openai"))
+    page.locator("#c-model").fill("stub-model")
+    page.locator("#c-key").fill("sk-never-shown-0000")
+    page.locator("#connection-form").get_by_role("button", name="Save").click()
+    item = page.locator(".connection", has_text="second stub")
+    item.wait_for()
+    assert "sk-never-shown" not in page.content()
+    item.get_by_role("button", name="Test").click()
+    expect(item.get_by_role("status")).to_contain_text("Works")
+    item.get_by_role("button", name="Models").click()
+    picker = item.get_by_label("Pick a model")
+    expect(picker.locator("option", has_text="stub-model")).to_have_count(1)
+    shot(page, "desktop-connections")
+    page.close()
+
+
+def test_drop_a_card_on_the_character_list(chromium, taverna: TavernaServer) -> None:  # type: ignore[no-untyped-def]
+    page = chromium.new_page(viewport={"width": 1280, "height": 800})
+    page.goto(taverna.url + "/#/characters")
+    page.locator(".dropzone").wait_for()
+    card = '{"spec": "chara_card_v2", "spec_version": "2.0", "data": {"name": "Dropped Dana", "first_mes": "Hi."}}'
+    page.evaluate(
+        """(text) => {
+            const data = new DataTransfer();
+            data.items.add(new File([text], 'dana.json', { type: 'application/json' }));
+            document.querySelector('.dropzone').dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true }));
+        }""",
+        card,
+    )
+    page.locator(".card", has_text="Dropped Dana").wait_for()
+    page.close()

@@ -42,6 +42,13 @@ def generation(ctx: AppContext = Depends(context)) -> GenerationService:
     return service
 
 
+def remember(ctx: AppContext, run: RunningGeneration) -> RunningGeneration:
+    """Note a started generation, so a shutting-down server can stop it and keep its text."""
+    runs: set[str] = ctx.services.setdefault("runs", set())
+    runs.add(run.id)
+    return run
+
+
 def task_out(run: RunningGeneration) -> TaskOut:
     return TaskOut(
         id=run.id,
@@ -77,7 +84,9 @@ async def generate(
         run = await service.continue_reply(chat_id)
     else:
         run = await service.impersonate(chat_id)
-    return GenerationStarted(chat=usecases.chat_view(ctx, chat_id), task=task_out(run))
+    return GenerationStarted(
+        chat=usecases.chat_view(ctx, chat_id), task=task_out(remember(ctx, run))
+    )
 
 
 @router.post(
@@ -98,7 +107,9 @@ async def edit_and_resend(
     revision = chat.revision if body.revision is None else body.revision
     ctx.chats.edit_and_resend(chat_id, node_id, body.content, revision=revision)
     run = await service.send(chat_id, "")
-    return GenerationStarted(chat=usecases.chat_view(ctx, chat_id), task=task_out(run))
+    return GenerationStarted(
+        chat=usecases.chat_view(ctx, chat_id), task=task_out(remember(ctx, run))
+    )
 
 
 def _event(index: int, event: Any) -> str | None:

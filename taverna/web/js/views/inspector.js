@@ -34,10 +34,10 @@ function ledgerView(ledger, labels) {
 
 function traceView(trace) {
   if (!trace || !trace.length) return h("p", { class: "muted", text: t("inspector.no_trace") });
-  const cols = ["book", "uid", "comment", "activated", "reason"];
+  const cols = ["book", "uid", "comment", "outcome", "primary_key", "reason"];
   return h("div", { class: "table-wrap" }, h("table", { class: "trace" },
     h("thead", {}, h("tr", {}, cols.map((c) => h("th", { scope: "col", text: t(`inspector.trace_${c}`) })))),
-    h("tbody", {}, trace.map((row) => h("tr", { class: row.activated ? "in" : "cut" }, cols.map((c) => {
+    h("tbody", {}, trace.map((row) => h("tr", { class: row.outcome === "activated" ? "in" : "cut" }, cols.map((c) => {
       const v = row[c];
       return h("td", { text: typeof v === "boolean" ? (v ? "✓" : "—") : Array.isArray(v) ? v.join(", ") : v == null ? "" : String(v) });
     })))),
