@@ -157,9 +157,18 @@ def _side(position: ExtensionPosition) -> str:
 
 
 def _sanitize_name(name: str) -> str:
-    """A name the OpenAI `name` field accepts (algo-prompt-assembly.md §3.5)."""
-    cleaned = "".join(c if (c.isascii() and (c.isalnum() or c == "_")) else "_" for c in name)
-    return cleaned[:64]
+    """A name the OpenAI `name` field accepts (algo-prompt-assembly.md §3.5).
+
+    JavaScript replaces per UTF-16 code unit, so a character outside the BMP becomes
+    two underscores; the result is cut at 64 units.
+    """
+    out: list[str] = []
+    for c in name:
+        if c.isascii() and (c.isalnum() or c == "_"):
+            out.append(c)
+        else:
+            out.append("__" if ord(c) > 0xFFFF else "_")
+    return "".join(out)[:64]
 
 
 @dataclass(slots=True)
@@ -232,6 +241,8 @@ class _ChatView(Sequence[_ChatEntry]):
 
 def _examples(context: AssemblyContext, turn: Turn) -> list[list[tuple[str, str]]]:
     """Example blocks as (name, content) turns (algo-prompt-assembly.md §3.4)."""
+    if context.power_user.strip_examples:
+        return []  # script.js: "strip examples" empties them once the story string is built
     user, char = context.persona.name, context.character.name
     blocks: list[list[tuple[str, str]]] = []
     for block in turn.example_blocks:

@@ -373,3 +373,25 @@ def test_prompt_bias_after_the_ordered_prompts_section_7_3() -> None:
     assert ("system", "Seraphina smiles", None) in swiped
     continued = pairs(build(context(messages=messages, generation_type=GenerationType.CONTINUE)))
     assert ("system", "Seraphina smiles", None) not in continued
+
+
+def test_strip_examples_leaves_no_example_messages() -> None:
+    """power_user.strip_examples: examples are dropped before Chat Completion sees them."""
+    ctx = context()
+    ctx = replace(ctx, power_user=replace(ctx.power_user, strip_examples=True))
+    got = pairs(build(ctx))
+    assert not any(name for _, _, name in got)
+    assert ("system", "[Example Chat]", None) not in got
+
+
+def test_completion_names_count_utf16_units_section_3_5() -> None:
+    """§3.5: a character outside the BMP is two JavaScript code units, so two `_`."""
+    messages = (msg(0, "user", "hi", name="Ann🌙"),)
+    got = [
+        n
+        for r, _, n in pairs(
+            build(context(messages=messages, cc={"names_behavior": NamesBehavior.COMPLETION}))
+        )
+        if r == "user"
+    ]
+    assert got == ["Ann__"]
