@@ -44,6 +44,13 @@ def render_ledger(prompt: Prompt, width: int = 60) -> str:
         lines.append("lorebook entries:")
         for item in entries:
             lines.append(f"     {item.source:<24} {item.tokens:>6}  {item.reason}")
-    for step in ledger.trace:
-        lines.append(f"     trace: {dict(step)}")
+    if ledger.trace:
+        lines.append("")
+        lines.append("lorebook decisions:")
+        for step in ledger.trace:
+            where = f"{step.get('book', '')}/{step.get('uid', '')}"
+            comment = f"  ({step['comment']})" if step.get("comment") else ""
+            lines.append(
+                f"     {where:<24} {step.get('outcome', '')!s:<14} {step.get('reason', '')}{comment}"
+            )
     return "\n".join(lines)
