@@ -105,6 +105,8 @@ class LinkedFile:
     name: str
     document: ChatDocument
     checkpoint: bool
+    # 1.12.6 group chats keep their metadata in the group file, not in the chat file.
+    metadata: Mapping[str, Any] | None = None
 
 
 @dataclass
@@ -452,7 +454,11 @@ def build_tree(
         builder.set_state(
             leaf.id,
             _file_state(
-                item.name, doc.header, doc.metadata.fields, doc.messages, shapes=keep_key_order
+                item.name,
+                doc.header,
+                item.metadata if item.metadata is not None else doc.metadata.fields,
+                doc.messages,
+                shapes=keep_key_order,
             ),
         )
         if item.checkpoint:
@@ -912,17 +918,22 @@ def fingerprint(digests: Mapping[str, str]) -> str:
 
 def group_chat_files(
     documents: Mapping[str, ChatDocument],
+    metadata: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[tuple[str, list[LinkedFile]]]:
     """Which files are main chats and which are their checkpoints or branches.
 
     A file whose `main_chat` names another file of the set joins it (formats-chat.md §11);
     the main file's `bookmark_link`/`branches` links tell checkpoints from branches, else the
-    `Branch #` name SillyTavern gives branches.
+    `Branch #` name SillyTavern gives branches. `metadata` gives the `chat_metadata` of
+    files that do not hold their own (group chats), by name.
     """
     names = set(documents)
+    given = metadata or {}
     links: dict[str, str] = {}
     for name, doc in documents.items():
-        main = doc.main_chat
+        own = given.get(name)
+        main_value = own.get("main_chat") if own is not None else doc.main_chat
+        main = main_value if isinstance(main_value, str) else None
         if main is None and name.startswith("Checkpoint #"):
             # formats-chat.md §7: old checkpoints name their main chat before "Checkpoint #".
             main = name.split("Checkpoint #", 1)[0].strip(" -") or None
@@ -955,7 +966,7 @@ def group_chat_files(
             checkpoint = False
         else:
             checkpoint = not name.startswith("Branch #")
-        groups[main].append(LinkedFile(name, documents[name], checkpoint))
+        groups[main].append(LinkedFile(name, documents[name], checkpoint, given.get(name)))
     return list(groups.items())
 
 

@@ -628,62 +628,87 @@ class LibraryService:
                 continue
             report.stored.append(item)
             refs = tuple(_member_ref(m, card_ids) for m in group.get("members") or [])
-            chat_ids = [str(c) for c in group.get("chats") or []]
-            for chat_id in chat_ids:
+            paths: list[Path] = []
+            for chat_id in [str(c) for c in group.get("chats") or []]:
                 chat_path = chats_folder / f"{chat_id}.jsonl"
                 if not chat_path.is_file():
                     report.skipped.append(Skipped(str(chat_path), "listed by the group, not found"))
                     continue
                 claimed.add(chat_path.name)
                 step(chat_path)
-                report.extend(self._import_group_chat(chat_path, group, chat_id, refs, item.id))
+                paths.append(chat_path)
+            report.extend(self._import_group_chats(paths, group, refs, item.id))
         for chat_path in _files(chats_folder, (".jsonl",)):
             if chat_path.name in claimed:
                 continue
             step(chat_path)
-            report.extend(self._import_group_chat(chat_path, None, chat_path.stem, (), None))
+            report.extend(self._import_group_chats([chat_path], None, (), None))
         return report
 
-    def _import_group_chat(
+    def _import_group_chats(
         self,
-        path: Path,
+        paths: Sequence[Path],
         group: Mapping[str, Any] | None,
-        chat_id: str,
         refs: tuple[CharacterRef, ...],
         group_doc: str | None,
     ) -> ImportReport:
-        try:
-            data = _read_bytes(path)
-            document = read_chat(data, source=str(path), lenient=True)
-        except TavernaError as exc:
-            return ImportReport(skipped=[Skipped(str(path), str(exc))])
-        metadata: Mapping[str, Any] | None = None
-        if group is not None and document.header is None:
-            # formats-chat.md §6.1: the group file holds the metadata of its chats.
-            if group.get("chat_id") == chat_id and isinstance(group.get("chat_metadata"), dict):
-                metadata = group["chat_metadata"]
-            else:
-                past = group.get("past_metadata")
-                if isinstance(past, dict) and isinstance(past.get(chat_id), dict):
-                    metadata = past[chat_id]
-        if not refs:
-            names = dict.fromkeys(m.name for m in document.messages if not m.is_user and m.name)
-            refs = tuple(CharacterRef(n) for n in names if n != "SillyTavern System")
+        """A group's chats; its checkpoints and branches merge into their main chats."""
+        report = ImportReport()
+        documents: dict[str, ChatDocument] = {}
+        digests: dict[str, str] = {}
+        metadata: dict[str, Mapping[str, Any]] = {}
+        for path in paths:
+            chat_id = path.stem
+            try:
+                data = _read_bytes(path)
+                document = read_chat(data, source=str(path), lenient=True)
+            except TavernaError as exc:
+                report.skipped.append(Skipped(str(path), str(exc)))
+                continue
+            report.skipped += [
+                Skipped(f"{path}:{s.line}", f"line left out: {s.reason}") for s in document.skipped
+            ]
+            documents[chat_id] = document
+            digests[chat_id] = file_digest(data)
+            if group is not None and document.header is None:
+                found = _group_chat_metadata(group, chat_id)
+                if found is not None:
+                    metadata[chat_id] = found
         group_name = str(group.get("name") or "") if group is not None else ""
-        imported = self.chats.import_documents(
-            document,
-            name=chat_id,
-            title=f"{group_name} - {chat_id}" if group_name else chat_id,
-            characters=refs,
-            group_id=group_doc,
-            metadata=metadata,
-            owner=self.owner,
-            source=fingerprint({chat_id: file_digest(data)}),
-        )
-        skipped = [
-            Skipped(f"{path}:{s.line}", f"line left out: {s.reason}") for s in document.skipped
-        ]
-        return ImportReport(chats=[imported], skipped=skipped)
+        for main, linked in group_chat_files(documents, metadata):
+            document = documents[main]
+            members = refs
+            if not members:
+                names = dict.fromkeys(m.name for m in document.messages if not m.is_user and m.name)
+                members = tuple(CharacterRef(n) for n in names if n != "SillyTavern System")
+            names_in = [main, *(item.name for item in linked)]
+            try:
+                report.chats.append(
+                    self.chats.import_documents(
+                        document,
+                        name=main,
+                        title=f"{group_name} - {main}" if group_name else main,
+                        linked=linked,
+                        characters=members,
+                        group_id=group_doc,
+                        metadata=metadata.get(main),
+                        owner=self.owner,
+                        source=fingerprint({n: digests[n] for n in names_in}),
+                    )
+                )
+            except TavernaError as exc:
+                report.skipped.append(Skipped(main, str(exc)))
+        return report
+
+
+def _group_chat_metadata(group: Mapping[str, Any], chat_id: str) -> Mapping[str, Any] | None:
+    """formats-chat.md §6.1: the current chat's metadata, else the group's past metadata."""
+    if group.get("chat_id") == chat_id and isinstance(group.get("chat_metadata"), dict):
+        return dict(group["chat_metadata"])
+    past = group.get("past_metadata")
+    if isinstance(past, dict) and isinstance(past.get(chat_id), dict):
+        return dict(past[chat_id])
+    return None
 
 
 def _data_root(root: Path) -> Path:

@@ -178,3 +178,29 @@ def test_zip_entries_cannot_escape(library: LibraryService, tmp_path: Path) -> N
     with pytest.raises(FormatError, match="outside"):
         library.import_path(path)
     assert not (tmp_path.parent / "outside.json").exists()
+
+
+def test_group_branch_files_merge_using_the_group_file_metadata(
+    library: LibraryService, store: SqlStore, st_fixtures: Path, tmp_path: Path
+) -> None:
+    import json
+
+    folder = tmp_path / "user"
+    shutil.copytree(st_fixtures / "handmade" / "user-data", folder)
+    group_path = folder / "groups" / "1727532000123.json"
+    group = json.loads(group_path.read_text(encoding="utf-8"))
+    main_id, branch_id = "2024-09-28@15h00m00s", "Branch #2 - 2024-09-28@15h05m00s"
+    group["chats"] = [main_id, branch_id]
+    group["past_metadata"] = {branch_id: {"main_chat": main_id, "variables": {"x": 1}}}
+    group_path.write_text(json.dumps(group, indent=4), encoding="utf-8")
+    main_lines = (folder / "group chats" / f"{main_id}.jsonl").read_text(encoding="utf-8")
+    lines = main_lines.split("\n")[:3]
+    lines.append(json.dumps({"name": "Seraphina", "is_user": False, "mes": "Another turn."}))
+    (folder / "group chats" / f"{branch_id}.jsonl").write_text("\n".join(lines), encoding="utf-8")
+    report = library.import_path(folder)
+    (chat,) = [c for c in report.chats if c.chat.group_id]
+    assert chat.branches == (branch_id,)
+    assert chat.nodes == 4 + 1
+    branch = next(s for s in store.branches(chat.chat.id) if s.branch.name == branch_id)
+    assert store.state_at(chat.chat.id, branch.branch.head_id).variables == {"x": 1}
+    assert not [s for s in report.skipped if "group chats" in s.path]
