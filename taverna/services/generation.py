@@ -80,11 +80,13 @@ class TurnKind(StrEnum):
 class Turn:
     """What a prompt builder gets for one generation.
 
-    `path` is the active path the prompt is built from, root first, hidden nodes
-    included (they carry `hidden=True`; the builder leaves them out). For a swipe or
-    a regenerate the message being replaced is already left out, as SillyTavern does
-    (algo-chat-ops.md §1.3). `prefill` tells a continue whether the API continues the
-    last message in place (else the builder adds the continue nudge).
+    `path` is the whole active path, root first, hidden nodes included (they carry
+    `hidden=True`; the builder leaves them out). For a swipe or a regenerate its last
+    node is the reply being replaced: the builder leaves it out of the prompt, as
+    SillyTavern's own assembly does (algo-chat-ops.md §1.3), and the assembly engine
+    does from the generation type; `history` is the path without it, for builders that
+    do not. `prefill` tells a continue whether the API continues the last message in
+    place (else the builder adds the continue nudge).
     """
 
     chat: Chat
@@ -92,6 +94,13 @@ class Turn:
     kind: TurnKind
     api: Api
     prefill: bool
+
+    @property
+    def history(self) -> tuple[Node, ...]:
+        """The path the model should see: without the reply a swipe or regenerate replaces."""
+        if self.kind in (TurnKind.SWIPE, TurnKind.REGENERATE) and self.path:
+            return self.path[:-1]
+        return self.path
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,7 +333,7 @@ class GenerationService:
         self._refuse_if_busy(chat_id)
         nodes = list(self.store.active_path(chat_id).nodes)
         if nodes and nodes[-1].role is NodeRole.ASSISTANT and len(nodes) > 1:
-            return self._start(chat_id, TurnKind.REGENERATE, nodes[-1], nodes[:-1], connection)
+            return self._start(chat_id, TurnKind.REGENERATE, nodes[-1], nodes, connection)
         leaf = nodes[-1] if nodes else None
         return self._start(chat_id, TurnKind.NORMAL, leaf, nodes, connection)
 
@@ -337,7 +346,7 @@ class GenerationService:
         if len(nodes) == 1:
             # algo-chat-ops.md §1.2: a greeting's candidates are its alternate greetings
             raise TavernaError("the greeting has no generated swipes; pick an alternate greeting")
-        return self._start(chat_id, TurnKind.SWIPE, nodes[-1], nodes[:-1], connection)
+        return self._start(chat_id, TurnKind.SWIPE, nodes[-1], nodes, connection)
 
     async def continue_reply(
         self, chat_id: str, *, connection: str | None = None

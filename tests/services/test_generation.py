@@ -48,7 +48,7 @@ def simple_builder(turns: list[Turn], tools: tuple[str, ...] = ()) -> Any:
     def build(turn: Turn) -> Prompt | PreparedTurn:
         turns.append(turn)
         messages = [PromptMessage(Role.SYSTEM, "You are Aria.")]
-        for node in turn.path:
+        for node in turn.history:
             if node.hidden:
                 continue
             role = Role.USER if node.role is NodeRole.USER else Role.ASSISTANT
@@ -146,6 +146,9 @@ def test_swipe_adds_a_candidate_and_leaves_the_current_one_out_of_the_prompt(wor
     candidates = world.chats.candidates(world.chat_id, done.node_id or "")
     assert [c.content for c in candidates] == ["First answer.", "Second answer."]
     assert world.turns[-1].kind is TurnKind.SWIPE
+    # the builder sees the reply being replaced last on the path, and leaves it out
+    assert world.turns[-1].path[-1].content == "First answer."
+    assert world.turns[-1].history[-1].content == "Hello"
 
 
 def test_regenerate_replaces_the_reply_and_keeps_the_old_one_restorable(world: World) -> None:

@@ -1,0 +1,289 @@
+"""`taverna chat CHARACTER`: a chat in the terminal, on the same services and store as the server.
+
+Type a message to send it. Commands: /swipe, /regen, /continue, /impersonate,
+/edit N [TEXT], /hide N[-M], /unhide N[-M], /branch NAME, /prompt, /drafts, /keep,
+/drop, /help, /quit. Ctrl-C while the model writes stops it (what streamed is kept
+as a draft). `--say TEXT` runs one turn without a terminal and prints the reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from taverna.cli.main import app
+from taverna.errors import NotFound, TavernaError
+from taverna.model.chat import NodeRole
+from taverna.providers.events import ReasoningDelta, StreamError, TextDelta
+from taverna.services.generation import Completed, Ending, RunningGeneration, ToolResult
+
+HELP = """commands:
+  /swipe            another reply in place of the last one (kept as a candidate)
+  /regen            regenerate the last reply (the old one is deleted, restorably)
+  /continue         extend the last message
+  /impersonate      let the model draft your next message
+  /edit N [TEXT]    replace message N's text
+  /hide N[-M]       hide messages from the model (/unhide to undo)
+  /branch NAME      name a branch at the last message
+  /prompt           show the last prompt's ledger
+  /drafts /keep /drop   drafts left by stopped or failed replies
+  /quit"""
+
+
+class Session:
+    """One terminal chat: the services of the data folder and the chat being read."""
+
+    def __init__(self, ctx: Any, chat_id: str, connection: str | None, out: Any) -> None:
+        self.ctx = ctx
+        self.chat_id = chat_id
+        self.connection = connection
+        self.out = out
+        self.generation = ctx.services["generation"]
+
+    def echo(self, text: str = "", *, end: str = "\n") -> None:
+        self.out.write(text + end)
+        self.out.flush()
+
+    # -------------------------------------------------------------- showing
+
+    def show(self, last: int | None = None) -> None:
+        path = self.ctx.chats.active_path(self.chat_id)
+        entries = path.entries[-last:] if last else path.entries
+        for entry in entries:
+            node = entry.node
+            who = node.speaker or node.role.value
+            marks = []
+            if entry.candidate_count > 1:
+                marks.append(f"‹{entry.candidate_index + 1}/{entry.candidate_count}›")
+            if node.hidden:
+                marks.append("hidden")
+            tail = f"  ({', '.join(marks)})" if marks else ""
+            self.echo(f"[{entry.position}] {who}:{tail}\n{node.content}\n")
+
+    # ------------------------------------------------------------ generating
+
+    async def follow(self, run: RunningGeneration) -> Completed:
+        """Print a generation as it streams; Ctrl-C stops it."""
+        try:
+            thinking = False
+            async for _, event in run.follow():
+                if isinstance(event, ReasoningDelta):
+                    if not thinking:
+                        self.echo("(thinking) ", end="")
+                        thinking = True
+                    self.echo(event.text, end="")
+                elif isinstance(event, TextDelta):
+                    if thinking:
+                        self.echo("\n")
+                        thinking = False
+                    self.echo(event.text, end="")
+                elif isinstance(event, ToolResult):
+                    self.echo(f"\n[tool {event.name} → {event.result}]")
+                elif isinstance(event, StreamError):
+                    self.echo()
+                elif isinstance(event, Completed):
+                    self.echo()
+                    return event
+        except asyncio.CancelledError:
+            await self.generation.stop(run.id)
+            raise
+        result = await run.wait()
+        return result
+
+    def report(self, done: Completed) -> None:
+        if done.outcome is Ending.FAILED:
+            print(f"error: {done.error}", file=sys.stderr)
+        elif done.outcome is Ending.STOPPED:
+            self.echo("stopped.")
+        if done.draft_id and done.outcome is not Ending.IMPERSONATED:
+            self.echo("what streamed is kept as a draft: /keep writes it, /drop forgets it")
+
+    def generate(self, start: Any, *args: Any) -> Completed | None:
+        """Run one generation to its end in this thread's event loop."""
+
+        async def main() -> Completed:
+            run = await start(self.chat_id, *args, connection=self.connection)
+            return await self.follow(run)
+
+        try:
+            done = asyncio.run(main())
+        except KeyboardInterrupt:
+            self.echo("\nstopped; what streamed is kept as a draft (/drafts)")
+            return None
+        self.report(done)
+        return done
+
+    # -------------------------------------------------------------- commands
+
+    def revision(self) -> int:
+        return int(self.ctx.chats.get_chat(self.chat_id).revision)
+
+    def node_at(self, position: int) -> Any:
+        for entry in self.ctx.chats.active_path(self.chat_id).entries:
+            if entry.position == position:
+                return entry.node
+        raise NotFound(f"there is no message {position}", field="N")
+
+    def command(self, line: str) -> bool:
+        """Run one slash command; False when the session should end."""
+        name, _, rest = line[1:].partition(" ")
+        rest = rest.strip()
+        chats, generation = self.ctx.chats, self.generation
+        if name in ("quit", "exit", "q"):
+            return False
+        if name == "help":
+            self.echo(HELP)
+        elif name == "swipe":
+            self.generate(generation.swipe)
+        elif name in ("regen", "regenerate"):
+            self.generate(generation.regenerate)
+        elif name == "continue":
+            self.generate(generation.continue_reply)
+        elif name == "impersonate":
+            done = self.generate(generation.impersonate)
+            if done and done.draft_id:
+                answer = input("send it as yours? [Y/n] ").strip().lower()
+                if answer in ("", "y", "yes"):
+                    generation.keep_draft(done.draft_id)
+                    self.generate(generation.send, "")
+                else:
+                    generation.drop_draft(done.draft_id)
+        elif name == "edit":
+            number, _, text = rest.partition(" ")
+            node = self.node_at(_int(number))
+            text = text or input(f"new text for [{number}]: ")
+            chats.edit(self.chat_id, node.id, text, revision=self.revision())
+            self.echo(f"[{number}] edited")
+        elif name in ("hide", "unhide"):
+            start, _, end = rest.partition("-")
+            first = _int(start)
+            chats.hide_range(
+                self.chat_id,
+                first,
+                _int(end) if end else first,
+                revision=self.revision(),
+                hidden=name == "hide",
+            )
+            self.echo(f"{name}: {rest}")
+        elif name == "branch":
+            leaf = chats.get_chat(self.chat_id).active_leaf_id
+            if not rest or leaf is None:
+                raise TavernaError("usage: /branch NAME")
+            chats.branch_from(self.chat_id, leaf, rest, revision=self.revision())
+            self.echo(f"on branch {rest!r}")
+        elif name == "prompt":
+            self.show_prompt()
+        elif name == "drafts":
+            for draft in generation.drafts(self.chat_id):
+                self.echo(f"- {draft.kind.value} ({draft.reason}): {draft.text}")
+        elif name in ("keep", "drop"):
+            drafts = generation.drafts(self.chat_id)
+            if not drafts:
+                self.echo("no drafts")
+            elif name == "keep":
+                generation.keep_draft(drafts[-1].id)
+                self.show(last=1)
+            else:
+                generation.drop_draft(drafts[-1].id)
+        else:
+            self.echo(f"unknown command /{name}; /help lists them")
+        return True
+
+    def show_prompt(self) -> None:
+        from taverna.engine.assembly.ledger import render_ledger
+
+        prompt = self.generation.last_prompts.get(self.chat_id)
+        if prompt is None:
+            self.echo("no prompt yet in this session; send a message first")
+            return
+        self.echo(render_ledger(prompt))
+
+    def loop(self) -> None:
+        self.show(last=6)
+        self.echo("(type a message, or /help)")
+        while True:
+            try:
+                line = input("> ")
+            except (EOFError, KeyboardInterrupt):
+                self.echo()
+                return
+            if not line.strip():
+                continue
+            try:
+                if line.startswith("/"):
+                    if not self.command(line.strip()):
+                        return
+                else:
+                    self.generate(self.generation.send, line)
+            except TavernaError as exc:
+                self.echo(f"error: {exc}")
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise TavernaError(f"{text!r} is not a message number", field="N") from None
+
+
+def open_chat(ctx: Any, character: str, chat_id: str | None) -> str:
+    """The chat to use: the one named, else the character's newest, else a new one."""
+    from taverna.server.usecases import start_chat
+    from taverna.services.library import LibraryKind, LibraryService
+
+    if chat_id:
+        return str(ctx.chats.get_chat(chat_id).id)
+    library = LibraryService(ctx.store)
+    doc = library.find(LibraryKind.CHARACTER, character)
+    if doc is None:
+        names = ", ".join(sorted(d.name for d in library.documents(LibraryKind.CHARACTER)))
+        raise NotFound(
+            f"no character named {character!r} in the library (there are: {names or 'none'}); "
+            "add one with `taverna import CARD`"
+        )
+    listed = ctx.store.list_chats(character=character)
+    if listed:
+        newest = max(listed, key=lambda item: item.chat.updated or item.chat.created)
+        return str(newest.chat.id)
+    return str(start_chat(ctx, doc.id, title=None, owner="").id)
+
+
+@app.command()
+def chat(
+    character: Annotated[str, typer.Argument(help="the character's name in the library")],
+    chat_id: Annotated[
+        str | None, typer.Option("--chat", help="a chat id (default: the newest)")
+    ] = None,
+    connection: Annotated[
+        str | None, typer.Option("--connection", help="a connection name (default: the default)")
+    ] = None,
+    say: Annotated[
+        str | None, typer.Option("--say", help="send this, print the reply, and exit")
+    ] = None,
+    data: Annotated[
+        Path | None,
+        typer.Option("--data", help="Data folder (default: $TAVERNA_DATA or the user's one)."),
+    ] = None,
+) -> None:
+    """Chat with a character in the terminal, streaming the replies."""
+    from taverna.server.context import open_context
+    from taverna.services.data import resolve_data_dir
+
+    ctx = open_context(resolve_data_dir(data))
+    try:
+        session = Session(ctx, open_chat(ctx, character, chat_id), connection, sys.stdout)
+        if say is None:
+            session.loop()
+            return
+        done = session.generate(session.generation.send, say)
+        if done is None or done.outcome is not Ending.SAVED:
+            raise typer.Exit(1)
+        path = ctx.chats.active_path(session.chat_id)
+        last = path.leaf
+        assert last is not None and last.role is NodeRole.ASSISTANT
+    finally:
+        ctx.close()

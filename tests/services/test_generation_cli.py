@@ -1,0 +1,108 @@
+"""`taverna chat`: one turn with --say, and a scripted terminal session, against a stub model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from importlib.resources import files
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import taverna.cli.chat  # noqa: F401 - registers the command
+from taverna.cli.main import app
+from taverna.services.connections import ConnectionService
+from taverna.services.data import open_data
+from taverna.services.library import LibraryService
+from tests.stubs import Reply, StubServer, start_stub
+
+KEY = "sk-terminal-chat-key-77778888"
+CARD = "Ione Calder.png"
+
+
+@pytest.fixture(scope="module")
+def stub() -> Iterator[StubServer]:
+    with start_stub(key=KEY) as server:
+        yield server
+
+
+@pytest.fixture
+def data(tmp_path: Path, stub: StubServer) -> Path:
+    folder = tmp_path / "data"
+    with open_data(folder) as opened:
+        LibraryService(opened.store).import_bytes(
+            (files("taverna") / "data" / CARD).read_bytes(), CARD
+        )
+        ConnectionService(opened.store, opened.path).add(
+            "stub", "openai", url=stub.base_url("openai"), model="stub-model", key=KEY
+        )
+    return folder
+
+
+def path_of(data: Path) -> list[tuple[str, str, bool]]:
+    with open_data(data) as opened:
+        [listing] = opened.store.list_chats()
+        nodes = opened.store.active_path(listing.chat.id).nodes
+        return [(n.role.value, n.content, n.hidden) for n in nodes]
+
+
+def test_say_runs_one_turn_prints_the_reply_and_stores_it(data: Path, stub: StubServer) -> None:
+    stub.script(Reply(tokens=["*She ", "nods.* ", "Aboard."]))
+    result = CliRunner().invoke(
+        app, ["chat", "Ione Calder", "--say", "Take me home", "--data", str(data)]
+    )
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == "*She nods.* Aboard."
+    path = path_of(data)
+    assert path[-2:] == [
+        ("user", "Take me home", False),
+        ("assistant", "*She nods.* Aboard.", False),
+    ]
+    assert path[0][0] == "assistant" and "Heron" in path[0][1]  # the card's greeting
+    assert KEY not in result.output
+
+
+def test_say_with_a_failing_model_exits_nonzero_and_keeps_the_tree(
+    data: Path, stub: StubServer
+) -> None:
+    stub.script(Reply(status=429, error_message="Slow down"))
+    result = CliRunner().invoke(app, ["chat", "Ione Calder", "--say", "Hi", "--data", str(data)])
+    assert result.exit_code == 1
+    assert "rate limited" in result.output and "Slow down" in result.output
+    assert [r for r, _, _ in path_of(data)] == ["assistant", "user"]
+
+
+def test_an_unknown_character_is_named_in_the_error(data: Path) -> None:
+    result = CliRunner().invoke(app, ["chat", "Nobody", "--say", "Hi", "--data", str(data)])
+    assert result.exit_code != 0
+    assert "Nobody" in str(result.exception) and "Ione Calder" in str(result.exception)
+
+
+def test_a_terminal_session_swipes_hides_edits_branches_and_shows_the_prompt(
+    data: Path, stub: StubServer
+) -> None:
+    stub.script(Reply(tokens=["First."]), Reply(tokens=["Second."]))
+    session = "\n".join(
+        [
+            "Hello",
+            "/swipe",
+            "/hide 0",
+            "/edit 1 Hello there",
+            "/branch side",
+            "/prompt",
+            "/quit",
+            "",
+        ]
+    )
+    result = CliRunner().invoke(app, ["chat", "Ione Calder", "--data", str(data)], input=session)
+    assert result.exit_code == 0, result.output
+    assert "First." in result.output and "Second." in result.output
+    assert "on branch 'side'" in result.output
+    assert "history" in result.output and "total" in result.output  # the ledger
+    path = path_of(data)
+    assert path[0][2] is True  # the greeting is hidden
+    assert path[1] == ("user", "Hello there", False)
+    assert path[2] == ("assistant", "Second.", False)
+    swipe_request = stub.requests[-1].body["messages"]
+    assert all(m["content"] != "First." for m in swipe_request)
+    assert swipe_request[-1]["content"] == "Hello"
