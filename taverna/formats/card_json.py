@@ -12,7 +12,7 @@ from typing import Any
 from taverna.errors import FormatError
 from taverna.formats import json_text
 from taverna.formats.validation import validate
-from taverna.model.character import SPEC_V2, SPEC_V3, V1_FIELDS, Character
+from taverna.model.character import ENVELOPE_KEY, SPEC_V2, SPEC_V3, V1_FIELDS, Character
 
 # Top-level key -> how to read its value from the character (formats-character-card.md §2.1).
 _MIRROR: dict[str, tuple[str, ...]] = {
@@ -48,14 +48,16 @@ def card_from_json(doc: Any, *, file: str | None = None, field: str | None = Non
         if not isinstance(data, dict):
             raise FormatError("a V2/V3 card needs a `data` object", file=file, field=f"{where}data")
         envelope = {key: value for key, value in doc.items() if key != "data"}
-        return validate(Character, {**data, "envelope": envelope}, file=file, prefix=f"{where}data")
+        return validate(
+            Character, {**data, ENVELOPE_KEY: envelope}, file=file, prefix=f"{where}data"
+        )
     if "char_name" in doc:
         fields = {card: doc[key] for key, card in _PYGMALION.items() if key in doc}
         return validate(Character, fields, file=file, prefix=field)
     if "name" in doc:
         fields = {key: doc[key] for key in V1_FIELDS if key in doc}
         envelope = {key: value for key, value in doc.items() if key not in V1_FIELDS}
-        return validate(Character, {**fields, "envelope": envelope}, file=file, prefix=field)
+        return validate(Character, {**fields, ENVELOPE_KEY: envelope}, file=file, prefix=field)
     raise FormatError(
         "not a character card (no `spec`, `name` or `char_name`)", file=file, field=field
     )

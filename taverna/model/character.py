@@ -17,6 +17,10 @@ from pydantic import BeforeValidator, Field
 from taverna.model.document import JsonInt, Number, STDocument
 from taverna.model.regex_script import RegexScript
 
+ENVELOPE_KEY = "_envelope"
+"""Key of the envelope in `Character.to_json()`; no card field starts with `_`, so a card
+whose `data` has an `envelope` key keeps it as an unknown field."""
+
 SPEC_V2 = "chara_card_v2"
 SPEC_V3 = "chara_card_v3"
 
@@ -149,7 +153,7 @@ class Character(STDocument):
     creation_date: Number | None = None
     modification_date: Number | None = None
     # Not a card field: the keys around `data` in the file, verbatim (left out of `data_json`).
-    envelope: dict[str, Any] = Field(default_factory=dict)
+    envelope: dict[str, Any] = Field(default_factory=dict, alias=ENVELOPE_KEY)
 
     @classmethod
     def create(cls, name: str, **fields: Any) -> Self:
@@ -191,13 +195,13 @@ class Character(STDocument):
                 "spec_version": "3.0",
             }
         )
-        values["envelope"] = {**envelope, **values.get("envelope", {})}
+        values[ENVELOPE_KEY] = {**envelope, **values.pop("envelope", {})}
         return cls.model_validate(values)
 
     def data_json(self) -> dict[str, Any]:
         """The `data` object: fields the card had or code set, unknown keys included."""
         out = self.to_json()
-        out.pop("envelope", None)
+        out.pop(ENVELOPE_KEY, None)
         return out
 
     @property

@@ -322,3 +322,10 @@ def test_json_text_matches_javascript() -> None:
     )
     assert json_text.dumps(json_text.loads('"\\ud800"')) == '"\\ud800"'
     assert json_text.dumps(2**64 + 1) == str(2**64 + 1)
+
+
+def test_a_data_key_named_like_the_envelope_is_kept() -> None:
+    doc = {"spec": SPEC_V2, "spec_version": "2.0", "data": {"name": "A", "envelope": {"x": 1}}}
+    character = card_from_json(doc)
+    assert character.extras == {"envelope": {"x": 1}}
+    assert card_to_json(character) == doc
