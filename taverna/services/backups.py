@@ -200,3 +200,35 @@ class BackupService:
             if chat_key(listing.chat.id) == key:
                 return listing.chat.title
         return None
+
+
+class BackupFlusher:
+    """Writes pending backups in the background, so the last change of a burst is saved too.
+
+    A server starts one next to its BackupService and stops it on shutdown (which writes
+    whatever is still pending).
+    """
+
+    def __init__(self, backups: BackupService, *, every: float = 1.0) -> None:
+        self.backups = backups
+        self.every = every
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._run, name="taverna-backups", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            self.backups.flush()
+
+    def stop(self) -> list[Path]:
+        """Stop the thread and write what is still pending."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        return self.backups.flush(force=True)

@@ -141,3 +141,25 @@ def test_restore_brings_a_backup_back_as_a_new_chat(
     assert len(store.list_chats()) == 2
     with pytest.raises(NotFound):
         backups.restore("chat_nothing_like_this")
+
+
+def test_flusher_writes_the_last_change_of_a_burst(store: SqlStore, tmp_path: Path) -> None:
+    import time
+
+    from taverna.services.backups import BackupFlusher
+
+    backups = BackupService(store, tmp_path / "b", interval=0.2)
+    chat = new_chat(store)
+    flusher = BackupFlusher(backups, every=0.05)
+    flusher.start()
+    try:
+        assert backups.after_write(chat) is not None
+        assert backups.after_write(chat) is None
+        deadline = time.monotonic() + 5
+        while len(backups.backups(chat)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(backups.backups(chat)) == 2
+        assert backups.pending == frozenset()
+    finally:
+        flusher.stop()
+    assert backups.pending == frozenset()
