@@ -52,3 +52,32 @@ class RegexScript(STDocument):
         if value is False:
             return 0
         return int(value)
+
+    def migrated(self) -> RegexScript:
+        """The script with legacy placements replaced, as SillyTavern migrates on load.
+
+        formats-extensions.md §1.3: placement 0 (markdown display) is dropped and sets both
+        "only" flags; if it was the only one the script gets every 1.12.6 placement.
+        Placement 4 ("sendAs") is dropped; if it was the only one it becomes slash commands.
+        """
+        placement = list(self.placement)
+        changes: dict[str, object] = {}
+        if RegexPlacement.MARKDOWN_DISPLAY in placement:
+            placement = [p for p in placement if p != RegexPlacement.MARKDOWN_DISPLAY]
+            if not placement:
+                placement = [
+                    RegexPlacement.USER_INPUT,
+                    RegexPlacement.AI_OUTPUT,
+                    RegexPlacement.SLASH_COMMAND,
+                    RegexPlacement.WORLD_INFO,
+                ]
+            changes.update({"markdownOnly": True, "promptOnly": True})
+        if RegexPlacement.SEND_AS in placement:
+            placement = [p for p in placement if p != RegexPlacement.SEND_AS]
+            if not placement:
+                placement = [RegexPlacement.SLASH_COMMAND]
+        if placement == list(self.placement) and not changes:
+            return self
+        return RegexScript.model_validate(
+            {**self.to_json(), **changes, "placement": [int(p) for p in placement]}
+        )

@@ -202,3 +202,15 @@ def test_prompt_manager_export() -> None:
     assert document.kind is FileKind.PROMPT_EXPORT
     assert document.value.data.prompts[0].content == "Be brief."
     assert document.value.to_json() == doc
+
+
+def test_regex_legacy_placements_migrate() -> None:
+    only_markdown = read_regex_script(b'{"scriptName": "a", "placement": [0]}').migrated()
+    assert only_markdown.placement == [1, 2, 3, 5]
+    assert only_markdown.markdown_only and only_markdown.prompt_only
+    mixed = read_regex_script(b'{"scriptName": "b", "placement": [0, 2]}').migrated()
+    assert mixed.placement == [2] and mixed.markdown_only and mixed.prompt_only
+    send_as = read_regex_script(b'{"scriptName": "c", "placement": [4]}').migrated()
+    assert send_as.placement == [3]
+    current = read_regex_script(b'{"scriptName": "d", "placement": [1]}')
+    assert current.migrated() is current
