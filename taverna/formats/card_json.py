@@ -63,8 +63,7 @@ def card_from_json(doc: Any, *, file: str | None = None, field: str | None = Non
     )
 
 
-def _mirror_value(character: Character, path: tuple[str, ...]) -> tuple[bool, Any]:
-    data = character.data_json()
+def _mirror_value(data: dict[str, Any], path: tuple[str, ...]) -> tuple[bool, Any]:
     node: Any = data
     for key in path:
         if not isinstance(node, dict) or key not in node:
@@ -100,7 +99,7 @@ def card_to_json(character: Character) -> dict[str, Any]:
         }
     for key, path in _MIRROR.items():
         if key in out or (upgrading and key in V1_FIELDS):
-            present, value = _mirror_value(character, path)
+            present, value = _mirror_value(data, path)
             if present:
                 out[key] = value
     out.pop("data", None)
