@@ -738,6 +738,9 @@ def _header_for(
         if header is None:
             return None
         fields = dict(header)
+    elif chat.group_id:
+        # formats-chat.md §6.2: a 1.12.6 group chat has no header line.
+        return None
     else:
         fields = {
             "user_name": chat.user_name or "User",
@@ -815,6 +818,9 @@ def export_tree(tree: ChatTree) -> list[ExportedFile]:
         own = not is_main and _state_file(state) == name
         metadata = _metadata_for(chat, state, main_chat=None if is_main else main_name, own=own)
         header = _header_for(chat, state, metadata, own=own)
+        if header is None and chat.group_id and messages and not _chat_st(chat):
+            # formats-chat.md §6.2: the first line of a group chat carries `is_group`.
+            messages[0] = messages[0].with_fields(is_group=True)
         if is_main:
             main_messages = messages
         elif messages:

@@ -280,3 +280,31 @@ def test_the_same_files_import_once_unless_asked_again(
     (alone,) = interchange.import_files([seraphina / f"{MAIN}.jsonl"], find_linked=False)
     assert not alone.already_imported
     assert len(store.list_chats()) == 3
+
+
+def test_group_chat_made_in_taverna_exports_in_the_group_layout(
+    interchange: InterchangeService, store: SqlStore
+) -> None:
+    from taverna.model.chat import CharacterRef
+
+    chats = ChatService(store)
+    outcome = chats.create_chat(
+        "Glade Council",
+        characters=[CharacterRef("Seraphina"), CharacterRef("Kael")],
+        group_id="group-document-id",
+        greetings=["Welcome."],
+        greeting_speaker="Seraphina",
+    )
+    chats.append(
+        outcome.chat.id,
+        NodeRole.ASSISTANT,
+        "I'll keep watch.",
+        speaker="Kael",
+        revision=outcome.chat.revision,
+    )
+    (exported,) = interchange.export_files(outcome.chat.id)
+    assert exported.document.header is None
+    document = read_chat(write_chat(exported.document))
+    assert document.is_group
+    assert [m.name for m in document.messages] == ["Seraphina", "Kael"]
+    assert document.messages[0].fields["is_group"] is True
