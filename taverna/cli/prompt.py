@@ -79,6 +79,8 @@ class _Group:
     suffix: str
     muted: list[str]
     metadata: dict[str, Any]
+    strategy: int = 0
+    self_responses: bool = False
 
 
 def _group(path: Path, cards: list[CharacterInfo]) -> _Group:
@@ -117,38 +119,51 @@ def _group(path: Path, cards: list[CharacterInfo]) -> _Group:
         suffix=str(doc.get("generation_mode_join_suffix", "") or ""),
         muted=muted,
         metadata=dict(metadata) if isinstance(metadata, dict) else {},
+        strategy=int(doc.get("activation_strategy", 0) or 0),
+        self_responses=bool(doc.get("allow_self_responses", False)),
     )
 
 
 def _speaker(
     group: _Group, messages: Sequence[ChatMessage], kind: GenerationKind, wanted: str | None
 ) -> CharacterInfo:
-    """Who speaks: the one asked for; on swipe and continue the last speaker; else who is mentioned.
+    """Who speaks this turn (algo-chat-ops.md §5.1-5.2).
 
-    algo-chat-ops.md §5.1. The natural order's talkativeness dice are random in
-    SillyTavern; without a speaker given, the first enabled member mentioned in the
-    last message speaks, else the first enabled member.
+    The one asked for; on swipe, continue and quiet the author of the newest
+    character message; with the list strategy the first enabled member; with the
+    natural order the first member the last message mentions (never the one who
+    just spoke, unless self-responses are allowed). SillyTavern then rolls dice on
+    talkativeness; without a speaker given, the first chatty enabled member speaks.
     """
     by_name = {c.name: c for c in group.members}
     if wanted:
         if wanted not in by_name:
             raise NotFound(f"no group member named {wanted!r}")
         return by_name[wanted]
-    visible = [m for m in messages if not m.hidden]
-    if kind in (GenerationKind.SWIPE, GenerationKind.CONTINUE, GenerationKind.QUIET) and visible:
-        last = visible[-1]
-        if last.name in by_name:
-            return by_name[last.name]
     enabled = [c for c in group.members if c.name not in group.muted] or group.members
-    if visible and not visible[-1].is_user:
-        enabled = [c for c in enabled if c.name != visible[-1].name] or enabled
-    text = visible[-1].text.lower() if visible else ""
-    words = re.findall(r"\b\w+\b", text, flags=re.ASCII)
-    for word in words:
+    if kind in (GenerationKind.SWIPE, GenerationKind.CONTINUE, GenerationKind.QUIET):
+        for message in reversed(messages):
+            if message.is_user or message.hidden or message.speaker.value == "narrator":
+                continue
+            if message.name in by_name:
+                return by_name[message.name]
+            break
+        return enabled[0]
+    if kind is GenerationKind.IMPERSONATE or group.strategy == 1:
+        return enabled[0]
+    last = messages[-1] if messages else None
+    banned = (
+        last.name if last is not None and not last.is_user and not group.self_responses else None
+    )
+    text = last.text if last is not None and not last.hidden else ""
+    for word in re.findall(r"\b\w+\b", text.lower(), flags=re.ASCII):
         for member in enabled:
+            if member.name == banned:
+                continue
             if word in re.findall(r"\b\w+\b", member.name.lower(), flags=re.ASCII):
                 return member
-    return enabled[0]
+    chatty = [c for c in enabled if c.name != banned and c.talkativeness > 0]
+    return chatty[0] if chatty else enabled[0]
 
 
 def build_prompt(

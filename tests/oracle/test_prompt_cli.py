@@ -1,0 +1,103 @@
+"""`taverna prompt` on SillyTavern's own files: groups, the ledger view, clear errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from taverna.cli.main import _register, app
+
+
+@pytest.fixture(scope="module")
+def runner() -> CliRunner:
+    _register()
+    return CliRunner()
+
+
+def _group_args(st_fixtures: Path, oracle_cases: Path) -> list[str]:
+    base = oracle_cases / "01_seraphina_basic"
+    data = st_fixtures / "handmade" / "user-data"
+    return [
+        "prompt",
+        "--settings",
+        str(base / "settings.json"),
+        "--card",
+        str(base / "default_Seraphina.png"),
+        "--card",
+        str(st_fixtures / "handmade" / "cards" / "Kael.v3.json"),
+        "--world",
+        str(base / "Eldoria.json"),
+        "--group",
+        str(data / "groups" / "1727532000123.json"),
+        "--chat",
+        str(data / "group chats" / "2024-09-28@15h00m00s.jsonl"),
+        "--json",
+    ]
+
+
+def test_group_chat_body(runner: CliRunner, st_fixtures: Path, oracle_cases: Path) -> None:
+    """algo-prompt-assembly.md §3.5: group separator, prefixed names, the nudge last."""
+    result = runner.invoke(app, _group_args(st_fixtures, oracle_cases), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    messages = json.loads(result.stdout)["messages"]
+    assert messages[-1] == {
+        "role": "system",
+        "content": "[Write the next reply only as Seraphina.]",
+    }
+    contents = [m["content"] for m in messages]
+    assert "[Start a new group chat. Group members: Seraphina, Kael]" in contents
+    assert any(c.startswith("Kael: ") for c in contents)
+
+
+def test_group_speaker_option(runner: CliRunner, st_fixtures: Path, oracle_cases: Path) -> None:
+    args = [*_group_args(st_fixtures, oracle_cases), "--speaker", "Kael"]
+    result = runner.invoke(app, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    messages = json.loads(result.stdout)["messages"]
+    assert messages[0]["content"].startswith("Write Kael's next reply")
+    assert messages[-1]["content"] == "[Write the next reply only as Kael.]"
+
+
+def test_ledger_view(runner: CliRunner, oracle_cases: Path) -> None:
+    base = oracle_cases / "05_context_budget"
+    args = [
+        "prompt",
+        "--settings",
+        str(base / "settings.json"),
+        "--card",
+        str(base / "Aria.json"),
+        "--chat",
+        str(base / "chat.jsonl"),
+        "--ledger",
+    ]
+    result = runner.invoke(app, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "cut (" in result.stdout and "older messages" in result.stdout
+    assert "of a budget of 1748" in result.stdout
+
+
+def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
+    """Bad input: one line naming the file, exit code 2 (the project's error type)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "taverna"),
+            "prompt",
+            "--settings",
+            str(tmp_path / "nope.json"),
+            "--card",
+            str(tmp_path / "c.json"),
+            "--chat",
+            str(tmp_path / "x.jsonl"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "nope.json" in done.stderr and "not found" in done.stderr
