@@ -128,7 +128,7 @@ def write_charx(card: CardFile) -> bytes:
             "name": "main",
             "ext": "png",
         }
-        character = Character.model_validate({**character.to_json(), "assets": [icon, *kept]})
+        character = Character.from_json({**character.to_json(), "assets": [icon, *kept]})
         assets = {DEFAULT_ICON_PATH: card.avatar, **assets}
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:

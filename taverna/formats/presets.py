@@ -60,4 +60,4 @@ def named_on_import(template: T, file_name: str) -> T:
     stem = PurePath(file_name).name
     for suffix in (".json", ".settings"):
         stem = stem.removesuffix(suffix)
-    return type(template).model_validate({**template.to_json(), "name": stem})
+    return type(template).from_json({**template.to_json(), "name": stem})

@@ -27,7 +27,7 @@ def validate(
 ) -> M:
     """`model.model_validate(value)`, with the first error reported as a FormatError."""
     try:
-        return model.model_validate(value)
+        return model.model_validate(value, by_alias=True, by_name=False)
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
         first = errors[0]

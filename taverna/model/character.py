@@ -121,7 +121,7 @@ class CharacterBook(STDocument):
 class Character(STDocument):
     """A character: the card's `data` fields, typed, plus the card's top-level envelope.
 
-    Persist a character with `to_json()` and restore it with `model_validate`: that keeps
+    Persist a character with `to_json()` and restore it with `from_json`: that keeps
     which fields the card had (a full `model_dump()` would mark every field as present).
 
     Fields missing from the source stay unset and are not written back; `Character.create`

@@ -48,8 +48,12 @@ class STDocument(BaseModel):
 
     @classmethod
     def from_json(cls, data: Any) -> Self:
-        """Validate a parsed JSON value (raises pydantic's ValidationError)."""
-        return cls.model_validate(data)
+        """Validate a parsed JSON value (raises pydantic's ValidationError).
+
+        Keys are matched by SillyTavern's names only: a foreign key that happens to equal a
+        Python field name (`script_name`) stays an unknown key instead of filling the field.
+        """
+        return cls.model_validate(data, by_alias=True, by_name=False)
 
     def to_json(self) -> dict[str, Any]:
         """The document as plain JSON values under SillyTavern's keys."""

@@ -78,6 +78,6 @@ class RegexScript(STDocument):
                 placement = [RegexPlacement.SLASH_COMMAND]
         if placement == list(self.placement) and not changes:
             return self
-        return RegexScript.model_validate(
+        return RegexScript.from_json(
             {**self.to_json(), **changes, "placement": [int(p) for p in placement]}
         )

@@ -214,3 +214,9 @@ def test_regex_legacy_placements_migrate() -> None:
     assert send_as.placement == [3]
     current = read_regex_script(b'{"scriptName": "d", "placement": [1]}')
     assert current.migrated() is current
+
+
+def test_python_names_in_a_file_stay_unknown_keys() -> None:
+    script = read_regex_script(b'{"scriptName": "a", "script_name": "b"}')
+    assert script.script_name == "a"
+    assert script.to_json() == {"scriptName": "a", "script_name": "b"}
