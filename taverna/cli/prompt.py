@@ -175,6 +175,7 @@ def build_prompt(
     kind: GenerationKind,
     group: Path | None = None,
     speaker: str | None = None,
+    cache_friendly: bool = False,
 ) -> tuple[Prompt, SillyTavernSettings, list[CharacterInfo], list[str]]:
     """The prompt SillyTavern would build from these files."""
     from taverna.formats.st_chat import read_chat
@@ -208,6 +209,8 @@ def build_prompt(
         group_members=members,
         group_name=found.name if found else "",
     )
+    if cache_friendly:
+        context = replace(context, cache_friendly=True)
     if found is not None:
         context = replace(
             context,
@@ -278,10 +281,17 @@ def prompt(
     ledger: Annotated[
         bool, typer.Option("--ledger", help="print the ledger, readable by a person")
     ] = False,
+    cache_friendly: Annotated[
+        bool,
+        typer.Option(
+            "--cache-friendly",
+            help="place lorebook text, depth injections and changing macros after the stable prefix",
+        ),
+    ] = False,
 ) -> None:
     """Print the exact request body SillyTavern's files would produce this turn (a dry run)."""
     built, loaded, characters, members = build_prompt(
-        settings, card, chat, world or [], api, kind, group, speaker
+        settings, card, chat, world or [], api, kind, group, speaker, cache_friendly
     )
     if ledger:
         typer.echo(render_ledger(built))

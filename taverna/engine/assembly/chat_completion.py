@@ -8,6 +8,7 @@ order is the prompt manager's whatever the order in which they were budgeted.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
@@ -75,6 +76,14 @@ class _Slot:
     side: str = ""  # "start" / "end" for relative extension prompts
     kind: str = "slot"
     source: str = ""
+    volatile: bool = False
+
+
+# Macros whose value changes from turn to turn: a prefix cache breaks where they are.
+_VOLATILE_MACRO = re.compile(
+    r"\{\{\s*(random|roll|time|date|weekday|isotime|isodate|idle_duration|datetimeformat|time_utc)",
+    re.IGNORECASE,
+)
 
 
 @dataclass(slots=True)
@@ -344,6 +353,7 @@ def build_chat_completion(context: AssemblyContext, turn: Turn, cost: MessageCos
                     defined.injection_depth,
                     defined.system_prompt,
                     source=defined.identifier,
+                    volatile=bool(_VOLATILE_MACRO.search(defined.content)),
                 )
             )
 
@@ -526,7 +536,7 @@ def _populate(
         if slot.injection_position == ABSOLUTE:
             return
         part = layout.part(identifier, slot.role, slot.content, kind=slot.kind, source=slot.source)
-        part.volatile = slot.kind == "lorebook"
+        part.volatile = slot.kind == "lorebook" or slot.volatile
         layout.add(identifier, [part], index)
 
     layout.budget -= 3  # §3.3 step 1: every reply is primed with the assistant header

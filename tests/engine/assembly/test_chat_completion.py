@@ -395,3 +395,15 @@ def test_completion_names_count_utf16_units_section_3_5() -> None:
         if r == "user"
     ]
     assert got == ["Ann__"]
+
+
+def test_cache_friendly_moves_slots_with_changing_macros() -> None:
+    """Beyond ST: a prompt with {{random}} or {{time}} goes after the stable prefix."""
+    clock = PromptSlot("clock", "Clock", "system", "It is {{time}}.")
+    order = list(default_prompt_order())
+    order.insert(1, PromptOrderEntry("clock", True))
+    ctx = context(cc={"prompts": (*default_prompts(), clock), "order": tuple(order)})
+    normal = pairs(build(ctx))
+    friendly = pairs(build(replace(ctx, cache_friendly=True)))
+    assert normal[1][1].startswith("It is ")
+    assert friendly[-1][1].startswith("It is ")
