@@ -5,7 +5,9 @@ from __future__ import annotations
 import base64
 import io
 import json
+import struct
 import zipfile
+import zlib
 from pathlib import Path
 
 import pytest
@@ -329,3 +331,26 @@ def test_a_data_key_named_like_the_envelope_is_kept() -> None:
     character = card_from_json(doc)
     assert character.extras == {"envelope": {"x": 1}}
     assert card_to_json(character) == doc
+
+
+def test_writing_keeps_other_chunks_and_drops_stale_cards() -> None:
+    stale = {**V2_CARD, "data": {**V2_CARD["data"], "name": "Stale"}}  # type: ignore[dict-item]
+    picture = png(text={"Comment": "drawn by hand", "Chara": b64(stale), "CCV3": b64(stale)})
+    # an ancillary private chunk another tool left behind
+    body = b"custom payload"
+    private = (
+        struct.pack(">I", len(body))
+        + b"prVt"
+        + body
+        + struct.pack(">I", zlib.crc32(b"prVt" + body))
+    )
+    end = picture.rindex(b"IEND") - 4
+    picture = picture[:end] + private + picture[end:]
+    written = write_png_card(card_from_json(V2_CARD), picture)
+    chunks = read_chunks(written)
+    texts = [
+        written[c.data_start : c.data_end].split(b"\0")[0] for c in chunks if c.type == b"tEXt"
+    ]
+    assert texts == [b"Comment", b"chara", b"ccv3"]
+    assert b"prVt" in [c.type for c in chunks]
+    assert read_png_card(written).character.name == "Mira"
