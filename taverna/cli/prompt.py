@@ -14,6 +14,7 @@ import typer
 
 from taverna.cli.main import app
 from taverna.engine.assembly.assemble import assemble
+from taverna.engine.assembly.cache import CacheBreak, first_difference
 from taverna.engine.assembly.context import CharacterInfo, ChatMessage, GenerationType
 from taverna.engine.assembly.ledger import render_ledger
 from taverna.errors import FormatError, NotFound
@@ -176,6 +177,7 @@ def build_prompt(
     group: Path | None = None,
     speaker: str | None = None,
     cache_friendly: bool = False,
+    drop_last: int = 0,
 ) -> tuple[Prompt, SillyTavernSettings, list[CharacterInfo], list[str]]:
     """The prompt SillyTavern would build from these files."""
     from taverna.formats.st_chat import read_chat
@@ -186,6 +188,8 @@ def build_prompt(
         raise FormatError("at least one --card is needed")
     chat = read_chat(_read(chat_path, "chat"), source=str(chat_path))
     messages = chat_messages(chat.messages)
+    if drop_last:
+        messages = messages[: len(messages) - drop_last]
     metadata = dict(chat.metadata.fields)
     members: list[str] = []
     found: _Group | None = None
@@ -253,6 +257,26 @@ def request_body(
     )
 
 
+def describe_break(found: CacheBreak) -> str:
+    """One line saying where the prompt stops sharing the previous turn's prefix."""
+    if found.identical:
+        return f"identical to the previous turn's prompt ({found.shared} characters)"
+    where = (
+        f"message {found.message}, character {found.offset}"
+        if found.message is not None
+        else (f"character {found.offset}")
+    )
+    cause = (
+        f"{found.cause.kind} {found.cause.source}".strip() if found.cause is not None else "the end"
+    )
+    was = (
+        f" (the previous prompt had {found.was.kind} {found.was.source} there)" if found.was else ""
+    )
+    return (
+        f"prefix shared: {found.shared} characters; the cache breaks at {where}: now {cause}{was}"
+    )
+
+
 @app.command()
 def prompt(
     settings: Annotated[Path, typer.Option("--settings", help="SillyTavern's settings.json")],
@@ -288,11 +312,24 @@ def prompt(
             help="place lorebook text, depth injections and changing macros after the stable prefix",
         ),
     ] = False,
+    cache_check: Annotated[
+        bool,
+        typer.Option(
+            "--cache-check",
+            help="compare with the prompt of the chat before its last message: where a prefix cache breaks",
+        ),
+    ] = False,
 ) -> None:
     """Print the exact request body SillyTavern's files would produce this turn (a dry run)."""
     built, loaded, characters, members = build_prompt(
         settings, card, chat, world or [], api, kind, group, speaker, cache_friendly
     )
+    if cache_check:
+        previous, *_ = build_prompt(
+            settings, card, chat, world or [], api, kind, group, speaker, cache_friendly, 1
+        )
+        typer.echo(describe_break(first_difference(previous, built)))
+        return
     if ledger:
         typer.echo(render_ledger(built))
         return

@@ -101,3 +101,26 @@ def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     )
     assert done.returncode == 2, done.stderr
     assert "nope.json" in done.stderr and "not found" in done.stderr
+
+
+def test_cache_check_names_the_moved_injection(runner: CliRunner, oracle_cases: Path) -> None:
+    """The depth-4 character note moves each turn; the cache-friendly layout shares more."""
+    base = oracle_cases / "04_depth_injections"
+    args = [
+        "prompt",
+        "--settings",
+        str(base / "settings.json"),
+        "--card",
+        str(base / "Aria.json"),
+        "--chat",
+        str(base / "chat.jsonl"),
+        "--cache-check",
+    ]
+    plain = runner.invoke(app, args, catch_exceptions=False).stdout
+    friendly = runner.invoke(app, [*args, "--cache-friendly"], catch_exceptions=False).stdout
+    assert "previous prompt had injection depth 4" in plain
+
+    def shared(line: str) -> int:
+        return int(line.split("prefix shared: ", 1)[1].split(" ", 1)[0])
+
+    assert shared(friendly) > shared(plain)

@@ -20,7 +20,8 @@ class CacheBreak:
     `message` is the index of the first differing message (Chat Completion) or
     None for a text prompt; `offset` is the character offset inside that message's
     content (or the text); `shared` the number of characters of the serialized
-    prompt both share; `cause` the ledger item of the current prompt at that point.
+    prompt both share; `cause` the ledger item of the current prompt at that point
+    and `was` the previous prompt's (a depth injection that moved shows up there).
     `identical` is true when nothing differs.
     """
 
@@ -29,6 +30,7 @@ class CacheBreak:
     offset: int = 0
     shared: int = 0
     cause: LedgerItem | None = None
+    was: LedgerItem | None = None
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -57,17 +59,21 @@ def first_difference(previous: Prompt, current: Prompt) -> CacheBreak:
         return CacheBreak(False, None, offset, offset, cause)
     shared = 0
     old, new = previous.messages, current.messages
+    before = [i for i in previous.ledger.items if i.included and i.position is not None]
+
+    def at(items: list[LedgerItem], index: int) -> LedgerItem | None:
+        return next((i for i in items if i.position == index), None)
+
     for index in range(max(len(old), len(new))):
         if index >= len(old) or index >= len(new):
-            cause = next((i for i in positioned if i.position == index), None)
-            return CacheBreak(False, index, 0, shared, cause)
+            return CacheBreak(False, index, 0, shared, at(positioned, index), at(before, index))
         a, b = old[index], new[index]
         if a.role != b.role or a.name != b.name:
-            cause = next((i for i in positioned if i.position == index), None)
-            return CacheBreak(False, index, 0, shared, cause)
+            return CacheBreak(False, index, 0, shared, at(positioned, index), at(before, index))
         if a.content != b.content:
             offset = _common_prefix(a.content, b.content)
-            cause = next((i for i in positioned if i.position == index), None)
-            return CacheBreak(False, index, offset, shared + offset, cause)
+            return CacheBreak(
+                False, index, offset, shared + offset, at(positioned, index), at(before, index)
+            )
         shared += len(a.content)
     return CacheBreak(True, None, 0, shared)
