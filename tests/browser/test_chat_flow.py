@@ -205,6 +205,22 @@ def test_chat_story(chromium, taverna: TavernaServer, stub: StubServer, tmp_path
     reply = last_message(page)
     assert re.fullmatch(r"\d+/\d+", counter(reply))
     shot(page, "desktop-chat")
+
+    # Delete a reply, then undo: nothing is lost.
+    last_message(page).get_by_role("button", name="Delete").click()
+    expect(messages(page)).to_have_count(len(texts) - 1)
+    page.get_by_role("button", name="Undo").click()
+    expect(messages(page)).to_have_count(len(texts))
+    assert messages(page).all_inner_texts() == texts
+
+    # A server restart in the middle of a reply: what streamed is kept as a draft.
+    stub.script(Reply(tokens=[f"wave{i} " for i in range(100)], delay=0.1))
+    page.get_by_label("Message", exact=True).fill("Listen to the waves.")
+    page.get_by_role("button", name="Send", exact=True).click()
+    page.locator("#streaming", has_text="wave3").wait_for()
+    taverna.restart()
+    page.locator(".draft", has_text="wave0").wait_for(timeout=20000)
+    wait_idle(page, "Listen to the waves.")
     assert stub.problems == []
     assert errors == []
     context.close()

@@ -58,8 +58,13 @@ export function followTask(taskId, onEvent) {
     });
   }
   source.onerror = () => {
-    // The browser reconnects on its own with Last-Event-ID; a closed stream after the end is normal.
+    // The browser reconnects on its own with Last-Event-ID. If it gives up (the task is
+    // gone, e.g. the server restarted), say so once, so the page can reload its state.
     if (finished) source.close();
+    else if (source.readyState === EventSource.CLOSED) {
+      finished = true;
+      onEvent("lost", {});
+    }
   };
   return () => source.close();
 }

@@ -16,6 +16,7 @@ function avatarFor(message, chat) {
 
 /** Render the chat with id `params.id` into `root`; returns a cleanup function. */
 export async function render(root, params) {
+  let closed = false;
   const state = { chat: null, task: null, closeStream: null, streamText: "", contextCut: null, editing: null };
   const list = h("ol", { class: "messages", "aria-live": "off" });
   const input = h("textarea", {
@@ -36,6 +37,8 @@ export async function render(root, params) {
     h("a", { href: "#/chats", class: "back", "aria-label": t("chat.back"), title: t("chat.back"), text: "‹" }),
     title,
     branchSelect,
+    iconButton(t("chat.undo"), "undo", () => history("undo")),
+    iconButton(t("chat.redo"), "redo", () => history("redo")),
     iconButton(t("chat.inspector"), "inspect", () => openInspector(params.id, null, labels()), { attrs: { id: "open-inspector" } }),
   );
   const composer = h(
@@ -271,6 +274,14 @@ export async function render(root, params) {
     toast(t("chat.branched", { name }));
   }
 
+  async function history(step) {
+    if (state.task) return;
+    state.chat = await api.post(`/chats/${params.id}/${step}`, { revision: state.chat.revision });
+    await loadBranches();
+    draw();
+    loadContextLine();
+  }
+
   async function generate(kind) {
     if (state.task) return;
     const body = { kind, revision: state.chat.revision };
@@ -294,7 +305,7 @@ export async function render(root, params) {
       if (kind === "delta") {
         state.streamText += data.text || "";
         updateStream();
-      } else if (kind === "done" || kind === "error" || kind === "cancelled") {
+      } else if (["done", "error", "cancelled", "lost"].includes(kind)) {
         const impersonated = state.task?.kind === "impersonate" ? state.streamText : null;
         state.task = null;
         state.closeStream = null;
@@ -305,9 +316,23 @@ export async function render(root, params) {
           // The text is in the input box now; its stored draft is not needed.
           if (data.draft_id) await api.del(`/drafts/${data.draft_id}`).catch(() => {});
         }
-        await load();
+        if (kind === "lost") toast(t("chat.reconnecting"));
+        // The server may be going away as the stream ends (a restart): keep trying.
+        await recover();
       }
     });
+  }
+
+  // Read the chat again, waiting for the server to answer if it is restarting.
+  async function recover() {
+    for (let attempt = 0; attempt < 120 && !closed; attempt += 1) {
+      try {
+        await load();
+        return;
+      } catch {
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+      }
+    }
   }
 
   sendButton.addEventListener("click", () => generate("normal"));
@@ -329,6 +354,7 @@ export async function render(root, params) {
 
   await load();
   return () => {
+    closed = true;
     if (state.closeStream) state.closeStream();
   };
 }
