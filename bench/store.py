@@ -64,7 +64,20 @@ def paragraph(rng: random.Random, length: int = 400) -> str:
     return " ".join(out)[:length]
 
 
-def build_chat(store: SqlStore, messages: int, rng: random.Random) -> tuple[str, float]:
+class Texts:
+    """Distinct ~400-character messages, cheap to make by the hundred thousand."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.pool = [paragraph(rng) for _ in range(997)]
+        self.count = 0
+
+    def next(self) -> str:
+        self.count += 1
+        body = self.pool[self.count % len(self.pool)]
+        return f"{self.count} {body}"[:400]
+
+
+def build_chat(store: SqlStore, messages: int, texts: Texts) -> tuple[str, float]:
     """A chat of `messages` path messages via the bulk path; replies carry 2 swipes."""
     started = time.perf_counter()
     nodes: list[Node] = []
@@ -73,7 +86,7 @@ def build_chat(store: SqlStore, messages: int, rng: random.Random) -> tuple[str,
         role = NodeRole.ASSISTANT if i % 2 == 0 else NodeRole.USER
         speaker = "Seraphina" if role is NodeRole.ASSISTANT else "Traveler"
         for _ in range(2 if role is NodeRole.ASSISTANT else 1):
-            node = Node(new_id(), "", parent, role, paragraph(rng), speaker=speaker)
+            node = Node(new_id(), "", parent, role, texts.next(), speaker=speaker)
             nodes.append(node)
         parent = nodes[-1].id
     chat = store.import_tree(NewChat(title=f"bench {messages}"), nodes, active_leaf_id=parent)
@@ -81,7 +94,7 @@ def build_chat(store: SqlStore, messages: int, rng: random.Random) -> tuple[str,
 
 
 def append_times(
-    chats: dict[int, tuple[ChatService, str]], count: int, rng: random.Random
+    chats: dict[int, tuple[ChatService, str]], count: int, texts: Texts
 ) -> dict[int, list[float]]:
     """Seconds per append for each chat size, taken in turns so load drift hits all alike."""
     revisions = {size: service.get_chat(cid).revision for size, (service, cid) in chats.items()}
@@ -89,7 +102,7 @@ def append_times(
     for turn in range(count + 3):  # the first 3 rounds warm caches up and are not counted
         role = NodeRole.USER if turn % 2 == 0 else NodeRole.ASSISTANT
         for size, (service, cid) in chats.items():
-            text = paragraph(rng)
+            text = texts.next()
             started = time.perf_counter()
             out = service.append(cid, role, text, revision=revisions[size])
             elapsed = time.perf_counter() - started
@@ -105,7 +118,7 @@ def main() -> None:
     parser.add_argument("--appends", type=int, default=101)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    rng = random.Random(42)
+    texts = Texts(random.Random(42))
     figures: dict[str, object] = {"backend": "sqlite", "appends_per_size": args.appends}
     rows: list[tuple[str, str]] = []
     with tempfile.TemporaryDirectory(prefix="taverna-bench-") as tmp:
@@ -113,13 +126,13 @@ def main() -> None:
         chats: dict[int, tuple[ChatService, str]] = {}
         for size in sizes:
             stores[size] = open_store(Path(tmp) / f"chat{size}")
-            chat_id, build_s = build_chat(stores[size], size, rng)
+            chat_id, build_s = build_chat(stores[size], size, texts)
             chats[size] = (ChatService(stores[size]), chat_id)
             figures[f"build_{size}_s"] = round(build_s, 3)
             rows.append(
                 (f"build {size:,} messages (replies with 2 swipes, bulk)", f"{build_s:.2f} s")
             )
-        times = append_times(chats, args.appends, rng)
+        times = append_times(chats, args.appends, texts)
         medians = {}
         for size in sizes:
             ordered = sorted(times[size])

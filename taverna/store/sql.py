@@ -11,6 +11,7 @@ revision.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -67,6 +68,13 @@ def _aware(value: datetime | None) -> datetime | None:
     return value
 
 
+def _utc(value: datetime) -> datetime:
+    """Timestamps are stored in UTC (SQLite keeps no zone, so it must be one zone)."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
 def content_hash(text: str) -> str:
     """The key a text is stored under (SHA-256, hex)."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -79,7 +87,7 @@ def _chars_json(chars: Sequence[CharacterRef]) -> list[dict[str, Any]]:
     return [{"name": c.name, "document_id": c.document_id} for c in chars]
 
 
-def _chat_from_row(row: Mapping[str, Any]) -> Chat:
+def _chat_from_row(row: Mapping[Any, Any]) -> Chat:
     return Chat(
         id=row["id"],
         title=row["title"],
@@ -99,7 +107,7 @@ def _chat_from_row(row: Mapping[str, Any]) -> Chat:
     )
 
 
-def _node_from_row(row: Mapping[str, Any], text: str) -> Node:
+def _node_from_row(row: Mapping[Any, Any], text: str) -> Node:
     gen = row["generation"]
     state = row["state"]
     return Node(
@@ -133,15 +141,74 @@ def _from_json_value(column: str, value: Any) -> Any:
     return value
 
 
-def _row_json(row: Mapping[str, Any]) -> dict[str, Any]:
+def _row_json(row: Mapping[Any, Any]) -> dict[str, Any]:
     return {k: _to_json_value(k, v) for k, v in row.items()}
 
 
-def _row_from_json(data: Mapping[str, Any]) -> dict[str, Any]:
+def _row_from_json(data: Mapping[Any, Any]) -> dict[str, Any]:
     return {k: _from_json_value(k, v) for k, v in data.items()}
 
 
 _NODE_COLUMNS = [c for c in t.nodes.c if c.name != "content_hash"]
+
+# Column order of raw path rows (read without SQLAlchemy's per-value processing:
+# a 100,000-message path spends most of its time there otherwise).
+_RAW_NODE = (
+    "id",
+    "chat_id",
+    "parent_id",
+    "role",
+    "speaker",
+    "hidden",
+    "deleted",
+    "created",
+    "depth",
+    "generation",
+    "extras",
+    "state",
+    "revision",
+)
+_RAW_NODE_SQL = ", ".join(f"n.{name}" for name in _RAW_NODE)
+_ROLES = {role.value: role for role in NodeRole}
+
+
+def _raw_json(value: Any) -> Any:
+    """A JSON column as the driver gave it: text from SQLite, objects from PostgreSQL."""
+    if value is None or value.__class__ is dict:
+        return value
+    return {} if value == "{}" else json.loads(value)
+
+
+def _raw_time(value: Any) -> datetime | None:
+    if value.__class__ is str:
+        return datetime.fromisoformat(value).replace(tzinfo=UTC)
+    return _aware(value)
+
+
+def _node_from_raw(row: Sequence[Any], text: str) -> Node:
+    (node_id, chat_id, parent, role, speaker, hidden, deleted, created, depth) = row[:9]
+    gen, extras, state, revision = (
+        _raw_json(row[9]),
+        _raw_json(row[10]),
+        _raw_json(row[11]),
+        row[12],
+    )
+    return Node(
+        id=node_id,
+        chat_id=chat_id,
+        parent_id=parent or None,
+        role=_ROLES[role],
+        content=text,
+        speaker=speaker,
+        hidden=bool(hidden),
+        deleted=bool(deleted),
+        created=_raw_time(created),
+        depth=depth,
+        generation=GenerationInfo.from_json(gen) if gen is not None else None,
+        extras=extras or {},
+        state=ChatState.from_json(state) if state is not None else None,
+        revision=revision,
+    )
 
 
 def _node_select() -> sa.Select[Any]:
@@ -159,7 +226,7 @@ class SqlChatWriter(ChatWriter):
     def __init__(
         self,
         conn: Connection,
-        chat_row: Mapping[str, Any],
+        chat_row: Mapping[Any, Any],
         revision: int,
         label: str,
         now: datetime,
@@ -197,7 +264,7 @@ class SqlChatWriter(ChatWriter):
     def chat(self) -> Chat:
         return _chat_from_row(self._chat_row)
 
-    def _node_row(self, node_id: str) -> Mapping[str, Any]:
+    def _node_row(self, node_id: str) -> Mapping[Any, Any]:
         row = (
             self.conn.execute(
                 sa.select(t.nodes).where(t.nodes.c.id == node_id, t.nodes.c.chat_id == self.chat_id)
@@ -307,7 +374,7 @@ class SqlChatWriter(ChatWriter):
             "content_hash": text_hash,
             "hidden": hidden,
             "deleted": False,
-            "created": created or self.now,
+            "created": _utc(created or self.now),
             "depth": depth,
             "generation": generation.to_json() if generation else None,
             "extras": dict(extras or {}),
@@ -457,7 +524,7 @@ class SqlChatWriter(ChatWriter):
             "chat_id": self.chat_id,
             "name": branch.name,
             "head_id": branch.head_id,
-            "created": branch.created or self.now,
+            "created": _utc(branch.created or self.now),
         }
         self._replace_row(t.branches, branch.id, row)
         self._log("branch", branch.id, "*", before, _row_json(row))
@@ -476,7 +543,7 @@ class SqlChatWriter(ChatWriter):
             "chat_id": self.chat_id,
             "name": checkpoint.name,
             "node_id": checkpoint.node_id,
-            "created": checkpoint.created or self.now,
+            "created": _utc(checkpoint.created or self.now),
         }
         self._replace_row(t.checkpoints, checkpoint.id, row)
         self._log("checkpoint", checkpoint.id, "*", before, _row_json(row))
@@ -492,7 +559,7 @@ class SqlChatWriter(ChatWriter):
         row = self.conn.execute(sa.select(table).where(table.c.id == key)).mappings().first()
         return _row_json(row) if row is not None else None
 
-    def _replace_row(self, table: sa.Table, key: str, row: Mapping[str, Any] | None) -> None:
+    def _replace_row(self, table: sa.Table, key: str, row: Mapping[Any, Any] | None) -> None:
         self.conn.execute(table.delete().where(table.c.id == key))
         if row is not None:
             self.conn.execute(table.insert(), _row_from_json(row))
@@ -532,7 +599,7 @@ class SqlChatWriter(ChatWriter):
         self.kind, self.target = RevisionKind.REDO, number
         return self._revision(number)
 
-    def _changes_of(self, number: int) -> list[Mapping[str, Any]]:
+    def _changes_of(self, number: int) -> list[Mapping[Any, Any]]:
         rows = self.conn.execute(
             sa.select(t.changes)
             .where(t.changes.c.chat_id == self.chat_id, t.changes.c.revision == number)
@@ -559,7 +626,7 @@ class SqlChatWriter(ChatWriter):
         )
         return _revision_from_row(row)
 
-    def _apply(self, change: Mapping[str, Any], value: Any) -> None:
+    def _apply(self, change: Mapping[Any, Any], value: Any) -> None:
         """Set one logged value (the old one to undo, the new one to redo)."""
         entity, key, column = change["entity"], change["key"], change["field"]
         if entity == "node":
@@ -654,24 +721,23 @@ WITH RECURSIVE path(id, parent_id) AS (
 
 
 def _path_to(conn: Connection, chat_id: str, node_id: str) -> list[Node]:
-    cols = ", ".join(f"n.{c.name}" for c in _NODE_COLUMNS)
     sql = sa.text(
         _PATH_SQL
         + f"""
-        SELECT {cols}, c.text FROM path p
+        SELECT {_RAW_NODE_SQL}, c.text FROM path p
         JOIN nodes n ON n.id = p.id
         JOIN contents c ON c.hash = n.content_hash
         ORDER BY n.depth
         """
-    ).columns(*_NODE_COLUMNS, t.contents.c.text)
-    rows = conn.execute(sql, {"leaf": node_id, "chat": chat_id}).mappings().all()
+    )
+    rows = conn.execute(sql, {"leaf": node_id, "chat": chat_id}).all()
     if not rows:
         raise NotFound(f"no message {node_id} in this chat", field="node_id")
-    return [_node_from_row(r, r["text"]) for r in rows]
+    return [_node_from_raw(r, r[13]) for r in rows]
 
 
 def _state_at(
-    conn: Connection, chat_id: str, node_id: str | None, base: Mapping[str, Any] | None
+    conn: Connection, chat_id: str, node_id: str | None, base: Mapping[Any, Any] | None
 ) -> ChatState:
     if node_id is None:
         return ChatState.from_json(base or {})
@@ -709,7 +775,7 @@ def _checkpoints(conn: Connection, chat_id: str) -> list[Checkpoint]:
     ]
 
 
-def _revision_from_row(row: Mapping[str, Any]) -> Revision:
+def _revision_from_row(row: Mapping[Any, Any]) -> Revision:
     return Revision(
         chat_id=row["chat_id"],
         number=row["number"],
@@ -721,7 +787,7 @@ def _revision_from_row(row: Mapping[str, Any]) -> Revision:
     )
 
 
-def _document_from_row(row: Mapping[str, Any], with_blob: bool = True) -> Document:
+def _document_from_row(row: Mapping[Any, Any], with_blob: bool = True) -> Document:
     return Document(
         id=row["id"],
         kind=row["kind"],
@@ -758,7 +824,7 @@ class SqlStore(Store):
     # ---- chats
 
     def _new_chat_row(self, new: NewChat, now: datetime) -> dict[str, Any]:
-        created = new.created or now
+        created = _utc(new.created or now)
         return {
             "id": new.id or new_id(),
             "owner": new.owner,
@@ -793,7 +859,7 @@ class SqlStore(Store):
         )
 
     def create_chat(self, new: NewChat) -> Chat:
-        now = self.clock()
+        now = _utc(self.clock())
         row = self._new_chat_row(new, now)
         branch_id = new_id()
         row["active_branch_id"] = branch_id
@@ -816,7 +882,7 @@ class SqlStore(Store):
         checkpoints: Sequence[Checkpoint] = (),
         selections: Mapping[str, str] | None = None,
     ) -> Chat:
-        now = self.clock()
+        now = _utc(self.clock())
         chat_row = self._new_chat_row(new, now)
         chat_id = chat_row["id"]
         info: dict[str, tuple[int, str | None]] = {}
@@ -843,7 +909,7 @@ class SqlStore(Store):
                     "content_hash": key,
                     "hidden": node.hidden,
                     "deleted": node.deleted,
-                    "created": node.created or now,
+                    "created": _utc(node.created or now),
                     "depth": depth + 1,
                     "generation": node.generation.to_json() if node.generation else None,
                     "extras": dict(node.extras),
@@ -870,7 +936,7 @@ class SqlStore(Store):
                 "chat_id": chat_id,
                 "name": b.name,
                 "head_id": b.head_id,
-                "created": b.created or now,
+                "created": _utc(b.created or now),
             }
             for b in branches
         ] or [
@@ -907,7 +973,7 @@ class SqlStore(Store):
                             "chat_id": chat_id,
                             "name": c.name,
                             "node_id": c.node_id,
-                            "created": c.created or now,
+                            "created": _utc(c.created or now),
                         }
                         for c in checkpoints
                     ],
@@ -916,7 +982,7 @@ class SqlStore(Store):
 
     @contextmanager
     def write(self, chat_id: str, *, revision: int, label: str) -> Iterator[SqlChatWriter]:
-        now = self.clock()
+        now = _utc(self.clock())
         with self.engine.begin() as conn:
             bumped = conn.execute(
                 t.chats.update()
@@ -944,7 +1010,7 @@ class SqlStore(Store):
             return _chat_from_row(self._chat_row(conn, chat_id))
 
     @staticmethod
-    def _chat_row(conn: Connection, chat_id: str) -> Mapping[str, Any]:
+    def _chat_row(conn: Connection, chat_id: str) -> Mapping[Any, Any]:
         row = conn.execute(sa.select(t.chats).where(t.chats.c.id == chat_id)).mappings().first()
         if row is None:
             raise NotFound(f"no chat {chat_id}", field="chat_id")
@@ -1040,7 +1106,6 @@ class SqlStore(Store):
             return _state_at(conn, chat_id, node_id, row["base_state"])
 
     def active_path(self, chat_id: str, *, include_deleted: bool = False) -> ActivePath:
-        cols = ", ".join(f"n.{c.name}" for c in _NODE_COLUMNS)
         sibling_count = (
             "(SELECT COUNT(*) FROM nodes s WHERE s.chat_id = :chat"
             " AND s.parent_id = n.parent_id AND s.deleted = :no{extra})"
@@ -1048,7 +1113,7 @@ class SqlStore(Store):
         sql = sa.text(
             _PATH_SQL
             + f"""
-            SELECT {cols}, c.text,
+            SELECT {_RAW_NODE_SQL}, c.text,
                 {sibling_count.format(extra="")} AS candidate_count,
                 {sibling_count.format(extra=" AND s.id < n.id")} AS candidate_index
             FROM path p
@@ -1056,18 +1121,13 @@ class SqlStore(Store):
             JOIN contents c ON c.hash = n.content_hash
             ORDER BY n.depth
             """
-        ).columns(
-            *_NODE_COLUMNS,
-            t.contents.c.text,
-            sa.column("candidate_count", sa.Integer),
-            sa.column("candidate_index", sa.Integer),
         )
         with self._read() as conn:
             chat_row = self._chat_row(conn, chat_id)
             chat = _chat_from_row(chat_row)
             leaf = chat.active_leaf_id
             rows = (
-                conn.execute(sql, {"leaf": leaf, "chat": chat_id, "no": False}).mappings().all()
+                conn.execute(sql, {"leaf": leaf, "chat": chat_id, "no": False}).all()
                 if leaf
                 else []
             )
@@ -1075,13 +1135,12 @@ class SqlStore(Store):
         state = chat.base_state
         position = 0
         for row in rows:
-            node = _node_from_row(row, row["text"])
+            node = _node_from_raw(row, row[13])
             if node.state is not None:
                 state = node.state
             if node.deleted and not include_deleted:
                 continue
-            count = row["candidate_count"]
-            index = row["candidate_index"]
+            count, index = row[14], row[15]
             if node.deleted:
                 count += 1
             entries.append(PathEntry(node, position, index, max(count, 1)))
@@ -1215,7 +1274,7 @@ class SqlStore(Store):
         revision: int | None = None,
         owner: str = "",
     ) -> Document:
-        now = self.clock()
+        now = _utc(self.clock())
         with self.engine.begin() as conn:
             current = None
             if id is not None:
@@ -1264,10 +1323,10 @@ class SqlStore(Store):
                     current_revision=current["revision"] + 1,
                     expected=revision,
                 )
-            row = (
+            stored = (
                 conn.execute(sa.select(t.documents).where(t.documents.c.id == id)).mappings().one()
             )
-            return _document_from_row(row)
+            return _document_from_row(stored)
 
     def get_document(self, id: str) -> Document:
         with self._read() as conn:
@@ -1336,6 +1395,10 @@ def _sqlite_engine(path: Path, durability: str) -> Engine:
         cursor.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA busy_timeout=30000")
+        # A 100,000-message chat is ~100 MB: a page cache of 64 MB and memory-mapped
+        # reads keep the path walk off the read() system call.
+        cursor.execute("PRAGMA cache_size=-65536")
+        cursor.execute("PRAGMA mmap_size=268435456")
         cursor.close()
 
     @sa.event.listens_for(engine, "begin")
@@ -1364,6 +1427,9 @@ def migrate(engine: Engine) -> None:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            # Two processes opening a fresh database at once must not both create tables.
+            conn.exec_driver_sql("SELECT pg_advisory_xact_lock(7305982146)")
         config.attributes["connection"] = conn
         command.upgrade(config, "head")
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -269,3 +271,42 @@ def test_two_writers_on_the_same_revision_one_wins(store: SqlStore) -> None:
     with pytest.raises(StaleRevision):
         _append(store, chat.id, 1, "second")
     assert [n.content for n in store.active_path(chat.id).nodes] == ["first"]
+
+
+def test_concurrent_writers_never_lose_an_append(store: SqlStore) -> None:
+    chat = store.create_chat(NewChat(title="busy"))
+    errors: list[BaseException] = []
+
+    def writer(name: str) -> None:
+        try:
+            for i in range(8):
+                while True:
+                    revision = store.get_chat(chat.id).revision
+                    try:
+                        _append(store, chat.id, revision, f"{name}{i}")
+                        break
+                    except StaleRevision:
+                        continue
+        except BaseException as exc:  # reported below; a thread cannot fail the test itself
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(name,)) for name in "abc"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    contents = [n.content for n in store.active_path(chat.id).nodes]
+    assert sorted(contents) == sorted(f"{n}{i}" for n in "abc" for i in range(8))
+    assert store.get_chat(chat.id).revision == 1 + 24
+
+
+def test_timestamps_keep_their_instant_whatever_the_zone(store: SqlStore) -> None:
+    zone = timezone(timedelta(hours=2))
+    moment = datetime(2024, 9, 28, 14, 3, 12, 450000, tzinfo=zone)
+    root = Node(new_id(), "x", None, NodeRole.ASSISTANT, "hi", created=moment)
+    chat = store.import_tree(NewChat(title="t", created=moment), [root], active_leaf_id=root.id)
+    [entry] = store.active_path(chat.id).entries
+    assert entry.node.created == moment
+    assert store.get_chat(chat.id).created == moment
+    assert store.tree(chat.id).nodes[0].created == moment

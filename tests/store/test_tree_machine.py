@@ -105,7 +105,9 @@ class TreeMachine(RuleBasedStateMachine):
     def edit(self, at: int, text: str, resend: bool) -> None:
         node = self.pick(self.path(), at).node
         if resend:
-            self.operate(lambda r: self.chats.edit_and_resend(self.chat_id, node.id, text, revision=r))
+            self.operate(
+                lambda r: self.chats.edit_and_resend(self.chat_id, node.id, text, revision=r)
+            )
         else:
             self.operate(lambda r: self.chats.edit(self.chat_id, node.id, text, revision=r))
 
