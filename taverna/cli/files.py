@@ -21,7 +21,15 @@ from taverna.formats.world_info import dump_world_info, world_info_to_json
 from taverna.model.character import SPEC_V2, SPEC_V3, CardFile
 from taverna.model.document import STDocument
 from taverna.model.lorebook import Lorebook
+from taverna.model.persona import PersonaSet
+from taverna.model.presets import (
+    ChatCompletionPreset,
+    ContextTemplate,
+    InstructTemplate,
+    SystemPromptPreset,
+)
 from taverna.model.quick_reply import LegacyQuickReplySet, QuickReplySet
+from taverna.model.regex_script import RegexScript
 
 MAX_INPUT_BYTES = 512 * 1024 * 1024
 
@@ -39,6 +47,15 @@ def read_file(path: Path) -> Document:
     except OSError as exc:
         raise FormatError(f"cannot read the file: {exc.strerror or exc}", file=name) from None
     return read_any(data, name)
+
+
+# Text from a file never reaches the terminal raw: control characters (escape sequences
+# could rewrite the screen) are shown as escapes.
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
+
+
+def _printable(text: str) -> str:
+    return text.translate(_CONTROL)
 
 
 def _size(n: int) -> str:
@@ -152,12 +169,7 @@ def _summary(document: Document, size: int) -> list[tuple[str, str]]:
             rows.append(("name", str(doc["name"])))
         if "scriptName" in doc:
             rows.append(("name", str(doc["scriptName"])))
-        prompts = doc.get("prompts")
-        if isinstance(prompts, list):
-            rows.append(("prompts", str(len(prompts))))
-        personas = doc.get("personas")
-        if isinstance(personas, dict):
-            rows.append(("personas", ", ".join(f"{v} ({k})" for k, v in personas.items())))
+        rows.extend(_details(value))
         filled = _filled(doc)
         rows.append(("fields filled", f"{len(filled)} of {len(doc)}"))
         return rows
@@ -168,6 +180,47 @@ def _summary(document: Document, size: int) -> list[tuple[str, str]]:
         if isinstance(members, list):
             rows.append(("members", ", ".join(map(str, members))))
     return rows
+
+
+def _details(value: STDocument) -> list[tuple[str, str]]:
+    """The few fields that say what a preset, template or script does."""
+    if isinstance(value, ChatCompletionPreset):
+        order = value.order_for()
+        enabled = sum(1 for item in order if item.enabled)
+        model = getattr(value, f"{value.chat_completion_source}_model", None) or value.openai_model
+        return [
+            ("source", f"{value.chat_completion_source}, model {model or '(none)'}"),
+            ("sampling", f"temperature {value.temperature}, top_p {value.top_p}"),
+            ("context", f"{value.openai_max_context} tokens, reply {value.openai_max_tokens}"),
+            (
+                "prompts",
+                f"{len(value.prompts)} defined, {enabled} of {len(order)} enabled in order",
+            ),
+        ]
+    if isinstance(value, InstructTemplate):
+        return [
+            ("sequences", f"user {value.input_sequence!r}, assistant {value.output_sequence!r}"),
+            ("names", value.effective_names_behavior.value),
+            ("wrap", "yes" if value.wrap else "no"),
+        ]
+    if isinstance(value, ContextTemplate):
+        return [("story string", f"{len(value.story_string):,} characters")]
+    if isinstance(value, SystemPromptPreset):
+        return [("content", f"{len(value.content):,} characters")]
+    if isinstance(value, RegexScript):
+        flags = [n for n, on in (("prompt only", value.prompt_only),
+                                 ("display only", value.markdown_only),
+                                 ("disabled", value.disabled)) if on]  # fmt: skip
+        return [
+            ("find", value.find_regex),
+            ("placement", ", ".join(map(str, value.placement)) or "(none)"),
+            ("flags", ", ".join(flags) or "(none)"),
+        ]
+    if isinstance(value, PersonaSet):
+        return [
+            ("personas", ", ".join(f"{p.name} ({p.avatar})" for p in value.items()) or "(none)")
+        ]
+    return []
 
 
 def as_json(document: Document) -> Any:
@@ -207,7 +260,7 @@ def inspect(
     rows = _summary(document, file.stat().st_size)
     width = max(len(label) for label, _ in rows)
     for label, text in rows:
-        typer.echo(f"{label.rjust(width)}  {text}")
+        typer.echo(f"{label.rjust(width)}  {_printable(text)}")
 
 
 def _card(document: Document) -> CardFile:

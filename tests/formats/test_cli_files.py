@@ -158,3 +158,13 @@ def test_missing_file_exits_2(tmp_path: Path) -> None:
     )
     assert run.returncode == 2
     assert "Traceback" not in run.stderr
+
+
+def test_summary_shows_control_characters_escaped(tmp_path: Path) -> None:
+    card = {"spec": "chara_card_v2", "spec_version": "2.0", "data": {"name": "Eve\u001b[2J\nX"}}
+    path = tmp_path / "eve.json"
+    path.write_text(json.dumps(card))
+    result = runner.invoke(app, ["inspect", str(path)])
+    assert result.exit_code == 0
+    assert "\x1b" not in result.output
+    assert "Eve\\x1b[2J\\x0aX" in result.output
