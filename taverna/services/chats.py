@@ -131,6 +131,27 @@ class ChatService:
             w.set_active(first.id)
         return Outcome(self.store.get_chat(chat.id), first)
 
+    def rename_chat(self, chat_id: str, title: str, *, revision: int) -> Outcome:
+        """Give a chat a new title; nothing links by title, so nothing breaks."""
+        title = self._name(title)
+        with self.store.write(chat_id, revision=revision, label="rename") as w:
+            w.update_chat(title=title)
+        return Outcome(self.store.get_chat(chat_id))
+
+    def update_metadata(
+        self, chat_id: str, changes: Mapping[str, Any], *, revision: int
+    ) -> Outcome:
+        """Set chat metadata keys (a value of None removes the key), keeping the others."""
+        with self.store.write(chat_id, revision=revision, label="metadata") as w:
+            merged = dict(w.chat.metadata)
+            for key, value in changes.items():
+                if value is None:
+                    merged.pop(key, None)
+                else:
+                    merged[key] = value
+            w.update_chat(metadata=merged)
+        return Outcome(self.store.get_chat(chat_id))
+
     def append(
         self,
         chat_id: str,

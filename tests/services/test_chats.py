@@ -384,3 +384,20 @@ def test_operations_on_deleted_or_unknown_messages_fail_cleanly(chats: ChatServi
             cid, chats.active_path(cid).entries[0].node.id, "  ", revision=out.chat.revision
         )
     assert chats.get_chat(cid).revision == out.chat.revision
+
+
+def test_rename_and_metadata_are_undoable_revisions(chats: ChatService) -> None:
+    out = chats.create_chat("old", metadata={"world_info": "Eldoria", "tainted": True})
+    cid = out.chat.id
+    out = chats.rename_chat(cid, "  new title ", revision=out.chat.revision)
+    assert out.chat.title == "new title"
+    out = chats.update_metadata(
+        cid, {"world_info": None, "scenario": "A storm."}, revision=out.chat.revision
+    )
+    assert out.chat.metadata == {"tainted": True, "scenario": "A storm."}
+    out = chats.undo(cid, revision=out.chat.revision)
+    assert out.chat.metadata == {"world_info": "Eldoria", "tainted": True}
+    out = chats.undo(cid, revision=out.chat.revision)
+    assert out.chat.title == "old"
+    with pytest.raises(TavernaError, match="name"):
+        chats.rename_chat(cid, " ", revision=out.chat.revision)
