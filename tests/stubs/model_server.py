@@ -102,6 +102,8 @@ class StubServer:
         self.url = ""
         self.chunks_sent = 0
         self.first_byte_times: list[float] = []
+        # perf_counter() at which each text chunk of the latest reply was handed to the server
+        self.chunk_times: list[float] = []
         self.disconnects = 0
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -149,10 +151,11 @@ class StubServer:
 
     # --------------------------------------------------------------- lifecycle
 
-    def start(self) -> StubServer:
+    def start(self, port: int = 0) -> StubServer:
+        """Serve on 127.0.0.1 (`port` 0: a free one) from a background thread."""
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
+        sock.bind(("127.0.0.1", port))
         port = sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{port}"
         config = uvicorn.Config(
@@ -191,8 +194,43 @@ class StubServer:
                 Route("/api/v1/generate", self._kobold, methods=["POST"]),
                 Route("/api/extra/generate/stream", self._kobold_stream, methods=["POST"]),
                 Route("/api/v1/model", self._kobold_model, methods=["GET"]),
+                Route("/_stub/script", self._control_script, methods=["POST"]),
+                Route("/_stub/release", self._control_release, methods=["POST"]),
+                Route("/_stub/state", self._control_state, methods=["GET"]),
             ]
         )
+
+    # ------------------------------------------------- control from another process
+
+    async def _control_script(self, request: Request) -> Response:
+        """Queue replies given as JSON objects with `Reply`'s fields."""
+        payload = await request.json()
+        items = payload if isinstance(payload, list) else [payload]
+        replies = []
+        for item in items:
+            if "tool_calls" in item:
+                item = {**item, "tool_calls": [tuple(call) for call in item["tool_calls"]]}
+            replies.append(Reply(**item))
+        self.script(*replies)
+        return JSONResponse({"queued": len(replies)})
+
+    async def _control_release(self, request: Request) -> Response:
+        self.release()
+        return JSONResponse({"released": True})
+
+    async def _control_state(self, request: Request) -> Response:
+        """What a test in another process may check (`?requests=1` adds every request seen)."""
+        state: dict[str, Any] = {
+            "request_count": len(self.requests),
+            "problems": self.problems,
+            "chunk_times": self.chunk_times,
+            "disconnects": self.disconnects,
+        }
+        if request.query_params.get("requests"):
+            state["requests"] = [
+                {"path": r.path, "body": r.body, "problems": r.problems} for r in self.requests
+            ]
+        return JSONResponse(state)
 
     async def _receive(
         self, request: Request, check: Callable[[Any], list[str]]
@@ -231,8 +269,11 @@ class StubServer:
                 if reply.hold_after is not None and i == reply.hold_after:
                     while not self._gate.is_set():
                         await asyncio.sleep(0.005)
+                now = time.perf_counter()
                 if i == 0:
-                    self.first_byte_times.append(time.perf_counter())
+                    self.first_byte_times.append(now)
+                    self.chunk_times = []
+                self.chunk_times.append(now)
                 yield chunk
                 self.chunks_sent += 1
                 if reply.delay:
@@ -680,6 +721,31 @@ class StubServer:
         return JSONResponse({"result": f"koboldcpp/{self.models[0]}"})
 
 
+def main(argv: list[str] | None = None) -> None:
+    """Run a stub in its own process: `python -m tests.stubs [--port N] [--key K]`.
+
+    Prints its URL on the first line, then serves until killed. Tests in another
+    process script it over HTTP: `POST /_stub/script` with a list of `Reply` fields,
+    `POST /_stub/release`, `GET /_stub/state`.
+    """
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--key", default=None)
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds between tokens")
+    args = parser.parse_args(argv)
+    stub = StubServer(key=args.key)
+    stub.default = Reply(delay=args.delay)
+    stub.start(port=args.port)
+    print(stub.url, flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        stub.stop()
+
+
 @contextmanager
 def start_stub(
     key: str | None = None, models: tuple[str, ...] = ("stub-model",)
@@ -690,3 +756,7 @@ def start_stub(
         yield stub
     finally:
         stub.stop()
+
+
+if __name__ == "__main__":
+    main()
