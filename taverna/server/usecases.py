@@ -6,6 +6,8 @@ its concept without touching the routes.
 
 from __future__ import annotations
 
+import io
+import zipfile
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,6 +15,7 @@ import httpx
 
 from taverna.engine.macros.evaluate import MacroContext, evaluate
 from taverna.errors import NotFound, ProviderError, TavernaError
+from taverna.formats.st_chat import write_chat
 from taverna.model.chat import CharacterRef, Chat, NodeRole
 from taverna.model.persona import Persona
 from taverna.model.prompt import Prompt
@@ -22,6 +25,7 @@ from taverna.server.schemas import ChatOut, ChatSummaryOut, PersonaRef, PromptOu
 from taverna.server.views import chat_out, chat_summary_out
 from taverna.services.connections import Connection, ConnectionService
 from taverna.services.generation import GenerationService, Turn, TurnKind
+from taverna.services.interchange import InterchangeService
 from taverna.services.library import LibraryKind, LibraryService
 
 
@@ -221,3 +225,22 @@ def set_chat_lorebook(
             metadata.pop("world_info", None)
         w.update_chat(metadata=metadata)
     return ctx.store.get_chat(chat_id)
+
+
+def export_chat(ctx: AppContext, chat_id: str) -> tuple[bytes, str, str]:
+    """A chat's SillyTavern files for download: `(bytes, file name, media type)`.
+
+    A chat without branches is one JSONL; with branches or checkpoints, a zip of the
+    main file and one file per branch, linked as SillyTavern links them.
+    """
+    service = InterchangeService(ctx.store)
+    files = service.export_files(chat_id)
+    texts = [(f"{item.name}.jsonl", write_chat(item.document)) for item in files]
+    if len(texts) == 1:
+        name, text = texts[0]
+        return text.encode("utf-8"), name, "application/jsonl"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, text in texts:
+            archive.writestr(name, text)
+    return buffer.getvalue(), f"{files[0].name}.zip", "application/zip"

@@ -150,3 +150,22 @@ def test_bad_input_is_a_clear_4xx_and_stores_nothing(client: TestClient, ctx: Ap
     assert response.status_code == 404
     after = client.get(f"/api/chats/{chat_id}").json()
     assert after == before
+
+
+def test_export_as_sillytavern_files(client: TestClient, ctx: AppContext) -> None:
+    import io
+    import json
+    import zipfile
+
+    chat_id, ids = make_chat(ctx)
+    single = client.get(f"/api/chats/{chat_id}/export")
+    assert single.status_code == 200
+    lines = single.content.decode("utf-8").splitlines()
+    assert json.loads(lines[1])["mes"] == "Hello, *traveller*."
+    assert json.loads(lines[1])["swipes"] == ["Hello, *traveller*.", "Welcome back."]
+    client.post(f"/api/chats/{chat_id}/branches", json={"node_id": ids[1], "name": "side"})
+    zipped = client.get(f"/api/chats/{chat_id}/export")
+    assert zipped.headers["content-type"] == "application/zip"
+    names = zipfile.ZipFile(io.BytesIO(zipped.content)).namelist()
+    assert len(names) == 2 and all(n.endswith(".jsonl") for n in names)
+    assert client.get("/api/chats/nope/export").status_code == 404

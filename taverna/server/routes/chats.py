@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request, Response
 
 from taverna.errors import NotFound
-from taverna.server import usecases
+from taverna.server import library_use, usecases
 from taverna.server.context import AppContext, context, current_user
 from taverna.server.schemas import (
     BranchIn,
@@ -175,3 +175,10 @@ def set_chat_lorebook(
         revision=_revision(ctx, chat_id, body.revision),
     )
     return usecases.chat_view(ctx, chat_id)
+
+
+@router.get("/{chat_id}/export")
+def export_chat(chat_id: str, ctx: AppContext = Depends(context)) -> Response:
+    """The chat as SillyTavern files: one JSONL, or a zip with every branch's JSONL."""
+    data, name, media = usecases.export_chat(ctx, chat_id)
+    return Response(data, media_type=media, headers=library_use.attachment(name))

@@ -179,7 +179,7 @@ export async function render(root, params) {
     const next = iconButton(t("chat.next_candidate"), "next", () => (canGenerate ? generate("swipe") : select(m, 1)), { class: "swipe-next" });
     next.disabled = busy || (!canGenerate && m.candidate_index >= m.candidate_count);
     return h("span", { class: "swipes" }, prev,
-      h("span", { class: "counter", "aria-label": t("chat.candidate_counter", { n: m.candidate_index, total: m.candidate_count }), text: `${m.candidate_index}/${m.candidate_count}` }),
+      h("span", { class: "counter", title: t("chat.candidate_counter", { n: m.candidate_index, total: m.candidate_count }), text: `${m.candidate_index}/${m.candidate_count}` }),
       next);
   }
 
