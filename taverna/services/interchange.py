@@ -1018,6 +1018,8 @@ class InterchangeService:
     def __init__(self, store: Store, *, clock: Callable[[], datetime] | None = None) -> None:
         self.store = store
         self.clock = clock or (lambda: datetime.now(UTC))
+        # owner -> source fingerprint -> chat id, read from the store once per service
+        self._sources: dict[str, dict[str, str]] = {}
 
     def import_documents(
         self,
@@ -1096,6 +1098,8 @@ class InterchangeService:
             branches=built.branches,
             checkpoints=built.checkpoints,
         )
+        if source is not None and owner in self._sources:
+            self._sources[owner][source] = chat.id
         return ImportedChat(
             chat=chat,
             messages=built.message_count,
@@ -1159,11 +1163,22 @@ class InterchangeService:
 
     def find_source(self, source: str, *, owner: str = "") -> Chat | None:
         """The chat imported earlier from exactly these files, if any."""
-        for listing in self.store.list_chats(owner=owner):
-            st = _chat_st(listing.chat)
-            if st.get("source") == source:
-                return listing.chat
-        return None
+        known = self._sources.get(owner)
+        if known is None:
+            known = {}
+            for listing in self.store.list_chats(owner=owner):
+                fingerprint = _chat_st(listing.chat).get("source")
+                if isinstance(fingerprint, str):
+                    known[fingerprint] = listing.chat.id
+            self._sources[owner] = known
+        chat_id = known.get(source)
+        if chat_id is None:
+            return None
+        try:
+            return self.store.get_chat(chat_id)
+        except NotFound:
+            del known[source]  # deleted since
+            return None
 
     def export_files(self, chat_id: str) -> list[ExportedFile]:
         """The SillyTavern files of a chat (main file first)."""
