@@ -232,8 +232,9 @@ def request_body(
     settings: SillyTavernSettings,
     characters: list[CharacterInfo],
     members: list[str],
+    post_processing: str | None = None,
 ) -> dict[str, Any]:
-    """The body the request to `api` would carry."""
+    """The body the request to `api` would carry (`post_processing`: override the preset's)."""
     from taverna.providers.builders import render_request_body
 
     cc = settings.chat_completion
@@ -253,7 +254,8 @@ def request_body(
             bool(extras.get("claude_use_sysprompt")) if api in ("anthropic", "claude") else None
         ),
         stream=bool(cc.sampling.get("stream", True)),
-        post_processing=str(extras.get("custom_prompt_post_processing", "") or "none"),
+        post_processing=post_processing
+        or str(extras.get("custom_prompt_post_processing", "") or "none"),
     )
 
 
@@ -305,6 +307,14 @@ def prompt(
     ledger: Annotated[
         bool, typer.Option("--ledger", help="print the ledger, readable by a person")
     ] = False,
+    post_processing: Annotated[
+        str | None,
+        typer.Option(
+            "--post-processing",
+            help="none | merge | semi | strict | single: reshape messages for a custom "
+            "OpenAI-compatible endpoint (default: the preset's)",
+        ),
+    ] = None,
     cache_friendly: Annotated[
         bool,
         typer.Option(
@@ -333,6 +343,6 @@ def prompt(
     if ledger:
         typer.echo(render_ledger(built))
         return
-    body = request_body(built, api, loaded, characters, members)
+    body = request_body(built, api, loaded, characters, members, post_processing)
     indent = None if as_json else 2
     typer.echo(json.dumps(body, ensure_ascii=False, indent=indent))
