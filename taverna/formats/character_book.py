@@ -11,7 +11,9 @@ from typing import Any
 from taverna.formats.validation import validate
 from taverna.formats.world_info import world_info_from_json, world_info_to_json
 from taverna.model.character import CharacterBook
-from taverna.model.lorebook import Lorebook
+from taverna.model.lorebook import ENTRY_FIELDS, Lorebook
+
+_APPENDED = ("uid", "displayIndex", "characterFilter")
 
 # WI entry field <- (book entry `extensions` key, default when absent), §7.2.
 _FROM_EXTENSIONS: tuple[tuple[str, str, Any], ...] = (
@@ -79,7 +81,14 @@ def book_to_lorebook(book: CharacterBook, *, card_name: str, file: str | None = 
         }
         for wi_key, ext_key, default in _FROM_EXTENSIONS:
             item[wi_key] = _ext(ext, ext_key, default)
-        entries[str(uid)] = item  # duplicate ids overwrite each other, as in SillyTavern
+        # Key order as SillyTavern's conversion leaves it: the new-entry template's fields,
+        # then `uid` and `displayIndex`, which the template lacks.
+        order = [name for _, name in ENTRY_FIELDS if name not in _APPENDED] + [
+            "uid",
+            "displayIndex",
+        ]
+        ordered = {name: item[name] for name in order if name in item}
+        entries[str(uid)] = ordered  # duplicate ids overwrite each other, as in SillyTavern
     name = book.name or f"{card_name}'s Lorebook"
     return world_info_from_json(
         {"entries": entries, "originalData": original}, name=name, file=file

@@ -86,3 +86,12 @@ def test_standalone_v3_lorebook_file() -> None:
     assert document.kind is FileKind.LOREBOOK_V3
     assert document.value.name == "Loose"
     assert document.value.entries[0].order == 5
+
+
+def test_converted_entries_have_sillytavern_key_order(st_fixtures: Path) -> None:
+    card = read_png_card((st_fixtures / "content" / "default_Seraphina.png").read_bytes())
+    assert card.character.character_book is not None
+    lorebook = book_to_lorebook(card.character.character_book, card_name="Seraphina")
+    keys = list(world_info_to_json(lorebook)["entries"]["0"])
+    assert keys[:3] == ["key", "keysecondary", "comment"]
+    assert keys[-2:] == ["uid", "displayIndex"]
