@@ -31,23 +31,13 @@ DataOption = Annotated[
 ]
 
 
-def data_folder(data: Path | None) -> Path:
-    from taverna.cli.serve import default_data_dir
-
-    return (data or default_data_dir()).expanduser()
-
-
 @contextmanager
 def connection_service(data: Path | None) -> Iterator[ConnectionService]:
-    """The connection service over the store in the data folder."""
-    from taverna.store.sql import open_store
+    """The connection service over the data folder's store."""
+    from taverna.services.data import open_data
 
-    folder = data_folder(data)
-    store = open_store(folder)
-    try:
-        yield ConnectionService(store, folder)
-    finally:
-        store.close()
+    with open_data(data) as folder:
+        yield ConnectionService(folder.store, folder.path)
 
 
 @connection_app.command("add")
