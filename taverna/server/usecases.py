@@ -244,3 +244,43 @@ def export_chat(ctx: AppContext, chat_id: str) -> tuple[bytes, str, str]:
         for name, text in texts:
             archive.writestr(name, text)
     return buffer.getvalue(), f"{files[0].name}.zip", "application/zip"
+
+
+def chat_tree(ctx: AppContext, chat_id: str) -> list[dict[str, Any]]:
+    """The whole tree for the tree view, depth-first, deleted messages left out.
+
+    `level` grows only at forks, so a long chain without alternatives stays flat;
+    `shown` marks the nodes worth a line (roots, the candidates of a fork, leaves and
+    branch heads); `on_path` marks the active path.
+    """
+    tree = ctx.store.tree(chat_id)
+    alive = {n.id for n in tree.nodes if not n.deleted}
+    kids = {k: [n for n in v if n.id in alive] for k, v in tree.children().items()}
+    heads: dict[str, list[str]] = {}
+    for branch in tree.branches:
+        if branch.head_id:
+            heads.setdefault(branch.head_id, []).append(branch.name)
+    on_path = {n.id for n in ctx.store.active_path(chat_id).nodes}
+    out: list[dict[str, Any]] = []
+    stack = [(n, 0, True) for n in reversed(kids.get(None, []))]
+    while stack:
+        node, level, fork_child = stack.pop()
+        children = kids.get(node.id, [])
+        out.append(
+            {
+                "id": node.id,
+                "parent_id": node.parent_id,
+                "depth": node.depth,
+                "level": level,
+                "role": node.role.value,
+                "name": node.speaker,
+                "snippet": node.content[:120],
+                "on_path": node.id in on_path,
+                "branches": heads.get(node.id, []),
+                "shown": fork_child or not children or node.id in heads,
+            }
+        )
+        forked = len(children) > 1
+        for child in reversed(children):
+            stack.append((child, level + (1 if forked else 0), forked))
+    return out

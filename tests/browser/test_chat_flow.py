@@ -155,6 +155,18 @@ def test_chat_story(chromium, taverna: TavernaServer, stub: StubServer, tmp_path
     branches.select_option(label=main)
     expect(page.locator("ol.messages > li.message")).to_have_count(count_before)
 
+    # The tree view shows the forks; picking the old question goes back to it.
+    page.get_by_role("button", name="Conversation tree").click()
+    tree = page.locator("#tree")
+    tree.locator(".tree-node", has_text="Where does this road go?").first.wait_for()
+    shot(page, "desktop-tree")
+    tree.locator(".tree-node", has_text="Where does this road go?").first.get_by_role(
+        "button"
+    ).click()
+    page.locator(".message", has_text="Where does this road go?").wait_for()
+    messages(page).nth(1).get_by_role("button", name="Next candidate").click()
+    page.locator(".message", has_text="Where does the river go?").wait_for()
+
     # Continue the last reply.
     stub.script(Reply(tokens=[" It bends north."]))
     page.get_by_role("button", name="Continue", exact=True).click()

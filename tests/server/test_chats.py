@@ -169,3 +169,18 @@ def test_export_as_sillytavern_files(client: TestClient, ctx: AppContext) -> Non
     names = zipfile.ZipFile(io.BytesIO(zipped.content)).namelist()
     assert len(names) == 2 and all(n.endswith(".jsonl") for n in names)
     assert client.get("/api/chats/nope/export").status_code == 404
+
+
+def test_tree_view_and_show(client: TestClient, ctx: AppContext) -> None:
+    chat_id, ids = make_chat(ctx)
+    client.post(f"/api/chats/{chat_id}/messages/{ids[0]}/select", json={"index": 2})
+    tree = client.get(f"/api/chats/{chat_id}/tree").json()
+    assert {n["id"] for n in tree} >= set(ids)
+    by_id = {n["id"]: n for n in tree}
+    assert by_id[ids[0]]["shown"] and not by_id[ids[0]]["on_path"]
+    assert by_id[ids[2]]["shown"]  # a leaf
+    assert by_id[ids[2]]["level"] == 0  # no fork below the greetings
+    shown = client.post(f"/api/chats/{chat_id}/messages/{ids[2]}/show", json={}).json()
+    assert [m["id"] for m in shown["messages"]] == ids
+    assert client.get("/api/chats/nope/tree").status_code == 404
+    assert client.post(f"/api/chats/{chat_id}/messages/nope/show", json={}).status_code == 404

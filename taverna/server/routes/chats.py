@@ -182,3 +182,19 @@ def export_chat(chat_id: str, ctx: AppContext = Depends(context)) -> Response:
     """The chat as SillyTavern files: one JSONL, or a zip with every branch's JSONL."""
     data, name, media = usecases.export_chat(ctx, chat_id)
     return Response(data, media_type=media, headers=library_use.attachment(name))
+
+
+@router.get("/{chat_id}/tree")
+def chat_tree(chat_id: str, ctx: AppContext = Depends(context)) -> list[dict[str, object]]:
+    """Every message of the chat as a tree, for the tree view."""
+    return usecases.chat_tree(ctx, chat_id)
+
+
+@router.post("/{chat_id}/messages/{node_id}/show", response_model=ChatOut)
+def show_message(
+    chat_id: str, node_id: str, body: RevisionIn, ctx: AppContext = Depends(context)
+) -> ChatOut:
+    """Make the path go through a message (from the tree view); it continues where it last went."""
+    _node_of(ctx, chat_id, node_id)
+    ctx.chats.select_candidate(chat_id, node_id, revision=_revision(ctx, chat_id, body.revision))
+    return usecases.chat_view(ctx, chat_id)

@@ -5,6 +5,7 @@ import { copyText, h, iconButton, mount, toast } from "../dom.js";
 import { t } from "../i18n.js";
 import { renderMarkdown } from "../markdown.js";
 import { openInspector } from "./inspector.js";
+import { openTree } from "./tree.js";
 
 function avatarFor(message, chat) {
   const isUser = message.role === "user";
@@ -37,6 +38,12 @@ export async function render(root, params) {
     h("a", { href: "#/chats", class: "back", "aria-label": t("chat.back"), title: t("chat.back"), text: "‹" }),
     title,
     branchSelect,
+    iconButton(t("tree.open"), "branch", () => openTree(params.id, state.chat.revision, async (chat) => {
+      state.chat = chat;
+      await loadBranches();
+      draw();
+      loadContextLine();
+    }), { attrs: { id: "open-tree" } }),
     iconButton(t("chat.undo"), "undo", () => history("undo")),
     iconButton(t("chat.redo"), "redo", () => history("redo")),
     iconButton(t("chat.inspector"), "inspect", () => openInspector(params.id, null, labels()), { attrs: { id: "open-inspector" } }),

@@ -1,0 +1,35 @@
+// The tree view: every fork of a chat, its candidates and branch heads; pick one to go there.
+
+import { api } from "../api.js";
+import { h, iconButton, mount } from "../dom.js";
+import { t } from "../i18n.js";
+
+/** Open the tree of chat `chatId`; `onPick(chat)` gets the chat after a node was chosen. */
+export async function openTree(chatId, revision, onPick) {
+  document.getElementById("tree")?.remove();
+  const body = h("div", { class: "inspector-body" }, h("p", { class: "muted", text: t("inspector.loading") }));
+  const panel = h("aside", { id: "tree", class: "drawer", role: "dialog", "aria-modal": "true", "aria-label": t("tree.title") },
+    h("div", { class: "drawer-head" }, h("h2", { text: t("tree.title") }),
+      iconButton(t("inspector.close"), "close", () => panel.remove(), { attrs: { id: "close-tree" } })),
+    body);
+  document.body.append(panel);
+  panel.addEventListener("keydown", (e) => e.key === "Escape" && panel.remove());
+  panel.querySelector("#close-tree").focus();
+  const nodes = (await api.get(`/chats/${chatId}/tree`)).filter((n) => n.shown);
+  mount(body, h("p", { class: "muted", text: t("tree.help") }), h("ol", { class: "tree" }, nodes.map((n) =>
+    h("li", { class: `tree-node${n.on_path ? " on-path" : ""}`, style: `--level: ${Math.min(n.level, 12)}` },
+      h("button", {
+        type: "button",
+        class: "link",
+        "aria-current": n.on_path ? "true" : null,
+        onClick: async () => {
+          const chat = await api.post(`/chats/${chatId}/messages/${n.id}/show`, { revision });
+          panel.remove();
+          onPick(chat);
+        },
+      },
+      h("span", { class: "tree-head" },
+        h("span", { class: "strong", text: `#${n.depth} ${n.name || n.role}` }),
+        n.branches.map((b) => h("span", { class: "badge", text: b }))),
+      h("span", { class: "muted clip", text: n.snippet || "…" }))))));
+}
