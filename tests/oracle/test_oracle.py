@@ -6,7 +6,6 @@ sent; the comparison is the oracle's own (`compare.py`), run in-process.
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import json
 from pathlib import Path
@@ -26,14 +25,6 @@ def _compare_module(cases: Path) -> ModuleType:
     return module
 
 
-def _available(module: str, attribute: str | None = None) -> bool:
-    try:
-        found = importlib.import_module(module)
-    except ImportError:
-        return False
-    return attribute is None or hasattr(found, attribute)
-
-
 def _case_dirs() -> list[str]:
     from tests.conftest import shared_dir
 
@@ -47,16 +38,6 @@ def _case_dirs() -> list[str]:
 def test_oracle_case(name: str, oracle_cases: Path) -> None:
     case_dir = oracle_cases / name
     case = json.loads((case_dir / "case.json").read_text())
-    settings = json.loads((case_dir / "settings.json").read_text())
-    global_books = settings.get("world_info_settings", {}).get("world_info", {}).get("globalSelect")
-    if (case.get("worlds") or global_books) and not _available(
-        "taverna.engine.assembly.lorebook_bridge"
-    ):
-        pytest.skip("the lorebook engine is not part of this build")
-    if case.get("api") == "tc" and not _available(
-        "taverna.engine.textgen", "build_text_completion"
-    ):
-        pytest.skip("the Text Completion builder is not part of this build")
     compare = _compare_module(oracle_cases)
     _register()
     runner = CliRunner()

@@ -7,14 +7,13 @@ be swapped in tests and the assembly itself stays a pure function.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 
 from taverna.engine.assembly.budget import MessageCost
 from taverna.engine.assembly.chat_completion import build_chat_completion
 from taverna.engine.assembly.context import AssemblyContext
 from taverna.engine.assembly.turn import Substitute, Turn, prepare_turn
-from taverna.engine.assembly.world import LorebookScan, no_lorebooks
+from taverna.engine.assembly.world import LorebookScan
 from taverna.engine.tokens.cache import TokenCounter
 from taverna.engine.tokens.registry import get_tokenizer
 from taverna.engine.tokens.selection import (
@@ -22,7 +21,6 @@ from taverna.engine.tokens.selection import (
     message_family,
     text_completion_tokenizer,
 )
-from taverna.errors import TavernaError
 from taverna.model.prompt import Prompt
 
 CountText = Callable[[str], int]
@@ -90,22 +88,16 @@ def message_cost(context: AssemblyContext) -> MessageCost:
 
 def default_scan() -> LorebookScan:
     """The project's lorebook engine behind assembly's scan seam."""
-    try:
-        bridge = importlib.import_module("taverna.engine.assembly.lorebook_bridge")
-    except ImportError:  # the lorebook engine is not installed in this build
-        return no_lorebooks
-    scan: LorebookScan = bridge.scan
+    from taverna.engine.assembly.lorebook_bridge import scan
+
     return scan
 
 
 def default_text_builder() -> TextBuilder:
     """The project's Text Completion builder."""
-    try:
-        module = importlib.import_module("taverna.engine.textgen")
-        builder: TextBuilder = module.build_text_completion
-    except (ImportError, AttributeError) as error:
-        raise TavernaError("Text Completion assembly is not available in this build") from error
-    return builder
+    from taverna.engine.textgen import build_text_completion
+
+    return build_text_completion
 
 
 def default_substitute(context: AssemblyContext) -> Substitute:
