@@ -180,8 +180,11 @@ def inspect_prompt(ctx: AppContext, chat_id: str, node_id: str | None) -> Prompt
     kind = TurnKind.NORMAL
     if node_id is not None:
         node = ctx.store.get_node(chat_id, node_id)
-        path = ctx.store.path_to(chat_id, node.parent_id) if node.parent_id else []
-        kind = TurnKind.SWIPE if node.role is NodeRole.ASSISTANT else TurnKind.NORMAL
+        # a swipe's path ends with the reply it replaces; the assembly leaves that one out
+        if node.role is NodeRole.ASSISTANT:
+            path, kind = ctx.store.path_to(chat_id, node.id), TurnKind.SWIPE
+        else:
+            path = ctx.store.path_to(chat_id, node.parent_id) if node.parent_id else []
     connection = service.connections.get(None)
     built = service.build_prompt(Turn(chat, tuple(path), kind, connection.api, False))
     prompt = built if isinstance(built, Prompt) else built.prompt

@@ -196,14 +196,14 @@ def test_chat_story(chromium, taverna: TavernaServer, stub: StubServer, tmp_path
     assert "slow0" in last_message(page).inner_text()
 
     # Reload mid-stream: the page follows the same generation and the result is saved.
-    stub.script(Reply(tokens=[f"tide{i} " for i in range(30)], delay=0.1))
+    stub.script(Reply(tokens=[f"tide{i} " for i in range(60)], delay=0.1))
     page.get_by_label("Message", exact=True).fill("And the tide?")
     page.get_by_role("button", name="Send", exact=True).click()
     page.locator("#streaming", has_text="tide2").wait_for()
     page.reload()
     page.locator("#streaming", has_text="tide0").wait_for()
-    wait_idle(page, "tide29")
-    assert "tide29" in last_message(page).inner_text()
+    wait_idle(page, "tide59")
+    assert "tide59" in last_message(page).inner_text()
     texts = messages(page).all_inner_texts()
 
     # Everything survives a page reload and a server restart.

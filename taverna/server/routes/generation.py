@@ -114,6 +114,7 @@ async def edit_and_resend(
 
 def _event(index: int, event: Any) -> str | None:
     """One generation event as an SSE frame; `id` lets a reconnecting browser resume."""
+    data: dict[str, Any]
     if isinstance(event, TextDelta):
         name, data = "delta", {"text": event.text}
     elif isinstance(event, ReasoningDelta):
@@ -140,7 +141,7 @@ def _event(index: int, event: Any) -> str | None:
 
 
 def _plain(event: Any) -> dict[str, Any]:
-    if is_dataclass(event):
+    if is_dataclass(event) and not isinstance(event, type):
         return {k: (v.value if hasattr(v, "value") else v) for k, v in asdict(event).items()}
     return {}
 

@@ -15,7 +15,7 @@ from taverna.server.context import AppContext, context, current_user
 from taverna.server.prompting import active_choices, set_active
 from taverna.server.schemas import NAME_MAX, Strict
 from taverna.server.uploads import read_limited
-from taverna.services.library import LibraryService
+from taverna.services.library import LibraryKind, LibraryService
 
 router = APIRouter(prefix="/api/presets", tags=["presets"])
 
@@ -55,7 +55,7 @@ class PresetIn(Strict):
     revision: int | None = None
 
 
-def _kind(kind: str) -> presets_use.LibraryKind:
+def _kind(kind: str) -> LibraryKind:
     if kind not in presets_use.KINDS:
         raise TavernaError(f"kind must be one of {', '.join(presets_use.KINDS)}", field="kind")
     return presets_use.KINDS[kind]
@@ -126,11 +126,11 @@ def update_preset(
     preset_id: str, body: PresetIn, lib: LibraryService = Depends(library)
 ) -> PresetOut:
     doc = _find(lib, preset_id)
-    if doc.kind == presets_use.LibraryKind.CHAT_COMPLETION_PRESET.value:
+    if doc.kind == LibraryKind.CHAT_COMPLETION_PRESET.value:
         data = presets_use.apply_chat_edit(doc.data, body.prompts or [], body.sampling or {})
     else:
         data = {**doc.data, **(body.data or {})}
-    kind = presets_use.LibraryKind(doc.kind)
+    kind = LibraryKind(doc.kind)
     data = presets_use.checked(kind, data, doc.name)
     lib.store.put_document(
         doc.kind,
