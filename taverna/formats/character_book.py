@@ -95,76 +95,72 @@ def book_to_lorebook(book: CharacterBook, *, card_name: str, file: str | None = 
     )
 
 
+# book entry `extensions` key <- (WI entry field, default); `_ABSENT` = left out when the
+# entry lacks the field (JSON.stringify drops undefined), any other default is `field ?? default`.
+_ABSENT = object()
+_TO_EXTENSIONS: tuple[tuple[str, str, Any], ...] = (
+    ("position", "position", _ABSENT),
+    ("exclude_recursion", "excludeRecursion", _ABSENT),
+    ("display_index", "displayIndex", _ABSENT),
+    ("probability", "probability", None),
+    ("useProbability", "useProbability", False),
+    ("depth", "depth", 4),
+    ("selectiveLogic", "selectiveLogic", 0),
+    ("group", "group", ""),
+    ("group_override", "groupOverride", False),
+    ("group_weight", "groupWeight", None),
+    ("prevent_recursion", "preventRecursion", False),
+    ("delay_until_recursion", "delayUntilRecursion", False),
+    ("scan_depth", "scanDepth", None),
+    ("match_whole_words", "matchWholeWords", None),
+    ("use_group_scoring", "useGroupScoring", False),
+    ("case_sensitive", "caseSensitive", None),
+    ("automation_id", "automationId", ""),
+    ("role", "role", 0),
+    ("vectorized", "vectorized", False),
+    ("sticky", "sticky", None),
+    ("cooldown", "cooldown", None),
+    ("delay", "delay", None),
+)
+
+# book entry key <- WI entry field, copied as is (left out when absent)
+_TO_ENTRY = (
+    ("keys", "key"),
+    ("secondary_keys", "keysecondary"),
+    ("comment", "comment"),
+    ("content", "content"),
+    ("constant", "constant"),
+    ("selective", "selective"),
+    ("insertion_order", "order"),
+)
+
+
 def lorebook_to_book(lorebook: Lorebook, *, file: str | None = None) -> CharacterBook:
     """The `character_book` SillyTavern writes into a card linked to `lorebook` (§7.3)."""
     raw = world_info_to_json(lorebook)["entries"]
-    # JavaScript orders integer-like object keys ascending
-    keys = sorted(raw, key=lambda k: (0, int(k)) if k.isdecimal() else (1, 0))
+    # JavaScript walks integer-like object keys in ascending order, then the others
+    keys = sorted(raw, key=lambda k: (0, int(k), "") if k.isdecimal() else (1, 0, k))
     entries = []
     for key in keys:
         wi = raw[key]
-        ext: dict[str, Any] = {
-            "position": wi.get("position"),
-            "exclude_recursion": wi.get("excludeRecursion"),
-            "display_index": wi.get("displayIndex"),
-            "probability": wi.get("probability"),
-            "useProbability": _coalesce(wi.get("useProbability"), False),
-            "depth": wi.get("depth"),
-            "selectiveLogic": wi.get("selectiveLogic"),
-            "group": wi.get("group"),
-            "group_override": wi.get("groupOverride"),
-            "group_weight": wi.get("groupWeight"),
-            "prevent_recursion": wi.get("preventRecursion"),
-            "delay_until_recursion": wi.get("delayUntilRecursion"),
-            "scan_depth": wi.get("scanDepth"),
-            "match_whole_words": wi.get("matchWholeWords"),
-            "use_group_scoring": _coalesce(wi.get("useGroupScoring"), False),
-            "case_sensitive": wi.get("caseSensitive"),
-            "automation_id": wi.get("automationId"),
-            "role": wi.get("role"),
-            "vectorized": wi.get("vectorized"),
-            "sticky": wi.get("sticky"),
-            "cooldown": wi.get("cooldown"),
-            "delay": wi.get("delay"),
-        }
-        # JSON.stringify drops undefined values: fields absent from the entry stay out
-        present = {
-            "exclude_recursion": "excludeRecursion",
-            "display_index": "displayIndex",
-            "depth": "depth",
-            "selectiveLogic": "selectiveLogic",
-            "group": "group",
-            "group_override": "groupOverride",
-            "group_weight": "groupWeight",
-            "prevent_recursion": "preventRecursion",
-            "delay_until_recursion": "delayUntilRecursion",
-            "scan_depth": "scanDepth",
-            "match_whole_words": "matchWholeWords",
-            "case_sensitive": "caseSensitive",
-            "automation_id": "automationId",
-            "role": "role",
-            "vectorized": "vectorized",
-            "sticky": "sticky",
-            "cooldown": "cooldown",
-            "delay": "delay",
-            "position": "position",
-        }
-        for ext_key, wi_key in present.items():
-            if wi_key not in wi:
-                ext.pop(ext_key)
-        entry: dict[str, Any] = {
-            "id": wi.get("uid"),
-            "keys": wi.get("key", []),
-            "secondary_keys": wi.get("keysecondary", []),
-            "comment": wi.get("comment", ""),
-            "content": wi.get("content", ""),
-            "constant": wi.get("constant", False),
-            "selective": wi.get("selective", False),
-            "insertion_order": wi.get("order", 100),
-            "enabled": not wi.get("disable", False),
-            "position": "before_char" if wi.get("position") == 0 else "after_char",
-            "use_regex": True,
-            "extensions": ext,
-        }
+        entry: dict[str, Any] = {}
+        if "uid" in wi:
+            entry["id"] = wi["uid"]
+        for book_key, wi_key in _TO_ENTRY:
+            if wi_key in wi:
+                entry[book_key] = wi[wi_key]
+        entry["enabled"] = not wi.get("disable")
+        # JavaScript's loose `position == 0`: 0, "0", "" and false count as before
+        before = "position" in wi and wi["position"] in (0, "0", "")
+        entry["position"] = "before_char" if before else "after_char"
+        entry["use_regex"] = True
+        extensions: dict[str, Any] = {}
+        for ext_key, wi_key, default in _TO_EXTENSIONS:
+            if default is _ABSENT:
+                if wi_key in wi:
+                    extensions[ext_key] = wi[wi_key]
+            else:
+                extensions[ext_key] = _coalesce(wi.get(wi_key), default)
+        entry["extensions"] = extensions
         entries.append(entry)
     return validate(CharacterBook, {"entries": entries, "name": lorebook.name}, file=file)

@@ -95,3 +95,24 @@ def test_converted_entries_have_sillytavern_key_order(st_fixtures: Path) -> None
     keys = list(world_info_to_json(lorebook)["entries"]["0"])
     assert keys[:3] == ["key", "keysecondary", "comment"]
     assert keys[-2:] == ["uid", "displayIndex"]
+
+
+def test_export_fills_sillytavern_defaults_for_absent_fields() -> None:
+    from taverna.formats.world_info import world_info_from_json
+
+    sparse = world_info_from_json(
+        {"entries": {"3": {"uid": 3, "key": ["k"], "content": "c", "position": 0}}}, name="Sparse"
+    )
+    entry = lorebook_to_book(sparse).to_json()["entries"][0]
+    assert entry["id"] == 3 and entry["enabled"] is True and entry["position"] == "before_char"
+    assert "comment" not in entry and "insertion_order" not in entry  # undefined stays out
+    ext = entry["extensions"]
+    assert ext["position"] == 0
+    assert "display_index" not in ext and "exclude_recursion" not in ext
+    assert (ext["depth"], ext["role"], ext["probability"], ext["useProbability"]) == (
+        4,
+        0,
+        None,
+        False,
+    )
+    assert (ext["group_weight"], ext["use_group_scoring"], ext["sticky"]) == (None, False, None)
