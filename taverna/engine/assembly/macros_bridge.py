@@ -24,17 +24,22 @@ def macro_context(context: AssemblyContext) -> MacroContext:
     chat_key = str(context.metadata.extras.get("chat_id_hash", "")) or (
         context.messages[0].id if context.messages else ""
     )
+
+    def card(text: str) -> str:
+        # script.js getCharacterCardFields: the values macros print are trimmed, no `\r`.
+        return text.strip().replace("\r", "")
+
     return MacroContext(
         user=context.persona.name,
         char=character.name if character else "",
         group=", ".join(context.group_members) if context.is_group else None,
-        description=character.description if character else "",
-        personality=character.personality if character else "",
-        scenario=(context.metadata.scenario or character.scenario) if character else "",
-        persona=context.persona.description,
-        mes_examples=character.mes_example if character else "",
-        char_prompt=character.system_prompt if character else "",
-        char_jailbreak=character.post_history_instructions if character else "",
+        description=card(character.description) if character else "",
+        personality=card(character.personality) if character else "",
+        scenario=card(context.metadata.scenario or character.scenario) if character else "",
+        persona=card(context.persona.description),
+        mes_examples=card(character.mes_example) if character else "",
+        char_prompt=card(character.system_prompt) if character else "",
+        char_jailbreak=card(character.post_history_instructions) if character else "",
         model=context.chat_completion.model if context.api != "textgen" else "",
         last_message=last.text if last else "",
         last_message_id=len(context.messages) - 1 if context.messages else None,

@@ -407,3 +407,11 @@ def test_cache_friendly_moves_slots_with_changing_macros() -> None:
     friendly = pairs(build(replace(ctx, cache_friendly=True)))
     assert normal[1][1].startswith("It is ")
     assert friendly[-1][1].startswith("It is ")
+
+
+def test_card_fields_are_trimmed_for_their_formats_section_2() -> None:
+    """§2: card fields are trimmed and `\\r`-free, also where a format prints them."""
+    character = replace(SERAPHINA, scenario="  S\r\n", personality="P \n")
+    got = pairs(build(context(character=character)))
+    assert ("system", "[Circumstances and context of the dialogue: S]", None) in got
+    assert ("system", "[Seraphina's personality: P]", None) in got
