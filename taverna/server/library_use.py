@@ -20,8 +20,9 @@ from taverna.formats.detect import FileKind, detect
 from taverna.formats.world_info import world_info_from_json, world_info_to_json
 from taverna.model.character import CardFile, Character
 from taverna.model.lorebook import Entry, Lorebook
+from taverna.model.persona import Persona, PersonaDescriptor
 from taverna.server.cards import CharacterFields, CharacterOut, apply_fields, character_out
-from taverna.server.schemas import LorebookOut
+from taverna.server.schemas import LorebookOut, PersonaIn
 from taverna.services.library import LibraryKind, LibraryService, StoredItem
 
 CARD_KINDS = (FileKind.CARD_PNG, FileKind.CARD_JSON, FileKind.CARD_CHARX)
@@ -207,3 +208,55 @@ def replace_entry(
         entries[key] = {**entry, "uid": uid}
     data["entries"] = entries
     _write_book(lib, lorebook_id, data)
+
+
+# ----------------------------------------------------------------- personas
+
+
+def all_personas(lib: LibraryService) -> list[tuple[str, Persona]]:
+    return [
+        (d.id, Persona.model_validate(dict(d.data))) for d in lib.documents(LibraryKind.PERSONA)
+    ]
+
+
+def save_persona(lib: LibraryService, body: PersonaIn, doc_id: str | None) -> str:
+    """Create or change a persona; a name is used once, and one persona is the default."""
+    existing = dict(all_personas(lib))
+    for other_id, other in existing.items():
+        if other.name == body.name and other_id != doc_id:
+            raise Conflict(f"a persona named {body.name!r} exists already", field="name")
+    old = existing.get(doc_id) if doc_id else None
+    persona = Persona(
+        avatar=old.avatar if old else f"{body.name}.png",
+        name=body.name,
+        descriptor=PersonaDescriptor(
+            description=body.description, position=body.position, depth=body.depth, role=body.role
+        ),
+        is_default=body.is_default,
+    )
+    if doc_id:
+        doc = lib.get(LibraryKind.PERSONA, doc_id)
+        saved = lib.store.put_document(
+            doc.kind,
+            body.name,
+            persona.to_json(),
+            id=doc.id,
+            revision=doc.revision,
+            owner=doc.owner,
+        ).id
+    else:
+        saved = lib.put_persona(persona).id
+    if body.is_default:
+        # One default persona: the others lose the mark.
+        for other_id, other in all_personas(lib):
+            if other_id != saved and other.is_default:
+                doc = lib.get(LibraryKind.PERSONA, other_id)
+                lib.store.put_document(
+                    doc.kind,
+                    doc.name,
+                    other.model_copy(update={"is_default": False}).to_json(),
+                    id=doc.id,
+                    revision=doc.revision,
+                    owner=doc.owner,
+                )
+    return saved

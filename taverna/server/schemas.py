@@ -224,3 +224,17 @@ class LorebookOut(BaseModel):
     entries: list[dict[str, Any]] = Field(
         description="SillyTavern world info entries, by SillyTavern's own field names"
     )
+
+
+# ----------------------------------------------------------------- personas
+
+
+class PersonaIn(Strict):
+    name: str = Field(min_length=1, max_length=NAME_MAX)
+    description: str = Field(default="", max_length=TEXT_MAX)
+    # SillyTavern's persona description positions: 0 in the prompt, 2 before and 3 after
+    # the author's note, 4 in the chat at a depth, 9 nowhere.
+    position: int = Field(default=0, ge=0, le=9)
+    depth: int = Field(default=2, ge=0, le=10_000)
+    role: int = Field(default=0, ge=0, le=2)
+    is_default: bool = False
