@@ -286,3 +286,45 @@ def test_sampling_names_from_every_preset_kind_agree() -> None:
 def test_a_sampling_value_of_the_wrong_type_names_its_field() -> None:
     with pytest.raises(FormatError, match="temp_openai"):
         Sampling.from_preset({"temp_openai": "hot"})
+
+
+def test_gemini_tool_round_becomes_function_call_and_response_parts() -> None:
+    call = {"id": "c1", "name": "roll", "arguments": '{"n": 2}'}
+    prompt = chat(
+        PromptMessage(U, "Roll"),
+        PromptMessage(A, "Rolling.", tool_calls=(call,)),
+        PromptMessage(Role.TOOL, '{"total": 7}', tool_call_id="c1"),
+        PromptMessage(Role.TOOL, "not json", tool_call_id="c1"),
+    )
+    tool = ToolSpec("roll", "Roll dice")
+    options = RequestOptions(model="gemini-2.0-flash", tools=(tool,), tool_choice="required")
+    body = build_request(prompt, Api.GOOGLE, options).body
+    assert body["contents"][1] == {
+        "role": "model",
+        "parts": [{"text": "Rolling."}, {"functionCall": {"name": "roll", "args": {"n": 2}}}],
+    }
+    assert body["contents"][2]["parts"] == [
+        {"functionResponse": {"name": "roll", "response": {"total": 7}}},
+        {"functionResponse": {"name": "roll", "response": {"result": "not json"}}},
+    ]
+    assert body["toolConfig"] == {"functionCallingConfig": {"mode": "ANY"}}
+    assert body["tools"][0]["functionDeclarations"][0]["name"] == "roll"
+    assert schemas.check_gemini(dict(body)) == []
+
+
+def test_openai_tool_round_keeps_tool_calls_and_results() -> None:
+    call = {"id": "c1", "name": "roll", "arguments": '{"n": 2}'}
+    prompt = chat(
+        PromptMessage(U, "Roll"),
+        PromptMessage(A, "", tool_calls=(call,)),
+        PromptMessage(Role.TOOL, "7", tool_call_id="c1", name="roll"),
+    )
+    body = build_request(
+        prompt, Api.OPENAI, RequestOptions(model="gpt-4o", tools=(ToolSpec("roll", "Roll"),))
+    ).body
+    assert body["messages"][1]["tool_calls"] == [
+        {"id": "c1", "type": "function", "function": {"name": "roll", "arguments": '{"n": 2}'}}
+    ]
+    assert body["messages"][2] == {"role": "tool", "content": "7", "tool_call_id": "c1"}
+    assert body["tool_choice"] == "auto"
+    assert schemas.check_openai_chat(dict(body), compatible=False) == []

@@ -228,3 +228,14 @@ def test_redact_masks_the_key_and_pieces_of_it() -> None:
     assert redact(f"key {KEY} bad", KEY) == "key *** bad"
     assert KEY[4:12] not in redact(f"...{KEY[4:12]}...", KEY)
     assert redact("nothing here", "") == "nothing here"
+
+
+TRICKY = ["行く", "\n\n", "data: [DONE]", "😀", " \r\n", "event: error", '{"a": 1}', "\\n"]
+
+
+@pytest.mark.parametrize("api", list(Api), ids=[a.value for a in Api])
+def test_any_text_survives_the_wire_unchanged(stub: StubServer, api: Api) -> None:
+    stub.script(Reply(tokens=TRICKY))
+    events = run(stub, api)
+    assert text_of(events) == "".join(TRICKY)
+    assert isinstance(events[-1], Finish)
