@@ -58,7 +58,7 @@ from taverna.providers.request import Api, RequestOptions
 from taverna.providers.transport import Timeouts, stream_events
 from taverna.services.chats import ChatService, Outcome
 from taverna.services.connections import Connection, ConnectionService
-from taverna.services.tools import ToolRegistry
+from taverna.services.tools import ToolRegistry, default_tools
 from taverna.store.repository import Store
 
 DRAFT_KIND = "draft"
@@ -301,7 +301,7 @@ class GenerationService:
         self.chats = chats or ChatService(store)
         self.connections = connections
         self.build_prompt = build_prompt
-        self.tools = tools or ToolRegistry()
+        self.tools = tools if tools is not None else default_tools()
         self.registry = registry or GenerationRegistry()
         self.timeouts = timeouts or Timeouts()
         self.clock = clock

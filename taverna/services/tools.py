@@ -117,3 +117,17 @@ DICE_TOOL = Tool(
 def default_tools() -> ToolRegistry:
     """The tools taverna ships with."""
     return ToolRegistry([DICE_TOOL])
+
+
+def declared_tools(preset: Mapping[str, Any]) -> tuple[str, ...]:
+    """The tools a Chat Completion preset offers: its `tools` names when `function_calling` is on.
+
+    SillyTavern's presets have only the `function_calling` switch; the list of tool
+    names is taverna's own key in the same preset (unknown keys travel unchanged).
+    """
+    if not preset.get("function_calling"):
+        return ()
+    names = preset.get("tools") or ()
+    if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+        raise TavernaError("expected a list of tool names", field="tools")
+    return tuple(names)
