@@ -39,9 +39,11 @@ from taverna.engine.assembly.injections import (
 )
 from taverna.engine.assembly.turn import Turn, speaker_role
 from taverna.engine.macros import has_macros
+from taverna.engine.textgen.stop import custom_stopping_strings
 from taverna.model.prompt import Ledger, LedgerItem, Prompt, PromptMessage, Role
 
 ABSOLUTE = 1  # prompt-manager `injection_position` for in-chat prompts
+MAX_STOP_STRINGS = 4  # openai.js: Chat Completion sends at most 4 custom stop strings
 _KNOWN_EXTENSION_KEYS = frozenset(
     {
         SUMMARY_KEY,
@@ -485,7 +487,7 @@ def build_chat_completion(context: AssemblyContext, turn: Turn, cost: MessageCos
     return Prompt(
         kind="chat",
         messages=messages,
-        stop=cc.stop,
+        stop=(*cc.stop, *custom_stopping_strings(context.power_user, macros))[:MAX_STOP_STRINGS],
         prefill=cc.assistant_prefill,
         sampling=dict(cc.sampling),
         ledger=_ledger(turn, parts, layout, error),

@@ -415,3 +415,12 @@ def test_card_fields_are_trimmed_for_their_formats_section_2() -> None:
     got = pairs(build(context(character=character)))
     assert ("system", "[Circumstances and context of the dialogue: S]", None) in got
     assert ("system", "[Seraphina's personality: P]", None) in got
+
+
+def test_custom_stop_strings_at_most_four_section_7_1() -> None:
+    """§7.1: Chat Completion sends only the custom stop strings, macro'd, at most 4."""
+    ctx = context()
+    strings = '["{{user}}:", "A", "B", "C", "D"]'
+    ctx = replace(ctx, power_user=replace(ctx.power_user, custom_stopping_strings=strings))
+    assert build(ctx).stop == ("Alex:", "A", "B", "C")
+    assert build(context()).stop == ()
