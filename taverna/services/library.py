@@ -50,7 +50,7 @@ from taverna.services.interchange import (
     linked_files_beside,
     read_chat_file,
 )
-from taverna.store.repository import Document, Store
+from taverna.store.repository import UNSET, Document, Store
 
 
 class LibraryKind(StrEnum):
@@ -201,11 +201,12 @@ class LibraryService:
         existing = self.store.find_documents(kind.value, name=name, owner=self.owner)
         if existing:
             old = existing[-1]
+            # A file without a picture (a JSON card) keeps the picture stored before.
             doc = self.store.put_document(
                 kind.value,
                 name,
                 data,
-                blob=blob,
+                blob=UNSET if blob is None else blob,
                 id=old.id,
                 revision=old.revision,
                 owner=self.owner,

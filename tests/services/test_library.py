@@ -204,3 +204,18 @@ def test_group_branch_files_merge_using_the_group_file_metadata(
     branch = next(s for s in store.branches(chat.chat.id) if s.branch.name == branch_id)
     assert store.state_at(chat.chat.id, branch.branch.head_id).variables == {"x": 1}
     assert not [s for s in report.skipped if "group chats" in s.path]
+
+
+def test_a_card_without_picture_keeps_the_stored_picture(
+    library: LibraryService, st_fixtures: Path, tmp_path: Path
+) -> None:
+    import json
+
+    png = library.import_path(st_fixtures / "content" / "default_Seraphina.png").stored[0]
+    card = library.character(png.id).character.to_json()
+    path = tmp_path / "Seraphina.json"
+    path.write_text(json.dumps({"spec": "chara_card_v2", "spec_version": "2.0", "data": card}))
+    again = library.import_path(path).stored[0]
+    assert again.id == png.id and again.replaced
+    avatar = library.character(png.id).avatar
+    assert avatar is not None and avatar.startswith(b"\x89PNG")
