@@ -368,3 +368,35 @@ def test_tool_rounds_stop_after_five(world: World) -> None:
     assert len(sent) == 6
     assert all("tools" in r.body for r in sent[:5]) and "tools" not in sent[5].body
     assert done.outcome is Ending.SAVED and done.text == "again"
+
+
+def test_failed_reply_and_failed_continue_leave_drafts_that_can_be_kept(world: World) -> None:
+    world.stub.script(
+        Reply(tokens=["Half a ", "reply", "lost"], cut_after=2),
+        Reply(tokens=["Whole."]),
+        Reply(tokens=[" And", " more", " lost"], cut_after=2),
+    )
+
+    async def main() -> tuple[Completed, Completed, Completed]:
+        failed = await (await world.service.send(world.chat_id, "Hi")).wait()
+        saved = await (await world.service.regenerate(world.chat_id)).wait()
+        extended = await (await world.service.continue_reply(world.chat_id)).wait()
+        return failed, saved, extended
+
+    failed, saved, extended = run(main())
+    assert failed.outcome is Ending.FAILED and extended.outcome is Ending.FAILED
+    assert saved.outcome is Ending.SAVED
+    assert world.path()[-1] == ("assistant", "Whole.")
+    drafts = world.service.drafts(world.chat_id)
+    assert [(d.kind, d.text) for d in drafts] == [
+        (TurnKind.NORMAL, "Half a reply"),
+        (TurnKind.CONTINUE, " And more"),
+    ]
+    world.service.keep_draft(drafts[1].id)
+    assert world.path()[-1] == ("assistant", "Whole. And more")
+    world.service.keep_draft(drafts[0].id)
+    # the kept reply becomes another candidate after "Hi"; the person stays where they were
+    hi = world.store.active_path(world.chat_id).nodes[1]
+    replies = [n.content for n in world.store.children(world.chat_id, hi.id)]
+    assert replies == ["Whole. And more", "Half a reply"]
+    assert world.path()[-1] == ("assistant", "Whole. And more")
