@@ -122,11 +122,32 @@ def convert_messages(
     return contents, system
 
 
+# Gemini refuses more than five stop sequences
+MAX_STOP = 5
+
+
+def stop_sequences(prompt: Prompt, options: RequestOptions) -> list[str]:
+    """The speaker's name line first, then the custom stop strings (algo-providers.md §8).
+
+    SillyTavern sends `"\n{user}:"` (`"\n{char}:"` when impersonating), its new-chat
+    prompt and three custom strings; the new-chat prompt is the prompt's business, so
+    here the custom strings fill the rest of Gemini's five.
+    """
+    name = options.char_name if options.impersonate else options.user_name
+    out = [f"\n{name}:"] if name else []
+    for stop in prompt.stop:
+        if len(out) >= MAX_STOP:
+            break
+        if stop and stop not in out:
+            out.append(stop)
+    return out
+
+
 def build_body(prompt: Prompt, options: RequestOptions) -> dict[str, Any]:
     """The exact JSON body POSTed to `models/{model}:streamGenerateContent`."""
     sampling = Sampling.from_preset(prompt.sampling)
     contents, system = convert_messages(prompt, options)
-    config: dict[str, Any] = {"stopSequences": list(prompt.stop), "candidateCount": 1}
+    config: dict[str, Any] = {"stopSequences": stop_sequences(prompt, options), "candidateCount": 1}
     if sampling.max_tokens is not None:
         config["maxOutputTokens"] = sampling.max_tokens
     if sampling.temperature is not None:

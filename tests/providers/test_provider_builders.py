@@ -159,7 +159,7 @@ def test_gemini_body_roles_system_instruction_and_safety_off() -> None:
     ]
     assert {s["threshold"] for s in body["safetySettings"]} == {"BLOCK_NONE"}
     assert body["generationConfig"] == {
-        "stopSequences": ["\nUser:"],
+        "stopSequences": ["\nAlex:", "\nUser:"],
         "candidateCount": 1,
         "maxOutputTokens": 200,
         "temperature": 0.9,
@@ -328,3 +328,13 @@ def test_openai_tool_round_keeps_tool_calls_and_results() -> None:
     assert body["messages"][2] == {"role": "tool", "content": "7", "tool_call_id": "c1"}
     assert body["tool_choice"] == "auto"
     assert schemas.check_openai_chat(dict(body), compatible=False) == []
+
+
+def test_gemini_stop_sequences_lead_with_the_name_and_stay_within_five() -> None:
+    prompt = chat(PromptMessage(U, "Hi"), stop=("a", "b", "c", "d", "e", "f"))
+    body = render_request_body(prompt, "google", model="gemini-2.0-flash", user_name="Alex")
+    assert body["generationConfig"]["stopSequences"] == ["\nAlex:", "a", "b", "c", "d"]
+    impersonating = build_request(
+        prompt, Api.GOOGLE, RequestOptions(model="g", char_name="Aria", impersonate=True)
+    ).body
+    assert impersonating["generationConfig"]["stopSequences"][0] == "\nAria:"
