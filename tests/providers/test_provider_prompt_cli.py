@@ -38,3 +38,25 @@ def test_anthropic_and_google_bodies_are_printed(oracle_cases: Path) -> None:
     assert "max_tokens" in claude and "stop_sequences" in claude
     gemini = run(case, "--api", "google")
     assert "contents" in gemini and "safetySettings" in gemini
+
+
+def test_llamacpp_body_agrees_with_what_sillytavern_sent(oracle_cases: Path) -> None:
+    """Every field taverna sends to llama.cpp has the value SillyTavern sent for it."""
+    from taverna.cli.prompt import GenerationKind, build_prompt
+    from taverna.providers.builders import render_request_body
+
+    case = oracle_cases / "07_text_completion_chatml"
+    card = json.loads((case / "case.json").read_text())["characters"][0]["file"]
+    prompt, *_ = build_prompt(
+        case / "settings.json",
+        [case / card],
+        case / "chat.jsonl",
+        [],
+        "textgen",
+        GenerationKind.NORMAL,
+    )
+    body = render_request_body(prompt, "llamacpp")
+    expected = json.loads((case / "expected.json").read_text())
+    # llama.cpp documents the breakers as an array; SillyTavern keeps its JSON string
+    assert body.pop("dry_sequence_breakers") == json.loads(expected["dry_sequence_breakers"])
+    assert {k: expected[k] for k in body} == body
