@@ -311,12 +311,18 @@ def tree_lines(tree: ChatTree) -> list[str]:
 def export_chat(
     chat_id: str = typer.Argument(..., metavar="ID", help="Chat id (or a unique prefix)."),
     out: Path = typer.Option(..., "--out", help="Folder to write the SillyTavern files into."),
+    text: bool = typer.Option(
+        False, "--text", help="Also write the active path as plain text (`.txt`)."
+    ),
     data: Path | None = DataOption,
 ) -> None:
     """Write a chat as SillyTavern JSONL: the active path, plus one file per other branch."""
     with _opened(data) as folder:
         chat_id = _chat_id(folder, chat_id)
-        written = InterchangeService(folder.store).export_to(chat_id, out)
+        service = InterchangeService(folder.store)
+        written = service.export_to(chat_id, out)
+        if text:
+            written.append(service.export_text_to(chat_id, out))
     for path in written:
         typer.echo(str(path))
 

@@ -390,12 +390,38 @@ def iter_lines(data: str | bytes) -> Iterator[tuple[int, str]]:
             yield number, raw
 
 
-def read_chat(data: str | bytes, *, source: str = "<chat>", lenient: bool = False) -> ChatDocument:
+def _flatten_chub(value: JsonObject) -> JsonObject:
+    """formats-chat.md §10: Chub exports hold `{"message": ...}` objects where ST has text."""
+    mes = value.get("mes")
+    swipes = value.get("swipes")
+    if not isinstance(mes, dict) and not (
+        isinstance(swipes, list) and any(isinstance(s, dict) for s in swipes)
+    ):
+        return value
+    flat = dict(value)
+    if isinstance(mes, dict) and isinstance(mes.get("message"), str):
+        flat["mes"] = mes["message"]
+    if isinstance(swipes, list):
+        flat["swipes"] = [
+            s["message"] if isinstance(s, dict) and isinstance(s.get("message"), str) else s
+            for s in swipes
+        ]
+    return flat
+
+
+def read_chat(
+    data: str | bytes,
+    *,
+    source: str = "<chat>",
+    lenient: bool = False,
+    flatten_chub: bool = False,
+) -> ChatDocument:
     """Read a SillyTavern chat JSONL text.
 
     Strict by default: a line that is not a JSON object, or a known field of the wrong type, raises
     FormatError naming the source, the line and the field. `lenient=True` does what SillyTavern
     does with unparseable lines (drops them) and lists them in `skipped` instead.
+    `flatten_chub=True` turns Chub's message objects into text, as SillyTavern's importer does.
     """
     try:
         lines = list(iter_lines(data))
@@ -416,6 +442,8 @@ def read_chat(data: str | bytes, *, source: str = "<chat>", lenient: bool = Fals
                 _validate_header(value, source=source, line=number)
                 header = ChatHeader(value)
             else:
+                if flatten_chub:
+                    value = _flatten_chub(value)
                 _validate_message(value, source=source, line=number)
                 messages.append(ChatMessage(value))
         except ValueError as exc:
@@ -523,6 +551,22 @@ def chat_lines(document: ChatDocument) -> Iterator[str]:
 def write_chat(document: ChatDocument) -> str:
     """The chat as SillyTavern writes it: compact JSON lines joined by `\\n`, no final newline."""
     return "\n".join(chat_lines(document))
+
+
+def chat_as_text(document: ChatDocument) -> str:
+    """The chat as SillyTavern's plain-text export (formats-chat.md §10).
+
+    `<name>: <text>` and a blank line per message with text, hidden messages left out, the
+    shown text (`extra.display_text`) preferred.
+    """
+    parts = []
+    for message in document.messages:
+        if message.hidden or not message.text:
+            continue
+        shown = message.extra.get("display_text")
+        text = shown if isinstance(shown, str) and shown else message.text
+        parts.append(f"{message.name}: {text}\n\n")
+    return "".join(parts)
 
 
 # ---------------------------------------------------------------------------

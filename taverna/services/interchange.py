@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from taverna.errors import FormatError, NotFound
@@ -27,6 +27,7 @@ from taverna.formats.st_chat import (
     ChatHeader,
     ChatMessage,
     JsonObject,
+    chat_as_text,
     format_send_date,
     humanized_date,
     iso_date,
@@ -904,7 +905,7 @@ def read_chat_file(path: Path, *, lenient: bool = False) -> tuple[ChatDocument, 
         data = path.read_bytes()
     except OSError as exc:
         raise FormatError(f"cannot read ({exc.strerror})", file=str(path)) from None
-    document = read_chat(data, source=str(path), lenient=lenient)
+    document = read_chat(data, source=str(path), lenient=lenient, flatten_chub=True)
     if document.header is None and not document.messages and not document.skipped:
         # formats-chat.md §2: SillyTavern leaves empty chat files out as well.
         raise FormatError("the chat file is empty", file=str(path))
@@ -1161,6 +1162,30 @@ class InterchangeService:
             )
         return results
 
+    def import_data(
+        self,
+        data: bytes,
+        file_name: str,
+        *,
+        characters: Sequence[CharacterRef] = (),
+        owner: str = "",
+        again: bool = False,
+    ) -> ImportedChat:
+        """Import one uploaded chat file (its branch files cannot come along this way)."""
+        name = PurePath(file_name).stem or "Imported chat"
+        with bulk():
+            document = read_chat(data, source=file_name, flatten_chub=True)
+        if document.header is None and not document.messages:
+            raise FormatError("the chat file is empty", file=file_name)
+        return self.import_documents(
+            document,
+            name=name,
+            characters=characters,
+            owner=owner,
+            source=fingerprint({name: file_digest(data)}),
+            again=again,
+        )
+
     def find_source(self, source: str, *, owner: str = "") -> Chat | None:
         """The chat imported earlier from exactly these files, if any."""
         known = self._sources.get(owner)
@@ -1190,6 +1215,14 @@ class InterchangeService:
         document = self.export_files(chat_id)[0].document
         with bulk():
             return write_chat(document)
+
+    def export_text_to(self, chat_id: str, folder: Path) -> Path:
+        """Write the active path as SillyTavern's plain-text export; returns its path."""
+        main = self.export_files(chat_id)[0]
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / f"{main.name}.txt"
+        target.write_text(chat_as_text(main.document), encoding="utf-8")
+        return target
 
     def export_to(self, chat_id: str, folder: Path) -> list[Path]:
         """Write a chat's SillyTavern files into `folder`; returns their paths."""

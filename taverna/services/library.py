@@ -583,7 +583,7 @@ class LibraryService:
                 if not data.strip():
                     report.skipped.append(Skipped(str(path), "empty chat file"))
                     continue
-                document = read_chat(data, source=str(path), lenient=True)
+                document = read_chat(data, source=str(path), lenient=True, flatten_chub=True)
             except TavernaError as exc:
                 report.skipped.append(Skipped(str(path), str(exc)))
                 continue
@@ -662,7 +662,7 @@ class LibraryService:
             chat_id = path.stem
             try:
                 data = _read_bytes(path)
-                document = read_chat(data, source=str(path), lenient=True)
+                document = read_chat(data, source=str(path), lenient=True, flatten_chub=True)
             except TavernaError as exc:
                 report.skipped.append(Skipped(str(path), str(exc)))
                 continue

@@ -260,3 +260,29 @@ def test_any_chat_round_trips(metadata: dict[str, object], lines: list[dict[str,
 @given(st.floats(allow_nan=False, allow_infinity=False))
 def test_js_numbers_read_back_to_the_same_float(value: float) -> None:
     assert float(js_number(value)) == value or value == 0
+
+
+def test_chub_messages_are_flattened_on_request() -> None:
+    text = (
+        '{"user_name":"a","chat_metadata":{}}\n'
+        '{"name":"x","is_user":false,"mes":{"message":"hi"},"swipe_id":0,'
+        '"swipes":[{"message":"hi"},{"message":"hello"}]}'
+    )
+    with pytest.raises(FormatError):
+        read_chat(text)
+    (message,) = read_chat(text, flatten_chub=True).messages
+    assert message.text == "hi" and message.fields["swipes"] == ["hi", "hello"]
+    assert message.swipes_consistent
+
+
+def test_plain_text_export(st_fixtures: Path) -> None:
+    from taverna.formats.st_chat import chat_as_text
+
+    path = next(st_fixtures.rglob("Seraphina - 2024-09-28@14h03m12s.jsonl"))
+    text = chat_as_text(read_chat(path.read_text(encoding="utf-8")))
+    blocks = text.split("\n\n")
+    assert blocks[0].startswith("Seraphina: *You wake")
+    assert blocks[1].startswith("Traveler: Where am I?")
+    assert "moonpetal garden later" not in text  # the hidden comment stays out
+    assert text.endswith('moonpetal garden."\n\n')
+    assert len(blocks) == 6 + 1

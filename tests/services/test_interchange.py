@@ -308,3 +308,16 @@ def test_group_chat_made_in_taverna_exports_in_the_group_layout(
     assert document.is_group
     assert [m.name for m in document.messages] == ["Seraphina", "Kael"]
     assert document.messages[0].fields["is_group"] is True
+
+
+def test_uploaded_chat_bytes_import_once(
+    interchange: InterchangeService, store: SqlStore, seraphina: Path
+) -> None:
+    data = (seraphina / f"{MAIN}.jsonl").read_bytes()
+    first = interchange.import_data(data, f"{MAIN}.jsonl")
+    assert first.messages == 7 and first.chat.title == MAIN
+    again = interchange.import_data(data, f"{MAIN}.jsonl")
+    assert again.already_imported and again.chat.id == first.chat.id
+    with pytest.raises(FormatError, match="empty"):
+        interchange.import_data(b"", "nothing.jsonl")
+    assert interchange.export_jsonl(first.chat.id) == data.decode("utf-8")

@@ -126,3 +126,11 @@ def test_among_several_files_a_bad_one_is_skipped(
     assert "empty.jsonl: the chat file is empty" in result.output
     again = runner.invoke(app, ["import", str(empty)])
     assert again.exit_code != 0 and "the chat file is empty" in str(again.exception)
+
+
+def test_export_as_plain_text_too(data: Path, st_fixtures: Path, tmp_path: Path) -> None:
+    chat_id, _ = imported_chat(st_fixtures)
+    out = tmp_path / "text"
+    printed = run("chats", "export", chat_id, "--out", str(out), "--text")
+    assert f"{MAIN}.txt" in printed
+    assert (out / f"{MAIN}.txt").read_text(encoding="utf-8").startswith("Seraphina: ")
