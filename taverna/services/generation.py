@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -60,6 +61,8 @@ from taverna.services.chats import ChatService, Outcome
 from taverna.services.connections import Connection, ConnectionService
 from taverna.services.tools import ToolRegistry, default_tools
 from taverna.store.repository import Store
+
+logger = logging.getLogger(__name__)
 
 DRAFT_KIND = "draft"
 # algo-providers.md §12 [newer]: at most five tool rounds, then a plain answer is required
@@ -481,6 +484,20 @@ class GenerationService:
         return run
 
     async def _run(self, plan: _Plan) -> Completed:
+        """The generation's task: never ends without publishing a `Completed`."""
+        try:
+            return await self._generate(plan)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            # a bug must not leave followers waiting forever; the person sees what failed
+            logger.exception("generation %s failed unexpectedly", plan.run.id)
+            if plan.run.done:
+                raise
+            message = f"unexpected error: {type(exc).__name__}: {exc}"
+            return self._fail(plan, plan.run.text, message, Ending.FAILED)
+
+    async def _generate(self, plan: _Plan) -> Completed:
         run = plan.run
         started = self.clock()
         started_clock = time.perf_counter()

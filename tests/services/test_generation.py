@@ -400,3 +400,32 @@ def test_failed_reply_and_failed_continue_leave_drafts_that_can_be_kept(world: W
     replies = [n.content for n in world.store.children(world.chat_id, hi.id)]
     assert replies == ["Whole. And more", "Half a reply"]
     assert world.path()[-1] == ("assistant", "Whole. And more")
+
+
+def test_a_broken_prompt_builder_fails_loudly_before_anything_runs(world: World) -> None:
+    def broken(turn: Turn) -> Prompt:
+        raise KeyError("no such preset")
+
+    world.service.build_prompt = broken
+
+    async def main() -> None:
+        with pytest.raises(KeyError):
+            await world.service.regenerate(world.chat_id)
+
+    run(main())
+    assert world.service.registry.for_chat(world.chat_id, running_only=True) == []
+
+
+def test_an_unexpected_error_inside_a_run_still_completes_it(world: World) -> None:
+    class Exploding(ToolRegistry):
+        def specs(self, names: Any) -> tuple[ToolSpec, ...]:
+            raise RuntimeError("boom")
+
+    world.service.tools = Exploding()
+
+    async def main() -> Completed:
+        return await (await world.service.send(world.chat_id, "Hi")).wait()
+
+    done = run(main())
+    assert done.outcome is Ending.FAILED and done.error == "unexpected error: RuntimeError: boom"
+    assert world.path() == [("assistant", "Welcome."), ("user", "Hi")]
