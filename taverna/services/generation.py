@@ -41,6 +41,8 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
+import httpx
+
 from taverna.errors import Conflict, NotFound, TavernaError
 from taverna.model.chat import Chat, GenerationInfo, Node, NodeRole, new_id
 from taverna.model.prompt import Prompt, PromptMessage, Role
@@ -299,7 +301,12 @@ class GenerationService:
         timeouts: Timeouts | None = None,
         clock: Callable[[], datetime] = _utcnow,
         owner: str = "",
+        http: httpx.AsyncClient | None = None,
     ) -> None:
+        """`http`: a client to reuse across generations (kept-alive connections, no new TLS
+        handshake per reply); it must belong to the event loop the generations run in.
+        Without one, each generation opens and closes its own."""
+        self.http = http
         self.store = store
         self.chats = chats or ChatService(store)
         self.connections = connections
@@ -522,7 +529,11 @@ class GenerationService:
                     key=key,
                 )
                 async for event in stream_events(
-                    request, stream_parser(plan.connection.api), secret=key, timeouts=self.timeouts
+                    request,
+                    stream_parser(plan.connection.api),
+                    client=self.http,
+                    secret=key,
+                    timeouts=self.timeouts,
                 ):
                     run.publish(event)
                     if isinstance(event, TextDelta):
