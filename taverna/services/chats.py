@@ -129,14 +129,14 @@ class ChatService:
             assert first is not None
             w.set_selection(None, first.id)
             w.set_active(first.id)
-        return Outcome(self.store.get_chat(chat.id), first)
+        return Outcome(w.chat, first)
 
     def rename_chat(self, chat_id: str, title: str, *, revision: int) -> Outcome:
         """Give a chat a new title; nothing links by title, so nothing breaks."""
         title = self._name(title)
         with self.store.write(chat_id, revision=revision, label="rename") as w:
             w.update_chat(title=title)
-        return Outcome(self.store.get_chat(chat_id))
+        return Outcome(w.chat)
 
     def update_metadata(
         self, chat_id: str, changes: Mapping[str, Any], *, revision: int
@@ -150,7 +150,7 @@ class ChatService:
                 else:
                     merged[key] = value
             w.update_chat(metadata=merged)
-        return Outcome(self.store.get_chat(chat_id))
+        return Outcome(w.chat)
 
     def append(
         self,
@@ -181,7 +181,7 @@ class ChatService:
             )
             w.set_selection(parent, node.id)
             w.set_active(node.id)
-        return Outcome(self.store.get_chat(chat_id), node)
+        return Outcome(w.chat, node)
 
     def swipe(
         self,
@@ -213,7 +213,7 @@ class ChatService:
             if select:
                 w.set_selection(beside.parent_id, node.id)
                 w.set_active(node.id)
-        return Outcome(self.store.get_chat(chat_id), node)
+        return Outcome(w.chat, node)
 
     def select_candidate(self, chat_id: str, node_id: str, *, revision: int) -> Outcome:
         """Choose `node_id` at its place; the path continues where it last went below it."""
@@ -221,7 +221,7 @@ class ChatService:
             node = w.get_node(node_id)
             self._require_alive(node)
             self._activate(w, w.descend(node.id))
-        return Outcome(self.store.get_chat(chat_id), self.store.get_node(chat_id, node_id))
+        return Outcome(w.chat, self.store.get_node(chat_id, node_id))
 
     def step_candidate(self, chat_id: str, node_id: str, step: int, *, revision: int) -> Outcome:
         """Move `step` candidates from `node_id` (the `‹` and `›` arrows), wrapping around."""
@@ -239,7 +239,7 @@ class ChatService:
         """Replace a message's text in place; the old text stays in its history."""
         with self.store.write(chat_id, revision=revision, label="edit") as w:
             node = w.update_node(node_id, content=content)
-        return Outcome(self.store.get_chat(chat_id), node)
+        return Outcome(w.chat, node)
 
     def edit_and_resend(
         self, chat_id: str, node_id: str, content: str, *, revision: int
@@ -259,7 +259,7 @@ class ChatService:
                 created=self.clock(),
             )
             self._activate(w, node.id)
-        return Outcome(self.store.get_chat(chat_id), node)
+        return Outcome(w.chat, node)
 
     def set_hidden(
         self, chat_id: str, node_ids: Iterable[str], hidden: bool, *, revision: int
@@ -271,7 +271,7 @@ class ChatService:
             last: Node | None = None
             for node_id in node_ids:
                 last = w.update_node(node_id, hidden=hidden)
-        return Outcome(self.store.get_chat(chat_id), last)
+        return Outcome(w.chat, last)
 
     def hide_range(
         self, chat_id: str, start: int, end: int, *, revision: int, hidden: bool = True
@@ -292,7 +292,7 @@ class ChatService:
             for node in visible[start : end + 1]:
                 if node.hidden != hidden:
                     last = w.update_node(node.id, hidden=hidden)
-        return Outcome(self.store.get_chat(chat_id), last)
+        return Outcome(w.chat, last)
 
     def delete(self, chat_id: str, node_id: str, *, revision: int) -> Outcome:
         """Delete one message (a restorable tombstone); later messages stay.
@@ -306,7 +306,7 @@ class ChatService:
             w.update_node(node_id, deleted=True)
             if w.chat.active_leaf_id == node_id:
                 self._retreat(w, node)
-        return Outcome(self.store.get_chat(chat_id), self.store.get_node(chat_id, node_id))
+        return Outcome(w.chat, self.store.get_node(chat_id, node_id))
 
     def delete_from_here(self, chat_id: str, node_id: str, *, revision: int) -> Outcome:
         """Delete a message of the active path and every message after it on that path."""
@@ -322,7 +322,7 @@ class ChatService:
             head = path[start]
             w.set_selection(head.parent_id, None)
             w.set_active(head.parent_id)
-        return Outcome(self.store.get_chat(chat_id), self.store.get_node(chat_id, node_id))
+        return Outcome(w.chat, self.store.get_node(chat_id, node_id))
 
     def restore(self, chat_id: str, node_id: str, *, revision: int) -> Outcome:
         """Bring a deleted message back (its own tombstone only)."""
@@ -331,7 +331,7 @@ class ChatService:
             if not node.deleted:
                 raise TavernaError("that message is not deleted", field="node_id")
             node = w.update_node(node_id, deleted=False)
-        return Outcome(self.store.get_chat(chat_id), node)
+        return Outcome(w.chat, node)
 
     # ----------------------------------------------------- branches, checkpoints
 
@@ -353,14 +353,14 @@ class ChatService:
             w.put_branch(branch)
             if switch:
                 self._activate(w, node_id, branch_id=branch.id)
-        return Outcome(self.store.get_chat(chat_id), node)
+        return Outcome(w.chat, node)
 
     def switch_branch(self, chat_id: str, branch_id: str, *, revision: int) -> Outcome:
         """Make a branch active: the path becomes the path to its head."""
         with self.store.write(chat_id, revision=revision, label="switch branch") as w:
             branch = self._branch(w, branch_id)
             self._activate(w, branch.head_id, branch_id=branch.id)
-        return Outcome(self.store.get_chat(chat_id))
+        return Outcome(w.chat)
 
     def rename_branch(self, chat_id: str, branch_id: str, name: str, *, revision: int) -> Outcome:
         name = self._name(name)
@@ -369,7 +369,7 @@ class ChatService:
             if branch.name != name:
                 self._unique_branch_name(w, name)
                 w.put_branch(Branch(branch.id, chat_id, name, branch.head_id, branch.created))
-        return Outcome(self.store.get_chat(chat_id))
+        return Outcome(w.chat)
 
     def delete_branch(self, chat_id: str, branch_id: str, *, revision: int) -> Outcome:
         """Remove a branch pointer (not its messages); the active branch cannot go."""
@@ -378,7 +378,7 @@ class ChatService:
             if w.chat.active_branch_id == branch_id:
                 raise TavernaError("switch to another branch first", field="branch_id")
             w.remove_branch(branch_id)
-        return Outcome(self.store.get_chat(chat_id))
+        return Outcome(w.chat)
 
     def create_checkpoint(
         self, chat_id: str, node_id: str, name: str, *, revision: int
@@ -392,14 +392,14 @@ class ChatService:
                 raise TavernaError(f"a checkpoint named {name!r} exists", field="name")
             checkpoint = Checkpoint(new_id(), chat_id, name, node_id, self.clock())
             w.put_checkpoint(checkpoint)
-        return Outcome(self.store.get_chat(chat_id), node), checkpoint
+        return Outcome(w.chat, node), checkpoint
 
     def delete_checkpoint(self, chat_id: str, checkpoint_id: str, *, revision: int) -> Outcome:
         with self.store.write(chat_id, revision=revision, label="delete checkpoint") as w:
             if not any(c.id == checkpoint_id for c in w.checkpoints()):
                 raise NotFound("no such checkpoint", field="checkpoint_id")
             w.remove_checkpoint(checkpoint_id)
-        return Outcome(self.store.get_chat(chat_id))
+        return Outcome(w.chat)
 
     # -------------------------------------------------------------------- state
 
@@ -413,7 +413,7 @@ class ChatService:
                 node = None
             else:
                 node = w.update_node(node_id, state=state)
-        return Outcome(self.store.get_chat(chat_id), node)
+        return Outcome(w.chat, node)
 
     def update_state(
         self, chat_id: str, *, revision: int, node_id: str | None = None, **changes: Any
@@ -432,13 +432,13 @@ class ChatService:
         """Revert the newest operation not yet undone (itself a new revision)."""
         with self.store.write(chat_id, revision=revision, label="undo") as w:
             w.undo()
-        return Outcome(self.store.get_chat(chat_id))
+        return Outcome(w.chat)
 
     def redo(self, chat_id: str, *, revision: int) -> Outcome:
         """Re-apply the operation undone last; a new operation since then forbids it."""
         with self.store.write(chat_id, revision=revision, label="redo") as w:
             w.redo()
-        return Outcome(self.store.get_chat(chat_id))
+        return Outcome(w.chat)
 
     # ---------------------------------------------------------------- helpers
 

@@ -1148,11 +1148,14 @@ class SqlStore(Store):
         with self._read() as conn:
             chat = _chat_from_row(self._chat_row(conn, chat_id))
             rows = conn.execute(
-                _node_select()
-                .where(t.nodes.c.chat_id == chat_id)
-                .order_by(t.nodes.c.depth, t.nodes.c.id)
-            ).mappings()
-            nodes = tuple(_node_from_row(r, r["text"]) for r in rows)
+                sa.text(
+                    f"SELECT {_RAW_NODE_SQL}, c.text FROM nodes n"
+                    " JOIN contents c ON c.hash = n.content_hash"
+                    " WHERE n.chat_id = :chat ORDER BY n.depth, n.id"
+                ),
+                {"chat": chat_id},
+            ).all()
+            nodes = tuple(_node_from_raw(r, r[13]) for r in rows)
             chosen = conn.execute(
                 sa.select(t.selections.c.parent_id, t.selections.c.child_id).where(
                     t.selections.c.chat_id == chat_id
@@ -1177,15 +1180,38 @@ class SqlStore(Store):
                         BranchSummary(branch, 0, None, branch.id == chat.active_branch_id)
                     )
                     continue
-                path = _path_to(conn, chat_id, branch.head_id)
-                alive = [n for n in path if not n.deleted]
-                result.append(
-                    BranchSummary(
-                        branch,
-                        len(alive),
-                        alive[-1] if alive else None,
-                        branch.id == chat.active_branch_id,
+                # Count without materializing the path; then the newest live message.
+                length = conn.execute(
+                    sa.text(
+                        _PATH_SQL + "SELECT COUNT(*) FROM path p JOIN nodes n ON n.id = p.id"
+                        " WHERE n.deleted = :no"
+                    ),
+                    {"leaf": branch.head_id, "chat": chat_id, "no": False},
+                ).scalar()
+                last_id = conn.execute(
+                    sa.text(
+                        """
+                        WITH RECURSIVE up(id, parent_id, deleted, depth) AS (
+                            SELECT id, parent_id, deleted, depth FROM nodes
+                            WHERE id = :leaf AND chat_id = :chat
+                            UNION ALL
+                            SELECT n.id, n.parent_id, n.deleted, n.depth
+                            FROM nodes n JOIN up ON n.id = up.parent_id
+                            WHERE up.deleted = :yes
+                        )
+                        SELECT id FROM up WHERE deleted = :no ORDER BY depth DESC LIMIT 1
+                        """
+                    ),
+                    {"leaf": branch.head_id, "chat": chat_id, "no": False, "yes": True},
+                ).scalar()
+                last = None
+                if last_id is not None:
+                    row = (
+                        conn.execute(_node_select().where(t.nodes.c.id == last_id)).mappings().one()
                     )
+                    last = _node_from_row(row, row["text"])
+                result.append(
+                    BranchSummary(branch, length or 0, last, branch.id == chat.active_branch_id)
                 )
             return result
 

@@ -207,8 +207,17 @@ class TreeMachine(RuleBasedStateMachine):
             assert 0 <= entry.candidate_index < entry.candidate_count
         assert full.state == effective_state(nodes, chat.base_state)
         assert self.chats.state_at(self.chat_id) == full.state
-        heads = {b.branch.id: b.branch.head_id for b in self.chats.list_branches(self.chat_id)}
+        listed = self.chats.list_branches(self.chat_id)
+        heads = {b.branch.id: b.branch.head_id for b in listed}
         assert heads[chat.active_branch_id] == chat.active_leaf_id  # type: ignore[index]
+        for summary in listed:
+            head = summary.branch.head_id
+            alive = (
+                [n for n in self.store.path_to(self.chat_id, head) if not n.deleted] if head else []
+            )
+            assert summary.length == len(alive)
+            assert summary.last_message == (alive[-1] if alive else None)
+            assert summary.active == (summary.branch.id == chat.active_branch_id)
 
 
 TreeMachine.TestCase.settings = settings(
