@@ -310,3 +310,11 @@ def test_timestamps_keep_their_instant_whatever_the_zone(store: SqlStore) -> Non
     assert entry.node.created == moment
     assert store.get_chat(chat.id).created == moment
     assert store.tree(chat.id).nodes[0].created == moment
+
+
+def test_migrations_build_exactly_the_declared_schema(store: SqlStore) -> None:
+    from alembic.autogenerate import compare_metadata
+
+    with store.engine.connect() as conn:
+        differences = compare_metadata(MigrationContext.configure(conn), t.metadata)
+    assert differences == []

@@ -221,7 +221,7 @@ class TreeMachine(RuleBasedStateMachine):
 
 
 TreeMachine.TestCase.settings = settings(
-    max_examples=25,
+    max_examples=20,
     stateful_step_count=25,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
