@@ -617,7 +617,9 @@ class GenerationService:
     def _save(self, plan: _Plan, text: str, info: GenerationInfo) -> Completed:
         """Write the result into the tree in one transaction."""
         kind, anchor = plan.kind, plan.anchor
+        text = trim_at_stop(text, plan.prompt.stop)
         if kind is TurnKind.IMPERSONATE:
+            text = text.strip()
             draft_id = self._keep_as_draft(plan, text, "impersonation")
             return self._finish(plan, Completed(Ending.IMPERSONATED, text, draft_id=draft_id))
         if kind is not TurnKind.CONTINUE:
@@ -735,6 +737,28 @@ class GenerationService:
     def _finish(plan: _Plan, done: Completed) -> Completed:
         plan.run.publish(done)
         return done
+
+
+def trim_at_stop(text: str, stops: Sequence[str]) -> str:
+    """The reply cut at the first stop string, and without a stop string's start at its end.
+
+    APIs take only some stop strings (OpenAI four), and a reply cut by its length can
+    end halfway into one; SillyTavern cleans replies the same way (algo-providers.md §8).
+    """
+    cut = len(text)
+    for stop in stops:
+        if stop:
+            found = text.find(stop)
+            if 0 <= found < cut:
+                cut = found
+    text = text[:cut]
+    for stop in stops:
+        for size in range(min(len(stop) - 1, len(text)), 0, -1):
+            if text.endswith(stop[:size]):
+                if stop[:size].strip():
+                    text = text[:-size]
+                break
+    return text
 
 
 def _add(a: int | None, b: int | None) -> int | None:

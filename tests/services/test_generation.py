@@ -445,3 +445,31 @@ def test_a_shared_http_client_is_used_and_left_open(world: World) -> None:
 
     assert run(main()) is False
     assert [c for _, c in world.path()][-2:] == ["b", "Two."]
+
+
+def test_replies_are_cut_at_stop_strings() -> None:
+    from taverna.services.generation import trim_at_stop
+
+    stops = ("\nAlex:", "<|im_end|>")
+    assert trim_at_stop("Sure.\nAlex: and me", stops) == "Sure."
+    assert trim_at_stop("Sure.<|im_end|>\n<|im_start|>", stops) == "Sure."
+    assert trim_at_stop("Sure.\nAle", stops) == "Sure."
+    assert trim_at_stop("Sure. <|im", stops) == "Sure. "
+    assert trim_at_stop("Alexander came.", stops) == "Alexander came."
+    assert trim_at_stop("text", ()) == "text"
+
+
+def test_a_reply_running_into_the_next_turn_is_cut(world: World) -> None:
+    def with_stop(turn: Turn) -> Prompt:
+        prompt = simple_builder(world.turns)(turn)
+        assert isinstance(prompt, Prompt)
+        return Prompt(kind="chat", messages=prompt.messages, stop=("\nAlex:",))
+
+    world.service.build_prompt = with_stop
+    world.stub.script(Reply(tokens=["Fine.", "\nAlex:", " me too"]))
+
+    async def main() -> Completed:
+        return await (await world.service.send(world.chat_id, "Hi")).wait()
+
+    done = run(main())
+    assert done.text == "Fine." and world.path()[-1] == ("assistant", "Fine.")
