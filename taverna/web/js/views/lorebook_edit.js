@@ -14,6 +14,8 @@ const CHOICES = {
   selectiveLogic: [[0, "AND ANY"], [1, "NOT ALL"], [2, "NOT ANY"], [3, "AND ALL"]],
   role: [[0, "system"], [1, "user"], [2, "assistant"]],
 };
+// On/off fields where "unset" means "use the global setting".
+const TRISTATE = ["caseSensitive", "matchWholeWords", "useGroupScoring"];
 const label = (field) => {
   const text = t(`entry.${field}`);
   return text === `entry.${field}` ? field : text;
@@ -27,7 +29,12 @@ function entryEditor(entry) {
     const value = entry[field];
     const id = `e-${field}`;
     let control;
-    if (CHOICES[field]) {
+    if (TRISTATE.includes(field)) {
+      const pick = value === true ? "true" : value === false ? "false" : "";
+      control = h("select", { id }, [["", t("entry.use_global")], ["true", t("entry.yes")], ["false", t("entry.no")]].map(([v, text]) =>
+        h("option", { value: v, selected: v === pick ? "selected" : null, text })));
+      box.append(h("label", { class: "field", for: id }, h("span", { text: label(field) }), control));
+    } else if (CHOICES[field]) {
       control = h("select", { id }, CHOICES[field].map(([v, text]) => h("option", { value: v, selected: Number(value) === v ? "selected" : null, text })));
       if (value === null || value === undefined) control.prepend(h("option", { value: "", selected: "selected", text: "—" }));
       box.append(h("label", { class: "field", for: id }, h("span", { text: label(field) }), control));
@@ -51,11 +58,12 @@ function entryEditor(entry) {
   box.read = () => {
     const out = { ...entry };
     for (const [field, [orig, control]] of Object.entries(controls)) {
-      if (CHOICES[field]) out[field] = control.value === "" ? null : Number(control.value);
+      if (TRISTATE.includes(field)) out[field] = control.value === "" ? null : control.value === "true";
+      else if (CHOICES[field]) out[field] = control.value === "" ? null : Number(control.value);
       else if (typeof orig === "boolean") out[field] = control.checked;
       else if (Array.isArray(orig)) out[field] = control.value.split(/[,，]/).map((s) => s.trim()).filter(Boolean);
       else if (control.type === "number") out[field] = control.value === "" ? null : Number(control.value);
-      else out[field] = control.value;
+      else out[field] = orig === null && control.value === "" ? null : control.value;
     }
     return out;
   };

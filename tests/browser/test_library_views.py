@@ -1,0 +1,94 @@
+"""The library views do what they say: create a character, a persona, edit a lorebook entry,
+and reorder and switch prompt-manager slots, each checked through the API afterwards."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import TavernaServer
+
+pytestmark = pytest.mark.browser
+
+
+def test_create_a_character_with_the_form(chromium, taverna: TavernaServer) -> None:  # type: ignore[no-untyped-def]
+    page = chromium.new_page(viewport={"width": 1280, "height": 800})
+    page.goto(taverna.url + "/#/characters/new")
+    page.locator("#f-name").fill("李白")
+    page.locator("#f-description").fill("A poet who drinks with the moon.")
+    page.get_by_label("Alternate greetings").get_by_role("button", name="Add greeting").click()
+    page.locator(".greeting textarea").first.fill("举杯邀明月。")
+    page.locator("#f-tags").fill("poet，唐")
+    page.locator("#character-form").get_by_role("button", name="Save").click()
+    page.get_by_role("heading", name="李白").wait_for()
+    found = next(c for c in taverna.api("GET", "/characters").json() if c["name"] == "李白")
+    card = taverna.api("GET", f"/characters/{found['id']}").json()
+    assert card["description"] == "A poet who drinks with the moon."
+    assert card["alternate_greetings"] == ["举杯邀明月。"]
+    assert card["tags"] == ["poet", "唐"]
+    page.get_by_role("link", name="Export JSON").wait_for()
+    page.close()
+
+
+def test_create_a_persona(chromium, taverna: TavernaServer) -> None:  # type: ignore[no-untyped-def]
+    page = chromium.new_page(viewport={"width": 375, "height": 812})
+    page.goto(taverna.url + "/#/personas")
+    page.get_by_role("button", name="New persona").click()
+    page.locator("#persona-name").fill("Wren")
+    page.locator("#persona-description").fill("A courier.")
+    page.locator("#persona-position").select_option("4")
+    page.locator("#persona-is_default").check()
+    page.get_by_role("button", name="Save").click()
+    page.get_by_role("button", name="Wren (default)").wait_for()
+    wren = next(p for p in taverna.api("GET", "/personas").json() if p["name"] == "Wren")
+    assert (wren["description"], wren["position"], wren["is_default"]) == ("A courier.", 4, True)
+    page.close()
+
+
+def test_edit_a_lorebook_entry(chromium, taverna: TavernaServer) -> None:  # type: ignore[no-untyped-def]
+    book = next(b for b in taverna.api("GET", "/lorebooks").json() if b["name"] == "Brasswater")
+    page = chromium.new_page(viewport={"width": 1280, "height": 800})
+    page.goto(f"{taverna.url}/#/lorebooks/{book['id']}")
+    page.get_by_label("Search entries").fill("heron")
+    page.locator(".entries li button").first.click()
+    page.locator("#e-content").fill("The heron is a boat, 苍鹭.")
+    page.locator("#e-key").fill("heron, 苍鹭")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator(".toast")).to_contain_text("Saved")
+    entries = taverna.api("GET", f"/lorebooks/{book['id']}").json()["entries"]
+    heron = next(e for e in entries if "苍鹭" in e["key"])
+    assert heron["content"] == "The heron is a boat, 苍鹭."
+    page.close()
+
+
+def test_prompt_manager_reorders_and_switches(
+    chromium, taverna: TavernaServer, st_fixtures: Path
+) -> None:  # type: ignore[no-untyped-def]
+    path = st_fixtures / "presets" / "openai" / "Default.json"
+    files = {"file": ("Prompt test.json", path.read_bytes(), "application/json")}
+    preset = taverna.api("POST", "/presets/import?kind=chat", files=files).json()
+    page = chromium.new_page(viewport={"width": 1280, "height": 800})
+    page.goto(f"{taverna.url}/#/presets/{preset['id']}")
+    slots = page.locator(".prompt-order .slot")
+    slots.first.wait_for()
+    first_two = [
+        slots.nth(0).get_attribute("data-identifier"),
+        slots.nth(1).get_attribute("data-identifier"),
+    ]
+    slots.nth(1).get_by_role("button", name="Move up").click()
+    page.get_by_label("Enable Main Prompt").uncheck()
+    page.locator(".prompt-order .slot", has_text="Main Prompt").get_by_role("button").first.click()
+    page.locator("#slot-content").fill("Stay in character, {{char}}.")
+    page.get_by_role("button", name="Apply to this slot").click()
+    page.locator("#s-temperature").fill("0.7")
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.locator(".toast").last).to_contain_text("Saved")
+    saved = taverna.api("GET", f"/presets/{preset['id']}").json()
+    ids = [p["identifier"] for p in saved["prompts"]]
+    assert ids[:2] == [first_two[1], first_two[0]]
+    main = next(p for p in saved["prompts"] if p["identifier"] == "main")
+    assert main["enabled"] is False and main["content"] == "Stay in character, {{char}}."
+    assert saved["sampling"]["temperature"] == 0.7
+    page.close()
