@@ -120,7 +120,6 @@ def apply_fields(character: Character, edit: CharacterFields, *, world: str | No
         "scenario",
         "first_mes",
         "alternate_greetings",
-        "group_only_greetings",
         "mes_example",
         "system_prompt",
         "post_history_instructions",
@@ -130,8 +129,14 @@ def apply_fields(character: Character, edit: CharacterFields, *, world: str | No
         "tags",
     ):
         data[key] = getattr(edit, key)
-    if edit.nickname is not None or "nickname" in data:
-        data["nickname"] = edit.nickname
+    # V3-only fields are written when the card has them or the editor filled them, so an
+    # untouched V2 card exports as it came in.
+    for key, value in (
+        ("nickname", edit.nickname or None),
+        ("group_only_greetings", edit.group_only_greetings),
+    ):
+        if key in data or value:
+            data[key] = value
     extensions = dict(data.get("extensions") or {})
     old_note = dict(extensions.get("depth_prompt") or {})
     extensions["depth_prompt"] = {
