@@ -53,7 +53,7 @@ def assemble(
     counter = cost.count_text
     # Lorebook entries under Chat Completion are counted as one "full" system message.
     world_count: CountText = cost.text if context.api != "textgen" else counter
-    turn = prepare_turn(context, substitute, scan, world_count)
+    turn = prepare_turn(context, substitute, scan, world_count, cost.memo)
     if context.api == "textgen":
         builder = text_builder or default_text_builder()
         return builder(context, turn, counter)

@@ -32,8 +32,9 @@ class MessageCost:
     family: str = "tiktoken"
     always_full: bool = False
     _cache: dict[tuple[str, str, str], int] = field(default_factory=dict)
-    # Finished prompt parts of chat messages, by message object, for the next turn.
-    memo: dict[int, Any] = field(default_factory=dict)
+    # Work on unchanged chat messages kept for the next turn (prompt parts, scan views),
+    # keyed by what it is and the message object's id (checked against the object).
+    memo: dict[Any, Any] = field(default_factory=dict)
 
     def message(self, role: str, content: str, name: str = "") -> int:
         """Tokens of one message as the budget sees it; empty content costs nothing."""

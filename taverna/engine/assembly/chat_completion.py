@@ -100,6 +100,7 @@ class _Part:
     kind: str = "slot"
     source: str = ""
     volatile: bool = False
+    message: PromptMessage | None = None  # built once for a part kept across turns
 
 
 @dataclass(slots=True)
@@ -503,6 +504,14 @@ def turn_state(turn: Turn) -> dict[str, Any]:
     if turn.world.variables is not None:
         state["variables"] = dict(turn.world.variables)
     return state
+
+
+def _message(part: _Part) -> PromptMessage:
+    if part.message is None:
+        part.message = PromptMessage(
+            _ROLES[part.role], part.content, part.name or None, source=part.identifier
+        )
+    return part.message
 
 
 def _format_world(template: str, text: str) -> str:

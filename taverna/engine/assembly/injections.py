@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import TypeVar
 
 from taverna.engine.assembly.context import (
@@ -60,7 +61,7 @@ def lorebook_key(depth: int, role: InjectionRole) -> str:
     return f"customDepthWI-{depth}-{int(role)}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)  # no slots: the sorted order is cached on the instance
 class InjectionTable:
     """All extension prompts of one turn, by key; later `with_` calls replace a key."""
 
@@ -82,9 +83,18 @@ class InjectionTable:
 
     def ordered(self) -> list[Injection]:
         """Injections in SillyTavern's order: keys by plain code-unit order."""
+        return list(self._ordered)
+
+    @cached_property
+    def _ordered(self) -> tuple[Injection, ...]:
         # algo-prompt-assembly.md §5.2: JavaScript's default sort compares UTF-16 code
-        # units, so digits < uppercase < lowercase; Python's str order agrees for the BMP.
-        return [self.entries[k] for k in sorted(self.entries, key=_utf16_key)]
+        # units, so digits < uppercase < lowercase; Python's str order agrees within the BMP.
+        keys = list(self.entries)
+        if all(ord(c) < 0x10000 for k in keys for c in k):
+            keys.sort()
+        else:
+            keys.sort(key=_utf16_key)
+        return tuple(self.entries[k] for k in keys)
 
     def select(
         self,

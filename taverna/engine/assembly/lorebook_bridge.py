@@ -9,7 +9,7 @@ bottom, the @depth groups, the example blocks, and the trace for the ledger.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import overload
+from typing import Any, overload
 
 from taverna.engine.assembly.context import ChatMessage, InjectionRole
 from taverna.engine.assembly.injections import DepthGroup
@@ -70,9 +70,12 @@ def _settings(request: ScanRequest) -> WorldInfoSettings:
 class _ScanView(Sequence[ScanMessage]):
     """The visible chat as the lorebook engine reads it, built per message on access."""
 
-    def __init__(self, chat: Sequence[ChatMessage], include_names: bool) -> None:
+    def __init__(
+        self, chat: Sequence[ChatMessage], include_names: bool, memo: dict[Any, Any] | None
+    ) -> None:
         self.chat = chat
         self.include_names = include_names
+        self.memo = memo if memo is not None else {}
 
     def __len__(self) -> int:
         return len(self.chat)
@@ -85,7 +88,14 @@ class _ScanView(Sequence[ScanMessage]):
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         message = self.chat[index]
-        return ScanMessage(text=message.text, name=message.name if self.include_names else "")
+        key = ("scan", id(message), self.include_names)
+        found = self.memo.get(key)
+        if found is not None and found[0] is message:
+            scanned: ScanMessage = found[1]
+            return scanned
+        scanned = ScanMessage(text=message.text, name=message.name if self.include_names else "")
+        self.memo[key] = (message, scanned)
+        return scanned
 
 
 def scan(request: ScanRequest) -> WorldInfoOutcome:
@@ -106,7 +116,7 @@ def scan(request: ScanRequest) -> WorldInfoOutcome:
     recorded = context.metadata.extras.get("timedWorldInfo")
     activation = activate(
         books,
-        _ScanView(request.messages, context.world_info.include_names),
+        _ScanView(request.messages, context.world_info.include_names, request.memo),
         max_context=request.budget_context,
         count_tokens=request.count_text,
         settings=_settings(request),

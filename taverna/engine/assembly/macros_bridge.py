@@ -17,10 +17,13 @@ from taverna.engine.macros import MacroContext, Variables, chat_seed, evaluate, 
 def macro_context(context: AssemblyContext) -> MacroContext:
     """The macro engine's view of this turn."""
     character = context.character if context.characters else None
-    visible = context.visible_messages
-    last = visible[-1] if visible else None
-    last_user = next((m for m in reversed(visible) if m.is_user), None)
-    last_char = next((m for m in reversed(visible) if not m.is_user), None)
+    # Newest first, stopping early: a long chat costs nothing here.
+    visible = (m for m in reversed(context.messages) if not m.hidden)
+    last = next(visible, None)
+    last_user = next((m for m in reversed(context.messages) if not m.hidden and m.is_user), None)
+    last_char = next(
+        (m for m in reversed(context.messages) if not m.hidden and not m.is_user), None
+    )
     chat_key = str(context.metadata.extras.get("chat_id_hash", "")) or (
         context.messages[0].id if context.messages else ""
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from taverna.engine.assembly.context import (
     AssemblyContext,
@@ -206,6 +207,7 @@ def prepare_turn(
     substitute: Substitute,
     scan: LorebookScan = no_lorebooks,
     count_text: Callable[[str], int] = len,
+    memo: dict[Any, Any] | None = None,
 ) -> Turn:
     """Everything both APIs need before building their prompt."""
     fields = card_fields(context, substitute)
@@ -234,6 +236,7 @@ def prepare_turn(
                 budget_context=budget,
                 books=books,
                 count_text=count_text,
+                memo=memo,
             )
         )
 

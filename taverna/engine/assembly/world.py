@@ -51,6 +51,7 @@ class ScanRequest:
     budget_context: int
     books: tuple[BookSource, ...]
     count_text: Callable[[str], int]
+    memo: dict[Any, Any] | None = None  # work kept across turns (see MessageCost.memo)
 
 
 @dataclass(frozen=True, slots=True)
