@@ -73,3 +73,27 @@ def test_per_message_counts_equal_sillytavern_s(oracle_cases: Path) -> None:
             assert client + (1 if full else 3) == server, (case.name, message)
             checked += 1
     assert checked > 0
+
+
+def test_shared_cost_gives_the_same_prompt_as_a_fresh_one() -> None:
+    """Work kept across turns (counts, parts, scan views) never changes the result."""
+    from dataclasses import replace
+
+    from taverna.engine.assembly.assemble import assemble
+
+    from .helpers import chat, context, msg
+
+    turns = [
+        (("user", "character")[i % 2], f"line {i} about {{{{char}}}}" if i % 3 else f"line {i}")
+        for i in range(30)
+    ]
+    ctx = context(messages=chat(*turns), cc={"max_context": 200, "max_tokens": 20})
+    shared = MessageCost(word_count)
+    for step in range(5):
+        ctx = replace(
+            ctx, messages=(*ctx.messages, msg(100 + step, "user", f"new {step} {{{{user}}}}"))
+        )
+        warm = assemble(ctx, cost=shared)
+        cold = assemble(ctx, cost=MessageCost(word_count))
+        assert warm.messages == cold.messages
+        assert warm.ledger == cold.ledger
