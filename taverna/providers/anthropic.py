@@ -64,7 +64,8 @@ def convert_messages(
         if message["role"] == "system":
             message["content"] = _example_prefixed(message, user, char, only_if_missing=False)
             message["role"] = "user"
-    if prompt.prefill:
+    if prompt.prefill.rstrip():
+        # a blank prefill would end the request on whitespace, which the API refuses
         messages.append({"role": "assistant", "content": prompt.prefill.rstrip()})
     merged: list[dict[str, Any]] = []
     for message in messages:

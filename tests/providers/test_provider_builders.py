@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from taverna.errors import FormatError, ProviderError
 from taverna.model.prompt import Prompt, PromptMessage, Role
@@ -338,3 +341,43 @@ def test_gemini_stop_sequences_lead_with_the_name_and_stay_within_five() -> None
         prompt, Api.GOOGLE, RequestOptions(model="g", char_name="Aria", impersonate=True)
     ).body
     assert impersonating["generationConfig"]["stopSequences"][0] == "\nAria:"
+
+
+_roles = st.sampled_from([S, U, A])
+_messages = st.lists(
+    st.builds(
+        PromptMessage,
+        _roles,
+        st.text(alphabet="ab \n", min_size=1, max_size=5),
+        st.sampled_from([None, "example_user", "example_assistant"]),
+    ),
+    min_size=1,
+    max_size=10,
+)
+
+
+@given(_messages, st.booleans(), st.text(alphabet="xy ", max_size=3))
+def test_anthropic_messages_always_alternate(
+    messages: list[PromptMessage], system: bool, prefill: str
+) -> None:
+    prompt = chat(*messages, prefill=prefill)
+    body = render_request_body(
+        prompt, "anthropic", model="claude-3-haiku", use_system_prompt=system
+    )
+    roles = [m["role"] for m in body["messages"]]
+    assert set(roles) <= {"user", "assistant"}
+    assert all(a != b for a, b in itertools.pairwise(roles))
+    if system:
+        assert roles[0] == "user"
+    if prefill.rstrip():
+        assert roles[-1] == "assistant"
+    assert schemas.check_anthropic(body) == []
+
+
+@given(_messages)
+def test_gemini_contents_always_alternate_user_and_model(messages: list[PromptMessage]) -> None:
+    body = render_request_body(chat(*messages), "google", model="gemini-2.0-flash")
+    roles = [c["role"] for c in body["contents"]]
+    assert set(roles) <= {"user", "model"}
+    assert all(a != b for a, b in itertools.pairwise(roles))
+    assert schemas.check_gemini(body) == []
