@@ -92,3 +92,34 @@ def test_prompt_manager_reorders_and_switches(
     assert main["enabled"] is False and main["content"] == "Stay in character, {{char}}."
     assert saved["sampling"]["temperature"] == 0.7
     page.close()
+
+
+def test_chats_list_renames_and_deletes_and_the_phone_menu_navigates(
+    chromium, taverna: TavernaServer
+) -> None:  # type: ignore[no-untyped-def]
+    ione = next(c for c in taverna.api("GET", "/characters").json() if c["name"] == "Ione Calder")
+    keep = taverna.api(
+        "POST", "/chats", json={"character_id": ione["id"], "title": "Keep me"}
+    ).json()
+    drop = taverna.api(
+        "POST", "/chats", json={"character_id": ione["id"], "title": "Drop me"}
+    ).json()
+    page = chromium.new_page(viewport={"width": 375, "height": 812})
+    page.on(
+        "dialog", lambda d: d.accept(prompt_text="运河之夜") if d.type == "prompt" else d.accept()
+    )
+    page.goto(taverna.url + "/#/characters")
+    menu = page.get_by_role("button", name="Menu")
+    menu.click()
+    expect(menu).to_have_attribute("aria-expanded", "true")
+    page.get_by_role("link", name="Chats").click()
+    item = page.locator(".chat-item", has_text="Keep me")
+    item.get_by_role("button", name="Rename").click()
+    page.locator(".chat-item", has_text="运河之夜").wait_for()
+    page.locator(".chat-item", has_text="Drop me").get_by_role("button", name="Delete").click()
+    page.locator(".chat-item", has_text="Drop me").wait_for(state="detached")
+    titles = {c["id"]: c["title"] for c in taverna.api("GET", "/chats").json()}
+    assert titles.get(keep["id"]) == "运河之夜" and drop["id"] not in titles
+    page.locator(".chat-item", has_text="运河之夜").get_by_role("button", name="Branches").click()
+    page.locator(".chat-item", has_text="运河之夜").locator(".branches li").first.wait_for()
+    page.close()

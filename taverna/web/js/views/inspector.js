@@ -24,10 +24,10 @@ function ledgerView(ledger, labels) {
       h("thead", {}, h("tr", {}, [t("inspector.part"), t("inspector.source"), t("inspector.tokens"), t("inspector.status")].map((c) => h("th", { scope: "col", text: c })))),
       h("tbody", {}, items.map((item) =>
         h("tr", { class: item.included ? "in" : "cut" },
-          h("td", { text: item.kind }),
-          h("td", { class: "src", text: labels[item.source] || item.source, title: item.source }),
-          h("td", { class: "num", text: String(item.tokens) }),
-          h("td", { text: item.included ? (item.reason || t("inspector.included")) : t("inspector.cut", { reason: item.reason || "" }) })),
+          h("td", { "data-label": t("inspector.part"), text: item.kind }),
+          h("td", { "data-label": t("inspector.source"), class: "src", text: labels[item.source] || item.source, title: item.source }),
+          h("td", { "data-label": t("inspector.tokens"), class: "num", text: String(item.tokens) }),
+          h("td", { "data-label": t("inspector.status"), text: item.included ? (item.reason || t("inspector.included")) : t("inspector.cut", { reason: item.reason || "" }) })),
       )))),
   );
 }
@@ -39,7 +39,7 @@ function traceView(trace) {
     h("thead", {}, h("tr", {}, cols.map((c) => h("th", { scope: "col", text: t(`inspector.trace_${c}`) })))),
     h("tbody", {}, trace.map((row) => h("tr", { class: row.outcome === "activated" ? "in" : "cut" }, cols.map((c) => {
       const v = row[c];
-      return h("td", { text: typeof v === "boolean" ? (v ? "✓" : "—") : Array.isArray(v) ? v.join(", ") : v == null ? "" : String(v) });
+      return h("td", { "data-label": t(`inspector.trace_${c}`), text: typeof v === "boolean" ? (v ? "✓" : "—") : Array.isArray(v) ? v.join(", ") : v == null ? "" : String(v) });
     })))),
   ));
 }
