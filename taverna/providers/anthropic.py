@@ -74,6 +74,10 @@ def convert_messages(
             merged[-1]["content"] = _join(merged[-1]["content"], content)
         else:
             merged.append({"role": role, "content": content})
+    last = merged[-1] if merged else None
+    if last and last["role"] == "assistant" and isinstance(last["content"], str):
+        # the API refuses a final assistant turn that ends in whitespace
+        last["content"] = last["content"].rstrip()
     if options.tools and merged and merged[-1]["role"] == "assistant":
         # algo-providers.md §3.6: Claude allows no prefill together with tools
         merged.append({"role": "user", "content": "."})

@@ -163,6 +163,9 @@ def check_anthropic(body: Any) -> Problems:
         else:
             problems.append(f"messages.{i}.content must be a string or a list of blocks")
     last = messages[-1] if isinstance(messages[-1], dict) else {}
+    final_text = last.get("content") if last.get("role") == "assistant" else None
+    if isinstance(final_text, str) and final_text != final_text.rstrip():
+        problems.append("final assistant content cannot end with trailing whitespace")
     if (
         last.get("role") == "assistant"
         and body.get("tools")
