@@ -180,6 +180,7 @@ def base_table(context: AssemblyContext, active: bool | None = None) -> Injectio
     8 and 15): character depth prompts, author's note, persona.
     """
     table = InjectionTable()
+    allow_scan = context.metadata.authors_note.allow_wi_scan
     # algo-chat-ops.md §5.3: join modes number every member's note; swap uses the speaker's.
     joining = context.is_group and context.group_generation_mode in (1, 2)
     with_notes = (
@@ -192,10 +193,12 @@ def base_table(context: AssemblyContext, active: bool | None = None) -> Injectio
         else []
     )
     for index, character in enumerate(with_notes):
-        table = _with_depth_prompt(table, f"{DEPTH_PROMPT_KEY}_{index}", character.name, character)
+        table = _with_depth_prompt(
+            table, f"{DEPTH_PROMPT_KEY}_{index}", character.name, character, allow_scan
+        )
     if not with_notes and context.characters:
         character = context.character
-        table = _with_depth_prompt(table, DEPTH_PROMPT_KEY, character.name, character)
+        table = _with_depth_prompt(table, DEPTH_PROMPT_KEY, character.name, character, allow_scan)
 
     note = context.metadata.authors_note
     if active is None:
@@ -240,7 +243,7 @@ def base_table(context: AssemblyContext, active: bool | None = None) -> Injectio
 
 
 def _with_depth_prompt(
-    table: InjectionTable, key: str, name: str, character: CharacterInfo
+    table: InjectionTable, key: str, name: str, character: CharacterInfo, scan: bool
 ) -> InjectionTable:
     prompt = character.depth_prompt
     if not prompt.text:
@@ -252,7 +255,8 @@ def _with_depth_prompt(
             ExtensionPosition.IN_CHAT,
             prompt.depth,
             prompt.role,
-            scan=True,
+            # script.js: the character note is scannable only with the note's "allow WI scan".
+            scan=scan,
             kind="depth_prompt",
             source=name,
         )

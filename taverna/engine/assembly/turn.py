@@ -232,7 +232,8 @@ def prepare_turn(
             ScanRequest(
                 context=context,
                 messages=chat,
-                injected=tuple(scannable.scannable_texts()),
+                # getExtensionPromptByName: scanned prompts are macro-expanded first.
+                injected=tuple(substitute(t, {}) for t in scannable.scannable_texts()),
                 budget_context=budget,
                 books=books,
                 count_text=count_text,

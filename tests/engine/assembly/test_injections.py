@@ -146,7 +146,7 @@ def test_persona_at_depth_and_character_note_section_5_2() -> None:
         ExtensionPosition.IN_CHAT,
         3,
         InjectionRole.ASSISTANT,
-        True,
+        False,  # scannable only with the note's "allow WI scan"
         "depth_prompt",
         "Seraphina",
     )
