@@ -164,6 +164,13 @@ def main() -> None:
         rows.append(
             (f"open + read active path ({len(path.entries):,} messages)", f"{open_s:.2f} s")
         )
+        started = time.perf_counter()
+        window = ChatService(store).active_path(chat_id, tail=50)
+        tail_s = time.perf_counter() - started
+        figures[f"read_last_50_of_{size}_ms"] = round(tail_s * 1000, 2)
+        rows.append(
+            (f"read the last {len(window.entries)} messages of the path", f"{tail_s * 1000:.1f} ms")
+        )
         rows.extend(interchange_figures(store, chat_id, Path(tmp), size, figures))
         store.close()
     width = max(len(name) for name, _ in rows)

@@ -56,9 +56,14 @@ class ChatService:
     def get_chat(self, chat_id: str) -> Chat:
         return self.store.get_chat(chat_id)
 
-    def active_path(self, chat_id: str, *, include_deleted: bool = False) -> ActivePath:
-        """The chat as read: each message with its hidden flag and its `‹k/n›` place."""
-        return self.store.active_path(chat_id, include_deleted=include_deleted)
+    def active_path(
+        self, chat_id: str, *, include_deleted: bool = False, tail: int | None = None
+    ) -> ActivePath:
+        """The chat as read: each message with its hidden flag and its `‹k/n›` place.
+
+        `tail` reads only the last messages (cheap at any chat length).
+        """
+        return self.store.active_path(chat_id, include_deleted=include_deleted, tail=tail)
 
     def candidates(self, chat_id: str, node_id: str) -> list[Node]:
         """The candidates at a node's place (itself and its siblings), in creation order."""

@@ -287,8 +287,14 @@ class ChatRepository(ABC):
         """Non-deleted children of a node (None: roots) in creation order."""
 
     @abstractmethod
-    def active_path(self, chat_id: str, *, include_deleted: bool = False) -> ActivePath:
-        """The chat as read: its active path with candidate counts and the leaf's state."""
+    def active_path(
+        self, chat_id: str, *, include_deleted: bool = False, tail: int | None = None
+    ) -> ActivePath:
+        """The chat as read: its active path with candidate counts and the leaf's state.
+
+        With `tail`, only the last `tail` live messages are read (a long chat's page
+        shows its end); their `position`s are still those on the whole path.
+        """
 
     @abstractmethod
     def path_to(self, chat_id: str, node_id: str) -> list[Node]:

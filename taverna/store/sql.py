@@ -1101,13 +1101,29 @@ class SqlStore(Store):
             row = self._chat_row(conn, chat_id)
             return _state_at(conn, chat_id, node_id, row["base_state"])
 
-    def active_path(self, chat_id: str, *, include_deleted: bool = False) -> ActivePath:
+    def active_path(
+        self, chat_id: str, *, include_deleted: bool = False, tail: int | None = None
+    ) -> ActivePath:
         sibling_count = (
             "(SELECT COUNT(*) FROM nodes s WHERE s.chat_id = :chat"
             " AND s.parent_id = n.parent_id AND s.deleted = :no{extra})"
         )
+        if tail is None:
+            walk = _PATH_SQL
+        else:
+            # Climb only until `tail` live messages are collected.
+            walk = """
+            WITH RECURSIVE path(id, parent_id, seen) AS (
+                SELECT id, parent_id, CASE WHEN deleted = :no THEN 1 ELSE 0 END
+                FROM nodes WHERE id = :leaf AND chat_id = :chat
+                UNION ALL
+                SELECT n.id, n.parent_id, p.seen + CASE WHEN n.deleted = :no THEN 1 ELSE 0 END
+                FROM nodes n JOIN path p ON n.id = p.parent_id
+                WHERE p.seen < :tail
+            )
+            """
         sql = sa.text(
-            _PATH_SQL
+            walk
             + f"""
             SELECT {_RAW_NODE_SQL}, c.text,
                 {sibling_count.format(extra="")} AS candidate_count,
@@ -1118,21 +1134,29 @@ class SqlStore(Store):
             ORDER BY n.depth
             """
         )
+        params = {"leaf": "", "chat": chat_id, "no": False, "tail": max(tail or 0, 1)}
         with self._read() as conn:
-            chat_row = self._chat_row(conn, chat_id)
-            chat = _chat_from_row(chat_row)
+            chat = _chat_from_row(self._chat_row(conn, chat_id))
             leaf = chat.active_leaf_id
-            rows = (
-                conn.execute(sql, {"leaf": leaf, "chat": chat_id, "no": False}).all()
-                if leaf
-                else []
-            )
+            params["leaf"] = leaf or ""
+            rows = conn.execute(sql, params).all() if leaf and tail != 0 else []
+            position = 0
+            state = chat.base_state
+            if tail is not None and leaf:
+                state = _state_at(conn, chat_id, leaf, chat.base_state.to_json())
+                if rows and (rows[0][2] or ""):  # the window starts below the root
+                    live = conn.execute(
+                        sa.text(
+                            _PATH_SQL + "SELECT COUNT(*) FROM path p JOIN nodes n ON n.id = p.id"
+                            " WHERE n.deleted = :no"
+                        ),
+                        params,
+                    ).scalar()
+                    position = (live or 0) - sum(1 for r in rows if not r[6])
         entries: list[PathEntry] = []
-        state = chat.base_state
-        position = 0
         for row in rows:
             node = _node_from_raw(row, row[13])
-            if node.state is not None:
+            if tail is None and node.state is not None:
                 state = node.state
             if node.deleted and not include_deleted:
                 continue

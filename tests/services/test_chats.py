@@ -401,3 +401,16 @@ def test_rename_and_metadata_are_undoable_revisions(chats: ChatService) -> None:
     assert out.chat.title == "old"
     with pytest.raises(TavernaError, match="name"):
         chats.rename_chat(cid, " ", revision=out.chat.revision)
+
+
+def test_tail_reads_the_end_of_a_long_path_with_true_positions(chats: ChatService) -> None:
+    out = conversation(chats, *[f"line {i}" for i in range(30)])
+    cid = out.chat.id
+    whole = chats.active_path(cid)
+    out = chats.delete(cid, whole.entries[3].node.id, revision=out.chat.revision)
+    whole = chats.active_path(cid)
+    window = chats.active_path(cid, tail=4)
+    assert window.entries == whole.entries[-4:]
+    assert [e.position for e in window.entries] == [26, 27, 28, 29]
+    assert chats.active_path(cid, tail=1000).entries == whole.entries
+    assert chats.active_path(cid, tail=0).entries == ()

@@ -201,7 +201,12 @@ class TreeMachine(RuleBasedStateMachine):
         for depth, node in enumerate(nodes):
             assert node.parent_id == parent and node.depth == depth
             parent = node.id
-        visible = self.chats.active_path(self.chat_id).entries
+        whole = self.chats.active_path(self.chat_id)
+        visible = whole.entries
+        for tail in (1, 2, 5):
+            window = self.chats.active_path(self.chat_id, tail=tail)
+            assert window.entries == visible[-tail:]
+            assert window.state == whole.state
         assert [e.position for e in visible] == list(range(len(visible)))
         for entry in visible:
             assert 0 <= entry.candidate_index < entry.candidate_count
