@@ -1,1 +1,16 @@
-"""Prompt assembly: from every input of one turn to the prompt a model is sent."""
+"""Prompt assembly: from every input of one turn to the prompt a model is sent.
+
+    from taverna.engine.assembly.assemble import assemble, message_cost
+
+    cost = message_cost(context)           # keep one per chat: counts and parts are reused
+    prompt = assemble(context, cost=cost)  # Chat Completion messages or Text Completion text
+    prompt.ledger                          # every part, its source and tokens; what was cut
+
+Modules: `context` (all inputs of a turn as frozen data), `turn` (what both APIs
+share: card fields, the chat as sent, examples, lorebook scan, injections),
+`injections` (the in-chat injection table and its ordering), `world` and
+`lorebook_bridge` (the seam to the lorebook engine), `budget` (per-message token
+costs), `chat_completion` (the prompt manager and the budget), `ledger` (the
+readable ledger), `cache` (where a prompt stops sharing the previous prefix).
+Text Completion is built by `taverna.engine.textgen` from the same `Turn`.
+"""
