@@ -30,7 +30,7 @@ from taverna.services.generation import (
 )
 from taverna.services.tools import Tool, ToolRegistry
 from taverna.store.sql import SqlStore
-from taverna.store.testing import temporary_store
+from taverna.store.testing import backends, temporary_store
 from tests.stubs import Reply, StubServer, start_stub
 
 KEY = "sk-generation-test-key-0001"
@@ -80,9 +80,9 @@ class World:
         return body.get("messages") or []
 
 
-@pytest.fixture
-def world(tmp_path: Path, stub: StubServer) -> Iterator[World]:
-    with temporary_store("sqlite", tmp_path) as store:
+@pytest.fixture(params=backends())
+def world(request: pytest.FixtureRequest, tmp_path: Path, stub: StubServer) -> Iterator[World]:
+    with temporary_store(request.param, tmp_path) as store:
         connections = ConnectionService(store, tmp_path)
         connections.add("stub", "openai", url=stub.base_url("openai"), model="stub-model", key=KEY)
         connections.add(
