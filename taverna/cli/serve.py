@@ -11,6 +11,7 @@ from taverna.services.data import default_data_dir
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
 @app.command()
@@ -29,6 +30,8 @@ def serve(
 
     data_dir = (data or default_data_dir()).expanduser()
     ctx = open_context(data_dir)
+    if host in LOOPBACK:
+        ctx.allowed_hosts = LOOPBACK
     seeded = seed_samples(ctx)
     if seeded:
         typer.echo(f"new data folder: added the samples {', '.join(seeded)}")
@@ -37,7 +40,7 @@ def serve(
     if ":" in shown:
         shown = f"[{shown}]"
     typer.echo(f"taverna is running at http://{shown}:{port}/  (data: {data_dir})", err=False)
-    if host not in ("127.0.0.1", "localhost", "::1"):
+    if host not in LOOPBACK:
         typer.echo(
             "warning: single-user mode has no login; anyone who can reach this address can use it",
             err=True,

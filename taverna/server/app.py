@@ -6,8 +6,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from importlib.resources import files
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from fastapi import FastAPI, Request, Response
+from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from taverna import __version__
@@ -49,6 +51,41 @@ async def stop_generations(ctx: AppContext) -> None:
             await service.stop(run_id)
 
 
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+JSON_BODY_LIMIT = 16 * 1024 * 1024
+
+
+def _refusal(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"detail": {"message": message, "kind": "Refused"}}, status_code=status)
+
+
+def refuse(request: Request, ctx: AppContext) -> JSONResponse | None:
+    """Requests the server will not serve, checked before any route runs.
+
+    - A Host the server does not answer to: a web page on another site could otherwise
+      reach this local server through DNS rebinding.
+    - A write from another site's page (its Origin differs from the Host): without
+      accounts there is no session to protect, so the origin is the protection.
+    - A JSON body larger than the server reads.
+    """
+    host = request.headers.get("host", "")
+    if ctx.allowed_hosts is not None and urlsplit(f"//{host}").hostname not in ctx.allowed_hosts:
+        return _refusal(400, "this server does not answer to that host name")
+    if request.method not in SAFE_METHODS:
+        origin = request.headers.get("origin")
+        if origin and urlsplit(origin).netloc != host:
+            return _refusal(403, "a request from another site's page is refused")
+        length = request.headers.get("content-length", "")
+        kind = request.headers.get("content-type", "")
+        if (
+            kind.startswith("application/json")
+            and length.isdigit()
+            and int(length) > JSON_BODY_LIMIT
+        ):
+            return _refusal(413, "the request body is too large")
+    return None
+
+
 def create_app(ctx: AppContext) -> FastAPI:
     """The FastAPI application over `ctx`; `ctx` is closed when the app shuts down."""
 
@@ -73,6 +110,9 @@ def create_app(ctx: AppContext) -> FastAPI:
     async def single_user(
         request: Request, call_next: Callable[[Request], Awaitable[Response]]
     ) -> Response:
+        refusal = refuse(request, ctx)
+        if refusal is not None:
+            return refusal
         # Single-user mode: every request acts as the local owner (""). Accounts and
         # sessions will set this from a login; nothing below reads anything else.
         request.state.user = ""

@@ -24,6 +24,9 @@ class AppContext:
     upload_limit: int = 32 * 1024 * 1024
     # Largest accepted SillyTavern data folder upload, all files together.
     folder_upload_limit: int = 4 * 1024 * 1024 * 1024
+    # Host names the server answers to (None: any). A server on the loopback address
+    # answers only to loopback names, which keeps DNS-rebinding pages out.
+    allowed_hosts: frozenset[str] | None = None
 
     def close(self) -> None:
         self.store.close()

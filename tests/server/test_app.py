@@ -8,6 +8,8 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
+from taverna.server.context import AppContext
+
 WEB = Path(__file__).resolve().parents[2] / "taverna" / "web"
 
 
@@ -53,3 +55,38 @@ def test_every_catalog_key_used_by_the_page_exists_in_both_languages() -> None:
 def test_unknown_api_path_is_404_json(client: TestClient) -> None:
     response = client.get("/api/nothing-here")
     assert response.status_code == 404
+
+
+def test_writes_from_another_site_are_refused(client: TestClient) -> None:
+    body = {"name": "x", "api": "openai"}
+    refused = client.post("/api/connections", json=body, headers={"Origin": "https://evil.example"})
+    assert refused.status_code == 403
+    assert client.get("/api/connections").json() == []
+    files = {"file": ("c.json", b'{"name": "A", "first_mes": "hi"}', "application/json")}
+    assert (
+        client.post(
+            "/api/characters/import", files=files, headers={"Origin": "http://evil.example"}
+        ).status_code
+        == 403
+    )
+    assert client.get("/api/characters").json() == []
+    same = client.post("/api/connections", json=body, headers={"Origin": "http://testserver"})
+    assert same.status_code == 201
+
+
+def test_loopback_server_answers_only_to_loopback_names(
+    client: TestClient, ctx: AppContext
+) -> None:
+    ctx.allowed_hosts = frozenset({"127.0.0.1", "localhost", "::1"})
+    assert client.get("/api/health", headers={"Host": "evil.example"}).status_code == 400
+    assert client.get("/api/health", headers={"Host": "127.0.0.1:8000"}).status_code == 200
+    assert client.get("/api/health", headers={"Host": "[::1]:8000"}).status_code == 200
+
+
+def test_oversized_json_body_is_413(client: TestClient) -> None:
+    huge = b'{"name": "' + b"x" * (17 * 1024 * 1024) + b'"}'
+    response = client.post(
+        "/api/personas", content=huge, headers={"Content-Type": "application/json"}
+    )
+    assert response.status_code == 413
+    assert client.get("/api/personas").json() == []
