@@ -29,7 +29,7 @@ HELP = """commands:
   /edit N [TEXT]    replace message N's text
   /hide N[-M]       hide messages from the model (/unhide to undo)
   /branch NAME      name a branch at the last message
-  /prompt           show the last prompt's ledger
+  /prompt           show the last prompt's ledger (or the next one's)
   /drafts /keep /drop   drafts left by stopped or failed replies
   /quit"""
 
@@ -198,8 +198,8 @@ class Session:
 
         prompt = self.generation.last_prompts.get(self.chat_id)
         if prompt is None:
-            self.echo("no prompt yet in this session; send a message first")
-            return
+            self.echo("(no reply yet in this session: the prompt the next reply would get)")
+            prompt = self.generation.preview(self.chat_id, connection=self.connection)
         self.echo(render_ledger(prompt))
 
     def loop(self) -> None:

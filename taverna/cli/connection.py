@@ -40,6 +40,28 @@ def connection_service(data: Path | None) -> Iterator[ConnectionService]:
         yield ConnectionService(folder.store, folder.path)
 
 
+KNOWN_OPTIONS = {"use_system_prompt": bool, "stream": bool}
+
+
+def parse_options(pairs: list[str]) -> dict[str, object]:
+    """`KEY=VALUE` pairs; values are JSON (`true`, `3`, `"x"`) or else plain text."""
+    options: dict[str, object] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        key = key.strip()
+        if not sep or key not in KNOWN_OPTIONS:
+            known = ", ".join(sorted(KNOWN_OPTIONS))
+            raise TavernaError(f"expected KEY=VALUE with KEY one of {known}", field=f"--set {pair}")
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        if not isinstance(value, KNOWN_OPTIONS[key]):
+            raise TavernaError(f"{key} takes {KNOWN_OPTIONS[key].__name__}", field=f"--set {pair}")
+        options[key] = value
+    return options
+
+
 @connection_app.command("add")
 def add(
     name: Annotated[str, typer.Argument(help="a name of your choice, e.g. 'local' or 'claude'")],
@@ -65,6 +87,13 @@ def add(
             "--post-processing", help="none | merge | semi | strict | single (custom endpoints)"
         ),
     ] = "none",
+    option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="a request option KEY=VALUE (JSON value), e.g. use_system_prompt=true, stream=false",
+        ),
+    ] = None,
     data: DataOption = None,
 ) -> None:
     """Add (or replace) a named connection."""
@@ -83,6 +112,7 @@ def add(
             key_env=key_env,
             default=default,
             post_processing=post_processing,
+            options=parse_options(option or []),
         )
         public = connection.public(service.key_hint(connection))
     typer.echo(
@@ -110,6 +140,7 @@ def list_(
         extra = (
             f" post-processing {row['post_processing']}" if row["post_processing"] != "none" else ""
         )
+        extra += "".join(f" {k}={json.dumps(v)}" for k, v in row["options"].items())
         typer.echo(
             f"{mark} {row['name']}: {row['api']} {row['model']} at {where}, key {row['key']}{extra}"
         )

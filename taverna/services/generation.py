@@ -386,6 +386,14 @@ class GenerationService:
                 await run.task
         return run.result
 
+    def preview(self, chat_id: str, *, connection: str | None = None) -> Prompt:
+        """The prompt the next reply would be sent (a dry run: nothing is sent or written)."""
+        chat = self.store.get_chat(chat_id)
+        chosen = self.connections.get(connection)
+        path = tuple(self.store.active_path(chat_id).nodes)
+        built = self.build_prompt(Turn(chat, path, TurnKind.NORMAL, chosen.api, False))
+        return built.prompt if isinstance(built, PreparedTurn) else built
+
     # --------------------------------------------------------------- drafts
 
     def drafts(self, chat_id: str) -> list[Draft]:

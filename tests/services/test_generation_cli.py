@@ -106,3 +106,12 @@ def test_a_terminal_session_swipes_hides_edits_branches_and_shows_the_prompt(
     swipe_request = stub.requests[-1].body["messages"]
     assert all(m["content"] != "First." for m in swipe_request)
     assert swipe_request[-1]["content"] == "Hello"
+
+
+def test_prompt_before_any_reply_shows_the_next_prompt(data: Path) -> None:
+    result = CliRunner().invoke(
+        app, ["chat", "Ione Calder", "--data", str(data)], input="/prompt\n/quit\n"
+    )
+    assert result.exit_code == 0, result.output
+    assert "the prompt the next reply would get" in result.output
+    assert "history" in result.output

@@ -122,3 +122,27 @@ def test_the_cli_adds_lists_and_tests_without_printing_the_key(
     assert json.loads(shown.output)[0]["key"] == "…9999"
     assert tested.output.startswith("ok in ")
     assert stat.S_IMODE((tmp_path / "data" / "secrets.json").stat().st_mode) == 0o600
+
+
+def test_request_options_are_set_checked_and_listed(tmp_path: Path) -> None:
+    from taverna.services.data import open_data
+
+    runner = CliRunner()
+    data = str(tmp_path / "data")
+    added = runner.invoke(
+        app,
+        ["connection", "add", "c", "--api", "anthropic", "--set", "use_system_prompt=true",
+         "--set", "stream=false", "--data", data],
+    )  # fmt: skip
+    assert added.exit_code == 0, added.output
+    listed = runner.invoke(app, ["connection", "list", "--data", data])
+    assert "use_system_prompt=true stream=false" in listed.output
+    for bad, said in (("stream=maybe", "stream takes bool"), ("colour=red", "KEY one of")):
+        wrong = runner.invoke(
+            app, ["connection", "add", "d", "--api", "openai", "--set", bad, "--data", data]
+        )
+        assert wrong.exit_code != 0 and said in str(wrong.exception)
+    with open_data(data) as folder:
+        service = ConnectionService(folder.store, folder.path)
+        options = service.request_options(service.get("c"))
+        assert options.use_system_prompt is True and options.stream is False
