@@ -184,3 +184,23 @@ def test_tree_view_and_show(client: TestClient, ctx: AppContext) -> None:
     assert [m["id"] for m in shown["messages"]] == ids
     assert client.get("/api/chats/nope/tree").status_code == 404
     assert client.post(f"/api/chats/{chat_id}/messages/nope/show", json={}).status_code == 404
+
+
+def test_switch_branch_undo_redo(client: TestClient, ctx: AppContext) -> None:
+    chat_id, ids = make_chat(ctx)
+    main = client.get(f"/api/chats/{chat_id}/branches").json()[0]
+    client.post(f"/api/chats/{chat_id}/branches", json={"node_id": ids[0], "name": "早"})
+    back = client.post(f"/api/chats/{chat_id}/branches/{main['id']}/switch", json={})
+    assert back.status_code == 200
+    assert [m["id"] for m in back.json()["messages"]] == ids
+    edited = client.patch(
+        f"/api/chats/{chat_id}/messages/{ids[2]}", json={"content": "Changed."}
+    ).json()
+    assert edited["messages"][2]["content"] == "Changed."
+    undone = client.post(f"/api/chats/{chat_id}/undo", json={}).json()
+    assert undone["messages"][2]["content"] == "A reply."
+    redone = client.post(f"/api/chats/{chat_id}/redo", json={}).json()
+    assert redone["messages"][2]["content"] == "Changed."
+    nothing = client.post(f"/api/chats/{chat_id}/redo", json={})
+    assert nothing.status_code == 404 and nothing.json()["detail"]["message"]
+    assert client.post(f"/api/chats/{chat_id}/undo", json={"revision": "x"}).status_code == 422

@@ -129,6 +129,7 @@ def test_stop_mid_stream_keeps_a_draft(client: TestClient, stub: StubServer, cha
     drafts = client.get(f"/api/chats/{chat_id}/drafts").json()
     assert drafts and drafts[0]["text"].startswith("w0 ")
     assert client.post(f"/api/drafts/{drafts[0]['id']}/keep").status_code == 204
+    assert client.delete(f"/api/drafts/{drafts[0]['id']}").status_code == 404  # kept, so gone
     assert client.get(f"/api/chats/{chat_id}").json()["messages"][-1]["content"].startswith("w0 ")
     assert client.get(f"/api/chats/{chat_id}/drafts").json() == []
 
@@ -194,6 +195,7 @@ def test_generation_bad_input(client: TestClient, chat_id: str) -> None:
     assert client.get("/api/tasks/nope/events").status_code == 404
     assert client.post("/api/tasks/nope/stop").status_code == 404
     assert client.post("/api/drafts/nope/keep").status_code == 404
+    assert client.delete("/api/drafts/nope").status_code == 404
     assert client.get("/api/chats/nope/prompt").status_code == 404
     # The greeting alone cannot be swiped into a generated candidate.
     assert client.post(f"/api/chats/{chat_id}/generate", json={"kind": "swipe"}).status_code == 400
@@ -209,3 +211,14 @@ def test_no_connection_is_a_clear_error(client: TestClient) -> None:
     assert response.status_code == 404
     assert "connection" in response.json()["detail"]["message"]
     assert len(client.get(f"/api/chats/{chat['id']}").json()["messages"]) == 1
+
+
+def test_drop_a_draft(client: TestClient, stub: StubServer, chat_id: str) -> None:
+    stub.script(Reply(tokens=[f"d{i} " for i in range(200)], delay=0.05))
+    task = generate(client, chat_id, kind="normal", text="Go on")["task"]["id"]
+    time.sleep(0.3)
+    client.post(f"/api/tasks/{task}/stop")
+    drafts = client.get(f"/api/chats/{chat_id}/drafts").json()
+    assert client.delete(f"/api/drafts/{drafts[0]['id']}").status_code == 204
+    assert client.get(f"/api/chats/{chat_id}/drafts").json() == []
+    assert client.get(f"/api/tasks/{task}").json()["status"] == "done"
