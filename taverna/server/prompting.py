@@ -184,6 +184,10 @@ def library_prompt_builder(store: Store, *, owner: str = "", clock: Any = None) 
             now=now,
             seed=zlib.crc32(chat.id.encode()),
         )
+        if turn.prefill and not context.chat_completion.continue_prefill:
+            # continue in place where the API allows a prefill; elsewhere the preset's nudge
+            settings_cc = replace(context.chat_completion, continue_prefill=True)
+            context = replace(context, chat_completion=settings_cc)
         return assemble(context)
 
     return build

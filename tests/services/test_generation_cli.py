@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import taverna.cli.chat  # noqa: F401 - registers the command
+import taverna.cli.chat  # registers the command
 from taverna.cli.main import app
 from taverna.services.connections import ConnectionService
 from taverna.services.data import open_data
@@ -115,3 +115,35 @@ def test_prompt_before_any_reply_shows_the_next_prompt(data: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "the prompt the next reply would get" in result.output
     assert "history" in result.output
+
+
+def test_continue_prefills_where_the_api_allows_and_nudges_elsewhere(
+    data: Path, stub: StubServer
+) -> None:
+    import asyncio
+
+    from taverna.server.context import open_context
+
+    ctx = open_context(data)
+    try:
+        ctx.services["connections"].add(
+            "claude", "anthropic", url=stub.base_url("anthropic"), model="stub-model", key=KEY
+        )
+        chat_id = taverna.cli.chat.open_chat(ctx, "Ione Calder", None)
+        service = ctx.services["generation"]
+        stub.script(
+            Reply(tokens=["The river"]), Reply(tokens=[" bends."]), Reply(tokens=[" Left."])
+        )
+
+        async def main() -> None:
+            await (await service.send(chat_id, "Which way?")).wait()
+            await (await service.continue_reply(chat_id, connection="claude")).wait()
+            await (await service.continue_reply(chat_id)).wait()
+
+        asyncio.run(main())
+        claude, openai = stub.requests[-2].body, stub.requests[-1].body
+        assert claude["messages"][-1] == {"role": "assistant", "content": "The river"}
+        assert "Continue" in openai["messages"][-1]["content"]  # the nudge
+        assert ctx.chats.active_path(chat_id).leaf.content == "The river bends. Left."
+    finally:
+        ctx.close()
