@@ -28,8 +28,9 @@ from taverna.formats.world_info import world_info_from_json
 from taverna.model.chat import Node, NodeRole, effective_state
 from taverna.model.persona import Persona
 from taverna.model.prompt import Prompt
-from taverna.services.generation import PromptBuilder, Turn, TurnKind
+from taverna.services.generation import PreparedTurn, PromptBuilder, Turn, TurnKind
 from taverna.services.library import LibraryKind, LibraryService
+from taverna.services.tools import declared_tools
 from taverna.store.repository import Store
 
 SETTINGS_KIND = "settings"
@@ -129,7 +130,7 @@ TEXT_APIS = ("koboldcpp", "llamacpp", "openai-text")
 def library_prompt_builder(store: Store, *, owner: str = "", clock: Any = None) -> PromptBuilder:
     """A prompt builder over the library in `store` (for GenerationService)."""
 
-    def build(turn: Turn) -> Prompt:
+    def build(turn: Turn) -> Prompt | PreparedTurn:
         lib = LibraryService(store, owner=owner)
         chat = turn.chat
         characters = []
@@ -143,7 +144,8 @@ def library_prompt_builder(store: Store, *, owner: str = "", clock: Any = None) 
             characters.append(
                 CharacterInfo(name=chat.characters[0].name if chat.characters else "Assistant")
             )
-        settings = read_settings(json_text.dumps(_settings_json(lib, owner)))
+        raw_settings = _settings_json(lib, owner)
+        settings = read_settings(json_text.dumps(raw_settings))
         state = effective_state(turn.path, chat.base_state)
         metadata: dict[str, Any] = dict(chat.metadata)
         metadata["variables"] = dict(state.variables)
@@ -188,6 +190,9 @@ def library_prompt_builder(store: Store, *, owner: str = "", clock: Any = None) 
             # continue in place where the API allows a prefill; elsewhere the preset's nudge
             settings_cc = replace(context.chat_completion, continue_prefill=True)
             context = replace(context, chat_completion=settings_cc)
-        return assemble(context)
+        # the preset's function tools (function_calling on, a `tools` list of names)
+        tools = declared_tools(raw_settings.get("oai_settings") or {})
+        prompt = assemble(context)
+        return PreparedTurn(prompt, tools) if tools else prompt
 
     return build

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from importlib.resources import files
 from pathlib import Path
@@ -145,5 +146,42 @@ def test_continue_prefills_where_the_api_allows_and_nudges_elsewhere(
         assert claude["messages"][-1] == {"role": "assistant", "content": "The river"}
         assert "Continue" in openai["messages"][-1]["content"]  # the nudge
         assert ctx.chats.active_path(chat_id).leaf.content == "The river bends. Left."
+    finally:
+        ctx.close()
+
+
+def test_tools_declared_in_the_active_preset_are_offered_and_run(
+    data: Path, stub: StubServer
+) -> None:
+    import asyncio
+
+    from taverna.server.context import open_context
+    from taverna.server.prompting import set_active
+    from taverna.services.library import LibraryKind
+
+    ctx = open_context(data)
+    try:
+        preset = ctx.store.put_document(
+            LibraryKind.CHAT_COMPLETION_PRESET.value,
+            "With dice",
+            {"function_calling": True, "tools": ["roll_dice"]},
+        )
+        set_active(ctx.store, "chat_completion_preset", preset.id)
+        chat_id = taverna.cli.chat.open_chat(ctx, "Ione Calder", None)
+        stub.script(
+            Reply(tokens=["Rolling."], tool_calls=[("roll_dice", {"formula": "1d6"})]),
+            Reply(tokens=["You rolled well."]),
+        )
+
+        async def main() -> None:
+            await (await ctx.services["generation"].send(chat_id, "Roll for me")).wait()
+
+        asyncio.run(main())
+        offered = stub.requests[-2].body["tools"][0]["function"]["name"]
+        result = json.loads(stub.requests[-1].body["messages"][-1]["content"])
+        assert offered == "roll_dice" and 1 <= result["total"] <= 6
+        nodes = ctx.chats.active_path(chat_id).nodes
+        assert nodes[-1].content == "You rolled well."
+        assert nodes[-2].hidden and nodes[-2].extras["tool_invocations"][0]["name"] == "roll_dice"
     finally:
         ctx.close()
