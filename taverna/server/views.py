@@ -21,10 +21,13 @@ def avatar_url(document_id: str | None) -> str | None:
 
 def message_out(entry: PathEntry, chat: Chat) -> MessageOut:
     node = entry.node
-    speaker_doc = next(
-        (c.document_id for c in chat.characters if c.name == node.speaker and c.document_id),
-        chat.characters[0].document_id if chat.characters else None,
-    )
+    # The speaker's own picture; a member without a card gets none (a lettered circle),
+    # and only a message naming no member shows the first character's.
+    member = next((c for c in chat.characters if c.name == node.speaker), None)
+    if member is not None:
+        speaker_doc = member.document_id
+    else:
+        speaker_doc = chat.characters[0].document_id if chat.characters else None
     return MessageOut(
         id=node.id,
         parent_id=node.parent_id,

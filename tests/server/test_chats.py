@@ -204,3 +204,26 @@ def test_switch_branch_undo_redo(client: TestClient, ctx: AppContext) -> None:
     nothing = client.post(f"/api/chats/{chat_id}/redo", json={})
     assert nothing.status_code == 404 and nothing.json()["detail"]["message"]
     assert client.post(f"/api/chats/{chat_id}/undo", json={"revision": "x"}).status_code == 422
+
+
+def test_each_speaker_gets_its_own_picture(client: TestClient, ctx: AppContext) -> None:
+    outcome = ctx.chats.create_chat(
+        "Group",
+        characters=[CharacterRef("Ann", "doc-ann"), CharacterRef("Bo", None)],
+        greetings=["Hi."],
+        greeting_speaker="Bo",
+    )
+    out = ctx.chats.append(
+        outcome.chat.id, NodeRole.ASSISTANT, "Hey.", revision=outcome.chat.revision, speaker="Ann"
+    )
+    ctx.chats.append(
+        outcome.chat.id,
+        NodeRole.ASSISTANT,
+        "Narration.",
+        revision=out.chat.revision,
+        speaker="Someone",
+    )
+    pictures = [
+        m["avatar_url"] for m in client.get(f"/api/chats/{outcome.chat.id}").json()["messages"]
+    ]
+    assert pictures == [None, "/api/characters/doc-ann/avatar", "/api/characters/doc-ann/avatar"]

@@ -10,7 +10,7 @@ import { openTree } from "./tree.js";
 function avatarFor(message, chat) {
   const isUser = message.role === "user";
   const name = message.name || (isUser ? chat.persona?.name : chat.characters?.[0]?.name) || "?";
-  const url = isUser ? chat.persona?.avatar_url : message.avatar_url || chat.characters?.[0]?.avatar_url;
+  const url = isUser ? chat.persona?.avatar_url : message.avatar_url;
   if (url) return h("img", { class: "avatar", src: url, alt: "", loading: "lazy" });
   return h("span", { class: "avatar letter", "aria-hidden": "true", text: [...name][0] || "?" });
 }
@@ -146,7 +146,7 @@ export async function render(root, params) {
     const body = h("div", { class: "content markdown", "aria-live": "polite", "aria-busy": "true" });
     body.innerHTML = renderMarkdown(state.streamText || "…");
     return h("li", { class: "message assistant streaming", id: "streaming" },
-      avatarFor({ role: "assistant", name: char.name }, state.chat),
+      avatarFor({ role: "assistant", name: char.name, avatar_url: char.avatar_url }, state.chat),
       h("div", { class: "bubble" }, h("div", { class: "meta" }, h("span", { class: "name", text: char.name || "" })), body));
   }
 
