@@ -28,7 +28,13 @@ from taverna.formats.world_info import world_info_from_json
 from taverna.model.chat import Node, NodeRole, effective_state
 from taverna.model.persona import Persona
 from taverna.model.prompt import Prompt
-from taverna.services.generation import PreparedTurn, PromptBuilder, Turn, TurnKind
+from taverna.services.generation import (
+    PreparedTurn,
+    PromptBuilder,
+    Turn,
+    TurnKind,
+    preset_request_options,
+)
 from taverna.services.library import LibraryKind, LibraryService
 from taverna.services.tools import declared_tools
 from taverna.store.repository import Store
@@ -190,9 +196,10 @@ def library_prompt_builder(store: Store, *, owner: str = "", clock: Any = None) 
             # continue in place where the API allows a prefill; elsewhere the preset's nudge
             settings_cc = replace(context.chat_completion, continue_prefill=True)
             context = replace(context, chat_completion=settings_cc)
-        # the preset's function tools (function_calling on, a `tools` list of names)
-        tools = declared_tools(raw_settings.get("oai_settings") or {})
-        prompt = assemble(context)
-        return PreparedTurn(prompt, tools) if tools else prompt
+        # the preset's function tools (function_calling on, a `tools` list of names) and
+        # its request settings (Claude's system prompt, custom post-processing, ...)
+        preset = raw_settings.get("oai_settings") or {}
+        request = preset_request_options(preset, turn.api)
+        return PreparedTurn(assemble(context), declared_tools(preset), request)
 
     return build

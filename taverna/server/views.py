@@ -26,6 +26,8 @@ def message_out(entry: PathEntry, chat: Chat) -> MessageOut:
     member = next((c for c in chat.characters if c.name == node.speaker), None)
     if member is not None:
         speaker_doc = member.document_id
+    elif node.role.value in ("system", "narrator"):
+        speaker_doc = None
     else:
         speaker_doc = chat.characters[0].document_id if chat.characters else None
     return MessageOut(
