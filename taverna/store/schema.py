@@ -64,6 +64,7 @@ nodes = sa.Table(
     sa.Column("state_from", sa.String(36)),
     sa.Column("revision", sa.Integer, nullable=False),
     sa.Index("ix_nodes_siblings", "chat_id", "parent_id", "id"),
+    sa.Index("ix_nodes_deleted", "chat_id", "deleted"),
 )
 
 selections = sa.Table(

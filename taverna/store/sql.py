@@ -1144,7 +1144,14 @@ class SqlStore(Store):
             state = chat.base_state
             if tail is not None and leaf:
                 state = _state_at(conn, chat_id, leaf, chat.base_state.to_json())
-                if rows and (rows[0][2] or ""):  # the window starts below the root
+                tombstones = conn.execute(
+                    sa.select(t.nodes.c.id)
+                    .where(t.nodes.c.chat_id == chat_id, t.nodes.c.deleted == sa.true())
+                    .limit(1)
+                ).first()
+                if rows and tombstones is None:  # no deleted message: position is depth
+                    position = rows[0][8]
+                elif rows and (rows[0][2] or ""):  # the window starts below the root
                     live = conn.execute(
                         sa.text(
                             _PATH_SQL + "SELECT COUNT(*) FROM path p JOIN nodes n ON n.id = p.id"

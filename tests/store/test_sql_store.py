@@ -318,3 +318,26 @@ def test_migrations_build_exactly_the_declared_schema(store: SqlStore) -> None:
     with store.engine.connect() as conn:
         differences = compare_metadata(MigrationContext.configure(conn), t.metadata)
     assert differences == []
+
+
+def test_a_store_made_by_the_first_migration_upgrades_on_open(tmp_path: Path) -> None:
+    from alembic import command
+    from alembic.autogenerate import compare_metadata
+
+    from taverna.store.sql import _sqlite_engine
+
+    engine = _sqlite_engine(tmp_path / "old.db", "normal")
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.upgrade(config, "0001")
+    engine.dispose()
+    store = open_store(tmp_path / "old.db")
+    try:
+        with store.engine.connect() as conn:
+            assert compare_metadata(MigrationContext.configure(conn), t.metadata) == []
+        chat = store.create_chat(NewChat(title="after upgrade"))
+        assert store.get_chat(chat.id).title == "after upgrade"
+    finally:
+        store.close()
