@@ -233,6 +233,7 @@ def request_body(
     characters: list[CharacterInfo],
     members: list[str],
     post_processing: str | None = None,
+    impersonate: bool = False,
 ) -> dict[str, Any]:
     """The body the request to `api` would carry (`post_processing`: override the preset's)."""
     from taverna.providers.builders import render_request_body
@@ -256,6 +257,7 @@ def request_body(
         stream=bool(cc.sampling.get("stream", True)),
         post_processing=post_processing
         or str(extras.get("custom_prompt_post_processing", "") or "none"),
+        extra={"impersonate": impersonate},
     )
 
 
@@ -343,6 +345,14 @@ def prompt(
     if ledger:
         typer.echo(render_ledger(built))
         return
-    body = request_body(built, api, loaded, characters, members, post_processing)
+    body = request_body(
+        built,
+        api,
+        loaded,
+        characters,
+        members,
+        post_processing,
+        impersonate=kind is GenerationKind.IMPERSONATE,
+    )
     indent = None if as_json else 2
     typer.echo(json.dumps(body, ensure_ascii=False, indent=indent))

@@ -163,6 +163,9 @@ class _Reader:
             "windowai": "windowai_model",
             "custom": "custom_model",
         }.get(source, "openai_model")
+        if "assistant_impersonation" not in oai and "assistant_prefill" in oai:
+            # formats-presets.md §1.1: a missing impersonation prefill copies the prefill.
+            oai = {**oai, "assistant_impersonation": oai["assistant_prefill"]}
         names = self.int_(oai, "names_behavior", 0, path)
         if "names_behavior" not in oai and oai.get("names_in_completion") is True:
             names = 1  # formats-presets.md §1.1 migration

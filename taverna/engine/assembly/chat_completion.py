@@ -9,7 +9,7 @@ order is the prompt manager's whatever the order in which they were budgeted.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
@@ -43,7 +43,6 @@ from taverna.engine.textgen.stop import custom_stopping_strings
 from taverna.model.prompt import Ledger, LedgerItem, Prompt, PromptMessage, Role
 
 ABSOLUTE = 1  # prompt-manager `injection_position` for in-chat prompts
-MAX_STOP_STRINGS = 4  # openai.js: Chat Completion sends at most 4 custom stop strings
 _KNOWN_EXTENSION_KEYS = frozenset(
     {
         SUMMARY_KEY,
@@ -488,8 +487,9 @@ def build_chat_completion(context: AssemblyContext, turn: Turn, cost: MessageCos
     return Prompt(
         kind="chat",
         messages=messages,
-        stop=(*cc.stop, *custom_stopping_strings(context.power_user, macros))[:MAX_STOP_STRINGS],
-        prefill=cc.assistant_prefill,
+        # All of them: each provider applies its own limit (OpenAI 4, Gemini 5, Claude none).
+        stop=(*cc.stop, *custom_stopping_strings(context.power_user, macros)),
+        prefill=_prefill(context, macros),
         sampling=dict(cc.sampling),
         ledger=_ledger(turn, parts, layout, error),
         state=turn_state(turn),
@@ -504,6 +504,18 @@ def turn_state(turn: Turn) -> dict[str, Any]:
     if turn.world.variables is not None:
         state["variables"] = dict(turn.world.variables)
     return state
+
+
+def _prefill(context: AssemblyContext, macros: Callable[[str], str]) -> str:
+    """The assistant prefill (Claude): the impersonation one when impersonating, none when quiet."""
+    cc = context.chat_completion
+    kind = context.generation_type
+    if kind is GenerationType.QUIET:
+        return ""
+    text = (
+        cc.assistant_impersonation if kind is GenerationType.IMPERSONATE else cc.assistant_prefill
+    )
+    return macros(text) if text else ""
 
 
 def _message(part: _Part) -> PromptMessage:

@@ -417,10 +417,11 @@ def test_card_fields_are_trimmed_for_their_formats_section_2() -> None:
     assert ("system", "[Seraphina's personality: P]", None) in got
 
 
-def test_custom_stop_strings_at_most_four_section_7_1() -> None:
-    """§7.1: Chat Completion sends only the custom stop strings, macro'd, at most 4."""
+def test_custom_stop_strings_section_7_1() -> None:
+    """§7.1: Chat Completion carries only the custom stop strings, macro'd; the provider
+    applies its limit (openai.js: 4 for OpenAI, none for Claude)."""
     ctx = context()
     strings = '["{{user}}:", "A", "B", "C", "D"]'
     ctx = replace(ctx, power_user=replace(ctx.power_user, custom_stopping_strings=strings))
-    assert build(ctx).stop == ("Alex:", "A", "B", "C")
+    assert build(ctx).stop == ("Alex:", "A", "B", "C", "D")
     assert build(context()).stop == ()
