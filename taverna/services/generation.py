@@ -35,7 +35,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -57,7 +57,7 @@ from taverna.providers.events import (
     ToolCall,
     Usage,
 )
-from taverna.providers.request import Api, RequestOptions
+from taverna.providers.request import Api, PostProcessing, RequestOptions
 from taverna.providers.transport import Timeouts, stream_events
 from taverna.services.chats import ChatService, Outcome
 from taverna.services.connections import Connection, ConnectionService
@@ -110,10 +110,32 @@ class Turn:
 
 @dataclass(frozen=True, slots=True)
 class PreparedTurn:
-    """A builder's answer when it has more to say than the prompt: the preset's tools."""
+    """A builder's answer when it has more to say than the prompt.
+
+    `tools`: the function tools the preset offers. `request`: request options the
+    preset sets (`preset_request_options`); the connection's own choices win over them.
+    """
 
     prompt: Prompt
     tools: tuple[str, ...] = ()
+    request: Mapping[str, Any] = field(default_factory=dict)
+
+
+def preset_request_options(preset: Mapping[str, Any], api: Api) -> dict[str, Any]:
+    """RequestOptions fields a SillyTavern Chat Completion preset sets for `api`."""
+    out: dict[str, Any] = {}
+    if api is Api.ANTHROPIC:
+        if "claude_use_sysprompt" in preset:
+            out["use_system_prompt"] = bool(preset["claude_use_sysprompt"])
+        if isinstance(preset.get("human_sysprompt_message"), str):
+            out["human_sysprompt_message"] = preset["human_sysprompt_message"]
+    elif api is Api.GOOGLE:
+        if "use_makersuite_sysprompt" in preset:
+            out["use_system_prompt"] = bool(preset["use_makersuite_sysprompt"])
+    elif api is Api.OPENAI_COMPATIBLE and "custom_prompt_post_processing" in preset:
+        mode = str(preset.get("custom_prompt_post_processing") or "")
+        out["post_processing"] = PostProcessing.parse(mode)
+    return out
 
 
 PromptBuilder = Callable[[Turn], Prompt | PreparedTurn]
@@ -282,6 +304,7 @@ class _Plan:
     anchor: Node | None  # the node replied to, replaced, or continued
     prompt: Prompt
     tools: tuple[str, ...]
+    request: Mapping[str, Any] = field(default_factory=dict)
     continued_text: str = ""
     tool_steps: list[tuple[str, ToolCall, str]] = field(default_factory=list)
 
@@ -491,6 +514,7 @@ class GenerationService:
             anchor=anchor,
             prompt=prepared.prompt,
             tools=tools,
+            request=prepared.request,
             continued_text=anchor.content if anchor and kind is TurnKind.CONTINUE else "",
         )
         self.registry.add(run)
@@ -589,6 +613,12 @@ class GenerationService:
     def _options(self, plan: _Plan, tools: Sequence[str]) -> RequestOptions:
         chat = plan.chat
         members = tuple(c.name for c in chat.characters)
+        preset = dict(plan.request)
+        # what the connection sets itself wins over the preset
+        if "use_system_prompt" in plan.connection.options:
+            preset.pop("use_system_prompt", None)
+        if plan.connection.post_processing is not PostProcessing.NONE:
+            preset.pop("post_processing", None)
         return self.connections.request_options(
             plan.connection,
             user_name=chat.user_name or "User",
@@ -596,6 +626,7 @@ class GenerationService:
             group_members=members if len(members) > 1 else (),
             impersonate=plan.kind is TurnKind.IMPERSONATE,
             tools=self.tools.specs(tools),
+            **preset,
         )
 
     async def _tool_round(

@@ -185,3 +185,41 @@ def test_tools_declared_in_the_active_preset_are_offered_and_run(
         assert nodes[-2].hidden and nodes[-2].extras["tool_invocations"][0]["name"] == "roll_dice"
     finally:
         ctx.close()
+
+
+def test_the_presets_claude_system_prompt_setting_reaches_the_request(
+    data: Path, stub: StubServer
+) -> None:
+    import asyncio
+
+    from taverna.server.context import open_context
+    from taverna.server.prompting import set_active
+    from taverna.services.library import LibraryKind
+
+    ctx = open_context(data)
+    try:
+        ctx.services["connections"].add(
+            "claude", "anthropic", url=stub.base_url("anthropic"), model="stub-model", key=KEY
+        )
+        preset = ctx.store.put_document(
+            LibraryKind.CHAT_COMPLETION_PRESET.value, "Sys", {"claude_use_sysprompt": True}
+        )
+        set_active(ctx.store, "chat_completion_preset", preset.id)
+        chat_id = taverna.cli.chat.open_chat(ctx, "Ione Calder", None)
+        stub.script(Reply(tokens=["Yes."]), Reply(tokens=["Again."]))
+        service = ctx.services["generation"]
+
+        async def main() -> None:
+            await (await service.send(chat_id, "Hi", connection="claude")).wait()
+
+        asyncio.run(main())
+        assert "Ione Calder" in stub.requests[-1].body["system"]
+        # a connection that says otherwise wins over the preset
+        ctx.services["connections"].add(
+            "claude", "anthropic", url=stub.base_url("anthropic"), model="stub-model",
+            key=KEY, options={"use_system_prompt": False},
+        )  # fmt: skip
+        asyncio.run(main())
+        assert "system" not in stub.requests[-1].body
+    finally:
+        ctx.close()
