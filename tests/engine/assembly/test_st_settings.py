@@ -1,0 +1,94 @@
+"""SillyTavern's settings.json read into what assembly needs (formats-presets.md §1)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from taverna.engine.assembly.context import (
+    InjectionRole,
+    NamesBehavior,
+    PersonaPosition,
+    default_prompt_order,
+)
+from taverna.errors import FormatError
+from taverna.formats.st_settings import read_settings
+
+
+def _settings(oracle_cases: Path, case: str) -> bytes:
+    return (oracle_cases / case / "settings.json").read_bytes()
+
+
+def test_fresh_install_settings(oracle_cases: Path) -> None:
+    settings = read_settings(_settings(oracle_cases, "01_seraphina_basic"))
+    cc = settings.chat_completion
+    assert (cc.source, cc.model, cc.max_context, cc.max_tokens) == (
+        "openai",
+        "gpt-4-turbo",
+        4095,
+        300,
+    )
+    assert cc.names_behavior is NamesBehavior.DEFAULT
+    # §1.3: the global list (100001) is the one used, with personaDescription.
+    assert [e.identifier for e in cc.order] == [e.identifier for e in default_prompt_order()]
+    assert cc.slot("main") is not None and "{{char}}" in cc.slot("main").content  # type: ignore[union-attr]
+    assert settings.persona.name == "User"
+    assert settings.world_info.global_select == ()
+    assert settings.text_completion.context.chat_start == "***"
+    assert cc.sampling["temperature"] == 1 and cc.sampling["stream"] is True
+
+
+def test_global_lorebooks_and_persona_at_depth(oracle_cases: Path) -> None:
+    assert read_settings(
+        _settings(oracle_cases, "03_world_info_features")
+    ).world_info.global_select == ("OracleWorld",)
+    persona = read_settings(_settings(oracle_cases, "09b_persona_at_depth_user")).persona
+    assert persona.position is PersonaPosition.AT_DEPTH
+    assert (persona.depth, persona.role) == (2, InjectionRole.USER)
+
+
+def test_missing_global_order_uses_the_default() -> None:
+    doc = {"oai_settings": {"prompt_order": [{"character_id": 100000, "order": []}]}}
+    settings = read_settings(json.dumps(doc))
+    assert settings.chat_completion.order == default_prompt_order()
+
+
+def test_missing_impersonation_prefill_copies_the_prefill() -> None:
+    """formats-presets.md §1.1: `assistant_impersonation` missing → copied from `assistant_prefill`."""
+    settings = read_settings(json.dumps({"oai_settings": {"assistant_prefill": "Sure:"}}))
+    assert settings.chat_completion.assistant_impersonation == "Sure:"
+
+
+def test_names_in_completion_migrates() -> None:
+    """formats-presets.md §1.1: `names_in_completion: true` without `names_behavior` → 1."""
+    settings = read_settings(json.dumps({"oai_settings": {"names_in_completion": True}}))
+    assert settings.chat_completion.names_behavior is NamesBehavior.COMPLETION
+
+
+@pytest.mark.parametrize(
+    ("doc", "field"),
+    [
+        ({"oai_settings": {"prompts": {"a": 1}}}, "oai_settings.prompts"),
+        ({"oai_settings": {"openai_max_context": "lots"}}, "oai_settings.openai_max_context"),
+        ({"oai_settings": {"prompts": [{"identifier": 5}]}}, "oai_settings.prompts[0].identifier"),
+        ({"power_user": {"pin_examples": "yes"}}, "power_user.pin_examples"),
+        (
+            {"world_info_settings": {"world_info": {"globalSelect": "Eldoria"}}},
+            "world_info_settings.world_info.globalSelect",
+        ),
+    ],
+)
+def test_bad_values_name_their_field(doc: dict, field: str) -> None:
+    with pytest.raises(FormatError) as caught:
+        read_settings(json.dumps(doc), file="settings.json")
+    assert caught.value.field == field
+    assert "settings.json" in str(caught.value)
+
+
+def test_not_json_is_a_format_error() -> None:
+    with pytest.raises(FormatError):
+        read_settings(b"{oops", file="settings.json")
+    with pytest.raises(FormatError):
+        read_settings(b"[1, 2]", file="settings.json")
