@@ -5,19 +5,25 @@ character's replies each with 2 swipes (candidates at the same place). Appends t
 as a person's turn would (one transaction and one revision each) on SQLite with
 full durability. Prints a table, then one line of JSON with the figures.
 
-    python bench/store.py [--sizes 1000,10000,100000] [--appends 101]
+    python bench/store.py [--sizes 1000,10000,100000] [--appends 101] [--database URL]
+
+With `--database postgresql+psycopg://...` the same runs on PostgreSQL, each chat in
+a schema of its own that is dropped afterwards.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import sqlalchemy as sa
 
 from taverna.model.chat import Node, NodeRole, new_id
 from taverna.services.chats import ChatService
@@ -116,16 +122,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--appends", type=int, default=101)
+    parser.add_argument("--database", help="a PostgreSQL URL (default: SQLite files)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     texts = Texts(random.Random(42))
-    figures: dict[str, object] = {"backend": "sqlite", "appends_per_size": args.appends}
+    backend = "postgresql" if args.database else "sqlite"
+    figures: dict[str, object] = {"backend": backend, "appends_per_size": args.appends}
+    schemas: list[str] = []
+
+    def opening(size: int) -> SqlStore:
+        if not args.database:
+            return open_store(Path(tmp) / f"chat{size}")
+        schema = f"bench_{os.getpid()}_{size}"
+        if schema not in schemas:
+            schemas.append(schema)
+        return open_store(args.database, schema=schema)
+
     rows: list[tuple[str, str]] = []
     with tempfile.TemporaryDirectory(prefix="taverna-bench-") as tmp:
         stores: dict[int, SqlStore] = {}
         chats: dict[int, tuple[ChatService, str]] = {}
         for size in sizes:
-            stores[size] = open_store(Path(tmp) / f"chat{size}")
+            stores[size] = opening(size)
             chat_id, build_s = build_chat(stores[size], size, texts)
             chats[size] = (ChatService(stores[size]), chat_id)
             figures[f"build_{size}_s"] = round(build_s, 3)
@@ -156,7 +174,7 @@ def main() -> None:
             opened.close()
         chat_id = chats[size][1]
         started = time.perf_counter()
-        store = open_store(Path(tmp) / f"chat{size}")
+        store = opening(size)
         path = ChatService(store).active_path(chat_id)
         open_s = time.perf_counter() - started
         figures[f"open_and_read_{size}_s"] = round(open_s, 3)
@@ -173,8 +191,14 @@ def main() -> None:
         )
         rows.extend(interchange_figures(store, chat_id, Path(tmp), size, figures))
         store.close()
+    if schemas:
+        engine = sa.create_engine(args.database)
+        with engine.begin() as conn:
+            for schema in schemas:
+                conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        engine.dispose()
     width = max(len(name) for name, _ in rows)
-    print(f"{'store benchmark (SQLite)'.ljust(width)}  value")
+    print(f"{f'store benchmark ({backend})'.ljust(width)}  value")
     for name, value in rows:
         print(f"{name.ljust(width)}  {value}")
     print(json.dumps(figures))
