@@ -212,6 +212,7 @@ def build_prompt(
         generation_type=GenerationType(kind.value),
         group_members=members,
         group_name=found.name if found else "",
+        chat_id=chat_path.stem,  # SillyTavern's chat id is its file name
     )
     if cache_friendly:
         context = replace(context, cache_friendly=True)

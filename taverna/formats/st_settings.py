@@ -534,6 +534,7 @@ def assembly_context(
     generation_type: GenerationType = GenerationType.NORMAL,
     group_members: Sequence[str] = (),
     group_name: str = "",
+    chat_id: str = "",
 ) -> AssemblyContext:
     """One turn's context from SillyTavern's own files, deciding what SillyTavern decides.
 
@@ -628,6 +629,7 @@ def assembly_context(
         lorebooks=dict(lorebooks),
         group_members=tuple(group_members),
         group_name=group_name,
+        chat_id=chat_id,
     )
 
 

@@ -468,6 +468,7 @@ class AssemblyContext:
     group_join_suffix: str = ""
     group_muted: tuple[str, ...] = ()  # names of muted (disabled) members
     quiet_prompt: str = ""
+    chat_id: str = ""  # the chat's identity (SillyTavern: its file name); seeds {{pick}}
     tokenizer: str = ""  # the tokenizer's name; "" = chosen from the model
     cache_friendly: bool = False  # place volatile parts after the stable prefix
     seed: int = 0

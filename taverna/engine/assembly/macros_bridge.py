@@ -24,9 +24,8 @@ def macro_context(context: AssemblyContext) -> MacroContext:
     last_char = next(
         (m for m in reversed(context.messages) if not m.hidden and not m.is_user), None
     )
-    chat_key = str(context.metadata.extras.get("chat_id_hash", "")) or (
-        context.messages[0].id if context.messages else ""
-    )
+    # {{pick}} is seeded by the chat's id (algo-chat-ops.md §8).
+    chat_key = context.chat_id or (context.messages[0].id if context.messages else "")
 
     def card(text: str) -> str:
         # script.js getCharacterCardFields: the values macros print are trimmed, no `\r`.
