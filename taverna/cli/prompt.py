@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -214,6 +215,8 @@ def build_prompt(
         group_name=found.name if found else "",
         chat_id=chat_path.stem,  # SillyTavern's chat id is its file name
     )
+    # The shell reads the clock, the engine does not: {{time}} and friends print now.
+    context = replace(context, now=datetime.now().astimezone())
     if cache_friendly:
         context = replace(context, cache_friendly=True)
     if found is not None:
