@@ -55,7 +55,9 @@ export async function render(root, params) {
     h("div", { class: "composer-actions" }, impersonateButton, continueButton, sendButton, stopButton),
   );
   const drafts = h("div", { class: "drafts", "aria-live": "polite" });
-  mount(root, h("section", { class: "chat", "aria-label": t("chat.title") }, header, list, drafts, composer));
+  const notice = h("p", { class: "notice", hidden: true },
+    h("span", { text: t("chat.no_connection") }), " ", h("a", { href: "#/connections", text: t("chat.add_connection") }));
+  mount(root, h("section", { class: "chat", "aria-label": t("chat.title") }, header, list, notice, drafts, composer));
 
   // Message ids as the inspector's ledger shows them: "#3 Ann".
   function labels() {
@@ -360,6 +362,7 @@ export async function render(root, params) {
   });
 
   await load();
+  api.get("/connections").then((found) => { notice.hidden = found.length > 0; }).catch(() => {});
   return () => {
     closed = true;
     if (state.closeStream) state.closeStream();
