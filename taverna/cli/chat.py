@@ -105,14 +105,21 @@ class Session:
     def generate(self, start: Any, *args: Any) -> Completed | None:
         """Run one generation to its end in this thread's event loop."""
 
+        started: list[RunningGeneration] = []
+
         async def main() -> Completed:
             run = await start(self.chat_id, *args, connection=self.connection)
+            started.append(run)
             return await self.follow(run)
 
         try:
             done = asyncio.run(main())
         except KeyboardInterrupt:
-            self.echo("\nstopped; what streamed is kept as a draft (/drafts)")
+            result = started[0].result if started else None
+            if result is not None and result.draft_id:
+                self.echo("\nstopped; what streamed is kept as a draft: /keep or /drop")
+            else:
+                self.echo("\nstopped before any text came")
             return None
         self.report(done)
         return done
