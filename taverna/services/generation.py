@@ -198,6 +198,7 @@ class Draft:
     text: str
     reason: str
     revision: int
+    stripped: bool = False
 
 
 # ------------------------------------------------------------- the registry
@@ -306,6 +307,8 @@ class _Plan:
     tools: tuple[str, ...]
     request: Mapping[str, Any] = field(default_factory=dict)
     continued_text: str = ""
+    # the API continued the message with its trailing whitespace cut (Anthropic's prefill)
+    continued_stripped: bool = False
     tool_steps: list[tuple[str, ToolCall, str]] = field(default_factory=list)
 
 
@@ -438,7 +441,8 @@ class GenerationService:
         with self.store.write(chat.id, revision=chat.revision, label="keep draft") as w:
             if draft.kind is TurnKind.CONTINUE and anchor is not None:
                 current = w.get_node(anchor.id)
-                node = w.update_node(anchor.id, content=current.content + draft.text)
+                base = current.content.rstrip() if draft.stripped else current.content
+                node = w.update_node(anchor.id, content=base + draft.text)
             elif draft.kind is TurnKind.IMPERSONATE:
                 node = self._insert(
                     w,
@@ -482,6 +486,7 @@ class GenerationService:
             text=str(data.get("text", "")),
             reason=str(data.get("reason", "")),
             revision=doc.revision,
+            stripped=bool(data.get("continued_stripped", False)),
         )
 
     # -------------------------------------------------------------- internals
@@ -516,6 +521,7 @@ class GenerationService:
             tools=tools,
             request=prepared.request,
             continued_text=anchor.content if anchor and kind is TurnKind.CONTINUE else "",
+            continued_stripped=prefill and connection.api is Api.ANTHROPIC,
         )
         self.registry.add(run)
         run.publish(Started(run.id, chat_id, kind, anchor.id if anchor else None))
@@ -671,7 +677,8 @@ class GenerationService:
                 current = w.get_node(anchor.id)
                 if current.content != plan.continued_text or current.deleted:
                     raise Conflict("the message changed while it was being continued")
-                node = w.update_node(anchor.id, content=current.content + text)
+                base = current.content.rstrip() if plan.continued_stripped else current.content
+                node = w.update_node(anchor.id, content=base + text)
             elif kind in (TurnKind.SWIPE, TurnKind.REGENERATE):
                 assert anchor is not None
                 node = self._insert(
@@ -761,6 +768,7 @@ class GenerationService:
                 "anchor_id": plan.anchor.id if plan.anchor else None,
                 "text": text,
                 "reason": reason,
+                "continued_stripped": plan.continued_stripped,
                 "generation_id": plan.run.id,
                 "created": self.clock().isoformat(),
             },

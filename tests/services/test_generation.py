@@ -473,3 +473,24 @@ def test_a_reply_running_into_the_next_turn_is_cut(world: World) -> None:
 
     done = run(main())
     assert done.text == "Fine." and world.path()[-1] == ("assistant", "Fine.")
+
+
+def test_a_prefilled_continue_joins_where_the_api_continued(world: World) -> None:
+    world.stub.script(Reply(tokens=["The river "]), Reply(tokens=[" bends."]))
+
+    async def main() -> None:
+        await (await world.service.send(world.chat_id, "Go", connection="claude")).wait()
+        node = world.store.active_path(world.chat_id).leaf
+        assert node is not None
+        # the saved reply was trimmed; put a trailing space back as a person's edit would
+        world.chats.edit(
+            world.chat_id,
+            node.id,
+            "The river ",
+            revision=world.store.get_chat(world.chat_id).revision,
+        )
+        await (await world.service.continue_reply(world.chat_id, connection="claude")).wait()
+
+    run(main())
+    assert world.last_messages()[-1] == {"role": "assistant", "content": "The river"}
+    assert world.path()[-1] == ("assistant", "The river bends.")
