@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 from httpx_sse import EventSource
 
+from taverna.errors import ProviderError
 from taverna.providers.events import ErrorKind, Event, StreamError
 from taverna.providers.request import HttpRequest
 from taverna.providers.wire import StreamParser
@@ -190,3 +191,31 @@ async def _exchange(
             yield StreamError(ErrorKind.NETWORK, f"the connection to {request.url} failed: {exc}")
     except httpx.HTTPError as exc:
         yield StreamError(ErrorKind.NETWORK, f"the request to {request.url} failed: {exc}")
+
+
+async def fetch_json(
+    request: HttpRequest,
+    *,
+    client: httpx.AsyncClient | None = None,
+    secret: str = "",
+    timeouts: Timeouts = Timeouts(connect=5, read=15),
+) -> Any:
+    """GET a JSON document (a model listing); failures raise ProviderError without the key."""
+    own = client is None
+    http = client or httpx.AsyncClient(timeout=timeouts.to_httpx())
+    try:
+        response = await http.request(request.method, request.url, headers=dict(request.headers))
+    except httpx.TimeoutException:
+        raise ProviderError(f"timed out waiting for {request.url}") from None
+    except httpx.HTTPError as exc:
+        raise ProviderError(redact(f"could not reach {request.url}: {exc}", secret)) from None
+    finally:
+        if own:
+            await http.aclose()
+    if response.status_code >= 400:
+        error = classify_status(response.status_code, _error_detail(response.content), request)
+        raise ProviderError(redact(error.message, secret))
+    try:
+        return response.json()
+    except ValueError:
+        raise ProviderError(f"the answer from {request.url} was not JSON") from None

@@ -9,6 +9,7 @@ except `resolve_key`, which the transport uses; listings show a masked form.
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import time
@@ -22,8 +23,9 @@ from taverna.model.chat import new_id
 from taverna.model.prompt import Prompt, PromptMessage, Role
 from taverna.providers.builders import build_request, stream_parser
 from taverna.providers.events import StreamError, TextDelta
+from taverna.providers.models import models_request, parse_models
 from taverna.providers.request import Api, PostProcessing, RequestOptions
-from taverna.providers.transport import Timeouts, redact, stream_events
+from taverna.providers.transport import Timeouts, fetch_json, redact, stream_events
 from taverna.store.repository import Store
 
 KIND = "connection"
@@ -315,6 +317,13 @@ class ConnectionService:
         from dataclasses import replace
 
         return replace(base, **overrides) if overrides else base
+
+    async def list_models(self, name: str | None = None) -> builtins.list[str]:
+        """The models the connection's API offers (ProviderError if it cannot say)."""
+        connection = self.get(name)
+        key = self.resolve_key(connection)
+        request = models_request(connection.api, connection.url, key)
+        return parse_models(connection.api, await fetch_json(request, secret=key))
 
     async def test(
         self, name: str | None = None, *, timeouts: Timeouts | None = None

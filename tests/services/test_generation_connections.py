@@ -146,3 +146,24 @@ def test_request_options_are_set_checked_and_listed(tmp_path: Path) -> None:
         service = ConnectionService(folder.store, folder.path)
         options = service.request_options(service.get("c"))
         assert options.use_system_prompt is True and options.stream is False
+
+
+@pytest.mark.parametrize(
+    "api", ["openai", "openai-compatible", "anthropic", "google", "koboldcpp", "llamacpp"]
+)
+def test_every_api_lists_its_models(tmp_path: Path, stub: StubServer, api: str) -> None:
+    with temporary_store("sqlite", tmp_path) as store:
+        service = ConnectionService(store, tmp_path)
+        service.add("c", api, url=stub.base_url(api), key=KEY)
+        assert asyncio.run(service.list_models("c")) == ["stub-model"]
+
+
+def test_a_refused_listing_says_why_without_the_key(tmp_path: Path, stub: StubServer) -> None:
+    from taverna.errors import ProviderError
+
+    with temporary_store("sqlite", tmp_path) as store:
+        service = ConnectionService(store, tmp_path)
+        service.add("c", "anthropic", url=stub.base_url("anthropic"), key="sk-wrong-abcdefgh1234")
+        with pytest.raises(ProviderError, match="key") as caught:
+            asyncio.run(service.list_models("c"))
+        assert "abcdefgh1234" not in str(caught.value)

@@ -189,6 +189,7 @@ class StubServer:
                 Route("/v1/completions", self._openai_text, methods=["POST"]),
                 Route("/v1/models", self._models, methods=["GET"]),
                 Route("/v1/messages", self._anthropic, methods=["POST"]),
+                Route("/v1beta/models", self._gemini_models, methods=["GET"]),
                 Route("/v1beta/models/{target}", self._gemini, methods=["POST"]),
                 Route("/completion", self._llamacpp, methods=["POST"]),
                 Route("/api/v1/generate", self._kobold, methods=["POST"]),
@@ -423,12 +424,33 @@ class StubServer:
         return self._stream(reply, [chunk(t) for t in reply.tokens], tail)
 
     async def _models(self, request: Request) -> Response:
+        """OpenAI's (and llama.cpp's) listing, or Anthropic's when asked with its headers."""
+        if "anthropic-version" in request.headers:
+            if not self._key_ok(request.headers.get("x-api-key")):
+                return self._anthropic_error(401, "authentication_error", "invalid x-api-key")
+            data = [{"type": "model", "id": m, "display_name": m} for m in self.models]
+            return JSONResponse({"data": data, "has_more": False})
         if not self._key_ok(
             request.headers.get("authorization", "").removeprefix("Bearer ") or None
         ):
             return self._openai_error(401, "Incorrect API key provided.", "invalid_api_key")
         data = [{"id": m, "object": "model", "created": 0, "owned_by": "stub"} for m in self.models]
         return JSONResponse({"object": "list", "data": data})
+
+    async def _gemini_models(self, request: Request) -> Response:
+        if not self._key_ok(request.headers.get("x-goog-api-key")):
+            return self._google_error(
+                400, "API key not valid. Please pass a valid API key.", "INVALID_ARGUMENT"
+            )
+        models = [
+            {
+                "name": f"models/{m}",
+                "supportedGenerationMethods": ["generateContent", "countTokens"],
+            }
+            for m in self.models
+        ]
+        models.append({"name": "models/embedder", "supportedGenerationMethods": ["embedContent"]})
+        return JSONResponse({"models": models})
 
     # ------------------------------------------------------------- Anthropic
 
