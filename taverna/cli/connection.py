@@ -163,6 +163,19 @@ def test(
         raise typer.Exit(1)
 
 
+@connection_app.command("models")
+def models(
+    name: Annotated[
+        str | None, typer.Argument(help="the connection (default: the default one)")
+    ] = None,
+    data: DataOption = None,
+) -> None:
+    """List the models the connection's API offers."""
+    with connection_service(data) as service:
+        names = asyncio.run(service.list_models(name))
+    typer.echo("\n".join(names) if names else "the API listed no models")
+
+
 @connection_app.command("remove")
 def remove(name: Annotated[str, typer.Argument()], data: DataOption = None) -> None:
     """Remove a connection and its stored key."""

@@ -14,7 +14,7 @@ import json
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -314,8 +314,6 @@ class ConnectionService:
             post_processing=connection.post_processing,
             use_system_prompt=options.get("use_system_prompt"),
         )
-        from dataclasses import replace
-
         return replace(base, **overrides) if overrides else base
 
     async def list_models(self, name: str | None = None) -> builtins.list[str]:

@@ -121,6 +121,8 @@ def test_the_cli_adds_lists_and_tests_without_printing_the_key(
     assert "* stub: openai stub-model" in listed.output
     assert json.loads(shown.output)[0]["key"] == "…9999"
     assert tested.output.startswith("ok in ")
+    listed_models = runner.invoke(app, ["connection", "models", "--data", data])
+    assert listed_models.exit_code == 0 and listed_models.output.strip() == "stub-model"
     assert stat.S_IMODE((tmp_path / "data" / "secrets.json").stat().st_mode) == 0o600
 
 
