@@ -69,7 +69,9 @@ def _error_detail(raw: bytes) -> str:
 _CONTEXT_HINTS = ("context", "too long", "too many tokens", "maximum length", "exceeds")
 
 
-def classify_status(status: int, detail: str, request: HttpRequest) -> StreamError:
+def classify_status(
+    status: int, detail: str, request: HttpRequest, retry_after: str | None = None
+) -> StreamError:
     """A person-readable error for an HTTP failure status."""
     said = f": {detail}" if detail else ""
     model = request.body.get("model") if isinstance(request.body, dict) else None
@@ -90,7 +92,7 @@ def classify_status(status: int, detail: str, request: HttpRequest) -> StreamErr
     if status == 429:
         return StreamError(
             ErrorKind.RATE_LIMITED,
-            f"rate limited by the model API (HTTP 429); wait and try again{said}",
+            f"rate limited by the model API (HTTP 429); {_wait(retry_after)}{said}",
             status,
         )
     if status in (400, 413, 422):
@@ -108,6 +110,13 @@ def classify_status(status: int, detail: str, request: HttpRequest) -> StreamErr
             status,
         )
     return StreamError(ErrorKind.SERVER, f"the model API failed (HTTP {status}){said}", status)
+
+
+def _wait(retry_after: str | None) -> str:
+    """How long the API asks to wait, when it says so in seconds."""
+    if retry_after and retry_after.strip().isdigit():
+        return f"try again in {int(retry_after)} s"
+    return "wait and try again"
 
 
 async def stream_events(
@@ -152,7 +161,12 @@ async def _exchange(
         ) as response:
             if response.status_code >= 400:
                 raw = await response.aread()
-                yield classify_status(response.status_code, _error_detail(raw), request)
+                yield classify_status(
+                    response.status_code,
+                    _error_detail(raw),
+                    request,
+                    response.headers.get("retry-after"),
+                )
                 return
             kind = response.headers.get("content-type", "")
             if request.stream and "text/event-stream" in kind:

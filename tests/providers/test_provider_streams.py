@@ -239,3 +239,9 @@ def test_any_text_survives_the_wire_unchanged(stub: StubServer, api: Api) -> Non
     events = run(stub, api)
     assert text_of(events) == "".join(TRICKY)
     assert isinstance(events[-1], Finish)
+
+
+def test_rate_limit_says_how_long_to_wait(stub: StubServer) -> None:
+    stub.script(Reply(status=429, error_message="Slow down"))
+    events = run(stub, Api.OPENAI)
+    assert isinstance(events[0], StreamError) and "try again in 20 s" in events[0].message

@@ -321,7 +321,10 @@ class StubServer:
             code = {404: "model_not_found", 429: "rate_limit_exceeded"}.get(reply.status, "error")
             if reply.status == 400:
                 code = "context_length_exceeded"
-            return self._openai_error(reply.status, reply.error_message, code)
+            failed = self._openai_error(reply.status, reply.error_message, code)
+            if reply.status == 429:
+                failed.headers["retry-after"] = "20"
+            return failed
         return None
 
     async def _openai_chat(self, request: Request) -> Response:
