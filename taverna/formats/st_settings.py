@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from pydantic import ValidationError
+
 from taverna.engine.assembly.context import (
     AssemblyContext,
     AuthorsNote,
@@ -41,6 +43,7 @@ from taverna.engine.assembly.context import (
 )
 from taverna.errors import FormatError
 from taverna.formats.json_text import loads
+from taverna.model.regex_script import RegexScript
 
 GLOBAL_ORDER_ID = 100001  # formats-presets.md §1.3: the "global" prompt-order list
 
@@ -67,6 +70,9 @@ class SillyTavernSettings:
     persona: PersonaInfo = field(default_factory=PersonaInfo)
     authors_note: AuthorsNote = field(default_factory=AuthorsNote)
     character_notes: tuple[CharacterNote, ...] = ()
+    regex_scripts: tuple[RegexScript, ...] = ()  # global scripts, in order (none if disabled)
+    regex_allowed: tuple[str, ...] = ()  # card files whose own scripts may run
+    raw_regex_enabled: bool = True  # the regex extension is not switched off
     raw: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -86,6 +92,9 @@ def read_settings(data: bytes | str, *, file: str | None = None) -> SillyTavernS
         persona=reader.persona(doc, power),
         authors_note=reader.authors_note(doc),
         character_notes=reader.character_notes(doc),
+        regex_scripts=reader.regex_scripts(doc),
+        regex_allowed=reader.regex_allowed(doc),
+        raw_regex_enabled=reader.regex_enabled(doc),
         raw=doc,
     )
 
@@ -434,6 +443,37 @@ class _Reader:
             allow_wi_scan=self.bool_(note, "allowWIScan", False, path),
         )
 
+    def regex_scripts(self, doc: Mapping[str, Any]) -> tuple[RegexScript, ...]:
+        extensions = self.obj(doc, "extension_settings")
+        disabled = extensions.get("disabledExtensions") or []
+        if isinstance(disabled, list) and "regex" in disabled:
+            return ()
+        scripts = extensions.get("regex") or []
+        if not isinstance(scripts, list):
+            raise self._fail("extension_settings.regex", "a list", scripts)
+        out = []
+        for i, item in enumerate(scripts):
+            try:
+                out.append(RegexScript.from_json(item).migrated())
+            except ValidationError as error:
+                raise FormatError(
+                    f"not a regex script: {error.errors()[0]['msg']}",
+                    file=self.file,
+                    field=f"extension_settings.regex[{i}]",
+                ) from None
+        return tuple(out)
+
+    def regex_enabled(self, doc: Mapping[str, Any]) -> bool:
+        disabled = self.obj(doc, "extension_settings").get("disabledExtensions") or []
+        return not (isinstance(disabled, list) and "regex" in disabled)
+
+    def regex_allowed(self, doc: Mapping[str, Any]) -> tuple[str, ...]:
+        extensions = self.obj(doc, "extension_settings")
+        allowed = extensions.get("character_allowed_regex") or []
+        if not isinstance(allowed, list):
+            raise self._fail("extension_settings.character_allowed_regex", "a list", allowed)
+        return tuple(a for a in allowed if isinstance(a, str))
+
     def character_notes(self, doc: Mapping[str, Any]) -> tuple[CharacterNote, ...]:
         extensions = self.obj(doc, "extension_settings")
         note = self.obj(extensions, "note", "extension_settings.")
@@ -489,6 +529,7 @@ def character_info(character: Any, avatar: str = "") -> CharacterInfo:
         linked_lorebook=extensions.world or "",
         embedded_lorebook=character.character_book,
         avatar=avatar,
+        regex_scripts=tuple(script.migrated() for script in character.regex_scripts),
     )
 
 
@@ -615,8 +656,13 @@ def assembly_context(
         else c
         for c in characters
     )
+    # formats-extensions.md §1.1: global scripts, then the speaker's own when allowed.
+    scripts = settings.regex_scripts
+    if chars and chars[0].avatar in settings.regex_allowed and settings.raw_regex_enabled:
+        scripts = (*scripts, *chars[0].regex_scripts)
     return AssemblyContext(
         characters=chars,
+        regex_scripts=scripts,
         messages=tuple(messages),
         persona=persona,
         metadata=metadata,

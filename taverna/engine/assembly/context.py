@@ -15,6 +15,8 @@ from datetime import UTC, datetime
 from enum import IntEnum, StrEnum
 from typing import Any
 
+from taverna.model.regex_script import RegexScript
+
 
 class GenerationType(StrEnum):
     """The kind of generation, by SillyTavern's own names (algo-prompt-assembly.md §1)."""
@@ -122,6 +124,7 @@ class CharacterInfo:
     extra_lorebooks: tuple[str, ...] = ()  # books added to the character in the UI
     embedded_lorebook: Any = None  # `data.character_book`, as the lorebook engine reads it
     avatar: str = ""  # the card's file name, how SillyTavern keys per-character settings
+    regex_scripts: tuple[RegexScript, ...] = ()  # the card's own; they run only if allowed
 
 
 @dataclass(frozen=True, slots=True)
@@ -468,6 +471,8 @@ class AssemblyContext:
     group_join_suffix: str = ""
     group_muted: tuple[str, ...] = ()  # names of muted (disabled) members
     quiet_prompt: str = ""
+    # The regex scripts that apply, in order: global ones, then the character's when allowed.
+    regex_scripts: tuple[RegexScript, ...] = ()
     chat_id: str = ""  # the chat's identity (SillyTavern: its file name); seeds {{pick}}
     tokenizer: str = ""  # the tokenizer's name; "" = chosen from the model
     cache_friendly: bool = False  # place volatile parts after the stable prefix

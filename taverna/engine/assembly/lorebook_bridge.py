@@ -128,7 +128,19 @@ def scan(request: ScanRequest) -> WorldInfoOutcome:
         macros=macro_context(context),
         seed=context.seed,
     )
-    placement = activation.placed()
+    regex = request.regex
+    if regex is None:
+        placement = activation.placed()
+    else:
+        # world-info.js: contents go through the WORLD_INFO regex, @depth ones with their depth.
+        placement = activation.placed(
+            lambda e: regex(
+                e.content,
+                (e.entry.depth if e.entry.depth is not None else DEFAULT_DEPTH)
+                if e.entry.position is Position.AT_DEPTH
+                else None,
+            )
+        )
     groups = tuple(
         DepthGroup(
             group.depth if group.depth is not None else DEFAULT_DEPTH,

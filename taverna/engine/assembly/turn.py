@@ -26,6 +26,7 @@ from taverna.engine.assembly.injections import (
     base_table,
     with_lorebook,
 )
+from taverna.engine.assembly.regex_scripts import regexed_for_prompt
 from taverna.engine.assembly.world import (
     LorebookScan,
     ScanRequest,
@@ -33,6 +34,7 @@ from taverna.engine.assembly.world import (
     applying_books,
     no_lorebooks,
 )
+from taverna.model.regex_script import RegexPlacement
 
 # Macro substitution: the text and extra macro values ({{original}}, {{lastChatMessage}}).
 Substitute = Callable[[str, Mapping[str, str]], str]
@@ -169,7 +171,21 @@ def core_chat(context: AssemblyContext, substitute: Substitute) -> tuple[ChatMes
     chat = [m for m in messages if not m.hidden]
     if kind is GenerationType.SWIPE and chat:
         chat.pop()
+    scripts = context.regex_scripts
+    if scripts:
+        # §1 step 10: prompt regex per message, by its author and depth (0 = newest).
+        plain = _plain(substitute)
+        count = len(chat)
+        for index, message in enumerate(chat):
+            placement = RegexPlacement.USER_INPUT if message.is_user else RegexPlacement.AI_OUTPUT
+            text = regexed_for_prompt(message.text, placement, scripts, plain, count - index - 1)
+            if text != message.text:
+                chat[index] = replace(message, text=text)
     return tuple(chat)
+
+
+def _plain(substitute: Substitute) -> Callable[[str], str]:
+    return lambda text: substitute(text, {})
 
 
 def parse_examples(text: str, heading: str) -> list[str]:
@@ -238,6 +254,7 @@ def prepare_turn(
                 books=books,
                 count_text=count_text,
                 memo=memo,
+                regex=_world_regex(context, substitute) if context.regex_scripts else None,
             )
         )
 
@@ -260,6 +277,20 @@ def prepare_turn(
         prompt_budget=budget,
         substitute=substitute,
     )
+
+
+def _world_regex(
+    context: AssemblyContext, substitute: Substitute
+) -> Callable[[str, int | None], str]:
+    """Prompt regex for lorebook contents (placement WORLD_INFO, @depth entries by depth)."""
+    plain = _plain(substitute)
+
+    def run(text: str, depth: int | None) -> str:
+        return regexed_for_prompt(
+            text, RegexPlacement.WORLD_INFO, context.regex_scripts, plain, depth
+        )
+
+    return run
 
 
 def speaker_role(message: ChatMessage) -> str:

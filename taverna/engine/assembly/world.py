@@ -52,6 +52,8 @@ class ScanRequest:
     books: tuple[BookSource, ...]
     count_text: Callable[[str], int]
     memo: dict[Any, Any] | None = None  # work kept across turns (see MessageCost.memo)
+    # Prompt-time regex for an entry's content and its depth (None unless @depth).
+    regex: Callable[[str, int | None], str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -92,3 +92,19 @@ def test_not_json_is_a_format_error() -> None:
         read_settings(b"{oops", file="settings.json")
     with pytest.raises(FormatError):
         read_settings(b"[1, 2]", file="settings.json")
+
+
+def test_regex_scripts_global_and_allowed_character() -> None:
+    """formats-extensions.md §1.1: global scripts run; a card's own only when its file is allowed."""
+    rule = {"scriptName": "g", "findRegex": "a", "replaceString": "b", "placement": [2]}
+    doc = {"extension_settings": {"regex": [rule], "character_allowed_regex": ["Aria.png"]}}
+    settings = read_settings(json.dumps(doc))
+    assert [s.script_name for s in settings.regex_scripts] == ["g"]
+    assert settings.regex_allowed == ("Aria.png",)
+    off = read_settings(
+        json.dumps({"extension_settings": {"regex": [rule], "disabledExtensions": ["regex"]}})
+    )
+    assert off.regex_scripts == ()
+    with pytest.raises(FormatError) as caught:
+        read_settings(json.dumps({"extension_settings": {"regex": [{"placement": "x"}]}}))
+    assert caught.value.field == "extension_settings.regex[0]"

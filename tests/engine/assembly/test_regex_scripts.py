@@ -1,0 +1,108 @@
+"""Regex scripts at prompt time (algo-chat-ops.md §6, formats-extensions.md §1)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import Any
+
+from taverna.engine.assembly.regex_scripts import applies, regex_from_string, run_script
+from taverna.formats.world_info import world_info_from_json
+from taverna.model.regex_script import RegexPlacement, RegexScript
+
+from .helpers import SERAPHINA, build, chat, context, pairs
+
+
+def script(**fields: Any) -> RegexScript:
+    base = {"scriptName": "s", "findRegex": "", "replaceString": "", "placement": [1, 2]}
+    return RegexScript.from_json({**base, **fields})
+
+
+def same(text: str) -> str:
+    return text
+
+
+def test_regex_from_string_section_6_3() -> None:
+    """§6.3: `/body/flags`; a bare pattern has no flags; invalid flags make it all pattern."""
+    parsed = regex_from_string("/a.c/gi")
+    assert parsed is not None and parsed[1] is True and parsed[0].pattern.search("xABCx")
+    bare = regex_from_string("a.c")
+    assert bare is not None and bare[1] is False
+    odd = regex_from_string("/ab/q")
+    assert odd is not None and odd[0].pattern.search("/ab/q") and not odd[0].pattern.search("ab")
+
+
+def test_first_match_only_without_g_section_6_3() -> None:
+    assert run_script(script(findRegex="o", replaceString="0"), "foo boo", same) == "f0o boo"
+    assert run_script(script(findRegex="/o/g", replaceString="0"), "foo boo", same) == "f00 b00"
+
+
+def test_groups_match_trim_and_macros_section_6_3() -> None:
+    """§6.3: {{match}} is $0, groups lose their trim strings, macros run on the result."""
+    rule = script(
+        findRegex=r"/\[(\w+)\]/g",
+        replaceString="<{{match}}|$1|$2|{{char}}>",
+        trimStrings=["x"],
+    )
+    macros = lambda text: text.replace("{{char}}", "Sera")  # noqa: E731
+    assert run_script(rule, "a [box] b", macros) == "a <[bo]|bo||Sera> b"
+
+
+def test_which_scripts_run_at_prompt_time_section_6_1() -> None:
+    """§6.1-6.2: display-only scripts never; prompt-only and storage ones do; depth limits."""
+    assert not applies(script(markdownOnly=True), RegexPlacement.AI_OUTPUT, 0)
+    assert applies(script(markdownOnly=True, promptOnly=True), RegexPlacement.AI_OUTPUT, 0)
+    assert applies(script(promptOnly=True), RegexPlacement.USER_INPUT, 3)
+    assert not applies(script(placement=[1]), RegexPlacement.AI_OUTPUT, 0)
+    assert not applies(script(minDepth=1), RegexPlacement.AI_OUTPUT, 0)
+    assert not applies(script(maxDepth=2), RegexPlacement.AI_OUTPUT, 3)
+    assert applies(script(minDepth=1, maxDepth=2), RegexPlacement.AI_OUTPUT, None)
+
+
+def test_history_is_regexed_by_author_and_depth_section_1() -> None:
+    """algo-prompt-assembly.md §1 step 10: AI output scripts on replies, by depth."""
+    rule = script(
+        findRegex="/secret/g",
+        replaceString="[redacted]",
+        placement=[2],
+        promptOnly=True,
+        minDepth=1,
+    )
+    messages = chat(("character", "a secret"), ("user", "my secret"), ("character", "new secret"))
+    got = [
+        c
+        for r, c, _ in pairs(build(context(messages=messages, regex_scripts=(rule,))))
+        if r != "system"
+    ]
+    assert got == ["a [redacted]", "my secret", "new secret"]
+
+
+def test_lorebook_contents_are_regexed() -> None:
+    """world-info.js: entry contents go through WORLD_INFO scripts before placement."""
+    book = world_info_from_json(
+        {
+            "entries": {
+                "0": {
+                    "uid": 0,
+                    "key": [],
+                    "content": "The gate is red.",
+                    "constant": True,
+                    "position": 0,
+                }
+            }
+        },
+        name="Book",
+    )
+    rule = script(findRegex="red", replaceString="blue", placement=[5])
+    character = replace(SERAPHINA, linked_lorebook="Book")
+    ctx = context(character=character, lorebooks={"Book": book}, regex_scripts=(rule,))
+    assert ("system", "The gate is blue.", None) in pairs(build(ctx))
+
+
+def test_a_runaway_pattern_leaves_the_text() -> None:
+    """Untrusted patterns never hang the turn: the time limit keeps the text as it was."""
+    rule = script(findRegex="/(a+)+$/", replaceString="X")
+    started = time.perf_counter()
+    text = "a" * 40 + "!"
+    assert run_script(rule, text, same) == text
+    assert time.perf_counter() - started < 5
