@@ -92,7 +92,10 @@ class TavernaServer:
 def chromium() -> Iterator[object]:
     if not CHROMIUM.exists():
         pytest.skip("Debian's chromium is not installed (make browser-deps)")
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
+
+    # A busy machine (CI shares its cores) can take a few seconds per step.
+    expect.set_options(timeout=15_000)
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
