@@ -8,6 +8,7 @@ be swapped in tests and the assembly itself stays a pure function.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from taverna.engine.assembly.budget import MessageCost
 from taverna.engine.assembly.chat_completion import build_chat_completion
@@ -43,13 +44,13 @@ def assemble(
     engine and the tokenizer SillyTavern would pick for the model. Pass the same
     `cost` (from `message_cost`) turn after turn so only new text is tokenized.
     """
-    substitute = substitute or default_substitute(context)
     scan = scan or default_scan()
     if cost is None:
         if count_text is not None:
             cost = MessageCost(count_text, message_family or "tiktoken")
         else:
             cost = message_cost(context)
+    substitute = substitute or default_substitute(context, cost.memo)
     counter = cost.count_text
     # Lorebook entries under Chat Completion are counted as one "full" system message.
     world_count: CountText = cost.text if context.api != "textgen" else counter
@@ -100,8 +101,8 @@ def default_text_builder() -> TextBuilder:
     return build_text_completion
 
 
-def default_substitute(context: AssemblyContext) -> Substitute:
-    """The macro engine bound to this turn's context."""
+def default_substitute(context: AssemblyContext, memo: dict[Any, Any] | None = None) -> Substitute:
+    """The macro engine bound to this turn's context (name-only texts kept in `memo`)."""
     from taverna.engine.assembly.macros_bridge import substitute_for
 
-    return substitute_for(context)
+    return substitute_for(context, memo)

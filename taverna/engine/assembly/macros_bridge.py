@@ -6,8 +6,10 @@ turn, as they do in SillyTavern, whose macros write the chat's variables as they
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
 from taverna.engine.assembly.context import AssemblyContext
 from taverna.engine.assembly.turn import Substitute
@@ -56,8 +58,29 @@ def macro_context(context: AssemblyContext) -> MacroContext:
     )
 
 
-def substitute_for(context: AssemblyContext) -> Substitute:
-    """A substitution function for this turn; variable changes carry to the next call."""
+_MACRO = re.compile(r"\{\{([^{}]*)\}\}")
+# Macros whose value is fixed by the names and card fields (the memo key holds them all).
+_NAME_MACROS = frozenset(
+    {"char", "user", "group", "charifnotgroup", "personality", "scenario", "description", "persona"}
+)
+
+
+def _names_only(text: str) -> bool:
+    """Whether the only macros in `text` are names and card fields (same result all chat long)."""
+    found = _MACRO.findall(text)
+    return (
+        bool(found)
+        and all(m.strip().lower() in _NAME_MACROS for m in found)
+        and (text.count("{{") == len(found))
+    )
+
+
+def substitute_for(context: AssemblyContext, memo: dict[Any, Any] | None = None) -> Substitute:
+    """A substitution function for this turn; variable changes carry to the next call.
+
+    With a `memo` kept across turns, texts whose only macros are names ({{char}},
+    {{user}}, ...) are resolved once for the same names.
+    """
     state = [macro_context(context)]
 
     def substitute(text: str, extra: Mapping[str, str]) -> str:
@@ -65,6 +88,22 @@ def substitute_for(context: AssemblyContext) -> Substitute:
         if not text or (("{" not in text and "<" not in text) or not has_macros(text)):
             return text
         base = state[0]
+        key = None
+        if memo is not None and not extra and _names_only(text):
+            key = (
+                "macro",
+                text,
+                base.user,
+                base.char,
+                base.group,
+                base.personality,
+                base.scenario,
+                base.description,
+                base.persona,
+            )
+            known = memo.get(key)
+            if known is not None:
+                return str(known)
         call = base
         if extra:
             values = dict(extra)
@@ -78,6 +117,8 @@ def substitute_for(context: AssemblyContext) -> Substitute:
             )
         result = evaluate(text, call)
         state[0] = replace(base, variables=result.variables)
+        if key is not None and memo is not None:
+            memo[key] = result.text
         return result.text
 
     return substitute
