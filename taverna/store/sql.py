@@ -149,8 +149,6 @@ def _row_from_json(data: Mapping[Any, Any]) -> dict[str, Any]:
     return {k: _from_json_value(k, v) for k, v in data.items()}
 
 
-_NODE_COLUMNS = [c for c in t.nodes.c if c.name != "content_hash"]
-
 # Column order of raw path rows (read without SQLAlchemy's per-value processing:
 # a 100,000-message path spends most of its time there otherwise).
 _RAW_NODE = (
@@ -894,6 +892,8 @@ class SqlStore(Store):
                 raise TavernaError(
                     f"message {node.id} comes before its parent {parent}", field="nodes"
                 )
+            if node.id in info:
+                raise TavernaError(f"message id {node.id} appears twice", field="nodes")
             depth, inherited = info[parent] if parent else (-1, None)
             state_from = node.id if node.state is not None else inherited
             info[node.id] = (depth + 1, state_from)
@@ -920,6 +920,20 @@ class SqlStore(Store):
             )
         if active_leaf_id is not None and active_leaf_id not in info:
             raise TavernaError("the active leaf is not among the messages", field="active_leaf_id")
+        for branch in branches:
+            if branch.head_id is not None and branch.head_id not in info:
+                raise TavernaError(
+                    f"branch {branch.name!r} points at no message of the chat", field="branches"
+                )
+        for checkpoint in checkpoints:
+            if checkpoint.node_id not in info:
+                raise TavernaError(
+                    f"checkpoint {checkpoint.name!r} points at no message of the chat",
+                    field="checkpoints",
+                )
+        for parent_key, child in (selections or {}).items():
+            if child not in info or (parent_key and parent_key not in info):
+                raise TavernaError("a selection names no message of the chat", field="selections")
         chosen = dict(selections) if selections is not None else {}
         if selections is None:
             for row in node_rows:  # newest child wins, then the active path overrides

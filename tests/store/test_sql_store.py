@@ -196,6 +196,22 @@ def test_import_tree_rejects_orphans_and_unknown_leaf(store: SqlStore) -> None:
     root = Node(new_id(), "x", None, NodeRole.USER, "hi")
     with pytest.raises(TavernaError, match="active leaf"):
         store.import_tree(NewChat(title="bad"), [root], active_leaf_id="nope")
+    with pytest.raises(TavernaError, match="twice"):
+        store.import_tree(NewChat(title="bad"), [root, root], active_leaf_id=root.id)
+    with pytest.raises(TavernaError, match="branch"):
+        store.import_tree(
+            NewChat(title="bad"),
+            [root],
+            active_leaf_id=root.id,
+            branches=[Branch(new_id(), "x", "lost", "nope")],
+        )
+    with pytest.raises(TavernaError, match="checkpoint"):
+        store.import_tree(
+            NewChat(title="bad"),
+            [root],
+            active_leaf_id=root.id,
+            checkpoints=[Checkpoint(new_id(), "x", "lost", "nope")],
+        )
     assert store.list_chats() == []
 
 
