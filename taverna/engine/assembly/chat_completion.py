@@ -481,9 +481,7 @@ def build_chat_completion(context: AssemblyContext, turn: Turn, cost: MessageCos
         parts = _volatile_last(parts)
     if cc.squash_system_messages:
         parts = _squash(parts, cost)
-    messages = tuple(
-        PromptMessage(_ROLES[p.role], p.content, p.name or None, source=p.identifier) for p in parts
-    )
+    messages = tuple(_message(p) for p in parts)
     return Prompt(
         kind="chat",
         messages=messages,
