@@ -238,3 +238,20 @@ class PersonaIn(Strict):
     depth: int = Field(default=2, ge=0, le=10_000)
     role: int = Field(default=0, ge=0, le=2)
     is_default: bool = False
+
+
+class AuthorsNoteIn(Strict):
+    """The chat's author's note (SillyTavern's numbers: position 0 after the main prompt,
+    1 in the chat at `depth`, 2 before the main prompt; role 0 system, 1 user, 2 assistant)."""
+
+    prompt: str = Field(default="", max_length=TEXT_MAX)
+    interval: int = Field(default=1, ge=0, le=100_000)
+    depth: int = Field(default=4, ge=0, le=100_000)
+    position: int = Field(default=1, ge=0, le=2)
+    role: int = Field(default=0, ge=0, le=2)
+    revision: int | None = None
+
+
+class ChatSettingsOut(BaseModel):
+    authors_note: dict[str, Any] | None
+    lorebook: str | None

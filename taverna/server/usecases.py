@@ -20,6 +20,7 @@ from taverna.model.chat import CharacterRef, Chat, NodeRole
 from taverna.model.persona import Persona
 from taverna.model.prompt import Prompt
 from taverna.providers.builders import build_request
+from taverna.providers.request import Api
 from taverna.server.context import AppContext
 from taverna.server.schemas import ChatOut, ChatSummaryOut, PersonaRef, PromptOut, TaskOut
 from taverna.server.views import chat_out, chat_summary_out
@@ -185,15 +186,23 @@ def inspect_prompt(ctx: AppContext, chat_id: str, node_id: str | None) -> Prompt
             path, kind = ctx.store.path_to(chat_id, node.id), TurnKind.SWIPE
         else:
             path = ctx.store.path_to(chat_id, node.parent_id) if node.parent_id else []
-    connection = service.connections.get(None)
-    built = service.build_prompt(Turn(chat, tuple(path), kind, connection.api, False))
+    try:
+        connection: Connection | None = service.connections.get(None)
+    except NotFound:
+        # Without a connection the prompt is still shown, as Chat Completion builds it.
+        connection = None
+    api = connection.api if connection else Api.OPENAI
+    built = service.build_prompt(Turn(chat, tuple(path), kind, api, False))
     prompt = built if isinstance(built, Prompt) else built.prompt
-    options = service.connections.request_options(
-        connection,
-        user_name=chat.user_name or "User",
-        char_name=chat.characters[0].name if chat.characters else "",
-    )
-    request = build_request(prompt, connection.api, options, base_url=connection.url, key="")
+    request_json: dict[str, Any] | None = None
+    if connection is not None:
+        options = service.connections.request_options(
+            connection,
+            user_name=chat.user_name or "User",
+            char_name=chat.characters[0].name if chat.characters else "",
+        )
+        request = build_request(prompt, connection.api, options, base_url=connection.url, key="")
+        request_json = {"url": request.url, "body": dict(request.body)}
     ids = {n.id for n in path}
     included = [
         i.source
@@ -207,7 +216,7 @@ def inspect_prompt(ctx: AppContext, chat_id: str, node_id: str | None) -> Prompt
     cut = first if first and visible and visible[0].id != first else None
     return PromptOut(
         prompt=prompt_json(prompt),
-        request={"url": request.url, "body": dict(request.body)},
+        request=request_json,
         first_message_in_context=cut,
         included_message_ids=included,
     )

@@ -123,3 +123,26 @@ def test_chats_list_renames_and_deletes_and_the_phone_menu_navigates(
     page.locator(".chat-item", has_text="运河之夜").get_by_role("button", name="Branches").click()
     page.locator(".chat-item", has_text="运河之夜").locator(".branches li").first.wait_for()
     page.close()
+
+
+def test_authors_note_from_the_chat_settings(chromium, taverna: TavernaServer) -> None:  # type: ignore[no-untyped-def]
+    ione = next(c for c in taverna.api("GET", "/characters").json() if c["name"] == "Ione Calder")
+    chat = taverna.api("POST", "/chats", json={"character_id": ione["id"], "title": "Noted"}).json()
+    page = chromium.new_page(viewport={"width": 1280, "height": 800})
+    page.goto(f"{taverna.url}/#/chat/{chat['id']}")
+    page.get_by_role("button", name="Chat settings").click()
+    page.locator("#an-prompt").fill("[Keep it short.]")
+    page.locator("#an-depth").fill("0")
+    page.get_by_role("button", name="Save the note").click()
+    expect(page.locator(".toast").last).to_contain_text("Saved")
+    page.locator("#chat-lorebook").select_option(label="Brasswater")
+    page.get_by_role("button", name="Save the lorebook").click()
+    page.locator("#close-settings").click()
+    settings = taverna.api("GET", f"/chats/{chat['id']}/settings").json()
+    assert (
+        settings["authors_note"]["prompt"] == "[Keep it short.]"
+        and settings["lorebook"] == "Brasswater"
+    )
+    page.get_by_role("button", name="Prompt inspector").click()
+    expect(page.locator("#inspector .inspector-body")).to_contain_text("[Keep it short.]")
+    page.close()

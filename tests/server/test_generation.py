@@ -222,3 +222,36 @@ def test_drop_a_draft(client: TestClient, stub: StubServer, chat_id: str) -> Non
     assert client.delete(f"/api/drafts/{drafts[0]['id']}").status_code == 204
     assert client.get(f"/api/chats/{chat_id}/drafts").json() == []
     assert client.get(f"/api/tasks/{task}").json()["status"] == "done"
+
+
+def test_authors_note_reaches_the_prompt_and_follows_the_path(
+    client: TestClient, stub: StubServer, chat_id: str
+) -> None:
+    stub.script(Reply(tokens=["Fine."]))
+    events(client, generate(client, chat_id, kind="normal", text="How are you?")["task"]["id"])
+    assert client.get(f"/api/chats/{chat_id}/settings").json()["authors_note"] is None
+    note = {"prompt": "[Style: terse, 简洁]", "interval": 1, "depth": 1, "position": 1, "role": 0}
+    saved = client.put(f"/api/chats/{chat_id}/authors-note", json=note)
+    assert saved.status_code == 200, saved.text
+    assert saved.json()["authors_note"]["prompt"] == "[Style: terse, 简洁]"
+    prompt = client.get(f"/api/chats/{chat_id}/prompt").json()
+    assert any("[Style: terse, 简洁]" in m["content"] for m in prompt["prompt"]["messages"])
+    # A branch from before the note was set does not have it.
+    greeting = client.get(f"/api/chats/{chat_id}").json()["messages"][0]
+    client.post(
+        f"/api/chats/{chat_id}/branches", json={"node_id": greeting["id"], "name": "before"}
+    )
+    assert client.get(f"/api/chats/{chat_id}/settings").json()["authors_note"] is None
+    for bad in ({**note, "position": 7}, {**note, "depth": -1}, {**note, "prompt": 3}):
+        assert client.put(f"/api/chats/{chat_id}/authors-note", json=bad).status_code == 422
+    assert client.put("/api/chats/nope/authors-note", json=note).status_code == 404
+
+
+def test_the_prompt_shows_without_a_connection(client: TestClient) -> None:
+    card = client.post(
+        "/api/characters", json={"name": "Lone", "description": "Alone.", "first_mes": "Hi."}
+    ).json()
+    chat = client.post("/api/chats", json={"character_id": card["id"]}).json()
+    data = client.get(f"/api/chats/{chat['id']}/prompt").json()
+    assert data["request"] is None
+    assert any("Alone." in m["content"] for m in data["prompt"]["messages"])

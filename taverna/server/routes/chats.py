@@ -5,13 +5,16 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request, Response
 
 from taverna.errors import NotFound
+from taverna.model.chat import AuthorsNote
 from taverna.server import library_use, usecases
 from taverna.server.context import AppContext, context, current_user
 from taverna.server.schemas import (
+    AuthorsNoteIn,
     BranchIn,
     BranchOut,
     ChatLorebookIn,
     ChatOut,
+    ChatSettingsOut,
     ChatSummaryOut,
     EditIn,
     HiddenIn,
@@ -198,3 +201,33 @@ def show_message(
     _node_of(ctx, chat_id, node_id)
     ctx.chats.select_candidate(chat_id, node_id, revision=_revision(ctx, chat_id, body.revision))
     return usecases.chat_view(ctx, chat_id)
+
+
+@router.get("/{chat_id}/settings", response_model=ChatSettingsOut)
+def chat_settings(chat_id: str, ctx: AppContext = Depends(context)) -> ChatSettingsOut:
+    """The chat's author's note (as it stands at the end of the path) and its lorebook."""
+    chat = ctx.chats.get_chat(chat_id)
+    note = ctx.chats.state_at(chat_id).authors_note
+    book = chat.metadata.get("world_info")
+    return ChatSettingsOut(
+        authors_note=note.to_json() if note else None,
+        lorebook=book if isinstance(book, str) and book else None,
+    )
+
+
+@router.put("/{chat_id}/authors-note", response_model=ChatSettingsOut)
+def set_authors_note(
+    chat_id: str, body: AuthorsNoteIn, ctx: AppContext = Depends(context)
+) -> ChatSettingsOut:
+    """Set the author's note from here on (state on the path: other branches keep theirs)."""
+    note = AuthorsNote(
+        prompt=body.prompt,
+        interval=body.interval,
+        depth=body.depth,
+        position=body.position,
+        role=body.role,
+    )
+    ctx.chats.update_state(
+        chat_id, revision=_revision(ctx, chat_id, body.revision), authors_note=note
+    )
+    return chat_settings(chat_id, ctx)

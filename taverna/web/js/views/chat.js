@@ -5,6 +5,7 @@ import { copyText, h, iconButton, mount, toast } from "../dom.js";
 import { t } from "../i18n.js";
 import { renderMarkdown } from "../markdown.js";
 import { openInspector } from "./inspector.js";
+import { openChatSettings } from "./chat_settings.js";
 import { openTree } from "./tree.js";
 
 function avatarFor(message, chat) {
@@ -44,6 +45,11 @@ export async function render(root, params) {
       draw();
       loadContextLine();
     }), { attrs: { id: "open-tree" } }),
+    iconButton(t("settings.title"), "note", () => openChatSettings(params.id, state.chat.revision, (chat) => {
+      state.chat = chat;
+      draw();
+      loadContextLine();
+    }), { attrs: { id: "open-settings" } }),
     iconButton(t("chat.undo"), "undo", () => history("undo")),
     iconButton(t("chat.redo"), "redo", () => history("redo")),
     iconButton(t("chat.inspector"), "inspect", () => openInspector(params.id, null, labels()), { attrs: { id: "open-inspector" } }),
