@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import gc
 import json
 import random
 import statistics
@@ -169,6 +170,8 @@ def main() -> None:
         context = to_context(messages, world)
         cost = message_cost(context)
         cold.append(timed(lambda c=context, k=cost: assemble(c, cost=k)))
+    # The cold runs' lorebooks and counts are garbage now: collect them before the warm runs.
+    gc.collect()
     world = world_info_from_json(copy.deepcopy(world_doc), name="Big")
     context = to_context(messages, world)
     cost = message_cost(context)
@@ -176,8 +179,9 @@ def main() -> None:
 
     # Warm: one new message each run; counts and the compiled lorebook kept.
     warm = []
-    extra = make_chat(random.Random(11), args.runs * 2)
-    for i in range(args.runs):
+    warm_runs = max(args.runs, 21)
+    extra = make_chat(random.Random(11), warm_runs * 2)
+    for i in range(warm_runs):
         new = extra[i]
         message = ChatMessage(
             str(len(context.messages)),
@@ -186,8 +190,9 @@ def main() -> None:
             new["mes"],
         )
         context = replace(context, messages=(*context.messages, message))
-        warm.append(timed(lambda c=context: assemble(c, cost=cost)))
+        start = time.perf_counter()
         prompt = assemble(context, cost=cost)
+        warm.append((time.perf_counter() - start) * 1000)
 
     kept = [i for i in prompt.ledger.items if i.included and i.kind == "history"]
     lore = [i for i in prompt.ledger.items if i.kind == "lorebook_entry"]
@@ -255,6 +260,7 @@ def main() -> None:
         ("prompt tokens", f"{prompt.ledger.total_tokens:,}"),
         ("cold median", f"{cold_ms:.1f} ms"),
         ("warm median (one new message)", f"{warm_ms:.1f} ms  (target < 10 ms)"),
+        ("warm fastest", f"{min(warm):.1f} ms  (over {len(warm)} turns)"),
         ("fast-tavern median", f"{fast_ms:.1f} ms" if fast_ms is not None else fast_note),
         ("fast-tavern / taverna warm", f"{fast_ms / warm_ms:.1f}x" if fast_ms else "-"),
         ("fast-tavern / taverna cold", f"{fast_ms / cold_ms:.1f}x" if fast_ms else "-"),
@@ -270,6 +276,7 @@ def main() -> None:
                 "cold_ms": round(cold_ms, 2),
                 "warm_ms": round(warm_ms, 2),
                 "warm_target_ms": 10,
+                "warm_min_ms": round(min(warm), 2),
                 "fast_tavern_ms": round(fast_ms, 2) if fast_ms is not None else None,
                 "ratio_fast_tavern_over_warm": round(fast_ms / warm_ms, 2) if fast_ms else None,
                 "ratio_fast_tavern_over_cold": round(fast_ms / cold_ms, 2) if fast_ms else None,
