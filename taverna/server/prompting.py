@@ -88,6 +88,10 @@ def _settings_json(lib: LibraryService, owner: str) -> dict[str, Any]:
             settings.setdefault("power_user", {})["instruct"] = {**data, "enabled": True}
         else:
             settings.setdefault("power_user", {})["context"] = data
+    # The library's regex scripts are the global ones (SillyTavern's extension settings).
+    scripts = [dict(d.data) for d in lib.documents(LibraryKind.REGEX_SCRIPT)]
+    if scripts:
+        settings["extension_settings"] = {"regex": scripts}
     return settings
 
 

@@ -137,3 +137,23 @@ def test_personas(client: TestClient) -> None:
     assert client.delete(f"/api/personas/{second['id']}").status_code == 204
     assert client.delete(f"/api/personas/{second['id']}").status_code == 404
     assert client.put("/api/personas/nope", json={"name": "x"}).status_code == 404
+
+
+def test_library_regex_scripts_shape_the_prompt(
+    client: TestClient, ctx: AppContext, st_fixtures: Path
+) -> None:
+    from taverna.services.library import LibraryService
+
+    script = st_fixtures / "handmade" / "exports" / "strip_ooc_notes.json"
+    LibraryService(ctx.store).import_bytes(script.read_bytes(), script.name)
+    card = client.post("/api/characters", json={"name": "Mira", "first_mes": "Hi."}).json()
+    chat = client.post("/api/chats", json={"character_id": card["id"]}).json()
+    from taverna.model.chat import NodeRole
+
+    current = ctx.chats.get_chat(chat["id"])
+    ctx.chats.append(
+        chat["id"], NodeRole.USER, "Let's sail. (OOC: back in 5)", revision=current.revision
+    )
+    messages = client.get(f"/api/chats/{chat['id']}/prompt").json()["prompt"]["messages"]
+    sent = [m["content"] for m in messages if "Let's sail." in m["content"]]
+    assert sent and all("OOC" not in text for text in sent)
