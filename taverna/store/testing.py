@@ -28,7 +28,7 @@ def backends() -> list[str]:
 def temporary_store(backend: str, folder: Path) -> Iterator[SqlStore]:
     """A fresh, migrated, empty store that is removed afterwards."""
     if backend == "sqlite":
-        store = open_store(folder / "data")
+        store = open_store(folder / "data", durability="normal")
         try:
             yield store
         finally:

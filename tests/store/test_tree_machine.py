@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -14,7 +16,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from taverna.errors import NotFound, TavernaError
 from taverna.model.chat import ChatState, NodeRole, effective_state
 from taverna.services.chats import ChatService, Outcome
-from taverna.store.sql import open_store
+from taverna.store.testing import backends, temporary_store
 
 words = st.text(alphabet="abcdefgh ", min_size=1, max_size=8)
 picks = st.integers(min_value=0, max_value=1000)
@@ -23,10 +25,13 @@ picks = st.integers(min_value=0, max_value=1000)
 class TreeMachine(RuleBasedStateMachine):
     """Drives the chat service; models only what undo and redo must give back."""
 
+    backend = "sqlite"
+
     def __init__(self) -> None:
         super().__init__()
         self.folder = Path(tempfile.mkdtemp(prefix="taverna-machine-"))
-        self.store = open_store(self.folder, durability="normal")
+        self.exits = ExitStack()
+        self.store = self.exits.enter_context(temporary_store(self.backend, self.folder))
         self.chats = ChatService(self.store)
         out = self.chats.create_chat("machine")
         self.chat_id = out.chat.id
@@ -36,7 +41,7 @@ class TreeMachine(RuleBasedStateMachine):
         self.branch_names = 0
 
     def teardown(self) -> None:
-        self.store.close()
+        self.exits.close()
         shutil.rmtree(self.folder, ignore_errors=True)
 
     # ------------------------------------------------------------- helpers
@@ -232,3 +237,20 @@ TreeMachine.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 test_tree_machine = TreeMachine.TestCase
+
+
+class PostgresTreeMachine(TreeMachine):
+    """The same machine on PostgreSQL (fewer runs: each one builds a schema)."""
+
+    backend = "postgresql"
+
+
+PostgresTreeMachine.TestCase.settings = settings(
+    max_examples=5,
+    stateful_step_count=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+test_tree_machine_postgresql = pytest.mark.skipif(
+    "postgresql" not in backends(), reason="TAVERNA_TEST_DATABASE_URL is not set"
+)(PostgresTreeMachine.TestCase)
