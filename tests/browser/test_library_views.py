@@ -146,3 +146,25 @@ def test_authors_note_from_the_chat_settings(chromium, taverna: TavernaServer) -
     page.get_by_role("button", name="Prompt inspector").click()
     expect(page.locator("#inspector .inspector-body")).to_contain_text("[Keep it short.]")
     page.close()
+
+
+def test_reasoning_is_shown_folded(chromium, taverna: TavernaServer, stub) -> None:  # type: ignore[no-untyped-def]
+    from tests.stubs.model_server import Reply
+
+    ione = next(c for c in taverna.api("GET", "/characters").json() if c["name"] == "Ione Calder")
+    chat = taverna.api(
+        "POST", "/chats", json={"character_id": ione["id"], "title": "Thinking"}
+    ).json()
+    page = chromium.new_page(viewport={"width": 1280, "height": 800})
+    page.goto(f"{taverna.url}/#/chat/{chat['id']}")
+    stub.script(
+        Reply(reasoning=["Weighing the tide ", "<b>tables</b>."], tokens=["We leave at dawn."])
+    )
+    page.get_by_label("Message", exact=True).fill("When do we leave?")
+    page.get_by_role("button", name="Send", exact=True).click()
+    saved = page.locator("li.message:not(.streaming)", has_text="We leave at dawn.")
+    saved.wait_for()
+    reasoning = saved.locator("details.reasoning")
+    expect(reasoning).to_contain_text("Weighing the tide <b>tables</b>.")  # shown as text, not HTML
+    assert reasoning.get_attribute("open") is None
+    page.close()

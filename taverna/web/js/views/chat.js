@@ -16,6 +16,13 @@ function avatarFor(message, chat) {
   return h("span", { class: "avatar letter", "aria-hidden": "true", text: [...name][0] || "?" });
 }
 
+/** The model's visible reasoning, folded away (shown as plain text, never as HTML). */
+function reasoningBlock(text, open = false) {
+  if (!text) return null;
+  return h("details", { class: "reasoning", open: open ? "open" : null },
+    h("summary", { text: t("chat.reasoning") }), h("div", { class: "reasoning-text", text }));
+}
+
 /** Render the chat with id `params.id` into `root`; returns a cleanup function. */
 export async function render(root, params) {
   let closed = false;
@@ -155,7 +162,8 @@ export async function render(root, params) {
     body.innerHTML = renderMarkdown(state.streamText || "…");
     return h("li", { class: "message assistant streaming", id: "streaming" },
       avatarFor({ role: "assistant", name: char.name, avatar_url: char.avatar_url }, state.chat),
-      h("div", { class: "bubble" }, h("div", { class: "meta" }, h("span", { class: "name", text: char.name || "" })), body));
+      h("div", { class: "bubble" }, h("div", { class: "meta" }, h("span", { class: "name", text: char.name || "" })),
+        reasoningBlock(state.reasoningText, true), body));
   }
 
   function streamTarget() {
@@ -201,6 +209,7 @@ export async function render(root, params) {
   function messageItem(m, index, isLastAssistant, busy) {
     const content = h("div", { class: "content markdown" });
     content.innerHTML = renderMarkdown(m.content);
+    const reasoning = reasoningBlock(m.generation?.extras?.reasoning);
     const actions = h("div", { class: "actions" });
     const isUser = m.role === "user";
     const add = (label, glyph, fn, cls) => {
@@ -234,6 +243,7 @@ export async function render(root, params) {
           m.hidden ? h("span", { class: "badge", text: t("chat.hidden_badge") }) : null,
           h("span", { class: "index", text: `#${index}` }),
           candidateNav(m, isLastAssistant, busy)),
+        reasoning,
         content,
         actions),
     );
@@ -315,11 +325,18 @@ export async function render(root, params) {
     const last = state.chat.messages[state.chat.messages.length - 1];
     state.task = { ...task, base: task.kind === "continue" && last ? last.content : "" };
     state.streamText = "";
+    state.reasoningText = "";
     draw();
     state.closeStream = followTask(task.id, async (kind, data) => {
       if (kind === "delta") {
         state.streamText += data.text || "";
         updateStream();
+      } else if (kind === "reasoning") {
+        const first = !state.reasoningText;
+        state.reasoningText += data.text || "";
+        const shown = list.querySelector("#streaming .reasoning-text");
+        if (shown) shown.textContent = state.reasoningText;
+        else if (first) draw();
       } else if (["done", "error", "cancelled", "lost"].includes(kind)) {
         const impersonated = state.task?.kind === "impersonate" ? state.streamText : null;
         state.task = null;
