@@ -52,10 +52,21 @@ def default_persona(ctx: AppContext, owner: str = "") -> Persona | None:
 
 
 def persona_of(ctx: AppContext, chat: Chat) -> PersonaRef:
-    """Who the user is in a chat: the chat's user name, else the default persona's."""
-    persona = default_persona(ctx, chat.owner)
-    name = chat.user_name or (persona.name if persona else "") or "User"
-    return PersonaRef(name=name)
+    """Who the user is in a chat: the persona of the chat's user name, else the default one."""
+    docs = ctx.store.find_documents(LibraryKind.PERSONA.value, owner=chat.owner)
+    personas = [(d.id, Persona.model_validate(dict(d.data))) for d in docs]
+    chosen = next(
+        ((i, p) for i, p in personas if chat.user_name and p.name == chat.user_name), None
+    )
+    chosen = chosen or next(((i, p) for i, p in personas if p.is_default), None)
+    if chosen is None:
+        return PersonaRef(name=chat.user_name or "User")
+    doc_id, persona = chosen
+    return PersonaRef(
+        id=doc_id,
+        name=chat.user_name or persona.name or "User",
+        avatar_url=f"/api/personas/{doc_id}/avatar",
+    )
 
 
 def start_chat(ctx: AppContext, character_id: str, *, title: str | None, owner: str) -> Chat:

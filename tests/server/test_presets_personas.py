@@ -157,3 +157,33 @@ def test_library_regex_scripts_shape_the_prompt(
     messages = client.get(f"/api/chats/{chat['id']}/prompt").json()["prompt"]["messages"]
     sent = [m["content"] for m in messages if "Let's sail." in m["content"]]
     assert sent and all("OOC" not in text for text in sent)
+
+
+def test_persona_picture_shows_on_the_users_messages(client: TestClient) -> None:
+    from taverna.formats.png_card import default_avatar
+
+    persona = client.post("/api/personas", json={"name": "Wren", "is_default": True}).json()
+    placeholder = client.get(persona["avatar_url"])
+    assert placeholder.headers["content-type"].startswith("image/svg+xml")
+    png = default_avatar()
+    assert (
+        client.post(
+            f"/api/personas/{persona['id']}/avatar", files={"file": ("w.png", png, "image/png")}
+        ).status_code
+        == 200
+    )
+    assert client.get(persona["avatar_url"]).content == png
+    bad = client.post(
+        f"/api/personas/{persona['id']}/avatar",
+        files={"file": ("w.png", b"not a picture", "image/png")},
+    )
+    assert bad.status_code == 422
+    card = client.post("/api/characters", json={"name": "Mira", "first_mes": "Hi."}).json()
+    chat = client.post("/api/chats", json={"character_id": card["id"]}).json()
+    view = client.get(f"/api/chats/{chat['id']}").json()
+    assert view["persona"] == {
+        "id": persona["id"],
+        "name": "Wren",
+        "avatar_url": persona["avatar_url"],
+    }
+    assert client.get("/api/personas/nope/avatar").status_code == 404

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Depends, File, Request, Response, UploadFile
 from pydantic import BaseModel
 
+from taverna.formats.png_card import as_png
 from taverna.model.persona import Persona
 from taverna.server import library_use
 from taverna.server.context import AppContext, context, current_user
 from taverna.server.schemas import PersonaIn
+from taverna.server.uploads import read_limited
 from taverna.services.library import LibraryKind, LibraryService
 
 router = APIRouter(prefix="/api/personas", tags=["personas"])
@@ -26,6 +28,7 @@ class PersonaOut(BaseModel):
     depth: int
     role: int
     is_default: bool
+    avatar_url: str
 
 
 def _out(doc_id: str, persona: Persona) -> PersonaOut:
@@ -38,6 +41,7 @@ def _out(doc_id: str, persona: Persona) -> PersonaOut:
         depth=int(d.depth),
         role=int(d.role),
         is_default=persona.is_default,
+        avatar_url=f"/api/personas/{doc_id}/avatar",
     )
 
 
@@ -68,3 +72,39 @@ def delete_persona(persona_id: str, lib: LibraryService = Depends(library)) -> R
     doc = lib.get(LibraryKind.PERSONA, persona_id)
     lib.store.delete_document(doc.id, revision=doc.revision)
     return Response(status_code=204)
+
+
+@router.get("/{persona_id}/avatar")
+def persona_avatar(persona_id: str, lib: LibraryService = Depends(library)) -> Response:
+    """The persona's picture; a lettered placeholder when it has none."""
+    doc = lib.get(LibraryKind.PERSONA, persona_id)
+    found = lib.find(LibraryKind.PERSONA, doc.name)
+    blob = found.blob if found is not None and found.id == doc.id else None
+    if blob:
+        return Response(blob, media_type="image/png", headers={"Cache-Control": "no-cache"})
+    return Response(
+        library_use.placeholder_svg(doc.name),
+        media_type="image/svg+xml",
+        headers={"Cache-Control": "no-cache"},
+    )
+
+
+@router.post("/{persona_id}/avatar", response_model=PersonaOut)
+async def set_persona_avatar(
+    persona_id: str,
+    file: UploadFile = File(...),
+    lib: LibraryService = Depends(library),
+    ctx: AppContext = Depends(context),
+) -> PersonaOut:
+    picture = as_png(await read_limited(file, ctx.upload_limit), file=file.filename or None)
+    doc = lib.get(LibraryKind.PERSONA, persona_id)
+    lib.store.put_document(
+        doc.kind,
+        doc.name,
+        doc.data,
+        blob=picture,
+        id=doc.id,
+        revision=doc.revision,
+        owner=doc.owner,
+    )
+    return _out(doc.id, Persona.model_validate(dict(doc.data)))

@@ -1,7 +1,7 @@
 // Personas: who the user plays; one is the default.
 
 import { api } from "../api.js";
-import { h, mount, toast } from "../dom.js";
+import { formWith, h, mount, toast } from "../dom.js";
 import { t } from "../i18n.js";
 import { fieldForm } from "../form.js";
 
@@ -24,7 +24,19 @@ export async function render(root) {
 
   const edit = (p) => {
     const form = fieldForm(fields(), p, "persona");
-    mount(editor, h("h2", { text: p.id ? p.name : t("personas.new") }), form,
+    const picker = h("input", { type: "file", accept: "image/png,image/jpeg,image/webp", hidden: true });
+    picker.addEventListener("change", async () => {
+      if (!picker.files[0]) return;
+      await api.upload(`/personas/${p.id}/avatar`, formWith({ file: picker.files[0] }));
+      toast(t("common.saved"));
+      edit({ ...p, avatar_url: `${p.avatar_url}?t=${Date.now()}` });
+    });
+    const picture = p.id
+      ? h("div", { class: "row" },
+        h("img", { class: "avatar big", src: p.avatar_url, alt: t("character.avatar_of", { name: p.name }) }),
+        h("button", { type: "button", text: t("character.change_avatar"), onClick: () => picker.click() }), picker)
+      : null;
+    mount(editor, h("h2", { text: p.id ? p.name : t("personas.new") }), picture, form,
       h("div", { class: "row" },
         h("button", { type: "button", class: "primary", text: t("common.save"), onClick: async () => {
           const body = form.read();
