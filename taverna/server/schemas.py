@@ -255,3 +255,12 @@ class AuthorsNoteIn(Strict):
 class ChatSettingsOut(BaseModel):
     authors_note: dict[str, Any] | None
     lorebook: str | None
+
+
+class HideRangeIn(Strict):
+    """`/hide start-end`: message positions on the path as shown (`#0` is the first)."""
+
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+    hidden: bool = True
+    revision: int | None = None

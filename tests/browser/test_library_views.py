@@ -145,6 +145,12 @@ def test_authors_note_from_the_chat_settings(chromium, taverna: TavernaServer) -
     )
     page.get_by_role("button", name="Prompt inspector").click()
     expect(page.locator("#inspector .inspector-body")).to_contain_text("[Keep it short.]")
+    page.locator("#close-inspector").click()
+    # `/hide 0` in the input box hides the greeting, as in SillyTavern.
+    page.get_by_label("Message", exact=True).fill("/hide 0")
+    page.get_by_role("button", name="Send", exact=True).click()
+    page.locator(".message.hidden-msg").first.wait_for()
+    assert taverna.api("GET", f"/chats/{chat['id']}").json()["messages"][0]["hidden"] is True
     page.close()
 
 

@@ -227,3 +227,26 @@ def test_each_speaker_gets_its_own_picture(client: TestClient, ctx: AppContext) 
         m["avatar_url"] for m in client.get(f"/api/chats/{outcome.chat.id}").json()["messages"]
     ]
     assert pictures == [None, "/api/characters/doc-ann/avatar", "/api/characters/doc-ann/avatar"]
+
+
+def test_hide_a_range(client: TestClient, ctx: AppContext) -> None:
+    chat_id, _ids = make_chat(ctx)
+    data = client.post(f"/api/chats/{chat_id}/hide-range", json={"start": 0, "end": 1}).json()
+    assert [m["hidden"] for m in data["messages"]] == [True, True, False]
+    data = client.post(
+        f"/api/chats/{chat_id}/hide-range", json={"start": 1, "end": 1, "hidden": False}
+    ).json()
+    assert [m["hidden"] for m in data["messages"]] == [True, False, False]
+    assert (
+        client.post(f"/api/chats/{chat_id}/hide-range", json={"start": 2, "end": 9}).status_code
+        == 400
+    )
+    assert (
+        client.post(f"/api/chats/{chat_id}/hide-range", json={"start": -1, "end": 1}).status_code
+        == 422
+    )
+    assert [m["hidden"] for m in client.get(f"/api/chats/{chat_id}").json()["messages"]] == [
+        True,
+        False,
+        False,
+    ]

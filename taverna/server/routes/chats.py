@@ -18,6 +18,7 @@ from taverna.server.schemas import (
     ChatSummaryOut,
     EditIn,
     HiddenIn,
+    HideRangeIn,
     NewChatIn,
     RenameChatIn,
     RevisionIn,
@@ -231,3 +232,16 @@ def set_authors_note(
         chat_id, revision=_revision(ctx, chat_id, body.revision), authors_note=note
     )
     return chat_settings(chat_id, ctx)
+
+
+@router.post("/{chat_id}/hide-range", response_model=ChatOut)
+def hide_range(chat_id: str, body: HideRangeIn, ctx: AppContext = Depends(context)) -> ChatOut:
+    """Hide (or show again) the messages `start` to `end` of the path, both included."""
+    ctx.chats.hide_range(
+        chat_id,
+        body.start,
+        body.end,
+        hidden=body.hidden,
+        revision=_revision(ctx, chat_id, body.revision),
+    )
+    return usecases.chat_view(ctx, chat_id)

@@ -307,9 +307,23 @@ export async function render(root, params) {
     loadContextLine();
   }
 
+  // `/hide 2-5`, `/hide 3`, `/unhide 2-5`: SillyTavern's commands for hiding messages.
+  async function slashCommand(text) {
+    const found = text.match(/^\/(hide|unhide)\s+(\d+)(?:\s*-\s*(\d+))?$/);
+    if (!found) return false;
+    const start = Number(found[2]);
+    const end = found[3] === undefined ? start : Number(found[3]);
+    state.chat = await api.post(`/chats/${params.id}/hide-range`, { start, end, hidden: found[1] === "hide", revision: state.chat.revision });
+    input.value = "";
+    draw();
+    loadContextLine();
+    return true;
+  }
+
   async function generate(kind) {
     if (state.task) return;
     const body = { kind, revision: state.chat.revision };
+    if (kind === "normal" && (await slashCommand(input.value.trim()))) return;
     if (kind === "normal") {
       body.text = input.value;
       if (!body.text.trim() && !state.chat.messages.length) return;
