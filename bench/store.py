@@ -139,64 +139,69 @@ def main() -> None:
         return open_store(args.database, schema=schema)
 
     rows: list[tuple[str, str]] = []
-    with tempfile.TemporaryDirectory(prefix="taverna-bench-") as tmp:
-        stores: dict[int, SqlStore] = {}
-        chats: dict[int, tuple[ChatService, str]] = {}
-        for size in sizes:
-            stores[size] = opening(size)
-            chat_id, build_s = build_chat(stores[size], size, texts)
-            chats[size] = (ChatService(stores[size]), chat_id)
-            figures[f"build_{size}_s"] = round(build_s, 3)
+    try:
+        with tempfile.TemporaryDirectory(prefix="taverna-bench-") as tmp:
+            stores: dict[int, SqlStore] = {}
+            chats: dict[int, tuple[ChatService, str]] = {}
+            for size in sizes:
+                stores[size] = opening(size)
+                chat_id, build_s = build_chat(stores[size], size, texts)
+                chats[size] = (ChatService(stores[size]), chat_id)
+                figures[f"build_{size}_s"] = round(build_s, 3)
+                rows.append(
+                    (f"build {size:,} messages (replies with 2 swipes, bulk)", f"{build_s:.2f} s")
+                )
+            times = append_times(chats, args.appends, texts)
+            medians = {}
+            for size in sizes:
+                ordered = sorted(times[size])
+                medians[size] = statistics.median(ordered)
+                p90 = ordered[int(len(ordered) * 0.9)]
+                figures[f"append_median_{size}_ms"] = round(medians[size] * 1000, 3)
+                figures[f"append_p90_{size}_ms"] = round(p90 * 1000, 3)
+                rows.append(
+                    (
+                        f"append at {size:,}: median / p90",
+                        f"{medians[size] * 1000:.2f} / {p90 * 1000:.2f} ms",
+                    )
+                )
+            if len(sizes) > 1:
+                low, high = min(sizes), max(sizes)
+                ratio = medians[high] / medians[low]
+                figures["append_ratio"] = round(ratio, 3)
+                rows.append((f"append ratio {high:,} : {low:,} (must be < 2)", f"{ratio:.2f}"))
+            size = max(sizes)
+            for opened in stores.values():
+                opened.close()
+            chat_id = chats[size][1]
+            started = time.perf_counter()
+            store = opening(size)
+            path = ChatService(store).active_path(chat_id)
+            open_s = time.perf_counter() - started
+            figures[f"open_and_read_{size}_s"] = round(open_s, 3)
+            figures["path_length"] = len(path.entries)
             rows.append(
-                (f"build {size:,} messages (replies with 2 swipes, bulk)", f"{build_s:.2f} s")
+                (f"open + read active path ({len(path.entries):,} messages)", f"{open_s:.2f} s")
             )
-        times = append_times(chats, args.appends, texts)
-        medians = {}
-        for size in sizes:
-            ordered = sorted(times[size])
-            medians[size] = statistics.median(ordered)
-            p90 = ordered[int(len(ordered) * 0.9)]
-            figures[f"append_median_{size}_ms"] = round(medians[size] * 1000, 3)
-            figures[f"append_p90_{size}_ms"] = round(p90 * 1000, 3)
+            started = time.perf_counter()
+            window = ChatService(store).active_path(chat_id, tail=50)
+            tail_s = time.perf_counter() - started
+            figures[f"read_last_50_of_{size}_ms"] = round(tail_s * 1000, 2)
             rows.append(
                 (
-                    f"append at {size:,}: median / p90",
-                    f"{medians[size] * 1000:.2f} / {p90 * 1000:.2f} ms",
+                    f"read the last {len(window.entries)} messages of the path",
+                    f"{tail_s * 1000:.1f} ms",
                 )
             )
-        if len(sizes) > 1:
-            low, high = min(sizes), max(sizes)
-            ratio = medians[high] / medians[low]
-            figures["append_ratio"] = round(ratio, 3)
-            rows.append((f"append ratio {high:,} : {low:,} (must be < 2)", f"{ratio:.2f}"))
-        size = max(sizes)
-        for opened in stores.values():
-            opened.close()
-        chat_id = chats[size][1]
-        started = time.perf_counter()
-        store = opening(size)
-        path = ChatService(store).active_path(chat_id)
-        open_s = time.perf_counter() - started
-        figures[f"open_and_read_{size}_s"] = round(open_s, 3)
-        figures["path_length"] = len(path.entries)
-        rows.append(
-            (f"open + read active path ({len(path.entries):,} messages)", f"{open_s:.2f} s")
-        )
-        started = time.perf_counter()
-        window = ChatService(store).active_path(chat_id, tail=50)
-        tail_s = time.perf_counter() - started
-        figures[f"read_last_50_of_{size}_ms"] = round(tail_s * 1000, 2)
-        rows.append(
-            (f"read the last {len(window.entries)} messages of the path", f"{tail_s * 1000:.1f} ms")
-        )
-        rows.extend(interchange_figures(store, chat_id, Path(tmp), size, figures))
-        store.close()
-    if schemas:
-        engine = sa.create_engine(args.database)
-        with engine.begin() as conn:
-            for schema in schemas:
-                conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-        engine.dispose()
+            rows.extend(interchange_figures(store, chat_id, Path(tmp), size, figures))
+            store.close()
+    finally:
+        if schemas:
+            engine = sa.create_engine(args.database)
+            with engine.begin() as conn:
+                for schema in schemas:
+                    conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+            engine.dispose()
     width = max(len(name) for name, _ in rows)
     print(f"{f'store benchmark ({backend})'.ljust(width)}  value")
     for name, value in rows:

@@ -64,7 +64,13 @@ nodes = sa.Table(
     sa.Column("state_from", sa.String(36)),
     sa.Column("revision", sa.Integer, nullable=False),
     sa.Index("ix_nodes_siblings", "chat_id", "parent_id", "id"),
-    sa.Index("ix_nodes_deleted", "chat_id", "deleted"),
+    # Deleted messages only: see migration 0003 for why not a full index.
+    sa.Index(
+        "ix_nodes_tombstones",
+        "chat_id",
+        sqlite_where=sa.text("deleted = 1"),
+        postgresql_where=sa.text("deleted"),
+    ),
 )
 
 selections = sa.Table(

@@ -1158,10 +1158,11 @@ class SqlStore(Store):
             state = chat.base_state
             if tail is not None and leaf:
                 state = _state_at(conn, chat_id, leaf, chat.base_state.to_json())
+                # Spelled as the partial index's own condition, so the index serves it.
+                deleted = "deleted = 1" if conn.dialect.name == "sqlite" else "deleted"
                 tombstones = conn.execute(
-                    sa.select(t.nodes.c.id)
-                    .where(t.nodes.c.chat_id == chat_id, t.nodes.c.deleted == sa.true())
-                    .limit(1)
+                    sa.text(f"SELECT id FROM nodes WHERE chat_id = :chat AND {deleted} LIMIT 1"),
+                    {"chat": chat_id},
                 ).first()
                 if rows and tombstones is None:  # no deleted message: position is depth
                     position = rows[0][8]

@@ -357,3 +357,22 @@ def test_a_store_made_by_the_first_migration_upgrades_on_open(tmp_path: Path) ->
         assert store.get_chat(chat.id).title == "after upgrade"
     finally:
         store.close()
+
+
+def test_sqlite_plans_sibling_counts_and_tombstones_on_their_indexes(tmp_path: Path) -> None:
+    # A path read counts candidates once per message: on the wrong index it turns
+    # into a scan of the whole chat per message.
+    store = open_store(tmp_path / "data")
+    try:
+        with store.engine.connect() as conn:
+            plan = conn.exec_driver_sql(
+                "EXPLAIN QUERY PLAN SELECT COUNT(*) FROM nodes s WHERE s.chat_id = 'c'"
+                " AND s.parent_id = 'p' AND s.deleted = 0 AND s.id < 'x'"
+            ).all()
+            assert "ix_nodes_siblings" in str(plan)
+            plan = conn.exec_driver_sql(
+                "EXPLAIN QUERY PLAN SELECT id FROM nodes WHERE chat_id = 'c' AND deleted = 1 LIMIT 1"
+            ).all()
+            assert "ix_nodes_tombstones" in str(plan)
+    finally:
+        store.close()
