@@ -37,7 +37,7 @@ from taverna.engine.assembly.injections import (
     depth_blocks,
     newest_first,
 )
-from taverna.engine.assembly.turn import Turn, speaker_role
+from taverna.engine.assembly.turn import Turn, speaker_role, turn_state
 from taverna.engine.macros import has_macros
 from taverna.engine.textgen.stop import custom_stopping_strings
 from taverna.model.prompt import Ledger, LedgerItem, Prompt, PromptMessage, Role
@@ -492,16 +492,6 @@ def build_chat_completion(context: AssemblyContext, turn: Turn, cost: MessageCos
         ledger=_ledger(turn, parts, layout, error),
         state=turn_state(turn),
     )
-
-
-def turn_state(turn: Turn) -> dict[str, Any]:
-    """The chat state this turn changes: lorebook timers and variables."""
-    state: dict[str, Any] = {}
-    if turn.world.timers is not None:
-        state["timedWorldInfo"] = dict(turn.world.timers)
-    if turn.world.variables is not None:
-        state["variables"] = dict(turn.world.variables)
-    return state
 
 
 def _prefill(context: AssemblyContext, macros: Callable[[str], str]) -> str:

@@ -293,6 +293,16 @@ def _world_regex(
     return run
 
 
+def turn_state(turn: Turn) -> dict[str, Any]:
+    """The chat state this turn changes: lorebook timers and variables."""
+    state: dict[str, Any] = {}
+    if turn.world.timers is not None:
+        state["timedWorldInfo"] = dict(turn.world.timers)
+    if turn.world.variables is not None:
+        state["variables"] = dict(turn.world.variables)
+    return state
+
+
 def speaker_role(message: ChatMessage) -> str:
     """The chat-completion role of a chat message."""
     if message.speaker is Speaker.NARRATOR:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from taverna.engine.assembly.context import (
     AssemblyContext,
@@ -25,7 +25,7 @@ from taverna.engine.assembly.context import (
     Speaker,
 )
 from taverna.engine.assembly.injections import MAX_INJECTION_DEPTH, depth_blocks
-from taverna.engine.assembly.turn import Turn, base_chat_replace
+from taverna.engine.assembly.turn import Turn, base_chat_replace, turn_state
 from taverna.engine.macros import has_macros
 from taverna.engine.textgen.chat_template import ChatTemplate
 from taverna.engine.textgen.instruct import InstructFormat, Position
@@ -182,6 +182,9 @@ class _Builder:
         )
         self.ledger = _Ledger()
         self._dropped: list[LedgerItem] = []
+        # Cache-friendly layout: lorebook text and the extension prompts around the story
+        # string, moved to the end of the chat (set before `inject` runs).
+        self._moved = ""
         # Texts known to hold no macro (instruct sequences repeat on every message).
         self._plain: dict[str, bool] = {}
 
@@ -283,6 +286,8 @@ class _Builder:
                     kind="injection",
                 )
             )
+        if self.context.cache_friendly:
+            by_depth = self._volatile_at_end(by_depth)
         for depth in range(MAX_INJECTION_DEPTH + 1):
             role_items = by_depth.get(depth)
             if not role_items:
@@ -295,10 +300,47 @@ class _Builder:
         items[:] = list(reversed(newest_first))
         return injected
 
+    def _volatile_at_end(self, by_depth: dict[int, list[_Entry]]) -> dict[int, list[_Entry]]:
+        """Every depth injection (and the moved lorebook text) at depth 0, in prompt order.
+
+        Beyond SillyTavern: what changes from turn to turn follows the newest message,
+        so the prefix a provider caches (or llama.cpp's KV cache) stays the same.
+        """
+        oldest_first: list[_Entry] = []
+        if self._moved:
+            oldest_first.append(
+                _Item(
+                    "",
+                    self._moved,
+                    is_user=False,
+                    is_narrator=True,
+                    injected=True,
+                    source="lorebook and extension prompts",
+                    kind="volatile",
+                )
+            )
+        # At one depth SillyTavern's splice reverses the blocks; deeper ones come first.
+        for depth in sorted(by_depth, reverse=True):
+            oldest_first.extend(reversed(by_depth[depth]))
+        return {0: list(reversed(oldest_first))} if oldest_first else {}
+
+    def _move_volatile(self, before_anchor: str, after_anchor: str) -> None:
+        """Cache-friendly layout: the text to move after the chat (lorebook, anchors)."""
+        world = self.turn.world
+        parts = (before_anchor.strip(), world.before, world.after, after_anchor.strip())
+        self._moved = "\n".join(p for p in parts if p)
+
     def build(self) -> Prompt:
         context = self.context
         turn = self.turn
         fields = turn.fields
+        friendly = context.cache_friendly
+        if friendly:
+            # Beyond SillyTavern: anchors and lorebook text leave the story string.
+            self._move_volatile(
+                self.anchor(ExtensionPosition.BEFORE_PROMPT),
+                self.anchor(ExtensionPosition.IN_PROMPT),
+            )
         budget = turn.prompt_budget
         padding = self.power.token_padding
 
@@ -343,8 +385,13 @@ class _Builder:
         if self.instruct_on and alignment_text:
             user_alignment = self.format(_Item(self.user, alignment_text, True), Position.FIRST)
 
-        before_anchor = self.anchor(ExtensionPosition.BEFORE_PROMPT).lstrip()
-        after_anchor = self.anchor(ExtensionPosition.IN_PROMPT)
+        if friendly:
+            before_anchor = after_anchor = ""
+        else:
+            before_anchor = self.anchor(ExtensionPosition.BEFORE_PROMPT).lstrip()
+            after_anchor = self.anchor(ExtensionPosition.IN_PROMPT)
+        world_before = "" if friendly else turn.world.before
+        world_after = "" if friendly else turn.world.after
 
         persona_here = context.persona.position in (
             PersonaPosition.IN_PROMPT,
@@ -358,10 +405,10 @@ class _Builder:
             "system": system,
             "char": self.char,
             "user": self.user,
-            "wiBefore": turn.world.before,
-            "wiAfter": turn.world.after,
-            "loreBefore": turn.world.before,
-            "loreAfter": turn.world.after,
+            "wiBefore": world_before,
+            "wiAfter": world_after,
+            "loreBefore": world_before,
+            "loreAfter": world_after,
             "mesExamples": "".join(examples),
             "mesExamplesRaw": "".join(raw_examples),
         }
@@ -562,11 +609,12 @@ class _Builder:
             stop=tuple(stop),
             sampling=sampling,
             ledger=Ledger(
-                items=tuple(self.ledger.items),
+                items=self.accounted(text, padding, pieces=True),
                 total_tokens=total,
                 budget=budget,
                 trace=tuple(turn.world.trace),
             ),
+            state=turn_state(turn),
         )
 
     def build_chat_template(self, template: ChatTemplate) -> Prompt:
@@ -667,11 +715,12 @@ class _Builder:
                 "truncation_length": self.settings.max_context,
             },
             ledger=Ledger(
-                items=tuple(self.ledger.items),
+                items=self.accounted(text, padding, pieces=False),
                 total_tokens=self.tokens(text, padding),
                 budget=budget,
                 trace=tuple(turn.world.trace),
             ),
+            state=turn_state(turn),
         )
 
     # -------------------------------------------------------- sub-steps
@@ -738,6 +787,55 @@ class _Builder:
         return text
 
     # ------------------------------------------------------------ ledger
+
+    def accounted(self, text: str, padding: int, *, pieces: bool) -> tuple[LedgerItem, ...]:
+        """The ledger's items, with what makes their tokens add up to the prompt's total.
+
+        With `pieces`, the included items are the prompt text cut in order: each gets
+        its position (the piece index), so `first_difference` can name the part where
+        two text prompts part. Counted apart, pieces cost a few tokens more or less than
+        counted together (byte-pair merges across a seam); a `joins` line holds that
+        difference, and the token padding SillyTavern adds to every count has its own
+        line, so the included items sum to exactly the prompt's total.
+        """
+        items: list[LedgerItem] = []
+        position = 0
+        for item in self.ledger.items:
+            if pieces and item.included and item.text:
+                piece = item.text.replace("\r", "")
+                if self.power.collapse_newlines:
+                    piece = _NEWLINES.sub("\n", piece)
+                tokens = self.tokens(piece) if piece != item.text else item.tokens
+                item = replace(item, text=piece, tokens=tokens, position=position)
+                position += 1
+            items.append(item)
+        if not text:
+            return tuple(items)
+        counted = sum(i.tokens for i in items if i.included)
+        if padding:
+            items.append(
+                LedgerItem(
+                    "overhead",
+                    "token padding",
+                    padding,
+                    True,
+                    "added to every count to allow for a tokenizer's error (token_padding)",
+                )
+            )
+        rest = self.tokens(text) - counted
+        if rest:
+            items.append(
+                LedgerItem(
+                    "overhead",
+                    "joins" if pieces else "template",
+                    rest,
+                    True,
+                    "tokens merged or split where the parts meet"
+                    if pieces
+                    else "the chat template's role markers and special tokens",
+                )
+            )
+        return tuple(items)
 
     def record_dropped(
         self, history: _History, placed: dict[int, str], stopped_at: int | None
