@@ -11,10 +11,8 @@ import zipfile
 from datetime import UTC, datetime
 from typing import Any
 
-import httpx
-
 from taverna.engine.macros.evaluate import MacroContext, evaluate
-from taverna.errors import NotFound, ProviderError, TavernaError
+from taverna.errors import NotFound, TavernaError
 from taverna.formats.st_chat import write_chat
 from taverna.model.chat import CharacterRef, Chat, NodeRole
 from taverna.model.persona import Persona
@@ -24,7 +22,7 @@ from taverna.providers.request import Api
 from taverna.server.context import AppContext
 from taverna.server.schemas import ChatOut, ChatSummaryOut, PersonaRef, PromptOut, TaskOut
 from taverna.server.views import chat_out, chat_summary_out
-from taverna.services.connections import Connection, ConnectionService
+from taverna.services.connections import Connection
 from taverna.services.generation import GenerationService, Turn, TurnKind
 from taverna.services.interchange import InterchangeService
 from taverna.services.library import LibraryKind, LibraryService
@@ -117,33 +115,6 @@ def rename_chat(ctx: AppContext, chat_id: str, title: str, *, revision: int) -> 
     with ctx.store.write(chat_id, revision=revision, label="rename") as w:
         w.update_chat(title=title)
     return ctx.store.get_chat(chat_id)
-
-
-async def list_models(connections: ConnectionService, connection: Connection) -> list[str]:
-    """The model names an API offers (`GET {url}/models`, the OpenAI-style listing).
-
-    APIs without such a listing answer with the connection's own model.
-    """
-    if (
-        connection.api.value not in ("openai", "openai-compatible", "openai-text")
-        or not connection.url
-    ):
-        return [connection.model] if connection.model else []
-    key = connections.resolve_key(connection)
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    url = connection.url.rstrip("/") + "/models"
-    try:
-        async with httpx.AsyncClient(timeout=httpx.Timeout(15, connect=5)) as client:
-            response = await client.get(url, headers=headers)
-    except httpx.HTTPError as exc:
-        raise ProviderError(f"could not reach {connection.url}: {type(exc).__name__}") from None
-    if response.status_code != 200:
-        raise ProviderError(f"the API answered {response.status_code} to the model listing")
-    try:
-        data = response.json().get("data", [])
-        return sorted({str(item["id"]) for item in data if isinstance(item, dict) and "id" in item})
-    except (ValueError, AttributeError):
-        raise ProviderError("the model listing was not the expected JSON") from None
 
 
 def prompt_json(prompt: Prompt) -> dict[str, Any]:

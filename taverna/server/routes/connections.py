@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request, Response
 
-from taverna.server import usecases
 from taverna.server.context import AppContext, context, current_user
 from taverna.server.schemas import ConnectionIn, ConnectionOut, ConnectionPatch, ConnectionTestOut
 from taverna.services.connections import Connection, ConnectionService
@@ -89,4 +88,4 @@ async def test_connection(
 
 @router.get("/{name}/models", response_model=list[str])
 async def list_models(name: str, connections: ConnectionService = Depends(service)) -> list[str]:
-    return await usecases.list_models(connections, connections.get(name))
+    return await connections.list_models(name)
