@@ -16,6 +16,29 @@ from taverna.engine.assembly.turn import Substitute
 from taverna.engine.macros import MacroContext, Variables, chat_seed, evaluate, has_macros
 
 
+def chat_id_hash(context: AssemblyContext) -> int:
+    """The number that seeds `{{pick}}` in this chat (algo-chat-ops.md §2.1, §8).
+
+    A SillyTavern chat caches it in its metadata (`chat_id_hash`), and that value is
+    used as it is; without one SillyTavern hashes `main_chat` (a branch's main chat)
+    or else the chat's id. A chat made here has neither: its root message's id stands
+    for the chat, so every branch of the tree draws the same.
+    """
+    meta = context.metadata.extras
+    cached = meta.get("chat_id_hash")
+    if (isinstance(cached, str) and cached.isdigit()) or (
+        isinstance(cached, float) and cached.is_integer()
+    ):
+        cached = int(cached)
+    # macros.js getChatIdHash: a missing or zero hash is computed, never hashed again.
+    if isinstance(cached, int) and not isinstance(cached, bool) and cached:
+        return cached
+    main_chat = meta.get("main_chat")
+    if isinstance(main_chat, str):
+        return chat_seed(main_chat)
+    return chat_seed(context.chat_id or (context.messages[0].id if context.messages else ""))
+
+
 def macro_context(context: AssemblyContext) -> MacroContext:
     """The macro engine's view of this turn."""
     character = context.character if context.characters else None
@@ -26,8 +49,6 @@ def macro_context(context: AssemblyContext) -> MacroContext:
     last_char = next(
         (m for m in reversed(context.messages) if not m.hidden and not m.is_user), None
     )
-    # {{pick}} is seeded by the chat's id (algo-chat-ops.md §8).
-    chat_key = context.chat_id or (context.messages[0].id if context.messages else "")
 
     def card(text: str) -> str:
         # script.js getCharacterCardFields: the values macros print are trimmed, no `\r`.
@@ -52,7 +73,7 @@ def macro_context(context: AssemblyContext) -> MacroContext:
         last_swipe_id=(context.messages[-1].swipe_count if context.messages else None),
         current_swipe_id=(context.messages[-1].swipe_index + 1 if context.messages else None),
         now=context.now,
-        chat_id_hash=chat_seed(chat_key),
+        chat_id_hash=chat_id_hash(context),
         seed=context.seed,
         variables=Variables(local=dict(context.metadata.variables)),
     )
