@@ -216,8 +216,7 @@ class ChatService:
                 created=self.clock(),
             )
             if select:
-                w.set_selection(beside.parent_id, node.id)
-                w.set_active(node.id)
+                self._activate(w, node.id)
         return Outcome(w.chat, node)
 
     def select_candidate(self, chat_id: str, node_id: str, *, revision: int) -> Outcome:
@@ -473,14 +472,24 @@ class ChatService:
 
     @staticmethod
     def _activate(w: ChatWriter, leaf_id: str | None, *, branch_id: str | None = UNSET) -> None:
-        """Make `leaf_id` the active leaf and remember the choice at every fork above it."""
+        """Make `leaf_id` the active leaf and remember the choice at every fork above it.
+
+        The choices along the current path are already remembered, so only the part of
+        the new path below where it meets the current one is written: moving between
+        the last message's swipes costs the same at message 10 and at 100,000.
+        """
         if leaf_id is not None:
-            chosen = w.selections()
-            parent: str | None = None
-            for node in w.path_to(leaf_id):
-                if chosen.get(parent or "") != node.id:
-                    w.set_selection(parent, node.id)
-                parent = node.id
+            current = w.chat.active_leaf_id
+            new = w.get_node(leaf_id)
+            old = w.get_node(current) if current else None
+            while old is None or new.id != old.id:
+                if old is None or new.depth >= old.depth:
+                    w.set_selection(new.parent_id, new.id)
+                    if new.parent_id is None:
+                        break
+                    new = w.get_node(new.parent_id)
+                else:
+                    old = w.get_node(old.parent_id) if old.parent_id else None
         w.set_active(leaf_id, branch_id=branch_id)
 
     def _retreat(self, w: ChatWriter, node: Node) -> None:

@@ -414,3 +414,29 @@ def test_tail_reads_the_end_of_a_long_path_with_true_positions(chats: ChatServic
     assert [e.position for e in window.entries] == [26, 27, 28, 29]
     assert chats.active_path(cid, tail=1000).entries == whole.entries
     assert chats.active_path(cid, tail=0).entries == ()
+
+
+def test_swipe_arrows_cost_the_same_at_any_length(chats: ChatService) -> None:
+    import sqlalchemy as sa
+
+    def statements_for_a_swipe_round(lines: int) -> int:
+        out = conversation(chats, *[f"line {i}" for i in range(lines)])
+        cid = out.chat.id
+        assert out.node is not None
+        out = chats.swipe(cid, out.node.id, "other", revision=out.chat.revision)
+        seen: list[str] = []
+
+        def count(conn: object, cursor: object, statement: str, *args: object) -> None:
+            seen.append(statement)
+
+        engine = chats.store.engine  # type: ignore[attr-defined]
+        sa.event.listen(engine, "before_cursor_execute", count)
+        try:
+            assert out.node is not None
+            out = chats.step_candidate(cid, out.node.id, 1, revision=out.chat.revision)
+        finally:
+            sa.event.remove(engine, "before_cursor_execute", count)
+        assert texts(chats, cid)[-1] == f"line {lines - 1}"
+        return len(seen)
+
+    assert statements_for_a_swipe_round(5) == statements_for_a_swipe_round(60)

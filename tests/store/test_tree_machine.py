@@ -203,8 +203,11 @@ class TreeMachine(RuleBasedStateMachine):
         else:
             assert nodes[-1].id == chat.active_leaf_id
         parent = None
+        chosen = self.store.tree(self.chat_id).selections
         for depth, node in enumerate(nodes):
             assert node.parent_id == parent and node.depth == depth
+            # the choice at every fork of the active path is remembered
+            assert chosen.get(parent or "") == node.id
             parent = node.id
         whole = self.chats.active_path(self.chat_id)
         visible = whole.entries
