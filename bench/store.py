@@ -118,6 +118,29 @@ def append_times(
     return times
 
 
+def swipe_times(
+    chats: dict[int, tuple[ChatService, str]], count: int, texts: Texts
+) -> dict[int, float]:
+    """Median seconds to move between the last reply's two swipes, per chat size."""
+    medians = {}
+    for size, (service, cid) in chats.items():
+        chat = service.get_chat(cid)
+        assert chat.active_leaf_id is not None
+        out = service.swipe(cid, chat.active_leaf_id, texts.next(), revision=chat.revision)
+        assert out.node is not None
+        current, revision = out.node.id, out.chat.revision
+        times = []
+        for _ in range(count):
+            started = time.perf_counter()
+            out = service.step_candidate(cid, current, 1, revision=revision)
+            times.append(time.perf_counter() - started)
+            revision = out.chat.revision
+            assert out.node is not None
+            current = out.node.id
+        medians[size] = statistics.median(times)
+    return medians
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
@@ -170,6 +193,9 @@ def main() -> None:
                 ratio = medians[high] / medians[low]
                 figures["append_ratio"] = round(ratio, 3)
                 rows.append((f"append ratio {high:,} : {low:,} (must be < 2)", f"{ratio:.2f}"))
+            for size, seconds in swipe_times(chats, 21, texts).items():
+                figures[f"swipe_switch_median_{size}_ms"] = round(seconds * 1000, 3)
+                rows.append((f"switch swipe ‹ › at {size:,}: median", f"{seconds * 1000:.2f} ms"))
             size = max(sizes)
             for opened in stores.values():
                 opened.close()
