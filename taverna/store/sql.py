@@ -1473,6 +1473,15 @@ def _bulk_insert(conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, 
         tuple(row[name] if conv is None else conv(row[name]) for name, conv in pairs)
         for row in rows
     ]
+    if not sqlite:
+        # PostgreSQL: COPY streams the rows in one command, on the same transaction.
+        raw = conn.connection.driver_connection
+        assert raw is not None
+        copy_sql = f"COPY {quote(table.name)} ({', '.join(quote(n) for n in names)}) FROM STDIN"
+        with raw.cursor() as cursor, cursor.copy(copy_sql) as copy:
+            for value in values:
+                copy.write_row(value)
+        return
     for start in range(0, len(values), 10000):
         conn.exec_driver_sql(sql, values[start : start + 10000])
 
