@@ -476,6 +476,10 @@ class AssemblyContext:
     chat_id: str = ""  # the chat's identity (SillyTavern: its file name); seeds {{pick}}
     tokenizer: str = ""  # the tokenizer's name; "" = chosen from the model
     cache_friendly: bool = False  # place volatile parts after the stable prefix
+    # A real generation (False) reads the path's lorebook timers and returns the new
+    # ones in `Prompt.state`; a dry run (a preview, the inspector, a token count)
+    # neither reads nor writes them, as SillyTavern's dry runs (algo-world-info.md §4.1).
+    dry_run: bool = False
     seed: int = 0
     now: datetime = datetime(2024, 1, 1, tzinfo=UTC)
     extras: Mapping[str, Any] = field(default_factory=dict)

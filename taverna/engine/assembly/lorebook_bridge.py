@@ -101,8 +101,9 @@ class _ScanView(Sequence[ScanMessage]):
 def scan(request: ScanRequest) -> WorldInfoOutcome:
     """Activate the applying books for this turn and place what fired.
 
-    The chat's recorded timers (`timedWorldInfo`) are read as SillyTavern reads them
-    on a real generation; the new timers come back for the caller to record.
+    On a real generation the path's recorded timers (`timedWorldInfo`) are read as
+    SillyTavern reads them and the new timers and variables come back for the caller
+    to record on the new message; a dry run ignores timers and changes no state.
     """
     context = request.context
     books = [
@@ -113,7 +114,8 @@ def scan(request: ScanRequest) -> WorldInfoOutcome:
     if not books:
         return WorldInfoOutcome()
     character = context.character if context.characters else None
-    recorded = context.metadata.extras.get("timedWorldInfo")
+    dry_run = context.dry_run
+    recorded = None if dry_run else context.metadata.extras.get("timedWorldInfo")
     activation = activate(
         books,
         _ScanView(request.messages, context.world_info.include_names, request.memo),
@@ -127,6 +129,7 @@ def scan(request: ScanRequest) -> WorldInfoOutcome:
         ),
         macros=macro_context(context),
         seed=context.seed,
+        dry_run=dry_run,
     )
     regex = request.regex
     if regex is None:
@@ -189,6 +192,7 @@ def scan(request: ScanRequest) -> WorldInfoOutcome:
         an_bottom=placement.an_bottom,
         entries=entries,
         trace=trace,
-        timers=activation.timers.to_json(),
-        variables=dict(activation.variables.local),
+        # A dry run records nothing: no state for the caller to write.
+        timers=None if dry_run else activation.timers.to_json(),
+        variables=None if dry_run else dict(activation.variables.local),
     )

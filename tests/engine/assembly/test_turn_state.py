@@ -1,0 +1,59 @@
+"""Real generations read and return lorebook timers; dry runs neither read nor write them.
+
+algo-world-info.md §4.1 (dry runs skip timed effects), §7 (sticky timed by messages).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from taverna.engine.assembly.context import AssemblyContext, ChatMetadata, WorldInfoSettings
+from taverna.model.lorebook import Entry, Lorebook
+from taverna.model.prompt import Prompt
+
+from .helpers import build, chat, context
+
+LORE = Lorebook(
+    name="Lore",
+    entries=(Entry(uid=1, key=("dragon",), content="DRAGON LORE", sticky=3),),
+)
+
+
+def _at(*turns: tuple[str, str], timers: Any = None, dry_run: bool = False) -> AssemblyContext:
+    extras = {"timedWorldInfo": timers} if timers is not None else {}
+    return replace(
+        context(messages=chat(*turns)),
+        lorebooks={"Lore": LORE},
+        world_info=WorldInfoSettings(global_select=("Lore",), depth=1),
+        metadata=ChatMetadata(extras=extras),
+        dry_run=dry_run,
+    )
+
+
+def _has_lore(prompt: Prompt) -> bool:
+    return any("DRAGON LORE" in m.content for m in prompt.messages)
+
+
+FIRST = (("character", "Welcome."), ("user", "I see a dragon"))
+LATER = (*FIRST, ("character", "Where?"), ("user", "Over there"))
+
+
+def test_a_real_generation_records_and_honours_sticky() -> None:
+    first = build(_at(*FIRST))
+    assert _has_lore(first)
+    timers = first.state["timedWorldInfo"]
+    assert timers["sticky"]["Lore.1"]["start"] == 2 and timers["sticky"]["Lore.1"]["end"] == 5
+    later = build(_at(*LATER, timers=timers))
+    assert _has_lore(later)  # no key in the newest message: sticky keeps it in
+    gone = build(_at(*LATER, ("character", "Hm."), ("user", "Bye"), timers=timers))
+    assert not _has_lore(gone)
+    assert "Lore.1" not in gone.state["timedWorldInfo"]["sticky"]
+
+
+def test_a_dry_run_ignores_timers_and_returns_no_state() -> None:
+    first = build(_at(*FIRST))
+    dry_first = build(_at(*FIRST, dry_run=True))
+    assert _has_lore(dry_first) and dry_first.state == {}
+    dry_later = build(_at(*LATER, timers=first.state["timedWorldInfo"], dry_run=True))
+    assert not _has_lore(dry_later) and dry_later.state == {}
