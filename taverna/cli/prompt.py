@@ -179,8 +179,13 @@ def build_prompt(
     speaker: str | None = None,
     cache_friendly: bool = False,
     drop_last: int = 0,
+    dry_run: bool = False,
 ) -> tuple[Prompt, SillyTavernSettings, list[CharacterInfo], list[str]]:
-    """The prompt SillyTavern would build from these files."""
+    """The prompt SillyTavern would build from these files.
+
+    As the request of a real generation: the chat's lorebook timers apply (nothing is
+    written back). `dry_run` builds it as SillyTavern's previews do, without timers.
+    """
     from taverna.formats.st_chat import read_chat
 
     settings = read_settings(_read(settings_path, "settings"), file=str(settings_path))
@@ -219,6 +224,8 @@ def build_prompt(
     context = replace(context, now=datetime.now().astimezone())
     if cache_friendly:
         context = replace(context, cache_friendly=True)
+    if dry_run:
+        context = replace(context, dry_run=True)
     if found is not None:
         context = replace(
             context,
@@ -335,14 +342,31 @@ def prompt(
             help="compare with the prompt of the chat before its last message: where a prefix cache breaks",
         ),
     ] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="build it as SillyTavern's previews do: lorebook sticky, cooldown and delay off",
+        ),
+    ] = False,
 ) -> None:
-    """Print the exact request body SillyTavern's files would produce this turn (a dry run)."""
+    """Print the exact request body SillyTavern's files would produce this turn (nothing is sent)."""
     built, loaded, characters, members = build_prompt(
-        settings, card, chat, world or [], api, kind, group, speaker, cache_friendly
+        settings, card, chat, world or [], api, kind, group, speaker, cache_friendly, 0, dry_run
     )
     if cache_check:
         previous, *_ = build_prompt(
-            settings, card, chat, world or [], api, kind, group, speaker, cache_friendly, 1
+            settings,
+            card,
+            chat,
+            world or [],
+            api,
+            kind,
+            group,
+            speaker,
+            cache_friendly,
+            1,
+            dry_run,
         )
         typer.echo(describe_break(first_difference(previous, built)))
         return

@@ -44,7 +44,7 @@ from typing import Any
 import httpx
 
 from taverna.errors import Conflict, NotFound, TavernaError
-from taverna.model.chat import Chat, GenerationInfo, Node, NodeRole, new_id
+from taverna.model.chat import Chat, ChatState, GenerationInfo, Node, NodeRole, new_id
 from taverna.model.prompt import Prompt, PromptMessage, Role
 from taverna.providers.builders import build_request, stream_parser, supports_prefill
 from taverna.providers.events import (
@@ -91,7 +91,10 @@ class Turn:
     SillyTavern's own assembly does (algo-chat-ops.md §1.3), and the assembly engine
     does from the generation type; `history` is the path without it, for builders that
     do not. `prefill` tells a continue whether the API continues the last message in
-    place (else the builder adds the continue nudge).
+    place (else the builder adds the continue nudge). `dry_run` is true for a preview:
+    the builder assembles without lorebook timers (`AssemblyContext.dry_run`); on a
+    real generation the prompt's `state` (timers, variables) is recorded on the new
+    node, and the builder reads the state in force at the end of `history`.
     """
 
     chat: Chat
@@ -99,6 +102,7 @@ class Turn:
     kind: TurnKind
     api: Api
     prefill: bool
+    dry_run: bool = False
 
     @property
     def history(self) -> tuple[Node, ...]:
@@ -417,7 +421,9 @@ class GenerationService:
         chat = self.store.get_chat(chat_id)
         chosen = self.connections.get(connection)
         path = tuple(self.store.active_path(chat_id).nodes)
-        built = self.build_prompt(Turn(chat, path, TurnKind.NORMAL, chosen.api, False))
+        built = self.build_prompt(
+            Turn(chat, path, TurnKind.NORMAL, chosen.api, False, dry_run=True)
+        )
         return built.prompt if isinstance(built, PreparedTurn) else built
 
     # --------------------------------------------------------------- drafts
@@ -678,7 +684,11 @@ class GenerationService:
                 if current.content != plan.continued_text or current.deleted:
                     raise Conflict("the message changed while it was being continued")
                 base = current.content.rstrip() if plan.continued_stripped else current.content
-                node = w.update_node(anchor.id, content=base + text)
+                state = recorded_state(plan.prompt, w.state_at(anchor.id))
+                if state is None:
+                    node = w.update_node(anchor.id, content=base + text)
+                else:
+                    node = w.update_node(anchor.id, content=base + text, state=state)
             elif kind in (TurnKind.SWIPE, TurnKind.REGENERATE):
                 assert anchor is not None
                 node = self._insert(
@@ -689,6 +699,7 @@ class GenerationService:
                     anchor.speaker or speaker,
                     info,
                     beside=anchor.id,
+                    state=recorded_state(plan.prompt, w.state_at(anchor.parent_id)),
                 )
                 if kind is TurnKind.REGENERATE:
                     w.update_node(anchor.id, deleted=True)
@@ -722,6 +733,7 @@ class GenerationService:
                     text,
                     speaker=speaker,
                     generation=info,
+                    state=recorded_state(plan.prompt, w.state_at(parent)),
                     created=self.clock(),
                 )
                 self._follow(w, parent, node.id, anchor_id=anchor.id if anchor else None)
@@ -738,10 +750,17 @@ class GenerationService:
         info: GenerationInfo | None,
         *,
         beside: str | None = None,
+        state: ChatState | None = None,
     ) -> Node:
         """Insert a node; it becomes the active leaf only if the person is still where it goes."""
         node: Node = w.insert_node(
-            parent_id, role, text, speaker=speaker, generation=info, created=self.clock()
+            parent_id,
+            role,
+            text,
+            speaker=speaker,
+            generation=info,
+            state=state,
+            created=self.clock(),
         )
         leaf = w.chat.active_leaf_id
         if leaf == (beside if beside is not None else parent_id):
@@ -784,6 +803,29 @@ class GenerationService:
     def _finish(plan: _Plan, done: Completed) -> Completed:
         plan.run.publish(done)
         return done
+
+
+def recorded_state(prompt: Prompt, inherited: ChatState) -> ChatState | None:
+    """The state a new reply records: the turn's lorebook timers and variables over what
+    it inherits; None when the turn changed nothing (the node inherits, copy on write).
+
+    Timers are counted in messages along the path (ARCHITECTURE.md §1.3): a swipe or a
+    regenerate starts again from the state before the reply it replaces, so it cannot
+    advance them, and a branch keeps the timers of its own path.
+    """
+    changes: dict[str, Any] = {}
+    timers = prompt.state.get("timedWorldInfo")
+    if isinstance(timers, Mapping) and _timers(timers) != _timers(inherited.timers):
+        changes["timers"] = dict(timers)
+    variables = prompt.state.get("variables")
+    if isinstance(variables, Mapping) and dict(variables) != dict(inherited.variables):
+        changes["variables"] = dict(variables)
+    return replace(inherited, **changes) if changes else None
+
+
+def _timers(timers: Mapping[str, Any]) -> dict[str, Any]:
+    """Timer records without empty tables (`{"sticky": {}}` is no timer at all)."""
+    return {kind: dict(table) for kind, table in timers.items() if table}
 
 
 def trim_at_stop(text: str, stops: Sequence[str]) -> str:

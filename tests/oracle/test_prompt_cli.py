@@ -124,3 +124,57 @@ def test_cache_check_names_the_moved_injection(runner: CliRunner, oracle_cases: 
         return int(line.split("prefix shared: ", 1)[1].split(" ", 1)[0])
 
     assert shared(friendly) > shared(plain)
+
+
+def test_dry_run_turns_lorebook_timers_off(
+    runner: CliRunner, oracle_cases: Path, tmp_path: Path
+) -> None:
+    """The body is a real generation's: a delayed entry waits (algo-world-info.md §7);
+    `--dry-run` builds it as SillyTavern's previews do, with timers off (§4.1)."""
+    base = oracle_cases / "01_seraphina_basic"
+    book = {
+        "entries": {
+            "0": {
+                "uid": 0,
+                "key": [],
+                "constant": True,
+                "delay": 10,
+                "content": "DELAYED LORE",
+                "position": 0,
+                "order": 100,
+            }
+        }
+    }
+    (tmp_path / "Delayed.json").write_text(json.dumps(book))
+    header = {
+        "user_name": "User",
+        "character_name": "Seraphina",
+        "create_date": "2024-01-01@12h00m00s",
+        "chat_metadata": {"world_info": "Delayed"},
+    }
+    line = {
+        "name": "User",
+        "is_user": True,
+        "is_system": False,
+        "mes": "Hello",
+        "send_date": "January 1, 2024 12:01pm",
+    }
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text(json.dumps(header) + "\n" + json.dumps(line) + "\n")
+    args = [
+        "prompt",
+        "--settings",
+        str(base / "settings.json"),
+        "--card",
+        str(base / "default_Seraphina.png"),
+        "--world",
+        str(tmp_path / "Delayed.json"),
+        "--chat",
+        str(chat),
+        "--json",
+    ]
+    real = runner.invoke(app, args, catch_exceptions=False)
+    dry = runner.invoke(app, [*args, "--dry-run"], catch_exceptions=False)
+    assert real.exit_code == 0 and dry.exit_code == 0, real.output + dry.output
+    assert "DELAYED LORE" not in real.stdout
+    assert "DELAYED LORE" in dry.stdout
