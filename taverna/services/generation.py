@@ -43,6 +43,7 @@ from typing import Any
 
 import httpx
 
+from taverna.engine.tokens.cache import CountCache
 from taverna.errors import Conflict, NotFound, TavernaError
 from taverna.model.chat import Chat, ChatState, GenerationInfo, Node, NodeRole, new_id
 from taverna.model.prompt import Prompt, PromptMessage, Role
@@ -95,6 +96,8 @@ class Turn:
     the builder assembles without lorebook timers (`AssemblyContext.dry_run`); on a
     real generation the prompt's `state` (timers, variables) is recorded on the new
     node, and the builder reads the state in force at the end of `history`.
+    `counts` is the service's long-lived token-count cache, for `assemble(counts=...)`,
+    so a turn only tokenizes text no earlier turn (of any chat) counted.
     """
 
     chat: Chat
@@ -103,6 +106,7 @@ class Turn:
     api: Api
     prefill: bool
     dry_run: bool = False
+    counts: CountCache | None = None
 
     @property
     def history(self) -> tuple[Node, ...]:
@@ -332,11 +336,14 @@ class GenerationService:
         clock: Callable[[], datetime] = _utcnow,
         owner: str = "",
         http: httpx.AsyncClient | None = None,
+        counts: CountCache | None = None,
     ) -> None:
         """`http`: a client to reuse across generations (kept-alive connections, no new TLS
         handshake per reply); it must belong to the event loop the generations run in.
-        Without one, each generation opens and closes its own."""
+        Without one, each generation opens and closes its own. `counts`: the token-count
+        cache every prompt builder call gets (bounded; one is made when not given)."""
         self.http = http
+        self.counts = counts if counts is not None else CountCache()
         self.store = store
         self.chats = chats or ChatService(store)
         self.connections = connections
@@ -422,7 +429,7 @@ class GenerationService:
         chosen = self.connections.get(connection)
         path = tuple(self.store.active_path(chat_id).nodes)
         built = self.build_prompt(
-            Turn(chat, path, TurnKind.NORMAL, chosen.api, False, dry_run=True)
+            Turn(chat, path, TurnKind.NORMAL, chosen.api, False, dry_run=True, counts=self.counts)
         )
         return built.prompt if isinstance(built, PreparedTurn) else built
 
@@ -512,7 +519,9 @@ class GenerationService:
         chat = self.store.get_chat(chat_id)
         connection = self.connections.get(connection_name)
         prefill = kind is TurnKind.CONTINUE and supports_prefill(connection.api)
-        built = self.build_prompt(Turn(chat, tuple(path), kind, connection.api, prefill))
+        built = self.build_prompt(
+            Turn(chat, tuple(path), kind, connection.api, prefill, counts=self.counts)
+        )
         prepared = built if isinstance(built, PreparedTurn) else PreparedTurn(built)
         tools = prepared.tools if kind in (TurnKind.NORMAL, TurnKind.REGENERATE) else ()
         self.last_prompts[chat_id] = prepared.prompt

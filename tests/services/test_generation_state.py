@@ -51,10 +51,11 @@ KINDS = {
 }
 
 
-def lorebook_builder(prompts: list[Prompt]) -> Any:
+def lorebook_builder(prompts: list[Prompt], turns: list[Turn]) -> Any:
     """Assembly over the path, with the state in force before the reply being made."""
 
     def build(turn: Turn) -> Prompt:
+        turns.append(turn)
         state = effective_state(turn.history, turn.chat.base_state)
         messages = tuple(
             ChatMessage(
@@ -81,7 +82,7 @@ def lorebook_builder(prompts: list[Prompt]) -> Any:
             tokenizer="estimate",
             dry_run=turn.dry_run,
         )
-        prompt = assemble(context)
+        prompt = assemble(context, counts=turn.counts)
         prompts.append(prompt)
         return prompt
 
@@ -95,6 +96,7 @@ class World:
     service: GenerationService
     chat_id: str
     prompts: list[Prompt]
+    turns: list[Turn]
     stub: StubServer
 
     def lore_sent(self) -> bool:
@@ -135,11 +137,14 @@ def world(request: pytest.FixtureRequest, tmp_path: Path, stub: StubServer) -> I
         connections.add("stub", "openai", url=stub.base_url("openai"), model="stub-model", key=KEY)
         chats = ChatService(store)
         prompts: list[Prompt] = []
-        service = GenerationService(store, connections, lorebook_builder(prompts), chats=chats)
+        turns: list[Turn] = []
+        service = GenerationService(
+            store, connections, lorebook_builder(prompts, turns), chats=chats
+        )
         chat = chats.create_chat(
             "Aria", characters=[CharacterRef("Aria")], user_name="Alex", greetings=["Welcome."]
         ).chat
-        yield World(store, chats, service, chat.id, prompts, stub)
+        yield World(store, chats, service, chat.id, prompts, turns, stub)
 
 
 def test_sticky_lasts_its_messages_across_real_turns(world: World) -> None:
@@ -190,3 +195,14 @@ def test_a_preview_is_a_dry_run(world: World) -> None:
     assert preview.state == {}
     assert not any("DRAGON LORE" in m.content for m in preview.messages)
     assert world.store.get_chat(world.chat_id).revision == revision
+
+
+def test_every_turn_counts_with_the_services_cache(world: World) -> None:
+    """One long-lived token-count cache: a turn tokenizes only what is new."""
+    counts = world.service.counts
+    world.say("I see a dragon")
+    first = counts.misses
+    world.say("Over there")
+    assert all(turn.counts is counts for turn in world.turns)
+    assert len(counts) > 0 and counts.hits > 0
+    assert counts.misses - first < first

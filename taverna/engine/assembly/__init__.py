@@ -4,6 +4,7 @@
 
     cost = message_cost(context)           # keep one per chat: counts and parts are reused
     prompt = assemble(context, cost=cost)  # Chat Completion messages or Text Completion text
+    prompt = assemble(context, counts=CountCache())  # or one bounded cache for every chat
     prompt.ledger                          # every part, its source and tokens; what was cut
 
 Modules: `context` (all inputs of a turn as frozen data), `turn` (what both APIs

@@ -15,7 +15,7 @@ from taverna.engine.assembly.chat_completion import build_chat_completion
 from taverna.engine.assembly.context import AssemblyContext
 from taverna.engine.assembly.turn import Substitute, Turn, prepare_turn
 from taverna.engine.assembly.world import LorebookScan
-from taverna.engine.tokens.cache import TokenCounter
+from taverna.engine.tokens.cache import CountCache, TokenCounter
 from taverna.engine.tokens.registry import get_tokenizer
 from taverna.engine.tokens.selection import (
     chat_completion_tokenizer,
@@ -37,19 +37,22 @@ def assemble(
     message_family: str | None = None,
     text_builder: TextBuilder | None = None,
     cost: MessageCost | None = None,
+    counts: CountCache | None = None,
 ) -> Prompt:
     """The prompt for this turn: Chat Completion messages or Text Completion text.
 
     Collaborators left out are the project's own: the macro engine, the lorebook
     engine and the tokenizer SillyTavern would pick for the model. Pass the same
-    `cost` (from `message_cost`) turn after turn so only new text is tokenized.
+    `cost` (from `message_cost`) turn after turn so only new text is tokenized; or,
+    where a chat's `cost` is not kept, one long-lived `counts` (a bounded `CountCache`,
+    keyed by tokenizer and text) for every chat and turn.
     """
     scan = scan or default_scan()
     if cost is None:
         if count_text is not None:
             cost = MessageCost(count_text, message_family or "tiktoken")
         else:
-            cost = message_cost(context)
+            cost = message_cost(context, counts)
     substitute = substitute or default_substitute(context, cost.memo)
     counter = cost.count_text
     # Lorebook entries under Chat Completion are counted as one "full" system message.
@@ -76,13 +79,14 @@ def tokenizer_name(context: AssemblyContext) -> str:
     return chat_completion_tokenizer(cc.source, cc.model)
 
 
-def message_cost(context: AssemblyContext) -> MessageCost:
+def message_cost(context: AssemblyContext, counts: CountCache | None = None) -> MessageCost:
     """Token costs for this chat's tokenizer with its message rule, cached as it counts.
 
+    `counts`: the caller's long-lived text counts to read and fill (else a new one).
     Claude's tokenizer always counts "full" (public/scripts/tokenizers.js).
     """
     name = tokenizer_name(context)
-    counter = TokenCounter(get_tokenizer(name))
+    counter = TokenCounter(get_tokenizer(name), counts if counts is not None else CountCache())
     family = message_family(name, context.chat_completion.model)
     return MessageCost(counter.count, family, name == "claude")
 
