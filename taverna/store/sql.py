@@ -1085,9 +1085,20 @@ class SqlStore(Store):
                     current_revision=current,
                     expected=revision,
                 )
+            texts = _history_hashes(
+                conn, t.nodes.c.chat_id == chat_id, t.changes.c.chat_id == chat_id
+            )
             for table in (t.changes, t.revisions, t.checkpoints, t.branches, t.selections, t.nodes):
                 conn.execute(table.delete().where(table.c.chat_id == chat_id))
             conn.execute(t.chats.delete().where(t.chats.c.id == chat_id))
+            # A deleted chat's words leave the database, unless another chat has the
+            # same text in a message or in its history (texts are shared by hash).
+            texts -= _history_hashes(conn, sa.true(), sa.true())
+            unused = sorted(texts)
+            for start in range(0, len(unused), 500):
+                conn.execute(
+                    t.contents.delete().where(t.contents.c.hash.in_(unused[start : start + 500]))
+                )
 
     def get_node(self, chat_id: str, node_id: str) -> Node:
         with self._read() as conn:
@@ -1484,6 +1495,31 @@ def _bulk_insert(conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, 
         return
     for start in range(0, len(values), 10000):
         conn.exec_driver_sql(sql, values[start : start + 10000])
+
+
+def _history_hashes(
+    conn: Connection, nodes_where: sa.ColumnElement[bool], changes_where: sa.ColumnElement[bool]
+) -> set[str]:
+    """Every text key in use: current message texts, edit history, undone messages."""
+    used = set(
+        conn.execute(sa.select(t.nodes.c.content_hash).where(nodes_where).distinct()).scalars()
+    )
+    # An insert's text is that of a live message (counted above) or of an earlier
+    # version (an edit's `before`), except when the insert was undone: keep it for redo.
+    gone = ~sa.exists().where(t.nodes.c.id == t.changes.c.key)
+    logged = conn.execute(
+        sa.select(t.changes.c.field, t.changes.c.before, t.changes.c.after).where(
+            changes_where,
+            t.changes.c.entity == "node",
+            (t.changes.c.field == "content_hash") | ((t.changes.c.field == "*") & gone),
+        )
+    )
+    for column, before, after in logged:
+        if column == "content_hash":
+            used.update(v for v in (before["v"], after["v"]) if v)
+        elif after["v"] is not None:
+            used.add(after["v"]["content_hash"])
+    return used
 
 
 def _insert_missing_contents(conn: Connection, texts: Mapping[str, str]) -> None:

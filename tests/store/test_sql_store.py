@@ -247,7 +247,7 @@ def test_delete_chat_removes_everything(store: SqlStore) -> None:
     with pytest.raises(NotFound):
         store.get_chat(chat.id)
     with store.engine.connect() as conn:
-        for table in (t.nodes, t.revisions, t.changes, t.branches, t.selections):
+        for table in (t.nodes, t.revisions, t.changes, t.branches, t.selections, t.contents):
             assert conn.execute(sa.select(sa.func.count()).select_from(table)).scalar() == 0
 
 
@@ -376,3 +376,32 @@ def test_sqlite_plans_sibling_counts_and_tombstones_on_their_indexes(tmp_path: P
             assert "ix_nodes_tombstones" in str(plan)
     finally:
         store.close()
+
+
+def test_deleting_a_chat_removes_its_texts_but_not_shared_ones(store: SqlStore) -> None:
+    a = store.create_chat(NewChat(title="a"))
+    b = store.create_chat(NewChat(title="b"))
+    _append(store, a.id, 1, "shared")
+    edited = _append(store, a.id, 2, "only in a's history elsewhere")
+    with store.write(a.id, revision=3, label="edit") as w:
+        w.update_node(edited.id, content="a edited")
+    _append(store, a.id, 4, "a, then undone")
+    with store.write(a.id, revision=5, label="undo") as w:
+        w.undo()
+    _append(store, b.id, 1, "shared")
+    b_node = _append(store, b.id, 2, "only in a's history elsewhere")
+    with store.write(b.id, revision=3, label="edit") as w:
+        w.update_node(b_node.id, content="b now")
+
+    def texts() -> set[str]:
+        with store.engine.connect() as conn:
+            return set(conn.execute(sa.select(t.contents.c.text)).scalars())
+
+    assert {"a edited", "a, then undone"} <= texts()
+    store.delete_chat(a.id, revision=6)
+    assert texts() == {"shared", "only in a's history elsewhere", "b now"}
+    history = [v.content for v in store.content_history(b.id, b_node.id)]
+    assert history == ["only in a's history elsewhere", "b now"]
+    with store.write(b.id, revision=4, label="undo") as w:
+        w.undo()
+    assert store.get_node(b.id, b_node.id).content == "only in a's history elsewhere"
