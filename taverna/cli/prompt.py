@@ -18,6 +18,7 @@ from taverna.engine.assembly.assemble import assemble
 from taverna.engine.assembly.cache import CacheBreak, first_difference
 from taverna.engine.assembly.context import CharacterInfo, ChatMessage, GenerationType
 from taverna.engine.assembly.ledger import render_ledger
+from taverna.engine.textgen.chat_template import ChatTemplate
 from taverna.errors import FormatError, NotFound
 from taverna.formats.st_settings import (
     SillyTavernSettings,
@@ -168,6 +169,26 @@ def _speaker(
     return chatty[0] if chatty else enabled[0]
 
 
+def _chat_template(path: Path) -> ChatTemplate:
+    """A chat template from a `tokenizer_config.json` or a Jinja template file."""
+    try:
+        text = _read(path, "chat template").decode("utf-8")
+    except UnicodeDecodeError:
+        raise FormatError("a chat template is UTF-8 text", file=str(path)) from None
+    if path.suffix.lower() == ".json" or _is_json_object(text):
+        return ChatTemplate.from_tokenizer_config(text, file=str(path))
+    if not text.strip():
+        raise FormatError("the chat template file is empty", file=str(path))
+    return ChatTemplate(text, name=path.stem)
+
+
+def _is_json_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
+
+
 def build_prompt(
     settings_path: Path,
     cards: list[Path],
@@ -180,11 +201,14 @@ def build_prompt(
     cache_friendly: bool = False,
     drop_last: int = 0,
     dry_run: bool = False,
+    chat_template: Path | None = None,
 ) -> tuple[Prompt, SillyTavernSettings, list[CharacterInfo], list[str]]:
     """The prompt SillyTavern would build from these files.
 
     As the request of a real generation: the chat's lorebook timers apply (nothing is
     written back). `dry_run` builds it as SillyTavern's previews do, without timers.
+    `chat_template`: a model's Hugging Face chat template (its `tokenizer_config.json`
+    or the template file itself) that formats a Text Completion prompt.
     """
     from taverna.formats.st_chat import read_chat
 
@@ -226,6 +250,16 @@ def build_prompt(
         context = replace(context, cache_friendly=True)
     if dry_run:
         context = replace(context, dry_run=True)
+    if chat_template is not None:
+        if not text_api:
+            raise FormatError(
+                "a chat template formats Text Completion prompts: use --api textgen "
+                "(or llamacpp, koboldcpp, openai-text)",
+                file=str(chat_template),
+            )
+        settings_tc = context.text_completion
+        extras = {**settings_tc.extras, "chat_template": _chat_template(chat_template)}
+        context = replace(context, text_completion=replace(settings_tc, extras=extras))
     if found is not None:
         context = replace(
             context,
@@ -349,10 +383,29 @@ def prompt(
             help="build it as SillyTavern's previews do: lorebook sticky, cooldown and delay off",
         ),
     ] = False,
+    chat_template: Annotated[
+        Path | None,
+        typer.Option(
+            "--chat-template",
+            help="a model's Hugging Face chat template (tokenizer_config.json or the Jinja "
+            "file) that formats the Text Completion prompt instead of the instruct template",
+        ),
+    ] = None,
 ) -> None:
     """Print the exact request body SillyTavern's files would produce this turn (nothing is sent)."""
     built, loaded, characters, members = build_prompt(
-        settings, card, chat, world or [], api, kind, group, speaker, cache_friendly, 0, dry_run
+        settings,
+        card,
+        chat,
+        world or [],
+        api,
+        kind,
+        group,
+        speaker,
+        cache_friendly,
+        0,
+        dry_run,
+        chat_template,
     )
     if cache_check:
         previous, *_ = build_prompt(
@@ -367,6 +420,7 @@ def prompt(
             cache_friendly,
             1,
             dry_run,
+            chat_template,
         )
         typer.echo(describe_break(first_difference(previous, built)))
         return

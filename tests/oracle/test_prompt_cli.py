@@ -178,3 +178,76 @@ def test_dry_run_turns_lorebook_timers_off(
     assert real.exit_code == 0 and dry.exit_code == 0, real.output + dry.output
     assert "DELAYED LORE" not in real.stdout
     assert "DELAYED LORE" in dry.stdout
+
+
+TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}{{ eos_token }}"
+    "{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
+
+
+def _case_07_args(oracle_cases: Path) -> list[str]:
+    case = oracle_cases / "07_text_completion_chatml"
+    return [
+        "prompt",
+        "--settings",
+        str(case / "settings.json"),
+        "--card",
+        str(case / "Aria.json"),
+        "--chat",
+        str(case / "chat.jsonl"),
+        "--api",
+        "textgen",
+        "--json",
+    ]
+
+
+def test_chat_template_from_a_tokenizer_config(
+    runner: CliRunner, oracle_cases: Path, tmp_path: Path
+) -> None:
+    """`--chat-template tokenizer_config.json` formats the prompt in the model's template."""
+    config = tmp_path / "tokenizer_config.json"
+    config.write_text(
+        json.dumps({"chat_template": TEMPLATE, "bos_token": "<s>", "eos_token": "</s>"})
+    )
+    args = [*_case_07_args(oracle_cases), "--chat-template", str(config)]
+    result = runner.invoke(app, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.stdout)
+    prompt = body["prompt"]
+    assert prompt.startswith("<s><|system|>") and "<|im_start|>" not in prompt
+    assert prompt.endswith("<|user|>Fine. Tell me about the lighthouse keeper.</s><|assistant|>")
+    assert '<|assistant|>"Two days if the tide is kind, three if it is not."</s>' in prompt
+    assert "</s>" in body["stop"]
+
+
+def test_chat_template_from_a_jinja_file(
+    runner: CliRunner, oracle_cases: Path, tmp_path: Path
+) -> None:
+    template = tmp_path / "template.jinja"
+    template.write_text(TEMPLATE)
+    args = [*_case_07_args(oracle_cases), "--chat-template", str(template)]
+    result = runner.invoke(app, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    prompt = json.loads(result.stdout)["prompt"]
+    assert prompt.startswith("<|system|>")  # no bos token without a tokenizer config
+    assert prompt.endswith("<|user|>Fine. Tell me about the lighthouse keeper.<|assistant|>")
+
+
+def test_chat_template_needs_a_text_api(oracle_cases: Path, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    template = tmp_path / "template.jinja"
+    template.write_text(TEMPLATE)
+    args = [a for a in _case_07_args(oracle_cases) if a != "textgen"]
+    args[args.index("--api")] = "--chat-template"
+    args.insert(args.index("--chat-template") + 1, str(template))
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "taverna"), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert "--api textgen" in done.stderr and "template.jinja" in done.stderr
