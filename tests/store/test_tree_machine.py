@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +15,33 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from taverna.errors import NotFound, TavernaError
-from taverna.model.chat import ChatState, NodeRole, effective_state
+from taverna.model.chat import ActivePath, ChatState, NodeRole, effective_state, new_id
 from taverna.services.chats import ChatService, Outcome
+from taverna.store import NewChat
 from taverna.store.testing import backends, temporary_store
 
 words = st.text(alphabet="abcdefgh ", min_size=1, max_size=8)
 picks = st.integers(min_value=0, max_value=1000)
+
+
+def _reading(path: ActivePath) -> list[tuple[Any, ...]]:
+    """What a person and the model see of a path, without ids."""
+    return [
+        (
+            e.node.content,
+            e.node.hidden,
+            e.node.deleted,
+            e.node.state,
+            e.position,
+            e.candidate_index,
+            e.candidate_count,
+        )
+        for e in path.entries
+    ] + [("state", path.state)]
+
+
+def _branch_list(chats: ChatService, chat_id: str) -> list[tuple[str, int, bool]]:
+    return sorted((b.branch.name, b.length, b.active) for b in chats.list_branches(chat_id))
 
 
 class TreeMachine(RuleBasedStateMachine):
@@ -162,6 +184,42 @@ class TreeMachine(RuleBasedStateMachine):
         node = self.pick(self.path(), at).node
         state = ChatState(variables={"v": value})
         self.operate(lambda r: self.chats.write_state(self.chat_id, node.id, state, revision=r))
+
+    @rule()
+    def bulk_copy_reads_the_same(self) -> None:
+        """A copy made through the bulk import path reads exactly like the original."""
+        tree = self.store.tree(self.chat_id)
+        ids = {node.id: new_id() for node in tree.nodes}
+        copies = [
+            replace(n, id=ids[n.id], parent_id=ids[n.parent_id] if n.parent_id else None)
+            for n in tree.nodes
+        ]
+        leaf = tree.chat.active_leaf_id
+        active = [b for b in tree.branches if b.id == tree.chat.active_branch_id]
+        others = [b for b in tree.branches if b.id != tree.chat.active_branch_id]
+        copy = self.store.import_tree(
+            NewChat(title="copy", base_state=tree.chat.base_state),
+            copies,
+            active_leaf_id=ids[leaf] if leaf else None,
+            branches=[
+                replace(b, id=new_id(), head_id=ids[b.head_id] if b.head_id else None)
+                for b in active + others
+            ],
+            checkpoints=[replace(c, id=new_id(), node_id=ids[c.node_id]) for c in tree.checkpoints],
+            selections={(ids[p] if p else ""): ids[c] for p, c in tree.selections.items()},
+        )
+        try:
+            for include_deleted in (False, True):
+                mine = self.chats.active_path(self.chat_id, include_deleted=include_deleted)
+                theirs = self.chats.active_path(copy.id, include_deleted=include_deleted)
+                assert _reading(mine) == _reading(theirs)
+            for node in tree.nodes:
+                assert self.store.state_at(self.chat_id, node.id) == self.store.state_at(
+                    copy.id, ids[node.id]
+                )
+            assert _branch_list(self.chats, self.chat_id) == _branch_list(self.chats, copy.id)
+        finally:
+            self.store.delete_chat(copy.id, revision=copy.revision)
 
     @rule()
     def undo(self) -> None:
