@@ -9,7 +9,7 @@ created or changed, if any. Every write can be undone and redone.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -423,8 +423,6 @@ class ChatService:
         self, chat_id: str, *, revision: int, node_id: str | None = None, **changes: Any
     ) -> Outcome:
         """Change some state fields at a node (default: the active leaf), keeping the rest."""
-        from dataclasses import replace
-
         chat = self.store.get_chat(chat_id)
         target = node_id if node_id is not None else chat.active_leaf_id
         current = self.store.state_at(chat_id, target)
