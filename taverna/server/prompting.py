@@ -156,9 +156,12 @@ def library_prompt_builder(store: Store, *, owner: str = "", clock: Any = None) 
             )
         raw_settings = _settings_json(lib, owner)
         settings = read_settings(json_text.dumps(raw_settings))
-        state = effective_state(turn.path, chat.base_state)
+        # The state in force before this reply: at the end of the path it answers.
+        state = effective_state(turn.history, chat.base_state)
         metadata: dict[str, Any] = dict(chat.metadata)
         metadata["variables"] = dict(state.variables)
+        if state.timers:
+            metadata["timedWorldInfo"] = dict(state.timers)
         if state.authors_note is not None:
             note = state.authors_note
             metadata.update(
@@ -168,6 +171,7 @@ def library_prompt_builder(store: Store, *, owner: str = "", clock: Any = None) 
                 note_depth=note.depth,
                 note_role=note.role,
             )
+        # The whole path: for a swipe or regenerate the assembly leaves the replaced reply out.
         messages = [_message(node, i) for i, node in enumerate(turn.path) if not node.deleted]
         kind = {
             TurnKind.NORMAL: GenerationType.NORMAL,
@@ -195,6 +199,8 @@ def library_prompt_builder(store: Store, *, owner: str = "", clock: Any = None) 
             persona=_persona(lib, chat.user_name),
             now=now,
             seed=zlib.crc32(chat.id.encode()),
+            chat_id=chat.id,
+            dry_run=turn.dry_run,
         )
         if turn.prefill and not context.chat_completion.continue_prefill:
             # continue in place where the API allows a prefill; elsewhere the preset's nudge
@@ -204,6 +210,6 @@ def library_prompt_builder(store: Store, *, owner: str = "", clock: Any = None) 
         # its request settings (Claude's system prompt, custom post-processing, ...)
         preset = raw_settings.get("oai_settings") or {}
         request = preset_request_options(preset, turn.api)
-        return PreparedTurn(assemble(context), declared_tools(preset), request)
+        return PreparedTurn(assemble(context, counts=turn.counts), declared_tools(preset), request)
 
     return build

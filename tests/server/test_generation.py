@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
+from taverna.server.context import AppContext
 from tests.stubs.model_server import Reply, StubServer, start_stub
 
 
@@ -255,3 +256,27 @@ def test_the_prompt_shows_without_a_connection(client: TestClient) -> None:
     data = client.get(f"/api/chats/{chat['id']}/prompt").json()
     assert data["request"] is None
     assert any("Alone." in m["content"] for m in data["prompt"]["messages"])
+
+
+def test_lorebook_timers_follow_the_path(
+    client: TestClient, ctx: AppContext, stub: StubServer, chat_id: str
+) -> None:
+    book = client.post("/api/lorebooks", json={"name": "Dragons"}).json()
+    book = client.post(f"/api/lorebooks/{book['id']}/entries").json()
+    entry = {**book["entries"][0], "key": ["dragon"], "content": "DRAGON LORE", "sticky": 3}
+    assert (
+        client.put(f"/api/lorebooks/{book['id']}/entries/{entry['uid']}", json=entry).status_code
+        == 200
+    )
+    assert (
+        client.put(f"/api/chats/{chat_id}/lorebook", json={"lorebook_id": book["id"]}).status_code
+        == 200
+    )
+    stub.script(Reply(tokens=["Rawr."]))
+    events(client, generate(client, chat_id, kind="normal", text="I see a dragon")["task"]["id"])
+    assert any("DRAGON LORE" in m["content"] for m in stub.requests[-1].body["messages"])
+    timers = ctx.chats.state_at(chat_id).timers
+    assert "Dragons.0" in (timers.get("sticky") or {})
+    # The preview is a dry run: it changes no timers.
+    client.get(f"/api/chats/{chat_id}/prompt")
+    assert ctx.chats.state_at(chat_id).timers == timers
