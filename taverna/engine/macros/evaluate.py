@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
+from functools import cached_property
 from types import MappingProxyType
 
 from taverna.engine.macros.clock import format_moment, humanize
@@ -185,10 +186,14 @@ class _Evaluation:
 
     def __init__(self, raw: str, context: MacroContext) -> None:
         self.raw = raw
-        self.raw_hash = string_hash(raw)
         self.context = context
         self.variables = context.variables
         self.banned: list[str] = []
+
+    @cached_property
+    def raw_hash(self) -> int:
+        """The hash of the text as given, which seeds draws: computed only if one is made."""
+        return string_hash(self.raw)
 
     # --- variables -----------------------------------------------------------------
     def _variable_line(self, line: str) -> str:
@@ -336,6 +341,19 @@ def _call(produce: Callable[[], str]) -> Callable[[re.Match[str]], str]:
     return lambda _match: produce()
 
 
+_MOMENTS = (
+    ("time", "LT"),
+    ("date", "LL"),
+    ("weekday", "dddd"),
+    ("isotime", "HH:mm"),
+    ("isodate", "YYYY-MM-DD"),
+)
+
+
+def _moment(now: datetime, moment_format: str) -> Callable[[re.Match[str]], str]:
+    return lambda _match: format_moment(now, moment_format)
+
+
 def evaluate(text: str, context: MacroContext) -> MacroResult:
     """Replace every macro in `text`; return the text and the resulting variables."""
     if not text:
@@ -407,6 +425,9 @@ def evaluate(text: str, context: MacroContext) -> MacroResult:
             text = _name_pattern(name).sub(_call(entry_value), text)
     if "{{" in text and ctx.outlets:
         text = _OUTLET.sub(lambda m: ctx.outlets.get(m.group(1).strip(), ""), text)
+    # Every later pass needs a "{{": a text without one is done (most texts end here).
+    if "{{" not in text:
+        return MacroResult(text, run.variables, tuple(run.banned))
 
     def optional_number(value: int | None) -> str:
         return "" if value is None else str(value)
@@ -426,15 +447,13 @@ def evaluate(text: str, context: MacroContext) -> MacroResult:
     text = _REVERSE.sub(lambda m: m.group(1)[::-1], text)
     text = _COMMENT.sub("", text)
 
+    if "{{" not in text:
+        return MacroResult(text, run.variables, tuple(run.banned))
+
     now = ctx.now
-    for name, moment_format in (
-        ("time", "LT"),
-        ("date", "LL"),
-        ("weekday", "dddd"),
-        ("isotime", "HH:mm"),
-        ("isodate", "YYYY-MM-DD"),
-    ):
-        text = _name_pattern(name).sub(_literal(format_moment(now, moment_format)), text)
+    for name, moment_format in _MOMENTS:
+        # Formatted only where the macro occurs (formatting is the costly part).
+        text = _name_pattern(name).sub(_moment(now, moment_format), text)
     text = _DATETIMEFORMAT.sub(lambda m: format_moment(now, m.group(1)), text)
     if _name_pattern("idle_duration").search(text):
         text = _name_pattern("idle_duration").sub(_literal(run.idle_duration()), text)
