@@ -684,6 +684,8 @@ class _Builder:
             else:
                 low = middle + 1
         text = render(low)
+        if system_text:
+            self.ledger.add("story_string", "system message", system_text, self.tokens(system_text))
         for index, item in enumerate(items):
             kept = index >= low
             self.ledger.add(

@@ -151,3 +151,20 @@ def test_text_prompt_carries_the_turn_state() -> None:
     prompt = assemble(seraphina())
     chat = assemble(replace(seraphina(), api="openai"))
     assert prompt.state == chat.state
+
+
+def test_chat_template_ledger_sums_to_the_total() -> None:
+    """In a model's chat template the template's own tokens have a line of their own."""
+    from taverna.engine.textgen.chat_template import ChatTemplate
+
+    template = ChatTemplate(
+        "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}<|end|>{% endfor %}"
+        "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+    )
+    context = seraphina(messages=_turns(8))
+    settings_tc = replace(context.text_completion, extras={"chat_template": template})
+    prompt = assemble(replace(context, text_completion=settings_tc))
+    assert prompt.text.startswith("<|system|>")
+    assert _included(prompt) == prompt.ledger.total_tokens
+    kinds = {i.source for i in prompt.ledger.items if i.kind in ("overhead", "story_string")}
+    assert {"system message", "template", "token padding"} <= kinds
