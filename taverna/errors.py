@@ -33,6 +33,18 @@ class NotFound(TavernaError):
 class Conflict(TavernaError):
     """A write named a revision that is no longer current."""
 
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        field: str | None = None,
+        current_revision: int | None = None,
+    ) -> None:
+        # The revision the object is at now, when known, so a caller can report it.
+        self.current_revision = current_revision
+        super().__init__(message, file=file, field=field)
+
 
 class ProviderError(TavernaError):
     """A model API failed or refused a request."""

@@ -39,9 +39,8 @@ class StaleRevision(Conflict):
     """A write named revision `expected` but the object is at `current`: re-read and retry."""
 
     def __init__(self, message: str, *, current_revision: int, expected: int | None = None) -> None:
-        self.current_revision = current_revision
         self.expected = expected
-        super().__init__(message, field="revision")
+        super().__init__(message, field="revision", current_revision=current_revision)
 
 
 class _Unset:

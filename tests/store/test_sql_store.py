@@ -93,6 +93,26 @@ def test_write_bumps_revision_and_stale_write_conflicts(store: SqlStore) -> None
     assert [n.content for n in store.active_path(chat.id).nodes] == ["one"]
 
 
+def test_conflict_carries_the_current_revision_for_any_caller(store: SqlStore) -> None:
+    assert Conflict("moved on").current_revision is None
+    plain = Conflict("moved on", field="revision", current_revision=7)
+    assert (plain.current_revision, plain.field, str(plain)) == (
+        7,
+        "revision",
+        "field 'revision': moved on",
+    )
+    chat = store.create_chat(NewChat(title="c"))
+    _append(store, chat.id, 1, "one")
+    caught: Conflict | None = None
+    try:
+        _append(store, chat.id, 1, "lost")
+    except Conflict as exc:  # what a caller that knows nothing of the store catches
+        caught = exc
+    assert caught is not None
+    assert caught.current_revision == 2
+    assert vars(caught)["current_revision"] == 2
+
+
 def test_failed_unit_of_work_leaves_nothing(store: SqlStore) -> None:
     chat = store.create_chat(NewChat(title="c"))
     with pytest.raises(RuntimeError), store.write(chat.id, revision=1, label="x") as w:
