@@ -9,6 +9,7 @@ bottom, the @depth groups, the example blocks, and the trace for the ledger.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, overload
 
 from taverna.engine.assembly.context import ChatMessage, InjectionRole
@@ -23,6 +24,7 @@ from taverna.engine.lorebook import (
     WorldInfoSettings,
     activate,
 )
+from taverna.engine.macros import MacroContext, Variables
 from taverna.model.lorebook import CharacterStrategy, Lorebook, Position, TimedEffects
 
 _SOURCES = {
@@ -98,6 +100,15 @@ class _ScanView(Sequence[ScanMessage]):
         return scanned
 
 
+def _macros(request: ScanRequest) -> MacroContext:
+    """The macro context entries are expanded with, from the turn's current variables."""
+    macros = macro_context(request.context)
+    if request.variables is None:
+        return macros
+    local = dict(request.variables)
+    return replace(macros, variables=Variables(local=local, global_=macros.variables.global_))
+
+
 def scan(request: ScanRequest) -> WorldInfoOutcome:
     """Activate the applying books for this turn and place what fired.
 
@@ -127,7 +138,7 @@ def scan(request: ScanRequest) -> WorldInfoOutcome:
         character=CharacterIdentity(
             file_name=character.avatar.rsplit(".", 1)[0] if character and character.avatar else ""
         ),
-        macros=macro_context(context),
+        macros=_macros(request),
         seed=context.seed,
         dry_run=dry_run,
     )

@@ -12,7 +12,6 @@ from dataclasses import replace
 from typing import Any
 
 from taverna.engine.assembly.context import AssemblyContext
-from taverna.engine.assembly.turn import Substitute
 from taverna.engine.macros import MacroContext, Variables, chat_seed, evaluate, has_macros
 
 
@@ -96,19 +95,44 @@ def _names_only(text: str) -> bool:
     )
 
 
-def substitute_for(context: AssemblyContext, memo: dict[Any, Any] | None = None) -> Substitute:
+def substitute_for(context: AssemblyContext, memo: dict[Any, Any] | None = None) -> TurnMacros:
     """A substitution function for this turn; variable changes carry to the next call.
 
     With a `memo` kept across turns, texts whose only macros are names ({{char}},
     {{user}}, ...) are resolved once for the same names.
     """
-    state = [macro_context(context)]
+    return TurnMacros(context, memo)
 
-    def substitute(text: str, extra: Mapping[str, str]) -> str:
+
+class TurnMacros:
+    """The macro engine for one turn: a `Substitute` that keeps the chat's variables.
+
+    `variables` are the chat variables after every text substituted so far; `adopt`
+    takes over the variables the lorebook scan left (its entries run macros too).
+    """
+
+    def __init__(self, context: AssemblyContext, memo: dict[Any, Any] | None = None) -> None:
+        self._base = macro_context(context)
+        self._memo = memo
+
+    @property
+    def variables(self) -> Mapping[str, Any]:
+        """The chat (local) variables as they stand now."""
+        return self._base.variables.local
+
+    def adopt(self, variables: Mapping[str, Any]) -> None:
+        """Continue from these chat variables (what the lorebook scan left)."""
+        current = self._base.variables
+        self._base = replace(
+            self._base, variables=Variables(local=dict(variables), global_=current.global_)
+        )
+
+    def __call__(self, text: str, extra: Mapping[str, str]) -> str:
         # Most chat text has no macro at all: skip the engine without a regex search.
         if not text or (("{" not in text and "<" not in text) or not has_macros(text)):
             return text
-        base = state[0]
+        base = self._base
+        memo = self._memo
         key = None
         if memo is not None and not extra and _names_only(text):
             key = (
@@ -137,9 +161,7 @@ def substitute_for(context: AssemblyContext, memo: dict[Any, Any] | None = None)
                 group=group if group else base.group,
             )
         result = evaluate(text, call)
-        state[0] = replace(base, variables=result.variables)
+        self._base = replace(base, variables=result.variables)
         if key is not None and memo is not None:
             memo[key] = result.text
         return result.text
-
-    return substitute

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from taverna.engine.assembly.context import (
     AssemblyContext,
@@ -38,6 +38,17 @@ from taverna.model.regex_script import RegexPlacement
 
 # Macro substitution: the text and extra macro values ({{original}}, {{lastChatMessage}}).
 Substitute = Callable[[str, Mapping[str, str]], str]
+
+
+@runtime_checkable
+class CarriesVariables(Protocol):
+    """A `Substitute` that keeps the chat's variables as macros change them (the project's)."""
+
+    @property
+    def variables(self) -> Mapping[str, Any]: ...
+
+    def adopt(self, variables: Mapping[str, Any]) -> None: ...
+
 
 _START = re.compile("<START>", re.IGNORECASE)
 _NEWLINES = re.compile(r"\n+")
@@ -73,6 +84,7 @@ class Turn:
     authors_note_active: bool
     prompt_budget: int
     substitute: Substitute = field(repr=False, default=lambda text, extra: text)
+    dry_run: bool = False
 
     def macros(self, text: str, **extra: str) -> str:
         """The text with macros resolved (and any extra macro values)."""
@@ -243,6 +255,9 @@ def prepare_turn(
         )
     books = applying_books(context)
     world = WorldInfoOutcome()
+    # Macros share one set of variables in SillyTavern: the scan starts from what the
+    # card fields' macros left, and what its entries set carries on to later texts.
+    carrier = substitute if isinstance(substitute, CarriesVariables) else None
     if books:
         world = scan(
             ScanRequest(
@@ -255,8 +270,11 @@ def prepare_turn(
                 count_text=count_text,
                 memo=memo,
                 regex=_world_regex(context, substitute) if context.regex_scripts else None,
+                variables=carrier.variables if carrier is not None else None,
             )
         )
+        if carrier is not None and world.variables is not None:
+            carrier.adopt(world.variables)
 
     # algo-prompt-assembly.md §1 step 17: lorebook example blocks join the card's.
     collapse = context.power_user.collapse_newlines
@@ -276,6 +294,7 @@ def prepare_turn(
         authors_note_active=active,
         prompt_budget=budget,
         substitute=substitute,
+        dry_run=context.dry_run,
     )
 
 
@@ -294,11 +313,16 @@ def _world_regex(
 
 
 def turn_state(turn: Turn) -> dict[str, Any]:
-    """The chat state this turn changes: lorebook timers and variables."""
+    """The chat state this turn leaves, to record on its reply: lorebook timers and the
+    chat variables after every macro of the prompt (none for a dry run)."""
+    if turn.dry_run:
+        return {}
     state: dict[str, Any] = {}
     if turn.world.timers is not None:
         state["timedWorldInfo"] = dict(turn.world.timers)
-    if turn.world.variables is not None:
+    if isinstance(turn.substitute, CarriesVariables):
+        state["variables"] = dict(turn.substitute.variables)
+    elif turn.world.variables is not None:
         state["variables"] = dict(turn.world.variables)
     return state
 

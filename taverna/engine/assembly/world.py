@@ -54,6 +54,8 @@ class ScanRequest:
     memo: dict[Any, Any] | None = None  # work kept across turns (see MessageCost.memo)
     # Prompt-time regex for an entry's content and its depth (None unless @depth).
     regex: Callable[[str, int | None], str] | None = None
+    # The chat variables macros left before the scan (None: the chat's recorded ones).
+    variables: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -57,3 +57,24 @@ def test_a_dry_run_ignores_timers_and_returns_no_state() -> None:
     assert _has_lore(dry_first) and dry_first.state == {}
     dry_later = build(_at(*LATER, timers=first.state["timedWorldInfo"], dry_run=True))
     assert not _has_lore(dry_later) and dry_later.state == {}
+
+
+def test_variables_flow_through_the_turn_and_come_back() -> None:
+    """One set of chat variables for the whole turn (algo-chat-ops.md §7): the card's
+    macros set one before the scan, an entry reads it and sets another, both come back."""
+    book = Lorebook(
+        name="Lore",
+        entries=(
+            Entry(uid=1, key=("dragon",), content="Mood {{getvar::mood}}{{setvar::seen::yes}}"),
+        ),
+    )
+    ctx = replace(
+        _at(*FIRST),
+        lorebooks={"Lore": book},
+        metadata=ChatMetadata(variables={"kept": "1"}),
+    )
+    card = replace(ctx.character, description="{{setvar::mood::calm}}Aria is kind.")
+    prompt = build(replace(ctx, characters=(card,)))
+    assert any("Mood calm" in m.content for m in prompt.messages)
+    assert prompt.state["variables"] == {"kept": "1", "mood": "calm", "seen": "yes"}
+    assert build(replace(ctx, characters=(card,), dry_run=True)).state == {}
