@@ -40,7 +40,11 @@ class LedgerItem:
 
     `kind` names the source class (slot, lorebook, injection, history, example, ...);
     `source` identifies it (slot id, `book/uid`, `depth:4`, message id); `reason`
-    says why it was cut or how it was placed.
+    says why it was cut or how it was placed. `position` places an included part: the
+    index of its message (Chat Completion) or of its piece of the text (Text
+    Completion, where the pieces in order are the prompt text). Lines of kind
+    `overhead` hold tokens no part owns (reply priming, token padding, seams), so
+    the included lines add up to `Ledger.total_tokens`.
     """
 
     kind: str
@@ -70,8 +74,8 @@ class Prompt:
     meaningful, as `kind` says. `prefill` is text the assistant's reply should start
     with (continue, or a preset's assistant prefill). `sampling` holds the preset's
     sampling fields by SillyTavern's names; providers map them to each API.
-    `state` is what this turn changes in the chat's state, for the caller to record
-    on the new node: `timedWorldInfo` (lorebook timers) and `variables`.
+    `state` is the chat's state after this turn, for the caller to record on the new
+    node: `timedWorldInfo` (lorebook timers) and `variables`; empty for a dry run.
     """
 
     kind: str  # "chat" or "text"
