@@ -41,6 +41,19 @@ def _common_prefix(a: str, b: str) -> int:
     return i
 
 
+def _piece_at(prompt: Prompt, offset: int) -> LedgerItem | None:
+    """The text prompt's piece holding `offset` (its ledger items are its pieces in order)."""
+    pieces = [i for i in prompt.ledger.items if i.included and i.position is not None]
+    found = None
+    start = 0
+    for item in sorted(pieces, key=lambda i: i.position or 0):
+        found = item
+        if offset < start + len(item.text):
+            break
+        start += len(item.text)
+    return found
+
+
 def first_difference(previous: Prompt, current: Prompt) -> CacheBreak:
     """Where `current` stops sharing a prefix with `previous`, and which part caused it."""
     positioned = [i for i in current.ledger.items if i.included and i.position is not None]
@@ -48,15 +61,9 @@ def first_difference(previous: Prompt, current: Prompt) -> CacheBreak:
         offset = _common_prefix(previous.text, current.text)
         if offset == len(previous.text) == len(current.text) and previous.kind == current.kind:
             return CacheBreak(True, None, offset, offset)
-        # The text prompt's ledger items are its pieces in order: find the one holding `offset`.
-        cause = None
-        start = 0
-        for item in sorted(positioned, key=lambda i: i.position or 0):
-            cause = item
-            if offset < start + len(item.text):
-                break
-            start += len(item.text)
-        return CacheBreak(False, None, offset, offset, cause)
+        return CacheBreak(
+            False, None, offset, offset, _piece_at(current, offset), _piece_at(previous, offset)
+        )
     shared = 0
     old, new = previous.messages, current.messages
     before = [i for i in previous.ledger.items if i.included and i.position is not None]

@@ -168,3 +168,13 @@ def test_chat_template_ledger_sums_to_the_total() -> None:
     assert _included(prompt) == prompt.ledger.total_tokens
     kinds = {i.source for i in prompt.ledger.items if i.kind in ("overhead", "story_string")}
     assert {"system message", "template", "token padding"} <= kinds
+
+
+def test_a_moved_text_injection_is_named_as_what_was_there() -> None:
+    """The depth-4 note moves every turn: the previous prompt had it where the break is."""
+    character = replace(seraphina().character, depth_prompt=DepthPrompt("NOTE", 4))
+    before = assemble(seraphina(messages=_turns(9), characters=(character,)))
+    after = assemble(seraphina(messages=_turns(10), characters=(character,)))
+    found = first_difference(before, after)
+    assert found.was is not None and found.was.kind == "injection"
+    assert found.cause is not None and found.cause.kind == "history"
