@@ -152,6 +152,33 @@ def timed(run: Any) -> float:
     return (time.perf_counter() - start) * 1000
 
 
+MACRO_TEXTS = {
+    "names": "{{char}} looks at {{user}} and smiles. " * 5,
+    "long text, one macro": "A long message that names {{char}} once. " + "word " * 300,
+    "time macros": "It is {{time}} on {{weekday}}, {{date}}.",
+    "pick and random": "I like {{pick::red::green::blue}} and {{random::a::b}}.",
+}
+
+
+def macro_timings(repeat: int = 2000) -> dict[str, float]:
+    """Median microseconds of one `evaluate` call per kind of text (no memo, no cache)."""
+    from datetime import UTC, datetime
+
+    from taverna.engine.macros import MacroContext, evaluate
+
+    context = MacroContext(user="Alex", char="Aria", now=datetime(2024, 5, 1, 12, tzinfo=UTC))
+    out = {}
+    for name, text in MACRO_TEXTS.items():
+        samples = []
+        for _ in range(7):
+            start = time.perf_counter()
+            for _ in range(repeat):
+                evaluate(text, context)
+            samples.append((time.perf_counter() - start) / repeat * 1e6)
+        out[name] = statistics.median(samples)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--messages", type=int, default=10_000)
@@ -265,6 +292,8 @@ def main() -> None:
         ("fast-tavern / taverna warm", f"{fast_ms / warm_ms:.1f}x" if fast_ms else "-"),
         ("fast-tavern / taverna cold", f"{fast_ms / cold_ms:.1f}x" if fast_ms else "-"),
     ]
+    macros = macro_timings()
+    rows += [(f"macro evaluate: {name}", f"{us:.1f} us") for name, us in macros.items()]
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
         print(f"{key:<{width}}  {value}")
@@ -282,6 +311,7 @@ def main() -> None:
                 "ratio_fast_tavern_over_cold": round(fast_ms / cold_ms, 2) if fast_ms else None,
                 "messages_kept": len(kept),
                 "prompt_tokens": prompt.ledger.total_tokens,
+                "macro_evaluate_us": {name: round(us, 1) for name, us in macros.items()},
             }
         )
     )
