@@ -58,9 +58,15 @@ def test_oracle_case_07_ledger_sums_to_the_total(oracle_cases: Path) -> None:
     st.booleans(),
     st.sampled_from(list(GenerationType)),
     st.integers(0, 64),
+    st.booleans(),
 )
 def test_included_items_sum_to_the_total(
-    lengths: list[int], max_context: int, instruct: bool, kind: GenerationType, padding: int
+    lengths: list[int],
+    max_context: int,
+    instruct: bool,
+    kind: GenerationType,
+    padding: int,
+    friendly: bool,
 ) -> None:
     """Like the Chat Completion ledger: included items add up to the prompt's total, and
     the placed pieces, in position order, are the prompt text itself."""
@@ -76,6 +82,8 @@ def test_included_items_sum_to_the_total(
         characters=(character,),
         generation_type=kind,
         power_user=PowerUserSettings(token_padding=padding),
+        metadata=ChatMetadata(authors_note=AuthorsNote(prompt="AN", position=0)),
+        cache_friendly=friendly,
     )
     context = replace(
         context,
