@@ -19,6 +19,11 @@ from taverna.errors import FormatError
 JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
 JsonObject: TypeAlias = dict[str, JsonValue]
 
+# A message key of this product's own (SillyTavern keeps unknown keys and never writes it):
+# the continuations that fork off beside this message and have no file of their own, each a
+# list of message objects (which may carry forks of their own). See services/interchange.py.
+FORKS = "taverna_forks"
+
 # formats-chat.md §4.1: the message keys taverna reads; all others travel untouched.
 MESSAGE_KEYS = (
     "name",
@@ -248,6 +253,18 @@ class ChatMessage:
             return False
         return swipes[index].text == self.text
 
+    @property
+    def forks(self) -> tuple[tuple[ChatMessage, ...], ...]:
+        """The continuations recorded beside this message (`taverna_forks`), oldest first."""
+        value = self.fields.get(FORKS)
+        if not isinstance(value, list):
+            return ()
+        return tuple(
+            tuple(ChatMessage(m) for m in branch if isinstance(m, dict))
+            for branch in value
+            if isinstance(branch, list)
+        )
+
     def with_fields(self, **changes: JsonValue) -> ChatMessage:
         """A copy with keys set in place (new keys go last)."""
         fields = dict(self.fields)
@@ -354,6 +371,11 @@ def _validate_header(value: JsonObject, *, source: str, line: int) -> None:
 
 
 def _validate_message(value: JsonObject, *, source: str, line: int) -> None:
+    _validate_fields(value, source=source, line=line)
+    _validate_forks(value, source=source, line=line)
+
+
+def _validate_fields(value: JsonObject, *, source: str, line: int) -> None:
     if isinstance(value.get("mes"), dict):
         raise FormatError(
             f"line {line}: `mes` is an object (a Chub export?); expected the message text",
@@ -378,6 +400,34 @@ def _validate_message(value: JsonObject, *, source: str, line: int) -> None:
                     file=source,
                     field="swipes",
                 )
+
+
+def _validate_forks(value: JsonObject, *, source: str, line: int) -> None:
+    forks = value.get(FORKS)
+    if forks is None:
+        return
+    # Checked without recursion: a hostile file may nest forks as deep as its JSON allows.
+    pending: list[JsonValue] = [forks]
+    while pending:
+        item = pending.pop()
+        if not isinstance(item, list) or not all(isinstance(b, list) for b in item):
+            raise FormatError(
+                f"line {line}: expected a list of message lists, found {_describe(item)}",
+                file=source,
+                field=FORKS,
+            )
+        for branch in item:
+            assert isinstance(branch, list)
+            for message in branch:
+                if not isinstance(message, dict):
+                    raise FormatError(
+                        f"line {line}: a forked message is {_describe(message)}",
+                        file=source,
+                        field=FORKS,
+                    )
+                _validate_fields(message, source=source, line=line)
+                if message.get(FORKS) is not None:
+                    pending.append(message[FORKS])
 
 
 def iter_lines(data: str | bytes) -> Iterator[tuple[int, str]]:

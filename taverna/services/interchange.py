@@ -4,8 +4,22 @@ Import: a chat JSONL becomes a tree (swipes become candidates with the chosen on
 hidden stays hidden, every other field travels in the node's extras); a chat's checkpoint and
 branch files (linked by `chat_metadata.main_chat`) merge into the same tree along their common
 prefix and become named checkpoints and branches. Export: the active path as a JSONL that
-SillyTavern opens (candidates as `swipes`), and every other branch and checkpoint as its own
+SillyTavern opens (candidates as `swipes`), and every named branch and checkpoint as its own
 JSONL linked by `main_chat`. Importing a plain chat and exporting it gives back the same file.
+
+Which leaves get a file: SillyTavern's branches and checkpoints are things a person named, so
+those are files. A leftover no one named (the old turn after an edit-and-resend, a swipe with
+its own continuation) is kept too, but not as a file: a file repeats the whole path up to its
+fork, so a file per leftover costs the chat's length for each one, and a chat where every
+message was resent once would need as many files as messages, quadratic in size. Instead the
+leftover subtree is written once, beside the message it is an alternative to, under the
+message key `taverna_forks` (its newest line as message objects, its own leftovers nested the
+same way). SillyTavern keeps unknown message keys and shows the chat as it was; importing the
+file here rebuilds the subtree, so the export stays linear in the number of nodes. Only a
+leftover with no message beside it (under a named file's last message) gets a `Branch #N` file.
+A fork keeps the messages and their candidates, not the per-branch chat state at its end.
+Files are made line by line and written as they are made, so memory holds the tree and one
+path, never a whole file set.
 """
 
 from __future__ import annotations
@@ -14,7 +28,7 @@ import gc
 import hashlib
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -23,17 +37,19 @@ from typing import Any
 
 from taverna.errors import FormatError, NotFound
 from taverna.formats.st_chat import (
+    FORKS,
     ChatDocument,
     ChatHeader,
     ChatMessage,
     JsonObject,
+    JsonValue,
     chat_as_text,
+    dump_json,
     format_send_date,
     humanized_date,
     iso_date,
     parse_send_date,
     read_chat,
-    write_chat,
 )
 from taverna.model.chat import (
     AuthorsNote,
@@ -361,11 +377,22 @@ class _TreeBuilder:
         siblings[siblings.index(old)] = new
         self.by_id[node_id] = new
 
-    def add_file(self, messages: Sequence[ChatMessage], *, merge: bool) -> Node | None:
-        """Add a file's messages under the roots; with `merge`, reuse matching nodes."""
-        parent: Node | None = None
+    def add_file(
+        self, messages: Sequence[ChatMessage], *, merge: bool, parent: Node | None = None
+    ) -> Node | None:
+        """Add a file's messages under `parent`; with `merge`, reuse matching nodes.
+
+        A message's `taverna_forks` go in first, beside it: they are older than the line the
+        file follows, so the tree gets back its creation order (and so its export).
+        """
         merging = merge
         for message in messages:
+            forks = message.forks
+            if FORKS in message.fields:
+                message = message.without(FORKS)
+            for branch in forks:
+                # A fork repeated in a copy of the file (a branch SillyTavern made) merges.
+                self.add_file(branch, merge=True, parent=parent)
             match = self._match(parent, message) if merging else None
             if match is None:
                 merging = False
@@ -537,12 +564,16 @@ def _alive_children(kids: Mapping[str | None, list[Node]], node_id: str | None) 
 
 
 def _swipe_group(
-    node: Node, kids: Mapping[str | None, list[Node]], on_path: set[str]
+    node: Node,
+    kids: Mapping[str | None, list[Node]],
+    on_path: set[str],
+    taken: Set[str] = frozenset(),
 ) -> list[Node]:
     """The candidates shown as `swipes` with `node`: itself and childless siblings of its kind.
 
-    A sibling with its own continuation is a branch (its own file), not a swipe; user messages
-    have no swipes (a sibling of a user message is an edit-and-resend branch).
+    A sibling with its own continuation is a branch (a file or a fork), not a swipe; user
+    messages have no swipes (a sibling of a user message is an edit-and-resend branch).
+    Siblings in `taken` are shown elsewhere already.
     """
     if node.role is NodeRole.USER:
         return [node]
@@ -552,7 +583,7 @@ def _swipe_group(
         if sibling.id == node.id:
             result.append(sibling)
             continue
-        if sibling.role is not node.role or sibling.id in on_path:
+        if sibling.role is not node.role or sibling.id in on_path or sibling.id in taken:
             continue
         if _alive_children(kids, sibling.id):
             continue
@@ -621,12 +652,18 @@ def _ordered(fields: JsonObject, order: Iterable[str]) -> JsonObject:
 
 
 def message_for(
-    node: Node, kids: Mapping[str | None, list[Node]], on_path: set[str]
+    node: Node,
+    kids: Mapping[str | None, list[Node]],
+    on_path: set[str],
+    taken: Set[str] = frozenset(),
+    *,
+    group: list[Node] | None = None,
 ) -> ChatMessage:
     """The SillyTavern message line of a node on a path, its candidates as swipes."""
     st = _st(node)
     fields = _base_fields(node)
-    group = _swipe_group(node, kids, on_path)
+    if group is None:
+        group = _swipe_group(node, kids, on_path, taken)
     new_assistant = not st and node.role is NodeRole.ASSISTANT
     if st.get("swipes") or len(group) > 1 or new_assistant:
         infos: list[JsonObject | None] = []
@@ -769,73 +806,253 @@ def safe_file_name(name: str, *, limit: int = 180) -> str:
     return cleaned
 
 
-def export_tree(tree: ChatTree) -> list[ExportedFile]:
-    """The SillyTavern files of a chat: the active path first, then branches and checkpoints."""
-    chat = tree.chat
-    kids: dict[str | None, list[Node]] = tree.children()
-    by_id = {n.id: n for n in tree.nodes}
+@dataclass(frozen=True)
+class _FilePlan:
+    """One file of an export: its name, the node it ends at, and what kind it is."""
 
-    def path_to(node_id: str | None) -> list[Node]:
+    name: str
+    leaf_id: str | None
+    main: bool
+    checkpoint: bool
+
+
+@dataclass
+class StreamedFile:
+    """One file of an export, its lines made only when read (header first, no line breaks)."""
+
+    name: str
+    main: bool
+    header: ChatHeader | None
+    messages: Iterator[ChatMessage]
+
+    def lines(self) -> Iterator[str]:
+        if self.header is not None:
+            yield dump_json(self.header.fields)
+        for message in self.messages:
+            yield dump_json(message.fields)
+
+
+class _Exporter:
+    """Plans a chat's files, then makes each one's lines on demand.
+
+    The tree is read once and shared; a file holds one path (its length, not the tree's)
+    while it is written, so memory does not grow with the number of leaves or files.
+    """
+
+    def __init__(self, tree: ChatTree) -> None:
+        self.chat = tree.chat
+        # Tombstones are not exported: a live message under one hangs from the nearest live
+        # ancestor, as it reads on the path (and as an import of the files rebuilds it).
+        every = {n.id: n for n in tree.nodes}
+        self.alive = []
+        for node in tree.nodes:
+            if node.deleted:
+                continue
+            parent = every.get(node.parent_id) if node.parent_id else None
+            while parent is not None and parent.deleted:
+                parent = every.get(parent.parent_id) if parent.parent_id else None
+            if parent is None and node.parent_id is not None:
+                node = node.with_changes(parent_id=None)
+            elif parent is not None and parent.id != node.parent_id:
+                node = node.with_changes(parent_id=parent.id)
+            self.alive.append(node)
+        self.by_id = {n.id: n for n in self.alive}
+        self.selections = tree.selections
+        self.kids: dict[str | None, list[Node]] = {}
+        for node in self.alive:
+            self.kids.setdefault(node.parent_id, []).append(node)
+        for siblings in self.kids.values():
+            siblings.sort(key=lambda n: n.id)
+        chat_st = _chat_st(self.chat)
+        self.main_name = str(chat_st.get("file") or "") or _default_name(self.chat)
+        self.plans = self._plan(tree)
+        self._links_and_forks()
+        # Nodes shown so far; a fork shows each leftover node once, in the first file that
+        # reaches its place.
+        self.taken = set(self.covered)
+
+    def path_to(self, node_id: str | None) -> list[Node]:
         path: list[Node] = []
-        current = by_id.get(node_id) if node_id else None
+        current = self.by_id.get(node_id) if node_id else None
         while current is not None:
             path.append(current)
-            current = by_id.get(current.parent_id) if current.parent_id else None
+            current = self.by_id.get(current.parent_id) if current.parent_id else None
         path.reverse()
-        return [n for n in path if not n.deleted]
+        return path
 
-    chat_st = _chat_st(chat)
-    main_name = str(chat_st.get("file") or "") or _default_name(chat)
-    main_path = path_to(chat.active_leaf_id)
-    files: list[tuple[str, list[Node], bool, bool]] = [(main_name, main_path, True, False)]
-    used = {main_name}
-    active_branch = chat.active_branch_id
-    for branch in tree.branches:
-        if branch.id == active_branch or branch.head_id is None:
-            continue
-        name = _unique(branch.name if branch.name != "main" else f"{main_name} (main)", used)
-        files.append((name, path_to(branch.head_id), False, False))
-    for checkpoint in tree.checkpoints:
-        name = _unique(checkpoint.name, used)
-        files.append((name, path_to(checkpoint.node_id), False, True))
-    covered = _covered(files, kids)
-    for leaf in tree.nodes:
-        if leaf.deleted or _alive_children(kids, leaf.id) or leaf.id in covered:
-            continue
-        path = path_to(leaf.id)
-        fork = _fork_index(main_path, path)
-        name = _unique(
-            f"Branch #{fork} - {humanized_date(leaf.created or datetime.now(UTC))}", used
-        )
-        files.append((name, path, False, False))
-        covered |= _covered([files[-1]], kids)
+    def next_on_line(self, node: Node) -> Node | None:
+        """Where a line goes on from `node`: the child chosen there last, else the newest."""
+        children = _alive_children(self.kids, node.id)
+        if not children:
+            return None
+        chosen = self.selections.get(node.id)
+        return next((c for c in children if c.id == chosen), children[-1])
 
-    documents: list[tuple[str, ChatHeader | None, list[ChatMessage]]] = []
-    main_messages: list[ChatMessage] = []
-    for name, path, is_main, is_checkpoint in files:
+    def newest_leaf(self, node: Node) -> Node:
+        """The end of the line a subtree continues on from `node`."""
+        while (child := self.next_on_line(node)) is not None:
+            node = child
+        return node
+
+    def _plan(self, tree: ChatTree) -> list[_FilePlan]:
+        chat = self.chat
+        plans = [_FilePlan(self.main_name, chat.active_leaf_id, True, False)]
+        used = {self.main_name}
+        for branch in tree.branches:
+            if branch.id == chat.active_branch_id or branch.head_id is None:
+                continue
+            name = branch.name if branch.name != "main" else f"{self.main_name} (main)"
+            plans.append(_FilePlan(_unique(name, used), branch.head_id, False, False))
+        for checkpoint in tree.checkpoints:
+            plans.append(_FilePlan(_unique(checkpoint.name, used), checkpoint.node_id, False, True))
+        # Which file shows each node first, and the nodes every file shows.
+        self.first_file: dict[str, int] = {}
+        self.covered: set[str] = set()
+        for index, plan in enumerate(plans):
+            self._cover(index, plan)
+        # A leftover with no place beside a shown message (under a file's last message, or
+        # a root when no file shows one) gets a file through its newest line; the rest of
+        # its subtree then forks off beside that file's messages.
+        main_path = self.path_to(chat.active_leaf_id)
+        while True:
+            orphan = next((n for n in self.alive if self._orphan(n)), None)
+            if orphan is None:
+                break
+            leaf = self.newest_leaf(orphan)
+            fork = _fork_index(main_path, self.path_to(leaf.id))
+            date = humanized_date(leaf.created or datetime.now(UTC))
+            plan = _FilePlan(_unique(f"Branch #{fork} - {date}", used), leaf.id, False, False)
+            plans.append(plan)
+            self._cover(len(plans) - 1, plan)
+        return plans
+
+    def _cover(self, index: int, plan: _FilePlan) -> None:
+        path = self.path_to(plan.leaf_id)
         on_path = {n.id for n in path}
-        messages = [message_for(n, kids, on_path) for n in path]
-        state = effective_state(path, chat.base_state)
-        own = not is_main and _state_file(state) == name
-        metadata = _metadata_for(chat, state, main_chat=None if is_main else main_name, own=own)
-        header = _header_for(chat, state, metadata, own=own)
-        if header is None and chat.group_id and messages and not _chat_st(chat):
-            # formats-chat.md §6.2: the first line of a group chat carries `is_group`.
-            messages[0] = messages[0].with_fields(is_group=True)
-        if is_main:
-            main_messages = messages
-        elif messages:
-            fork = len(path) - 1 if is_checkpoint else _fork_index(main_path, path)
-            if 0 <= fork < len(messages):
-                messages[fork] = _unlink(messages[fork], name)
+        for node in path:
+            self.first_file.setdefault(node.id, index)
+            self.covered.update(c.id for c in _swipe_group(node, self.kids, on_path))
+
+    def _leftover(self, node: Node) -> bool:
+        """A live node no file shows whose parent one does: the top of a leftover subtree."""
+        if node.id in self.covered:
+            return False
+        return node.parent_id is None or node.parent_id in self.covered
+
+    def _orphan(self, node: Node) -> bool:
+        if not self._leftover(node):
+            return False
+        return not any(
+            s.id in self.first_file for s in self.kids.get(node.parent_id, []) if s.id != node.id
+        )
+
+    def _links_and_forks(self) -> None:
+        """Where each file forks off the main one, and where each leftover subtree goes."""
+        main_path = self.path_to(self.chat.active_leaf_id)
+        self.main_path_ids = [n.id for n in main_path]
+        self.links: dict[int, list[tuple[str, bool]]] = {}
+        self.fork_at: dict[int, int] = {}
+        self.own: dict[int, bool] = {}
+        for index, plan in enumerate(self.plans):
+            if plan.main:
+                continue
+            path = self.path_to(plan.leaf_id)
+            state = effective_state(path, self.chat.base_state)
+            own = _state_file(state) == plan.name
+            fork = len(path) - 1 if plan.checkpoint else _fork_index(main_path, path)
+            self.fork_at[index], self.own[index] = fork, own
             on_main = 0 <= fork < len(main_path) and main_path[fork].id == path[fork].id
-            if on_main and not own:
+            if path and on_main and not own:
                 # A link SillyTavern shows on the main chat; imported files carry theirs.
-                main_messages[fork] = _link(main_messages[fork], name, checkpoint=is_checkpoint)
-        documents.append((name, header, messages))
+                self.links.setdefault(fork, []).append((plan.name, plan.checkpoint))
+        # Each leftover subtree forks off beside the first shown sibling, in one file only.
+        self.forks: dict[str, list[Node]] = {}
+        for node in self.alive:
+            if not self._leftover(node):
+                continue
+            siblings = [s for s in self.kids.get(node.parent_id, []) if s.id in self.first_file]
+            beside = min(siblings, key=lambda s: self.first_file[s.id])
+            self.forks.setdefault(beside.id, []).append(node)
+
+    def files(self) -> Iterator[StreamedFile]:
+        for index, plan in enumerate(self.plans):
+            yield self._render(index, plan)
+
+    def _render(self, index: int, plan: _FilePlan) -> StreamedFile:
+        chat = self.chat
+        path = self.path_to(plan.leaf_id)
+        state = effective_state(path, chat.base_state)
+        own = self.own.get(index, False)
+        metadata = _metadata_for(
+            chat, state, main_chat=None if plan.main else self.main_name, own=own
+        )
+        header = _header_for(chat, state, metadata, own=own)
+        return StreamedFile(plan.name, plan.main, header, self._messages(index, plan, path, header))
+
+    def _messages(
+        self, index: int, plan: _FilePlan, path: list[Node], header: ChatHeader | None
+    ) -> Iterator[ChatMessage]:
+        on_path = {n.id for n in path}
+        fork = self.fork_at.get(index, -1)
+        for position, node in enumerate(path):
+            message = message_for(node, self.kids, on_path)
+            if position == 0 and header is None and self.chat.group_id and not _chat_st(self.chat):
+                # formats-chat.md §6.2: the first line of a group chat carries `is_group`.
+                message = message.with_fields(is_group=True)
+            if plan.main:
+                for name, checkpoint in self.links.get(position, ()):
+                    message = _link(message, name, checkpoint=checkpoint)
+            elif position == fork:
+                message = _unlink(message, plan.name)
+            if self.first_file.get(node.id) == index and node.id in self.forks:
+                branches: list[JsonValue] = []
+                taken = self.taken
+                for root in self.forks[node.id]:
+                    if root.id not in taken:
+                        branches.append(self._fork(root, taken))
+                message = message.with_fields(**{FORKS: branches})
+            yield message
+
+    def _fork(self, root: Node, taken: set[str]) -> list[JsonValue]:
+        """A leftover subtree as message objects: its newest line, its own forks inside."""
+        line = [root]
+        while (child := self.next_on_line(line[-1])) is not None:
+            line.append(child)
+        on_path = {n.id for n in line}
+        groups = []
+        for node in line:
+            group = _swipe_group(node, self.kids, on_path, taken)
+            taken.update(c.id for c in group)
+            groups.append(group)
+        taken.update(on_path)
+        out: list[JsonValue] = []
+        for node, group in zip(line, groups, strict=True):
+            message = message_for(node, self.kids, on_path, group=group)
+            nested = [
+                s
+                for s in _alive_children(self.kids, node.parent_id)
+                if s.id not in taken and s.id != node.id
+            ]
+            if nested:
+                inner: list[JsonValue] = []
+                for other in nested:
+                    if other.id not in taken:
+                        inner.append(self._fork(other, taken))
+                message = message.with_fields(**{FORKS: inner})
+            out.append(message.fields)
+        return out
+
+
+def export_stream(tree: ChatTree) -> Iterator[StreamedFile]:
+    """The SillyTavern files of a chat, each made line by line as it is read (main first)."""
+    return _Exporter(tree).files()
+
+
+def export_tree(tree: ChatTree) -> list[ExportedFile]:
+    """The SillyTavern files of a chat: the active path first, then branches and checkpoints."""
     return [
-        ExportedFile(name, ChatDocument(header, tuple(messages)), index == 0)
-        for index, (name, header, messages) in enumerate(documents)
+        ExportedFile(item.name, ChatDocument(item.header, tuple(item.messages)), item.main)
+        for item in export_stream(tree)
     ]
 
 
@@ -1211,10 +1428,10 @@ class InterchangeService:
             return export_tree(self.store.tree(chat_id))
 
     def export_jsonl(self, chat_id: str) -> str:
-        """The active path as one SillyTavern JSONL text."""
-        document = self.export_files(chat_id)[0].document
+        """The active path as one SillyTavern JSONL text (the other files are not made)."""
         with bulk():
-            return write_chat(document)
+            main = next(export_stream(self.store.tree(chat_id)))
+            return "\n".join(main.lines())
 
     def export_text_to(self, chat_id: str, folder: Path) -> Path:
         """Write the active path as SillyTavern's plain-text export; returns its path."""
@@ -1231,14 +1448,19 @@ class InterchangeService:
         except OSError as exc:
             raise NotFound(f"cannot create the folder ({exc.strerror})", file=str(folder)) from None
         written = []
-        for item in self.export_files(chat_id):
-            target = folder / f"{item.name}.jsonl"
-            tmp = target.with_suffix(".jsonl.tmp")
-            with bulk():
-                text = write_chat(item.document)
-            tmp.write_text(text, encoding="utf-8")
-            tmp.replace(target)
-            written.append(target)
+        with bulk():
+            tree = self.store.tree(chat_id)
+            for item in export_stream(tree):
+                target = folder / f"{item.name}.jsonl"
+                tmp = target.with_suffix(".jsonl.tmp")
+                # Line by line: a file never sits whole in memory.
+                with tmp.open("w", encoding="utf-8", newline="") as out:
+                    for number, line in enumerate(item.lines()):
+                        if number:
+                            out.write("\n")
+                        out.write(line)
+                tmp.replace(target)
+                written.append(target)
         return written
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from taverna.errors import FormatError
 from taverna.formats.st_chat import read_chat, write_chat
-from taverna.model.chat import NodeRole
+from taverna.model.chat import CharacterRef, NodeRole
 from taverna.services.chats import ChatService
 from taverna.services.interchange import InterchangeService, safe_file_name
 from taverna.store.sql import SqlStore
@@ -179,23 +179,24 @@ def test_tree_edits_export_as_swipes_and_branch_files(
     assert reply.fields["swipes"] == [last.content, "A third way to say it."]
     assert reply.swipe_id == 1 and reply.text == "A third way to say it."
     assert reply.swipes_consistent
-    # an edit-and-resend of a user message leaves the old turn as a branch file
+    # an edit-and-resend leaves the old turn as a fork beside the new message, not a file
     user = path.entries[3].node
     outcome = chats.edit_and_resend(
         chat_id, user.id, "Let me rest.", revision=outcome.chat.revision
     )
-    files = interchange.export_files(chat_id)
-    assert [f.main for f in files] == [True, False]
-    main, branch = files
+    (main,) = interchange.export_files(chat_id)
     assert [m.text for m in main.document.messages][-1] == "Let me rest."
     assert len(main.document.messages) == 4
-    assert branch.document.metadata.main_chat == main.name
-    assert len(branch.document.messages) == 7
-    assert branch.name.startswith("Branch #2 - ")
-    assert main.document.messages[2].extra["branches"] == [branch.name]
-    for exported in files:
-        text = write_chat(exported.document)
-        assert read_chat(text).messages == exported.document.messages
+    (old_turn,) = main.document.messages[3].forks
+    shown_then = [n.content for n in path.nodes[3:-1]] + ["A third way to say it."]
+    assert [m.text for m in old_turn] == shown_then
+    assert old_turn[-1].fields["swipes"] == [last.content, "A third way to say it."]
+    text = write_chat(main.document)
+    assert read_chat(text).messages == main.document.messages
+    # importing the file brings the old turn back; exporting that gives the same file
+    again = interchange.import_data(text.encode("utf-8"), f"{main.name}.jsonl", again=True)
+    assert again.nodes == len(store.tree(chat_id).nodes)
+    assert interchange.export_jsonl(again.chat.id) == text
 
 
 def test_chat_made_in_taverna_exports_as_sillytavern_chat(
@@ -321,3 +322,61 @@ def test_uploaded_chat_bytes_import_once(
     with pytest.raises(FormatError, match="empty"):
         interchange.import_data(b"", "nothing.jsonl")
     assert interchange.export_jsonl(first.chat.id) == data.decode("utf-8")
+
+
+def _forked_chat(chats: ChatService, turns: int) -> tuple[str, int]:
+    """A chat where every user message was edited and resent (the old turn kept its reply)
+    and every reply has a second candidate."""
+    out = chats.create_chat(title="forks", characters=[CharacterRef("Ada")], user_name="Me")
+    chat_id, rev = out.chat.id, out.chat.revision
+    for i in range(turns):
+        old = chats.append(chat_id, NodeRole.USER, f"u{i} first", revision=rev, speaker="Me")
+        rev = chats.append(
+            chat_id, NodeRole.ASSISTANT, f"a{i} old", revision=old.chat.revision, speaker="Ada"
+        ).chat.revision
+        rev = chats.edit_and_resend(chat_id, old.node.id, f"u{i}", revision=rev).chat.revision
+        reply = chats.append(chat_id, NodeRole.ASSISTANT, f"a{i}", revision=rev, speaker="Ada")
+        rev = chats.swipe(chat_id, reply.node.id, f"a{i} alt", revision=reply.chat.revision)
+        rev = rev.chat.revision
+    return chat_id, rev
+
+
+def test_export_writes_named_files_and_keeps_leftover_turns_as_forks(
+    interchange: InterchangeService, store: SqlStore, tmp_path: Path
+) -> None:
+    chats = ChatService(store)
+    chat_id, rev = _forked_chat(chats, 6)
+    path = store.active_path(chat_id).nodes
+    assert len(path) == 12 and len(store.tree(chat_id).nodes) == 6 * 5
+    outcome, _ = chats.create_checkpoint(chat_id, path[7].id, "Before the storm", revision=rev)
+    outcome = chats.branch_from(
+        chat_id, path[3].id, "Side story", revision=outcome.chat.revision, switch=True
+    )
+    outcome = chats.append(
+        chat_id, NodeRole.USER, "elsewhere", revision=outcome.chat.revision, speaker="Me"
+    )
+    chats.switch_branch(
+        chat_id, store.branches(chat_id)[0].branch.id, revision=outcome.chat.revision
+    )
+    written = interchange.export_to(chat_id, tmp_path / "out")
+    # one file per named thing, none per leftover leaf (there are 6 of those)
+    names = sorted(p.name for p in written)
+    assert len(written) == 3 and "Before the storm.jsonl" in names and "Side story.jsonl" in names
+    main = read_chat((tmp_path / "out" / written[0].name).read_text(encoding="utf-8"))
+    assert [m.text for m in main.messages] == [x for i in range(6) for x in (f"u{i}", f"a{i} alt")]
+    for i in range(6):
+        user, reply = main.messages[2 * i], main.messages[2 * i + 1]
+        assert [[m.text for m in fork] for fork in user.forks] == [[f"u{i} first", f"a{i} old"]]
+        assert reply.fields["swipes"] == [f"a{i}", f"a{i} alt"] and not reply.forks
+    side = read_chat((tmp_path / "out" / "Side story.jsonl").read_text(encoding="utf-8"))
+    assert [m.text for m in side.messages] == ["u0", "a0 alt", "u1", "a1 alt", "elsewhere"]
+    assert not any(m.forks for m in side.messages)  # shown once, in the main file
+    storm = read_chat((tmp_path / "out" / "Before the storm.jsonl").read_text(encoding="utf-8"))
+    assert len(storm.messages) == 8 and storm.metadata.main_chat == main_name(written)
+    # every node comes back: importing the three files rebuilds the same tree
+    (again,) = interchange.import_files([written[0]])
+    assert again.nodes == len(store.tree(chat_id).nodes)
+
+
+def main_name(written: list[Path]) -> str:
+    return written[0].stem
