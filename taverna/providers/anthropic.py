@@ -9,7 +9,6 @@ from taverna.model.prompt import Prompt
 from taverna.providers.events import (
     ErrorKind,
     Event,
-    Finish,
     FinishReason,
     ReasoningDelta,
     StreamError,
@@ -17,7 +16,14 @@ from taverna.providers.events import (
 )
 from taverna.providers.request import RequestOptions
 from taverna.providers.sampling import Sampling
-from taverna.providers.wire import StreamParser, WireMessage, parse_json, to_wire, tool_call_fields
+from taverna.providers.wire import (
+    NOT_AN_OBJECT,
+    StreamParser,
+    WireMessage,
+    parse_json,
+    to_wire,
+    tool_call_fields,
+)
 
 DEFAULT_URL = "https://api.anthropic.com/v1"
 API_VERSION = "2023-06-01"
@@ -226,9 +232,7 @@ class MessagesStream(StreamParser):
         elif kind == "content_block_delta":
             return self._read_delta(payload.get("index", 0), payload.get("delta") or {})
         elif kind == "message_delta":
-            reason = (payload.get("delta") or {}).get("stop_reason")
-            if reason:
-                self._finish = Finish(_FINISH.get(reason, FinishReason.OTHER), reason)
+            self._note_finish((payload.get("delta") or {}).get("stop_reason"), _FINISH)
             usage = payload.get("usage") or {}
             self._note_usage(usage.get("input_tokens"), usage.get("output_tokens"))
         elif kind == "message_stop":
@@ -247,7 +251,7 @@ class MessagesStream(StreamParser):
 
     def parse_response(self, body: Any) -> list[Event]:
         if not isinstance(body, dict):
-            return [StreamError(ErrorKind.PROTOCOL, "the response was not a JSON object")]
+            return [NOT_AN_OBJECT]
         if body.get("type") == "error":
             self.finished = True
             return [error_event(body)]
@@ -263,6 +267,5 @@ class MessagesStream(StreamParser):
                 parts.arguments.append(json.dumps(block.get("input") or {}))
         usage = body.get("usage") or {}
         self._note_usage(usage.get("input_tokens"), usage.get("output_tokens"))
-        reason = body.get("stop_reason") or "end_turn"
-        self._finish = Finish(_FINISH.get(reason, FinishReason.OTHER), reason)
+        self._note_finish(body.get("stop_reason") or "end_turn", _FINISH)
         return out + self._close()

@@ -18,7 +18,7 @@ from taverna.providers.events import (
 )
 from taverna.providers.request import RequestOptions
 from taverna.providers.sampling import Sampling
-from taverna.providers.wire import StreamParser, parse_json, to_wire, tool_call_fields
+from taverna.providers.wire import JsonChunkStream, parse_json, to_wire, tool_call_fields
 
 DEFAULT_URL = "https://generativelanguage.googleapis.com/v1beta"
 
@@ -211,16 +211,8 @@ def error_event(error: Any) -> StreamError:
     return StreamError(kind, f"the model API reported an error: {message or status}")
 
 
-class GenerateContentStream(StreamParser):
+class GenerateContentStream(JsonChunkStream):
     """Reads `GenerateContentResponse` chunks (`alt=sse`); each chunk carries text parts."""
-
-    def feed(self, event: str, data: str) -> list[Event]:
-        if self.finished:
-            return []
-        chunk = parse_json(data)
-        if not isinstance(chunk, dict):
-            return []
-        return self._read_chunk(chunk)
 
     def _read_chunk(self, chunk: dict[str, Any]) -> list[Event]:
         if "error" in chunk:
@@ -254,8 +246,3 @@ class GenerateContentStream(StreamParser):
                 finish = FinishReason.TOOL_CALLS
             self._finish = Finish(finish, reason)
         return out
-
-    def parse_response(self, body: Any) -> list[Event]:
-        if not isinstance(body, dict):
-            return [StreamError(ErrorKind.PROTOCOL, "the response was not a JSON object")]
-        return self._read_chunk(body) + (self._close() if not self.finished else [])

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from taverna.model.prompt import Prompt
-from taverna.providers.events import ErrorKind, Event, Finish, FinishReason, StreamError, TextDelta
+from taverna.providers.events import ErrorKind, Event, FinishReason, StreamError, TextDelta
 from taverna.providers.request import RequestOptions
 from taverna.providers.sampling import Sampling
-from taverna.providers.wire import StreamParser, parse_json
+from taverna.providers.wire import JsonChunkStream
 
 DEFAULT_URL = "http://127.0.0.1:5001"
 
@@ -76,27 +76,17 @@ def auth_headers(key: str) -> dict[str, str]:
 _FINISH = {"stop": FinishReason.STOP, "length": FinishReason.LENGTH}
 
 
-class GenerateStream(StreamParser):
+class GenerateStream(JsonChunkStream):
     """Reads `event: message` / `data: {"token": ...}` events.
 
     KoboldCpp closes the stream when done; newer versions also send a `finish_reason`.
     A clean end of the body is therefore a finish.
     """
 
-    def feed(self, event: str, data: str) -> list[Event]:
-        if self.finished:
-            return []
-        payload = parse_json(data)
-        if not isinstance(payload, dict):
-            return []
-        out: list[Event] = []
-        token = payload.get("token")
-        if isinstance(token, str) and token:
-            out.append(TextDelta(token))
-        reason = payload.get("finish_reason")
-        if reason:
-            self._finish = Finish(_FINISH.get(reason, FinishReason.OTHER), str(reason))
-        return out
+    def _read_chunk(self, chunk: dict[str, Any]) -> list[Event]:
+        token = chunk.get("token")
+        self._note_finish(chunk.get("finish_reason"), _FINISH)
+        return [TextDelta(token)] if isinstance(token, str) and token else []
 
     def end(self) -> list[Event]:
         return self._close()
@@ -106,8 +96,5 @@ class GenerateStream(StreamParser):
         if not isinstance(results, list) or not results:
             return [StreamError(ErrorKind.PROTOCOL, "the response had no results")]
         first = results[0]
-        out: list[Event] = [TextDelta(str(first.get("text", "")))]
-        reason = first.get("finish_reason")
-        if reason:
-            self._finish = Finish(_FINISH.get(reason, FinishReason.OTHER), str(reason))
-        return out + self._close()
+        self._note_finish(first.get("finish_reason"), _FINISH)
+        return [TextDelta(str(first.get("text", ""))), *self._close()]

@@ -8,7 +8,7 @@ from taverna.model.prompt import Prompt
 from taverna.providers.events import ErrorKind, Event, Finish, FinishReason, StreamError, TextDelta
 from taverna.providers.request import RequestOptions
 from taverna.providers.sampling import Sampling
-from taverna.providers.wire import StreamParser, parse_json
+from taverna.providers.wire import JsonChunkStream
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 
@@ -66,16 +66,8 @@ def auth_headers(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"} if key else {}
 
 
-class CompletionStream(StreamParser):
+class CompletionStream(JsonChunkStream):
     """Reads `data: {"content": ..., "stop": false}` chunks; the last has `"stop": true`."""
-
-    def feed(self, event: str, data: str) -> list[Event]:
-        if self.finished:
-            return []
-        chunk = parse_json(data)
-        if not isinstance(chunk, dict):
-            return []
-        return self._read_chunk(chunk)
 
     def _read_chunk(self, chunk: dict[str, Any]) -> list[Event]:
         if "error" in chunk:
@@ -95,6 +87,5 @@ class CompletionStream(StreamParser):
         return out
 
     def parse_response(self, body: Any) -> list[Event]:
-        if not isinstance(body, dict):
-            return [StreamError(ErrorKind.PROTOCOL, "the response was not a JSON object")]
-        return self._read_chunk({**body, "stop": True})
+        # a whole response is the last chunk, whether or not it says so
+        return super().parse_response({**body, "stop": True} if isinstance(body, dict) else body)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from taverna.model.prompt import Prompt
 from taverna.providers.events import (
     ErrorKind,
     Event,
-    Finish,
     FinishReason,
     ReasoningDelta,
     StreamError,
@@ -17,7 +17,7 @@ from taverna.providers.events import (
 from taverna.providers.postprocess import Names, post_process
 from taverna.providers.request import Api, PostProcessing, RequestOptions
 from taverna.providers.sampling import Sampling
-from taverna.providers.wire import StreamParser, parse_json, to_wire
+from taverna.providers.wire import JsonChunkStream, to_wire
 
 DEFAULT_URL = "https://api.openai.com/v1"
 
@@ -114,18 +114,11 @@ def auth_headers(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"} if key else {}
 
 
-class ChatStream(StreamParser):
-    """Reads `chat.completion.chunk` events (and the `[DONE]` sentinel)."""
+class OpenAIStream(JsonChunkStream):
+    """Reads OpenAI-style chunks (then the `[DONE]` sentinel): error, usage, the first choice."""
 
-    def feed(self, event: str, data: str) -> list[Event]:
-        if self.finished:
-            return []
-        if data.strip() == "[DONE]":
-            return self._close()
-        chunk = parse_json(data)
-        if not isinstance(chunk, dict):
-            return []
-        return self._read_chunk(chunk)
+    done_marker = "[DONE]"
+    finish_reasons: ClassVar[Mapping[str, FinishReason]] = _FINISH
 
     def _read_chunk(self, chunk: dict[str, Any]) -> list[Event]:
         if "error" in chunk:
@@ -138,13 +131,23 @@ class ChatStream(StreamParser):
         for choice in chunk.get("choices") or ():
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue  # n > 1 extra candidates are not streamed
-            delta = choice.get("delta") or choice.get("message") or {}
-            out.extend(self._read_delta(delta))
-            if isinstance(choice.get("text"), str) and choice["text"]:
-                out.append(TextDelta(choice["text"]))
-            reason = choice.get("finish_reason")
-            if reason:
-                self._finish = Finish(_FINISH.get(reason, FinishReason.OTHER), reason)
+            out.extend(self._read_choice(choice))
+            self._note_finish(choice.get("finish_reason"), self.finish_reasons)
+        return out
+
+    def _read_choice(self, choice: dict[str, Any]) -> list[Event]:
+        """The events of the first choice, before its finish reason."""
+        raise NotImplementedError
+
+
+class ChatStream(OpenAIStream):
+    """Reads `chat.completion.chunk` events."""
+
+    def _read_choice(self, choice: dict[str, Any]) -> list[Event]:
+        delta = choice.get("delta") or choice.get("message") or {}
+        out = self._read_delta(delta)
+        if isinstance(choice.get("text"), str) and choice["text"]:
+            out.append(TextDelta(choice["text"]))
         return out
 
     def _read_delta(self, delta: dict[str, Any]) -> list[Event]:
@@ -168,14 +171,6 @@ class ChatStream(StreamParser):
             if function.get("arguments"):
                 parts.arguments.append(function["arguments"])
         return out
-
-    def parse_response(self, body: Any) -> list[Event]:
-        if not isinstance(body, dict):
-            return [StreamError(ErrorKind.PROTOCOL, "the response was not a JSON object")]
-        if "error" in body:
-            self.finished = True
-            return [error_event(body["error"])]
-        return self._read_chunk(body) + self._close()
 
 
 def error_event(error: Any) -> StreamError:

@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from taverna.model.prompt import Prompt
-from taverna.providers.events import ErrorKind, Event, Finish, FinishReason, StreamError, TextDelta
-from taverna.providers.openai_chat import MAX_STOP, error_event
+from taverna.providers.events import Event, FinishReason, TextDelta
+from taverna.providers.openai_chat import MAX_STOP, OpenAIStream
 from taverna.providers.request import RequestOptions
 from taverna.providers.sampling import Sampling
-from taverna.providers.wire import StreamParser, parse_json
 
 DEFAULT_URL = "https://api.openai.com/v1"
 
@@ -51,39 +50,11 @@ def auth_headers(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"} if key else {}
 
 
-class CompletionsStream(StreamParser):
+class CompletionsStream(OpenAIStream):
     """Reads `text_completion` chunks: `choices[0].text`, then `[DONE]`."""
 
-    def feed(self, event: str, data: str) -> list[Event]:
-        if self.finished:
-            return []
-        if data.strip() == "[DONE]":
-            return self._close()
-        chunk = parse_json(data)
-        if not isinstance(chunk, dict):
-            return []
-        return self._read_chunk(chunk)
+    finish_reasons = _FINISH
 
-    def _read_chunk(self, chunk: dict[str, Any]) -> list[Event]:
-        if "error" in chunk:
-            self.finished = True
-            return [error_event(chunk["error"])]
-        usage = chunk.get("usage")
-        if isinstance(usage, dict):
-            self._note_usage(usage.get("prompt_tokens"), usage.get("completion_tokens"))
-        out: list[Event] = []
-        for choice in chunk.get("choices") or ():
-            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
-                continue
-            text = choice.get("text")
-            if isinstance(text, str) and text:
-                out.append(TextDelta(text))
-            reason = choice.get("finish_reason")
-            if reason:
-                self._finish = Finish(_FINISH.get(reason, FinishReason.OTHER), reason)
-        return out
-
-    def parse_response(self, body: Any) -> list[Event]:
-        if not isinstance(body, dict):
-            return [StreamError(ErrorKind.PROTOCOL, "the response was not a JSON object")]
-        return self._read_chunk(body) + (self._close() if not self.finished else [])
+    def _read_choice(self, choice: dict[str, Any]) -> list[Event]:
+        text = choice.get("text")
+        return [TextDelta(text)] if isinstance(text, str) and text else []

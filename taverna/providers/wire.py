@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from taverna.model.prompt import PromptMessage
 from taverna.providers.events import (
@@ -19,6 +19,9 @@ from taverna.providers.events import (
 )
 
 WireMessage = dict[str, Any]
+
+# what a reader answers for a whole (non-streamed) response body that is no JSON object
+NOT_AN_OBJECT = StreamError(ErrorKind.PROTOCOL, "the response was not a JSON object")
 
 
 def tool_call_fields(call: Mapping[str, Any]) -> tuple[str, str, str]:
@@ -117,6 +120,11 @@ class StreamParser:
         if isinstance(output_tokens, int):
             self._usage = Usage(self._usage.input_tokens, output_tokens)
 
+    def _note_finish(self, raw: Any, reasons: Mapping[str, FinishReason]) -> None:
+        """Keep the API's finish reason `raw` (when it sent one) for the closing events."""
+        if raw:
+            self._finish = Finish(reasons.get(raw, FinishReason.OTHER), str(raw))
+
     def _tool_parts(self, key: int | str) -> ToolCallParts:
         return self._tools.setdefault(key, ToolCallParts())
 
@@ -131,3 +139,31 @@ class StreamParser:
             out.append(self._usage)
         out.append(finish or self._finish or Finish(FinishReason.STOP))
         return out
+
+
+class JsonChunkStream(StreamParser):
+    """A stream whose every event carries one JSON object; a whole response is one such chunk.
+
+    `done_marker` is the non-JSON data that ends the stream, for APIs that send one.
+    """
+
+    done_marker: ClassVar[str | None] = None
+
+    def feed(self, event: str, data: str) -> list[Event]:
+        if self.finished:
+            return []
+        if self.done_marker is not None and data.strip() == self.done_marker:
+            return self._close()
+        chunk = parse_json(data)
+        if not isinstance(chunk, dict):
+            return []
+        return self._read_chunk(chunk)
+
+    def _read_chunk(self, chunk: dict[str, Any]) -> list[Event]:
+        """The events one chunk carries."""
+        raise NotImplementedError
+
+    def parse_response(self, body: Any) -> list[Event]:
+        if not isinstance(body, dict):
+            return [NOT_AN_OBJECT]
+        return self._read_chunk(body) + self._close()
