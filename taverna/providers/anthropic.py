@@ -14,7 +14,7 @@ from taverna.providers.events import (
     StreamError,
     TextDelta,
 )
-from taverna.providers.request import RequestOptions
+from taverna.providers.request import RequestOptions, endpoint_url
 from taverna.providers.sampling import Sampling
 from taverna.providers.wire import (
     NOT_AN_OBJECT,
@@ -173,8 +173,7 @@ def build_body(prompt: Prompt, options: RequestOptions) -> dict[str, Any]:
 
 
 def endpoint(base_url: str) -> str:
-    base = (base_url or DEFAULT_URL).rstrip("/")
-    return base if base.endswith("/messages") else f"{base}/messages"
+    return endpoint_url(base_url, DEFAULT_URL, "/messages")
 
 
 def auth_headers(key: str) -> dict[str, str]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from taverna.model.prompt import Prompt
 from taverna.providers.events import ErrorKind, Event, FinishReason, StreamError, TextDelta
-from taverna.providers.request import RequestOptions
+from taverna.providers.request import RequestOptions, bearer_headers
 from taverna.providers.sampling import Sampling
 from taverna.providers.wire import JsonChunkStream
 
@@ -68,9 +68,8 @@ def endpoint(base_url: str, stream: bool) -> str:
     return f"{base}/api/extra/generate/stream" if stream else f"{base}/api/v1/generate"
 
 
-def auth_headers(key: str) -> dict[str, str]:
-    # KoboldCpp's optional --password is checked as a bearer token
-    return {"Authorization": f"Bearer {key}"} if key else {}
+# KoboldCpp's optional --password is checked as a bearer token
+auth_headers = bearer_headers
 
 
 _FINISH = {"stop": FinishReason.STOP, "length": FinishReason.LENGTH}

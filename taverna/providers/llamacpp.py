@@ -6,7 +6,7 @@ from typing import Any
 
 from taverna.model.prompt import Prompt
 from taverna.providers.events import ErrorKind, Event, Finish, FinishReason, StreamError, TextDelta
-from taverna.providers.request import RequestOptions
+from taverna.providers.request import RequestOptions, bearer_headers, endpoint_url
 from taverna.providers.sampling import Sampling
 from taverna.providers.wire import JsonChunkStream
 
@@ -58,12 +58,10 @@ def build_body(prompt: Prompt, options: RequestOptions) -> dict[str, Any]:
 
 
 def endpoint(base_url: str) -> str:
-    base = (base_url or DEFAULT_URL).rstrip("/")
-    return base if base.endswith("/completion") else f"{base}/completion"
+    return endpoint_url(base_url, DEFAULT_URL, "/completion")
 
 
-def auth_headers(key: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {key}"} if key else {}
+auth_headers = bearer_headers
 
 
 class CompletionStream(JsonChunkStream):

@@ -15,7 +15,13 @@ from taverna.providers.events import (
     TextDelta,
 )
 from taverna.providers.postprocess import Names, post_process
-from taverna.providers.request import Api, PostProcessing, RequestOptions
+from taverna.providers.request import (
+    Api,
+    PostProcessing,
+    RequestOptions,
+    bearer_headers,
+    endpoint_url,
+)
 from taverna.providers.sampling import Sampling
 from taverna.providers.wire import JsonChunkStream, to_wire
 
@@ -106,12 +112,10 @@ def _put(body: dict[str, Any], key: str, value: Any) -> None:
 
 def endpoint(base_url: str) -> str:
     """The URL a body is POSTed to, from a connection's base URL."""
-    base = (base_url or DEFAULT_URL).rstrip("/")
-    return base if base.endswith("/chat/completions") else f"{base}/chat/completions"
+    return endpoint_url(base_url, DEFAULT_URL, "/chat/completions")
 
 
-def auth_headers(key: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {key}"} if key else {}
+auth_headers = bearer_headers
 
 
 class OpenAIStream(JsonChunkStream):

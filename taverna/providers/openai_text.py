@@ -7,7 +7,7 @@ from typing import Any
 from taverna.model.prompt import Prompt
 from taverna.providers.events import Event, FinishReason, TextDelta
 from taverna.providers.openai_chat import MAX_STOP, OpenAIStream
-from taverna.providers.request import RequestOptions
+from taverna.providers.request import RequestOptions, bearer_headers, endpoint_url
 from taverna.providers.sampling import Sampling
 
 DEFAULT_URL = "https://api.openai.com/v1"
@@ -42,12 +42,10 @@ def build_body(prompt: Prompt, options: RequestOptions) -> dict[str, Any]:
 
 
 def endpoint(base_url: str) -> str:
-    base = (base_url or DEFAULT_URL).rstrip("/")
-    return base if base.endswith("/completions") else f"{base}/completions"
+    return endpoint_url(base_url, DEFAULT_URL, "/completions")
 
 
-def auth_headers(key: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {key}"} if key else {}
+auth_headers = bearer_headers
 
 
 class CompletionsStream(OpenAIStream):

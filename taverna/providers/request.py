@@ -115,6 +115,17 @@ class RequestOptions:
     tool_choice: str = "auto"
 
 
+def endpoint_url(base_url: str, default: str, path: str) -> str:
+    """`path` under a connection's base URL (or the API's default), unless it ends in it."""
+    base = (base_url or default).rstrip("/")
+    return base if base.endswith(path) else f"{base}{path}"
+
+
+def bearer_headers(key: str) -> dict[str, str]:
+    """The `Authorization: Bearer` header for a key; none without a key."""
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
 @dataclass(frozen=True, slots=True)
 class HttpRequest:
     """One HTTP request as the transport sends it: method, full URL, headers, JSON body."""
