@@ -25,7 +25,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from taverna.model.chat import Node, NodeRole, new_id
+from taverna.model.chat import ActivePath, Node, NodeRole, new_id
 from taverna.services.chats import ChatService
 from taverna.store import NewChat
 from taverna.store.sql import SqlStore, open_store
@@ -220,6 +220,7 @@ def main() -> None:
                 )
             )
             rows.extend(interchange_figures(store, chat_id, Path(tmp), size, figures))
+            rows.extend(branch_listing(store, chat_id, path, figures))
             store.close()
     finally:
         if schemas:
@@ -236,6 +237,45 @@ def main() -> None:
     ratio = figures.get("append_ratio")
     if isinstance(ratio, float) and ratio >= 2:
         sys.exit(1)
+
+
+def branch_listing(
+    store: SqlStore, chat_id: str, path: ActivePath, figures: dict[str, object], count: int = 20
+) -> list[tuple[str, str]]:
+    """List 20 branches spread along the path: without tombstones, then with one near the end."""
+    chats = ChatService(store)
+    revision = store.get_chat(chat_id).revision
+    entries = path.entries
+    for i in range(count):
+        node = entries[(len(entries) - 1) * (i + 1) // count].node
+        revision = chats.branch_from(
+            chat_id, node.id, f"branch {i}", revision=revision, switch=False
+        ).chat.revision
+
+    def timed() -> float:
+        runs = []
+        for _ in range(5):
+            started = time.perf_counter()
+            listed = chats.list_branches(chat_id)
+            runs.append(time.perf_counter() - started)
+        assert len(listed) == count + 1
+        return statistics.median(runs)
+
+    plain = timed()
+    # A tombstone 100 messages before the end: only the heads below it walk, that far.
+    gone = entries[len(entries) - 100].node.id
+    revision = chats.delete(chat_id, gone, revision=revision).chat.revision
+    with_tombstone = timed()
+    chats.restore(chat_id, gone, revision=revision)
+    figures[f"list_{count}_branches_ms"] = round(plain * 1000, 2)
+    figures[f"list_{count}_branches_tombstone_ms"] = round(with_tombstone * 1000, 2)
+    return [
+        (f"list {count} branches (length, last message)", f"{plain * 1000:.1f} ms"),
+        (
+            f"list {count} branches, a tombstone 100 before the end",
+            f"{with_tombstone * 1000:.1f} ms",
+        ),
+    ]
 
 
 def interchange_figures(

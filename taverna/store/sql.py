@@ -1230,47 +1230,63 @@ class SqlStore(Store):
     def branches(self, chat_id: str) -> list[BranchSummary]:
         with self._read() as conn:
             chat = _chat_from_row(self._chat_row(conn, chat_id))
-            result = []
-            for branch in _branches(conn, chat_id):
-                if branch.head_id is None:
-                    result.append(
-                        BranchSummary(branch, 0, None, branch.id == chat.active_branch_id)
-                    )
-                    continue
-                # Count without materializing the path; then the newest live message.
-                length = conn.execute(
-                    sa.text(
-                        _PATH_SQL + "SELECT COUNT(*) FROM path p JOIN nodes n ON n.id = p.id"
-                        " WHERE n.deleted = :no"
-                    ),
-                    {"leaf": branch.head_id, "chat": chat_id, "no": False},
-                ).scalar()
-                last_id = conn.execute(
-                    sa.text(
-                        """
-                        WITH RECURSIVE up(id, parent_id, deleted, depth) AS (
-                            SELECT id, parent_id, deleted, depth FROM nodes
-                            WHERE id = :leaf AND chat_id = :chat
-                            UNION ALL
-                            SELECT n.id, n.parent_id, n.deleted, n.depth
-                            FROM nodes n JOIN up ON n.id = up.parent_id
-                            WHERE up.deleted = :yes
-                        )
-                        SELECT id FROM up WHERE deleted = :no ORDER BY depth DESC LIMIT 1
-                        """
-                    ),
-                    {"leaf": branch.head_id, "chat": chat_id, "no": False, "yes": True},
-                ).scalar()
-                last = None
-                if last_id is not None:
-                    row = (
-                        conn.execute(_node_select().where(t.nodes.c.id == last_id)).mappings().one()
-                    )
-                    last = _node_from_row(row, row["text"])
-                result.append(
-                    BranchSummary(branch, length or 0, last, branch.id == chat.active_branch_id)
+            branches = _branches(conn, chat_id)
+            heads = {b.head_id for b in branches if b.head_id is not None}
+            rows = {
+                row["id"]: row
+                for row in conn.execute(_node_select().where(t.nodes.c.id.in_(heads))).mappings()
+            }
+            # The shallowest tombstone (partial index): nothing above it needs a look, so a
+            # chat without deleted messages lists every branch from its head row alone.
+            shallowest = conn.execute(
+                sa.select(sa.func.min(t.nodes.c.depth)).where(
+                    t.nodes.c.chat_id == chat_id, t.nodes.c.deleted == sa.true()
                 )
+            ).scalar()
+            result = []
+            for branch in branches:
+                active = branch.id == chat.active_branch_id
+                row = rows.get(branch.head_id) if branch.head_id else None
+                if row is None:
+                    result.append(BranchSummary(branch, 0, None, active))
+                    continue
+                # A path's length is its live messages: the head's depth + 1, less tombstones.
+                length, last = row["depth"] + 1, _node_from_row(row, row["text"])
+                if shallowest is not None and row["depth"] >= shallowest:
+                    length, last = self._below_tombstones(conn, chat_id, row, shallowest)
+                result.append(BranchSummary(branch, length, last, active))
             return result
+
+    def _below_tombstones(
+        self, conn: Connection, chat_id: str, head: Mapping[str, Any], shallowest: int
+    ) -> tuple[int, Node | None]:
+        """Length and last live message of a path that may cross tombstones.
+
+        Walks up from the head only as far as the shallowest tombstone's parent.
+        """
+        walked = conn.execute(
+            sa.text(
+                """
+                WITH RECURSIVE up(id, parent_id, deleted, depth) AS (
+                    SELECT id, parent_id, deleted, depth FROM nodes
+                    WHERE id = :leaf AND chat_id = :chat
+                    UNION ALL
+                    SELECT n.id, n.parent_id, n.deleted, n.depth
+                    FROM nodes n JOIN up ON n.id = up.parent_id
+                    WHERE n.depth >= :floor
+                )
+                SELECT id, deleted FROM up ORDER BY depth DESC
+                """
+            ),
+            {"leaf": head["id"], "chat": chat_id, "floor": shallowest - 1},
+        ).all()
+        gone = sum(1 for _, deleted in walked if deleted)
+        last_id = next((node_id for node_id, deleted in walked if not deleted), None)
+        last = None
+        if last_id is not None:
+            row = conn.execute(_node_select().where(t.nodes.c.id == last_id)).mappings().one()
+            last = _node_from_row(row, row["text"])
+        return head["depth"] + 1 - gone, last
 
     def checkpoints(self, chat_id: str) -> list[Checkpoint]:
         with self._read() as conn:

@@ -245,6 +245,32 @@ def test_import_tree_with_named_branches(store: SqlStore) -> None:
     assert not listed["side"].active and listed["side"].length == 2
 
 
+def test_branch_listing_reads_heads_without_walking_paths(store: SqlStore) -> None:
+    nodes, leaf = _bulk_nodes("x", 40)
+    spine = nodes[1::2]  # the path: the second candidate at every depth
+    branches = [Branch(new_id(), "x", f"b{i}", spine[i * 3].id) for i in range(10)]
+    chat = store.import_tree(NewChat(title="b"), nodes, active_leaf_id=leaf, branches=branches)
+    with counting_statements(store) as seen:
+        listed = {b.branch.name: b for b in store.branches(chat.id)}
+    assert not any("RECURSIVE" in s.upper() for s in seen)
+    assert len(seen) <= 5  # a fixed number of statements, however many branches
+    assert [listed[f"b{i}"].length for i in range(10)] == [i * 3 + 1 for i in range(10)]
+    last = listed["b4"].last_message
+    assert last is not None and last.id == spine[12].id
+    # tombstones on a path are not counted; the last live message is found above them
+    revision = chat.revision
+    for index in (11, 12, 20):
+        with store.write(chat.id, revision=revision, label="delete") as w:
+            w.update_node(spine[index].id, deleted=True)
+        revision += 1
+    listed = {b.branch.name: b for b in store.branches(chat.id)}
+    assert listed["b3"].length == 10 and listed["b4"].length == 11
+    last = listed["b4"].last_message
+    assert last is not None and last.id == spine[10].id
+    last = listed["b7"].last_message
+    assert listed["b7"].length == 22 - 3 and last is not None and last.id == spine[21].id
+
+
 def test_list_chats_counts_without_walking(store: SqlStore) -> None:
     first = store.create_chat(NewChat(title="one", characters=(CharacterRef("Kael"),)))
     second = store.create_chat(NewChat(title="two", owner="someone else"))
