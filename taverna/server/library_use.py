@@ -128,10 +128,6 @@ def attachment(file_name: str) -> dict[str, str]:
     }
 
 
-def not_found(kind: str) -> NotFound:
-    return NotFound(f"no such {kind}")
-
-
 # ------------------------------------------------------------------ lorebooks
 
 LOREBOOK_KINDS = (FileKind.WORLD_INFO, FileKind.LOREBOOK_V3)
