@@ -43,10 +43,7 @@ def build_body(prompt: Prompt, options: RequestOptions) -> dict[str, Any]:
     body: dict[str, Any] = {"prompt": prompt.text}
     if sampling.max_tokens is not None:
         body["max_length"] = sampling.max_tokens
-    values = sampling.as_dict()
-    for name, wire in _FIELDS:
-        if name in values:
-            body[wire] = values[name]
+    body.update(sampling.renamed(_FIELDS))
     if sampling.dry_sequence_breakers is not None:
         body["dry_sequence_breakers"] = list(sampling.dry_sequence_breakers)
     if sampling.sampler_order is not None:

@@ -44,10 +44,7 @@ def build_body(prompt: Prompt, options: RequestOptions) -> dict[str, Any]:
         body["n_predict"] = sampling.max_tokens
     body["stream"] = options.stream
     body["stop"] = list(prompt.stop)
-    values = sampling.as_dict()
-    for name, wire in _FIELDS:
-        if name in values:
-            body[wire] = values[name]
+    body.update(sampling.renamed(_FIELDS))
     if sampling.dry_sequence_breakers is not None:
         body["dry_sequence_breakers"] = list(sampling.dry_sequence_breakers)
     if sampling.seed is not None:

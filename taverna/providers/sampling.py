@@ -8,7 +8,7 @@ into one record that every request builder maps to its API's own names.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -133,6 +133,11 @@ class Sampling:
             if value is not None:
                 out[f.name] = value
         return out
+
+    def renamed(self, names: Iterable[tuple[str, str]]) -> dict[str, Any]:
+        """The set fields among `names` (canonical name, the API's name), by the API's names."""
+        values = self.as_dict()
+        return {wire: values[name] for name, wire in names if name in values}
 
 
 def _coerce(name: str, alias: str, value: Any) -> Any:
