@@ -21,6 +21,7 @@ from typing import Any
 import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection, Engine
 
 from taverna.errors import NotFound, TavernaError
@@ -691,10 +692,25 @@ class SqlChatWriter(ChatWriter):
 
 def _put_content(conn: Connection, text: str) -> str:
     key = content_hash(text)
-    found = conn.execute(sa.select(t.contents.c.hash).where(t.contents.c.hash == key)).first()
-    if found is None:
-        conn.execute(t.contents.insert().values(hash=key, text=text))
-    return key
+    if conn.dialect.name == "sqlite":
+        # SQLite runs one write at a time: nothing can delete the row before we commit.
+        found = conn.execute(sa.select(t.contents.c.hash).where(t.contents.c.hash == key)).first()
+        if found is None:
+            conn.execute(t.contents.insert().values(hash=key, text=text))
+        return key
+    # PostgreSQL: another transaction may be inserting the same text, or deleting it as
+    # its last chat goes. Insert if absent, then hold a key-share lock on the row until
+    # commit so no delete can take it away under our messages; a row deleted while we
+    # waited for that lock is simply inserted again.
+    insert = postgresql.insert(t.contents).values(hash=key, text=text).on_conflict_do_nothing()
+    lock = (
+        sa.select(t.contents.c.hash).where(t.contents.c.hash == key).with_for_update(key_share=True)
+    )
+    for _ in range(5):
+        conn.execute(insert)
+        if conn.execute(lock).first() is not None:
+            return key
+    raise TavernaError("a message text kept being deleted while it was stored; try again")
 
 
 def _children(
@@ -1093,6 +1109,20 @@ class SqlStore(Store):
             conn.execute(t.chats.delete().where(t.chats.c.id == chat_id))
             # A deleted chat's words leave the database, unless another chat has the
             # same text in a message or in its history (texts are shared by hash).
+            if conn.dialect.name != "sqlite":
+                # PostgreSQL: lock the rows first, passing over those a writer holds (it is
+                # storing a message with that text); the check below then runs on a fresh
+                # snapshot and sees every writer that committed before the lock.
+                candidates = sorted(texts)
+                texts = set()
+                for start in range(0, len(candidates), 500):
+                    chunk = candidates[start : start + 500]
+                    locked = (
+                        sa.select(t.contents.c.hash)
+                        .where(t.contents.c.hash.in_(chunk))
+                        .with_for_update(skip_locked=True)
+                    )
+                    texts.update(conn.execute(locked).scalars())
             texts -= _history_hashes(conn, sa.true(), sa.true())
             unused = sorted(texts)
             for start in range(0, len(unused), 500):
@@ -1541,11 +1571,14 @@ def _history_hashes(
 def _insert_missing_contents(conn: Connection, texts: Mapping[str, str]) -> None:
     keys = list(texts)
     present: set[str] = set()
+    sqlite = conn.dialect.name == "sqlite"
     for start in range(0, len(keys), 500):
         chunk = keys[start : start + 500]
-        present.update(
-            conn.execute(sa.select(t.contents.c.hash).where(t.contents.c.hash.in_(chunk))).scalars()
-        )
+        query = sa.select(t.contents.c.hash).where(t.contents.c.hash.in_(chunk))
+        if not sqlite:
+            # Held until commit, so a chat being deleted cannot take these texts away.
+            query = query.with_for_update(key_share=True)
+        present.update(conn.execute(query).scalars())
     _bulk_insert(
         conn, t.contents, [{"hash": k, "text": texts[k]} for k in keys if k not in present]
     )
