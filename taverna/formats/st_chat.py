@@ -317,7 +317,11 @@ def _reject_constant(name: str) -> JsonValue:
 
 
 def _loads(text: str) -> JsonValue:
-    return cast(JsonValue, json.loads(text, parse_constant=_reject_constant))
+    try:
+        return cast(JsonValue, json.loads(text, parse_constant=_reject_constant))
+    except RecursionError:
+        # A line nested deeper than the parser goes is bad input, not a crash.
+        raise ValueError("nested too deeply") from None
 
 
 def _is_header(value: JsonObject) -> bool:

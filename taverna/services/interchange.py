@@ -1435,7 +1435,9 @@ class InterchangeService:
 
     def export_text_to(self, chat_id: str, folder: Path) -> Path:
         """Write the active path as SillyTavern's plain-text export; returns its path."""
-        main = self.export_files(chat_id)[0]
+        with bulk():
+            item = next(export_stream(self.store.tree(chat_id)))
+            main = ExportedFile(item.name, ChatDocument(item.header, tuple(item.messages)), True)
         folder.mkdir(parents=True, exist_ok=True)
         target = folder / f"{main.name}.txt"
         target.write_text(chat_as_text(main.document), encoding="utf-8")

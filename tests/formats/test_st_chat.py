@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from taverna.errors import FormatError
 from taverna.formats.st_chat import (
+    FORKS,
     ChatMessage,
     Swipe,
     dump_json,
@@ -286,3 +287,25 @@ def test_plain_text_export(st_fixtures: Path) -> None:
     assert "moonpetal garden later" not in text  # the hidden comment stays out
     assert text.endswith('moonpetal garden."\n\n')
     assert len(blocks) == 6 + 1
+
+
+def test_forks_are_read_nested_and_checked_with_the_field_named() -> None:
+    fork_line = {"name": "A", "is_user": False, "mes": "old reply", "extra": {}}
+    nested = {"name": "U", "is_user": True, "mes": "older", FORKS: [[fork_line]]}
+    line = {"name": "U", "is_user": True, "mes": "new", FORKS: [[nested, fork_line]]}
+    document = read_chat(json.dumps(line))
+    (message,) = document.messages
+    ((first, second),) = message.forks
+    assert (first.text, second.text) == ("older", "old reply")
+    assert [[m.text for m in fork] for fork in first.forks] == [["old reply"]]
+    for bad in ({FORKS: "x"}, {FORKS: [["x"]]}, {FORKS: [[{"mes": 3}]]}):
+        deep = {"name": "U", "mes": "new", FORKS: [[{"name": "A", "mes": "m", **bad}]]}
+        with pytest.raises(FormatError) as caught:
+            read_chat(json.dumps(deep), source="c.jsonl")
+        assert caught.value.file == "c.jsonl" and caught.value.field in (FORKS, "mes")
+
+
+def test_a_line_nested_beyond_the_parser_is_a_format_error() -> None:
+    with pytest.raises(FormatError) as caught:
+        read_chat('{"mes": "x", "extra": ' + "[" * 100_000 + "]" * 100_000 + "}", source="d.jsonl")
+    assert "line 1" in caught.value.message
