@@ -134,17 +134,25 @@ _PICK = re.compile(r"\{\{pick\s?::?([^}]+)\}\}", re.IGNORECASE)
 _OUTLET = re.compile(r"\{\{outlet::(.+?)\}\}", re.IGNORECASE)
 _DIGITS = re.compile(r"\d+")
 
-# Variable macros in SillyTavern's fixed per-line order (algo-chat-ops.md §7).
-_GETVAR = re.compile(r"\{\{getvar::([^}]+)\}\}", re.IGNORECASE)
-_SETVAR = re.compile(r"\{\{setvar::([^:]+)::([^}]+)\}\}", re.IGNORECASE)
-_ADDVAR = re.compile(r"\{\{addvar::([^:]+)::([^}]+)\}\}", re.IGNORECASE)
-_INCVAR = re.compile(r"\{\{incvar::([^}]+)\}\}", re.IGNORECASE)
-_DECVAR = re.compile(r"\{\{decvar::([^}]+)\}\}", re.IGNORECASE)
-_GETGLOBAL = re.compile(r"\{\{getglobalvar::([^}]+)\}\}", re.IGNORECASE)
-_SETGLOBAL = re.compile(r"\{\{setglobalvar::([^:]+)::([^}]+)\}\}", re.IGNORECASE)
-_ADDGLOBAL = re.compile(r"\{\{addglobalvar::([^:]+)::([^}]+)\}\}", re.IGNORECASE)
-_INCGLOBAL = re.compile(r"\{\{incglobalvar::([^}]+)\}\}", re.IGNORECASE)
-_DECGLOBAL = re.compile(r"\{\{decglobalvar::([^}]+)\}\}", re.IGNORECASE)
+
+def _variable_macros(scope: str) -> tuple[re.Pattern[str], ...]:
+    """The get, set, add, inc and dec macros of one scope (`var` or `globalvar`)."""
+    name, name_value = r"::([^}]+)\}\}", r"::([^:]+)::([^}]+)\}\}"
+    return tuple(
+        re.compile(r"\{\{" + verb + scope + arguments, re.IGNORECASE)
+        for verb, arguments in (
+            ("get", name),
+            ("set", name_value),
+            ("add", name_value),
+            ("inc", name),
+            ("dec", name),
+        )
+    )
+
+
+# Variable macros in SillyTavern's fixed per-line order (algo-chat-ops.md §7):
+# those of chat variables first, then those of global ones.
+_VARIABLE_MACROS = ((False, _variable_macros("var")), (True, _variable_macros("globalvar")))
 
 _INSTRUCT_PATTERNS = tuple(
     (
@@ -234,16 +242,13 @@ class _Evaluation:
 
             return replace
 
-        line = _GETVAR.sub(get(False), line)
-        line = _SETVAR.sub(set_(False), line)
-        line = _ADDVAR.sub(add(False), line)
-        line = _INCVAR.sub(step(False, "1"), line)
-        line = _DECVAR.sub(step(False, "-1"), line)
-        line = _GETGLOBAL.sub(get(True), line)
-        line = _SETGLOBAL.sub(set_(True), line)
-        line = _ADDGLOBAL.sub(add(True), line)
-        line = _INCGLOBAL.sub(step(True, "1"), line)
-        return _DECGLOBAL.sub(step(True, "-1"), line)
+        for is_global, (get_macro, set_macro, add_macro, inc_macro, dec_macro) in _VARIABLE_MACROS:
+            line = get_macro.sub(get(is_global), line)
+            line = set_macro.sub(set_(is_global), line)
+            line = add_macro.sub(add(is_global), line)
+            line = inc_macro.sub(step(is_global, "1"), line)
+            line = dec_macro.sub(step(is_global, "-1"), line)
+        return line
 
     def variables_pass(self, text: str) -> str:
         # algo-chat-ops.md §7: processed line by line; a macro cannot span lines
