@@ -118,30 +118,24 @@ def humanize(delta: timedelta, *, with_suffix: bool = False) -> str:
     days = js_round(days_float)
     months = js_round(days_float * 4800 / 146097)
     years = js_round(days_float * 4800 / 146097 / 12)
+    # each unit: (amount, "one" of it, its plural, the amount from which the next unit speaks)
+    units = (
+        (minutes, "a minute", "minutes", 45),
+        (hours, "an hour", "hours", 22),
+        (days, "a day", "days", 26),
+        (months, "a month", "months", 11),
+        (years, "a year", "years", None),
+    )
     if seconds <= 44:
         text = "a few seconds"
     elif seconds < 45:
         text = f"{seconds} seconds"
-    elif minutes <= 1:
-        text = "a minute"
-    elif minutes < 45:
-        text = f"{minutes} minutes"
-    elif hours <= 1:
-        text = "an hour"
-    elif hours < 22:
-        text = f"{hours} hours"
-    elif days <= 1:
-        text = "a day"
-    elif days < 26:
-        text = f"{days} days"
-    elif months <= 1:
-        text = "a month"
-    elif months < 11:
-        text = f"{months} months"
-    elif years <= 1:
-        text = "a year"
     else:
-        text = f"{years} years"
+        text = next(
+            one if amount <= 1 else f"{amount} {plural}"
+            for amount, one, plural, limit in units
+            if amount <= 1 or limit is None or amount < limit
+        )
     if not with_suffix:
         return text
     return f"in {text}" if ms > 0 else f"{text} ago"
