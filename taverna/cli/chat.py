@@ -42,7 +42,14 @@ class Session:
         self.chat_id = chat_id
         self.connection = connection
         self.out = out
-        self.generation = ctx.services["generation"]
+        self.generation = ctx.generation
+        # One event loop for the whole session, so one HTTP client keeps its connections.
+        self.runner = asyncio.Runner()
+        self.runner.run(ctx.open_http())
+
+    def close(self) -> None:
+        self.runner.run(self.ctx.close_http())
+        self.runner.close()
 
     def echo(self, text: str = "", *, end: str = "\n") -> None:
         self.out.write(text + end)
@@ -113,7 +120,7 @@ class Session:
             return await self.follow(run)
 
         try:
-            done = asyncio.run(main())
+            done = self.runner.run(main())
         except KeyboardInterrupt:
             result = started[0].result if started else None
             if result is not None and result.draft_id:
@@ -220,6 +227,7 @@ class Session:
                 return
             if not line.strip():
                 continue
+            before = self.revision()
             try:
                 if line.startswith("/"):
                     if not self.command(line.strip()):
@@ -228,6 +236,13 @@ class Session:
                     self.generate(self.generation.send, line)
             except TavernaError as exc:
                 self.echo(f"error: {exc}")
+            finally:
+                self.backed_up(before)
+
+    def backed_up(self, before: int) -> None:
+        """Back the chat up if the last line changed it (throttled, as the server does)."""
+        if self.revision() != before:
+            self.ctx.chat_written(self.chat_id)
 
 
 def _int(text: str) -> int:
@@ -239,7 +254,7 @@ def _int(text: str) -> int:
 
 def open_chat(ctx: Any, character: str, chat_id: str | None) -> str:
     """The chat to use: the one named, else the character's newest, else a new one."""
-    from taverna.server.usecases import start_chat
+    from taverna.services.editing import start_chat
     from taverna.services.library import LibraryKind, LibraryService
 
     if chat_id:
@@ -256,7 +271,7 @@ def open_chat(ctx: Any, character: str, chat_id: str | None) -> str:
     if listed:
         newest = max(listed, key=lambda item: item.chat.updated or item.chat.created)
         return str(newest.chat.id)
-    return str(start_chat(ctx, doc.id, title=None, owner="").id)
+    return str(start_chat(ctx.chats, doc.id, title=None, owner="").id)
 
 
 @app.command()
@@ -277,16 +292,21 @@ def chat(
     ] = None,
 ) -> None:
     """Chat with a character in the terminal, streaming the replies."""
-    from taverna.server.context import open_context
     from taverna.services.data import resolve_data_dir
+    from taverna.services.workspace import open_workspace
 
-    ctx = open_context(resolve_data_dir(data))
+    ctx = open_workspace(resolve_data_dir(data))
     try:
         session = Session(ctx, open_chat(ctx, character, chat_id), connection, sys.stdout)
-        if say is None:
-            session.loop()
-            return
-        done = session.generate(session.generation.send, say)
+        try:
+            if say is None:
+                session.loop()
+                return
+            before = session.revision()
+            done = session.generate(session.generation.send, say)
+            session.backed_up(before)
+        finally:
+            session.close()
         if done is None or done.outcome is not Ending.SAVED:
             raise typer.Exit(1)
         path = ctx.chats.active_path(session.chat_id)

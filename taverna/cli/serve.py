@@ -26,13 +26,14 @@ def serve(
     import uvicorn
 
     from taverna.server.app import create_app
-    from taverna.server.context import open_context, seed_samples
+    from taverna.server.context import open_context
+    from taverna.services.workspace import seed_samples
 
     data_dir = (data or default_data_dir()).expanduser()
     ctx = open_context(data_dir)
     if host in LOOPBACK:
         ctx.allowed_hosts = LOOPBACK
-    seeded = seed_samples(ctx)
+    seeded = seed_samples(ctx.store)
     if seeded:
         typer.echo(f"new data folder: added the samples {', '.join(seeded)}")
     application = create_app(ctx)

@@ -91,10 +91,12 @@ def create_app(ctx: AppContext) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await ctx.open_http()
         try:
             yield
         finally:
             await stop_generations(ctx)
+            await ctx.close_http()
             ctx.close()
 
     app = FastAPI(

@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from fastapi import Request
 
-from taverna.services.chats import ChatService
-from taverna.store.repository import Store
+from taverna.services.workspace import Workspace, open_workspace
 
 
 @dataclass
-class AppContext:
+class AppContext(Workspace):
     """The services of one running server, over one store in one data folder."""
 
-    data_dir: Path
-    store: Store
-    chats: ChatService
     services: dict[str, Any] = field(default_factory=dict)
     # Largest accepted upload (a card with a big picture, a preset, a lorebook).
     upload_limit: int = 32 * 1024 * 1024
@@ -28,8 +25,9 @@ class AppContext:
     # answers only to loopback names, which keeps DNS-rebinding pages out.
     allowed_hosts: frozenset[str] | None = None
 
-    def close(self) -> None:
-        self.store.close()
+    def __post_init__(self) -> None:
+        self.services.setdefault("generation", self.generation)
+        self.services.setdefault("connections", self.connections)
 
 
 def context(request: Request) -> AppContext:
@@ -38,46 +36,20 @@ def context(request: Request) -> AppContext:
     return ctx
 
 
+def backed_up(request: Request) -> Iterator[None]:
+    """A route dependency: after a write to a chat succeeded, its backup is written (throttled)."""
+    yield
+    chat_id = request.path_params.get("chat_id")
+    if chat_id and request.method not in ("GET", "HEAD", "OPTIONS"):
+        context(request).chat_written(str(chat_id))
+
+
 def current_user(request: Request) -> str:
     """The id of the account making the request ("" in single-user mode on 127.0.0.1)."""
     return str(getattr(request.state, "user", ""))
 
 
 def open_context(data_dir: Path) -> AppContext:
-    """Open the data folder's store (SQLite, migrated, unless $TAVERNA_DATABASE_URL names
-    another database) and build the services over it."""
-    from taverna.server.prompting import library_prompt_builder
-    from taverna.services.connections import ConnectionService
-    from taverna.services.data import open_data
-    from taverna.services.generation import GenerationService
-
-    folder = open_data(data_dir)
-    store = folder.store
-    chats = ChatService(store)
-    connections = ConnectionService(store, folder.path)
-    generation = GenerationService(store, connections, library_prompt_builder(store), chats=chats)
-    return AppContext(
-        data_dir=folder.path,
-        store=store,
-        chats=chats,
-        services={"generation": generation, "connections": connections},
-    )
-
-
-SAMPLES = ("Ione Calder.png", "Brasswater.json")
-
-
-def seed_samples(ctx: AppContext) -> list[str]:
-    """On an empty library, store the product's own sample character and lorebook."""
-    from importlib.resources import files
-
-    from taverna.services.library import LibraryKind, LibraryService
-
-    library = LibraryService(ctx.store)
-    if library.documents(LibraryKind.CHARACTER) or library.documents(LibraryKind.LOREBOOK):
-        return []
-    stored = []
-    for name in SAMPLES:
-        data = (files("taverna") / "data" / name).read_bytes()
-        stored.append(library.import_bytes(data, name).name)
-    return stored
+    """The server's context over the data folder's workspace (see `open_workspace`)."""
+    ws = open_workspace(data_dir)
+    return AppContext(**{f.name: getattr(ws, f.name) for f in fields(Workspace)})

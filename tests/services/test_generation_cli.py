@@ -156,7 +156,7 @@ def test_tools_declared_in_the_active_preset_are_offered_and_run(
     import asyncio
 
     from taverna.server.context import open_context
-    from taverna.server.prompting import set_active
+    from taverna.services.prompting import set_active
     from taverna.services.library import LibraryKind
 
     ctx = open_context(data)
@@ -193,7 +193,7 @@ def test_the_presets_claude_system_prompt_setting_reaches_the_request(
     import asyncio
 
     from taverna.server.context import open_context
-    from taverna.server.prompting import set_active
+    from taverna.services.prompting import set_active
     from taverna.services.library import LibraryKind
 
     ctx = open_context(data)

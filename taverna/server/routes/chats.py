@@ -7,7 +7,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from taverna.errors import NotFound
 from taverna.model.chat import AuthorsNote
 from taverna.server import library_use, usecases
-from taverna.server.context import AppContext, context, current_user
+from taverna.server.context import AppContext, backed_up, context, current_user
 from taverna.server.schemas import (
     AuthorsNoteIn,
     BranchIn,
@@ -25,8 +25,9 @@ from taverna.server.schemas import (
     SelectIn,
 )
 from taverna.server.views import branch_out, chat_summary_out
+from taverna.services import chat_views, editing
 
-router = APIRouter(prefix="/api/chats", tags=["chats"])
+router = APIRouter(prefix="/api/chats", tags=["chats"], dependencies=[Depends(backed_up)])
 
 
 def _revision(ctx: AppContext, chat_id: str, given: int | None) -> int:
@@ -54,9 +55,10 @@ def list_chats(
 def create_chat(
     body: NewChatIn, request: Request, ctx: AppContext = Depends(context)
 ) -> ChatSummaryOut:
-    chat = usecases.start_chat(
-        ctx, body.character_id, title=body.title, owner=current_user(request)
+    chat = editing.start_chat(
+        ctx.chats, body.character_id, title=body.title, owner=current_user(request)
     )
+    ctx.chat_written(chat.id)
     return usecases.summary(ctx, chat.id, owner=current_user(request))
 
 
@@ -67,7 +69,9 @@ def get_chat(chat_id: str, ctx: AppContext = Depends(context)) -> ChatOut:
 
 @router.patch("/{chat_id}", response_model=ChatOut)
 def rename_chat(chat_id: str, body: RenameChatIn, ctx: AppContext = Depends(context)) -> ChatOut:
-    usecases.rename_chat(ctx, chat_id, body.title, revision=_revision(ctx, chat_id, body.revision))
+    editing.rename_chat(
+        ctx.store, chat_id, body.title, revision=_revision(ctx, chat_id, body.revision)
+    )
     return usecases.chat_view(ctx, chat_id)
 
 
@@ -171,8 +175,8 @@ def set_chat_lorebook(
     chat_id: str, body: ChatLorebookIn, request: Request, ctx: AppContext = Depends(context)
 ) -> ChatOut:
     """Bind a library lorebook to this chat (SillyTavern's chat lorebook), or unbind it."""
-    usecases.set_chat_lorebook(
-        ctx,
+    editing.set_chat_lorebook(
+        ctx.store,
         chat_id,
         body.lorebook_id,
         owner=current_user(request),
@@ -184,14 +188,14 @@ def set_chat_lorebook(
 @router.get("/{chat_id}/export")
 def export_chat(chat_id: str, ctx: AppContext = Depends(context)) -> Response:
     """The chat as SillyTavern files: one JSONL, or a zip with every branch's JSONL."""
-    data, name, media = usecases.export_chat(ctx, chat_id)
+    data, name, media = chat_views.export_archive(ctx.store, chat_id)
     return Response(data, media_type=media, headers=library_use.attachment(name))
 
 
 @router.get("/{chat_id}/tree")
 def chat_tree(chat_id: str, ctx: AppContext = Depends(context)) -> list[dict[str, object]]:
     """Every message of the chat as a tree, for the tree view."""
-    return usecases.chat_tree(ctx, chat_id)
+    return chat_views.chat_tree(ctx.store, chat_id)
 
 
 @router.post("/{chat_id}/messages/{node_id}/show", response_model=ChatOut)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from dataclasses import asdict, is_dataclass
@@ -13,7 +14,7 @@ from fastapi.responses import StreamingResponse
 from taverna.errors import NotFound, TavernaError
 from taverna.providers.events import ReasoningDelta, TextDelta, ToolCall
 from taverna.server import usecases
-from taverna.server.context import AppContext, context
+from taverna.server.context import AppContext, backed_up, context
 from taverna.server.schemas import (
     DraftOut,
     GenerateIn,
@@ -31,7 +32,7 @@ from taverna.services.generation import (
     ToolResult,
 )
 
-router = APIRouter(tags=["generation"])
+router = APIRouter(tags=["generation"], dependencies=[Depends(backed_up)])
 
 
 def generation(ctx: AppContext = Depends(context)) -> GenerationService:
@@ -46,6 +47,10 @@ def remember(ctx: AppContext, run: RunningGeneration) -> RunningGeneration:
     """Note a started generation, so a shutting-down server can stop it and keep its text."""
     runs: set[str] = ctx.services.setdefault("runs", set())
     runs.add(run.id)
+    # The stored reply is backed up when it lands, whoever follows the stream.
+    task = asyncio.create_task(ctx.settle(run))
+    ctx.services.setdefault("settling", set()).add(task)
+    task.add_done_callback(ctx.services["settling"].discard)
     return run
 
 
@@ -220,8 +225,12 @@ def list_drafts(
 
 
 @router.post("/api/drafts/{draft_id}/keep", status_code=204)
-def keep_draft(draft_id: str, service: GenerationService = Depends(generation)) -> Response:
-    service.keep_draft(draft_id)
+def keep_draft(
+    draft_id: str,
+    ctx: AppContext = Depends(context),
+    service: GenerationService = Depends(generation),
+) -> Response:
+    ctx.chat_written(service.keep_draft(draft_id).chat.id)
     return Response(status_code=204)
 
 

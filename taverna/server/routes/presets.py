@@ -10,12 +10,13 @@ from pydantic import BaseModel, Field
 from taverna.errors import FormatError, TavernaError
 from taverna.formats import json_text
 from taverna.formats.detect import detect
-from taverna.server import library_use, presets_use
+from taverna.server import library_use
 from taverna.server.context import AppContext, context, current_user
-from taverna.server.prompting import active_choices, set_active
 from taverna.server.schemas import NAME_MAX, Strict
 from taverna.server.uploads import read_limited
+from taverna.services import prompt_manager
 from taverna.services.library import LibraryKind, LibraryService
+from taverna.services.prompting import active_choices, set_active
 
 router = APIRouter(prefix="/api/presets", tags=["presets"])
 
@@ -56,14 +57,14 @@ class PresetIn(Strict):
 
 
 def _kind(kind: str) -> LibraryKind:
-    if kind not in presets_use.KINDS:
-        raise TavernaError(f"kind must be one of {', '.join(presets_use.KINDS)}", field="kind")
-    return presets_use.KINDS[kind]
+    if kind not in prompt_manager.KINDS:
+        raise TavernaError(f"kind must be one of {', '.join(prompt_manager.KINDS)}", field="kind")
+    return prompt_manager.KINDS[kind]
 
 
 def _find(lib: LibraryService, preset_id: str) -> Any:
     doc = lib.store.get_document(preset_id)
-    if doc.kind not in presets_use.PAGE_KIND or doc.owner != lib.owner:
+    if doc.kind not in prompt_manager.PAGE_KIND or doc.owner != lib.owner:
         from taverna.errors import NotFound
 
         raise NotFound("no such preset", field="id")
@@ -72,15 +73,15 @@ def _find(lib: LibraryService, preset_id: str) -> Any:
 
 def _view(lib: LibraryService, preset_id: str) -> PresetOut:
     doc = _find(lib, preset_id)
-    kind = presets_use.PAGE_KIND[doc.kind]
+    kind = prompt_manager.PAGE_KIND[doc.kind]
     if kind == "chat":
         return PresetOut(
             id=doc.id,
             name=doc.name,
             kind=kind,
             revision=doc.revision,
-            prompts=presets_use.prompt_manager(doc.data),
-            sampling=presets_use.sampling(doc.data),
+            prompts=prompt_manager.prompt_manager(doc.data),
+            sampling=prompt_manager.sampling(doc.data),
         )
     return PresetOut(
         id=doc.id, name=doc.name, kind=kind, revision=doc.revision, data=dict(doc.data)
@@ -110,7 +111,7 @@ async def import_preset(
     _kind(kind)
     data = await read_limited(file, ctx.upload_limit)
     name = file.filename or "preset.json"
-    if detect(data, name) is not presets_use.FILE_KINDS[kind]:
+    if detect(data, name) is not prompt_manager.FILE_KINDS[kind]:
         raise FormatError(f"this file is not a {kind} preset", file=name)
     item = lib.import_bytes(data, name)
     return PresetListItem(id=item.id, name=item.name, kind=kind, active=False)
@@ -127,11 +128,11 @@ def update_preset(
 ) -> PresetOut:
     doc = _find(lib, preset_id)
     if doc.kind == LibraryKind.CHAT_COMPLETION_PRESET.value:
-        data = presets_use.apply_chat_edit(doc.data, body.prompts or [], body.sampling or {})
+        data = prompt_manager.apply_chat_edit(doc.data, body.prompts or [], body.sampling or {})
     else:
         data = {**doc.data, **(body.data or {})}
     kind = LibraryKind(doc.kind)
-    data = presets_use.checked(kind, data, doc.name)
+    data = prompt_manager.checked(kind, data, doc.name)
     lib.store.put_document(
         doc.kind,
         body.name,
@@ -154,7 +155,7 @@ def delete_preset(preset_id: str, lib: LibraryService = Depends(library)) -> Res
 def activate_preset(preset_id: str, lib: LibraryService = Depends(library)) -> PresetListItem:
     """Use this preset (or template) for the next generations."""
     doc = _find(lib, preset_id)
-    kind = presets_use.PAGE_KIND[doc.kind]
+    kind = prompt_manager.PAGE_KIND[doc.kind]
     if kind not in ACTIVE_KEY:
         raise TavernaError("a system prompt preset is not chosen this way", field="id")
     set_active(lib.store, ACTIVE_KEY[kind], doc.id, lib.owner)

@@ -1,0 +1,72 @@
+"""Starting and editing chats as a whole: a new chat with a character, its title, its lorebook.
+
+The page and `taverna chat` both start and change chats through these.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from taverna.engine.macros.evaluate import MacroContext, evaluate
+from taverna.model.chat import CharacterRef, Chat
+from taverna.model.persona import Persona
+from taverna.services.chats import ChatService
+from taverna.services.library import LibraryKind, LibraryService
+from taverna.store.repository import Store
+
+
+def default_persona(store: Store, owner: str = "") -> Persona | None:
+    """The persona marked default, else the first one, else None."""
+    personas = [
+        Persona.model_validate(dict(d.data))
+        for d in store.find_documents(LibraryKind.PERSONA.value, owner=owner)
+    ]
+    return next((p for p in personas if p.is_default), personas[0] if personas else None)
+
+
+def start_chat(chats: ChatService, character_id: str, *, title: str | None, owner: str) -> Chat:
+    """A new chat with a character, opened by its greeting (alternate greetings as candidates).
+
+    `{{char}}` and `{{user}}` in the greetings are filled in as the chat starts, as
+    SillyTavern does for the first message.
+    """
+    lib = LibraryService(chats.store, owner=owner)
+    character = lib.character(character_id).character
+    persona = default_persona(chats.store, owner)
+    user = (persona.name if persona else "") or "User"
+    names = MacroContext(user=user, char=character.name)
+    greetings = [evaluate(text, names).text for text in character.greetings]
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M")
+    outcome = chats.create_chat(
+        title or f"{character.name} – {stamp}",
+        characters=[CharacterRef(character.name, character_id)],
+        user_name=user,
+        greetings=greetings,
+        greeting_speaker=character.name,
+        owner=owner,
+    )
+    return outcome.chat
+
+
+def rename_chat(store: Store, chat_id: str, title: str, *, revision: int) -> Chat:
+    """Give a chat a new title (one revision, undoable)."""
+    with store.write(chat_id, revision=revision, label="rename") as w:
+        w.update_chat(title=title.strip())
+    return store.get_chat(chat_id)
+
+
+def set_chat_lorebook(
+    store: Store, chat_id: str, lorebook_id: str | None, *, owner: str, revision: int
+) -> Chat:
+    """Record a chat's own lorebook in its metadata (`world_info`, as SillyTavern's header has it)."""
+    name = ""
+    if lorebook_id:
+        name = LibraryService(store, owner=owner).get(LibraryKind.LOREBOOK, lorebook_id).name
+    with store.write(chat_id, revision=revision, label="chat lorebook") as w:
+        metadata = dict(w.chat.metadata)
+        if name:
+            metadata["world_info"] = name
+        else:
+            metadata.pop("world_info", None)
+        w.update_chat(metadata=metadata)
+    return store.get_chat(chat_id)

@@ -1,0 +1,112 @@
+"""The prompt inspector: the prompt of the next reply, or of a past one, with its ledger.
+
+Nothing is sent: the next prompt is built as a dry run (lorebook timers and macro
+side effects are not recorded) over the generation service's long-lived token-count
+cache, so a preview after a turn costs little more than the new messages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from taverna.errors import NotFound
+from taverna.model.chat import NodeRole
+from taverna.model.prompt import Prompt
+from taverna.providers.builders import build_request
+from taverna.providers.request import Api
+from taverna.services.connections import Connection
+from taverna.services.generation import GenerationService, Turn, TurnKind
+
+
+@dataclass(frozen=True)
+class PromptView:
+    """A prompt as the inspector shows it."""
+
+    prompt: dict[str, Any]
+    # The request as the default connection would send it (None without a connection).
+    request: dict[str, Any] | None
+    # The oldest message sent, when older visible ones were cut by the budget.
+    first_message_in_context: str | None
+    included_message_ids: list[str]
+
+
+def prompt_json(prompt: Prompt) -> dict[str, Any]:
+    """A Prompt as plain JSON for the inspector."""
+    ledger = prompt.ledger
+    return {
+        "kind": prompt.kind,
+        "messages": [
+            {"role": m.role.value, "content": m.content, "name": m.name, "source": m.source}
+            for m in prompt.messages
+        ],
+        "text": prompt.text,
+        "stop": list(prompt.stop),
+        "prefill": prompt.prefill,
+        "sampling": dict(prompt.sampling),
+        "ledger": {
+            "items": [
+                {
+                    "kind": i.kind,
+                    "source": i.source,
+                    "tokens": i.tokens,
+                    "included": i.included,
+                    "reason": i.reason,
+                    "position": i.position,
+                }
+                for i in ledger.items
+            ],
+            "total_tokens": ledger.total_tokens,
+            "budget": ledger.budget,
+            "trace": [dict(t) for t in ledger.trace],
+        },
+    }
+
+
+def inspect_prompt(service: GenerationService, chat_id: str, node_id: str | None) -> PromptView:
+    """Build (without sending) the prompt for the next reply, or for the reply `node_id`.
+
+    A past reply's prompt is built again from the path that led to it, with today's
+    card, preset and lorebooks.
+    """
+    store = service.store
+    chat = store.get_chat(chat_id)
+    path = list(service.chats.active_path(chat_id).nodes)
+    kind = TurnKind.NORMAL
+    if node_id is not None:
+        node = store.get_node(chat_id, node_id)
+        # a swipe's path ends with the reply it replaces; the assembly leaves that one out
+        if node.role is NodeRole.ASSISTANT:
+            path, kind = store.path_to(chat_id, node.id), TurnKind.SWIPE
+        else:
+            path = store.path_to(chat_id, node.parent_id) if node.parent_id else []
+    try:
+        connection: Connection | None = service.connections.get(None)
+    except NotFound:
+        # Without a connection the prompt is still shown, as Chat Completion builds it.
+        connection = None
+    api = connection.api if connection else Api.OPENAI
+    turn = Turn(chat, tuple(path), kind, api, False, dry_run=True, counts=service.counts)
+    built = service.build_prompt(turn)
+    prompt = built if isinstance(built, Prompt) else built.prompt
+    request_json: dict[str, Any] | None = None
+    if connection is not None:
+        options = service.connections.request_options(
+            connection,
+            user_name=chat.user_name or "User",
+            char_name=chat.characters[0].name if chat.characters else "",
+        )
+        request = build_request(prompt, connection.api, options, base_url=connection.url, key="")
+        request_json = {"url": request.url, "body": dict(request.body)}
+    ids = {n.id for n in path}
+    included = [
+        i.source
+        for i in prompt.ledger.items
+        if i.included and i.kind == "history" and i.source in ids
+    ]
+    order = {n.id: k for k, n in enumerate(path)}
+    visible = [n for n in path if not n.hidden]
+    first = min(included, key=lambda s: order[s]) if included else None
+    # The line goes above the oldest message sent, when older visible ones were cut.
+    cut = first if first and visible and visible[0].id != first else None
+    return PromptView(prompt_json(prompt), request_json, cut, included)

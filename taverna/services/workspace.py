@@ -1,0 +1,109 @@
+"""An opened data folder with its services: what the server and `taverna chat` both run on.
+
+One store, one chat service, one generation service with its long-lived token-count
+cache, and the backups of every chat written as the chats change.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+
+import httpx
+
+from taverna.errors import NotFound, TavernaError
+from taverna.services.backups import BackupFlusher, BackupService
+from taverna.services.chats import ChatService
+from taverna.services.connections import ConnectionService
+from taverna.services.data import open_data
+from taverna.services.generation import Completed, Ending, GenerationService, RunningGeneration
+from taverna.services.library import LibraryKind, LibraryService
+from taverna.services.prompting import library_prompt_builder
+from taverna.store.repository import Store
+
+log = logging.getLogger(__name__)
+
+SAMPLES = ("Ione Calder.png", "Brasswater.json")
+
+
+@dataclass
+class Workspace:
+    """The services over one data folder's store; close it when done."""
+
+    data_dir: Path
+    store: Store
+    chats: ChatService
+    connections: ConnectionService
+    generation: GenerationService
+    backups: BackupService
+    flusher: BackupFlusher | None = None
+
+    def chat_written(self, chat_id: str) -> None:
+        """Call after a chat changed: its backup is written now or soon (throttled)."""
+        try:
+            self.backups.after_write(chat_id)
+        except NotFound:
+            pass  # the write deleted the chat; its earlier backups stay
+        except (OSError, TavernaError) as exc:
+            # A full disk must not undo the user's write; it is reported, not hidden.
+            log.warning("could not back up chat %s: %s", chat_id, exc)
+
+    async def settle(self, run: RunningGeneration) -> Completed:
+        """Wait for a generation to end and back up its chat if the reply was stored."""
+        done = await run.wait()
+        if done.outcome is Ending.SAVED:
+            self.chat_written(run.chat_id)
+        return done
+
+    async def open_http(self) -> None:
+        """Give the generation service one HTTP client for this event loop's life, so
+        replies reuse kept-alive connections instead of a new handshake each."""
+        if self.generation.http is None:
+            self.generation.http = httpx.AsyncClient(timeout=None)
+
+    async def close_http(self) -> None:
+        client, self.generation.http = self.generation.http, None
+        if client is not None:
+            await client.aclose()
+
+    def close(self) -> None:
+        """Write pending backups and close the store."""
+        if self.flusher is not None:
+            self.flusher.stop()
+            self.flusher = None
+        else:
+            self.backups.flush(force=True)
+        self.store.close()
+
+
+def open_workspace(data_dir: Path, *, background_backups: bool = True) -> Workspace:
+    """Open the data folder's store (SQLite, migrated, unless $TAVERNA_DATABASE_URL names
+    another database) and build the services over it.
+
+    `background_backups` starts a thread that writes the backups a burst of writes left
+    pending; without it they are written on the next write after the interval, or on close.
+    """
+    folder = open_data(data_dir)
+    store = folder.store
+    chats = ChatService(store)
+    connections = ConnectionService(store, folder.path)
+    generation = GenerationService(store, connections, library_prompt_builder(store), chats=chats)
+    backups = BackupService(store, folder.backups_dir)
+    flusher = BackupFlusher(backups) if background_backups else None
+    if flusher is not None:
+        flusher.start()
+    return Workspace(folder.path, store, chats, connections, generation, backups, flusher)
+
+
+def seed_samples(store: Store) -> list[str]:
+    """On an empty library, store the product's own sample character and lorebook."""
+    library = LibraryService(store)
+    if library.documents(LibraryKind.CHARACTER) or library.documents(LibraryKind.LOREBOOK):
+        return []
+    stored = []
+    for name in SAMPLES:
+        data = (files("taverna") / "data" / name).read_bytes()
+        stored.append(library.import_bytes(data, name).name)
+    return stored

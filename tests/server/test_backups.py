@@ -1,0 +1,116 @@
+"""Chat writes through the API are backed up into the data folder's backups folder,
+throttled per chat, and what is pending is written when the server shuts down."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from taverna.server.app import create_app
+from taverna.server.context import AppContext, open_context
+from tests.server.test_generation import events, generate
+from tests.stubs.model_server import Reply, StubServer, start_stub
+
+
+class Clock:
+    """A monotonic clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(ctx: AppContext) -> Clock:
+    clock = Clock()
+    ctx.backups.clock = clock
+    return clock
+
+
+@pytest.fixture(scope="module")
+def stub() -> Iterator[StubServer]:
+    with start_stub() as server:
+        yield server
+
+
+def files(ctx: AppContext) -> list[Path]:
+    folder = ctx.data_dir / "backups"
+    return sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
+
+
+def new_chat(client: TestClient) -> str:
+    card = client.post("/api/characters", json={"name": "Mira", "first_mes": "Hello."}).json()
+    return str(client.post("/api/chats", json={"character_id": card["id"]}).json()["id"])
+
+
+def test_a_new_chat_is_backed_up_at_once(client: TestClient, ctx: AppContext, clock: Clock) -> None:
+    chat_id = new_chat(client)
+    assert [b.key for b in ctx.backups.backups()] == [ctx.backups.backups(chat_id)[0].key]
+    assert "Hello." in files(ctx)[0].read_text(encoding="utf-8")
+
+
+def test_writes_in_a_burst_leave_one_pending_backup_written_after_the_interval(
+    client: TestClient, ctx: AppContext, clock: Clock
+) -> None:
+    chat_id = new_chat(client)
+    leaf = client.get(f"/api/chats/{chat_id}").json()["messages"][-1]["id"]
+    edited = client.patch(f"/api/chats/{chat_id}/messages/{leaf}", json={"content": "Edited."})
+    assert edited.status_code == 200
+    assert len(files(ctx)) == 1 and chat_id in ctx.backups.pending
+    clock.now += ctx.backups.interval
+    ctx.backups.flush()  # what the background flusher does every second
+    assert len(files(ctx)) == 2 and not ctx.backups.pending
+    assert "Edited." in ctx.backups.backups(chat_id)[0].path.read_text(encoding="utf-8")
+
+
+def test_a_failed_write_backs_nothing_up(client: TestClient, ctx: AppContext, clock: Clock) -> None:
+    chat_id = new_chat(client)
+    clock.now += ctx.backups.interval
+    missing = client.patch(f"/api/chats/{chat_id}/messages/nope", json={"content": "x"})
+    assert missing.status_code == 404
+    assert len(files(ctx)) == 1 and not ctx.backups.pending
+
+
+def test_a_stored_reply_is_backed_up(
+    client: TestClient, ctx: AppContext, clock: Clock, stub: StubServer
+) -> None:
+    connection = {
+        "name": "stub",
+        "api": "openai",
+        "url": stub.base_url("openai"),
+        "model": "stub-model",
+    }
+    assert client.post("/api/connections", json=connection).status_code == 201
+    chat_id = new_chat(client)
+    clock.now += ctx.backups.interval
+    stub.script(Reply(tokens=["The tide ", "turns."]))
+    started = generate(client, chat_id, kind="normal", text="Hi")
+    seen = events(client, started["task"]["id"])
+    assert seen[-1][0] == "done", seen[-1][1]
+    # The user's message was backed up as it was sent; the reply, within the interval,
+    # is pending once the server has settled the generation.
+    deadline = time.monotonic() + 5
+    while ctx.services.get("settling") and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert chat_id in ctx.backups.pending
+    clock.now += ctx.backups.interval
+    ctx.backups.flush()
+    assert "The tide turns." in ctx.backups.backups(chat_id)[0].path.read_text(encoding="utf-8")
+
+
+def test_shutdown_writes_what_is_pending(tmp_path: Path) -> None:
+    ctx = open_context(tmp_path / "data")
+    ctx.backups.clock = Clock()
+    with TestClient(create_app(ctx)) as client:
+        chat_id = new_chat(client)
+        renamed = client.patch(f"/api/chats/{chat_id}", json={"title": "Renamed"})
+        assert renamed.status_code == 200, renamed.text
+        assert chat_id in ctx.backups.pending
+    assert "renamed" in [b.title for b in ctx.backups.backups(chat_id)]
+    assert not ctx.backups.pending

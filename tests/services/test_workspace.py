@@ -1,0 +1,71 @@
+"""The workspace the server and `taverna chat` share: services over one data folder, and
+chat backups written as chats change (throttled, flushed on close)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import taverna.cli.chat  # registers the command
+from taverna.cli.main import app
+from taverna.services.editing import rename_chat, start_chat
+from taverna.services.library import LibraryKind, LibraryService
+from taverna.services.workspace import open_workspace, seed_samples
+from tests.stubs import Reply, StubServer, start_stub
+
+
+@pytest.fixture(scope="module")
+def stub() -> Iterator[StubServer]:
+    with start_stub() as server:
+        yield server
+
+
+def test_a_burst_of_writes_is_backed_up_once_now_and_once_on_close(tmp_path: Path) -> None:
+    ws = open_workspace(tmp_path / "data", background_backups=False)
+    now = [0.0]
+    ws.backups.clock = lambda: now[0]
+    try:
+        assert seed_samples(ws.store) == ["Ione Calder", "Brasswater"]
+        card = LibraryService(ws.store).find(LibraryKind.CHARACTER, "Ione Calder")
+        assert card is not None
+        chat = start_chat(ws.chats, card.id, title="Harbour", owner="")
+        ws.chat_written(chat.id)
+        rename_chat(ws.store, chat.id, "Harbour at dusk", revision=chat.revision)
+        ws.chat_written(chat.id)
+        assert [b.title for b in ws.backups.backups(chat.id)] == ["harbour"]
+    finally:
+        ws.close()
+    titles = sorted(b.title for b in ws.backups.backups(chat.id))
+    assert titles == ["harbour", "harbour_at_dusk"]
+
+
+def test_a_deleted_chat_is_not_an_error(tmp_path: Path) -> None:
+    ws = open_workspace(tmp_path / "data", background_backups=False)
+    try:
+        seed_samples(ws.store)
+        card = LibraryService(ws.store).find(LibraryKind.CHARACTER, "Ione Calder")
+        assert card is not None
+        chat = start_chat(ws.chats, card.id, title="Gone", owner="")
+        ws.store.delete_chat(chat.id, revision=chat.revision)
+        ws.chat_written(chat.id)
+        assert ws.backups.backups(chat.id) == []
+    finally:
+        ws.close()
+
+
+def test_taverna_chat_say_backs_the_chat_up(tmp_path: Path, stub: StubServer) -> None:
+    data = tmp_path / "data"
+    ws = open_workspace(data, background_backups=False)
+    seed_samples(ws.store)
+    ws.connections.add("stub", "openai", url=stub.base_url("openai"), model="stub-model")
+    ws.close()
+    stub.script(Reply(tokens=["Aboard."]))
+    result = CliRunner().invoke(app, ["chat", "Ione Calder", "--say", "Home", "--data", str(data)])
+    assert result.exit_code == 0, result.output
+    [backup] = (data / "backups").glob("*.jsonl")
+    text = backup.read_text(encoding="utf-8")
+    assert "Home" in text and "Aboard." in text
+    assert taverna.cli.chat.HELP
