@@ -393,22 +393,9 @@ def prompt(
     ] = None,
 ) -> None:
     """Print the exact request body SillyTavern's files would produce this turn (nothing is sent)."""
-    built, loaded, characters, members = build_prompt(
-        settings,
-        card,
-        chat,
-        world or [],
-        api,
-        kind,
-        group,
-        speaker,
-        cache_friendly,
-        0,
-        dry_run,
-        chat_template,
-    )
-    if cache_check:
-        previous, *_ = build_prompt(
+
+    def build(drop_last: int) -> tuple[Prompt, SillyTavernSettings, list[CharacterInfo], list[str]]:
+        return build_prompt(
             settings,
             card,
             chat,
@@ -418,10 +405,14 @@ def prompt(
             group,
             speaker,
             cache_friendly,
-            1,
+            drop_last,
             dry_run,
             chat_template,
         )
+
+    built, loaded, characters, members = build(0)
+    if cache_check:
+        previous, *_ = build(1)
         typer.echo(describe_break(first_difference(previous, built)))
         return
     if ledger:
