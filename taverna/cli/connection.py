@@ -29,6 +29,9 @@ DataOption = Annotated[
         "--data", help="Data folder (default: $TAVERNA_DATA or the user's data directory)."
     ),
 ]
+ChosenConnection = Annotated[
+    str | None, typer.Argument(help="the connection (default: the default one)")
+]
 
 
 @contextmanager
@@ -148,9 +151,7 @@ def list_(
 
 @connection_app.command("test")
 def test(
-    name: Annotated[
-        str | None, typer.Argument(help="the connection (default: the default one)")
-    ] = None,
+    name: ChosenConnection = None,
     data: DataOption = None,
 ) -> None:
     """Send a tiny request and say whether the model answered."""
@@ -165,9 +166,7 @@ def test(
 
 @connection_app.command("models")
 def models(
-    name: Annotated[
-        str | None, typer.Argument(help="the connection (default: the default one)")
-    ] = None,
+    name: ChosenConnection = None,
     data: DataOption = None,
 ) -> None:
     """List the models the connection's API offers."""
