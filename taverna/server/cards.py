@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -108,48 +108,3 @@ def character_out(
         avatar_url=f"/api/characters/{doc_id}/avatar",
         has_embedded_lorebook=character.character_book is not None,
     )
-
-
-def apply_fields(character: Character, edit: CharacterFields, *, world: str | None) -> Character:
-    """`character` with the editor's fields written in; fields the editor lacks are kept."""
-    data: dict[str, Any] = character.to_json()
-    for key in (
-        "name",
-        "description",
-        "personality",
-        "scenario",
-        "first_mes",
-        "alternate_greetings",
-        "mes_example",
-        "system_prompt",
-        "post_history_instructions",
-        "creator_notes",
-        "creator",
-        "character_version",
-        "tags",
-    ):
-        data[key] = getattr(edit, key)
-    # V3-only fields are written when the card has them or the editor filled them, so an
-    # untouched V2 card exports as it came in.
-    for key, value in (
-        ("nickname", edit.nickname or None),
-        ("group_only_greetings", edit.group_only_greetings),
-    ):
-        if key in data or value:
-            data[key] = value
-    extensions = dict(data.get("extensions") or {})
-    old_note = dict(extensions.get("depth_prompt") or {})
-    extensions["depth_prompt"] = {
-        **old_note,
-        "prompt": edit.depth_prompt,
-        "depth": edit.depth_prompt_depth
-        if edit.depth_prompt_depth is not None
-        else old_note.get("depth", 4),
-        "role": edit.depth_prompt_role,
-    }
-    if edit.talkativeness is not None:
-        # SillyTavern stores talkativeness as a string (formats-character-card.md).
-        extensions["talkativeness"] = str(edit.talkativeness)
-    extensions["world"] = world or ""
-    data["extensions"] = extensions
-    return Character.model_validate(data)

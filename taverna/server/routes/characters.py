@@ -6,7 +6,7 @@ from fastapi import APIRouter, Depends, File, Request, Response, UploadFile
 
 from taverna.formats.card_json import card_from_json, write_card_json
 from taverna.formats.png_card import as_png, write_png_card
-from taverna.server import library_use
+from taverna.server import library_views
 from taverna.server.cards import (
     CharacterFields,
     CharacterIn,
@@ -16,6 +16,7 @@ from taverna.server.cards import (
 from taverna.server.context import AppContext, context, current_user
 from taverna.server.schemas import Strict
 from taverna.server.uploads import read_limited
+from taverna.services import library_editing
 from taverna.services.library import LibraryKind, LibraryService
 
 router = APIRouter(prefix="/api/characters", tags=["characters"])
@@ -54,27 +55,27 @@ async def import_card(
 ) -> CharacterOut:
     """Store a PNG, JSON or CHARX card; anything else is refused and nothing is stored."""
     data = await read_limited(file, ctx.upload_limit)
-    item = library_use.import_card(lib, data, file.filename or "card")
-    return library_use.character_view(lib, item.id)
+    item = library_editing.import_card(lib, data, file.filename or "card")
+    return library_views.character_view(lib, item.id)
 
 
 @router.post("", response_model=CharacterOut, status_code=201)
 def create_character(body: CharacterFields, lib: LibraryService = Depends(library)) -> CharacterOut:
-    doc_id = library_use.create_character(lib, body)
-    return library_use.character_view(lib, doc_id)
+    doc_id = library_editing.create_character(lib, body.model_dump())
+    return library_views.character_view(lib, doc_id)
 
 
 @router.get("/{character_id}", response_model=CharacterOut)
 def get_character(character_id: str, lib: LibraryService = Depends(library)) -> CharacterOut:
-    return library_use.character_view(lib, character_id)
+    return library_views.character_view(lib, character_id)
 
 
 @router.put("/{character_id}", response_model=CharacterOut)
 def update_character(
     character_id: str, body: CharacterIn, lib: LibraryService = Depends(library)
 ) -> CharacterOut:
-    library_use.update_character(lib, character_id, body, revision=body.revision)
-    return library_use.character_view(lib, character_id)
+    library_editing.update_character(lib, character_id, body.model_dump(), revision=body.revision)
+    return library_views.character_view(lib, character_id)
 
 
 @router.delete("/{character_id}", status_code=204)
@@ -88,8 +89,8 @@ def delete_character(character_id: str, lib: LibraryService = Depends(library)) 
 def link_lorebook(
     character_id: str, body: LorebookLinkIn, lib: LibraryService = Depends(library)
 ) -> CharacterOut:
-    library_use.link_lorebook(lib, character_id, body.lorebook_id)
-    return library_use.character_view(lib, character_id)
+    library_editing.link_lorebook(lib, character_id, body.lorebook_id)
+    return library_views.character_view(lib, character_id)
 
 
 @router.get("/{character_id}/avatar")
@@ -99,7 +100,7 @@ def avatar(character_id: str, lib: LibraryService = Depends(library)) -> Respons
     if card.avatar:
         return Response(card.avatar, media_type="image/png", headers={"Cache-Control": "no-cache"})
     return Response(
-        library_use.placeholder_svg(card.character.name),
+        library_views.placeholder_svg(card.character.name),
         media_type="image/svg+xml",
         headers={"Cache-Control": "no-cache"},
     )
@@ -123,7 +124,7 @@ async def set_avatar(
         revision=doc.revision,
         owner=doc.owner,
     )
-    return library_use.character_view(lib, character_id)
+    return library_views.character_view(lib, character_id)
 
 
 @router.get("/{character_id}/export")
@@ -132,12 +133,12 @@ def export_character(
 ) -> Response:
     """The card as a file SillyTavern reads: PNG (picture with both chunks) or JSON."""
     card = lib.character(character_id)
-    stem = library_use.download_name(card.character.name)
+    stem = library_views.download_name(card.character.name)
     if format == "json":
         return Response(
             write_card_json(card.character),
             media_type="application/json",
-            headers=library_use.attachment(f"{stem}.json"),
+            headers=library_views.attachment(f"{stem}.json"),
         )
     if format != "png":
         from taverna.errors import TavernaError
@@ -146,5 +147,5 @@ def export_character(
     return Response(
         write_png_card(card.character, card.avatar),
         media_type="image/png",
-        headers=library_use.attachment(f"{stem}.png"),
+        headers=library_views.attachment(f"{stem}.png"),
     )

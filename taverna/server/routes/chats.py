@@ -6,7 +6,7 @@ from fastapi import APIRouter, Depends, Request, Response
 
 from taverna.errors import NotFound
 from taverna.model.chat import AuthorsNote
-from taverna.server import library_use, usecases
+from taverna.server import library_views, usecases
 from taverna.server.context import AppContext, backed_up, context, current_user
 from taverna.server.schemas import (
     AuthorsNoteIn,
@@ -189,7 +189,7 @@ def set_chat_lorebook(
 def export_chat(chat_id: str, ctx: AppContext = Depends(context)) -> Response:
     """The chat as SillyTavern files: one JSONL, or a zip with every branch's JSONL."""
     data, name, media = chat_views.export_archive(ctx.store, chat_id)
-    return Response(data, media_type=media, headers=library_use.attachment(name))
+    return Response(data, media_type=media, headers=library_views.attachment(name))
 
 
 @router.get("/{chat_id}/tree")

@@ -7,10 +7,11 @@ from typing import Any
 from fastapi import APIRouter, Body, Depends, File, Request, Response, UploadFile
 
 from taverna.formats import json_text
-from taverna.server import library_use
+from taverna.server import library_views
 from taverna.server.context import AppContext, context, current_user
 from taverna.server.schemas import LorebookIn, LorebookListItem, LorebookOut
 from taverna.server.uploads import read_limited
+from taverna.services import library_editing
 from taverna.services.library import LibraryKind, LibraryService
 
 router = APIRouter(prefix="/api/lorebooks", tags=["lorebooks"])
@@ -30,7 +31,7 @@ def list_lorebooks(lib: LibraryService = Depends(library)) -> list[LorebookListI
 
 @router.post("", response_model=LorebookOut, status_code=201)
 def create_lorebook(body: LorebookIn, lib: LibraryService = Depends(library)) -> LorebookOut:
-    return library_use.lorebook_view(lib, library_use.create_lorebook(lib, body.name))
+    return library_views.lorebook_view(lib, library_editing.create_lorebook(lib, body.name))
 
 
 @router.post("/import", response_model=LorebookListItem, status_code=201)
@@ -41,7 +42,7 @@ async def import_lorebook(
 ) -> LorebookListItem:
     """Store a SillyTavern world file (or a V3 lorebook); anything else is refused."""
     data = await read_limited(file, ctx.upload_limit)
-    item = library_use.import_lorebook(lib, data, file.filename or "lorebook.json")
+    item = library_editing.import_lorebook(lib, data, file.filename or "lorebook.json")
     doc = lib.get(LibraryKind.LOREBOOK, item.id)
     return LorebookListItem(
         id=doc.id, name=doc.name, entry_count=len(doc.data.get("entries") or {})
@@ -50,7 +51,7 @@ async def import_lorebook(
 
 @router.get("/{lorebook_id}", response_model=LorebookOut)
 def get_lorebook(lorebook_id: str, lib: LibraryService = Depends(library)) -> LorebookOut:
-    return library_use.lorebook_view(lib, lorebook_id)
+    return library_views.lorebook_view(lib, lorebook_id)
 
 
 @router.delete("/{lorebook_id}", status_code=204)
@@ -66,15 +67,15 @@ def export_lorebook(lorebook_id: str, lib: LibraryService = Depends(library)) ->
     return Response(
         json_text.dumps(dict(doc.data), indent=4).encode("utf-8"),
         media_type="application/json",
-        headers=library_use.attachment(f"{library_use.download_name(doc.name)}.json"),
+        headers=library_views.attachment(f"{library_views.download_name(doc.name)}.json"),
     )
 
 
 @router.post("/{lorebook_id}/entries", response_model=LorebookOut, status_code=201)
 def add_entry(lorebook_id: str, lib: LibraryService = Depends(library)) -> LorebookOut:
     """A new entry with SillyTavern's defaults, at the end of the book."""
-    library_use.add_entry(lib, lorebook_id)
-    return library_use.lorebook_view(lib, lorebook_id)
+    library_editing.add_entry(lib, lorebook_id)
+    return library_views.lorebook_view(lib, lorebook_id)
 
 
 @router.put("/{lorebook_id}/entries/{uid}", response_model=LorebookOut)
@@ -84,11 +85,11 @@ def update_entry(
     entry: dict[str, Any] = Body(..., description="the entry, by SillyTavern's field names"),
     lib: LibraryService = Depends(library),
 ) -> LorebookOut:
-    library_use.replace_entry(lib, lorebook_id, uid, entry)
-    return library_use.lorebook_view(lib, lorebook_id)
+    library_editing.replace_entry(lib, lorebook_id, uid, entry)
+    return library_views.lorebook_view(lib, lorebook_id)
 
 
 @router.delete("/{lorebook_id}/entries/{uid}", response_model=LorebookOut)
 def delete_entry(lorebook_id: str, uid: int, lib: LibraryService = Depends(library)) -> LorebookOut:
-    library_use.replace_entry(lib, lorebook_id, uid, None)
-    return library_use.lorebook_view(lib, lorebook_id)
+    library_editing.replace_entry(lib, lorebook_id, uid, None)
+    return library_views.lorebook_view(lib, lorebook_id)

@@ -7,10 +7,11 @@ from pydantic import BaseModel
 
 from taverna.formats.png_card import as_png
 from taverna.model.persona import Persona
-from taverna.server import library_use
+from taverna.server import library_views
 from taverna.server.context import AppContext, context, current_user
 from taverna.server.schemas import PersonaIn
 from taverna.server.uploads import read_limited
+from taverna.services import library_editing
 from taverna.services.library import LibraryKind, LibraryService
 
 router = APIRouter(prefix="/api/personas", tags=["personas"])
@@ -47,12 +48,12 @@ def _out(doc_id: str, persona: Persona) -> PersonaOut:
 
 @router.get("", response_model=list[PersonaOut])
 def list_personas(lib: LibraryService = Depends(library)) -> list[PersonaOut]:
-    return [_out(i, p) for i, p in library_use.all_personas(lib)]
+    return [_out(i, p) for i, p in library_editing.all_personas(lib)]
 
 
 @router.post("", response_model=PersonaOut, status_code=201)
 def create_persona(body: PersonaIn, lib: LibraryService = Depends(library)) -> PersonaOut:
-    doc_id = library_use.save_persona(lib, body, None)
+    doc_id = library_editing.save_persona(lib, body, None)
     return _out(doc_id, Persona.model_validate(dict(lib.get(LibraryKind.PERSONA, doc_id).data)))
 
 
@@ -61,7 +62,7 @@ def update_persona(
     persona_id: str, body: PersonaIn, lib: LibraryService = Depends(library)
 ) -> PersonaOut:
     lib.get(LibraryKind.PERSONA, persona_id)
-    library_use.save_persona(lib, body, persona_id)
+    library_editing.save_persona(lib, body, persona_id)
     return _out(
         persona_id, Persona.model_validate(dict(lib.get(LibraryKind.PERSONA, persona_id).data))
     )
@@ -83,7 +84,7 @@ def persona_avatar(persona_id: str, lib: LibraryService = Depends(library)) -> R
     if blob:
         return Response(blob, media_type="image/png", headers={"Cache-Control": "no-cache"})
     return Response(
-        library_use.placeholder_svg(doc.name),
+        library_views.placeholder_svg(doc.name),
         media_type="image/svg+xml",
         headers={"Cache-Control": "no-cache"},
     )

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from taverna.errors import FormatError, TavernaError
 from taverna.formats import json_text
 from taverna.formats.detect import detect
-from taverna.server import library_use
+from taverna.server import library_views
 from taverna.server.context import AppContext, context, current_user
 from taverna.server.schemas import NAME_MAX, Strict
 from taverna.server.uploads import read_limited
@@ -168,5 +168,5 @@ def export_preset(preset_id: str, lib: LibraryService = Depends(library)) -> Res
     return Response(
         json_text.dumps(dict(doc.data), indent=4).encode("utf-8"),
         media_type="application/json",
-        headers=library_use.attachment(f"{library_use.download_name(doc.name)}.json"),
+        headers=library_views.attachment(f"{library_views.download_name(doc.name)}.json"),
     )

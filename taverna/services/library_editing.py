@@ -1,18 +1,10 @@
-"""Library use cases the page needs beyond what the library service offers: creating and
-editing a character from the editor's fields, linking its lorebook, and file naming.
-
-Each calls the library service and the store only; each could move into the library
-service unchanged.
-"""
+"""Editing the library from the page's editors: a character from its fields, a lorebook's
+entries, a persona; each checked and stored through the library service."""
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections.abc import Mapping
-from typing import Any
-from urllib.parse import quote
-from xml.sax.saxutils import escape
+from typing import Any, Protocol
 
 from taverna.errors import Conflict, FormatError, NotFound, TavernaError
 from taverna.formats.card_json import card_to_json
@@ -21,27 +13,28 @@ from taverna.formats.world_info import world_info_from_json, world_info_to_json
 from taverna.model.character import CardFile, Character
 from taverna.model.lorebook import Entry, Lorebook
 from taverna.model.persona import Persona, PersonaDescriptor
-from taverna.server.cards import CharacterFields, CharacterOut, apply_fields, character_out
-from taverna.server.schemas import LorebookOut, PersonaIn
 from taverna.services.library import LibraryKind, LibraryService, StoredItem
 
 CARD_KINDS = (FileKind.CARD_PNG, FileKind.CARD_JSON, FileKind.CARD_CHARX)
+LOREBOOK_KINDS = (FileKind.WORLD_INFO, FileKind.LOREBOOK_V3)
+ENTRY_LIMIT = 100_000
+
+
+class PersonaFields(Protocol):
+    """What the persona editor sends."""
+
+    name: str
+    description: str
+    position: int
+    depth: int
+    role: int
+    is_default: bool
 
 
 def lorebook_name(lib: LibraryService, lorebook_id: str | None) -> str | None:
     if not lorebook_id:
         return None
     return lib.get(LibraryKind.LOREBOOK, lorebook_id).name
-
-
-def character_view(lib: LibraryService, character_id: str) -> CharacterOut:
-    doc = lib.get(LibraryKind.CHARACTER, character_id)
-    card = lib.character(character_id)
-    world = card.character.linked_world
-    book = lib.find(LibraryKind.LOREBOOK, world) if world else None
-    return character_out(
-        doc.id, doc.revision, card.character, lorebook_id=book.id if book else None
-    )
 
 
 def _refuse_taken_name(lib: LibraryService, name: str, own_id: str | None) -> None:
@@ -58,21 +51,26 @@ def import_card(lib: LibraryService, data: bytes, file_name: str) -> StoredItem:
     return lib.import_bytes(data, file_name)
 
 
-def create_character(lib: LibraryService, fields: CharacterFields) -> str:
-    _refuse_taken_name(lib, fields.name, None)
+def create_character(lib: LibraryService, fields: Mapping[str, Any]) -> str:
+    """Store a new character made from the editor's fields."""
+    _refuse_taken_name(lib, fields["name"], None)
     character = apply_fields(
-        Character.create(fields.name), fields, world=lorebook_name(lib, fields.lorebook_id)
+        Character.create(fields["name"]),
+        fields,
+        world=lorebook_name(lib, fields.get("lorebook_id")),
     )
     return lib.put_character(CardFile(character=character)).id
 
 
 def update_character(
-    lib: LibraryService, character_id: str, fields: CharacterFields, *, revision: int | None
+    lib: LibraryService, character_id: str, fields: Mapping[str, Any], *, revision: int | None
 ) -> None:
     doc = lib.get(LibraryKind.CHARACTER, character_id)
-    _refuse_taken_name(lib, fields.name, doc.id)
+    _refuse_taken_name(lib, fields["name"], doc.id)
     card = lib.character(character_id)
-    character = apply_fields(card.character, fields, world=lorebook_name(lib, fields.lorebook_id))
+    character = apply_fields(
+        card.character, fields, world=lorebook_name(lib, fields.get("lorebook_id"))
+    )
     lib.store.put_document(
         doc.kind,
         character.name,
@@ -102,36 +100,52 @@ def link_lorebook(lib: LibraryService, character_id: str, lorebook_id: str | Non
     )
 
 
-def placeholder_svg(name: str) -> bytes:
-    """A round picture with the name's first letter, for a character without one."""
-    letter = escape(name.strip()[:1].upper() or "?")
-    hue = sum(ord(c) for c in name) % 360
-    return (
-        '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 100 100">'
-        f'<rect width="100" height="100" fill="hsl({hue},45%,45%)"/>'
-        '<text x="50" y="50" dy=".35em" text-anchor="middle" font-family="sans-serif" '
-        f'font-size="52" fill="#fff">{letter}</text></svg>'
-    ).encode()
-
-
-def download_name(name: str) -> str:
-    """A file name stem safe on every system (non-ASCII kept, separators removed)."""
-    cleaned = unicodedata.normalize("NFC", name)
-    cleaned = re.sub(r'[\\/:*?"<>|\x00-\x1f]', "_", cleaned).strip(" .") or "character"
-    return cleaned[:120]
-
-
-def attachment(file_name: str) -> dict[str, str]:
-    ascii_name = file_name.encode("ascii", "replace").decode().replace("?", "_").replace('"', "_")
-    return {
-        "Content-Disposition": f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(file_name)}"
+def apply_fields(character: Character, edit: Mapping[str, Any], *, world: str | None) -> Character:
+    """`character` with the editor's fields written in; fields the editor lacks are kept."""
+    data: dict[str, Any] = character.to_json()
+    for key in (
+        "name",
+        "description",
+        "personality",
+        "scenario",
+        "first_mes",
+        "alternate_greetings",
+        "mes_example",
+        "system_prompt",
+        "post_history_instructions",
+        "creator_notes",
+        "creator",
+        "character_version",
+        "tags",
+    ):
+        data[key] = edit.get(key, data.get(key))
+    # V3-only fields are written when the card has them or the editor filled them, so an
+    # untouched V2 card exports as it came in.
+    for key, value in (
+        ("nickname", edit.get("nickname") or None),
+        ("group_only_greetings", edit.get("group_only_greetings") or []),
+    ):
+        if key in data or value:
+            data[key] = value
+    extensions = dict(data.get("extensions") or {})
+    old_note = dict(extensions.get("depth_prompt") or {})
+    extensions["depth_prompt"] = {
+        **old_note,
+        "prompt": edit.get("depth_prompt", old_note.get("prompt", "")),
+        "depth": edit.get("depth_prompt_depth")
+        if edit.get("depth_prompt_depth") is not None
+        else old_note.get("depth", 4),
+        "role": edit.get("depth_prompt_role") or old_note.get("role", "system"),
     }
+    if edit.get("talkativeness") is not None:
+        # SillyTavern stores talkativeness as a string (formats-character-card.md).
+        extensions["talkativeness"] = str(edit["talkativeness"])
+    extensions["world"] = world or ""
+    data["extensions"] = extensions
+    return Character.model_validate(data)
 
 
 # ------------------------------------------------------------------ lorebooks
-
-LOREBOOK_KINDS = (FileKind.WORLD_INFO, FileKind.LOREBOOK_V3)
-ENTRY_LIMIT = 100_000
 
 
 def import_lorebook(lib: LibraryService, data: bytes, file_name: str) -> StoredItem:
@@ -146,14 +160,6 @@ def create_lorebook(lib: LibraryService, name: str) -> str:
     if lib.find(LibraryKind.LOREBOOK, name) is not None:
         raise Conflict(f"a lorebook named {name!r} exists already", field="name")
     return lib.put_lorebook(Lorebook(name=name)).id
-
-
-def lorebook_view(lib: LibraryService, lorebook_id: str) -> LorebookOut:
-    doc = lib.get(LibraryKind.LOREBOOK, lorebook_id)
-    raw = doc.data.get("entries") or {}
-    entries = [dict(value) for value in raw.values()] if isinstance(raw, dict) else []
-    entries.sort(key=lambda e: (e.get("displayIndex") or 0, e.get("uid") or 0))
-    return LorebookOut(id=doc.id, name=doc.name, revision=doc.revision, entries=entries)
 
 
 def _write_book(lib: LibraryService, lorebook_id: str, data: dict[str, Any]) -> None:
@@ -215,7 +221,7 @@ def all_personas(lib: LibraryService) -> list[tuple[str, Persona]]:
     ]
 
 
-def save_persona(lib: LibraryService, body: PersonaIn, doc_id: str | None) -> str:
+def save_persona(lib: LibraryService, body: PersonaFields, doc_id: str | None) -> str:
     """Create or change a persona; a name is used once, and one persona is the default."""
     existing = dict(all_personas(lib))
     for other_id, other in existing.items():

@@ -1,0 +1,57 @@
+"""What the page's library views are made of (a character, a lorebook's entries) and
+how files are named for download."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from urllib.parse import quote
+from xml.sax.saxutils import escape
+
+from taverna.server.cards import CharacterOut, character_out
+from taverna.server.schemas import LorebookOut
+from taverna.services.library import LibraryKind, LibraryService
+
+
+def character_view(lib: LibraryService, character_id: str) -> CharacterOut:
+    doc = lib.get(LibraryKind.CHARACTER, character_id)
+    card = lib.character(character_id)
+    world = card.character.linked_world
+    book = lib.find(LibraryKind.LOREBOOK, world) if world else None
+    return character_out(
+        doc.id, doc.revision, card.character, lorebook_id=book.id if book else None
+    )
+
+
+def placeholder_svg(name: str) -> bytes:
+    """A round picture with the name's first letter, for a character without one."""
+    letter = escape(name.strip()[:1].upper() or "?")
+    hue = sum(ord(c) for c in name) % 360
+    return (
+        '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 100 100">'
+        f'<rect width="100" height="100" fill="hsl({hue},45%,45%)"/>'
+        '<text x="50" y="50" dy=".35em" text-anchor="middle" font-family="sans-serif" '
+        f'font-size="52" fill="#fff">{letter}</text></svg>'
+    ).encode()
+
+
+def download_name(name: str) -> str:
+    """A file name stem safe on every system (non-ASCII kept, separators removed)."""
+    cleaned = unicodedata.normalize("NFC", name)
+    cleaned = re.sub(r'[\\/:*?"<>|\x00-\x1f]', "_", cleaned).strip(" .") or "character"
+    return cleaned[:120]
+
+
+def attachment(file_name: str) -> dict[str, str]:
+    ascii_name = file_name.encode("ascii", "replace").decode().replace("?", "_").replace('"', "_")
+    return {
+        "Content-Disposition": f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(file_name)}"
+    }
+
+
+def lorebook_view(lib: LibraryService, lorebook_id: str) -> LorebookOut:
+    doc = lib.get(LibraryKind.LOREBOOK, lorebook_id)
+    raw = doc.data.get("entries") or {}
+    entries = [dict(value) for value in raw.values()] if isinstance(raw, dict) else []
+    entries.sort(key=lambda e: (e.get("displayIndex") or 0, e.get("uid") or 0))
+    return LorebookOut(id=doc.id, name=doc.name, revision=doc.revision, entries=entries)
