@@ -16,7 +16,8 @@ leftover subtree is written once, beside the message it is an alternative to, un
 message key `taverna_forks` (its newest line as message objects, its own leftovers nested the
 same way). SillyTavern keeps unknown message keys and shows the chat as it was; importing the
 file here rebuilds the subtree, so the export stays linear in the number of nodes. Only a
-leftover with no message beside it (under a named file's last message) gets a `Branch #N` file.
+leftover with no message beside it (under a named file's last message), or nested more than
+MAX_FORK_NESTING forks deep, gets a `Branch #N` file.
 A fork keeps the messages and their candidates, not the per-branch chat state at its end.
 Files are made line by line and written as they are made, so memory holds the tree and one
 path, never a whole file set.
@@ -66,6 +67,10 @@ from taverna.model.chat import (
     new_id,
 )
 from taverna.store.repository import NewChat, Store
+
+# How deep forks nest inside forks before the deeper ones get files of their own: JSON
+# readers (SillyTavern's, Python's) stop at some nesting depth, and no chat should near it.
+MAX_FORK_NESTING = 32
 
 # Reserved key in node extras, chat metadata and state extras for what SillyTavern's files
 # need back on export (key order, swipe records, file names); SillyTavern never writes it.
@@ -897,7 +902,8 @@ class _Exporter:
     def _plan(self, tree: ChatTree) -> list[_FilePlan]:
         chat = self.chat
         plans = [_FilePlan(self.main_name, chat.active_leaf_id, True, False)]
-        used = {self.main_name}
+        used = self.used = {self.main_name}
+        self.overflow: list[Node] = []
         for branch in tree.branches:
             if branch.id == chat.active_branch_id or branch.head_id is None:
                 continue
@@ -977,6 +983,8 @@ class _Exporter:
     def files(self) -> Iterator[StreamedFile]:
         for index, plan in enumerate(self.plans):
             yield self._render(index, plan)
+        while self.overflow:
+            yield self._overflow_file(self.overflow.pop(0))
 
     def _render(self, index: int, plan: _FilePlan) -> StreamedFile:
         chat = self.chat
@@ -1013,7 +1021,7 @@ class _Exporter:
                 message = message.with_fields(**{FORKS: branches})
             yield message
 
-    def _fork(self, root: Node, taken: set[str]) -> list[JsonValue]:
+    def _fork(self, root: Node, taken: set[str], nesting: int = 1) -> list[JsonValue]:
         """A leftover subtree as message objects: its newest line, its own forks inside."""
         line = [root]
         while (child := self.next_on_line(line[-1])) is not None:
@@ -1036,11 +1044,38 @@ class _Exporter:
             if nested:
                 inner: list[JsonValue] = []
                 for other in nested:
-                    if other.id not in taken:
-                        inner.append(self._fork(other, taken))
-                message = message.with_fields(**{FORKS: inner})
+                    if other.id in taken:
+                        continue
+                    if nesting >= MAX_FORK_NESTING:
+                        # Deeper than JSON readers nest: a file of its own, after the others.
+                        taken.add(other.id)
+                        self.overflow.append(other)
+                    else:
+                        inner.append(self._fork(other, taken, nesting + 1))
+                if inner:
+                    message = message.with_fields(**{FORKS: inner})
             out.append(message.fields)
         return out
+
+    def _overflow_file(self, root: Node) -> StreamedFile:
+        """A fork nested too deep, as a branch file: the path to it, then its subtree."""
+        prefix = self.path_to(root.parent_id) if root.parent_id else []
+        leaf = self.newest_leaf(root)
+        state = effective_state(self.path_to(leaf.id), self.chat.base_state)
+        date = humanized_date(leaf.created or datetime.now(UTC))
+        name = _unique(f"Branch #{len(prefix)} - {date}", self.used)
+        metadata = _metadata_for(self.chat, state, main_chat=self.main_name, own=False)
+        header = _header_for(self.chat, state, metadata, own=False)
+
+        def messages() -> Iterator[ChatMessage]:
+            on_path = {n.id for n in prefix}
+            for node in prefix:
+                yield message_for(node, self.kids, on_path)
+            for fields in self._fork(root, self.taken):
+                assert isinstance(fields, dict)
+                yield ChatMessage(fields)
+
+        return StreamedFile(name, False, header, messages())
 
 
 def export_stream(tree: ChatTree) -> Iterator[StreamedFile]:

@@ -10,9 +10,10 @@ import pytest
 
 from taverna.errors import FormatError
 from taverna.formats.st_chat import read_chat, write_chat
-from taverna.model.chat import CharacterRef, NodeRole
+from taverna.model.chat import CharacterRef, Node, NodeRole, new_id
 from taverna.services.chats import ChatService
-from taverna.services.interchange import InterchangeService, safe_file_name
+from taverna.services.interchange import MAX_FORK_NESTING, InterchangeService, safe_file_name
+from taverna.store import NewChat
 from taverna.store.sql import SqlStore
 from taverna.store.testing import backends, temporary_store
 
@@ -380,3 +381,37 @@ def test_export_writes_named_files_and_keeps_leftover_turns_as_forks(
 
 def main_name(written: list[Path]) -> str:
     return written[0].stem
+
+
+def test_forks_nested_too_deep_become_branch_files_and_import_back(
+    interchange: InterchangeService, store: SqlStore, tmp_path: Path
+) -> None:
+    # main: M0 -> M1; beside M1 a fork X1 -> C1, beside C1 a fork X2 -> C2, ... 400 deep
+    chat_id = new_id()
+    top = Node(new_id(), chat_id, None, NodeRole.ASSISTANT, "M0", speaker="Ada")
+    nodes, selections = [top], {}
+    parent = top
+    for k in range(1, 401):
+        fork = Node(new_id(), chat_id, parent.id, NodeRole.USER, f"X{k}", speaker="Me")
+        line = Node(new_id(), chat_id, parent.id, NodeRole.USER, f"C{k - 1}", speaker="Me")
+        reply = Node(new_id(), chat_id, line.id, NodeRole.ASSISTANT, f"R{k - 1}", speaker="Ada")
+        nodes += [fork, line, reply] if k > 1 else [fork, line]
+        selections[parent.id] = line.id
+        parent = fork
+    nodes.append(Node(new_id(), chat_id, parent.id, NodeRole.ASSISTANT, "end", speaker="Ada"))
+    leaf = nodes[2].id  # C0: the main path is M0, C0
+    store.import_tree(
+        NewChat(title="deep", characters=(CharacterRef("Ada"),), id=chat_id),
+        nodes,
+        active_leaf_id=leaf,
+        selections=selections,
+    )
+    written = interchange.export_to(chat_id, tmp_path / "out")
+    assert len(written) == 1 + 400 // MAX_FORK_NESTING
+    texts = [read_chat(p.read_text(encoding="utf-8")) for p in written]
+    assert all(t.metadata.main_chat == written[0].stem for t in texts[1:])
+    (again,) = interchange.import_files([written[0]])
+    assert again.nodes == len(nodes)
+    assert sorted(n.content for n in store.tree(again.chat.id).nodes) == sorted(
+        n.content for n in nodes
+    )
