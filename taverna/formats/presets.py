@@ -6,8 +6,7 @@ from __future__ import annotations
 from pathlib import PurePath
 from typing import TypeVar
 
-from taverna.formats.validation import read_model, write_model
-from taverna.model.document import STDocument
+from taverna.formats.validation import read_model
 from taverna.model.presets import (
     ChatCompletionPreset,
     ContextTemplate,
@@ -42,11 +41,6 @@ def read_system_prompt(data: bytes, *, file: str | None = None) -> SystemPromptP
 def read_text_completion_preset(data: bytes, *, file: str | None = None) -> TextCompletionPreset:
     """`TextGen Settings/<name>.json`."""
     return read_model(TextCompletionPreset, data, file=file)
-
-
-def write_preset(preset: STDocument) -> bytes:
-    """Any preset or template file, 4-space indented as SillyTavern writes them."""
-    return write_model(preset)
 
 
 def named_on_import(template: T, file_name: str) -> T:

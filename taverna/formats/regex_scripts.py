@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from taverna.errors import FormatError
-from taverna.formats.validation import read_model, write_model
+from taverna.formats.validation import read_model
 from taverna.model.regex_script import RegexScript
 
 _UNSAFE = re.compile(r'[\s.<>:"/\\|?*\x00-\x1f]')
@@ -17,11 +17,6 @@ def read_regex_script(data: bytes, *, file: str | None = None) -> RegexScript:
     if "script_name" not in script.model_fields_set:
         raise FormatError("a regex script needs a `scriptName`", file=file, field="scriptName")
     return script
-
-
-def write_regex_script(script: RegexScript) -> bytes:
-    """`JSON.stringify(script, null, 4)`."""
-    return write_model(script)
 
 
 def export_file_name(script: RegexScript) -> str:

@@ -232,12 +232,6 @@ class Character(STDocument):
         return value if 0.0 <= value <= 1.0 else 0.5
 
     @property
-    def favourite(self) -> bool:
-        """The favourite flag (legacy files store it as the string "true")."""
-        raw = self.extensions.fav
-        return raw is True or raw == "true"
-
-    @property
     def linked_world(self) -> str | None:
         """Name of the linked world-info book (`extensions.world`), None when unlinked."""
         return self.extensions.world or None

@@ -55,13 +55,6 @@ class NamesBehavior(IntEnum):
     CONTENT = 2
 
 
-class InjectionPosition(IntEnum):
-    """Where a prompt-manager prompt goes: its place in the order, or into the chat."""
-
-    RELATIVE = 0
-    IN_CHAT = 1
-
-
 class PromptDefinition(STDocument):
     """One prompt-manager prompt (`prompts[]`, §1.2). Markers have no content."""
 
@@ -71,7 +64,7 @@ class PromptDefinition(STDocument):
     content: str | None = None
     system_prompt: bool = False
     marker: bool = False
-    injection_position: JsonInt | None = None
+    injection_position: JsonInt | None = None  # 0: its place in the order; 1: into the chat
     injection_depth: JsonInt | None = None
     injection_order: JsonInt | None = None
     injection_trigger: list[str] | None = None

@@ -516,8 +516,3 @@ class AssemblyContext:
     def is_group(self) -> bool:
         """Whether this is a group chat."""
         return bool(self.group_members)
-
-    @property
-    def visible_messages(self) -> tuple[ChatMessage, ...]:
-        """The messages the model may see: the active path minus hidden ones."""
-        return tuple(m for m in self.messages if not m.hidden)

@@ -95,8 +95,3 @@ class SeededRandom:
             d /= 2
             x >>= 1
         return (n + x) / d
-
-
-def seeded_draw(seed_text: str) -> float:
-    """One draw from a generator seeded with the hash of `seed_text`."""
-    return SeededRandom(string_hash(seed_text)).random()
