@@ -32,12 +32,19 @@ function ledgerView(ledger, labels) {
   );
 }
 
+/** Activated entries read plainly, entries the budget dropped as cut, the rest (no match,
+ * cooldown, filtered...) muted: they were never in the prompt, so nothing was lost. */
+function traceClass(outcome) {
+  if (outcome === "activated") return "in";
+  return outcome === "budget" ? "cut" : "skip";
+}
+
 function traceView(trace) {
   if (!trace || !trace.length) return h("p", { class: "muted", text: t("inspector.no_trace") });
   const cols = ["book", "uid", "comment", "outcome", "primary_key", "reason"];
   return h("div", { class: "table-wrap" }, h("table", { class: "trace" },
     h("thead", {}, h("tr", {}, cols.map((c) => h("th", { scope: "col", text: t(`inspector.trace_${c}`) })))),
-    h("tbody", {}, trace.map((row) => h("tr", { class: row.outcome === "activated" ? "in" : "cut" }, cols.map((c) => {
+    h("tbody", {}, trace.map((row) => h("tr", { class: traceClass(row.outcome) }, cols.map((c) => {
       const v = row[c];
       return h("td", { "data-label": t(`inspector.trace_${c}`), text: typeof v === "boolean" ? (v ? "✓" : "—") : Array.isArray(v) ? v.join(", ") : v == null ? "" : String(v) });
     })))),
