@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from enum import IntEnum, StrEnum
 from typing import Any
 
+from taverna.model.presets import ChatCompletionPreset
 from taverna.model.regex_script import RegexScript
 
 
@@ -227,16 +228,8 @@ DEFAULT_ENHANCE_DEFINITIONS = (
     "If you have more knowledge of {{char}}, add to the character's lore and personality to "
     "enhance them but keep the Character Sheet's definitions absolute."
 )
-DEFAULT_IMPERSONATION_PROMPT = (
-    "[Write your next reply from the point of view of {{user}}, using the chat history so far "
-    "as a guideline for the writing style of {{user}}. Don't write as {{char}} or system. "
-    "Don't describe actions of {{char}}.]"
-)
-DEFAULT_CONTINUE_NUDGE = (
-    "[Continue the following message. Do not include ANY parts of the original message. Use "
-    "capitalization and punctuation as if your reply is a part of the original message: "
-    "{{lastChatMessage}}]"
-)
+# SillyTavern's defaults for a Chat Completion preset's utility texts, as its files have them
+_PRESET_FILE_DEFAULTS = ChatCompletionPreset()
 
 
 def default_prompts() -> tuple[PromptSlot, ...]:
@@ -297,17 +290,17 @@ class ChatCompletionSettings:
     names_behavior: NamesBehavior = NamesBehavior.DEFAULT
     wrap_in_quotes: bool = False
     send_if_empty: str = ""
-    impersonation_prompt: str = DEFAULT_IMPERSONATION_PROMPT
-    new_chat_prompt: str = "[Start a new Chat]"
-    new_group_chat_prompt: str = "[Start a new group chat. Group members: {{group}}]"
-    new_example_chat_prompt: str = "[Example Chat]"
-    continue_nudge_prompt: str = DEFAULT_CONTINUE_NUDGE
+    impersonation_prompt: str = _PRESET_FILE_DEFAULTS.impersonation_prompt
+    new_chat_prompt: str = _PRESET_FILE_DEFAULTS.new_chat_prompt
+    new_group_chat_prompt: str = _PRESET_FILE_DEFAULTS.new_group_chat_prompt
+    new_example_chat_prompt: str = _PRESET_FILE_DEFAULTS.new_example_chat_prompt
+    continue_nudge_prompt: str = _PRESET_FILE_DEFAULTS.continue_nudge_prompt
     continue_prefill: bool = False
     continue_postfix: str = " "
-    group_nudge_prompt: str = "[Write the next reply only as {{char}}.]"
+    group_nudge_prompt: str = _PRESET_FILE_DEFAULTS.group_nudge_prompt
     wi_format: str = "{0}"
-    scenario_format: str = "[Circumstances and context of the dialogue: {{scenario}}]"
-    personality_format: str = "[{{char}}'s personality: {{personality}}]"
+    scenario_format: str = _PRESET_FILE_DEFAULTS.scenario_format
+    personality_format: str = _PRESET_FILE_DEFAULTS.personality_format
     squash_system_messages: bool = False
     assistant_prefill: str = ""
     assistant_impersonation: str = ""
