@@ -7,7 +7,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -29,16 +28,8 @@ from taverna.formats.st_settings import (
 )
 from taverna.model.prompt import Prompt
 
-
-class GenerationKind(StrEnum):
-    """The generation types `--type` accepts."""
-
-    NORMAL = "normal"
-    CONTINUE = "continue"
-    IMPERSONATE = "impersonate"
-    SWIPE = "swipe"
-    REGENERATE = "regenerate"
-    QUIET = "quiet"
+# the generation types `--type` accepts: the assembly's own
+GenerationKind = GenerationType
 
 
 def _read(path: Path, what: str) -> bytes:
@@ -239,7 +230,7 @@ def build_prompt(
         messages,
         books,
         api="textgen" if text_api else "openai",
-        generation_type=GenerationType(kind.value),
+        generation_type=kind,
         group_members=members,
         group_name=found.name if found else "",
         chat_id=chat_path.stem,  # SillyTavern's chat id is its file name
