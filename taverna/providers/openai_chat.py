@@ -71,14 +71,7 @@ def build_body(prompt: Prompt, api: Api, options: RequestOptions) -> dict[str, A
     if api is Api.OPENAI_COMPATIBLE:
         # samplers OpenAI itself lacks; sent only when moved off their neutral value,
         # because strict servers (Mistral's) reject fields they do not know
-        if sampling.top_k:
-            body["top_k"] = sampling.top_k
-        if sampling.min_p:
-            body["min_p"] = sampling.min_p
-        if sampling.top_a:
-            body["top_a"] = sampling.top_a
-        if sampling.repetition_penalty is not None and sampling.repetition_penalty != 1:
-            body["repetition_penalty"] = sampling.repetition_penalty
+        body.update(sampling.moved(("top_k", "min_p", "top_a", "repetition_penalty")))
     if prompt.stop and not reasoning:
         body["stop"] = list(prompt.stop[:MAX_STOP])
     if sampling.seed is not None and sampling.seed >= 0:

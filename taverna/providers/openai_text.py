@@ -27,12 +27,7 @@ def build_body(prompt: Prompt, options: RequestOptions) -> dict[str, Any]:
             body[key] = value
     # local servers behind this API (vLLM, llama.cpp, TabbyAPI) take these too;
     # sent only when moved off their neutral value
-    if sampling.top_k:
-        body["top_k"] = sampling.top_k
-    if sampling.min_p:
-        body["min_p"] = sampling.min_p
-    if sampling.repetition_penalty is not None and sampling.repetition_penalty != 1:
-        body["repetition_penalty"] = sampling.repetition_penalty
+    body.update(sampling.moved(("top_k", "min_p", "repetition_penalty")))
     body["stream"] = options.stream
     if prompt.stop:
         body["stop"] = list(prompt.stop[:MAX_STOP])

@@ -48,6 +48,9 @@ _ALIASES: dict[str, tuple[str, ...]] = {
     "reasoning_effort": ("reasoning_effort",),
 }
 
+# the value at which a sampler changes nothing, where it is not 0
+_NEUTRAL = {"repetition_penalty": 1}
+
 _NUMBERS = {
     "temperature",
     "top_p",
@@ -133,6 +136,15 @@ class Sampling:
             if value is not None:
                 out[f.name] = value
         return out
+
+    def moved(self, names: Iterable[str]) -> dict[str, Any]:
+        """The fields among `names` moved off their neutral value (`_NEUTRAL`, else 0)."""
+        values = self.as_dict()
+        return {
+            name: values[name]
+            for name in names
+            if name in values and values[name] != _NEUTRAL.get(name, 0)
+        }
 
     def renamed(self, names: Iterable[tuple[str, str]]) -> dict[str, Any]:
         """The set fields among `names` (canonical name, the API's name), by the API's names."""
