@@ -324,6 +324,19 @@ class ChatRepository(ABC):
         """Every text a node has had, oldest first (the current one last)."""
 
 
+class SentPromptRepository(ABC):
+    """The prompt each stored reply was generated from, as sent: an opaque record per
+    reply, kept apart from the tree and read one reply at a time."""
+
+    @abstractmethod
+    def save_sent_prompt(self, chat_id: str, node_id: str, record: bytes) -> None:
+        """Keep `record` for the reply `node_id` (replacing one kept before)."""
+
+    @abstractmethod
+    def sent_prompt(self, chat_id: str, node_id: str) -> bytes | None:
+        """The record kept for the reply `node_id`, or None."""
+
+
 class DocumentRepository(ABC):
     """Library documents."""
 
@@ -360,7 +373,7 @@ class DocumentRepository(ABC):
         """Remove a document that is still at `revision`."""
 
 
-class Store(ChatRepository, DocumentRepository):
+class Store(ChatRepository, SentPromptRepository, DocumentRepository):
     """A whole store: chats plus library, opened on one database."""
 
     url: str

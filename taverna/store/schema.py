@@ -146,3 +146,13 @@ documents = sa.Table(
     sa.Column("updated", Stamp, nullable=False),
     sa.Index("ix_documents_kind", "owner", "kind", "name"),
 )
+
+# The prompt each stored reply was generated from, as sent (compressed; read on demand).
+sent_prompts = sa.Table(
+    "sent_prompts",
+    metadata,
+    sa.Column("node_id", Id, sa.ForeignKey("nodes.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("chat_id", Id, sa.ForeignKey("chats.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("record", sa.LargeBinary, nullable=False),
+    sa.Index("ix_sent_prompts_chat", "chat_id"),
+)

@@ -1104,7 +1104,15 @@ class SqlStore(Store):
             texts = _history_hashes(
                 conn, t.nodes.c.chat_id == chat_id, t.changes.c.chat_id == chat_id
             )
-            for table in (t.changes, t.revisions, t.checkpoints, t.branches, t.selections, t.nodes):
+            for table in (
+                t.sent_prompts,
+                t.changes,
+                t.revisions,
+                t.checkpoints,
+                t.branches,
+                t.selections,
+                t.nodes,
+            ):
                 conn.execute(table.delete().where(table.c.chat_id == chat_id))
             conn.execute(t.chats.delete().where(t.chats.c.id == chat_id))
             # A deleted chat's words leave the database, unless another chat has the
@@ -1452,6 +1460,27 @@ class SqlStore(Store):
                 conn.execute(sa.select(t.documents).where(t.documents.c.id == id)).mappings().one()
             )
             return _document_from_row(stored)
+
+    def save_sent_prompt(self, chat_id: str, node_id: str, record: bytes) -> None:
+        with self.engine.begin() as conn:
+            found = conn.execute(
+                sa.select(t.nodes.c.id).where(t.nodes.c.id == node_id, t.nodes.c.chat_id == chat_id)
+            ).first()
+            if found is None:
+                raise NotFound(f"no message {node_id} in chat {chat_id}", field="node_id")
+            conn.execute(t.sent_prompts.delete().where(t.sent_prompts.c.node_id == node_id))
+            conn.execute(
+                t.sent_prompts.insert().values(node_id=node_id, chat_id=chat_id, record=record)
+            )
+
+    def sent_prompt(self, chat_id: str, node_id: str) -> bytes | None:
+        with self._read() as conn:
+            found = conn.execute(
+                sa.select(t.sent_prompts.c.record).where(
+                    t.sent_prompts.c.node_id == node_id, t.sent_prompts.c.chat_id == chat_id
+                )
+            ).scalar()
+        return bytes(found) if found is not None else None
 
     def get_document(self, id: str) -> Document:
         with self._read() as conn:
