@@ -453,28 +453,25 @@ class _Builder:
         last_added = -1
         stopped_at: int | None = None
         size = len(history)
-        for index in injected:
-            # Recorded positions are not moved by a continue's shift (SillyTavern's own).
-            if index >= size:
-                continue
+
+        def place(index: int) -> bool:
+            """Add history item `index` if it still fits; whether it did."""
+            nonlocal token_count, chat_string, last_added
             item_text = history.text(index)
             token_count += self.tokens(item_text)
-            if token_count < budget:
-                chat_string += item_text
-                placed[index] = item_text
-                last_added = max(last_added, index)
-            else:
+            if token_count >= budget:
+                return False
+            chat_string += item_text
+            placed[index] = item_text
+            last_added = max(last_added, index)
+            return True
+
+        for index in injected:
+            # Recorded positions are not moved by a continue's shift (SillyTavern's own).
+            if index < size and not place(index):
                 break
         for i in range(size):
-            if i in placed:
-                continue
-            item_text = history.text(i)
-            token_count += self.tokens(item_text)
-            if token_count < budget:
-                chat_string += item_text
-                placed[i] = item_text
-                last_added = max(last_added, i)
-            else:
+            if i not in placed and not place(i):
                 stopped_at = i
                 break
 
