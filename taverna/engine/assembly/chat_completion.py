@@ -37,7 +37,7 @@ from taverna.engine.assembly.injections import (
     depth_blocks,
     newest_first,
 )
-from taverna.engine.assembly.turn import Turn, speaker_role, turn_state
+from taverna.engine.assembly.turn import Turn, prompt_bias_text, speaker_role, turn_state
 from taverna.engine.macros import has_macros
 from taverna.engine.textgen.stop import custom_stopping_strings
 from taverna.model.prompt import Ledger, LedgerItem, Prompt, PromptMessage, Role
@@ -297,27 +297,8 @@ def _replace_first_ci(text: str, needle: str, replacement: str) -> str:
 
 
 def _bias(context: AssemblyContext, turn: Turn) -> str:
-    """The prompt bias (algo-prompt-assembly.md §7.3); none for continue and impersonate.
-
-    The bias stored on the newest user, hidden or narrator message wins over the
-    user's default; on a swipe the swiped message is skipped.
-    """
-    kind = context.generation_type
-    if kind in (GenerationType.CONTINUE, GenerationType.IMPERSONATE):
-        return ""
-    messages = list(context.messages)
-    if kind is GenerationType.REGENERATE and messages and not messages[-1].is_user:
-        messages.pop()  # §1 step 4: deleted before the bias is read
-    stored = ""
-    for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
-        if kind is GenerationType.SWIPE and index == len(messages) - 1:
-            continue
-        if message.is_user or message.hidden or message.speaker is Speaker.NARRATOR:
-            if message.bias.strip():
-                stored = message.bias
-            break
-    bias = stored or context.power_user.user_prompt_bias
+    """The prompt bias with its macros replaced."""
+    bias = prompt_bias_text(context)
     return turn.macros(bias) if bias else ""
 
 

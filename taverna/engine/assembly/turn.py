@@ -221,6 +221,29 @@ def example_heading(context: AssemblyContext, substitute: Substitute) -> str:
     return separator or ("<START>\n" if instruct else "")
 
 
+def prompt_bias_text(context: AssemblyContext) -> str:
+    """The prompt bias before macros (algo-prompt-assembly.md §7.3); none for continue, impersonate.
+
+    The bias stored on the newest user, hidden or narrator message wins over the
+    user's default; on a swipe the swiped message is skipped.
+    """
+    kind = context.generation_type
+    if kind in (GenerationType.CONTINUE, GenerationType.IMPERSONATE):
+        return ""
+    messages = list(context.messages)
+    if kind is GenerationType.REGENERATE and messages and not messages[-1].is_user:
+        messages.pop()  # §1 step 4: deleted before the bias is read
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if kind is GenerationType.SWIPE and index == len(messages) - 1:
+            continue
+        if message.is_user or message.hidden or message.speaker is Speaker.NARRATOR:
+            if message.bias.strip():
+                return message.bias
+            break
+    return context.power_user.user_prompt_bias
+
+
 def prompt_budget(context: AssemblyContext) -> int:
     """The tokens the prompt may use: context size minus the reply (§1 step 11)."""
     if context.api == "textgen":

@@ -25,7 +25,7 @@ from taverna.engine.assembly.context import (
     Speaker,
 )
 from taverna.engine.assembly.injections import MAX_INJECTION_DEPTH, depth_blocks
-from taverna.engine.assembly.turn import Turn, base_chat_replace, turn_state
+from taverna.engine.assembly.turn import Turn, base_chat_replace, prompt_bias_text, turn_state
 from taverna.engine.macros import has_macros
 from taverna.engine.textgen.chat_template import ChatTemplate
 from taverna.engine.textgen.instruct import InstructFormat, Position
@@ -219,22 +219,7 @@ class _Builder:
 
     def prompt_bias(self) -> str:
         """The prompt bias of this generation (§7.3, `getBiasStrings`)."""
-        if self.is_impersonate or self.is_continue:
-            return ""
-        bias = ""
-        messages = list(self.context.messages)
-        if self.kind is GenerationType.REGENERATE and messages and not messages[-1].is_user:
-            messages.pop()
-        for index in range(len(messages) - 1, -1, -1):
-            message = messages[index]
-            if self.kind is GenerationType.SWIPE and index == len(messages) - 1:
-                continue
-            if message.is_user or message.hidden or message.speaker is Speaker.NARRATOR:
-                if message.bias.strip():
-                    bias = message.bias
-                break
-        bias = bias or self.power.user_prompt_bias
-        return self.macros(bias)
+        return self.macros(prompt_bias_text(self.context))
 
     def system_prompt(self) -> str:
         """`{{system}}` of the story string (§6.1)."""
