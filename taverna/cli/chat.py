@@ -117,7 +117,10 @@ class Session:
         async def main() -> Completed:
             run = await start(self.chat_id, *args, connection=self.connection)
             started.append(run)
-            return await self.follow(run)
+            settled = self.ctx.follow_up(run)  # keeps the prompt as sent, backs the chat up
+            done = await self.follow(run)
+            await settled
+            return done
 
         try:
             done = self.runner.run(main())

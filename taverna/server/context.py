@@ -52,4 +52,4 @@ def current_user(request: Request) -> str:
 def open_context(data_dir: Path) -> AppContext:
     """The server's context over the data folder's workspace (see `open_workspace`)."""
     ws = open_workspace(data_dir)
-    return AppContext(**{f.name: getattr(ws, f.name) for f in fields(Workspace)})
+    return AppContext(**{f.name: getattr(ws, f.name) for f in fields(Workspace) if f.init})

@@ -142,6 +142,8 @@ class PromptOut(BaseModel):
     request: dict[str, Any] | None = None
     first_message_in_context: str | None = None
     included_message_ids: list[str] = []
+    # True: a stored reply's prompt exactly as it was sent; False: built now.
+    as_sent: bool = False
 
 
 # ------------------------------------------------------------- connections

@@ -223,6 +223,8 @@ class RunningGeneration:
         self.done = False
         self.finished_at: float | None = None
         self.task: asyncio.Task[Completed] | None = None
+        # The request (URL and body) of each round as sent, for the record of the reply.
+        self.requests: list[tuple[str, Mapping[str, Any]]] = []
         self._signal = asyncio.Event()
 
     def publish(self, event: GenerationEvent) -> None:
@@ -581,6 +583,7 @@ class GenerationService:
                     base_url=plan.connection.url,
                     key=key,
                 )
+                run.requests.append((request.url, request.body))
                 async for event in stream_events(
                     request,
                     stream_parser(plan.connection.api),

@@ -15,8 +15,10 @@ from taverna.model.chat import NodeRole
 from taverna.model.prompt import Prompt
 from taverna.providers.builders import build_request
 from taverna.providers.request import Api
+from taverna.services import sent_prompts
 from taverna.services.connections import Connection
 from taverna.services.generation import GenerationService, Turn, TurnKind
+from taverna.services.sent_prompts import prompt_json
 
 
 @dataclass(frozen=True)
@@ -29,45 +31,39 @@ class PromptView:
     # The oldest message sent, when older visible ones were cut by the budget.
     first_message_in_context: str | None
     included_message_ids: list[str]
+    # True: the prompt a stored reply was generated from, as it was sent. False: built
+    # now (the next reply's, or a past reply's whose record is missing, with today's
+    # card, preset and lorebooks).
+    as_sent: bool = False
 
 
-def prompt_json(prompt: Prompt) -> dict[str, Any]:
-    """A Prompt as plain JSON for the inspector."""
-    ledger = prompt.ledger
-    return {
-        "kind": prompt.kind,
-        "messages": [
-            {"role": m.role.value, "content": m.content, "name": m.name, "source": m.source}
-            for m in prompt.messages
-        ],
-        "text": prompt.text,
-        "stop": list(prompt.stop),
-        "prefill": prompt.prefill,
-        "sampling": dict(prompt.sampling),
-        "ledger": {
-            "items": [
-                {
-                    "kind": i.kind,
-                    "source": i.source,
-                    "tokens": i.tokens,
-                    "included": i.included,
-                    "reason": i.reason,
-                    "position": i.position,
-                }
-                for i in ledger.items
-            ],
-            "total_tokens": ledger.total_tokens,
-            "budget": ledger.budget,
-            "trace": [dict(t) for t in ledger.trace],
-        },
-    }
+def _recorded(record: dict[str, Any]) -> PromptView:
+    """The inspector's view of a reply's stored record."""
+    order = {node_id: k for k, node_id in enumerate(record.get("path_ids") or [])}
+    history = [
+        i
+        for i in record["prompt"]["ledger"]["items"]
+        if i["kind"] == "history" and i["source"] in order
+    ]
+    included = [i["source"] for i in history if i["included"]]
+    cut = [i["source"] for i in history if not i["included"]]
+    first = min(included, key=lambda s: order[s]) if included else None
+    return PromptView(
+        record["prompt"],
+        record.get("request"),
+        first if cut and first else None,
+        included,
+        as_sent=True,
+    )
 
 
 def inspect_prompt(service: GenerationService, chat_id: str, node_id: str | None) -> PromptView:
     """Build (without sending) the prompt for the next reply, or for the reply `node_id`.
 
-    A past reply's prompt is built again from the path that led to it, with today's
-    card, preset and lorebooks.
+    A past reply shows the prompt it was generated from, as it was sent; a reply with no
+    record (stored before records were kept, imported, or written by hand) gets its
+    prompt built again from the path that led to it, with today's card, preset and
+    lorebooks.
     """
     store = service.store
     chat = store.get_chat(chat_id)
@@ -75,6 +71,10 @@ def inspect_prompt(service: GenerationService, chat_id: str, node_id: str | None
     kind = TurnKind.NORMAL
     if node_id is not None:
         node = store.get_node(chat_id, node_id)
+        if node.role is NodeRole.ASSISTANT:
+            data = store.sent_prompt(chat_id, node.id)
+            if data is not None:
+                return _recorded(sent_prompts.decode(data))
         # a swipe's path ends with the reply it replaces; the assembly leaves that one out
         if node.role is NodeRole.ASSISTANT:
             path, kind = store.path_to(chat_id, node.id), TurnKind.SWIPE
@@ -109,4 +109,4 @@ def inspect_prompt(service: GenerationService, chat_id: str, node_id: str | None
     first = min(included, key=lambda s: order[s]) if included else None
     # The line goes above the oldest message sent, when older visible ones were cut.
     cut = first if first and visible and visible[0].id != first else None
-    return PromptView(prompt_json(prompt), request_json, cut, included)
+    return PromptView(prompt_json(prompt), request_json, cut, included, as_sent=False)

@@ -6,14 +6,17 @@ cache, and the backups of every chat written as the chats change.
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
 
 import httpx
 
 from taverna.errors import NotFound, TavernaError
+from taverna.model.prompt import Prompt
+from taverna.services import sent_prompts
 from taverna.services.backups import BackupFlusher, BackupService
 from taverna.services.chats import ChatService
 from taverna.services.connections import ConnectionService
@@ -40,9 +43,17 @@ class Workspace:
     backups: BackupService
     flusher: BackupFlusher | None = None
 
+    # The revision of each chat last handed to the backups, so a change is backed up once
+    # however many callers report it (a route, then the generation that followed it).
+    _reported: dict[str, int] = field(default_factory=dict, init=False, repr=False)
+
     def chat_written(self, chat_id: str) -> None:
         """Call after a chat changed: its backup is written now or soon (throttled)."""
         try:
+            revision = self.store.get_chat(chat_id).revision
+            if self._reported.get(chat_id) == revision:
+                return
+            self._reported[chat_id] = revision
             self.backups.after_write(chat_id)
         except NotFound:
             pass  # the write deleted the chat; its earlier backups stay
@@ -50,10 +61,33 @@ class Workspace:
             # A full disk must not undo the user's write; it is reported, not hidden.
             log.warning("could not back up chat %s: %s", chat_id, exc)
 
-    async def settle(self, run: RunningGeneration) -> Completed:
-        """Wait for a generation to end and back up its chat if the reply was stored."""
+    def follow_up(self, run: RunningGeneration) -> asyncio.Task[Completed]:
+        """Right after a generation started: a task that, once its reply is stored, records
+        the prompt as it was sent and backs the chat up (whoever follows the stream)."""
+        prompt = self.generation.last_prompts.get(run.chat_id)
+        path = [n.id for n in self.chats.active_path(run.chat_id).nodes]
+        return asyncio.create_task(self.settle(run, prompt, path))
+
+    async def settle(
+        self,
+        run: RunningGeneration,
+        prompt: Prompt | None = None,
+        path_ids: list[str] | None = None,
+    ) -> Completed:
+        """Wait for a generation to end; when its reply was stored, keep the prompt it was
+        generated from (`prompt`, over the path `path_ids`) and back the chat up."""
         done = await run.wait()
         if done.outcome is Ending.SAVED:
+            if prompt is not None and done.node_id and run.requests:
+                url = run.requests[-1][0]
+                bodies = [body for _, body in run.requests]
+                record = sent_prompts.encode(
+                    prompt, url=url, bodies=bodies, path_ids=path_ids or []
+                )
+                try:
+                    self.store.save_sent_prompt(run.chat_id, done.node_id, record)
+                except TavernaError as exc:
+                    log.warning("could not keep the prompt of reply %s: %s", done.node_id, exc)
             self.chat_written(run.chat_id)
         return done
 

@@ -89,7 +89,8 @@ def test_a_stored_reply_is_backed_up(
     assert client.post("/api/connections", json=connection).status_code == 201
     chat_id = new_chat(client)
     clock.now += ctx.backups.interval
-    stub.script(Reply(tokens=["The tide ", "turns."]))
+    # Slow enough that the reply lands well after the request that started it returned.
+    stub.script(Reply(tokens=["The tide ", "turns."], delay=0.2))
     started = generate(client, chat_id, kind="normal", text="Hi")
     seen = events(client, started["task"]["id"])
     assert seen[-1][0] == "done", seen[-1][1]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator
 from dataclasses import asdict, is_dataclass
@@ -47,8 +46,8 @@ def remember(ctx: AppContext, run: RunningGeneration) -> RunningGeneration:
     """Note a started generation, so a shutting-down server can stop it and keep its text."""
     runs: set[str] = ctx.services.setdefault("runs", set())
     runs.add(run.id)
-    # The stored reply is backed up when it lands, whoever follows the stream.
-    task = asyncio.create_task(ctx.settle(run))
+    # The stored reply's prompt is kept and its chat backed up, whoever follows the stream.
+    task = ctx.follow_up(run)
     ctx.services.setdefault("settling", set()).add(task)
     task.add_done_callback(ctx.services["settling"].discard)
     return run

@@ -71,6 +71,8 @@ export async function openInspector(chatId, nodeId, labels = {}) {
     mount(body, h("p", { class: "error", role: "alert", text: error.message }));
     return;
   }
+  // A stored reply's record is the prompt as it was sent; without one it was built again.
+  if (nodeId && data.as_sent) panel.querySelector("h2").textContent = t("inspector.title_sent");
   const views = {
     prompt: () => promptView(data.prompt),
     ledger: () => ledgerView(data.prompt.ledger || {}, labels),

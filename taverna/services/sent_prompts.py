@@ -1,0 +1,70 @@
+"""The prompt each stored reply was generated from, exactly as it was sent.
+
+Kept beside the tree, compressed, and read only when the inspector asks for one
+reply's prompt: reading a chat never loads them. A record holds the provider-neutral
+prompt with its ledger and lorebook trace, and the request body the API received.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from taverna.model.prompt import Prompt
+
+FORMAT = 1
+
+
+def prompt_json(prompt: Prompt) -> dict[str, Any]:
+    """A Prompt as plain JSON (what the inspector shows)."""
+    ledger = prompt.ledger
+    return {
+        "kind": prompt.kind,
+        "messages": [
+            {"role": m.role.value, "content": m.content, "name": m.name, "source": m.source}
+            for m in prompt.messages
+        ],
+        "text": prompt.text,
+        "stop": list(prompt.stop),
+        "prefill": prompt.prefill,
+        "sampling": dict(prompt.sampling),
+        "ledger": {
+            "items": [
+                {
+                    "kind": i.kind,
+                    "source": i.source,
+                    "tokens": i.tokens,
+                    "included": i.included,
+                    "reason": i.reason,
+                    "position": i.position,
+                }
+                for i in ledger.items
+            ],
+            "total_tokens": ledger.total_tokens,
+            "budget": ledger.budget,
+            "trace": [dict(t) for t in ledger.trace],
+        },
+    }
+
+
+def encode(
+    prompt: Prompt, *, url: str, bodies: Sequence[Mapping[str, Any]], path_ids: Sequence[str]
+) -> bytes:
+    """One reply's record: the prompt, the request(s) sent (one per tool round), and the
+    ids of the path the prompt was built from."""
+    record = {
+        "format": FORMAT,
+        "prompt": prompt_json(prompt),
+        "request": {"url": url, "body": dict(bodies[-1])} if bodies else None,
+        "rounds": len(bodies),
+        "path_ids": list(path_ids),
+    }
+    return zlib.compress(json.dumps(record, ensure_ascii=False).encode("utf-8"), 6)
+
+
+def decode(data: bytes) -> dict[str, Any]:
+    """A record written by `encode`."""
+    record: dict[str, Any] = json.loads(zlib.decompress(data).decode("utf-8"))
+    return record
