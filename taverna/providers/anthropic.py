@@ -20,6 +20,8 @@ from taverna.providers.wire import (
     NOT_AN_OBJECT,
     StreamParser,
     WireMessage,
+    example_prefixed,
+    lift_leading_system,
     parse_json,
     to_wire,
     tool_call_fields,
@@ -57,18 +59,14 @@ def convert_messages(
     user, char = options.user_name, options.char_name
     system: str | None = None
     if uses_system_prompt(options):
-        lead: list[str] = []
-        while messages and messages[0]["role"] == "system":
-            head = messages.pop(0)
-            lead.append(_example_prefixed(head, user, char, only_if_missing=True))
-        system = "\n\n".join(lead).strip()
+        system = lift_leading_system(messages, user, char)
         # algo-providers.md §3.1: "human first" is enforced only in this mode
         if not messages or messages[0]["role"] != "user":
             fallback = options.human_sysprompt_message or "[Start a new chat]"
             messages.insert(0, {"role": "user", "content": fallback})
     for message in messages:
         if message["role"] == "system":
-            message["content"] = _example_prefixed(message, user, char, only_if_missing=False)
+            message["content"] = example_prefixed(message, user, char, only_if_missing=False)
             message["role"] = "user"
     if prompt.prefill.rstrip():
         # a blank prefill would end the request on whitespace, which the API refuses
@@ -88,16 +86,6 @@ def convert_messages(
         # algo-providers.md §3.6: Claude allows no prefill together with tools
         merged.append({"role": "user", "content": "."})
     return merged, system
-
-
-def _example_prefixed(message: WireMessage, user: str, char: str, *, only_if_missing: bool) -> str:
-    """A system message's text with the example speaker's name in front."""
-    text = str(message.get("content") or "")
-    name = message.get("name")
-    speaker = user if name == "example_user" else char if name == "example_assistant" else ""
-    if speaker and not (only_if_missing and text.startswith(f"{speaker}: ")):
-        text = f"{speaker}: {text}"
-    return text
 
 
 def _to_blocks(message: WireMessage) -> tuple[str, Content]:

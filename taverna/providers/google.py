@@ -18,7 +18,13 @@ from taverna.providers.events import (
 )
 from taverna.providers.request import RequestOptions
 from taverna.providers.sampling import Sampling
-from taverna.providers.wire import JsonChunkStream, parse_json, to_wire, tool_call_fields
+from taverna.providers.wire import (
+    JsonChunkStream,
+    lift_leading_system,
+    parse_json,
+    to_wire,
+    tool_call_fields,
+)
 
 DEFAULT_URL = "https://generativelanguage.googleapis.com/v1beta"
 
@@ -62,17 +68,8 @@ def convert_messages(
     messages = to_wire(prompt.messages)
     system: str | None = None
     if uses_system_instruction(options):
-        lead: list[str] = []
         # algo-providers.md §4.2: at least one message stays in `contents`
-        while len(messages) > 1 and messages[0]["role"] == "system":
-            head = messages.pop(0)
-            text = str(head.get("content") or "")
-            speaker = {"example_user": options.user_name, "example_assistant": options.char_name}
-            name = speaker.get(str(head.get("name")), "")
-            if name and not text.startswith(f"{name}: "):
-                text = f"{name}: {text}"
-            lead.append(text)
-        system = "\n\n".join(lead).strip()
+        system = lift_leading_system(messages, options.user_name, options.char_name, keep=1)
     contents: list[dict[str, Any]] = []
     call_names: dict[str, str] = {}
     for message in messages:

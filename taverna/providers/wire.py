@@ -59,6 +59,28 @@ def to_wire(messages: Sequence[PromptMessage]) -> list[WireMessage]:
     return out
 
 
+def example_prefixed(message: WireMessage, user: str, char: str, *, only_if_missing: bool) -> str:
+    """A system message's text with the example speaker's name in front."""
+    text = str(message.get("content") or "")
+    name = message.get("name")
+    speaker = user if name == "example_user" else char if name == "example_assistant" else ""
+    if speaker and not (only_if_missing and text.startswith(f"{speaker}: ")):
+        text = f"{speaker}: {text}"
+    return text
+
+
+def lift_leading_system(messages: list[WireMessage], user: str, char: str, *, keep: int = 0) -> str:
+    """Take the leading system messages out of `messages` as one system text.
+
+    Example messages get their speaker's name in front unless they have it already;
+    at least `keep` messages stay in `messages`.
+    """
+    lead: list[str] = []
+    while len(messages) > keep and messages[0]["role"] == "system":
+        lead.append(example_prefixed(messages.pop(0), user, char, only_if_missing=True))
+    return "\n\n".join(lead).strip()
+
+
 def parse_json(data: str) -> Any:
     """One SSE data payload as JSON, or None when it is not JSON."""
     try:
