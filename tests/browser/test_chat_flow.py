@@ -143,6 +143,14 @@ def test_chat_story(chromium, taverna: TavernaServer, stub: StubServer, tmp_path
     messages(page).nth(1).get_by_role("button", name="Unhide").click()
     page.locator(".message.hidden-msg").wait_for(state="detached")
 
+    # A past reply's prompt is the one it was sent with, kept when the reply was stored.
+    last_message(page).get_by_role("button", name="Show the prompt").click()
+    page.locator("#inspector h2", has_text="as it was sent").wait_for()
+    page.locator("#inspector .pm").first.wait_for()
+    assert "Where does the river go?" in page.locator("#inspector .inspector-body").inner_text()
+    shot(page, "desktop-inspector-sent")
+    page.get_by_role("button", name="Close").click()
+
     # Branch from the greeting and switch back.
     count_before = messages(page).count()
     messages(page).nth(0).get_by_role("button", name="Branch").click()
