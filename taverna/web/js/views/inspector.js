@@ -4,14 +4,20 @@ import { api } from "../api.js";
 import { h, iconButton, mount } from "../dom.js";
 import { t } from "../i18n.js";
 
-function promptView(prompt) {
+/** A message's source as a person reads it: a chat message by its number and speaker. */
+function sourceLabel(source, labels) {
+  const id = source.split(/:(.*)/s)[1];
+  return (id && labels[id]) || labels[source] || source;
+}
+
+function promptView(prompt, labels) {
   if (prompt.kind === "text") {
     return h("pre", { class: "prompt-text", text: prompt.text });
   }
   return h("ol", { class: "prompt-messages" }, (prompt.messages || []).map((m) =>
     h("li", { class: `pm role-${m.role}`, "data-source": m.source || "" },
       h("div", { class: "pm-head" }, h("span", { class: "role", text: m.role }), m.name ? h("span", { class: "pm-name", text: m.name }) : null,
-        m.source ? h("span", { class: "pm-source", text: m.source }) : null),
+        m.source ? h("span", { class: "pm-source", text: sourceLabel(m.source, labels), title: m.source }) : null),
       h("pre", { class: "pm-content", text: m.content })),
   ));
 }
@@ -74,7 +80,7 @@ export async function openInspector(chatId, nodeId, labels = {}) {
   // A stored reply's record is the prompt as it was sent; without one it was built again.
   if (nodeId && data.as_sent) panel.querySelector("h2").textContent = t("inspector.title_sent");
   const views = {
-    prompt: () => promptView(data.prompt),
+    prompt: () => promptView(data.prompt, labels),
     ledger: () => ledgerView(data.prompt.ledger || {}, labels),
     trace: () => traceView(data.prompt.ledger?.trace),
     request: () => h("pre", { class: "prompt-text", text: JSON.stringify(data.request ?? data.prompt, null, 2) }),
