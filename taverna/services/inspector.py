@@ -37,21 +37,16 @@ class PromptView:
     as_sent: bool = False
 
 
-def _recorded(record: dict[str, Any]) -> PromptView:
+def recorded_view(record: dict[str, Any]) -> PromptView:
     """The inspector's view of a reply's stored record."""
-    order = {node_id: k for k, node_id in enumerate(record.get("path_ids") or [])}
-    history = [
-        i
-        for i in record["prompt"]["ledger"]["items"]
-        if i["kind"] == "history" and i["source"] in order
-    ]
+    # The ledger lists the chat's messages oldest first.
+    history = [i for i in record["prompt"]["ledger"]["items"] if i["kind"] == "history"]
     included = [i["source"] for i in history if i["included"]]
-    cut = [i["source"] for i in history if not i["included"]]
-    first = min(included, key=lambda s: order[s]) if included else None
+    cut = any(not i["included"] for i in history)
     return PromptView(
         record["prompt"],
         record.get("request"),
-        first if cut and first else None,
+        included[0] if cut and included else None,
         included,
         as_sent=True,
     )
@@ -74,7 +69,7 @@ def inspect_prompt(service: GenerationService, chat_id: str, node_id: str | None
         if node.role is NodeRole.ASSISTANT:
             data = store.sent_prompt(chat_id, node.id)
             if data is not None:
-                return _recorded(sent_prompts.decode(data))
+                return recorded_view(sent_prompts.decode(data))
         # a swipe's path ends with the reply it replaces; the assembly leaves that one out
         if node.role is NodeRole.ASSISTANT:
             path, kind = store.path_to(chat_id, node.id), TurnKind.SWIPE

@@ -49,17 +49,14 @@ def prompt_json(prompt: Prompt) -> dict[str, Any]:
     }
 
 
-def encode(
-    prompt: Prompt, *, url: str, bodies: Sequence[Mapping[str, Any]], path_ids: Sequence[str]
-) -> bytes:
-    """One reply's record: the prompt, the request(s) sent (one per tool round), and the
-    ids of the path the prompt was built from."""
+def encode(prompt: Prompt, *, url: str, bodies: Sequence[Mapping[str, Any]]) -> bytes:
+    """One reply's record: the prompt and the request sent (the last, when tool rounds
+    sent several). Its size follows the prompt's, never the chat's length."""
     record = {
         "format": FORMAT,
         "prompt": prompt_json(prompt),
         "request": {"url": url, "body": dict(bodies[-1])} if bodies else None,
         "rounds": len(bodies),
-        "path_ids": list(path_ids),
     }
     return zlib.compress(json.dumps(record, ensure_ascii=False).encode("utf-8"), 6)
 

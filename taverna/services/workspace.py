@@ -65,25 +65,17 @@ class Workspace:
         """Right after a generation started: a task that, once its reply is stored, records
         the prompt as it was sent and backs the chat up (whoever follows the stream)."""
         prompt = self.generation.last_prompts.get(run.chat_id)
-        path = [n.id for n in self.chats.active_path(run.chat_id).nodes]
-        return asyncio.create_task(self.settle(run, prompt, path))
+        return asyncio.create_task(self.settle(run, prompt))
 
-    async def settle(
-        self,
-        run: RunningGeneration,
-        prompt: Prompt | None = None,
-        path_ids: list[str] | None = None,
-    ) -> Completed:
+    async def settle(self, run: RunningGeneration, prompt: Prompt | None = None) -> Completed:
         """Wait for a generation to end; when its reply was stored, keep the prompt it was
-        generated from (`prompt`, over the path `path_ids`) and back the chat up."""
+        generated from (`prompt`) and back the chat up."""
         done = await run.wait()
         if done.outcome is Ending.SAVED:
             if prompt is not None and done.node_id and run.requests:
                 url = run.requests[-1][0]
                 bodies = [body for _, body in run.requests]
-                record = sent_prompts.encode(
-                    prompt, url=url, bodies=bodies, path_ids=path_ids or []
-                )
+                record = sent_prompts.encode(prompt, url=url, bodies=bodies)
                 try:
                     self.store.save_sent_prompt(run.chat_id, done.node_id, record)
                 except TavernaError as exc:
