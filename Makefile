@@ -17,9 +17,10 @@ serve: $(STAMP)
 	$(BIN)/taverna serve
 
 browser-deps:
-	@command -v chromium >/dev/null 2>&1 || { \
-	  echo "installing Debian's chromium for the browser tests"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+	@if ! command -v chromium >/dev/null 2>&1 || ! fc-list 2>/dev/null | grep -qi wqy; then \
+	  echo "installing Debian's chromium and a CJK font for the browser tests"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-wqy-microhei >/dev/null; \
+	fi
 
 lint: $(STAMP)
 	$(BIN)/ruff check taverna tests bench
