@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
+from taverna.engine.tokens import gemma
 from taverna.engine.tokens.base import EstimateTokenizer, Tokenizer
 from taverna.engine.tokens.bpe import Llama3Tokenizer, OpenAITokenizer
 from taverna.engine.tokens.hf import ClaudeTokenizer
@@ -12,13 +13,16 @@ from taverna.engine.tokens.sentencepiece import MistralTokenizer, NemoTokenizer
 
 # Vocabularies taverna has offline.
 EXACT = ("cl100k_base", "o200k_base", "llama3", "mistral", "nemo")
+# Exact when the optional `taverna[gemma]` package is installed, the estimate otherwise.
+OPTIONAL = ("gemma3",)
 # SillyTavern downloads these at run time and, offline, counts them with its Llama 3
 # file (src/endpoints/tokenizers.js WebTokenizer fallback); taverna does the same.
 LLAMA3_STAND_INS = ("qwen2", "command-r")
 # SillyTavern families whose files no package ships (and OpenAI's legacy encodings):
-# counted with SillyTavern's own estimate.
+# counted with SillyTavern's own estimate. `gemma` is Gemma 1 and 2 (256k vocabulary,
+# SillyTavern's `gemma.model`), not Gemma 3's.
 ESTIMATED = ("llama", "yi", "gemma", "jamba", "nerdstash", "nerdstash_v2", "gpt2", "p50k_base")
-KNOWN = ("estimate", *EXACT, "claude", *LLAMA3_STAND_INS, *ESTIMATED)
+KNOWN = ("estimate", *EXACT, *OPTIONAL, "claude", *LLAMA3_STAND_INS, *ESTIMATED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +54,8 @@ def get_tokenizer(name: str) -> Tokenizer:
         return NemoTokenizer()
     if name == "claude":
         return ClaudeTokenizer()
+    if name == "gemma3" and gemma.available():
+        return gemma.Gemma3Tokenizer()
     if name in LLAMA3_STAND_INS:
         return StandIn(name, Llama3Tokenizer())
     return EstimateTokenizer()

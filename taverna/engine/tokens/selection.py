@@ -8,6 +8,7 @@ chose (`power_user.tokenizer`), where "best match" guesses from the model name.
 
 from __future__ import annotations
 
+import re
 from enum import IntEnum
 
 # src/endpoints/tokenizers.js TEXT_COMPLETION_MODELS (legacy OpenAI completion models).
@@ -40,6 +41,16 @@ _LEGACY_COMPLETION_MODELS = frozenset(
         "code-search-ada-code-001",
     }
 )
+
+
+# Gemma 3 model names (`gemma-3-27b-it`, `google/gemma-3-4b`, `gemma3:12b`); Gemma 3n
+# is left out: its vocabulary is not known to be the same.
+_GEMMA3 = re.compile(r"gemma-?3(?!n)", re.IGNORECASE)
+
+
+def _gemma(model: str) -> str:
+    """SillyTavern's `gemma` key, made precise: Gemma 3 has a vocabulary of its own."""
+    return "gemma3" if _GEMMA3.search(model) else "gemma"
 
 
 class TokenizerId(IntEnum):
@@ -94,6 +105,7 @@ def model_family(model: str) -> str:
 
     Returns a taverna tokenizer name: `o200k_base`, `cl100k_base`, `claude`,
     `llama3`, `mistral`, ... The first matching rule wins, in SillyTavern's order.
+    Where SillyTavern says `gemma`, Gemma 3 models get `gemma3`.
     """
     m = model
     if "o1-preview" in m or "o1-mini" in m or "gpt-4o" in m or "chatgpt-4o-latest" in m:
@@ -117,7 +129,7 @@ def model_family(model: str) -> str:
         ("nemo", "nemo"),
     ):
         if needle in m:
-            return name
+            return _gemma(m) if name == "gemma" else name
     # src/endpoints/tokenizers.js: everything else counts as gpt-3.5-turbo.
     return "cl100k_base"
 
@@ -158,11 +170,12 @@ def chat_completion_model(source: str, model: str) -> str:
                 return name
     fixed = {
         "cohere": "command-r",
-        "makersuite": "gemma",
         "ai21": "jamba",
         "claude": "claude",
         "01ai": "yi",
     }
+    if source == "makersuite":
+        return _gemma(m)
     if source in fixed:
         return fixed[source]
     if source == "mistralai":
@@ -175,7 +188,7 @@ def chat_completion_model(source: str, model: str) -> str:
         if "mistral" in m or "mixtral" in m or (source == "blockentropy" and "miqu" in m):
             return "mistral"
         if source == "groq" and "gemma" in m:
-            return "gemma"
+            return _gemma(m)
     return "gpt-3.5-turbo"
 
 
@@ -191,7 +204,8 @@ def text_completion_tokenizer(
     """The taverna tokenizer name for Text Completion from `power_user.tokenizer`.
 
     Best match (99) guesses from the connected model's name as SillyTavern does when
-    the backend's own tokenizer endpoint is not used, then falls back to Llama.
+    the backend's own tokenizer endpoint is not used, then falls back to Llama. Gemma
+    (13, chosen or guessed) counts with Gemma 3's vocabulary when the model is Gemma 3.
     "OpenAI" (2) counts with the Chat Completion model's vocabulary.
     """
     try:
@@ -212,8 +226,10 @@ def text_completion_tokenizer(
             (("qwen2",), "qwen2"),
         ):
             if any(n in m for n in needles):
-                return name
+                return _gemma(m) if name == "gemma" else name
         return "llama"
+    if choice is TokenizerId.GEMMA:
+        return _gemma(model)
     return _BY_ID[choice]
 
 
@@ -226,6 +242,6 @@ def message_family(tokenizer: str, model: str = "") -> str:
     """
     if tokenizer in ("claude", "llama3", "qwen2", "command-r", "nemo"):
         return "transcript"
-    if tokenizer in ("llama", "mistral", "yi", "gemma", "jamba"):
+    if tokenizer in ("llama", "mistral", "yi", "gemma", "gemma3", "jamba"):
         return "joined"
     return "tiktoken-0301" if "gpt-3.5-turbo-0301" in model else "tiktoken"
