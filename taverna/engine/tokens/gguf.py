@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from taverna.errors import FormatError
 
@@ -184,9 +184,9 @@ def sentencepiece_model(
             file=file,
             field="tokenizer.ggml.add_space_prefix",
         )
-    pieces = _list(metadata, "tokenizer.ggml.tokens", str, file)
-    scores = _list(metadata, "tokenizer.ggml.scores", float, file)
-    types = _list(metadata, "tokenizer.ggml.token_type", int, file)
+    pieces = cast(list[str], _list(metadata, "tokenizer.ggml.tokens", str, file))
+    scores = cast(list[float], _list(metadata, "tokenizer.ggml.scores", float, file))
+    types = cast(list[int], _list(metadata, "tokenizer.ggml.token_type", int, file))
     if not len(pieces) == len(scores) == len(types):
         raise FormatError("the GGUF vocabulary lists differ in length", file=file)
     size = len(pieces)
@@ -197,19 +197,23 @@ def sentencepiece_model(
     if sum(1 for t in types if t == _BYTE) != 256:
         raise FormatError("the GGUF vocabulary has no byte fallback pieces", file=file)
 
+    if not set(types) <= {_NORMAL, _UNKNOWN, _CONTROL, _USER_DEFINED, _UNUSED, _BYTE}:
+        raise FormatError("the GGUF vocabulary has an unknown token type", file=file)
+
     out = bytearray()
+    pack_score = struct.Struct("<f").pack
+    # Each piece is a `SentencePiece` message: piece (field 1, bytes), score (field 2,
+    # float) and type (field 3, varint); the tags are written as their bytes.
     for index, (piece, score, kind) in enumerate(zip(pieces, scores, types, strict=True)):
-        assert isinstance(piece, str) and isinstance(score, float) and isinstance(kind, int)
-        if kind not in (_NORMAL, _UNKNOWN, _CONTROL, _USER_DEFINED, _UNUSED, _BYTE):
-            raise FormatError(f"unknown token type {kind} at {index}", file=file)
         if kind == _USER_DEFINED:
             piece = piece.replace(" ", _WHITESPACE)
         elif kind == _CONTROL and control_in_text and index != unk:
             kind = _USER_DEFINED
         if index == unk:
             kind = _UNKNOWN
-        body = _field(1, piece.encode("utf-8")) + _varint(2 << 3 | 5) + struct.pack("<f", score)
-        out += _field(1, body + _int(3, kind))
+        text = piece.encode("utf-8")
+        body = b"\x0a%b%b\x15%b\x18%c" % (_varint(len(text)), text, pack_score(score), kind)
+        out += b"\x0a%b%b" % (_varint(len(body)), body)
     trainer = (
         _int(3, _BPE)
         + _int(4, size)
