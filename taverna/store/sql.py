@@ -1289,9 +1289,10 @@ class SqlStore(Store):
                     result.append(BranchSummary(branch, 0, None, active))
                     continue
                 # A path's length is its live messages: the head's depth + 1, less tombstones.
-                length, last = row["depth"] + 1, _node_from_row(row, row["text"])
+                length: int = row["depth"] + 1
+                last: Node | None = _node_from_row(row, row["text"])
                 if shallowest is not None and row["depth"] >= shallowest:
-                    length, last = self._below_tombstones(conn, chat_id, row, shallowest)
+                    length, last = self._below_tombstones(conn, chat_id, dict(row), shallowest)
                 result.append(BranchSummary(branch, length, last, active))
             return result
 
