@@ -34,8 +34,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -356,6 +358,13 @@ class GenerationService:
         self.clock = clock
         self.owner = owner
         self.last_prompts: dict[str, Prompt] = {}
+        # A cold build of a long chat takes most of a second: it runs on this one
+        # thread so the event loop keeps answering. One thread, and the lock, because
+        # the builds share the token-count cache, which is not safe to use from two
+        # threads at once; the store gives each read its own pooled connection.
+        self._builder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prompt-build")
+        self._build_lock = threading.Lock()
+        self._starting: set[str] = set()  # chats whose prompt is being built
 
     # ------------------------------------------------------------ start methods
 
@@ -375,16 +384,16 @@ class GenerationService:
                 speaker=speaker or chat.user_name,
             )
         path = self.store.active_path(chat_id)
-        return self._start(chat_id, TurnKind.NORMAL, path.leaf, list(path.nodes), connection)
+        return await self._start(chat_id, TurnKind.NORMAL, path.leaf, list(path.nodes), connection)
 
     async def regenerate(self, chat_id: str, *, connection: str | None = None) -> RunningGeneration:
         """A new reply in place of the last one (the old one is deleted, restorably)."""
         self._refuse_if_busy(chat_id)
         nodes = list(self.store.active_path(chat_id).nodes)
         if nodes and nodes[-1].role is NodeRole.ASSISTANT and len(nodes) > 1:
-            return self._start(chat_id, TurnKind.REGENERATE, nodes[-1], nodes, connection)
+            return await self._start(chat_id, TurnKind.REGENERATE, nodes[-1], nodes, connection)
         leaf = nodes[-1] if nodes else None
-        return self._start(chat_id, TurnKind.NORMAL, leaf, nodes, connection)
+        return await self._start(chat_id, TurnKind.NORMAL, leaf, nodes, connection)
 
     async def swipe(self, chat_id: str, *, connection: str | None = None) -> RunningGeneration:
         """A new candidate beside the last reply; the current one is left out of the prompt."""
@@ -395,7 +404,7 @@ class GenerationService:
         if len(nodes) == 1:
             # algo-chat-ops.md §1.2: a greeting's candidates are its alternate greetings
             raise TavernaError("the greeting has no generated swipes; pick an alternate greeting")
-        return self._start(chat_id, TurnKind.SWIPE, nodes[-1], nodes, connection)
+        return await self._start(chat_id, TurnKind.SWIPE, nodes[-1], nodes, connection)
 
     async def continue_reply(
         self, chat_id: str, *, connection: str | None = None
@@ -405,7 +414,7 @@ class GenerationService:
         nodes = list(self.store.active_path(chat_id).nodes)
         if not nodes:
             raise TavernaError("there is nothing to continue", field="chat")
-        return self._start(chat_id, TurnKind.CONTINUE, nodes[-1], nodes, connection)
+        return await self._start(chat_id, TurnKind.CONTINUE, nodes[-1], nodes, connection)
 
     async def impersonate(
         self, chat_id: str, *, connection: str | None = None
@@ -414,7 +423,7 @@ class GenerationService:
         self._refuse_if_busy(chat_id)
         nodes = list(self.store.active_path(chat_id).nodes)
         leaf = nodes[-1] if nodes else None
-        return self._start(chat_id, TurnKind.IMPERSONATE, leaf, nodes, connection)
+        return await self._start(chat_id, TurnKind.IMPERSONATE, leaf, nodes, connection)
 
     async def stop(self, generation_id: str) -> Completed | None:
         """Stop a generation: the model connection is closed, what streamed becomes a draft."""
@@ -430,7 +439,7 @@ class GenerationService:
         chat = self.store.get_chat(chat_id)
         chosen = self.connections.get(connection)
         path = tuple(self.store.active_path(chat_id).nodes)
-        built = self.build_prompt(
+        built = self._build(
             Turn(chat, path, TurnKind.NORMAL, chosen.api, False, dry_run=True, counts=self.counts)
         )
         return built.prompt if isinstance(built, PreparedTurn) else built
@@ -507,10 +516,14 @@ class GenerationService:
     # -------------------------------------------------------------- internals
 
     def _refuse_if_busy(self, chat_id: str) -> None:
-        if self.registry.for_chat(chat_id, running_only=True):
+        if chat_id in self._starting or self.registry.for_chat(chat_id, running_only=True):
             raise Conflict("a generation is already running in this chat; stop it first")
 
-    def _start(
+    def _build(self, turn: Turn) -> Prompt | PreparedTurn:
+        with self._build_lock:
+            return self.build_prompt(turn)
+
+    async def _start(
         self,
         chat_id: str,
         kind: TurnKind,
@@ -521,9 +534,14 @@ class GenerationService:
         chat = self.store.get_chat(chat_id)
         connection = self.connections.get(connection_name)
         prefill = kind is TurnKind.CONTINUE and supports_prefill(connection.api)
-        built = self.build_prompt(
-            Turn(chat, tuple(path), kind, connection.api, prefill, counts=self.counts)
-        )
+        turn = Turn(chat, tuple(path), kind, connection.api, prefill, counts=self.counts)
+        self._refuse_if_busy(chat_id)
+        self._starting.add(chat_id)  # a second start while this one builds is refused
+        try:
+            loop = asyncio.get_running_loop()
+            built = await loop.run_in_executor(self._builder, self._build, turn)
+        finally:
+            self._starting.discard(chat_id)
         prepared = built if isinstance(built, PreparedTurn) else PreparedTurn(built)
         tools = prepared.tools if kind in (TurnKind.NORMAL, TurnKind.REGENERATE) else ()
         self.last_prompts[chat_id] = prepared.prompt

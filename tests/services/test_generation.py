@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -494,3 +495,78 @@ def test_a_prefilled_continue_joins_where_the_api_continued(world: World) -> Non
     run(main())
     assert world.last_messages()[-1] == {"role": "assistant", "content": "The river"}
     assert world.path()[-1] == ("assistant", "The river bends.")
+
+
+def test_the_prompt_is_built_off_the_event_loop_which_keeps_answering(world: World) -> None:
+    """A slow build (a long chat's cold assembly) must not freeze the server's loop."""
+    world.stub.script(Reply(tokens=["Fine", "."]))
+    plain = simple_builder(world.turns)
+    ticks_wanted = 5
+    ticked = threading.Event()
+    seen: dict[str, Any] = {}
+
+    def slow(turn: Turn) -> Prompt | PreparedTurn:
+        seen["thread"] = threading.get_ident()
+        # the builder reads the store like the library builder does, from its thread
+        seen["chat"] = world.store.get_chat(turn.chat.id).title
+        # The build lasts until the loop has run the ticker several times meanwhile:
+        # on the loop itself it never would (the bound only keeps a failure short).
+        seen["ticked_meanwhile"] = ticked.wait(timeout=3.0)
+        return plain(turn)  # type: ignore[no-any-return]
+
+    world.service.build_prompt = slow
+
+    async def main() -> Completed:
+        ticks = 0
+        stop = asyncio.Event()
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while not stop.is_set():
+                await asyncio.sleep(0.005)
+                ticks += 1
+                if ticks >= ticks_wanted:
+                    ticked.set()
+
+        seen["loop_thread"] = threading.get_ident()
+        running = asyncio.create_task(ticker())
+        await asyncio.sleep(0)  # the ticker starts before the build does
+        generation = await world.service.send(world.chat_id, "Hello")
+        stop.set()
+        await running
+        return await generation.wait()
+
+    done = run(main())
+    assert seen["ticked_meanwhile"] is True
+    assert seen["thread"] != seen["loop_thread"]
+    assert seen["chat"] == "Aria"
+    assert done.outcome is Ending.SAVED
+    assert world.path()[-1] == ("assistant", "Fine.")
+
+
+def test_a_second_start_while_the_first_prompt_builds_is_refused(world: World) -> None:
+    world.stub.script(Reply(tokens=["One", "."]))
+    plain = simple_builder(world.turns)
+    entered = threading.Event()
+    release = threading.Event()
+
+    def held(turn: Turn) -> Prompt | PreparedTurn:
+        entered.set()
+        release.wait(timeout=3.0)
+        return plain(turn)  # type: ignore[no-any-return]
+
+    world.service.build_prompt = held
+
+    async def main() -> Completed:
+        first = asyncio.create_task(world.service.regenerate(world.chat_id))
+        while not entered.is_set():
+            await asyncio.sleep(0.005)
+        with pytest.raises(Conflict):
+            await world.service.swipe(world.chat_id)
+        release.set()
+        generation = await first
+        return await generation.wait()
+
+    done = run(main())
+    assert done.outcome is Ending.SAVED
+    assert len(world.turns) == 1
