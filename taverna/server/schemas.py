@@ -121,6 +121,19 @@ class BranchIn(Strict):
     revision: int | None = None
 
 
+class CheckpointIn(Strict):
+    node_id: str = Field(min_length=1, max_length=100)
+    name: str = Field(min_length=1, max_length=NAME_MAX)
+    revision: int | None = None
+
+
+class CheckpointOut(BaseModel):
+    id: str
+    name: str
+    node_id: str
+    created: str | None
+
+
 class ChatLorebookIn(Strict):
     lorebook_id: str | None = Field(max_length=100)
     revision: int | None = None

@@ -43,6 +43,9 @@ def chat_tree(store: Store, chat_id: str) -> list[dict[str, Any]]:
     for branch in tree.branches:
         if branch.head_id:
             heads.setdefault(branch.head_id, []).append(branch.name)
+    marks: dict[str, list[str]] = {}
+    for checkpoint in store.checkpoints(chat_id):
+        marks.setdefault(checkpoint.node_id, []).append(checkpoint.name)
     on_path = {n.id for n in store.active_path(chat_id).nodes}
     out: list[dict[str, Any]] = []
     stack = [(n, 0, True) for n in reversed(kids.get(None, []))]
@@ -60,7 +63,8 @@ def chat_tree(store: Store, chat_id: str) -> list[dict[str, Any]]:
                 "snippet": node.content[:120],
                 "on_path": node.id in on_path,
                 "branches": heads.get(node.id, []),
-                "shown": fork_child or not children or node.id in heads,
+                "checkpoints": marks.get(node.id, []),
+                "shown": fork_child or not children or node.id in heads or node.id in marks,
             }
         )
         forked = len(children) > 1

@@ -398,6 +398,17 @@ class ChatService:
             w.put_checkpoint(checkpoint)
         return Outcome(w.chat, node), checkpoint
 
+    def open_checkpoint(self, chat_id: str, checkpoint_id: str, *, revision: int) -> Outcome:
+        """Go back to a checkpoint: the active path ends at its message, as a branch switch does."""
+        with self.store.write(chat_id, revision=revision, label="open checkpoint") as w:
+            found = next((c for c in w.checkpoints() if c.id == checkpoint_id), None)
+            if found is None:
+                raise NotFound("no such checkpoint", field="checkpoint_id")
+            node = w.get_node(found.node_id)
+            self._require_alive(node)
+            self._activate(w, node.id)
+        return Outcome(w.chat, node)
+
     def delete_checkpoint(self, chat_id: str, checkpoint_id: str, *, revision: int) -> Outcome:
         with self.store.write(chat_id, revision=revision, label="delete checkpoint") as w:
             if not any(c.id == checkpoint_id for c in w.checkpoints()):

@@ -250,3 +250,47 @@ def test_hide_a_range(client: TestClient, ctx: AppContext) -> None:
         False,
         False,
     ]
+
+
+def test_checkpoints_create_list_open_delete(client: TestClient, ctx: AppContext) -> None:
+    chat_id, ids = make_chat(ctx)
+    made = client.post(
+        f"/api/chats/{chat_id}/checkpoints", json={"node_id": ids[1], "name": "前夜"}
+    )
+    assert made.status_code == 201
+    listed = client.get(f"/api/chats/{chat_id}/checkpoints").json()
+    assert [(c["name"], c["node_id"]) for c in listed] == [("前夜", ids[1])]
+    tree = {n["id"]: n for n in client.get(f"/api/chats/{chat_id}/tree").json()}
+    assert tree[ids[1]]["checkpoints"] == ["前夜"] and tree[ids[1]]["shown"]
+    # The same name twice is refused, and nothing more is stored.
+    again = client.post(
+        f"/api/chats/{chat_id}/checkpoints", json={"node_id": ids[2], "name": "前夜"}
+    )
+    assert again.status_code == 400
+    assert len(client.get(f"/api/chats/{chat_id}/checkpoints").json()) == 1
+    opened = client.post(f"/api/chats/{chat_id}/checkpoints/{listed[0]['id']}/open", json={})
+    assert opened.status_code == 200
+    assert [m["id"] for m in opened.json()["messages"]] == ids[:2]
+    gone = client.request("DELETE", f"/api/chats/{chat_id}/checkpoints/{listed[0]['id']}")
+    assert gone.status_code == 200
+    assert client.get(f"/api/chats/{chat_id}/checkpoints").json() == []
+    # The messages stay; only the pointer went.
+    assert [m["id"] for m in client.get(f"/api/chats/{chat_id}").json()["messages"]] == ids[:2]
+
+
+def test_checkpoint_bad_input(client: TestClient, ctx: AppContext) -> None:
+    chat_id, ids = make_chat(ctx)
+    url = f"/api/chats/{chat_id}/checkpoints"
+    assert client.post(url, json={"node_id": ids[1], "name": ""}).status_code == 422
+    assert client.post(url, json={"node_id": 5, "name": "x"}).status_code == 422
+    assert client.post(url, json={"node_id": "nope", "name": "x"}).status_code == 404
+    assert (
+        client.post(
+            "/api/chats/nope/checkpoints", json={"node_id": ids[1], "name": "x"}
+        ).status_code
+        == 404
+    )
+    assert client.post(f"{url}/nope/open", json={}).status_code == 404
+    assert client.request("DELETE", f"{url}/nope").status_code == 404
+    assert client.get("/api/chats/nope/checkpoints").status_code == 404
+    assert client.get(url).json() == []

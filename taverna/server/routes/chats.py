@@ -16,6 +16,8 @@ from taverna.server.schemas import (
     ChatOut,
     ChatSettingsOut,
     ChatSummaryOut,
+    CheckpointIn,
+    CheckpointOut,
     EditIn,
     HiddenIn,
     HideRangeIn,
@@ -155,6 +157,57 @@ def switch_branch(
 ) -> ChatOut:
     given = body.revision if body else None
     ctx.chats.switch_branch(chat_id, branch_id, revision=_revision(ctx, chat_id, given))
+    return usecases.chat_view(ctx, chat_id)
+
+
+@router.get("/{chat_id}/checkpoints", response_model=list[CheckpointOut])
+def list_checkpoints(chat_id: str, ctx: AppContext = Depends(context)) -> list[CheckpointOut]:
+    """The chat's named checkpoints, oldest first."""
+    ctx.chats.get_chat(chat_id)
+    return [
+        CheckpointOut(
+            id=c.id,
+            name=c.name,
+            node_id=c.node_id,
+            created=c.created.isoformat() if c.created else None,
+        )
+        for c in ctx.chats.list_checkpoints(chat_id)
+    ]
+
+
+@router.post("/{chat_id}/checkpoints", response_model=ChatOut, status_code=201)
+def create_checkpoint(
+    chat_id: str, body: CheckpointIn, ctx: AppContext = Depends(context)
+) -> ChatOut:
+    _node_of(ctx, chat_id, body.node_id)
+    ctx.chats.create_checkpoint(
+        chat_id, body.node_id, body.name, revision=_revision(ctx, chat_id, body.revision)
+    )
+    return usecases.chat_view(ctx, chat_id)
+
+
+@router.post("/{chat_id}/checkpoints/{checkpoint_id}/open", response_model=ChatOut)
+def open_checkpoint(
+    chat_id: str,
+    checkpoint_id: str,
+    body: RevisionIn | None = None,
+    ctx: AppContext = Depends(context),
+) -> ChatOut:
+    """Go back to a checkpoint: the active path ends at its message."""
+    given = body.revision if body else None
+    ctx.chats.open_checkpoint(chat_id, checkpoint_id, revision=_revision(ctx, chat_id, given))
+    return usecases.chat_view(ctx, chat_id)
+
+
+@router.delete("/{chat_id}/checkpoints/{checkpoint_id}", response_model=ChatOut)
+def delete_checkpoint(
+    chat_id: str,
+    checkpoint_id: str,
+    body: RevisionIn | None = None,
+    ctx: AppContext = Depends(context),
+) -> ChatOut:
+    given = body.revision if body else None
+    ctx.chats.delete_checkpoint(chat_id, checkpoint_id, revision=_revision(ctx, chat_id, given))
     return usecases.chat_view(ctx, chat_id)
 
 

@@ -222,6 +222,7 @@ export async function render(root, params) {
     if (isUser) add(t("chat.edit_resend"), "resend", () => startEdit(m, content, true), "edit-resend");
     add(m.hidden ? t("chat.unhide") : t("chat.hide"), m.hidden ? "eyeOff" : "eye", () => setHidden(m, !m.hidden), m.hidden ? "unhide" : "hide");
     add(t("chat.branch"), "branch", () => branchFrom(m), "branch");
+    add(t("chat.checkpoint"), "flag", () => checkpointAt(m), "checkpoint");
     add(t("chat.prompt_of"), "inspect", () => openInspector(params.id, m.role === "assistant" && m.generated ? m.id : null, labels()), "inspect");
     if (isLastAssistant) {
       add(t("chat.regenerate"), "regenerate", () => generate("regenerate"), "regenerate");
@@ -297,6 +298,15 @@ export async function render(root, params) {
     await loadBranches();
     draw();
     toast(t("chat.branched", { name }));
+  }
+
+  async function checkpointAt(m) {
+    const known = await api.get(`/chats/${params.id}/checkpoints`);
+    const name = prompt(t("chat.checkpoint_name"), t("chat.checkpoint_default", { n: known.length + 1 }));
+    if (name === null) return;
+    state.chat = await api.post(`/chats/${params.id}/checkpoints`, { node_id: m.id, name, revision: state.chat.revision });
+    draw();
+    toast(t("chat.checkpointed", { name }));
   }
 
   async function history(step) {

@@ -1,10 +1,10 @@
-// The tree view: every fork of a chat, its candidates and branch heads; pick one to go there.
+// The tree view: every fork of a chat, its candidates, branch heads and checkpoints; pick one to go there.
 
 import { api } from "../api.js";
 import { h, iconButton, mount } from "../dom.js";
 import { t } from "../i18n.js";
 
-/** Open the tree of chat `chatId`; `onPick(chat)` gets the chat after a node was chosen. */
+/** Open the tree of chat `chatId`; `onPick(chat)` gets the chat after it changed here. */
 export async function openTree(chatId, revision, onPick) {
   document.getElementById("tree")?.remove();
   const body = h("div", { class: "inspector-body" }, h("p", { class: "muted", text: t("inspector.loading") }));
@@ -15,21 +15,53 @@ export async function openTree(chatId, revision, onPick) {
   document.body.append(panel);
   panel.addEventListener("keydown", (e) => e.key === "Escape" && panel.remove());
   panel.querySelector("#close-tree").focus();
-  const nodes = (await api.get(`/chats/${chatId}/tree`)).filter((n) => n.shown);
-  mount(body, h("p", { class: "muted", text: t("tree.help") }), h("ol", { class: "tree" }, nodes.map((n) =>
-    h("li", { class: `tree-node${n.on_path ? " on-path" : ""}`, style: `--level: ${Math.min(n.level, 12)}` },
-      h("button", {
-        type: "button",
-        class: "link",
-        "aria-current": n.on_path ? "true" : null,
-        onClick: async () => {
-          const chat = await api.post(`/chats/${chatId}/messages/${n.id}/show`, { revision });
-          panel.remove();
-          onPick(chat);
-        },
-      },
-      h("span", { class: "tree-head" },
-        h("span", { class: "strong", text: `#${n.depth} ${n.name || n.role}` }),
-        n.branches.map((b) => h("span", { class: "badge", text: b }))),
-      h("span", { class: "muted clip", text: n.snippet || "…" }))))));
+
+  async function render() {
+    const [tree, checkpoints] = await Promise.all([api.get(`/chats/${chatId}/tree`), api.get(`/chats/${chatId}/checkpoints`)]);
+    const depthOf = new Map(tree.map((n) => [n.id, n.depth]));
+    const nodes = tree.filter((n) => n.shown);
+    mount(body,
+      h("h3", { text: t("tree.checkpoints") }),
+      checkpoints.length
+        ? h("ul", { class: "checkpoints" }, checkpoints.map((c) => h("li", { class: "checkpoint-row" },
+          h("button", {
+            type: "button",
+            class: "link",
+            "aria-label": t("tree.checkpoint_open", { name: c.name }),
+            onClick: async () => {
+              const chat = await api.post(`/chats/${chatId}/checkpoints/${c.id}/open`, { revision });
+              panel.remove();
+              onPick(chat);
+            },
+          },
+          h("span", { class: "strong", text: `⚑ ${c.name}` }),
+          h("span", { class: "muted", text: t("tree.checkpoint_at", { n: depthOf.get(c.node_id) ?? "?" }) })),
+          iconButton(t("tree.checkpoint_delete", { name: c.name }), "trash", async () => {
+            if (!confirm(t("tree.checkpoint_confirm", { name: c.name }))) return;
+            const chat = await api.del(`/chats/${chatId}/checkpoints/${c.id}`);
+            revision = chat.revision;
+            onPick(chat);
+            await render();
+          }, { class: "danger" }))))
+        : h("p", { class: "muted", text: t("tree.no_checkpoints") }),
+      h("p", { class: "muted", text: t("tree.help") }),
+      h("ol", { class: "tree" }, nodes.map((n) =>
+        h("li", { class: `tree-node${n.on_path ? " on-path" : ""}`, style: `--level: ${Math.min(n.level, 12)}` },
+          h("button", {
+            type: "button",
+            class: "link",
+            "aria-current": n.on_path ? "true" : null,
+            onClick: async () => {
+              const chat = await api.post(`/chats/${chatId}/messages/${n.id}/show`, { revision });
+              panel.remove();
+              onPick(chat);
+            },
+          },
+          h("span", { class: "tree-head" },
+            h("span", { class: "strong", text: `#${n.depth} ${n.name || n.role}` }),
+            n.branches.map((b) => h("span", { class: "badge", text: b })),
+            (n.checkpoints || []).map((c) => h("span", { class: "badge checkpoint", text: `⚑ ${c}` }))),
+          h("span", { class: "muted clip", text: n.snippet || "…" }))))));
+  }
+  await render();
 }
