@@ -43,7 +43,7 @@ def connection_service(data: Path | None) -> Iterator[ConnectionService]:
         yield ConnectionService(folder.store, folder.path)
 
 
-KNOWN_OPTIONS = {"use_system_prompt": bool, "stream": bool}
+KNOWN_OPTIONS = {"use_system_prompt": bool, "stream": bool, "prefix": bool}
 
 
 def parse_options(pairs: list[str]) -> dict[str, object]:
@@ -72,7 +72,10 @@ def add(
         str,
         typer.Option(
             "--api",
-            help="openai | openai-compatible | anthropic | google | koboldcpp | llamacpp | openai-text",
+            help=(
+                "openai | openai-compatible | mistral | anthropic | google | koboldcpp | "
+                "llamacpp | openai-text"
+            ),
         ),
     ],
     url: Annotated[str, typer.Option("--url", help="base URL (default: the API's own)")] = "",
@@ -94,7 +97,10 @@ def add(
         list[str] | None,
         typer.Option(
             "--set",
-            help="a request option KEY=VALUE (JSON value), e.g. use_system_prompt=true, stream=false",
+            help=(
+                "a request option KEY=VALUE (JSON value), e.g. use_system_prompt=true, "
+                "stream=false, prefix=true (Mistral continues a reply in place)"
+            ),
         ),
     ] = None,
     data: DataOption = None,

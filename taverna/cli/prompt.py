@@ -335,7 +335,8 @@ def prompt(
     api: Annotated[
         str,
         typer.Option(
-            "--api", help="openai | textgen | anthropic | google | openai-compatible | ..."
+            "--api",
+            help="openai | textgen | anthropic | google | openai-compatible | mistral | ...",
         ),
     ] = "openai",
     kind: Annotated[

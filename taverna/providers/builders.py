@@ -8,7 +8,15 @@ from typing import Any
 
 from taverna.errors import ProviderError
 from taverna.model.prompt import Prompt
-from taverna.providers import anthropic, google, koboldcpp, llamacpp, openai_chat, openai_text
+from taverna.providers import (
+    anthropic,
+    google,
+    koboldcpp,
+    llamacpp,
+    mistral,
+    openai_chat,
+    openai_text,
+)
 from taverna.providers.request import Api, HttpRequest, PostProcessing, RequestOptions
 from taverna.providers.wire import StreamParser
 
@@ -18,6 +26,8 @@ def request_body(prompt: Prompt, api: Api, options: RequestOptions) -> dict[str,
     _check_kind(prompt, api)
     if api in (Api.OPENAI, Api.OPENAI_COMPATIBLE):
         return openai_chat.build_body(prompt, api, options)
+    if api is Api.MISTRAL:
+        return mistral.build_body(prompt, options)
     if api is Api.ANTHROPIC:
         return anthropic.build_body(prompt, options)
     if api is Api.GOOGLE:
@@ -46,6 +56,8 @@ def build_request(
     body = request_body(prompt, api, options)
     if api in (Api.OPENAI, Api.OPENAI_COMPATIBLE):
         url, headers = openai_chat.endpoint(base_url), openai_chat.auth_headers(key)
+    elif api is Api.MISTRAL:
+        url, headers = mistral.endpoint(base_url), mistral.auth_headers(key)
     elif api is Api.ANTHROPIC:
         url, headers = anthropic.endpoint(base_url), anthropic.auth_headers(key)
     elif api is Api.GOOGLE:
@@ -62,7 +74,8 @@ def build_request(
 
 def stream_parser(api: Api) -> StreamParser:
     """A fresh reader of `api`'s streamed (or whole) answer."""
-    if api in (Api.OPENAI, Api.OPENAI_COMPATIBLE):
+    if api in (Api.OPENAI, Api.OPENAI_COMPATIBLE, Api.MISTRAL):
+        # Mistral streams OpenAI's chunks
         return openai_chat.ChatStream()
     if api is Api.ANTHROPIC:
         return anthropic.MessagesStream()
@@ -100,7 +113,8 @@ def render_request_body(
     """The body `taverna prompt --api API --post-processing MODE` prints.
 
     `api` is a name `Api.parse` accepts (openai, openai-compatible/custom,
-    anthropic/claude, google/makersuite, koboldcpp, llamacpp/textgen, openai-text).
+    anthropic/claude, google/makersuite, mistral/mistralai, koboldcpp, llamacpp/textgen,
+    openai-text).
     `extra` may carry RequestOptions fields by name (e.g. `human_sysprompt_message`).
     """
     chosen = Api.parse(api)

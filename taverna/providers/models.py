@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from taverna.providers import anthropic, google, koboldcpp, openai_chat
+from taverna.providers import anthropic, google, koboldcpp, mistral, openai_chat
 from taverna.providers.request import Api, HttpRequest
 
 
@@ -23,7 +23,8 @@ def models_request(api: Api, base_url: str, key: str) -> HttpRequest:
         base = (base_url or "http://127.0.0.1:8080").rstrip("/")
         base = base if base.endswith("/v1") else f"{base}/v1"
         return HttpRequest(f"{base}/models", {}, openai_chat.auth_headers(key), "GET", False)
-    base = (base_url or openai_chat.DEFAULT_URL).rstrip("/")
+    default = mistral.DEFAULT_URL if api is Api.MISTRAL else openai_chat.DEFAULT_URL
+    base = (base_url or default).rstrip("/")
     return HttpRequest(f"{base}/models", {}, openai_chat.auth_headers(key), "GET", False)
 
 

@@ -15,6 +15,7 @@ class Api(StrEnum):
 
     OPENAI = "openai"
     OPENAI_COMPATIBLE = "openai-compatible"
+    MISTRAL = "mistral"
     ANTHROPIC = "anthropic"
     GOOGLE = "google"
     KOBOLDCPP = "koboldcpp"
@@ -43,6 +44,7 @@ _API_ALIASES = {
     "makersuite": "google",
     "gemini": "google",
     "custom": "openai-compatible",
+    "mistralai": "mistral",
     "openai_compatible": "openai-compatible",
     "kobold": "koboldcpp",
     "kobold-cpp": "koboldcpp",
@@ -100,6 +102,7 @@ class RequestOptions:
     `user_name` / `char_name` / `group_members` fold example and speaker names into
     text where an API has no `name` field. `use_system_prompt` is `None` for the API's
     SillyTavern default (Anthropic off, Gemini on). `tool_choice` is `auto` or `required`.
+    `mistral_prefix`: Mistral continues a last assistant message in place (its `prefix`).
     """
 
     model: str = ""
@@ -113,6 +116,7 @@ class RequestOptions:
     impersonate: bool = False
     tools: tuple[ToolSpec, ...] = ()
     tool_choice: str = "auto"
+    mistral_prefix: bool = False
 
 
 def endpoint_url(base_url: str, default: str, path: str) -> str:

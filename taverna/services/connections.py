@@ -313,6 +313,7 @@ class ConnectionService:
             stream=bool(options.get("stream", True)),
             post_processing=connection.post_processing,
             use_system_prompt=options.get("use_system_prompt"),
+            mistral_prefix=connection.api is Api.MISTRAL and bool(options.get("prefix")),
         )
         return replace(base, **overrides) if overrides else base
 

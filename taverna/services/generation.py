@@ -533,7 +533,12 @@ class GenerationService:
     ) -> RunningGeneration:
         chat = self.store.get_chat(chat_id)
         connection = self.connections.get(connection_name)
-        prefill = kind is TurnKind.CONTINUE and supports_prefill(connection.api)
+        # Mistral continues in place only where the connection turns its `prefix` on
+        # (algo-providers.md §10, SillyTavern's `mistral.enablePrefix`, off by default)
+        in_place = supports_prefill(connection.api) or (
+            connection.api is Api.MISTRAL and bool(connection.options.get("prefix"))
+        )
+        prefill = kind is TurnKind.CONTINUE and in_place
         turn = Turn(chat, tuple(path), kind, connection.api, prefill, counts=self.counts)
         self._refuse_if_busy(chat_id)
         self._starting.add(chat_id)  # a second start while this one builds is refused

@@ -570,3 +570,38 @@ def test_a_second_start_while_the_first_prompt_builds_is_refused(world: World) -
     done = run(main())
     assert done.outcome is Ending.SAVED
     assert len(world.turns) == 1
+
+
+@pytest.mark.parametrize("prefix", [True, False])
+def test_a_mistral_continue_uses_its_prefix_only_when_the_connection_asks(
+    world: World, prefix: bool
+) -> None:
+    world.service.connections.add(
+        "mistral",
+        "mistral",
+        url=world.stub.base_url("mistral"),
+        model="stub-model",
+        key=KEY,
+        options={"prefix": True} if prefix else {},
+    )
+    world.stub.script(Reply(tokens=["Start"]), Reply(tokens=[" and more."]))
+
+    async def main() -> Completed:
+        await (await world.service.send(world.chat_id, "Go on", connection="mistral")).wait()
+        return await (
+            await world.service.continue_reply(world.chat_id, connection="mistral")
+        ).wait()
+
+    done = run(main())
+    assert done.outcome is Ending.SAVED, done.error
+    assert world.stub.problems == []
+    assert world.turns[-1].prefill is prefix
+    last = world.last_messages()[-1]
+    if prefix:
+        assert last == {"role": "assistant", "content": "Start", "prefix": True}
+    else:
+        # the continue nudge follows the reply, so Mistral gets it as the user's turn
+        assert last == {"role": "user", "content": "[Continue your last message.]"}
+    assert world.path()[-1] == ("assistant", "Start and more.")
+    info = world.store.active_path(world.chat_id).nodes[-1].generation
+    assert info is not None and info.provider == "mistral"

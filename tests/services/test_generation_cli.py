@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 import taverna.cli.chat  # registers the command
+import taverna.cli.connection  # registers the command
 from taverna.cli.main import app
 from taverna.services.connections import ConnectionService
 from taverna.services.data import open_data
@@ -223,3 +224,29 @@ def test_the_presets_claude_system_prompt_setting_reaches_the_request(
         assert "system" not in stub.requests[-1].body
     finally:
         ctx.close()
+
+
+def test_a_mistral_connection_added_on_the_command_line_runs_a_turn(
+    data: Path, stub: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MISTRAL_TEST_KEY", KEY)
+    runner = CliRunner()
+    added = runner.invoke(
+        app,
+        ["connection", "add", "mist", "--api", "mistral", "--url", stub.base_url("mistral"),
+         "--model", "stub-model", "--key-env", "MISTRAL_TEST_KEY", "--set", "prefix=true",
+         "--data", str(data)],
+    )  # fmt: skip
+    assert added.exit_code == 0, added.output
+    assert "mistral" in added.output and KEY not in added.output
+    stub.script(Reply(tokens=["Aboard", "."]))
+    said = runner.invoke(
+        app, ["chat", "Ione Calder", "--say", "Hi", "--connection", "mist", "--data", str(data)]
+    )
+    assert said.exit_code == 0, said.output
+    assert said.output.strip() == "Aboard."
+    assert stub.problems == []
+    body = stub.requests[-1].body
+    assert body["safe_prompt"] is False
+    assert all(set(m) <= {"role", "content"} for m in body["messages"])
+    assert body["messages"][-1] == {"role": "user", "content": body["messages"][-1]["content"]}

@@ -5,6 +5,7 @@ One stub serves every API on its usual paths:
 | API | path |
 |---|---|
 | OpenAI Chat Completions (and compatible) | `POST /v1/chat/completions`, `GET /v1/models` |
+| Mistral Chat Completions | `POST /mistral/v1/chat/completions` (Mistral's own schema) |
 | OpenAI text completions | `POST /v1/completions` |
 | Anthropic Messages | `POST /v1/messages` |
 | Google Gemini | `POST /v1beta/models/{model}:streamGenerateContent?alt=sse`, `:generateContent` |
@@ -131,6 +132,8 @@ class StubServer:
             return f"{self.url}/v1"
         if api == "google":
             return f"{self.url}/v1beta"
+        if api == "mistral":
+            return f"{self.url}/mistral/v1"
         return self.url
 
     @property
@@ -186,6 +189,7 @@ class StubServer:
         return Starlette(
             routes=[
                 Route("/v1/chat/completions", self._openai_chat, methods=["POST"]),
+                Route("/mistral/v1/chat/completions", self._mistral_chat, methods=["POST"]),
                 Route("/v1/completions", self._openai_text, methods=["POST"]),
                 Route("/v1/models", self._models, methods=["GET"]),
                 Route("/v1/messages", self._anthropic, methods=["POST"]),
@@ -327,10 +331,18 @@ class StubServer:
             return failed
         return None
 
-    async def _openai_chat(self, request: Request) -> Response:
+    async def _mistral_chat(self, request: Request) -> Response:
+        # Mistral speaks OpenAI's wire with its own request schema; its last chunk
+        # carries the usage beside the finish reason
+        return await self._openai_chat(request, mistral=True)
+
+    async def _openai_chat(self, request: Request, *, mistral: bool = False) -> Response:
         compatible = request.headers.get("x-stub-strict") != "openai"
         body, problems = await self._receive(
-            request, lambda b: schemas.check_openai_chat(b, compatible=compatible)
+            request,
+            schemas.check_mistral_chat
+            if mistral
+            else lambda b: schemas.check_openai_chat(b, compatible=compatible),
         )
         reply = self._offered(self._next(), body)
         failed = self._openai_gate(request, problems, reply)
@@ -389,6 +401,10 @@ class StubServer:
             tail.append(
                 self._sse({"error": {"message": reply.stream_error, "type": "server_error"}})
             )
+        elif mistral:
+            choice = {"index": 0, "delta": {"content": ""}, "finish_reason": finish}
+            tail.append(self._sse({**base, "choices": [choice], "usage": usage}))
+            tail.append(self._sse("[DONE]"))
         else:
             tail.append(chunk({}, finish))
             if (body.get("stream_options") or {}).get("include_usage"):

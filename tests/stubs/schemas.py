@@ -99,6 +99,75 @@ def check_openai_chat(body: Any, *, compatible: bool) -> Problems:
     return problems
 
 
+MISTRAL_CHAT_KEYS = {
+    "model", "messages", "temperature", "top_p", "max_tokens", "stream", "stop",
+    "random_seed", "response_format", "tools", "tool_choice", "presence_penalty",
+    "frequency_penalty", "n", "prediction", "parallel_tool_calls", "safe_prompt",
+}  # fmt: skip
+MISTRAL_MESSAGE_KEYS = {
+    "system": {"role", "content"},
+    "user": {"role", "content"},
+    "assistant": {"role", "content", "tool_calls", "prefix"},
+    "tool": {"role", "content", "tool_call_id", "name"},
+}
+
+
+def check_mistral_chat(body: Any) -> Problems:
+    """Mistral `POST /v1/chat/completions` (La Plateforme API reference).
+
+    Unlike OpenAI's it refuses fields it does not know (`seed`, `logit_bias`, a
+    message's `name`), takes `any` for a required tool call, and serves only a
+    conversation ending in a user or tool message, or in an assistant message
+    marked `prefix` (which only the last message may be).
+    """
+    problems: Problems = []
+    if not isinstance(body, dict):
+        return ["the body must be a JSON object"]
+    problems += [
+        f"Extra inputs are not permitted: {k!r}" for k in body if k not in MISTRAL_CHAT_KEYS
+    ]
+    if not isinstance(body.get("model"), str) or not body["model"]:
+        problems.append("model is required")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return [*problems, "messages must be a non-empty list"]
+    for i, m in enumerate(messages):
+        role = m.get("role") if isinstance(m, dict) else None
+        if role not in MISTRAL_MESSAGE_KEYS:
+            problems.append(f"messages[{i}].role {role!r} is not valid")
+            continue
+        extra = set(m) - MISTRAL_MESSAGE_KEYS[role]
+        if extra:
+            problems.append(f"messages[{i}]: Extra inputs are not permitted: {sorted(extra)}")
+        if not isinstance(m.get("content"), str | list) and not m.get("tool_calls"):
+            problems.append(f"messages[{i}].content must be a string or chunks")
+        if m.get("prefix") and i != len(messages) - 1:
+            problems.append(f"messages[{i}]: only the last message may be a prefix")
+    last = messages[-1] if isinstance(messages[-1], dict) else {}
+    if not (
+        last.get("role") in ("user", "tool")
+        or (last.get("role") == "assistant" and last.get("prefix") is True)
+    ):
+        problems.append(
+            "Expected last role User or Tool (or Assistant with prefix True) for serving"
+            f" but got {last.get('role')}"
+        )
+    _number(body, "temperature", 0, float("inf"), problems)
+    _number(body, "top_p", 0, 1, problems)
+    _integer(body, "max_tokens", 0, problems)
+    _integer(body, "random_seed", 0, problems)
+    if "safe_prompt" in body and not isinstance(body["safe_prompt"], bool):
+        problems.append("safe_prompt must be a boolean")
+    if "stream" in body and not isinstance(body["stream"], bool):
+        problems.append("stream must be a boolean")
+    if "tool_choice" in body and body["tool_choice"] not in ("auto", "none", "any", "required"):
+        problems.append("tool_choice must be auto, none, any or required")
+    for tool in body.get("tools") or ():
+        if tool.get("type") != "function" or not isinstance(tool.get("function"), dict):
+            problems.append("tools must be {type: function, function: {...}}")
+    return problems
+
+
 def check_openai_completions(body: Any) -> Problems:
     """OpenAI `POST /v1/completions` (legacy Completions API)."""
     problems: Problems = []
