@@ -11,10 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from taverna.errors import NotFound, TavernaError
 from taverna.formats.detect import FileKind
 from taverna.formats.st_settings import GLOBAL_ORDER_ID
 from taverna.formats.validation import validate
 from taverna.model.presets import (
+    DEFAULT_PROMPT_ORDER,
+    MARKER_IDS,
     ChatCompletionPreset,
     ContextTemplate,
     InstructTemplate,
@@ -41,7 +44,17 @@ MODELS: dict[LibraryKind, type[Any]] = {
     LibraryKind.CONTEXT_TEMPLATE: ContextTemplate,
     LibraryKind.SYSTEM_PROMPT: SystemPromptPreset,
 }
-SLOT_FIELDS = ("name", "role", "content", "injection_position", "injection_depth")
+SLOT_FIELDS = (
+    "name",
+    "role",
+    "content",
+    "injection_position",
+    "injection_depth",
+    "injection_order",
+)
+# SillyTavern's own slots (its default order: the markers, main, nsfw, jailbreak,
+# enhanceDefinitions) stay in every preset; only slots a person added can be deleted.
+BUILT_IN_IDS = frozenset(identifier for identifier, _ in DEFAULT_PROMPT_ORDER) | MARKER_IDS
 
 
 def _order(data: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -69,6 +82,68 @@ def prompt_manager(data: Mapping[str, Any]) -> list[dict[str, Any]]:
         out.append({**prompt, "enabled": bool(entry.get("enabled", True))})
     # Prompts not in the order list are shown last, switched off (SillyTavern does not send them).
     out += [{**p, "enabled": False} for p in by_id.values()]
+    return [{**p, "deletable": deletable(p)} for p in out]
+
+
+def deletable(prompt: Mapping[str, Any]) -> bool:
+    """Whether a slot is one a person added (not a marker, not one of SillyTavern's own)."""
+    return not (
+        prompt.get("identifier") in BUILT_IN_IDS
+        or prompt.get("marker")
+        or prompt.get("system_prompt")
+    )
+
+
+def _with_order(data: Mapping[str, Any], order: list[dict[str, Any]]) -> dict[str, Any]:
+    """The preset JSON with `order` as its global prompt order, the other lists kept."""
+    out = dict(data)
+    lists = [dict(o) for o in out.get("prompt_order") or [] if isinstance(o, Mapping)]
+    lists = [o for o in lists if o.get("character_id") != GLOBAL_ORDER_ID]
+    out["prompt_order"] = [*lists, {"character_id": GLOBAL_ORDER_ID, "order": order}]
+    return out
+
+
+def add_slot(
+    data: Mapping[str, Any], identifier: str, slot: Mapping[str, Any], *, enabled: bool
+) -> dict[str, Any]:
+    """The preset JSON with a new custom prompt, placed last in the global order."""
+    prompt = {
+        "identifier": identifier,
+        **{k: slot[k] for k in SLOT_FIELDS if k in slot},
+        "system_prompt": False,
+        "marker": False,
+        "forbid_overrides": False,
+    }
+    out = dict(data)
+    out["prompts"] = [*(out.get("prompts") or []), prompt]
+    return _with_order(out, [*_order(data), {"identifier": identifier, "enabled": enabled}])
+
+
+def delete_slot(data: Mapping[str, Any], identifier: str) -> dict[str, Any]:
+    """The preset JSON without custom prompt `identifier`, in its prompts and every order."""
+    prompts = [p for p in data.get("prompts") or [] if isinstance(p, Mapping)]
+    found = next((p for p in prompts if p.get("identifier") == identifier), None)
+    if found is None:
+        raise NotFound(f"no prompt {identifier!r} in this preset", field="identifier")
+    if not deletable(found):
+        raise TavernaError(
+            f"{found.get('name') or identifier!r} is SillyTavern's own slot and stays",
+            field="identifier",
+        )
+    out = dict(data)
+    out["prompts"] = [p for p in prompts if p.get("identifier") != identifier]
+    out["prompt_order"] = [
+        {
+            **o,
+            "order": [
+                e
+                for e in o.get("order") or []
+                if not (isinstance(e, Mapping) and e.get("identifier") == identifier)
+            ],
+        }
+        for o in data.get("prompt_order") or []
+        if isinstance(o, Mapping)
+    ]
     return out
 
 

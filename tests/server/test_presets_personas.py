@@ -187,3 +187,71 @@ def test_persona_picture_shows_on_the_users_messages(client: TestClient) -> None
         "avatar_url": persona["avatar_url"],
     }
     assert client.get("/api/personas/nope/avatar").status_code == 404
+
+
+def test_add_and_delete_a_custom_prompt_slot(client: TestClient, st_fixtures: Path) -> None:
+    path = st_fixtures / "presets" / "openai" / "Default.json"
+    preset_id = upload(client, "/api/presets/import?kind=chat", path).json()["id"]
+    before = client.get(f"/api/presets/{preset_id}").json()["prompts"]
+    slot = {
+        "name": "Weather",
+        "role": "user",
+        "content": "[It is raining over {{char}}, 下雨了.]",
+        "injection_position": 1,
+        "injection_depth": 0,
+        "injection_order": 50,
+        "enabled": True,
+    }
+    added = client.post(f"/api/presets/{preset_id}/prompts", json=slot)
+    assert added.status_code == 201, added.text
+    prompts = added.json()["prompts"]
+    assert len(prompts) == len(before) + 1
+    new = prompts[-1]
+    assert (new["name"], new["role"], new["injection_depth"], new["injection_order"]) == (
+        "Weather",
+        "user",
+        0,
+        50,
+    )
+    assert new["enabled"] is True and new["deletable"] is True
+    assert not any(p["deletable"] for p in before)
+    exported = client.get(f"/api/presets/{preset_id}/export").json()
+    order = next(o for o in exported["prompt_order"] if o["character_id"] == 100001)["order"]
+    assert order[-1] == {"identifier": new["identifier"], "enabled": True}
+    # The active preset's new slot reaches the prompt, in the chat at depth 0.
+    client.post(f"/api/presets/{preset_id}/activate")
+    card = client.post("/api/characters", json={"name": "Mira", "first_mes": "Hi."}).json()
+    chat = client.post("/api/chats", json={"character_id": card["id"]}).json()
+    client.post(
+        "/api/connections",
+        json={"name": "c", "api": "openai", "url": "http://127.0.0.1:9/v1", "model": "m"},
+    )
+    messages = client.get(f"/api/chats/{chat['id']}/prompt").json()["prompt"]["messages"]
+    assert messages[-1]["content"] == "[It is raining over Mira, 下雨了.]"
+    assert messages[-1]["role"] == "user"
+    gone = client.delete(f"/api/presets/{preset_id}/prompts/{new['identifier']}")
+    assert gone.status_code == 200
+    assert [p["identifier"] for p in gone.json()["prompts"]] == [p["identifier"] for p in before]
+    messages = client.get(f"/api/chats/{chat['id']}/prompt").json()["prompt"]["messages"]
+    assert not any("raining" in m["content"] for m in messages)
+
+
+def test_prompt_slot_bad_input(client: TestClient, st_fixtures: Path) -> None:
+    path = st_fixtures / "presets" / "openai" / "Default.json"
+    preset_id = upload(client, "/api/presets/import?kind=chat", path).json()["id"]
+    url = f"/api/presets/{preset_id}/prompts"
+    before = client.get(f"/api/presets/{preset_id}").json()["prompts"]
+    for bad in (
+        {"name": ""},
+        {"name": "x", "role": "narrator"},
+        {"name": "x", "injection_position": 2},
+        {"name": "x", "injection_depth": -1},
+        {"name": "x", "injection_depth": "deep"},
+        {"name": "x", "surprise": 1},
+    ):
+        assert client.post(url, json=bad).status_code == 422, bad
+    assert client.post("/api/presets/nope/prompts", json={"name": "x"}).status_code == 404
+    for builtin in ("main", "chatHistory", "worldInfoBefore", "jailbreak"):
+        assert client.delete(f"{url}/{builtin}").status_code == 400, builtin
+    assert client.delete(f"{url}/nope").status_code == 404
+    assert client.get(f"/api/presets/{preset_id}").json()["prompts"] == before

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+import uuid
+from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, File, Request, Response, UploadFile
 from pydantic import BaseModel, Field
@@ -12,7 +13,7 @@ from taverna.formats import json_text
 from taverna.formats.detect import detect
 from taverna.server import library_views
 from taverna.server.context import AppContext, context, current_user
-from taverna.server.schemas import NAME_MAX, Strict
+from taverna.server.schemas import NAME_MAX, TEXT_MAX, Strict
 from taverna.server.uploads import read_limited
 from taverna.services import prompt_manager
 from taverna.services.library import LibraryKind, LibraryService
@@ -115,6 +116,60 @@ async def import_preset(
         raise FormatError(f"this file is not a {kind} preset", file=name)
     item = lib.import_bytes(data, name)
     return PresetListItem(id=item.id, name=item.name, kind=kind, active=False)
+
+
+class SlotIn(Strict):
+    """A new custom prompt for the prompt manager (formats-presets.md §1.2)."""
+
+    name: str = Field(min_length=1, max_length=NAME_MAX)
+    role: Literal["system", "user", "assistant"] = "system"
+    content: str = Field(default="", max_length=TEXT_MAX)
+    injection_position: Literal[0, 1] = 0
+    injection_depth: int = Field(default=4, ge=0, le=10_000)
+    injection_order: int = Field(default=100, ge=-10_000, le=10_000)
+    enabled: bool = True
+    revision: int | None = None
+
+
+def _save_chat_preset(
+    lib: LibraryService, doc: Any, data: dict[str, Any], revision: int | None
+) -> None:
+    data = prompt_manager.checked(LibraryKind.CHAT_COMPLETION_PRESET, data, doc.name)
+    lib.store.put_document(
+        doc.kind,
+        doc.name,
+        data,
+        id=doc.id,
+        revision=doc.revision if revision is None else revision,
+        owner=doc.owner,
+    )
+
+
+def _chat_preset(lib: LibraryService, preset_id: str) -> Any:
+    doc = _find(lib, preset_id)
+    if doc.kind != LibraryKind.CHAT_COMPLETION_PRESET.value:
+        raise TavernaError("only a chat completion preset has prompt slots", field="preset_id")
+    return doc
+
+
+@router.post("/{preset_id}/prompts", response_model=PresetOut, status_code=201)
+def add_slot(preset_id: str, body: SlotIn, lib: LibraryService = Depends(library)) -> PresetOut:
+    """Add a custom prompt slot, last in the prompt order."""
+    doc = _chat_preset(lib, preset_id)
+    slot = body.model_dump(exclude={"enabled", "revision"})
+    data = prompt_manager.add_slot(doc.data, str(uuid.uuid4()), slot, enabled=body.enabled)
+    _save_chat_preset(lib, doc, data, body.revision)
+    return _view(lib, preset_id)
+
+
+@router.delete("/{preset_id}/prompts/{identifier}", response_model=PresetOut)
+def delete_slot(
+    preset_id: str, identifier: str, lib: LibraryService = Depends(library)
+) -> PresetOut:
+    """Delete a custom prompt slot; markers and SillyTavern's own slots are refused."""
+    doc = _chat_preset(lib, preset_id)
+    _save_chat_preset(lib, doc, prompt_manager.delete_slot(doc.data, identifier), None)
+    return _view(lib, preset_id)
 
 
 @router.get("/{preset_id}", response_model=PresetOut)

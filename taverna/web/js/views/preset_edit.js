@@ -5,43 +5,66 @@ import { h, iconButton, mount, toast } from "../dom.js";
 import { t } from "../i18n.js";
 import { valuesEditor } from "../generic.js";
 
-function promptManager(prompts, onEdit) {
+function promptManager(prompts, onEdit, onDelete) {
   const list = h("ol", { class: "prompt-order" });
   const draw = () => {
     mount(list, prompts.map((p, i) => {
-      const toggle = h("input", { type: "checkbox", checked: p.enabled, "aria-label": t("presets.enable_slot", { name: p.name || p.identifier }) });
+      const label = p.name || p.identifier;
+      const toggle = h("input", { type: "checkbox", checked: p.enabled, "aria-label": t("presets.enable_slot", { name: label }) });
       toggle.addEventListener("change", () => { p.enabled = toggle.checked; });
       const up = iconButton(t("presets.move_up"), "up", () => { [prompts[i - 1], prompts[i]] = [prompts[i], prompts[i - 1]]; draw(); });
       const down = iconButton(t("presets.move_down"), "down", () => { [prompts[i + 1], prompts[i]] = [prompts[i], prompts[i + 1]]; draw(); });
       up.disabled = i === 0;
       down.disabled = i === prompts.length - 1;
+      const remove = p.deletable
+        ? iconButton(t("presets.delete_slot", { name: label }), "trash", () => onDelete(p), { class: "danger" })
+        : null;
       return h("li", { class: `slot${p.marker ? " marker" : ""}`, "data-identifier": p.identifier },
         toggle,
-        h("button", { type: "button", class: "link grow", text: p.name || p.identifier, disabled: p.marker ? true : null, onClick: () => onEdit(p) }),
+        h("button", { type: "button", class: "link grow", text: label, disabled: p.marker ? true : null, onClick: () => onEdit(p) }),
         h("span", { class: "muted", text: p.marker ? t("presets.marker") : p.role || "system" }),
-        up, down);
+        up, down, remove);
     }));
   };
   draw();
+  list.redraw = draw;
   return list;
 }
 
-function slotEditor(p, box) {
+/** The fields of one slot; `onDone(values)` gets them when the button is pressed. */
+function slotEditor(p, box, { title, button, withEnabled }, onDone) {
   const role = h("select", { id: "slot-role" }, ["system", "user", "assistant"].map((r) => h("option", { value: r, selected: (p.role || "system") === r ? "selected" : null, text: r })));
   const name = h("input", { id: "slot-name", type: "text", value: p.name || "" });
   const content = h("textarea", { id: "slot-content", rows: 10, value: p.content || "" });
   const position = h("select", { id: "slot-position" }, [[0, t("presets.relative")], [1, t("presets.in_chat")]].map(([v, text]) => h("option", { value: v, selected: Number(p.injection_position || 0) === v ? "selected" : null, text })));
-  const depth = h("input", { id: "slot-depth", type: "number", value: p.injection_depth ?? 4 });
-  mount(box, h("h3", { text: p.name || p.identifier }),
+  const depth = h("input", { id: "slot-depth", type: "number", min: 0, value: p.injection_depth ?? 4 });
+  const order = h("input", { id: "slot-order", type: "number", value: p.injection_order ?? 100 });
+  const enabled = h("input", { id: "slot-enabled", type: "checkbox", checked: p.enabled ?? true });
+  const inChatOnly = [h("label", { class: "field", for: "slot-depth" }, h("span", { text: t("field.depth") }), depth),
+    h("label", { class: "field", for: "slot-order" }, h("span", { text: t("presets.order") }), order)];
+  const syncPosition = () => inChatOnly.forEach((el) => { el.hidden = position.value !== "1"; });
+  position.addEventListener("change", syncPosition);
+  syncPosition();
+  mount(box, h("h3", { text: title }),
     h("label", { class: "field", for: "slot-name" }, h("span", { text: t("field.name") }), name),
     h("label", { class: "field", for: "slot-role" }, h("span", { text: t("field.role") }), role),
     h("label", { class: "field", for: "slot-position" }, h("span", { text: t("presets.position") }), position),
-    h("label", { class: "field", for: "slot-depth" }, h("span", { text: t("field.depth") }), depth),
+    ...inChatOnly,
+    withEnabled ? h("label", { class: "check", for: "slot-enabled" }, enabled, h("span", { text: t("presets.slot_enabled") })) : null,
     h("label", { class: "field wide", for: "slot-content" }, h("span", { text: t("field.content") }), content),
-    h("button", { type: "button", text: t("presets.apply_slot"), onClick: () => {
-      Object.assign(p, { name: name.value, role: role.value, content: content.value, injection_position: Number(position.value), injection_depth: Number(depth.value) });
-      toast(t("presets.slot_applied"));
-    } }));
+    h("button", { type: "button", text: button, onClick: () => onDone({
+      name: name.value, role: role.value, content: content.value,
+      injection_position: Number(position.value), injection_depth: Number(depth.value), injection_order: Number(order.value),
+      enabled: enabled.checked,
+    }) }));
+}
+
+function editSlot(p, box) {
+  slotEditor(p, box, { title: p.name || p.identifier, button: t("presets.apply_slot"), withEnabled: false }, (values) => {
+    delete values.enabled;
+    Object.assign(p, values);
+    toast(t("presets.slot_applied"));
+  });
 }
 
 export async function render(root, params) {
@@ -51,11 +74,31 @@ export async function render(root, params) {
   const save = h("button", { type: "button", class: "primary", text: t("common.save") });
   if (preset.kind === "chat") {
     const slotBox = h("div", { class: "slot-editor" });
-    const manager = promptManager(preset.prompts, (p) => slotEditor(p, slotBox));
+    const manager = promptManager(preset.prompts, (p) => editSlot(p, slotBox), async (p) => {
+      const label = p.name || p.identifier;
+      if (!confirm(t("presets.confirm_delete_slot", { name: label }))) return;
+      await api.del(`/presets/${params.id}/prompts/${encodeURIComponent(p.identifier)}`);
+      // Other unsaved changes on the page (order, switches) stay as they are.
+      preset.prompts.splice(preset.prompts.indexOf(p), 1);
+      manager.redraw();
+      mount(slotBox);
+      toast(t("presets.slot_deleted", { name: label }));
+    });
+    const newSlot = h("button", { type: "button", text: t("presets.new_slot"), onClick: () => {
+      slotEditor({ enabled: true }, slotBox, { title: t("presets.new_slot"), button: t("presets.add_slot"), withEnabled: true }, async (values) => {
+        if (!values.name.trim()) { toast(t("presets.slot_needs_name"), "error"); return; }
+        const saved = await api.post(`/presets/${params.id}/prompts`, values);
+        preset.prompts.push(saved.prompts[saved.prompts.length - 1]);
+        manager.redraw();
+        mount(slotBox);
+        toast(t("presets.slot_added", { name: values.name }));
+      });
+      slotBox.querySelector("#slot-name").focus();
+    } });
     const sampling = valuesEditor(preset.sampling, "sampling", "s");
     mount(root, head,
       h("div", { class: "split" },
-        h("section", {}, h("h2", { text: t("presets.prompt_manager") }), manager, slotBox),
+        h("section", {}, h("h2", { text: t("presets.prompt_manager") }), manager, h("div", { class: "row" }, newSlot), slotBox),
         h("section", {}, h("h2", { text: t("presets.sampling") }), sampling)),
       h("div", { class: "row sticky-actions" }, save));
     save.addEventListener("click", async () => {
