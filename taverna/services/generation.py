@@ -36,7 +36,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -372,58 +372,54 @@ class GenerationService:
         self, chat_id: str, text: str, *, connection: str | None = None, speaker: str = ""
     ) -> RunningGeneration:
         """Post the person's message (if any text) and generate the reply to it."""
-        self._refuse_if_busy(chat_id)
-        self.connections.get(connection)  # a missing connection fails before anything is written
-        if text.strip():
-            chat = self.store.get_chat(chat_id)
-            self.chats.append(
-                chat_id,
-                NodeRole.USER,
-                text,
-                revision=chat.revision,
-                speaker=speaker or chat.user_name,
-            )
-        path = self.store.active_path(chat_id)
-        return await self._start(chat_id, TurnKind.NORMAL, path.leaf, list(path.nodes), connection)
+        with self._reserved(chat_id):
+            self.connections.get(connection)  # a missing connection fails before any write
+            if text.strip():
+                await asyncio.to_thread(self._post, chat_id, text, speaker)
+            nodes = await self._active_nodes(chat_id)
+            leaf = nodes[-1] if nodes else None
+            return await self._start(chat_id, TurnKind.NORMAL, leaf, nodes, connection)
 
     async def regenerate(self, chat_id: str, *, connection: str | None = None) -> RunningGeneration:
         """A new reply in place of the last one (the old one is deleted, restorably)."""
-        self._refuse_if_busy(chat_id)
-        nodes = list(self.store.active_path(chat_id).nodes)
-        if nodes and nodes[-1].role is NodeRole.ASSISTANT and len(nodes) > 1:
-            return await self._start(chat_id, TurnKind.REGENERATE, nodes[-1], nodes, connection)
-        leaf = nodes[-1] if nodes else None
-        return await self._start(chat_id, TurnKind.NORMAL, leaf, nodes, connection)
+        with self._reserved(chat_id):
+            nodes = await self._active_nodes(chat_id)
+            if nodes and nodes[-1].role is NodeRole.ASSISTANT and len(nodes) > 1:
+                return await self._start(chat_id, TurnKind.REGENERATE, nodes[-1], nodes, connection)
+            leaf = nodes[-1] if nodes else None
+            return await self._start(chat_id, TurnKind.NORMAL, leaf, nodes, connection)
 
     async def swipe(self, chat_id: str, *, connection: str | None = None) -> RunningGeneration:
         """A new candidate beside the last reply; the current one is left out of the prompt."""
-        self._refuse_if_busy(chat_id)
-        nodes = list(self.store.active_path(chat_id).nodes)
-        if not nodes or nodes[-1].role is not NodeRole.ASSISTANT:
-            raise TavernaError("only a reply of the character can be swiped", field="chat")
-        if len(nodes) == 1:
-            # algo-chat-ops.md §1.2: a greeting's candidates are its alternate greetings
-            raise TavernaError("the greeting has no generated swipes; pick an alternate greeting")
-        return await self._start(chat_id, TurnKind.SWIPE, nodes[-1], nodes, connection)
+        with self._reserved(chat_id):
+            nodes = await self._active_nodes(chat_id)
+            if not nodes or nodes[-1].role is not NodeRole.ASSISTANT:
+                raise TavernaError("only a reply of the character can be swiped", field="chat")
+            if len(nodes) == 1:
+                # algo-chat-ops.md §1.2: a greeting's candidates are its alternate greetings
+                raise TavernaError(
+                    "the greeting has no generated swipes; pick an alternate greeting"
+                )
+            return await self._start(chat_id, TurnKind.SWIPE, nodes[-1], nodes, connection)
 
     async def continue_reply(
         self, chat_id: str, *, connection: str | None = None
     ) -> RunningGeneration:
         """Extend the last message (prefill where the API allows, else a continue nudge)."""
-        self._refuse_if_busy(chat_id)
-        nodes = list(self.store.active_path(chat_id).nodes)
-        if not nodes:
-            raise TavernaError("there is nothing to continue", field="chat")
-        return await self._start(chat_id, TurnKind.CONTINUE, nodes[-1], nodes, connection)
+        with self._reserved(chat_id):
+            nodes = await self._active_nodes(chat_id)
+            if not nodes:
+                raise TavernaError("there is nothing to continue", field="chat")
+            return await self._start(chat_id, TurnKind.CONTINUE, nodes[-1], nodes, connection)
 
     async def impersonate(
         self, chat_id: str, *, connection: str | None = None
     ) -> RunningGeneration:
         """Draft the person's next message; nothing is written into the tree."""
-        self._refuse_if_busy(chat_id)
-        nodes = list(self.store.active_path(chat_id).nodes)
-        leaf = nodes[-1] if nodes else None
-        return await self._start(chat_id, TurnKind.IMPERSONATE, leaf, nodes, connection)
+        with self._reserved(chat_id):
+            nodes = await self._active_nodes(chat_id)
+            leaf = nodes[-1] if nodes else None
+            return await self._start(chat_id, TurnKind.IMPERSONATE, leaf, nodes, connection)
 
     async def stop(self, generation_id: str) -> Completed | None:
         """Stop a generation: the model connection is closed, what streamed becomes a draft."""
@@ -519,6 +515,27 @@ class GenerationService:
         if chat_id in self._starting or self.registry.for_chat(chat_id, running_only=True):
             raise Conflict("a generation is already running in this chat; stop it first")
 
+    @contextlib.contextmanager
+    def _reserved(self, chat_id: str) -> Iterator[None]:
+        """Hold the chat while a generation starts: a second start meanwhile is refused."""
+        self._refuse_if_busy(chat_id)
+        self._starting.add(chat_id)
+        try:
+            yield
+        finally:
+            self._starting.discard(chat_id)
+
+    def _post(self, chat_id: str, text: str, speaker: str) -> None:
+        chat = self.store.get_chat(chat_id)
+        self.chats.append(
+            chat_id, NodeRole.USER, text, revision=chat.revision, speaker=speaker or chat.user_name
+        )
+
+    async def _active_nodes(self, chat_id: str) -> list[Node]:
+        # a long chat's path takes a while to read: off the loop, on a pooled connection
+        path = await asyncio.to_thread(self.store.active_path, chat_id)
+        return list(path.nodes)
+
     def _build(self, turn: Turn) -> Prompt | PreparedTurn:
         with self._build_lock:
             return self.build_prompt(turn)
@@ -531,7 +548,7 @@ class GenerationService:
         path: Sequence[Node],
         connection_name: str | None,
     ) -> RunningGeneration:
-        chat = self.store.get_chat(chat_id)
+        chat = await asyncio.to_thread(self.store.get_chat, chat_id)
         connection = self.connections.get(connection_name)
         # Mistral continues in place only where the connection turns its `prefix` on
         # (algo-providers.md §10, SillyTavern's `mistral.enablePrefix`, off by default)
@@ -540,13 +557,8 @@ class GenerationService:
         )
         prefill = kind is TurnKind.CONTINUE and in_place
         turn = Turn(chat, tuple(path), kind, connection.api, prefill, counts=self.counts)
-        self._refuse_if_busy(chat_id)
-        self._starting.add(chat_id)  # a second start while this one builds is refused
-        try:
-            loop = asyncio.get_running_loop()
-            built = await loop.run_in_executor(self._builder, self._build, turn)
-        finally:
-            self._starting.discard(chat_id)
+        loop = asyncio.get_running_loop()
+        built = await loop.run_in_executor(self._builder, self._build, turn)
         prepared = built if isinstance(built, PreparedTurn) else PreparedTurn(built)
         tools = prepared.tools if kind in (TurnKind.NORMAL, TurnKind.REGENERATE) else ()
         self.last_prompts[chat_id] = prepared.prompt

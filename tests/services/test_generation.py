@@ -605,3 +605,24 @@ def test_a_mistral_continue_uses_its_prefix_only_when_the_connection_asks(
     assert world.path()[-1] == ("assistant", "Start and more.")
     info = world.store.active_path(world.chat_id).nodes[-1].generation
     assert info is not None and info.provider == "mistral"
+
+
+def test_starting_reads_and_writes_the_long_path_off_the_event_loop(world: World) -> None:
+    world.stub.script(Reply(tokens=["Fine", "."]))
+    threads: list[int] = []
+    store_path = world.store.active_path
+
+    def recorded(chat_id: str) -> Any:
+        threads.append(threading.get_ident())
+        return store_path(chat_id)
+
+    world.store.active_path = recorded  # type: ignore[method-assign]
+
+    async def main() -> tuple[int, Completed]:
+        loop_thread = threading.get_ident()
+        generation = await world.service.send(world.chat_id, "Hello")
+        return loop_thread, await generation.wait()
+
+    loop_thread, done = run(main())
+    assert done.outcome is Ending.SAVED
+    assert threads and loop_thread not in threads
