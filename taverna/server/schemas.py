@@ -162,7 +162,14 @@ class PromptOut(BaseModel):
 # ------------------------------------------------------------- connections
 
 ApiName = Literal[
-    "openai", "openai-compatible", "anthropic", "google", "koboldcpp", "llamacpp", "openai-text"
+    "openai",
+    "openai-compatible",
+    "anthropic",
+    "google",
+    "mistral",
+    "koboldcpp",
+    "llamacpp",
+    "openai-text",
 ]
 PostProcessingName = Literal["none", "merge", "semi", "strict", "single"]
 

@@ -435,7 +435,7 @@ class GenerationService:
         chat = self.store.get_chat(chat_id)
         chosen = self.connections.get(connection)
         path = tuple(self.store.active_path(chat_id).nodes)
-        built = self._build(
+        built = self.build_serialized(
             Turn(chat, path, TurnKind.NORMAL, chosen.api, False, dry_run=True, counts=self.counts)
         )
         return built.prompt if isinstance(built, PreparedTurn) else built
@@ -536,7 +536,8 @@ class GenerationService:
         path = await asyncio.to_thread(self.store.active_path, chat_id)
         return list(path.nodes)
 
-    def _build(self, turn: Turn) -> Prompt | PreparedTurn:
+    def build_serialized(self, turn: Turn) -> Prompt | PreparedTurn:
+        """Build a turn's prompt, one build at a time: builds share the token-count cache."""
         with self._build_lock:
             return self.build_prompt(turn)
 
@@ -558,7 +559,7 @@ class GenerationService:
         prefill = kind is TurnKind.CONTINUE and in_place
         turn = Turn(chat, tuple(path), kind, connection.api, prefill, counts=self.counts)
         loop = asyncio.get_running_loop()
-        built = await loop.run_in_executor(self._builder, self._build, turn)
+        built = await loop.run_in_executor(self._builder, self.build_serialized, turn)
         prepared = built if isinstance(built, PreparedTurn) else PreparedTurn(built)
         tools = prepared.tools if kind in (TurnKind.NORMAL, TurnKind.REGENERATE) else ()
         self.last_prompts[chat_id] = prepared.prompt

@@ -82,7 +82,7 @@ def inspect_prompt(service: GenerationService, chat_id: str, node_id: str | None
         connection = None
     api = connection.api if connection else Api.OPENAI
     turn = Turn(chat, tuple(path), kind, api, False, dry_run=True, counts=service.counts)
-    built = service.build_prompt(turn)
+    built = service.build_serialized(turn)
     prompt = built if isinstance(built, Prompt) else built.prompt
     request_json: dict[str, Any] | None = None
     if connection is not None:

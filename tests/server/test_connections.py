@@ -73,3 +73,18 @@ def test_bad_connection_input(client: TestClient) -> None:
     assert client.get("/api/connections/none/models").status_code == 404
     assert client.patch("/api/connections/none", json={"model": "m"}).status_code == 404
     assert client.delete("/api/connections/none").status_code == 404
+
+
+def test_a_mistral_connection_is_added_and_tested(client: TestClient, stub: StubServer) -> None:
+    body = {
+        "name": "mistral",
+        "api": "mistral",
+        "url": stub.base_url("mistral"),
+        "model": "stub-model",
+        "key": "sk-test-secret-1234",
+    }
+    created = client.post("/api/connections", json=body)
+    assert created.status_code == 201, created.text
+    assert created.json()["api"] == "mistral"
+    assert client.post("/api/connections/mistral/test").json()["ok"] is True
+    assert client.delete("/api/connections/mistral").status_code == 204

@@ -4,7 +4,7 @@ import { api } from "../api.js";
 import { h, mount, toast } from "../dom.js";
 import { t } from "../i18n.js";
 
-const APIS = ["openai", "openai-compatible", "anthropic", "google", "koboldcpp", "llamacpp", "openai-text"];
+const APIS = ["openai", "openai-compatible", "anthropic", "google", "mistral", "koboldcpp", "llamacpp", "openai-text"];
 
 export async function render(root) {
   const list = h("ul", { class: "list" });
