@@ -8,6 +8,8 @@ import unicodedata
 from urllib.parse import quote
 from xml.sax.saxutils import escape
 
+from fastapi import Response
+
 from taverna.server.cards import CharacterOut, character_out
 from taverna.server.schemas import LorebookOut
 from taverna.services.library import LibraryKind, LibraryService
@@ -33,6 +35,31 @@ def placeholder_svg(name: str) -> bytes:
         '<text x="50" y="50" dy=".35em" text-anchor="middle" font-family="sans-serif" '
         f'font-size="52" fill="#fff">{letter}</text></svg>'
     ).encode()
+
+
+def picture_response(picture: bytes | None, name: str) -> Response:
+    """A stored picture as PNG, or the lettered placeholder for `name` when there is none."""
+    if picture:
+        return Response(picture, media_type="image/png", headers={"Cache-Control": "no-cache"})
+    return Response(
+        placeholder_svg(name),
+        media_type="image/svg+xml",
+        headers={"Cache-Control": "no-cache"},
+    )
+
+
+def replace_picture(lib: LibraryService, kind: LibraryKind, doc_id: str, picture: bytes) -> None:
+    """Store `picture` as the document's picture, keeping its name, data and owner."""
+    doc = lib.get(kind, doc_id)
+    lib.store.put_document(
+        doc.kind,
+        doc.name,
+        doc.data,
+        blob=picture,
+        id=doc.id,
+        revision=doc.revision,
+        owner=doc.owner,
+    )
 
 
 def download_name(name: str) -> str:

@@ -97,13 +97,7 @@ def link_lorebook(
 def avatar(character_id: str, lib: LibraryService = Depends(library)) -> Response:
     """The character's picture; a lettered placeholder when the card has none."""
     card = lib.character(character_id)
-    if card.avatar:
-        return Response(card.avatar, media_type="image/png", headers={"Cache-Control": "no-cache"})
-    return Response(
-        library_views.placeholder_svg(card.character.name),
-        media_type="image/svg+xml",
-        headers={"Cache-Control": "no-cache"},
-    )
+    return library_views.picture_response(card.avatar, card.character.name)
 
 
 @router.post("/{character_id}/avatar", response_model=CharacterOut)
@@ -114,16 +108,7 @@ async def set_avatar(
     ctx: AppContext = Depends(context),
 ) -> CharacterOut:
     picture = as_png(await read_limited(file, ctx.upload_limit), file=file.filename or None)
-    doc = lib.get(LibraryKind.CHARACTER, character_id)
-    lib.store.put_document(
-        doc.kind,
-        doc.name,
-        doc.data,
-        blob=picture,
-        id=doc.id,
-        revision=doc.revision,
-        owner=doc.owner,
-    )
+    library_views.replace_picture(lib, LibraryKind.CHARACTER, character_id, picture)
     return library_views.character_view(lib, character_id)
 
 

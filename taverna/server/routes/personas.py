@@ -81,13 +81,7 @@ def persona_avatar(persona_id: str, lib: LibraryService = Depends(library)) -> R
     doc = lib.get(LibraryKind.PERSONA, persona_id)
     found = lib.find(LibraryKind.PERSONA, doc.name)
     blob = found.blob if found is not None and found.id == doc.id else None
-    if blob:
-        return Response(blob, media_type="image/png", headers={"Cache-Control": "no-cache"})
-    return Response(
-        library_views.placeholder_svg(doc.name),
-        media_type="image/svg+xml",
-        headers={"Cache-Control": "no-cache"},
-    )
+    return library_views.picture_response(blob, doc.name)
 
 
 @router.post("/{persona_id}/avatar", response_model=PersonaOut)
@@ -99,13 +93,5 @@ async def set_persona_avatar(
 ) -> PersonaOut:
     picture = as_png(await read_limited(file, ctx.upload_limit), file=file.filename or None)
     doc = lib.get(LibraryKind.PERSONA, persona_id)
-    lib.store.put_document(
-        doc.kind,
-        doc.name,
-        doc.data,
-        blob=picture,
-        id=doc.id,
-        revision=doc.revision,
-        owner=doc.owner,
-    )
+    library_views.replace_picture(lib, LibraryKind.PERSONA, persona_id, picture)
     return _out(doc.id, Persona.model_validate(dict(doc.data)))
