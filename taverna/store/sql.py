@@ -517,7 +517,6 @@ class SqlChatWriter(ChatWriter):
         return self.chat
 
     def put_branch(self, branch: Branch) -> None:
-        before = self._entity_row(t.branches, branch.id)
         row = {
             "id": branch.id,
             "chat_id": self.chat_id,
@@ -525,18 +524,12 @@ class SqlChatWriter(ChatWriter):
             "head_id": branch.head_id,
             "created": _utc(branch.created or self.now),
         }
-        self._replace_row(t.branches, branch.id, row)
-        self._log("branch", branch.id, "*", before, _row_json(row))
+        self._put_entity("branch", t.branches, branch.id, row)
 
     def remove_branch(self, branch_id: str) -> None:
-        before = self._entity_row(t.branches, branch_id)
-        if before is None:
-            raise NotFound("no such branch", field="branch_id")
-        self._replace_row(t.branches, branch_id, None)
-        self._log("branch", branch_id, "*", before, None)
+        self._remove_entity("branch", t.branches, branch_id)
 
     def put_checkpoint(self, checkpoint: Checkpoint) -> None:
-        before = self._entity_row(t.checkpoints, checkpoint.id)
         row = {
             "id": checkpoint.id,
             "chat_id": self.chat_id,
@@ -544,15 +537,24 @@ class SqlChatWriter(ChatWriter):
             "node_id": checkpoint.node_id,
             "created": _utc(checkpoint.created or self.now),
         }
-        self._replace_row(t.checkpoints, checkpoint.id, row)
-        self._log("checkpoint", checkpoint.id, "*", before, _row_json(row))
+        self._put_entity("checkpoint", t.checkpoints, checkpoint.id, row)
 
     def remove_checkpoint(self, checkpoint_id: str) -> None:
-        before = self._entity_row(t.checkpoints, checkpoint_id)
+        self._remove_entity("checkpoint", t.checkpoints, checkpoint_id)
+
+    def _put_entity(self, kind: str, table: sa.Table, key: str, row: dict[str, Any]) -> None:
+        """Write a whole branch or checkpoint row and log it, so undo can put back the old one."""
+        before = self._entity_row(table, key)
+        self._replace_row(table, key, row)
+        self._log(kind, key, "*", before, _row_json(row))
+
+    def _remove_entity(self, kind: str, table: sa.Table, key: str) -> None:
+        """Delete a branch or checkpoint row and log it; NotFound names `<kind>_id`."""
+        before = self._entity_row(table, key)
         if before is None:
-            raise NotFound("no such checkpoint", field="checkpoint_id")
-        self._replace_row(t.checkpoints, checkpoint_id, None)
-        self._log("checkpoint", checkpoint_id, "*", before, None)
+            raise NotFound(f"no such {kind}", field=f"{kind}_id")
+        self._replace_row(table, key, None)
+        self._log(kind, key, "*", before, None)
 
     def _entity_row(self, table: sa.Table, key: str) -> dict[str, Any] | None:
         row = self.conn.execute(sa.select(table).where(table.c.id == key)).mappings().first()
