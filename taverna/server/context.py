@@ -7,8 +7,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from fastapi import Request
+from fastapi import Depends, Request
 
+from taverna.services.library import LibraryService
 from taverna.services.workspace import Workspace, open_workspace
 
 
@@ -47,6 +48,11 @@ def backed_up(request: Request) -> Iterator[None]:
 def current_user(request: Request) -> str:
     """The id of the account making the request ("" in single-user mode on 127.0.0.1)."""
     return str(getattr(request.state, "user", ""))
+
+
+def library(request: Request, ctx: AppContext = Depends(context)) -> LibraryService:
+    """A route dependency: the library of the account making the request."""
+    return LibraryService(ctx.store, owner=current_user(request))
 
 
 def open_context(data_dir: Path) -> AppContext:

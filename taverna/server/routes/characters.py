@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, File, Request, Response, UploadFile
+from fastapi import APIRouter, Depends, File, Response, UploadFile
 
 from taverna.formats.card_json import card_from_json, write_card_json
 from taverna.formats.png_card import as_png, write_png_card
@@ -13,17 +13,13 @@ from taverna.server.cards import (
     CharacterListItem,
     CharacterOut,
 )
-from taverna.server.context import AppContext, context, current_user
+from taverna.server.context import AppContext, context, library
 from taverna.server.schemas import Strict
 from taverna.server.uploads import read_limited
 from taverna.services import library_editing
 from taverna.services.library import LibraryKind, LibraryService
 
 router = APIRouter(prefix="/api/characters", tags=["characters"])
-
-
-def library(request: Request, ctx: AppContext = Depends(context)) -> LibraryService:
-    return LibraryService(ctx.store, owner=current_user(request))
 
 
 class LorebookLinkIn(Strict):

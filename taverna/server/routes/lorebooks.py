@@ -4,21 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Body, Depends, File, Request, Response, UploadFile
+from fastapi import APIRouter, Body, Depends, File, Response, UploadFile
 
 from taverna.formats import json_text
 from taverna.server import library_views
-from taverna.server.context import AppContext, context, current_user
+from taverna.server.context import AppContext, context, library
 from taverna.server.schemas import LorebookIn, LorebookListItem, LorebookOut
 from taverna.server.uploads import read_limited
 from taverna.services import library_editing
 from taverna.services.library import LibraryKind, LibraryService
 
 router = APIRouter(prefix="/api/lorebooks", tags=["lorebooks"])
-
-
-def library(request: Request, ctx: AppContext = Depends(context)) -> LibraryService:
-    return LibraryService(ctx.store, owner=current_user(request))
 
 
 @router.get("", response_model=list[LorebookListItem])

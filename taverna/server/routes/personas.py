@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, File, Request, Response, UploadFile
+from fastapi import APIRouter, Depends, File, Response, UploadFile
 from pydantic import BaseModel
 
 from taverna.formats.png_card import as_png
 from taverna.model.persona import Persona
 from taverna.server import library_views
-from taverna.server.context import AppContext, context, current_user
+from taverna.server.context import AppContext, context, library
 from taverna.server.schemas import PersonaIn
 from taverna.server.uploads import read_limited
 from taverna.services import library_editing
 from taverna.services.library import LibraryKind, LibraryService
 
 router = APIRouter(prefix="/api/personas", tags=["personas"])
-
-
-def library(request: Request, ctx: AppContext = Depends(context)) -> LibraryService:
-    return LibraryService(ctx.store, owner=current_user(request))
 
 
 class PersonaOut(BaseModel):

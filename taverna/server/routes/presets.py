@@ -5,14 +5,14 @@ from __future__ import annotations
 import uuid
 from typing import Any, Literal
 
-from fastapi import APIRouter, Depends, File, Request, Response, UploadFile
+from fastapi import APIRouter, Depends, File, Response, UploadFile
 from pydantic import BaseModel, Field
 
 from taverna.errors import FormatError, TavernaError
 from taverna.formats import json_text
 from taverna.formats.detect import detect
 from taverna.server import library_views
-from taverna.server.context import AppContext, context, current_user
+from taverna.server.context import AppContext, context, library
 from taverna.server.schemas import NAME_MAX, TEXT_MAX, Strict
 from taverna.server.uploads import read_limited
 from taverna.services import prompt_manager
@@ -26,10 +26,6 @@ ACTIVE_KEY = {
     "instruct": "instruct_template",
     "context": "context_template",
 }
-
-
-def library(request: Request, ctx: AppContext = Depends(context)) -> LibraryService:
-    return LibraryService(ctx.store, owner=current_user(request))
 
 
 class PresetListItem(BaseModel):
