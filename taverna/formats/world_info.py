@@ -164,6 +164,49 @@ def _converters(reader: _Reader) -> dict[str, Callable[[str, Any], Any]]:
     }
 
 
+# Each field's plain JSON value types, checked in one cheap pass; a value of another
+# type goes through the detailed reader, which converts it or names the bad field.
+_NONE = type(None)
+_INT, _NUMBER, _BOOL = frozenset({int}), frozenset({int, float}), frozenset({bool})
+_PLAIN_TYPES: dict[str, frozenset[type]] = {
+    "uid": _INT,
+    "comment": frozenset({str}),
+    "content": frozenset({str}),
+    "group": frozenset({str}),
+    "automationId": frozenset({str}),
+    "order": _NUMBER,
+    "probability": _NUMBER,
+    "delayUntilRecursion": frozenset({bool, int}),
+    "groupWeight": _NUMBER | {_NONE},
+    **dict.fromkeys(
+        ("depth", "scanDepth", "sticky", "cooldown", "delay", "displayIndex"), _INT | {_NONE}
+    ),
+    **dict.fromkeys(("caseSensitive", "matchWholeWords", "useGroupScoring"), _BOOL | {_NONE}),
+    **dict.fromkeys(
+        (
+            "constant",
+            "vectorized",
+            "selective",
+            "addMemo",
+            "disable",
+            "excludeRecursion",
+            "preventRecursion",
+            "groupOverride",
+            "useProbability",
+        ),
+        _BOOL,
+    ),
+}
+_TEXT_LISTS = frozenset(("key", "keysecondary"))
+_ENUM_VALUES: dict[str, dict[int, Any]] = {
+    "selectiveLogic": {int(m): m for m in SelectiveLogic},
+    "position": {int(m): m for m in Position},
+    "role": {int(m): m for m in EntryRole},
+}
+_KNOWN = frozenset(JSON_TO_ATTR)
+_ALL_PRESENT: frozenset[str] = frozenset()
+
+
 def entry_from_json(
     data: Any, *, file: str | None = None, path: str = "entry", uid: int | None = None
 ) -> Entry:
@@ -171,23 +214,52 @@ def entry_from_json(
 
     `uid` is used when the object has no `uid` of its own (the `entries` key).
     """
-    reader = _Reader(file, path)
     if not isinstance(data, Mapping):
         raise FormatError(f"expected an object, got {_describe(data)}", file=file, field=path)
     values: dict[str, Any] = {}
-    converters = _converters(reader)
-    for json_name, converter in converters.items():
-        if json_name in data:
-            values[JSON_TO_ATTR[json_name]] = converter(json_name, data[json_name])
-    missing = frozenset(name for _, name in ENTRY_FIELDS if name not in data)
+    extras: dict[str, Any] = {}
+    slow: list[str] = []
+    for json_name, value in data.items():
+        if json_name not in _KNOWN:
+            extras[json_name] = value
+            continue
+        kind = type(value)
+        allowed = _PLAIN_TYPES.get(json_name)
+        if allowed is not None:
+            if kind in allowed:
+                values[JSON_TO_ATTR[json_name]] = value
+                continue
+        elif json_name in _TEXT_LISTS:
+            if kind is list and all(type(item) is str for item in value):
+                values[JSON_TO_ATTR[json_name]] = tuple(value)
+                continue
+        elif json_name in _ENUM_VALUES:
+            member = _ENUM_VALUES[json_name].get(value) if kind is int else None
+            if member is not None or (value is None and json_name == "role"):
+                values[JSON_TO_ATTR[json_name]] = member
+                continue
+        elif value is None:  # characterFilter
+            values[JSON_TO_ATTR[json_name]] = None
+            continue
+        slow.append(json_name)
+    reader = _Reader(file, path)
+    if slow:
+        converters = _converters(reader)
+        for json_name in slow:
+            values[JSON_TO_ATTR[json_name]] = converters[json_name](json_name, data[json_name])
+    missing = (
+        _ALL_PRESENT
+        if len(values) == len(ENTRY_FIELDS)
+        else frozenset(name for _, name in ENTRY_FIELDS if name not in data)
+    )
     if "uid" not in values:
         if uid is None:
             raise reader.fail("uid", "the entry has no uid")
         values["uid"] = uid
-    for attr, json_name in ENTRY_FIELDS:
-        if json_name in missing and attr in MISSING_VALUES:
-            values[attr] = MISSING_VALUES[attr]
-    extras = {k: v for k, v in data.items() if k not in converters}
+    if missing:
+        for attr, json_name in ENTRY_FIELDS:
+            if json_name in missing and attr in MISSING_VALUES:
+                values[attr] = MISSING_VALUES[attr]
     return Entry(**values, extras=extras, missing=missing, field_order=tuple(data))
 
 
