@@ -263,6 +263,30 @@ class ActivePath:
 
 
 @dataclass(frozen=True, slots=True)
+class PathWindow:
+    """A stretch of the active path as a page shows it, read without the rest of the path.
+
+    `entries` are live messages in path order, each with its `position` on the whole
+    path; `start` is the position the window begins at (also when it is empty) and
+    `total` counts the live messages of the whole path, so a page knows how far it is
+    from either end without reading them.
+    """
+
+    chat: Chat
+    entries: tuple[PathEntry, ...]
+    start: int
+    total: int
+
+    @property
+    def has_older(self) -> bool:
+        return self.start > 0
+
+    @property
+    def has_newer(self) -> bool:
+        return self.start + len(self.entries) < self.total
+
+
+@dataclass(frozen=True, slots=True)
 class Branch:
     """A named pointer to a leaf; appending while on a branch moves its head along."""
 

@@ -31,6 +31,7 @@ from taverna.model.chat import (
     GenerationInfo,
     Node,
     NodeRole,
+    PathWindow,
     Revision,
 )
 
@@ -293,6 +294,25 @@ class ChatRepository(ABC):
 
         With `tail`, only the last `tail` live messages are read (a long chat's page
         shows its end); their `position`s are still those on the whole path.
+        """
+
+    @abstractmethod
+    def path_before(self, chat_id: str, node_id: str | None, *, limit: int) -> PathWindow:
+        """The `limit` live messages just above `node_id` on its path, oldest first.
+
+        None reads the end of the active path instead (its leaf included). The climb
+        stops once `limit` live messages are found, so a page of a long chat costs the
+        page; positions are still those on the whole path (with deleted messages, the
+        climb that counts them goes no higher than the shallowest one).
+        """
+
+    @abstractmethod
+    def path_after(self, chat_id: str, node_id: str | None, *, limit: int) -> PathWindow:
+        """The `limit` live messages just after `node_id` on the active path, oldest first.
+
+        None reads from the path's first message. The walk follows the choice remembered
+        at each fork (the active path's own, by the tree's invariant) and stops at the
+        active leaf, so it costs the page, not the distance to the end.
         """
 
     @abstractmethod

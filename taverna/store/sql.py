@@ -39,6 +39,7 @@ from taverna.model.chat import (
     Node,
     NodeRole,
     PathEntry,
+    PathWindow,
     Revision,
     RevisionKind,
     new_id,
@@ -817,6 +818,128 @@ def _document_from_row(row: Mapping[Any, Any], with_blob: bool = True) -> Docume
     )
 
 
+# ------------------------------------------------------------ path windows
+#
+# A page of the active path is read by walking from a known node, never from the root
+# or the leaf: up the parent links (`path_before`) or down the remembered choices
+# (`path_after`), stopping once the page has its live messages.
+
+_SIBLINGS = (
+    "(SELECT COUNT(*) FROM nodes s WHERE s.chat_id = :chat"
+    " AND s.parent_id = n.parent_id AND s.deleted = :no{extra})"
+)
+_WINDOW_ROWS = f"""
+    SELECT {_RAW_NODE_SQL}, c.text,
+        {_SIBLINGS.format(extra="")} AS candidate_count,
+        {_SIBLINGS.format(extra=" AND s.id < n.id")} AS candidate_index
+    FROM walk w
+    JOIN nodes n ON n.id = w.id
+    JOIN contents c ON c.hash = n.content_hash
+    ORDER BY n.depth
+"""
+_CLIMB_SQL = (
+    """
+    WITH RECURSIVE walk(id, parent_id, seen) AS (
+        SELECT id, parent_id, CASE WHEN deleted = :no AND :own = 1 THEN 1 ELSE 0 END
+        FROM nodes WHERE id = :start AND chat_id = :chat
+        UNION ALL
+        SELECT n.id, n.parent_id, w.seen + CASE WHEN n.deleted = :no THEN 1 ELSE 0 END
+        FROM nodes n JOIN walk w ON n.id = w.parent_id
+        WHERE w.seen < :limit
+    )
+    """
+    + _WINDOW_ROWS
+)
+_DESCENT_SQL = (
+    """
+    WITH RECURSIVE walk(id, seen) AS (
+        SELECT s.child_id, CASE WHEN n.deleted = :no THEN 1 ELSE 0 END
+        FROM selections s JOIN nodes n ON n.id = s.child_id
+        WHERE s.chat_id = :chat AND s.parent_id = :start AND :start != :leaf
+        UNION ALL
+        SELECT s.child_id, w.seen + CASE WHEN n.deleted = :no THEN 1 ELSE 0 END
+        FROM walk w
+        JOIN selections s ON s.chat_id = :chat AND s.parent_id = w.id
+        JOIN nodes n ON n.id = s.child_id
+        WHERE w.seen < :limit AND w.id != :leaf
+    )
+    """
+    + _WINDOW_ROWS
+)
+
+
+def _shallowest_tombstone(conn: Connection, chat_id: str) -> int | None:
+    """The depth of the chat's shallowest deleted message (on the partial index), if any."""
+    found: int | None = conn.execute(
+        sa.select(sa.func.min(t.nodes.c.depth)).where(
+            t.nodes.c.chat_id == chat_id, t.nodes.c.deleted == sa.true()
+        )
+    ).scalar()
+    return found
+
+
+def _live_above(
+    conn: Connection, chat_id: str, node_id: str, depth: int, shallowest: int | None
+) -> int:
+    """How many live messages are above a node: its depth less the tombstones above it.
+
+    Only the stretch below the shallowest tombstone can hold one, so a chat without
+    deleted messages answers from the depth alone.
+    """
+    if shallowest is None or shallowest >= depth:
+        return depth
+    gone = conn.execute(
+        sa.text(
+            """
+            WITH RECURSIVE up(id, parent_id, deleted) AS (
+                SELECT id, parent_id, deleted FROM nodes WHERE id = :start AND chat_id = :chat
+                UNION ALL
+                SELECT n.id, n.parent_id, n.deleted FROM nodes n JOIN up ON n.id = up.parent_id
+                WHERE n.depth >= :floor
+            )
+            SELECT COUNT(*) FROM up WHERE deleted != :no AND id != :start
+            """
+        ),
+        {"start": node_id, "chat": chat_id, "floor": shallowest, "no": False},
+    ).scalar()
+    return depth - int(gone or 0)
+
+
+def _window_entries(rows: Sequence[Sequence[Any]], start: int) -> tuple[PathEntry, ...]:
+    """Window rows (path order, tombstones included) as live entries from `start` on."""
+    entries: list[PathEntry] = []
+    position = start
+    for row in rows:
+        if row[6]:  # deleted: on the path, never shown
+            continue
+        node = _node_from_raw(row, row[13])
+        entries.append(PathEntry(node, position, row[15], max(row[14], 1)))
+        position += 1
+    return tuple(entries)
+
+
+def _node_place(conn: Connection, chat_id: str, node_id: str) -> tuple[int, bool]:
+    """A node's depth and whether it is deleted; NotFound if the chat has no such node."""
+    row = conn.execute(
+        sa.select(t.nodes.c.depth, t.nodes.c.deleted).where(
+            t.nodes.c.id == node_id, t.nodes.c.chat_id == chat_id
+        )
+    ).first()
+    if row is None:
+        raise NotFound(f"no message {node_id} in this chat", field="node_id")
+    return int(row[0]), bool(row[1])
+
+
+def _path_total(
+    conn: Connection, chat: Chat, shallowest: int | None, leaf: tuple[int, bool] | None = None
+) -> int:
+    """Live messages on the whole active path, from the leaf's depth and the tombstones."""
+    if chat.active_leaf_id is None:
+        return 0
+    depth, deleted = leaf or _node_place(conn, chat.id, chat.active_leaf_id)
+    return _live_above(conn, chat.id, chat.active_leaf_id, depth, shallowest) + (not deleted)
+
+
 # ----------------------------------------------------------------- the store
 
 
@@ -1240,6 +1363,53 @@ class SqlStore(Store):
             if not node.deleted:
                 position += 1
         return ActivePath(chat=chat, entries=tuple(entries), state=state)
+
+    def path_before(self, chat_id: str, node_id: str | None, *, limit: int) -> PathWindow:
+        with self._read() as conn:
+            chat = _chat_from_row(self._chat_row(conn, chat_id))
+            start = node_id if node_id is not None else chat.active_leaf_id
+            if start is None:
+                return PathWindow(chat, (), 0, 0)
+            place = _node_place(conn, chat_id, start)
+            own = 1 if node_id is None else 0
+            rows = conn.execute(
+                sa.text(_CLIMB_SQL),
+                {"start": start, "chat": chat_id, "no": False, "own": own, "limit": max(limit, 0)},
+            ).all()
+            if not own:
+                rows = rows[:-1]  # the node itself closes the climb
+            if limit <= 0:
+                rows = []
+            shallowest = _shallowest_tombstone(conn, chat_id)
+            total = _path_total(conn, chat, shallowest, place if own else None)
+            if rows:
+                first = rows[0]
+                begin = _live_above(conn, chat_id, first[0], first[8], shallowest)
+            else:
+                begin = _live_above(conn, chat_id, start, place[0], shallowest)
+                begin += 1 if own and not place[1] else 0
+            return PathWindow(chat, _window_entries(rows, begin), begin, total)
+
+    def path_after(self, chat_id: str, node_id: str | None, *, limit: int) -> PathWindow:
+        with self._read() as conn:
+            chat = _chat_from_row(self._chat_row(conn, chat_id))
+            shallowest = _shallowest_tombstone(conn, chat_id)
+            begin = 0
+            if node_id is not None:
+                depth, deleted = _node_place(conn, chat_id, node_id)
+                begin = _live_above(conn, chat_id, node_id, depth, shallowest) + (not deleted)
+            rows: Sequence[Sequence[Any]] = []
+            if chat.active_leaf_id is not None and limit > 0:
+                params = {
+                    "start": node_id or "",
+                    "leaf": chat.active_leaf_id,
+                    "chat": chat_id,
+                    "no": False,
+                    "limit": limit,
+                }
+                rows = conn.execute(sa.text(_DESCENT_SQL), params).all()
+            total = _path_total(conn, chat, shallowest)
+            return PathWindow(chat, _window_entries(rows, begin), begin, total)
 
     def tree(self, chat_id: str) -> ChatTree:
         with self._read() as conn:

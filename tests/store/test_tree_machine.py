@@ -274,6 +274,15 @@ class TreeMachine(RuleBasedStateMachine):
             assert window.entries == visible[-tail:]
             assert window.state == whole.state
         assert [e.position for e in visible] == list(range(len(visible)))
+        # Pages by cursor are slices of the whole path, with its positions and counts.
+        assert self.store.path_before(self.chat_id, None, limit=2).entries == visible[-2:]
+        assert self.store.path_after(self.chat_id, None, limit=2).entries == visible[:2]
+        for k, entry in enumerate(visible):
+            older = self.store.path_before(self.chat_id, entry.node.id, limit=2)
+            assert older.entries == visible[max(0, k - 2) : k]
+            newer = self.store.path_after(self.chat_id, entry.node.id, limit=2)
+            assert newer.entries == visible[k + 1 : k + 3]
+            assert newer.total == len(visible)
         for entry in visible:
             assert 0 <= entry.candidate_index < entry.candidate_count
         assert full.state == effective_state(nodes, chat.base_state)
