@@ -287,6 +287,19 @@ class PathWindow:
 
 
 @dataclass(frozen=True, slots=True)
+class PathTail:
+    """The end of a path as a turn reads it: its last live messages, root side first.
+
+    `before` counts the live messages above them on the path; `state` is the state in
+    force at the path's last node, wherever above it was recorded.
+    """
+
+    nodes: tuple[Node, ...]
+    before: int
+    state: ChatState
+
+
+@dataclass(frozen=True, slots=True)
 class Branch:
     """A named pointer to a leaf; appending while on a branch moves its head along."""
 

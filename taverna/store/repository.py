@@ -31,6 +31,7 @@ from taverna.model.chat import (
     GenerationInfo,
     Node,
     NodeRole,
+    PathTail,
     PathWindow,
     Revision,
 )
@@ -75,6 +76,17 @@ class Document:
     created: datetime | None = None
     updated: datetime | None = None
     owner: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentVersion:
+    """Which version of a document is stored; `(id, revision, updated)` names its content."""
+
+    id: str
+    kind: str
+    name: str
+    revision: int
+    updated: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -344,6 +356,36 @@ class ChatRepository(ABC):
         """Every text a node has had, oldest first (the current one last)."""
 
 
+class TurnReads(ABC):
+    """What building a turn reads: the end of a path, what changed since a revision,
+    and the stored token counts of message texts."""
+
+    @abstractmethod
+    def path_tail(self, chat_id: str, node_id: str, *, limit: int) -> PathTail:
+        """The last `limit` live messages of the path ending at `node_id` (itself included).
+
+        The climb stops there, so a long chat costs what is read; `before` counts the
+        live messages above, and `state` is the state in force at `node_id`.
+        """
+
+    @abstractmethod
+    def changed_nodes(self, chat_id: str, since: int) -> frozenset[str]:
+        """Ids of the nodes written by revisions after `since` (an undo or a redo counts
+        the nodes of the revision it undid or redid)."""
+
+    @abstractmethod
+    def get_nodes(self, chat_id: str, node_ids: Sequence[str]) -> list[Node]:
+        """These nodes of a chat, in no order; ids it does not have are left out."""
+
+    @abstractmethod
+    def token_counts(self, tokenizer: str, texts: Sequence[str]) -> dict[str, int]:
+        """The stored token counts of these texts with `tokenizer`, by text."""
+
+    @abstractmethod
+    def save_token_counts(self, tokenizer: str, counts: Mapping[str, int]) -> None:
+        """Keep token counts of message texts the store holds (others are ignored)."""
+
+
 class SentPromptRepository(ABC):
     """The prompt each stored reply was generated from, as sent: an opaque record per
     reply, kept apart from the tree and read one reply at a time."""
@@ -379,6 +421,15 @@ class DocumentRepository(ABC):
         """
 
     @abstractmethod
+    def document_versions(
+        self, kind: str, *, owner: str = "", names: Sequence[str] | None = None
+    ) -> list[DocumentVersion]:
+        """Which documents of a kind there are (with these names) and their revisions.
+
+        Reads no data: what a cache of parsed documents checks before it trusts itself.
+        """
+
+    @abstractmethod
     def get_document(self, id: str) -> Document:
         """The document; NotFound if absent."""
 
@@ -393,7 +444,7 @@ class DocumentRepository(ABC):
         """Remove a document that is still at `revision`."""
 
 
-class Store(ChatRepository, SentPromptRepository, DocumentRepository):
+class Store(ChatRepository, TurnReads, SentPromptRepository, DocumentRepository):
     """A whole store: chats plus library, opened on one database."""
 
     url: str

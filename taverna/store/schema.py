@@ -147,6 +147,18 @@ documents = sa.Table(
     sa.Index("ix_documents_kind", "owner", "kind", "name"),
 )
 
+# Token counts of message texts per tokenizer, so a cold process need not tokenize
+# a chat again; a count goes with its text.
+token_counts = sa.Table(
+    "token_counts",
+    metadata,
+    sa.Column(
+        "hash", sa.String(64), sa.ForeignKey("contents.hash", ondelete="CASCADE"), primary_key=True
+    ),
+    sa.Column("tokenizer", sa.String(64), primary_key=True),
+    sa.Column("count", sa.Integer, nullable=False),
+)
+
 # The prompt each stored reply was generated from, as sent (compressed; read on demand).
 sent_prompts = sa.Table(
     "sent_prompts",

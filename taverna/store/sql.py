@@ -39,6 +39,7 @@ from taverna.model.chat import (
     Node,
     NodeRole,
     PathEntry,
+    PathTail,
     PathWindow,
     Revision,
     RevisionKind,
@@ -50,6 +51,7 @@ from taverna.store.repository import (
     ChatListing,
     ChatWriter,
     Document,
+    DocumentVersion,
     NewChat,
     StaleRevision,
     Store,
@@ -1691,6 +1693,141 @@ class SqlStore(Store):
                     expected=revision,
                 )
             conn.execute(t.documents.delete().where(t.documents.c.id == id))
+
+    def document_versions(
+        self, kind: str, *, owner: str = "", names: Sequence[str] | None = None
+    ) -> list[DocumentVersion]:
+        query = sa.select(
+            t.documents.c.id,
+            t.documents.c.kind,
+            t.documents.c.name,
+            t.documents.c.revision,
+            t.documents.c.updated,
+        ).where(t.documents.c.kind == kind, t.documents.c.owner == owner)
+        if names is not None:
+            if not names:
+                return []
+            query = query.where(t.documents.c.name.in_(sorted(set(names))))
+        with self._read() as conn:
+            rows = conn.execute(query.order_by(t.documents.c.created, t.documents.c.id)).all()
+        return [DocumentVersion(r[0], r[1], r[2], r[3], _aware(r[4])) for r in rows]
+
+    # ---- what a turn reads
+
+    def path_tail(self, chat_id: str, node_id: str, *, limit: int) -> PathTail:
+        with self._read() as conn:
+            base = self._chat_row(conn, chat_id)["base_state"]
+            _node_place(conn, chat_id, node_id)
+            rows = conn.execute(
+                sa.text(_TAIL_SQL),
+                {"start": node_id, "chat": chat_id, "no": False, "limit": max(limit, 1)},
+            ).all()
+            before = 0
+            if rows:
+                first = rows[0]
+                shallowest = _shallowest_tombstone(conn, chat_id)
+                before = _live_above(conn, chat_id, first[0], first[8], shallowest)
+            state = _state_at(conn, chat_id, node_id, base)
+        nodes = tuple(_node_from_raw(r, r[13]) for r in rows if not r[6])
+        return PathTail(nodes, before, state)
+
+    def changed_nodes(self, chat_id: str, since: int) -> frozenset[str]:
+        with self._read() as conn:
+            rows = conn.execute(
+                sa.text(
+                    """
+                    SELECT DISTINCT key FROM changes
+                    WHERE chat_id = :chat AND entity = 'node' AND (
+                        revision > :since OR revision IN (
+                            SELECT target FROM revisions
+                            WHERE chat_id = :chat AND number > :since AND target IS NOT NULL
+                        )
+                    )
+                    """
+                ),
+                {"chat": chat_id, "since": since},
+            ).scalars()
+            return frozenset(rows)
+
+    def get_nodes(self, chat_id: str, node_ids: Sequence[str]) -> list[Node]:
+        out: list[Node] = []
+        with self._read() as conn:
+            ids = sorted(set(node_ids))
+            for start in range(0, len(ids), 500):
+                query = _node_select().where(
+                    t.nodes.c.chat_id == chat_id, t.nodes.c.id.in_(ids[start : start + 500])
+                )
+                out.extend(_node_from_row(r, r["text"]) for r in conn.execute(query).mappings())
+        return out
+
+    def token_counts(self, tokenizer: str, texts: Sequence[str]) -> dict[str, int]:
+        by_hash = {content_hash(text): text for text in texts if text}
+        found: dict[str, int] = {}
+        keys = sorted(by_hash)
+        with self._read() as conn:
+            for start in range(0, len(keys), 500):
+                rows = conn.execute(
+                    sa.select(t.token_counts.c.hash, t.token_counts.c.count).where(
+                        t.token_counts.c.tokenizer == tokenizer,
+                        t.token_counts.c.hash.in_(keys[start : start + 500]),
+                    )
+                )
+                found.update((by_hash[h], c) for h, c in rows)
+        return found
+
+    def save_token_counts(self, tokenizer: str, counts: Mapping[str, int]) -> None:
+        by_hash = {content_hash(text): count for text, count in counts.items() if text}
+        if not by_hash:
+            return
+        keys = sorted(by_hash)
+        try:
+            with self.engine.begin() as conn:
+                for start in range(0, len(keys), 500):
+                    chunk = keys[start : start + 500]
+                    # Only texts the store holds get a count; one already counted stays.
+                    stored = set(
+                        conn.execute(
+                            sa.select(t.contents.c.hash).where(t.contents.c.hash.in_(chunk))
+                        ).scalars()
+                    )
+                    stored -= set(
+                        conn.execute(
+                            sa.select(t.token_counts.c.hash).where(
+                                t.token_counts.c.tokenizer == tokenizer,
+                                t.token_counts.c.hash.in_(chunk),
+                            )
+                        ).scalars()
+                    )
+                    if stored:
+                        conn.execute(
+                            t.token_counts.insert(),
+                            [
+                                {"hash": h, "tokenizer": tokenizer, "count": by_hash[h]}
+                                for h in sorted(stored)
+                            ],
+                        )
+        except sa.exc.IntegrityError:
+            # Another process stored the same count, or the text went meanwhile: counts
+            # are a memo, so losing one only means counting it again.
+            pass
+
+
+# A climb from a node (itself included) until `limit` live messages are found: the rows
+# a turn reads, without the candidate counts a page shows.
+_TAIL_SQL = f"""
+    WITH RECURSIVE walk(id, parent_id, seen) AS (
+        SELECT id, parent_id, CASE WHEN deleted = :no THEN 1 ELSE 0 END
+        FROM nodes WHERE id = :start AND chat_id = :chat
+        UNION ALL
+        SELECT n.id, n.parent_id, w.seen + CASE WHEN n.deleted = :no THEN 1 ELSE 0 END
+        FROM nodes n JOIN walk w ON n.id = w.parent_id
+        WHERE w.seen < :limit
+    )
+    SELECT {_RAW_NODE_SQL}, c.text FROM walk w
+    JOIN nodes n ON n.id = w.id
+    JOIN contents c ON c.hash = n.content_hash
+    ORDER BY n.depth
+"""
 
 
 def _bulk_insert(conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]]) -> None:

@@ -1,0 +1,103 @@
+"""What a turn reads from the store: a path's tail, the nodes changed since a revision,
+document versions and stored token counts (SQLite and, when configured, PostgreSQL)."""
+
+from __future__ import annotations
+
+from taverna.model.chat import ChatState, Node, NodeRole
+from taverna.store import NewChat
+from taverna.store.sql import SqlStore
+
+
+def _append(store: SqlStore, chat_id: str, text: str, role: NodeRole = NodeRole.USER) -> Node:
+    chat = store.get_chat(chat_id)
+    with store.write(chat_id, revision=chat.revision, label="append") as w:
+        parent = w.chat.active_leaf_id
+        node = w.insert_node(parent, role, text)
+        w.set_selection(parent, node.id)
+        w.set_active(node.id)
+    return node
+
+
+def _chat_of(store: SqlStore, count: int) -> tuple[str, list[Node]]:
+    chat = store.create_chat(NewChat(title="t", base_state=ChatState(variables={"x": 0})))
+    nodes = [
+        _append(store, chat.id, f"m{i}", NodeRole.USER if i % 2 == 0 else NodeRole.ASSISTANT)
+        for i in range(count)
+    ]
+    return chat.id, nodes
+
+
+def test_path_tail_reads_only_the_last_live_messages(store: SqlStore) -> None:
+    chat_id, nodes = _chat_of(store, 12)
+    tail = store.path_tail(chat_id, nodes[-1].id, limit=5)
+    assert [n.content for n in tail.nodes] == ["m7", "m8", "m9", "m10", "m11"]
+    assert tail.before == 7
+    assert tail.state.variables == {"x": 0}
+    # a tail ending above the leaf; a limit past the root gives the whole path
+    assert [n.content for n in store.path_tail(chat_id, nodes[3].id, limit=2).nodes] == [
+        "m2",
+        "m3",
+    ]
+    whole = store.path_tail(chat_id, nodes[-1].id, limit=100)
+    assert len(whole.nodes) == 12 and whole.before == 0
+
+
+def test_path_tail_skips_deleted_messages_and_counts_live_ones_above(store: SqlStore) -> None:
+    chat_id, nodes = _chat_of(store, 10)
+    chat = store.get_chat(chat_id)
+    with store.write(chat_id, revision=chat.revision, label="delete") as w:
+        w.update_node(nodes[1].id, deleted=True)
+        w.update_node(nodes[8].id, deleted=True)
+    tail = store.path_tail(chat_id, nodes[-1].id, limit=3)
+    assert [n.content for n in tail.nodes] == ["m6", "m7", "m9"]
+    assert tail.before == 5  # m0 m2 m3 m4 m5
+
+
+def test_path_tail_reads_state_recorded_above_the_tail(store: SqlStore) -> None:
+    chat_id, nodes = _chat_of(store, 8)
+    chat = store.get_chat(chat_id)
+    with store.write(chat_id, revision=chat.revision, label="state") as w:
+        w.update_node(nodes[1].id, state=ChatState(variables={"x": 5}))
+    assert store.path_tail(chat_id, nodes[-1].id, limit=2).state.variables == {"x": 5}
+
+
+def test_changed_nodes_names_writes_and_what_undo_restores(store: SqlStore) -> None:
+    chat_id, nodes = _chat_of(store, 4)
+    since = store.get_chat(chat_id).revision
+    assert store.changed_nodes(chat_id, since) == frozenset()
+    with store.write(chat_id, revision=since, label="edit") as w:
+        w.update_node(nodes[1].id, content="edited")
+    assert store.changed_nodes(chat_id, since) == {nodes[1].id}
+    after_edit = store.get_chat(chat_id).revision
+    with store.write(chat_id, revision=after_edit, label="undo") as w:
+        w.undo()
+    assert store.changed_nodes(chat_id, after_edit) == {nodes[1].id}
+    fresh = _append(store, chat_id, "new")
+    assert fresh.id in store.changed_nodes(chat_id, after_edit)
+    assert {n.id for n in store.get_nodes(chat_id, [nodes[0].id, fresh.id, "nope"])} == {
+        nodes[0].id,
+        fresh.id,
+    }
+
+
+def test_document_versions_read_no_data(store: SqlStore) -> None:
+    first = store.put_document("lorebook", "Alpha", {"entries": {}})
+    store.put_document("lorebook", "Beta", {"entries": {}})
+    store.put_document("preset", "Alpha", {})
+    found = store.document_versions("lorebook")
+    assert [v.name for v in found] == ["Alpha", "Beta"]
+    assert store.document_versions("lorebook", names=["Alpha", "Gamma"])[0].id == first.id
+    assert store.document_versions("lorebook", names=[]) == []
+    again = store.put_document("lorebook", "Alpha", {"entries": {"0": {}}}, id=first.id, revision=1)
+    assert store.document_versions("lorebook", names=["Alpha"])[0].revision == again.revision
+
+
+def test_token_counts_are_kept_per_tokenizer_for_stored_texts(store: SqlStore) -> None:
+    chat_id, _ = _chat_of(store, 2)
+    store.save_token_counts("o200k", {"m0": 3, "m1": 4, "never stored": 9})
+    store.save_token_counts("o200k", {"m0": 3})  # again: harmless
+    assert store.token_counts("o200k", ["m0", "m1", "never stored"]) == {"m0": 3, "m1": 4}
+    assert store.token_counts("llama3", ["m0"]) == {}
+    # a count goes with its text
+    store.delete_chat(chat_id, revision=store.get_chat(chat_id).revision)
+    assert store.token_counts("o200k", ["m0"]) == {}
