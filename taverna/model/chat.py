@@ -290,12 +290,14 @@ class PathWindow:
 class PathTail:
     """The end of a path as a turn reads it: its last live messages, root side first.
 
-    `before` counts the live messages above them on the path; `state` is the state in
-    force at the path's last node, wherever above it was recorded.
+    `before` counts the live messages above them on the path and `visible_before` those
+    of them not hidden; `state` is the state in force at the path's last node, wherever
+    above it was recorded.
     """
 
     nodes: tuple[Node, ...]
     before: int
+    visible_before: int
     state: ChatState
 
 

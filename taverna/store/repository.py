@@ -369,6 +369,11 @@ class TurnReads(ABC):
         """
 
     @abstractmethod
+    def user_messages_to(self, chat_id: str, node_id: str) -> int:
+        """How many live messages of the person are on the path down to `node_id` (the
+        author's note interval counts them; a walk of the whole path)."""
+
+    @abstractmethod
     def changed_nodes(self, chat_id: str, since: int) -> frozenset[str]:
         """Ids of the nodes written by revisions after `since` (an undo or a redo counts
         the nodes of the revision it undid or redid)."""

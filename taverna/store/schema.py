@@ -71,6 +71,14 @@ nodes = sa.Table(
         sqlite_where=sa.text("deleted = 1"),
         postgresql_where=sa.text("deleted"),
     ),
+    # Hidden messages only (migration 0005): a turn reading a path's end counts them above it.
+    sa.Index(
+        "ix_nodes_hidden",
+        "chat_id",
+        "depth",
+        sqlite_where=sa.text("hidden = 1"),
+        postgresql_where=sa.text("hidden"),
+    ),
 )
 
 selections = sa.Table(

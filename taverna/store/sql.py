@@ -907,6 +907,38 @@ def _live_above(
     return depth - int(gone or 0)
 
 
+def _hidden_above(conn: Connection, chat_id: str, node_id: str, depth: int) -> int:
+    """How many live hidden messages are above a node on its path.
+
+    Only the stretch below the shallowest hidden message can hold one (partial index),
+    so a chat that hides nothing above the node answers at once.
+    """
+    hidden = "hidden = 1" if conn.dialect.name == "sqlite" else "hidden"
+    shallowest = conn.execute(
+        sa.text(f"SELECT MIN(depth) FROM nodes WHERE chat_id = :chat AND {hidden}"),
+        {"chat": chat_id},
+    ).scalar()
+    if shallowest is None or shallowest >= depth:
+        return 0
+    found = conn.execute(
+        sa.text(
+            """
+            WITH RECURSIVE up(id, parent_id, hidden, deleted) AS (
+                SELECT id, parent_id, hidden, deleted FROM nodes
+                WHERE id = :start AND chat_id = :chat
+                UNION ALL
+                SELECT n.id, n.parent_id, n.hidden, n.deleted
+                FROM nodes n JOIN up ON n.id = up.parent_id
+                WHERE n.depth >= :floor
+            )
+            SELECT COUNT(*) FROM up WHERE hidden != :no AND deleted = :no AND id != :start
+            """
+        ),
+        {"start": node_id, "chat": chat_id, "floor": shallowest, "no": False},
+    ).scalar()
+    return int(found or 0)
+
+
 def _window_entries(rows: Sequence[Sequence[Any]], start: int) -> tuple[PathEntry, ...]:
     """Window rows (path order, tombstones included) as live entries from `start` on."""
     entries: list[PathEntry] = []
@@ -1722,14 +1754,34 @@ class SqlStore(Store):
                 sa.text(_TAIL_SQL),
                 {"start": node_id, "chat": chat_id, "no": False, "limit": max(limit, 1)},
             ).all()
-            before = 0
+            before = hidden = 0
             if rows:
                 first = rows[0]
                 shallowest = _shallowest_tombstone(conn, chat_id)
                 before = _live_above(conn, chat_id, first[0], first[8], shallowest)
+                hidden = _hidden_above(conn, chat_id, first[0], first[8])
             state = _state_at(conn, chat_id, node_id, base)
         nodes = tuple(_node_from_raw(r, r[13]) for r in rows if not r[6])
-        return PathTail(nodes, before, state)
+        return PathTail(nodes, before, before - hidden, state)
+
+    def user_messages_to(self, chat_id: str, node_id: str) -> int:
+        with self._read() as conn:
+            found = conn.execute(
+                sa.text(
+                    """
+                    WITH RECURSIVE up(id, parent_id, role, deleted) AS (
+                        SELECT id, parent_id, role, deleted FROM nodes
+                        WHERE id = :start AND chat_id = :chat
+                        UNION ALL
+                        SELECT n.id, n.parent_id, n.role, n.deleted
+                        FROM nodes n JOIN up ON n.id = up.parent_id
+                    )
+                    SELECT COUNT(*) FROM up WHERE role = 'user' AND deleted = :no
+                    """
+                ),
+                {"start": node_id, "chat": chat_id, "no": False},
+            ).scalar()
+        return int(found or 0)
 
     def changed_nodes(self, chat_id: str, since: int) -> frozenset[str]:
         with self._read() as conn:

@@ -51,6 +51,20 @@ def test_path_tail_skips_deleted_messages_and_counts_live_ones_above(store: SqlS
     tail = store.path_tail(chat_id, nodes[-1].id, limit=3)
     assert [n.content for n in tail.nodes] == ["m6", "m7", "m9"]
     assert tail.before == 5  # m0 m2 m3 m4 m5
+    assert tail.visible_before == 5
+
+
+def test_path_tail_counts_hidden_messages_above_and_user_messages(store: SqlStore) -> None:
+    chat_id, nodes = _chat_of(store, 10)
+    chat = store.get_chat(chat_id)
+    with store.write(chat_id, revision=chat.revision, label="hide") as w:
+        for index in (0, 2, 3, 8):
+            w.update_node(nodes[index].id, hidden=True)
+        w.update_node(nodes[4].id, deleted=True)
+    tail = store.path_tail(chat_id, nodes[-1].id, limit=3)
+    assert [n.content for n in tail.nodes] == ["m7", "m8", "m9"]
+    assert (tail.before, tail.visible_before) == (6, 3)  # m0-m6 less m4; m1 m5 m6 shown
+    assert store.user_messages_to(chat_id, nodes[-1].id) == 4  # m0 m2 m6 m8 (m4 deleted)
 
 
 def test_path_tail_reads_state_recorded_above_the_tail(store: SqlStore) -> None:
