@@ -12,11 +12,63 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from enum import IntEnum, StrEnum
+from enum import StrEnum
 from typing import Any
 
-from taverna.model.presets import ChatCompletionPreset
 from taverna.model.regex_script import RegexScript
+from taverna.model.settings import (
+    DEFAULT_ENHANCE_DEFINITIONS,
+    DEFAULT_MAIN_PROMPT,
+    DEFAULT_STORY_STRING,
+    AuthorsNote,
+    ChatCompletionSettings,
+    ContextTemplate,
+    DepthPrompt,
+    ExtensionPosition,
+    InjectionRole,
+    InstructTemplate,
+    NamesBehavior,
+    PersonaInfo,
+    PersonaPosition,
+    PowerUserSettings,
+    PromptOrderEntry,
+    PromptSlot,
+    SystemPrompt,
+    TextCompletionSettings,
+    WorldInfoSettings,
+    default_prompt_order,
+    default_prompts,
+)
+
+__all__ = [
+    "DEFAULT_ENHANCE_DEFINITIONS",
+    "DEFAULT_MAIN_PROMPT",
+    "DEFAULT_STORY_STRING",
+    "AssemblyContext",
+    "AuthorsNote",
+    "CharacterInfo",
+    "ChatCompletionSettings",
+    "ChatMessage",
+    "ChatMetadata",
+    "ContextTemplate",
+    "DepthPrompt",
+    "ExtensionPosition",
+    "GenerationType",
+    "InjectionRole",
+    "InstructTemplate",
+    "NamesBehavior",
+    "PersonaInfo",
+    "PersonaPosition",
+    "PowerUserSettings",
+    "PromptOrderEntry",
+    "PromptSlot",
+    "Speaker",
+    "SystemPrompt",
+    "TextCompletionSettings",
+    "WorldInfoSettings",
+    "default_prompt_order",
+    "default_prompts",
+]
 
 
 class GenerationType(StrEnum):
@@ -38,73 +90,7 @@ class Speaker(StrEnum):
     NARRATOR = "narrator"  # `/sys` messages: extra.type == "narrator"
 
 
-class InjectionRole(IntEnum):
-    """Role of an extension prompt, by SillyTavern's numbers (0 system, 1 user, 2 assistant)."""
-
-    SYSTEM = 0
-    USER = 1
-    ASSISTANT = 2
-
-    @property
-    def chat_role(self) -> str:
-        """The chat-completion role name."""
-        return ("system", "user", "assistant")[self.value]
-
-    @classmethod
-    def parse(cls, value: object, default: InjectionRole | None = None) -> InjectionRole:
-        """Read a role given as a number or a name (cards store `"system"`, settings `0`)."""
-        fallback = cls.SYSTEM if default is None else default
-        if isinstance(value, bool) or value is None:
-            return fallback
-        if isinstance(value, int):
-            return cls(value) if value in (0, 1, 2) else fallback
-        if isinstance(value, str):
-            names = {"system": cls.SYSTEM, "user": cls.USER, "assistant": cls.ASSISTANT}
-            if value.strip().isdigit():
-                return cls.parse(int(value), fallback)
-            return names.get(value.strip().lower(), fallback)
-        return fallback
-
-
-class ExtensionPosition(IntEnum):
-    """Where an extension prompt goes (SillyTavern `extension_prompt_types`)."""
-
-    NONE = -1
-    IN_PROMPT = 0  # after the story string / right after the main prompt
-    IN_CHAT = 1  # inside the history at a depth
-    BEFORE_PROMPT = 2  # before the story string / right before the main prompt
-
-
-class NamesBehavior(IntEnum):
-    """Chat Completion `names_behavior` (formats-presets.md §1.4)."""
-
-    NONE = -1
-    DEFAULT = 0
-    COMPLETION = 1
-    CONTENT = 2
-
-
-class PersonaPosition(IntEnum):
-    """`persona_description_position` (algo-prompt-assembly.md §2.1)."""
-
-    IN_PROMPT = 0
-    AFTER_CHAR = 1
-    TOP_AN = 2
-    BOTTOM_AN = 3
-    AT_DEPTH = 4
-    NONE = 9
-
-
 # ---------------------------------------------------------------- characters
-
-
-@dataclass(frozen=True, slots=True)
-class DepthPrompt:
-    """A character's note: text injected into the chat at a depth (card `depth_prompt`)."""
-
-    text: str = ""
-    depth: int = 4
-    role: InjectionRole = InjectionRole.SYSTEM
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,19 +112,6 @@ class CharacterInfo:
     embedded_lorebook: Any = None  # `data.character_book`, as the lorebook engine reads it
     avatar: str = ""  # the card's file name, how SillyTavern keys per-character settings
     regex_scripts: tuple[RegexScript, ...] = ()  # the card's own; they run only if allowed
-
-
-@dataclass(frozen=True, slots=True)
-class PersonaInfo:
-    """The user's persona: name, description and where the description goes."""
-
-    name: str = "User"
-    description: str = ""
-    position: PersonaPosition = PersonaPosition.IN_PROMPT
-    depth: int = 2
-    role: InjectionRole = InjectionRole.SYSTEM
-    avatar: str = ""
-    lorebook: str = ""
 
 
 # ---------------------------------------------------------------------- chat
@@ -171,20 +144,6 @@ class ChatMessage:
 
 
 @dataclass(frozen=True, slots=True)
-class AuthorsNote:
-    """The chat's author's note settings (algo-prompt-assembly.md §5.1)."""
-
-    prompt: str = ""
-    interval: int = 1
-    depth: int = 4
-    position: ExtensionPosition = ExtensionPosition.IN_CHAT
-    role: InjectionRole = InjectionRole.SYSTEM
-    allow_wi_scan: bool = False
-    character_note: str = ""  # the per-character note, combined as `character_note_mode` says
-    character_note_mode: str = "replace"  # replace | before | after
-
-
-@dataclass(frozen=True, slots=True)
 class ChatMetadata:
     """What a chat carries besides its messages."""
 
@@ -195,242 +154,23 @@ class ChatMetadata:
     extras: Mapping[str, Any] = field(default_factory=dict)
 
 
-# ------------------------------------------------------------------- presets
-
-
-@dataclass(frozen=True, slots=True)
-class PromptSlot:
-    """One prompt-manager prompt: a text slot or a marker (formats-presets.md §1.2)."""
-
-    identifier: str
-    name: str = ""
-    role: str = "system"
-    content: str = ""
-    system_prompt: bool = False
-    marker: bool = False
-    injection_position: int = 0  # 0 relative, 1 in-chat at `injection_depth`
-    injection_depth: int = 4
-    forbid_overrides: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class PromptOrderEntry:
-    """One line of the prompt manager's order: a prompt and whether it is switched on."""
-
-    identifier: str
-    enabled: bool = True
-
-
-DEFAULT_MAIN_PROMPT = (
-    "Write {{char}}'s next reply in a fictional chat between {{charIfNotGroup}} and {{user}}."
-)
-DEFAULT_ENHANCE_DEFINITIONS = (
-    "If you have more knowledge of {{char}}, add to the character's lore and personality to "
-    "enhance them but keep the Character Sheet's definitions absolute."
-)
-# SillyTavern's defaults for a Chat Completion preset's utility texts, as its files have them
-_PRESET_FILE_DEFAULTS = ChatCompletionPreset()
-
-
-def default_prompts() -> tuple[PromptSlot, ...]:
-    """The built-in prompt-manager prompts (formats-presets.md §1.2)."""
-    markers = (
-        ("dialogueExamples", "Chat Examples"),
-        ("chatHistory", "Chat History"),
-        ("worldInfoAfter", "World Info (after)"),
-        ("worldInfoBefore", "World Info (before)"),
-        ("charDescription", "Char Description"),
-        ("charPersonality", "Char Personality"),
-        ("scenario", "Scenario"),
-        ("personaDescription", "Persona Description"),
-    )
-    return (
-        PromptSlot("main", "Main Prompt", content=DEFAULT_MAIN_PROMPT, system_prompt=True),
-        PromptSlot("nsfw", "Auxiliary Prompt", system_prompt=True),
-        PromptSlot("jailbreak", "Post-History Instructions", system_prompt=True),
-        PromptSlot(
-            "enhanceDefinitions",
-            "Enhance Definitions",
-            content=DEFAULT_ENHANCE_DEFINITIONS,
-            system_prompt=True,
-        ),
-        *(PromptSlot(i, n, system_prompt=True, marker=True) for i, n in markers),
-    )
-
-
-def default_prompt_order() -> tuple[PromptOrderEntry, ...]:
-    """The shipped prompt order (formats-presets.md §1.3)."""
-    ids = (
-        "main",
-        "worldInfoBefore",
-        "personaDescription",
-        "charDescription",
-        "charPersonality",
-        "scenario",
-        "enhanceDefinitions",
-        "nsfw",
-        "worldInfoAfter",
-        "dialogueExamples",
-        "chatHistory",
-        "jailbreak",
-    )
-    return tuple(PromptOrderEntry(i, i != "enhanceDefinitions") for i in ids)
-
-
-@dataclass(frozen=True, slots=True)
-class ChatCompletionSettings:
-    """The active Chat Completion preset: prompt manager and the texts around it."""
-
-    prompts: tuple[PromptSlot, ...] = field(default_factory=default_prompts)
-    order: tuple[PromptOrderEntry, ...] = field(default_factory=default_prompt_order)
-    source: str = "openai"
-    model: str = "gpt-4-turbo"
-    max_context: int = 4095
-    max_tokens: int = 300
-    names_behavior: NamesBehavior = NamesBehavior.DEFAULT
-    wrap_in_quotes: bool = False
-    send_if_empty: str = ""
-    impersonation_prompt: str = _PRESET_FILE_DEFAULTS.impersonation_prompt
-    new_chat_prompt: str = _PRESET_FILE_DEFAULTS.new_chat_prompt
-    new_group_chat_prompt: str = _PRESET_FILE_DEFAULTS.new_group_chat_prompt
-    new_example_chat_prompt: str = _PRESET_FILE_DEFAULTS.new_example_chat_prompt
-    continue_nudge_prompt: str = _PRESET_FILE_DEFAULTS.continue_nudge_prompt
-    continue_prefill: bool = False
-    continue_postfix: str = " "
-    group_nudge_prompt: str = _PRESET_FILE_DEFAULTS.group_nudge_prompt
-    wi_format: str = "{0}"
-    scenario_format: str = _PRESET_FILE_DEFAULTS.scenario_format
-    personality_format: str = _PRESET_FILE_DEFAULTS.personality_format
-    squash_system_messages: bool = False
-    assistant_prefill: str = ""
-    assistant_impersonation: str = ""
-    stop: tuple[str, ...] = ()
-    # The sampling fields by SillyTavern's request names (temperature, top_p, ...).
-    sampling: Mapping[str, Any] = field(default_factory=dict)
-    extras: Mapping[str, Any] = field(default_factory=dict)
-
-    def slot(self, identifier: str) -> PromptSlot | None:
-        """The prompt with this identifier, if the preset has it."""
-        for prompt in self.prompts:
-            if prompt.identifier == identifier:
-                return prompt
-        return None
-
-
-@dataclass(frozen=True, slots=True)
-class InstructTemplate:
-    """An instruct template (formats-presets.md §2.1)."""
-
-    enabled: bool = False
-    name: str = ""
-    input_sequence: str = "### Instruction:"
-    input_suffix: str = ""
-    output_sequence: str = "### Response:"
-    output_suffix: str = ""
-    system_sequence: str = ""
-    system_suffix: str = ""
-    system_same_as_user: bool = False
-    first_input_sequence: str = ""
-    last_input_sequence: str = ""
-    first_output_sequence: str = ""
-    last_output_sequence: str = ""
-    last_system_sequence: str = ""
-    system_sequence_prefix: str = ""
-    system_sequence_suffix: str = ""
-    stop_sequence: str = ""
-    user_alignment_message: str = ""
-    wrap: bool = True
-    macro: bool = True
-    names_behavior: str = "force"  # none | force | always
-    skip_examples: bool = False
-    activation_regex: str = ""
-
-
-DEFAULT_STORY_STRING = (
-    "{{#if system}}{{system}}\n{{/if}}{{#if wiBefore}}{{wiBefore}}\n{{/if}}"
-    "{{#if description}}{{description}}\n{{/if}}{{#if personality}}{{char}}'s personality: "
-    "{{personality}}\n{{/if}}{{#if scenario}}Scenario: {{scenario}}\n{{/if}}"
-    "{{#if wiAfter}}{{wiAfter}}\n{{/if}}{{#if persona}}{{persona}}\n{{/if}}"
-)
-
-
-@dataclass(frozen=True, slots=True)
-class ContextTemplate:
-    """A context template (formats-presets.md §3)."""
-
-    name: str = "Default"
-    story_string: str = DEFAULT_STORY_STRING
-    example_separator: str = "***"
-    chat_start: str = "***"
-    use_stop_strings: bool = True
-    names_as_stop_strings: bool = True
-    allow_jailbreak: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class SystemPrompt:
-    """The Text Completion system prompt preset (1.12.6 "sysprompt")."""
-
-    enabled: bool = True
-    name: str = "Neutral - Chat"
-    content: str = "Write {{char}}'s next reply in a fictional chat between {{char}} and {{user}}."
-
-
-@dataclass(frozen=True, slots=True)
-class TextCompletionSettings:
-    """The Text Completion side: templates, context size and sampling."""
-
-    instruct: InstructTemplate = InstructTemplate()
-    context: ContextTemplate = ContextTemplate()
-    system_prompt: SystemPrompt = SystemPrompt()
-    api_type: str = "llamacpp"  # SillyTavern `textgen_type`
-    max_context: int = 8192
-    amount_gen: int = 350
-    # The sampling fields by SillyTavern's request names.
-    sampling: Mapping[str, Any] = field(default_factory=dict)
-    extras: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class PowerUserSettings:
-    """The user settings that change the prompt (SillyTavern `power_user`)."""
-
-    prefer_character_prompt: bool = True
-    prefer_character_jailbreak: bool = True
-    pin_examples: bool = False
-    strip_examples: bool = False
-    collapse_newlines: bool = False
-    always_force_name2: bool = True
-    user_prompt_bias: str = ""
-    single_line: bool = False
-    trim_sentences: bool = False
-    custom_stopping_strings: str = ""
-    custom_stopping_strings_macro: bool = True
-    token_padding: int = 64
-    tokenizer: int = 99  # SillyTavern's tokenizer id; 99 = best match for the model
-
-
-@dataclass(frozen=True, slots=True)
-class WorldInfoSettings:
-    """Global world-info settings (SillyTavern `world_info_settings`)."""
-
-    global_select: tuple[str, ...] = ()
-    depth: int = 2
-    min_activations: int = 0
-    min_activations_depth_max: int = 0
-    budget: int = 25  # percent of the prompt budget
-    budget_cap: int = 0
-    include_names: bool = True
-    recursive: bool = True
-    case_sensitive: bool = False
-    match_whole_words: bool = True
-    character_strategy: int = 1  # 0 evenly, 1 character first, 2 global first
-    use_group_scoring: bool = False
-    max_recursion_steps: int = 0
-    overflow_alert: bool = False
-
-
 # --------------------------------------------------------------- the context
+
+
+@dataclass(frozen=True, slots=True)
+class EarlierMessages:
+    """The part of the path above `AssemblyContext.messages` that the caller left out.
+
+    A long chat is given by its end, as far as the budget, the scan depth and the
+    injections reach; what assembly still needs of the rest is how much of it there
+    is: every live message (`count`, for `{{lastMessageId}}`), those not hidden
+    (`visible`, the lorebook's message clock) and the person's (`user`, hidden ones
+    too, for the author's note interval).
+    """
+
+    count: int = 0
+    visible: int = 0
+    user: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -439,7 +179,8 @@ class AssemblyContext:
 
     `characters` holds the speaking character first; in a group chat the others
     follow (`group_members` lists every member's name in the group's order).
-    `messages` is the active path, oldest first, hidden messages included.
+    `messages` is the active path, oldest first, hidden messages included; or only its
+    end, with `earlier` saying how much came before.
     `lorebooks` holds every book available by name; which of them apply this turn
     is decided from `world_info.global_select`, the character's linked books and
     the chat's book, as SillyTavern decides.
@@ -447,6 +188,7 @@ class AssemblyContext:
 
     characters: tuple[CharacterInfo, ...]
     messages: tuple[ChatMessage, ...] = ()
+    earlier: EarlierMessages = EarlierMessages()
     persona: PersonaInfo = PersonaInfo()
     metadata: ChatMetadata = ChatMetadata()
     api: str = "openai"  # "openai" (Chat Completion) or "textgen" (Text Completion)

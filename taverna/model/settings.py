@@ -1,0 +1,347 @@
+"""The prompt-relevant settings SillyTavern keeps, as plain frozen data.
+
+Presets' Chat Completion settings (the prompt manager and the texts around it), the
+instruct, context and system-prompt templates, the power-user and world-info
+settings, and the persona and author's-note settings: what `taverna.formats.st_settings`
+reads and the assembly engine takes in its context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any
+
+from taverna.model.presets import ChatCompletionPreset
+
+
+class InjectionRole(IntEnum):
+    """Role of an extension prompt, by SillyTavern's numbers (0 system, 1 user, 2 assistant)."""
+
+    SYSTEM = 0
+    USER = 1
+    ASSISTANT = 2
+
+    @property
+    def chat_role(self) -> str:
+        """The chat-completion role name."""
+        return ("system", "user", "assistant")[self.value]
+
+    @classmethod
+    def parse(cls, value: object, default: InjectionRole | None = None) -> InjectionRole:
+        """Read a role given as a number or a name (cards store `"system"`, settings `0`)."""
+        fallback = cls.SYSTEM if default is None else default
+        if isinstance(value, bool) or value is None:
+            return fallback
+        if isinstance(value, int):
+            return cls(value) if value in (0, 1, 2) else fallback
+        if isinstance(value, str):
+            names = {"system": cls.SYSTEM, "user": cls.USER, "assistant": cls.ASSISTANT}
+            if value.strip().isdigit():
+                return cls.parse(int(value), fallback)
+            return names.get(value.strip().lower(), fallback)
+        return fallback
+
+
+class ExtensionPosition(IntEnum):
+    """Where an extension prompt goes (SillyTavern `extension_prompt_types`)."""
+
+    NONE = -1
+    IN_PROMPT = 0  # after the story string / right after the main prompt
+    IN_CHAT = 1  # inside the history at a depth
+    BEFORE_PROMPT = 2  # before the story string / right before the main prompt
+
+
+class NamesBehavior(IntEnum):
+    """Chat Completion `names_behavior` (formats-presets.md §1.4)."""
+
+    NONE = -1
+    DEFAULT = 0
+    COMPLETION = 1
+    CONTENT = 2
+
+
+class PersonaPosition(IntEnum):
+    """`persona_description_position` (algo-prompt-assembly.md §2.1)."""
+
+    IN_PROMPT = 0
+    AFTER_CHAR = 1
+    TOP_AN = 2
+    BOTTOM_AN = 3
+    AT_DEPTH = 4
+    NONE = 9
+
+
+# -------------------------------------------------- injections, persona, author's note
+
+
+@dataclass(frozen=True, slots=True)
+class DepthPrompt:
+    """A character's note: text injected into the chat at a depth (card `depth_prompt`)."""
+
+    text: str = ""
+    depth: int = 4
+    role: InjectionRole = InjectionRole.SYSTEM
+
+
+@dataclass(frozen=True, slots=True)
+class PersonaInfo:
+    """The user's persona: name, description and where the description goes."""
+
+    name: str = "User"
+    description: str = ""
+    position: PersonaPosition = PersonaPosition.IN_PROMPT
+    depth: int = 2
+    role: InjectionRole = InjectionRole.SYSTEM
+    avatar: str = ""
+    lorebook: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class AuthorsNote:
+    """The chat's author's note settings (algo-prompt-assembly.md §5.1)."""
+
+    prompt: str = ""
+    interval: int = 1
+    depth: int = 4
+    position: ExtensionPosition = ExtensionPosition.IN_CHAT
+    role: InjectionRole = InjectionRole.SYSTEM
+    allow_wi_scan: bool = False
+    character_note: str = ""  # the per-character note, combined as `character_note_mode` says
+    character_note_mode: str = "replace"  # replace | before | after
+
+
+# ------------------------------------------------------------------- presets
+
+
+@dataclass(frozen=True, slots=True)
+class PromptSlot:
+    """One prompt-manager prompt: a text slot or a marker (formats-presets.md §1.2)."""
+
+    identifier: str
+    name: str = ""
+    role: str = "system"
+    content: str = ""
+    system_prompt: bool = False
+    marker: bool = False
+    injection_position: int = 0  # 0 relative, 1 in-chat at `injection_depth`
+    injection_depth: int = 4
+    forbid_overrides: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PromptOrderEntry:
+    """One line of the prompt manager's order: a prompt and whether it is switched on."""
+
+    identifier: str
+    enabled: bool = True
+
+
+DEFAULT_MAIN_PROMPT = (
+    "Write {{char}}'s next reply in a fictional chat between {{charIfNotGroup}} and {{user}}."
+)
+DEFAULT_ENHANCE_DEFINITIONS = (
+    "If you have more knowledge of {{char}}, add to the character's lore and personality to "
+    "enhance them but keep the Character Sheet's definitions absolute."
+)
+# SillyTavern's defaults for a Chat Completion preset's utility texts, as its files have them
+_PRESET_FILE_DEFAULTS = ChatCompletionPreset()
+
+
+def default_prompts() -> tuple[PromptSlot, ...]:
+    """The built-in prompt-manager prompts (formats-presets.md §1.2)."""
+    markers = (
+        ("dialogueExamples", "Chat Examples"),
+        ("chatHistory", "Chat History"),
+        ("worldInfoAfter", "World Info (after)"),
+        ("worldInfoBefore", "World Info (before)"),
+        ("charDescription", "Char Description"),
+        ("charPersonality", "Char Personality"),
+        ("scenario", "Scenario"),
+        ("personaDescription", "Persona Description"),
+    )
+    return (
+        PromptSlot("main", "Main Prompt", content=DEFAULT_MAIN_PROMPT, system_prompt=True),
+        PromptSlot("nsfw", "Auxiliary Prompt", system_prompt=True),
+        PromptSlot("jailbreak", "Post-History Instructions", system_prompt=True),
+        PromptSlot(
+            "enhanceDefinitions",
+            "Enhance Definitions",
+            content=DEFAULT_ENHANCE_DEFINITIONS,
+            system_prompt=True,
+        ),
+        *(PromptSlot(i, n, system_prompt=True, marker=True) for i, n in markers),
+    )
+
+
+def default_prompt_order() -> tuple[PromptOrderEntry, ...]:
+    """The shipped prompt order (formats-presets.md §1.3)."""
+    ids = (
+        "main",
+        "worldInfoBefore",
+        "personaDescription",
+        "charDescription",
+        "charPersonality",
+        "scenario",
+        "enhanceDefinitions",
+        "nsfw",
+        "worldInfoAfter",
+        "dialogueExamples",
+        "chatHistory",
+        "jailbreak",
+    )
+    return tuple(PromptOrderEntry(i, i != "enhanceDefinitions") for i in ids)
+
+
+@dataclass(frozen=True, slots=True)
+class ChatCompletionSettings:
+    """The active Chat Completion preset: prompt manager and the texts around it."""
+
+    prompts: tuple[PromptSlot, ...] = field(default_factory=default_prompts)
+    order: tuple[PromptOrderEntry, ...] = field(default_factory=default_prompt_order)
+    source: str = "openai"
+    model: str = "gpt-4-turbo"
+    max_context: int = 4095
+    max_tokens: int = 300
+    names_behavior: NamesBehavior = NamesBehavior.DEFAULT
+    wrap_in_quotes: bool = False
+    send_if_empty: str = ""
+    impersonation_prompt: str = _PRESET_FILE_DEFAULTS.impersonation_prompt
+    new_chat_prompt: str = _PRESET_FILE_DEFAULTS.new_chat_prompt
+    new_group_chat_prompt: str = _PRESET_FILE_DEFAULTS.new_group_chat_prompt
+    new_example_chat_prompt: str = _PRESET_FILE_DEFAULTS.new_example_chat_prompt
+    continue_nudge_prompt: str = _PRESET_FILE_DEFAULTS.continue_nudge_prompt
+    continue_prefill: bool = False
+    continue_postfix: str = " "
+    group_nudge_prompt: str = _PRESET_FILE_DEFAULTS.group_nudge_prompt
+    wi_format: str = "{0}"
+    scenario_format: str = _PRESET_FILE_DEFAULTS.scenario_format
+    personality_format: str = _PRESET_FILE_DEFAULTS.personality_format
+    squash_system_messages: bool = False
+    assistant_prefill: str = ""
+    assistant_impersonation: str = ""
+    stop: tuple[str, ...] = ()
+    # The sampling fields by SillyTavern's request names (temperature, top_p, ...).
+    sampling: Mapping[str, Any] = field(default_factory=dict)
+    extras: Mapping[str, Any] = field(default_factory=dict)
+
+    def slot(self, identifier: str) -> PromptSlot | None:
+        """The prompt with this identifier, if the preset has it."""
+        for prompt in self.prompts:
+            if prompt.identifier == identifier:
+                return prompt
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class InstructTemplate:
+    """An instruct template (formats-presets.md §2.1)."""
+
+    enabled: bool = False
+    name: str = ""
+    input_sequence: str = "### Instruction:"
+    input_suffix: str = ""
+    output_sequence: str = "### Response:"
+    output_suffix: str = ""
+    system_sequence: str = ""
+    system_suffix: str = ""
+    system_same_as_user: bool = False
+    first_input_sequence: str = ""
+    last_input_sequence: str = ""
+    first_output_sequence: str = ""
+    last_output_sequence: str = ""
+    last_system_sequence: str = ""
+    system_sequence_prefix: str = ""
+    system_sequence_suffix: str = ""
+    stop_sequence: str = ""
+    user_alignment_message: str = ""
+    wrap: bool = True
+    macro: bool = True
+    names_behavior: str = "force"  # none | force | always
+    skip_examples: bool = False
+    activation_regex: str = ""
+
+
+DEFAULT_STORY_STRING = (
+    "{{#if system}}{{system}}\n{{/if}}{{#if wiBefore}}{{wiBefore}}\n{{/if}}"
+    "{{#if description}}{{description}}\n{{/if}}{{#if personality}}{{char}}'s personality: "
+    "{{personality}}\n{{/if}}{{#if scenario}}Scenario: {{scenario}}\n{{/if}}"
+    "{{#if wiAfter}}{{wiAfter}}\n{{/if}}{{#if persona}}{{persona}}\n{{/if}}"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ContextTemplate:
+    """A context template (formats-presets.md §3)."""
+
+    name: str = "Default"
+    story_string: str = DEFAULT_STORY_STRING
+    example_separator: str = "***"
+    chat_start: str = "***"
+    use_stop_strings: bool = True
+    names_as_stop_strings: bool = True
+    allow_jailbreak: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SystemPrompt:
+    """The Text Completion system prompt preset (1.12.6 "sysprompt")."""
+
+    enabled: bool = True
+    name: str = "Neutral - Chat"
+    content: str = "Write {{char}}'s next reply in a fictional chat between {{char}} and {{user}}."
+
+
+@dataclass(frozen=True, slots=True)
+class TextCompletionSettings:
+    """The Text Completion side: templates, context size and sampling."""
+
+    instruct: InstructTemplate = InstructTemplate()
+    context: ContextTemplate = ContextTemplate()
+    system_prompt: SystemPrompt = SystemPrompt()
+    api_type: str = "llamacpp"  # SillyTavern `textgen_type`
+    max_context: int = 8192
+    amount_gen: int = 350
+    # The sampling fields by SillyTavern's request names.
+    sampling: Mapping[str, Any] = field(default_factory=dict)
+    extras: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class PowerUserSettings:
+    """The user settings that change the prompt (SillyTavern `power_user`)."""
+
+    prefer_character_prompt: bool = True
+    prefer_character_jailbreak: bool = True
+    pin_examples: bool = False
+    strip_examples: bool = False
+    collapse_newlines: bool = False
+    always_force_name2: bool = True
+    user_prompt_bias: str = ""
+    single_line: bool = False
+    trim_sentences: bool = False
+    custom_stopping_strings: str = ""
+    custom_stopping_strings_macro: bool = True
+    token_padding: int = 64
+    tokenizer: int = 99  # SillyTavern's tokenizer id; 99 = best match for the model
+
+
+@dataclass(frozen=True, slots=True)
+class WorldInfoSettings:
+    """Global world-info settings (SillyTavern `world_info_settings`)."""
+
+    global_select: tuple[str, ...] = ()
+    depth: int = 2
+    min_activations: int = 0
+    min_activations_depth_max: int = 0
+    budget: int = 25  # percent of the prompt budget
+    budget_cap: int = 0
+    include_names: bool = True
+    recursive: bool = True
+    case_sensitive: bool = False
+    match_whole_words: bool = True
+    character_strategy: int = 1  # 0 evenly, 1 character first, 2 global first
+    use_group_scoring: bool = False
+    max_recursion_steps: int = 0
+    overflow_alert: bool = False
