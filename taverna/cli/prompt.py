@@ -19,14 +19,9 @@ from taverna.engine.assembly.context import CharacterInfo, ChatMessage, Generati
 from taverna.engine.assembly.ledger import render_ledger
 from taverna.engine.textgen.chat_template import ChatTemplate
 from taverna.errors import FormatError, NotFound
-from taverna.formats.st_settings import (
-    SillyTavernSettings,
-    assembly_context,
-    character_info,
-    chat_messages,
-    read_settings,
-)
+from taverna.formats.st_settings import SillyTavernSettings, read_settings
 from taverna.model.prompt import Prompt
+from taverna.services.turn_inputs import assembly_context, character_info, chat_messages
 
 # the generation types `--type` accepts: the assembly's own
 GenerationKind = GenerationType

@@ -4,28 +4,30 @@ One user's `settings.json` holds the active Chat Completion preset
 (`oai_settings`), the power-user settings with the instruct/context/system-prompt
 templates and the persona, the world-info settings with the global lorebook
 selection, the Text Completion sampler settings and the author's note defaults.
-This reader keeps only what changes the prompt; unknown keys are ignored.
+This reader keeps only what changes the prompt; unknown keys are ignored. The
+same reader takes one Chat Completion preset, instruct or context template file on
+its own (`read_chat_completion_preset`, `read_instruct_template`,
+`read_context_template`). `taverna.services.turn_inputs` turns the result into the
+engine's context.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from pydantic import ValidationError
 
-from taverna.engine.assembly.context import (
-    AssemblyContext,
+from taverna.errors import FormatError
+from taverna.formats.json_text import loads
+from taverna.model.presets import GLOBAL_ORDER_ID as GLOBAL_ORDER_ID  # the "global" order list
+from taverna.model.regex_script import RegexScript
+from taverna.model.settings import (
     AuthorsNote,
-    CharacterInfo,
     ChatCompletionSettings,
-    ChatMessage,
-    ChatMetadata,
     ContextTemplate,
-    DepthPrompt,
     ExtensionPosition,
-    GenerationType,
     InjectionRole,
     InstructTemplate,
     NamesBehavior,
@@ -34,18 +36,12 @@ from taverna.engine.assembly.context import (
     PowerUserSettings,
     PromptOrderEntry,
     PromptSlot,
-    Speaker,
     SystemPrompt,
     TextCompletionSettings,
     WorldInfoSettings,
     default_prompt_order,
     default_prompts,
 )
-from taverna.errors import FormatError
-from taverna.formats.json_text import loads
-from taverna.model.regex_script import RegexScript
-
-GLOBAL_ORDER_ID = 100001  # formats-presets.md §1.3: the "global" prompt-order list
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +93,36 @@ def read_settings(data: bytes | str, *, file: str | None = None) -> SillyTavernS
         raw_regex_enabled=reader.regex_enabled(doc),
         raw=doc,
     )
+
+
+def read_chat_completion_preset(
+    data: Mapping[str, Any], *, file: str | None = None
+) -> ChatCompletionSettings:
+    """A Chat Completion preset file (the keys of `oai_settings`), as `read_settings` reads it.
+
+    A malformed field raises FormatError naming it (without the `oai_settings.` prefix).
+    """
+    return _Reader(file).chat_completion(_document(data, "a preset", file), "")
+
+
+def read_instruct_template(data: Mapping[str, Any], *, file: str | None = None) -> InstructTemplate:
+    """An instruct template file, switched on as when it is the chosen one."""
+    doc = {**_document(data, "an instruct template", file), "enabled": True}
+    template: InstructTemplate = _Reader(file).template(InstructTemplate, doc, "")
+    return template
+
+
+def read_context_template(data: Mapping[str, Any], *, file: str | None = None) -> ContextTemplate:
+    """A context template file, as `read_settings` reads `power_user.context`."""
+    doc = _document(data, "a context template", file)
+    template: ContextTemplate = _Reader(file).template(ContextTemplate, doc, "")
+    return template
+
+
+def _document(data: Any, what: str, file: str | None) -> Mapping[str, Any]:
+    if not isinstance(data, Mapping):
+        raise FormatError(f"{what} must be a JSON object", file=file)
+    return data
 
 
 class _Reader:
@@ -151,11 +177,12 @@ class _Reader:
 
     # ------------------------------------------------------------ chat completion
 
-    def chat_completion(self, oai: Mapping[str, Any]) -> ChatCompletionSettings:
-        path = "oai_settings."
+    def chat_completion(
+        self, oai: Mapping[str, Any], path: str = "oai_settings."
+    ) -> ChatCompletionSettings:
         base = ChatCompletionSettings()
-        prompts = self.prompts(oai.get("prompts"))
-        order = self.order(oai.get("prompt_order"))
+        prompts = self.prompts(oai.get("prompts"), path)
+        order = self.order(oai.get("prompt_order"), path)
         source = self.str_(oai, "chat_completion_source", "openai", path)
         model_key = {
             "openai": "openai_model",
@@ -252,14 +279,14 @@ class _Reader:
                 return {"entries": entries}
         return {}
 
-    def prompts(self, value: Any) -> tuple[PromptSlot, ...]:
+    def prompts(self, value: Any, prefix: str = "oai_settings.") -> tuple[PromptSlot, ...]:
         if value is None or value == []:
             return default_prompts()
         if not isinstance(value, list):
-            raise self._fail("oai_settings.prompts", "a list", value)
+            raise self._fail(prefix + "prompts", "a list", value)
         out: list[PromptSlot] = []
         for i, item in enumerate(value):
-            path = f"oai_settings.prompts[{i}]."
+            path = f"{prefix}prompts[{i}]."
             if not isinstance(item, dict):
                 raise self._fail(path[:-1], "an object", item)
             role = item.get("role")
@@ -281,21 +308,21 @@ class _Reader:
         out.extend(p for p in default_prompts() if p.identifier not in have)
         return tuple(out)
 
-    def order(self, value: Any) -> tuple[PromptOrderEntry, ...]:
+    def order(self, value: Any, prefix: str = "oai_settings.") -> tuple[PromptOrderEntry, ...]:
         if not isinstance(value, list):
             return default_prompt_order()
         for i, item in enumerate(value):
             if not isinstance(item, dict):
-                raise self._fail(f"oai_settings.prompt_order[{i}]", "an object", item)
+                raise self._fail(f"{prefix}prompt_order[{i}]", "an object", item)
             if item.get("character_id") == GLOBAL_ORDER_ID:
                 entries = item.get("order")
                 if not isinstance(entries, list):
-                    raise self._fail(f"oai_settings.prompt_order[{i}].order", "a list", entries)
+                    raise self._fail(f"{prefix}prompt_order[{i}].order", "a list", entries)
                 if not entries:
                     return default_prompt_order()
                 out = []
                 for j, entry in enumerate(entries):
-                    path = f"oai_settings.prompt_order[{i}].order[{j}]."
+                    path = f"{prefix}prompt_order[{i}].order[{j}]."
                     if not isinstance(entry, dict):
                         raise self._fail(path[:-1], "an object", entry)
                     out.append(
@@ -494,209 +521,3 @@ class _Reader:
                 )
             )
         return tuple(out)
-
-
-# ------------------------------------------------------- files to one turn's context
-
-
-def character_info(character: Any, avatar: str = "") -> CharacterInfo:
-    """The assembly's view of a card (`taverna.model.character.Character`)."""
-    extensions = character.extensions
-    depth = extensions.depth_prompt
-    depth_prompt = DepthPrompt()
-    if depth is not None:
-        depth_prompt = DepthPrompt(
-            text=depth.prompt or "",
-            depth=int(depth.depth) if isinstance(depth.depth, int | float) else 4,
-            role=InjectionRole.parse(depth.role),
-        )
-    talkativeness = extensions.talkativeness
-    try:
-        talk = float(talkativeness) if talkativeness not in (None, "") else 0.5
-    except (TypeError, ValueError):
-        talk = 0.5
-    return CharacterInfo(
-        name=character.name,
-        description=character.description,
-        personality=character.personality,
-        scenario=character.scenario,
-        mes_example=character.mes_example,
-        first_mes=character.first_mes,
-        system_prompt=character.system_prompt,
-        post_history_instructions=character.post_history_instructions,
-        depth_prompt=depth_prompt,
-        talkativeness=talk,
-        linked_lorebook=extensions.world or "",
-        embedded_lorebook=character.character_book,
-        avatar=avatar,
-        regex_scripts=tuple(script.migrated() for script in character.regex_scripts),
-    )
-
-
-def chat_messages(messages: Sequence[Any]) -> tuple[ChatMessage, ...]:
-    """The assembly's view of SillyTavern chat lines (`taverna.formats.st_chat.ChatMessage`)."""
-    out = []
-    for index, message in enumerate(messages):
-        fields_ = message.fields
-        extra = message.extra
-        if message.is_user:
-            speaker = Speaker.USER
-        elif message.is_narrator:
-            speaker = Speaker.NARRATOR
-        else:
-            speaker = Speaker.CHARACTER
-        swipes = message.swipes
-        bias = extra.get("bias")
-        out.append(
-            ChatMessage(
-                id=str(index),
-                speaker=speaker,
-                name=message.name,
-                text=message.text,
-                hidden=message.hidden,
-                swipe_index=message.swipe_id or 0,
-                swipe_count=len(swipes) if swipes else 1,
-                forced_avatar=bool(fields_.get("force_avatar")),
-                bias=bias if isinstance(bias, str) else "",
-                extras=extra,
-            )
-        )
-    return tuple(out)
-
-
-def assembly_context(
-    settings: SillyTavernSettings,
-    characters: Sequence[CharacterInfo],
-    chat_metadata: Mapping[str, Any],
-    messages: Sequence[ChatMessage],
-    lorebooks: Mapping[str, Any],
-    *,
-    api: str = "openai",
-    generation_type: GenerationType = GenerationType.NORMAL,
-    group_members: Sequence[str] = (),
-    group_name: str = "",
-    chat_id: str = "",
-) -> AssemblyContext:
-    """One turn's context from SillyTavern's own files, deciding what SillyTavern decides.
-
-    The chat's metadata brings its author's note (with the user's defaults where the
-    chat has none, as SillyTavern fills them), its lorebook and variables; a persona
-    locked to the chat replaces the current one; the per-character note applies to
-    the character whose card file it names.
-    """
-    note = settings.authors_note
-    meta = dict(chat_metadata)
-
-    def meta_int(key: str, default: int) -> int:
-        value = meta.get(key)
-        if isinstance(value, bool) or not isinstance(value, int | float | str):
-            return default
-        try:
-            return int(float(value))
-        except ValueError:
-            return default
-
-    position = meta_int("note_position", int(note.position))
-    character = characters[0] if characters else None
-    char_note = ""
-    char_note_mode = "replace"
-    if character is not None and not group_members:
-        stem = character.avatar.rsplit(".", 1)[0] if character.avatar else character.name
-        for candidate in settings.character_notes:
-            if candidate.use and candidate.name == stem:
-                char_note, char_note_mode = candidate.prompt, candidate.position
-    prompt = meta.get("note_prompt")
-    authors_note = AuthorsNote(
-        prompt=prompt if isinstance(prompt, str) else note.prompt,
-        interval=meta_int("note_interval", note.interval),
-        depth=meta_int("note_depth", note.depth),
-        position=ExtensionPosition(position)
-        if position in (0, 1, 2)
-        else ExtensionPosition.IN_CHAT,
-        role=InjectionRole.parse(meta.get("note_role"), note.role),
-        allow_wi_scan=note.allow_wi_scan,
-        character_note=char_note,
-        character_note_mode=char_note_mode,
-    )
-    variables = meta.get("variables")
-    world = meta.get("world_info")
-    scenario = meta.get("scenario")
-    metadata = ChatMetadata(
-        authors_note=authors_note,
-        lorebook=world if isinstance(world, str) else "",
-        scenario=scenario if isinstance(scenario, str) else "",
-        variables=dict(variables) if isinstance(variables, dict) else {},
-        extras=meta,
-    )
-
-    persona = settings.persona
-    locked = meta.get("persona")
-    power = settings.raw.get("power_user", {})
-    if isinstance(locked, str) and isinstance(power, dict):
-        names = power.get("personas", {})
-        described = power.get("persona_descriptions", {})
-        if isinstance(names, dict) and locked in names:
-            details = described.get(locked, {}) if isinstance(described, dict) else {}
-            details = details if isinstance(details, dict) else {}
-            persona = replace(
-                persona,
-                name=str(names[locked]),
-                avatar=locked,
-                description=str(details.get("description", "")),
-                position=_persona_position(details.get("position", 0)),
-                depth=int(details.get("depth", 2) or 2),
-                role=InjectionRole.parse(details.get("role", 0)),
-                lorebook=str(details.get("lorebook", "") or ""),
-            )
-
-    extra_books = _character_extra_books(settings.raw)
-    chars = tuple(
-        replace(c, extra_lorebooks=extra_books.get(c.avatar.rsplit(".", 1)[0], ()))
-        if c.avatar
-        else c
-        for c in characters
-    )
-    # formats-extensions.md §1.1: global scripts, then the speaker's own when allowed.
-    scripts = settings.regex_scripts
-    if chars and chars[0].avatar in settings.regex_allowed and settings.raw_regex_enabled:
-        scripts = (*scripts, *chars[0].regex_scripts)
-    return AssemblyContext(
-        characters=chars,
-        regex_scripts=scripts,
-        messages=tuple(messages),
-        persona=persona,
-        metadata=metadata,
-        api=api,
-        generation_type=generation_type,
-        chat_completion=settings.chat_completion,
-        text_completion=settings.text_completion,
-        power_user=settings.power_user,
-        world_info=settings.world_info,
-        lorebooks=dict(lorebooks),
-        group_members=tuple(group_members),
-        group_name=group_name,
-        chat_id=chat_id,
-    )
-
-
-def _persona_position(value: Any) -> PersonaPosition:
-    try:
-        position = PersonaPosition(int(value))
-    except (TypeError, ValueError):
-        return PersonaPosition.IN_PROMPT
-    return PersonaPosition.IN_PROMPT if position is PersonaPosition.AFTER_CHAR else position
-
-
-def _character_extra_books(raw: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
-    """Books added to characters in the UI (`world_info.charLore`), by card file stem."""
-    wi = raw.get("world_info_settings", {})
-    selection = wi.get("world_info", {}) if isinstance(wi, dict) else {}
-    lore = selection.get("charLore", []) if isinstance(selection, dict) else []
-    out: dict[str, tuple[str, ...]] = {}
-    for item in lore if isinstance(lore, list) else []:
-        if isinstance(item, dict) and isinstance(item.get("name"), str):
-            books = item.get("extraBooks", [])
-            out[item["name"]] = (
-                tuple(b for b in books if isinstance(b, str)) if isinstance(books, list) else ()
-            )
-    return out

@@ -13,10 +13,10 @@ from typing import Any
 
 from taverna.errors import NotFound, TavernaError
 from taverna.formats.detect import FileKind
-from taverna.formats.st_settings import GLOBAL_ORDER_ID
 from taverna.formats.validation import validate
 from taverna.model.presets import (
     DEFAULT_PROMPT_ORDER,
+    GLOBAL_ORDER_ID,
     MARKER_IDS,
     ChatCompletionPreset,
     ContextTemplate,

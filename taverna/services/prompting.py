@@ -23,7 +23,7 @@ from taverna.engine.assembly.context import (
     Speaker,
 )
 from taverna.formats import json_text
-from taverna.formats.st_settings import assembly_context, character_info, read_settings
+from taverna.formats.st_settings import read_settings
 from taverna.formats.world_info import world_info_from_json
 from taverna.model.chat import Node, NodeRole, effective_state
 from taverna.model.persona import Persona
@@ -37,6 +37,7 @@ from taverna.services.generation import (
 )
 from taverna.services.library import LibraryKind, LibraryService
 from taverna.services.tools import declared_tools
+from taverna.services.turn_inputs import assembly_context, character_info
 from taverna.store.repository import Store
 
 SETTINGS_KIND = "settings"
