@@ -58,12 +58,19 @@ class LedgerItem:
 
 @dataclass(frozen=True, slots=True)
 class Ledger:
-    """Every part considered for a prompt, in prompt order, plus the lorebook trace."""
+    """Every part considered for a prompt, in prompt order, plus the lorebook trace.
+
+    `history_stopped`: the budget stopped the chat history before its oldest message
+    (or no history could go in at all), so messages older than those given could not
+    have gone in either: a caller that gave only the end of a long chat knows it gave
+    enough.
+    """
 
     items: tuple[LedgerItem, ...] = ()
     total_tokens: int = 0
     budget: int = 0
     trace: tuple[Mapping[str, Any], ...] = ()
+    history_stopped: bool = False
 
 
 @dataclass(frozen=True, slots=True)

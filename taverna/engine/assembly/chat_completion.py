@@ -110,6 +110,7 @@ class _Layout:
     cost: MessageCost
     collections: dict[int, tuple[str, list[_Part]]] = field(default_factory=dict)
     dropped: list[tuple[_Part, str]] = field(default_factory=list)
+    history_stopped: bool = False  # see Ledger.history_stopped
 
     def part(self, identifier: str, role: str, content: str, name: str = "", **kw: Any) -> _Part:
         tokens = self.cost.message(role, content, name)
@@ -647,6 +648,7 @@ def _populate_history(
 ) -> None:
     """SillyTavern `populateChatHistory` (algo-prompt-assembly.md §3.5)."""
     if "chatHistory" not in by_id:
+        layout.history_stopped = True  # no message is ever sent
         if len(history):
             layout.dropped.append(
                 (
@@ -713,7 +715,9 @@ def _populate_history(
             layout.dropped.append(
                 (part, "budget: history is filled newest to oldest; this message did not fit")
             )
-            older = total - position - 1
+            layout.history_stopped = True
+            # Messages the caller left out (a long chat given by its end) are older too.
+            older = total - position - 1 + context.earlier.visible
             if older:
                 layout.dropped.append(
                     (
@@ -918,4 +922,5 @@ def _ledger(turn: Turn, parts: Sequence[_Part], layout: _Layout, error: str) -> 
             )
         )
     total = 3 + sum(p.tokens for p in parts)
-    return Ledger(tuple(items), total, turn.prompt_budget, turn.world.trace)
+    stopped = layout.history_stopped or bool(error)
+    return Ledger(tuple(items), total, turn.prompt_budget, turn.world.trace, stopped)

@@ -150,8 +150,11 @@ def authors_note_active(context: AssemblyContext) -> bool:
         return True
     if interval <= 0:
         return False
-    # Hidden user messages count too: SillyTavern counts the whole chat.
-    user_messages = sum(1 for m in context.messages if m.speaker is Speaker.USER)
+    # Hidden user messages count too: SillyTavern counts the whole chat, also the part
+    # of a long one the caller left out.
+    user_messages = context.earlier.user + sum(
+        1 for m in context.messages if m.speaker is Speaker.USER
+    )
     if user_messages <= 0:
         return False
     if user_messages >= interval:

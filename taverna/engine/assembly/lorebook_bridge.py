@@ -141,6 +141,7 @@ def scan(request: ScanRequest) -> WorldInfoOutcome:
         macros=_macros(request),
         seed=context.seed,
         dry_run=dry_run,
+        earlier=context.earlier.visible,
     )
     regex = request.regex
     if regex is None:

@@ -66,7 +66,9 @@ def macro_context(context: AssemblyContext) -> MacroContext:
         char_jailbreak=card(character.post_history_instructions) if character else "",
         model=context.chat_completion.model if context.api != "textgen" else "",
         last_message=last.text if last else "",
-        last_message_id=len(context.messages) - 1 if context.messages else None,
+        last_message_id=(
+            context.earlier.count + len(context.messages) - 1 if context.messages else None
+        ),
         last_user_message=last_user.text if last_user else "",
         last_char_message=last_char.text if last_char else "",
         last_swipe_id=(context.messages[-1].swipe_count if context.messages else None),

@@ -176,8 +176,8 @@ def core_chat(context: AssemblyContext, substitute: Substitute) -> tuple[ChatMes
     # §1 step 4: regenerate deletes a last message that is not the user's.
     if kind is GenerationType.REGENERATE and messages and not messages[-1].is_user:
         messages.pop()
-    # §1 step 9: the greeting is re-macro'd every turn.
-    if messages:
+    # §1 step 9: the greeting is re-macro'd every turn (when the chat's start is given).
+    if messages and not context.earlier.count:
         first = messages[0]
         messages[0] = replace(first, text=substitute(first.text, {}))
     chat = [m for m in messages if not m.hidden]

@@ -722,6 +722,7 @@ def activate(
     seed: int = 0,
     forced: Collection[tuple[str, int]] = (),
     dry_run: bool = False,
+    earlier: int = 0,
 ) -> Activation:
     """Run SillyTavern's world info scan for one turn.
 
@@ -739,7 +740,9 @@ def activate(
       variables are threaded through contents and returned.
     - `seed`: drives probability rolls and group draws. `forced`: `(book, uid)` pairs
       activated from outside (a vector search). `dry_run`: prompt previews and token
-      counts, which neither read nor write timers (§4.1).
+      counts, which neither read nor write timers (§4.1). `earlier`: visible messages
+      older than `messages` that were left out (a long chat given by its end); they
+      count on the timer clock all the same.
     """
     settings = settings or WorldInfoSettings()
     character = character or CharacterIdentity()
@@ -776,7 +779,7 @@ def activate(
         forced,
         dry_run,
     )
-    clock = len(messages)
+    clock = earlier + len(messages)
     budget = settings.budget_for(max_context)
     records = _Records(timers)
     if not dry_run:

@@ -182,6 +182,7 @@ class _Builder:
         )
         self.ledger = _Ledger()
         self._dropped: list[LedgerItem] = []
+        self._history_stopped = False  # see Ledger.history_stopped
         # Cache-friendly layout: lorebook text and the extension prompts around the story
         # string, moved to the end of the chat (set before `inject` runs).
         self._moved = ""
@@ -459,6 +460,7 @@ class _Builder:
             if i not in placed and not place(i):
                 stopped_at = i
                 break
+        self._history_stopped = stopped_at is not None or len(placed) < size
 
         kept: list[tuple[str, _Entry | None]] = [
             (placed[i], history.entry(i)) for i in sorted(placed)
@@ -595,6 +597,7 @@ class _Builder:
                 total_tokens=total,
                 budget=budget,
                 trace=tuple(turn.world.trace),
+                history_stopped=self._history_stopped,
             ),
             state=turn_state(turn),
         )
@@ -703,6 +706,7 @@ class _Builder:
                 total_tokens=self.tokens(text, padding),
                 budget=budget,
                 trace=tuple(turn.world.trace),
+                history_stopped=low > 0,
             ),
             state=turn_state(turn),
         )
@@ -750,7 +754,9 @@ class _Builder:
             if not text.endswith("\n"):
                 text += "\n"
             text += self.user + ":"
-        continuing_greeting = len(self.context.messages) == 1 and self.is_continue
+        continuing_greeting = (
+            len(self.context.messages) == 1 and not self.context.earlier.count and self.is_continue
+        )
         if not self.instruct_on and force_name2 and not continuing_greeting:
             if not text.endswith("\n"):
                 text += "\n"
@@ -842,7 +848,7 @@ class _Builder:
                 span,
                 self.tokens(first),
                 included=False,
-                reason=f"{why}: {dropped} older message(s) not sent",
+                reason=f"{why}: {dropped + self.context.earlier.visible} older message(s) not sent",
                 text=first,
             )
         )
