@@ -1,0 +1,167 @@
+"""The end of a chat's path as turns read it, kept in memory between turns.
+
+A turn needs the newest messages of the path, as far back as its budget, scan depth
+and macros reach: a few hundred of a chat's thousands. Reading them costs tens of
+milliseconds; a turn should cost less than that. So the ends of recently used paths
+stay here, named by the chat revision they were read at. The next turn asks the store
+which nodes changed since (one indexed query on the change log) and what the path now
+ends with (a short climb from the new leaf), and splices: an appended message, a
+swipe, an edit or a hide costs a few rows, not the path. Anything it cannot splice
+(a change above the kept end, a path that moved far) reads the end again, so another
+process's writes are always seen.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, replace
+
+from taverna.model.chat import Chat, ChatState, Node, PathTail
+from taverna.store.repository import Store
+
+__all__ = ["PathEnds"]
+
+# How far a splice climbs from the new leaf looking for a node it already holds.
+_SPLICE_CLIMB = 32
+
+
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    """One path end as read at a revision."""
+
+    revision: int
+    leaf_id: str
+    nodes: tuple[Node, ...]  # live messages, root side first
+    before: int
+    visible_before: int
+    state: ChatState
+    user_before: int | None = None  # the person's messages above `nodes`, once asked
+
+
+class PathEnds:
+    """Path ends per chat, bounded to the `max_chats` most recently used chats."""
+
+    def __init__(self, store: Store, *, max_chats: int = 16) -> None:
+        self.store = store
+        self.max_chats = max_chats
+        self._kept: OrderedDict[str, _Kept] = OrderedDict()
+        self._lock = threading.Lock()
+        self.reads = 0  # full reads of a path end (for tests and benchmarks)
+        self.splices = 0
+
+    def tail(self, chat: Chat, leaf_id: str, want: int) -> PathTail:
+        """At least the last `want` live messages down to `leaf_id` (fewer: the whole path).
+
+        `leaf_id` off the chat's active path (a past reply) is read straight from the
+        store and not kept.
+        """
+        want = max(want, 1)
+        if leaf_id != chat.active_leaf_id:
+            return self.store.path_tail(chat.id, leaf_id, limit=want)
+        with self._lock:
+            kept = self._kept.get(chat.id)
+        found = self._current(chat, leaf_id, kept)
+        if found is None or (len(found.nodes) < want and found.before > 0):
+            found = self._read(chat, leaf_id, max(want, 2 * len(found.nodes) if found else want))
+        with self._lock:
+            self._kept[chat.id] = found
+            self._kept.move_to_end(chat.id)
+            while len(self._kept) > self.max_chats:
+                self._kept.popitem(last=False)
+        return _trimmed(found, want)
+
+    def user_messages_before(self, chat: Chat, tail: PathTail) -> int:
+        """The person's messages above `tail` on its path (a walk of the path, done once
+        per kept end: only the author's note interval needs it)."""
+        if not tail.nodes or tail.before == 0:
+            return 0
+        first = tail.nodes[0]
+        with self._lock:
+            kept = self._kept.get(chat.id)
+        if kept is not None and kept.nodes and kept.nodes[0].id == first.id:
+            if kept.user_before is None:
+                kept = replace(kept, user_before=self._users_above(chat.id, first))
+                with self._lock:
+                    if self._kept.get(chat.id) is not None:
+                        self._kept[chat.id] = kept
+            assert kept.user_before is not None
+            return kept.user_before
+        return self._users_above(chat.id, first)
+
+    def forget(self, chat_id: str) -> None:
+        with self._lock:
+            self._kept.pop(chat_id, None)
+
+    # ------------------------------------------------------------------ internals
+
+    def _users_above(self, chat_id: str, first: Node) -> int:
+        return self.store.user_messages_to(chat_id, first.parent_id) if first.parent_id else 0
+
+    def _read(self, chat: Chat, leaf_id: str, limit: int) -> _Kept:
+        self.reads += 1
+        tail = self.store.path_tail(chat.id, leaf_id, limit=limit)
+        return _Kept(
+            chat.revision, leaf_id, tail.nodes, tail.before, tail.visible_before, tail.state
+        )
+
+    def _current(self, chat: Chat, leaf_id: str, kept: _Kept | None) -> _Kept | None:
+        """`kept` brought up to the chat's revision, or None when it must be read again."""
+        if kept is None or not kept.nodes or kept.revision > chat.revision:
+            return None
+        if kept.revision == chat.revision and kept.leaf_id == leaf_id:
+            return kept
+        changed = self.store.changed_nodes(chat.id, kept.revision)
+        fresh = {n.id: n for n in self.store.get_nodes(chat.id, sorted(changed))}
+        if len(fresh) < len(changed):
+            return None  # a node is gone (an undone append): read again
+        held = {node.id: index for index, node in enumerate(kept.nodes)}
+        # Climb from the new leaf until the climb holds a node of the kept end: below
+        # that node the climb is the path, read fresh; above it the kept end stands.
+        climb = _SPLICE_CLIMB
+        while True:
+            above = self.store.path_tail(chat.id, leaf_id, limit=climb)
+            joint = next((i for i, node in enumerate(above.nodes) if node.id in held), None)
+            if joint is not None or above.before == 0:
+                break
+            if climb >= len(kept.nodes):
+                return None
+            climb *= 4
+        self.splices += 1
+        if joint is None:  # the climb reached the root: it is the whole path
+            return _Kept(chat.revision, leaf_id, above.nodes, 0, 0, above.state)
+        floor = above.nodes[joint].depth
+        for node in fresh.values():
+            # A changed node above the climb's reach that the kept end does not hold may
+            # be on the path (a restored message): only a fresh read can tell.
+            if node.depth < floor and node.id not in held:
+                return None
+        prefix = [fresh.get(node.id, node) for node in kept.nodes[: held[above.nodes[joint].id]]]
+        kept_prefix = tuple(node for node in prefix if not node.deleted)
+        if kept_prefix:
+            return _Kept(
+                chat.revision,
+                leaf_id,
+                kept_prefix + above.nodes[joint:],
+                kept.before,
+                kept.visible_before,
+                above.state,
+            )
+        # Nothing of the kept end lies above the joint: the climb alone is the end.
+        return _Kept(
+            chat.revision, leaf_id, above.nodes, above.before, above.visible_before, above.state
+        )
+
+
+def _trimmed(kept: _Kept, want: int) -> PathTail:
+    """The last `want` messages of a kept end, counting the rest as above them."""
+    if len(kept.nodes) <= want:
+        return PathTail(kept.nodes, kept.before, kept.visible_before, kept.state)
+    cut = len(kept.nodes) - want
+    left = kept.nodes[:cut]
+    return PathTail(
+        kept.nodes[cut:],
+        kept.before + cut,
+        kept.visible_before + sum(1 for node in left if not node.hidden),
+        kept.state,
+    )

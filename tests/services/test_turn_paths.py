@@ -1,0 +1,110 @@
+"""Path ends kept between turns: after any change, what they give equals a fresh read."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from taverna.model.chat import ChatState, NodeRole, PathTail
+from taverna.services.chats import ChatService
+from taverna.services.turn_paths import PathEnds
+from taverna.store.sql import SqlStore
+from taverna.store.testing import backends, temporary_store
+
+
+def _same(a: PathTail, b: PathTail) -> bool:
+    return (
+        [(n.id, n.content, n.hidden) for n in a.nodes]
+        == [(n.id, n.content, n.hidden) for n in b.nodes]
+        and (a.before, a.visible_before) == (b.before, b.visible_before)
+        and a.state == b.state
+    )
+
+
+@pytest.fixture(params=backends())
+def store(request: pytest.FixtureRequest, tmp_path: Path):  # type: ignore[no-untyped-def]
+    with temporary_store(request.param, tmp_path) as opened:
+        yield opened
+
+
+@pytest.mark.parametrize("seed", [5, 11, 23])
+def test_path_ends_match_fresh_reads_through_random_changes(store: SqlStore, seed: int) -> None:
+    chats = ChatService(store)
+    chat = chats.create_chat("t", greetings=["hello"]).chat
+    for i in range(40):
+        role = NodeRole.USER if i % 2 == 0 else NodeRole.ASSISTANT
+        chat = chats.append(chat.id, role, f"m{i}", revision=chat.revision).chat
+    ends = PathEnds(store)
+    rng = random.Random(seed)
+    for step in range(120):
+        chat = chats.get_chat(chat.id)
+        path = chats.active_path(chat.id).nodes
+        action = rng.choice(
+            [
+                "append",
+                "append",
+                "edit",
+                "hide",
+                "delete",
+                "swipe",
+                "select",
+                "undo",
+                "branch",
+                "state",
+                "restore",
+            ]
+        )
+        node = rng.choice(path[-12:]) if path else None
+        try:
+            if action == "append" or node is None:
+                role = NodeRole.USER if rng.random() < 0.5 else NodeRole.ASSISTANT
+                chats.append(chat.id, role, f"s{step}", revision=chat.revision)
+            elif action == "edit":
+                chats.edit(chat.id, node.id, f"edited {step}", revision=chat.revision)
+            elif action == "hide":
+                chats.set_hidden(chat.id, [node.id], not node.hidden, revision=chat.revision)
+            elif action == "delete":
+                chats.delete(chat.id, node.id, revision=chat.revision)
+            elif action == "restore":
+                gone = [n for n in store.tree(chat.id).nodes if n.deleted]
+                if gone:
+                    chats.restore(chat.id, rng.choice(gone).id, revision=chat.revision)
+            elif action == "swipe" and node.role is NodeRole.ASSISTANT:
+                chats.swipe(chat.id, node.id, f"alt {step}", revision=chat.revision)
+            elif action == "select":
+                options = chats.candidates(chat.id, node.id)
+                chats.select_candidate(chat.id, rng.choice(options).id, revision=chat.revision)
+            elif action == "undo":
+                chats.undo(chat.id, revision=chat.revision)
+            elif action == "branch":
+                chats.branch_from(chat.id, node.id, f"b{step}", revision=chat.revision)
+            elif action == "state":
+                chats.write_state(
+                    chat.id, node.id, ChatState(variables={"n": step}), revision=chat.revision
+                )
+        except Exception as error:  # an action the tree refuses here (nothing to undo...)
+            if "Conflict" in type(error).__name__:
+                raise
+        chat = chats.get_chat(chat.id)
+        if chat.active_leaf_id is None:
+            continue
+        want = rng.choice([1, 3, 10, 200])
+        kept = ends.tail(chat, chat.active_leaf_id, want)
+        fresh = store.path_tail(chat.id, chat.active_leaf_id, limit=want)
+        assert _same(kept, fresh), (step, action)
+    assert ends.splices > 30  # most turns spliced rather than read again
+
+
+def test_user_messages_before_counts_the_persons_messages_above_the_end(store: SqlStore) -> None:
+    chats = ChatService(store)
+    chat = chats.create_chat("t").chat
+    for i in range(30):
+        role = NodeRole.USER if i % 3 == 0 else NodeRole.ASSISTANT
+        chat = chats.append(chat.id, role, f"m{i}", revision=chat.revision).chat
+    ends = PathEnds(store)
+    assert chat.active_leaf_id is not None
+    tail = ends.tail(chat, chat.active_leaf_id, 5)
+    assert tail.before == 25
+    assert ends.user_messages_before(chat, tail) == 9  # m0, m3, ..., m24
