@@ -63,13 +63,35 @@ class TaskOut(BaseModel):
     status: str = "running"
 
 
+class WindowOut(BaseModel):
+    """Where a chat's `messages` sit on its whole active path (`position`s count from 0)."""
+
+    total: int = Field(description="live messages on the whole active path")
+    start: int = Field(description="the position the messages begin at, also when there are none")
+    has_older: bool = Field(description="older messages exist: ask `?before=` the first id")
+    has_newer: bool = Field(description="newer messages exist: ask `?after=` the last id")
+    changed_from: int | None = Field(
+        default=None,
+        description=(
+            "on a write: the path may have changed from this position on (it equals "
+            "`start`), and these messages replace the page's from there to the end. None: "
+            "a read, or a write that reached further back than one window, whose "
+            "messages are the path's last ones, to show instead of what the page held"
+        ),
+    )
+
+
 class ChatOut(BaseModel):
+    """A chat with one window of its active path: by default its last messages; a write
+    answers with the messages it may have changed and those after them."""
+
     id: str
     title: str
     revision: int
     characters: list[ParticipantOut]
     persona: PersonaRef
-    messages: list[MessageOut]
+    messages: list[MessageOut] = Field(description="the window's messages, in path order")
+    window: WindowOut
     branches: list[BranchOut]
     lorebook: str | None = Field(default=None, description="the chat's own lorebook, by name")
     task: TaskOut | None = None
@@ -148,6 +170,15 @@ class GenerateIn(Strict):
 class GenerationStarted(BaseModel):
     chat: ChatOut
     task: TaskOut
+
+
+class ContextOut(BaseModel):
+    """Where the model's view of the chat began, as recorded with the last reply."""
+
+    reply_id: str | None = Field(description="the last generated reply on the path with a record")
+    first_message_in_context: str | None = Field(
+        description="the oldest message that reply was sent, when older ones were cut"
+    )
 
 
 class PromptOut(BaseModel):
@@ -277,6 +308,7 @@ class AuthorsNoteIn(Strict):
 class ChatSettingsOut(BaseModel):
     authors_note: dict[str, Any] | None
     lorebook: str | None
+    revision: int | None = Field(default=None, description="the chat's revision as read")
 
 
 class HideRangeIn(Strict):

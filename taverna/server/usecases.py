@@ -4,7 +4,7 @@ chat's summary line, the inspector's prompt. Each shapes what services return.""
 from __future__ import annotations
 
 from taverna.errors import NotFound
-from taverna.model.chat import Chat
+from taverna.model.chat import Chat, PathWindow
 from taverna.model.persona import Persona
 from taverna.server.context import AppContext
 from taverna.server.schemas import ChatOut, ChatSummaryOut, PersonaRef, PromptOut, TaskOut
@@ -43,13 +43,44 @@ def persona_of(ctx: AppContext, chat: Chat) -> PersonaRef:
     )
 
 
-def chat_view(ctx: AppContext, chat_id: str) -> ChatOut:
-    path = ctx.chats.active_path(chat_id)
+# A window of the path: enough to fill a tall screen twice; a page asks for more by cursor.
+WINDOW = 50
+WINDOW_MAX = 500
+
+
+def chat_view(
+    ctx: AppContext,
+    chat_id: str,
+    *,
+    limit: int = WINDOW,
+    before: str | None = None,
+    after: str | None = None,
+) -> ChatOut:
+    """The chat with one window of its path: the last messages, or a page by cursor."""
+    window = ctx.chats.window(chat_id, limit=limit, before=before, after=after)
+    return _chat_out(ctx, window, changed=False)
+
+
+def changed_view(ctx: AppContext, chat_id: str, *, below: str | None) -> ChatOut:
+    """The chat after a write that may have changed its path below message `below`
+    (None: from its first message): those messages to the end, or the last window when
+    more than a window follows."""
+    window, reaches = ctx.chats.window_from(chat_id, below, limit=WINDOW)
+    return _chat_out(ctx, window, changed=reaches)
+
+
+def unchanged_view(ctx: AppContext, chat_id: str) -> ChatOut:
+    """The chat after a write that left every message as it was (a rename, a checkpoint)."""
+    return changed_view(ctx, chat_id, below=ctx.chats.get_chat(chat_id).active_leaf_id)
+
+
+def _chat_out(ctx: AppContext, window: PathWindow, *, changed: bool) -> ChatOut:
     return chat_out(
-        path,
-        ctx.chats.list_branches(chat_id),
-        persona=persona_of(ctx, path.chat),
-        task=running_task(ctx, chat_id),
+        window,
+        ctx.chats.list_branches(window.chat.id),
+        persona=persona_of(ctx, window.chat),
+        task=running_task(ctx, window.chat.id),
+        changed=changed,
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from taverna.model.chat import ActivePath, BranchSummary, Chat, PathEntry
+from taverna.model.chat import BranchSummary, Chat, PathEntry, PathWindow
 from taverna.server.schemas import (
     BranchOut,
     ChatOut,
@@ -11,6 +11,7 @@ from taverna.server.schemas import (
     ParticipantOut,
     PersonaRef,
     TaskOut,
+    WindowOut,
 )
 from taverna.store.repository import ChatListing
 
@@ -60,13 +61,16 @@ def branch_out(summary: BranchSummary) -> BranchOut:
 
 
 def chat_out(
-    path: ActivePath,
+    window: PathWindow,
     branches: list[BranchSummary],
     *,
     persona: PersonaRef,
     task: TaskOut | None = None,
+    changed: bool = False,
 ) -> ChatOut:
-    chat = path.chat
+    """A chat with one window of its path; `changed`: the window starts where a write
+    may have changed the path, so its messages replace the page's from there on."""
+    chat = window.chat
     book = chat.metadata.get("world_info")
     return ChatOut(
         id=chat.id,
@@ -77,7 +81,14 @@ def chat_out(
             for c in chat.characters
         ],
         persona=persona,
-        messages=[message_out(e, chat) for e in path.entries if not e.node.deleted],
+        messages=[message_out(e, chat) for e in window.entries],
+        window=WindowOut(
+            total=window.total,
+            start=window.start,
+            has_older=window.has_older,
+            has_newer=window.has_newer,
+            changed_from=window.start if changed else None,
+        ),
         branches=[branch_out(b) for b in branches],
         lorebook=book if isinstance(book, str) and book else None,
         task=task,

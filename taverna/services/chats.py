@@ -26,6 +26,7 @@ from taverna.model.chat import (
     GenerationInfo,
     Node,
     NodeRole,
+    PathWindow,
     Revision,
     new_id,
 )
@@ -64,6 +65,55 @@ class ChatService:
         `tail` reads only the last messages (cheap at any chat length).
         """
         return self.store.active_path(chat_id, include_deleted=include_deleted, tail=tail)
+
+    def window(
+        self,
+        chat_id: str,
+        *,
+        limit: int,
+        before: str | None = None,
+        after: str | None = None,
+    ) -> PathWindow:
+        """A page of the active path: its last `limit` messages, or those just older than
+        `before` or just newer than `after`. Costs the page at any chat length."""
+        if after is not None:
+            return self.store.path_after(chat_id, after, limit=limit)
+        return self.store.path_before(chat_id, before, limit=limit)
+
+    def window_from(
+        self, chat_id: str, parent_id: str | None, *, limit: int
+    ) -> tuple[PathWindow, bool]:
+        """The active path below `parent_id` (None: from its start) to its end, when at
+        most `limit` messages follow; else its last `limit` messages. True with the
+        first: the window reaches back to `parent_id`.
+
+        What a write answers with: everything it may have changed, and what follows.
+        """
+        below = self.store.path_after(chat_id, parent_id, limit=limit)
+        if below.has_newer:
+            return self.store.path_before(chat_id, None, limit=limit), False
+        return below, True
+
+    def meeting_point(
+        self, chat_id: str, first: str | None, second: str | None, *, within: int
+    ) -> str | None:
+        """The deepest message two paths share, looked for only `within` messages above
+        their ends (None: not that close, or no shared message).
+
+        After a move of the active leaf, the path changed only below it.
+        """
+        if first is None or second is None:
+            return None
+        if first == second:
+            return first
+        above = {first} | {
+            e.node.id for e in self.store.path_before(chat_id, first, limit=within).entries
+        }
+        climb = self.store.path_before(chat_id, second, limit=within).entries
+        for node_id in [second, *reversed([e.node.id for e in climb])]:
+            if node_id in above:
+                return node_id
+        return None
 
     def candidates(self, chat_id: str, node_id: str) -> list[Node]:
         """The candidates at a node's place (itself and its siblings), in creation order."""
@@ -292,11 +342,12 @@ class ChatService:
                 raise TavernaError(
                     f"range {start}-{end} is outside 0-{len(visible) - 1}", field="range"
                 )
-            last: Node | None = None
             for node in visible[start : end + 1]:
                 if node.hidden != hidden:
-                    last = w.update_node(node.id, hidden=hidden)
-        return Outcome(w.chat, last)
+                    w.update_node(node.id, hidden=hidden)
+            first = w.get_node(visible[start].id)
+        # The first message of the range: where the path's reading changed.
+        return Outcome(w.chat, first)
 
     def delete(self, chat_id: str, node_id: str, *, revision: int) -> Outcome:
         """Delete one message (a restorable tombstone); later messages stay.

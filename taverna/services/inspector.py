@@ -19,6 +19,7 @@ from taverna.services import sent_prompts
 from taverna.services.connections import Connection
 from taverna.services.generation import GenerationService, Turn, TurnKind
 from taverna.services.sent_prompts import prompt_json
+from taverna.store.repository import Store
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,32 @@ def recorded_view(record: dict[str, Any]) -> PromptView:
         included,
         as_sent=True,
     )
+
+
+@dataclass(frozen=True)
+class RecordedContext:
+    """Where the model's view of a chat began for its last reply, as recorded."""
+
+    reply_id: str | None
+    # The oldest message that reply was sent, when older visible ones were cut.
+    first_message: str | None
+
+
+def recorded_context(store: Store, chat_id: str, *, within: int) -> RecordedContext:
+    """The context start kept with the last generated reply among the path's last
+    `within` messages: one record read, no prompt built (the page's "context cut" line).
+    Nothing is known when there is no such reply or it has no record."""
+    window = store.path_before(chat_id, None, limit=within)
+    for entry in reversed(window.entries):
+        node = entry.node
+        if node.role is not NodeRole.ASSISTANT or node.generation is None:
+            continue
+        data = store.sent_prompt(chat_id, node.id)
+        if data is None:
+            break  # an older reply's record would tell of an older context
+        view = recorded_view(sent_prompts.decode(data))
+        return RecordedContext(node.id, view.first_message_in_context)
+    return RecordedContext(None, None)
 
 
 def inspect_prompt(service: GenerationService, chat_id: str, node_id: str | None) -> PromptView:

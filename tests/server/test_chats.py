@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi.testclient import TestClient
 
 from taverna.model.chat import CharacterRef, NodeRole
@@ -33,6 +35,18 @@ def make_chat(ctx: AppContext) -> tuple[str, list[str]]:
     return chat.id, ids
 
 
+def path_ids(client: TestClient, chat_id: str) -> list[str]:
+    """The ids of the whole active path as read now (a short chat fits one window)."""
+    data = client.get(f"/api/chats/{chat_id}").json()
+    assert not data["window"]["has_older"] and not data["window"]["has_newer"]
+    return [m["id"] for m in data["messages"]]
+
+
+def changed(data: dict[str, Any]) -> tuple[int | None, list[str]]:
+    """Where a write's answer says the path changed, and the messages from there."""
+    return data["window"]["changed_from"], [m["id"] for m in data["messages"]]
+
+
 def test_read_chat_shows_the_active_path_with_candidates(
     client: TestClient, ctx: AppContext
 ) -> None:
@@ -45,6 +59,14 @@ def test_read_chat_shows_the_active_path_with_candidates(
         data["messages"][1]["content"] == "Hi <b>there</b>"
     )  # stored as written; the page escapes
     assert data["persona"]["name"] == "Ann"
+    assert [m["position"] for m in data["messages"]] == [0, 1, 2]
+    assert data["window"] == {
+        "total": 3,
+        "start": 0,
+        "has_older": False,
+        "has_newer": False,
+        "changed_from": None,
+    }
     listed = client.get("/api/chats").json()
     assert [c["id"] for c in listed] == [chat_id]
     assert listed[0]["message_count"] == 3
@@ -56,23 +78,30 @@ def test_edit_hide_delete_restore(client: TestClient, ctx: AppContext) -> None:
     data = client.patch(
         f"/api/chats/{chat_id}/messages/{ids[2]}", json={"content": "Edited.", "revision": rev}
     ).json()
-    assert data["messages"][2]["content"] == "Edited."
+    # A write answers with the message it changed and what follows, nothing before.
+    assert changed(data) == (2, [ids[2]])
+    assert data["messages"][0]["content"] == "Edited."
     data = client.post(
         f"/api/chats/{chat_id}/messages/{ids[1]}/hidden", json={"hidden": True}
     ).json()
-    assert data["messages"][1]["hidden"] is True
+    assert changed(data) == (1, ids[1:])
+    assert data["messages"][0]["hidden"] is True
     data = client.post(
         f"/api/chats/{chat_id}/messages/{ids[1]}/hidden", json={"hidden": False}
     ).json()
-    assert data["messages"][1]["hidden"] is False
+    assert data["messages"][0]["hidden"] is False
     data = client.delete(f"/api/chats/{chat_id}/messages/{ids[2]}").json()
-    assert [m["id"] for m in data["messages"]] == ids[:2]
-    assert (
-        client.post(f"/api/chats/{chat_id}/messages/{ids[2]}/restore", json={}).status_code == 200
-    )
+    # The reply's place changed (it is gone): the answer starts there and is empty.
+    assert changed(data) == (2, [])
+    assert data["window"]["total"] == 2
+    assert path_ids(client, chat_id) == ids[:2]
+    restored = client.post(f"/api/chats/{chat_id}/messages/{ids[2]}/restore", json={})
+    assert restored.status_code == 200
+    assert changed(restored.json()) == (2, [])  # a candidate again, not on the path
     # A restored message is a candidate again; selecting it puts it back on the path.
     data = client.post(f"/api/chats/{chat_id}/messages/{ids[2]}/select", json={"index": 1}).json()
-    assert [m["id"] for m in data["messages"]] == ids
+    assert changed(data) == (2, [ids[2]])
+    assert path_ids(client, chat_id) == ids
 
 
 def test_stale_revision_is_409_and_changes_nothing(client: TestClient, ctx: AppContext) -> None:
@@ -99,7 +128,9 @@ def test_select_candidate_and_branches(client: TestClient, ctx: AppContext) -> N
     assert [m["id"] for m in data["messages"]] == ids
     data = client.post(f"/api/chats/{chat_id}/branches", json={"node_id": ids[1], "name": "side"})
     assert data.status_code == 201
-    assert [m["id"] for m in data.json()["messages"]] == ids[:2]
+    # The branch ends at its message: only what followed it is gone.
+    assert changed(data.json()) == (2, [])
+    assert path_ids(client, chat_id) == ids[:2]
     branches = client.get(f"/api/chats/{chat_id}/branches").json()
     side = next(b for b in branches if b["name"] == "side")
     assert side["active"] is True
@@ -192,11 +223,13 @@ def test_switch_branch_undo_redo(client: TestClient, ctx: AppContext) -> None:
     client.post(f"/api/chats/{chat_id}/branches", json={"node_id": ids[0], "name": "早"})
     back = client.post(f"/api/chats/{chat_id}/branches/{main['id']}/switch", json={})
     assert back.status_code == 200
-    assert [m["id"] for m in back.json()["messages"]] == ids
+    # The two paths share the greeting: the answer starts below it.
+    assert changed(back.json()) == (1, ids[1:])
+    assert path_ids(client, chat_id) == ids
     edited = client.patch(
         f"/api/chats/{chat_id}/messages/{ids[2]}", json={"content": "Changed."}
     ).json()
-    assert edited["messages"][2]["content"] == "Changed."
+    assert edited["messages"][0]["content"] == "Changed."
     undone = client.post(f"/api/chats/{chat_id}/undo", json={}).json()
     assert undone["messages"][2]["content"] == "A reply."
     redone = client.post(f"/api/chats/{chat_id}/redo", json={}).json()
@@ -236,7 +269,8 @@ def test_hide_a_range(client: TestClient, ctx: AppContext) -> None:
     data = client.post(
         f"/api/chats/{chat_id}/hide-range", json={"start": 1, "end": 1, "hidden": False}
     ).json()
-    assert [m["hidden"] for m in data["messages"]] == [True, False, False]
+    assert data["window"]["changed_from"] == 1
+    assert [m["hidden"] for m in data["messages"]] == [False, False]
     assert (
         client.post(f"/api/chats/{chat_id}/hide-range", json={"start": 2, "end": 9}).status_code
         == 400
@@ -270,7 +304,8 @@ def test_checkpoints_create_list_open_delete(client: TestClient, ctx: AppContext
     assert len(client.get(f"/api/chats/{chat_id}/checkpoints").json()) == 1
     opened = client.post(f"/api/chats/{chat_id}/checkpoints/{listed[0]['id']}/open", json={})
     assert opened.status_code == 200
-    assert [m["id"] for m in opened.json()["messages"]] == ids[:2]
+    assert changed(opened.json()) == (2, [])  # the path now ends at the checkpoint
+    assert path_ids(client, chat_id) == ids[:2]
     gone = client.request("DELETE", f"/api/chats/{chat_id}/checkpoints/{listed[0]['id']}")
     assert gone.status_code == 200
     assert client.get(f"/api/chats/{chat_id}/checkpoints").json() == []

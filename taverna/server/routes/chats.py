@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 
-from taverna.errors import NotFound
+from taverna.errors import NotFound, TavernaError
 from taverna.model.chat import AuthorsNote
 from taverna.server import library_views, usecases
 from taverna.server.context import AppContext, backed_up, context, current_user
@@ -18,6 +18,7 @@ from taverna.server.schemas import (
     ChatSummaryOut,
     CheckpointIn,
     CheckpointOut,
+    ContextOut,
     EditIn,
     HiddenIn,
     HideRangeIn,
@@ -27,7 +28,7 @@ from taverna.server.schemas import (
     SelectIn,
 )
 from taverna.server.views import branch_out, chat_summary_out
-from taverna.services import chat_views, editing
+from taverna.services import chat_views, editing, inspector
 
 router = APIRouter(prefix="/api/chats", tags=["chats"], dependencies=[Depends(backed_up)])
 
@@ -38,11 +39,20 @@ def _revision(ctx: AppContext, chat_id: str, given: int | None) -> int:
     return ctx.chats.get_chat(chat_id).revision if given is None else given
 
 
-def _node_of(ctx: AppContext, chat_id: str, node_id: str) -> None:
-    """404 unless `node_id` is a message of `chat_id`."""
+def _node_of(ctx: AppContext, chat_id: str, node_id: str) -> str | None:
+    """404 unless `node_id` is a message of `chat_id`; its parent (None: a first message)."""
     node = ctx.store.get_node(chat_id, node_id)
     if node.chat_id != chat_id:
         raise NotFound("no such message in this chat", field="node_id")
+    return node.parent_id
+
+
+def _moved(ctx: AppContext, chat_id: str, old_leaf: str | None) -> ChatOut:
+    """The chat after its active leaf moved: the path changed below where the old and the
+    new path meet (from its start when they meet more than a window up)."""
+    leaf = ctx.chats.get_chat(chat_id).active_leaf_id
+    meeting = ctx.chats.meeting_point(chat_id, old_leaf, leaf, within=usecases.WINDOW)
+    return usecases.changed_view(ctx, chat_id, below=meeting)
 
 
 @router.get("", response_model=list[ChatSummaryOut])
@@ -65,8 +75,24 @@ def create_chat(
 
 
 @router.get("/{chat_id}", response_model=ChatOut)
-def get_chat(chat_id: str, ctx: AppContext = Depends(context)) -> ChatOut:
-    return usecases.chat_view(ctx, chat_id)
+def get_chat(
+    chat_id: str,
+    limit: int = Query(usecases.WINDOW, ge=1, le=usecases.WINDOW_MAX),
+    before: str | None = Query(
+        None, max_length=100, description="messages just older than this one"
+    ),
+    after: str | None = Query(
+        None, max_length=100, description="messages just newer than this one"
+    ),
+    ctx: AppContext = Depends(context),
+) -> ChatOut:
+    """The chat with a window of its active path: its last `limit` messages, or the page
+    just older than `before` or just newer than `after` (on the path the page read)."""
+    if before is not None and after is not None:
+        raise TavernaError(
+            "ask for messages before one message or after one, not both", field="after"
+        )
+    return usecases.chat_view(ctx, chat_id, limit=limit, before=before, after=after)
 
 
 @router.patch("/{chat_id}", response_model=ChatOut)
@@ -74,7 +100,7 @@ def rename_chat(chat_id: str, body: RenameChatIn, ctx: AppContext = Depends(cont
     editing.rename_chat(
         ctx.store, chat_id, body.title, revision=_revision(ctx, chat_id, body.revision)
     )
-    return usecases.chat_view(ctx, chat_id)
+    return usecases.unchanged_view(ctx, chat_id)
 
 
 @router.delete("/{chat_id}", status_code=204)
@@ -89,51 +115,51 @@ def delete_chat(
 def edit_message(
     chat_id: str, node_id: str, body: EditIn, ctx: AppContext = Depends(context)
 ) -> ChatOut:
-    _node_of(ctx, chat_id, node_id)
+    parent = _node_of(ctx, chat_id, node_id)
     ctx.chats.edit(chat_id, node_id, body.content, revision=_revision(ctx, chat_id, body.revision))
-    return usecases.chat_view(ctx, chat_id)
+    return usecases.changed_view(ctx, chat_id, below=parent)
 
 
 @router.delete("/{chat_id}/messages/{node_id}", response_model=ChatOut)
 def delete_message(
     chat_id: str, node_id: str, revision: int | None = None, ctx: AppContext = Depends(context)
 ) -> ChatOut:
-    _node_of(ctx, chat_id, node_id)
+    parent = _node_of(ctx, chat_id, node_id)
     ctx.chats.delete(chat_id, node_id, revision=_revision(ctx, chat_id, revision))
-    return usecases.chat_view(ctx, chat_id)
+    return usecases.changed_view(ctx, chat_id, below=parent)
 
 
 @router.post("/{chat_id}/messages/{node_id}/restore", response_model=ChatOut)
 def restore_message(
     chat_id: str, node_id: str, body: RevisionIn, ctx: AppContext = Depends(context)
 ) -> ChatOut:
-    _node_of(ctx, chat_id, node_id)
+    parent = _node_of(ctx, chat_id, node_id)
     ctx.chats.restore(chat_id, node_id, revision=_revision(ctx, chat_id, body.revision))
-    return usecases.chat_view(ctx, chat_id)
+    return usecases.changed_view(ctx, chat_id, below=parent)
 
 
 @router.post("/{chat_id}/messages/{node_id}/hidden", response_model=ChatOut)
 def set_hidden(
     chat_id: str, node_id: str, body: HiddenIn, ctx: AppContext = Depends(context)
 ) -> ChatOut:
-    _node_of(ctx, chat_id, node_id)
+    parent = _node_of(ctx, chat_id, node_id)
     ctx.chats.set_hidden(
         chat_id, [node_id], body.hidden, revision=_revision(ctx, chat_id, body.revision)
     )
-    return usecases.chat_view(ctx, chat_id)
+    return usecases.changed_view(ctx, chat_id, below=parent)
 
 
 @router.post("/{chat_id}/messages/{node_id}/select", response_model=ChatOut)
 def select_candidate(
     chat_id: str, node_id: str, body: SelectIn, ctx: AppContext = Depends(context)
 ) -> ChatOut:
-    _node_of(ctx, chat_id, node_id)
+    parent = _node_of(ctx, chat_id, node_id)
     candidates = ctx.chats.candidates(chat_id, node_id)
     if body.index > len(candidates):
         raise NotFound(f"there are {len(candidates)} candidates here", field="index")
     target = candidates[body.index - 1].id
     ctx.chats.select_candidate(chat_id, target, revision=_revision(ctx, chat_id, body.revision))
-    return usecases.chat_view(ctx, chat_id)
+    return usecases.changed_view(ctx, chat_id, below=parent)
 
 
 @router.get("/{chat_id}/branches", response_model=list[BranchOut])
@@ -148,7 +174,8 @@ def branch_from(chat_id: str, body: BranchIn, ctx: AppContext = Depends(context)
     ctx.chats.branch_from(
         chat_id, body.node_id, body.name, revision=_revision(ctx, chat_id, body.revision)
     )
-    return usecases.chat_view(ctx, chat_id)
+    # The new branch's path is the path to its message: only what followed it goes.
+    return usecases.changed_view(ctx, chat_id, below=body.node_id)
 
 
 @router.post("/{chat_id}/branches/{branch_id}/switch", response_model=ChatOut)
@@ -156,8 +183,9 @@ def switch_branch(
     chat_id: str, branch_id: str, body: RevisionIn | None = None, ctx: AppContext = Depends(context)
 ) -> ChatOut:
     given = body.revision if body else None
+    old_leaf = ctx.chats.get_chat(chat_id).active_leaf_id
     ctx.chats.switch_branch(chat_id, branch_id, revision=_revision(ctx, chat_id, given))
-    return usecases.chat_view(ctx, chat_id)
+    return _moved(ctx, chat_id, old_leaf)
 
 
 @router.get("/{chat_id}/checkpoints", response_model=list[CheckpointOut])
@@ -183,7 +211,7 @@ def create_checkpoint(
     ctx.chats.create_checkpoint(
         chat_id, body.node_id, body.name, revision=_revision(ctx, chat_id, body.revision)
     )
-    return usecases.chat_view(ctx, chat_id)
+    return usecases.unchanged_view(ctx, chat_id)
 
 
 @router.post("/{chat_id}/checkpoints/{checkpoint_id}/open", response_model=ChatOut)
@@ -195,8 +223,9 @@ def open_checkpoint(
 ) -> ChatOut:
     """Go back to a checkpoint: the active path ends at its message."""
     given = body.revision if body else None
+    old_leaf = ctx.chats.get_chat(chat_id).active_leaf_id
     ctx.chats.open_checkpoint(chat_id, checkpoint_id, revision=_revision(ctx, chat_id, given))
-    return usecases.chat_view(ctx, chat_id)
+    return _moved(ctx, chat_id, old_leaf)
 
 
 @router.delete("/{chat_id}/checkpoints/{checkpoint_id}", response_model=ChatOut)
@@ -208,19 +237,20 @@ def delete_checkpoint(
 ) -> ChatOut:
     given = body.revision if body else None
     ctx.chats.delete_checkpoint(chat_id, checkpoint_id, revision=_revision(ctx, chat_id, given))
-    return usecases.chat_view(ctx, chat_id)
+    return usecases.unchanged_view(ctx, chat_id)
 
 
 @router.post("/{chat_id}/undo", response_model=ChatOut)
 def undo(chat_id: str, body: RevisionIn, ctx: AppContext = Depends(context)) -> ChatOut:
     ctx.chats.undo(chat_id, revision=_revision(ctx, chat_id, body.revision))
-    return usecases.chat_view(ctx, chat_id)
+    # Any message may come back as it was: the answer reaches from the start.
+    return usecases.changed_view(ctx, chat_id, below=None)
 
 
 @router.post("/{chat_id}/redo", response_model=ChatOut)
 def redo(chat_id: str, body: RevisionIn, ctx: AppContext = Depends(context)) -> ChatOut:
     ctx.chats.redo(chat_id, revision=_revision(ctx, chat_id, body.revision))
-    return usecases.chat_view(ctx, chat_id)
+    return usecases.changed_view(ctx, chat_id, below=None)
 
 
 @router.put("/{chat_id}/lorebook", response_model=ChatOut)
@@ -235,7 +265,7 @@ def set_chat_lorebook(
         owner=current_user(request),
         revision=_revision(ctx, chat_id, body.revision),
     )
-    return usecases.chat_view(ctx, chat_id)
+    return usecases.unchanged_view(ctx, chat_id)
 
 
 @router.get("/{chat_id}/export")
@@ -257,8 +287,9 @@ def show_message(
 ) -> ChatOut:
     """Make the path go through a message (from the tree view); it continues where it last went."""
     _node_of(ctx, chat_id, node_id)
+    old_leaf = ctx.chats.get_chat(chat_id).active_leaf_id
     ctx.chats.select_candidate(chat_id, node_id, revision=_revision(ctx, chat_id, body.revision))
-    return usecases.chat_view(ctx, chat_id)
+    return _moved(ctx, chat_id, old_leaf)
 
 
 @router.get("/{chat_id}/settings", response_model=ChatSettingsOut)
@@ -270,6 +301,7 @@ def chat_settings(chat_id: str, ctx: AppContext = Depends(context)) -> ChatSetti
     return ChatSettingsOut(
         authors_note=note.to_json() if note else None,
         lorebook=book if isinstance(book, str) and book else None,
+        revision=chat.revision,
     )
 
 
@@ -294,11 +326,20 @@ def set_authors_note(
 @router.post("/{chat_id}/hide-range", response_model=ChatOut)
 def hide_range(chat_id: str, body: HideRangeIn, ctx: AppContext = Depends(context)) -> ChatOut:
     """Hide (or show again) the messages `start` to `end` of the path, both included."""
-    ctx.chats.hide_range(
+    outcome = ctx.chats.hide_range(
         chat_id,
         body.start,
         body.end,
         hidden=body.hidden,
         revision=_revision(ctx, chat_id, body.revision),
     )
-    return usecases.chat_view(ctx, chat_id)
+    first = outcome.node.parent_id if outcome.node else None
+    return usecases.changed_view(ctx, chat_id, below=first)
+
+
+@router.get("/{chat_id}/context", response_model=ContextOut)
+def context_start(chat_id: str, ctx: AppContext = Depends(context)) -> ContextOut:
+    """Where the context began for the last reply on the path, as recorded when it was
+    sent: the page's "context cut" line, with no prompt assembly."""
+    found = inspector.recorded_context(ctx.store, chat_id, within=usecases.WINDOW)
+    return ContextOut(reply_id=found.reply_id, first_message_in_context=found.first_message)

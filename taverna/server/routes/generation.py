@@ -79,6 +79,10 @@ async def generate(
             current_revision=chat.revision,
             expected=body.revision,
         )
+    # The answer starts at the last message: a send appends after it, the others
+    # change its buttons (and a swipe or a continue will change it).
+    leaf = chat.active_leaf_id
+    below = ctx.store.get_node(chat_id, leaf).parent_id if leaf else None
     if body.kind == "normal":
         run = await service.send(chat_id, body.text or "")
     elif body.kind in ("regenerate", "swipe"):
@@ -89,7 +93,7 @@ async def generate(
     else:
         run = await service.impersonate(chat_id)
     return GenerationStarted(
-        chat=usecases.chat_view(ctx, chat_id), task=task_out(remember(ctx, run))
+        chat=usecases.changed_view(ctx, chat_id, below=below), task=task_out(remember(ctx, run))
     )
 
 
@@ -107,12 +111,12 @@ async def edit_and_resend(
 ) -> GenerationStarted:
     """Edit a user message as a new sibling (the old turn stays a branch) and answer it."""
     chat = ctx.chats.get_chat(chat_id)
-    ctx.store.get_node(chat_id, node_id)
+    below = ctx.store.get_node(chat_id, node_id).parent_id
     revision = chat.revision if body.revision is None else body.revision
     ctx.chats.edit_and_resend(chat_id, node_id, body.content, revision=revision)
     run = await service.send(chat_id, "")
     return GenerationStarted(
-        chat=usecases.chat_view(ctx, chat_id), task=task_out(remember(ctx, run))
+        chat=usecases.changed_view(ctx, chat_id, below=below), task=task_out(remember(ctx, run))
     )
 
 
