@@ -119,6 +119,13 @@ def read_context_template(data: Mapping[str, Any], *, file: str | None = None) -
     return template
 
 
+def read_world_info_settings(
+    data: Mapping[str, Any], *, file: str | None = None
+) -> WorldInfoSettings:
+    """SillyTavern's `world_info_settings` object (scan depth, budget, global selection...)."""
+    return _Reader(file).world_info(_document(data, "world info settings", file))
+
+
 def _document(data: Any, what: str, file: str | None) -> Mapping[str, Any]:
     if not isinstance(data, Mapping):
         raise FormatError(f"{what} must be a JSON object", file=file)

@@ -47,7 +47,7 @@ import httpx
 
 from taverna.engine.tokens.cache import CountCache
 from taverna.errors import Conflict, NotFound, TavernaError
-from taverna.model.chat import Chat, ChatState, GenerationInfo, Node, NodeRole, new_id
+from taverna.model.chat import Chat, ChatState, GenerationInfo, Node, NodeRole, PathTail, new_id
 from taverna.model.prompt import Prompt, PromptMessage, Role
 from taverna.providers.builders import build_request, stream_parser, supports_prefill
 from taverna.providers.events import (
@@ -65,6 +65,7 @@ from taverna.providers.transport import Timeouts, stream_events
 from taverna.services.chats import ChatService, Outcome
 from taverna.services.connections import Connection, ConnectionService
 from taverna.services.tools import ToolRegistry, default_tools
+from taverna.services.turn_paths import PathEnds
 from taverna.store.repository import Store
 
 logger = logging.getLogger(__name__)
@@ -84,38 +85,58 @@ class TurnKind(StrEnum):
     IMPERSONATE = "impersonate"
 
 
+# Enough messages to mean "the whole path" for `Turn.path`.
+WHOLE_PATH = 1 << 40
+
+
 @dataclass(frozen=True, slots=True)
 class Turn:
     """What a prompt builder gets for one generation.
 
-    `path` is the whole active path, root first, hidden nodes included (they carry
-    `hidden=True`; the builder leaves them out). For a swipe or a regenerate its last
-    node is the reply being replaced: the builder leaves it out of the prompt, as
-    SillyTavern's own assembly does (algo-chat-ops.md §1.3), and the assembly engine
-    does from the generation type; `history` is the path without it, for builders that
-    do not. `prefill` tells a continue whether the API continues the last message in
-    place (else the builder adds the continue nudge). `dry_run` is true for a preview:
-    the builder assembles without lorebook timers (`AssemblyContext.dry_run`); on a
-    real generation the prompt's `state` (timers, variables) is recorded on the new
-    node, and the builder reads the state in force at the end of `history`.
-    `counts` is the service's long-lived token-count cache, for `assemble(counts=...)`,
-    so a turn only tokenizes text no earlier turn (of any chat) counted.
+    The path ends at node `end` (None: an empty chat) and is read from its end:
+    `tail(n)` gives at least its last `n` live messages (fewer only when that is the
+    whole path), hidden ones included (they carry `hidden=True`; the builder leaves
+    them out), with how many messages came before and the state in force at `end`.
+    A builder reads as far back as its prompt reaches; `path` reads it all, for
+    builders that need no more than a short chat.
+
+    For a swipe or a regenerate the path's last node is the reply being replaced: the
+    builder leaves it out of the prompt, as SillyTavern's own assembly does
+    (algo-chat-ops.md §1.3), and the assembly engine does from the generation type;
+    `history` is the path without it. `prefill` tells a continue whether the API
+    continues the last message in place (else the builder adds the continue nudge).
+    `dry_run` is true for a preview: the builder assembles without lorebook timers
+    (`AssemblyContext.dry_run`); on a real generation the prompt's `state` (timers,
+    variables) is recorded on the new node. `counts` is the service's long-lived
+    token-count cache, for `assemble(counts=...)`, so a turn only tokenizes text no
+    earlier turn (of any chat) counted.
     """
 
     chat: Chat
-    path: tuple[Node, ...]
+    end: str | None
     kind: TurnKind
     api: Api
     prefill: bool
+    read: Callable[[int], PathTail]
     dry_run: bool = False
     counts: CountCache | None = None
+
+    def tail(self, want: int) -> PathTail:
+        """At least the last `want` live messages of the path (all, if it is shorter)."""
+        return self.read(want)
+
+    @property
+    def path(self) -> tuple[Node, ...]:
+        """The whole path, root first (a read of every message)."""
+        return self.read(WHOLE_PATH).nodes
 
     @property
     def history(self) -> tuple[Node, ...]:
         """The path the model should see: without the reply a swipe or regenerate replaces."""
-        if self.kind in (TurnKind.SWIPE, TurnKind.REGENERATE) and self.path:
-            return self.path[:-1]
-        return self.path
+        path = self.path
+        if self.kind in (TurnKind.SWIPE, TurnKind.REGENERATE) and path:
+            return path[:-1]
+        return path
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,11 +362,14 @@ class GenerationService:
         owner: str = "",
         http: httpx.AsyncClient | None = None,
         counts: CountCache | None = None,
+        paths: PathEnds | None = None,
     ) -> None:
         """`http`: a client to reuse across generations (kept-alive connections, no new TLS
         handshake per reply); it must belong to the event loop the generations run in.
         Without one, each generation opens and closes its own. `counts`: the token-count
-        cache every prompt builder call gets (bounded; one is made when not given)."""
+        cache every prompt builder call gets (bounded; one is made when not given).
+        `paths`: the path ends kept between turns (share the prompt builder's)."""
+        self.paths = paths if paths is not None else PathEnds(store)
         self.http = http
         self.counts = counts if counts is not None else CountCache()
         self.store = store
@@ -376,50 +400,51 @@ class GenerationService:
             self.connections.get(connection)  # a missing connection fails before any write
             if text.strip():
                 await asyncio.to_thread(self._post, chat_id, text, speaker)
-            nodes = await self._active_nodes(chat_id)
-            leaf = nodes[-1] if nodes else None
-            return await self._start(chat_id, TurnKind.NORMAL, leaf, nodes, connection)
+            chat, end = await self._path_end(chat_id)
+            leaf = end.nodes[-1] if end.nodes else None
+            return await self._start(chat, TurnKind.NORMAL, leaf, connection)
 
     async def regenerate(self, chat_id: str, *, connection: str | None = None) -> RunningGeneration:
         """A new reply in place of the last one (the old one is deleted, restorably)."""
         with self._reserved(chat_id):
-            nodes = await self._active_nodes(chat_id)
-            if nodes and nodes[-1].role is NodeRole.ASSISTANT and len(nodes) > 1:
-                return await self._start(chat_id, TurnKind.REGENERATE, nodes[-1], nodes, connection)
-            leaf = nodes[-1] if nodes else None
-            return await self._start(chat_id, TurnKind.NORMAL, leaf, nodes, connection)
+            chat, end = await self._path_end(chat_id)
+            leaf = end.nodes[-1] if end.nodes else None
+            if leaf is not None and leaf.role is NodeRole.ASSISTANT and _length(end) > 1:
+                return await self._start(chat, TurnKind.REGENERATE, leaf, connection)
+            return await self._start(chat, TurnKind.NORMAL, leaf, connection)
 
     async def swipe(self, chat_id: str, *, connection: str | None = None) -> RunningGeneration:
         """A new candidate beside the last reply; the current one is left out of the prompt."""
         with self._reserved(chat_id):
-            nodes = await self._active_nodes(chat_id)
-            if not nodes or nodes[-1].role is not NodeRole.ASSISTANT:
+            chat, end = await self._path_end(chat_id)
+            leaf = end.nodes[-1] if end.nodes else None
+            if leaf is None or leaf.role is not NodeRole.ASSISTANT:
                 raise TavernaError("only a reply of the character can be swiped", field="chat")
-            if len(nodes) == 1:
+            if _length(end) == 1:
                 # algo-chat-ops.md §1.2: a greeting's candidates are its alternate greetings
                 raise TavernaError(
                     "the greeting has no generated swipes; pick an alternate greeting"
                 )
-            return await self._start(chat_id, TurnKind.SWIPE, nodes[-1], nodes, connection)
+            return await self._start(chat, TurnKind.SWIPE, leaf, connection)
 
     async def continue_reply(
         self, chat_id: str, *, connection: str | None = None
     ) -> RunningGeneration:
         """Extend the last message (prefill where the API allows, else a continue nudge)."""
         with self._reserved(chat_id):
-            nodes = await self._active_nodes(chat_id)
-            if not nodes:
+            chat, end = await self._path_end(chat_id)
+            if not end.nodes:
                 raise TavernaError("there is nothing to continue", field="chat")
-            return await self._start(chat_id, TurnKind.CONTINUE, nodes[-1], nodes, connection)
+            return await self._start(chat, TurnKind.CONTINUE, end.nodes[-1], connection)
 
     async def impersonate(
         self, chat_id: str, *, connection: str | None = None
     ) -> RunningGeneration:
         """Draft the person's next message; nothing is written into the tree."""
         with self._reserved(chat_id):
-            nodes = await self._active_nodes(chat_id)
-            leaf = nodes[-1] if nodes else None
-            return await self._start(chat_id, TurnKind.IMPERSONATE, leaf, nodes, connection)
+            chat, end = await self._path_end(chat_id)
+            leaf = end.nodes[-1] if end.nodes else None
+            return await self._start(chat, TurnKind.IMPERSONATE, leaf, connection)
 
     async def stop(self, generation_id: str) -> Completed | None:
         """Stop a generation: the model connection is closed, what streamed becomes a draft."""
@@ -434,11 +459,29 @@ class GenerationService:
         """The prompt the next reply would be sent (a dry run: nothing is sent or written)."""
         chat = self.store.get_chat(chat_id)
         chosen = self.connections.get(connection)
-        path = tuple(self.store.active_path(chat_id).nodes)
         built = self.build_serialized(
-            Turn(chat, path, TurnKind.NORMAL, chosen.api, False, dry_run=True, counts=self.counts)
+            self.turn(chat, chat.active_leaf_id, TurnKind.NORMAL, chosen.api, dry_run=True)
         )
         return built.prompt if isinstance(built, PreparedTurn) else built
+
+    def turn(
+        self,
+        chat: Chat,
+        end: str | None,
+        kind: TurnKind,
+        api: Api,
+        *,
+        prefill: bool = False,
+        dry_run: bool = False,
+    ) -> Turn:
+        """A turn over the path ending at `end`, read through the kept path ends."""
+
+        def read(want: int) -> PathTail:
+            if end is None:
+                return PathTail((), 0, 0, chat.base_state)
+            return self.paths.tail(chat, end, want)
+
+        return Turn(chat, end, kind, api, prefill, read, dry_run=dry_run, counts=self.counts)
 
     # --------------------------------------------------------------- drafts
 
@@ -531,10 +574,16 @@ class GenerationService:
             chat_id, NodeRole.USER, text, revision=chat.revision, speaker=speaker or chat.user_name
         )
 
-    async def _active_nodes(self, chat_id: str) -> list[Node]:
-        # a long chat's path takes a while to read: off the loop, on a pooled connection
-        path = await asyncio.to_thread(self.store.active_path, chat_id)
-        return list(path.nodes)
+    async def _path_end(self, chat_id: str) -> tuple[Chat, PathTail]:
+        """The chat and the last two messages of its path (off the loop: store reads)."""
+
+        def read() -> tuple[Chat, PathTail]:
+            chat = self.store.get_chat(chat_id)
+            if chat.active_leaf_id is None:
+                return chat, PathTail((), 0, 0, chat.base_state)
+            return chat, self.paths.tail(chat, chat.active_leaf_id, 2)
+
+        return await asyncio.to_thread(read)
 
     def build_serialized(self, turn: Turn) -> Prompt | PreparedTurn:
         """Build a turn's prompt, one build at a time: builds share the token-count cache."""
@@ -543,13 +592,12 @@ class GenerationService:
 
     async def _start(
         self,
-        chat_id: str,
+        chat: Chat,
         kind: TurnKind,
         anchor: Node | None,
-        path: Sequence[Node],
         connection_name: str | None,
     ) -> RunningGeneration:
-        chat = await asyncio.to_thread(self.store.get_chat, chat_id)
+        chat_id = chat.id
         connection = self.connections.get(connection_name)
         # Mistral continues in place only where the connection turns its `prefix` on
         # (algo-providers.md §10, SillyTavern's `mistral.enablePrefix`, off by default)
@@ -557,7 +605,7 @@ class GenerationService:
             connection.api is Api.MISTRAL and bool(connection.options.get("prefix"))
         )
         prefill = kind is TurnKind.CONTINUE and in_place
-        turn = Turn(chat, tuple(path), kind, connection.api, prefill, counts=self.counts)
+        turn = self.turn(chat, anchor.id if anchor else None, kind, connection.api, prefill=prefill)
         loop = asyncio.get_running_loop()
         built = await loop.run_in_executor(self._builder, self.build_serialized, turn)
         prepared = built if isinstance(built, PreparedTurn) else PreparedTurn(built)
@@ -896,6 +944,11 @@ def trim_at_stop(text: str, stops: Sequence[str]) -> str:
                     text = text[:-size]
                 break
     return text
+
+
+def _length(end: PathTail) -> int:
+    """Live messages on the whole path."""
+    return end.before + len(end.nodes)
 
 
 def _add(a: int | None, b: int | None) -> int | None:

@@ -17,7 +17,7 @@ from taverna.providers.builders import build_request
 from taverna.providers.request import Api
 from taverna.services import sent_prompts
 from taverna.services.connections import Connection
-from taverna.services.generation import GenerationService, Turn, TurnKind
+from taverna.services.generation import GenerationService, TurnKind
 from taverna.services.sent_prompts import prompt_json
 from taverna.store.repository import Store
 
@@ -89,27 +89,24 @@ def inspect_prompt(service: GenerationService, chat_id: str, node_id: str | None
     """
     store = service.store
     chat = store.get_chat(chat_id)
-    path = list(service.chats.active_path(chat_id).nodes)
-    kind = TurnKind.NORMAL
+    end, kind = chat.active_leaf_id, TurnKind.NORMAL
     if node_id is not None:
         node = store.get_node(chat_id, node_id)
         if node.role is NodeRole.ASSISTANT:
             data = store.sent_prompt(chat_id, node.id)
             if data is not None:
                 return recorded_view(sent_prompts.decode(data))
-        # a swipe's path ends with the reply it replaces; the assembly leaves that one out
-        if node.role is NodeRole.ASSISTANT:
-            path, kind = store.path_to(chat_id, node.id), TurnKind.SWIPE
+            # a swipe's path ends with the reply it replaces; the assembly leaves it out
+            end, kind = node.id, TurnKind.SWIPE
         else:
-            path = store.path_to(chat_id, node.parent_id) if node.parent_id else []
+            end = node.parent_id
     try:
         connection: Connection | None = service.connections.get(None)
     except NotFound:
         # Without a connection the prompt is still shown, as Chat Completion builds it.
         connection = None
     api = connection.api if connection else Api.OPENAI
-    turn = Turn(chat, tuple(path), kind, api, False, dry_run=True, counts=service.counts)
-    built = service.build_serialized(turn)
+    built = service.build_serialized(service.turn(chat, end, kind, api, dry_run=True))
     prompt = built if isinstance(built, Prompt) else built.prompt
     request_json: dict[str, Any] | None = None
     if connection is not None:
@@ -120,15 +117,10 @@ def inspect_prompt(service: GenerationService, chat_id: str, node_id: str | None
         )
         request = build_request(prompt, connection.api, options, base_url=connection.url, key="")
         request_json = {"url": request.url, "body": dict(request.body)}
-    ids = {n.id for n in path}
-    included = [
-        i.source
-        for i in prompt.ledger.items
-        if i.included and i.kind == "history" and i.source in ids
-    ]
-    order = {n.id: k for k, n in enumerate(path)}
-    visible = [n for n in path if not n.hidden]
-    first = min(included, key=lambda s: order[s]) if included else None
-    # The line goes above the oldest message sent, when older visible ones were cut.
-    cut = first if first and visible and visible[0].id != first else None
+    sources = [i.source for i in prompt.ledger.items if i.included and i.kind == "history"]
+    depth = {n.id: n.depth for n in store.get_nodes(chat_id, sources)}
+    included = [source for source in sources if source in depth]
+    first = min(included, key=depth.__getitem__) if included else None
+    # The line goes above the oldest message sent, when the budget cut older ones.
+    cut = first if prompt.ledger.history_stopped else None
     return PromptView(prompt_json(prompt), request_json, cut, included, as_sent=False)

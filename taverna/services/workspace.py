@@ -23,7 +23,8 @@ from taverna.services.connections import ConnectionService
 from taverna.services.data import open_data
 from taverna.services.generation import Completed, Ending, GenerationService, RunningGeneration
 from taverna.services.library import LibraryKind, LibraryService
-from taverna.services.prompting import library_prompt_builder
+from taverna.services.turn_context import TurnContexts
+from taverna.services.turn_paths import PathEnds
 from taverna.store.repository import Store
 
 log = logging.getLogger(__name__)
@@ -115,7 +116,9 @@ def open_workspace(data_dir: Path, *, background_backups: bool = True) -> Worksp
     store = folder.store
     chats = ChatService(store)
     connections = ConnectionService(store, folder.path)
-    generation = GenerationService(store, connections, library_prompt_builder(store), chats=chats)
+    paths = PathEnds(store)
+    turns = TurnContexts(store, paths=paths)
+    generation = GenerationService(store, connections, turns, chats=chats, paths=paths)
     backups = BackupService(store, folder.backups_dir)
     flusher = BackupFlusher(backups) if background_backups else None
     if flusher is not None:

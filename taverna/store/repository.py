@@ -427,9 +427,15 @@ class DocumentRepository(ABC):
 
     @abstractmethod
     def document_versions(
-        self, kind: str, *, owner: str = "", names: Sequence[str] | None = None
+        self,
+        kind: str,
+        *,
+        owner: str = "",
+        names: Sequence[str] | None = None,
+        ids: Sequence[str] | None = None,
     ) -> list[DocumentVersion]:
-        """Which documents of a kind there are (with these names) and their revisions.
+        """Which documents of a kind there are (with these names, these ids) and their
+        revisions.
 
         Reads no data: what a cache of parsed documents checks before it trusts itself.
         """

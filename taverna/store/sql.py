@@ -1727,7 +1727,12 @@ class SqlStore(Store):
             conn.execute(t.documents.delete().where(t.documents.c.id == id))
 
     def document_versions(
-        self, kind: str, *, owner: str = "", names: Sequence[str] | None = None
+        self,
+        kind: str,
+        *,
+        owner: str = "",
+        names: Sequence[str] | None = None,
+        ids: Sequence[str] | None = None,
     ) -> list[DocumentVersion]:
         query = sa.select(
             t.documents.c.id,
@@ -1740,6 +1745,10 @@ class SqlStore(Store):
             if not names:
                 return []
             query = query.where(t.documents.c.name.in_(sorted(set(names))))
+        if ids is not None:
+            if not ids:
+                return []
+            query = query.where(t.documents.c.id.in_(sorted(set(ids))))
         with self._read() as conn:
             rows = conn.execute(query.order_by(t.documents.c.created, t.documents.c.id)).all()
         return [DocumentVersion(r[0], r[1], r[2], r[3], _aware(r[4])) for r in rows]

@@ -610,13 +610,13 @@ def test_a_mistral_continue_uses_its_prefix_only_when_the_connection_asks(
 def test_starting_reads_and_writes_the_long_path_off_the_event_loop(world: World) -> None:
     world.stub.script(Reply(tokens=["Fine", "."]))
     threads: list[int] = []
-    store_path = world.store.active_path
+    store_tail = world.store.path_tail
 
-    def recorded(chat_id: str) -> Any:
+    def recorded(chat_id: str, node_id: str, *, limit: int) -> Any:
         threads.append(threading.get_ident())
-        return store_path(chat_id)
+        return store_tail(chat_id, node_id, limit=limit)
 
-    world.store.active_path = recorded  # type: ignore[method-assign]
+    world.store.path_tail = recorded  # type: ignore[method-assign]
 
     async def main() -> tuple[int, Completed]:
         loop_thread = threading.get_ident()

@@ -157,8 +157,8 @@ def test_tools_declared_in_the_active_preset_are_offered_and_run(
     import asyncio
 
     from taverna.server.context import open_context
+    from taverna.services.active_settings import set_active
     from taverna.services.library import LibraryKind
-    from taverna.services.prompting import set_active
 
     ctx = open_context(data)
     try:
@@ -194,8 +194,8 @@ def test_the_presets_claude_system_prompt_setting_reaches_the_request(
     import asyncio
 
     from taverna.server.context import open_context
+    from taverna.services.active_settings import set_active
     from taverna.services.library import LibraryKind
-    from taverna.services.prompting import set_active
 
     ctx = open_context(data)
     try:

@@ -102,6 +102,7 @@ def test_document_versions_read_no_data(store: SqlStore) -> None:
     assert [v.name for v in found] == ["Alpha", "Beta"]
     assert store.document_versions("lorebook", names=["Alpha", "Gamma"])[0].id == first.id
     assert store.document_versions("lorebook", names=[]) == []
+    assert [v.name for v in store.document_versions("lorebook", ids=[first.id])] == ["Alpha"]
     again = store.put_document("lorebook", "Alpha", {"entries": {"0": {}}}, id=first.id, revision=1)
     assert store.document_versions("lorebook", names=["Alpha"])[0].revision == again.revision
 

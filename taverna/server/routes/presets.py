@@ -16,8 +16,8 @@ from taverna.server.context import AppContext, context, library
 from taverna.server.schemas import NAME_MAX, TEXT_MAX, Strict
 from taverna.server.uploads import read_limited
 from taverna.services import prompt_manager
+from taverna.services.active_settings import active_choices, set_active
 from taverna.services.library import LibraryKind, LibraryService
-from taverna.services.prompting import active_choices, set_active
 
 router = APIRouter(prefix="/api/presets", tags=["presets"])
 

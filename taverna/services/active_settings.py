@@ -1,0 +1,43 @@
+"""Which preset and templates are in use, and the world-info settings: one `settings`
+document per user, named `active`, holding SillyTavern-shaped choices."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from taverna.store.repository import Document, Store
+
+SETTINGS_KIND = "settings"
+ACTIVE = "active"
+
+
+def active_choices(store: Store, owner: str = "") -> dict[str, str]:
+    """Which preset and templates are in use: library kind -> document id."""
+    docs = store.find_documents(SETTINGS_KIND, name=ACTIVE, owner=owner)
+    return active_choices_document(docs[-1]) if docs else {}
+
+
+def active_choices_document(doc: Document) -> dict[str, str]:
+    """The choices an `active` settings document holds (library kind -> document id)."""
+    return {k: str(v) for k, v in doc.data.items() if isinstance(v, str)}
+
+
+def world_info_settings(doc: Document) -> Mapping[str, Any] | None:
+    """SillyTavern's `world_info_settings` object kept in the document, if any."""
+    found = doc.data.get("world_info_settings")
+    return found if isinstance(found, Mapping) else None
+
+
+def set_active(store: Store, kind: str, value: Any, owner: str = "") -> None:
+    """Make a preset or template the one in use (or store the world-info settings)."""
+    docs = store.find_documents(SETTINGS_KIND, name=ACTIVE, owner=owner)
+    data = {**(docs[-1].data if docs else {}), kind: value}
+    store.put_document(
+        SETTINGS_KIND,
+        ACTIVE,
+        data,
+        id=docs[-1].id if docs else None,
+        revision=docs[-1].revision if docs else None,
+        owner=owner,
+    )

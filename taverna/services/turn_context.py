@@ -1,0 +1,494 @@
+"""One turn's assembly context, built from the library and the end of the chat's path.
+
+This is the prompt builder the server, `taverna chat` and the inspector run. Per turn
+it asks the store only what it must: the versions (not the data) of the documents the
+turn uses, and the end of the path (kept between turns by `PathEnds`). Everything it
+parses (cards, presets, templates, personas, regex scripts and, above all, lorebooks)
+is kept per stored version, so a lorebook of 10,000 entries is read, parsed and
+compiled once per edit, not once per turn; another process's edit bumps the version,
+which the next turn here sees.
+
+Only the lorebooks that apply to the turn are loaded: the chat's own, the characters'
+linked and extra books, the persona's and the global selection, as SillyTavern picks
+them. The path is read newest first only as far as the prompt reaches: the builder
+starts from the window the chat needed last time, and widens it while the budget has
+room for older messages (`Ledger.history_stopped`) or the lorebook scan needs more.
+"""
+
+from __future__ import annotations
+
+import threading
+import zlib
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from taverna.engine.assembly.assemble import assemble
+from taverna.engine.assembly.context import (
+    AssemblyContext,
+    CharacterInfo,
+    ChatMessage,
+    EarlierMessages,
+    GenerationType,
+    Speaker,
+)
+from taverna.errors import FormatError, NotFound
+from taverna.formats.card_json import card_from_json
+from taverna.formats.st_settings import (
+    SillyTavernSettings,
+    read_chat_completion_preset,
+    read_context_template,
+    read_instruct_template,
+    read_world_info_settings,
+)
+from taverna.formats.world_info import world_info_from_json
+from taverna.model.chat import Chat, ChatState, Node, NodeRole, PathTail
+from taverna.model.lorebook import Lorebook
+from taverna.model.persona import Persona
+from taverna.model.prompt import Prompt
+from taverna.model.regex_script import RegexScript
+from taverna.model.settings import (
+    ChatCompletionSettings,
+    InjectionRole,
+    PersonaInfo,
+    PersonaPosition,
+    TextCompletionSettings,
+)
+from taverna.services.active_settings import (
+    SETTINGS_KIND,
+    active_choices_document,
+    world_info_settings,
+)
+from taverna.services.generation import PreparedTurn, Turn, TurnKind, preset_request_options
+from taverna.services.library import LibraryKind
+from taverna.services.tools import declared_tools
+from taverna.services.turn_inputs import assembly_context, character_info
+from taverna.services.turn_paths import PathEnds
+from taverna.store.repository import Document, DocumentVersion, Store
+
+__all__ = ["ParsedDocuments", "TurnContexts"]
+
+T = TypeVar("T")
+
+TEXT_APIS = frozenset(("koboldcpp", "llamacpp", "openai-text"))
+# The first window of a chat not seen before; later turns start from what it needed.
+FIRST_WINDOW = 96
+# The lorebook scan buffer's own limit (algo-world-info.md §2): no scan reads further.
+MAX_SCAN_DEPTH = 1000
+
+
+class ParsedDocuments:
+    """Library documents parsed once per stored version and kept for every turn.
+
+    Keyed by `(what, id, revision, updated)`: an edit, a delete and re-create, or a
+    write by another process gives a new key. Bounded to the `size` most recent.
+    """
+
+    def __init__(self, store: Store, *, size: int = 256) -> None:
+        self.store = store
+        self.size = size
+        self._parsed: OrderedDict[tuple[str, str, int, Any], Any] = OrderedDict()
+        self._lock = threading.Lock()
+        self._loading: dict[tuple[str, str, int, Any], threading.Lock] = {}
+        self.parses = 0  # documents parsed (for tests and benchmarks)
+
+    def get(self, what: str, version: DocumentVersion, parse: Callable[[Document], T]) -> T:
+        """The document of `version` through `parse`, parsed at most once."""
+        key = (what, version.id, version.revision, version.updated)
+        with self._lock:
+            if key in self._parsed:
+                self._parsed.move_to_end(key)
+                found: T = self._parsed[key]
+                return found
+            loading = self._loading.setdefault(key, threading.Lock())
+        with loading:  # two turns wanting the same big book parse it once
+            with self._lock:
+                if key in self._parsed:
+                    again: T = self._parsed[key]
+                    return again
+            value = parse(self.store.get_document(version.id))
+            self.parses += 1
+            with self._lock:
+                self._parsed[key] = value
+                self._loading.pop(key, None)
+                while len(self._parsed) > self.size:
+                    self._parsed.popitem(last=False)
+            return value
+
+
+@dataclass(frozen=True, slots=True)
+class _Library:
+    """What the library gives one turn, parsed."""
+
+    settings: SillyTavernSettings
+    preset: Mapping[str, Any]  # the chosen Chat Completion preset as stored ({} if none)
+    characters: tuple[CharacterInfo, ...]
+    persona: PersonaInfo
+    lorebooks: Mapping[str, Lorebook]
+
+
+class TurnContexts:
+    """Builds each turn's prompt from the library and the path end (see module doc)."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        owner: str = "",
+        clock: Callable[[], datetime] | None = None,
+        paths: PathEnds | None = None,
+        documents: ParsedDocuments | None = None,
+    ) -> None:
+        self.store = store
+        self.owner = owner
+        self.clock = clock
+        self.paths = paths or PathEnds(store)
+        self.documents = documents or ParsedDocuments(store)
+        self._windows: dict[str, int] = {}  # chat -> messages its last prompt needed
+        self.assemblies = 0  # assemblies run, widening included (for tests and benchmarks)
+
+    def __call__(self, turn: Turn) -> PreparedTurn:
+        return self.build(turn)
+
+    def build(self, turn: Turn) -> PreparedTurn:
+        chat = turn.chat
+        library = self.library(chat)
+        now = self.clock() if self.clock else datetime.now(UTC)
+        want = self._windows.get(chat.id, FIRST_WINDOW)
+        floor = _scan_floor(library)
+        while True:
+            tail = turn.tail(want)
+            visible = sum(1 for node in tail.nodes if not node.hidden)
+            if tail.before and (visible < floor or not _has_both_speakers(tail.nodes)):
+                want = _widened(want, tail)
+                continue
+            context = self.context(turn, library, tail, now)
+            prompt = assemble(context, counts=turn.counts)
+            self.assemblies += 1
+            if not tail.before or prompt.ledger.history_stopped:
+                break
+            want = _widened(want, tail, prompt)
+        # The next turn starts where this one ended, with room for the new messages.
+        self._windows[chat.id] = max(FIRST_WINDOW, len(tail.nodes) + 8)
+        request = preset_request_options(library.preset, turn.api)
+        return PreparedTurn(prompt, declared_tools(library.preset), request)
+
+    # ------------------------------------------------------------------ the library
+
+    def library(self, chat: Chat) -> _Library:
+        """The settings, cards, persona and applying lorebooks of a chat, as parsed."""
+        settings, preset = self._settings()
+        characters = self._characters(chat, settings)
+        persona = self._persona(chat.user_name)
+        names = _applying_books(chat, characters, persona, settings)
+        return _Library(settings, preset, characters, persona, self._lorebooks(names))
+
+    def _active(self) -> tuple[dict[str, DocumentVersion], Mapping[str, Any] | None]:
+        """The chosen preset and templates (by setting) and the world-info settings."""
+        versions = self.store.document_versions(SETTINGS_KIND, owner=self.owner)
+        if not versions:
+            return {}, None
+        chosen, world = self.documents.get(
+            "settings", versions[-1], lambda d: (active_choices_document(d), world_info_settings(d))
+        )
+        out: dict[str, DocumentVersion] = {}
+        for key, kind in (
+            ("chat_completion_preset", LibraryKind.CHAT_COMPLETION_PRESET),
+            ("instruct_template", LibraryKind.INSTRUCT_TEMPLATE),
+            ("context_template", LibraryKind.CONTEXT_TEMPLATE),
+        ):
+            doc_id = chosen.get(key)
+            if doc_id is None:
+                continue
+            found = self.store.document_versions(kind.value, owner=self.owner, ids=[doc_id])
+            if found:  # a preset deleted since it was chosen: the defaults
+                out[key] = found[0]
+        return out, world
+
+    def _settings(self) -> tuple[SillyTavernSettings, Mapping[str, Any]]:
+        """The settings a turn assembles with, and the chosen preset as stored."""
+        choices, world = self._active()
+        chat_completion = ChatCompletionSettings()
+        preset: Mapping[str, Any] = {}
+        if "chat_completion_preset" in choices:
+            preset, chat_completion = self.documents.get(
+                "chat_completion_preset",
+                choices["chat_completion_preset"],
+                lambda d: (dict(d.data), read_chat_completion_preset(d.data, file=d.name)),
+            )
+        text_completion = TextCompletionSettings()
+        if "instruct_template" in choices:
+            instruct = self.documents.get(
+                "instruct_template",
+                choices["instruct_template"],
+                lambda d: read_instruct_template(d.data, file=d.name),
+            )
+            text_completion = replace(text_completion, instruct=instruct)
+        if "context_template" in choices:
+            context = self.documents.get(
+                "context_template",
+                choices["context_template"],
+                lambda d: read_context_template(d.data, file=d.name),
+            )
+            text_completion = replace(text_completion, context=context)
+        settings = SillyTavernSettings(
+            chat_completion=chat_completion,
+            text_completion=text_completion,
+            regex_scripts=self._regex_scripts(),
+        )
+        if world is not None:
+            # SillyTavern's shape: the global selection and the characters' extra books.
+            settings = replace(
+                settings,
+                world_info=read_world_info_settings(world, file="settings"),
+                raw={"world_info_settings": world},
+            )
+        return settings, preset
+
+    def _regex_scripts(self) -> tuple[RegexScript, ...]:
+        # The library's regex scripts are the global ones (SillyTavern's extension settings).
+        scripts: list[RegexScript] = []
+        for version in self.store.document_versions(
+            LibraryKind.REGEX_SCRIPT.value, owner=self.owner
+        ):
+            scripts.append(self.documents.get("regex_script", version, _regex_script))
+        return tuple(scripts)
+
+    def _characters(self, chat: Chat, settings: SillyTavernSettings) -> tuple[CharacterInfo, ...]:
+        ids = [ref.document_id for ref in chat.characters if ref.document_id]
+        versions = {
+            v.id: v
+            for v in self.store.document_versions(
+                LibraryKind.CHARACTER.value, owner=chat.owner, ids=ids
+            )
+        }
+        characters = []
+        for ref in chat.characters:
+            version = versions.get(ref.document_id or "")
+            if version is None:
+                continue
+            info = self.documents.get("character", version, _character)
+            characters.append(replace(info, avatar=f"{ref.name}.png"))
+        if not characters:
+            name = chat.characters[0].name if chat.characters else "Assistant"
+            characters.append(CharacterInfo(name=name))
+        return tuple(characters)
+
+    def _persona(self, user_name: str) -> PersonaInfo:
+        versions = self.store.document_versions(LibraryKind.PERSONA.value, owner=self.owner)
+        personas = [self.documents.get("persona", v, _persona) for v in versions]
+        chosen = next((p for p in personas if p.name == user_name), None)
+        chosen = chosen or next((p for p in personas if p.is_default), None)
+        if chosen is None:
+            return PersonaInfo(name=user_name or "User")
+        descriptor = chosen.descriptor
+        try:
+            position = PersonaPosition(int(descriptor.position))
+        except ValueError:
+            position = PersonaPosition.IN_PROMPT
+        lorebook = descriptor.model_extra.get("lorebook") if descriptor.model_extra else None
+        return PersonaInfo(
+            name=user_name or chosen.name or "User",
+            description=descriptor.description,
+            position=position,
+            depth=int(descriptor.depth),
+            role=InjectionRole.parse(descriptor.role),
+            avatar=chosen.avatar,
+            lorebook=lorebook if isinstance(lorebook, str) else "",
+        )
+
+    def _lorebooks(self, names: Sequence[str]) -> dict[str, Lorebook]:
+        books: dict[str, Lorebook] = {}
+        # Two books of one name: the newest wins, as a name picks one file in SillyTavern.
+        for version in self.store.document_versions(
+            LibraryKind.LOREBOOK.value, owner=self.owner, names=names
+        ):
+            books[version.name] = self.documents.get("lorebook", version, _lorebook(version))
+        return books
+
+    # ------------------------------------------------------------------ the context
+
+    def context(
+        self, turn: Turn, library: _Library, tail: PathTail, now: datetime
+    ) -> AssemblyContext:
+        """The engine's context for `turn` over the path end `tail`."""
+        chat = turn.chat
+        history = tail.nodes
+        if turn.kind in (TurnKind.SWIPE, TurnKind.REGENERATE) and history:
+            # The state before the reply being replaced: at the end of the path it answers.
+            state = _state_before_last(self.store, chat, tail)
+        else:
+            state = tail.state
+        metadata: dict[str, Any] = dict(chat.metadata)
+        metadata["variables"] = dict(state.variables)
+        if state.timers:
+            metadata["timedWorldInfo"] = dict(state.timers)
+        if state.authors_note is not None:
+            note = state.authors_note
+            metadata.update(
+                note_prompt=note.prompt,
+                note_interval=note.interval,
+                note_position=note.position,
+                note_depth=note.depth,
+                note_role=note.role,
+            )
+        members = [c.name for c in chat.characters] if len(chat.characters) > 1 else []
+        context = assembly_context(
+            library.settings,
+            library.characters,
+            metadata,
+            [_message(node) for node in history],
+            library.lorebooks,
+            api="textgen" if turn.api.value in TEXT_APIS else "openai",
+            generation_type=_GENERATION_TYPES[turn.kind],
+            group_members=members,
+        )
+        earlier = EarlierMessages(count=tail.before, visible=tail.visible_before)
+        note = context.metadata.authors_note
+        if tail.before and note.interval > 1 and note.prompt:
+            earlier = replace(earlier, user=self.paths.user_messages_before(chat, tail))
+        context = replace(
+            context,
+            earlier=earlier,
+            persona=library.persona,
+            now=now,
+            seed=zlib.crc32(chat.id.encode()),
+            chat_id=chat.id,
+            dry_run=turn.dry_run,
+        )
+        if turn.prefill and not context.chat_completion.continue_prefill:
+            # continue in place where the API allows a prefill; elsewhere the preset's nudge
+            settings_cc = replace(context.chat_completion, continue_prefill=True)
+            context = replace(context, chat_completion=settings_cc)
+        return context
+
+
+# ---------------------------------------------------------------------- helpers
+
+_GENERATION_TYPES = {
+    TurnKind.NORMAL: GenerationType.NORMAL,
+    TurnKind.REGENERATE: GenerationType.REGENERATE,
+    TurnKind.SWIPE: GenerationType.SWIPE,
+    TurnKind.CONTINUE: GenerationType.CONTINUE,
+    TurnKind.IMPERSONATE: GenerationType.IMPERSONATE,
+}
+
+_SPEAKERS = {
+    NodeRole.USER: Speaker.USER,
+    NodeRole.NARRATOR: Speaker.NARRATOR,
+    NodeRole.SYSTEM: Speaker.NARRATOR,
+}
+
+
+def _message(node: Node) -> ChatMessage:
+    return ChatMessage(
+        id=node.id,
+        speaker=_SPEAKERS.get(node.role, Speaker.CHARACTER),
+        name=node.speaker,
+        text=node.content,
+        hidden=node.hidden,
+    )
+
+
+def _character(doc: Document) -> CharacterInfo:
+    return character_info(card_from_json(dict(doc.data), file=doc.name))
+
+
+def _persona(doc: Document) -> Persona:
+    return Persona.model_validate(dict(doc.data))
+
+
+def _regex_script(doc: Document) -> RegexScript:
+    try:
+        return RegexScript.from_json(dict(doc.data)).migrated()
+    except ValueError as error:
+        raise FormatError(f"not a regex script: {error}", file=doc.name) from None
+
+
+def _lorebook(version: DocumentVersion) -> Callable[[Document], Lorebook]:
+    def parse(doc: Document) -> Lorebook:
+        book = world_info_from_json(doc.data, name=doc.name, file=doc.name)
+        # The compiled index is kept per name and revision: this names the content.
+        return replace(book, revision=f"{version.id}:{version.revision}:{version.updated}")
+
+    return parse
+
+
+def _applying_books(
+    chat: Chat,
+    characters: Sequence[CharacterInfo],
+    persona: PersonaInfo,
+    settings: SillyTavernSettings,
+) -> list[str]:
+    """The names of the books SillyTavern would scan this turn (algo-world-info.md §1)."""
+    names: list[str] = list(settings.world_info.global_select)
+    book = chat.metadata.get("world_info")
+    if isinstance(book, str) and book:
+        names.append(book)
+    for character in characters:
+        if character.linked_lorebook:
+            names.append(character.linked_lorebook)
+        names.extend(character.extra_lorebooks)
+    if persona.lorebook:
+        names.append(persona.lorebook)
+    return list(dict.fromkeys(names))
+
+
+def _scan_floor(library: _Library) -> int:
+    """Visible messages the lorebook scan may read: the window must hold them."""
+    if not library.lorebooks and not any(c.embedded_lorebook for c in library.characters):
+        return 0
+    world = library.settings.world_info
+    deepest = world.depth
+    for book in library.lorebooks.values():
+        for entry in book.entries:
+            if entry.scan_depth is not None and entry.scan_depth > deepest:
+                deepest = entry.scan_depth
+    if world.min_activations > 0:
+        # Min activations scan deeper until enough entries fire, up to the whole chat.
+        deepest = max(deepest, world.min_activations_depth_max or MAX_SCAN_DEPTH)
+    return min(deepest, MAX_SCAN_DEPTH) + 1
+
+
+def _has_both_speakers(nodes: Sequence[Node]) -> bool:
+    """Whether the window holds a visible message of the person and of a character
+    (`{{lastUserMessage}}`, `{{lastCharMessage}}` look back for them)."""
+    user = char = False
+    for node in reversed(nodes):
+        if node.hidden:
+            continue
+        if node.role is NodeRole.USER:
+            user = True
+        else:
+            char = True
+        if user and char:
+            return True
+    return False
+
+
+def _widened(want: int, tail: PathTail, prompt: Prompt | None = None) -> int:
+    """A wider window: enough for the unused budget at the window's own tokens per message."""
+    grown = max(want * 2, len(tail.nodes) * 2, 16)
+    if prompt is not None and tail.nodes:
+        used = sum(i.tokens for i in prompt.ledger.items if i.kind == "history" and i.included)
+        room = prompt.ledger.budget - prompt.ledger.total_tokens
+        if used > 0 and room > 0:
+            per_message = max(used / len(tail.nodes), 1.0)
+            grown = max(grown, int(len(tail.nodes) + 1.25 * room / per_message) + 8)
+    return grown
+
+
+def _state_before_last(store: Store, chat: Chat, tail: PathTail) -> ChatState:
+    """The state in force at the parent of the path's last message."""
+    for node in reversed(tail.nodes[:-1]):
+        if node.state is not None:
+            return node.state
+    last = tail.nodes[-1]
+    if last.parent_id is None:
+        return chat.base_state
+    try:
+        return store.state_at(chat.id, last.parent_id)
+    except NotFound:
+        return chat.base_state

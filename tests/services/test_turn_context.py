@@ -1,0 +1,188 @@
+"""The turn's context from the library and the path's end: the prompt of a long chat read
+from its end equals the prompt of the whole chat, and parsed documents follow edits."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from taverna.model.chat import ChatState, NodeRole
+from taverna.model.lorebook import Entry, Lorebook, Position
+from taverna.model.prompt import Prompt
+from taverna.providers.request import Api
+from taverna.services.active_settings import set_active
+from taverna.services.chats import ChatService
+from taverna.services.connections import ConnectionService
+from taverna.services.generation import GenerationService, TurnKind
+from taverna.services.library import LibraryKind, LibraryService
+from taverna.services.turn_context import TurnContexts
+from taverna.services.turn_paths import PathEnds
+from taverna.store.sql import SqlStore, open_store
+
+NOW = datetime(2026, 5, 1, tzinfo=UTC)
+WORDS = [
+    "lantern",
+    "harbour",
+    "tide",
+    "rope",
+    "river",
+    "quiet",
+    "road",
+    "forest",
+    "said",
+    "and",
+    "the",
+]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqlStore]:
+    opened = open_store(tmp_path / "data")
+    yield opened
+    opened.close()
+
+
+def _library(store: SqlStore, *, max_context: int, interval: int = 1) -> None:
+    lib = LibraryService(store)
+    entries = [
+        Entry(uid=0, key=("lantern",), content="Lanterns burn whale oil.", sticky=3, cooldown=2),
+        Entry(uid=1, key=("harbour",), content="The harbour freezes.", scan_depth=40),
+        Entry(
+            uid=2,
+            key=("tide",),
+            content="Tides are twice a day.",
+            position=Position.AT_DEPTH,
+            depth=30,
+        ),
+        Entry(uid=3, key=("river",), content="The river runs south.", delay=50),
+    ]
+    lib.put_lorebook(Lorebook(name="Lore", entries=tuple(entries)))
+    preset = lib.put(
+        LibraryKind.CHAT_COMPLETION_PRESET,
+        "Small",
+        {"openai_max_context": max_context, "openai_max_tokens": 100},
+    )
+    set_active(store, "chat_completion_preset", preset.id)
+    del interval
+
+
+def _chat(store: SqlStore, count: int, *, hidden_every: int = 0) -> str:
+    chats = ChatService(store)
+    rng = random.Random(count)
+    chat = chats.create_chat(
+        "long",
+        greetings=["Hello {{user}}."],
+        metadata={"world_info": "Lore", "note_prompt": "Keep it short.", "note_interval": 3},
+        base_state=ChatState(),
+    ).chat
+    for i in range(count):
+        role = NodeRole.USER if i % 2 == 0 else NodeRole.ASSISTANT
+        text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 40)))
+        chat = chats.append(chat.id, role, text, revision=chat.revision).chat
+    if hidden_every:
+        path = chats.active_path(chat.id).nodes
+        hide = [n.id for i, n in enumerate(path) if i % hidden_every == 1]
+        chats.set_hidden(chat.id, hide, True, revision=chat.revision)
+    return chat.id
+
+
+def _service(store: SqlStore, tmp_path: Path, turns: TurnContexts) -> GenerationService:
+    return GenerationService(
+        store, ConnectionService(store, tmp_path), turns, paths=turns.paths, clock=lambda: NOW
+    )
+
+
+def _build(
+    store: SqlStore, tmp_path: Path, chat_id: str, kind: TurnKind, *, whole: bool, dry: bool
+) -> tuple[Prompt, TurnContexts]:
+    turns = TurnContexts(store, clock=lambda: NOW, paths=PathEnds(store))
+    if whole:
+        turns._windows[chat_id] = 10**9  # read the whole path at once
+    service = _service(store, tmp_path, turns)
+    chat = store.get_chat(chat_id)
+    turn = service.turn(chat, chat.active_leaf_id, kind, Api.OPENAI, dry_run=dry)
+    return turns.build(turn).prompt, turns
+
+
+def _same(a: Prompt, b: Prompt) -> None:
+    assert [(m.role, m.content) for m in a.messages] == [(m.role, m.content) for m in b.messages]
+    assert a.ledger.total_tokens == b.ledger.total_tokens
+    assert a.state == b.state
+    assert [(i.kind, i.source, i.included) for i in a.ledger.items] == [
+        (i.kind, i.source, i.included) for i in b.ledger.items
+    ]
+
+
+@pytest.mark.parametrize("kind", [TurnKind.NORMAL, TurnKind.SWIPE, TurnKind.CONTINUE])
+@pytest.mark.parametrize("hidden_every", [0, 7])
+def test_a_long_chat_read_from_its_end_gives_the_whole_chats_prompt(
+    store: SqlStore, tmp_path: Path, kind: TurnKind, hidden_every: int
+) -> None:
+    _library(store, max_context=2048)
+    chat_id = _chat(store, 600, hidden_every=hidden_every)
+    windowed, turns = _build(store, tmp_path, chat_id, kind, whole=False, dry=False)
+    whole, _ = _build(store, tmp_path, chat_id, kind, whole=True, dry=False)
+    _same(windowed, whole)
+    assert windowed.ledger.history_stopped
+    # It read a few hundred messages at most, not the chat.
+    assert turns._windows[chat_id] < 400
+
+
+def test_a_chat_shorter_than_the_budget_is_read_whole(store: SqlStore, tmp_path: Path) -> None:
+    _library(store, max_context=200_000)
+    chat_id = _chat(store, 300)
+    windowed, turns = _build(store, tmp_path, chat_id, TurnKind.NORMAL, whole=False, dry=True)
+    whole, _ = _build(store, tmp_path, chat_id, TurnKind.NORMAL, whole=True, dry=True)
+    _same(windowed, whole)
+    assert not windowed.ledger.history_stopped
+    assert turns.assemblies >= 2  # it widened until the whole chat was in
+
+
+def test_documents_are_parsed_once_and_again_after_an_edit(store: SqlStore, tmp_path: Path) -> None:
+    _library(store, max_context=2048)
+    chat_id = _chat(store, 40)
+    turns = TurnContexts(store, clock=lambda: NOW)
+    service = _service(store, tmp_path, turns)
+
+    def build() -> Prompt:
+        chat = store.get_chat(chat_id)
+        turn = service.turn(chat, chat.active_leaf_id, TurnKind.NORMAL, Api.OPENAI, dry_run=True)
+        return turns.build(turn).prompt
+
+    first = build()
+    parsed = turns.documents.parses
+    build()
+    assert turns.documents.parses == parsed  # nothing parsed again
+    # An edit of the book, by any process, is seen by the next turn.
+    lib = LibraryService(store)
+    found = lib.find(LibraryKind.LOREBOOK, "Lore")
+    assert found is not None
+    book = lib.lorebook(found.id)
+    edited = replace(
+        book, entries=tuple(e.changed(content="EDITED " + e.content) for e in book.entries)
+    )
+    lib.put_lorebook(edited)
+    after = build()
+    assert turns.documents.parses == parsed + 1
+    assert "EDITED" in "".join(m.content for m in after.messages)
+    assert "EDITED" not in "".join(m.content for m in first.messages)
+
+
+def test_only_the_books_that_apply_are_loaded(store: SqlStore, tmp_path: Path) -> None:
+    _library(store, max_context=2048)
+    LibraryService(store).put_lorebook(
+        Lorebook(name="Unbound", entries=(Entry(uid=0, key=("the",), content="UNBOUND"),))
+    )
+    chat_id = _chat(store, 20)
+    prompt, turns = _build(store, tmp_path, chat_id, TurnKind.NORMAL, whole=False, dry=True)
+    assert "UNBOUND" not in "".join(m.content for m in prompt.messages)
+    chat = store.get_chat(chat_id)
+    assert set(turns.library(chat).lorebooks) == {"Lore"}
+    # The global selection (SillyTavern's world_info_settings) brings a book in.
+    set_active(store, "world_info_settings", {"world_info": {"globalSelect": ["Unbound"]}})
+    assert set(turns.library(chat).lorebooks) == {"Lore", "Unbound"}
