@@ -98,9 +98,12 @@ def test_every_view_loads_and_names_its_controls(
     page = chromium.new_page(viewport=viewport)
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
-    chat_id = seed_chat(taverna, stub)
+    # The context is small before the replies are made: the line comes from the last
+    # reply's prompt as it was sent.
     small_context(taverna, st_fixtures, 1000)
+    chat_id = seed_chat(taverna, stub)
     assert taverna.api("GET", f"/chats/{chat_id}/prompt").json()["first_message_in_context"]
+    assert taverna.api("GET", f"/chats/{chat_id}/context").json()["first_message_in_context"]
     for lang in ("en", "zh-CN"):
         page.goto(taverna.url + "/#/characters")
         page.locator("#lang-select").select_option(lang)

@@ -1,4 +1,6 @@
-// The chat view: the active path of one chat, streaming, and every per-message action.
+// The chat view: a window of the active path, paged by cursor as the person scrolls,
+// streaming, and every per-message action. One state object holds the messages by id in
+// path order; a change redraws the message it starts at and those after it, nothing else.
 
 import { api, followTask } from "../api.js";
 import { copyText, h, iconButton, mount, toast } from "../dom.js";
@@ -7,6 +9,11 @@ import { renderMarkdown } from "../markdown.js";
 import { openInspector } from "./inspector.js";
 import { openChatSettings } from "./chat_settings.js";
 import { openTree } from "./tree.js";
+
+// Messages per page read from the server, and the most kept in the page at once: farther
+// ones are dropped and read again by cursor, so a long chat keeps a small DOM.
+const PAGE = 50;
+const HELD = 100;
 
 function avatarFor(message, chat) {
   const isUser = message.role === "user";
@@ -26,8 +33,23 @@ function reasoningBlock(text, open = false) {
 /** Render the chat with id `params.id` into `root`; returns a cleanup function. */
 export async function render(root, params) {
   let closed = false;
-  const state = { chat: null, task: null, closeStream: null, streamText: "", contextCut: null, editing: null };
+  const chatUrl = `/chats/${encodeURIComponent(params.id)}`;
+  const state = {
+    chat: null, // the chat's own facts: title, revision, characters, persona, branches...
+    byId: new Map(), // message id -> message as the server sent it
+    order: [], // the ids held, in path order (consecutive positions)
+    total: 0, // live messages on the whole path
+    task: null,
+    closeStream: null,
+    streamText: "",
+    reasoningText: "",
+    contextCut: null,
+    paging: false,
+  };
+  const drawn = new Map(); // message id -> its <li>
   const list = h("ol", { class: "messages", "aria-live": "off" });
+  const olderEdge = h("li", { class: "sentinel", "aria-hidden": "true", "data-edge": "older" });
+  const newerEdge = h("li", { class: "sentinel", "aria-hidden": "true", "data-edge": "newer" });
   const input = h("textarea", {
     id: "chat-input",
     rows: 2,
@@ -46,16 +68,15 @@ export async function render(root, params) {
     h("a", { href: "#/chats", class: "back", "aria-label": t("chat.back"), title: t("chat.back"), text: "‹" }),
     title,
     branchSelect,
-    iconButton(t("tree.open"), "branch", () => openTree(params.id, state.chat.revision, async (chat) => {
-      state.chat = chat;
-      await loadBranches();
-      draw();
+    iconButton(t("tree.open"), "branch", () => openTree(params.id, state.chat.revision, (chat) => {
+      if (!chat) return changedElsewhere();
+      applyChange(chat);
       loadContextLine();
     }), { attrs: { id: "open-tree" } }),
-    iconButton(t("settings.title"), "note", () => openChatSettings(params.id, state.chat.revision, (chat) => {
-      state.chat = chat;
-      draw();
-      loadContextLine();
+    iconButton(t("settings.title"), "note", () => openChatSettings(params.id, state.chat.revision, (change) => {
+      if (!change) return changedElsewhere();
+      if (change.messages) applyChange(change);
+      else state.chat.revision = change.revision;
     }), { attrs: { id: "open-settings" } }),
     iconButton(t("chat.undo"), "undo", () => history("undo")),
     iconButton(t("chat.redo"), "redo", () => history("redo")),
@@ -72,25 +93,218 @@ export async function render(root, params) {
     h("span", { text: t("chat.no_connection") }), " ", h("a", { href: "#/connections", text: t("chat.add_connection") }));
   mount(root, h("section", { class: "chat", "aria-label": t("chat.title") }, header, list, notice, drafts, composer));
 
+  // ------------------------------------------------------------------ the state
+
+  const held = () => state.order.map((id) => state.byId.get(id));
+  const firstHeld = () => state.byId.get(state.order[0]);
+  const lastHeld = () => state.byId.get(state.order[state.order.length - 1]);
+  const hasOlder = () => (state.order.length ? firstHeld().position > 0 : false);
+  const hasNewer = () => (state.order.length ? lastHeld().position < state.total - 1 : false);
+  const isLastReply = (m) => m.position === state.total - 1 && m.role === "assistant";
+  const atBottom = () => list.scrollHeight - list.scrollTop - list.clientHeight < 48;
+
   // Message ids as the inspector's ledger shows them: "#3 Ann".
   function labels() {
-    return Object.fromEntries((state.chat?.messages || []).map((m, i) => [m.id, `#${i} ${m.name || m.role}`]));
+    return Object.fromEntries(held().map((m) => [m.id, `#${m.position} ${m.name || m.role}`]));
   }
 
+  /** Take the chat's own facts from a server answer (its messages are merged apart). */
+  function takeFacts(chat) {
+    const { messages: _messages, window, ...facts } = chat;
+    state.chat = facts;
+    state.total = window.total;
+    title.textContent = facts.title;
+    loadBranches();
+  }
+
+  /** Show a window instead of whatever was held (opening, or a change reaching far back). */
+  function showWindow(chat) {
+    takeFacts(chat);
+    state.byId.clear();
+    state.order = [];
+    drawn.clear();
+    for (const m of chat.messages) {
+      state.byId.set(m.id, m);
+      state.order.push(m.id);
+    }
+    mount(list, olderEdge, held().map((m) => draw(m)), newerEdge);
+    if (state.task) placeStreamItem();
+    placeContextLine();
+    updateControls();
+    list.scrollTop = list.scrollHeight;
+    rearm();
+  }
+
+  /**
+   * Merge a write's answer: its messages replace those held from `from` on (the
+   * position where the path may have changed). Earlier messages stay as they are, DOM
+   * elements included. Without `from`, the answer is a window to show instead.
+   */
+  function applyChange(chat, from = chat.window.changed_from) {
+    if (from === null || from === undefined) return showWindow(chat);
+    const stick = atBottom();
+    takeFacts(chat);
+    while (state.order.length && lastHeld().position >= from) forget(state.order.pop());
+    const last = lastHeld();
+    // Held messages that stop short of `from` (the far end was dropped): the change is out
+    // of sight and is read again when the person scrolls there.
+    if (!last || last.position === from - 1) {
+      const before = newerEdge.previousElementSibling?.id === "streaming" ? newerEdge.previousElementSibling : newerEdge;
+      for (const m of chat.messages) {
+        state.byId.set(m.id, m);
+        state.order.push(m.id);
+        before.before(draw(m));
+      }
+    }
+    refreshLastReply();
+    placeContextLine();
+    updateControls();
+    if (stick) list.scrollTop = list.scrollHeight;
+    rearm();
+    return undefined;
+  }
+
+  function forget(id) {
+    state.byId.delete(id);
+    drawn.get(id)?.remove();
+    drawn.delete(id);
+  }
+
+  /** The last reply carries extra buttons: redraw a message that gained or lost them. */
+  function refreshLastReply() {
+    for (const li of list.querySelectorAll('li.message[data-last="1"]')) {
+      const m = state.byId.get(li.dataset.id);
+      if (m && !isLastReply(m)) redraw(m);
+    }
+    const last = lastHeld();
+    if (last && isLastReply(last) && drawn.get(last.id)?.dataset.last !== "1") redraw(last);
+  }
+
+  function redraw(m) {
+    const old = drawn.get(m.id);
+    const fresh = draw(m);
+    if (old) old.replaceWith(fresh);
+    return fresh;
+  }
+
+  function draw(m) {
+    const li = messageItem(m, isLastReply(m), !!state.task);
+    drawn.set(m.id, li);
+    return li;
+  }
+
+  // ------------------------------------------------------------ paging by cursor
+
+  const edges = new IntersectionObserver((seen) => {
+    for (const entry of seen) {
+      if (!entry.isIntersecting) continue;
+      if (entry.target === olderEdge) loadOlder();
+      else loadNewer();
+    }
+  }, { root: list, rootMargin: "400px 0px" });
+  edges.observe(olderEdge);
+  edges.observe(newerEdge);
+
+  // Observing again reports the edges' current state: a page that did not fill the
+  // screen leads straight to the next one.
+  function rearm() {
+    for (const edge of [olderEdge, newerEdge]) {
+      edges.unobserve(edge);
+      edges.observe(edge);
+    }
+  }
+
+  async function readPage(query) {
+    const page = await api.get(`${chatUrl}?limit=${PAGE}&${query}`);
+    if (page.revision !== state.chat.revision) {
+      await changedElsewhere();
+      return null;
+    }
+    return page;
+  }
+
+  async function loadOlder() {
+    if (state.paging || closed || !hasOlder()) return;
+    state.paging = true;
+    try {
+      const first = firstHeld();
+      const page = await readPage(`before=${encodeURIComponent(first.id)}`);
+      if (!page || firstHeld() !== first) return;
+      // Keep what the person looks at in place while messages arrive above it.
+      const fromBottom = list.scrollHeight - list.scrollTop;
+      const anchor = drawn.get(first.id);
+      anchor.before(...page.messages.map((m) => {
+        state.byId.set(m.id, m);
+        return draw(m);
+      }));
+      state.order.unshift(...page.messages.map((m) => m.id));
+      list.scrollTop = list.scrollHeight - fromBottom;
+      // The far end goes (read again by cursor when scrolled back to).
+      while (state.order.length > HELD && !state.task) forget(state.order.pop());
+      placeContextLine();
+    } finally {
+      state.paging = false;
+      rearm();
+    }
+  }
+
+  async function loadNewer() {
+    if (state.paging || closed || !hasNewer()) return;
+    state.paging = true;
+    try {
+      const last = lastHeld();
+      const page = await readPage(`after=${encodeURIComponent(last.id)}`);
+      if (!page || lastHeld() !== last) return;
+      newerEdge.before(...page.messages.map((m) => {
+        state.byId.set(m.id, m);
+        return draw(m);
+      }));
+      state.order.push(...page.messages.map((m) => m.id));
+      const height = list.scrollHeight;
+      while (state.order.length > HELD) forget(state.order.shift());
+      list.scrollTop -= height - list.scrollHeight;
+      refreshLastReply();
+      placeContextLine();
+    } finally {
+      state.paging = false;
+      rearm();
+    }
+  }
+
+  // ---------------------------------------------------------------- reading
+
   async function load() {
-    state.chat = await api.get(`/chats/${encodeURIComponent(params.id)}`);
-    title.textContent = state.chat.title;
-    await loadBranches();
-    draw();
+    const chat = await api.get(chatUrl);
+    showWindow(chat);
     if (state.chat.task && (!state.task || state.task.id !== state.chat.task.id)) attach(state.chat.task);
     loadContextLine();
     loadDrafts();
   }
 
+  /** A write met a newer revision: show the chat as it is now, and say so. */
+  async function changedElsewhere() {
+    await load();
+    toast(t("chat.changed_elsewhere"), "error");
+  }
+
+  /** Send a write and merge its answer; a stale revision reloads instead. */
+  async function write(request) {
+    let chat;
+    try {
+      chat = await request();
+    } catch (error) {
+      if (error.status === 409) return changedElsewhere();
+      throw error;
+    }
+    applyChange(chat);
+    loadContextLine();
+    return chat;
+  }
+
   async function loadDrafts() {
     let found = [];
     try {
-      found = (await api.get(`/chats/${encodeURIComponent(params.id)}/drafts`)).filter((d) => d.kind !== "impersonate");
+      found = (await api.get(`${chatUrl}/drafts`)).filter((d) => d.kind !== "impersonate");
     } catch {
       found = [];
     }
@@ -108,7 +322,7 @@ export async function render(root, params) {
         } })))));
   }
 
-  async function loadBranches() {
+  function loadBranches() {
     const branches = state.chat.branches || [];
     mount(branchSelect, branches.map((b) =>
       h("option", { value: b.id, selected: b.active ? "selected" : null, text: `${b.name} (${b.length})` }),
@@ -116,45 +330,38 @@ export async function render(root, params) {
     branchSelect.hidden = branches.length < 2;
   }
 
+  // The "context cut" line: where the last reply's prompt began, as recorded when it was
+  // sent (no prompt is built for it).
   async function loadContextLine() {
     try {
-      const prompt = await api.get(`/chats/${encodeURIComponent(params.id)}/prompt`);
-      state.contextCut = prompt.first_message_in_context;
-      placeContextLine();
+      const found = await api.get(`${chatUrl}/context`);
+      state.contextCut = found.first_message_in_context;
     } catch {
       state.contextCut = null;
     }
+    placeContextLine();
   }
 
   function placeContextLine() {
     list.querySelectorAll(".context-line").forEach((el) => el.remove());
-    const cut = state.contextCut;
-    if (!cut) return;
-    const first = list.querySelector(`[data-id="${CSS.escape(cut)}"]`);
-    if (!first || first === list.firstElementChild) return;
-    first.before(h("li", { class: "context-line", role: "separator", "aria-label": t("chat.context_cut") },
+    const cut = state.contextCut && state.byId.get(state.contextCut);
+    if (!cut || cut.position === 0) return;
+    drawn.get(cut.id)?.before(h("li", { class: "context-line", role: "separator", "aria-label": t("chat.context_cut") },
       h("span", { text: t("chat.context_cut") })));
   }
 
-  function lastAssistantId() {
-    const msgs = state.chat.messages;
-    const last = msgs[msgs.length - 1];
-    return last && last.role === "assistant" ? last.id : null;
-  }
-
-  function draw() {
+  function updateControls() {
     const busy = !!state.task;
-    const lastId = lastAssistantId();
-    mount(list, state.chat.messages.map((m, i) => messageItem(m, i, m.id === lastId, busy)));
-    if (state.task && !["impersonate", "continue"].includes(state.task.kind)) list.append(streamItem());
-    placeContextLine();
     sendButton.hidden = busy;
     stopButton.hidden = !busy;
     impersonateButton.disabled = busy;
-    continueButton.disabled = busy || !state.chat.messages.length;
-    list.scrollTop = list.scrollHeight;
-    if (state.task) updateStream();
+    continueButton.disabled = busy || state.total === 0;
+    for (const button of list.querySelectorAll("li.message:not(#streaming) button")) {
+      button.disabled = busy || button.dataset.off === "1";
+    }
   }
+
+  // ---------------------------------------------------------------- streaming
 
   function streamItem() {
     const char = state.chat.characters?.[0] || {};
@@ -166,10 +373,16 @@ export async function render(root, params) {
         reasoningBlock(state.reasoningText, true), body));
   }
 
+  /** The streaming reply sits after the last message (a continue grows that one instead). */
+  function placeStreamItem() {
+    list.querySelector("#streaming")?.remove();
+    if (state.task && !["impersonate", "continue"].includes(state.task.kind)) newerEdge.before(streamItem());
+    updateStream();
+  }
+
   function streamTarget() {
     if (state.task.kind === "continue") {
-      // A continue grows the last message in place.
-      const last = [...list.querySelectorAll(".message")].pop();
+      const last = lastHeld() && drawn.get(lastHeld().id);
       const content = last?.querySelector(".content");
       if (content) {
         last.classList.add("streaming");
@@ -193,20 +406,24 @@ export async function render(root, params) {
     list.scrollTop = list.scrollHeight;
   }
 
+  // ---------------------------------------------------------------- one message
+
   function candidateNav(m, isLast, busy) {
     if (m.candidate_count < 2 && !(isLast && m.role === "assistant")) return null;
     const prev = iconButton(t("chat.prev_candidate"), "prev", () => select(m, -1), { class: "swipe-prev" });
-    prev.disabled = busy || m.candidate_index <= 1;
+    prev.dataset.off = m.candidate_index <= 1 ? "1" : "0";
+    prev.disabled = busy || prev.dataset.off === "1";
     // On the last reply, "next" past the last candidate asks the model for a new one (a swipe).
     const canGenerate = isLast && m.role === "assistant" && m.candidate_index >= m.candidate_count;
     const next = iconButton(t("chat.next_candidate"), "next", () => (canGenerate ? generate("swipe") : select(m, 1)), { class: "swipe-next" });
-    next.disabled = busy || (!canGenerate && m.candidate_index >= m.candidate_count);
+    next.dataset.off = !canGenerate && m.candidate_index >= m.candidate_count ? "1" : "0";
+    next.disabled = busy || next.dataset.off === "1";
     return h("span", { class: "swipes" }, prev,
       h("span", { class: "counter", title: t("chat.candidate_counter", { n: m.candidate_index, total: m.candidate_count }), text: `${m.candidate_index}/${m.candidate_count}` }),
       next);
   }
 
-  function messageItem(m, index, isLastAssistant, busy) {
+  function messageItem(m, isLastAssistant, busy) {
     const content = h("div", { class: "content markdown" });
     content.innerHTML = renderMarkdown(m.content);
     const reasoning = reasoningBlock(m.generation?.extras?.reasoning);
@@ -234,21 +451,24 @@ export async function render(root, params) {
       {
         class: `message ${m.role}${m.hidden ? " hidden-msg" : ""}`,
         "data-id": m.id,
-        "data-index": index,
-        "aria-label": t("chat.message_label", { name, n: index + 1 }),
+        "data-index": m.position,
+        "data-last": isLastAssistant ? "1" : "0",
+        "aria-label": t("chat.message_label", { name, n: m.position + 1 }),
       },
       avatarFor(m, state.chat),
       h("div", { class: "bubble" },
         h("div", { class: "meta" },
           h("span", { class: "name", text: name }),
           m.hidden ? h("span", { class: "badge", text: t("chat.hidden_badge") }) : null,
-          h("span", { class: "index", text: `#${index}` }),
+          h("span", { class: "index", text: `#${m.position}` }),
           candidateNav(m, isLastAssistant, busy)),
         reasoning,
         content,
         actions),
     );
   }
+
+  // ---------------------------------------------------------------- actions
 
   function startEdit(m, content, resend) {
     const area = h("textarea", { class: "edit-area", value: m.content, "aria-label": t("chat.edit_text"), rows: Math.min(12, m.content.split("\n").length + 2) });
@@ -257,64 +477,51 @@ export async function render(root, params) {
     const box = h("div", { class: "edit-box" }, area, h("div", { class: "row" }, save, cancel));
     content.replaceWith(box);
     area.focus();
-    cancel.addEventListener("click", () => draw());
+    cancel.addEventListener("click", () => {
+      const shown = state.byId.get(m.id);
+      if (shown) redraw(shown);
+    });
     save.addEventListener("click", async () => {
       const text = area.value;
       if (resend) {
-        const result = await api.post(`/chats/${params.id}/messages/${m.id}/resend`, { content: text, revision: state.chat.revision });
-        state.chat = result.chat;
-        attach(result.task);
+        await start(() => api.post(`${chatUrl}/messages/${m.id}/resend`, { content: text, revision: state.chat.revision }));
       } else {
-        state.chat = await api.patch(`/chats/${params.id}/messages/${m.id}`, { content: text, revision: state.chat.revision });
-        draw();
+        await write(() => api.patch(`${chatUrl}/messages/${m.id}`, { content: text, revision: state.chat.revision }));
       }
     });
   }
 
-  async function select(m, step) {
-    state.chat = await api.post(`/chats/${params.id}/messages/${m.id}/select`, { index: m.candidate_index + step, revision: state.chat.revision });
-    await loadBranches();
-    draw();
-    loadContextLine();
-  }
+  const select = (m, step) =>
+    write(() => api.post(`${chatUrl}/messages/${m.id}/select`, { index: m.candidate_index + step, revision: state.chat.revision }));
 
-  async function setHidden(m, hidden) {
-    state.chat = await api.post(`/chats/${params.id}/messages/${m.id}/hidden`, { hidden, revision: state.chat.revision });
-    draw();
-    loadContextLine();
-  }
+  const setHidden = (m, hidden) =>
+    write(() => api.post(`${chatUrl}/messages/${m.id}/hidden`, { hidden, revision: state.chat.revision }));
 
   async function remove(m) {
     if (!confirm(t("chat.confirm_delete"))) return;
-    state.chat = await api.del(`/chats/${params.id}/messages/${m.id}?revision=${state.chat.revision}`);
-    draw();
-    loadContextLine();
+    await write(() => api.del(`${chatUrl}/messages/${m.id}?revision=${state.chat.revision}`));
   }
 
   async function branchFrom(m) {
     const name = prompt(t("chat.branch_name"), t("chat.branch_default", { n: (state.chat.branches || []).length + 1 }));
     if (name === null) return;
-    state.chat = await api.post(`/chats/${params.id}/branches`, { node_id: m.id, name, revision: state.chat.revision });
-    await loadBranches();
-    draw();
-    toast(t("chat.branched", { name }));
+    if (await write(() => api.post(`${chatUrl}/branches`, { node_id: m.id, name, revision: state.chat.revision }))) {
+      toast(t("chat.branched", { name }));
+    }
   }
 
   async function checkpointAt(m) {
-    const known = await api.get(`/chats/${params.id}/checkpoints`);
+    const known = await api.get(`${chatUrl}/checkpoints`);
     const name = prompt(t("chat.checkpoint_name"), t("chat.checkpoint_default", { n: known.length + 1 }));
     if (name === null) return;
-    state.chat = await api.post(`/chats/${params.id}/checkpoints`, { node_id: m.id, name, revision: state.chat.revision });
-    draw();
-    toast(t("chat.checkpointed", { name }));
+    if (await write(() => api.post(`${chatUrl}/checkpoints`, { node_id: m.id, name, revision: state.chat.revision }))) {
+      toast(t("chat.checkpointed", { name }));
+    }
   }
 
   async function history(step) {
     if (state.task) return;
-    state.chat = await api.post(`/chats/${params.id}/${step}`, { revision: state.chat.revision });
-    await loadBranches();
-    draw();
-    loadContextLine();
+    await write(() => api.post(`${chatUrl}/${step}`, { revision: state.chat.revision }));
   }
 
   // `/hide 2-5`, `/hide 3`, `/unhide 2-5`: SillyTavern's commands for hiding messages.
@@ -323,10 +530,26 @@ export async function render(root, params) {
     if (!found) return false;
     const start = Number(found[2]);
     const end = found[3] === undefined ? start : Number(found[3]);
-    state.chat = await api.post(`/chats/${params.id}/hide-range`, { start, end, hidden: found[1] === "hide", revision: state.chat.revision });
-    input.value = "";
-    draw();
-    loadContextLine();
+    if (await write(() => api.post(`${chatUrl}/hide-range`, { start, end, hidden: found[1] === "hide", revision: state.chat.revision }))) {
+      input.value = "";
+    }
+    return true;
+  }
+
+  /** Start a generation (a write that answers with the change and a task to follow). */
+  async function start(request) {
+    let result;
+    try {
+      result = await request();
+    } catch (error) {
+      if (error.status === 409) {
+        await changedElsewhere();
+        return false;
+      }
+      throw error;
+    }
+    applyChange(result.chat);
+    attach(result.task);
     return true;
   }
 
@@ -336,21 +559,22 @@ export async function render(root, params) {
     if (kind === "normal" && (await slashCommand(input.value.trim()))) return;
     if (kind === "normal") {
       body.text = input.value;
-      if (!body.text.trim() && !state.chat.messages.length) return;
+      if (!body.text.trim() && !state.total) return;
     }
-    const result = await api.post(`/chats/${params.id}/generate`, body);
-    if (kind === "normal") input.value = "";
-    state.chat = result.chat;
-    attach(result.task);
+    // The reply streams at the end of the path: be there (the far end may have been dropped).
+    if (hasNewer()) await load();
+    if ((await start(() => api.post(`${chatUrl}/generate`, body))) && kind === "normal") input.value = "";
   }
 
   function attach(task) {
     if (state.closeStream) state.closeStream();
-    const last = state.chat.messages[state.chat.messages.length - 1];
+    const last = lastHeld();
     state.task = { ...task, base: task.kind === "continue" && last ? last.content : "" };
     state.streamText = "";
     state.reasoningText = "";
-    draw();
+    placeStreamItem();
+    updateControls();
+    list.scrollTop = list.scrollHeight;
     state.closeStream = followTask(task.id, async (kind, data) => {
       if (kind === "delta") {
         state.streamText += data.text || "";
@@ -360,11 +584,13 @@ export async function render(root, params) {
         state.reasoningText += data.text || "";
         const shown = list.querySelector("#streaming .reasoning-text");
         if (shown) shown.textContent = state.reasoningText;
-        else if (first) draw();
+        else if (first) placeStreamItem();
       } else if (["done", "error", "cancelled", "lost"].includes(kind)) {
         const impersonated = state.task?.kind === "impersonate" ? state.streamText : null;
         state.task = null;
         state.closeStream = null;
+        list.querySelector("#streaming")?.remove();
+        updateControls();
         if (kind === "error") toast(data.message || t("error.generation"), "error");
         if (kind === "cancelled") toast(t("chat.stopped"));
         if (impersonated !== null) {
@@ -374,9 +600,32 @@ export async function render(root, params) {
         }
         if (kind === "lost") toast(t("chat.reconnecting"));
         // The server may be going away as the stream ends (a restart): keep trying.
-        await recover();
+        if (kind === "lost" || !(await refreshEnd())) await recover();
       }
     });
+  }
+
+  /** After a generation: read the end of the path again from the message before the last
+   * one (a reply was added, swapped or grown there), and the drafts. False if it failed. */
+  async function refreshEnd() {
+    try {
+      const shown = held();
+      if (hasNewer() || shown.length < 2) {
+        await load();
+        return true;
+      }
+      const anchor = shown[shown.length - 2];
+      const page = await api.get(`${chatUrl}?limit=${PAGE}&after=${encodeURIComponent(anchor.id)}`);
+      if (page.window.has_newer) await load();
+      else {
+        applyChange(page, page.window.start);
+        loadContextLine();
+        loadDrafts();
+      }
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   // Read the chat again, waiting for the server to answer if it is restarting.
@@ -401,17 +650,19 @@ export async function render(root, params) {
       generate("normal");
     }
   });
-  branchSelect.addEventListener("change", async () => {
-    state.chat = await api.post(`/chats/${params.id}/branches/${branchSelect.value}/switch`, { revision: state.chat.revision });
-    await loadBranches();
-    draw();
-    loadContextLine();
-  });
+  branchSelect.addEventListener("change", () =>
+    write(() => api.post(`${chatUrl}/branches/${branchSelect.value}/switch`, { revision: state.chat.revision })));
 
   await load();
-  api.get("/connections").then((found) => { notice.hidden = found.length > 0; }).catch(() => {});
+  api.get("/connections").then((found) => {
+    // The notice takes room from the list: keep its end in sight.
+    const stick = atBottom();
+    notice.hidden = found.length > 0;
+    if (stick) list.scrollTop = list.scrollHeight;
+  }).catch(() => {});
   return () => {
     closed = true;
+    edges.disconnect();
     if (state.closeStream) state.closeStream();
   };
 }

@@ -4,7 +4,9 @@ import { api } from "../api.js";
 import { h, iconButton, mount, toast } from "../dom.js";
 import { t } from "../i18n.js";
 
-/** Open the settings of chat `chatId`; `onSaved(chat)` gets the chat after a change. */
+/** Open the settings of chat `chatId`; `onSaved(change)` gets the chat after a change (or
+ * just `{ revision }` when no message changed), or null when the chat had changed
+ * elsewhere (a stale revision: the panel closes). */
 export async function openChatSettings(chatId, revision, onSaved) {
   document.getElementById("chat-settings")?.remove();
   const body = h("div", { class: "inspector-body" });
@@ -14,6 +16,16 @@ export async function openChatSettings(chatId, revision, onSaved) {
     body);
   document.body.append(panel);
   panel.addEventListener("keydown", (e) => e.key === "Escape" && panel.remove());
+  async function change(request) {
+    try {
+      return await request();
+    } catch (error) {
+      if (error.status !== 409) throw error;
+      panel.remove();
+      onSaved(null);
+      return null;
+    }
+  }
   const [settings, books] = await Promise.all([api.get(`/chats/${chatId}/settings`), api.get("/lorebooks")]);
   const note = settings.authors_note || { prompt: "", interval: 1, depth: 4, position: 1, role: 0 };
   const prompt = h("textarea", { id: "an-prompt", rows: 5, value: note.prompt });
@@ -37,19 +49,20 @@ export async function openChatSettings(chatId, revision, onSaved) {
       field("an-position", t("field.position"), position),
       field("an-role", t("field.role"), role)),
     h("button", { type: "button", class: "primary", text: t("settings.save_note"), onClick: async () => {
-      await api.put(`/chats/${chatId}/authors-note`, {
+      const saved = await change(() => api.put(`/chats/${chatId}/authors-note`, {
         prompt: prompt.value, interval: Number(interval.value), depth: Number(depth.value),
         position: Number(position.value), role: Number(role.value), revision,
-      });
-      const chat = await api.get(`/chats/${chatId}`);
-      revision = chat.revision;
+      }));
+      if (!saved) return;
+      revision = saved.revision;
       toast(t("common.saved"));
-      onSaved(chat);
+      onSaved({ revision });
     } }),
     h("h3", { text: t("settings.chat_lorebook") }),
     field("chat-lorebook", t("settings.chat_lorebook"), book),
     h("button", { type: "button", text: t("settings.save_lorebook"), onClick: async () => {
-      const chat = await api.put(`/chats/${chatId}/lorebook`, { lorebook_id: book.value || null, revision });
+      const chat = await change(() => api.put(`/chats/${chatId}/lorebook`, { lorebook_id: book.value || null, revision }));
+      if (!chat) return;
       revision = chat.revision;
       toast(t("common.saved"));
       onSaved(chat);

@@ -4,7 +4,8 @@ import { api } from "../api.js";
 import { h, iconButton, mount } from "../dom.js";
 import { t } from "../i18n.js";
 
-/** Open the tree of chat `chatId`; `onPick(chat)` gets the chat after it changed here. */
+/** Open the tree of chat `chatId`; `onPick(chat)` gets the chat after it changed here,
+ * or null when the chat had changed elsewhere (a stale revision: the tree closes). */
 export async function openTree(chatId, revision, onPick) {
   document.getElementById("tree")?.remove();
   const body = h("div", { class: "inspector-body" }, h("p", { class: "muted", text: t("inspector.loading") }));
@@ -15,6 +16,18 @@ export async function openTree(chatId, revision, onPick) {
   document.body.append(panel);
   panel.addEventListener("keydown", (e) => e.key === "Escape" && panel.remove());
   panel.querySelector("#close-tree").focus();
+
+  // A write from here; a 409 means the chat moved on since the tree was opened.
+  async function change(request) {
+    try {
+      return await request();
+    } catch (error) {
+      if (error.status !== 409) throw error;
+      panel.remove();
+      onPick(null);
+      return null;
+    }
+  }
 
   async function render() {
     const [tree, checkpoints] = await Promise.all([api.get(`/chats/${chatId}/tree`), api.get(`/chats/${chatId}/checkpoints`)]);
@@ -29,7 +42,8 @@ export async function openTree(chatId, revision, onPick) {
             class: "link",
             "aria-label": t("tree.checkpoint_open", { name: c.name }),
             onClick: async () => {
-              const chat = await api.post(`/chats/${chatId}/checkpoints/${c.id}/open`, { revision });
+              const chat = await change(() => api.post(`/chats/${chatId}/checkpoints/${c.id}/open`, { revision }));
+              if (!chat) return;
               panel.remove();
               onPick(chat);
             },
@@ -38,7 +52,8 @@ export async function openTree(chatId, revision, onPick) {
           h("span", { class: "muted", text: t("tree.checkpoint_at", { n: depthOf.get(c.node_id) ?? "?" }) })),
           iconButton(t("tree.checkpoint_delete", { name: c.name }), "trash", async () => {
             if (!confirm(t("tree.checkpoint_confirm", { name: c.name }))) return;
-            const chat = await api.del(`/chats/${chatId}/checkpoints/${c.id}`);
+            const chat = await change(() => api.del(`/chats/${chatId}/checkpoints/${c.id}`));
+            if (!chat) return;
             revision = chat.revision;
             onPick(chat);
             await render();
@@ -52,7 +67,8 @@ export async function openTree(chatId, revision, onPick) {
             class: "link",
             "aria-current": n.on_path ? "true" : null,
             onClick: async () => {
-              const chat = await api.post(`/chats/${chatId}/messages/${n.id}/show`, { revision });
+              const chat = await change(() => api.post(`/chats/${chatId}/messages/${n.id}/show`, { revision }));
+              if (!chat) return;
               panel.remove();
               onPick(chat);
             },
