@@ -46,5 +46,13 @@ class Conflict(TavernaError):
         super().__init__(message, file=file, field=field)
 
 
+class StaleRevision(Conflict):
+    """A write named revision `expected` but the object is at `current`: re-read and retry."""
+
+    def __init__(self, message: str, *, current_revision: int, expected: int | None = None) -> None:
+        self.expected = expected
+        super().__init__(message, field="revision", current_revision=current_revision)
+
+
 class ProviderError(TavernaError):
     """A model API failed or refused a request."""

@@ -396,27 +396,31 @@ class GenerationService:
         self, chat_id: str, text: str, *, connection: str | None = None, speaker: str = ""
     ) -> RunningGeneration:
         """Post the person's message (if any text) and generate the reply to it."""
-        with self._reserved(chat_id):
-            self.connections.get(connection)  # a missing connection fails before any write
+
+        def post() -> None:
             if text.strip():
-                await asyncio.to_thread(self._post, chat_id, text, speaker)
-            chat, end = await self._path_end(chat_id)
-            leaf = end.nodes[-1] if end.nodes else None
-            return await self._start(chat, TurnKind.NORMAL, leaf, connection)
+                self._post(chat_id, text, speaker)
+
+        def choose(end: PathTail) -> tuple[TurnKind, Node | None]:
+            return TurnKind.NORMAL, end.nodes[-1] if end.nodes else None
+
+        return await self._begin(chat_id, connection, choose, post)
 
     async def regenerate(self, chat_id: str, *, connection: str | None = None) -> RunningGeneration:
         """A new reply in place of the last one (the old one is deleted, restorably)."""
-        with self._reserved(chat_id):
-            chat, end = await self._path_end(chat_id)
+
+        def choose(end: PathTail) -> tuple[TurnKind, Node | None]:
             leaf = end.nodes[-1] if end.nodes else None
             if leaf is not None and leaf.role is NodeRole.ASSISTANT and _length(end) > 1:
-                return await self._start(chat, TurnKind.REGENERATE, leaf, connection)
-            return await self._start(chat, TurnKind.NORMAL, leaf, connection)
+                return TurnKind.REGENERATE, leaf
+            return TurnKind.NORMAL, leaf
+
+        return await self._begin(chat_id, connection, choose)
 
     async def swipe(self, chat_id: str, *, connection: str | None = None) -> RunningGeneration:
         """A new candidate beside the last reply; the current one is left out of the prompt."""
-        with self._reserved(chat_id):
-            chat, end = await self._path_end(chat_id)
+
+        def choose(end: PathTail) -> tuple[TurnKind, Node | None]:
             leaf = end.nodes[-1] if end.nodes else None
             if leaf is None or leaf.role is not NodeRole.ASSISTANT:
                 raise TavernaError("only a reply of the character can be swiped", field="chat")
@@ -425,26 +429,31 @@ class GenerationService:
                 raise TavernaError(
                     "the greeting has no generated swipes; pick an alternate greeting"
                 )
-            return await self._start(chat, TurnKind.SWIPE, leaf, connection)
+            return TurnKind.SWIPE, leaf
+
+        return await self._begin(chat_id, connection, choose)
 
     async def continue_reply(
         self, chat_id: str, *, connection: str | None = None
     ) -> RunningGeneration:
         """Extend the last message (prefill where the API allows, else a continue nudge)."""
-        with self._reserved(chat_id):
-            chat, end = await self._path_end(chat_id)
+
+        def choose(end: PathTail) -> tuple[TurnKind, Node | None]:
             if not end.nodes:
                 raise TavernaError("there is nothing to continue", field="chat")
-            return await self._start(chat, TurnKind.CONTINUE, end.nodes[-1], connection)
+            return TurnKind.CONTINUE, end.nodes[-1]
+
+        return await self._begin(chat_id, connection, choose)
 
     async def impersonate(
         self, chat_id: str, *, connection: str | None = None
     ) -> RunningGeneration:
         """Draft the person's next message; nothing is written into the tree."""
-        with self._reserved(chat_id):
-            chat, end = await self._path_end(chat_id)
-            leaf = end.nodes[-1] if end.nodes else None
-            return await self._start(chat, TurnKind.IMPERSONATE, leaf, connection)
+
+        def choose(end: PathTail) -> tuple[TurnKind, Node | None]:
+            return TurnKind.IMPERSONATE, end.nodes[-1] if end.nodes else None
+
+        return await self._begin(chat_id, connection, choose)
 
     async def stop(self, generation_id: str) -> Completed | None:
         """Stop a generation: the model connection is closed, what streamed becomes a draft."""
@@ -574,31 +583,54 @@ class GenerationService:
             chat_id, NodeRole.USER, text, revision=chat.revision, speaker=speaker or chat.user_name
         )
 
-    async def _path_end(self, chat_id: str) -> tuple[Chat, PathTail]:
-        """The chat and the last two messages of its path (off the loop: store reads)."""
-
-        def read() -> tuple[Chat, PathTail]:
-            chat = self.store.get_chat(chat_id)
-            if chat.active_leaf_id is None:
-                return chat, PathTail((), 0, 0, chat.base_state)
-            return chat, self.paths.tail(chat, chat.active_leaf_id, 2)
-
-        return await asyncio.to_thread(read)
+    def _path_end(self, chat_id: str) -> tuple[Chat, PathTail]:
+        """The chat and the last two messages of its path."""
+        chat = self.store.get_chat(chat_id)
+        if chat.active_leaf_id is None:
+            return chat, PathTail((), 0, 0, chat.base_state)
+        return chat, self.paths.tail(chat, chat.active_leaf_id, 2)
 
     def build_serialized(self, turn: Turn) -> Prompt | PreparedTurn:
         """Build a turn's prompt, one build at a time: builds share the token-count cache."""
         with self._build_lock:
             return self.build_prompt(turn)
 
-    async def _start(
+    async def _begin(
         self,
-        chat: Chat,
-        kind: TurnKind,
-        anchor: Node | None,
+        chat_id: str,
         connection_name: str | None,
+        choose: Callable[[PathTail], tuple[TurnKind, Node | None]],
+        before: Callable[[], None] | None = None,
     ) -> RunningGeneration:
-        chat_id = chat.id
-        connection = self.connections.get(connection_name)
+        """Start a generation: on the builder's thread, in one hop, write what comes before
+        it (`before`), read the path's end, `choose` the kind and the node it answers, and
+        build the prompt; then run it as a task of its own."""
+        with self._reserved(chat_id):
+
+            def prepare() -> _Plan:
+                # a missing connection fails before any write
+                connection = self.connections.get(connection_name)
+                if before is not None:
+                    before()
+                chat, end = self._path_end(chat_id)
+                kind, anchor = choose(end)
+                return self._plan(chat, kind, anchor, connection)
+
+            loop = asyncio.get_running_loop()
+            plan = await loop.run_in_executor(self._builder, prepare)
+            run = plan.run
+            self.last_prompts[chat_id] = plan.prompt
+            self.registry.add(run)
+            run.publish(
+                Started(run.id, chat_id, plan.kind, plan.anchor.id if plan.anchor else None)
+            )
+            run.task = asyncio.create_task(self._run(plan), name=f"generation {run.id}")
+            return run
+
+    def _plan(
+        self, chat: Chat, kind: TurnKind, anchor: Node | None, connection: Connection
+    ) -> _Plan:
+        """Everything a generation needs, its prompt built."""
         # Mistral continues in place only where the connection turns its `prefix` on
         # (algo-providers.md §10, SillyTavern's `mistral.enablePrefix`, off by default)
         in_place = supports_prefill(connection.api) or (
@@ -606,14 +638,11 @@ class GenerationService:
         )
         prefill = kind is TurnKind.CONTINUE and in_place
         turn = self.turn(chat, anchor.id if anchor else None, kind, connection.api, prefill=prefill)
-        loop = asyncio.get_running_loop()
-        built = await loop.run_in_executor(self._builder, self.build_serialized, turn)
+        built = self.build_serialized(turn)
         prepared = built if isinstance(built, PreparedTurn) else PreparedTurn(built)
         tools = prepared.tools if kind in (TurnKind.NORMAL, TurnKind.REGENERATE) else ()
-        self.last_prompts[chat_id] = prepared.prompt
-        run = RunningGeneration(new_id(), chat_id, kind)
-        plan = _Plan(
-            run=run,
+        return _Plan(
+            run=RunningGeneration(new_id(), chat.id, kind),
             chat=chat,
             connection=connection,
             kind=kind,
@@ -624,10 +653,6 @@ class GenerationService:
             continued_text=anchor.content if anchor and kind is TurnKind.CONTINUE else "",
             continued_stripped=prefill and connection.api is Api.ANTHROPIC,
         )
-        self.registry.add(run)
-        run.publish(Started(run.id, chat_id, kind, anchor.id if anchor else None))
-        run.task = asyncio.create_task(self._run(plan), name=f"generation {run.id}")
-        return run
 
     async def _run(self, plan: _Plan) -> Completed:
         """The generation's task: never ends without publishing a `Completed`."""

@@ -57,6 +57,7 @@ from taverna.model.settings import (
     TextCompletionSettings,
 )
 from taverna.services.active_settings import (
+    ACTIVE,
     SETTINGS_KIND,
     active_choices_document,
     world_info_settings,
@@ -73,6 +74,15 @@ __all__ = ["ParsedDocuments", "TurnContexts"]
 T = TypeVar("T")
 
 TEXT_APIS = frozenset(("koboldcpp", "llamacpp", "openai-text"))
+# The documents every turn checks, in one query: settings, presets, templates and the rest.
+_SMALL_KINDS = (
+    SETTINGS_KIND,
+    LibraryKind.CHAT_COMPLETION_PRESET.value,
+    LibraryKind.INSTRUCT_TEMPLATE.value,
+    LibraryKind.CONTEXT_TEMPLATE.value,
+    LibraryKind.REGEX_SCRIPT.value,
+    LibraryKind.PERSONA.value,
+)
 # The first window of a chat not seen before; later turns start from what it needed.
 FIRST_WINDOW = 96
 # The lorebook scan buffer's own limit (algo-world-info.md §2): no scan reads further.
@@ -179,15 +189,21 @@ class TurnContexts:
 
     def library(self, chat: Chat) -> _Library:
         """The settings, cards, persona and applying lorebooks of a chat, as parsed."""
-        settings, preset = self._settings()
+        # One look at the small documents' versions; then the cards and the books.
+        found: dict[str, list[DocumentVersion]] = {kind: [] for kind in _SMALL_KINDS}
+        for version in self.store.document_versions(_SMALL_KINDS, owner=self.owner):
+            found[version.kind].append(version)
+        settings, preset = self._settings(found)
         characters = self._characters(chat, settings)
-        persona = self._persona(chat.user_name)
+        persona = self._persona(chat.user_name, found[LibraryKind.PERSONA.value])
         names = _applying_books(chat, characters, persona, settings)
         return _Library(settings, preset, characters, persona, self._lorebooks(names))
 
-    def _active(self) -> tuple[dict[str, DocumentVersion], Mapping[str, Any] | None]:
+    def _active(
+        self, found: Mapping[str, list[DocumentVersion]]
+    ) -> tuple[dict[str, DocumentVersion], Mapping[str, Any] | None]:
         """The chosen preset and templates (by setting) and the world-info settings."""
-        versions = self.store.document_versions(SETTINGS_KIND, owner=self.owner)
+        versions = [v for v in found[SETTINGS_KIND] if v.name == ACTIVE]
         if not versions:
             return {}, None
         chosen, world = self.documents.get(
@@ -200,16 +216,17 @@ class TurnContexts:
             ("context_template", LibraryKind.CONTEXT_TEMPLATE),
         ):
             doc_id = chosen.get(key)
-            if doc_id is None:
-                continue
-            found = self.store.document_versions(kind.value, owner=self.owner, ids=[doc_id])
-            if found:  # a preset deleted since it was chosen: the defaults
-                out[key] = found[0]
+            # a preset deleted since it was chosen is not found: the defaults
+            for version in found[kind.value]:
+                if version.id == doc_id:
+                    out[key] = version
         return out, world
 
-    def _settings(self) -> tuple[SillyTavernSettings, Mapping[str, Any]]:
+    def _settings(
+        self, found: Mapping[str, list[DocumentVersion]]
+    ) -> tuple[SillyTavernSettings, Mapping[str, Any]]:
         """The settings a turn assembles with, and the chosen preset as stored."""
-        choices, world = self._active()
+        choices, world = self._active(found)
         chat_completion = ChatCompletionSettings()
         preset: Mapping[str, Any] = {}
         if "chat_completion_preset" in choices:
@@ -236,7 +253,10 @@ class TurnContexts:
         settings = SillyTavernSettings(
             chat_completion=chat_completion,
             text_completion=text_completion,
-            regex_scripts=self._regex_scripts(),
+            regex_scripts=tuple(
+                self.documents.get("regex_script", version, _regex_script)
+                for version in found[LibraryKind.REGEX_SCRIPT.value]
+            ),
         )
         if world is not None:
             # SillyTavern's shape: the global selection and the characters' extra books.
@@ -246,15 +266,6 @@ class TurnContexts:
                 raw={"world_info_settings": world},
             )
         return settings, preset
-
-    def _regex_scripts(self) -> tuple[RegexScript, ...]:
-        # The library's regex scripts are the global ones (SillyTavern's extension settings).
-        scripts: list[RegexScript] = []
-        for version in self.store.document_versions(
-            LibraryKind.REGEX_SCRIPT.value, owner=self.owner
-        ):
-            scripts.append(self.documents.get("regex_script", version, _regex_script))
-        return tuple(scripts)
 
     def _characters(self, chat: Chat, settings: SillyTavernSettings) -> tuple[CharacterInfo, ...]:
         ids = [ref.document_id for ref in chat.characters if ref.document_id]
@@ -276,8 +287,7 @@ class TurnContexts:
             characters.append(CharacterInfo(name=name))
         return tuple(characters)
 
-    def _persona(self, user_name: str) -> PersonaInfo:
-        versions = self.store.document_versions(LibraryKind.PERSONA.value, owner=self.owner)
+    def _persona(self, user_name: str, versions: Sequence[DocumentVersion]) -> PersonaInfo:
         personas = [self.documents.get("persona", v, _persona) for v in versions]
         chosen = next((p for p in personas if p.name == user_name), None)
         chosen = chosen or next((p for p in personas if p.is_default), None)
@@ -346,8 +356,8 @@ class TurnContexts:
             group_members=members,
         )
         earlier = EarlierMessages(count=tail.before, visible=tail.visible_before)
-        note = context.metadata.authors_note
-        if tail.before and note.interval > 1 and note.prompt:
+        interval = context.metadata.authors_note
+        if tail.before and interval.interval > 1 and interval.prompt:
             earlier = replace(earlier, user=self.paths.user_messages_before(chat, tail))
         context = replace(
             context,

@@ -23,7 +23,7 @@ from taverna.store.repository import Store
 __all__ = ["PathEnds"]
 
 # How far a splice climbs from the new leaf looking for a node it already holds.
-_SPLICE_CLIMB = 32
+_SPLICE_CLIMB = 4
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,6 @@
 """Persistence: the repository interface and its SQL implementation (SQLite or PostgreSQL)."""
 
+from taverna.errors import StaleRevision
 from taverna.store.repository import (
     UNSET,
     ChatListing,
@@ -8,7 +9,6 @@ from taverna.store.repository import (
     Document,
     DocumentRepository,
     NewChat,
-    StaleRevision,
     Store,
 )
 from taverna.store.sql import SqlStore, open_store

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from taverna.errors import Conflict
 from taverna.model.chat import (
     ActivePath,
     Branch,
@@ -35,14 +34,6 @@ from taverna.model.chat import (
     PathWindow,
     Revision,
 )
-
-
-class StaleRevision(Conflict):
-    """A write named revision `expected` but the object is at `current`: re-read and retry."""
-
-    def __init__(self, message: str, *, current_revision: int, expected: int | None = None) -> None:
-        self.expected = expected
-        super().__init__(message, field="revision", current_revision=current_revision)
 
 
 class _Unset:
@@ -428,14 +419,14 @@ class DocumentRepository(ABC):
     @abstractmethod
     def document_versions(
         self,
-        kind: str,
+        kind: str | Sequence[str],
         *,
         owner: str = "",
         names: Sequence[str] | None = None,
         ids: Sequence[str] | None = None,
     ) -> list[DocumentVersion]:
-        """Which documents of a kind there are (with these names, these ids) and their
-        revisions.
+        """Which documents of a kind (or of several) there are (with these names, these
+        ids) and their revisions, oldest first.
 
         Reads no data: what a cache of parsed documents checks before it trusts itself.
         """

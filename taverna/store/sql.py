@@ -24,7 +24,7 @@ from alembic.config import Config
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection, Engine
 
-from taverna.errors import NotFound, TavernaError
+from taverna.errors import NotFound, StaleRevision, TavernaError
 from taverna.model.chat import (
     ActivePath,
     Branch,
@@ -53,7 +53,6 @@ from taverna.store.repository import (
     Document,
     DocumentVersion,
     NewChat,
-    StaleRevision,
     Store,
 )
 
@@ -981,10 +980,16 @@ class SqlStore(Store):
     """The store on one SQLAlchemy engine (SQLite or PostgreSQL)."""
 
     def __init__(
-        self, engine: Engine, *, url: str, clock: Callable[[], datetime] = _utcnow
+        self,
+        engine: Engine,
+        *,
+        url: str,
+        clock: Callable[[], datetime] = _utcnow,
+        schema: str | None = None,
     ) -> None:
         self.engine = engine
         self.url = url
+        self.schema = schema  # the PostgreSQL schema the tables are in (None: the default)
         self.clock = clock
 
     def close(self) -> None:
@@ -1728,7 +1733,7 @@ class SqlStore(Store):
 
     def document_versions(
         self,
-        kind: str,
+        kind: str | Sequence[str],
         *,
         owner: str = "",
         names: Sequence[str] | None = None,
@@ -1740,7 +1745,9 @@ class SqlStore(Store):
             t.documents.c.name,
             t.documents.c.revision,
             t.documents.c.updated,
-        ).where(t.documents.c.kind == kind, t.documents.c.owner == owner)
+        ).where(t.documents.c.owner == owner)
+        kinds = [kind] if isinstance(kind, str) else sorted(set(kind))
+        query = query.where(t.documents.c.kind.in_(kinds))
         if names is not None:
             if not names:
                 return []
@@ -2075,7 +2082,7 @@ def open_store(
     except Exception:
         engine.dispose()
         raise
-    return SqlStore(engine, url=url, clock=clock)
+    return SqlStore(engine, url=url, clock=clock, schema=schema)
 
 
 __all__ = ["SqlChatWriter", "SqlStore", "content_hash", "migrate", "open_store"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from dataclasses import asdict, is_dataclass
@@ -10,7 +11,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Header, Response
 from fastapi.responses import StreamingResponse
 
-from taverna.errors import NotFound, TavernaError
+from taverna.errors import NotFound, StaleRevision, TavernaError
 from taverna.providers.events import ReasoningDelta, TextDelta, ToolCall
 from taverna.server import usecases
 from taverna.server.context import AppContext, backed_up, context
@@ -34,7 +35,7 @@ from taverna.services.generation import (
 router = APIRouter(tags=["generation"], dependencies=[Depends(backed_up)])
 
 
-def generation(ctx: AppContext = Depends(context)) -> GenerationService:
+async def generation(ctx: AppContext = Depends(context)) -> GenerationService:
     service = ctx.services.get("generation")
     if service is None:
         raise TavernaError("generation is not available in this server")
@@ -70,19 +71,21 @@ async def generate(
     service: GenerationService = Depends(generation),
 ) -> GenerationStarted:
     """Start a generation; it runs on its own and is saved even if nobody follows it."""
-    chat = ctx.chats.get_chat(chat_id)
-    if body.revision is not None and body.revision != chat.revision:
-        from taverna.store.repository import StaleRevision
 
-        raise StaleRevision(
-            "the chat changed since it was read",
-            current_revision=chat.revision,
-            expected=body.revision,
-        )
-    # The answer starts at the last message: a send appends after it, the others
-    # change its buttons (and a swipe or a continue will change it).
-    leaf = chat.active_leaf_id
-    below = ctx.store.get_node(chat_id, leaf).parent_id if leaf else None
+    def check() -> str | None:
+        chat = ctx.chats.get_chat(chat_id)
+        if body.revision is not None and body.revision != chat.revision:
+            raise StaleRevision(
+                "the chat changed since it was read",
+                current_revision=chat.revision,
+                expected=body.revision,
+            )
+        # The answer starts at the last message: a send appends after it, the others
+        # change its buttons (and a swipe or a continue will change it).
+        leaf = chat.active_leaf_id
+        return ctx.store.get_node(chat_id, leaf).parent_id if leaf else None
+
+    below = await asyncio.to_thread(check)
     if body.kind == "normal":
         run = await service.send(chat_id, body.text or "")
     elif body.kind in ("regenerate", "swipe"):
@@ -92,9 +95,18 @@ async def generate(
         run = await service.continue_reply(chat_id)
     else:
         run = await service.impersonate(chat_id)
-    return GenerationStarted(
-        chat=usecases.changed_view(ctx, chat_id, below=below), task=task_out(remember(ctx, run))
-    )
+    return await _started(ctx, run, chat_id, below)
+
+
+async def _started(
+    ctx: AppContext, run: RunningGeneration, chat_id: str, below: str | None
+) -> GenerationStarted:
+    """The answer to a start: the changed messages and the task. The model's request goes
+    out first (the generation's task runs while the view is read off the loop)."""
+    task = task_out(remember(ctx, run))
+    await asyncio.sleep(0)
+    view = await asyncio.to_thread(usecases.changed_view, ctx, chat_id, below=below)
+    return GenerationStarted(chat=view, task=task)
 
 
 @router.post(
@@ -110,14 +122,14 @@ async def edit_and_resend(
     service: GenerationService = Depends(generation),
 ) -> GenerationStarted:
     """Edit a user message as a new sibling (the old turn stays a branch) and answer it."""
-    chat = ctx.chats.get_chat(chat_id)
-    below = ctx.store.get_node(chat_id, node_id).parent_id
+    chat = await asyncio.to_thread(ctx.chats.get_chat, chat_id)
+    below = (await asyncio.to_thread(ctx.store.get_node, chat_id, node_id)).parent_id
     revision = chat.revision if body.revision is None else body.revision
-    ctx.chats.edit_and_resend(chat_id, node_id, body.content, revision=revision)
-    run = await service.send(chat_id, "")
-    return GenerationStarted(
-        chat=usecases.changed_view(ctx, chat_id, below=below), task=task_out(remember(ctx, run))
+    await asyncio.to_thread(
+        ctx.chats.edit_and_resend, chat_id, node_id, body.content, revision=revision
     )
+    run = await service.send(chat_id, "")
+    return await _started(ctx, run, chat_id, below)
 
 
 def _event(index: int, event: Any) -> str | None:
