@@ -11,8 +11,11 @@ the title is not ASCII, so titles in any script stay apart.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
+import subprocess
+import sys
 import threading
 import time
 import unicodedata
@@ -25,6 +28,8 @@ from taverna.errors import NotFound
 from taverna.formats.st_chat import read_chat
 from taverna.services.interchange import ImportedChat, InterchangeService
 from taverna.store.repository import Store
+
+log = logging.getLogger(__name__)
 
 DEFAULT_INTERVAL = 10.0  # formats-chat.md §8: chatBackupThrottleInterval
 DEFAULT_KEEP = 50  # formats-chat.md §8: numberOfBackups
@@ -76,7 +81,13 @@ class BackupService:
         keep: int = DEFAULT_KEEP,
         clock: Callable[[], float] = time.monotonic,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        separate_above: int | None = None,
     ) -> None:
+        """`separate_above`: chats with at least this many messages on their path are
+        backed up by a process of their own (`backup_process`), so a server neither holds
+        a long chat's whole tree in memory nor waits for its export."""
+        self.separate_above = separate_above
+        self._children: dict[str, subprocess.Popen[bytes]] = {}
         self.store = store
         self.folder = folder
         self.interval = interval
@@ -99,7 +110,7 @@ class BackupService:
                 return None
             self._last[chat_id] = self.clock()
             self._pending.discard(chat_id)
-        return self.backup(chat_id)
+        return self._write(chat_id)
 
     def flush(self, *, force: bool = False) -> list[Path]:
         """Write the pending backups whose interval has passed (all of them with `force`)."""
@@ -114,10 +125,70 @@ class BackupService:
         written = []
         for chat_id in due:
             try:
-                written.append(self.backup(chat_id))
+                path = self._write(chat_id)
             except NotFound:
                 continue  # the chat was deleted meanwhile
+            if path is not None:
+                written.append(path)
+        if force:
+            self.wait_for_children()
+        else:
+            self._reap()
         return written
+
+    def wait_for_children(self, timeout: float = 120.0) -> None:
+        """Wait for the backups being written by processes of their own."""
+        with self._lock:
+            children = list(self._children.values())
+            self._children.clear()
+        for child in children:
+            try:
+                child.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                log.warning("a chat backup took over %s s; it goes on without us", timeout)
+
+    def _reap(self) -> None:
+        with self._lock:
+            for chat_id, child in list(self._children.items()):
+                if child.poll() is not None:
+                    del self._children[chat_id]
+                    if child.returncode:
+                        log.warning(
+                            "the backup of chat %s failed (exit %s)", chat_id, child.returncode
+                        )
+
+    def _write(self, chat_id: str) -> Path | None:
+        """Back a chat up here, or (a long chat) in a process of its own: then None."""
+        url = getattr(self.store, "url", None)
+        if self.separate_above is None or not isinstance(url, str):
+            return self.backup(chat_id)
+        chat = self.store.get_chat(chat_id)
+        leaf = chat.active_leaf_id
+        if leaf is None or self.store.get_node(chat_id, leaf).depth + 1 < self.separate_above:
+            return self.backup(chat_id)
+        self._reap()
+        with self._lock:
+            if chat_id in self._children:
+                # One backup of a chat at a time: this change is written after it.
+                self._pending.add(chat_id)
+                return None
+            command = [
+                sys.executable,
+                "-m",
+                "taverna.services.backup_process",
+                url,
+                str(self.folder),
+                chat_id,
+                "--keep",
+                str(self.keep),
+            ]
+            schema = getattr(self.store, "schema", None)
+            if isinstance(schema, str):
+                command += ["--schema", schema]
+            self._children[chat_id] = subprocess.Popen(
+                command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL
+            )
+        return None
 
     @property
     def pending(self) -> frozenset[str]:

@@ -30,6 +30,8 @@ from taverna.store.repository import Store
 log = logging.getLogger(__name__)
 
 SAMPLES = ("Ione Calder.png", "Brasswater.json")
+# Chats this long or longer are backed up by a process of their own.
+LONG_CHAT = 2000
 
 
 @dataclass
@@ -119,7 +121,9 @@ def open_workspace(data_dir: Path, *, background_backups: bool = True) -> Worksp
     paths = PathEnds(store)
     turns = TurnContexts(store, paths=paths)
     generation = GenerationService(store, connections, turns, chats=chats, paths=paths)
-    backups = BackupService(store, folder.backups_dir)
+    # A long chat's backup reads its whole tree: a server hands it to a process of its own.
+    separate = LONG_CHAT if background_backups else None
+    backups = BackupService(store, folder.backups_dir, separate_above=separate)
     flusher = BackupFlusher(backups) if background_backups else None
     if flusher is not None:
         flusher.start()

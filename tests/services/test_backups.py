@@ -163,3 +163,23 @@ def test_flusher_writes_the_last_change_of_a_burst(store: SqlStore, tmp_path: Pa
     finally:
         flusher.stop()
     assert backups.pending == frozenset()
+
+
+def test_a_long_chat_is_backed_up_by_a_process_of_its_own(
+    store: SqlStore, tmp_path: Path
+) -> None:
+    chat_id = new_chat(store)
+    chats = ChatService(store)
+    for i in range(4):
+        revision = store.get_chat(chat_id).revision
+        chats.append(chat_id, NodeRole.USER, f"line {i}", revision=revision)
+    separate = BackupService(store, tmp_path / "apart", separate_above=3)
+    assert separate.after_write(chat_id) is None  # handed to a process of its own
+    separate.wait_for_children()
+    [written] = separate.backups(chat_id)
+    # The same file as one written here.
+    here = BackupService(store, tmp_path / "here").backup(chat_id)
+    assert written.path.read_text(encoding="utf-8") == here.read_text(encoding="utf-8")
+    # A short chat is still written at once, here.
+    short = new_chat(store, "short")
+    assert separate.after_write(short) is not None

@@ -1,0 +1,39 @@
+"""One chat backup written by a process of its own.
+
+Backing up a long chat reads its whole tree and writes every message: seconds of work
+and hundreds of megabytes at 100,000 messages. The server hands that to a short-lived
+process, so its own memory and its answers to the person stay those of a turn.
+
+    python -m taverna.services.backup_process STORE_URL FOLDER CHAT_ID [--keep N] [--schema S]
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from taverna.errors import NotFound
+from taverna.services.backups import DEFAULT_KEEP, BackupService
+from taverna.store.sql import open_store
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("store_url")
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("chat_id")
+    parser.add_argument("--keep", type=int, default=DEFAULT_KEEP)
+    parser.add_argument("--schema", default=None)
+    args = parser.parse_args(argv)
+    store = open_store(args.store_url, schema=args.schema)
+    try:
+        BackupService(store, args.folder, keep=args.keep).backup(args.chat_id)
+    except NotFound:
+        return 0  # the chat was deleted meanwhile: nothing to back up
+    finally:
+        store.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
