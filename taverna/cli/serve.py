@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import typer
@@ -36,6 +37,12 @@ def serve(
     seeded = seed_samples(ctx.store)
     if seeded:
         typer.echo(f"new data folder: added the samples {', '.join(seeded)}")
+    # The most recent chats' lorebooks and tokenizers are made ready before the server
+    # answers, so the first turn after a start is as quick as the next.
+    started = time.monotonic()
+    prepared = ctx.warm_up()
+    if prepared:
+        typer.echo(f"prepared {len(prepared)} recent chat(s) in {time.monotonic() - started:.1f} s")
     application = create_app(ctx)
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     if ":" in shown:

@@ -473,6 +473,18 @@ class GenerationService:
         )
         return built.prompt if isinstance(built, PreparedTurn) else built
 
+    def warm(self, chat_id: str) -> None:
+        """Build (and throw away) a chat's next prompt, so its lorebooks are parsed and
+        compiled, its tokenizer loaded and its path's end read before anyone asks."""
+        chat = self.store.get_chat(chat_id)
+        try:
+            api = self.connections.get(None).api
+        except NotFound:
+            api = Api.OPENAI
+        self.build_serialized(
+            self.turn(chat, chat.active_leaf_id, TurnKind.NORMAL, api, dry_run=True)
+        )
+
     def turn(
         self,
         chat: Chat,

@@ -137,6 +137,15 @@ class _Library:
     characters: tuple[CharacterInfo, ...]
     persona: PersonaInfo
     lorebooks: Mapping[str, Lorebook]
+    deepest_scan: int = 0  # the largest scan depth an entry of these books asks for
+
+
+@dataclass(frozen=True, slots=True)
+class _Book:
+    """A parsed lorebook and what the window needs to know of it."""
+
+    book: Lorebook
+    deepest_scan: int
 
 
 class TurnContexts:
@@ -197,7 +206,15 @@ class TurnContexts:
         characters = self._characters(chat, settings)
         persona = self._persona(chat.user_name, found[LibraryKind.PERSONA.value])
         names = _applying_books(chat, characters, persona, settings)
-        return _Library(settings, preset, characters, persona, self._lorebooks(names))
+        books = self._lorebooks(names)
+        return _Library(
+            settings,
+            preset,
+            characters,
+            persona,
+            {name: item.book for name, item in books.items()},
+            max((item.deepest_scan for item in books.values()), default=0),
+        )
 
     def _active(
         self, found: Mapping[str, list[DocumentVersion]]
@@ -309,8 +326,8 @@ class TurnContexts:
             lorebook=lorebook if isinstance(lorebook, str) else "",
         )
 
-    def _lorebooks(self, names: Sequence[str]) -> dict[str, Lorebook]:
-        books: dict[str, Lorebook] = {}
+    def _lorebooks(self, names: Sequence[str]) -> dict[str, _Book]:
+        books: dict[str, _Book] = {}
         # Two books of one name: the newest wins, as a name picks one file in SillyTavern.
         for version in self.store.document_versions(
             LibraryKind.LOREBOOK.value, owner=self.owner, names=names
@@ -417,11 +434,13 @@ def _regex_script(doc: Document) -> RegexScript:
         raise FormatError(f"not a regex script: {error}", file=doc.name) from None
 
 
-def _lorebook(version: DocumentVersion) -> Callable[[Document], Lorebook]:
-    def parse(doc: Document) -> Lorebook:
+def _lorebook(version: DocumentVersion) -> Callable[[Document], _Book]:
+    def parse(doc: Document) -> _Book:
         book = world_info_from_json(doc.data, name=doc.name, file=doc.name)
         # The compiled index is kept per name and revision: this names the content.
-        return replace(book, revision=f"{version.id}:{version.revision}:{version.updated}")
+        book = replace(book, revision=f"{version.id}:{version.revision}:{version.updated}")
+        deepest = max((e.scan_depth or 0 for e in book.entries), default=0)
+        return _Book(book, deepest)
 
     return parse
 
@@ -451,11 +470,7 @@ def _scan_floor(library: _Library) -> int:
     if not library.lorebooks and not any(c.embedded_lorebook for c in library.characters):
         return 0
     world = library.settings.world_info
-    deepest = world.depth
-    for book in library.lorebooks.values():
-        for entry in book.entries:
-            if entry.scan_depth is not None and entry.scan_depth > deepest:
-                deepest = entry.scan_depth
+    deepest = max(world.depth, library.deepest_scan)
     if world.min_activations > 0:
         # Min activations scan deeper until enough entries fire, up to the whole chat.
         deepest = max(deepest, world.min_activations_depth_max or MAX_SCAN_DEPTH)

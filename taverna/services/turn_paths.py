@@ -120,16 +120,15 @@ class PathEnds:
         # that node the climb is the path, read fresh; above it the kept end stands.
         climb = _SPLICE_CLIMB
         while True:
-            above = self.store.path_tail(chat.id, leaf_id, limit=climb)
+            above = self.store.path_tail(chat.id, leaf_id, limit=climb, counted=False)
             joint = next((i for i, node in enumerate(above.nodes) if node.id in held), None)
-            if joint is not None or above.before == 0:
+            if joint is not None or len(above.nodes) < climb:
                 break
             if climb >= len(kept.nodes):
                 return None
             climb *= 4
-        self.splices += 1
-        if joint is None:  # the climb reached the root: it is the whole path
-            return _Kept(chat.revision, leaf_id, above.nodes, 0, 0, above.state)
+        if joint is None:  # the climb reached the root (or nothing is held): read again
+            return None
         floor = above.nodes[joint].depth
         for node in fresh.values():
             # A changed node above the climb's reach that the kept end does not hold may
@@ -139,6 +138,7 @@ class PathEnds:
         prefix = [fresh.get(node.id, node) for node in kept.nodes[: held[above.nodes[joint].id]]]
         kept_prefix = tuple(node for node in prefix if not node.deleted)
         if kept_prefix:
+            self.splices += 1
             return _Kept(
                 chat.revision,
                 leaf_id,
@@ -147,10 +147,7 @@ class PathEnds:
                 kept.visible_before,
                 above.state,
             )
-        # Nothing of the kept end lies above the joint: the climb alone is the end.
-        return _Kept(
-            chat.revision, leaf_id, above.nodes, above.before, above.visible_before, above.state
-        )
+        return None  # nothing of the kept end lies above the joint: read again
 
 
 def _trimmed(kept: _Kept, want: int) -> PathTail:

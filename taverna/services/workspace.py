@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from importlib.resources import files
 from pathlib import Path
 
@@ -85,6 +87,28 @@ class Workspace:
                     log.warning("could not keep the prompt of reply %s: %s", done.node_id, exc)
             self.chat_written(run.chat_id)
         return done
+
+    def warm_up(self, *, chats: int = 3, budget: float = 10.0) -> list[str]:
+        """Prepare the next prompt of the most recently used chats (their lorebooks parsed
+        and compiled, tokenizers loaded), so the first turn after a start costs what any
+        turn costs. Stops after `budget` seconds; returns the chats it prepared."""
+        started = time.monotonic()
+        listings = sorted(
+            self.store.list_chats(),
+            key=lambda item: item.chat.updated or datetime.min.replace(tzinfo=UTC),
+            reverse=True,
+        )
+        prepared = []
+        for listing in listings[:chats]:
+            if time.monotonic() - started > budget:
+                break
+            try:
+                self.generation.warm(listing.chat.id)
+            except TavernaError as exc:
+                log.warning("could not prepare chat %s: %s", listing.chat.id, exc)
+                continue
+            prepared.append(listing.chat.id)
+        return prepared
 
     async def open_http(self) -> None:
         """Give the generation service one HTTP client for this event loop's life, so

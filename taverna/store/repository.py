@@ -352,11 +352,14 @@ class TurnReads(ABC):
     and the stored token counts of message texts."""
 
     @abstractmethod
-    def path_tail(self, chat_id: str, node_id: str, *, limit: int) -> PathTail:
+    def path_tail(
+        self, chat_id: str, node_id: str, *, limit: int, counted: bool = True
+    ) -> PathTail:
         """The last `limit` live messages of the path ending at `node_id` (itself included).
 
         The climb stops there, so a long chat costs what is read; `before` counts the
-        live messages above, and `state` is the state in force at `node_id`.
+        live messages above (left 0, unread, when not `counted`), and `state` is the
+        state in force at `node_id`.
         """
 
     @abstractmethod

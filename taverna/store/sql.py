@@ -1762,21 +1762,29 @@ class SqlStore(Store):
 
     # ---- what a turn reads
 
-    def path_tail(self, chat_id: str, node_id: str, *, limit: int) -> PathTail:
+    def path_tail(
+        self, chat_id: str, node_id: str, *, limit: int, counted: bool = True
+    ) -> PathTail:
         with self._read() as conn:
-            base = self._chat_row(conn, chat_id)["base_state"]
-            _node_place(conn, chat_id, node_id)
             rows = conn.execute(
                 sa.text(_TAIL_SQL),
                 {"start": node_id, "chat": chat_id, "no": False, "limit": max(limit, 1)},
             ).all()
+            if not rows:
+                raise NotFound(f"no message {node_id} in this chat", field="node_id")
             before = hidden = 0
-            if rows:
-                first = rows[0]
+            first = rows[0]
+            if counted and first[2]:  # messages above the tail: count them
                 shallowest = _shallowest_tombstone(conn, chat_id)
                 before = _live_above(conn, chat_id, first[0], first[8], shallowest)
                 hidden = _hidden_above(conn, chat_id, first[0], first[8])
-            state = _state_at(conn, chat_id, node_id, base)
+            # The state in force is the nearest one recorded, in the tail or above it.
+            recorded = next((row[11] for row in reversed(rows) if row[11] is not None), None)
+            if recorded is not None:
+                state = ChatState.from_json(_raw_json(recorded))
+            else:
+                base = self._chat_row(conn, chat_id)["base_state"]
+                state = _state_at(conn, chat_id, node_id, base)
         nodes = tuple(_node_from_raw(r, r[13]) for r in rows if not r[6])
         return PathTail(nodes, before, before - hidden, state)
 
