@@ -281,10 +281,21 @@ export async function render(root, params) {
     loadDrafts();
   }
 
-  /** A write met a newer revision: show the chat as it is now, and say so. */
-  async function changedElsewhere() {
-    await load();
-    toast(t("chat.changed_elsewhere"), "error");
+  /** A write or a page met a newer revision: show the chat as it is now, and say so
+   * (once: a page read and a write can meet the same change together). */
+  let reloading = null;
+  let toldAt = 0;
+  function changedElsewhere() {
+    reloading ??= (async () => {
+      try {
+        await load();
+        if (Date.now() - toldAt > 3000) toast(t("chat.changed_elsewhere"), "error");
+        toldAt = Date.now();
+      } finally {
+        reloading = null;
+      }
+    })();
+    return reloading;
   }
 
   /** Send a write and merge its answer; a stale revision reloads instead. */
