@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from taverna.engine.assembly.assemble import assemble
+from taverna.engine.assembly.assemble import assemble, tokenizer_name
 from taverna.engine.assembly.context import (
     AssemblyContext,
     CharacterInfo,
@@ -34,6 +34,7 @@ from taverna.engine.assembly.context import (
     GenerationType,
     Speaker,
 )
+from taverna.engine.tokens.cache import CountCache
 from taverna.errors import FormatError, NotFound
 from taverna.formats.card_json import card_from_json
 from taverna.formats.st_settings import (
@@ -85,6 +86,8 @@ _SMALL_KINDS = (
 )
 # The first window of a chat not seen before; later turns start from what it needed.
 FIRST_WINDOW = 96
+# Newly counted message texts are stored from this many on (one write per cold build).
+STORE_COUNTS_FROM = 16
 # The lorebook scan buffer's own limit (algo-world-info.md §2): no scan reads further.
 MAX_SCAN_DEPTH = 1000
 
@@ -184,8 +187,10 @@ class TurnContexts:
                 want = _widened(want, tail)
                 continue
             context = self.context(turn, library, tail, now)
+            fresh = self._stored_counts(context, tail, turn.counts)
             prompt = assemble(context, counts=turn.counts)
             self.assemblies += 1
+            self._keep_counts(context, fresh, turn.counts)
             if not tail.before or prompt.ledger.history_stopped:
                 break
             want = _widened(want, tail, prompt)
@@ -193,6 +198,36 @@ class TurnContexts:
         self._windows[chat.id] = max(FIRST_WINDOW, len(tail.nodes) + 8)
         request = preset_request_options(library.preset, turn.api)
         return PreparedTurn(prompt, declared_tools(library.preset), request)
+
+    # ------------------------------------------------------------------ token counts
+
+    def _stored_counts(
+        self, context: AssemblyContext, tail: PathTail, counts: CountCache | None
+    ) -> list[str]:
+        """Take the stored counts of the messages this process has not counted; returns
+        the texts neither knew (their counts are stored once the assembly made them)."""
+        if counts is None:
+            return []
+        name = tokenizer_name(context)
+        unknown = [n.content for n in tail.nodes if counts.known(name, n.content) is None]
+        if not unknown:
+            return []
+        found = self.store.token_counts(name, unknown)
+        for text, count in found.items():
+            counts.remember(name, text, count)
+        return [text for text in unknown if text not in found]
+
+    def _keep_counts(
+        self, context: AssemblyContext, texts: Sequence[str], counts: CountCache | None
+    ) -> None:
+        """Store the counts this assembly made of message texts (a cold start's many;
+        a warm turn's one or two wait for the next batch, costing no write now)."""
+        if counts is None or len(texts) < STORE_COUNTS_FROM:
+            return
+        name = tokenizer_name(context)
+        made = {t: c for t in texts if (c := counts.known(name, t)) is not None}
+        if made:
+            self.store.save_token_counts(name, made)
 
     # ------------------------------------------------------------------ the library
 

@@ -186,3 +186,24 @@ def test_only_the_books_that_apply_are_loaded(store: SqlStore, tmp_path: Path) -
     # The global selection (SillyTavern's world_info_settings) brings a book in.
     set_active(store, "world_info_settings", {"world_info": {"globalSelect": ["Unbound"]}})
     assert set(turns.library(chat).lorebooks) == {"Lore", "Unbound"}
+
+
+def test_a_cold_process_reads_message_token_counts_from_the_store(
+    store: SqlStore, tmp_path: Path
+) -> None:
+    _library(store, max_context=8192)
+    chat_id = _chat(store, 300)
+
+    def process() -> tuple[Prompt, int]:
+        """A prompt built by a new process: nothing counted in memory."""
+        turns = TurnContexts(store, clock=lambda: NOW, paths=PathEnds(store))
+        service = _service(store, tmp_path, turns)
+        chat = store.get_chat(chat_id)
+        turn = service.turn(chat, chat.active_leaf_id, TurnKind.NORMAL, Api.OPENAI, dry_run=True)
+        return turns.build(turn).prompt, service.counts.misses
+
+    first, counted_cold = process()
+    again, counted_after = process()
+    _same(first, again)
+    assert counted_cold > 100
+    assert counted_after < counted_cold / 4

@@ -58,6 +58,17 @@ class CountCache:
             counts.popitem(last=False)
         return value
 
+    def known(self, tokenizer: str, text: str) -> int | None:
+        """The count of `text` with the tokenizer named `tokenizer`, if already known."""
+        return self._counts.get((tokenizer, text))
+
+    def remember(self, tokenizer: str, text: str, count: int) -> None:
+        """Take a count known from elsewhere (a store keeps counts across processes)."""
+        if text and (tokenizer, text) not in self._counts:
+            self._counts[(tokenizer, text)] = count
+            if len(self._counts) > self.max_entries:
+                self._counts.popitem(last=False)
+
     def __len__(self) -> int:
         return len(self._counts)
 
