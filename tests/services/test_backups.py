@@ -165,9 +165,7 @@ def test_flusher_writes_the_last_change_of_a_burst(store: SqlStore, tmp_path: Pa
     assert backups.pending == frozenset()
 
 
-def test_a_long_chat_is_backed_up_by_a_process_of_its_own(
-    store: SqlStore, tmp_path: Path
-) -> None:
+def test_a_long_chat_is_backed_up_by_a_process_of_its_own(store: SqlStore, tmp_path: Path) -> None:
     chat_id = new_chat(store)
     chats = ChatService(store)
     for i in range(4):
