@@ -86,6 +86,8 @@ _SMALL_KINDS = (
 )
 # The first window of a chat not seen before; later turns start from what it needed.
 FIRST_WINDOW = 96
+# Messages kept as the engine reads them, across chats (a few windows' worth).
+MESSAGES_KEPT = 20_000
 # Newly counted message texts are stored from this many on (one write per cold build).
 STORE_COUNTS_FROM = 16
 # The lorebook scan buffer's own limit (algo-world-info.md §2): no scan reads further.
@@ -169,6 +171,8 @@ class TurnContexts:
         self.paths = paths or PathEnds(store)
         self.documents = documents or ParsedDocuments(store)
         self._windows: dict[str, int] = {}  # chat -> messages its last prompt needed
+        # Each node's message as the engine reads it, made once per node object.
+        self._messages: OrderedDict[str, tuple[Node, ChatMessage]] = OrderedDict()
         self.assemblies = 0  # assemblies run, widening included (for tests and benchmarks)
 
     def __call__(self, turn: Turn) -> PreparedTurn:
@@ -187,7 +191,9 @@ class TurnContexts:
                 want = _widened(want, tail)
                 continue
             context = self.context(turn, library, tail, now)
-            fresh = self._stored_counts(context, tail, turn.counts)
+            # A chat new to this process: its messages' counts come from the store.
+            cold = chat.id not in self._windows
+            fresh = self._stored_counts(context, tail, turn.counts) if cold else []
             prompt = assemble(context, counts=turn.counts)
             self.assemblies += 1
             self._keep_counts(context, fresh, turn.counts)
@@ -198,6 +204,16 @@ class TurnContexts:
         self._windows[chat.id] = max(FIRST_WINDOW, len(tail.nodes) + 8)
         request = preset_request_options(library.preset, turn.api)
         return PreparedTurn(prompt, declared_tools(library.preset), request)
+
+    def _message(self, node: Node) -> ChatMessage:
+        kept = self._messages.get(node.id)
+        if kept is not None and kept[0] is node:
+            return kept[1]
+        message = _message(node)
+        self._messages[node.id] = (node, message)
+        if len(self._messages) > MESSAGES_KEPT:
+            self._messages.popitem(last=False)
+        return message
 
     # ------------------------------------------------------------------ token counts
 
@@ -220,8 +236,8 @@ class TurnContexts:
     def _keep_counts(
         self, context: AssemblyContext, texts: Sequence[str], counts: CountCache | None
     ) -> None:
-        """Store the counts this assembly made of message texts (a cold start's many;
-        a warm turn's one or two wait for the next batch, costing no write now)."""
+        """Store the counts this assembly made of message texts the store did not have
+        (on a chat's first turn in this process: one write, then none)."""
         if counts is None or len(texts) < STORE_COUNTS_FROM:
             return
         name = tokenizer_name(context)
@@ -401,7 +417,7 @@ class TurnContexts:
             library.settings,
             library.characters,
             metadata,
-            [_message(node) for node in history],
+            [self._message(node) for node in history],
             library.lorebooks,
             api="textgen" if turn.api.value in TEXT_APIS else "openai",
             generation_type=_GENERATION_TYPES[turn.kind],
