@@ -1830,10 +1830,14 @@ class SqlStore(Store):
         with self._read() as conn:
             ids = sorted(set(node_ids))
             for start in range(0, len(ids), 500):
-                query = _node_select().where(
-                    t.nodes.c.chat_id == chat_id, t.nodes.c.id.in_(ids[start : start + 500])
+                # By primary key alone: naming the chat in SQL would lead SQLite to walk the
+                # chat's index instead, which costs the chat's length.
+                query = _node_select().where(t.nodes.c.id.in_(ids[start : start + 500]))
+                out.extend(
+                    _node_from_row(r, r["text"])
+                    for r in conn.execute(query).mappings()
+                    if r["chat_id"] == chat_id
                 )
-                out.extend(_node_from_row(r, r["text"]) for r in conn.execute(query).mappings())
         return out
 
     def token_counts(self, tokenizer: str, texts: Sequence[str]) -> dict[str, int]:
