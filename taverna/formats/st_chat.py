@@ -21,7 +21,8 @@ JsonObject: TypeAlias = dict[str, JsonValue]
 
 # A message key of this product's own (SillyTavern keeps unknown keys and never writes it):
 # the continuations that fork off beside this message and have no file of their own, each a
-# list of message objects (which may carry forks of their own). See services/interchange.py.
+# list of message objects (which may carry forks of their own). See
+# services/interchange/chat_export.py.
 FORKS = "taverna_forks"
 
 # formats-chat.md §4.1: the message keys taverna reads; all others travel untouched.

@@ -151,7 +151,7 @@ def jsonb_like(value: Any) -> Any:
 @settings(max_examples=200, deadline=None)
 @given(json_value)
 def test_key_shape_restores_the_order_a_database_lost(value: Any) -> None:
-    from taverna.services.interchange import apply_shape, key_shape
+    from taverna.services.interchange.st_record import apply_shape, key_shape
 
     restored = apply_shape(jsonb_like(value), json.loads(json.dumps(key_shape(value))))
     assert json.dumps(restored) == json.dumps(value)
