@@ -32,22 +32,12 @@ How the assembly calls it, once per turn::
 precompiled per book (Aho-Corasick automata, cached until the book object changes).
 """
 
-from taverna.engine.lorebook.activation import (
-    ActivatedEntry,
-    Activation,
-    BookInPlay,
-    BookSource,
-    CharacterIdentity,
-    DepthGroup,
-    EntryTrace,
-    Outcome,
-    Placement,
-    ScanMessage,
-    WorldInfoSettings,
-    activate,
-    place,
-)
+from taverna.engine.lorebook.activation import activate
+from taverna.engine.lorebook.inputs import BookInPlay, BookSource, CharacterIdentity, ScanMessage
 from taverna.engine.lorebook.matching import Boundaries
+from taverna.engine.lorebook.placement import ActivatedEntry, DepthGroup, Placement, place
+from taverna.engine.lorebook.results import Activation, EntryTrace, Outcome
+from taverna.engine.lorebook.settings import WorldInfoSettings
 
 __all__ = [
     "ActivatedEntry",
