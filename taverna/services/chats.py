@@ -219,8 +219,13 @@ class ChatService:
         extras: Mapping[str, Any] | None = None,
         generation: GenerationInfo | None = None,
         state: ChatState | None = None,
+        node_id: str | None = None,
+        created: datetime | None = None,
     ) -> Outcome:
-        """Add a message after the active leaf; the active branch moves along."""
+        """Add a message after the active leaf; the active branch moves along.
+
+        `node_id` and `created`: chosen beforehand (a generation builds its prompt with the
+        message while it is being written)."""
         with self.store.write(chat_id, revision=revision, label=f"append {role.value}") as w:
             parent = w.chat.active_leaf_id
             node = w.insert_node(
@@ -232,7 +237,8 @@ class ChatService:
                 extras=extras,
                 generation=generation,
                 state=state,
-                created=self.clock(),
+                created=created or self.clock(),
+                node_id=node_id,
             )
             w.set_selection(parent, node.id)
             w.set_active(node.id)

@@ -387,6 +387,8 @@ class GenerationService:
         # the builds share the token-count cache, which is not safe to use from two
         # threads at once; the store gives each read its own pooled connection.
         self._builder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prompt-build")
+        # The person's message is written here while its prompt is built.
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chat-write")
         self._build_lock = threading.Lock()
         self._starting: set[str] = set()  # chats whose prompt is being built
 
@@ -395,16 +397,19 @@ class GenerationService:
     async def send(
         self, chat_id: str, text: str, *, connection: str | None = None, speaker: str = ""
     ) -> RunningGeneration:
-        """Post the person's message (if any text) and generate the reply to it."""
+        """Post the person's message (if any text) and generate the reply to it.
 
-        def post() -> None:
-            if text.strip():
-                self._post(chat_id, text, speaker)
+        The message is written while the prompt is built with it (both take milliseconds;
+        a write waits for the disk): the request goes out once both are done, so the
+        model never answers a message the tree does not hold.
+        """
+        if not text.strip():
 
-        def choose(end: PathTail) -> tuple[TurnKind, Node | None]:
-            return TurnKind.NORMAL, end.nodes[-1] if end.nodes else None
+            def choose(end: PathTail) -> tuple[TurnKind, Node | None]:
+                return TurnKind.NORMAL, end.nodes[-1] if end.nodes else None
 
-        return await self._begin(chat_id, connection, choose, post)
+            return await self._begin(chat_id, connection, choose)
+        return await self._begin(chat_id, connection, None, said=(text, speaker))
 
     async def regenerate(self, chat_id: str, *, connection: str | None = None) -> RunningGeneration:
         """A new reply in place of the last one (the old one is deleted, restorably)."""
@@ -494,13 +499,22 @@ class GenerationService:
         *,
         prefill: bool = False,
         dry_run: bool = False,
+        pending: Node | None = None,
     ) -> Turn:
-        """A turn over the path ending at `end`, read through the kept path ends."""
+        """A turn over the path ending at `end`, read through the kept path ends.
+
+        `pending`: the message `end` names, not yet stored; the path is read to its parent.
+        """
+        above = pending.parent_id if pending is not None else end
 
         def read(want: int) -> PathTail:
-            if end is None:
-                return PathTail((), 0, 0, chat.base_state)
-            return self.paths.tail(chat, end, want)
+            if above is None:
+                tail = PathTail((), 0, 0, chat.base_state)
+            else:
+                tail = self.paths.tail(chat, above, want)
+            if pending is None:
+                return tail
+            return PathTail((*tail.nodes, pending), tail.before, tail.visible_before, tail.state)
 
         return Turn(chat, end, kind, api, prefill, read, dry_run=dry_run, counts=self.counts)
 
@@ -589,12 +603,6 @@ class GenerationService:
         finally:
             self._starting.discard(chat_id)
 
-    def _post(self, chat_id: str, text: str, speaker: str) -> None:
-        chat = self.store.get_chat(chat_id)
-        self.chats.append(
-            chat_id, NodeRole.USER, text, revision=chat.revision, speaker=speaker or chat.user_name
-        )
-
     def _path_end(self, chat_id: str) -> tuple[Chat, PathTail]:
         """The chat and the last two messages of its path."""
         chat = self.store.get_chat(chat_id)
@@ -611,22 +619,30 @@ class GenerationService:
         self,
         chat_id: str,
         connection_name: str | None,
-        choose: Callable[[PathTail], tuple[TurnKind, Node | None]],
-        before: Callable[[], None] | None = None,
+        choose: Callable[[PathTail], tuple[TurnKind, Node | None]] | None,
+        *,
+        said: tuple[str, str] | None = None,
     ) -> RunningGeneration:
-        """Start a generation: on the builder's thread, in one hop, write what comes before
-        it (`before`), read the path's end, `choose` the kind and the node it answers, and
-        build the prompt; then run it as a task of its own."""
+        """Start a generation: on the builder's thread, in one hop, read the path's end,
+        `choose` the kind and the node it answers (or post the person's message `said`,
+        as text and speaker, and answer it), build the prompt; then run it as a task of
+        its own."""
         with self._reserved(chat_id):
 
             def prepare() -> _Plan:
                 # a missing connection fails before any write
                 connection = self.connections.get(connection_name)
-                if before is not None:
-                    before()
                 chat, end = self._path_end(chat_id)
-                kind, anchor = choose(end)
-                return self._plan(chat, kind, anchor, connection)
+                if said is None:
+                    assert choose is not None
+                    kind, anchor = choose(end)
+                    return self._plan(chat, kind, anchor, connection)
+                message = self._message_to_post(chat, end, *said)
+                posting = self._writer.submit(self._post, chat, message)
+                try:
+                    return self._plan(chat, TurnKind.NORMAL, message, connection, pending=message)
+                finally:
+                    posting.result()  # a failed write fails the start, before any request
 
             loop = asyncio.get_running_loop()
             plan = await loop.run_in_executor(self._builder, prepare)
@@ -639,17 +655,57 @@ class GenerationService:
             run.task = asyncio.create_task(self._run(plan), name=f"generation {run.id}")
             return run
 
+    def _message_to_post(self, chat: Chat, end: PathTail, text: str, speaker: str) -> Node:
+        """The person's message as it will be stored after the path's end."""
+        leaf = end.nodes[-1] if end.nodes else None
+        return Node(
+            id=new_id(),
+            chat_id=chat.id,
+            parent_id=leaf.id if leaf else None,
+            role=NodeRole.USER,
+            content=text,
+            speaker=speaker or chat.user_name,
+            created=self.clock(),
+            depth=leaf.depth + 1 if leaf else 0,
+        )
+
+    def _post(self, chat: Chat, message: Node) -> None:
+        # The revision the prompt was built at: a change since then is a conflict.
+        self.chats.append(
+            chat.id,
+            NodeRole.USER,
+            message.content,
+            revision=chat.revision,
+            speaker=message.speaker,
+            node_id=message.id,
+            created=message.created,
+        )
+
     def _plan(
-        self, chat: Chat, kind: TurnKind, anchor: Node | None, connection: Connection
+        self,
+        chat: Chat,
+        kind: TurnKind,
+        anchor: Node | None,
+        connection: Connection,
+        *,
+        pending: Node | None = None,
     ) -> _Plan:
-        """Everything a generation needs, its prompt built."""
+        """Everything a generation needs, its prompt built (`pending`: a message being
+        written after the path's end, which the prompt includes)."""
         # Mistral continues in place only where the connection turns its `prefix` on
         # (algo-providers.md §10, SillyTavern's `mistral.enablePrefix`, off by default)
         in_place = supports_prefill(connection.api) or (
             connection.api is Api.MISTRAL and bool(connection.options.get("prefix"))
         )
         prefill = kind is TurnKind.CONTINUE and in_place
-        turn = self.turn(chat, anchor.id if anchor else None, kind, connection.api, prefill=prefill)
+        turn = self.turn(
+            chat,
+            anchor.id if anchor else None,
+            kind,
+            connection.api,
+            prefill=prefill,
+            pending=pending,
+        )
         built = self.build_serialized(turn)
         prepared = built if isinstance(built, PreparedTurn) else PreparedTurn(built)
         tools = prepared.tools if kind in (TurnKind.NORMAL, TurnKind.REGENERATE) else ()

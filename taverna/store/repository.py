@@ -166,8 +166,11 @@ class ChatWriter(ABC):
         generation: GenerationInfo | None = None,
         state: ChatState | None = None,
         created: datetime | None = None,
+        node_id: str | None = None,
     ) -> Node:
-        """Add a node under `parent_id`; its depth comes from the parent (no path walk)."""
+        """Add a node under `parent_id`; its depth comes from the parent (no path walk).
+
+        `node_id`: an id chosen beforehand (a new time-ordered one when None)."""
 
     @abstractmethod
     def update_node(

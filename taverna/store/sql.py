@@ -357,6 +357,7 @@ class SqlChatWriter(ChatWriter):
         generation: GenerationInfo | None = None,
         state: ChatState | None = None,
         created: datetime | None = None,
+        node_id: str | None = None,
     ) -> Node:
         if parent_id:
             parent = self._node_row(parent_id)
@@ -364,7 +365,7 @@ class SqlChatWriter(ChatWriter):
             inherited = parent["state_from"]
         else:
             depth, inherited = 0, None
-        node_id = new_id()
+        node_id = node_id or new_id()
         text_hash = _put_content(self.conn, content)
         row = {
             "id": node_id,

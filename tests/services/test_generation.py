@@ -626,3 +626,24 @@ def test_starting_reads_and_writes_the_long_path_off_the_event_loop(world: World
     loop_thread, done = run(main())
     assert done.outcome is Ending.SAVED
     assert threads and loop_thread not in threads
+
+
+def test_the_message_is_stored_before_the_model_is_asked_and_the_prompt_holds_it(
+    world: World,
+) -> None:
+    world.stub.script(Reply(tokens=["Fine", "."]))
+    requests_before = len(world.stub.requests)
+
+    async def main() -> tuple[list[tuple[str, str]], int, Completed]:
+        generation = await world.service.send(world.chat_id, "Is the lamp lit?")
+        # The start returned: the message is in the tree, and no request went out yet.
+        stored = world.path()
+        asked = len(world.stub.requests) - requests_before
+        return stored, asked, await generation.wait()
+
+    stored, asked, done = run(main())
+    assert stored[-1] == ("user", "Is the lamp lit?")
+    assert asked == 0
+    assert done.outcome is Ending.SAVED
+    assert world.last_messages()[-1]["content"].endswith("Is the lamp lit?")
+    assert world.path()[-2:] == [("user", "Is the lamp lit?"), ("assistant", "Fine.")]
