@@ -171,6 +171,7 @@ class TurnContexts:
         self.paths = paths or PathEnds(store)
         self.documents = documents or ParsedDocuments(store)
         self._windows: dict[str, int] = {}  # chat -> messages its last prompt needed
+        self._book_names: dict[str, tuple[str, ...]] = {}  # chat -> books its last turn used
         # Each node's message as the engine reads it, made once per node object.
         self._messages: OrderedDict[str, tuple[Node, ChatMessage]] = OrderedDict()
         self.assemblies = 0  # assemblies run, widening included (for tests and benchmarks)
@@ -249,15 +250,34 @@ class TurnContexts:
 
     def library(self, chat: Chat) -> _Library:
         """The settings, cards, persona and applying lorebooks of a chat, as parsed."""
-        # One look at the small documents' versions; then the cards and the books.
-        found: dict[str, list[DocumentVersion]] = {kind: [] for kind in _SMALL_KINDS}
-        for version in self.store.document_versions(_SMALL_KINDS, owner=self.owner):
-            found[version.kind].append(version)
+        # One look at the versions: the small documents, the chat's cards and the books
+        # its last turn used; a book named anew is looked up after.
+        ids = [ref.document_id for ref in chat.characters if ref.document_id]
+        guessed = self._book_names.get(chat.id, ())
+        found: dict[str, list[DocumentVersion]] = {
+            kind: [] for kind in (*_SMALL_KINDS, LibraryKind.CHARACTER.value)
+        }
+        books_found: list[DocumentVersion] = []
+        for version in self.store.versions_of(
+            owner=self.owner,
+            kinds=_SMALL_KINDS,
+            ids=ids,
+            names={LibraryKind.LOREBOOK.value: guessed},
+        ):
+            if version.kind == LibraryKind.LOREBOOK.value:
+                books_found.append(version)
+            elif version.kind in found:
+                found[version.kind].append(version)
         settings, preset = self._settings(found)
-        characters = self._characters(chat, settings)
+        characters = self._characters(chat, found[LibraryKind.CHARACTER.value])
         persona = self._persona(chat.user_name, found[LibraryKind.PERSONA.value])
         names = _applying_books(chat, characters, persona, settings)
-        books = self._lorebooks(names)
+        if set(names) - set(guessed):
+            books_found = self.store.versions_of(
+                owner=self.owner, names={LibraryKind.LOREBOOK.value: names}
+            )
+        self._book_names[chat.id] = tuple(names)
+        books = self._lorebooks([v for v in books_found if v.name in names])
         return _Library(
             settings,
             preset,
@@ -335,17 +355,13 @@ class TurnContexts:
             )
         return settings, preset
 
-    def _characters(self, chat: Chat, settings: SillyTavernSettings) -> tuple[CharacterInfo, ...]:
-        ids = [ref.document_id for ref in chat.characters if ref.document_id]
-        versions = {
-            v.id: v
-            for v in self.store.document_versions(
-                LibraryKind.CHARACTER.value, owner=chat.owner, ids=ids
-            )
-        }
+    def _characters(
+        self, chat: Chat, versions: Sequence[DocumentVersion]
+    ) -> tuple[CharacterInfo, ...]:
+        by_id = {v.id: v for v in versions}
         characters = []
         for ref in chat.characters:
-            version = versions.get(ref.document_id or "")
+            version = by_id.get(ref.document_id or "")
             if version is None:
                 continue
             info = self.documents.get("character", version, _character)
@@ -377,12 +393,10 @@ class TurnContexts:
             lorebook=lorebook if isinstance(lorebook, str) else "",
         )
 
-    def _lorebooks(self, names: Sequence[str]) -> dict[str, _Book]:
+    def _lorebooks(self, versions: Sequence[DocumentVersion]) -> dict[str, _Book]:
         books: dict[str, _Book] = {}
         # Two books of one name: the newest wins, as a name picks one file in SillyTavern.
-        for version in self.store.document_versions(
-            LibraryKind.LOREBOOK.value, owner=self.owner, names=names
-        ):
+        for version in versions:
             books[version.name] = self.documents.get("lorebook", version, _lorebook(version))
         return books
 

@@ -438,6 +438,19 @@ class DocumentRepository(ABC):
         """
 
     @abstractmethod
+    def versions_of(
+        self,
+        *,
+        owner: str,
+        kinds: Sequence[str] = (),
+        ids: Sequence[str] = (),
+        names: Mapping[str, Sequence[str]] | None = None,
+    ) -> list[DocumentVersion]:
+        """In one query, the versions of every document of `kinds`, of the documents
+        `ids`, and, for each kind in `names`, of its documents with those names; oldest
+        first. What a turn checks of the library before it trusts what it parsed."""
+
+    @abstractmethod
     def get_document(self, id: str) -> Document:
         """The document; NotFound if absent."""
 

@@ -1761,6 +1761,34 @@ class SqlStore(Store):
             rows = conn.execute(query.order_by(t.documents.c.created, t.documents.c.id)).all()
         return [DocumentVersion(r[0], r[1], r[2], r[3], _aware(r[4])) for r in rows]
 
+    def versions_of(
+        self,
+        *,
+        owner: str,
+        kinds: Sequence[str] = (),
+        ids: Sequence[str] = (),
+        names: Mapping[str, Sequence[str]] | None = None,
+    ) -> list[DocumentVersion]:
+        d = t.documents.c
+        wanted: list[Any] = []
+        if kinds:
+            wanted.append(d.kind.in_(sorted(set(kinds))))
+        if ids:
+            wanted.append(d.id.in_(sorted(set(ids))))
+        for kind, chosen in (names or {}).items():
+            if chosen:
+                wanted.append(sa.and_(d.kind == kind, d.name.in_(sorted(set(chosen)))))
+        if not wanted:
+            return []
+        query = (
+            sa.select(d.id, d.kind, d.name, d.revision, d.updated)
+            .where(d.owner == owner, sa.or_(*wanted))
+            .order_by(d.created, d.id)
+        )
+        with self._read() as conn:
+            rows = conn.execute(query).all()
+        return [DocumentVersion(r[0], r[1], r[2], r[3], _aware(r[4])) for r in rows]
+
     # ---- what a turn reads
 
     def path_tail(

@@ -116,3 +116,21 @@ def test_token_counts_are_kept_per_tokenizer_for_stored_texts(store: SqlStore) -
     # a count goes with its text
     store.delete_chat(chat_id, revision=store.get_chat(chat_id).revision)
     assert store.token_counts("o200k", ["m0"]) == {}
+
+
+def test_versions_of_kinds_ids_and_names_in_one_query(store: SqlStore) -> None:
+    card = store.put_document("character", "Ann", {})
+    store.put_document("character", "Bob", {})
+    store.put_document("persona", "Me", {})
+    store.put_document("lorebook", "Lore", {"entries": {}})
+    store.put_document("lorebook", "Other", {"entries": {}})
+    found = store.versions_of(
+        owner="", kinds=["persona"], ids=[card.id], names={"lorebook": ["Lore"]}
+    )
+    assert sorted((v.kind, v.name) for v in found) == [
+        ("character", "Ann"),
+        ("lorebook", "Lore"),
+        ("persona", "Me"),
+    ]
+    assert store.versions_of(owner="") == []
+    assert store.versions_of(owner="someone else", kinds=["persona"]) == []
