@@ -1,0 +1,134 @@
+"""The Text Completion prompt in a model's own Hugging Face chat template."""
+
+from __future__ import annotations
+
+from taverna.engine.assembly.context import AssemblyContext, ExtensionPosition, PersonaPosition
+from taverna.engine.assembly.turn import Turn, turn_state
+from taverna.engine.textgen.chat_template import ChatTemplate
+from taverna.engine.textgen.history import Entry, Item, as_item, entry_source
+from taverna.engine.textgen.steps import CountText, TextSteps
+from taverna.engine.textgen.stop import stopping_strings
+from taverna.model.prompt import Ledger, Prompt
+
+_CUT = "\u0000taverna-continue\u0000"
+
+
+def build_with_chat_template(
+    context: AssemblyContext, turn: Turn, count_text: CountText, template: ChatTemplate
+) -> Prompt:
+    """The Text Completion prompt in a model's own Hugging Face chat template.
+
+    The story string (with the anchors and example dialogue) is the system
+    message; the history, with the in-chat injections at their depths, follows in
+    chat roles; as much history as fits is kept, newest first, without holes. On
+    continue the last message is left open (no end-of-turn after it).
+    """
+    steps = TextSteps(context, turn, count_text)
+    steps.instruct_on = False
+    budget = turn.prompt_budget
+    padding = steps.power.token_padding
+    items = steps.core_items()
+    steps.inject(items)
+    fields = turn.fields
+    values = {
+        "description": fields.description,
+        "personality": fields.personality,
+        "persona": fields.persona
+        if context.persona.position in (PersonaPosition.IN_PROMPT, PersonaPosition.AFTER_CHAR)
+        else "",
+        "scenario": fields.scenario,
+        "system": steps.system_prompt(),
+        "char": steps.char,
+        "user": steps.user,
+        "wiBefore": turn.world.before,
+        "wiAfter": turn.world.after,
+        "loreBefore": turn.world.before,
+        "loreAfter": turn.world.after,
+        "mesExamples": "".join(turn.example_blocks),
+        "mesExamplesRaw": "".join(turn.example_blocks),
+    }
+    story = steps.story_string(values)
+    examples = "" if steps.power.strip_examples else "".join(turn.example_blocks)
+    before = steps.anchor(ExtensionPosition.BEFORE_PROMPT).lstrip()
+    after = steps.anchor(ExtensionPosition.IN_PROMPT)
+    system_text = (before + story + after + examples).strip()
+    system = [{"role": "system", "content": system_text}] if system_text else []
+
+    def content(entry: Entry) -> str:
+        item = as_item(entry)
+        named = (
+            bool(item.name)
+            and not item.is_narrator
+            and (
+                (context.is_group and item.name != steps.user)
+                or (item.forced_avatar and item.name != steps.user)
+            )
+        )
+        return f"{item.name}: {item.text}" if named else item.text
+
+    history = [{"role": _chat_role(item), "content": content(item)} for item in items]
+    open_last = steps.is_continue and bool(history)
+
+    def render(start: int) -> str:
+        kept = [dict(m) for m in history[start:]]
+        if open_last and kept:
+            tail = kept[-1]["content"]
+            kept[-1]["content"] = tail + _CUT
+            text = template.render_adapted(system + kept, add_generation_prompt=False)
+            return text[: text.find(_CUT)] if _CUT in text else text
+        return template.render_adapted(
+            system + kept, add_generation_prompt=not steps.is_impersonate
+        )
+
+    # The rendered cost only grows with more history: find the oldest start that fits.
+    low, high = 0, len(history)
+    while low < high:
+        middle = (low + high) // 2
+        if steps.tokens(render(middle), padding) < budget:
+            high = middle
+        else:
+            low = middle + 1
+    text = render(low)
+    if system_text:
+        steps.ledger.add("story_string", "system message", system_text, steps.tokens(system_text))
+    for index, item in enumerate(items):
+        kept = index >= low
+        steps.ledger.add(
+            item.kind if isinstance(item, Item) else "history",
+            entry_source(item),
+            history[index]["content"],
+            steps.tokens(history[index]["content"]),
+            included=kept,
+            reason="" if kept else "context full",
+        )
+    stop = stopping_strings(
+        user=steps.user,
+        char=steps.char,
+        context=steps.settings.context,
+        power_user=steps.power,
+        instruct=None,
+        macros=steps.macros,
+        impersonate=steps.is_impersonate,
+    )
+    if template.eos_token and template.eos_token not in stop:
+        stop.append(template.eos_token)
+    return Prompt(
+        kind="text",
+        text=text,
+        stop=tuple(stop),
+        sampling=steps.sampling(),
+        ledger=Ledger(
+            items=steps.ledger.accounted(text, padding, pieces=False),
+            total_tokens=steps.tokens(text, padding),
+            budget=budget,
+            trace=tuple(turn.world.trace),
+            history_stopped=low > 0,
+        ),
+        state=turn_state(turn),
+    )
+
+
+def _chat_role(entry: Entry) -> str:
+    if as_item(entry).is_narrator:
+        return "system"
+    return "user" if entry.is_user else "assistant"
