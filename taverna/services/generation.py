@@ -46,7 +46,7 @@ from typing import Any
 import httpx
 
 from taverna.engine.tokens.cache import CountCache
-from taverna.errors import Conflict, NotFound, TavernaError
+from taverna.errors import Conflict, NotFound, StaleRevision, TavernaError
 from taverna.model.chat import Chat, ChatState, GenerationInfo, Node, NodeRole, PathTail, new_id
 from taverna.model.prompt import Prompt, PromptMessage, Role
 from taverna.providers.builders import build_request, stream_parser, supports_prefill
@@ -248,6 +248,9 @@ class RunningGeneration:
         self.task: asyncio.Task[Completed] | None = None
         # The request (URL and body) of each round as sent, for the record of the reply.
         self.requests: list[tuple[str, Mapping[str, Any]]] = []
+        # The message under which the chat changes with this generation (None: from the
+        # first message): what a page redraws once it starts.
+        self.changed_below: str | None = None
         self._signal = asyncio.Event()
 
     def publish(self, event: GenerationEvent) -> None:
@@ -395,7 +398,13 @@ class GenerationService:
     # ------------------------------------------------------------ start methods
 
     async def send(
-        self, chat_id: str, text: str, *, connection: str | None = None, speaker: str = ""
+        self,
+        chat_id: str,
+        text: str,
+        *,
+        connection: str | None = None,
+        speaker: str = "",
+        revision: int | None = None,
     ) -> RunningGeneration:
         """Post the person's message (if any text) and generate the reply to it.
 
@@ -408,10 +417,12 @@ class GenerationService:
             def choose(end: PathTail) -> tuple[TurnKind, Node | None]:
                 return TurnKind.NORMAL, end.nodes[-1] if end.nodes else None
 
-            return await self._begin(chat_id, connection, choose)
-        return await self._begin(chat_id, connection, None, said=(text, speaker))
+            return await self._begin(chat_id, connection, choose, revision=revision)
+        return await self._begin(chat_id, connection, None, said=(text, speaker), revision=revision)
 
-    async def regenerate(self, chat_id: str, *, connection: str | None = None) -> RunningGeneration:
+    async def regenerate(
+        self, chat_id: str, *, connection: str | None = None, revision: int | None = None
+    ) -> RunningGeneration:
         """A new reply in place of the last one (the old one is deleted, restorably)."""
 
         def choose(end: PathTail) -> tuple[TurnKind, Node | None]:
@@ -420,9 +431,11 @@ class GenerationService:
                 return TurnKind.REGENERATE, leaf
             return TurnKind.NORMAL, leaf
 
-        return await self._begin(chat_id, connection, choose)
+        return await self._begin(chat_id, connection, choose, revision=revision)
 
-    async def swipe(self, chat_id: str, *, connection: str | None = None) -> RunningGeneration:
+    async def swipe(
+        self, chat_id: str, *, connection: str | None = None, revision: int | None = None
+    ) -> RunningGeneration:
         """A new candidate beside the last reply; the current one is left out of the prompt."""
 
         def choose(end: PathTail) -> tuple[TurnKind, Node | None]:
@@ -436,10 +449,10 @@ class GenerationService:
                 )
             return TurnKind.SWIPE, leaf
 
-        return await self._begin(chat_id, connection, choose)
+        return await self._begin(chat_id, connection, choose, revision=revision)
 
     async def continue_reply(
-        self, chat_id: str, *, connection: str | None = None
+        self, chat_id: str, *, connection: str | None = None, revision: int | None = None
     ) -> RunningGeneration:
         """Extend the last message (prefill where the API allows, else a continue nudge)."""
 
@@ -448,17 +461,17 @@ class GenerationService:
                 raise TavernaError("there is nothing to continue", field="chat")
             return TurnKind.CONTINUE, end.nodes[-1]
 
-        return await self._begin(chat_id, connection, choose)
+        return await self._begin(chat_id, connection, choose, revision=revision)
 
     async def impersonate(
-        self, chat_id: str, *, connection: str | None = None
+        self, chat_id: str, *, connection: str | None = None, revision: int | None = None
     ) -> RunningGeneration:
         """Draft the person's next message; nothing is written into the tree."""
 
         def choose(end: PathTail) -> tuple[TurnKind, Node | None]:
             return TurnKind.IMPERSONATE, end.nodes[-1] if end.nodes else None
 
-        return await self._begin(chat_id, connection, choose)
+        return await self._begin(chat_id, connection, choose, revision=revision)
 
     async def stop(self, generation_id: str) -> Completed | None:
         """Stop a generation: the model connection is closed, what streamed becomes a draft."""
@@ -622,27 +635,41 @@ class GenerationService:
         choose: Callable[[PathTail], tuple[TurnKind, Node | None]] | None,
         *,
         said: tuple[str, str] | None = None,
+        revision: int | None = None,
     ) -> RunningGeneration:
         """Start a generation: on the builder's thread, in one hop, read the path's end,
         `choose` the kind and the node it answers (or post the person's message `said`,
         as text and speaker, and answer it), build the prompt; then run it as a task of
-        its own."""
+        its own. `revision`: the one the caller read; a chat changed since is a conflict.
+        The run's `changed_below` names the message under which the chat changes."""
         with self._reserved(chat_id):
 
             def prepare() -> _Plan:
                 # a missing connection fails before any write
                 connection = self.connections.get(connection_name)
                 chat, end = self._path_end(chat_id)
+                if revision is not None and revision != chat.revision:
+                    raise StaleRevision(
+                        "the chat changed since it was read",
+                        current_revision=chat.revision,
+                        expected=revision,
+                    )
+                below = end.nodes[-1].parent_id if end.nodes else None
                 if said is None:
                     assert choose is not None
                     kind, anchor = choose(end)
-                    return self._plan(chat, kind, anchor, connection)
-                message = self._message_to_post(chat, end, *said)
-                posting = self._writer.submit(self._post, chat, message)
-                try:
-                    return self._plan(chat, TurnKind.NORMAL, message, connection, pending=message)
-                finally:
-                    posting.result()  # a failed write fails the start, before any request
+                    plan = self._plan(chat, kind, anchor, connection)
+                else:
+                    message = self._message_to_post(chat, end, *said)
+                    posting = self._writer.submit(self._post, chat, message)
+                    try:
+                        plan = self._plan(
+                            chat, TurnKind.NORMAL, message, connection, pending=message
+                        )
+                    finally:
+                        posting.result()  # a failed write fails the start, before any request
+                plan.run.changed_below = below
+                return plan
 
             loop = asyncio.get_running_loop()
             plan = await loop.run_in_executor(self._builder, prepare)

@@ -11,7 +11,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Header, Response
 from fastapi.responses import StreamingResponse
 
-from taverna.errors import NotFound, StaleRevision, TavernaError
+from taverna.errors import NotFound, TavernaError
 from taverna.providers.events import ReasoningDelta, TextDelta, ToolCall
 from taverna.server import usecases
 from taverna.server.context import AppContext, backed_up, context
@@ -70,31 +70,24 @@ async def generate(
     ctx: AppContext = Depends(context),
     service: GenerationService = Depends(generation),
 ) -> GenerationStarted:
-    """Start a generation; it runs on its own and is saved even if nobody follows it."""
+    """Start a generation; it runs on its own and is saved even if nobody follows it.
 
-    def check() -> str | None:
-        chat = ctx.chats.get_chat(chat_id)
-        if body.revision is not None and body.revision != chat.revision:
-            raise StaleRevision(
-                "the chat changed since it was read",
-                current_revision=chat.revision,
-                expected=body.revision,
-            )
-        # The answer starts at the last message: a send appends after it, the others
-        # change its buttons (and a swipe or a continue will change it).
-        leaf = chat.active_leaf_id
-        return ctx.store.get_node(chat_id, leaf).parent_id if leaf else None
-
-    below = await asyncio.to_thread(check)
+    The revision check, the write, the path's end and the prompt are one hop to the
+    generation service's thread; the view of the change is read after the model's
+    request has gone out."""
+    revision = body.revision
     if body.kind == "normal":
-        run = await service.send(chat_id, body.text or "")
+        run = await service.send(chat_id, body.text or "", revision=revision)
     elif body.kind in ("regenerate", "swipe"):
         # Regenerate keeps the old reply as a candidate (nothing is lost): it is a swipe.
-        run = await service.swipe(chat_id)
+        run = await service.swipe(chat_id, revision=revision)
     elif body.kind == "continue":
-        run = await service.continue_reply(chat_id)
+        run = await service.continue_reply(chat_id, revision=revision)
     else:
-        run = await service.impersonate(chat_id)
+        run = await service.impersonate(chat_id, revision=revision)
+    # The answer starts at the last message: a send appends after it, the others
+    # change its buttons (and a swipe or a continue will change it).
+    below = run.changed_below
     return await _started(ctx, run, chat_id, below)
 
 
