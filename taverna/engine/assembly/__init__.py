@@ -11,7 +11,9 @@ Modules: `context` (all inputs of a turn as frozen data), `turn` (what both APIs
 share: card fields, the chat as sent, examples, lorebook scan, injections),
 `injections` (the in-chat injection table and its ordering), `world` and
 `lorebook_bridge` (the seam to the lorebook engine), `budget` (per-message token
-costs), `chat_completion` (the prompt manager and the budget), `ledger` (the
-readable ledger), `cache` (where a prompt stops sharing the previous prefix).
+costs), `chat_completion` (the prompt manager and the budget), `chat_layout` (its
+slots and the budget left), `chat_history` and `chat_examples` (the chat and the example
+dialogue it fits), `ledger` (the readable ledger), `cache` (where a prompt stops sharing
+the previous prefix).
 Text Completion is built by `taverna.engine.textgen` from the same `Turn`.
 """

@@ -4,24 +4,26 @@ The prompt manager's order decides where each part goes; the token budget
 decides what fits (algo-prompt-assembly.md §3). Parts are laid out in a sparse
 list of collections indexed by their place in the prompt collection, so the final
 order is the prompt manager's whatever the order in which they were budgeted.
+The slots and their budget are in `chat_layout`, the chat in `chat_history`, the example
+dialogue in `chat_examples`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, overload
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from taverna.engine.assembly.budget import MessageCost
+from taverna.engine.assembly.chat_examples import populate_examples
+from taverna.engine.assembly.chat_history import ChatHistory, ChatView, populate_history
+from taverna.engine.assembly.chat_layout import BudgetExceeded, Layout, Part, Slot
 from taverna.engine.assembly.context import (
     AssemblyContext,
     ExtensionPosition,
     GenerationType,
     InjectionRole,
-    NamesBehavior,
     PersonaPosition,
-    Speaker,
 )
 from taverna.engine.assembly.injections import (
     AUTHORS_NOTE_KEY,
@@ -32,13 +34,9 @@ from taverna.engine.assembly.injections import (
     SUMMARY_KEY,
     VECTORS_KEY,
     InChatPrompt,
-    InjectedBlock,
-    Injection,
     depth_blocks,
-    newest_first,
 )
-from taverna.engine.assembly.turn import Turn, prompt_bias_text, speaker_role, turn_state
-from taverna.engine.macros import has_macros
+from taverna.engine.assembly.turn import Turn, prompt_bias_text, turn_state
 from taverna.engine.textgen.stop import custom_stopping_strings
 from taverna.model.prompt import Ledger, LedgerItem, Prompt, PromptMessage, Role
 
@@ -59,101 +57,11 @@ _ROLES = {role.value: role for role in Role}
 _NEVER_SQUASHED = frozenset({"newMainChat", "newChat", "groupNudge"})
 
 
-class BudgetExceeded(Exception):
-    """A part that must go in does not fit: SillyTavern stops assembling there (§3.3 step 2)."""
-
-
-@dataclass(slots=True)
-class _Slot:
-    """A prompt of the prompt collection, after markers are filled."""
-
-    identifier: str
-    role: str
-    content: str
-    injection_position: int = 0
-    injection_depth: int = 4
-    system_prompt: bool = True
-    extension: bool = False
-    side: str = ""  # "start" / "end" for relative extension prompts
-    kind: str = "slot"
-    source: str = ""
-    volatile: bool = False
-
-
 # Macros whose value changes from turn to turn: a prefix cache breaks where they are.
 _VOLATILE_MACRO = re.compile(
     r"\{\{\s*(random|roll|time|date|weekday|isotime|isodate|idle_duration|datetimeformat|time_utc)",
     re.IGNORECASE,
 )
-
-
-@dataclass(slots=True)
-class _Part:
-    """One message being budgeted, with its ledger identity."""
-
-    identifier: str
-    role: str
-    content: str
-    tokens: int
-    name: str = ""
-    kind: str = "slot"
-    source: str = ""
-    volatile: bool = False
-    message: PromptMessage | None = None  # built once for a part kept across turns
-
-
-@dataclass(slots=True)
-class _Layout:
-    """SillyTavern's `ChatCompletion`: a sparse list of collections and the budget left."""
-
-    budget: int
-    cost: MessageCost
-    collections: dict[int, tuple[str, list[_Part]]] = field(default_factory=dict)
-    dropped: list[tuple[_Part, str]] = field(default_factory=list)
-    history_stopped: bool = False  # see Ledger.history_stopped
-
-    def part(self, identifier: str, role: str, content: str, name: str = "", **kw: Any) -> _Part:
-        tokens = self.cost.message(role, content, name)
-        return _Part(identifier, role, content, tokens, name, **kw)
-
-    def affordable(self, part: _Part) -> bool:
-        return self.budget - part.tokens >= 0
-
-    def _check(self, part: _Part) -> None:
-        if not self.affordable(part):
-            self.dropped.append((part, "budget: a required part does not fit"))
-            raise BudgetExceeded(part.identifier)
-
-    def add(self, identifier: str, parts: list[_Part], index: int | None) -> None:
-        tokens = sum(p.tokens for p in parts)
-        if self.budget - tokens < 0:
-            for p in parts:
-                self.dropped.append((p, "budget: a required part does not fit"))
-            raise BudgetExceeded(identifier)
-        if index is None or index == -1:
-            index = max(self.collections) + 1 if self.collections else 0
-        self.collections[index] = (identifier, parts)
-        self.budget -= tokens
-
-    def find(self, identifier: str) -> list[_Part] | None:
-        for ident, parts in self.collections.values():
-            if ident == identifier:
-                return parts
-        return None
-
-    def insert(self, part: _Part, identifier: str, where: str = "end") -> None:
-        self._check(part)
-        target = self.find(identifier)
-        if target is None or not part.content:
-            return
-        if where == "start":
-            target.insert(0, part)
-        else:
-            target.append(part)
-        self.budget -= part.tokens
-
-    def ordered(self) -> list[tuple[str, list[_Part]]]:
-        return [self.collections[i] for i in sorted(self.collections)]
 
 
 def _prompt_role(role: InjectionRole | int) -> str:
@@ -168,135 +76,6 @@ def _side(position: ExtensionPosition) -> str:
     return ""
 
 
-def _sanitize_name(name: str) -> str:
-    """A name the OpenAI `name` field accepts (algo-prompt-assembly.md §3.5).
-
-    JavaScript replaces per UTF-16 code unit, so a character outside the BMP becomes
-    two underscores; the result is cut at 64 units.
-    """
-    out: list[str] = []
-    for c in name:
-        if c.isascii() and (c.isalnum() or c == "_"):
-            out.append(c)
-        else:
-            out.append("__" if ord(c) > 0xFFFF else "_")
-    return "".join(out)[:64]
-
-
-@dataclass(slots=True)
-class _ChatEntry:
-    role: str
-    content: str
-    name: str
-    message_id: str = ""
-    injected: InjectedBlock | None = None
-
-
-class _ChatView(Sequence[_ChatEntry]):
-    """SillyTavern `setOpenAIMessages`, lazily: chat messages with the names behaviour applied.
-
-    Converted on access, so a long chat costs only the messages the budget reaches.
-    """
-
-    def __init__(self, context: AssemblyContext, turn: Turn, cost: MessageCost) -> None:
-        self.context = context
-        self.turn = turn
-        self.chat = turn.chat
-        cc = context.chat_completion
-        self.names = cc.names_behavior
-        self.quotes = cc.wrap_in_quotes
-        self.user_name = context.persona.name
-        self.group = context.is_group
-        self.memo = cost.memo
-        self.settings = (self.names, self.quotes, self.user_name, self.group)
-
-    def part(self, index: int, layout: _Layout) -> _Part:
-        """The budgeted part of one chat message; unchanged messages come from the memo."""
-        message = self.chat[index]
-        found = self.memo.get(id(message))
-        if found is not None and found[0] is message and found[1] == self.settings:
-            part: _Part = found[2]
-            return part
-        part = _history_part(layout, self[index], self.context, self.turn)
-        if not has_macros(message.text):
-            # Text without macros gives the same part every turn; keep it with its message.
-            self.memo[id(message)] = (message, self.settings, part)
-        return part
-
-    def __len__(self) -> int:
-        return len(self.chat)
-
-    @overload
-    def __getitem__(self, index: int) -> _ChatEntry: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[_ChatEntry]: ...
-    def __getitem__(self, index: int | slice) -> _ChatEntry | Sequence[_ChatEntry]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        message = self.chat[index]
-        role = speaker_role(message)
-        content = message.text
-        narrator = message.speaker is Speaker.NARRATOR
-        if self.names is NamesBehavior.DEFAULT:
-            if (self.group and message.name != self.user_name) or (
-                message.forced_avatar and message.name != self.user_name and not narrator
-            ):
-                content = f"{message.name}: {content}"
-        elif self.names is NamesBehavior.CONTENT and not narrator:
-            content = f"{message.name}: {content}"
-        if "\r" in content:
-            content = content.replace("\r", "")
-        if role == "user" and self.quotes:
-            content = f'"{content}"'
-        return _ChatEntry(role, content, message.name, message.id)
-
-
-def _examples(context: AssemblyContext, turn: Turn) -> list[list[tuple[str, str]]]:
-    """Example blocks as (name, content) turns (algo-prompt-assembly.md §3.4)."""
-    if context.power_user.strip_examples:
-        return []  # script.js: "strip examples" empties them once the story string is built
-    user, char = context.persona.name, context.character.name
-    blocks: list[list[tuple[str, str]]] = []
-    for block in turn.example_blocks:
-        text = _replace_first_ci(block, "<START>", "{Example Dialogue:}").replace("\r", "")
-        lines = text.split("\n")
-        turns: list[tuple[str, str]] = []
-        current: list[str] = []
-        in_user = in_bot = False
-
-        def flush(name: str, label: str, turns: list[tuple[str, str]], current: list[str]) -> None:
-            content = "\n".join(current).replace(name + ":", "", 1).strip()
-            if context.is_group:
-                content = f"{name}: {content}"
-            turns.append((label, content))
-            current.clear()
-
-        # §3.4: the first line is the heading and is skipped.
-        for line in lines[1:]:
-            if line.startswith(user + ":"):
-                if in_bot:
-                    flush(char, "example_assistant", turns, current)
-                in_user, in_bot = True, False
-            elif line.startswith(char + ":"):
-                if in_user:
-                    flush(user, "example_user", turns, current)
-                in_user, in_bot = False, True
-            current.append(line)
-        if in_user:
-            flush(user, "example_user", turns, current)
-        elif in_bot:
-            flush(char, "example_assistant", turns, current)
-        blocks.append(turns)
-    return blocks
-
-
-def _replace_first_ci(text: str, needle: str, replacement: str) -> str:
-    index = text.lower().find(needle.lower())
-    if index < 0:
-        return text
-    return text[:index] + replacement + text[index + len(needle) :]
-
-
 def _bias(context: AssemblyContext, turn: Turn) -> str:
     """The prompt bias with its macros replaced."""
     bias = prompt_bias_text(context)
@@ -306,152 +85,14 @@ def _bias(context: AssemblyContext, turn: Turn) -> str:
 def build_chat_completion(context: AssemblyContext, turn: Turn, cost: MessageCost) -> Prompt:
     """The Chat Completion prompt for this turn, with its ledger."""
     cc = context.chat_completion
-    macros = turn.macros
-    group_members = ", ".join(context.group_members)
-    fields = turn.fields
-
-    def prepare(text: str, original: str | None = None) -> str:
-        extra: dict[str, str] = {}
-        if original is not None:
-            extra["original"] = original
-        if group_members:
-            extra["group"] = group_members
-        return turn.substitute(text, extra) if text else ""
-
+    prepare = _preparer(context, turn)
     order = {entry.identifier: entry for entry in cc.order}
+    collection = _prompt_collection(context, prepare)
+    markers, bias = _marker_slots(context, turn)
+    _fill_markers(collection, [*markers, *_extension_slots(context, turn)], prepare)
+    _character_overrides(context, turn, collection, prepare)
 
-    # PromptManager.getPromptCollection: enabled prompts in order; a disabled main stays, empty.
-    collection: list[_Slot] = []
-    for entry in cc.order:
-        defined = cc.slot(entry.identifier)
-        if defined is None:
-            continue
-        if entry.enabled or entry.identifier == "main":
-            content = prepare(defined.content) if entry.enabled else ""
-            collection.append(
-                _Slot(
-                    defined.identifier,
-                    defined.role or "system",
-                    content,
-                    defined.injection_position,
-                    defined.injection_depth,
-                    defined.system_prompt,
-                    source=defined.identifier,
-                    volatile=bool(_VOLATILE_MACRO.search(defined.content)),
-                )
-            )
-
-    def index_of(identifier: str) -> int:
-        for i, slot in enumerate(collection):
-            if slot.identifier == identifier:
-                return i
-        return -1
-
-    # preparePromptsForChatCompletion: fill the markers, append the unordered prompts.
-    world_before = _format_world(cc.wi_format, turn.world.before)
-    world_after = _format_world(cc.wi_format, turn.world.after)
-    personality = (
-        macros(cc.personality_format) if fields.personality and cc.personality_format else ""
-    )
-    scenario = macros(cc.scenario_format) if fields.scenario and cc.scenario_format else ""
-    bias = _bias(context, turn)
-    generated: list[_Slot] = [
-        _Slot("worldInfoBefore", "system", world_before, kind="lorebook", source="before"),
-        _Slot("worldInfoAfter", "system", world_after, kind="lorebook", source="after"),
-        _Slot("charDescription", "system", fields.description, kind="card", source="description"),
-        _Slot("charPersonality", "system", personality, kind="card", source="personality"),
-        _Slot("scenario", "system", scenario, kind="card", source="scenario"),
-        _Slot(
-            "impersonate",
-            "system",
-            # Only read when impersonating; skipping it saves a macro pass per turn.
-            macros(cc.impersonation_prompt)
-            if cc.impersonation_prompt and context.generation_type is GenerationType.IMPERSONATE
-            else "",
-            kind="control",
-        ),
-        _Slot("quietPrompt", "system", context.quiet_prompt, kind="control"),
-        _Slot("bias", "system", bias, kind="bias"),
-        _Slot(
-            "groupNudge",
-            "system",
-            macros(cc.group_nudge_prompt) if context.is_group else "",
-            kind="control",
-        ),
-    ]
-    table = turn.injections
-    for key, identifier in (
-        (SUMMARY_KEY, "summary"),
-        (AUTHORS_NOTE_KEY, "authorsNote"),
-        (VECTORS_KEY, "vectorsMemory"),
-        (DATA_BANK_KEY, "vectorsDataBank"),
-        ("chromadb", "smartContext"),
-    ):
-        found = table.get(key)
-        if found is not None and found.text:
-            role = "system" if key in (VECTORS_KEY, "chromadb") else _prompt_role(found.role)
-            generated.append(
-                _Slot(
-                    identifier,
-                    role,
-                    found.text,
-                    side=_side(found.position),
-                    kind=found.kind,
-                    source=found.source or key,
-                )
-            )
-    persona = context.persona
-    if fields.persona and persona.position is PersonaPosition.IN_PROMPT:
-        # §3.2: the raw persona text, macros resolved by preparePrompt below.
-        generated.append(
-            _Slot(
-                "personaDescription",
-                "system",
-                persona.description,
-                kind="persona",
-                source="persona",
-            )
-        )
-    for key, injection in table.entries.items():
-        if key in _KNOWN_EXTENSION_KEYS or not injection.text:
-            continue
-        if injection.position not in (ExtensionPosition.BEFORE_PROMPT, ExtensionPosition.IN_PROMPT):
-            continue
-        generated.append(
-            _Slot(
-                "".join(c if (c.isalnum() or c == "_") and c.isascii() else "_" for c in key),
-                _prompt_role(injection.role),
-                injection.text,
-                extension=True,
-                side=_side(injection.position),
-                kind=injection.kind,
-                source=injection.source or key,
-            )
-        )
-    for made in generated:
-        at = index_of(made.identifier)
-        if at >= 0:
-            existing = collection[at]
-            made.injection_position = existing.injection_position
-            made.injection_depth = existing.injection_depth
-            made.role = existing.role or made.role
-        made.content = prepare(made.content)
-        if at >= 0:
-            collection[at] = made
-        else:
-            collection.append(made)
-
-    # Character overrides of the main prompt and post-history instructions (§3.2).
-    for identifier, override in (("main", fields.system), ("jailbreak", fields.jailbreak)):
-        at = index_of(identifier)
-        preset = cc.slot(identifier)
-        if override and at >= 0 and not (preset is not None and preset.forbid_overrides):
-            original = collection[at].content
-            collection[at].content = prepare(override, original=original)
-            collection[at].kind = "card"
-            collection[at].source = f"{identifier}:character"
-
-    layout = _Layout(turn.prompt_budget, cost)
+    layout = Layout(turn.prompt_budget, cost)
     error = ""
     try:
         _populate(context, turn, collection, order, layout, bias, cost)
@@ -468,12 +109,188 @@ def build_chat_completion(context: AssemblyContext, turn: Turn, cost: MessageCos
         kind="chat",
         messages=messages,
         # All of them: each provider applies its own limit (OpenAI 4, Gemini 5, Claude none).
-        stop=(*cc.stop, *custom_stopping_strings(context.power_user, macros)),
-        prefill=_prefill(context, macros),
+        stop=(*cc.stop, *custom_stopping_strings(context.power_user, turn.macros)),
+        prefill=_prefill(context, turn.macros),
         sampling=dict(cc.sampling),
         ledger=_ledger(turn, parts, layout, error),
         state=turn_state(turn),
     )
+
+
+def _preparer(context: AssemblyContext, turn: Turn) -> Callable[..., str]:
+    """SillyTavern's `preparePrompt`: a prompt's macros, with `{{original}}` and `{{group}}`."""
+    group_members = ", ".join(context.group_members)
+
+    def prepare(text: str, original: str | None = None) -> str:
+        extra: dict[str, str] = {}
+        if original is not None:
+            extra["original"] = original
+        if group_members:
+            extra["group"] = group_members
+        return turn.substitute(text, extra) if text else ""
+
+    return prepare
+
+
+def _prompt_collection(context: AssemblyContext, prepare: Callable[..., str]) -> list[Slot]:
+    """PromptManager.getPromptCollection: enabled prompts in order; a disabled main stays, empty."""
+    cc = context.chat_completion
+    collection: list[Slot] = []
+    for entry in cc.order:
+        defined = cc.slot(entry.identifier)
+        if defined is None:
+            continue
+        if entry.enabled or entry.identifier == "main":
+            content = prepare(defined.content) if entry.enabled else ""
+            collection.append(
+                Slot(
+                    defined.identifier,
+                    defined.role or "system",
+                    content,
+                    defined.injection_position,
+                    defined.injection_depth,
+                    defined.system_prompt,
+                    source=defined.identifier,
+                    volatile=bool(_VOLATILE_MACRO.search(defined.content)),
+                )
+            )
+    return collection
+
+
+def _index_of(collection: Sequence[Slot], identifier: str) -> int:
+    for i, slot in enumerate(collection):
+        if slot.identifier == identifier:
+            return i
+    return -1
+
+
+def _marker_slots(context: AssemblyContext, turn: Turn) -> tuple[list[Slot], str]:
+    """The markers' prompts (lorebook, card, controls, bias), with the prompt bias itself."""
+    cc = context.chat_completion
+    macros = turn.macros
+    fields = turn.fields
+    world_before = _format_world(cc.wi_format, turn.world.before)
+    world_after = _format_world(cc.wi_format, turn.world.after)
+    personality = (
+        macros(cc.personality_format) if fields.personality and cc.personality_format else ""
+    )
+    scenario = macros(cc.scenario_format) if fields.scenario and cc.scenario_format else ""
+    bias = _bias(context, turn)
+    markers: list[Slot] = [
+        Slot("worldInfoBefore", "system", world_before, kind="lorebook", source="before"),
+        Slot("worldInfoAfter", "system", world_after, kind="lorebook", source="after"),
+        Slot("charDescription", "system", fields.description, kind="card", source="description"),
+        Slot("charPersonality", "system", personality, kind="card", source="personality"),
+        Slot("scenario", "system", scenario, kind="card", source="scenario"),
+        Slot(
+            "impersonate",
+            "system",
+            # Only read when impersonating; skipping it saves a macro pass per turn.
+            macros(cc.impersonation_prompt)
+            if cc.impersonation_prompt and context.generation_type is GenerationType.IMPERSONATE
+            else "",
+            kind="control",
+        ),
+        Slot("quietPrompt", "system", context.quiet_prompt, kind="control"),
+        Slot("bias", "system", bias, kind="bias"),
+        Slot(
+            "groupNudge",
+            "system",
+            macros(cc.group_nudge_prompt) if context.is_group else "",
+            kind="control",
+        ),
+    ]
+    return markers, bias
+
+
+def _extension_slots(context: AssemblyContext, turn: Turn) -> list[Slot]:
+    """The extension prompts around the main prompt: summary, author's note, persona, others."""
+    fields = turn.fields
+    slots: list[Slot] = []
+    table = turn.injections
+    for key, identifier in (
+        (SUMMARY_KEY, "summary"),
+        (AUTHORS_NOTE_KEY, "authorsNote"),
+        (VECTORS_KEY, "vectorsMemory"),
+        (DATA_BANK_KEY, "vectorsDataBank"),
+        ("chromadb", "smartContext"),
+    ):
+        found = table.get(key)
+        if found is not None and found.text:
+            role = "system" if key in (VECTORS_KEY, "chromadb") else _prompt_role(found.role)
+            slots.append(
+                Slot(
+                    identifier,
+                    role,
+                    found.text,
+                    side=_side(found.position),
+                    kind=found.kind,
+                    source=found.source or key,
+                )
+            )
+    persona = context.persona
+    if fields.persona and persona.position is PersonaPosition.IN_PROMPT:
+        # §3.2: the raw persona text, macros resolved by preparePrompt below.
+        slots.append(
+            Slot(
+                "personaDescription",
+                "system",
+                persona.description,
+                kind="persona",
+                source="persona",
+            )
+        )
+    for key, injection in table.entries.items():
+        if key in _KNOWN_EXTENSION_KEYS or not injection.text:
+            continue
+        if injection.position not in (ExtensionPosition.BEFORE_PROMPT, ExtensionPosition.IN_PROMPT):
+            continue
+        slots.append(
+            Slot(
+                "".join(c if (c.isalnum() or c == "_") and c.isascii() else "_" for c in key),
+                _prompt_role(injection.role),
+                injection.text,
+                extension=True,
+                side=_side(injection.position),
+                kind=injection.kind,
+                source=injection.source or key,
+            )
+        )
+    return slots
+
+
+def _fill_markers(
+    collection: list[Slot], generated: Sequence[Slot], prepare: Callable[..., str]
+) -> None:
+    """preparePromptsForChatCompletion: fill the markers, append the unordered prompts."""
+    for made in generated:
+        at = _index_of(collection, made.identifier)
+        if at >= 0:
+            existing = collection[at]
+            made.injection_position = existing.injection_position
+            made.injection_depth = existing.injection_depth
+            made.role = existing.role or made.role
+        made.content = prepare(made.content)
+        if at >= 0:
+            collection[at] = made
+        else:
+            collection.append(made)
+
+
+def _character_overrides(
+    context: AssemblyContext, turn: Turn, collection: list[Slot], prepare: Callable[..., str]
+) -> None:
+    """Character overrides of the main prompt and post-history instructions (§3.2)."""
+    cc = context.chat_completion
+    fields = turn.fields
+    for identifier, override in (("main", fields.system), ("jailbreak", fields.jailbreak)):
+        at = _index_of(collection, identifier)
+        preset = cc.slot(identifier)
+        if override and at >= 0 and not (preset is not None and preset.forbid_overrides):
+            original = collection[at].content
+            collection[at].content = prepare(override, original=original)
+            collection[at].kind = "card"
+            collection[at].source = f"{identifier}:character"
 
 
 def _prefill(context: AssemblyContext, macros: Callable[[str], str]) -> str:
@@ -488,7 +305,7 @@ def _prefill(context: AssemblyContext, macros: Callable[[str], str]) -> str:
     return macros(text) if text else ""
 
 
-def _message(part: _Part) -> PromptMessage:
+def _message(part: Part) -> PromptMessage:
     if part.message is None:
         part.message = PromptMessage(
             _ROLES[part.role], part.content, part.name or None, source=part.identifier
@@ -508,9 +325,9 @@ def _format_world(template: str, text: str) -> str:
 def _populate(
     context: AssemblyContext,
     turn: Turn,
-    collection: list[_Slot],
+    collection: list[Slot],
     order: Mapping[str, Any],
-    layout: _Layout,
+    layout: Layout,
     bias: str,
     cost: MessageCost,
 ) -> None:
@@ -544,7 +361,7 @@ def _populate(
     ):
         add(identifier)
 
-    controls: list[_Part] = []
+    controls: list[Part] = []
     if kind is GenerationType.IMPERSONATE and "impersonate" in by_id:
         slot = by_id["impersonate"][1]
         controls.append(layout.part("impersonate", slot.role, slot.content, kind="control"))
@@ -598,245 +415,21 @@ def _populate(
         for s in absolute
     ]
     blocks = depth_blocks(turn.injections, lambda t: turn.substitute(t, {}), in_chat, True)
-    history = _History(_ChatView(context, turn, cost), blocks)
+    history = ChatHistory(ChatView(context, turn, cost), blocks)
 
     if context.power_user.pin_examples:
-        _populate_examples(context, turn, by_id, layout)
-        _populate_history(context, turn, history, by_id, layout)
+        populate_examples(context, turn, by_id, layout)
+        populate_history(context, turn, history, by_id, layout)
     else:
-        _populate_history(context, turn, history, by_id, layout)
-        _populate_examples(context, turn, by_id, layout)
+        populate_history(context, turn, history, by_id, layout)
+        populate_examples(context, turn, by_id, layout)
 
     layout.budget += reserved
     if controls:
         layout.add("controlPrompts", controls, None)
 
 
-@dataclass(frozen=True, slots=True)
-class _History:
-    """The chat with its in-chat injections, read newest first (§3.3 step 6).
-
-    Chat messages come as their index in the chat, injections as entries.
-    """
-
-    chat: _ChatView
-    blocks: Sequence[InjectedBlock]
-
-    def __len__(self) -> int:
-        return len(self.chat) + len(self.blocks)
-
-    def newest_first(self) -> Iterator[int | _ChatEntry]:
-        return newest_first(
-            range(len(self.chat)),
-            self.blocks,
-            lambda b: _ChatEntry(b.role.chat_role, b.text, "", injected=b),
-        )
-
-    def newest_role(self) -> str | None:
-        item = next(self.newest_first(), None)
-        if item is None:
-            return None
-        return item.role if isinstance(item, _ChatEntry) else self.chat[item].role
-
-
-def _populate_history(
-    context: AssemblyContext,
-    turn: Turn,
-    history: _History,
-    by_id: Mapping[str, tuple[int, _Slot]],
-    layout: _Layout,
-) -> None:
-    """SillyTavern `populateChatHistory` (algo-prompt-assembly.md §3.5)."""
-    if "chatHistory" not in by_id:
-        layout.history_stopped = True  # no message is ever sent
-        if len(history):
-            layout.dropped.append(
-                (
-                    _Part(
-                        "chatHistory",
-                        "user",
-                        "",
-                        0,
-                        kind="history",
-                        source=f"{len(history)} messages",
-                    ),
-                    "no chatHistory slot in the order",
-                )
-            )
-        return
-    cc = context.chat_completion
-    kind = context.generation_type
-    container: list[_Part] = []
-    layout.add("chatHistory", container, by_id["chatHistory"][0])
-
-    new_chat = cc.new_group_chat_prompt if context.is_group else cc.new_chat_prompt
-    group = {"group": ", ".join(context.group_members)} if context.is_group else {}
-    new_chat_part = layout.part(
-        "newMainChat",
-        "system",
-        turn.substitute(new_chat, group) if new_chat else "",
-        kind="separator",
-    )
-    layout.budget -= new_chat_part.tokens
-
-    nudge: _Part | None = None
-    if context.is_group and "groupNudge" in by_id and kind is not GenerationType.IMPERSONATE:
-        slot = by_id["groupNudge"][1]
-        nudge = layout.part("groupNudge", slot.role, slot.content, kind="control")
-        layout.budget -= nudge.tokens
-
-    continue_part: _Part | None = None
-    last_text = turn.chat[-1].text if turn.chat else ""
-    if kind is GenerationType.CONTINUE and turn.chat and not cc.continue_prefill:
-        # Script.js adds the continue postfix before the nudge reads the text; trim drops it.
-        cycle = last_text if last_text.endswith(" ") else last_text + cc.continue_postfix
-        text = turn.substitute(cc.continue_nudge_prompt, {"lastChatMessage": cycle.strip()})
-        text = turn.substitute(text, {})
-        continue_part = layout.part("continueNudge", "system", text, kind="control")
-        layout.budget -= continue_part.tokens
-
-    if history.newest_role() == "assistant" and cc.send_if_empty:
-        empty = layout.part("emptyUserMessageReplacement", "user", cc.send_if_empty, kind="control")
-        if layout.affordable(empty):
-            layout.insert(empty, "chatHistory")
-
-    seen_real = False
-    total = len(history)
-    newest_parts: list[_Part] = []
-    for position, entry in enumerate(history.newest_first()):
-        real = isinstance(entry, int)
-        is_first_real = real and not seen_real
-        seen_real = seen_real or real
-        if isinstance(entry, int):
-            part = history.chat.part(entry, layout)
-        else:
-            part = _history_part(layout, entry, context, turn)
-        if not layout.affordable(part):
-            layout.dropped.append(
-                (part, "budget: history is filled newest to oldest; this message did not fit")
-            )
-            layout.history_stopped = True
-            # Messages the caller left out (a long chat given by its end) are older too.
-            older = total - position - 1 + context.earlier.visible
-            if older:
-                layout.dropped.append(
-                    (
-                        _Part(
-                            "chatHistory:older",
-                            "user",
-                            "",
-                            0,
-                            kind="history",
-                            source=f"{older} older messages",
-                        ),
-                        "budget: history is filled newest to oldest and stops at the first message that does not fit",
-                    )
-                )
-            break
-        if kind is GenerationType.CONTINUE and cc.continue_prefill and is_first_real:
-            layout.add("continuePrefill", [part], None)
-            continue
-        if part.content:
-            # Same as inserting each at the start, newest first; reversed once below.
-            newest_parts.append(part)
-            layout.budget -= part.tokens
-    container[:0] = reversed(newest_parts)
-
-    layout.budget += new_chat_part.tokens
-    layout.insert(new_chat_part, "chatHistory", "start")
-    if nudge is not None:
-        layout.budget += nudge.tokens
-        layout.insert(nudge, "chatHistory", "end")
-    if continue_part is not None:
-        layout.budget += continue_part.tokens
-        layout.insert(continue_part, "chatHistory", "end")
-
-
-def _history_part(
-    layout: _Layout, entry: _ChatEntry, context: AssemblyContext, turn: Turn
-) -> _Part:
-    # §3.5 step 7: macros in stored chat text are live in Chat Completion.
-    content = turn.substitute(entry.content, {}) if entry.content else ""
-    name = ""
-    if (
-        entry.injected is None
-        and context.chat_completion.names_behavior is NamesBehavior.COMPLETION
-        and entry.name
-    ):
-        name = _sanitize_name(entry.name)
-    if entry.injected is not None:
-        block = entry.injected
-        sources = ",".join(
-            s.source or s.key if isinstance(s, Injection) else s.identifier for s in block.sources
-        )
-        return layout.part(
-            f"injection@{block.depth}:{block.role.chat_role}",
-            entry.role,
-            content,
-            kind="injection",
-            source=f"depth {block.depth} {block.role.chat_role}: {sources}",
-            volatile=True,
-        )
-    return layout.part(
-        f"chatHistory:{entry.message_id}",
-        entry.role,
-        content,
-        name,
-        kind="history",
-        source=entry.message_id,
-    )
-
-
-def _populate_examples(
-    context: AssemblyContext,
-    turn: Turn,
-    by_id: Mapping[str, tuple[int, _Slot]],
-    layout: _Layout,
-) -> None:
-    """SillyTavern `populateDialogueExamples` (algo-prompt-assembly.md §3.6)."""
-    blocks = _examples(context, turn)
-    if "dialogueExamples" not in by_id:
-        return
-    container: list[_Part] = []
-    layout.add("dialogueExamples", container, by_id["dialogueExamples"][0])
-    if not blocks:
-        return
-    cc = context.chat_completion
-    separator_text = (
-        turn.substitute(cc.new_example_chat_prompt, {}) if cc.new_example_chat_prompt else ""
-    )
-    for number, block in enumerate(blocks):
-        added = 0
-        separator = layout.part("newChat", "system", separator_text, kind="separator")
-        if layout.affordable(separator):
-            layout.insert(separator, "dialogueExamples")
-        for position, (name, content) in enumerate(block):
-            part = layout.part(
-                f"dialogueExamples {number}-{position}",
-                "system",
-                content,
-                name,
-                kind="example",
-                source=f"block {number} turn {position}",
-            )
-            if not layout.affordable(part):
-                for rest in block[position:]:
-                    layout.dropped.append(
-                        (
-                            layout.part("example", "system", rest[1], rest[0], kind="example"),
-                            "budget: examples take what is left after the history",
-                        )
-                    )
-                break
-            layout.insert(part, "dialogueExamples")
-            added += 1
-        if added == 0 and container:
-            # §3.6: SillyTavern pops the last message of the examples, whatever it is.
-            removed = container.pop()
-            layout.budget += removed.tokens
-
-
-def _volatile_last(parts: list[_Part]) -> list[_Part]:
+def _volatile_last(parts: list[Part]) -> list[Part]:
     """Cache-friendly layout: lorebook text and depth injections after the stable prefix.
 
     They move, in their order, to just after the newest chat message, so that the
@@ -851,7 +444,7 @@ def _volatile_last(parts: list[_Part]) -> list[_Part]:
         default=len(stable) - 1,
     )
     merged = "\n".join(p.content for p in volatile)
-    moved = _Part(
+    moved = Part(
         "volatile",
         "system",
         merged,
@@ -862,11 +455,11 @@ def _volatile_last(parts: list[_Part]) -> list[_Part]:
     return [*stable[: last_history + 1], moved, *stable[last_history + 1 :]]
 
 
-def _squash(parts: list[_Part], cost: MessageCost) -> list[_Part]:
+def _squash(parts: list[Part], cost: MessageCost) -> list[Part]:
     """Consecutive unnamed system messages merged (algo-prompt-assembly.md §3.3 step 9)."""
-    out: list[_Part] = []
+    out: list[Part] = []
 
-    def squashable(part: _Part) -> bool:
+    def squashable(part: Part) -> bool:
         return part.identifier not in _NEVER_SQUASHED and part.role == "system" and not part.name
 
     for part in parts:
@@ -875,7 +468,7 @@ def _squash(parts: list[_Part], cost: MessageCost) -> list[_Part]:
         if squashable(part) and out and squashable(out[-1]):
             last = out[-1]
             content = last.content + "\n" + part.content
-            out[-1] = _Part(
+            out[-1] = Part(
                 last.identifier,
                 last.role,
                 content,
@@ -888,7 +481,7 @@ def _squash(parts: list[_Part], cost: MessageCost) -> list[_Part]:
     return out
 
 
-def _ledger(turn: Turn, parts: Sequence[_Part], layout: _Layout, error: str) -> Ledger:
+def _ledger(turn: Turn, parts: Sequence[Part], layout: Layout, error: str) -> Ledger:
     items = [LedgerItem("overhead", "reply priming", 3, True, "every reply is primed", "")]
     for position, part in enumerate(parts):
         items.append(

@@ -1,0 +1,277 @@
+"""The chat in a Chat Completion prompt: messages as sent, injections, history fitted (§3.5)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import overload
+
+from taverna.engine.assembly.budget import MessageCost
+from taverna.engine.assembly.chat_layout import Layout, Part, Slot
+from taverna.engine.assembly.context import (
+    AssemblyContext,
+    GenerationType,
+    NamesBehavior,
+    Speaker,
+)
+from taverna.engine.assembly.injections import InjectedBlock, Injection, newest_first
+from taverna.engine.assembly.turn import Turn, speaker_role
+from taverna.engine.macros import has_macros
+
+
+def _sanitize_name(name: str) -> str:
+    """A name the OpenAI `name` field accepts (algo-prompt-assembly.md §3.5).
+
+    JavaScript replaces per UTF-16 code unit, so a character outside the BMP becomes
+    two underscores; the result is cut at 64 units.
+    """
+    out: list[str] = []
+    for c in name:
+        if c.isascii() and (c.isalnum() or c == "_"):
+            out.append(c)
+        else:
+            out.append("__" if ord(c) > 0xFFFF else "_")
+    return "".join(out)[:64]
+
+
+@dataclass(slots=True)
+class ChatEntry:
+    """A chat message as a Chat Completion message, or an injection placed among them."""
+
+    role: str
+    content: str
+    name: str
+    message_id: str = ""
+    injected: InjectedBlock | None = None
+
+
+class ChatView(Sequence[ChatEntry]):
+    """SillyTavern `setOpenAIMessages`, lazily: chat messages with the names behaviour applied.
+
+    Converted on access, so a long chat costs only the messages the budget reaches.
+    """
+
+    def __init__(self, context: AssemblyContext, turn: Turn, cost: MessageCost) -> None:
+        self.context = context
+        self.turn = turn
+        self.chat = turn.chat
+        cc = context.chat_completion
+        self.names = cc.names_behavior
+        self.quotes = cc.wrap_in_quotes
+        self.user_name = context.persona.name
+        self.group = context.is_group
+        self.memo = cost.memo
+        self.settings = (self.names, self.quotes, self.user_name, self.group)
+
+    def part(self, index: int, layout: Layout) -> Part:
+        """The budgeted part of one chat message; unchanged messages come from the memo."""
+        message = self.chat[index]
+        found = self.memo.get(id(message))
+        if found is not None and found[0] is message and found[1] == self.settings:
+            part: Part = found[2]
+            return part
+        part = _history_part(layout, self[index], self.context, self.turn)
+        if not has_macros(message.text):
+            # Text without macros gives the same part every turn; keep it with its message.
+            self.memo[id(message)] = (message, self.settings, part)
+        return part
+
+    def __len__(self) -> int:
+        return len(self.chat)
+
+    @overload
+    def __getitem__(self, index: int) -> ChatEntry: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[ChatEntry]: ...
+    def __getitem__(self, index: int | slice) -> ChatEntry | Sequence[ChatEntry]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        message = self.chat[index]
+        role = speaker_role(message)
+        content = message.text
+        narrator = message.speaker is Speaker.NARRATOR
+        if self.names is NamesBehavior.DEFAULT:
+            if (self.group and message.name != self.user_name) or (
+                message.forced_avatar and message.name != self.user_name and not narrator
+            ):
+                content = f"{message.name}: {content}"
+        elif self.names is NamesBehavior.CONTENT and not narrator:
+            content = f"{message.name}: {content}"
+        if "\r" in content:
+            content = content.replace("\r", "")
+        if role == "user" and self.quotes:
+            content = f'"{content}"'
+        return ChatEntry(role, content, message.name, message.id)
+
+
+@dataclass(frozen=True, slots=True)
+class ChatHistory:
+    """The chat with its in-chat injections, read newest first (§3.3 step 6).
+
+    Chat messages come as their index in the chat, injections as entries.
+    """
+
+    chat: ChatView
+    blocks: Sequence[InjectedBlock]
+
+    def __len__(self) -> int:
+        return len(self.chat) + len(self.blocks)
+
+    def newest_first(self) -> Iterator[int | ChatEntry]:
+        return newest_first(
+            range(len(self.chat)),
+            self.blocks,
+            lambda b: ChatEntry(b.role.chat_role, b.text, "", injected=b),
+        )
+
+    def newest_role(self) -> str | None:
+        item = next(self.newest_first(), None)
+        if item is None:
+            return None
+        return item.role if isinstance(item, ChatEntry) else self.chat[item].role
+
+
+def populate_history(
+    context: AssemblyContext,
+    turn: Turn,
+    history: ChatHistory,
+    by_id: Mapping[str, tuple[int, Slot]],
+    layout: Layout,
+) -> None:
+    """SillyTavern `populateChatHistory` (algo-prompt-assembly.md §3.5)."""
+    if "chatHistory" not in by_id:
+        layout.history_stopped = True  # no message is ever sent
+        if len(history):
+            layout.dropped.append(
+                (
+                    Part(
+                        "chatHistory",
+                        "user",
+                        "",
+                        0,
+                        kind="history",
+                        source=f"{len(history)} messages",
+                    ),
+                    "no chatHistory slot in the order",
+                )
+            )
+        return
+    cc = context.chat_completion
+    kind = context.generation_type
+    container: list[Part] = []
+    layout.add("chatHistory", container, by_id["chatHistory"][0])
+
+    new_chat = cc.new_group_chat_prompt if context.is_group else cc.new_chat_prompt
+    group = {"group": ", ".join(context.group_members)} if context.is_group else {}
+    new_chat_part = layout.part(
+        "newMainChat",
+        "system",
+        turn.substitute(new_chat, group) if new_chat else "",
+        kind="separator",
+    )
+    layout.budget -= new_chat_part.tokens
+
+    nudge: Part | None = None
+    if context.is_group and "groupNudge" in by_id and kind is not GenerationType.IMPERSONATE:
+        slot = by_id["groupNudge"][1]
+        nudge = layout.part("groupNudge", slot.role, slot.content, kind="control")
+        layout.budget -= nudge.tokens
+
+    continue_part: Part | None = None
+    last_text = turn.chat[-1].text if turn.chat else ""
+    if kind is GenerationType.CONTINUE and turn.chat and not cc.continue_prefill:
+        # Script.js adds the continue postfix before the nudge reads the text; trim drops it.
+        cycle = last_text if last_text.endswith(" ") else last_text + cc.continue_postfix
+        text = turn.substitute(cc.continue_nudge_prompt, {"lastChatMessage": cycle.strip()})
+        text = turn.substitute(text, {})
+        continue_part = layout.part("continueNudge", "system", text, kind="control")
+        layout.budget -= continue_part.tokens
+
+    if history.newest_role() == "assistant" and cc.send_if_empty:
+        empty = layout.part("emptyUserMessageReplacement", "user", cc.send_if_empty, kind="control")
+        if layout.affordable(empty):
+            layout.insert(empty, "chatHistory")
+
+    seen_real = False
+    total = len(history)
+    newest_parts: list[Part] = []
+    for position, entry in enumerate(history.newest_first()):
+        real = isinstance(entry, int)
+        is_first_real = real and not seen_real
+        seen_real = seen_real or real
+        if isinstance(entry, int):
+            part = history.chat.part(entry, layout)
+        else:
+            part = _history_part(layout, entry, context, turn)
+        if not layout.affordable(part):
+            layout.dropped.append(
+                (part, "budget: history is filled newest to oldest; this message did not fit")
+            )
+            layout.history_stopped = True
+            # Messages the caller left out (a long chat given by its end) are older too.
+            older = total - position - 1 + context.earlier.visible
+            if older:
+                layout.dropped.append(
+                    (
+                        Part(
+                            "chatHistory:older",
+                            "user",
+                            "",
+                            0,
+                            kind="history",
+                            source=f"{older} older messages",
+                        ),
+                        "budget: history is filled newest to oldest and stops at the first message that does not fit",
+                    )
+                )
+            break
+        if kind is GenerationType.CONTINUE and cc.continue_prefill and is_first_real:
+            layout.add("continuePrefill", [part], None)
+            continue
+        if part.content:
+            # Same as inserting each at the start, newest first; reversed once below.
+            newest_parts.append(part)
+            layout.budget -= part.tokens
+    container[:0] = reversed(newest_parts)
+
+    layout.budget += new_chat_part.tokens
+    layout.insert(new_chat_part, "chatHistory", "start")
+    if nudge is not None:
+        layout.budget += nudge.tokens
+        layout.insert(nudge, "chatHistory", "end")
+    if continue_part is not None:
+        layout.budget += continue_part.tokens
+        layout.insert(continue_part, "chatHistory", "end")
+
+
+def _history_part(layout: Layout, entry: ChatEntry, context: AssemblyContext, turn: Turn) -> Part:
+    # §3.5 step 7: macros in stored chat text are live in Chat Completion.
+    content = turn.substitute(entry.content, {}) if entry.content else ""
+    name = ""
+    if (
+        entry.injected is None
+        and context.chat_completion.names_behavior is NamesBehavior.COMPLETION
+        and entry.name
+    ):
+        name = _sanitize_name(entry.name)
+    if entry.injected is not None:
+        block = entry.injected
+        sources = ",".join(
+            s.source or s.key if isinstance(s, Injection) else s.identifier for s in block.sources
+        )
+        return layout.part(
+            f"injection@{block.depth}:{block.role.chat_role}",
+            entry.role,
+            content,
+            kind="injection",
+            source=f"depth {block.depth} {block.role.chat_role}: {sources}",
+            volatile=True,
+        )
+    return layout.part(
+        f"chatHistory:{entry.message_id}",
+        entry.role,
+        content,
+        name,
+        kind="history",
+        source=entry.message_id,
+    )
