@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test lint typecheck unit browser-deps bench clean
+.PHONY: serve test lint layers typecheck unit browser-deps bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,13 +26,16 @@ lint: $(STAMP)
 	$(BIN)/ruff check taverna tests bench
 	$(BIN)/ruff format --check taverna tests bench
 
+layers: $(STAMP)
+	$(BIN)/lint-imports
+
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
 unit: $(STAMP)
 	$(BIN)/pytest -q
 
-test: $(STAMP) browser-deps lint typecheck unit
+test: $(STAMP) browser-deps lint layers typecheck unit
 
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py

@@ -13,12 +13,11 @@ import typer
 
 from taverna.cli.main import app
 from taverna.errors import NotFound, TavernaError
-from taverna.model.chat import ChatTree, Node
+from taverna.model.chat import ChatListing, ChatTree, Node
 from taverna.services.backups import BackupService
 from taverna.services.data import DataFolder, open_data
 from taverna.services.interchange import InterchangeService
 from taverna.services.library import ImportReport, LibraryService, Progress
-from taverna.store.repository import ChatListing
 
 chats_app = typer.Typer(help="List, show and export chats.", no_args_is_help=True)
 backup_app = typer.Typer(help="List and restore chat backups.", no_args_is_help=True)

@@ -287,6 +287,17 @@ class PathWindow:
 
 
 @dataclass(frozen=True, slots=True)
+class ChatListing:
+    """A chat as listed: the chat plus counts that need no path walk."""
+
+    chat: Chat
+    path_length: int
+    node_count: int
+    branch_count: int
+    checkpoint_count: int
+
+
+@dataclass(frozen=True, slots=True)
 class PathTail:
     """The end of a path as a turn reads it: its last live messages, root side first.
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from taverna.model.chat import BranchSummary, Chat, PathEntry, PathWindow
+from taverna.model.chat import BranchSummary, Chat, ChatListing, PathEntry, PathWindow
 from taverna.server.schemas import (
     BranchOut,
     ChatOut,
@@ -13,7 +13,6 @@ from taverna.server.schemas import (
     TaskOut,
     WindowOut,
 )
-from taverna.store.repository import ChatListing
 
 
 def avatar_url(document_id: str | None) -> str | None:

@@ -1,9 +1,9 @@
 """Persistence: the repository interface and its SQL implementation (SQLite or PostgreSQL)."""
 
 from taverna.errors import StaleRevision
+from taverna.model.chat import ChatListing
 from taverna.store.repository import (
     UNSET,
-    ChatListing,
     ChatRepository,
     ChatWriter,
     Document,

@@ -23,6 +23,7 @@ from taverna.model.chat import (
     BranchSummary,
     CharacterRef,
     Chat,
+    ChatListing,
     ChatState,
     ChatTree,
     Checkpoint,
@@ -78,17 +79,6 @@ class DocumentVersion:
     name: str
     revision: int
     updated: datetime | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ChatListing:
-    """A chat as listed: the chat plus counts that need no path walk."""
-
-    chat: Chat
-    path_length: int
-    node_count: int
-    branch_count: int
-    checkpoint_count: int
 
 
 @dataclass(frozen=True, slots=True)

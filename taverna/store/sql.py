@@ -31,6 +31,7 @@ from taverna.model.chat import (
     BranchSummary,
     CharacterRef,
     Chat,
+    ChatListing,
     ChatState,
     ChatTree,
     Checkpoint,
@@ -48,7 +49,6 @@ from taverna.model.chat import (
 from taverna.store import schema as t
 from taverna.store.repository import (
     UNSET,
-    ChatListing,
     ChatWriter,
     Document,
     DocumentVersion,
