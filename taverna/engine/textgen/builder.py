@@ -48,16 +48,16 @@ class _Layout:
 
     prompt_bias: str
     force_name2: bool
-    before_anchor: str = ""
-    story: str = ""
-    after_anchor: str = ""
-    examples: list[str] = field(default_factory=list)
-    pinned: str | None = None
-    chat_start_line: str = ""
-    user_alignment: str = ""
+    user_alignment: str
+    before_anchor: str
+    story: str
+    after_anchor: str
+    examples: list[str]
+    pinned: str | None
+    chat_start_line: str
     # The running strings and count of the fitting (§6.5).
-    examples_string: str = ""
-    chat_string: str = ""
+    examples_string: str
+    chat_string: str
     cycle_prompt: str = ""
     token_count: int = 0
     placed: dict[int, str] = field(default_factory=dict)
@@ -79,7 +79,7 @@ class _Builder(TextSteps):
                 self.anchor(ExtensionPosition.IN_PROMPT),
             )
         prompt_bias = self.prompt_bias()
-        layout = _Layout(prompt_bias, self.force_name2(prompt_bias))
+        force_name2 = self.force_name2(prompt_bias)
         system = self.system_prompt()
         raw_examples, examples = self.example_blocks()
         items = self.core_items()
@@ -92,12 +92,13 @@ class _Builder(TextSteps):
             instruct_on=self.instruct_on,
             is_continue=self.is_continue,
         )
+        user_alignment = ""
         alignment_text = self.settings.instruct.user_alignment_message
         if self.instruct_on and alignment_text:
-            layout.user_alignment = self.format(
-                Item(self.user, alignment_text, True), Position.FIRST
-            )
-        self.frame(layout, system, raw_examples, examples)
+            user_alignment = self.format(Item(self.user, alignment_text, True), Position.FIRST)
+        layout = self.frame(
+            prompt_bias, force_name2, user_alignment, system, raw_examples, examples
+        )
         self.fit_history(layout, history, injected)
         self.align_user(layout, history)
         self.ledger.record_dropped(
@@ -146,8 +147,14 @@ class _Builder(TextSteps):
                 items.append(jailbreak_item)
 
     def frame(
-        self, layout: _Layout, system: str, raw_examples: list[str], examples: list[str]
-    ) -> None:
+        self,
+        prompt_bias: str,
+        force_name2: bool,
+        user_alignment: str,
+        system: str,
+        raw_examples: list[str],
+        examples: list[str],
+    ) -> _Layout:
         """The parts around the chat: anchors (§6.3), the story string (§6.2), the chat start."""
         context = self.context
         turn = self.turn
@@ -180,19 +187,27 @@ class _Builder(TextSteps):
             "mesExamples": "".join(examples),
             "mesExamplesRaw": "".join(raw_examples),
         }
-        layout.before_anchor = before_anchor
-        layout.after_anchor = after_anchor
-        layout.story = self.story_string(values)
+        story = self.story_string(values)
 
         if self.power.strip_examples:
             examples = []
-        layout.examples = examples
 
         chat_start = self.settings.context.chat_start
-        layout.chat_start_line = self.macros(chat_start + "\n") if chat_start else ""
-        layout.chat_string = layout.chat_start_line
-        if self.power.pin_examples:
-            layout.pinned = layout.examples_string = "".join(examples)
+        chat_start_line = self.macros(chat_start + "\n") if chat_start else ""
+        pinned = "".join(examples) if self.power.pin_examples else None
+        return _Layout(
+            prompt_bias,
+            force_name2,
+            user_alignment,
+            before_anchor,
+            story,
+            after_anchor,
+            examples,
+            pinned,
+            chat_start_line,
+            examples_string=pinned or "",
+            chat_string=chat_start_line,
+        )
 
     def last_line(self, layout: _Layout, text: str) -> str:
         """`modify_last_line` with this prompt's bias and naming (§6.5 step 9)."""
