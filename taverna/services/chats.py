@@ -1,5 +1,10 @@
 """Chat operations on the conversation tree: each one transaction and one new revision.
 
+`ChatService` is the one writer of a chat's tree: the person's edits and a
+generation's results (replies, candidates, continues, tool steps, kept drafts) are
+stored here by one set of rules, so a swipe is a swipe whoever made it
+(tests/services/test_one_writer.py holds every other module to that).
+
 Every write names the chat revision the caller read (`revision=`); a stale one
 raises `StaleRevision` (a `Conflict`) carrying the current revision. Every write
 returns an `Outcome`: the chat at its new revision and the node the operation
@@ -13,7 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from taverna.errors import NotFound, TavernaError
+from taverna.errors import Conflict, NotFound, TavernaError
 from taverna.model.chat import (
     ActivePath,
     Branch,
@@ -39,6 +44,69 @@ class Outcome:
 
     chat: Chat
     node: Node | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStep:
+    """A function tool the model called on its way to a reply.
+
+    Stored as a hidden system message before the reply, so the path keeps what the
+    model did (and an export carries it) while the model's next prompt leaves it out.
+    `said`: what the model wrote alongside the call (the first call of a round).
+    """
+
+    said: str
+    call_id: str
+    name: str
+    arguments: str
+    result: str
+
+    @property
+    def content(self) -> str:
+        """The step's message text: what the model said, then the call and its answer."""
+        shown = f"{self.name}({self.arguments}) → {self.result}"
+        said = self.said.strip()
+        return f"{said}\n{shown}" if said else shown
+
+    @property
+    def extras(self) -> dict[str, Any]:
+        """The call as data, for exports and for prompts that replay tool calls."""
+        return {
+            "tool_invocations": [
+                {
+                    "id": self.call_id,
+                    "name": self.name,
+                    "arguments": self.arguments,
+                    "result": self.result,
+                }
+            ]
+        }
+
+
+def recorded_state(turn_state: Mapping[str, Any] | None, inherited: ChatState) -> ChatState | None:
+    """The state a generated message records: the turn's lorebook timers and variables
+    over what it inherits; None when the turn changed nothing (the node inherits, copy
+    on write).
+
+    Timers are counted in messages along the path (ARCHITECTURE.md §1.3): a swipe or a
+    regenerate starts again from the state before the reply it replaces, so it cannot
+    advance them, and a branch keeps the timers of its own path.
+    """
+    if not turn_state:
+        return None
+    changes: dict[str, Any] = {}
+    timers = turn_state.get("timedWorldInfo")
+    if isinstance(timers, Mapping) and _timers(timers) != _timers(inherited.timers):
+        changes["timers"] = dict(timers)
+    variables = turn_state.get("variables")
+    if isinstance(variables, Mapping) and dict(variables) != dict(inherited.variables):
+        changes["variables"] = dict(variables)
+    return replace(inherited, **changes) if changes else None
+
+
+def _timers(timers: Mapping[str, Any]) -> dict[str, Any]:
+    """Timer records without empty tables (`{"sticky": {}}` is no timer at all)."""
+    return {kind: dict(table) for kind, table in timers.items() if table}
 
 
 def _utcnow() -> datetime:
@@ -193,6 +261,21 @@ class ChatService:
             w.update_chat(title=title)
         return Outcome(w.chat)
 
+    def set_lorebook(self, chat_id: str, name: str | None, *, revision: int) -> Outcome:
+        """Bind the chat's own lorebook by name (None or "": unbind it).
+
+        Stored as `world_info` in the metadata, where SillyTavern's chat header has it,
+        so an exported chat keeps its binding.
+        """
+        with self.store.write(chat_id, revision=revision, label="chat lorebook") as w:
+            metadata = dict(w.chat.metadata)
+            if name:
+                metadata["world_info"] = name
+            else:
+                metadata.pop("world_info", None)
+            w.update_chat(metadata=metadata)
+        return Outcome(w.chat)
+
     def update_metadata(
         self, chat_id: str, changes: Mapping[str, Any], *, revision: int
     ) -> Outcome:
@@ -292,6 +375,129 @@ class ChatService:
             raise NotFound("that message is deleted", field="node_id")
         target = ids[(ids.index(node.id) + step) % len(ids)]
         return self.select_candidate(chat_id, target, revision=revision)
+
+    # ------------------------------------------------------- generated messages
+    #
+    # A generation (or a draft it left) writes here, by the rules the person's own
+    # writes follow; what differs is only where it lands: the person may have moved
+    # on while the model answered, so a generated message becomes the active leaf only
+    # if the person is still where it goes (`_arrive`).
+
+    def add_reply(
+        self,
+        chat_id: str,
+        after: str | None,
+        content: str,
+        *,
+        revision: int,
+        speaker: str,
+        role: NodeRole = NodeRole.ASSISTANT,
+        generation: GenerationInfo | None = None,
+        turn_state: Mapping[str, Any] | None = None,
+        tool_steps: Sequence[ToolStep] = (),
+        label: str = "reply",
+    ) -> Outcome:
+        """Store a generated reply after the message `after` (None: at the chat's start),
+        with the tool steps the model took on the way between them.
+
+        Each new message becomes the active leaf only if the person is still at its
+        parent. `turn_state`: the prompt's state (lorebook timers, variables), recorded
+        on the reply where it differs from what the reply inherits. `role`: a kept
+        impersonation is the person's message.
+        """
+        with self.store.write(chat_id, revision=revision, label=label) as w:
+            parent = after
+            for step in tool_steps:
+                node = w.insert_node(
+                    parent,
+                    NodeRole.SYSTEM,
+                    step.content,
+                    speaker=step.name,
+                    hidden=True,
+                    extras=step.extras,
+                    created=self.clock(),
+                )
+                self._arrive(w, node, at=parent)
+                parent = node.id
+            node = w.insert_node(
+                parent,
+                role,
+                content,
+                speaker=speaker,
+                generation=generation,
+                state=self._recorded(w, turn_state, parent),
+                created=self.clock(),
+            )
+            self._arrive(w, node, at=parent)
+        return Outcome(w.chat, node)
+
+    def add_candidate(
+        self,
+        chat_id: str,
+        beside: str,
+        content: str,
+        *,
+        revision: int,
+        speaker: str = "",
+        generation: GenerationInfo | None = None,
+        turn_state: Mapping[str, Any] | None = None,
+        replaces: bool = False,
+        label: str | None = None,
+    ) -> Outcome:
+        """Store a generated candidate beside the reply `beside` (a swipe); with
+        `replaces` (a regenerate) `beside` is then deleted, restorably.
+
+        The candidate becomes the shown one only if the person is still at `beside`.
+        It speaks as `beside` did (`speaker` when that has no name), and records the
+        turn's state over the state before `beside`: a swipe replays that turn.
+        """
+        label = label or ("regenerate" if replaces else "swipe")
+        with self.store.write(chat_id, revision=revision, label=label) as w:
+            old = w.get_node(beside)
+            node = w.insert_node(
+                old.parent_id,
+                NodeRole.ASSISTANT,
+                content,
+                speaker=old.speaker or speaker,
+                generation=generation,
+                state=self._recorded(w, turn_state, old.parent_id),
+                created=self.clock(),
+            )
+            self._arrive(w, node, at=beside)
+            if replaces:
+                w.update_node(beside, deleted=True)
+        return Outcome(w.chat, node)
+
+    def extend(
+        self,
+        chat_id: str,
+        node_id: str,
+        text: str,
+        *,
+        revision: int,
+        expected: str | None = None,
+        trim_end: bool = False,
+        turn_state: Mapping[str, Any] | None = None,
+        label: str = "continue",
+    ) -> Outcome:
+        """Extend a message by a continue: `text` goes on at its end.
+
+        `expected`: the text the continue started from; a message edited or deleted
+        since is a Conflict, as the continuation no longer fits it. `trim_end`: the API
+        continued the text without its trailing whitespace (Anthropic's prefill), so the
+        message loses it too. `turn_state` is recorded on the message where it differs.
+        """
+        with self.store.write(chat_id, revision=revision, label=label) as w:
+            current = w.get_node(node_id)
+            if expected is not None and (current.content != expected or current.deleted):
+                raise Conflict("the message changed while it was being continued")
+            base = current.content.rstrip() if trim_end else current.content
+            state = self._recorded(w, turn_state, node_id)
+            if state is None:
+                node = w.update_node(node_id, content=base + text)
+            else:
+                node = w.update_node(node_id, content=base + text, state=state)
+        return Outcome(w.chat, node)
 
     # ----------------------------------------------------------------- editing
 
@@ -557,6 +763,28 @@ class ChatService:
                 else:
                     old = w.get_node(old.parent_id) if old.parent_id else None
         w.set_active(leaf_id, branch_id=branch_id)
+
+    @staticmethod
+    def _arrive(w: ChatWriter, node: Node, *, at: str | None) -> None:
+        """A message the person did not place (a generated one, a kept draft) becomes
+        the active leaf only if the person is still at `at`, where it goes: its parent,
+        or the candidate it stands beside. Otherwise it waits there, unseen.
+
+        The person is then on the path down to the node's parent, whose choices are
+        remembered already: only the choice at the parent is written.
+        """
+        if w.chat.active_leaf_id == at:
+            w.set_selection(node.parent_id, node.id)
+            w.set_active(node.id)
+
+    @staticmethod
+    def _recorded(
+        w: ChatWriter, turn_state: Mapping[str, Any] | None, at: str | None
+    ) -> ChatState | None:
+        """What a generated message records of its turn's state, over the state at `at`."""
+        if not turn_state:
+            return None
+        return recorded_state(turn_state, w.state_at(at))
 
     def _retreat(self, w: ChatWriter, node: Node) -> None:
         """After the active leaf was deleted: another candidate there, else the parent."""

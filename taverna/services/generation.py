@@ -2,11 +2,12 @@
 
 A generation builds its prompt from the chat's active path (through a prompt
 builder: the assembly engine, or any callable of the same shape), streams the
-answer from the chat's connection, and on success writes the result into the
-conversation tree in one transaction, with its generation info (provider, model,
-timing, token usage). On failure or stop the tree is left as it was; what had
+answer from the chat's connection, and on success has `ChatService` store the
+result in one transaction, with its generation info (provider, model, timing, token
+usage): this module never writes the tree itself, so a generated swipe follows the
+rules of any swipe. On failure or stop the tree is left as it was; what had
 streamed is kept as a *draft* (a library document of kind `draft`) that the person
-can keep (`keep_draft`, which writes it where it would have gone) or drop.
+can keep (`keep_draft`, which stores it where it would have gone) or drop.
 
 Background runs and re-attaching (for the server)
 -------------------------------------------------
@@ -47,7 +48,7 @@ import httpx
 
 from taverna.engine.tokens.cache import CountCache
 from taverna.errors import Conflict, NotFound, StaleRevision, TavernaError
-from taverna.model.chat import Chat, ChatState, GenerationInfo, Node, NodeRole, PathTail, new_id
+from taverna.model.chat import Chat, GenerationInfo, Node, NodeRole, PathTail, new_id
 from taverna.model.prompt import Prompt, PromptMessage, Role
 from taverna.providers.builders import build_request, stream_parser, supports_prefill
 from taverna.providers.events import (
@@ -62,7 +63,7 @@ from taverna.providers.events import (
 )
 from taverna.providers.request import Api, PostProcessing, RequestOptions
 from taverna.providers.transport import Timeouts, stream_events
-from taverna.services.chats import ChatService, Outcome
+from taverna.services.chats import ChatService, Outcome, ToolStep
 from taverna.services.connections import Connection, ConnectionService
 from taverna.services.tools import ToolRegistry, default_tools
 from taverna.services.turn_paths import PathEnds
@@ -376,7 +377,7 @@ class GenerationService:
         self.http = http
         self.counts = counts if counts is not None else CountCache()
         self.store = store
-        self.chats = chats or ChatService(store)
+        self.chats = chats or ChatService(store, clock=clock)
         self.connections = connections
         self.build_prompt = build_prompt
         self.tools = tools if tools is not None else default_tools()
@@ -544,42 +545,52 @@ class GenerationService:
         ]
 
     def keep_draft(self, draft_id: str) -> Outcome:
-        """Write a draft where its generation would have put it, then forget the draft."""
+        """Store a draft where its generation would have put it, then forget the draft.
+
+        Stored at the chat's current revision by the rules a generation's result follows
+        (shown only if the person is still where it goes), without the turn's state,
+        which a draft does not keep.
+        """
         draft = self._draft(self.store.get_document(draft_id))
-        chat = self.store.get_chat(draft.chat_id)
-        anchor = self.store.get_node(draft.chat_id, draft.anchor_id) if draft.anchor_id else None
+        chat = self.chats.get_chat(draft.chat_id)
+        anchor_id = draft.anchor_id or None
         info = GenerationInfo(extras={"draft": draft.reason})
-        with self.store.write(chat.id, revision=chat.revision, label="keep draft") as w:
-            if draft.kind is TurnKind.CONTINUE and anchor is not None:
-                current = w.get_node(anchor.id)
-                base = current.content.rstrip() if draft.stripped else current.content
-                node = w.update_node(anchor.id, content=base + draft.text)
-            elif draft.kind is TurnKind.IMPERSONATE:
-                node = self._insert(
-                    w,
-                    anchor.id if anchor else None,
-                    NodeRole.USER,
-                    draft.text,
-                    chat.user_name,
-                    None,
-                )
-            elif draft.kind in (TurnKind.SWIPE, TurnKind.REGENERATE) and anchor is not None:
-                node = self._insert(
-                    w,
-                    anchor.parent_id,
-                    NodeRole.ASSISTANT,
-                    draft.text,
-                    anchor.speaker,
-                    info,
-                    beside=anchor.id,
-                )
-            else:
-                speaker = chat.characters[0].name if chat.characters else ""
-                node = self._insert(
-                    w, anchor.id if anchor else None, NodeRole.ASSISTANT, draft.text, speaker, info
-                )
+        label = "keep draft"
+        if draft.kind is TurnKind.CONTINUE and anchor_id is not None:
+            outcome = self.chats.extend(
+                chat.id,
+                anchor_id,
+                draft.text,
+                revision=chat.revision,
+                trim_end=draft.stripped,
+                label=label,
+            )
+        elif draft.kind is TurnKind.IMPERSONATE:
+            outcome = self.chats.add_reply(
+                chat.id,
+                anchor_id,
+                draft.text,
+                revision=chat.revision,
+                role=NodeRole.USER,
+                speaker=chat.user_name,
+                label=label,
+            )
+        elif draft.kind in (TurnKind.SWIPE, TurnKind.REGENERATE) and anchor_id is not None:
+            outcome = self.chats.add_candidate(
+                chat.id, anchor_id, draft.text, revision=chat.revision, generation=info, label=label
+            )
+        else:
+            outcome = self.chats.add_reply(
+                chat.id,
+                anchor_id,
+                draft.text,
+                revision=chat.revision,
+                speaker=chat.characters[0].name if chat.characters else "",
+                generation=info,
+                label=label,
+            )
         self.drop_draft(draft_id)
-        return Outcome(self.store.get_chat(chat.id), node)
+        return outcome
 
     def drop_draft(self, draft_id: str) -> None:
         doc = self.store.get_document(draft_id)
@@ -882,7 +893,8 @@ class GenerationService:
         return replace(prompt, messages=tuple(messages), prefill="")
 
     def _save(self, plan: _Plan, text: str, info: GenerationInfo) -> Completed:
-        """Write the result into the tree in one transaction."""
+        """Have the chat service store the result, in one transaction at the chat's
+        current revision (the person may have moved on; the rules say where it lands)."""
         kind, anchor = plan.kind, plan.anchor
         text = trim_at_stop(text, plan.prompt.stop)
         if kind is TurnKind.IMPERSONATE:
@@ -891,105 +903,55 @@ class GenerationService:
             return self._finish(plan, Completed(Ending.IMPERSONATED, text, draft_id=draft_id))
         if kind is not TurnKind.CONTINUE:
             text = text.strip()
-        chat = self.store.get_chat(plan.chat.id)
+        chat = self.chats.get_chat(plan.chat.id)
         speaker = chat.characters[0].name if chat.characters else ""
-        with self.store.write(chat.id, revision=chat.revision, label=kind.value) as w:
-            if kind is TurnKind.CONTINUE:
-                assert anchor is not None
-                current = w.get_node(anchor.id)
-                if current.content != plan.continued_text or current.deleted:
-                    raise Conflict("the message changed while it was being continued")
-                base = current.content.rstrip() if plan.continued_stripped else current.content
-                state = recorded_state(plan.prompt, w.state_at(anchor.id))
-                if state is None:
-                    node = w.update_node(anchor.id, content=base + text)
-                else:
-                    node = w.update_node(anchor.id, content=base + text, state=state)
-            elif kind in (TurnKind.SWIPE, TurnKind.REGENERATE):
-                assert anchor is not None
-                node = self._insert(
-                    w,
-                    anchor.parent_id,
-                    NodeRole.ASSISTANT,
-                    text,
-                    anchor.speaker or speaker,
-                    info,
-                    beside=anchor.id,
-                    state=recorded_state(plan.prompt, w.state_at(anchor.parent_id)),
-                )
-                if kind is TurnKind.REGENERATE:
-                    w.update_node(anchor.id, deleted=True)
-            else:
-                parent = anchor.id if anchor else None
-                for said, call, result in plan.tool_steps:
-                    shown = f"{call.name}({call.arguments}) → {result}"
-                    step = w.insert_node(
-                        parent,
-                        NodeRole.SYSTEM,
-                        f"{said.strip()}\n{shown}" if said.strip() else shown,
-                        speaker=call.name,
-                        hidden=True,
-                        extras={
-                            "tool_invocations": [
-                                {
-                                    "id": call.id,
-                                    "name": call.name,
-                                    "arguments": call.arguments,
-                                    "result": result,
-                                }
-                            ]
-                        },
-                        created=self.clock(),
-                    )
-                    self._follow(w, parent, step.id, anchor_id=parent)
-                    parent = step.id
-                node = w.insert_node(
-                    parent,
-                    NodeRole.ASSISTANT,
-                    text,
-                    speaker=speaker,
-                    generation=info,
-                    state=recorded_state(plan.prompt, w.state_at(parent)),
-                    created=self.clock(),
-                )
-                self._follow(w, parent, node.id, anchor_id=anchor.id if anchor else None)
-            revision = w.revision
-        return self._finish(plan, Completed(Ending.SAVED, text, node_id=node.id, revision=revision))
-
-    def _insert(
-        self,
-        w: Any,
-        parent_id: str | None,
-        role: NodeRole,
-        text: str,
-        speaker: str,
-        info: GenerationInfo | None,
-        *,
-        beside: str | None = None,
-        state: ChatState | None = None,
-    ) -> Node:
-        """Insert a node; it becomes the active leaf only if the person is still where it goes."""
-        node: Node = w.insert_node(
-            parent_id,
-            role,
-            text,
-            speaker=speaker,
-            generation=info,
-            state=state,
-            created=self.clock(),
+        turn_state = plan.prompt.state
+        if kind is TurnKind.CONTINUE:
+            assert anchor is not None
+            outcome = self.chats.extend(
+                chat.id,
+                anchor.id,
+                text,
+                revision=chat.revision,
+                expected=plan.continued_text,
+                trim_end=plan.continued_stripped,
+                turn_state=turn_state,
+                label=kind.value,
+            )
+        elif kind in (TurnKind.SWIPE, TurnKind.REGENERATE):
+            assert anchor is not None
+            outcome = self.chats.add_candidate(
+                chat.id,
+                anchor.id,
+                text,
+                revision=chat.revision,
+                speaker=speaker,
+                generation=info,
+                turn_state=turn_state,
+                replaces=kind is TurnKind.REGENERATE,
+                label=kind.value,
+            )
+        else:
+            steps = [
+                ToolStep(said, call.id, call.name, call.arguments, result)
+                for said, call, result in plan.tool_steps
+            ]
+            outcome = self.chats.add_reply(
+                chat.id,
+                anchor.id if anchor else None,
+                text,
+                revision=chat.revision,
+                speaker=speaker,
+                generation=info,
+                turn_state=turn_state,
+                tool_steps=steps,
+                label=kind.value,
+            )
+        assert outcome.node is not None
+        done = Completed(
+            Ending.SAVED, text, node_id=outcome.node.id, revision=outcome.chat.revision
         )
-        leaf = w.chat.active_leaf_id
-        if leaf == (beside if beside is not None else parent_id):
-            w.set_selection(parent_id, node.id)
-            w.set_active(node.id)
-        return node
-
-    @staticmethod
-    def _follow(w: Any, parent_id: str | None, child_id: str, *, anchor_id: str | None) -> None:
-        """Move the active leaf down to a new child when the person is still at its parent."""
-        if w.chat.active_leaf_id == parent_id:
-            w.set_selection(parent_id, child_id)
-            w.set_active(child_id)
+        return self._finish(plan, done)
 
     def _keep_as_draft(self, plan: _Plan, text: str, reason: str) -> str | None:
         if not text:
@@ -1019,29 +981,6 @@ class GenerationService:
     def _finish(plan: _Plan, done: Completed) -> Completed:
         plan.run.publish(done)
         return done
-
-
-def recorded_state(prompt: Prompt, inherited: ChatState) -> ChatState | None:
-    """The state a new reply records: the turn's lorebook timers and variables over what
-    it inherits; None when the turn changed nothing (the node inherits, copy on write).
-
-    Timers are counted in messages along the path (ARCHITECTURE.md §1.3): a swipe or a
-    regenerate starts again from the state before the reply it replaces, so it cannot
-    advance them, and a branch keeps the timers of its own path.
-    """
-    changes: dict[str, Any] = {}
-    timers = prompt.state.get("timedWorldInfo")
-    if isinstance(timers, Mapping) and _timers(timers) != _timers(inherited.timers):
-        changes["timers"] = dict(timers)
-    variables = prompt.state.get("variables")
-    if isinstance(variables, Mapping) and dict(variables) != dict(inherited.variables):
-        changes["variables"] = dict(variables)
-    return replace(inherited, **changes) if changes else None
-
-
-def _timers(timers: Mapping[str, Any]) -> dict[str, Any]:
-    """Timer records without empty tables (`{"sticky": {}}` is no timer at all)."""
-    return {kind: dict(table) for kind, table in timers.items() if table}
 
 
 def trim_at_stop(text: str, stops: Sequence[str]) -> str:
