@@ -71,6 +71,7 @@ if str(ROOT) not in sys.path:
 from starlette.requests import Request  # noqa: E402
 
 from taverna.model.chat import CharacterRef, Node, NodeRole, new_id  # noqa: E402
+from taverna.services.chats import ChatService  # noqa: E402
 from taverna.services.editing import set_chat_lorebook  # noqa: E402
 from taverna.services.library import LibraryKind, LibraryService  # noqa: E402
 from taverna.services.workspace import open_workspace, seed_samples  # noqa: E402
@@ -241,7 +242,7 @@ def build_chat(
         user_name=USER,
     )
     chat = store.import_tree(new, nodes, active_leaf_id=parent)
-    set_chat_lorebook(store, chat.id, book_id, owner="", revision=chat.revision)
+    set_chat_lorebook(ChatService(store), chat.id, book_id, owner="", revision=chat.revision)
     assert last_parent is not None
     return BuiltChat(chat.id, size, last_parent)
 

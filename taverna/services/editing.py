@@ -48,25 +48,17 @@ def start_chat(chats: ChatService, character_id: str, *, title: str | None, owne
     return outcome.chat
 
 
-def rename_chat(store: Store, chat_id: str, title: str, *, revision: int) -> Chat:
-    """Give a chat a new title (one revision, undoable)."""
-    with store.write(chat_id, revision=revision, label="rename") as w:
-        w.update_chat(title=title.strip())
-    return store.get_chat(chat_id)
+def rename_chat(chats: ChatService, chat_id: str, title: str, *, revision: int) -> Chat:
+    """Give a chat a new title (one revision, undoable); a blank title is refused."""
+    return chats.rename_chat(chat_id, title, revision=revision).chat
 
 
 def set_chat_lorebook(
-    store: Store, chat_id: str, lorebook_id: str | None, *, owner: str, revision: int
+    chats: ChatService, chat_id: str, lorebook_id: str | None, *, owner: str, revision: int
 ) -> Chat:
-    """Record a chat's own lorebook in its metadata (`world_info`, as SillyTavern's header has it)."""
+    """Bind a library lorebook to a chat as its own (by name, as SillyTavern's header has
+    it), or unbind it with None."""
     name = ""
     if lorebook_id:
-        name = LibraryService(store, owner=owner).get(LibraryKind.LOREBOOK, lorebook_id).name
-    with store.write(chat_id, revision=revision, label="chat lorebook") as w:
-        metadata = dict(w.chat.metadata)
-        if name:
-            metadata["world_info"] = name
-        else:
-            metadata.pop("world_info", None)
-        w.update_chat(metadata=metadata)
-    return store.get_chat(chat_id)
+        name = LibraryService(chats.store, owner=owner).get(LibraryKind.LOREBOOK, lorebook_id).name
+    return chats.set_lorebook(chat_id, name, revision=revision).chat

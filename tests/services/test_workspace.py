@@ -33,7 +33,7 @@ def test_a_burst_of_writes_is_backed_up_once_now_and_once_on_close(tmp_path: Pat
         assert card is not None
         chat = start_chat(ws.chats, card.id, title="Harbour", owner="")
         ws.chat_written(chat.id)
-        rename_chat(ws.store, chat.id, "Harbour at dusk", revision=chat.revision)
+        rename_chat(ws.chats, chat.id, "Harbour at dusk", revision=chat.revision)
         ws.chat_written(chat.id)
         assert [b.title for b in ws.backups.backups(chat.id)] == ["harbour"]
     finally:

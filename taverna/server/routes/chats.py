@@ -98,7 +98,7 @@ def get_chat(
 @router.patch("/{chat_id}", response_model=ChatOut)
 def rename_chat(chat_id: str, body: RenameChatIn, ctx: AppContext = Depends(context)) -> ChatOut:
     editing.rename_chat(
-        ctx.store, chat_id, body.title, revision=_revision(ctx, chat_id, body.revision)
+        ctx.chats, chat_id, body.title, revision=_revision(ctx, chat_id, body.revision)
     )
     return usecases.unchanged_view(ctx, chat_id)
 
@@ -259,7 +259,7 @@ def set_chat_lorebook(
 ) -> ChatOut:
     """Bind a library lorebook to this chat (SillyTavern's chat lorebook), or unbind it."""
     editing.set_chat_lorebook(
-        ctx.store,
+        ctx.chats,
         chat_id,
         body.lorebook_id,
         owner=current_user(request),
