@@ -10,6 +10,8 @@ process, so its own memory and its answers to the person stay those of a turn.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 from pathlib import Path
 
 from taverna.errors import NotFound
@@ -25,6 +27,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", type=int, default=DEFAULT_KEEP)
     parser.add_argument("--schema", default=None)
     args = parser.parse_args(argv)
+    # A backup can wait; the person's turn in the server cannot: yield the processor.
+    with contextlib.suppress(OSError):
+        os.nice(10)
     store = open_store(args.store_url, schema=args.schema)
     try:
         BackupService(store, args.folder, keep=args.keep).backup(args.chat_id)
