@@ -4,7 +4,7 @@ Backing up a long chat reads its whole tree and writes every message: seconds of
 and hundreds of megabytes at 100,000 messages. The server hands that to a short-lived
 process, so its own memory and its answers to the person stay those of a turn.
 
-    python -m taverna.services.backup_process STORE_URL FOLDER CHAT_ID [--keep N] [--schema S]
+    python -m taverna.services.backup_process STORE_URL FOLDER CHAT_ID --keep N [--schema S]
 """
 
 from __future__ import annotations
@@ -14,9 +14,6 @@ import contextlib
 import os
 from pathlib import Path
 
-from taverna.errors import NotFound
-from taverna.services.backups import DEFAULT_KEEP, BackupService
-from taverna.store.sql import open_store
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,12 +21,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("store_url")
     parser.add_argument("folder", type=Path)
     parser.add_argument("chat_id")
-    parser.add_argument("--keep", type=int, default=DEFAULT_KEEP)
+    parser.add_argument("--keep", type=int, required=True, help="backups kept per chat")
     parser.add_argument("--schema", default=None)
     args = parser.parse_args(argv)
-    # A backup can wait; the person's turn in the server cannot: yield the processor.
+    # A backup can wait; the person's turn in the server cannot: yield the processor
+    # (before the imports, which are much of the work).
     with contextlib.suppress(OSError):
         os.nice(10)
+    from taverna.errors import NotFound
+    from taverna.services.backups import BackupService
+    from taverna.store.sql import open_store
+
     store = open_store(args.store_url, schema=args.schema)
     try:
         BackupService(store, args.folder, keep=args.keep).backup(args.chat_id)
