@@ -15,7 +15,6 @@ import os
 from pathlib import Path
 
 
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("store_url")
