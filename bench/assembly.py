@@ -21,7 +21,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from taverna.engine.assembly.assemble import assemble, message_cost
+from taverna.engine.assemble import assemble, message_cost
 from taverna.engine.assembly.context import (
     AssemblyContext,
     CharacterInfo,

@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from taverna.engine.assembly.assemble import assemble
+from taverna.engine.assemble import assemble
 from taverna.engine.assembly.context import (
     AssemblyContext,
     CharacterInfo,

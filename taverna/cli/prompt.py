@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from taverna.cli.main import app
-from taverna.engine.assembly.assemble import assemble
+from taverna.engine.assemble import assemble
 from taverna.engine.assembly.cache import CacheBreak, first_difference
 from taverna.engine.assembly.context import CharacterInfo, ChatMessage, GenerationType
 from taverna.engine.assembly.ledger import render_ledger

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from taverna.engine.assembly.assemble import assemble, tokenizer_name
+from taverna.engine.assemble import assemble, tokenizer_name
 from taverna.engine.assembly.context import (
     AssemblyContext,
     CharacterInfo,

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from taverna.engine.assembly.assemble import assemble
+from taverna.engine.assemble import assemble
 from taverna.engine.assembly.context import (
     AssemblyContext,
     CharacterInfo,

@@ -1,6 +1,6 @@
 """Prompt assembly: from every input of one turn to the prompt a model is sent.
 
-    from taverna.engine.assembly.assemble import assemble, message_cost
+    from taverna.engine.assemble import assemble, message_cost
 
     cost = message_cost(context)           # keep one per chat: counts and parts are reused
     prompt = assemble(context, cost=cost)  # Chat Completion messages or Text Completion text
@@ -15,5 +15,6 @@ costs), `chat_completion` (the prompt manager and the budget), `chat_layout` (it
 slots and the budget left), `chat_history` and `chat_examples` (the chat and the example
 dialogue it fits), `ledger` (the readable ledger), `cache` (where a prompt stops sharing
 the previous prefix).
-Text Completion is built by `taverna.engine.textgen` from the same `Turn`.
+Text Completion is built by `taverna.engine.textgen` from the same `Turn`; `taverna.engine.assemble`,
+above both, joins them.
 """

@@ -36,8 +36,8 @@ from taverna.engine.assembly.injections import (
     InChatPrompt,
     depth_blocks,
 )
+from taverna.engine.assembly.stop import custom_stopping_strings
 from taverna.engine.assembly.turn import Turn, prompt_bias_text, turn_state
-from taverna.engine.textgen.stop import custom_stopping_strings
 from taverna.model.prompt import Ledger, LedgerItem, Prompt, PromptMessage, Role
 
 ABSOLUTE = 1  # prompt-manager `injection_position` for in-chat prompts

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from taverna.engine.assembly.assemble import assemble
+from taverna.engine.assemble import assemble
 from taverna.engine.assembly.context import (
     AssemblyContext,
     CharacterInfo,

@@ -79,7 +79,7 @@ def test_shared_cost_gives_the_same_prompt_as_a_fresh_one() -> None:
     """Work kept across turns (counts, parts, scan views) never changes the result."""
     from dataclasses import replace
 
-    from taverna.engine.assembly.assemble import assemble
+    from taverna.engine.assemble import assemble
 
     from .helpers import chat, context, msg
 

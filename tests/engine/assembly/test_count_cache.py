@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from taverna.engine.assembly.assemble import assemble
+from taverna.engine.assemble import assemble
 from taverna.engine.tokens.cache import CountCache
 
 from .helpers import chat, context

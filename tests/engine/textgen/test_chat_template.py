@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from taverna.engine.assembly.assemble import assemble
+from taverna.engine.assemble import assemble
 from taverna.engine.assembly.context import (
     AssemblyContext,
     CharacterInfo,

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from taverna.cli.prompt import GenerationKind, build_prompt
-from taverna.engine.assembly.assemble import assemble
+from taverna.engine.assemble import assemble
 from taverna.engine.assembly.cache import first_difference
 from taverna.engine.assembly.context import (
     AuthorsNote,

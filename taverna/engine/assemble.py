@@ -1,8 +1,9 @@
 """`assemble(context) -> Prompt`: one turn's prompt from every input of that turn.
 
-The engine packages assembly builds on (macros, lorebook activation, tokenizers,
-Text Completion templates) are reached through small function types, so each can
-be swapped in tests and the assembly itself stays a pure function.
+The top of the engine: it joins prompt assembly (`assembly`), the Text Completion
+builder (`textgen`), the lorebook and macro engines and the tokenizers. They are
+reached through small function types, so each can be swapped in tests and the
+assembly itself stays a pure function; nothing below imports this module.
 """
 
 from __future__ import annotations
@@ -13,8 +14,11 @@ from typing import Any
 from taverna.engine.assembly.budget import MessageCost
 from taverna.engine.assembly.chat_completion import build_chat_completion
 from taverna.engine.assembly.context import AssemblyContext
+from taverna.engine.assembly.lorebook_bridge import scan as lorebook_scan
+from taverna.engine.assembly.macros_bridge import substitute_for
 from taverna.engine.assembly.turn import Substitute, Turn, prepare_turn
 from taverna.engine.assembly.world import LorebookScan
+from taverna.engine.textgen import build_text_completion
 from taverna.engine.tokens.cache import CountCache, TokenCounter
 from taverna.engine.tokens.registry import get_tokenizer
 from taverna.engine.tokens.selection import (
@@ -93,20 +97,14 @@ def message_cost(context: AssemblyContext, counts: CountCache | None = None) -> 
 
 def default_scan() -> LorebookScan:
     """The project's lorebook engine behind assembly's scan seam."""
-    from taverna.engine.assembly.lorebook_bridge import scan
-
-    return scan
+    return lorebook_scan
 
 
 def default_text_builder() -> TextBuilder:
     """The project's Text Completion builder."""
-    from taverna.engine.textgen import build_text_completion
-
     return build_text_completion
 
 
 def default_substitute(context: AssemblyContext, memo: dict[Any, Any] | None = None) -> Substitute:
     """The macro engine bound to this turn's context (name-only texts kept in `memo`)."""
-    from taverna.engine.assembly.macros_bridge import substitute_for
-
     return substitute_for(context, memo)
