@@ -325,18 +325,10 @@ class TurnContexts:
             )
         text_completion = TextCompletionSettings()
         if "instruct_template" in choices:
-            instruct = self.documents.get(
-                "instruct_template",
-                choices["instruct_template"],
-                lambda d: read_instruct_template(d.data, file=d.name),
-            )
+            instruct = self._read(choices, "instruct_template", read_instruct_template)
             text_completion = replace(text_completion, instruct=instruct)
         if "context_template" in choices:
-            context = self.documents.get(
-                "context_template",
-                choices["context_template"],
-                lambda d: read_context_template(d.data, file=d.name),
-            )
+            context = self._read(choices, "context_template", read_context_template)
             text_completion = replace(text_completion, context=context)
         settings = SillyTavernSettings(
             chat_completion=chat_completion,
@@ -354,6 +346,10 @@ class TurnContexts:
                 raw={"world_info_settings": world},
             )
         return settings, preset
+
+    def _read(self, choices: Mapping[str, DocumentVersion], key: str, read: Callable[..., T]) -> T:
+        """The chosen document `key`, read once per version by a SillyTavern file reader."""
+        return self.documents.get(key, choices[key], lambda doc: read(doc.data, file=doc.name))
 
     def _characters(
         self, chat: Chat, versions: Sequence[DocumentVersion]

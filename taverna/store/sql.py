@@ -880,6 +880,30 @@ def _shallowest_tombstone(conn: Connection, chat_id: str) -> int | None:
     return found
 
 
+def _climb_marks(
+    conn: Connection, chat_id: str, start: str, floor: int
+) -> list[tuple[str, bool, bool]]:
+    """`(id, hidden, deleted)` of a node and its ancestors down to depth `floor`, the
+    node first: the stretch of a path that a count of its marked messages must see."""
+    rows = conn.execute(
+        sa.text(
+            """
+            WITH RECURSIVE up(id, parent_id, hidden, deleted, depth) AS (
+                SELECT id, parent_id, hidden, deleted, depth FROM nodes
+                WHERE id = :start AND chat_id = :chat
+                UNION ALL
+                SELECT n.id, n.parent_id, n.hidden, n.deleted, n.depth
+                FROM nodes n JOIN up ON n.id = up.parent_id
+                WHERE n.depth >= :floor
+            )
+            SELECT id, hidden, deleted FROM up ORDER BY depth DESC
+            """
+        ),
+        {"start": start, "chat": chat_id, "floor": floor},
+    ).all()
+    return [(row[0], bool(row[1]), bool(row[2])) for row in rows]
+
+
 def _live_above(
     conn: Connection, chat_id: str, node_id: str, depth: int, shallowest: int | None
 ) -> int:
@@ -890,21 +914,8 @@ def _live_above(
     """
     if shallowest is None or shallowest >= depth:
         return depth
-    gone = conn.execute(
-        sa.text(
-            """
-            WITH RECURSIVE up(id, parent_id, deleted) AS (
-                SELECT id, parent_id, deleted FROM nodes WHERE id = :start AND chat_id = :chat
-                UNION ALL
-                SELECT n.id, n.parent_id, n.deleted FROM nodes n JOIN up ON n.id = up.parent_id
-                WHERE n.depth >= :floor
-            )
-            SELECT COUNT(*) FROM up WHERE deleted != :no AND id != :start
-            """
-        ),
-        {"start": node_id, "chat": chat_id, "floor": shallowest, "no": False},
-    ).scalar()
-    return depth - int(gone or 0)
+    above = _climb_marks(conn, chat_id, node_id, shallowest)[1:]
+    return depth - sum(1 for _, _, deleted in above if deleted)
 
 
 def _hidden_above(conn: Connection, chat_id: str, node_id: str, depth: int) -> int:
@@ -920,23 +931,8 @@ def _hidden_above(conn: Connection, chat_id: str, node_id: str, depth: int) -> i
     ).scalar()
     if shallowest is None or shallowest >= depth:
         return 0
-    found = conn.execute(
-        sa.text(
-            """
-            WITH RECURSIVE up(id, parent_id, hidden, deleted) AS (
-                SELECT id, parent_id, hidden, deleted FROM nodes
-                WHERE id = :start AND chat_id = :chat
-                UNION ALL
-                SELECT n.id, n.parent_id, n.hidden, n.deleted
-                FROM nodes n JOIN up ON n.id = up.parent_id
-                WHERE n.depth >= :floor
-            )
-            SELECT COUNT(*) FROM up WHERE hidden != :no AND deleted = :no AND id != :start
-            """
-        ),
-        {"start": node_id, "chat": chat_id, "floor": shallowest, "no": False},
-    ).scalar()
-    return int(found or 0)
+    above = _climb_marks(conn, chat_id, node_id, shallowest)[1:]
+    return sum(1 for _, hidden, deleted in above if hidden and not deleted)
 
 
 def _window_entries(rows: Sequence[Sequence[Any]], start: int) -> tuple[PathEntry, ...]:
@@ -1515,22 +1511,10 @@ class SqlStore(Store):
 
         Walks up from the head only as far as the shallowest tombstone's parent.
         """
-        walked = conn.execute(
-            sa.text(
-                """
-                WITH RECURSIVE up(id, parent_id, deleted, depth) AS (
-                    SELECT id, parent_id, deleted, depth FROM nodes
-                    WHERE id = :leaf AND chat_id = :chat
-                    UNION ALL
-                    SELECT n.id, n.parent_id, n.deleted, n.depth
-                    FROM nodes n JOIN up ON n.id = up.parent_id
-                    WHERE n.depth >= :floor
-                )
-                SELECT id, deleted FROM up ORDER BY depth DESC
-                """
-            ),
-            {"leaf": head["id"], "chat": chat_id, "floor": shallowest - 1},
-        ).all()
+        walked = [
+            (node_id, deleted)
+            for node_id, _, deleted in _climb_marks(conn, chat_id, head["id"], shallowest - 1)
+        ]
         gone = sum(1 for _, deleted in walked if deleted)
         last_id = next((node_id for node_id, deleted in walked if not deleted), None)
         last = None
