@@ -48,10 +48,7 @@ import itertools
 import json
 import os
 import random
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -78,6 +75,7 @@ from taverna.services.workspace import open_workspace, seed_samples  # noqa: E40
 from taverna.store import NewChat  # noqa: E402
 from taverna.store.repository import Store  # noqa: E402
 from tests.stubs.model_server import Reply, StubServer  # noqa: E402
+from tests.stubs.taverna_server import TavernaServer  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -93,7 +91,6 @@ USER = "User"
 BOUND_BOOK = "Atlas of the Reach"
 SPARE_BOOK = "Annals of the Deep"
 CANDIDATES = 3
-MB = 1024 * 1024
 
 COMMON_TEXT = (
     "the a and of to in she he they we it was is were said looked turned toward across "
@@ -309,75 +306,6 @@ class TimedStub(StubServer):
             return self.arrivals[count - 1]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class Server:
-    """`taverna serve` as a subprocess over one data folder; restartable."""
-
-    def __init__(self, data: Path, log: Path) -> None:
-        self.data = data
-        self.log = log
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.process: subprocess.Popen[bytes] | None = None
-        self.ready_ms = 0.0
-
-    def start(self) -> None:
-        command = [
-            str(Path(sys.executable).parent / "taverna"),
-            "serve",
-            "--port",
-            str(self.port),
-            "--data",
-            str(self.data),
-        ]
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        began = time.perf_counter()
-        with self.log.open("ab") as log:
-            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"taverna serve exited:\n{self.log.read_text()[-3000:]}")
-            try:
-                if httpx.get(f"{self.url}/api/health", timeout=1).status_code == 200:
-                    # start to ready: imports, opening the store, preparing recent chats
-                    self.ready_ms = ms(time.perf_counter() - began)
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.05)
-        raise RuntimeError(f"taverna serve did not start:\n{self.log.read_text()[-3000:]}")
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.process = None
-
-    def restart(self) -> None:
-        self.stop()
-        self.start()
-
-    def memory_mb(self) -> tuple[float, float]:
-        """(VmRSS, VmHWM) of the server process in MB."""
-        assert self.process is not None
-        values: dict[str, float] = {}
-        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
-            name, _, rest = line.partition(":")
-            if name in ("VmRSS", "VmHWM"):
-                values[name] = int(rest.split()[0]) * 1024 / MB
-        return values["VmRSS"], values["VmHWM"]
-
-
 # ------------------------------------------------------------------ measuring
 
 
@@ -439,7 +367,7 @@ class Series:
 
 
 def measure_size(
-    server: Server,
+    server: TavernaServer,
     stub: TimedStub,
     chat: BuiltChat,
     keys: list[str],
@@ -621,7 +549,7 @@ class Quiet:
 
 
 def measure_browser(
-    server: Server, chat: BuiltChat, args: argparse.Namespace, log: Callable[[str], None]
+    server: TavernaServer, chat: BuiltChat, args: argparse.Namespace, log: Callable[[str], None]
 ) -> dict[str, float]:
     """Open the chat in Chromium (each time in a fresh context, so nothing is cached), then
     switch the last reply's candidates with its arrows. Times are the page's own clock."""
@@ -849,7 +777,7 @@ def main() -> None:
         chats, keys, timings = build_library(data, sizes, browser_size, args.seed)
         figures.update({k: round(v, 2) for k, v in timings.items()})
         log(f"  built in {timings['build_total_s']:.1f} s")
-        server = Server(data, Path(tmp) / "serve.log")
+        server = TavernaServer(data, Path(tmp) / "serve.log")
         try:
             with running_stub() as stub:
                 server.start()
