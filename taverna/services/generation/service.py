@@ -1,34 +1,5 @@
-"""Generations: send, regenerate, swipe, continue, impersonate and stop, written into the tree.
-
-A generation builds its prompt from the chat's active path (through a prompt
-builder: the assembly engine, or any callable of the same shape), streams the
-answer from the chat's connection, and on success has `ChatService` store the
-result in one transaction, with its generation info (provider, model, timing, token
-usage): this module never writes the tree itself, so a generated swipe follows the
-rules of any swipe. On failure or stop the tree is left as it was; what had
-streamed is kept as a *draft* (a library document of kind `draft`) that the person
-can keep (`keep_draft`, which stores it where it would have gone) or drop.
-
-Background runs and re-attaching (for the server)
--------------------------------------------------
-Every start method returns at once with a `RunningGeneration`; the work runs as an
-asyncio task of its own, so it finishes and saves even if nobody listens. The
-`GenerationRegistry` keeps every running generation (and finished ones for
-`keep_finished` seconds) with all its events so far:
-
-    run = await service.send(chat_id, "Hello")          # starts the task
-    async for index, event in run.follow():              # replay, then live
-        ...                                              # TextDelta, ..., Completed
-    # a reconnecting client:
-    run = service.registry.get(generation_id)            # or .for_chat(chat_id)
-    async for index, event in run.follow(since=last_index + 1): ...
-    await service.stop(generation_id)                    # closes the model connection
-
-Events are the provider events (`TextDelta`, `ReasoningDelta`, `ToolCall`, `Usage`,
-`Finish`, `StreamError`) plus `Started`, `ToolResult` and, always last, `Completed`.
-The registry is in-process; several processes would share it through a broker
-(ARCHITECTURE.md §7).
-"""
+"""The generation service: starts a generation, streams it from the model, and has its
+result stored (see the package docstring)."""
 
 from __future__ import annotations
 
@@ -37,11 +8,10 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Any
 
 import httpx
@@ -52,7 +22,6 @@ from taverna.model.chat import Chat, GenerationInfo, Node, NodeRole, PathTail, n
 from taverna.model.prompt import Prompt, PromptMessage, Role
 from taverna.providers.builders import build_request, stream_parser, supports_prefill
 from taverna.providers.events import (
-    Event,
     Finish,
     FinishReason,
     ReasoningDelta,
@@ -65,6 +34,21 @@ from taverna.providers.request import Api, PostProcessing, RequestOptions
 from taverna.providers.transport import Timeouts, stream_events
 from taverna.services.chats import ChatService, Outcome, ToolStep
 from taverna.services.connections import Connection, ConnectionService
+from taverna.services.generation.runs import (
+    Completed,
+    Draft,
+    Ending,
+    GenerationRegistry,
+    RunningGeneration,
+    Started,
+    ToolResult,
+)
+from taverna.services.generation.turn import (
+    PreparedTurn,
+    PromptBuilder,
+    Turn,
+    TurnKind,
+)
 from taverna.services.tools import ToolRegistry, default_tools
 from taverna.services.turn_paths import PathEnds
 from taverna.store.repository import Store
@@ -74,254 +58,6 @@ logger = logging.getLogger(__name__)
 DRAFT_KIND = "draft"
 # algo-providers.md §12 [newer]: at most five tool rounds, then a plain answer is required
 MAX_TOOL_ROUNDS = 5
-
-
-class TurnKind(StrEnum):
-    """What a generation does."""
-
-    NORMAL = "normal"
-    REGENERATE = "regenerate"
-    SWIPE = "swipe"
-    CONTINUE = "continue"
-    IMPERSONATE = "impersonate"
-
-
-# Enough messages to mean "the whole path" for `Turn.path`.
-WHOLE_PATH = 1 << 40
-
-
-@dataclass(frozen=True, slots=True)
-class Turn:
-    """What a prompt builder gets for one generation.
-
-    The path ends at node `end` (None: an empty chat) and is read from its end:
-    `tail(n)` gives at least its last `n` live messages (fewer only when that is the
-    whole path), hidden ones included (they carry `hidden=True`; the builder leaves
-    them out), with how many messages came before and the state in force at `end`.
-    A builder reads as far back as its prompt reaches; `path` reads it all, for
-    builders that need no more than a short chat.
-
-    For a swipe or a regenerate the path's last node is the reply being replaced: the
-    builder leaves it out of the prompt, as SillyTavern's own assembly does
-    (algo-chat-ops.md §1.3), and the assembly engine does from the generation type;
-    `history` is the path without it. `prefill` tells a continue whether the API
-    continues the last message in place (else the builder adds the continue nudge).
-    `dry_run` is true for a preview: the builder assembles without lorebook timers
-    (`AssemblyContext.dry_run`); on a real generation the prompt's `state` (timers,
-    variables) is recorded on the new node. `counts` is the service's long-lived
-    token-count cache, for `assemble(counts=...)`, so a turn only tokenizes text no
-    earlier turn (of any chat) counted.
-    """
-
-    chat: Chat
-    end: str | None
-    kind: TurnKind
-    api: Api
-    prefill: bool
-    read: Callable[[int], PathTail]
-    dry_run: bool = False
-    counts: CountCache | None = None
-
-    def tail(self, want: int) -> PathTail:
-        """At least the last `want` live messages of the path (all, if it is shorter)."""
-        return self.read(want)
-
-    @property
-    def path(self) -> tuple[Node, ...]:
-        """The whole path, root first (a read of every message)."""
-        return self.read(WHOLE_PATH).nodes
-
-    @property
-    def history(self) -> tuple[Node, ...]:
-        """The path the model should see: without the reply a swipe or regenerate replaces."""
-        path = self.path
-        if self.kind in (TurnKind.SWIPE, TurnKind.REGENERATE) and path:
-            return path[:-1]
-        return path
-
-
-@dataclass(frozen=True, slots=True)
-class PreparedTurn:
-    """A builder's answer when it has more to say than the prompt.
-
-    `tools`: the function tools the preset offers. `request`: request options the
-    preset sets (`preset_request_options`); the connection's own choices win over them.
-    """
-
-    prompt: Prompt
-    tools: tuple[str, ...] = ()
-    request: Mapping[str, Any] = field(default_factory=dict)
-
-
-def preset_request_options(preset: Mapping[str, Any], api: Api) -> dict[str, Any]:
-    """RequestOptions fields a SillyTavern Chat Completion preset sets for `api`."""
-    out: dict[str, Any] = {}
-    if api is Api.ANTHROPIC:
-        if "claude_use_sysprompt" in preset:
-            out["use_system_prompt"] = bool(preset["claude_use_sysprompt"])
-        if isinstance(preset.get("human_sysprompt_message"), str):
-            out["human_sysprompt_message"] = preset["human_sysprompt_message"]
-    elif api is Api.GOOGLE:
-        if "use_makersuite_sysprompt" in preset:
-            out["use_system_prompt"] = bool(preset["use_makersuite_sysprompt"])
-    elif api is Api.OPENAI_COMPATIBLE and "custom_prompt_post_processing" in preset:
-        mode = str(preset.get("custom_prompt_post_processing") or "")
-        out["post_processing"] = PostProcessing.parse(mode)
-    return out
-
-
-PromptBuilder = Callable[[Turn], Prompt | PreparedTurn]
-
-
-# ------------------------------------------------------------------ events
-
-
-@dataclass(frozen=True, slots=True)
-class Started:
-    """The generation began: which, where, and what it extends or replaces."""
-
-    generation_id: str
-    chat_id: str
-    kind: TurnKind
-    anchor_id: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class ToolResult:
-    """A tool the model called has answered."""
-
-    call_id: str
-    name: str
-    result: str
-
-
-class Ending(StrEnum):
-    """How a generation ended."""
-
-    SAVED = "saved"
-    IMPERSONATED = "impersonated"
-    FAILED = "failed"
-    STOPPED = "stopped"
-
-
-@dataclass(frozen=True, slots=True)
-class Completed:
-    """The last event: saved (node, revision), or failed/stopped with a draft of what streamed."""
-
-    outcome: Ending
-    text: str
-    node_id: str | None = None
-    revision: int | None = None
-    draft_id: str | None = None
-    error: str | None = None
-
-
-GenerationEvent = Event | Started | ToolResult | Completed
-
-
-@dataclass(frozen=True, slots=True)
-class Draft:
-    """Text a failed, stopped or impersonated generation left, waiting to be kept or dropped."""
-
-    id: str
-    chat_id: str
-    kind: TurnKind
-    anchor_id: str | None
-    text: str
-    reason: str
-    revision: int
-    stripped: bool = False
-
-
-# ------------------------------------------------------------- the registry
-
-
-class RunningGeneration:
-    """One generation in flight (or recently finished) and every event it has produced."""
-
-    def __init__(self, generation_id: str, chat_id: str, kind: TurnKind) -> None:
-        self.id = generation_id
-        self.chat_id = chat_id
-        self.kind = kind
-        self.events: list[GenerationEvent] = []
-        self.done = False
-        self.finished_at: float | None = None
-        self.task: asyncio.Task[Completed] | None = None
-        # The request (URL and body) of each round as sent, for the record of the reply.
-        self.requests: list[tuple[str, Mapping[str, Any]]] = []
-        # The message under which the chat changes with this generation (None: from the
-        # first message): what a page redraws once it starts.
-        self.changed_below: str | None = None
-        self._signal = asyncio.Event()
-
-    def publish(self, event: GenerationEvent) -> None:
-        self.events.append(event)
-        if isinstance(event, Completed):
-            self.done = True
-            self.finished_at = time.monotonic()
-        signal, self._signal = self._signal, asyncio.Event()
-        signal.set()
-
-    @property
-    def result(self) -> Completed | None:
-        last = self.events[-1] if self.events else None
-        return last if isinstance(last, Completed) else None
-
-    @property
-    def text(self) -> str:
-        """The reply text streamed so far."""
-        return "".join(e.text for e in self.events if isinstance(e, TextDelta))
-
-    async def follow(self, since: int = 0) -> AsyncIterator[tuple[int, GenerationEvent]]:
-        """Every event from index `since` on: first those already there, then live ones."""
-        index = since
-        while True:
-            signal = self._signal
-            while index < len(self.events):
-                yield index, self.events[index]
-                index += 1
-            if self.done:
-                return
-            await signal.wait()
-
-    async def wait(self) -> Completed:
-        """The final event, once the generation has ended."""
-        async for _, event in self.follow(len(self.events) - 1 if self.done else 0):
-            if isinstance(event, Completed):
-                return event
-        result = self.result
-        assert result is not None
-        return result
-
-
-class GenerationRegistry:
-    """Generations of this process by id; finished ones stay `keep_finished` seconds."""
-
-    def __init__(self, keep_finished: float = 600.0) -> None:
-        self.keep_finished = keep_finished
-        self._runs: dict[str, RunningGeneration] = {}
-
-    def add(self, run: RunningGeneration) -> None:
-        self._prune()
-        self._runs[run.id] = run
-
-    def get(self, generation_id: str) -> RunningGeneration:
-        run = self._runs.get(generation_id)
-        if run is None:
-            raise NotFound("no such generation (it may have finished long ago)")
-        return run
-
-    def for_chat(self, chat_id: str, *, running_only: bool = False) -> list[RunningGeneration]:
-        """A chat's generations, oldest first (running ones only if asked)."""
-        return [
-            r for r in self._runs.values() if r.chat_id == chat_id and not (running_only and r.done)
-        ]
-
-    def _prune(self) -> None:
-        now = time.monotonic()
-        for key, run in list(self._runs.items()):
-            if run.finished_at is not None and now - run.finished_at > self.keep_finished:
-                del self._runs[key]
 
 
 # -------------------------------------------------------------- the service

@@ -1,0 +1,168 @@
+"""Generations in flight: their events, kept so a page can follow or re-attach, and the
+registry of a process's generations."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from taverna.errors import NotFound
+from taverna.providers.events import (
+    Event,
+    TextDelta,
+)
+from taverna.services.generation.turn import TurnKind
+
+# ------------------------------------------------------------------ events
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    """The generation began: which, where, and what it extends or replaces."""
+
+    generation_id: str
+    chat_id: str
+    kind: TurnKind
+    anchor_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """A tool the model called has answered."""
+
+    call_id: str
+    name: str
+    result: str
+
+
+class Ending(StrEnum):
+    """How a generation ended."""
+
+    SAVED = "saved"
+    IMPERSONATED = "impersonated"
+    FAILED = "failed"
+    STOPPED = "stopped"
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    """The last event: saved (node, revision), or failed/stopped with a draft of what streamed."""
+
+    outcome: Ending
+    text: str
+    node_id: str | None = None
+    revision: int | None = None
+    draft_id: str | None = None
+    error: str | None = None
+
+
+GenerationEvent = Event | Started | ToolResult | Completed
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    """Text a failed, stopped or impersonated generation left, waiting to be kept or dropped."""
+
+    id: str
+    chat_id: str
+    kind: TurnKind
+    anchor_id: str | None
+    text: str
+    reason: str
+    revision: int
+    stripped: bool = False
+
+
+# ------------------------------------------------------------- the registry
+
+
+class RunningGeneration:
+    """One generation in flight (or recently finished) and every event it has produced."""
+
+    def __init__(self, generation_id: str, chat_id: str, kind: TurnKind) -> None:
+        self.id = generation_id
+        self.chat_id = chat_id
+        self.kind = kind
+        self.events: list[GenerationEvent] = []
+        self.done = False
+        self.finished_at: float | None = None
+        self.task: asyncio.Task[Completed] | None = None
+        # The request (URL and body) of each round as sent, for the record of the reply.
+        self.requests: list[tuple[str, Mapping[str, Any]]] = []
+        # The message under which the chat changes with this generation (None: from the
+        # first message): what a page redraws once it starts.
+        self.changed_below: str | None = None
+        self._signal = asyncio.Event()
+
+    def publish(self, event: GenerationEvent) -> None:
+        self.events.append(event)
+        if isinstance(event, Completed):
+            self.done = True
+            self.finished_at = time.monotonic()
+        signal, self._signal = self._signal, asyncio.Event()
+        signal.set()
+
+    @property
+    def result(self) -> Completed | None:
+        last = self.events[-1] if self.events else None
+        return last if isinstance(last, Completed) else None
+
+    @property
+    def text(self) -> str:
+        """The reply text streamed so far."""
+        return "".join(e.text for e in self.events if isinstance(e, TextDelta))
+
+    async def follow(self, since: int = 0) -> AsyncIterator[tuple[int, GenerationEvent]]:
+        """Every event from index `since` on: first those already there, then live ones."""
+        index = since
+        while True:
+            signal = self._signal
+            while index < len(self.events):
+                yield index, self.events[index]
+                index += 1
+            if self.done:
+                return
+            await signal.wait()
+
+    async def wait(self) -> Completed:
+        """The final event, once the generation has ended."""
+        async for _, event in self.follow(len(self.events) - 1 if self.done else 0):
+            if isinstance(event, Completed):
+                return event
+        result = self.result
+        assert result is not None
+        return result
+
+
+class GenerationRegistry:
+    """Generations of this process by id; finished ones stay `keep_finished` seconds."""
+
+    def __init__(self, keep_finished: float = 600.0) -> None:
+        self.keep_finished = keep_finished
+        self._runs: dict[str, RunningGeneration] = {}
+
+    def add(self, run: RunningGeneration) -> None:
+        self._prune()
+        self._runs[run.id] = run
+
+    def get(self, generation_id: str) -> RunningGeneration:
+        run = self._runs.get(generation_id)
+        if run is None:
+            raise NotFound("no such generation (it may have finished long ago)")
+        return run
+
+    def for_chat(self, chat_id: str, *, running_only: bool = False) -> list[RunningGeneration]:
+        """A chat's generations, oldest first (running ones only if asked)."""
+        return [
+            r for r in self._runs.values() if r.chat_id == chat_id and not (running_only and r.done)
+        ]
+
+    def _prune(self) -> None:
+        now = time.monotonic()
+        for key, run in list(self._runs.items()):
+            if run.finished_at is not None and now - run.finished_at > self.keep_finished:
+                del self._runs[key]

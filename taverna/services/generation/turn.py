@@ -1,0 +1,110 @@
+"""What a prompt builder gets for one generation, and what it may answer with."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from taverna.engine.tokens.cache import CountCache
+from taverna.model.chat import Chat, Node, PathTail
+from taverna.model.prompt import Prompt
+from taverna.providers.request import Api, PostProcessing
+
+
+class TurnKind(StrEnum):
+    """What a generation does."""
+
+    NORMAL = "normal"
+    REGENERATE = "regenerate"
+    SWIPE = "swipe"
+    CONTINUE = "continue"
+    IMPERSONATE = "impersonate"
+
+
+# Enough messages to mean "the whole path" for `Turn.path`.
+WHOLE_PATH = 1 << 40
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """What a prompt builder gets for one generation.
+
+    The path ends at node `end` (None: an empty chat) and is read from its end:
+    `tail(n)` gives at least its last `n` live messages (fewer only when that is the
+    whole path), hidden ones included (they carry `hidden=True`; the builder leaves
+    them out), with how many messages came before and the state in force at `end`.
+    A builder reads as far back as its prompt reaches; `path` reads it all, for
+    builders that need no more than a short chat.
+
+    For a swipe or a regenerate the path's last node is the reply being replaced: the
+    builder leaves it out of the prompt, as SillyTavern's own assembly does
+    (algo-chat-ops.md §1.3), and the assembly engine does from the generation type;
+    `history` is the path without it. `prefill` tells a continue whether the API
+    continues the last message in place (else the builder adds the continue nudge).
+    `dry_run` is true for a preview: the builder assembles without lorebook timers
+    (`AssemblyContext.dry_run`); on a real generation the prompt's `state` (timers,
+    variables) is recorded on the new node. `counts` is the service's long-lived
+    token-count cache, for `assemble(counts=...)`, so a turn only tokenizes text no
+    earlier turn (of any chat) counted.
+    """
+
+    chat: Chat
+    end: str | None
+    kind: TurnKind
+    api: Api
+    prefill: bool
+    read: Callable[[int], PathTail]
+    dry_run: bool = False
+    counts: CountCache | None = None
+
+    def tail(self, want: int) -> PathTail:
+        """At least the last `want` live messages of the path (all, if it is shorter)."""
+        return self.read(want)
+
+    @property
+    def path(self) -> tuple[Node, ...]:
+        """The whole path, root first (a read of every message)."""
+        return self.read(WHOLE_PATH).nodes
+
+    @property
+    def history(self) -> tuple[Node, ...]:
+        """The path the model should see: without the reply a swipe or regenerate replaces."""
+        path = self.path
+        if self.kind in (TurnKind.SWIPE, TurnKind.REGENERATE) and path:
+            return path[:-1]
+        return path
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedTurn:
+    """A builder's answer when it has more to say than the prompt.
+
+    `tools`: the function tools the preset offers. `request`: request options the
+    preset sets (`preset_request_options`); the connection's own choices win over them.
+    """
+
+    prompt: Prompt
+    tools: tuple[str, ...] = ()
+    request: Mapping[str, Any] = field(default_factory=dict)
+
+
+def preset_request_options(preset: Mapping[str, Any], api: Api) -> dict[str, Any]:
+    """RequestOptions fields a SillyTavern Chat Completion preset sets for `api`."""
+    out: dict[str, Any] = {}
+    if api is Api.ANTHROPIC:
+        if "claude_use_sysprompt" in preset:
+            out["use_system_prompt"] = bool(preset["claude_use_sysprompt"])
+        if isinstance(preset.get("human_sysprompt_message"), str):
+            out["human_sysprompt_message"] = preset["human_sysprompt_message"]
+    elif api is Api.GOOGLE:
+        if "use_makersuite_sysprompt" in preset:
+            out["use_system_prompt"] = bool(preset["use_makersuite_sysprompt"])
+    elif api is Api.OPENAI_COMPATIBLE and "custom_prompt_post_processing" in preset:
+        mode = str(preset.get("custom_prompt_post_processing") or "")
+        out["post_processing"] = PostProcessing.parse(mode)
+    return out
+
+
+PromptBuilder = Callable[[Turn], Prompt | PreparedTurn]
