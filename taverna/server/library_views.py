@@ -48,20 +48,6 @@ def picture_response(picture: bytes | None, name: str) -> Response:
     )
 
 
-def replace_picture(lib: LibraryService, kind: LibraryKind, doc_id: str, picture: bytes) -> None:
-    """Store `picture` as the document's picture, keeping its name, data and owner."""
-    doc = lib.get(kind, doc_id)
-    lib.store.put_document(
-        doc.kind,
-        doc.name,
-        doc.data,
-        blob=picture,
-        id=doc.id,
-        revision=doc.revision,
-        owner=doc.owner,
-    )
-
-
 def download_name(name: str) -> str:
     """A file name stem safe on every system (non-ASCII kept, separators removed)."""
     cleaned = unicodedata.normalize("NFC", name)

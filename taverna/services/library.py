@@ -229,6 +229,33 @@ class LibraryService:
         name = persona.name or persona.avatar
         return self.put(LibraryKind.PERSONA, name, persona.to_json(), blob=avatar)
 
+    def rewrite(
+        self,
+        doc: Document,
+        data: Mapping[str, Any],
+        *,
+        name: str | None = None,
+        revision: int | None = None,
+        blob: bytes | None = UNSET,
+    ) -> Document:
+        """Store a new version of an item read before (same kind, id and owner; its name
+        and picture kept unless given). `revision` (default: the one read) refuses the
+        write when the item changed since."""
+        return self.store.put_document(
+            doc.kind,
+            doc.name if name is None else name,
+            data,
+            blob=blob,
+            id=doc.id,
+            revision=doc.revision if revision is None else revision,
+            owner=doc.owner,
+        )
+
+    def delete(self, kind: LibraryKind, id: str) -> None:
+        """Remove an item of a kind (NotFound for another kind or another account's)."""
+        doc = self.get(kind, id)
+        self.store.delete_document(doc.id, revision=doc.revision)
+
     # ------------------------------------------------------------- reading
 
     def documents(self, kind: LibraryKind) -> list[Document]:
@@ -239,6 +266,13 @@ class LibraryService:
         doc = self.store.get_document(id)
         if doc.kind != kind.value or doc.owner != self.owner:
             raise NotFound(f"no {kind.value} with id {id}", field="id")
+        return doc
+
+    def get_any(self, id: str, kinds: Iterable[LibraryKind]) -> Document:
+        """An item of one of these kinds, by id (NotFound for any other document)."""
+        doc = self.store.get_document(id)
+        if doc.kind not in {kind.value for kind in kinds} or doc.owner != self.owner:
+            raise NotFound(f"no item with id {id}", field="id")
         return doc
 
     def find(self, kind: LibraryKind, name: str) -> Document | None:

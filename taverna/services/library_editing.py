@@ -100,6 +100,13 @@ def link_lorebook(lib: LibraryService, character_id: str, lorebook_id: str | Non
     )
 
 
+def replace_picture(lib: LibraryService, kind: LibraryKind, doc_id: str, picture: bytes) -> None:
+    """Store `picture` as an item's picture (a character's avatar, a persona's), keeping
+    its name and data."""
+    doc = lib.get(kind, doc_id)
+    lib.rewrite(doc, doc.data, blob=picture)
+
+
 def apply_fields(character: Character, edit: Mapping[str, Any], *, world: str | None) -> Character:
     """`character` with the editor's fields written in; fields the editor lacks are kept."""
     data: dict[str, Any] = character.to_json()
@@ -219,6 +226,14 @@ def all_personas(lib: LibraryService) -> list[tuple[str, Persona]]:
     return [
         (d.id, Persona.model_validate(dict(d.data))) for d in lib.documents(LibraryKind.PERSONA)
     ]
+
+
+def chat_persona(lib: LibraryService, user_name: str) -> tuple[str, Persona] | None:
+    """The persona a chat speaks as, with its id: the one named as the chat's user, else
+    the default one (None: neither)."""
+    personas = all_personas(lib)
+    named = next(((i, p) for i, p in personas if user_name and p.name == user_name), None)
+    return named or next(((i, p) for i, p in personas if p.is_default), None)
 
 
 def save_persona(lib: LibraryService, body: PersonaFields, doc_id: str | None) -> str:

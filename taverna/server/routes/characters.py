@@ -76,8 +76,7 @@ def update_character(
 
 @router.delete("/{character_id}", status_code=204)
 def delete_character(character_id: str, lib: LibraryService = Depends(library)) -> Response:
-    doc = lib.get(LibraryKind.CHARACTER, character_id)
-    lib.store.delete_document(doc.id, revision=doc.revision)
+    lib.delete(LibraryKind.CHARACTER, character_id)
     return Response(status_code=204)
 
 
@@ -104,7 +103,7 @@ async def set_avatar(
     ctx: AppContext = Depends(context),
 ) -> CharacterOut:
     picture = as_png(await read_limited(file, ctx.upload_limit), file=file.filename or None)
-    library_views.replace_picture(lib, LibraryKind.CHARACTER, character_id, picture)
+    library_editing.replace_picture(lib, LibraryKind.CHARACTER, character_id, picture)
     return library_views.character_view(lib, character_id)
 
 

@@ -52,8 +52,7 @@ def get_lorebook(lorebook_id: str, lib: LibraryService = Depends(library)) -> Lo
 
 @router.delete("/{lorebook_id}", status_code=204)
 def delete_lorebook(lorebook_id: str, lib: LibraryService = Depends(library)) -> Response:
-    doc = lib.get(LibraryKind.LOREBOOK, lorebook_id)
-    lib.store.delete_document(doc.id, revision=doc.revision)
+    lib.delete(LibraryKind.LOREBOOK, lorebook_id)
     return Response(status_code=204)
 
 

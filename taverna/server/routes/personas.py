@@ -66,8 +66,7 @@ def update_persona(
 
 @router.delete("/{persona_id}", status_code=204)
 def delete_persona(persona_id: str, lib: LibraryService = Depends(library)) -> Response:
-    doc = lib.get(LibraryKind.PERSONA, persona_id)
-    lib.store.delete_document(doc.id, revision=doc.revision)
+    lib.delete(LibraryKind.PERSONA, persona_id)
     return Response(status_code=204)
 
 
@@ -89,5 +88,5 @@ async def set_persona_avatar(
 ) -> PersonaOut:
     picture = as_png(await read_limited(file, ctx.upload_limit), file=file.filename or None)
     doc = lib.get(LibraryKind.PERSONA, persona_id)
-    library_views.replace_picture(lib, LibraryKind.PERSONA, persona_id, picture)
+    library_editing.replace_picture(lib, LibraryKind.PERSONA, persona_id, picture)
     return _out(doc.id, Persona.model_validate(dict(doc.data)))

@@ -8,24 +8,17 @@ from typing import Any, Literal
 from fastapi import APIRouter, Depends, File, Response, UploadFile
 from pydantic import BaseModel, Field
 
-from taverna.errors import FormatError, TavernaError
+from taverna.errors import FormatError
 from taverna.formats import json_text
 from taverna.formats.detect import detect
 from taverna.server import library_views
 from taverna.server.context import AppContext, context, library
 from taverna.server.schemas import NAME_MAX, TEXT_MAX, Strict
 from taverna.server.uploads import read_limited
-from taverna.services import prompt_manager
-from taverna.services.active_settings import active_choices, set_active
+from taverna.services import presets, prompt_manager
 from taverna.services.library import LibraryKind, LibraryService
 
 router = APIRouter(prefix="/api/presets", tags=["presets"])
-
-ACTIVE_KEY = {
-    "chat": "chat_completion_preset",
-    "instruct": "instruct_template",
-    "context": "context_template",
-}
 
 
 class PresetListItem(BaseModel):
@@ -53,24 +46,9 @@ class PresetIn(Strict):
     revision: int | None = None
 
 
-def _kind(kind: str) -> LibraryKind:
-    if kind not in prompt_manager.KINDS:
-        raise TavernaError(f"kind must be one of {', '.join(prompt_manager.KINDS)}", field="kind")
-    return prompt_manager.KINDS[kind]
-
-
-def _find(lib: LibraryService, preset_id: str) -> Any:
-    doc = lib.store.get_document(preset_id)
-    if doc.kind not in prompt_manager.PAGE_KIND or doc.owner != lib.owner:
-        from taverna.errors import NotFound
-
-        raise NotFound("no such preset", field="id")
-    return doc
-
-
 def _view(lib: LibraryService, preset_id: str) -> PresetOut:
-    doc = _find(lib, preset_id)
-    kind = prompt_manager.PAGE_KIND[doc.kind]
+    doc = presets.get_preset(lib, preset_id)
+    kind = prompt_manager.PAGE_KIND[LibraryKind(doc.kind)]
     if kind == "chat":
         return PresetOut(
             id=doc.id,
@@ -89,8 +67,8 @@ def _view(lib: LibraryService, preset_id: str) -> PresetOut:
 def list_presets(
     kind: str = "chat", lib: LibraryService = Depends(library)
 ) -> list[PresetListItem]:
-    library_kind = _kind(kind)
-    active = set(active_choices(lib.store, lib.owner).values())
+    library_kind = presets.library_kind(kind)
+    active = presets.active_ids(lib)
     return [
         PresetListItem(id=d.id, name=d.name, kind=kind, active=d.id in active)
         for d in lib.documents(library_kind)
@@ -105,7 +83,7 @@ async def import_preset(
     ctx: AppContext = Depends(context),
 ) -> PresetListItem:
     """Store a preset or template file of the kind asked for; any other file is refused."""
-    _kind(kind)
+    presets.library_kind(kind)
     data = await read_limited(file, ctx.upload_limit)
     name = file.filename or "preset.json"
     if detect(data, name) is not prompt_manager.FILE_KINDS[kind]:
@@ -127,34 +105,13 @@ class SlotIn(Strict):
     revision: int | None = None
 
 
-def _save_chat_preset(
-    lib: LibraryService, doc: Any, data: dict[str, Any], revision: int | None
-) -> None:
-    data = prompt_manager.checked(LibraryKind.CHAT_COMPLETION_PRESET, data, doc.name)
-    lib.store.put_document(
-        doc.kind,
-        doc.name,
-        data,
-        id=doc.id,
-        revision=doc.revision if revision is None else revision,
-        owner=doc.owner,
-    )
-
-
-def _chat_preset(lib: LibraryService, preset_id: str) -> Any:
-    doc = _find(lib, preset_id)
-    if doc.kind != LibraryKind.CHAT_COMPLETION_PRESET.value:
-        raise TavernaError("only a chat completion preset has prompt slots", field="preset_id")
-    return doc
-
-
 @router.post("/{preset_id}/prompts", response_model=PresetOut, status_code=201)
 def add_slot(preset_id: str, body: SlotIn, lib: LibraryService = Depends(library)) -> PresetOut:
     """Add a custom prompt slot, last in the prompt order."""
-    doc = _chat_preset(lib, preset_id)
     slot = body.model_dump(exclude={"enabled", "revision"})
-    data = prompt_manager.add_slot(doc.data, str(uuid.uuid4()), slot, enabled=body.enabled)
-    _save_chat_preset(lib, doc, data, body.revision)
+    presets.add_slot(
+        lib, preset_id, str(uuid.uuid4()), slot, enabled=body.enabled, revision=body.revision
+    )
     return _view(lib, preset_id)
 
 
@@ -163,8 +120,7 @@ def delete_slot(
     preset_id: str, identifier: str, lib: LibraryService = Depends(library)
 ) -> PresetOut:
     """Delete a custom prompt slot; markers and SillyTavern's own slots are refused."""
-    doc = _chat_preset(lib, preset_id)
-    _save_chat_preset(lib, doc, prompt_manager.delete_slot(doc.data, identifier), None)
+    presets.delete_slot(lib, preset_id, identifier)
     return _view(lib, preset_id)
 
 
@@ -177,45 +133,35 @@ def get_preset(preset_id: str, lib: LibraryService = Depends(library)) -> Preset
 def update_preset(
     preset_id: str, body: PresetIn, lib: LibraryService = Depends(library)
 ) -> PresetOut:
-    doc = _find(lib, preset_id)
-    if doc.kind == LibraryKind.CHAT_COMPLETION_PRESET.value:
-        data = prompt_manager.apply_chat_edit(doc.data, body.prompts or [], body.sampling or {})
-    else:
-        data = {**doc.data, **(body.data or {})}
-    kind = LibraryKind(doc.kind)
-    data = prompt_manager.checked(kind, data, doc.name)
-    lib.store.put_document(
-        doc.kind,
-        body.name,
-        data,
-        id=doc.id,
-        revision=doc.revision if body.revision is None else body.revision,
-        owner=doc.owner,
+    presets.update_preset(
+        lib,
+        preset_id,
+        name=body.name,
+        prompts=body.prompts,
+        sampling=body.sampling,
+        data=body.data,
+        revision=body.revision,
     )
     return _view(lib, preset_id)
 
 
 @router.delete("/{preset_id}", status_code=204)
 def delete_preset(preset_id: str, lib: LibraryService = Depends(library)) -> Response:
-    doc = _find(lib, preset_id)
-    lib.store.delete_document(doc.id, revision=doc.revision)
+    presets.delete_preset(lib, preset_id)
     return Response(status_code=204)
 
 
 @router.post("/{preset_id}/activate", response_model=PresetListItem)
 def activate_preset(preset_id: str, lib: LibraryService = Depends(library)) -> PresetListItem:
     """Use this preset (or template) for the next generations."""
-    doc = _find(lib, preset_id)
-    kind = prompt_manager.PAGE_KIND[doc.kind]
-    if kind not in ACTIVE_KEY:
-        raise TavernaError("a system prompt preset is not chosen this way", field="id")
-    set_active(lib.store, ACTIVE_KEY[kind], doc.id, lib.owner)
+    doc = presets.activate(lib, preset_id)
+    kind = prompt_manager.PAGE_KIND[LibraryKind(doc.kind)]
     return PresetListItem(id=doc.id, name=doc.name, kind=kind, active=True)
 
 
 @router.get("/{preset_id}/export")
 def export_preset(preset_id: str, lib: LibraryService = Depends(library)) -> Response:
-    doc = _find(lib, preset_id)
+    doc = presets.get_preset(lib, preset_id)
     return Response(
         json_text.dumps(dict(doc.data), indent=4).encode("utf-8"),
         media_type="application/json",

@@ -1,0 +1,114 @@
+"""The page's presets and templates: one by id, its edits, deleting it, and choosing the
+one in use; each checked by the prompt manager and stored through the library service."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from taverna.errors import TavernaError
+from taverna.services import prompt_manager
+from taverna.services.active_settings import active_choices, set_active
+from taverna.services.library import LibraryKind, LibraryService
+from taverna.store.repository import Document
+
+# The page's kinds of preset chosen for the next generations, with their key among the
+# active choices (a system prompt preset is chosen inside the context template instead).
+ACTIVE_KEY = {
+    "chat": "chat_completion_preset",
+    "instruct": "instruct_template",
+    "context": "context_template",
+}
+
+
+def library_kind(kind: str) -> LibraryKind:
+    """The library kind of a page kind ("chat", "instruct", "context", "sysprompt")."""
+    if kind not in prompt_manager.KINDS:
+        raise TavernaError(f"kind must be one of {', '.join(prompt_manager.KINDS)}", field="kind")
+    return prompt_manager.KINDS[kind]
+
+
+def get_preset(lib: LibraryService, preset_id: str) -> Document:
+    """A preset or template of the account, by id (NotFound for any other document)."""
+    return lib.get_any(preset_id, prompt_manager.KINDS.values())
+
+
+def chat_preset(lib: LibraryService, preset_id: str) -> Document:
+    """A chat completion preset (the one kind with prompt slots), by id."""
+    doc = get_preset(lib, preset_id)
+    if doc.kind != LibraryKind.CHAT_COMPLETION_PRESET.value:
+        raise TavernaError("only a chat completion preset has prompt slots", field="preset_id")
+    return doc
+
+
+def active_ids(lib: LibraryService) -> set[str]:
+    """The ids of the presets and templates in use."""
+    return set(active_choices(lib.store, lib.owner).values())
+
+
+def add_slot(
+    lib: LibraryService,
+    preset_id: str,
+    identifier: str,
+    slot: Mapping[str, Any],
+    *,
+    enabled: bool,
+    revision: int | None,
+) -> None:
+    """Add a custom prompt slot `identifier`, last in the prompt order."""
+    doc = chat_preset(lib, preset_id)
+    data = prompt_manager.add_slot(doc.data, identifier, dict(slot), enabled=enabled)
+    _save(lib, doc, data, revision=revision)
+
+
+def delete_slot(lib: LibraryService, preset_id: str, identifier: str) -> None:
+    """Delete a custom prompt slot; markers and SillyTavern's own slots are refused."""
+    doc = chat_preset(lib, preset_id)
+    _save(lib, doc, prompt_manager.delete_slot(doc.data, identifier), revision=None)
+
+
+def update_preset(
+    lib: LibraryService,
+    preset_id: str,
+    *,
+    name: str,
+    prompts: list[dict[str, Any]] | None,
+    sampling: dict[str, Any] | None,
+    data: dict[str, Any] | None,
+    revision: int | None,
+) -> None:
+    """Apply the page's edit: a chat preset's prompts and sampling, a template's fields."""
+    doc = get_preset(lib, preset_id)
+    if doc.kind == LibraryKind.CHAT_COMPLETION_PRESET.value:
+        changed = prompt_manager.apply_chat_edit(doc.data, prompts or [], sampling or {})
+    else:
+        changed = {**doc.data, **(data or {})}
+    _save(lib, doc, changed, name=name, revision=revision)
+
+
+def delete_preset(lib: LibraryService, preset_id: str) -> None:
+    """Remove a preset or template."""
+    doc = get_preset(lib, preset_id)
+    lib.delete(LibraryKind(doc.kind), doc.id)
+
+
+def activate(lib: LibraryService, preset_id: str) -> Document:
+    """Use this preset (or template) for the next generations; returns it."""
+    doc = get_preset(lib, preset_id)
+    kind = prompt_manager.PAGE_KIND[LibraryKind(doc.kind)]
+    if kind not in ACTIVE_KEY:
+        raise TavernaError("a system prompt preset is not chosen this way", field="id")
+    set_active(lib.store, ACTIVE_KEY[kind], doc.id, lib.owner)
+    return doc
+
+
+def _save(
+    lib: LibraryService,
+    doc: Document,
+    data: Mapping[str, Any],
+    *,
+    name: str | None = None,
+    revision: int | None,
+) -> None:
+    checked = prompt_manager.checked(LibraryKind(doc.kind), data, doc.name)
+    lib.rewrite(doc, checked, name=name, revision=revision)
