@@ -72,7 +72,7 @@ def main() -> None:
     rng = random.Random(7)
     with tempfile.TemporaryDirectory() as tmp:
         ctx = open_context(Path(tmp) / "data")
-        seed_samples(ctx.store)
+        seed_samples(ctx.library())
         card = LibraryService(ctx.store).find(LibraryKind.CHARACTER, "Ione Calder")
         assert card is not None
         chat = start_chat(ctx.chats, card.id, title="bench", owner="")

@@ -254,7 +254,7 @@ def build_library(
     started = time.perf_counter()
     ws = open_workspace(data, background_backups=False)
     try:
-        seed_samples(ws.store)
+        seed_samples(ws.library())
         library = LibraryService(ws.store)
         card = library.find(LibraryKind.CHARACTER, CHARACTER)
         assert card is not None, "the sample character is missing"

@@ -36,11 +36,15 @@ ChosenConnection = Annotated[
 
 @contextmanager
 def connection_service(data: Path | None) -> Iterator[ConnectionService]:
-    """The connection service over the data folder's store."""
-    from taverna.services.data import open_data
+    """The connection service of the data folder."""
+    from taverna.services.data import resolve_data_dir
+    from taverna.services.workspace import open_workspace
 
-    with open_data(data) as folder:
-        yield ConnectionService(folder.store, folder.path)
+    workspace = open_workspace(resolve_data_dir(data), background_backups=False)
+    try:
+        yield workspace.connections
+    finally:
+        workspace.close()
 
 
 KNOWN_OPTIONS = {"use_system_prompt": bool, "stream": bool, "prefix": bool}

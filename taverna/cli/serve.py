@@ -34,7 +34,7 @@ def serve(
     ctx = open_context(data_dir)
     if host in LOOPBACK:
         ctx.allowed_hosts = LOOPBACK
-    seeded = seed_samples(ctx.store)
+    seeded = seed_samples(ctx.library())
     if seeded:
         typer.echo(f"new data folder: added the samples {', '.join(seeded)}")
     # The most recent chats' lorebooks and tokenizers are made ready before the server

@@ -59,7 +59,7 @@ def current_user(request: Request) -> str:
 
 async def library(request: Request, ctx: AppContext = Depends(context)) -> LibraryService:
     """A route dependency: the library of the account making the request."""
-    return LibraryService(ctx.store, owner=current_user(request))
+    return ctx.library(current_user(request))
 
 
 def open_context(data_dir: Path) -> AppContext:

@@ -24,6 +24,7 @@ from taverna.services.chats import ChatService
 from taverna.services.connections import ConnectionService
 from taverna.services.data import open_data
 from taverna.services.generation import Completed, Ending, GenerationService, RunningGeneration
+from taverna.services.interchange import InterchangeService
 from taverna.services.library import LibraryKind, LibraryService
 from taverna.services.turn_context import TurnContexts
 from taverna.services.turn_paths import PathEnds
@@ -51,6 +52,18 @@ class Workspace:
     # The revision of each chat last handed to the backups, so a change is backed up once
     # however many callers report it (a route, then the generation that followed it).
     _reported: dict[str, int] = field(default_factory=dict, init=False, repr=False)
+
+    def library(self, owner: str = "") -> LibraryService:
+        """The library of an account ("": the single user's)."""
+        return LibraryService(self.store, owner=owner)
+
+    def connections_of(self, owner: str) -> ConnectionService:
+        """The model API connections of an account ("": the single user's)."""
+        return ConnectionService(self.store, self.data_dir, owner=owner)
+
+    def interchange(self) -> InterchangeService:
+        """Chats to and from SillyTavern's files."""
+        return InterchangeService(self.store)
 
     def chat_written(self, chat_id: str) -> None:
         """Call after a chat changed: its backup is written now or soon (throttled)."""
@@ -154,9 +167,8 @@ def open_workspace(data_dir: Path, *, background_backups: bool = True) -> Worksp
     return Workspace(folder.path, store, chats, connections, generation, backups, flusher)
 
 
-def seed_samples(store: Store) -> list[str]:
+def seed_samples(library: LibraryService) -> list[str]:
     """On an empty library, store the product's own sample character and lorebook."""
-    library = LibraryService(store)
     if library.documents(LibraryKind.CHARACTER) or library.documents(LibraryKind.LOREBOOK):
         return []
     stored = []

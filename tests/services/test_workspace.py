@@ -28,7 +28,7 @@ def test_a_burst_of_writes_is_backed_up_once_now_and_once_on_close(tmp_path: Pat
     now = [0.0]
     ws.backups.clock = lambda: now[0]
     try:
-        assert seed_samples(ws.store) == ["Ione Calder", "Brasswater"]
+        assert seed_samples(ws.library()) == ["Ione Calder", "Brasswater"]
         card = LibraryService(ws.store).find(LibraryKind.CHARACTER, "Ione Calder")
         assert card is not None
         chat = start_chat(ws.chats, card.id, title="Harbour", owner="")
@@ -45,7 +45,7 @@ def test_a_burst_of_writes_is_backed_up_once_now_and_once_on_close(tmp_path: Pat
 def test_a_deleted_chat_is_not_an_error(tmp_path: Path) -> None:
     ws = open_workspace(tmp_path / "data", background_backups=False)
     try:
-        seed_samples(ws.store)
+        seed_samples(ws.library())
         card = LibraryService(ws.store).find(LibraryKind.CHARACTER, "Ione Calder")
         assert card is not None
         chat = start_chat(ws.chats, card.id, title="Gone", owner="")
@@ -59,7 +59,7 @@ def test_a_deleted_chat_is_not_an_error(tmp_path: Path) -> None:
 def test_taverna_chat_say_backs_the_chat_up(tmp_path: Path, stub: StubServer) -> None:
     data = tmp_path / "data"
     ws = open_workspace(data, background_backups=False)
-    seed_samples(ws.store)
+    seed_samples(ws.library())
     ws.connections.add("stub", "openai", url=stub.base_url("openai"), model="stub-model")
     ws.close()
     stub.script(Reply(tokens=["Aboard."]))

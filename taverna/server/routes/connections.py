@@ -12,7 +12,7 @@ router = APIRouter(prefix="/api/connections", tags=["connections"])
 
 
 def service(request: Request, ctx: AppContext = Depends(context)) -> ConnectionService:
-    return ConnectionService(ctx.store, ctx.data_dir, owner=current_user(request))
+    return ctx.connections_of(current_user(request))
 
 
 def out(connections: ConnectionService, connection: Connection) -> ConnectionOut:

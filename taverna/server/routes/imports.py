@@ -11,7 +11,6 @@ from taverna.server.context import AppContext, context, current_user
 from taverna.server.errors import PayloadTooLarge
 from taverna.server.imports import ImportJobs, import_root, new_upload_folder, safe_relative
 from taverna.server.schemas import TaskOut
-from taverna.services.library import LibraryService
 
 router = APIRouter(prefix="/api/import", tags=["import"])
 
@@ -62,7 +61,7 @@ async def import_sillytavern(
         raise
     finally:
         await form.close()
-    library = LibraryService(ctx.store, owner=current_user(request))
+    library = ctx.library(current_user(request))
     job = registry.start(import_root(folder), library, cleanup=folder)
     return ImportStarted(
         task=TaskOut(id=job.id, kind="import", status="running"), files=len(uploads)
