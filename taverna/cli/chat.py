@@ -257,12 +257,13 @@ def _int(text: str) -> int:
 
 def open_chat(ctx: Any, character: str, chat_id: str | None) -> str:
     """The chat to use: the one named, else the character's newest, else a new one."""
+    from taverna.services import chat_reads
     from taverna.services.editing import start_chat
-    from taverna.services.library import LibraryKind, LibraryService
+    from taverna.services.library import LibraryKind
 
     if chat_id:
         return str(ctx.chats.get_chat(chat_id).id)
-    library = LibraryService(ctx.store)
+    library = ctx.library()
     doc = library.find(LibraryKind.CHARACTER, character)
     if doc is None:
         names = ", ".join(sorted(d.name for d in library.documents(LibraryKind.CHARACTER)))
@@ -270,9 +271,8 @@ def open_chat(ctx: Any, character: str, chat_id: str | None) -> str:
             f"no character named {character!r} in the library (there are: {names or 'none'}); "
             "add one with `taverna import CARD`"
         )
-    listed = ctx.store.list_chats(character=character)
-    if listed:
-        newest = max(listed, key=lambda item: item.chat.updated or item.chat.created)
+    newest = chat_reads.newest_with(ctx.chats, character)
+    if newest is not None:
         return str(newest.chat.id)
     return str(start_chat(ctx.chats, doc.id, title=None, owner="").id)
 

@@ -7,17 +7,19 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from taverna.cli.main import app
 from taverna.errors import NotFound, TavernaError
 from taverna.model.chat import ChatListing, ChatTree, Node
-from taverna.services.backups import BackupService
-from taverna.services.data import DataFolder, open_data
-from taverna.services.interchange import InterchangeService
-from taverna.services.library import ImportReport, LibraryService, Progress
+from taverna.services import chat_reads
+from taverna.services.data import resolve_data_dir
+from taverna.services.library import ImportReport, Progress
+
+if TYPE_CHECKING:
+    from taverna.services.workspace import Workspace
 
 chats_app = typer.Typer(help="List, show and export chats.", no_args_is_help=True)
 backup_app = typer.Typer(help="List and restore chat backups.", no_args_is_help=True)
@@ -29,8 +31,12 @@ DataOption = typer.Option(None, "--data", help=DATA_HELP)
 
 
 @contextmanager
-def _opened(data: Path | None) -> Iterator[DataFolder]:
-    folder = open_data(data)
+def _opened(data: Path | None) -> Iterator[Workspace]:
+    """The data folder's services; pending backups are written as the command ends."""
+    # Imported here: the services behind a turn load only for the command that runs.
+    from taverna.services.workspace import open_workspace
+
+    folder = open_workspace(resolve_data_dir(data), background_backups=False)
     try:
         yield folder
     finally:
@@ -46,18 +52,8 @@ def _short(text: str, width: int = 72) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
-def _chat_id(folder: DataFolder, given: str) -> str:
-    """A chat id from a full id or a unique prefix of one."""
-    try:
-        return folder.store.get_chat(given).id
-    except NotFound:
-        pass
-    matches = [c.chat.id for c in folder.store.list_chats() if c.chat.id.startswith(given)]
-    if len(matches) == 1:
-        return matches[0]
-    if not matches:
-        raise NotFound(f"no chat with id {given!r} (see `taverna chats list`)", field="id")
-    raise NotFound(f"{len(matches)} chats start with {given!r}; give more of the id", field="id")
+def _chat_id(folder: Workspace, given: str) -> str:
+    return chat_reads.chat_id(folder.chats, given)
 
 
 # ------------------------------------------------------------------- import
@@ -105,7 +101,7 @@ def import_files(
         if not path.exists():
             raise NotFound("no such file or folder", file=str(path))
     with _opened(data) as folder:
-        library = LibraryService(folder.store)
+        library = folder.library()
 
         def progress(step: Progress) -> None:
             if not as_json and step.current and step.total >= 20 and step.done % 20 == 0:
@@ -162,7 +158,7 @@ def list_chats(
 ) -> None:
     """Every chat: id, title, characters, messages on the active path, branches, checkpoints."""
     with _opened(data) as folder:
-        listings = folder.store.list_chats()
+        listings = chat_reads.listings(folder.chats)
     rows = [_listing_json(item) for item in listings]
     if as_json:
         _emit_json(rows)
@@ -202,14 +198,14 @@ def show_chat(
     with _opened(data) as folder:
         chat_id = _chat_id(folder, chat_id)
         if tree:
-            whole = folder.store.tree(chat_id)
+            whole = chat_reads.tree(folder.chats, chat_id)
             if as_json:
                 _emit_json(_tree_json(whole))
             else:
                 for line in tree_lines(whole):
                     typer.echo(line)
             return
-        path = folder.store.active_path(chat_id)
+        path = folder.chats.active_path(chat_id)
     if as_json:
         _emit_json(
             {
@@ -318,7 +314,7 @@ def export_chat(
     """Write a chat as SillyTavern JSONL: the active path, plus one file per other branch."""
     with _opened(data) as folder:
         chat_id = _chat_id(folder, chat_id)
-        service = InterchangeService(folder.store)
+        service = folder.interchange()
         written = service.export_to(chat_id, out)
         if text:
             written.append(service.export_text_to(chat_id, out))
@@ -338,7 +334,7 @@ def list_backups(
     """Backups in the data folder, newest first."""
     with _opened(data) as folder:
         chosen = _chat_id(folder, chat_id) if chat_id else None
-        backups = BackupService(folder.store, folder.backups_dir).backups(chosen)
+        backups = folder.backups.backups(chosen)
     rows = [
         {"name": b.name, "created": b.created.isoformat(), "size": b.size, "title": b.title}
         for b in backups
@@ -360,7 +356,7 @@ def backup_now(
     """Back up a chat now."""
     with _opened(data) as folder:
         chosen = _chat_id(folder, chat_id)
-        path = BackupService(folder.store, folder.backups_dir).backup(chosen)
+        path = folder.backups.backup(chosen)
     typer.echo(str(path))
 
 
@@ -372,7 +368,7 @@ def restore_backup(
 ) -> None:
     """Bring a backup back as a new chat (the original chat is left alone)."""
     with _opened(data) as folder:
-        restored = BackupService(folder.store, folder.backups_dir).restore(name, title=title)
+        restored = folder.backups.restore(name, title=title)
     typer.echo(
         f"restored chat {restored.chat.title!r}  id {restored.chat.id}  "
         f"{restored.messages} messages"

@@ -3,14 +3,12 @@ chat's summary line, the inspector's prompt. Each shapes what services return.""
 
 from __future__ import annotations
 
-from taverna.errors import NotFound
 from taverna.model.chat import Chat, PathWindow
-from taverna.model.persona import Persona
 from taverna.server.context import AppContext
 from taverna.server.schemas import ChatOut, ChatSummaryOut, PersonaRef, PromptOut, TaskOut
 from taverna.server.views import chat_out, chat_summary_out
+from taverna.services import chat_reads, library_editing
 from taverna.services.inspector import inspect_prompt as inspect
-from taverna.services.library import LibraryKind
 
 
 def running_task(ctx: AppContext, chat_id: str) -> TaskOut | None:
@@ -27,12 +25,7 @@ def running_task(ctx: AppContext, chat_id: str) -> TaskOut | None:
 
 def persona_of(ctx: AppContext, chat: Chat) -> PersonaRef:
     """Who the user is in a chat: the persona of the chat's user name, else the default one."""
-    docs = ctx.store.find_documents(LibraryKind.PERSONA.value, owner=chat.owner)
-    personas = [(d.id, Persona.model_validate(dict(d.data))) for d in docs]
-    chosen = next(
-        ((i, p) for i, p in personas if chat.user_name and p.name == chat.user_name), None
-    )
-    chosen = chosen or next(((i, p) for i, p in personas if p.is_default), None)
+    chosen = library_editing.chat_persona(ctx.library(chat.owner), chat.user_name)
     if chosen is None:
         return PersonaRef(name=chat.user_name or "User")
     doc_id, persona = chosen
@@ -85,10 +78,8 @@ def _chat_out(ctx: AppContext, window: PathWindow, *, changed: bool) -> ChatOut:
 
 
 def summary(ctx: AppContext, chat_id: str, *, owner: str) -> ChatSummaryOut:
-    for listing in ctx.store.list_chats(owner=owner):
-        if listing.chat.id == chat_id:
-            return chat_summary_out(listing)
-    raise NotFound("no such chat", field="chat_id")
+    """A chat's line in the list of chats."""
+    return chat_summary_out(chat_reads.listing(ctx.chats, chat_id, owner=owner))
 
 
 def inspect_prompt(ctx: AppContext, chat_id: str, node_id: str | None) -> PromptOut:

@@ -7,17 +7,17 @@ import zipfile
 from typing import Any
 
 from taverna.formats.st_chat import write_chat
+from taverna.services.chats import ChatService
 from taverna.services.interchange import InterchangeService
-from taverna.store.repository import Store
 
 
-def export_archive(store: Store, chat_id: str) -> tuple[bytes, str, str]:
+def export_archive(chats: ChatService, chat_id: str) -> tuple[bytes, str, str]:
     """A chat's SillyTavern files for download: `(bytes, file name, media type)`.
 
     A chat without branches is one JSONL; with branches or checkpoints, a zip of the
     main file and one file per branch, linked as SillyTavern links them.
     """
-    files = InterchangeService(store).export_files(chat_id)
+    files = InterchangeService(chats.store).export_files(chat_id)
     texts = [(f"{item.name}.jsonl", write_chat(item.document)) for item in files]
     if len(texts) == 1:
         name, text = texts[0]
@@ -29,14 +29,14 @@ def export_archive(store: Store, chat_id: str) -> tuple[bytes, str, str]:
     return buffer.getvalue(), f"{files[0].name}.zip", "application/zip"
 
 
-def chat_tree(store: Store, chat_id: str) -> list[dict[str, Any]]:
+def chat_tree(chats: ChatService, chat_id: str) -> list[dict[str, Any]]:
     """The whole tree for the tree view, depth-first, deleted messages left out.
 
     `level` grows only at forks, so a long chain without alternatives stays flat;
     `shown` marks the nodes worth a line (roots, the candidates of a fork, leaves and
     branch heads); `on_path` marks the active path.
     """
-    tree = store.tree(chat_id)
+    tree = chats.store.tree(chat_id)
     alive = {n.id for n in tree.nodes if not n.deleted}
     kids = {k: [n for n in v if n.id in alive] for k, v in tree.children().items()}
     heads: dict[str, list[str]] = {}
@@ -44,9 +44,9 @@ def chat_tree(store: Store, chat_id: str) -> list[dict[str, Any]]:
         if branch.head_id:
             heads.setdefault(branch.head_id, []).append(branch.name)
     marks: dict[str, list[str]] = {}
-    for checkpoint in store.checkpoints(chat_id):
+    for checkpoint in chats.list_checkpoints(chat_id):
         marks.setdefault(checkpoint.node_id, []).append(checkpoint.name)
-    on_path = {n.id for n in store.active_path(chat_id).nodes}
+    on_path = {n.id for n in chats.active_path(chat_id).nodes}
     out: list[dict[str, Any]] = []
     stack = [(n, 0, True) for n in reversed(kids.get(None, []))]
     while stack:

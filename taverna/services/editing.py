@@ -62,3 +62,8 @@ def set_chat_lorebook(
     if lorebook_id:
         name = LibraryService(chats.store, owner=owner).get(LibraryKind.LOREBOOK, lorebook_id).name
     return chats.set_lorebook(chat_id, name, revision=revision).chat
+
+
+def delete_chat(chats: ChatService, chat_id: str, *, revision: int) -> None:
+    """Delete a chat with its whole tree, if it is still at `revision` (its backups stay)."""
+    chats.store.delete_chat(chat_id, revision=revision)

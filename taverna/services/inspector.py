@@ -16,10 +16,10 @@ from taverna.model.prompt import Prompt
 from taverna.providers.builders import build_request
 from taverna.providers.request import Api
 from taverna.services import sent_prompts
+from taverna.services.chats import ChatService
 from taverna.services.connections import Connection
 from taverna.services.generation import GenerationService, TurnKind
 from taverna.services.sent_prompts import prompt_json
-from taverna.store.repository import Store
 
 
 @dataclass(frozen=True)
@@ -62,10 +62,11 @@ class RecordedContext:
     first_message: str | None
 
 
-def recorded_context(store: Store, chat_id: str, *, within: int) -> RecordedContext:
+def recorded_context(chats: ChatService, chat_id: str, *, within: int) -> RecordedContext:
     """The context start kept with the last generated reply among the path's last
     `within` messages: one record read, no prompt built (the page's "context cut" line).
     Nothing is known when there is no such reply or it has no record."""
+    store = chats.store
     window = store.path_before(chat_id, None, limit=within)
     for entry in reversed(window.entries):
         node = entry.node

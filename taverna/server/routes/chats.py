@@ -28,7 +28,7 @@ from taverna.server.schemas import (
     SelectIn,
 )
 from taverna.server.views import branch_out, chat_summary_out
-from taverna.services import chat_views, editing, inspector
+from taverna.services import chat_reads, chat_views, editing, inspector
 
 router = APIRouter(prefix="/api/chats", tags=["chats"], dependencies=[Depends(backed_up)])
 
@@ -41,10 +41,7 @@ def _revision(ctx: AppContext, chat_id: str, given: int | None) -> int:
 
 def _node_of(ctx: AppContext, chat_id: str, node_id: str) -> str | None:
     """404 unless `node_id` is a message of `chat_id`; its parent (None: a first message)."""
-    node = ctx.store.get_node(chat_id, node_id)
-    if node.chat_id != chat_id:
-        raise NotFound("no such message in this chat", field="node_id")
-    return node.parent_id
+    return chat_reads.parent_of(ctx.chats, chat_id, node_id)
 
 
 def _moved(ctx: AppContext, chat_id: str, old_leaf: str | None) -> ChatOut:
@@ -59,7 +56,7 @@ def _moved(ctx: AppContext, chat_id: str, old_leaf: str | None) -> ChatOut:
 def list_chats(
     request: Request, character_id: str | None = None, ctx: AppContext = Depends(context)
 ) -> list[ChatSummaryOut]:
-    listings = ctx.store.list_chats(owner=current_user(request), character=character_id)
+    listings = chat_reads.listings(ctx.chats, owner=current_user(request), character=character_id)
     return [chat_summary_out(item) for item in listings]
 
 
@@ -107,7 +104,7 @@ def rename_chat(chat_id: str, body: RenameChatIn, ctx: AppContext = Depends(cont
 def delete_chat(
     chat_id: str, revision: int | None = None, ctx: AppContext = Depends(context)
 ) -> Response:
-    ctx.store.delete_chat(chat_id, revision=_revision(ctx, chat_id, revision))
+    editing.delete_chat(ctx.chats, chat_id, revision=_revision(ctx, chat_id, revision))
     return Response(status_code=204)
 
 
@@ -271,14 +268,14 @@ def set_chat_lorebook(
 @router.get("/{chat_id}/export")
 def export_chat(chat_id: str, ctx: AppContext = Depends(context)) -> Response:
     """The chat as SillyTavern files: one JSONL, or a zip with every branch's JSONL."""
-    data, name, media = chat_views.export_archive(ctx.store, chat_id)
+    data, name, media = chat_views.export_archive(ctx.chats, chat_id)
     return Response(data, media_type=media, headers=library_views.attachment(name))
 
 
 @router.get("/{chat_id}/tree")
 def chat_tree(chat_id: str, ctx: AppContext = Depends(context)) -> list[dict[str, object]]:
     """Every message of the chat as a tree, for the tree view."""
-    return chat_views.chat_tree(ctx.store, chat_id)
+    return chat_views.chat_tree(ctx.chats, chat_id)
 
 
 @router.post("/{chat_id}/messages/{node_id}/show", response_model=ChatOut)
@@ -341,5 +338,5 @@ def hide_range(chat_id: str, body: HideRangeIn, ctx: AppContext = Depends(contex
 def context_start(chat_id: str, ctx: AppContext = Depends(context)) -> ContextOut:
     """Where the context began for the last reply on the path, as recorded when it was
     sent: the page's "context cut" line, with no prompt assembly."""
-    found = inspector.recorded_context(ctx.store, chat_id, within=usecases.WINDOW)
+    found = inspector.recorded_context(ctx.chats, chat_id, within=usecases.WINDOW)
     return ContextOut(reply_id=found.reply_id, first_message_in_context=found.first_message)

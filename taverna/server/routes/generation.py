@@ -23,6 +23,7 @@ from taverna.server.schemas import (
     StopOut,
     TaskOut,
 )
+from taverna.services import chat_reads
 from taverna.services.generation import (
     Completed,
     Ending,
@@ -116,7 +117,7 @@ async def edit_and_resend(
 ) -> GenerationStarted:
     """Edit a user message as a new sibling (the old turn stays a branch) and answer it."""
     chat = await asyncio.to_thread(ctx.chats.get_chat, chat_id)
-    below = (await asyncio.to_thread(ctx.store.get_node, chat_id, node_id)).parent_id
+    below = await asyncio.to_thread(chat_reads.parent_of, ctx.chats, chat_id, node_id)
     revision = chat.revision if body.revision is None else body.revision
     await asyncio.to_thread(
         ctx.chats.edit_and_resend, chat_id, node_id, body.content, revision=revision
