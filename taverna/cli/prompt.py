@@ -21,6 +21,7 @@ from taverna.engine.textgen.chat_template import ChatTemplate
 from taverna.errors import FormatError, NotFound
 from taverna.formats.st_settings import SillyTavernSettings, read_settings
 from taverna.model.prompt import Prompt
+from taverna.providers.request import Api
 from taverna.services.turn_inputs import assembly_context, character_info, chat_messages
 
 # the generation types `--type` accepts: the assembly's own
@@ -217,7 +218,7 @@ def build_prompt(
         # A group's chat metadata lives in the group file.
         metadata = found.metadata | metadata
     books = dict(_world(p) for p in worlds)
-    text_api = api in ("textgen", "llamacpp", "koboldcpp", "openai-text")
+    text_api = Api.parse(api).is_text_completion
     context = assembly_context(
         settings,
         characters,
@@ -273,7 +274,7 @@ def request_body(
     if prompt.kind == "text":
         if "body" in prompt.sampling:
             return dict(prompt.sampling["body"])
-        return render_request_body(prompt, "llamacpp" if api == "textgen" else api)
+        return render_request_body(prompt, api)
     extras = cc.extras
     return render_request_body(
         prompt,
@@ -283,7 +284,7 @@ def request_body(
         char_name=characters[0].name,
         group_members=tuple(members),
         use_system_prompt=(
-            bool(extras.get("claude_use_sysprompt")) if api in ("anthropic", "claude") else None
+            bool(extras.get("claude_use_sysprompt")) if Api.parse(api) is Api.ANTHROPIC else None
         ),
         stream=bool(cc.sampling.get("stream", True)),
         post_processing=post_processing

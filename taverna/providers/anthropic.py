@@ -14,7 +14,7 @@ from taverna.providers.events import (
     StreamError,
     TextDelta,
 )
-from taverna.providers.request import RequestOptions, endpoint_url
+from taverna.providers.request import HttpRequest, RequestOptions, endpoint_url, models_listing
 from taverna.providers.sampling import Sampling
 from taverna.providers.wire import (
     NOT_AN_OBJECT,
@@ -160,7 +160,7 @@ def build_body(prompt: Prompt, options: RequestOptions) -> dict[str, Any]:
     return body
 
 
-def endpoint(base_url: str) -> str:
+def endpoint(base_url: str, options: RequestOptions) -> str:
     return endpoint_url(base_url, DEFAULT_URL, "/messages")
 
 
@@ -169,6 +169,11 @@ def auth_headers(key: str) -> dict[str, str]:
     if key:
         headers["x-api-key"] = key
     return headers
+
+
+def models_request(base_url: str, key: str) -> HttpRequest:
+    """The GET request that lists Anthropic's models."""
+    return models_listing(base_url, DEFAULT_URL, auth_headers(key))
 
 
 _ERRORS = {

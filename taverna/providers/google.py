@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -16,7 +17,7 @@ from taverna.providers.events import (
     StreamError,
     TextDelta,
 )
-from taverna.providers.request import RequestOptions
+from taverna.providers.request import HttpRequest, RequestOptions, models_listing
 from taverna.providers.sampling import Sampling
 from taverna.providers.wire import (
     JsonChunkStream,
@@ -176,15 +177,30 @@ def build_body(prompt: Prompt, options: RequestOptions) -> dict[str, Any]:
     return body
 
 
-def endpoint(base_url: str, model: str, stream: bool) -> str:
+def endpoint(base_url: str, options: RequestOptions) -> str:
     base = (base_url or DEFAULT_URL).rstrip("/")
-    method = "streamGenerateContent?alt=sse" if stream else "generateContent"
-    return f"{base}/models/{quote(model, safe='')}:{method}"
+    method = "streamGenerateContent?alt=sse" if options.stream else "generateContent"
+    return f"{base}/models/{quote(options.model, safe='')}:{method}"
 
 
 def auth_headers(key: str) -> dict[str, str]:
     # in a header, not the URL's `?key=`, so it never shows up in a logged URL
     return {"x-goog-api-key": key} if key else {}
+
+
+def models_request(base_url: str, key: str) -> HttpRequest:
+    """The GET request that lists Gemini's models."""
+    return models_listing(base_url, DEFAULT_URL, auth_headers(key))
+
+
+def parse_models(body: Mapping[str, Any]) -> list[str]:
+    """The models that generate content, sorted, without their `models/` prefix."""
+    names = []
+    for model in body.get("models") or ():
+        methods = model.get("supportedGenerationMethods") or ["generateContent"]
+        if isinstance(model, dict) and "generateContent" in methods:
+            names.append(str(model.get("name", "")).removeprefix("models/"))
+    return sorted(n for n in names if n)
 
 
 _ERRORS = {

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from taverna.model.prompt import Prompt
 from taverna.providers.events import ErrorKind, Event, FinishReason, StreamError, TextDelta
-from taverna.providers.request import RequestOptions, bearer_headers
+from taverna.providers.request import HttpRequest, RequestOptions, bearer_headers
 from taverna.providers.sampling import Sampling
 from taverna.providers.wire import JsonChunkStream
 
@@ -56,17 +57,29 @@ def build_body(prompt: Prompt, options: RequestOptions) -> dict[str, Any]:
     return body
 
 
-def endpoint(base_url: str, stream: bool) -> str:
+def endpoint(base_url: str, options: RequestOptions) -> str:
     base = (base_url or DEFAULT_URL).rstrip("/")
     for suffix in ("/api/v1", "/api"):
         if base.endswith(suffix):
             base = base[: -len(suffix)]
             break
-    return f"{base}/api/extra/generate/stream" if stream else f"{base}/api/v1/generate"
+    return f"{base}/api/extra/generate/stream" if options.stream else f"{base}/api/v1/generate"
 
 
 # KoboldCpp's optional --password is checked as a bearer token
 auth_headers = bearer_headers
+
+
+def models_request(base_url: str, key: str) -> HttpRequest:
+    """The GET request that names the one model KoboldCpp has loaded."""
+    base = (base_url or DEFAULT_URL).rstrip("/").removesuffix("/api/v1")
+    return HttpRequest(f"{base}/api/v1/model", {}, auth_headers(key), "GET", False)
+
+
+def parse_models(body: Mapping[str, Any]) -> list[str]:
+    """The loaded model's name, without KoboldCpp's `koboldcpp/` prefix."""
+    result = body.get("result")
+    return [str(result).removeprefix("koboldcpp/")] if result else []
 
 
 _FINISH = {"stop": FinishReason.STOP, "length": FinishReason.LENGTH}

@@ -6,7 +6,7 @@ from typing import Any
 
 from taverna.model.prompt import Prompt
 from taverna.providers.events import ErrorKind, Event, Finish, FinishReason, StreamError, TextDelta
-from taverna.providers.request import RequestOptions, bearer_headers, endpoint_url
+from taverna.providers.request import HttpRequest, RequestOptions, bearer_headers, endpoint_url
 from taverna.providers.sampling import Sampling
 from taverna.providers.wire import JsonChunkStream
 
@@ -54,11 +54,18 @@ def build_body(prompt: Prompt, options: RequestOptions) -> dict[str, Any]:
     return body
 
 
-def endpoint(base_url: str) -> str:
+def endpoint(base_url: str, options: RequestOptions) -> str:
     return endpoint_url(base_url, DEFAULT_URL, "/completion")
 
 
 auth_headers = bearer_headers
+
+
+def models_request(base_url: str, key: str) -> HttpRequest:
+    """The GET request of llama.cpp's OpenAI-style `/v1/models`."""
+    base = (base_url or DEFAULT_URL).rstrip("/")
+    base = base if base.endswith("/v1") else f"{base}/v1"
+    return HttpRequest(f"{base}/models", {}, auth_headers(key), "GET", False)
 
 
 class CompletionStream(JsonChunkStream):

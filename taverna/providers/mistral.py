@@ -11,7 +11,13 @@ from itertools import pairwise
 from typing import Any
 
 from taverna.model.prompt import Prompt
-from taverna.providers.request import RequestOptions, bearer_headers, endpoint_url
+from taverna.providers.request import (
+    HttpRequest,
+    RequestOptions,
+    bearer_headers,
+    endpoint_url,
+    models_listing,
+)
 from taverna.providers.sampling import Sampling
 from taverna.providers.wire import WireMessage, example_prefixed, to_wire
 
@@ -91,9 +97,14 @@ def build_body(prompt: Prompt, options: RequestOptions) -> dict[str, Any]:
     return body
 
 
-def endpoint(base_url: str) -> str:
+def endpoint(base_url: str, options: RequestOptions) -> str:
     """The URL a body is POSTed to, from a connection's base URL."""
     return endpoint_url(base_url, DEFAULT_URL, "/chat/completions")
 
 
 auth_headers = bearer_headers
+
+
+def models_request(base_url: str, key: str) -> HttpRequest:
+    """The GET request that lists Mistral's models (answered in OpenAI's shape)."""
+    return models_listing(base_url, DEFAULT_URL, auth_headers(key))

@@ -17,10 +17,12 @@ from taverna.providers.events import (
 from taverna.providers.postprocess import Names, post_process
 from taverna.providers.request import (
     Api,
+    HttpRequest,
     PostProcessing,
     RequestOptions,
     bearer_headers,
     endpoint_url,
+    models_listing,
 )
 from taverna.providers.sampling import Sampling
 from taverna.providers.wire import JsonChunkStream, to_wire
@@ -103,12 +105,24 @@ def _put(body: dict[str, Any], key: str, value: Any) -> None:
         body[key] = value
 
 
-def endpoint(base_url: str) -> str:
+def endpoint(base_url: str, options: RequestOptions) -> str:
     """The URL a body is POSTed to, from a connection's base URL."""
     return endpoint_url(base_url, DEFAULT_URL, "/chat/completions")
 
 
 auth_headers = bearer_headers
+
+
+def models_request(base_url: str, key: str) -> HttpRequest:
+    """The GET request that lists an OpenAI-style API's models."""
+    return models_listing(base_url, DEFAULT_URL, auth_headers(key))
+
+
+def parse_models(body: Mapping[str, Any]) -> list[str]:
+    """Model ids from an OpenAI-style listing (`data: [{id}]`), sorted."""
+    return sorted(
+        {str(m["id"]) for m in body.get("data") or () if isinstance(m, dict) and m.get("id")}
+    )
 
 
 class OpenAIStream(JsonChunkStream):

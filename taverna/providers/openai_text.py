@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from taverna.model.prompt import Prompt
+from taverna.providers import openai_chat
 from taverna.providers.events import Event, FinishReason, TextDelta
 from taverna.providers.openai_chat import MAX_STOP, OpenAIStream
 from taverna.providers.request import RequestOptions, bearer_headers, endpoint_url
@@ -36,11 +37,12 @@ def build_body(prompt: Prompt, options: RequestOptions) -> dict[str, Any]:
     return body
 
 
-def endpoint(base_url: str) -> str:
+def endpoint(base_url: str, options: RequestOptions) -> str:
     return endpoint_url(base_url, DEFAULT_URL, "/completions")
 
 
 auth_headers = bearer_headers
+models_request = openai_chat.models_request  # OpenAI lists its models in one place
 
 
 class CompletionsStream(OpenAIStream):

@@ -130,6 +130,12 @@ def bearer_headers(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"} if key else {}
 
 
+def models_listing(base_url: str, default: str, headers: Mapping[str, str]) -> HttpRequest:
+    """The GET request of `{base}/models`, the model listing most APIs answer."""
+    base = (base_url or default).rstrip("/")
+    return HttpRequest(f"{base}/models", {}, headers, "GET", False)
+
+
 @dataclass(frozen=True, slots=True)
 class HttpRequest:
     """One HTTP request as the transport sends it: method, full URL, headers, JSON body."""

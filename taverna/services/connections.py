@@ -23,7 +23,7 @@ from taverna.model.chat import new_id
 from taverna.model.prompt import Prompt, PromptMessage, Role
 from taverna.providers.builders import build_request, stream_parser
 from taverna.providers.events import StreamError, TextDelta
-from taverna.providers.models import models_request, parse_models
+from taverna.providers.registry import provider
 from taverna.providers.request import Api, PostProcessing, RequestOptions
 from taverna.providers.transport import Timeouts, fetch_json, redact, stream_events
 from taverna.store.repository import Store
@@ -313,7 +313,7 @@ class ConnectionService:
             stream=bool(options.get("stream", True)),
             post_processing=connection.post_processing,
             use_system_prompt=options.get("use_system_prompt"),
-            mistral_prefix=connection.api is Api.MISTRAL and bool(options.get("prefix")),
+            mistral_prefix=provider(connection.api).opted_in_place(options),
         )
         return replace(base, **overrides) if overrides else base
 
@@ -321,8 +321,9 @@ class ConnectionService:
         """The models the connection's API offers (ProviderError if it cannot say)."""
         connection = self.get(name)
         key = self.resolve_key(connection)
-        request = models_request(connection.api, connection.url, key)
-        return parse_models(connection.api, await fetch_json(request, secret=key))
+        api = provider(connection.api)
+        request = api.models_request(connection.url, key)
+        return api.model_names(await fetch_json(request, secret=key))
 
     async def test(
         self, name: str | None = None, *, timeouts: Timeouts | None = None

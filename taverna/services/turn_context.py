@@ -74,7 +74,6 @@ __all__ = ["ParsedDocuments", "TurnContexts"]
 
 T = TypeVar("T")
 
-TEXT_APIS = frozenset(("koboldcpp", "llamacpp", "openai-text"))
 # The documents every turn checks, in one query: settings, presets, templates and the rest.
 _SMALL_KINDS = (
     SETTINGS_KIND,
@@ -429,7 +428,7 @@ class TurnContexts:
             metadata,
             [self._message(node) for node in history],
             library.lorebooks,
-            api="textgen" if turn.api.value in TEXT_APIS else "openai",
+            api="textgen" if turn.api.is_text_completion else "openai",
             generation_type=_GENERATION_TYPES[turn.kind],
             group_members=members,
         )

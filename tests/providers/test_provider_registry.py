@@ -1,0 +1,52 @@
+"""The provider records: one per API, with what each API can do."""
+
+from __future__ import annotations
+
+import pytest
+
+from taverna.providers.registry import PROVIDERS, provider
+from taverna.providers.request import Api
+
+
+def test_every_api_has_its_record() -> None:
+    assert set(PROVIDERS) == set(Api)
+    assert all(provider(api).api is api for api in Api)
+
+
+def test_anthropic_and_text_completion_apis_continue_in_place() -> None:
+    in_place = {api for api in Api if provider(api).continues_in_place}
+    assert in_place == {Api.ANTHROPIC, Api.KOBOLDCPP, Api.LLAMACPP, Api.OPENAI_TEXT}
+
+
+def test_mistral_continues_in_place_only_when_its_prefix_option_is_on() -> None:
+    mistral = provider(Api.MISTRAL)
+    assert not mistral.continues_in_place_with({})
+    assert mistral.continues_in_place_with({"prefix": True})
+    assert not provider(Api.OPENAI).opted_in_place({"prefix": True})
+
+
+@pytest.mark.parametrize(
+    ("api", "url"),
+    [
+        (Api.OPENAI, "https://api.openai.com/v1/models"),
+        (Api.OPENAI_COMPATIBLE, "https://api.openai.com/v1/models"),
+        (Api.OPENAI_TEXT, "https://api.openai.com/v1/models"),
+        (Api.MISTRAL, "https://api.mistral.ai/v1/models"),
+        (Api.ANTHROPIC, "https://api.anthropic.com/v1/models"),
+        (Api.GOOGLE, "https://generativelanguage.googleapis.com/v1beta/models"),
+        (Api.KOBOLDCPP, "http://127.0.0.1:5001/api/v1/model"),
+        (Api.LLAMACPP, "http://127.0.0.1:8080/v1/models"),
+    ],
+    ids=lambda v: str(v),
+)
+def test_the_model_listing_request_of_each_api(api: Api, url: str) -> None:
+    request = provider(api).models_request("", "")
+    assert (request.method, request.url, request.stream) == ("GET", url, False)
+
+
+def test_model_names_read_each_listing_shape() -> None:
+    assert provider(Api.OPENAI).model_names({"data": [{"id": "b"}, {"id": "a"}]}) == ["a", "b"]
+    assert provider(Api.KOBOLDCPP).model_names({"result": "koboldcpp/tiny"}) == ["tiny"]
+    google = {"models": [{"name": "models/gemini"}]}
+    assert provider(Api.GOOGLE).model_names(google) == ["gemini"]
+    assert provider(Api.OPENAI).model_names(["not", "a", "listing"]) == []
