@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from taverna.errors import FormatError
+from taverna.model.js_number import js_number_text
 
 MAX_JSON_BYTES = 64 * 1024 * 1024
 """Largest JSON document read (cards with embedded art can be tens of megabytes)."""
@@ -149,34 +150,8 @@ def _within_limits(value: Any) -> bool:
 
 
 def js_number(value: float) -> str:
-    """A float written the way JavaScript's `Number.prototype.toString` writes it."""
-    if math.isnan(value) or math.isinf(value):
-        return "null"  # JSON.stringify turns NaN and Infinity into null
-    if value == 0:
-        return "0"
-    sign = "-" if value < 0 else ""
-    mantissa, _, exp_text = repr(abs(value)).partition("e")
-    whole, _, frac = mantissa.partition(".")
-    digits = (whole + frac).lstrip("0")
-    # position of the decimal point relative to the first significant digit
-    point = len(whole) + (int(exp_text) if exp_text else 0)
-    if whole == "0":
-        stripped = frac.lstrip("0")
-        point = -(len(frac) - len(stripped)) + (int(exp_text) if exp_text else 0)
-        digits = stripped
-    digits = digits.rstrip("0") or "0"
-    k, n = len(digits), point
-    if k <= n <= 21:
-        return sign + digits + "0" * (n - k)
-    if 0 < n <= 21:
-        return sign + digits[:n] + "." + digits[n:]
-    if -6 < n <= 0:
-        return sign + "0." + "0" * (-n) + digits
-    exponent = n - 1
-    exp_part = f"e{'+' if exponent >= 0 else '-'}{abs(exponent)}"
-    if k == 1:
-        return sign + digits + exp_part
-    return sign + digits[0] + "." + digits[1:] + exp_part
+    """A float as `JSON.stringify` writes it: `String(number)`, and `null` for NaN and Infinity."""
+    return js_number_text(value) if math.isfinite(value) else "null"
 
 
 def _string(text: str) -> str:

@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TypeAlias, cast
 
 from taverna.errors import FormatError
+from taverna.formats.json_text import js_number
 
 JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
 JsonObject: TypeAlias = dict[str, JsonValue]
@@ -531,35 +532,6 @@ def read_chat_messages(data: str | bytes, *, source: str = "<chat>") -> Iterator
 # Python prints some floats differently from JavaScript (`1e-07`, `1e+16`, `5.0`); only lines
 # where such a token may occur take the slower exact path.
 _PY_ONLY_FLOAT = re.compile(r"[0-9]e[+-][0-9]|[0-9]\.0(?![0-9])")
-
-
-def js_number(value: float) -> str:
-    """A float written as JavaScript's `JSON.stringify` writes it (shortest round-trip digits)."""
-    if value != value or value in (float("inf"), float("-inf")):
-        return "null"
-    if value == 0:
-        return "0"
-    sign = "-" if value < 0 else ""
-    text = repr(abs(value))
-    mantissa, _, exp_text = text.partition("e")
-    exponent = int(exp_text) if exp_text else 0
-    whole, _, fraction = mantissa.partition(".")
-    digits = whole + fraction
-    stripped = digits.lstrip("0")
-    point = len(whole) + exponent - (len(digits) - len(stripped))
-    digits = stripped.rstrip("0")
-    k = len(digits)
-    if k <= point <= 21:
-        body = digits + "0" * (point - k)
-    elif 0 < point <= 21:
-        body = digits[:point] + "." + digits[point:]
-    elif -6 < point <= 0:
-        body = "0." + "0" * (-point) + digits
-    else:
-        e = point - 1
-        e_text = f"e+{e}" if e >= 0 else f"e-{-e}"
-        body = (digits[0] + ("." + digits[1:] if k > 1 else "")) + e_text
-    return sign + body
 
 
 def _dump_exact(value: JsonValue, out: list[str]) -> None:

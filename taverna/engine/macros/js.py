@@ -13,6 +13,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from taverna.model.js_number import js_number_text
+
 _JS_WHITESPACE = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 _DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|Infinity)")
 _RADIX = re.compile(r"0([xXoObB])([0-9a-fA-F]+)")
@@ -41,38 +43,6 @@ def js_number(value: Any) -> float | None:
     if not _DECIMAL.fullmatch(text):
         return None
     return float(text.replace("Infinity", "inf"))
-
-
-def js_number_text(value: float | int) -> str:
-    """`String(number)`: integers without a fraction, JavaScript's exponent style."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    number = float(value)
-    if math.isnan(number):
-        return "NaN"
-    if math.isinf(number):
-        return "Infinity" if number > 0 else "-Infinity"
-    if number == 0:
-        return "0"
-    text = repr(number)  # the shortest round-trip digits, as JavaScript also uses
-    mantissa, _, exponent = text.partition("e")
-    sign = "-" if mantissa.startswith("-") else ""
-    mantissa = mantissa.lstrip("-")
-    whole, _, frac = mantissa.partition(".")
-    digits = (whole + frac).lstrip("0")
-    # position of the decimal point relative to the first significant digit
-    point = len(whole.lstrip("0")) if whole.strip("0") else -(len(frac) - len(frac.lstrip("0")))
-    point += int(exponent or 0)
-    digits = digits.rstrip("0") or "0"
-    if -6 < point <= 21:
-        if point <= 0:
-            return f"{sign}0.{'0' * -point}{digits}"
-        if point >= len(digits):
-            return f"{sign}{digits}{'0' * (point - len(digits))}"
-        return f"{sign}{digits[:point]}.{digits[point:]}"
-    exp = point - 1
-    body = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
-    return f"{sign}{body}e{'+' if exp >= 0 else '-'}{abs(exp)}"
 
 
 def js_text(value: Any) -> str:
