@@ -254,6 +254,10 @@ class ChatService:
             w.set_active(first.id)
         return Outcome(w.chat, first)
 
+    def delete_chat(self, chat_id: str, *, revision: int) -> None:
+        """Delete a chat with its whole tree, if it is still at `revision` (its backups stay)."""
+        self.store.delete_chat(chat_id, revision=revision)
+
     def rename_chat(self, chat_id: str, title: str, *, revision: int) -> Outcome:
         """Give a chat a new title; nothing links by title, so nothing breaks."""
         title = self._name(title)

@@ -66,4 +66,4 @@ def set_chat_lorebook(
 
 def delete_chat(chats: ChatService, chat_id: str, *, revision: int) -> None:
     """Delete a chat with its whole tree, if it is still at `revision` (its backups stay)."""
-    chats.store.delete_chat(chat_id, revision=revision)
+    chats.delete_chat(chat_id, revision=revision)
