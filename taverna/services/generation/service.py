@@ -20,7 +20,7 @@ from taverna.engine.tokens.cache import CountCache
 from taverna.errors import Conflict, NotFound, StaleRevision, TavernaError
 from taverna.model.chat import Chat, GenerationInfo, Node, NodeRole, PathTail, new_id
 from taverna.model.prompt import Prompt, PromptMessage, Role
-from taverna.providers.builders import build_request, stream_parser, supports_prefill
+from taverna.providers.builders import build_request, stream_parser
 from taverna.providers.events import (
     Finish,
     FinishReason,
@@ -30,6 +30,7 @@ from taverna.providers.events import (
     ToolCall,
     Usage,
 )
+from taverna.providers.registry import provider
 from taverna.providers.request import Api, PostProcessing, RequestOptions
 from taverna.providers.transport import Timeouts, stream_events
 from taverna.services.chats import ChatService, Outcome, ToolStep
@@ -468,9 +469,7 @@ class GenerationService:
         written after the path's end, which the prompt includes)."""
         # Mistral continues in place only where the connection turns its `prefix` on
         # (algo-providers.md §10, SillyTavern's `mistral.enablePrefix`, off by default)
-        in_place = supports_prefill(connection.api) or (
-            connection.api is Api.MISTRAL and bool(connection.options.get("prefix"))
-        )
+        in_place = provider(connection.api).continues_in_place_with(connection.options)
         prefill = kind is TurnKind.CONTINUE and in_place
         turn = self.turn(
             chat,
