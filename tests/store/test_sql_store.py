@@ -386,7 +386,7 @@ def test_a_store_made_by_the_first_migration_upgrades_on_open(tmp_path: Path) ->
     from alembic import command
     from alembic.autogenerate import compare_metadata
 
-    from taverna.store.sql import _sqlite_engine
+    from taverna.store.sql.engines import _sqlite_engine
 
     engine = _sqlite_engine(tmp_path / "old.db", "normal")
     config = Config()

@@ -1,0 +1,45 @@
+"""What every part of the SQL store stands on: its engine, its clock, a read connection."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from taverna.errors import NotFound
+from taverna.store import schema as t
+from taverna.store.sql.rows import _utcnow
+
+
+class SqlBase:
+    """The engine and clock the parts of `SqlStore` share."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        url: str,
+        clock: Callable[[], datetime] = _utcnow,
+        schema: str | None = None,
+    ) -> None:
+        self.engine = engine
+        self.url = url
+        self.schema = schema  # the PostgreSQL schema the tables are in (None: the default)
+        self.clock = clock
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def _read(self) -> Connection:
+        """A connection for reading only (SQLite: a deferred transaction, no write lock)."""
+        return self.engine.connect().execution_options(taverna_read=True)
+
+    @staticmethod
+    def _chat_row(conn: Connection, chat_id: str) -> Mapping[Any, Any]:
+        row = conn.execute(sa.select(t.chats).where(t.chats.c.id == chat_id)).mappings().first()
+        if row is None:
+            raise NotFound(f"no chat {chat_id}", field="chat_id")
+        return row

@@ -1,0 +1,198 @@
+"""Chats as wholes: creating, opening for a write, getting, listing and deleting them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from taverna.errors import NotFound, StaleRevision
+from taverna.model.chat import Chat, ChatListing, RevisionKind, new_id
+from taverna.store import schema as t
+from taverna.store.repository import NewChat
+from taverna.store.sql.base import SqlBase
+from taverna.store.sql.contents import _history_hashes
+from taverna.store.sql.rows import _chars_json, _chat_from_row, _utc
+from taverna.store.sql.writer import SqlChatWriter
+
+
+def _new_chat_row(new: NewChat, now: datetime) -> dict[str, Any]:
+    created = _utc(new.created or now)
+    return {
+        "id": new.id or new_id(),
+        "owner": new.owner,
+        "title": new.title,
+        "characters": _chars_json(new.characters),
+        "group_id": new.group_id,
+        "user_name": new.user_name,
+        "active_leaf_id": None,
+        "active_branch_id": None,
+        "base_state": new.base_state.to_json(),
+        "metadata": dict(new.metadata),
+        "created": created,
+        "updated": created,
+        "revision": 1,
+    }
+
+
+def _insert_chat(conn: Connection, row: dict[str, Any], label: str, now: datetime) -> None:
+    conn.execute(t.chats.insert(), row)
+    conn.execute(
+        t.revisions.insert().values(
+            chat_id=row["id"],
+            number=1,
+            kind=RevisionKind.CREATE.value,
+            label=label,
+            created=now,
+            target=None,
+            undone=False,
+            redoable=False,
+        )
+    )
+
+
+class SqlChats(SqlBase):
+    """Chats as wholes, and the unit of work that writes one."""
+
+    def create_chat(self, new: NewChat) -> Chat:
+        now = _utc(self.clock())
+        row = _new_chat_row(new, now)
+        branch_id = new_id()
+        row["active_branch_id"] = branch_id
+        with self.engine.begin() as conn:
+            _insert_chat(conn, row, "create", now)
+            conn.execute(
+                t.branches.insert().values(
+                    id=branch_id, chat_id=row["id"], name="main", head_id=None, created=now
+                )
+            )
+        return _chat_from_row(row)
+
+    @contextmanager
+    def write(self, chat_id: str, *, revision: int, label: str) -> Iterator[SqlChatWriter]:
+        now = _utc(self.clock())
+        with self.engine.begin() as conn:
+            bumped = conn.execute(
+                t.chats.update()
+                .where(t.chats.c.id == chat_id, t.chats.c.revision == revision)
+                .values(revision=revision + 1, updated=now)
+            )
+            if bumped.rowcount != 1:
+                current = conn.execute(
+                    sa.select(t.chats.c.revision).where(t.chats.c.id == chat_id)
+                ).scalar()
+                if current is None:
+                    raise NotFound(f"no chat {chat_id}", field="chat_id")
+                raise StaleRevision(
+                    f"the chat is at revision {current}, not {revision}: reload and retry",
+                    current_revision=current,
+                    expected=revision,
+                )
+            row = conn.execute(sa.select(t.chats).where(t.chats.c.id == chat_id)).mappings().one()
+            writer = SqlChatWriter(conn, row, revision + 1, label, now)
+            yield writer
+            writer.finish()
+
+    def get_chat(self, chat_id: str) -> Chat:
+        with self._read() as conn:
+            return _chat_from_row(self._chat_row(conn, chat_id))
+
+    def list_chats(self, *, owner: str = "", character: str | None = None) -> list[ChatListing]:
+        leaf = t.nodes.alias("leaf")
+        node_count = (
+            sa.select(sa.func.count()).where(t.nodes.c.chat_id == t.chats.c.id).scalar_subquery()
+        )
+        branch_count = (
+            sa.select(sa.func.count()).where(t.branches.c.chat_id == t.chats.c.id).scalar_subquery()
+        )
+        checkpoint_count = (
+            sa.select(sa.func.count())
+            .where(t.checkpoints.c.chat_id == t.chats.c.id)
+            .scalar_subquery()
+        )
+        query = (
+            sa.select(
+                t.chats,
+                leaf.c.depth.label("leaf_depth"),
+                node_count.label("node_count"),
+                branch_count.label("branch_count"),
+                checkpoint_count.label("checkpoint_count"),
+            )
+            .outerjoin(leaf, leaf.c.id == t.chats.c.active_leaf_id)
+            .where(t.chats.c.owner == owner)
+            .order_by(t.chats.c.updated.desc(), t.chats.c.id.desc())
+        )
+        with self._read() as conn:
+            rows = conn.execute(query).mappings().all()
+        result = []
+        for row in rows:
+            chat = _chat_from_row(row)
+            if character is not None and not any(
+                character in (c.name, c.document_id) for c in chat.characters
+            ):
+                continue
+            depth = row["leaf_depth"]
+            result.append(
+                ChatListing(
+                    chat=chat,
+                    path_length=0 if depth is None else depth + 1,
+                    node_count=row["node_count"],
+                    branch_count=row["branch_count"],
+                    checkpoint_count=row["checkpoint_count"],
+                )
+            )
+        return result
+
+    def delete_chat(self, chat_id: str, *, revision: int) -> None:
+        with self.engine.begin() as conn:
+            current = conn.execute(
+                sa.select(t.chats.c.revision).where(t.chats.c.id == chat_id)
+            ).scalar()
+            if current is None:
+                raise NotFound(f"no chat {chat_id}", field="chat_id")
+            if current != revision:
+                raise StaleRevision(
+                    f"the chat is at revision {current}, not {revision}",
+                    current_revision=current,
+                    expected=revision,
+                )
+            texts = _history_hashes(
+                conn, t.nodes.c.chat_id == chat_id, t.changes.c.chat_id == chat_id
+            )
+            for table in (
+                t.sent_prompts,
+                t.changes,
+                t.revisions,
+                t.checkpoints,
+                t.branches,
+                t.selections,
+                t.nodes,
+            ):
+                conn.execute(table.delete().where(table.c.chat_id == chat_id))
+            conn.execute(t.chats.delete().where(t.chats.c.id == chat_id))
+            # A deleted chat's words leave the database, unless another chat has the
+            # same text in a message or in its history (texts are shared by hash).
+            if conn.dialect.name != "sqlite":
+                # PostgreSQL: lock the rows first, passing over those a writer holds (it is
+                # storing a message with that text); the check below then runs on a fresh
+                # snapshot and sees every writer that committed before the lock.
+                candidates = sorted(texts)
+                texts = set()
+                for start in range(0, len(candidates), 500):
+                    chunk = candidates[start : start + 500]
+                    locked = (
+                        sa.select(t.contents.c.hash)
+                        .where(t.contents.c.hash.in_(chunk))
+                        .with_for_update(skip_locked=True)
+                    )
+                    texts.update(conn.execute(locked).scalars())
+            texts -= _history_hashes(conn, sa.true(), sa.true())
+            unused = sorted(texts)
+            for start in range(0, len(unused), 500):
+                conn.execute(
+                    t.contents.delete().where(t.contents.c.hash.in_(unused[start : start + 500]))
+                )

@@ -1,0 +1,178 @@
+"""Documents (cards, presets, lorebooks...): stored by kind and name, written by revision."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+
+from taverna.errors import NotFound, StaleRevision
+from taverna.model.chat import new_id
+from taverna.store import schema as t
+from taverna.store.repository import UNSET, Document, DocumentVersion
+from taverna.store.sql.base import SqlBase
+from taverna.store.sql.rows import _aware, _document_from_row, _utc
+
+
+class SqlDocuments(SqlBase):
+    """The document library."""
+
+    def put_document(
+        self,
+        kind: str,
+        name: str,
+        data: Mapping[str, Any],
+        *,
+        blob: bytes | None = UNSET,
+        id: str | None = None,
+        revision: int | None = None,
+        owner: str = "",
+    ) -> Document:
+        now = _utc(self.clock())
+        with self.engine.begin() as conn:
+            current = None
+            if id is not None:
+                current = (
+                    conn.execute(sa.select(t.documents).where(t.documents.c.id == id))
+                    .mappings()
+                    .first()
+                )
+            if current is None:
+                row = {
+                    "id": id or new_id(),
+                    "owner": owner,
+                    "kind": kind,
+                    "name": name,
+                    "data": dict(data),
+                    "blob": None if blob is UNSET else blob,
+                    "revision": 1,
+                    "created": now,
+                    "updated": now,
+                }
+                conn.execute(t.documents.insert(), row)
+                return _document_from_row(row)
+            if revision != current["revision"]:
+                raise StaleRevision(
+                    f"{kind} {name!r} is at revision {current['revision']}, not {revision}",
+                    current_revision=current["revision"],
+                    expected=revision,
+                )
+            values: dict[str, Any] = {
+                "kind": kind,
+                "name": name,
+                "data": dict(data),
+                "revision": current["revision"] + 1,
+                "updated": now,
+            }
+            if blob is not UNSET:
+                values["blob"] = blob
+            done = conn.execute(
+                t.documents.update()
+                .where(t.documents.c.id == id, t.documents.c.revision == revision)
+                .values(values)
+            )
+            if done.rowcount != 1:
+                raise StaleRevision(
+                    f"{kind} {name!r} changed meanwhile",
+                    current_revision=current["revision"] + 1,
+                    expected=revision,
+                )
+            stored = (
+                conn.execute(sa.select(t.documents).where(t.documents.c.id == id)).mappings().one()
+            )
+            return _document_from_row(stored)
+
+    def get_document(self, id: str) -> Document:
+        with self._read() as conn:
+            row = (
+                conn.execute(sa.select(t.documents).where(t.documents.c.id == id))
+                .mappings()
+                .first()
+            )
+        if row is None:
+            raise NotFound(f"no document {id}", field="id")
+        return _document_from_row(row)
+
+    def find_documents(
+        self, kind: str, *, name: str | None = None, owner: str = "", with_blobs: bool = False
+    ) -> list[Document]:
+        columns = [c for c in t.documents.c if with_blobs or c.name != "blob"]
+        query = sa.select(*columns).where(t.documents.c.kind == kind, t.documents.c.owner == owner)
+        if name is not None:
+            query = query.where(t.documents.c.name == name)
+        with self._read() as conn:
+            rows = conn.execute(query.order_by(t.documents.c.created, t.documents.c.id)).mappings()
+            return [_document_from_row(r, with_blobs) for r in rows]
+
+    def delete_document(self, id: str, *, revision: int) -> None:
+        with self.engine.begin() as conn:
+            current = conn.execute(
+                sa.select(t.documents.c.revision).where(t.documents.c.id == id)
+            ).scalar()
+            if current is None:
+                raise NotFound(f"no document {id}", field="id")
+            if current != revision:
+                raise StaleRevision(
+                    f"the document is at revision {current}, not {revision}",
+                    current_revision=current,
+                    expected=revision,
+                )
+            conn.execute(t.documents.delete().where(t.documents.c.id == id))
+
+    def document_versions(
+        self,
+        kind: str | Sequence[str],
+        *,
+        owner: str = "",
+        names: Sequence[str] | None = None,
+        ids: Sequence[str] | None = None,
+    ) -> list[DocumentVersion]:
+        query = sa.select(
+            t.documents.c.id,
+            t.documents.c.kind,
+            t.documents.c.name,
+            t.documents.c.revision,
+            t.documents.c.updated,
+        ).where(t.documents.c.owner == owner)
+        kinds = [kind] if isinstance(kind, str) else sorted(set(kind))
+        query = query.where(t.documents.c.kind.in_(kinds))
+        if names is not None:
+            if not names:
+                return []
+            query = query.where(t.documents.c.name.in_(sorted(set(names))))
+        if ids is not None:
+            if not ids:
+                return []
+            query = query.where(t.documents.c.id.in_(sorted(set(ids))))
+        with self._read() as conn:
+            rows = conn.execute(query.order_by(t.documents.c.created, t.documents.c.id)).all()
+        return [DocumentVersion(r[0], r[1], r[2], r[3], _aware(r[4])) for r in rows]
+
+    def versions_of(
+        self,
+        *,
+        owner: str,
+        kinds: Sequence[str] = (),
+        ids: Sequence[str] = (),
+        names: Mapping[str, Sequence[str]] | None = None,
+    ) -> list[DocumentVersion]:
+        d = t.documents.c
+        wanted: list[Any] = []
+        if kinds:
+            wanted.append(d.kind.in_(sorted(set(kinds))))
+        if ids:
+            wanted.append(d.id.in_(sorted(set(ids))))
+        for kind, chosen in (names or {}).items():
+            if chosen:
+                wanted.append(sa.and_(d.kind == kind, d.name.in_(sorted(set(chosen)))))
+        if not wanted:
+            return []
+        query = (
+            sa.select(d.id, d.kind, d.name, d.revision, d.updated)
+            .where(d.owner == owner, sa.or_(*wanted))
+            .order_by(d.created, d.id)
+        )
+        with self._read() as conn:
+            rows = conn.execute(query).all()
+        return [DocumentVersion(r[0], r[1], r[2], r[3], _aware(r[4])) for r in rows]

@@ -1,0 +1,112 @@
+"""Opening a store: a SQLite or PostgreSQL engine, migrated to the newest schema."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from sqlalchemy.engine import Connection, Engine
+
+from taverna.errors import TavernaError
+from taverna.store.sql.rows import _utcnow
+from taverna.store.sql.store import SqlStore
+
+DB_FILE = "taverna.db"
+# The Alembic folder beside this package: taverna/store/migrations.
+MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
+
+
+def _sqlite_engine(path: Path, durability: str) -> Engine:
+    engine = sa.create_engine(f"sqlite:///{path}", connect_args={"timeout": 30})
+
+    @sa.event.listens_for(engine, "connect")
+    def _configure(dbapi_connection: Any, _record: Any) -> None:
+        # Take transactions into our own hands so BEGIN IMMEDIATE can be issued:
+        # a write then holds the lock from its first statement (no upgrade deadlock).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        # A 100,000-message chat is ~100 MB: a page cache of 64 MB and memory-mapped
+        # reads keep the path walk off the read() system call.
+        cursor.execute("PRAGMA cache_size=-65536")
+        cursor.execute("PRAGMA mmap_size=268435456")
+        cursor.close()
+
+    @sa.event.listens_for(engine, "begin")
+    def _begin(conn: Connection) -> None:
+        reading = conn.get_execution_options().get("taverna_read", False)
+        conn.exec_driver_sql("BEGIN" if reading else "BEGIN IMMEDIATE")
+
+    return engine
+
+
+def _postgres_engine(url: str, schema: str | None) -> Engine:
+    args: dict[str, Any] = {}
+    if schema:
+        if not schema.replace("_", "").isalnum():
+            raise TavernaError(f"bad schema name {schema!r}", field="schema")
+        args["options"] = f"-c search_path={schema}"
+        bootstrap = sa.create_engine(url)
+        with bootstrap.begin() as conn:
+            conn.exec_driver_sql(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+        bootstrap.dispose()
+    return sa.create_engine(url, connect_args=args, pool_pre_ping=True)
+
+
+def migrate(engine: Engine) -> None:
+    """Bring the database schema to the newest migration (Alembic, run in-process)."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            # Two processes opening a fresh database at once must not both create tables.
+            conn.exec_driver_sql("SELECT pg_advisory_xact_lock(7305982146)")
+        config.attributes["connection"] = conn
+        command.upgrade(config, "head")
+
+
+def open_store(
+    target: str | Path,
+    *,
+    schema: str | None = None,
+    durability: str = "full",
+    clock: Callable[[], datetime] = _utcnow,
+) -> SqlStore:
+    """Open (and migrate) a store: a data folder or `.db` path for SQLite, or a database URL.
+
+    `schema` places the tables in a PostgreSQL schema of that name (created if
+    missing). `durability="normal"` lets SQLite skip the fsync on commit: still
+    consistent after a crash of the process, but a power cut may lose the newest
+    revisions.
+    """
+    text = str(target)
+    if "://" in text:
+        if text.startswith("sqlite"):
+            path = Path(sa.engine.make_url(text).database or DB_FILE)
+            engine = _sqlite_engine(path, durability)
+        else:
+            engine = _postgres_engine(text, schema)
+        url = text
+    else:
+        path = Path(target)
+        if path.suffix not in {".db", ".sqlite", ".sqlite3"}:
+            path.mkdir(parents=True, exist_ok=True)
+            path = path / DB_FILE
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        engine = _sqlite_engine(path, durability)
+        url = f"sqlite:///{path}"
+    try:
+        migrate(engine)
+    except Exception:
+        engine.dispose()
+        raise
+    return SqlStore(engine, url=url, clock=clock, schema=schema)

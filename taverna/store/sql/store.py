@@ -1,0 +1,29 @@
+"""The SQL store: one class composed of the store's parts, on one SQLAlchemy engine."""
+
+from __future__ import annotations
+
+from taverna.store.repository import Store
+from taverna.store.sql.bulk import SqlBulkImport
+from taverna.store.sql.chats import SqlChats
+from taverna.store.sql.documents import SqlDocuments
+from taverna.store.sql.history import SqlHistory
+from taverna.store.sql.paths import SqlPaths
+from taverna.store.sql.sent_prompts import SqlSentPrompts
+from taverna.store.sql.token_counts import SqlTokenCounts
+from taverna.store.sql.tree import SqlTree
+from taverna.store.sql.turns import SqlTurnReads
+
+
+class SqlStore(
+    SqlChats,
+    SqlBulkImport,
+    SqlTree,
+    SqlPaths,
+    SqlTurnReads,
+    SqlHistory,
+    SqlDocuments,
+    SqlSentPrompts,
+    SqlTokenCounts,
+    Store,
+):
+    """The store on one SQLAlchemy engine (SQLite or PostgreSQL)."""

@@ -1,0 +1,120 @@
+"""What a turn reads: a path's end, its user messages, what changed, messages by id."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+
+from taverna.errors import NotFound
+from taverna.model.chat import ChatState, Node, PathTail
+from taverna.store import schema as t
+from taverna.store.sql.base import SqlBase
+from taverna.store.sql.positions import _hidden_above, _live_above, _shallowest_tombstone
+from taverna.store.sql.rows import (
+    _RAW_NODE_SQL,
+    _node_from_raw,
+    _node_from_row,
+    _node_select,
+    _raw_json,
+)
+from taverna.store.sql.tree import _state_at
+
+# A climb from a node (itself included) until `limit` live messages are found: the rows
+# a turn reads, without the candidate counts a page shows.
+_TAIL_SQL = f"""
+    WITH RECURSIVE walk(id, parent_id, seen) AS (
+        SELECT id, parent_id, CASE WHEN deleted = :no THEN 1 ELSE 0 END
+        FROM nodes WHERE id = :start AND chat_id = :chat
+        UNION ALL
+        SELECT n.id, n.parent_id, w.seen + CASE WHEN n.deleted = :no THEN 1 ELSE 0 END
+        FROM nodes n JOIN walk w ON n.id = w.parent_id
+        WHERE w.seen < :limit
+    )
+    SELECT {_RAW_NODE_SQL}, c.text FROM walk w
+    JOIN nodes n ON n.id = w.id
+    JOIN contents c ON c.hash = n.content_hash
+    ORDER BY n.depth
+"""
+
+
+class SqlTurnReads(SqlBase):
+    """The reads a turn makes, each costing what it returns."""
+
+    def path_tail(
+        self, chat_id: str, node_id: str, *, limit: int, counted: bool = True
+    ) -> PathTail:
+        with self._read() as conn:
+            rows = conn.execute(
+                sa.text(_TAIL_SQL),
+                {"start": node_id, "chat": chat_id, "no": False, "limit": max(limit, 1)},
+            ).all()
+            if not rows:
+                raise NotFound(f"no message {node_id} in this chat", field="node_id")
+            before = hidden = 0
+            first = rows[0]
+            if counted and first[2]:  # messages above the tail: count them
+                shallowest = _shallowest_tombstone(conn, chat_id)
+                before = _live_above(conn, chat_id, first[0], first[8], shallowest)
+                hidden = _hidden_above(conn, chat_id, first[0], first[8])
+            # The state in force is the nearest one recorded, in the tail or above it.
+            recorded = next((row[11] for row in reversed(rows) if row[11] is not None), None)
+            if recorded is not None:
+                state = ChatState.from_json(_raw_json(recorded))
+            else:
+                base = self._chat_row(conn, chat_id)["base_state"]
+                state = _state_at(conn, chat_id, node_id, base)
+        nodes = tuple(_node_from_raw(r, r[13]) for r in rows if not r[6])
+        return PathTail(nodes, before, before - hidden, state)
+
+    def user_messages_to(self, chat_id: str, node_id: str) -> int:
+        with self._read() as conn:
+            found = conn.execute(
+                sa.text(
+                    """
+                    WITH RECURSIVE up(id, parent_id, role, deleted) AS (
+                        SELECT id, parent_id, role, deleted FROM nodes
+                        WHERE id = :start AND chat_id = :chat
+                        UNION ALL
+                        SELECT n.id, n.parent_id, n.role, n.deleted
+                        FROM nodes n JOIN up ON n.id = up.parent_id
+                    )
+                    SELECT COUNT(*) FROM up WHERE role = 'user' AND deleted = :no
+                    """
+                ),
+                {"start": node_id, "chat": chat_id, "no": False},
+            ).scalar()
+        return int(found or 0)
+
+    def changed_nodes(self, chat_id: str, since: int) -> frozenset[str]:
+        with self._read() as conn:
+            rows = conn.execute(
+                sa.text(
+                    """
+                    SELECT DISTINCT key FROM changes
+                    WHERE chat_id = :chat AND entity = 'node' AND (
+                        revision > :since OR revision IN (
+                            SELECT target FROM revisions
+                            WHERE chat_id = :chat AND number > :since AND target IS NOT NULL
+                        )
+                    )
+                    """
+                ),
+                {"chat": chat_id, "since": since},
+            ).scalars()
+            return frozenset(rows)
+
+    def get_nodes(self, chat_id: str, node_ids: Sequence[str]) -> list[Node]:
+        out: list[Node] = []
+        with self._read() as conn:
+            ids = sorted(set(node_ids))
+            for start in range(0, len(ids), 500):
+                # By primary key alone: naming the chat in SQL would lead SQLite to walk the
+                # chat's index instead, which costs the chat's length.
+                query = _node_select().where(t.nodes.c.id.in_(ids[start : start + 500]))
+                out.extend(
+                    _node_from_row(r, r["text"])
+                    for r in conn.execute(query).mappings()
+                    if r["chat_id"] == chat_id
+                )
+        return out

@@ -1,0 +1,512 @@
+"""The unit of work on one chat: its writes, logged so that undo and redo replay them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from taverna.errors import NotFound, TavernaError
+from taverna.model.chat import (
+    Branch,
+    CharacterRef,
+    Chat,
+    ChatState,
+    Checkpoint,
+    GenerationInfo,
+    Node,
+    NodeRole,
+    Revision,
+    RevisionKind,
+    new_id,
+)
+from taverna.store import schema as t
+from taverna.store.repository import UNSET, ChatWriter
+from taverna.store.sql.contents import _put_content
+from taverna.store.sql.rows import (
+    _chars_json,
+    _chat_from_row,
+    _from_json_value,
+    _node_from_row,
+    _node_select,
+    _revision_from_row,
+    _row_from_json,
+    _row_json,
+    _to_json_value,
+    _utc,
+)
+from taverna.store.sql.tree import _branches, _checkpoints, _children, _path_to, _state_at
+
+
+class SqlChatWriter(ChatWriter):
+    """A unit of work on one chat inside one SQL transaction."""
+
+    def __init__(
+        self,
+        conn: Connection,
+        chat_row: Mapping[Any, Any],
+        revision: int,
+        label: str,
+        now: datetime,
+    ) -> None:
+        self.conn = conn
+        self.chat_id = chat_row["id"]
+        self.revision = revision
+        self.label = label
+        self.now = now
+        self.kind = RevisionKind.OPERATION
+        self.target: int | None = None
+        self._chat_row = dict(chat_row)
+        self._changes: list[dict[str, Any]] = []
+        self._chat_dirty: dict[str, Any] = {}
+
+    # ---- change log
+
+    def _log(self, entity: str, key: str, field: str, before: Any, after: Any) -> None:
+        self._changes.append(
+            {
+                "chat_id": self.chat_id,
+                "revision": self.revision,
+                "seq": len(self._changes),
+                "entity": entity,
+                "key": key,
+                "field": field,
+                "before": {"v": before},
+                "after": {"v": after},
+            }
+        )
+
+    # ---- reads
+
+    @property
+    def chat(self) -> Chat:
+        return _chat_from_row(self._chat_row)
+
+    def _node_row(self, node_id: str) -> Mapping[Any, Any]:
+        row = (
+            self.conn.execute(
+                sa.select(t.nodes).where(t.nodes.c.id == node_id, t.nodes.c.chat_id == self.chat_id)
+            )
+            .mappings()
+            .first()
+        )
+        if row is None:
+            raise NotFound(f"no message {node_id} in this chat", field="node_id")
+        return row
+
+    def get_node(self, node_id: str) -> Node:
+        row = (
+            self.conn.execute(
+                _node_select().where(t.nodes.c.id == node_id, t.nodes.c.chat_id == self.chat_id)
+            )
+            .mappings()
+            .first()
+        )
+        if row is None:
+            raise NotFound(f"no message {node_id} in this chat", field="node_id")
+        return _node_from_row(row, row["text"])
+
+    def children(self, parent_id: str | None, *, include_deleted: bool = False) -> list[Node]:
+        return _children(self.conn, self.chat_id, parent_id, include_deleted)
+
+    def path_to(self, node_id: str) -> list[Node]:
+        return _path_to(self.conn, self.chat_id, node_id)
+
+    def active_nodes(self) -> list[Node]:
+        leaf = self._chat_row["active_leaf_id"]
+        return _path_to(self.conn, self.chat_id, leaf) if leaf else []
+
+    def state_at(self, node_id: str | None) -> ChatState:
+        return _state_at(self.conn, self.chat_id, node_id, self._chat_row["base_state"])
+
+    def selection(self, parent_id: str | None) -> str | None:
+        return self.conn.execute(
+            sa.select(t.selections.c.child_id).where(
+                t.selections.c.chat_id == self.chat_id,
+                t.selections.c.parent_id == (parent_id or ""),
+            )
+        ).scalar()
+
+    def selections(self) -> dict[str, str]:
+        rows = self.conn.execute(
+            sa.select(t.selections.c.parent_id, t.selections.c.child_id).where(
+                t.selections.c.chat_id == self.chat_id
+            )
+        )
+        return {parent: child for parent, child in rows}
+
+    def descend(self, node_id: str) -> str:
+        # Follow the remembered choices down, stopping at a deleted child.
+        sql = sa.text(
+            """
+            WITH RECURSIVE down(id, lvl) AS (
+                SELECT id, 0 FROM nodes WHERE id = :start
+                UNION ALL
+                SELECT s.child_id, down.lvl + 1
+                FROM down
+                JOIN selections s ON s.chat_id = :chat AND s.parent_id = down.id
+                JOIN nodes n ON n.id = s.child_id
+                WHERE n.deleted = :no AND down.lvl < 10000000
+            )
+            SELECT id FROM down ORDER BY lvl DESC LIMIT 1
+            """
+        )
+        found = self.conn.execute(sql, {"start": node_id, "chat": self.chat_id, "no": False})
+        return found.scalar() or node_id
+
+    def branches(self) -> list[Branch]:
+        return _branches(self.conn, self.chat_id)
+
+    def checkpoints(self) -> list[Checkpoint]:
+        return _checkpoints(self.conn, self.chat_id)
+
+    # ---- writes
+
+    def insert_node(
+        self,
+        parent_id: str | None,
+        role: NodeRole,
+        content: str,
+        *,
+        speaker: str = "",
+        hidden: bool = False,
+        extras: Mapping[str, Any] | None = None,
+        generation: GenerationInfo | None = None,
+        state: ChatState | None = None,
+        created: datetime | None = None,
+        node_id: str | None = None,
+    ) -> Node:
+        if parent_id:
+            parent = self._node_row(parent_id)
+            depth = parent["depth"] + 1
+            inherited = parent["state_from"]
+        else:
+            depth, inherited = 0, None
+        node_id = node_id or new_id()
+        text_hash = _put_content(self.conn, content)
+        row = {
+            "id": node_id,
+            "chat_id": self.chat_id,
+            "parent_id": parent_id or "",
+            "role": NodeRole(role).value,
+            "speaker": speaker,
+            "content_hash": text_hash,
+            "hidden": hidden,
+            "deleted": False,
+            "created": _utc(created or self.now),
+            "depth": depth,
+            "generation": generation.to_json() if generation else None,
+            "extras": dict(extras or {}),
+            "state": state.to_json() if state is not None else None,
+            "state_from": node_id if state is not None else inherited,
+            "revision": self.revision,
+        }
+        self.conn.execute(t.nodes.insert(), row)
+        self._log("node", node_id, "*", None, _row_json(row))
+        return _node_from_row(row, content)
+
+    def update_node(
+        self,
+        node_id: str,
+        *,
+        content: str = UNSET,
+        speaker: str = UNSET,
+        hidden: bool = UNSET,
+        deleted: bool = UNSET,
+        extras: Mapping[str, Any] = UNSET,
+        generation: GenerationInfo | None = UNSET,
+        state: ChatState | None = UNSET,
+    ) -> Node:
+        row = self._node_row(node_id)
+        new: dict[str, Any] = {}
+        if content is not UNSET:
+            new["content_hash"] = _put_content(self.conn, content)
+        if speaker is not UNSET:
+            new["speaker"] = speaker
+        if hidden is not UNSET:
+            new["hidden"] = bool(hidden)
+        if deleted is not UNSET:
+            new["deleted"] = bool(deleted)
+        if extras is not UNSET:
+            new["extras"] = dict(extras)
+        if generation is not UNSET:
+            new["generation"] = generation.to_json() if generation else None
+        if state is not UNSET:
+            new["state"] = state.to_json() if state is not None else None
+        changed = {k: v for k, v in new.items() if row[k] != v}
+        for column, value in changed.items():
+            self._set_node_field(node_id, column, value)
+            self._log("node", node_id, column, row[column], value)
+        return self.get_node(node_id)
+
+    def _set_node_field(self, node_id: str, column: str, value: Any) -> None:
+        self.conn.execute(
+            t.nodes.update()
+            .where(t.nodes.c.id == node_id)
+            .values({column: value, "revision": self.revision})
+        )
+        if column == "state":
+            self._refresh_state_from(node_id)
+
+    def _refresh_state_from(self, node_id: str) -> None:
+        """Re-point `state_from` of a node and of the descendants that inherit from it."""
+        row = self._node_row(node_id)
+        if row["state"] is not None:
+            source = node_id
+        elif row["parent_id"]:
+            source = self._node_row(row["parent_id"])["state_from"]
+        else:
+            source = None
+        sql = sa.text(
+            """
+            UPDATE nodes SET state_from = :source WHERE id IN (
+                WITH RECURSIVE sub(id) AS (
+                    SELECT id FROM nodes WHERE id = :node
+                    UNION ALL
+                    SELECT n.id FROM nodes n JOIN sub ON n.chat_id = :chat AND n.parent_id = sub.id
+                    WHERE n.state IS NULL
+                )
+                SELECT id FROM sub
+            )
+            """
+        )
+        self.conn.execute(sql, {"source": source, "node": node_id, "chat": self.chat_id})
+
+    def set_selection(self, parent_id: str | None, child_id: str | None) -> None:
+        before = self.selection(parent_id)
+        if before == child_id:
+            return
+        self._apply_selection(parent_id or "", child_id)
+        self._log("selection", parent_id or "", "child_id", before, child_id)
+
+    def _apply_selection(self, parent_key: str, child_id: str | None) -> None:
+        where = (t.selections.c.chat_id == self.chat_id, t.selections.c.parent_id == parent_key)
+        if child_id is None:
+            self.conn.execute(t.selections.delete().where(*where))
+            return
+        done = self.conn.execute(t.selections.update().where(*where).values(child_id=child_id))
+        if done.rowcount == 0:
+            self.conn.execute(
+                t.selections.insert().values(
+                    chat_id=self.chat_id, parent_id=parent_key, child_id=child_id
+                )
+            )
+
+    def _set_chat(self, column: str, value: Any) -> None:
+        before = self._chat_row[column]
+        if before == value:
+            return
+        self._chat_row[column] = value
+        self._chat_dirty[column] = value
+        self._log("chat", self.chat_id, column, _to_json_value(column, before), value)
+
+    def set_active(self, leaf_id: str | None, *, branch_id: str | None = UNSET) -> None:
+        if branch_id is not UNSET:
+            self._set_chat("active_branch_id", branch_id)
+        self._set_chat("active_leaf_id", leaf_id)
+        active = self._chat_row["active_branch_id"]
+        if active:
+            before = self.conn.execute(
+                sa.select(t.branches.c.head_id).where(t.branches.c.id == active)
+            ).scalar()
+            if before != leaf_id:
+                self.conn.execute(
+                    t.branches.update().where(t.branches.c.id == active).values(head_id=leaf_id)
+                )
+                self._log("branch", active, "head_id", before, leaf_id)
+
+    def update_chat(
+        self,
+        *,
+        title: str = UNSET,
+        characters: tuple[CharacterRef, ...] = UNSET,
+        user_name: str = UNSET,
+        base_state: ChatState = UNSET,
+        metadata: Mapping[str, Any] = UNSET,
+    ) -> Chat:
+        if title is not UNSET:
+            self._set_chat("title", title)
+        if characters is not UNSET:
+            self._set_chat("characters", _chars_json(characters))
+        if user_name is not UNSET:
+            self._set_chat("user_name", user_name)
+        if base_state is not UNSET:
+            self._set_chat("base_state", base_state.to_json())
+        if metadata is not UNSET:
+            self._set_chat("metadata", dict(metadata))
+        return self.chat
+
+    def put_branch(self, branch: Branch) -> None:
+        row = {
+            "id": branch.id,
+            "chat_id": self.chat_id,
+            "name": branch.name,
+            "head_id": branch.head_id,
+            "created": _utc(branch.created or self.now),
+        }
+        self._put_entity("branch", t.branches, branch.id, row)
+
+    def remove_branch(self, branch_id: str) -> None:
+        self._remove_entity("branch", t.branches, branch_id)
+
+    def put_checkpoint(self, checkpoint: Checkpoint) -> None:
+        row = {
+            "id": checkpoint.id,
+            "chat_id": self.chat_id,
+            "name": checkpoint.name,
+            "node_id": checkpoint.node_id,
+            "created": _utc(checkpoint.created or self.now),
+        }
+        self._put_entity("checkpoint", t.checkpoints, checkpoint.id, row)
+
+    def remove_checkpoint(self, checkpoint_id: str) -> None:
+        self._remove_entity("checkpoint", t.checkpoints, checkpoint_id)
+
+    def _put_entity(self, kind: str, table: sa.Table, key: str, row: dict[str, Any]) -> None:
+        """Write a whole branch or checkpoint row and log it, so undo can put back the old one."""
+        before = self._entity_row(table, key)
+        self._replace_row(table, key, row)
+        self._log(kind, key, "*", before, _row_json(row))
+
+    def _remove_entity(self, kind: str, table: sa.Table, key: str) -> None:
+        """Delete a branch or checkpoint row and log it; NotFound names `<kind>_id`."""
+        before = self._entity_row(table, key)
+        if before is None:
+            raise NotFound(f"no such {kind}", field=f"{kind}_id")
+        self._replace_row(table, key, None)
+        self._log(kind, key, "*", before, None)
+
+    def _entity_row(self, table: sa.Table, key: str) -> dict[str, Any] | None:
+        row = self.conn.execute(sa.select(table).where(table.c.id == key)).mappings().first()
+        return _row_json(row) if row is not None else None
+
+    def _replace_row(self, table: sa.Table, key: str, row: Mapping[Any, Any] | None) -> None:
+        self.conn.execute(table.delete().where(table.c.id == key))
+        if row is not None:
+            self.conn.execute(table.insert(), _row_from_json(row))
+
+    # ---- undo / redo
+
+    def undo(self) -> Revision:
+        number = self.conn.execute(
+            sa.select(sa.func.max(t.revisions.c.number)).where(
+                t.revisions.c.chat_id == self.chat_id,
+                t.revisions.c.kind == RevisionKind.OPERATION.value,
+                t.revisions.c.undone == sa.false(),
+            )
+        ).scalar()
+        if number is None:
+            raise NotFound("nothing to undo", field="revision")
+        for change in reversed(self._changes_of(number)):
+            self._apply(change, change["before"]["v"])
+        self._mark(number, undone=True)
+        self.kind, self.target = RevisionKind.UNDO, number
+        return self._revision(number)
+
+    def redo(self) -> Revision:
+        number = self.conn.execute(
+            sa.select(sa.func.min(t.revisions.c.number)).where(
+                t.revisions.c.chat_id == self.chat_id,
+                t.revisions.c.kind == RevisionKind.OPERATION.value,
+                t.revisions.c.undone == sa.true(),
+                t.revisions.c.redoable == sa.true(),
+            )
+        ).scalar()
+        if number is None:
+            raise NotFound("nothing to redo", field="revision")
+        for change in self._changes_of(number):
+            self._apply(change, change["after"]["v"])
+        self._mark(number, undone=False)
+        self.kind, self.target = RevisionKind.REDO, number
+        return self._revision(number)
+
+    def _changes_of(self, number: int) -> list[Mapping[Any, Any]]:
+        rows = self.conn.execute(
+            sa.select(t.changes)
+            .where(t.changes.c.chat_id == self.chat_id, t.changes.c.revision == number)
+            .order_by(t.changes.c.seq)
+        )
+        return list(rows.mappings())
+
+    def _mark(self, number: int, *, undone: bool) -> None:
+        self.conn.execute(
+            t.revisions.update()
+            .where(t.revisions.c.chat_id == self.chat_id, t.revisions.c.number == number)
+            .values(undone=undone)
+        )
+
+    def _revision(self, number: int) -> Revision:
+        row = (
+            self.conn.execute(
+                sa.select(t.revisions).where(
+                    t.revisions.c.chat_id == self.chat_id, t.revisions.c.number == number
+                )
+            )
+            .mappings()
+            .one()
+        )
+        return _revision_from_row(row)
+
+    def _apply(self, change: Mapping[Any, Any], value: Any) -> None:
+        """Set one logged value (the old one to undo, the new one to redo)."""
+        entity, key, column = change["entity"], change["key"], change["field"]
+        if entity == "node":
+            if column == "*":
+                self.conn.execute(t.nodes.delete().where(t.nodes.c.id == key))
+                if value is not None:
+                    self.conn.execute(t.nodes.insert(), _row_from_json(value))
+            else:
+                self._set_node_field(key, column, value)
+        elif entity == "chat":
+            value = _from_json_value(column, value)
+            self._chat_row[column] = value
+            self._chat_dirty[column] = value
+        elif entity == "selection":
+            self._apply_selection(key, value)
+        elif entity == "branch":
+            if column == "*":
+                self._replace_row(t.branches, key, value)
+            else:
+                self.conn.execute(
+                    t.branches.update().where(t.branches.c.id == key).values({column: value})
+                )
+        elif entity == "checkpoint":
+            self._replace_row(t.checkpoints, key, value)
+        else:  # pragma: no cover - the log only holds the kinds above
+            raise TavernaError(f"unknown change kind {entity!r}")
+
+    # ---- commit
+
+    def finish(self) -> None:
+        """Write the chat row, the revision and its change log (inside the transaction)."""
+        values = dict(self._chat_dirty)
+        if values:
+            self.conn.execute(t.chats.update().where(t.chats.c.id == self.chat_id).values(values))
+        if self.kind is RevisionKind.OPERATION:
+            # A new operation ends what could be redone (git-like: no branching history).
+            self.conn.execute(
+                t.revisions.update()
+                .where(
+                    t.revisions.c.chat_id == self.chat_id,
+                    t.revisions.c.undone == sa.true(),
+                    t.revisions.c.redoable == sa.true(),
+                )
+                .values(redoable=False)
+            )
+        self.conn.execute(
+            t.revisions.insert().values(
+                chat_id=self.chat_id,
+                number=self.revision,
+                kind=self.kind.value,
+                label=self.label,
+                created=self.now,
+                target=self.target,
+                undone=False,
+                redoable=True,
+            )
+        )
+        if self._changes:
+            self.conn.execute(t.changes.insert(), self._changes)
