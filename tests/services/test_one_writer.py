@@ -28,7 +28,8 @@ import taverna
 from taverna.errors import Conflict, StaleRevision, TavernaError
 from taverna.model.chat import NodeRole
 from taverna.services import editing
-from taverna.services.chats import ChatService, Outcome, ToolStep
+from taverna.services.chats import ChatService, Outcome
+from taverna.services.generated_reply import ToolStep
 from taverna.store.testing import backends, temporary_store
 
 PACKAGE = Path(taverna.__file__).resolve().parent

@@ -33,8 +33,9 @@ from taverna.providers.events import (
 from taverna.providers.registry import provider
 from taverna.providers.request import Api, PostProcessing, RequestOptions
 from taverna.providers.transport import Timeouts, stream_events
-from taverna.services.chats import ChatService, Outcome, ToolStep
+from taverna.services.chats import ChatService, Outcome
 from taverna.services.connections import Connection, ConnectionService
+from taverna.services.generated_reply import ToolStep
 from taverna.services.generation.runs import (
     Completed,
     Draft,
