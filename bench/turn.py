@@ -13,6 +13,8 @@ A stub model server (OpenAI Chat Completions, short replies, no delay) runs in t
 process and is the default connection; `taverna serve` runs as a subprocess and is
 restarted before each chat size, so every size starts with a cold process. Per size:
 
+- start to ready: from launching `taverna serve` until it answers (imports, opening the
+  store, and preparing its most recent chats: lorebooks compiled, tokenizer loaded);
 - prompt preview (`GET /api/chats/ID/prompt`): the first request after the restart,
   then the warm median;
 - chat open (`GET /api/chats/ID`): warm median time and the response's size;
