@@ -628,22 +628,40 @@ def test_starting_reads_and_writes_the_long_path_off_the_event_loop(world: World
     assert threads and loop_thread not in threads
 
 
-def test_the_message_is_stored_before_the_model_is_asked_and_the_prompt_holds_it(
+def test_the_message_is_stored_when_the_start_returns_and_the_prompt_holds_it(
     world: World,
 ) -> None:
     world.stub.script(Reply(tokens=["Fine", "."]))
-    requests_before = len(world.stub.requests)
 
-    async def main() -> tuple[list[tuple[str, str]], int, Completed]:
+    async def main() -> tuple[list[tuple[str, str]], Completed]:
         generation = await world.service.send(world.chat_id, "Is the lamp lit?")
-        # The start returned: the message is in the tree, and no request went out yet.
+        # The start returned: the message is in the tree (the request may be out already).
         stored = world.path()
-        asked = len(world.stub.requests) - requests_before
-        return stored, asked, await generation.wait()
+        return stored, await generation.wait()
 
-    stored, asked, done = run(main())
+    stored, done = run(main())
     assert stored[-1] == ("user", "Is the lamp lit?")
-    assert asked == 0
     assert done.outcome is Ending.SAVED
     assert world.last_messages()[-1]["content"].endswith("Is the lamp lit?")
     assert world.path()[-2:] == [("user", "Is the lamp lit?"), ("assistant", "Fine.")]
+
+
+def test_a_message_that_cannot_be_stored_stops_its_generation_and_stores_nothing(
+    world: World,
+) -> None:
+    world.stub.script(Reply(tokens=["Never", " kept."], delay=0.05))
+    before = world.path()
+
+    def refuse(chat: Any, message: Any) -> None:
+        raise Conflict("the chat changed since it was read")
+
+    world.service._post = refuse  # type: ignore[method-assign]
+
+    async def main() -> None:
+        await world.service.send(world.chat_id, "Lost?")
+
+    with pytest.raises(Conflict):
+        run(main())
+    assert world.path() == before
+    running = world.service.registry.for_chat(world.chat_id, running_only=True)
+    assert running == []

@@ -85,6 +85,9 @@ class _Plan:
     # the API continued the message with its trailing whitespace cut (Anthropic's prefill)
     continued_stripped: bool = False
     tool_steps: list[tuple[str, ToolCall, str]] = field(default_factory=list)
+    # The person's message being written while the model is asked (a send): the reply
+    # is stored only once it is.
+    posted: asyncio.Future[None] | None = None
 
 
 class GenerationService:
@@ -387,13 +390,18 @@ class GenerationService:
         revision: int | None = None,
     ) -> RunningGeneration:
         """Start a generation: on the builder's thread, in one hop, read the path's end,
-        `choose` the kind and the node it answers (or post the person's message `said`,
-        as text and speaker, and answer it), build the prompt; then run it as a task of
-        its own. `revision`: the one the caller read; a chat changed since is a conflict.
-        The run's `changed_below` names the message under which the chat changes."""
+        `choose` the kind and the node it answers (or take the person's message `said`, as
+        text and speaker, and answer it), build the prompt; then run it as a task of its
+        own. `revision`: the one the caller read; a chat changed since is a conflict. The
+        run's `changed_below` names the message under which the chat changes.
+
+        A sent message is written while the model's request goes out (the write waits
+        on the disk, the request on the network); the start returns once it is stored,
+        a failed write stops the generation, and a reply is stored only after its message.
+        """
         with self._reserved(chat_id):
 
-            def prepare() -> _Plan:
+            def prepare() -> tuple[_Plan, Node | None]:
                 # a missing connection fails before any write
                 connection = self.connections.get(connection_name)
                 chat, end = self._path_end(chat_id)
@@ -404,31 +412,36 @@ class GenerationService:
                         expected=revision,
                     )
                 below = end.nodes[-1].parent_id if end.nodes else None
+                message = None
                 if said is None:
                     assert choose is not None
                     kind, anchor = choose(end)
                     plan = self._plan(chat, kind, anchor, connection)
                 else:
                     message = self._message_to_post(chat, end, *said)
-                    posting = self._writer.submit(self._post, chat, message)
-                    try:
-                        plan = self._plan(
-                            chat, TurnKind.NORMAL, message, connection, pending=message
-                        )
-                    finally:
-                        posting.result()  # a failed write fails the start, before any request
+                    plan = self._plan(chat, TurnKind.NORMAL, message, connection, pending=message)
                 plan.run.changed_below = below
-                return plan
+                return plan, message
 
             loop = asyncio.get_running_loop()
-            plan = await loop.run_in_executor(self._builder, prepare)
+            plan, message = await loop.run_in_executor(self._builder, prepare)
             run = plan.run
+            if message is not None:
+                plan.posted = loop.run_in_executor(self._writer, self._post, plan.chat, message)
             self.last_prompts[chat_id] = plan.prompt
             self.registry.add(run)
             run.publish(
                 Started(run.id, chat_id, plan.kind, plan.anchor.id if plan.anchor else None)
             )
             run.task = asyncio.create_task(self._run(plan), name=f"generation {run.id}")
+            if plan.posted is not None:
+                try:
+                    await asyncio.shield(plan.posted)
+                except Exception:
+                    run.task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await run.task
+                    raise
             return run
 
     def _message_to_post(self, chat: Chat, end: PathTail, text: str, speaker: str) -> Node:
@@ -579,6 +592,8 @@ class GenerationService:
             extras=_info_extras(plan, started_clock, first_token, reasoning),
         )
         try:
+            if plan.posted is not None:
+                await plan.posted  # the message this replies to is stored first
             return self._save(plan, "".join(reply), info)
         except TavernaError as exc:
             return self._fail(
