@@ -112,9 +112,6 @@ class PathEnds:
         if kept.revision == chat.revision and kept.leaf_id == leaf_id:
             return kept
         changed = self.store.changed_nodes(chat.id, kept.revision)
-        fresh = {n.id: n for n in self.store.get_nodes(chat.id, sorted(changed))}
-        if len(fresh) < len(changed):
-            return None  # a node is gone (an undone append): read again
         held = {node.id: index for index, node in enumerate(kept.nodes)}
         # Climb from the new leaf until the climb holds a node of the kept end: below
         # that node the climb is the path, read fresh; above it the kept end stands.
@@ -129,6 +126,12 @@ class PathEnds:
             climb *= 4
         if joint is None:  # the climb reached the root (or nothing is held): read again
             return None
+        # The climb read its own nodes fresh; the other changed ones are read here (an
+        # append's new nodes are all in the climb, so it usually reads none).
+        need = sorted(changed - {node.id for node in above.nodes})
+        fresh = {n.id: n for n in self.store.get_nodes(chat.id, need)} if need else {}
+        if len(fresh) < len(need):
+            return None  # a node is gone (an undone append): read again
         floor = above.nodes[joint].depth
         for node in fresh.values():
             # A changed node above the climb's reach that the kept end does not hold may
