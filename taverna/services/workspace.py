@@ -90,16 +90,21 @@ class Workspace:
         generated from (`prompt`) and back the chat up."""
         done = await run.wait()
         if done.outcome is Ending.SAVED:
-            if prompt is not None and done.node_id and run.requests:
-                url = run.requests[-1][0]
-                bodies = [body for _, body in run.requests]
-                record = sent_prompts.encode(prompt, url=url, bodies=bodies)
-                try:
-                    self.store.save_sent_prompt(run.chat_id, done.node_id, record)
-                except TavernaError as exc:
-                    log.warning("could not keep the prompt of reply %s: %s", done.node_id, exc)
-            self.chat_written(run.chat_id)
+            # Encoding, writing and backing up take milliseconds to seconds: off the loop,
+            # so the next request (the person's next turn) is not kept waiting.
+            await asyncio.to_thread(self._keep_record, run, done, prompt)
         return done
+
+    def _keep_record(self, run: RunningGeneration, done: Completed, prompt: Prompt | None) -> None:
+        if prompt is not None and done.node_id and run.requests:
+            url = run.requests[-1][0]
+            bodies = [body for _, body in run.requests]
+            record = sent_prompts.encode(prompt, url=url, bodies=bodies)
+            try:
+                self.store.save_sent_prompt(run.chat_id, done.node_id, record)
+            except TavernaError as exc:
+                log.warning("could not keep the prompt of reply %s: %s", done.node_id, exc)
+        self.chat_written(run.chat_id)
 
     def warm_up(self, *, chats: int = 3, budget: float = 10.0) -> list[str]:
         """Prepare the next prompt of the most recently used chats (their lorebooks parsed
