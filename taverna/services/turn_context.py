@@ -25,7 +25,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from taverna.engine.assemble import assemble, tokenizer_name
+from taverna.engine.assemble import assemble, message_cost, tokenizer_name
+from taverna.engine.assembly.budget import MessageCost
 from taverna.engine.assembly.context import (
     AssemblyContext,
     CharacterInfo,
@@ -85,6 +86,10 @@ _SMALL_KINDS = (
 )
 # The first window of a chat not seen before; later turns start from what it needed.
 FIRST_WINDOW = 96
+# Chats whose token costs (and the prompt parts they keep) stay between turns, and how
+# much a chat's kept work may grow before it starts afresh.
+MAX_CHATS_KEPT = 16
+COST_MEMO_LIMIT = 20_000
 # Messages kept as the engine reads them, across chats (a few windows' worth).
 MESSAGES_KEPT = 20_000
 # Newly counted message texts are stored from this many on (one write per cold build).
@@ -171,6 +176,7 @@ class TurnContexts:
         self.documents = documents or ParsedDocuments(store)
         self._windows: dict[str, int] = {}  # chat -> messages its last prompt needed
         self._book_names: dict[str, tuple[str, ...]] = {}  # chat -> books its last turn used
+        self._costs: OrderedDict[str, tuple[tuple[str, str, int], MessageCost]] = OrderedDict()
         # Each node's message as the engine reads it, made once per node object.
         self._messages: OrderedDict[str, tuple[Node, ChatMessage]] = OrderedDict()
         self.assemblies = 0  # assemblies run, widening included (for tests and benchmarks)
@@ -194,7 +200,7 @@ class TurnContexts:
             # A chat new to this process: its messages' counts come from the store.
             cold = chat.id not in self._windows
             fresh = self._stored_counts(context, tail, turn.counts) if cold else []
-            prompt = assemble(context, counts=turn.counts)
+            prompt = assemble(context, cost=self._cost(chat.id, context, turn.counts))
             self.assemblies += 1
             self._keep_counts(context, fresh, turn.counts)
             if not tail.before or prompt.ledger.history_stopped:
@@ -204,6 +210,21 @@ class TurnContexts:
         self._windows[chat.id] = max(FIRST_WINDOW, len(tail.nodes) + 8)
         request = preset_request_options(library.preset, turn.api)
         return PreparedTurn(prompt, declared_tools(library.preset), request)
+
+    def _cost(
+        self, chat_id: str, context: AssemblyContext, counts: CountCache | None
+    ) -> MessageCost:
+        """The chat's token costs, kept from turn to turn: unchanged messages' prompt parts
+        and name-only macro texts are reused (the engine keys them by what they depend on)."""
+        key = (tokenizer_name(context), context.chat_completion.model, id(counts))
+        kept = self._costs.get(chat_id)
+        if kept is None or kept[0] != key or len(kept[1].memo) > COST_MEMO_LIMIT:
+            kept = (key, message_cost(context, counts))
+            self._costs[chat_id] = kept
+            self._costs.move_to_end(chat_id)
+            while len(self._costs) > MAX_CHATS_KEPT:
+                self._costs.popitem(last=False)
+        return kept[1]
 
     def _message(self, node: Node) -> ChatMessage:
         kept = self._messages.get(node.id)

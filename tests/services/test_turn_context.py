@@ -207,3 +207,25 @@ def test_a_cold_process_reads_message_token_counts_from_the_store(
     _same(first, again)
     assert counted_cold > 100
     assert counted_after < counted_cold / 4
+
+
+def test_work_kept_between_turns_changes_no_prompt(store: SqlStore, tmp_path: Path) -> None:
+    """The kept path end, parsed documents, engine messages and prompt parts give, turn
+    after turn, the prompt a fresh builder gives."""
+    _library(store, max_context=2048)
+    chat_id = _chat(store, 200, hidden_every=9)
+    chats = ChatService(store)
+    kept = TurnContexts(store, clock=lambda: NOW, paths=PathEnds(store))
+    service = _service(store, tmp_path, kept)
+    for step in range(6):
+        chat = store.get_chat(chat_id)
+        if step % 2:
+            node = chats.active_path(chat_id).nodes[-3]
+            chats.edit(chat_id, node.id, f"edited lantern {step}", revision=chat.revision)
+        else:
+            chats.append(chat_id, NodeRole.USER, f"the tide turns {step}", revision=chat.revision)
+        chat = store.get_chat(chat_id)
+        turn = service.turn(chat, chat.active_leaf_id, TurnKind.NORMAL, Api.OPENAI)
+        warm = kept.build(turn).prompt
+        fresh, _ = _build(store, tmp_path, chat_id, TurnKind.NORMAL, whole=True, dry=False)
+        _same(warm, fresh)
