@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib.resources import files
 from pathlib import Path
@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from taverna import __version__
 from taverna.errors import TavernaError
@@ -86,6 +87,48 @@ def refuse(request: Request, ctx: AppContext) -> JSONResponse | None:
     return None
 
 
+_PAGE_HEADERS = (
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
+)
+
+
+class SingleUser:
+    """Every request, before any route: refuse what the server will not serve, act as the
+    local owner, and send the page's security headers.
+
+    Plain ASGI rather than a `BaseHTTPMiddleware`, which costs each request a task and a
+    stream of its own (a millisecond a turn, on the path to the model).
+    """
+
+    def __init__(self, app: ASGIApp, ctx: AppContext) -> None:
+        self.app = app
+        self.ctx = ctx
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        refusal = refuse(Request(scope), self.ctx)
+        if refusal is not None:
+            await refusal(scope, receive, send)
+            return
+        # Single-user mode: every request acts as the local owner (""). Accounts and
+        # sessions will set this from a login; nothing below reads anything else.
+        scope.setdefault("state", {})["user"] = ""
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                present = {name.lower() for name, _ in headers}
+                headers += [(k, v) for k, v in _PAGE_HEADERS if k not in present]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
 def create_app(ctx: AppContext) -> FastAPI:
     """The FastAPI application over `ctx`; `ctx` is closed when the app shuts down."""
 
@@ -108,21 +151,7 @@ def create_app(ctx: AppContext) -> FastAPI:
     app.state.context = ctx
     install_error_handlers(app)
 
-    @app.middleware("http")
-    async def single_user(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        refusal = refuse(request, ctx)
-        if refusal is not None:
-            return refusal
-        # Single-user mode: every request acts as the local owner (""). Accounts and
-        # sessions will set this from a login; nothing below reads anything else.
-        request.state.user = ""
-        response = await call_next(request)
-        response.headers.setdefault("Content-Security-Policy", CSP)
-        response.headers.setdefault("X-Content-Type-Options", "nosniff")
-        response.headers.setdefault("Referrer-Policy", "same-origin")
-        return response
+    app.add_middleware(SingleUser, ctx=ctx)
 
     from taverna.server.routes import ROUTERS
 
