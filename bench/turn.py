@@ -21,7 +21,9 @@ restarted before each chat size, so every size starts with a cold process. Per s
 - candidate switch through the API (`POST .../messages/ID/select`): warm median;
 - time to request: from sending `POST /api/chats/ID/generate` (a user message) until
   the stub model server has received the model request, warm median over several turns,
-  each waited for until its generation has ended; also the time until the POST answered;
+  each sent as soon as the last one's generation has ended (the target's figure); also
+  the time until the POST answered, and the median of a few more turns sent a second
+  apart, as a person's are (the last turn's follow-ups done);
 - the server's resident memory (VmRSS at rest after the measurements, VmHWM the peak).
 
 With Debian's Chromium (/usr/bin/chromium) and Playwright present, a 20,000-message chat
@@ -468,6 +470,23 @@ def measure_size(
         out["ttr_max_ms"] = ms(max(to_request.samples))
         out["ttr_n"] = len(to_request.samples)
         out["generate_post_ms"] = ms(statistics.median(answered))
+        # The same, a second apart, as a person's turns are: the last turn's follow-ups
+        # (its stored prompt, the backup) are done before the next message is sent.
+        paced = Series(max(3, args.turns // 2), args.budget)
+        for _ in paced:
+            time.sleep(1.0)
+            revision = revision_of(client, chat.id)
+            seen = len(stub.arrivals)
+            text = f"And what of {rng.choice(keys)}?"
+            started = time.perf_counter()
+            response = client.post(
+                f"/api/chats/{chat.id}/generate",
+                json={"kind": "normal", "text": text, "revision": revision},
+            )
+            response.raise_for_status()
+            paced.add(stub.wait_arrival(seen + 1) - started)
+            wait_task(client, response.json()["task"]["id"])
+        out["ttr_paced_ms"] = paced.median_ms
         log(
             f"  time to request: warm {out['ttr_warm_ms']:.0f} ms "
             f"(POST answered in {out['generate_post_ms']:.0f} ms; n={len(to_request.samples)})"
@@ -674,6 +693,7 @@ ROWS = [
     ("time to request, first turn", "ttr_first_ms", "ms"),
     ("time to request, warm median", "ttr_warm_ms", "ms"),
     ("time to request, slowest turn", "ttr_max_ms", "ms"),
+    ("time to request, turns 1 s apart", "ttr_paced_ms", "ms"),
     ("time to request, turns counted", "ttr_n", ""),
     ("generate POST answered, median", "generate_post_ms", "ms"),
     ("server RSS at rest", "rss_rest_mb", "MB"),
