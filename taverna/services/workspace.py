@@ -7,6 +7,8 @@ cache, and the backups of every chat written as the chats change.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ctypes
 import logging
 import time
 from dataclasses import dataclass, field
@@ -126,6 +128,7 @@ class Workspace:
                 log.warning("could not prepare chat %s: %s", listing.chat.id, exc)
                 continue
             prepared.append(listing.chat.id)
+        release_freed_memory()
         return prepared
 
     async def open_http(self) -> None:
@@ -170,6 +173,16 @@ def open_workspace(data_dir: Path, *, background_backups: bool = True) -> Worksp
     if flusher is not None:
         flusher.start()
     return Workspace(folder.path, store, chats, connections, generation, backups, flusher)
+
+
+def release_freed_memory() -> None:
+    """Hand memory freed after a big parse (a lorebook's raw JSON) back to the system.
+
+    The C allocator keeps freed pages for reuse; without this a server that parsed a
+    10,000-entry book at start holds that peak for good. Only where glibc is the allocator.
+    """
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def seed_samples(library: LibraryService) -> list[str]:
