@@ -334,6 +334,25 @@ def wait_task(client: httpx.Client, task_id: str, timeout: float = 300) -> None:
     raise RuntimeError(f"generation {task_id} did not end")
 
 
+def send_turn(
+    client: httpx.Client, stub: TimedStub, chat_id: str, text: str
+) -> tuple[float, float]:
+    """Send a message and wait for its generation to end: (seconds until the model
+    server received the request, seconds until the POST answered)."""
+    revision = revision_of(client, chat_id)
+    seen = len(stub.arrivals)
+    started = time.perf_counter()
+    response = client.post(
+        f"/api/chats/{chat_id}/generate",
+        json={"kind": "normal", "text": text, "revision": revision},
+    )
+    posted = time.perf_counter()
+    response.raise_for_status()
+    arrival = stub.wait_arrival(seen + 1)
+    wait_task(client, response.json()["task"]["id"])
+    return arrival - started, posted - started
+
+
 def revision_of(client: httpx.Client, chat_id: str) -> int:
     """The chat's current revision, from the chat list (cheap at any chat length)."""
     for summary in client.get("/api/chats").raise_for_status().json():
@@ -449,23 +468,13 @@ def measure_size(
         to_request = Series(args.turns, args.budget)
         answered: list[float] = []
         for turn in itertools.chain([-1], to_request):
-            revision = revision_of(client, chat.id)
-            seen = len(stub.arrivals)
             text = f"Tell me about {rng.choice(keys)} and the {rng.choice(keys)}."
-            started = time.perf_counter()
-            response = client.post(
-                f"/api/chats/{chat.id}/generate",
-                json={"kind": "normal", "text": text, "revision": revision},
-            )
-            posted = time.perf_counter()
-            response.raise_for_status()
-            arrival = stub.wait_arrival(seen + 1)
-            wait_task(client, response.json()["task"]["id"])
+            to_model, to_answer = send_turn(client, stub, chat.id, text)
             if turn >= 0:
-                to_request.add(arrival - started)
-                answered.append(posted - started)
+                to_request.add(to_model)
+                answered.append(to_answer)
             else:
-                out["ttr_first_ms"] = ms(arrival - started)
+                out["ttr_first_ms"] = ms(to_model)
         out["ttr_warm_ms"] = to_request.median_ms
         out["ttr_max_ms"] = ms(max(to_request.samples))
         out["ttr_n"] = len(to_request.samples)
@@ -475,17 +484,7 @@ def measure_size(
         paced = Series(max(3, args.turns // 2), args.budget)
         for _ in paced:
             time.sleep(1.0)
-            revision = revision_of(client, chat.id)
-            seen = len(stub.arrivals)
-            text = f"And what of {rng.choice(keys)}?"
-            started = time.perf_counter()
-            response = client.post(
-                f"/api/chats/{chat.id}/generate",
-                json={"kind": "normal", "text": text, "revision": revision},
-            )
-            response.raise_for_status()
-            paced.add(stub.wait_arrival(seen + 1) - started)
-            wait_task(client, response.json()["task"]["id"])
+            paced.add(send_turn(client, stub, chat.id, f"And what of {rng.choice(keys)}?")[0])
         out["ttr_paced_ms"] = paced.median_ms
         log(
             f"  time to request: warm {out['ttr_warm_ms']:.0f} ms "
