@@ -60,6 +60,8 @@ logger = logging.getLogger(__name__)
 DRAFT_KIND = "draft"
 # algo-providers.md §12 [newer]: at most five tool rounds, then a plain answer is required
 MAX_TOOL_ROUNDS = 5
+# Loop turns a generation's task gets to send its request before its message is written.
+_YIELDS_BEFORE_WRITE = 4
 
 
 # -------------------------------------------------------------- the service
@@ -427,21 +429,27 @@ class GenerationService:
             plan, message = await loop.run_in_executor(self._builder, prepare)
             run = plan.run
             if message is not None:
-                plan.posted = loop.run_in_executor(self._writer, self._post, plan.chat, message)
+                plan.posted = loop.create_future()
             self.last_prompts[chat_id] = plan.prompt
             self.registry.add(run)
             run.publish(
                 Started(run.id, chat_id, plan.kind, plan.anchor.id if plan.anchor else None)
             )
             run.task = asyncio.create_task(self._run(plan), name=f"generation {run.id}")
-            if plan.posted is not None:
+            if message is not None and plan.posted is not None:
+                # Let the request start out first: the write's Python work would hold the
+                # interpreter while the request waits to be sent.
+                for _ in range(_YIELDS_BEFORE_WRITE):
+                    await asyncio.sleep(0)
                 try:
-                    await asyncio.shield(plan.posted)
+                    await loop.run_in_executor(self._writer, self._post, plan.chat, message)
                 except Exception:
+                    plan.posted.cancel()
                     run.task.cancel()
                     with contextlib.suppress(asyncio.CancelledError, Exception):
                         await run.task
                     raise
+                plan.posted.set_result(None)
             return run
 
     def _message_to_post(self, chat: Chat, end: PathTail, text: str, speaker: str) -> Node:
