@@ -13,6 +13,10 @@ from taverna.errors import NotFound
 from taverna.store import schema as t
 from taverna.store.sql.rows import _utcnow
 
+# Built once: a chat's row is read on every turn, and building a statement costs more
+# than running it.
+_CHAT_ROW = sa.select(t.chats).where(t.chats.c.id == sa.bindparam("chat_id"))
+
 
 class SqlBase:
     """The engine and clock the parts of `SqlStore` share."""
@@ -39,7 +43,7 @@ class SqlBase:
 
     @staticmethod
     def _chat_row(conn: Connection, chat_id: str) -> Mapping[Any, Any]:
-        row = conn.execute(sa.select(t.chats).where(t.chats.c.id == chat_id)).mappings().first()
+        row = conn.execute(_CHAT_ROW, {"chat_id": chat_id}).mappings().first()
         if row is None:
             raise NotFound(f"no chat {chat_id}", field="chat_id")
         return row

@@ -36,6 +36,19 @@ _TAIL_SQL = f"""
     JOIN contents c ON c.hash = n.content_hash
     ORDER BY n.depth
 """
+_TAIL = sa.text(_TAIL_SQL)  # built once: every turn runs it
+# The nodes written after a revision (an undo or a redo: those of the revision it undid).
+_CHANGED = sa.text(
+    """
+    SELECT DISTINCT key FROM changes
+    WHERE chat_id = :chat AND entity = 'node' AND (
+        revision > :since OR revision IN (
+            SELECT target FROM revisions
+            WHERE chat_id = :chat AND number > :since AND target IS NOT NULL
+        )
+    )
+    """
+)
 
 
 class SqlTurnReads(SqlBase):
@@ -46,7 +59,7 @@ class SqlTurnReads(SqlBase):
     ) -> PathTail:
         with self._read() as conn:
             rows = conn.execute(
-                sa.text(_TAIL_SQL),
+                _TAIL,
                 {"start": node_id, "chat": chat_id, "no": False, "limit": max(limit, 1)},
             ).all()
             if not rows:
@@ -88,20 +101,7 @@ class SqlTurnReads(SqlBase):
 
     def changed_nodes(self, chat_id: str, since: int) -> frozenset[str]:
         with self._read() as conn:
-            rows = conn.execute(
-                sa.text(
-                    """
-                    SELECT DISTINCT key FROM changes
-                    WHERE chat_id = :chat AND entity = 'node' AND (
-                        revision > :since OR revision IN (
-                            SELECT target FROM revisions
-                            WHERE chat_id = :chat AND number > :since AND target IS NOT NULL
-                        )
-                    )
-                    """
-                ),
-                {"chat": chat_id, "since": since},
-            ).scalars()
+            rows = conn.execute(_CHANGED, {"chat": chat_id, "since": since}).scalars()
             return frozenset(rows)
 
     def get_nodes(self, chat_id: str, node_ids: Sequence[str]) -> list[Node]:
