@@ -228,24 +228,23 @@ class GenerationService:
 
     def preview(self, chat_id: str, *, connection: str | None = None) -> Prompt:
         """The prompt the next reply would be sent (a dry run: nothing is sent or written)."""
-        chat = self.store.get_chat(chat_id)
-        chosen = self.connections.get(connection)
-        built = self.build_serialized(
-            self.turn(chat, chat.active_leaf_id, TurnKind.NORMAL, chosen.api, dry_run=True)
-        )
-        return built.prompt if isinstance(built, PreparedTurn) else built
+        return self._next_prompt(chat_id, self.connections.get(connection).api)
 
     def warm(self, chat_id: str) -> None:
         """Build (and throw away) a chat's next prompt, so its lorebooks are parsed and
         compiled, its tokenizer loaded and its path's end read before anyone asks."""
-        chat = self.store.get_chat(chat_id)
         try:
             api = self.connections.get(None).api
         except NotFound:
             api = Api.OPENAI
-        self.build_serialized(
+        self._next_prompt(chat_id, api)
+
+    def _next_prompt(self, chat_id: str, api: Api) -> Prompt:
+        chat = self.store.get_chat(chat_id)
+        built = self.build_serialized(
             self.turn(chat, chat.active_leaf_id, TurnKind.NORMAL, api, dry_run=True)
         )
+        return built.prompt if isinstance(built, PreparedTurn) else built
 
     def turn(
         self,
