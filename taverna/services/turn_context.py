@@ -57,6 +57,7 @@ from taverna.model.settings import (
     PersonaInfo,
     PersonaPosition,
     TextCompletionSettings,
+    WorldInfoSettings,
 )
 from taverna.services.active_settings import (
     ACTIVE,
@@ -309,14 +310,12 @@ class TurnContexts:
 
     def _active(
         self, found: Mapping[str, list[DocumentVersion]]
-    ) -> tuple[dict[str, DocumentVersion], Mapping[str, Any] | None]:
+    ) -> tuple[dict[str, DocumentVersion], tuple[Mapping[str, Any], WorldInfoSettings] | None]:
         """The chosen preset and templates (by setting) and the world-info settings."""
         versions = [v for v in found[SETTINGS_KIND] if v.name == ACTIVE]
         if not versions:
             return {}, None
-        chosen, world = self.documents.get(
-            "settings", versions[-1], lambda d: (active_choices_document(d), world_info_settings(d))
-        )
+        chosen, world = self.documents.get("settings", versions[-1], _active_document)
         out: dict[str, DocumentVersion] = {}
         for key, kind in (
             ("chat_completion_preset", LibraryKind.CHAT_COMPLETION_PRESET),
@@ -360,11 +359,8 @@ class TurnContexts:
         )
         if world is not None:
             # SillyTavern's shape: the global selection and the characters' extra books.
-            settings = replace(
-                settings,
-                world_info=read_world_info_settings(world, file="settings"),
-                raw={"world_info_settings": world},
-            )
+            raw, world_info = world
+            settings = replace(settings, world_info=world_info, raw={"world_info_settings": raw})
         return settings, preset
 
     def _read(self, choices: Mapping[str, DocumentVersion], key: str, read: Callable[..., T]) -> T:
@@ -498,6 +494,16 @@ def _message(node: Node) -> ChatMessage:
         text=node.content,
         hidden=node.hidden,
     )
+
+
+def _active_document(
+    doc: Document,
+) -> tuple[dict[str, str], tuple[Mapping[str, Any], WorldInfoSettings] | None]:
+    """The `active` settings document: its choices, and its world-info settings as stored
+    and as read (parsed once per version, like every document)."""
+    world = world_info_settings(doc)
+    read = None if world is None else (world, read_world_info_settings(world, file=doc.name))
+    return active_choices_document(doc), read
 
 
 def _character(doc: Document) -> CharacterInfo:
