@@ -62,12 +62,8 @@ export async function render(root, params) {
   const continueButton = iconButton(t("chat.continue"), "continue", () => generate("continue"));
   const title = h("h1", { class: "chat-title" });
   const branchSelect = h("select", { "aria-label": t("chat.branches"), class: "branch-select" });
-  const header = h(
-    "div",
-    { class: "chat-header" },
-    h("a", { href: "#/chats", class: "back", "aria-label": t("chat.back"), title: t("chat.back"), text: "‹" }),
-    title,
-    branchSelect,
+  // The actions that write need the chat's revision: they wait, disabled, for its first read.
+  const chatActions = [
     iconButton(t("tree.open"), "branch", () => openTree(params.id, state.chat.revision, (chat) => {
       if (!chat) return changedElsewhere();
       applyChange(chat);
@@ -80,6 +76,15 @@ export async function render(root, params) {
     }), { attrs: { id: "open-settings" } }),
     iconButton(t("chat.undo"), "undo", () => history("undo")),
     iconButton(t("chat.redo"), "redo", () => history("redo")),
+  ];
+  for (const button of chatActions) button.disabled = true;
+  const header = h(
+    "div",
+    { class: "chat-header" },
+    h("a", { href: "#/chats", class: "back", "aria-label": t("chat.back"), title: t("chat.back"), text: "‹" }),
+    title,
+    branchSelect,
+    ...chatActions,
     iconButton(t("chat.inspector"), "inspect", () => openInspector(params.id, null, labels()), { attrs: { id: "open-inspector" } }),
   );
   const composer = h(
@@ -113,6 +118,8 @@ export async function render(root, params) {
     const { messages: _messages, window, ...facts } = chat;
     state.chat = facts;
     state.total = window.total;
+    for (const button of chatActions) button.disabled = false;
+    updateControls();
     title.textContent = facts.title;
     loadBranches();
   }
@@ -362,9 +369,11 @@ export async function render(root, params) {
   }
 
   function updateControls() {
-    const busy = !!state.task;
-    sendButton.hidden = busy;
-    stopButton.hidden = !busy;
+    const running = !!state.task;
+    const busy = running || !state.chat;
+    sendButton.hidden = running;
+    sendButton.disabled = !state.chat;
+    stopButton.hidden = !running;
     impersonateButton.disabled = busy;
     continueButton.disabled = busy || state.total === 0;
     for (const button of list.querySelectorAll("li.message:not(#streaming) button")) {
@@ -565,7 +574,7 @@ export async function render(root, params) {
   }
 
   async function generate(kind) {
-    if (state.task) return;
+    if (state.task || !state.chat) return;
     const body = { kind, revision: state.chat.revision };
     if (kind === "normal" && (await slashCommand(input.value.trim()))) return;
     if (kind === "normal") {
@@ -664,6 +673,7 @@ export async function render(root, params) {
   branchSelect.addEventListener("change", () =>
     write(() => api.post(`${chatUrl}/branches/${branchSelect.value}/switch`, { revision: state.chat.revision })));
 
+  updateControls();
   await load();
   api.get("/connections").then((found) => {
     // The notice takes room from the list: keep its end in sight.
