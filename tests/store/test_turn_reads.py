@@ -3,6 +3,11 @@ document versions and stored token counts (SQLite and, when configured, PostgreS
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
 from taverna.model.chat import ChatState, Node, NodeRole
 from taverna.store import NewChat
 from taverna.store.sql import SqlStore
@@ -134,3 +139,32 @@ def test_versions_of_kinds_ids_and_names_in_one_query(store: SqlStore) -> None:
     ]
     assert store.versions_of(owner="") == []
     assert store.versions_of(owner="someone else", kinds=["persona"]) == []
+
+
+def test_document_versions_are_read_from_the_index_alone(tmp_path: Path) -> None:
+    """A turn's look at the versions must not read the rows: in SQLite a big lorebook's
+    revision sits after its text, and reading it walks every page of that text."""
+    from taverna.store.sql import open_store
+
+    store = open_store(tmp_path / "data")
+    try:
+        book = store.put_document("lorebook", "Big", {"entries": {}})
+        seen: list[tuple[str, Any]] = []
+
+        def note(conn: Any, cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+            seen.append((statement, parameters))
+
+        sa.event.listen(store.engine, "before_cursor_execute", note)
+        try:
+            store.versions_of(
+                owner="", kinds=("settings", "persona"), ids=[book.id], names={"lorebook": ["Big"]}
+            )
+        finally:
+            sa.event.remove(store.engine, "before_cursor_execute", note)
+        statement, parameters = next(s for s in seen if "FROM documents" in s[0])
+        with store.engine.connect() as conn:
+            plan = conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters).all()
+        steps = " / ".join(str(row[-1]) for row in plan)
+        assert "documents" in steps and "COVERING INDEX" in steps, steps
+    finally:
+        store.close()
