@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from taverna.model.prompt import Prompt
@@ -174,6 +175,16 @@ def auth_headers(key: str) -> dict[str, str]:
 def models_request(base_url: str, key: str) -> HttpRequest:
     """The GET request that lists Anthropic's models."""
     return models_listing(base_url, DEFAULT_URL, auth_headers(key))
+
+
+def preset_options(preset: Mapping[str, Any]) -> dict[str, Any]:
+    """The request options a SillyTavern Chat Completion preset sets for Claude."""
+    out: dict[str, Any] = {}
+    if "claude_use_sysprompt" in preset:
+        out["use_system_prompt"] = bool(preset["claude_use_sysprompt"])
+    if isinstance(preset.get("human_sysprompt_message"), str):
+        out["human_sysprompt_message"] = preset["human_sysprompt_message"]
+    return out
 
 
 _ERRORS = {

@@ -203,6 +203,13 @@ def parse_models(body: Mapping[str, Any]) -> list[str]:
     return sorted(n for n in names if n)
 
 
+def preset_options(preset: Mapping[str, Any]) -> dict[str, Any]:
+    """The request options a SillyTavern Chat Completion preset sets for Gemini."""
+    if "use_makersuite_sysprompt" in preset:
+        return {"use_system_prompt": bool(preset["use_makersuite_sysprompt"])}
+    return {}
+
+
 _ERRORS = {
     "UNAUTHENTICATED": ErrorKind.AUTH,
     "PERMISSION_DENIED": ErrorKind.AUTH,

@@ -125,6 +125,15 @@ def parse_models(body: Mapping[str, Any]) -> list[str]:
     )
 
 
+def compatible_preset_options(preset: Mapping[str, Any]) -> dict[str, Any]:
+    """The request options a SillyTavern preset sets for a custom OpenAI-compatible
+    endpoint: how its messages are reshaped."""
+    if "custom_prompt_post_processing" not in preset:
+        return {}
+    mode = str(preset.get("custom_prompt_post_processing") or "")
+    return {"post_processing": PostProcessing.parse(mode)}
+
+
 class OpenAIStream(JsonChunkStream):
     """Reads OpenAI-style chunks (then the `[DONE]` sentinel): error, usage, the first choice."""
 

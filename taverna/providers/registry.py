@@ -20,6 +20,10 @@ from taverna.providers.request import Api, HttpRequest, RequestOptions
 from taverna.providers.wire import StreamParser
 
 
+def _nothing_preset(preset: Mapping[str, Any]) -> dict[str, Any]:
+    return {}
+
+
 @dataclass(frozen=True, slots=True)
 class Provider:
     """What taverna knows about one API; callers ask it instead of comparing API names.
@@ -27,7 +31,9 @@ class Provider:
     `endpoint(base_url, options)` is the URL a body is POSTed to. `continues_in_place`:
     a continue extends the trailing assistant message (prefill) instead of being answered
     with a new message, so it needs no nudge. `in_place_option`: the connection option
-    that turns that on where it is off by default. Whether the API takes one prompt text
+    that turns that on where it is off by default. `preset_options(preset)`: the
+    `RequestOptions` fields a SillyTavern Chat Completion preset sets for this API (the
+    connection's own choices win over them). Whether the API takes one prompt text
     or a message list is `api.is_text_completion`.
     """
 
@@ -38,6 +44,7 @@ class Provider:
     stream_parser: Callable[[], StreamParser]
     models_request: Callable[[str, str], HttpRequest]
     parse_models: Callable[[Mapping[str, Any]], list[str]] = openai_chat.parse_models
+    preset_options: Callable[[Mapping[str, Any]], dict[str, Any]] = _nothing_preset
     continues_in_place: bool = False
     in_place_option: str = ""
 
@@ -77,7 +84,7 @@ def _record(
     )
 
 
-def _openai_chat(api: Api) -> Provider:
+def _openai_chat(api: Api, **facts: Any) -> Provider:
     # OpenAI and the OpenAI-compatible endpoints share one builder that tells them apart
     return Provider(
         api,
@@ -86,6 +93,7 @@ def _openai_chat(api: Api) -> Provider:
         openai_chat.auth_headers,
         openai_chat.ChatStream,
         openai_chat.models_request,
+        **facts,
     )
 
 
@@ -93,12 +101,24 @@ PROVIDERS: Mapping[Api, Provider] = {
     p.api: p
     for p in (
         _openai_chat(Api.OPENAI),
-        _openai_chat(Api.OPENAI_COMPATIBLE),
+        _openai_chat(Api.OPENAI_COMPATIBLE, preset_options=openai_chat.compatible_preset_options),
         # Mistral streams OpenAI's chunks; it continues in place only where the connection
         # turns `prefix` on (algo-providers.md §10, SillyTavern's `mistral.enablePrefix`)
         _record(Api.MISTRAL, mistral, openai_chat.ChatStream, in_place_option="prefix"),
-        _record(Api.ANTHROPIC, anthropic, anthropic.MessagesStream, continues_in_place=True),
-        _record(Api.GOOGLE, google, google.GenerateContentStream, parse_models=google.parse_models),
+        _record(
+            Api.ANTHROPIC,
+            anthropic,
+            anthropic.MessagesStream,
+            continues_in_place=True,
+            preset_options=anthropic.preset_options,
+        ),
+        _record(
+            Api.GOOGLE,
+            google,
+            google.GenerateContentStream,
+            parse_models=google.parse_models,
+            preset_options=google.preset_options,
+        ),
         # Text Completion APIs continue any text in place
         _record(
             Api.KOBOLDCPP,

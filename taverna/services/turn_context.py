@@ -59,13 +59,14 @@ from taverna.model.settings import (
     TextCompletionSettings,
     WorldInfoSettings,
 )
+from taverna.providers.registry import provider
 from taverna.services.active_settings import (
     ACTIVE,
     SETTINGS_KIND,
     active_choices_document,
     world_info_settings,
 )
-from taverna.services.generation import PreparedTurn, Turn, TurnKind, preset_request_options
+from taverna.services.generation import PreparedTurn, Turn, TurnKind
 from taverna.services.library import LibraryKind
 from taverna.services.tools import declared_tools
 from taverna.services.turn_inputs import assembly_context, character_info
@@ -209,7 +210,7 @@ class TurnContexts:
             want = _widened(want, tail, prompt)
         # The next turn starts where this one ended, with room for the new messages.
         self._windows[chat.id] = max(FIRST_WINDOW, len(tail.nodes) + 8)
-        request = preset_request_options(library.preset, turn.api)
+        request = provider(turn.api).preset_options(library.preset)
         return PreparedTurn(prompt, declared_tools(library.preset), request)
 
     def _cost(

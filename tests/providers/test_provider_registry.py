@@ -50,3 +50,25 @@ def test_model_names_read_each_listing_shape() -> None:
     google = {"models": [{"name": "models/gemini"}]}
     assert provider(Api.GOOGLE).model_names(google) == ["gemini"]
     assert provider(Api.OPENAI).model_names(["not", "a", "listing"]) == []
+
+
+def test_a_preset_sets_each_api_only_its_own_request_options() -> None:
+    from taverna.providers.request import PostProcessing
+
+    preset = {
+        "claude_use_sysprompt": 1,
+        "human_sysprompt_message": "Let's get started.",
+        "use_makersuite_sysprompt": False,
+        "custom_prompt_post_processing": "strict",
+    }
+    assert provider(Api.ANTHROPIC).preset_options(preset) == {
+        "use_system_prompt": True,
+        "human_sysprompt_message": "Let's get started.",
+    }
+    assert provider(Api.GOOGLE).preset_options(preset) == {"use_system_prompt": False}
+    assert provider(Api.OPENAI_COMPATIBLE).preset_options(preset) == {
+        "post_processing": PostProcessing.STRICT
+    }
+    others = set(Api) - {Api.ANTHROPIC, Api.GOOGLE, Api.OPENAI_COMPATIBLE}
+    assert all(provider(api).preset_options(preset) == {} for api in others)
+    assert provider(Api.ANTHROPIC).preset_options({}) == {}

@@ -52,7 +52,6 @@ from taverna.services.generation.turn import (
     PromptBuilder,
     Turn,
     TurnKind,
-    preset_request_options,
 )
 
 __all__ = [
@@ -72,6 +71,5 @@ __all__ = [
     "ToolResult",
     "Turn",
     "TurnKind",
-    "preset_request_options",
     "trim_at_stop",
 ]

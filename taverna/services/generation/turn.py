@@ -10,7 +10,7 @@ from typing import Any
 from taverna.engine.tokens.cache import CountCache
 from taverna.model.chat import Chat, Node, PathTail
 from taverna.model.prompt import Prompt
-from taverna.providers.request import Api, PostProcessing
+from taverna.providers.request import Api
 
 
 class TurnKind(StrEnum):
@@ -82,29 +82,12 @@ class PreparedTurn:
     """A builder's answer when it has more to say than the prompt.
 
     `tools`: the function tools the preset offers. `request`: request options the
-    preset sets (`preset_request_options`); the connection's own choices win over them.
+    preset sets (its provider's `preset_options`); the connection's own choices win over them.
     """
 
     prompt: Prompt
     tools: tuple[str, ...] = ()
     request: Mapping[str, Any] = field(default_factory=dict)
-
-
-def preset_request_options(preset: Mapping[str, Any], api: Api) -> dict[str, Any]:
-    """RequestOptions fields a SillyTavern Chat Completion preset sets for `api`."""
-    out: dict[str, Any] = {}
-    if api is Api.ANTHROPIC:
-        if "claude_use_sysprompt" in preset:
-            out["use_system_prompt"] = bool(preset["claude_use_sysprompt"])
-        if isinstance(preset.get("human_sysprompt_message"), str):
-            out["human_sysprompt_message"] = preset["human_sysprompt_message"]
-    elif api is Api.GOOGLE:
-        if "use_makersuite_sysprompt" in preset:
-            out["use_system_prompt"] = bool(preset["use_makersuite_sysprompt"])
-    elif api is Api.OPENAI_COMPATIBLE and "custom_prompt_post_processing" in preset:
-        mode = str(preset.get("custom_prompt_post_processing") or "")
-        out["post_processing"] = PostProcessing.parse(mode)
-    return out
 
 
 PromptBuilder = Callable[[Turn], Prompt | PreparedTurn]
