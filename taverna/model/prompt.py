@@ -83,6 +83,8 @@ class Prompt:
     sampling fields by SillyTavern's names; providers map them to each API.
     `state` is the chat's state after this turn, for the caller to record on the new
     node: `timedWorldInfo` (lorebook timers) and `variables`; empty for a dry run.
+    `new_chat_prompt`: the preset's new-chat separator with its macros done (chat
+    completion only); Gemini's request stops on it.
     """
 
     kind: str  # "chat" or "text"
@@ -93,3 +95,4 @@ class Prompt:
     sampling: Mapping[str, Any] = field(default_factory=dict)
     ledger: Ledger = field(default_factory=Ledger)
     state: Mapping[str, Any] = field(default_factory=dict)
+    new_chat_prompt: str = ""

@@ -125,20 +125,14 @@ MAX_STOP = 5
 
 
 def stop_sequences(prompt: Prompt, options: RequestOptions) -> list[str]:
-    """The speaker's name line first, then the custom stop strings (algo-providers.md §8).
-
-    SillyTavern sends `"\n{user}:"` (`"\n{char}:"` when impersonating), its new-chat
-    prompt and three custom strings; the new-chat prompt is the prompt's business, so
-    here the custom strings fill the rest of Gemini's five.
-    """
+    """SillyTavern's Gemini stop list (algo-providers.md §4.8): the speaker's name line
+    (`"\n{user}:"`, `"\n{char}:"` when impersonating), the preset's new-chat separator,
+    then the custom stop strings up to Gemini's five. In SillyTavern's order and without
+    removing repeats; an empty separator (which the API would refuse) is left out."""
     name = options.char_name if options.impersonate else options.user_name
-    out = [f"\n{name}:"] if name else []
-    for stop in prompt.stop:
-        if len(out) >= MAX_STOP:
-            break
-        if stop and stop not in out:
-            out.append(stop)
-    return out
+    custom = MAX_STOP - 2
+    separator = [prompt.new_chat_prompt] if prompt.new_chat_prompt else []
+    return [f"\n{name}:", *separator, *prompt.stop[:custom]]
 
 
 def build_body(prompt: Prompt, options: RequestOptions) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -333,10 +334,24 @@ def test_openai_tool_round_keeps_tool_calls_and_results() -> None:
     assert schemas.check_openai_chat(dict(body), compatible=False) == []
 
 
-def test_gemini_stop_sequences_lead_with_the_name_and_stay_within_five() -> None:
-    prompt = chat(PromptMessage(U, "Hi"), stop=("a", "b", "c", "d", "e", "f"))
+def test_gemini_stop_sequences_are_name_separator_and_three_custom_strings() -> None:
+    # SillyTavern: the name line, the new-chat separator, then at most 3 custom strings
+    prompt = replace(
+        chat(PromptMessage(U, "Hi"), stop=("a", "b", "a", "d", "e")),
+        new_chat_prompt="[Start a new Chat]",
+    )
     body = render_request_body(prompt, "google", model="gemini-2.0-flash", user_name="Alex")
-    assert body["generationConfig"]["stopSequences"] == ["\nAlex:", "a", "b", "c", "d"]
+    assert body["generationConfig"]["stopSequences"] == [
+        "\nAlex:",
+        "[Start a new Chat]",
+        "a",
+        "b",
+        "a",
+    ]
+    # no separator (a preset that empties it): the custom strings stay at three
+    no_separator = replace(prompt, new_chat_prompt="")
+    body = render_request_body(no_separator, "google", model="g", user_name="Alex")
+    assert body["generationConfig"]["stopSequences"] == ["\nAlex:", "a", "b", "a"]
     impersonating = build_request(
         prompt, Api.GOOGLE, RequestOptions(model="g", char_name="Aria", impersonate=True)
     ).body

@@ -114,6 +114,8 @@ def build_chat_completion(context: AssemblyContext, turn: Turn, cost: MessageCos
         sampling=dict(cc.sampling),
         ledger=_ledger(turn, parts, layout, error),
         state=turn_state(turn),
+        # SillyTavern's Gemini stop list takes the solo separator, in groups too.
+        new_chat_prompt=turn.substitute(cc.new_chat_prompt, {}),
     )
 
 

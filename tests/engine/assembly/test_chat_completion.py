@@ -425,3 +425,11 @@ def test_custom_stop_strings_section_7_1() -> None:
     ctx = replace(ctx, power_user=replace(ctx.power_user, custom_stopping_strings=strings))
     assert build(ctx).stop == ("Alex:", "A", "B", "C", "D")
     assert build(context()).stop == ()
+
+
+def test_the_prompt_carries_the_solo_new_chat_separator_with_its_macros() -> None:
+    """Gemini's stop list takes the preset's new-chat prompt, macros done (algo-providers.md
+    §4.8)."""
+    prompt = build(context(cc={"new_chat_prompt": "[Start a new chat with {{char}}]"}))
+    assert prompt.new_chat_prompt == "[Start a new chat with Seraphina]"
+    assert build(context(cc={"new_chat_prompt": ""})).new_chat_prompt == ""
