@@ -15,7 +15,7 @@ from taverna.formats import json_text
 from taverna.formats.card_json import card_to_json, with_spec, write_card_json
 from taverna.formats.character_book import book_to_lorebook
 from taverna.formats.charx import write_charx
-from taverna.formats.detect import Document, FileKind, read_any
+from taverna.formats.detect import DetectedFile, FileKind, read_any
 from taverna.formats.png_card import write_png_card
 from taverna.formats.world_info import dump_world_info, world_info_to_json
 from taverna.model.character import SPEC_V2, SPEC_V3, CardFile
@@ -36,7 +36,7 @@ MAX_INPUT_BYTES = 512 * 1024 * 1024
 CARD_KINDS = (FileKind.CARD_PNG, FileKind.CARD_JSON, FileKind.CARD_CHARX)
 
 
-def read_file(path: Path) -> Document:
+def read_file(path: Path) -> DetectedFile:
     """A file from disk, read as whatever kind it is."""
     name = str(path)
     try:
@@ -140,7 +140,7 @@ def _lorebook_summary(book: Lorebook) -> list[tuple[str, str]]:
     ]  # fmt: skip
 
 
-def _summary(document: Document, size: int) -> list[tuple[str, str]]:
+def _summary(document: DetectedFile, size: int) -> list[tuple[str, str]]:
     value = document.value
     rows: list[tuple[str, str]] = [("kind", document.kind.value), ("size", _size(size))]
     if isinstance(value, CardFile):
@@ -223,7 +223,7 @@ def _details(value: STDocument) -> list[tuple[str, str]]:
     return []
 
 
-def as_json(document: Document) -> Any:
+def as_json(document: DetectedFile) -> Any:
     """The document as the project's model serializes it."""
     value = document.value
     if isinstance(value, CardFile):
@@ -263,7 +263,7 @@ def inspect(
         typer.echo(f"{label.rjust(width)}  {_printable(text)}")
 
 
-def _card(document: Document) -> CardFile:
+def _card(document: DetectedFile) -> CardFile:
     if isinstance(document.value, CardFile):
         return document.value
     raise FormatError(

@@ -55,7 +55,7 @@ class FileKind(StrEnum):
 
 
 @dataclass(frozen=True)
-class Document:
+class DetectedFile:
     """A file read as its kind: `value` is the model the kind's reader returns."""
 
     kind: FileKind
@@ -134,7 +134,7 @@ def detect(data: bytes, file_name: str = "") -> FileKind:
     return kind
 
 
-def read_any(data: bytes, file_name: str = "") -> Document:
+def read_any(data: bytes, file_name: str = "") -> DetectedFile:
     """Detect the kind of a file and read it with that kind's reader."""
     file = file_name or None
     kind = detect(data, file_name)
@@ -151,7 +151,7 @@ def read_any(data: bytes, file_name: str = "") -> Document:
     else:
         doc = json_text.loads(data, file=file)
         value = _read_json_kind(kind, doc, stem, file)
-    return Document(kind=kind, value=value, file=file)
+    return DetectedFile(kind=kind, value=value, file=file)
 
 
 def _read_json_kind(kind: FileKind, doc: Any, stem: str, file: str | None) -> Any:
@@ -190,7 +190,7 @@ def _read_json_kind(kind: FileKind, doc: Any, stem: str, file: str | None) -> An
     return validate(models[kind], doc, file=file)
 
 
-def write_document(document: Document) -> bytes:
+def write_document(document: DetectedFile) -> bytes:
     """A document written back as the kind of file it was read from.
 
     A stand-alone V3 lorebook and a `settings.json` are read into other shapes (a
