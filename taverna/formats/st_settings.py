@@ -77,7 +77,7 @@ def read_settings(data: bytes | str, *, file: str | None = None) -> SillyTavernS
     doc = loads(data, file=file)
     if not isinstance(doc, dict):
         raise FormatError("settings must be a JSON object", file=file)
-    reader = _Reader(file)
+    reader = _SettingsReader(file)
     power = reader.obj(doc, "power_user")
     return SillyTavernSettings(
         main_api=reader.str_(doc, "main_api", "openai"),
@@ -102,20 +102,20 @@ def read_chat_completion_preset(
 
     A malformed field raises FormatError naming it (without the `oai_settings.` prefix).
     """
-    return _Reader(file).chat_completion(_document(data, "a preset", file), "")
+    return _SettingsReader(file).chat_completion(_document(data, "a preset", file), "")
 
 
 def read_instruct_template(data: Mapping[str, Any], *, file: str | None = None) -> InstructTemplate:
     """An instruct template file, switched on as when it is the chosen one."""
     doc = {**_document(data, "an instruct template", file), "enabled": True}
-    template: InstructTemplate = _Reader(file).template(InstructTemplate, doc, "")
+    template: InstructTemplate = _SettingsReader(file).template(InstructTemplate, doc, "")
     return template
 
 
 def read_context_template(data: Mapping[str, Any], *, file: str | None = None) -> ContextTemplate:
     """A context template file, as `read_settings` reads `power_user.context`."""
     doc = _document(data, "a context template", file)
-    template: ContextTemplate = _Reader(file).template(ContextTemplate, doc, "")
+    template: ContextTemplate = _SettingsReader(file).template(ContextTemplate, doc, "")
     return template
 
 
@@ -123,7 +123,7 @@ def read_world_info_settings(
     data: Mapping[str, Any], *, file: str | None = None
 ) -> WorldInfoSettings:
     """SillyTavern's `world_info_settings` object (scan depth, budget, global selection...)."""
-    return _Reader(file).world_info(_document(data, "world info settings", file))
+    return _SettingsReader(file).world_info(_document(data, "world info settings", file))
 
 
 def _document(data: Any, what: str, file: str | None) -> Mapping[str, Any]:
@@ -132,7 +132,7 @@ def _document(data: Any, what: str, file: str | None) -> Mapping[str, Any]:
     return data
 
 
-class _Reader:
+class _SettingsReader:
     """Typed access to settings values, with errors that name the field."""
 
     def __init__(self, file: str | None) -> None:

@@ -40,7 +40,7 @@ _MAX_STRING = 64 * 1024 * 1024
 MetadataValue = int | float | bool | str | list[int] | list[float] | list[bool] | list[str]
 
 
-class _Reader:
+class _HashingReader:
     """Reads a stream exactly, hashing every byte it hands out."""
 
     def __init__(self, stream: BinaryIO, file: str | None) -> None:
@@ -98,7 +98,7 @@ def read_metadata(
 
     Reading stops where the metadata ends, before the tensor descriptions.
     """
-    reader = _Reader(stream, file)
+    reader = _HashingReader(stream, file)
     if reader.take(4) != _MAGIC:
         raise FormatError("not a GGUF file", file=file)
     version = int(reader.scalar("I"))
