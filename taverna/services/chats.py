@@ -7,7 +7,7 @@ stored here by one set of rules, so a swipe is a swipe whoever made it
 
 Every write names the chat revision the caller read (`revision=`); a stale one
 raises `StaleRevision` (a `Conflict`) carrying the current revision. Every write
-returns an `Outcome`: the chat at its new revision and the node the operation
+returns a `WriteResult`: the chat at its new revision and the node the operation
 created or changed, if any. Every write can be undone and redone.
 """
 
@@ -40,7 +40,7 @@ from taverna.store.repository import UNSET, ChatWriter, NewChat, Store
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class WriteResult:
     """The result of a write: the chat at its new revision and the node concerned."""
 
     chat: Chat
@@ -160,7 +160,7 @@ class ChatService:
         base_state: ChatState | None = None,
         metadata: Mapping[str, Any] | None = None,
         owner: str = "",
-    ) -> Outcome:
+    ) -> WriteResult:
         """A new chat; `greetings[0]` opens it, the others are its alternate greetings.
 
         Alternate greetings are candidates of the first message (formats-chat.md §4.3),
@@ -179,7 +179,7 @@ class ChatService:
             )
         )
         if not greetings:
-            return Outcome(chat)
+            return WriteResult(chat)
         with self.store.write(chat.id, revision=chat.revision, label="greetings") as w:
             first: Node | None = None
             for text in greetings:
@@ -190,20 +190,20 @@ class ChatService:
             assert first is not None
             w.set_selection(None, first.id)
             w.set_active(first.id)
-        return Outcome(w.chat, first)
+        return WriteResult(w.chat, first)
 
     def delete_chat(self, chat_id: str, *, revision: int) -> None:
         """Delete a chat with its whole tree, if it is still at `revision` (its backups stay)."""
         self.store.delete_chat(chat_id, revision=revision)
 
-    def rename_chat(self, chat_id: str, title: str, *, revision: int) -> Outcome:
+    def rename_chat(self, chat_id: str, title: str, *, revision: int) -> WriteResult:
         """Give a chat a new title; nothing links by title, so nothing breaks."""
         title = self._name(title)
         with self.store.write(chat_id, revision=revision, label="rename") as w:
             w.update_chat(title=title)
-        return Outcome(w.chat)
+        return WriteResult(w.chat)
 
-    def set_lorebook(self, chat_id: str, name: str | None, *, revision: int) -> Outcome:
+    def set_lorebook(self, chat_id: str, name: str | None, *, revision: int) -> WriteResult:
         """Bind the chat's own lorebook by name (None or "": unbind it).
 
         Stored as `world_info` in the metadata, where SillyTavern's chat header has it,
@@ -216,11 +216,11 @@ class ChatService:
             else:
                 metadata.pop("world_info", None)
             w.update_chat(metadata=metadata)
-        return Outcome(w.chat)
+        return WriteResult(w.chat)
 
     def update_metadata(
         self, chat_id: str, changes: Mapping[str, Any], *, revision: int
-    ) -> Outcome:
+    ) -> WriteResult:
         """Set chat metadata keys (a value of None removes the key), keeping the others."""
         with self.store.write(chat_id, revision=revision, label="metadata") as w:
             merged = dict(w.chat.metadata)
@@ -230,7 +230,7 @@ class ChatService:
                 else:
                     merged[key] = value
             w.update_chat(metadata=merged)
-        return Outcome(w.chat)
+        return WriteResult(w.chat)
 
     def append(
         self,
@@ -246,7 +246,7 @@ class ChatService:
         state: ChatState | None = None,
         node_id: str | None = None,
         created: datetime | None = None,
-    ) -> Outcome:
+    ) -> WriteResult:
         """Add a message after the active leaf; the active branch moves along.
 
         `node_id` and `created`: chosen beforehand (a generation builds its prompt with the
@@ -267,7 +267,7 @@ class ChatService:
             )
             w.set_selection(parent, node.id)
             w.set_active(node.id)
-        return Outcome(w.chat, node)
+        return WriteResult(w.chat, node)
 
     def swipe(
         self,
@@ -281,7 +281,7 @@ class ChatService:
         generation: GenerationInfo | None = None,
         state: ChatState | None = None,
         select: bool = True,
-    ) -> Outcome:
+    ) -> WriteResult:
         """Add a candidate at `node_id`'s place (a sibling); select it unless told not to."""
         with self.store.write(chat_id, revision=revision, label="swipe") as w:
             beside = w.get_node(node_id)
@@ -298,17 +298,19 @@ class ChatService:
             )
             if select:
                 self._activate(w, node.id)
-        return Outcome(w.chat, node)
+        return WriteResult(w.chat, node)
 
-    def select_candidate(self, chat_id: str, node_id: str, *, revision: int) -> Outcome:
+    def select_candidate(self, chat_id: str, node_id: str, *, revision: int) -> WriteResult:
         """Choose `node_id` at its place; the path continues where it last went below it."""
         with self.store.write(chat_id, revision=revision, label="select") as w:
             node = w.get_node(node_id)
             self._require_alive(node)
             self._activate(w, w.descend(node.id))
-        return Outcome(w.chat, self.store.get_node(chat_id, node_id))
+        return WriteResult(w.chat, self.store.get_node(chat_id, node_id))
 
-    def step_candidate(self, chat_id: str, node_id: str, step: int, *, revision: int) -> Outcome:
+    def step_candidate(
+        self, chat_id: str, node_id: str, step: int, *, revision: int
+    ) -> WriteResult:
         """Move `step` candidates from `node_id` (the `‹` and `›` arrows), wrapping around."""
         node = self.store.get_node(chat_id, node_id)
         siblings = self.store.children(chat_id, node.parent_id)
@@ -338,7 +340,7 @@ class ChatService:
         turn_state: Mapping[str, Any] | None = None,
         tool_steps: Sequence[ToolStep] = (),
         label: str = "reply",
-    ) -> Outcome:
+    ) -> WriteResult:
         """Store a generated reply after the message `after` (None: at the chat's start),
         with the tool steps the model took on the way between them.
 
@@ -371,7 +373,7 @@ class ChatService:
                 created=self.clock(),
             )
             self._arrive(w, node, at=parent)
-        return Outcome(w.chat, node)
+        return WriteResult(w.chat, node)
 
     def add_candidate(
         self,
@@ -385,7 +387,7 @@ class ChatService:
         turn_state: Mapping[str, Any] | None = None,
         replaces: bool = False,
         label: str | None = None,
-    ) -> Outcome:
+    ) -> WriteResult:
         """Store a generated candidate beside the reply `beside` (a swipe); with
         `replaces` (a regenerate) `beside` is then deleted, restorably.
 
@@ -408,7 +410,7 @@ class ChatService:
             self._arrive(w, node, at=beside)
             if replaces:
                 w.update_node(beside, deleted=True)
-        return Outcome(w.chat, node)
+        return WriteResult(w.chat, node)
 
     def extend(
         self,
@@ -421,7 +423,7 @@ class ChatService:
         trim_end: bool = False,
         turn_state: Mapping[str, Any] | None = None,
         label: str = "continue",
-    ) -> Outcome:
+    ) -> WriteResult:
         """Extend a message by a continue: `text` goes on at its end.
 
         `expected`: the text the continue started from; a message edited or deleted
@@ -439,19 +441,19 @@ class ChatService:
                 node = w.update_node(node_id, content=base + text)
             else:
                 node = w.update_node(node_id, content=base + text, state=state)
-        return Outcome(w.chat, node)
+        return WriteResult(w.chat, node)
 
     # ----------------------------------------------------------------- editing
 
-    def edit(self, chat_id: str, node_id: str, content: str, *, revision: int) -> Outcome:
+    def edit(self, chat_id: str, node_id: str, content: str, *, revision: int) -> WriteResult:
         """Replace a message's text in place; the old text stays in its history."""
         with self.store.write(chat_id, revision=revision, label="edit") as w:
             node = w.update_node(node_id, content=content)
-        return Outcome(w.chat, node)
+        return WriteResult(w.chat, node)
 
     def edit_and_resend(
         self, chat_id: str, node_id: str, content: str, *, revision: int
-    ) -> Outcome:
+    ) -> WriteResult:
         """A new sibling of a user message with new text; the old turn stays as a branch."""
         with self.store.write(chat_id, revision=revision, label="edit and resend") as w:
             old = w.get_node(node_id)
@@ -467,11 +469,11 @@ class ChatService:
                 created=self.clock(),
             )
             self._activate(w, node.id)
-        return Outcome(w.chat, node)
+        return WriteResult(w.chat, node)
 
     def set_hidden(
         self, chat_id: str, node_ids: Iterable[str], hidden: bool, *, revision: int
-    ) -> Outcome:
+    ) -> WriteResult:
         """Hide messages from the model (still shown to the person), or show them again."""
         with self.store.write(
             chat_id, revision=revision, label="hide" if hidden else "unhide"
@@ -479,11 +481,11 @@ class ChatService:
             last: Node | None = None
             for node_id in node_ids:
                 last = w.update_node(node_id, hidden=hidden)
-        return Outcome(w.chat, last)
+        return WriteResult(w.chat, last)
 
     def hide_range(
         self, chat_id: str, start: int, end: int, *, revision: int, hidden: bool = True
-    ) -> Outcome:
+    ) -> WriteResult:
         """`/hide start-end` and `/unhide`: positions on the active path, both ends included.
 
         algo-chat-ops.md §1.8: invalid when start > end, start < 0 or end past the last.
@@ -501,9 +503,9 @@ class ChatService:
                     w.update_node(node.id, hidden=hidden)
             first = w.get_node(visible[start].id)
         # The first message of the range: where the path's reading changed.
-        return Outcome(w.chat, first)
+        return WriteResult(w.chat, first)
 
-    def delete(self, chat_id: str, node_id: str, *, revision: int) -> Outcome:
+    def delete(self, chat_id: str, node_id: str, *, revision: int) -> WriteResult:
         """Delete one message (a restorable tombstone); later messages stay.
 
         Deleting the last message of the path moves the path to another candidate at
@@ -515,9 +517,9 @@ class ChatService:
             w.update_node(node_id, deleted=True)
             if w.chat.active_leaf_id == node_id:
                 self._retreat(w, node)
-        return Outcome(w.chat, self.store.get_node(chat_id, node_id))
+        return WriteResult(w.chat, self.store.get_node(chat_id, node_id))
 
-    def delete_from_here(self, chat_id: str, node_id: str, *, revision: int) -> Outcome:
+    def delete_from_here(self, chat_id: str, node_id: str, *, revision: int) -> WriteResult:
         """Delete a message of the active path and every message after it on that path."""
         with self.store.write(chat_id, revision=revision, label="delete from here") as w:
             path = w.active_nodes()
@@ -531,22 +533,22 @@ class ChatService:
             head = path[start]
             w.set_selection(head.parent_id, None)
             w.set_active(head.parent_id)
-        return Outcome(w.chat, self.store.get_node(chat_id, node_id))
+        return WriteResult(w.chat, self.store.get_node(chat_id, node_id))
 
-    def restore(self, chat_id: str, node_id: str, *, revision: int) -> Outcome:
+    def restore(self, chat_id: str, node_id: str, *, revision: int) -> WriteResult:
         """Bring a deleted message back (its own tombstone only)."""
         with self.store.write(chat_id, revision=revision, label="restore") as w:
             node = w.get_node(node_id)
             if not node.deleted:
                 raise TavernaError("that message is not deleted", field="node_id")
             node = w.update_node(node_id, deleted=False)
-        return Outcome(w.chat, node)
+        return WriteResult(w.chat, node)
 
     # ----------------------------------------------------- branches, checkpoints
 
     def branch_from(
         self, chat_id: str, node_id: str, name: str, *, revision: int, switch: bool = True
-    ) -> Outcome:
+    ) -> WriteResult:
         """A named branch ending at `node_id`; switched to unless told not to.
 
         The branch's path is the path to `node_id`, so it inherits all state up to there.
@@ -562,36 +564,38 @@ class ChatService:
             w.put_branch(branch)
             if switch:
                 self._activate(w, node_id, branch_id=branch.id)
-        return Outcome(w.chat, node)
+        return WriteResult(w.chat, node)
 
-    def switch_branch(self, chat_id: str, branch_id: str, *, revision: int) -> Outcome:
+    def switch_branch(self, chat_id: str, branch_id: str, *, revision: int) -> WriteResult:
         """Make a branch active: the path becomes the path to its head."""
         with self.store.write(chat_id, revision=revision, label="switch branch") as w:
             branch = self._branch(w, branch_id)
             self._activate(w, branch.head_id, branch_id=branch.id)
-        return Outcome(w.chat)
+        return WriteResult(w.chat)
 
-    def rename_branch(self, chat_id: str, branch_id: str, name: str, *, revision: int) -> Outcome:
+    def rename_branch(
+        self, chat_id: str, branch_id: str, name: str, *, revision: int
+    ) -> WriteResult:
         name = self._name(name)
         with self.store.write(chat_id, revision=revision, label="rename branch") as w:
             branch = self._branch(w, branch_id)
             if branch.name != name:
                 self._unique_branch_name(w, name)
                 w.put_branch(Branch(branch.id, chat_id, name, branch.head_id, branch.created))
-        return Outcome(w.chat)
+        return WriteResult(w.chat)
 
-    def delete_branch(self, chat_id: str, branch_id: str, *, revision: int) -> Outcome:
+    def delete_branch(self, chat_id: str, branch_id: str, *, revision: int) -> WriteResult:
         """Remove a branch pointer (not its messages); the active branch cannot go."""
         with self.store.write(chat_id, revision=revision, label="delete branch") as w:
             self._branch(w, branch_id)
             if w.chat.active_branch_id == branch_id:
                 raise TavernaError("switch to another branch first", field="branch_id")
             w.remove_branch(branch_id)
-        return Outcome(w.chat)
+        return WriteResult(w.chat)
 
     def create_checkpoint(
         self, chat_id: str, node_id: str, name: str, *, revision: int
-    ) -> tuple[Outcome, Checkpoint]:
+    ) -> tuple[WriteResult, Checkpoint]:
         """A named pointer to a message, to come back to (branch from it to continue there)."""
         name = self._name(name)
         with self.store.write(chat_id, revision=revision, label="checkpoint") as w:
@@ -601,9 +605,9 @@ class ChatService:
                 raise TavernaError(f"a checkpoint named {name!r} exists", field="name")
             checkpoint = Checkpoint(new_id(), chat_id, name, node_id, self.clock())
             w.put_checkpoint(checkpoint)
-        return Outcome(w.chat, node), checkpoint
+        return WriteResult(w.chat, node), checkpoint
 
-    def open_checkpoint(self, chat_id: str, checkpoint_id: str, *, revision: int) -> Outcome:
+    def open_checkpoint(self, chat_id: str, checkpoint_id: str, *, revision: int) -> WriteResult:
         """Go back to a checkpoint: the active path ends at its message, as a branch switch does."""
         with self.store.write(chat_id, revision=revision, label="open checkpoint") as w:
             found = next((c for c in w.checkpoints() if c.id == checkpoint_id), None)
@@ -612,20 +616,20 @@ class ChatService:
             node = w.get_node(found.node_id)
             self._require_alive(node)
             self._activate(w, node.id)
-        return Outcome(w.chat, node)
+        return WriteResult(w.chat, node)
 
-    def delete_checkpoint(self, chat_id: str, checkpoint_id: str, *, revision: int) -> Outcome:
+    def delete_checkpoint(self, chat_id: str, checkpoint_id: str, *, revision: int) -> WriteResult:
         with self.store.write(chat_id, revision=revision, label="delete checkpoint") as w:
             if not any(c.id == checkpoint_id for c in w.checkpoints()):
                 raise NotFound("no such checkpoint", field="checkpoint_id")
             w.remove_checkpoint(checkpoint_id)
-        return Outcome(w.chat)
+        return WriteResult(w.chat)
 
     # -------------------------------------------------------------------- state
 
     def write_state(
         self, chat_id: str, node_id: str | None, state: ChatState, *, revision: int
-    ) -> Outcome:
+    ) -> WriteResult:
         """Record the state in force from `node_id` on (None: the chat's base state)."""
         with self.store.write(chat_id, revision=revision, label="state") as w:
             if node_id is None:
@@ -633,11 +637,11 @@ class ChatService:
                 node = None
             else:
                 node = w.update_node(node_id, state=state)
-        return Outcome(w.chat, node)
+        return WriteResult(w.chat, node)
 
     def update_state(
         self, chat_id: str, *, revision: int, node_id: str | None = None, **changes: Any
-    ) -> Outcome:
+    ) -> WriteResult:
         """Change some state fields at a node (default: the active leaf), keeping the rest."""
         chat = self.store.get_chat(chat_id)
         target = node_id if node_id is not None else chat.active_leaf_id
@@ -646,17 +650,17 @@ class ChatService:
 
     # --------------------------------------------------------------- undo/redo
 
-    def undo(self, chat_id: str, *, revision: int) -> Outcome:
+    def undo(self, chat_id: str, *, revision: int) -> WriteResult:
         """Revert the newest operation not yet undone (itself a new revision)."""
         with self.store.write(chat_id, revision=revision, label="undo") as w:
             w.undo()
-        return Outcome(w.chat)
+        return WriteResult(w.chat)
 
-    def redo(self, chat_id: str, *, revision: int) -> Outcome:
+    def redo(self, chat_id: str, *, revision: int) -> WriteResult:
         """Re-apply the operation undone last; a new operation since then forbids it."""
         with self.store.write(chat_id, revision=revision, label="redo") as w:
             w.redo()
-        return Outcome(w.chat)
+        return WriteResult(w.chat)
 
     # ---------------------------------------------------------------- helpers
 

@@ -9,7 +9,7 @@ import pytest
 
 from taverna.errors import Conflict, NotFound, TavernaError
 from taverna.model.chat import AuthorsNote, ChatState, NodeRole
-from taverna.services.chats import ChatService, Outcome
+from taverna.services.chats import ChatService, WriteResult
 from taverna.store.sql import SqlStore
 from taverna.store.testing import backends, temporary_store
 
@@ -31,7 +31,7 @@ def texts(chats: ChatService, chat_id: str) -> list[str]:
     return [n.content for n in chats.active_path(chat_id).nodes]
 
 
-def conversation(chats: ChatService, *lines: str) -> Outcome:
+def conversation(chats: ChatService, *lines: str) -> WriteResult:
     """A chat with a greeting then alternating user/assistant lines."""
     out = chats.create_chat("story", greetings=["Hello."], greeting_speaker="Seraphina")
     for i, line in enumerate(lines):

@@ -28,7 +28,7 @@ import taverna
 from taverna.errors import Conflict, StaleRevision, TavernaError
 from taverna.model.chat import NodeRole
 from taverna.services import editing
-from taverna.services.chats import ChatService, Outcome
+from taverna.services.chats import ChatService, WriteResult
 from taverna.services.generated_reply import ToolStep
 from taverna.store.testing import backends, temporary_store
 
@@ -213,7 +213,7 @@ def chats(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ChatServic
         yield ChatService(store)
 
 
-def _chat(chats: ChatService) -> Outcome:
+def _chat(chats: ChatService) -> WriteResult:
     """Greeting, the person's line, a reply: the path ends at the reply."""
     out = chats.create_chat("story", greetings=["Hello."], greeting_speaker="Aria")
     out = chats.append(out.chat.id, USER, "Hi.", revision=out.chat.revision, speaker="Alex")

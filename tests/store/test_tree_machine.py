@@ -16,7 +16,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from taverna.errors import NotFound, TavernaError
 from taverna.model.chat import ActivePath, ChatState, NodeRole, effective_state, new_id
-from taverna.services.chats import ChatService, Outcome
+from taverna.services.chats import ChatService, WriteResult
 from taverna.store import NewChat
 from taverna.store.testing import backends, temporary_store
 
@@ -96,7 +96,7 @@ class TreeMachine(RuleBasedStateMachine):
             return
         if isinstance(out, tuple):
             out = out[0]
-        assert isinstance(out, Outcome)
+        assert isinstance(out, WriteResult)
         assert out.chat.revision == self.revision + 1
         self.revision = out.chat.revision
         self.done.append((before, self.snapshot()))

@@ -33,7 +33,7 @@ from taverna.providers.events import (
 from taverna.providers.registry import provider
 from taverna.providers.request import Api, PostProcessing, RequestOptions
 from taverna.providers.transport import Timeouts, stream_events
-from taverna.services.chats import ChatService, Outcome
+from taverna.services.chats import ChatService, WriteResult
 from taverna.services.connections import Connection, ConnectionService
 from taverna.services.generated_reply import ToolStep
 from taverna.services.generation.runs import (
@@ -286,7 +286,7 @@ class GenerationService:
             if d.chat_id == chat_id
         ]
 
-    def keep_draft(self, draft_id: str) -> Outcome:
+    def keep_draft(self, draft_id: str) -> WriteResult:
         """Store a draft where its generation would have put it, then forget the draft.
 
         Stored at the chat's current revision by the rules a generation's result follows
