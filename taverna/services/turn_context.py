@@ -66,7 +66,7 @@ from taverna.services.active_settings import (
     active_choices_document,
     world_info_settings,
 )
-from taverna.services.generation import PreparedTurn, Turn, TurnKind
+from taverna.services.generation import PreparedTurn, TurnKind, TurnRequest
 from taverna.services.library import LibraryKind
 from taverna.services.tools import declared_tools
 from taverna.services.turn_inputs import assembly_context, character_info
@@ -183,10 +183,10 @@ class TurnContexts:
         self._messages: OrderedDict[str, tuple[Node, ChatMessage]] = OrderedDict()
         self.assemblies = 0  # assemblies run, widening included (for tests and benchmarks)
 
-    def __call__(self, turn: Turn) -> PreparedTurn:
+    def __call__(self, turn: TurnRequest) -> PreparedTurn:
         return self.build(turn)
 
-    def build(self, turn: Turn) -> PreparedTurn:
+    def build(self, turn: TurnRequest) -> PreparedTurn:
         chat = turn.chat
         library = self.library(chat)
         now = self.clock() if self.clock else datetime.now(UTC)
@@ -416,7 +416,7 @@ class TurnContexts:
     # ------------------------------------------------------------------ the context
 
     def context(
-        self, turn: Turn, library: _Library, tail: PathTail, now: datetime
+        self, turn: TurnRequest, library: _Library, tail: PathTail, now: datetime
     ) -> AssemblyContext:
         """The engine's context for `turn` over the path end `tail`."""
         chat = turn.chat

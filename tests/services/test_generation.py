@@ -26,8 +26,8 @@ from taverna.services.generation import (
     PreparedTurn,
     Started,
     ToolResult,
-    Turn,
     TurnKind,
+    TurnRequest,
 )
 from taverna.services.tools import Tool, ToolRegistry
 from taverna.store.sql import SqlStore
@@ -43,10 +43,10 @@ def stub() -> Iterator[StubServer]:
         yield server
 
 
-def simple_builder(turns: list[Turn], tools: tuple[str, ...] = ()) -> Any:
+def simple_builder(turns: list[TurnRequest], tools: tuple[str, ...] = ()) -> Any:
     """A small real prompt builder: a system line, then the visible path as chat messages."""
 
-    def build(turn: Turn) -> Prompt | PreparedTurn:
+    def build(turn: TurnRequest) -> Prompt | PreparedTurn:
         turns.append(turn)
         messages = [PromptMessage(Role.SYSTEM, "You are Aria.")]
         for node in turn.history:
@@ -70,7 +70,7 @@ class World:
     chats: ChatService
     service: GenerationService
     chat_id: str
-    turns: list[Turn]
+    turns: list[TurnRequest]
     stub: StubServer
 
     def path(self) -> list[tuple[str, str]]:
@@ -89,7 +89,7 @@ def world(request: pytest.FixtureRequest, tmp_path: Path, stub: StubServer) -> I
         connections.add(
             "claude", "anthropic", url=stub.base_url("anthropic"), model="stub-model", key=KEY
         )
-        turns: list[Turn] = []
+        turns: list[TurnRequest] = []
         chats = ChatService(store)
         registry = ToolRegistry(
             [
@@ -404,7 +404,7 @@ def test_failed_reply_and_failed_continue_leave_drafts_that_can_be_kept(world: W
 
 
 def test_a_broken_prompt_builder_fails_loudly_before_anything_runs(world: World) -> None:
-    def broken(turn: Turn) -> Prompt:
+    def broken(turn: TurnRequest) -> Prompt:
         raise KeyError("no such preset")
 
     world.service.build_prompt = broken
@@ -461,7 +461,7 @@ def test_replies_are_cut_at_stop_strings() -> None:
 
 
 def test_a_reply_running_into_the_next_turn_is_cut(world: World) -> None:
-    def with_stop(turn: Turn) -> Prompt:
+    def with_stop(turn: TurnRequest) -> Prompt:
         prompt = simple_builder(world.turns)(turn)
         assert isinstance(prompt, Prompt)
         return Prompt(kind="chat", messages=prompt.messages, stop=("\nAlex:",))
@@ -505,7 +505,7 @@ def test_the_prompt_is_built_off_the_event_loop_which_keeps_answering(world: Wor
     ticked = threading.Event()
     seen: dict[str, Any] = {}
 
-    def slow(turn: Turn) -> Prompt | PreparedTurn:
+    def slow(turn: TurnRequest) -> Prompt | PreparedTurn:
         seen["thread"] = threading.get_ident()
         # the builder reads the store like the library builder does, from its thread
         seen["chat"] = world.store.get_chat(turn.chat.id).title
@@ -550,7 +550,7 @@ def test_a_second_start_while_the_first_prompt_builds_is_refused(world: World) -
     entered = threading.Event()
     release = threading.Event()
 
-    def held(turn: Turn) -> Prompt | PreparedTurn:
+    def held(turn: TurnRequest) -> Prompt | PreparedTurn:
         entered.set()
         release.wait(timeout=3.0)
         return plain(turn)  # type: ignore[no-any-return]

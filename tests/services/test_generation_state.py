@@ -32,7 +32,7 @@ from taverna.model.lorebook import Entry, Lorebook
 from taverna.model.prompt import Prompt
 from taverna.services.chats import ChatService
 from taverna.services.connections import ConnectionService
-from taverna.services.generation import Completed, GenerationService, Turn, TurnKind
+from taverna.services.generation import Completed, GenerationService, TurnKind, TurnRequest
 from taverna.store.sql import SqlStore
 from taverna.store.testing import backends, temporary_store
 from tests.stubs import Reply, StubServer, start_stub
@@ -51,10 +51,10 @@ KINDS = {
 }
 
 
-def lorebook_builder(prompts: list[Prompt], turns: list[Turn]) -> Any:
+def lorebook_builder(prompts: list[Prompt], turns: list[TurnRequest]) -> Any:
     """Assembly over the path, with the state in force before the reply being made."""
 
-    def build(turn: Turn) -> Prompt:
+    def build(turn: TurnRequest) -> Prompt:
         turns.append(turn)
         state = effective_state(turn.history, turn.chat.base_state)
         messages = tuple(
@@ -96,7 +96,7 @@ class World:
     service: GenerationService
     chat_id: str
     prompts: list[Prompt]
-    turns: list[Turn]
+    turns: list[TurnRequest]
     stub: StubServer
 
     def lore_sent(self) -> bool:
@@ -137,7 +137,7 @@ def world(request: pytest.FixtureRequest, tmp_path: Path, stub: StubServer) -> I
         connections.add("stub", "openai", url=stub.base_url("openai"), model="stub-model", key=KEY)
         chats = ChatService(store)
         prompts: list[Prompt] = []
-        turns: list[Turn] = []
+        turns: list[TurnRequest] = []
         service = GenerationService(
             store, connections, lorebook_builder(prompts, turns), chats=chats
         )

@@ -50,8 +50,8 @@ from taverna.services.generation.turn import (
     WHOLE_PATH,
     PreparedTurn,
     PromptBuilder,
-    Turn,
     TurnKind,
+    TurnRequest,
 )
 
 __all__ = [
@@ -69,7 +69,7 @@ __all__ = [
     "RunningGeneration",
     "Started",
     "ToolResult",
-    "Turn",
     "TurnKind",
+    "TurnRequest",
     "trim_at_stop",
 ]

@@ -48,8 +48,8 @@ from taverna.services.generation.runs import (
 from taverna.services.generation.turn import (
     PreparedTurn,
     PromptBuilder,
-    Turn,
     TurnKind,
+    TurnRequest,
 )
 from taverna.services.tools import ToolRegistry, default_tools
 from taverna.services.turn_paths import PathEnds
@@ -256,7 +256,7 @@ class GenerationService:
         prefill: bool = False,
         dry_run: bool = False,
         pending: Node | None = None,
-    ) -> Turn:
+    ) -> TurnRequest:
         """A turn over the path ending at `end`, read through the kept path ends.
 
         `pending`: the message `end` names, not yet stored; the path is read to its parent.
@@ -272,7 +272,7 @@ class GenerationService:
                 return tail
             return PathTail((*tail.nodes, pending), tail.before, tail.visible_before, tail.state)
 
-        return Turn(chat, end, kind, api, prefill, read, dry_run=dry_run, counts=self.counts)
+        return TurnRequest(chat, end, kind, api, prefill, read, dry_run=dry_run, counts=self.counts)
 
     # --------------------------------------------------------------- drafts
 
@@ -376,7 +376,7 @@ class GenerationService:
             return chat, PathTail((), 0, 0, chat.base_state)
         return chat, self.paths.tail(chat, chat.active_leaf_id, 2)
 
-    def build_serialized(self, turn: Turn) -> Prompt | PreparedTurn:
+    def build_serialized(self, turn: TurnRequest) -> Prompt | PreparedTurn:
         """Build a turn's prompt, one build at a time: builds share the token-count cache."""
         with self._build_lock:
             return self.build_prompt(turn)

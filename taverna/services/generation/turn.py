@@ -23,12 +23,12 @@ class TurnKind(StrEnum):
     IMPERSONATE = "impersonate"
 
 
-# Enough messages to mean "the whole path" for `Turn.path`.
+# Enough messages to mean "the whole path" for `TurnRequest.path`.
 WHOLE_PATH = 1 << 40
 
 
 @dataclass(frozen=True, slots=True)
-class Turn:
+class TurnRequest:
     """What a prompt builder gets for one generation.
 
     The path ends at node `end` (None: an empty chat) and is read from its end:
@@ -90,4 +90,4 @@ class PreparedTurn:
     request: Mapping[str, Any] = field(default_factory=dict)
 
 
-PromptBuilder = Callable[[Turn], Prompt | PreparedTurn]
+PromptBuilder = Callable[[TurnRequest], Prompt | PreparedTurn]
