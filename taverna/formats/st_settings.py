@@ -21,7 +21,9 @@ from pydantic import ValidationError
 
 from taverna.errors import FormatError
 from taverna.formats.json_text import loads
+from taverna.model.persona import PersonaPosition
 from taverna.model.presets import GLOBAL_ORDER_ID as GLOBAL_ORDER_ID  # the "global" order list
+from taverna.model.presets import NamesBehavior
 from taverna.model.regex_script import RegexScript
 from taverna.model.settings import (
     AuthorsNote,
@@ -30,9 +32,7 @@ from taverna.model.settings import (
     ExtensionPosition,
     InjectionRole,
     InstructTemplate,
-    NamesBehavior,
     PersonaInfo,
-    PersonaPosition,
     PowerUserSettings,
     PromptOrderEntry,
     PromptSlot,

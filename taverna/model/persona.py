@@ -10,12 +10,12 @@ from taverna.model.document import JsonInt, STDocument
 
 
 class PersonaPosition(IntEnum):
-    """Where a persona description goes in the prompt."""
+    """Where a persona description goes (`persona_description_position`, algo-prompt-assembly.md §2.1)."""
 
     IN_PROMPT = 0
-    AFTER_CHARACTER = 1  # deprecated, treated like IN_PROMPT
-    AN_TOP = 2
-    AN_BOTTOM = 3
+    AFTER_CHAR = 1  # deprecated: SillyTavern migrates it to IN_PROMPT when its UI loads
+    TOP_AN = 2  # at the top of the author's note
+    BOTTOM_AN = 3  # at the bottom of the author's note
     AT_DEPTH = 4
     NONE = 9
 

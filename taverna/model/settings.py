@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
-from taverna.model.presets import ChatCompletionPreset
+from taverna.model.persona import PersonaPosition
+from taverna.model.presets import ChatCompletionPreset, NamesBehavior
 
 
 class InjectionRole(IntEnum):
@@ -51,26 +52,6 @@ class ExtensionPosition(IntEnum):
     IN_PROMPT = 0  # after the story string / right after the main prompt
     IN_CHAT = 1  # inside the history at a depth
     BEFORE_PROMPT = 2  # before the story string / right before the main prompt
-
-
-class NamesBehavior(IntEnum):
-    """Chat Completion `names_behavior` (formats-presets.md §1.4)."""
-
-    NONE = -1
-    DEFAULT = 0
-    COMPLETION = 1
-    CONTENT = 2
-
-
-class PersonaPosition(IntEnum):
-    """`persona_description_position` (algo-prompt-assembly.md §2.1)."""
-
-    IN_PROMPT = 0
-    AFTER_CHAR = 1
-    TOP_AN = 2
-    BOTTOM_AN = 3
-    AT_DEPTH = 4
-    NONE = 9
 
 
 # -------------------------------------------------- injections, persona, author's note

@@ -48,14 +48,13 @@ from taverna.formats.st_settings import (
 from taverna.formats.world_info import world_info_from_json
 from taverna.model.chat import Chat, ChatState, Node, NodeRole, PathTail
 from taverna.model.lorebook import Lorebook
-from taverna.model.persona import Persona
+from taverna.model.persona import Persona, PersonaPosition
 from taverna.model.prompt import Prompt
 from taverna.model.regex_script import RegexScript
 from taverna.model.settings import (
     ChatCompletionSettings,
     InjectionRole,
     PersonaInfo,
-    PersonaPosition,
     TextCompletionSettings,
     WorldInfoSettings,
 )

@@ -21,13 +21,8 @@ from taverna.engine.assembly.context import (
     Speaker,
 )
 from taverna.formats.st_settings import SillyTavernSettings
-from taverna.model.settings import (
-    AuthorsNote,
-    DepthPrompt,
-    ExtensionPosition,
-    InjectionRole,
-    PersonaPosition,
-)
+from taverna.model.persona import PersonaPosition
+from taverna.model.settings import AuthorsNote, DepthPrompt, ExtensionPosition, InjectionRole
 
 
 def character_info(character: Any, avatar: str = "") -> CharacterInfo:

@@ -23,7 +23,6 @@ from taverna.engine.assembly.context import (
     ExtensionPosition,
     GenerationType,
     InjectionRole,
-    PersonaPosition,
 )
 from taverna.engine.assembly.injections import (
     AUTHORS_NOTE_KEY,
@@ -38,6 +37,7 @@ from taverna.engine.assembly.injections import (
 )
 from taverna.engine.assembly.stop import custom_stopping_strings
 from taverna.engine.assembly.turn import Turn, prompt_bias_text, turn_state
+from taverna.model.persona import PersonaPosition
 from taverna.model.prompt import Ledger, LedgerItem, Prompt, PromptMessage, Role
 
 ABSOLUTE = 1  # prompt-manager `injection_position` for in-chat prompts

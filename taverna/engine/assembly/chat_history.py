@@ -8,15 +8,11 @@ from typing import overload
 
 from taverna.engine.assembly.budget import MessageCost
 from taverna.engine.assembly.chat_layout import Layout, Part, Slot
-from taverna.engine.assembly.context import (
-    AssemblyContext,
-    GenerationType,
-    NamesBehavior,
-    Speaker,
-)
+from taverna.engine.assembly.context import AssemblyContext, GenerationType, Speaker
 from taverna.engine.assembly.injections import InjectedBlock, Injection, newest_first
 from taverna.engine.assembly.turn import Turn, speaker_role
 from taverna.engine.macros import has_macros
+from taverna.model.presets import NamesBehavior
 
 
 def _sanitize_name(name: str) -> str:

@@ -18,9 +18,9 @@ from taverna.engine.assembly.context import (
     CharacterInfo,
     ExtensionPosition,
     InjectionRole,
-    PersonaPosition,
     Speaker,
 )
+from taverna.model.persona import PersonaPosition
 
 # algo-prompt-assembly.md §5.2: depths 0..1000 are walked.
 MAX_INJECTION_DEPTH = 1000

@@ -13,13 +13,13 @@ from taverna.engine.assembly.context import (
     ExtensionPosition,
     GenerationType,
     InjectionRole,
-    NamesBehavior,
-    PersonaPosition,
     PromptOrderEntry,
     PromptSlot,
     default_prompt_order,
     default_prompts,
 )
+from taverna.model.persona import PersonaPosition
+from taverna.model.presets import NamesBehavior
 
 from .helpers import SERAPHINA, build, chat, context, msg, pairs
 

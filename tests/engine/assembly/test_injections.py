@@ -10,7 +10,6 @@ from taverna.engine.assembly.context import (
     DepthPrompt,
     ExtensionPosition,
     InjectionRole,
-    PersonaPosition,
 )
 from taverna.engine.assembly.injections import (
     AUTHORS_NOTE_KEY,
@@ -23,6 +22,7 @@ from taverna.engine.assembly.injections import (
     insert_blocks,
     with_lorebook,
 )
+from taverna.model.persona import PersonaPosition
 
 from .helpers import SERAPHINA, chat, context
 

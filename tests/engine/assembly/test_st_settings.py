@@ -7,14 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from taverna.engine.assembly.context import (
-    InjectionRole,
-    NamesBehavior,
-    PersonaPosition,
-    default_prompt_order,
-)
+from taverna.engine.assembly.context import InjectionRole, default_prompt_order
 from taverna.errors import FormatError
 from taverna.formats.st_settings import read_settings
+from taverna.model.persona import PersonaPosition
+from taverna.model.presets import NamesBehavior
 
 
 def _settings(oracle_cases: Path, case: str) -> bytes:

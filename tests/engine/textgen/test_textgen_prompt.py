@@ -22,13 +22,13 @@ from taverna.engine.assembly.context import (
     InjectionRole,
     InstructTemplate,
     PersonaInfo,
-    PersonaPosition,
     PowerUserSettings,
     Speaker,
     SystemPrompt,
     TextCompletionSettings,
 )
 from taverna.engine.tokens import EstimateTokenizer
+from taverna.model.persona import PersonaPosition
 
 CHATML = InstructTemplate(
     enabled=True,
