@@ -16,6 +16,7 @@ from pydantic import BeforeValidator, Field
 
 from taverna.model.document import JsonInt, Number, STDocument
 from taverna.model.regex_script import RegexScript
+from taverna.model.settings import InjectionRole
 
 ENVELOPE_KEY = "_envelope"
 """Key of the envelope in `Character.to_json()`; no card field starts with `_`, so a card
@@ -55,6 +56,16 @@ class DepthPrompt(STDocument):
     prompt: str = ""
     depth: Number = 4
     role: str = "system"
+
+    @property
+    def injection_depth(self) -> int:
+        """The depth as a whole number of messages from the end of the chat."""
+        return int(self.depth)
+
+    @property
+    def injection_role(self) -> InjectionRole:
+        """The role the note is sent as (a name SillyTavern does not know means system)."""
+        return InjectionRole.parse(self.role)
 
 
 class CharacterExtensions(STDocument):

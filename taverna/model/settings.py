@@ -58,15 +58,6 @@ class ExtensionPosition(IntEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class DepthPrompt:
-    """A character's note: text injected into the chat at a depth (card `depth_prompt`)."""
-
-    text: str = ""
-    depth: int = 4
-    role: InjectionRole = InjectionRole.SYSTEM
-
-
-@dataclass(frozen=True, slots=True)
 class PersonaInfo:
     """The user's persona: name, description and where the description goes."""
 

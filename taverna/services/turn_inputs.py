@@ -22,20 +22,12 @@ from taverna.engine.assembly.context import (
 )
 from taverna.formats.st_settings import SillyTavernSettings
 from taverna.model.persona import PersonaPosition
-from taverna.model.settings import AuthorsNote, DepthPrompt, ExtensionPosition, InjectionRole
+from taverna.model.settings import AuthorsNote, ExtensionPosition, InjectionRole
 
 
 def character_info(character: Any, avatar: str = "") -> CharacterInfo:
     """The assembly's view of a card (`taverna.model.character.Character`)."""
     extensions = character.extensions
-    depth = extensions.depth_prompt
-    depth_prompt = DepthPrompt()
-    if depth is not None:
-        depth_prompt = DepthPrompt(
-            text=depth.prompt or "",
-            depth=int(depth.depth) if isinstance(depth.depth, int | float) else 4,
-            role=InjectionRole.parse(depth.role),
-        )
     talkativeness = extensions.talkativeness
     try:
         talk = float(talkativeness) if talkativeness not in (None, "") else 0.5
@@ -50,7 +42,7 @@ def character_info(character: Any, avatar: str = "") -> CharacterInfo:
         first_mes=character.first_mes,
         system_prompt=character.system_prompt,
         post_history_instructions=character.post_history_instructions,
-        depth_prompt=depth_prompt,
+        depth_prompt=character.depth_prompt,
         talkativeness=talk,
         linked_lorebook=extensions.world or "",
         embedded_lorebook=character.character_book,

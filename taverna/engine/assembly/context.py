@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
+from taverna.model.character import DepthPrompt
 from taverna.model.regex_script import RegexScript
 from taverna.model.settings import (
     DEFAULT_ENHANCE_DEFINITIONS,
@@ -23,7 +24,6 @@ from taverna.model.settings import (
     AuthorsNote,
     ChatCompletionSettings,
     ContextTemplate,
-    DepthPrompt,
     ExtensionPosition,
     InjectionRole,
     InstructTemplate,
@@ -49,7 +49,6 @@ __all__ = [
     "ChatMessage",
     "ChatMetadata",
     "ContextTemplate",
-    "DepthPrompt",
     "ExtensionPosition",
     "GenerationType",
     "InjectionRole",
@@ -101,7 +100,7 @@ class CharacterInfo:
     first_mes: str = ""
     system_prompt: str = ""
     post_history_instructions: str = ""
-    depth_prompt: DepthPrompt = DepthPrompt()
+    depth_prompt: DepthPrompt = field(default_factory=DepthPrompt)
     talkativeness: float = 0.5
     linked_lorebook: str = ""  # `data.extensions.world`: the book linked to the card
     extra_lorebooks: tuple[str, ...] = ()  # books added to the character in the UI

@@ -190,7 +190,8 @@ def base_table(context: AssemblyContext, active: bool | None = None) -> Injectio
         [
             m
             for m in context.joined_members()
-            if m.depth_prompt.text and (m.name not in context.group_muted or m is context.character)
+            if m.depth_prompt.prompt
+            and (m.name not in context.group_muted or m is context.character)
         ]
         if joining
         else []
@@ -249,15 +250,15 @@ def _with_depth_prompt(
     table: InjectionTable, key: str, name: str, character: CharacterInfo, scan: bool
 ) -> InjectionTable:
     prompt = character.depth_prompt
-    if not prompt.text:
+    if not prompt.prompt:
         return table
     return table.with_(
         Injection(
             key,
-            prompt.text,
+            prompt.prompt,
             ExtensionPosition.IN_CHAT,
-            prompt.depth,
-            prompt.role,
+            prompt.injection_depth,
+            prompt.injection_role,
             # script.js: the character note is scannable only with the note's "allow WI scan".
             scan=scan,
             kind="depth_prompt",

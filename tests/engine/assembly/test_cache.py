@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from taverna.engine.assembly.cache import first_difference
-from taverna.engine.assembly.context import DepthPrompt, InjectionRole
 from taverna.engine.assembly.ledger import render_ledger
+from taverna.model.character import DepthPrompt
 from taverna.model.prompt import Ledger, LedgerItem, Prompt
 
 from .helpers import SERAPHINA, build, chat, context, msg
@@ -30,7 +30,7 @@ def test_a_new_message_breaks_at_the_end() -> None:
 def test_a_depth_injection_breaks_the_prefix_and_is_named() -> None:
     """A depth-4 note moves every turn: the break is at the injection, inside the history."""
     turns = [(("user", "character")[i % 2], f"line {i}") for i in range(10)]
-    character = replace(SERAPHINA, depth_prompt=DepthPrompt("NOTE", 4, InjectionRole.SYSTEM))
+    character = replace(SERAPHINA, depth_prompt=DepthPrompt(prompt="NOTE", depth=4, role="system"))
     before = build(context(messages=chat(*turns), character=character))
     after = build(context(messages=chat(*turns, ("user", "line 10")), character=character))
     found = first_difference(before, after)

@@ -9,15 +9,14 @@ import pytest
 from taverna.engine.assembly.context import (
     AuthorsNote,
     ChatMetadata,
-    DepthPrompt,
     ExtensionPosition,
     GenerationType,
-    InjectionRole,
     PromptOrderEntry,
     PromptSlot,
     default_prompt_order,
     default_prompts,
 )
+from taverna.model.character import DepthPrompt
 from taverna.model.persona import PersonaPosition
 from taverna.model.presets import NamesBehavior
 
@@ -269,7 +268,9 @@ def test_in_chat_prompt_manager_prompt_merges_first_section_5_2() -> None:
     order = (*default_prompt_order(), PromptOrderEntry("custom1", True))
     ctx = context(
         cc={"prompts": (*default_prompts(), custom), "order": order},
-        character=replace(SERAPHINA, depth_prompt=DepthPrompt("NOTE", 1, InjectionRole.SYSTEM)),
+        character=replace(
+            SERAPHINA, depth_prompt=DepthPrompt(prompt="NOTE", depth=1, role="system")
+        ),
     )
     got = pairs(build(ctx))
     assert ("system", "CUSTOM\nNOTE", None) in got
@@ -347,7 +348,9 @@ def test_cache_friendly_puts_volatile_parts_after_history() -> None:
     """Beyond ST: depth injections move after the chat so the prefix stays stable."""
     ctx = context(
         messages=_long_chat(8),
-        character=replace(SERAPHINA, depth_prompt=DepthPrompt("NOTE", 4, InjectionRole.SYSTEM)),
+        character=replace(
+            SERAPHINA, depth_prompt=DepthPrompt(prompt="NOTE", depth=4, role="system")
+        ),
     )
     normal = pairs(build(ctx))
     friendly = pairs(build(replace(ctx, cache_friendly=True)))

@@ -7,7 +7,6 @@ from dataclasses import replace
 from taverna.engine.assembly.context import (
     AuthorsNote,
     ChatMetadata,
-    DepthPrompt,
     ExtensionPosition,
     InjectionRole,
 )
@@ -22,6 +21,7 @@ from taverna.engine.assembly.injections import (
     insert_blocks,
     with_lorebook,
 )
+from taverna.model.character import DepthPrompt
 from taverna.model.persona import PersonaPosition
 
 from .helpers import SERAPHINA, chat, context
@@ -127,7 +127,9 @@ def test_persona_top_and_bottom_of_the_note_section_2_1() -> None:
 
 def test_persona_at_depth_and_character_note_section_5_2() -> None:
     """§5.2 table: persona at depth and the card's depth prompt with their own depth and role."""
-    character = replace(SERAPHINA, depth_prompt=DepthPrompt("note", 3, InjectionRole.ASSISTANT))
+    character = replace(
+        SERAPHINA, depth_prompt=DepthPrompt(prompt="note", depth=3, role="assistant")
+    )
     ctx = context(
         character=character,
         persona={

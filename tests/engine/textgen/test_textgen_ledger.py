@@ -14,11 +14,11 @@ from taverna.engine.assembly.cache import first_difference
 from taverna.engine.assembly.context import (
     AuthorsNote,
     ChatMetadata,
-    DepthPrompt,
     GenerationType,
     PowerUserSettings,
     Speaker,
 )
+from taverna.model.character import DepthPrompt
 from taverna.model.prompt import Prompt
 
 from .test_textgen_prompt import chatml, message, seraphina
@@ -76,7 +76,7 @@ def test_included_items_sum_to_the_total(
         else message(i, Speaker.CHARACTER, "Seraphina", " ".join(["ok"] * n))
         for i, n in enumerate(lengths)
     )
-    character = replace(seraphina().character, depth_prompt=DepthPrompt("NOTE", 2))
+    character = replace(seraphina().character, depth_prompt=DepthPrompt(prompt="NOTE", depth=2))
     context = seraphina(
         messages=turns,
         characters=(character,),
@@ -107,7 +107,7 @@ def _turns(count: int) -> tuple[object, ...]:
 
 def test_cache_friendly_text_moves_depth_injections_after_the_chat() -> None:
     """Beyond ST: depth injections and the in-prompt author's note follow the newest message."""
-    character = replace(seraphina().character, depth_prompt=DepthPrompt("NOTE", 4))
+    character = replace(seraphina().character, depth_prompt=DepthPrompt(prompt="NOTE", depth=4))
     note = AuthorsNote(prompt="AN TEXT", position=0)  # in prompt: after the story string
     context = seraphina(
         messages=_turns(10), characters=(character,), metadata=ChatMetadata(authors_note=note)
@@ -126,7 +126,7 @@ def test_cache_friendly_text_moves_depth_injections_after_the_chat() -> None:
 
 def test_cache_friendly_text_keeps_the_prefix_across_turns() -> None:
     """The prefix shared with the previous turn reaches the new message."""
-    character = replace(seraphina().character, depth_prompt=DepthPrompt("NOTE", 4))
+    character = replace(seraphina().character, depth_prompt=DepthPrompt(prompt="NOTE", depth=4))
 
     def at(count: int, friendly: bool) -> Prompt:
         return assemble(
@@ -180,7 +180,7 @@ def test_chat_template_ledger_sums_to_the_total() -> None:
 
 def test_a_moved_text_injection_is_named_as_what_was_there() -> None:
     """The depth-4 note moves every turn: the previous prompt had it where the break is."""
-    character = replace(seraphina().character, depth_prompt=DepthPrompt("NOTE", 4))
+    character = replace(seraphina().character, depth_prompt=DepthPrompt(prompt="NOTE", depth=4))
     before = assemble(seraphina(messages=_turns(9), characters=(character,)))
     after = assemble(seraphina(messages=_turns(10), characters=(character,)))
     found = first_difference(before, after)

@@ -16,7 +16,6 @@ from taverna.engine.assembly.context import (
     ChatMessage,
     ChatMetadata,
     ContextTemplate,
-    DepthPrompt,
     ExtensionPosition,
     GenerationType,
     InjectionRole,
@@ -28,6 +27,7 @@ from taverna.engine.assembly.context import (
     TextCompletionSettings,
 )
 from taverna.engine.tokens import EstimateTokenizer
+from taverna.model.character import DepthPrompt
 from taverna.model.persona import PersonaPosition
 
 CHATML = InstructTemplate(
@@ -194,7 +194,7 @@ def test_pinned_examples_always_go_in() -> None:
 
 def test_injections_go_at_their_depth_as_narrator_lines() -> None:
     """§5.2/§5.3: depth counts real messages; system injections have no name."""
-    character = replace(seraphina().character, depth_prompt=DepthPrompt("NOTE", 1))
+    character = replace(seraphina().character, depth_prompt=DepthPrompt(prompt="NOTE", depth=1))
     note = AuthorsNote(prompt="AN", depth=0, position=ExtensionPosition.IN_CHAT)
     context = seraphina(characters=(character,), metadata=ChatMetadata(authors_note=note))
     prompt = assemble(context)
