@@ -21,15 +21,14 @@ from pydantic import ValidationError
 
 from taverna.errors import FormatError
 from taverna.formats.json_text import loads
+from taverna.model.chat import AuthorsNote
 from taverna.model.persona import PersonaPosition
 from taverna.model.presets import GLOBAL_ORDER_ID as GLOBAL_ORDER_ID  # the "global" order list
 from taverna.model.presets import NamesBehavior
 from taverna.model.regex_script import RegexScript
 from taverna.model.settings import (
-    AuthorsNote,
     ChatCompletionSettings,
     ContextTemplate,
-    ExtensionPosition,
     InjectionRole,
     InstructTemplate,
     PersonaInfo,
@@ -64,7 +63,10 @@ class SillyTavernSettings:
     power_user: PowerUserSettings = field(default_factory=PowerUserSettings)
     world_info: WorldInfoSettings = field(default_factory=WorldInfoSettings)
     persona: PersonaInfo = field(default_factory=PersonaInfo)
-    authors_note: AuthorsNote = field(default_factory=AuthorsNote)
+    authors_note: AuthorsNote = field(default_factory=AuthorsNote)  # a new chat's note
+    # `extension_settings.note.allowWIScan`: the lorebook scans the author's note and the
+    # characters' notes
+    allow_wi_scan: bool = False
     character_notes: tuple[CharacterNote, ...] = ()
     regex_scripts: tuple[RegexScript, ...] = ()  # global scripts, in order (none if disabled)
     regex_allowed: tuple[str, ...] = ()  # card files whose own scripts may run
@@ -87,6 +89,7 @@ def read_settings(data: bytes | str, *, file: str | None = None) -> SillyTavernS
         world_info=reader.world_info(reader.obj(doc, "world_info_settings")),
         persona=reader.persona(doc, power),
         authors_note=reader.authors_note(doc),
+        allow_wi_scan=reader.allow_wi_scan(doc),
         character_notes=reader.character_notes(doc),
         regex_scripts=reader.regex_scripts(doc),
         regex_allowed=reader.regex_allowed(doc),
@@ -462,20 +465,19 @@ class _SettingsReader:
         )
 
     def authors_note(self, doc: Mapping[str, Any]) -> AuthorsNote:
-        extensions = self.obj(doc, "extension_settings")
-        note = self.obj(extensions, "note", "extension_settings.")
+        note = self.obj(self.obj(doc, "extension_settings"), "note", "extension_settings.")
         path = "extension_settings.note."
-        position = self.int_(note, "defaultPosition", 1, path)
         return AuthorsNote(
             prompt=self.str_(note, "default", "", path),
             interval=self.int_(note, "defaultInterval", 1, path),
             depth=self.int_(note, "defaultDepth", 4, path),
-            position=ExtensionPosition(position)
-            if position in (0, 1, 2)
-            else ExtensionPosition.IN_CHAT,
-            role=InjectionRole.parse(note.get("defaultRole", 0)),
-            allow_wi_scan=self.bool_(note, "allowWIScan", False, path),
+            position=self.int_(note, "defaultPosition", 1, path),
+            role=int(InjectionRole.parse(note.get("defaultRole", 0))),
         )
+
+    def allow_wi_scan(self, doc: Mapping[str, Any]) -> bool:
+        note = self.obj(self.obj(doc, "extension_settings"), "note", "extension_settings.")
+        return self.bool_(note, "allowWIScan", False, "extension_settings.note.")
 
     def regex_scripts(self, doc: Mapping[str, Any]) -> tuple[RegexScript, ...]:
         extensions = self.obj(doc, "extension_settings")

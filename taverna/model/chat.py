@@ -22,6 +22,8 @@ from typing import Any
 
 import uuid6
 
+from taverna.model.settings import ExtensionPosition, InjectionRole
+
 JsonObject = dict[str, Any]
 
 
@@ -53,17 +55,29 @@ class AuthorsNote:
 
     prompt: str = ""
     interval: int = 1
-    position: int = 1
+    position: int = 1  # SillyTavern's number, kept as stored; see `extension_position`
     depth: int = 4
-    role: int = 0
+    role: int = 0  # SillyTavern's number, kept as stored; see `injection_role`
+
+    @property
+    def extension_position(self) -> ExtensionPosition:
+        """Where the note goes; a number SillyTavern does not know means in the chat."""
+        if self.position in (0, 1, 2):
+            return ExtensionPosition(self.position)
+        return ExtensionPosition.IN_CHAT
+
+    @property
+    def injection_role(self) -> InjectionRole:
+        """The role the note is sent as; a number SillyTavern does not know means system."""
+        return InjectionRole.parse(self.role)
 
     def to_json(self) -> JsonObject:
         return {
             "prompt": self.prompt,
             "interval": self.interval,
-            "position": self.position,
+            "position": int(self.position),
             "depth": self.depth,
-            "role": self.role,
+            "role": int(self.role),
         }
 
     @classmethod

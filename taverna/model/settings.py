@@ -2,7 +2,7 @@
 
 Presets' Chat Completion settings (the prompt manager and the texts around it), the
 instruct, context and system-prompt templates, the power-user and world-info
-settings, and the persona and author's-note settings: what `taverna.formats.st_settings`
+settings, and the persona settings: what `taverna.formats.st_settings`
 reads and the assembly engine takes in its context.
 """
 
@@ -54,7 +54,7 @@ class ExtensionPosition(IntEnum):
     BEFORE_PROMPT = 2  # before the story string / right before the main prompt
 
 
-# -------------------------------------------------- injections, persona, author's note
+# ---------------------------------------------------------- injections and persona
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,20 +68,6 @@ class PersonaInfo:
     role: InjectionRole = InjectionRole.SYSTEM
     avatar: str = ""
     lorebook: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class AuthorsNote:
-    """The chat's author's note settings (algo-prompt-assembly.md §5.1)."""
-
-    prompt: str = ""
-    interval: int = 1
-    depth: int = 4
-    position: ExtensionPosition = ExtensionPosition.IN_CHAT
-    role: InjectionRole = InjectionRole.SYSTEM
-    allow_wi_scan: bool = False
-    character_note: str = ""  # the per-character note, combined as `character_note_mode` says
-    character_note_mode: str = "replace"  # replace | before | after
 
 
 # ------------------------------------------------------------------- presets

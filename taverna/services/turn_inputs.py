@@ -21,8 +21,9 @@ from taverna.engine.assembly.context import (
     Speaker,
 )
 from taverna.formats.st_settings import SillyTavernSettings
+from taverna.model.chat import AuthorsNote
 from taverna.model.persona import PersonaPosition
-from taverna.model.settings import AuthorsNote, ExtensionPosition, InjectionRole
+from taverna.model.settings import InjectionRole
 
 
 def character_info(character: Any, avatar: str = "") -> CharacterInfo:
@@ -114,7 +115,6 @@ def assembly_context(
         except ValueError:
             return default
 
-    position = meta_int("note_position", int(note.position))
     character = characters[0] if characters else None
     char_note = ""
     char_note_mode = "replace"
@@ -128,19 +128,16 @@ def assembly_context(
         prompt=prompt if isinstance(prompt, str) else note.prompt,
         interval=meta_int("note_interval", note.interval),
         depth=meta_int("note_depth", note.depth),
-        position=ExtensionPosition(position)
-        if position in (0, 1, 2)
-        else ExtensionPosition.IN_CHAT,
-        role=InjectionRole.parse(meta.get("note_role"), note.role),
-        allow_wi_scan=note.allow_wi_scan,
-        character_note=char_note,
-        character_note_mode=char_note_mode,
+        position=meta_int("note_position", note.position),
+        role=int(InjectionRole.parse(meta.get("note_role"), note.injection_role)),
     )
     variables = meta.get("variables")
     world = meta.get("world_info")
     scenario = meta.get("scenario")
     metadata = ChatMetadata(
         authors_note=authors_note,
+        character_note=char_note,
+        character_note_mode=char_note_mode,
         lorebook=world if isinstance(world, str) else "",
         scenario=scenario if isinstance(scenario, str) else "",
         variables=dict(variables) if isinstance(variables, dict) else {},
@@ -181,6 +178,7 @@ def assembly_context(
     return AssemblyContext(
         characters=chars,
         regex_scripts=scripts,
+        allow_wi_scan=settings.allow_wi_scan,
         messages=tuple(messages),
         persona=persona,
         metadata=metadata,

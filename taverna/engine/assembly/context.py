@@ -16,12 +16,12 @@ from enum import StrEnum
 from typing import Any
 
 from taverna.model.character import DepthPrompt
+from taverna.model.chat import AuthorsNote
 from taverna.model.regex_script import RegexScript
 from taverna.model.settings import (
     DEFAULT_ENHANCE_DEFINITIONS,
     DEFAULT_MAIN_PROMPT,
     DEFAULT_STORY_STRING,
-    AuthorsNote,
     ChatCompletionSettings,
     ContextTemplate,
     ExtensionPosition,
@@ -43,7 +43,6 @@ __all__ = [
     "DEFAULT_MAIN_PROMPT",
     "DEFAULT_STORY_STRING",
     "AssemblyContext",
-    "AuthorsNote",
     "CharacterInfo",
     "ChatCompletionSettings",
     "ChatMessage",
@@ -142,7 +141,11 @@ class ChatMessage:
 class ChatMetadata:
     """What a chat carries besides its messages."""
 
-    authors_note: AuthorsNote = AuthorsNote()
+    authors_note: AuthorsNote = field(default_factory=AuthorsNote)
+    # The speaker's own author's note (`extension_settings.note.chara`), combined with the
+    # chat's as `character_note_mode` says: replace | before | after.
+    character_note: str = ""
+    character_note_mode: str = "replace"
     lorebook: str = ""  # the chat's own lorebook (`world_info` in the chat header)
     scenario: str = ""  # per-chat scenario override
     variables: Mapping[str, Any] = field(default_factory=dict)
@@ -201,6 +204,9 @@ class AssemblyContext:
     group_join_suffix: str = ""
     group_muted: tuple[str, ...] = ()  # names of muted (disabled) members
     quiet_prompt: str = ""
+    # `extension_settings.note.allowWIScan`: the lorebook scans the author's note and the
+    # characters' notes.
+    allow_wi_scan: bool = False
     # The regex scripts that apply, in order: global ones, then the character's when allowed.
     regex_scripts: tuple[RegexScript, ...] = ()
     chat_id: str = ""  # the chat's identity (SillyTavern: its file name); seeds {{pick}}

@@ -164,15 +164,15 @@ def authors_note_active(context: AssemblyContext) -> bool:
 
 def authors_note_text(context: AssemblyContext) -> str:
     """The author's note with the character note combined as the user chose."""
-    note = context.metadata.authors_note
-    text = note.prompt
-    if note.character_note:
-        if note.character_note_mode == "before":
-            text = note.character_note + "\n" + text
-        elif note.character_note_mode == "after":
-            text = text + "\n" + note.character_note
+    metadata = context.metadata
+    text = metadata.authors_note.prompt
+    if metadata.character_note:
+        if metadata.character_note_mode == "before":
+            text = metadata.character_note + "\n" + text
+        elif metadata.character_note_mode == "after":
+            text = text + "\n" + metadata.character_note
         else:
-            text = note.character_note
+            text = metadata.character_note
     return text
 
 
@@ -183,7 +183,7 @@ def base_table(context: AssemblyContext, active: bool | None = None) -> Injectio
     8 and 15): character depth prompts, author's note, persona.
     """
     table = InjectionTable()
-    allow_scan = context.metadata.authors_note.allow_wi_scan
+    allow_scan = context.allow_wi_scan
     # algo-chat-ops.md §5.3: join modes number every member's note; swap uses the speaker's.
     joining = context.is_group and context.group_generation_mode in (1, 2)
     with_notes = (
@@ -211,10 +211,10 @@ def base_table(context: AssemblyContext, active: bool | None = None) -> Injectio
         Injection(
             AUTHORS_NOTE_KEY,
             authors_note_text(context) if active else "",
-            note.position,
+            note.extension_position,
             note.depth,
-            note.role,
-            note.allow_wi_scan,
+            note.injection_role,
+            context.allow_wi_scan,
             kind="authors_note",
             source="authors_note",
         )

@@ -7,7 +7,6 @@ from dataclasses import replace
 import pytest
 
 from taverna.engine.assembly.context import (
-    AuthorsNote,
     ChatMetadata,
     ExtensionPosition,
     GenerationType,
@@ -17,6 +16,7 @@ from taverna.engine.assembly.context import (
     default_prompts,
 )
 from taverna.model.character import DepthPrompt
+from taverna.model.chat import AuthorsNote
 from taverna.model.persona import PersonaPosition
 from taverna.model.presets import NamesBehavior
 

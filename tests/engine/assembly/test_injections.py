@@ -4,12 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from taverna.engine.assembly.context import (
-    AuthorsNote,
-    ChatMetadata,
-    ExtensionPosition,
-    InjectionRole,
-)
+from taverna.engine.assembly.context import ChatMetadata, ExtensionPosition, InjectionRole
 from taverna.engine.assembly.injections import (
     AUTHORS_NOTE_KEY,
     DepthGroup,
@@ -22,6 +17,7 @@ from taverna.engine.assembly.injections import (
     with_lorebook,
 )
 from taverna.model.character import DepthPrompt
+from taverna.model.chat import AuthorsNote
 from taverna.model.persona import PersonaPosition
 
 from .helpers import SERAPHINA, chat, context

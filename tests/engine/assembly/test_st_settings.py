@@ -7,11 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from taverna.engine.assembly.context import InjectionRole, default_prompt_order
+from taverna.engine.assembly.context import CharacterInfo
+from taverna.engine.assembly.injections import AUTHORS_NOTE_KEY, authors_note_text, base_table
 from taverna.errors import FormatError
 from taverna.formats.st_settings import read_settings
 from taverna.model.persona import PersonaPosition
 from taverna.model.presets import NamesBehavior
+from taverna.model.settings import ExtensionPosition, InjectionRole, default_prompt_order
+from taverna.services.turn_inputs import assembly_context
 
 
 def _settings(oracle_cases: Path, case: str) -> bytes:
@@ -105,3 +108,43 @@ def test_regex_scripts_global_and_allowed_character() -> None:
     with pytest.raises(FormatError) as caught:
         read_settings(json.dumps({"extension_settings": {"regex": [{"placement": "x"}]}}))
     assert caught.value.field == "extension_settings.regex[0]"
+
+
+def test_authors_note_extension_settings_reach_the_context() -> None:
+    """formats-extensions.md: `extension_settings.note` gives a new chat's note, the
+    lorebook's view of the notes (`allowWIScan`) and the per-character note."""
+    note = {
+        "default": "AN",
+        "defaultPosition": 7,  # unknown: in the chat
+        "defaultDepth": 3,
+        "defaultRole": "user",
+        "allowWIScan": True,
+        "chara": [{"name": "Aria", "prompt": "CN", "useChara": True, "position": 1}],
+    }
+    settings = read_settings(json.dumps({"extension_settings": {"note": note}}))
+    assert settings.allow_wi_scan is True
+    context = assembly_context(
+        settings, [CharacterInfo(name="Aria", avatar="Aria.png")], {}, [], {}
+    )
+    metadata = context.metadata
+    assert context.allow_wi_scan is True
+    assert (metadata.authors_note.prompt, metadata.authors_note.depth) == ("AN", 3)
+    assert metadata.authors_note.extension_position is ExtensionPosition.IN_CHAT
+    assert metadata.authors_note.injection_role is InjectionRole.USER
+    assert (metadata.character_note, metadata.character_note_mode) == ("CN", "before")
+    assert authors_note_text(context) == "CN\nAN"
+    table = base_table(context, active=True)
+    assert table.entries[AUTHORS_NOTE_KEY].scan is True
+    # The chat's own note replaces the defaults, role and position included.
+    chat = assembly_context(
+        settings,
+        [CharacterInfo(name="Aria", avatar="Aria.png")],
+        {"note_prompt": "mine", "note_role": 2, "note_position": 0},
+        [],
+        {},
+    ).metadata.authors_note
+    assert (chat.prompt, chat.injection_role, chat.extension_position) == (
+        "mine",
+        InjectionRole.ASSISTANT,
+        ExtensionPosition.IN_PROMPT,
+    )

@@ -11,7 +11,6 @@ from pathlib import Path
 from taverna.engine.assemble import assemble
 from taverna.engine.assembly.context import (
     AssemblyContext,
-    AuthorsNote,
     CharacterInfo,
     ChatMessage,
     ChatMetadata,
@@ -28,6 +27,7 @@ from taverna.engine.assembly.context import (
 )
 from taverna.engine.tokens import EstimateTokenizer
 from taverna.model.character import DepthPrompt
+from taverna.model.chat import AuthorsNote
 from taverna.model.persona import PersonaPosition
 
 CHATML = InstructTemplate(
