@@ -53,7 +53,7 @@ def js_text(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, int | float):
         return js_number_text(value)
-    if isinstance(value, list):
+    if isinstance(value, list | tuple):
         return ",".join("" if item is None else js_text(item) for item in value)
     if isinstance(value, Mapping):
         return "[object Object]"

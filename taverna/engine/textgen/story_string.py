@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from taverna.engine.macros.js import js_text
 from taverna.engine.tokens.base import js_length
 from taverna.errors import FormatError
 
@@ -504,7 +505,7 @@ def _render_mustache(node: _Mustache, frame: _Frame, missing: MacroHook) -> str:
         if _ID_RE.fullmatch(name):
             return missing("{{" + name + "}}")
         return ""
-    return _to_text(value)
+    return js_text(value)
 
 
 def _render_block(block: _Block, frame: _Frame, missing: MacroHook, out: list[str]) -> None:
@@ -659,26 +660,3 @@ def _is_empty(value: Any) -> bool:
     return not _js_truthy(value) and not (
         isinstance(value, int | float) and not isinstance(value, bool) and value == 0
     )
-
-
-def _to_text(value: Any) -> str:
-    """A value as JavaScript's String() would print it."""
-    if isinstance(value, str):
-        return value
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "NaN"
-        if math.isinf(value):
-            return "Infinity" if value > 0 else "-Infinity"
-        return str(int(value)) if value.is_integer() else repr(value)
-    if isinstance(value, list | tuple):
-        return ",".join("" if v is None else _to_text(v) for v in value)
-    if isinstance(value, Mapping):
-        return "[object Object]"
-    return str(value)

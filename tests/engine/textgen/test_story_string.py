@@ -174,3 +174,11 @@ def test_nested_blocks_balance(openers: list[str], value: str) -> None:
     template = "".join(openers) + "X" + "".join(closers)
     shown = all((o == "{{#if a}}") == bool(value) for o in openers)
     assert render_story_template(template, {"a": value}) == ("X" if shown else "")
+
+
+def test_numbers_print_as_javascript_prints_them() -> None:
+    """Handlebars prints a value with JavaScript's `String()`: `1e-7`, `1e+21`, `5`."""
+    values = {"small": 1e-7, "big": 1e21, "whole": 5.0, "list": [1.0, 2.5, None]}
+    out = render_story_template("{{small}}|{{big}}|{{whole}}|{{list}}", values)
+    assert out == "1e-7|1e+21|5|1,2.5,"
+    assert render_story_template("{{#with 0.0000001}}{{this}}{{/with}}", {}) == "1e-7"
