@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 
 class TavernaError(Exception):
     """Base of every error taverna reports to a person."""
@@ -13,17 +15,37 @@ class TavernaError(Exception):
         super().__init__(self.__str__())
 
     def __str__(self) -> str:
-        where = []
-        if self.file:
-            where.append(self.file)
-        if self.field:
-            where.append(f"field {self.field!r}")
-        prefix = ": ".join(where)
-        return f"{prefix}: {self.message}" if prefix else self.message
+        return _located(self.message, self.file, self.field)
+
+
+def _located(message: str, file: str | None, field: str | None) -> str:
+    where = []
+    if file:
+        where.append(file)
+    if field:
+        where.append(f"field {field!r}")
+    prefix = ": ".join(where)
+    return f"{prefix}: {message}" if prefix else message
 
 
 class FormatError(TavernaError):
     """A file could not be read as the kind it claims to be."""
+
+
+@dataclass(frozen=True)
+class FormatWarning:
+    """A value read otherwise than it is written: SillyTavern opens the file, and so do we.
+
+    Raised never; collected by the readers and shown wherever an import or an inspection
+    reports, so a person sees what was changed (`file`, `field`, what was done).
+    """
+
+    message: str
+    file: str | None = None
+    field: str | None = None
+
+    def __str__(self) -> str:
+        return _located(self.message, self.file, self.field)
 
 
 class NotFound(TavernaError):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from taverna.errors import FormatError
+from taverna.errors import FormatError, FormatWarning
 from taverna.formats import json_text
 from taverna.formats.validation import validate
 from taverna.model.character import ENVELOPE_KEY, SPEC_V2, SPEC_V3, V1_FIELDS, Character
@@ -38,8 +38,18 @@ _PYGMALION = {
 }
 
 
-def card_from_json(doc: Any, *, file: str | None = None, field: str | None = None) -> Character:
-    """A parsed card object as a Character; FormatError names the field that is wrong."""
+def card_from_json(
+    doc: Any,
+    *,
+    file: str | None = None,
+    field: str | None = None,
+    warnings: list[FormatWarning] | None = None,
+) -> Character:
+    """A parsed card object as a Character; FormatError names the field that is wrong.
+
+    Loose values SillyTavern opens (`"depth": "4"`, `"alternate_greetings": null`) are read
+    as it reads them, each noted in `warnings` (formats/coercion.py).
+    """
     where = f"{field}:" if field else ""
     if not isinstance(doc, dict):
         raise FormatError("a character card must be a JSON object", file=file, field=field)
@@ -49,15 +59,25 @@ def card_from_json(doc: Any, *, file: str | None = None, field: str | None = Non
             raise FormatError("a V2/V3 card needs a `data` object", file=file, field=f"{where}data")
         envelope = {key: value for key, value in doc.items() if key != "data"}
         return validate(
-            Character, {**data, ENVELOPE_KEY: envelope}, file=file, prefix=f"{where}data"
+            Character,
+            {**data, ENVELOPE_KEY: envelope},
+            file=file,
+            prefix=f"{where}data",
+            warnings=warnings,
         )
     if "char_name" in doc:
         fields = {card: doc[key] for key, card in _PYGMALION.items() if key in doc}
-        return validate(Character, fields, file=file, prefix=field)
+        return validate(Character, fields, file=file, prefix=field, warnings=warnings)
     if "name" in doc:
         fields = {key: doc[key] for key in V1_FIELDS if key in doc}
         envelope = {key: value for key, value in doc.items() if key not in V1_FIELDS}
-        return validate(Character, {**fields, ENVELOPE_KEY: envelope}, file=file, prefix=field)
+        return validate(
+            Character,
+            {**fields, ENVELOPE_KEY: envelope},
+            file=file,
+            prefix=field,
+            warnings=warnings,
+        )
     raise FormatError(
         "not a character card (no `spec`, `name` or `char_name`)", file=file, field=field
     )
@@ -123,9 +143,11 @@ def with_spec(character: Character, spec: str) -> Character:
     return card_from_json(doc)
 
 
-def read_card_json(data: bytes, *, file: str | None = None) -> Character:
+def read_card_json(
+    data: bytes, *, file: str | None = None, warnings: list[FormatWarning] | None = None
+) -> Character:
     """A JSON card file (V1, V2, V3 or Pygmalion) as a Character."""
-    return card_from_json(json_text.loads(data, file=file), file=file)
+    return card_from_json(json_text.loads(data, file=file), file=file, warnings=warnings)
 
 
 def write_card_json(character: Character) -> bytes:

@@ -6,10 +6,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from taverna.errors import FormatWarning
+from taverna.formats.coercion import show
 from taverna.formats.validation import validate
-from taverna.formats.world_info import world_info_from_json, world_info_to_json
+from taverna.formats.world_info import assign_uids, world_info_from_json, world_info_to_json
 from taverna.model.character import CharacterBook
 from taverna.model.lorebook import ENTRY_FIELDS, Lorebook
 
@@ -49,16 +52,27 @@ def _ext(extensions: dict[str, Any], key: str, default: Any) -> Any:
     return extensions.get(key, default) if extensions.get(key) is not None else default
 
 
-def book_to_lorebook(book: CharacterBook, *, card_name: str, file: str | None = None) -> Lorebook:
+def book_to_lorebook(
+    book: CharacterBook,
+    *,
+    card_name: str,
+    file: str | None = None,
+    warnings: list[FormatWarning] | None = None,
+    where: str = "data.character_book",
+) -> Lorebook:
     """The world-info lorebook SillyTavern makes of a card's book (§7.2).
 
-    The whole book is kept verbatim as `originalData`, as SillyTavern does.
+    The whole book is kept verbatim as `originalData`, as SillyTavern does. Where
+    SillyTavern lets entries with the same `id` overwrite each other, every entry is kept
+    here and the later ones renumbered (`assign_uids`); that and every value read loosely
+    is noted in `warnings`, named by its field in the book (`where`).
     """
     original = book.to_json()
-    entries: dict[str, dict[str, Any]] = {}
+    items: list[dict[str, Any]] = []
+    own: list[int | None] = []
     for index, entry in enumerate(book.entries):
         ext = entry.extensions
-        uid = entry.id if isinstance(entry.id, int) else index
+        own.append(_book_id(entry.id, index))
         if entry.id is None:
             original["entries"][index]["id"] = index  # §7.2: written back into the book
         comment = entry.comment or ""
@@ -66,7 +80,6 @@ def book_to_lorebook(book: CharacterBook, *, card_name: str, file: str | None = 
         if position is None:
             position = 0 if entry.position == "before_char" else 1
         item: dict[str, Any] = {
-            "uid": uid,
             "key": list(entry.keys),
             "keysecondary": list(entry.secondary_keys or []),
             "comment": comment,
@@ -81,18 +94,77 @@ def book_to_lorebook(book: CharacterBook, *, card_name: str, file: str | None = 
         }
         for wi_key, ext_key, default in _FROM_EXTENSIONS:
             item[wi_key] = _ext(ext, ext_key, default)
+        items.append(item)
+    uids = assign_uids([str(index) for index in range(len(items))], own)
+    entries: dict[str, dict[str, Any]] = {}
+    notes: list[FormatWarning] = []
+    for index, (item, mine, uid) in enumerate(zip(items, own, uids, strict=True)):
+        raw_id = book.entries[index].id
+        if isinstance(raw_id, str):
+            read = f"the number {mine}" if mine is not None else f"uid {uid}"
+            notes.append(
+                FormatWarning(
+                    f"the text {show(raw_id)} is read as {read}",
+                    file=file,
+                    field=f"{where}.entries[{index}].id",
+                )
+            )
+        if mine is not None and mine != uid:
+            notes.append(
+                FormatWarning(
+                    f"id {mine} is also the id of an earlier entry: renumbered to {uid} "
+                    "(SillyTavern would keep only the last of them)",
+                    file=file,
+                    field=f"{where}.entries[{index}].id",
+                )
+            )
+        item["uid"] = uid
         # Key order as SillyTavern's conversion leaves it: the new-entry template's fields,
         # then `uid` and `displayIndex`, which the template lacks.
-        order = [name for _, name in ENTRY_FIELDS if name not in _APPENDED] + [
-            "uid",
-            "displayIndex",
-        ]
-        ordered = {name: item[name] for name in order if name in item}
-        entries[str(uid)] = ordered  # duplicate ids overwrite each other, as in SillyTavern
+        entries[str(uid)] = {name: item[name] for name in _CONVERTED_ORDER if name in item}
     name = book.name or f"{card_name}'s Lorebook"
-    return world_info_from_json(
-        {"entries": entries, "originalData": original}, name=name, file=file
+    found: list[FormatWarning] = []
+    lorebook = world_info_from_json(
+        {"entries": entries, "originalData": original}, name=name, file=file, warnings=found
     )
+    if warnings is not None:
+        index_of = {str(uid): index for index, uid in enumerate(uids)}
+        warnings.extend(notes)
+        warnings.extend(_in_book_terms(note, index_of, where) for note in found)
+    return lorebook
+
+
+_CONVERTED_ORDER = [name for _, name in ENTRY_FIELDS if name not in _APPENDED] + [
+    "uid",
+    "displayIndex",
+]
+_EXTENSION_OF = {wi_key: ext_key for wi_key, ext_key, _ in _FROM_EXTENSIONS} | {
+    "displayIndex": "display_index"
+}
+_BOOK_FIELD_OF = {"key": "keys", "keysecondary": "secondary_keys", "order": "insertion_order"}
+
+
+def _book_id(value: int | str | None, index: int) -> int | None:
+    """The uid a book entry's `id` asks for (a number, or a number written as text)."""
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.isascii() and value.strip().isdecimal():
+        return int(value)
+    return index if value is None else None
+
+
+def _in_book_terms(note: FormatWarning, index_of: Mapping[str, int], where: str) -> FormatWarning:
+    """A note about the converted lorebook's field, named by the card book's field."""
+    parts = (note.field or "").split(".")
+    if len(parts) < 3 or parts[0] != "entries" or parts[1] not in index_of:
+        return note
+    entry = f"{where}.entries[{index_of[parts[1]]}]"
+    name = parts[2]
+    if name in _EXTENSION_OF:
+        field = f"{entry}.extensions.{_EXTENSION_OF[name]}"
+    else:
+        field = f"{entry}.{_BOOK_FIELD_OF.get(name, name)}"
+    return FormatWarning(note.message, file=note.file, field=field)
 
 
 # book entry `extensions` key <- (WI entry field, default); `_ABSENT` = left out when the

@@ -11,7 +11,7 @@ import io
 import zipfile
 import zlib
 
-from taverna.errors import FormatError
+from taverna.errors import FormatError, FormatWarning
 from taverna.formats import json_text
 from taverna.formats.card_json import card_from_json, card_to_json
 from taverna.model.character import CardFile, Character
@@ -65,7 +65,9 @@ def _icon_path(character: Character, names: list[str]) -> str | None:
     return None
 
 
-def read_charx(data: bytes, *, file: str | None = None) -> CardFile:
+def read_charx(
+    data: bytes, *, file: str | None = None, warnings: list[FormatWarning] | None = None
+) -> CardFile:
     """A CHARX file: the character from `card.json`, the icon as avatar, other files as assets."""
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
@@ -95,7 +97,7 @@ def read_charx(data: bytes, *, file: str | None = None) -> CardFile:
     doc = json_text.loads(files.pop(card_name), file=file, field=card_name)
     if not isinstance(doc, dict) or "spec" not in doc:
         raise FormatError("card.json is not a V2/V3 card (no `spec`)", file=file, field=card_name)
-    character = card_from_json(doc, file=file, field=card_name)
+    character = card_from_json(doc, file=file, field=card_name, warnings=warnings)
     icon = _icon_path(character, list(files))
     avatar = files.pop(icon) if icon else None
     assets = dict(files)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from taverna.errors import FormatError
+from taverna.errors import FormatError, FormatWarning
 from taverna.formats import json_text
 from taverna.formats.validation import validate
 from taverna.model.persona import PersonaSet
@@ -22,7 +22,9 @@ def _persona_part(doc: dict[str, Any]) -> tuple[dict[str, Any], str]:
     raise FormatError("no personas here (neither `power_user` nor `personas`)")
 
 
-def read_personas(data: bytes, *, file: str | None = None) -> PersonaSet:
+def read_personas(
+    data: bytes, *, file: str | None = None, warnings: list[FormatWarning] | None = None
+) -> PersonaSet:
     """The personas of a `settings.json` or of a `personas_*.json` backup."""
     doc = json_text.loads(data, file=file)
     if not isinstance(doc, dict):
@@ -32,7 +34,7 @@ def read_personas(data: bytes, *, file: str | None = None) -> PersonaSet:
     except FormatError as exc:
         raise FormatError(exc.message, file=file) from None
     fields = {key: part[key] for key in PERSONA_KEYS if key in part}
-    return validate(PersonaSet, fields, file=file, prefix=prefix or None)
+    return validate(PersonaSet, fields, file=file, prefix=prefix or None, warnings=warnings)
 
 
 def write_persona_backup(personas: PersonaSet) -> bytes:

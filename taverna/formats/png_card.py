@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from PIL import Image, PngImagePlugin
 
-from taverna.errors import FormatError
+from taverna.errors import FormatError, FormatWarning
 from taverna.formats import json_text
 from taverna.formats.card_json import card_from_json, card_to_json, relabel
 from taverna.model.character import SPEC_V2, SPEC_V3, CardFile, Character
@@ -107,7 +107,9 @@ def decode_chunk(text: bytes, *, file: str | None = None, field: str) -> object:
     return json_text.loads(raw, file=file, field=field)
 
 
-def read_png_card(data: bytes, *, file: str | None = None) -> CardFile:
+def read_png_card(
+    data: bytes, *, file: str | None = None, warnings: list[FormatWarning] | None = None
+) -> CardFile:
     """A PNG card: the character from `ccv3` if present, else `chara` (§4.2)."""
     chunks = card_chunks(data, file=file)
     if not chunks:
@@ -125,7 +127,7 @@ def read_png_card(data: bytes, *, file: str | None = None) -> CardFile:
     else:
         doc = decode_chunk(chunks["chara"], file=file, field="chara")
         keyword = "chara"
-    character = card_from_json(doc, file=file, field=keyword)
+    character = card_from_json(doc, file=file, field=keyword, warnings=warnings)
     return CardFile(character=character, avatar=strip_card(data, file=file))
 
 

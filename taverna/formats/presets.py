@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import PurePath
 from typing import TypeVar
 
+from taverna.errors import FormatWarning
 from taverna.formats.validation import read_model
 from taverna.model.presets import (
     ChatCompletionPreset,
@@ -18,29 +19,39 @@ from taverna.model.presets import (
 T = TypeVar("T", InstructTemplate, ContextTemplate, SystemPromptPreset)
 
 
-def read_chat_completion_preset(data: bytes, *, file: str | None = None) -> ChatCompletionPreset:
+def read_chat_completion_preset(
+    data: bytes, *, file: str | None = None, warnings: list[FormatWarning] | None = None
+) -> ChatCompletionPreset:
     """`OpenAI Settings/<name>.json`."""
-    return read_model(ChatCompletionPreset, data, file=file)
+    return read_model(ChatCompletionPreset, data, file=file, warnings=warnings)
 
 
-def read_instruct_template(data: bytes, *, file: str | None = None) -> InstructTemplate:
+def read_instruct_template(
+    data: bytes, *, file: str | None = None, warnings: list[FormatWarning] | None = None
+) -> InstructTemplate:
     """`instruct/<name>.json`."""
-    return read_model(InstructTemplate, data, file=file)
+    return read_model(InstructTemplate, data, file=file, warnings=warnings)
 
 
-def read_context_template(data: bytes, *, file: str | None = None) -> ContextTemplate:
+def read_context_template(
+    data: bytes, *, file: str | None = None, warnings: list[FormatWarning] | None = None
+) -> ContextTemplate:
     """`context/<name>.json`."""
-    return read_model(ContextTemplate, data, file=file)
+    return read_model(ContextTemplate, data, file=file, warnings=warnings)
 
 
-def read_system_prompt(data: bytes, *, file: str | None = None) -> SystemPromptPreset:
+def read_system_prompt(
+    data: bytes, *, file: str | None = None, warnings: list[FormatWarning] | None = None
+) -> SystemPromptPreset:
     """`sysprompt/<name>.json`."""
-    return read_model(SystemPromptPreset, data, file=file)
+    return read_model(SystemPromptPreset, data, file=file, warnings=warnings)
 
 
-def read_text_completion_preset(data: bytes, *, file: str | None = None) -> TextCompletionPreset:
+def read_text_completion_preset(
+    data: bytes, *, file: str | None = None, warnings: list[FormatWarning] | None = None
+) -> TextCompletionPreset:
     """`TextGen Settings/<name>.json`."""
-    return read_model(TextCompletionPreset, data, file=file)
+    return read_model(TextCompletionPreset, data, file=file, warnings=warnings)
 
 
 def named_on_import(template: T, file_name: str) -> T:

@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
-from taverna.errors import FormatError
+from taverna.errors import FormatError, FormatWarning
 from taverna.formats import json_text
 from taverna.formats.validation import validate, write_model
 from taverna.model.quick_reply import LegacyQuickReplySet, QuickReplySet
 
 
 def read_quick_reply_set(
-    data: bytes, *, file: str | None = None
+    data: bytes, *, file: str | None = None, warnings: list[FormatWarning] | None = None
 ) -> QuickReplySet | LegacyQuickReplySet:
     """A set file as stored: version 2, or a version-1 set (see `.migrated()`)."""
     doc = json_text.loads(data, file=file)
     if not isinstance(doc, dict):
         raise FormatError("expected a JSON object", file=file)
     if doc.get("version") == 2 or "qrList" in doc:
-        return validate(QuickReplySet, doc, file=file)
+        return validate(QuickReplySet, doc, file=file, warnings=warnings)
     if "quickReplySlots" in doc:
-        return validate(LegacyQuickReplySet, doc, file=file)
+        return validate(LegacyQuickReplySet, doc, file=file, warnings=warnings)
     raise FormatError("not a Quick Reply set (no `qrList` or `quickReplySlots`)", file=file)
 
 

@@ -9,11 +9,13 @@ field (`entries.<key>.<field>`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from taverna.errors import FormatError
+from taverna.errors import FormatError, FormatWarning
+from taverna.formats.coercion import Unfit, as_bool, as_number, as_text, as_texts, js_number
 from taverna.model.lorebook import (
     ENTRY_FIELDS,
     JSON_TO_ATTR,
@@ -29,6 +31,7 @@ from taverna.model.lorebook import (
 )
 
 __all__ = [
+    "assign_uids",
     "dump_world_info",
     "entry_from_json",
     "entry_to_json",
@@ -39,42 +42,60 @@ __all__ = [
 
 
 class _Reader:
-    """Type checks for one entry, reporting errors with the file and field path."""
+    """Type checks for one entry, reporting errors with the file and field path.
 
-    def __init__(self, file: str | None, path: str) -> None:
+    Loose values SillyTavern opens are read as it reads them (formats/coercion.py), each
+    noted in `warnings`; a null reads as the value SillyTavern's generation code gives
+    the missing field.
+    """
+
+    def __init__(
+        self, file: str | None, path: str, warnings: list[FormatWarning] | None = None
+    ) -> None:
         self.file = file
         self.path = path
+        self.warnings = warnings
 
     def fail(self, name: str, message: str) -> FormatError:
         return FormatError(message, file=self.file, field=f"{self.path}.{name}")
 
-    def integer(self, name: str, value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self.fail(name, f"expected an integer, got {_describe(value)}")
+    def note(self, name: str, message: str) -> None:
+        if self.warnings is not None:
+            self.warnings.append(
+                FormatWarning(message, file=self.file, field=f"{self.path}.{name}")
+            )
+
+    def _read(self, name: str, read: Callable[[], tuple[Any, str | None]]) -> Any:
+        try:
+            value, note = read()
+        except Unfit as exc:
+            raise self.fail(name, str(exc)) from None
+        if note is not None:
+            self.note(name, note)
         return value
+
+    def integer(self, name: str, value: Any) -> int:
+        default = _NULL_READS.get(name, 0)
+        result: int = self._read(name, lambda: as_number(value, default, integer=True))
+        return result
 
     def number(self, name: str, value: Any) -> int | float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self.fail(name, f"expected a number, got {_describe(value)}")
-        return value
+        default = _NULL_READS.get(name, 0)
+        result: int | float = self._read(name, lambda: as_number(value, default))
+        return result
 
     def boolean(self, name: str, value: Any) -> bool:
-        if not isinstance(value, bool):
-            raise self.fail(name, f"expected true or false, got {_describe(value)}")
-        return value
+        default = _NULL_READS.get(name, False)
+        result: bool = self._read(name, lambda: as_bool(value, default))
+        return result
 
     def text(self, name: str, value: Any) -> str:
-        if not isinstance(value, str):
-            raise self.fail(name, f"expected a string, got {_describe(value)}")
-        return value
+        result: str = self._read(name, lambda: as_text(value, ""))
+        return result
 
     def texts(self, name: str, value: Any) -> tuple[str, ...]:
-        if not isinstance(value, list):
-            raise self.fail(name, f"expected a list of strings, got {_describe(value)}")
-        for index, item in enumerate(value):
-            if not isinstance(item, str):
-                raise self.fail(f"{name}[{index}]", f"expected a string, got {_describe(item)}")
-        return tuple(value)
+        result: list[str] = self._read(name, lambda: as_texts(value))
+        return tuple(result)
 
     def optional(self, read: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
         def inner(name: str, value: Any) -> Any:
@@ -83,6 +104,11 @@ class _Reader:
         return inner
 
     def enum(self, kind: type[Any], name: str, value: Any) -> Any:
+        if value is None:
+            default = _NULL_READS.get(name)
+            if default is not None:  # a null position stays null: inserted nowhere, as missing
+                self.note(name, f"null is read as {int(default)}, the default")
+            return default
         number = self.integer(name, value)
         try:
             return kind(number)
@@ -93,12 +119,16 @@ class _Reader:
     def bool_or_int(self, name: str, value: Any) -> bool | int:
         if isinstance(value, bool | int):
             return value
-        raise self.fail(name, f"expected true, false or a level number, got {_describe(value)}")
+        if isinstance(value, str) and value.strip() and js_number(value) is not None:
+            return self.integer(name, value)
+        if isinstance(value, float):
+            return self.integer(name, value)
+        return self.boolean(name, value)
 
     def character_filter(self, name: str, value: Any) -> CharacterFilter:
         if not isinstance(value, Mapping):
             raise self.fail(name, f"expected an object, got {_describe(value)}")
-        sub = _Reader(self.file, f"{self.path}.{name}")
+        sub = _Reader(self.file, f"{self.path}.{name}", self.warnings)
         known = {"isExclude", "names", "tags"}
         missing = frozenset(k for k in known if k not in value)
         return CharacterFilter(
@@ -109,6 +139,15 @@ class _Reader:
             missing=missing,
             field_order=tuple(value),
         )
+
+
+# What a null reads as, by JSON name: the value SillyTavern's generation code gives the
+# field when it is missing (formats-world-info.md §2), else a new entry's default.
+_ENTRY_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Entry)}
+_NULL_READS: dict[str, Any] = {
+    json_name: MISSING_VALUES.get(attr, _ENTRY_DEFAULTS.get(attr))
+    for attr, json_name in ENTRY_FIELDS
+}
 
 
 def _describe(value: Any) -> str:
@@ -208,11 +247,17 @@ _ALL_PRESENT: frozenset[str] = frozenset()
 
 
 def entry_from_json(
-    data: Any, *, file: str | None = None, path: str = "entry", uid: int | None = None
+    data: Any,
+    *,
+    file: str | None = None,
+    path: str = "entry",
+    uid: int | None = None,
+    warnings: list[FormatWarning] | None = None,
 ) -> Entry:
     """One entry object of a world file as an `Entry`.
 
-    `uid` is used when the object has no `uid` of its own (the `entries` key).
+    `uid` is used when the object has no `uid` of its own (or a null one). Loose values
+    are read as SillyTavern reads them, each noted in `warnings`.
     """
     if not isinstance(data, Mapping):
         raise FormatError(f"expected an object, got {_describe(data)}", file=file, field=path)
@@ -242,10 +287,12 @@ def entry_from_json(
             values[JSON_TO_ATTR[json_name]] = None
             continue
         slow.append(json_name)
-    reader = _Reader(file, path)
+    reader = _Reader(file, path, warnings)
     if slow:
         converters = _converters(reader)
         for json_name in slow:
+            if json_name == "uid" and data[json_name] is None:
+                continue  # the book gives it one
             values[JSON_TO_ATTR[json_name]] = converters[json_name](json_name, data[json_name])
     missing = (
         _ALL_PRESENT
@@ -263,40 +310,123 @@ def entry_from_json(
     return Entry(**values, extras=extras, missing=missing, field_order=tuple(data))
 
 
-def world_info_from_json(data: Any, *, name: str, file: str | None = None) -> Lorebook:
-    """A parsed world file (`{"entries": {...}}`) as a `Lorebook` named `name`."""
+def _canonical_number(key: str) -> int | None:
+    """The uid a key of `entries` names, if it is one as JavaScript writes it ("7", not "07")."""
+    if key.isascii() and key.isdecimal() and str(int(key)) == key:
+        return int(key)
+    return None
+
+
+def assign_uids(keys: Sequence[str], own: Sequence[int | None]) -> list[int]:
+    """The uid each entry of a book gets, so that no two share one.
+
+    SillyTavern uses every entry of a book whatever its uid, and gives a new entry the
+    smallest unused number. An entry keeps its own uid unless an earlier entry has it;
+    one without a usable uid takes its key when that is a free number, else the
+    smallest unused number.
+    """
+    result: list[int | None] = [None] * len(keys)
+    taken: set[int] = set()
+    for index, uid in enumerate(own):
+        if uid is not None and uid not in taken:
+            result[index] = uid
+            taken.add(uid)
+    for index, key in enumerate(keys):
+        number = _canonical_number(key)
+        if result[index] is None and number is not None and number not in taken:
+            result[index] = number
+            taken.add(number)
+    free = 0
+    for index in range(len(keys)):
+        if result[index] is None:
+            while free in taken:
+                free += 1
+            result[index] = free
+            taken.add(free)
+    return [uid for uid in result if uid is not None]
+
+
+# The uid given to an entry without one, until the book numbers it (no real uid is this).
+_NO_UID = -(2**63)
+
+
+def world_info_from_json(
+    data: Any,
+    *,
+    name: str,
+    file: str | None = None,
+    warnings: list[FormatWarning] | None = None,
+) -> Lorebook:
+    """A parsed world file (`{"entries": {...}}`) as a `Lorebook` named `name`.
+
+    Entries stored under a key other than their uid, without a uid or with a uid another
+    entry has, are kept and numbered by `assign_uids`; each change is noted in `warnings`.
+    """
     if not isinstance(data, Mapping):
         raise FormatError(f"expected a JSON object, got {_describe(data)}", file=file)
     if "entries" not in data:
         raise FormatError("a world info file needs an 'entries' object", file=file, field="entries")
     raw_entries = data["entries"]
+    if isinstance(raw_entries, list) and not raw_entries:
+        # some tools write no entries as `[]`; SillyTavern reads it as none
+        if warnings is not None:
+            warnings.append(
+                FormatWarning(
+                    "an empty list is read as an empty object", file=file, field="entries"
+                )
+            )
+        raw_entries = {}
     if not isinstance(raw_entries, Mapping):
         raise FormatError(
             f"expected an object keyed by uid, got {_describe(raw_entries)}",
             file=file,
             field="entries",
         )
-    entries: list[Entry] = []
-    seen: set[int] = set()
+    keys: list[str] = []
+    parsed: list[Entry] = []
     for key, raw in raw_entries.items():
-        path = f"entries.{key}"
-        fallback = int(key) if isinstance(key, str) and key.isdecimal() else None
-        entry = entry_from_json(raw, file=file, path=path, uid=fallback)
-        if str(entry.uid) != key:
-            raise FormatError(
-                f"the entry is stored under {key!r} but its uid is {entry.uid}",
-                file=file,
-                field=f"{path}.uid",
-            )
-        if entry.uid in seen:
-            raise FormatError(f"uid {entry.uid} appears twice", file=file, field=f"{path}.uid")
-        seen.add(entry.uid)
+        keys.append(key)
+        parsed.append(
+            entry_from_json(raw, file=file, path=f"entries.{key}", uid=_NO_UID, warnings=warnings)
+        )
+    own = [None if entry.uid == _NO_UID else entry.uid for entry in parsed]
+    uids = assign_uids(keys, own)
+    entries: list[Entry] = []
+    owner: dict[int, str] = {}
+    for key, entry, mine, uid in zip(keys, parsed, own, uids, strict=True):
+        if mine is not None and mine not in owner:
+            owner[mine] = key
+        if mine != uid or key != str(uid):
+            if warnings is not None:
+                warnings.append(
+                    FormatWarning(
+                        _renumbered(key, mine, uid, owner), file=file, field=f"entries.{key}"
+                    )
+                )
+            entry = entry.changed(uid=uid)
         entries.append(entry)
     extras = {k: v for k, v in data.items() if k != "entries"}
     return Lorebook(name=name, entries=tuple(entries), extras=extras, field_order=tuple(data))
 
 
-def read_world_info(text: str | bytes, *, name: str, file: str | None = None) -> Lorebook:
+def _renumbered(key: str, mine: int | None, uid: int, owner: Mapping[int, str]) -> str:
+    if mine is None:
+        return f'the entry has no uid: it gets uid {uid} (stored under "{uid}")'
+    if mine == uid:
+        return f'stored under the key "{key}" but its uid is {uid}: kept under "{uid}"'
+    return (
+        f'uid {mine} is also the uid of the entry under "{owner[mine]}": '
+        f"this one is renumbered to {uid}"
+    )
+
+
+def read_world_info(
+    text: str | bytes,
+    *,
+    name: str,
+    file: str | None = None,
+    warnings: list[FormatWarning] | None = None,
+) -> Lorebook:
     """A world file's text as a `Lorebook`; `file` names it in error messages."""
     if isinstance(text, bytes):
         try:
@@ -309,7 +439,7 @@ def read_world_info(text: str | bytes, *, name: str, file: str | None = None) ->
         raise FormatError(
             f"not valid JSON: {error.msg} at line {error.lineno} column {error.colno}", file=file
         ) from None
-    return world_info_from_json(data, name=name, file=file)
+    return world_info_from_json(data, name=name, file=file, warnings=warnings)
 
 
 def world_info_to_json(book: Lorebook) -> dict[str, Any]:

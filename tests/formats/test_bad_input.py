@@ -115,12 +115,12 @@ def test_nan_is_not_json() -> None:
 @pytest.mark.parametrize(
     ("doc", "field"),
     [
-        ({**CARD, "data": {"name": 5}}, "data.name"),
-        ({**CARD, "data": {"name": "A", "tags": ["a", 1]}}, "data.tags[1]"),
-        ({**CARD, "data": {"name": "A", "extensions": []}}, "data.extensions"),
-        ({**CARD, "data": {"name": "A", "extensions": {"depth_prompt": {"depth": "4"}}}},
+        ({**CARD, "data": {"name": {"first": "A"}}}, "data.name"),
+        ({**CARD, "data": {"name": "A", "tags": ["a", {"b": 1}]}}, "data.tags[1]"),
+        ({**CARD, "data": {"name": "A", "extensions": [1]}}, "data.extensions"),
+        ({**CARD, "data": {"name": "A", "extensions": {"depth_prompt": {"depth": [4]}}}},
          "data.extensions.depth_prompt.depth"),
-        ({**CARD, "data": {"name": "A", "character_book": {"entries": [{"keys": "x"}]}}},
+        ({**CARD, "data": {"name": "A", "character_book": {"entries": [{"keys": {"x": 1}}]}}},
          "data.character_book.entries[0].keys"),
         ({**CARD, "data": "nope"}, "data"),
         ({"name": ["x"]}, "name"),

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from taverna.errors import FormatError
+from taverna.errors import FormatError, FormatWarning
 from taverna.formats.world_info import (
     dump_world_info,
     entry_to_json,
@@ -81,17 +81,17 @@ def test_glade_lore_typed_fields(st_fixtures: Path) -> None:
     ("document", "field"),
     [
         ({}, "entries"),
-        ({"entries": []}, "entries"),
-        ({"entries": {"0": {"uid": 0, "key": "dragon"}}}, "entries.0.key"),
-        ({"entries": {"0": {"uid": 0, "key": ["a", 3]}}}, "entries.0.key[1]"),
+        ({"entries": "none"}, "entries"),
+        ({"entries": [{"uid": 0}]}, "entries"),
+        ({"entries": {"0": "text"}}, "entries.0"),
+        ({"entries": {"0": {"uid": 0, "key": ["a", {"b": 1}]}}}, "entries.0.key"),
         ({"entries": {"0": {"uid": 0, "position": 9}}}, "entries.0.position"),
         ({"entries": {"0": {"uid": 0, "selectiveLogic": 4}}}, "entries.0.selectiveLogic"),
-        ({"entries": {"0": {"uid": 0, "order": "100"}}}, "entries.0.order"),
-        ({"entries": {"0": {"uid": 0, "constant": 1}}}, "entries.0.constant"),
-        ({"entries": {"1": {"uid": 2}}}, "entries.1.uid"),
-        ({"entries": {"x": {}}}, "entries.x.uid"),
+        ({"entries": {"0": {"uid": 0, "order": [100]}}}, "entries.0.order"),
+        ({"entries": {"0": {"uid": 0, "constant": {}}}}, "entries.0.constant"),
+        ({"entries": {"0": {"uid": [0]}}}, "entries.0.uid"),
         (
-            {"entries": {"0": {"uid": 0, "characterFilter": {"names": "Seraphina"}}}},
+            {"entries": {"0": {"uid": 0, "characterFilter": {"names": {"a": 1}}}}},
             "entries.0.characterFilter.names",
         ),
     ],
@@ -102,6 +102,55 @@ def test_bad_input_names_file_and_field(document: dict[str, Any], field: str) ->
     assert caught.value.file == "Bad.json"
     assert caught.value.field == field
     assert "Bad.json" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("document", "field", "read"),
+    [
+        ({"entries": []}, "entries", lambda b: b.entries == ()),
+        ({"entries": {"0": {"uid": 0, "key": "dragon"}}}, "entries.0.key",
+         lambda b: b.entries[0].key == ("dragon",)),
+        ({"entries": {"0": {"uid": 0, "key": ["a", 3, None]}}}, "entries.0.key",
+         lambda b: b.entries[0].key == ("a", "3")),
+        ({"entries": {"0": {"uid": 0, "order": "245"}}}, "entries.0.order",
+         lambda b: b.entries[0].order == 245),
+        ({"entries": {"0": {"uid": 0, "depth": ""}}}, "entries.0.depth",
+         lambda b: b.entries[0].depth == 0),
+        ({"entries": {"0": {"uid": 0, "constant": 1}}}, "entries.0.constant",
+         lambda b: b.entries[0].constant is True),
+        ({"entries": {"0": {"uid": 0, "disable": "false"}}}, "entries.0.disable",
+         lambda b: b.entries[0].disable is False),
+        ({"entries": {"0": {"uid": 0, "selective": None}}}, "entries.0.selective",
+         lambda b: b.entries[0].selective is False),
+        ({"entries": {"0": {"uid": 0, "selectiveLogic": None}}}, "entries.0.selectiveLogic",
+         lambda b: b.entries[0].selective_logic is SelectiveLogic.AND_ANY),
+        ({"entries": {"0": {"uid": 0, "position": "4", "role": "1"}}}, "entries.0.position",
+         lambda b: b.entries[0].position is Position.AT_DEPTH and int(b.entries[0].role) == 1),
+        ({"entries": {"0": {"uid": 0, "comment": 7}}}, "entries.0.comment",
+         lambda b: b.entries[0].comment == "7"),
+        ({"entries": {"0": {"uid": "0"}}}, "entries.0.uid", lambda b: b.entries[0].uid == 0),
+        ({"entries": {"1": {"uid": 2}}}, "entries.1", lambda b: b.entries[0].uid == 2),
+        ({"entries": {"x": {}}}, "entries.x", lambda b: b.entries[0].uid == 0),
+        ({"entries": {"0": {"uid": 5}, "1": {"uid": 5}}}, "entries.1",
+         lambda b: [e.uid for e in b.entries] == [5, 1]),
+        ({"entries": {"0": {"uid": 0, "characterFilter": {"names": "Seraphina"}}}},
+         "entries.0.characterFilter.names",
+         lambda b: b.entries[0].character_filter.names == ("Seraphina",)),
+    ],
+)  # fmt: skip
+def test_loose_values_are_read_as_sillytavern_reads_them_with_a_warning(
+    document: dict[str, Any], field: str, read: Any
+) -> None:
+    """SillyTavern opens these; taverna reads them the same way and says what it changed."""
+    found: list[FormatWarning] = []
+    book = world_info_from_json(document, name="Loose", file="Loose.json", warnings=found)
+    assert read(book)
+    assert any(w.field == field and w.file == "Loose.json" for w in found), found
+    # what is written back is read again as it is, without a warning
+    again: list[FormatWarning] = []
+    twice = world_info_from_json(world_info_to_json(book), name="Loose", warnings=again)
+    assert again == []
+    assert world_info_to_json(twice) == world_info_to_json(book)
 
 
 def test_not_json_is_a_format_error() -> None:
@@ -226,10 +275,23 @@ _json = st.recursive(
     )
 )
 def test_any_json_is_a_book_or_a_format_error(document: Any) -> None:
-    """Bad input gets the project's own error, never a crash of another kind."""
+    """Bad input gets the project's own error, never a crash of another kind; a book read
+    without a warning is written back as it was, and one read with warnings is written as
+    what was read, which reads again without any."""
+    found: list[FormatWarning] = []
     try:
-        book = world_info_from_json(document, name="fuzz", file="fuzz.json")
+        book = world_info_from_json(document, name="fuzz", file="fuzz.json", warnings=found)
     except FormatError as error:
         assert error.file == "fuzz.json"
-    else:
-        assert strictly_equal(world_info_to_json(book), document)
+        return
+    written = world_info_to_json(book)
+    if not found:
+        assert strictly_equal(written, document)
+        return
+    assert all(w.file == "fuzz.json" and w.field for w in found)
+    again: list[FormatWarning] = []
+    assert strictly_equal(
+        world_info_to_json(world_info_from_json(written, name="fuzz", warnings=again)), written
+    )
+    assert again == []
+    assert len(book.entries) == len(document["entries"]) or document["entries"] == []

@@ -1,0 +1,223 @@
+"""SillyTavern's loose JSON values, read the way SillyTavern reads them.
+
+SillyTavern is JavaScript and checks few types when it opens a file: an `order` stored as
+the string "245" sorts as 245, `Number("")` is 0, a `null` field behaves as a missing one,
+`null` where a list belongs is no items. Cards, lorebooks and presets made by other tools,
+by hand or by older releases carry such values, and SillyTavern opens them. Each function
+here reads one value as the JSON type its field has, by these rules:
+
+- number: a numeric text is JavaScript's `Number(text)` ("245" -> 245, " 1e3 " -> 1000,
+  "" -> 0); true and false are 1 and 0; null, or a text that is no finite number, is the
+  field's default;
+- text: a number or a boolean is its JavaScript text (1.5 -> "1.5"); null is the default;
+- true/false: the texts "true"/"false" (any case), "1"/"0", "yes"/"no", "on"/"off" and ""
+  by their meaning, any other text as JavaScript's truth (true); a number is false only
+  when 0; null is the default;
+- list of texts: null is no items, one text is a list of that one (an empty text: none),
+  numbers and booleans in it are their text, nulls in it are left out;
+- object: null is the default, an empty list is an empty object.
+
+Each function returns the value read and a note saying what changed (None when the
+value already had its field's type). A value no rule fits (an object where a text
+belongs) raises `Unfit`: the reader refuses the file with a FormatError naming the field.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from taverna.model.js_number import js_number_text
+
+# What JavaScript's `String.prototype.trim` (and so `Number(text)`) takes as white space.
+_JS_SPACE = "\t\n\v\f\r \xa0\u1680\u2028\u2029\u202f\u205f\u3000\ufeff" + "".join(
+    chr(c) for c in range(0x2000, 0x200B)
+)
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
+_PREFIXED = re.compile(r"0(?:[xX][0-9a-fA-F]+|[oO][0-7]+|[bB][01]+)\Z")
+_TRUE_WORDS = frozenset({"true", "1", "yes", "on"})
+_FALSE_WORDS = frozenset({"false", "0", "no", "off", ""})
+_MAX_SAFE = 2**53
+
+
+class Unfit(ValueError):
+    """No rule reads the value as its field's type."""
+
+
+def js_number(text: str) -> float | None:
+    """JavaScript's `Number(text)`; None where JavaScript gives NaN."""
+    body = text.strip(_JS_SPACE)
+    if not body:
+        return 0.0
+    if body in ("Infinity", "+Infinity"):
+        return math.inf
+    if body == "-Infinity":
+        return -math.inf
+    if _DECIMAL.match(body):
+        return float(body)
+    if _PREFIXED.match(body):
+        return float(int(body, 0))
+    return None
+
+
+def as_js_value(number: float) -> int | float:
+    """A float as the JSON number JavaScript would write: integral values as integers."""
+    if number.is_integer() and abs(number) < _MAX_SAFE:
+        return int(number)
+    return number
+
+
+def show(value: Any) -> str:
+    """A value as a note names it: JSON-like and short."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return js_number_text(value)
+    if isinstance(value, str):
+        clipped = value if len(value) <= 40 else value[:37] + "..."
+        return '"' + clipped.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list):
+        return "an empty list" if not value else "a list"
+    if isinstance(value, dict):
+        return "an empty object" if not value else "an object"
+    return type(value).__name__
+
+
+def _default_note(value: Any, default: Any, what: str = "") -> str:
+    reason = f"{show(value)} is {what}: " if what else f"{show(value)} is "
+    return f"{reason}read as {show(default)}, the default"
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def as_number(value: Any, default: Any, *, integer: bool = False) -> tuple[Any, str | None]:
+    """A number field's value (an integer field's when `integer`), and what was changed."""
+    if _is_number(value):
+        if not integer or isinstance(value, int):
+            return value, None
+        if value.is_integer():  # 4.0 and 4 are one JavaScript number
+            return int(value), None
+        whole = math.trunc(value)
+        return whole, f"{show(value)} is read as the whole number {whole}"
+    if isinstance(value, bool):
+        return int(value), f"{show(value)} is read as {int(value)}"
+    if value is None:
+        return default, _default_note(value, default)
+    if isinstance(value, str):
+        number = js_number(value)
+        if number is None or math.isinf(number):
+            return default, _default_note(value, default, "not a number")
+        read = as_js_value(number)
+        if integer and not isinstance(read, int):
+            read = math.trunc(read)
+            return read, f"{show(value)} is read as the whole number {read}"
+        return read, f"the text {show(value)} is read as the number {show(read)}"
+    raise Unfit(f"expected a number, got {show(value)}")
+
+
+def as_bool(value: Any, default: Any) -> tuple[Any, str | None]:
+    """A true/false field's value, and what was changed."""
+    if isinstance(value, bool):
+        return value, None
+    if value is None:
+        return default, _default_note(value, default)
+    if isinstance(value, str):
+        word = value.strip(_JS_SPACE).lower()
+        if word in _TRUE_WORDS:
+            return True, f"the text {show(value)} is read as true"
+        if word in _FALSE_WORDS:
+            return False, f"the text {show(value)} is read as false"
+        return True, f"the text {show(value)} is read as true, as JavaScript reads any text"
+    if _is_number(value):
+        truth = value != 0 and not (isinstance(value, float) and math.isnan(value))
+        return truth, f"{show(value)} is read as {show(truth)}"
+    raise Unfit(f"expected true or false, got {show(value)}")
+
+
+def as_text(value: Any, default: Any) -> tuple[Any, str | None]:
+    """A text field's value, and what was changed."""
+    if isinstance(value, str):
+        return value, None
+    if value is None:
+        return default, _default_note(value, default)
+    if isinstance(value, bool | int | float):
+        text = show(value)
+        return text, f"{show(value)} is read as the text {show(text)}"
+    raise Unfit(f"expected a string, got {show(value)}")
+
+
+def as_texts(value: Any) -> tuple[list[str], str | None]:
+    """A list-of-texts field's value, and what was changed."""
+    if isinstance(value, list):
+        if all(isinstance(item, str) for item in value):
+            return value, None
+        out: list[str] = []
+        for index, item in enumerate(value):
+            if isinstance(item, str):
+                out.append(item)
+            elif item is None:
+                continue
+            elif isinstance(item, bool | int | float):
+                out.append(show(item))
+            else:
+                raise Unfit(f"item {index} is {show(item)}, expected a string")
+        return out, "items that were not text are read as text (nulls left out)"
+    if value is None:
+        return [], "null is read as an empty list"
+    if isinstance(value, str):
+        if not value:
+            return [], 'the empty text "" is read as an empty list'
+        return [value], "a single text is read as a list of one"
+    if isinstance(value, bool | int | float):
+        return [show(value)], f"{show(value)} is read as a list of one text"
+    if isinstance(value, dict) and not value:
+        return [], "an empty object is read as an empty list"
+    raise Unfit(f"expected a list of strings, got {show(value)}")
+
+
+def as_numbers(value: Any, *, integer: bool = False) -> tuple[list[Any], str | None]:
+    """A list-of-numbers field's value, and what was changed."""
+    if isinstance(value, list):
+        out: list[Any] = []
+        changed = False
+        for index, item in enumerate(value):
+            if item is None:
+                changed = True
+                continue
+            try:
+                read, note = as_number(item, None, integer=integer)
+            except Unfit:
+                raise Unfit(f"item {index} is {show(item)}, expected a number") from None
+            if read is None:
+                raise Unfit(f"item {index} is {show(item)}, expected a number")
+            changed = changed or note is not None
+            out.append(read)
+        if not changed:
+            return value, None
+        return out, "items that were not numbers are read as numbers (nulls left out)"
+    if value is None:
+        return [], "null is read as an empty list"
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        read, _ = as_number(value, None, integer=integer)
+        if read is None:
+            raise Unfit(f"expected a list of numbers, got {show(value)}")
+        return [read], f"{show(value)} is read as a list of one number"
+    raise Unfit(f"expected a list of numbers, got {show(value)}")
+
+
+def as_object(value: Any, default: Any) -> tuple[Any, str | None]:
+    """An object field's value, and what was changed."""
+    if isinstance(value, dict):
+        return value, None
+    if value is None:
+        return default, "null is read as " + (
+            "an empty object" if default == {} else show(default) + ", the default"
+        )
+    if isinstance(value, list) and not value:
+        return {}, "an empty list is read as an empty object"
+    raise Unfit(f"expected an object, got {show(value)}")
