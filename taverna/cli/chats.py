@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from taverna.cli.main import app
+from taverna.cli.notices import echo_warnings, warnings_json
 from taverna.errors import NotFound, TavernaError
 from taverna.model.chat import ChatListing, ChatTree, Node
 from taverna.services import chat_reads
@@ -62,7 +63,14 @@ def _chat_id(folder: Workspace, given: str) -> str:
 def _report_json(report: ImportReport) -> dict[str, Any]:
     return {
         "stored": [
-            {"kind": s.kind, "id": s.id, "name": s.name, "replaced": s.replaced, "file": s.file}
+            {
+                "kind": s.kind,
+                "id": s.id,
+                "name": s.name,
+                "replaced": s.replaced,
+                "file": s.file,
+                "warnings": warnings_json(s.warnings),
+            }
             for s in report.stored
         ],
         "chats": [
@@ -75,10 +83,12 @@ def _report_json(report: ImportReport) -> dict[str, Any]:
                 "checkpoints": list(c.checkpoints),
                 "files": list(c.files),
                 "already_imported": c.already_imported,
+                "warnings": warnings_json(c.warnings),
             }
             for c in report.chats
         ],
         "skipped": [{"path": s.path, "reason": s.reason} for s in report.skipped],
+        "warnings": warnings_json(report.warnings),
     }
 
 
@@ -127,6 +137,7 @@ def import_files(
         typer.echo(
             f"stored chat {chat.chat.title!r}  id {chat.chat.id}  {chat.messages} messages{tail}"
         )
+    echo_warnings(report.warnings)
     for skipped in report.skipped:
         typer.echo(f"skipped {skipped.path}: {skipped.reason}", err=True)
     if not report.stored and not report.chats:

@@ -10,6 +10,7 @@ import typer
 from PIL import Image
 
 from taverna.cli.main import app
+from taverna.cli.notices import echo_warnings, printable
 from taverna.errors import FormatError
 from taverna.formats import json_text
 from taverna.formats.card_json import card_to_json, with_spec, write_card_json
@@ -47,15 +48,6 @@ def read_file(path: Path) -> DetectedFile:
     except OSError as exc:
         raise FormatError(f"cannot read the file: {exc.strerror or exc}", file=name) from None
     return read_any(data, name)
-
-
-# Text from a file never reaches the terminal raw: control characters (escape sequences
-# could rewrite the screen) are shown as escapes.
-_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
-
-
-def _printable(text: str) -> str:
-    return text.translate(_CONTROL)
 
 
 def _size(n: int) -> str:
@@ -252,15 +244,23 @@ def inspect(
         bool, typer.Option("--json", help="Print the parsed document as JSON.")
     ] = False,
 ) -> None:
-    """Show what a SillyTavern file holds (the kind is detected from its content)."""
+    """Show what a SillyTavern file holds (the kind is detected from its content).
+
+    Values SillyTavern reads loosely (a number written as text, a null list) are read the
+    same way; each is named on stderr as a warning.
+    """
     document = read_file(file)
     if as_json_flag:
         typer.echo(json_text.dumps(as_json(document), indent=2))
+        echo_warnings(document.warnings)
         return
     rows = _summary(document, file.stat().st_size)
+    if document.warnings:
+        rows.append(("warnings", f"{len(document.warnings)} values read otherwise than written"))
     width = max(len(label) for label, _ in rows)
     for label, text in rows:
-        typer.echo(f"{label.rjust(width)}  {_printable(text)}")
+        typer.echo(f"{label.rjust(width)}  {printable(text)}")
+    echo_warnings(document.warnings)
 
 
 def _card(document: DetectedFile) -> CardFile:
@@ -325,6 +325,7 @@ def convert(
     except OSError as exc:
         raise FormatError(f"cannot write: {exc.strerror or exc}", file=str(target)) from None
     typer.echo(f"wrote {target} ({_size(len(out))})")
+    echo_warnings(document.warnings)
 
 
 def _write_card(card: CardFile, suffix: str, target: Path) -> bytes:

@@ -13,12 +13,13 @@ from typing import Annotated, Any
 import typer
 
 from taverna.cli.main import app
+from taverna.cli.notices import echo_warnings
 from taverna.engine.assemble import assemble
 from taverna.engine.assembly.cache import CacheBreak, first_difference
 from taverna.engine.assembly.context import CharacterInfo, ChatMessage, GenerationType
 from taverna.engine.assembly.ledger import render_ledger
 from taverna.engine.textgen.chat_template import ChatTemplate
-from taverna.errors import FormatError, NotFound
+from taverna.errors import FormatError, FormatWarning, NotFound
 from taverna.formats.st_settings import SillyTavernSettings, read_settings
 from taverna.model.prompt import Prompt
 from taverna.providers.request import Api
@@ -42,14 +43,16 @@ def _card(path: Path) -> CharacterInfo:
     from taverna.formats.png_card import read_png_card
 
     data = _read(path, "card")
+    found: list[FormatWarning] = []
     if data.startswith(b"\x89PNG"):
-        character = read_png_card(data, file=str(path)).character
+        character = read_png_card(data, file=str(path), warnings=found).character
     elif path.suffix.lower() == ".charx":
         from taverna.formats.charx import read_charx
 
-        character = read_charx(data, file=str(path)).character
+        character = read_charx(data, file=str(path), warnings=found).character
     else:
-        character = read_card_json(data, file=str(path))
+        character = read_card_json(data, file=str(path), warnings=found)
+    echo_warnings(found)
     # SillyTavern keys a character by its PNG file name.
     return character_info(character, avatar=path.with_suffix(".png").name)
 
@@ -57,7 +60,10 @@ def _card(path: Path) -> CharacterInfo:
 def _world(path: Path) -> tuple[str, Any]:
     from taverna.formats.world_info import read_world_info
 
-    return path.stem, read_world_info(_read(path, "lorebook"), name=path.stem, file=str(path))
+    found: list[FormatWarning] = []
+    book = read_world_info(_read(path, "lorebook"), name=path.stem, file=str(path), warnings=found)
+    echo_warnings(found)
+    return path.stem, book
 
 
 @dataclass(frozen=True)
@@ -204,6 +210,7 @@ def build_prompt(
     if not characters:
         raise FormatError("at least one --card is needed")
     chat = read_chat(_read(chat_path, "chat"), source=str(chat_path))
+    echo_warnings(chat.warnings)
     messages = chat_messages(chat.messages)
     if drop_last:
         messages = messages[: len(messages) - drop_last]

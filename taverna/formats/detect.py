@@ -7,12 +7,12 @@ the file with the matching reader; the CLI's `inspect` and the import service us
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import PurePath
 from typing import Any
 
-from taverna.errors import FormatError
+from taverna.errors import FormatError, FormatWarning
 from taverna.formats import json_text
 from taverna.formats.card_json import card_from_json
 from taverna.formats.charx import ZIP_SIGNATURE, read_charx
@@ -56,11 +56,15 @@ class FileKind(StrEnum):
 
 @dataclass(frozen=True)
 class DetectedFile:
-    """A file read as its kind: `value` is the model the kind's reader returns."""
+    """A file read as its kind: `value` is the model the kind's reader returns.
+
+    `warnings` says which values were read otherwise than written (formats/coercion.py).
+    """
 
     kind: FileKind
     value: Any
     file: str | None = None
+    warnings: tuple[FormatWarning, ...] = field(default_factory=tuple)
 
 
 _TEXTGEN_KEYS = {"temp", "rep_pen", "rep_pen_range", "top_k", "typical_p", "tfs", "sampler_order"}
@@ -139,43 +143,46 @@ def read_any(data: bytes, file_name: str = "") -> DetectedFile:
     file = file_name or None
     kind = detect(data, file_name)
     stem = PurePath(file_name).stem or "Imported"
+    found: list[FormatWarning] = []
     value: Any
     if kind is FileKind.CARD_PNG:
-        value = read_png_card(data, file=file)
+        value = read_png_card(data, file=file, warnings=found)
     elif kind is FileKind.CARD_CHARX:
-        value = read_charx(data, file=file)
+        value = read_charx(data, file=file, warnings=found)
     elif kind is FileKind.CHAT:
         from taverna.formats.st_chat import read_chat
 
-        value = read_chat(data, source=file_name or "<chat>")
+        value = read_chat(data, source=file_name or "<chat>", warnings=found)
     else:
         doc = json_text.loads(data, file=file)
-        value = _read_json_kind(kind, doc, stem, file)
-    return DetectedFile(kind=kind, value=value, file=file)
+        value = _read_json_kind(kind, doc, stem, file, found)
+    return DetectedFile(kind=kind, value=value, file=file, warnings=tuple(found))
 
 
-def _read_json_kind(kind: FileKind, doc: Any, stem: str, file: str | None) -> Any:
+def _read_json_kind(
+    kind: FileKind, doc: Any, stem: str, file: str | None, found: list[FormatWarning]
+) -> Any:
     if kind is FileKind.CARD_JSON:
-        return CardFile(character=card_from_json(doc, file=file))
+        return CardFile(character=card_from_json(doc, file=file, warnings=found))
     if kind is FileKind.WORLD_INFO:
         from taverna.formats.world_info import world_info_from_json
 
-        return world_info_from_json(doc, name=stem, file=file)
+        return world_info_from_json(doc, name=stem, file=file, warnings=found)
     if kind is FileKind.LOREBOOK_V3:
         from taverna.formats.character_book import book_to_lorebook
 
-        book = validate(CharacterBook, doc.get("data"), file=file, prefix="data")
-        return book_to_lorebook(book, card_name=stem, file=file)
+        book = validate(CharacterBook, doc.get("data"), file=file, prefix="data", warnings=found)
+        return book_to_lorebook(book, card_name=stem, file=file, warnings=found, where="data")
     if kind is FileKind.QUICK_REPLY_SET:
         if doc.get("version") == 2 or "qrList" in doc:
-            return validate(QuickReplySet, doc, file=file)
-        return validate(LegacyQuickReplySet, doc, file=file)
+            return validate(QuickReplySet, doc, file=file, warnings=found)
+        return validate(LegacyQuickReplySet, doc, file=file, warnings=found)
     if kind is FileKind.PERSONAS:
         part = doc.get("power_user") if isinstance(doc.get("power_user"), dict) else doc
         keys = ("personas", "persona_descriptions", "default_persona")
         fields = {k: part[k] for k in keys if k in part}
         prefix = "power_user" if part is not doc else None
-        return validate(PersonaSet, fields, file=file, prefix=prefix)
+        return validate(PersonaSet, fields, file=file, prefix=prefix, warnings=found)
     if kind is FileKind.GROUP:
         return doc
     models: dict[FileKind, type[STDocument]] = {
@@ -187,7 +194,7 @@ def _read_json_kind(kind: FileKind, doc: Any, stem: str, file: str | None) -> An
         FileKind.REGEX_SCRIPT: RegexScript,
         FileKind.PROMPT_EXPORT: PromptManagerExport,
     }
-    return validate(models[kind], doc, file=file)
+    return validate(models[kind], doc, file=file, warnings=found)
 
 
 def write_document(document: DetectedFile) -> bytes:

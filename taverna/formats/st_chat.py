@@ -14,17 +14,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TypeAlias, cast
 
-from taverna.errors import FormatError
+from taverna.errors import FormatError, FormatWarning
+from taverna.formats.chat_fields import FORKS as FORKS
+from taverna.formats.chat_fields import check_header, check_message, describe
 from taverna.formats.json_text import js_number
 
 JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
 JsonObject: TypeAlias = dict[str, JsonValue]
 
-# A message key of this product's own (SillyTavern keeps unknown keys and never writes it):
-# the continuations that fork off beside this message and have no file of their own, each a
-# list of message objects (which may carry forks of their own). See
-# services/interchange/chat_export.py.
-FORKS = "taverna_forks"
 
 # formats-chat.md §4.1: the message keys taverna reads; all others travel untouched.
 MESSAGE_KEYS = (
@@ -293,6 +290,7 @@ class ChatDocument:
     header: ChatHeader | None
     messages: tuple[ChatMessage, ...]
     skipped: tuple[SkippedLine, ...] = ()
+    warnings: tuple[FormatWarning, ...] = ()  # values read otherwise than written
 
     @property
     def metadata(self) -> ChatMetadata:
@@ -331,111 +329,6 @@ def _is_header(value: JsonObject) -> bool:
     return "chat_metadata" in value or "mes" not in value
 
 
-def _check(
-    value: JsonObject,
-    key: str,
-    types: type | tuple[type, ...],
-    what: str,
-    *,
-    source: str,
-    line: int,
-) -> None:
-    if key not in value:
-        return
-    item = value[key]
-    ok = isinstance(item, types)
-    if (
-        ok
-        and isinstance(item, bool)
-        and bool not in (types if isinstance(types, tuple) else (types,))
-    ):
-        ok = False
-    if not ok:
-        raise FormatError(
-            f"line {line}: expected {what}, found {_describe(item)}", file=source, field=key
-        )
-
-
-def _describe(value: JsonValue) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    return "an object"
-
-
-def _validate_header(value: JsonObject, *, source: str, line: int) -> None:
-    _check(value, "chat_metadata", dict, "an object", source=source, line=line)
-    _check(value, "user_name", str, "a string", source=source, line=line)
-    _check(value, "character_name", str, "a string", source=source, line=line)
-
-
-def _validate_message(value: JsonObject, *, source: str, line: int) -> None:
-    _validate_fields(value, source=source, line=line)
-    _validate_forks(value, source=source, line=line)
-
-
-def _validate_fields(value: JsonObject, *, source: str, line: int) -> None:
-    if isinstance(value.get("mes"), dict):
-        raise FormatError(
-            f"line {line}: `mes` is an object (a Chub export?); expected the message text",
-            file=source,
-            field="mes",
-        )
-    _check(value, "mes", str, "a string", source=source, line=line)
-    _check(value, "name", str, "a string", source=source, line=line)
-    _check(value, "is_user", bool, "true or false", source=source, line=line)
-    _check(value, "is_system", bool, "true or false", source=source, line=line)
-    _check(value, "send_date", (str, int, float), "a string or number", source=source, line=line)
-    _check(value, "extra", (dict, type(None)), "an object", source=source, line=line)
-    _check(value, "swipe_id", int, "an integer", source=source, line=line)
-    _check(value, "swipes", list, "a list of strings", source=source, line=line)
-    _check(value, "swipe_info", list, "a list of objects", source=source, line=line)
-    swipes = value.get("swipes")
-    if isinstance(swipes, list):
-        for index, item in enumerate(swipes):
-            if item is not None and not isinstance(item, str):
-                raise FormatError(
-                    f"line {line}: swipe {index} is {_describe(item)}, expected a string",
-                    file=source,
-                    field="swipes",
-                )
-
-
-def _validate_forks(value: JsonObject, *, source: str, line: int) -> None:
-    forks = value.get(FORKS)
-    if forks is None:
-        return
-    # Checked without recursion: a hostile file may nest forks as deep as its JSON allows.
-    pending: list[JsonValue] = [forks]
-    while pending:
-        item = pending.pop()
-        if not isinstance(item, list) or not all(isinstance(b, list) for b in item):
-            raise FormatError(
-                f"line {line}: expected a list of message lists, found {_describe(item)}",
-                file=source,
-                field=FORKS,
-            )
-        for branch in item:
-            assert isinstance(branch, list)
-            for message in branch:
-                if not isinstance(message, dict):
-                    raise FormatError(
-                        f"line {line}: a forked message is {_describe(message)}",
-                        file=source,
-                        field=FORKS,
-                    )
-                _validate_fields(message, source=source, line=line)
-                if message.get(FORKS) is not None:
-                    pending.append(message[FORKS])
-
-
 def iter_lines(data: str | bytes) -> Iterator[tuple[int, str]]:
     """The non-blank lines of a JSONL text with their 1-based numbers (BOM and CR tolerated)."""
     text = data.decode("utf-8") if isinstance(data, bytes) else data
@@ -471,8 +364,12 @@ def read_chat(
     source: str = "<chat>",
     lenient: bool = False,
     flatten_chub: bool = False,
+    warnings: list[FormatWarning] | None = None,
 ) -> ChatDocument:
     """Read a SillyTavern chat JSONL text.
+
+    Loose values SillyTavern shows as they are (a number as `mes`, "true" as `is_user`)
+    are read as it reads them, each noted in `warnings`.
 
     Strict by default: a line that is not a JSON object, or a known field of the wrong type, raises
     FormatError naming the source, the line and the field. `lenient=True` does what SillyTavern
@@ -486,21 +383,22 @@ def read_chat(
     header: ChatHeader | None = None
     messages: list[ChatMessage] = []
     skipped: list[SkippedLine] = []
+    found: list[FormatWarning] = []
     first = True
     for number, raw in lines:
         try:
             value = _loads(raw)
             if not isinstance(value, dict):
                 raise FormatError(
-                    f"line {number}: expected a JSON object, found {_describe(value)}", file=source
+                    f"line {number}: expected a JSON object, found {describe(value)}", file=source
                 )
             if first and _is_header(value):
-                _validate_header(value, source=source, line=number)
+                value = check_header(value, source=source, line=number, warnings=found)
                 header = ChatHeader(value)
             else:
                 if flatten_chub:
                     value = _flatten_chub(value)
-                _validate_message(value, source=source, line=number)
+                value = check_message(value, source=source, line=number, warnings=found)
                 messages.append(ChatMessage(value))
         except ValueError as exc:
             if not lenient:
@@ -511,7 +409,9 @@ def read_chat(
                 raise
             skipped.append(SkippedLine(number, exc.message))
         first = False
-    return ChatDocument(header, tuple(messages), tuple(skipped))
+    if warnings is not None:
+        warnings.extend(found)
+    return ChatDocument(header, tuple(messages), tuple(skipped), tuple(found))
 
 
 def read_chat_messages(data: str | bytes, *, source: str = "<chat>") -> Iterator[JsonObject]:

@@ -48,11 +48,16 @@ def validate(
     file: str | None = None,
     prefix: str | None = None,
     warnings: list[FormatWarning] | None = None,
+    loose: bool = True,
 ) -> M:
     """`model.model_validate(value)` after SillyTavern's coercions (see `coerce_model`),
     with the first error reported as a FormatError. Each coercion is appended to
-    `warnings` (pass None only for documents stored after they were read this way)."""
-    value = coerce_model(model, value, file=file, path=prefix or "", warnings=warnings)
+    `warnings` (pass None only for documents stored after they were read this way).
+
+    `loose=False` reads no value loosely: for edits, which send each field in its type.
+    """
+    if loose:
+        value = coerce_model(model, value, file=file, path=prefix or "", warnings=warnings)
     try:
         return model.model_validate(value, by_alias=True, by_name=False)
     except ValidationError as exc:

@@ -114,6 +114,10 @@ def report_json(report: ImportReport, root: Path) -> dict[str, Any]:
             for c in report.chats
         ],
         "skipped": [{"path": _relative(s.path, root), "reason": s.reason} for s in report.skipped],
+        "warnings": [
+            {"path": _relative(w.file or "", root), "field": w.field, "message": w.message}
+            for w in report.warnings
+        ],
     }
 
 

@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from taverna.errors import FormatWarning
+
 NAME_MAX = 200
 TEXT_MAX = 1_000_000
+
+
+class ImportWarningOut(BaseModel):
+    """A value of an imported file read otherwise than written, as SillyTavern reads it."""
+
+    file: str | None
+    field: str | None
+    message: str
+
+    @classmethod
+    def of(cls, warnings: Iterable[FormatWarning]) -> list[ImportWarningOut]:
+        return [cls(file=w.file, field=w.field, message=w.message) for w in warnings]
 
 
 class Strict(BaseModel):
@@ -268,6 +283,12 @@ class LorebookListItem(BaseModel):
     id: str
     name: str
     entry_count: int
+
+
+class LorebookImported(LorebookListItem):
+    warnings: list[ImportWarningOut] = Field(
+        default_factory=list, description="values of the file read otherwise than written"
+    )
 
 
 class LorebookOut(BaseModel):

@@ -9,17 +9,17 @@ not make copies.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import shutil
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path, PurePath
 from typing import Any, BinaryIO
 
-from taverna.errors import FormatError, NotFound, TavernaError
+from taverna.errors import FormatError, FormatWarning, NotFound, TavernaError
 from taverna.formats import json_text
 from taverna.formats.card_json import card_from_json, card_to_json
 from taverna.formats.detect import FileKind, detect, read_any
@@ -41,8 +41,8 @@ from taverna.model.presets import (
 )
 from taverna.model.quick_reply import LegacyQuickReplySet, QuickReplySet
 from taverna.model.regex_script import RegexScript
+from taverna.services.import_report import ImportReport, Progress, Skipped, StoredItem
 from taverna.services.interchange import (
-    ImportedChat,
     InterchangeService,
     file_digest,
     fingerprint,
@@ -117,48 +117,6 @@ _CARD_SUFFIXES = {".png", ".json", ".charx"}
 # Limits for an uploaded data-folder zip: enough for years of chats, not a zip bomb.
 MAX_ZIP_ENTRIES = 200_000
 MAX_ZIP_BYTES = 8 * 1024 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class StoredItem:
-    """One thing an import put in the library."""
-
-    kind: str
-    id: str
-    name: str
-    replaced: bool = False
-    file: str = ""
-
-
-@dataclass(frozen=True)
-class Skipped:
-    """A file or folder an import left out, and why."""
-
-    path: str
-    reason: str
-
-
-@dataclass(frozen=True)
-class Progress:
-    """How far an import is: `done` of `total` files, working on `current`."""
-
-    done: int
-    total: int
-    current: str
-
-
-@dataclass
-class ImportReport:
-    """What an import stored and what it skipped."""
-
-    stored: list[StoredItem] = field(default_factory=list)
-    chats: list[ImportedChat] = field(default_factory=list)
-    skipped: list[Skipped] = field(default_factory=list)
-
-    def extend(self, other: ImportReport) -> None:
-        self.stored.extend(other.stored)
-        self.chats.extend(other.chats)
-        self.skipped.extend(other.skipped)
 
 
 ProgressCallback = Callable[[Progress], None]
@@ -391,7 +349,12 @@ class LibraryService:
             raise FormatError(
                 f"a {document.kind.value} file is not stored in the library this way", file=source
             )
-        value = document.value
+        item = self._store_read(kind, document.value, file_name, source)
+        # named by the path the import was given, not just the file name
+        named = tuple(dataclasses.replace(w, file=source) for w in document.warnings)
+        return dataclasses.replace(item, warnings=named)
+
+    def _store_read(self, kind: LibraryKind, value: Any, file_name: str, source: str) -> StoredItem:
         stem = PurePath(file_name).stem or "Imported"
         if kind is LibraryKind.CHARACTER:
             return self.put_character(value, file=source)
@@ -418,7 +381,9 @@ class LibraryService:
     ) -> ImportReport:
         """The personas of a `settings.json` (or persona backup), with their avatar pictures."""
         report = ImportReport()
-        for persona in read_personas(data, file=file).items():
+        found: list[FormatWarning] = []
+        personas = read_personas(data, file=file, warnings=found)
+        for persona in personas.items():
             picture = None
             if avatars is not None:
                 candidate = avatars / persona.avatar
@@ -429,6 +394,9 @@ class LibraryService:
                         Skipped(str(candidate), "avatar picture not found; persona kept without it")
                     )
             report.stored.append(self.put_persona(persona, avatar=picture))
+        if found and report.stored:  # one list for the file, with its first persona
+            first = report.stored[0]
+            report.stored[0] = dataclasses.replace(first, warnings=tuple(found))
         return report
 
     def import_settings_regex(self, data: bytes, *, file: str) -> ImportReport:
@@ -440,17 +408,21 @@ class LibraryService:
         if not isinstance(scripts, list):
             return report
         for index, raw in enumerate(scripts):
+            found: list[FormatWarning] = []
             try:
                 script = validate(
-                    RegexScript, raw, file=file, prefix=f"extension_settings.regex.{index}"
+                    RegexScript,
+                    raw,
+                    file=file,
+                    prefix=f"extension_settings.regex.{index}",
+                    warnings=found,
                 )
             except TavernaError as exc:
                 report.skipped.append(Skipped(f"{file}#regex/{index}", str(exc)))
                 continue
             name = script.script_name or f"Regex {index + 1}"
-            report.stored.append(
-                self.put(LibraryKind.REGEX_SCRIPT, name, script.to_json(), file=file)
-            )
+            item = self.put(LibraryKind.REGEX_SCRIPT, name, script.to_json(), file=file)
+            report.stored.append(dataclasses.replace(item, warnings=tuple(found)))
         return report
 
     def import_zip(
@@ -586,10 +558,15 @@ class LibraryService:
         try:
             data = _read_bytes(path)
             if kind is LibraryKind.LOREBOOK:
+                found: list[FormatWarning] = []
                 book = world_info_from_json(
-                    json_text.loads(data, file=str(path)), name=path.stem, file=str(path)
+                    json_text.loads(data, file=str(path)),
+                    name=path.stem,
+                    file=str(path),
+                    warnings=found,
                 )
-                return ImportReport(stored=[self.put_lorebook(book, file=str(path))])
+                item = self.put_lorebook(book, file=str(path))
+                return ImportReport(stored=[dataclasses.replace(item, warnings=tuple(found))])
             item = self.import_bytes(data, path.name, file=str(path))
             if item.kind != kind.value:
                 # The folder says what it is; the content disagrees: trust neither silently.

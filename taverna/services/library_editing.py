@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from taverna.errors import Conflict, FormatError, NotFound, TavernaError
+from taverna.errors import Conflict, FormatError, FormatWarning, NotFound, TavernaError
 from taverna.formats.card_json import card_to_json
 from taverna.formats.detect import FileKind, detect
 from taverna.formats.world_info import world_info_from_json, world_info_to_json
@@ -170,9 +170,17 @@ def create_lorebook(lib: LibraryService, name: str) -> str:
 
 
 def _write_book(lib: LibraryService, lorebook_id: str, data: dict[str, Any]) -> None:
-    """Check a changed world file by reading it as a lorebook, then store it."""
+    """Check a changed world file by reading it as a lorebook, then store it.
+
+    An edit sends each field in its own type: a value a SillyTavern file could get away
+    with (a number as text, a lone key) is refused here, naming the field.
+    """
     doc = lib.get(LibraryKind.LOREBOOK, lorebook_id)
-    book = world_info_from_json(data, name=doc.name, file=doc.name)
+    loose: list[FormatWarning] = []
+    book = world_info_from_json(data, name=doc.name, file=doc.name, warnings=loose)
+    if loose:
+        first = loose[0]
+        raise FormatError(f"not of the field's type: {first.message}", field=first.field)
     lib.store.put_document(
         doc.kind,
         doc.name,

@@ -185,5 +185,6 @@ def apply_chat_edit(
 
 
 def checked(kind: LibraryKind, data: Mapping[str, Any], name: str) -> dict[str, Any]:
-    """The JSON after reading it as its model: wrong types are refused with the field named."""
-    return dict(validate(MODELS[kind], dict(data), file=name).to_json())
+    """The JSON after reading it as its model: wrong types are refused with the field named
+    (an edit is read strictly, not as SillyTavern reads a file)."""
+    return dict(validate(MODELS[kind], dict(data), file=name, loose=False).to_json())

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from taverna.errors import FormatError
+from taverna.errors import FormatError, FormatWarning
 from taverna.formats.st_chat import (
     FORKS,
     ChatMessage,
@@ -105,12 +106,13 @@ def test_newer_header_is_read(st_fixtures: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "line", "field"),
     [
-        ('{"user_name":"a"}\n{"name":"x","mes":5}', 2, "mes"),
-        ('{"user_name":"a"}\n{"name":"x","mes":"hi","swipes":["a",3]}', 2, "swipes"),
+        ('{"user_name":"a"}\n{"name":"x","mes":[5]}', 2, "mes"),
+        ('{"user_name":"a"}\n{"name":"x","mes":"hi","swipes":["a",{}]}', 2, "swipes"),
         ('{"user_name":"a","chat_metadata":[]}', 1, "chat_metadata"),
-        ('{"user_name":"a"}\n{"name":"x","mes":"a","is_user":"yes"}', 2, "is_user"),
-        ('{"user_name":"a"}\n{"name":"x","mes":"a","swipe_id":true}', 2, "swipe_id"),
+        ('{"user_name":"a"}\n{"name":"x","mes":"a","is_user":{}}', 2, "is_user"),
+        ('{"user_name":"a"}\n{"name":"x","mes":"a","swipe_id":[1]}', 2, "swipe_id"),
         ('{"user_name":"a"}\n{"name":"x","mes":{"message":"chub"}}', 2, "mes"),
+        ('{"user_name":["a"]}', 1, "user_name"),
     ],
 )
 def test_wrong_field_types_name_file_line_and_field(text: str, line: int, field: str) -> None:
@@ -119,6 +121,40 @@ def test_wrong_field_types_name_file_line_and_field(text: str, line: int, field:
     assert info.value.file == "bad.jsonl"
     assert info.value.field == field
     assert f"line {line}" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "read"),
+    [
+        ('{"user_name":"a"}\n{"name":"x","mes":5}', "mes", lambda m: m.text == "5"),
+        ('{"user_name":"a"}\n{"name":"x","mes":"a","swipes":["a",3]}', "swipes",
+         lambda m: m.swipes is not None and m.swipes[1].text == "3"),
+        ('{"user_name":"a"}\n{"name":"x","mes":"a","is_user":"true"}', "is_user",
+         lambda m: m.is_user),
+        ('{"user_name":"a"}\n{"name":"x","mes":"a","is_user":0}', "is_user",
+         lambda m: not m.is_user and m.fields["is_user"] is False),
+        ('{"user_name":"a"}\n{"name":"x","mes":"a","swipe_id":"1","swipes":["b","a"]}',
+         "swipe_id", lambda m: m.swipe_id == 1),
+        ('{"user_name":"a"}\n{"name":7,"mes":"a"}', "name", lambda m: m.name == "7"),
+    ],
+)  # fmt: skip
+def test_loose_message_values_are_read_with_a_warning(text: str, field: str, read: Any) -> None:
+    """SillyTavern shows these messages; the values are read as it reads them, and said so."""
+    found: list[FormatWarning] = []
+    doc = read_chat(text, source="loose.jsonl", warnings=found)
+    assert read(doc.messages[0])
+    assert [(w.file, w.field) for w in found] == [("loose.jsonl", field)]
+    assert "line 2" in found[0].message
+
+
+def test_nulls_in_a_message_are_kept_as_absent_values() -> None:
+    text = (
+        '{"user_name":"a"}\n{"name":null,"mes":null,"is_user":null,"swipe_id":null,"swipes":null}'
+    )
+    found: list[FormatWarning] = []
+    message = read_chat(text, source="n.jsonl", warnings=found).messages[0]
+    assert (message.name, message.text, message.is_user, message.swipe_id) == ("", "", False, None)
+    assert found == []  # nothing changed: each null stays in the file as it was
 
 
 def test_broken_json_line_strict_and_lenient() -> None:

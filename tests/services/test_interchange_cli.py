@@ -98,7 +98,7 @@ def test_backup_now_list_and_restore(data: Path, st_fixtures: Path) -> None:
 
 def test_errors_are_one_line_with_exit_code_two(data: Path, tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"user_name":"a","chat_metadata":{}}\n{"mes":5}', encoding="utf-8")
+    bad.write_text('{"user_name":"a","chat_metadata":{}}\n{"mes":[5]}', encoding="utf-8")
     command = [sys.executable, "-c", "from taverna.cli.main import main; main()"]
     env = {"TAVERNA_DATA": str(data), "PATH": "/usr/bin:/bin"}
     result = subprocess.run(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, File, Response, UploadFile
+from pydantic import Field
 
 from taverna.formats.card_json import card_from_json, write_card_json
 from taverna.formats.png_card import as_png, write_png_card
@@ -14,7 +15,7 @@ from taverna.server.cards import (
     CharacterOut,
 )
 from taverna.server.context import AppContext, context, library
-from taverna.server.schemas import Strict
+from taverna.server.schemas import ImportWarningOut, Strict
 from taverna.server.uploads import read_limited
 from taverna.services import library_editing
 from taverna.services.library import LibraryKind, LibraryService
@@ -24,6 +25,12 @@ router = APIRouter(prefix="/api/characters", tags=["characters"])
 
 class LorebookLinkIn(Strict):
     lorebook_id: str | None
+
+
+class CharacterImported(CharacterOut):
+    warnings: list[ImportWarningOut] = Field(
+        default_factory=list, description="values of the card read otherwise than written"
+    )
 
 
 @router.get("", response_model=list[CharacterListItem])
@@ -43,16 +50,21 @@ def list_characters(lib: LibraryService = Depends(library)) -> list[CharacterLis
     return items
 
 
-@router.post("/import", response_model=CharacterOut, status_code=201)
+@router.post("/import", response_model=CharacterImported, status_code=201)
 async def import_card(
     file: UploadFile = File(...),
     lib: LibraryService = Depends(library),
     ctx: AppContext = Depends(context),
-) -> CharacterOut:
-    """Store a PNG, JSON or CHARX card; anything else is refused and nothing is stored."""
+) -> CharacterImported:
+    """Store a PNG, JSON or CHARX card; anything else is refused and nothing is stored.
+
+    Values SillyTavern reads loosely (`"depth": "4"`, `"alternate_greetings": null`) are
+    read the same way and listed in `warnings`.
+    """
     data = await read_limited(file, ctx.upload_limit)
     item = library_editing.import_card(lib, data, file.filename or "card")
-    return library_views.character_view(lib, item.id)
+    view = library_views.character_view(lib, item.id)
+    return CharacterImported(**view.model_dump(), warnings=ImportWarningOut.of(item.warnings))
 
 
 @router.post("", response_model=CharacterOut, status_code=201)

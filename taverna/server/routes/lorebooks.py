@@ -9,7 +9,13 @@ from fastapi import APIRouter, Body, Depends, File, Response, UploadFile
 from taverna.formats import json_text
 from taverna.server import library_views
 from taverna.server.context import AppContext, context, library
-from taverna.server.schemas import LorebookIn, LorebookListItem, LorebookOut
+from taverna.server.schemas import (
+    ImportWarningOut,
+    LorebookImported,
+    LorebookIn,
+    LorebookListItem,
+    LorebookOut,
+)
 from taverna.server.uploads import read_limited
 from taverna.services import library_editing
 from taverna.services.library import LibraryKind, LibraryService
@@ -30,18 +36,25 @@ def create_lorebook(body: LorebookIn, lib: LibraryService = Depends(library)) ->
     return library_views.lorebook_view(lib, library_editing.create_lorebook(lib, body.name))
 
 
-@router.post("/import", response_model=LorebookListItem, status_code=201)
+@router.post("/import", response_model=LorebookImported, status_code=201)
 async def import_lorebook(
     file: UploadFile = File(...),
     lib: LibraryService = Depends(library),
     ctx: AppContext = Depends(context),
-) -> LorebookListItem:
-    """Store a SillyTavern world file (or a V3 lorebook); anything else is refused."""
+) -> LorebookImported:
+    """Store a SillyTavern world file (or a V3 lorebook); anything else is refused.
+
+    Values SillyTavern reads loosely (`"order": "245"`, entries under a key that is not
+    their uid, two entries with one uid) are read the same way and listed in `warnings`.
+    """
     data = await read_limited(file, ctx.upload_limit)
     item = library_editing.import_lorebook(lib, data, file.filename or "lorebook.json")
     doc = lib.get(LibraryKind.LOREBOOK, item.id)
-    return LorebookListItem(
-        id=doc.id, name=doc.name, entry_count=len(doc.data.get("entries") or {})
+    return LorebookImported(
+        id=doc.id,
+        name=doc.name,
+        entry_count=len(doc.data.get("entries") or {}),
+        warnings=ImportWarningOut.of(item.warnings),
     )
 
 

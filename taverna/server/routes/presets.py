@@ -13,7 +13,7 @@ from taverna.formats import json_text
 from taverna.formats.detect import detect
 from taverna.server import library_views
 from taverna.server.context import AppContext, context, library
-from taverna.server.schemas import NAME_MAX, TEXT_MAX, Strict
+from taverna.server.schemas import NAME_MAX, TEXT_MAX, ImportWarningOut, Strict
 from taverna.server.uploads import read_limited
 from taverna.services import presets, prompt_manager
 from taverna.services.library import LibraryKind, LibraryService
@@ -26,6 +26,12 @@ class PresetListItem(BaseModel):
     name: str
     kind: str
     active: bool
+
+
+class PresetImported(PresetListItem):
+    warnings: list[ImportWarningOut] = Field(
+        default_factory=list, description="values of the file read otherwise than written"
+    )
 
 
 class PresetOut(BaseModel):
@@ -75,21 +81,31 @@ def list_presets(
     ]
 
 
-@router.post("/import", response_model=PresetListItem, status_code=201)
+@router.post("/import", response_model=PresetImported, status_code=201)
 async def import_preset(
     kind: str = "chat",
     file: UploadFile = File(...),
     lib: LibraryService = Depends(library),
     ctx: AppContext = Depends(context),
-) -> PresetListItem:
-    """Store a preset or template file of the kind asked for; any other file is refused."""
+) -> PresetImported:
+    """Store a preset or template file of the kind asked for; any other file is refused.
+
+    Values SillyTavern reads loosely (`"openai_max_context": "512"`) are read the same way
+    and listed in `warnings`.
+    """
     presets.library_kind(kind)
     data = await read_limited(file, ctx.upload_limit)
     name = file.filename or "preset.json"
     if detect(data, name) is not prompt_manager.FILE_KINDS[kind]:
         raise FormatError(f"this file is not a {kind} preset", file=name)
     item = lib.import_bytes(data, name)
-    return PresetListItem(id=item.id, name=item.name, kind=kind, active=False)
+    return PresetImported(
+        id=item.id,
+        name=item.name,
+        kind=kind,
+        active=False,
+        warnings=ImportWarningOut.of(item.warnings),
+    )
 
 
 class SlotIn(Strict):

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePath
 from typing import Any
 
-from taverna.errors import FormatError, NotFound
+from taverna.errors import FormatError, FormatWarning, NotFound
 from taverna.formats.st_chat import ChatDocument, chat_as_text, read_chat
 from taverna.model.chat import CharacterRef, Chat
 from taverna.services.interchange.chat_export import ExportedFile, export_stream, export_tree
@@ -54,6 +54,8 @@ class ImportedChat:
     files: tuple[str, ...] = ()
     skipped: tuple[str, ...] = field(default_factory=tuple)
     already_imported: bool = False
+    # values the files held that were read otherwise than written (formats/coercion.py)
+    warnings: tuple[FormatWarning, ...] = field(default_factory=tuple)
 
 
 class InterchangeService:
@@ -157,6 +159,7 @@ class InterchangeService:
                 for s in doc.skipped
                 if doc_name
             ),
+            warnings=(*main.warnings, *(w for item in linked for w in item.document.warnings)),
         )
 
     def import_files(
