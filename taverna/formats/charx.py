@@ -14,7 +14,7 @@ import zlib
 from taverna.errors import FormatError, FormatWarning
 from taverna.formats import json_text
 from taverna.formats.card_json import card_from_json, card_to_json
-from taverna.model.character import CardFile, Character
+from taverna.model.character import ENVELOPE_KEY, SPEC_V3, CardFile, Character
 
 ZIP_SIGNATURE = b"PK\x03\x04"
 MAX_ENTRIES = 4096
@@ -135,6 +135,9 @@ def write_charx(card: CardFile) -> bytes:
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         doc = card_to_json(character)
+        if "spec" not in doc:  # a V1 card: a CHARX holds a V3 card (its reader needs `spec`)
+            labelled = {**character.envelope, "spec": SPEC_V3, "spec_version": "3.0"}
+            doc = card_to_json(Character.from_json({**character.to_json(), ENVELOPE_KEY: labelled}))
         archive.writestr("card.json", json_text.dumps(doc, indent=4).encode("utf-8"))
         for name, content in assets.items():
             archive.writestr(name, content)

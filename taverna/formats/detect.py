@@ -80,7 +80,7 @@ def kind_of_json(doc: Any, file_name: str = "") -> FileKind | None:
         return FileKind.LOREBOOK_V3
     if "spec" in doc or "char_name" in doc:
         return FileKind.CARD_JSON
-    if "entries" in doc and isinstance(doc["entries"], dict):
+    if "entries" in doc and (isinstance(doc["entries"], dict) or doc["entries"] == []):
         return FileKind.WORLD_INFO
     if "scriptName" in doc and "findRegex" in doc:
         return FileKind.REGEX_SCRIPT

@@ -260,15 +260,53 @@ class SystemPromptPreset(STDocument):
 class TextCompletionPreset(STDocument):
     """A Text Completion sampler preset (`TextGen Settings/<name>.json`, §5).
 
-    Only the most used samplers are typed; every other key is kept as SillyTavern wrote it.
+    The numeric samplers and switches are typed (SillyTavern reads a slider's value as a
+    number, so "0.7" is 0.7); every other key is kept as SillyTavern wrote it.
     """
 
     temp: Number | None = None
     top_p: Number | None = None
     top_k: Number | None = None
+    top_a: Number | None = None
+    tfs: Number | None = None
+    typical_p: Number | None = None
     min_p: Number | None = None
     rep_pen: Number | None = None
     rep_pen_range: Number | None = None
+    rep_pen_slope: Number | None = None
+    rep_pen_decay: Number | None = None
+    freq_pen: Number | None = None
+    presence_pen: Number | None = None
+    no_repeat_ngram_size: Number | None = None
+    penalty_alpha: Number | None = None
+    num_beams: Number | None = None
+    length_penalty: Number | None = None
+    min_length: Number | None = None
+    encoder_rep_pen: Number | None = None
+    epsilon_cutoff: Number | None = None
+    eta_cutoff: Number | None = None
+    mirostat_mode: Number | None = None
+    mirostat_tau: Number | None = None
+    mirostat_eta: Number | None = None
+    min_temp: Number | None = None
+    max_temp: Number | None = None
+    dynatemp_exponent: Number | None = None
+    smoothing_factor: Number | None = None
+    smoothing_curve: Number | None = None
+    dry_multiplier: Number | None = None
+    dry_base: Number | None = None
+    dry_allowed_length: Number | None = None
+    dry_penalty_last_n: Number | None = None
+    xtc_threshold: Number | None = None
+    xtc_probability: Number | None = None
+    guidance_scale: Number | None = None
+    dynatemp: bool | None = None
+    temperature_last: bool | None = None
+    do_sample: bool | None = None
+    early_stopping: bool | None = None
+    add_bos_token: bool | None = None
+    ban_eos_token: bool | None = None
+    skip_special_tokens: bool | None = None
     genamt: JsonInt | None = None
     max_length: JsonInt | None = None
 

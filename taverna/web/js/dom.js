@@ -1,5 +1,6 @@
 // Element builders: every text goes in through textContent, never as HTML.
 
+import { t } from "./i18n.js";
 import { icon } from "./icons.js";
 
 /**
@@ -52,7 +53,15 @@ export function toast(message, kind = "info") {
   if (!box) return;
   const item = h("div", { class: `toast ${kind}`, role: kind === "error" ? "alert" : "status", text: message });
   box.append(item);
-  setTimeout(() => item.remove(), kind === "error" ? 8000 : 3500);
+  setTimeout(() => item.remove(), kind === "info" ? 3500 : 8000);
+}
+
+/** After an import: say how many values of the file were read loosely, and the first one. */
+export function toastWarnings(file, warnings) {
+  if (!warnings || !warnings.length) return;
+  const first = warnings[0];
+  const where = first.field ? `${first.field}: ` : "";
+  toast(t("import.read_loosely", { file, n: warnings.length, first: `${where}${first.message}` }), "warning");
 }
 
 /** Copy text to the clipboard, with a fallback for pages served over plain http. */

@@ -1,7 +1,7 @@
 // The character library: search, import by drag-and-drop or file picker, open, start a chat.
 
 import { api } from "../api.js";
-import { formWith, h, mount, toast } from "../dom.js";
+import { formWith, h, mount, toast, toastWarnings } from "../dom.js";
 import { t } from "../i18n.js";
 
 const ACCEPT = ".png,.json,.charx,image/png,application/json";
@@ -14,6 +14,7 @@ export async function importCards(files) {
       const result = await api.upload("/characters/import", formWith({ file }));
       stored.push(result);
       toast(t("characters.imported", { name: result.name }));
+      toastWarnings(file.name, result.warnings);
     } catch (error) {
       toast(t("characters.import_failed", { file: file.name, message: error.message }), "error");
     }

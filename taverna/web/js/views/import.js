@@ -61,11 +61,14 @@ export async function render(root) {
   function showReport(r) {
     const stored = r.stored || [];
     const skipped = r.skipped || [];
+    const loose = r.warnings || [];
     mount(report,
       h("h3", { text: t("import.stored", { n: stored.length }) }),
       h("ul", { class: "list compact" }, stored.map((s) => h("li", { text: `${s.kind}: ${s.name}` }))),
       h("h3", { text: t("import.skipped", { n: skipped.length }) }),
-      h("ul", { class: "list compact" }, skipped.map((s) => h("li", {}, h("span", { class: "strong", text: s.path }), h("span", { class: "muted", text: ` ${s.reason}` })))));
+      h("ul", { class: "list compact" }, skipped.map((s) => h("li", {}, h("span", { class: "strong", text: s.path }), h("span", { class: "muted", text: ` ${s.reason}` })))),
+      h("h3", { text: t("import.warnings", { n: loose.length }) }),
+      h("ul", { class: "list compact warnings" }, loose.map((w) => h("li", {}, h("span", { class: "strong", text: w.path }), h("span", { class: "muted", text: ` ${w.field ? `${w.field}: ` : ""}${w.message}` })))));
   }
   return () => close && close();
 }

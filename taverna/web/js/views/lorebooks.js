@@ -1,7 +1,7 @@
 // Lorebooks: list, import, create, delete.
 
 import { api } from "../api.js";
-import { formWith, h, mount, toast } from "../dom.js";
+import { formWith, h, mount, toast, toastWarnings } from "../dom.js";
 import { t } from "../i18n.js";
 
 export async function render(root) {
@@ -22,6 +22,7 @@ export async function render(root) {
       try {
         const book = await api.upload("/lorebooks/import", formWith({ file }));
         toast(t("lorebooks.imported", { name: book.name, n: book.entry_count }));
+        toastWarnings(file.name, book.warnings);
       } catch (error) {
         toast(`${file.name}: ${error.message}`, "error");
       }

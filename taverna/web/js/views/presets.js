@@ -1,7 +1,7 @@
 // Chat-completion presets, or instruct and context templates: list, import, open, delete.
 
 import { api } from "../api.js";
-import { formWith, h, mount, toast } from "../dom.js";
+import { formWith, h, mount, toast, toastWarnings } from "../dom.js";
 import { t } from "../i18n.js";
 
 export async function render(root, params) {
@@ -19,6 +19,7 @@ export async function render(root, params) {
       try {
         const preset = await api.upload(`/presets/import?kind=${kindSelect.value}`, formWith({ file }));
         toast(t("presets.imported", { name: preset.name }));
+        toastWarnings(file.name, preset.warnings);
       } catch (error) {
         toast(`${file.name}: ${error.message}`, "error");
       }
