@@ -27,8 +27,6 @@ from taverna.engine.assembly.context import (
     AssemblyContext,
     CharacterInfo,
     ChatMessage,
-    ContextTemplate,
-    InstructTemplate,
     PersonaInfo,
     Speaker,
     TextCompletionSettings,
@@ -37,6 +35,8 @@ from taverna.engine.assembly.macros_bridge import substitute_for
 from taverna.engine.assembly.turn import prepare_turn
 from taverna.engine.textgen import build_text_completion
 from taverna.engine.tokens import CountCache, TokenCounter, get_tokenizer
+from taverna.model.presets import InstructTemplate
+from taverna.model.settings import DEFAULT_CONTEXT_TEMPLATE
 
 TOKENIZERS = ("estimate", "cl100k_base", "o200k_base", "llama3", "mistral", "nemo", "claude")
 MESSAGES = 10_000
@@ -49,7 +49,6 @@ LINE = (
 )
 
 CHATML = InstructTemplate(
-    enabled=True,
     input_sequence="<|im_start|>user",
     output_sequence="<|im_start|>assistant",
     system_sequence="<|im_start|>system",
@@ -109,7 +108,8 @@ def context(messages: tuple[ChatMessage, ...], tokenizer: str) -> AssemblyContex
     )
     settings = TextCompletionSettings(
         instruct=CHATML,
-        context=ContextTemplate(use_stop_strings=False),
+        instruct_enabled=True,
+        context=DEFAULT_CONTEXT_TEMPLATE.model_copy(update={"use_stop_strings": False}),
         max_context=32_768,
         amount_gen=512,
     )

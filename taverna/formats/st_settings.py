@@ -6,36 +6,42 @@ templates and the persona, the world-info settings with the global lorebook
 selection, the Text Completion sampler settings and the author's note defaults.
 This reader keeps only what changes the prompt; unknown keys are ignored. The
 same reader takes one Chat Completion preset, instruct or context template file on
-its own (`read_chat_completion_preset`, `read_instruct_template`,
-`read_context_template`). `taverna.services.turn_inputs` turns the result into the
-engine's context.
+its own, as the settings would hold it when chosen (`chosen_chat_completion`,
+`chosen_instruct_template`, `chosen_context_template`). `taverna.services.turn_inputs`
+turns the result into the engine's context.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
 from taverna.errors import FormatError
 from taverna.formats.json_text import loads
+from taverna.formats.validation import validate
 from taverna.model.chat import AuthorsNote
 from taverna.model.persona import PersonaPosition
 from taverna.model.presets import GLOBAL_ORDER_ID as GLOBAL_ORDER_ID  # the "global" order list
-from taverna.model.presets import NamesBehavior
+from taverna.model.presets import (
+    ContextTemplate,
+    InstructTemplate,
+    NamesBehavior,
+    SystemPromptPreset,
+)
 from taverna.model.regex_script import RegexScript
 from taverna.model.settings import (
+    DEFAULT_CONTEXT_TEMPLATE,
+    DEFAULT_INSTRUCT_TEMPLATE,
+    DEFAULT_SYSTEM_PROMPT,
     ChatCompletionSettings,
-    ContextTemplate,
     InjectionRole,
-    InstructTemplate,
     PersonaInfo,
     PowerUserSettings,
     PromptOrderEntry,
     PromptSlot,
-    SystemPrompt,
     TextCompletionSettings,
     WorldInfoSettings,
     default_prompt_order,
@@ -98,7 +104,7 @@ def read_settings(data: bytes | str, *, file: str | None = None) -> SillyTavernS
     )
 
 
-def read_chat_completion_preset(
+def chosen_chat_completion(
     data: Mapping[str, Any], *, file: str | None = None
 ) -> ChatCompletionSettings:
     """A Chat Completion preset file (the keys of `oai_settings`), as `read_settings` reads it.
@@ -108,18 +114,19 @@ def read_chat_completion_preset(
     return _SettingsReader(file).chat_completion(_document(data, "a preset", file), "")
 
 
-def read_instruct_template(data: Mapping[str, Any], *, file: str | None = None) -> InstructTemplate:
-    """An instruct template file, switched on as when it is the chosen one."""
-    doc = {**_document(data, "an instruct template", file), "enabled": True}
-    template: InstructTemplate = _SettingsReader(file).template(InstructTemplate, doc, "")
-    return template
+def chosen_instruct_template(
+    data: Mapping[str, Any], *, file: str | None = None
+) -> InstructTemplate:
+    """An instruct template file as `read_settings` reads `power_user.instruct`: migrated."""
+    doc = _document(data, "an instruct template", file)
+    return _SettingsReader(file).instruct(doc, "")
 
 
-def read_context_template(data: Mapping[str, Any], *, file: str | None = None) -> ContextTemplate:
-    """A context template file, as `read_settings` reads `power_user.context`."""
+def chosen_context_template(data: Mapping[str, Any], *, file: str | None = None) -> ContextTemplate:
+    """A context template file as `read_settings` reads `power_user.context`: a key it
+    lacks keeps a new install's value."""
     doc = _document(data, "a context template", file)
-    template: ContextTemplate = _SettingsReader(file).template(ContextTemplate, doc, "")
-    return template
+    return _SettingsReader(file).template(ContextTemplate, DEFAULT_CONTEXT_TEMPLATE, doc, "")
 
 
 def read_world_info_settings(
@@ -127,6 +134,11 @@ def read_world_info_settings(
 ) -> WorldInfoSettings:
     """SillyTavern's `world_info_settings` object (scan depth, budget, global selection...)."""
     return _SettingsReader(file).world_info(_document(data, "world info settings", file))
+
+
+# Keys of a template in the settings that a template file does not hold (formats-presets.md §2.1).
+_SETTINGS_ONLY = frozenset({"enabled", "bind_to_context", "preset"})
+T = TypeVar("T", InstructTemplate, ContextTemplate, SystemPromptPreset)
 
 
 def _document(data: Any, what: str, file: str | None) -> Mapping[str, Any]:
@@ -354,9 +366,15 @@ class _SettingsReader:
         sysprompt = self.obj(power, "sysprompt", "power_user.")
         textgen = self.obj(doc, "textgenerationwebui_settings")
         return TextCompletionSettings(
-            instruct=self.template(InstructTemplate, instruct, "power_user.instruct."),
-            context=self.template(ContextTemplate, context, "power_user.context."),
-            system_prompt=self.template(SystemPrompt, sysprompt, "power_user.sysprompt."),
+            instruct=self.instruct(instruct, "power_user.instruct."),
+            instruct_enabled=self.bool_(instruct, "enabled", False, "power_user.instruct."),
+            context=self.template(
+                ContextTemplate, DEFAULT_CONTEXT_TEMPLATE, context, "power_user.context."
+            ),
+            system_prompt=self.template(
+                SystemPromptPreset, DEFAULT_SYSTEM_PROMPT, sysprompt, "power_user.sysprompt."
+            ),
+            system_prompt_enabled=self.bool_(sysprompt, "enabled", True, "power_user.sysprompt."),
             api_type=self.str_(textgen, "type", "ooba", "textgenerationwebui_settings."),
             max_context=self.int_(doc, "max_context", 8192),
             amount_gen=self.int_(doc, "amount_gen", 350),
@@ -364,31 +382,25 @@ class _SettingsReader:
             extras={"api_server": doc.get("api_server", ""), "settings": doc},
         )
 
-    def template(self, kind: Any, doc: Mapping[str, Any], path: str) -> Any:
-        base = kind()
-        values: dict[str, Any] = {}
-        for f in fields(kind):
-            key = "name" if f.name == "name" else f.name
-            if f.name == "name" and "preset" in doc and "name" not in doc:
-                key = "preset"
-            if key not in doc:
-                continue
-            default = getattr(base, f.name)
-            if isinstance(default, bool):
-                values[f.name] = self.bool_(doc, key, default, path)
-            elif isinstance(default, str):
-                values[f.name] = self.str_(doc, key, default, path)
-        if kind is InstructTemplate and "names_behavior" not in doc:
-            # formats-presets.md §2.1 migration of the older name flags.
-            if doc.get("names") is True:
-                values["names_behavior"] = "always"
-            elif doc.get("names_force_groups") is True:
-                values["names_behavior"] = "force"
-            elif "names" in doc or "names_force_groups" in doc:
-                values["names_behavior"] = "none"
-        if kind is InstructTemplate and "output_suffix" not in doc and "separator_sequence" in doc:
-            values["output_suffix"] = self.str_(doc, "separator_sequence", "", path)
-        return kind(**values)
+    def instruct(self, doc: Mapping[str, Any], path: str) -> InstructTemplate:
+        return self.template(InstructTemplate, DEFAULT_INSTRUCT_TEMPLATE, doc, path).migrated()
+
+    def template(self, kind: type[T], defaults: T, doc: Mapping[str, Any], path: str) -> T:
+        """A template the settings hold (or a file read as one): the keys it lacks keep
+        `defaults`; the settings-only keys are left out, `preset` naming it when `name` is
+        absent (formats-presets.md §2.1, §3)."""
+        values = {
+            key: value
+            for key, value in doc.items()
+            if key not in _SETTINGS_ONLY and value is not None
+        }
+        if "name" not in values and isinstance(doc.get("preset"), str):
+            values["name"] = doc["preset"]
+        for key, value in defaults.to_json().items():
+            values.setdefault(key, value)
+        # as strict as the rest of this reader: a value of the wrong type is an error
+        prefix = path.rstrip(".") or None
+        return validate(kind, values, file=self.file, prefix=prefix, loose=False)
 
     # --------------------------------------------------------------- power user
 

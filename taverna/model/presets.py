@@ -207,10 +207,9 @@ class InstructTemplate(STDocument):
     @property
     def effective_names_behavior(self) -> InstructNames:
         """`names_behavior`, or what the legacy `names` flags mean when it is absent."""
-        if "names_behavior" not in self.model_fields_set and self.names is not None:
-            if self.names:
-                return InstructNames.ALWAYS
-            return InstructNames.FORCE if self.names_force_groups else InstructNames.NONE
+        legacy = self._legacy_names_behavior()
+        if legacy is not None:
+            return legacy
         try:
             return InstructNames(self.names_behavior)
         except ValueError:
@@ -222,6 +221,30 @@ class InstructTemplate(STDocument):
         if "output_suffix" not in self.model_fields_set and self.separator_sequence is not None:
             return self.separator_sequence
         return self.output_suffix
+
+    def migrated(self) -> InstructTemplate:
+        """The template with its legacy keys moved as SillyTavern moves them on load (§2.1).
+
+        `names`/`names_force_groups` give `names_behavior` and `separator_sequence` gives
+        `output_suffix`, where those are absent; everything else stays as written.
+        """
+        changes: dict[str, str] = {}
+        legacy = self._legacy_names_behavior()
+        if legacy is not None:
+            changes["names_behavior"] = legacy.value
+        if "output_suffix" not in self.model_fields_set and self.separator_sequence is not None:
+            changes["output_suffix"] = self.separator_sequence
+        return self.model_copy(update=changes) if changes else self
+
+    def _legacy_names_behavior(self) -> InstructNames | None:
+        # §2.1: `names: true` is always; else `names_force_groups: true` is force; else none.
+        if "names_behavior" in self.model_fields_set:
+            return None
+        if self.names is None and self.names_force_groups is None:
+            return None
+        if self.names:
+            return InstructNames.ALWAYS
+        return InstructNames.FORCE if self.names_force_groups else InstructNames.NONE
 
 
 DEFAULT_STORY_STRING = (

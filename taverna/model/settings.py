@@ -1,8 +1,9 @@
 """The prompt-relevant settings SillyTavern keeps, as plain frozen data.
 
 Presets' Chat Completion settings (the prompt manager and the texts around it), the
-instruct, context and system-prompt templates, the power-user and world-info
-settings, and the persona settings: what `taverna.formats.st_settings`
+Text Completion side (the instruct, context and system-prompt templates in use, the
+file models of `taverna.model.presets`, with their switches), the power-user and
+world-info settings, and the persona settings: what `taverna.formats.st_settings`
 reads and the assembly engine takes in its context.
 """
 
@@ -14,7 +15,13 @@ from enum import IntEnum
 from typing import Any
 
 from taverna.model.persona import PersonaPosition
-from taverna.model.presets import ChatCompletionPreset, NamesBehavior
+from taverna.model.presets import (
+    ChatCompletionPreset,
+    ContextTemplate,
+    InstructTemplate,
+    NamesBehavior,
+    SystemPromptPreset,
+)
 
 
 class InjectionRole(IntEnum):
@@ -192,72 +199,36 @@ class ChatCompletionSettings:
         return None
 
 
-@dataclass(frozen=True, slots=True)
-class InstructTemplate:
-    """An instruct template (formats-presets.md §2.1)."""
-
-    enabled: bool = False
-    name: str = ""
-    input_sequence: str = "### Instruction:"
-    input_suffix: str = ""
-    output_sequence: str = "### Response:"
-    output_suffix: str = ""
-    system_sequence: str = ""
-    system_suffix: str = ""
-    system_same_as_user: bool = False
-    first_input_sequence: str = ""
-    last_input_sequence: str = ""
-    first_output_sequence: str = ""
-    last_output_sequence: str = ""
-    last_system_sequence: str = ""
-    system_sequence_prefix: str = ""
-    system_sequence_suffix: str = ""
-    stop_sequence: str = ""
-    user_alignment_message: str = ""
-    wrap: bool = True
-    macro: bool = True
-    names_behavior: str = "force"  # none | force | always
-    skip_examples: bool = False
-    activation_regex: str = ""
-
-
-DEFAULT_STORY_STRING = (
+# The shipped `Default` context template's story string (a new install's), which adds the
+# lorebook blocks to the plain one a template file lacking the key means.
+SHIPPED_STORY_STRING = (
     "{{#if system}}{{system}}\n{{/if}}{{#if wiBefore}}{{wiBefore}}\n{{/if}}"
     "{{#if description}}{{description}}\n{{/if}}{{#if personality}}{{char}}'s personality: "
     "{{personality}}\n{{/if}}{{#if scenario}}Scenario: {{scenario}}\n{{/if}}"
     "{{#if wiAfter}}{{wiAfter}}\n{{/if}}{{#if persona}}{{persona}}\n{{/if}}"
 )
-
-
-@dataclass(frozen=True, slots=True)
-class ContextTemplate:
-    """A context template (formats-presets.md §3)."""
-
-    name: str = "Default"
-    story_string: str = DEFAULT_STORY_STRING
-    example_separator: str = "***"
-    chat_start: str = "***"
-    use_stop_strings: bool = True
-    names_as_stop_strings: bool = True
-    allow_jailbreak: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class SystemPrompt:
-    """The Text Completion system prompt preset (1.12.6 "sysprompt")."""
-
-    enabled: bool = True
-    name: str = "Neutral - Chat"
-    content: str = "Write {{char}}'s next reply in a fictional chat between {{char}} and {{user}}."
+# A new install's templates (SillyTavern's `power_user` defaults), for settings that choose
+# none and for the keys a chosen template lacks. A template *file* lacking a key means less
+# (formats-presets.md §3: no stop strings from `chat_start`, the plain story string).
+DEFAULT_INSTRUCT_TEMPLATE = InstructTemplate()
+DEFAULT_CONTEXT_TEMPLATE = ContextTemplate(
+    name="Default", story_string=SHIPPED_STORY_STRING, use_stop_strings=True
+)
+DEFAULT_SYSTEM_PROMPT = SystemPromptPreset(
+    name="Neutral - Chat",
+    content="Write {{char}}'s next reply in a fictional chat between {{char}} and {{user}}.",
+)
 
 
 @dataclass(frozen=True, slots=True)
 class TextCompletionSettings:
     """The Text Completion side: templates, context size and sampling."""
 
-    instruct: InstructTemplate = InstructTemplate()
-    context: ContextTemplate = ContextTemplate()
-    system_prompt: SystemPrompt = SystemPrompt()
+    instruct: InstructTemplate = DEFAULT_INSTRUCT_TEMPLATE
+    instruct_enabled: bool = False  # `power_user.instruct.enabled`: instruct mode is on
+    context: ContextTemplate = DEFAULT_CONTEXT_TEMPLATE
+    system_prompt: SystemPromptPreset = DEFAULT_SYSTEM_PROMPT
+    system_prompt_enabled: bool = True  # `power_user.sysprompt.enabled`
     api_type: str = "llamacpp"  # SillyTavern `textgen_type`
     max_context: int = 8192
     amount_gen: int = 350

@@ -40,9 +40,9 @@ from taverna.errors import FormatError, NotFound
 from taverna.formats.card_json import card_from_json
 from taverna.formats.st_settings import (
     SillyTavernSettings,
-    read_chat_completion_preset,
-    read_context_template,
-    read_instruct_template,
+    chosen_chat_completion,
+    chosen_context_template,
+    chosen_instruct_template,
     read_world_info_settings,
 )
 from taverna.formats.world_info import world_info_from_json
@@ -340,14 +340,14 @@ class TurnContexts:
             preset, chat_completion = self.documents.get(
                 "chat_completion_preset",
                 choices["chat_completion_preset"],
-                lambda d: (dict(d.data), read_chat_completion_preset(d.data, file=d.name)),
+                lambda d: (dict(d.data), chosen_chat_completion(d.data, file=d.name)),
             )
         text_completion = TextCompletionSettings()
         if "instruct_template" in choices:
-            instruct = self._read(choices, "instruct_template", read_instruct_template)
-            text_completion = replace(text_completion, instruct=instruct)
+            instruct = self._read(choices, "instruct_template", chosen_instruct_template)
+            text_completion = replace(text_completion, instruct=instruct, instruct_enabled=True)
         if "context_template" in choices:
-            context = self._read(choices, "context_template", read_context_template)
+            context = self._read(choices, "context_template", chosen_context_template)
             text_completion = replace(text_completion, context=context)
         settings = SillyTavernSettings(
             chat_completion=chat_completion,

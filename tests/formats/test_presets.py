@@ -75,6 +75,22 @@ def test_legacy_instruct_fields() -> None:
     assert (
         read_instruct_template(b'{"names": true}').effective_names_behavior is InstructNames.ALWAYS
     )
+    # §2.1: without `names`, a false `names_force_groups` still migrates, to none.
+    alone = read_instruct_template(b'{"names_force_groups": false}')
+    assert alone.effective_names_behavior is InstructNames.NONE
+    assert alone.migrated().names_behavior == "none"
+
+
+def test_migrated_instruct_template_moves_only_the_legacy_keys() -> None:
+    old = read_instruct_template(b'{"names": true, "separator_sequence": "\\n", "wrap": false}')
+    migrated = old.migrated()
+    assert (migrated.names_behavior, migrated.output_suffix, migrated.wrap) == (
+        "always",
+        "\n",
+        False,
+    )
+    current = read_instruct_template(b'{"names_behavior": "none", "names": true}')
+    assert current.migrated() is current  # nothing legacy applies
 
 
 def test_context_and_system_prompt(st_fixtures: Path) -> None:

@@ -10,9 +10,9 @@ import pytest
 
 from taverna.errors import FormatError
 from taverna.formats.st_settings import (
-    read_chat_completion_preset,
-    read_context_template,
-    read_instruct_template,
+    chosen_chat_completion,
+    chosen_context_template,
+    chosen_instruct_template,
     read_settings,
 )
 
@@ -51,19 +51,19 @@ def _via_settings(doc: dict[str, Any]) -> Any:
 
 def _check_preset(data: dict[str, Any]) -> None:
     expected = _via_settings({"oai_settings": data}).chat_completion
-    assert read_chat_completion_preset(data) == expected
+    assert chosen_chat_completion(data) == expected
 
 
 def _check_instruct(data: dict[str, Any]) -> None:
     doc = {"power_user": {"instruct": {**data, "enabled": True}}}
-    expected = _via_settings(doc).text_completion.instruct
-    assert read_instruct_template(data) == expected
-    assert expected.enabled
+    expected = _via_settings(doc).text_completion
+    assert chosen_instruct_template(data) == expected.instruct
+    assert expected.instruct_enabled
 
 
 def _check_context(data: dict[str, Any]) -> None:
     expected = _via_settings({"power_user": {"context": data}}).text_completion.context
-    assert read_context_template(data) == expected
+    assert chosen_context_template(data) == expected
 
 
 def _files(folder: Path) -> list[Path]:
@@ -119,16 +119,16 @@ def test_oracle_settings_parts(oracle_cases: Path) -> None:
 @pytest.mark.parametrize(
     ("read", "data", "field"),
     [
-        (read_chat_completion_preset, {"prompts": {"a": 1}}, "prompts"),
-        (read_chat_completion_preset, {"prompts": [{"identifier": 5}]}, "prompts[0].identifier"),
+        (chosen_chat_completion, {"prompts": {"a": 1}}, "prompts"),
+        (chosen_chat_completion, {"prompts": [{"identifier": 5}]}, "prompts[0].identifier"),
         (
-            read_chat_completion_preset,
+            chosen_chat_completion,
             {"prompt_order": [{"character_id": 100001, "order": [{"enabled": "yes"}]}]},
             "prompt_order[0].order[0].enabled",
         ),
-        (read_chat_completion_preset, {"openai_max_context": "lots"}, "openai_max_context"),
-        (read_instruct_template, {"input_sequence": 3}, "input_sequence"),
-        (read_context_template, {"use_stop_strings": "no"}, "use_stop_strings"),
+        (chosen_chat_completion, {"openai_max_context": "lots"}, "openai_max_context"),
+        (chosen_instruct_template, {"input_sequence": 3}, "input_sequence"),
+        (chosen_context_template, {"use_stop_strings": "no"}, "use_stop_strings"),
     ],
 )
 def test_errors_name_the_field(read: Any, data: dict[str, Any], field: str) -> None:
@@ -137,7 +137,7 @@ def test_errors_name_the_field(read: Any, data: dict[str, Any], field: str) -> N
     assert error.value.field == field
 
 
-@pytest.mark.parametrize("read", [read_chat_completion_preset, read_instruct_template])
+@pytest.mark.parametrize("read", [chosen_chat_completion, chosen_instruct_template])
 def test_not_an_object(read: Any) -> None:
     with pytest.raises(FormatError):
         read(["not", "an", "object"])

@@ -217,7 +217,7 @@ def example_heading(context: AssemblyContext, substitute: Substitute) -> str:
     separator = (
         substitute(template.example_separator, {}) + "\n" if template.example_separator else ""
     )
-    instruct = context.text_completion.instruct.enabled
+    instruct = context.text_completion.instruct_enabled
     return separator or ("<START>\n" if instruct else "")
 
 

@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from taverna.engine.assembly.context import InstructTemplate
 from taverna.engine.textgen.examples import split_example_turns
+from taverna.model.presets import InstructTemplate
 
 Macros = Callable[[str], str]
 

@@ -46,7 +46,7 @@ class TextSteps:
         self.is_quiet = self.kind is GenerationType.QUIET
         # algo-prompt-assembly.md §1 step 3: the quiet prompt gets its macros first.
         self.quiet_prompt = turn.macros(context.quiet_prompt) if context.quiet_prompt else ""
-        self.instruct_on = self.settings.instruct.enabled
+        self.instruct_on = self.settings.instruct_enabled
         self.wrap = self.settings.instruct.wrap
         self.instruct = InstructFormat(
             self.settings.instruct,
@@ -107,7 +107,7 @@ class TextSteps:
     def system_prompt(self) -> str:
         """`{{system}}` of the story string (§6.1)."""
         sysprompt = self.settings.system_prompt
-        if not sysprompt.enabled:
+        if not self.settings.system_prompt_enabled:
             return ""
         fields = self.turn.fields
         if self.power.prefer_character_prompt and fields.system:

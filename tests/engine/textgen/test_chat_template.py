@@ -13,7 +13,6 @@ from taverna.engine.assembly.context import (
     AssemblyContext,
     CharacterInfo,
     ChatMessage,
-    ContextTemplate,
     GenerationType,
     PersonaInfo,
     Speaker,
@@ -21,6 +20,7 @@ from taverna.engine.assembly.context import (
 )
 from taverna.engine.textgen.chat_template import ChatTemplate, ChatTemplateError, alternate_roles
 from taverna.errors import FormatError
+from taverna.model.settings import DEFAULT_CONTEXT_TEMPLATE
 
 TURNS = (
     "{% for m in messages %}<|turn|>{{ m['role'] }}\n{{ m['content'] }}<|end|>\n{% endfor %}"
@@ -127,7 +127,7 @@ def _context(**changes: object) -> AssemblyContext:
         for i in range(12)
     )
     text = TextCompletionSettings(
-        context=ContextTemplate(use_stop_strings=False),
+        context=DEFAULT_CONTEXT_TEMPLATE.model_copy(update={"use_stop_strings": False}),
         extras={"chat_template": config(TURNS, eos_token="<|end|>")},
     )
     context = AssemblyContext(

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
-from taverna.engine.assembly.context import InstructTemplate
 from taverna.engine.textgen.examples import ExampleTurn, split_example_turns
 from taverna.engine.textgen.instruct import InstructFormat, Position
+from taverna.model.presets import InstructTemplate
 
 ALPACA = InstructTemplate(
-    enabled=True,
     input_sequence="### Instruction:",
     output_sequence="### Response:",
     system_sequence="### System:",
@@ -30,13 +27,13 @@ def fmt(
 def test_wrap_joins_with_newlines_and_an_empty_suffix_becomes_one() -> None:
     """§2.2 / §6.4 step 5-6."""
     assert fmt().message("Alex", "Hi", True, False) == "### Instruction:\nHi\n"
-    unwrapped = fmt(replace(ALPACA, wrap=False))
+    unwrapped = fmt(ALPACA.model_copy(update={"wrap": False}))
     assert unwrapped.message("Alex", "Hi", True, False) == "### Instruction:Hi"
 
 
 def test_names_behaviour() -> None:
     """§6.4 step 1: always / force (groups, forced avatars) / none; never for the narrator."""
-    always = fmt(replace(ALPACA, names_behavior="always"))
+    always = fmt(ALPACA.model_copy(update={"names_behavior": "always"}))
     assert always.message("Aria", "Yo", False, False) == "### Response:\nAria: Yo\n"
     assert always.message("", "Note", False, True) == "### System:\nNote\n"
     force = fmt()
@@ -47,12 +44,14 @@ def test_names_behaviour() -> None:
     )
     assert fmt(group=True).message("Bran", "Hey", False, False) == "### Response:\nBran: Hey\n"
     assert fmt(group=True).message("Alex", "Hey", True, False) == "### Instruction:\nHey\n"
-    none = fmt(replace(ALPACA, names_behavior="none"))
+    none = fmt(ALPACA.model_copy(update={"names_behavior": "none"}))
     assert none.message("Bran", "Hey", False, False, forced_avatar=True) == "### Response:\nHey\n"
 
 
 def test_first_and_last_variants_fall_back_to_the_plain_sequence() -> None:
-    template = replace(ALPACA, first_input_sequence="<FI>", last_output_sequence="<LO>")
+    template = ALPACA.model_copy(
+        update={"first_input_sequence": "<FI>", "last_output_sequence": "<LO>"}
+    )
     f = fmt(template)
     assert f.message("Alex", "a", True, False, position=Position.FIRST).startswith("<FI>\n")
     assert f.message("Alex", "a", True, False, position=Position.LAST).startswith(
@@ -65,13 +64,17 @@ def test_first_and_last_variants_fall_back_to_the_plain_sequence() -> None:
 
 
 def test_system_same_as_user_and_name_macro() -> None:
-    template = replace(
-        ALPACA, system_same_as_user=True, input_sequence="<{{name}}>", input_suffix="</{{name}}>"
+    template = ALPACA.model_copy(
+        update={
+            "system_same_as_user": True,
+            "input_sequence": "<{{name}}>",
+            "input_suffix": "</{{name}}>",
+        }
     )
     f = fmt(template)
     assert f.message("", "Note", False, True) == "<System>\nNote</System>"
     assert f.message("Alex", "Hi", True, False) == "<Alex>\nHi</Alex>"
-    raw = fmt(replace(template, macro=False))
+    raw = fmt(template.model_copy(update={"macro": False}))
     assert raw.message("Alex", "Hi", True, False) == "<{{name}}>\nHi</{{name}}>"
 
 
@@ -81,10 +84,10 @@ def test_final_line() -> None:
     assert f.final_line("Aria") == "\n### Response:\n"
     assert f.final_line("Alex", impersonate=True) == "\n### Instruction:\n"
     assert f.final_line("Aria", prompt_bias="  She smiled") == "\n### Response:\nShe smiled\n"
-    always = fmt(replace(ALPACA, names_behavior="always"))
+    always = fmt(ALPACA.model_copy(update={"names_behavior": "always"}))
     assert always.final_line("Aria") == "\n### Response:\nAria:"
     assert always.final_line("Aria", prompt_bias=" She") == "\n### Response:\nAria: She"
-    quiet = fmt(replace(ALPACA, last_system_sequence="### Note:"))
+    quiet = fmt(ALPACA.model_copy(update={"last_system_sequence": "### Note:"}))
     assert quiet.final_line("System", quiet=True) == "### Note:\n"
 
 
@@ -97,7 +100,7 @@ def test_examples_are_parsed_into_turns_and_wrapped() -> None:
         "### Instruction:\nAlex: Hi there\n",
         "### Response:\nHello\nsecond line\n",
     ]
-    skipped = fmt(replace(ALPACA, skip_examples=True), separator="***").examples(
+    skipped = fmt(ALPACA.model_copy(update={"skip_examples": True}), separator="***").examples(
         ["<START>\nAlex: x\n"]
     )
     assert skipped == ["***\nAlex: x\n"]
@@ -107,7 +110,7 @@ def test_examples_are_parsed_into_turns_and_wrapped() -> None:
 
 def test_example_suffix_default_needs_macro_on() -> None:
     """§6.9 quirk: without "macro" the empty suffix is not replaced by a newline."""
-    f = fmt(replace(ALPACA, macro=False))
+    f = fmt(ALPACA.model_copy(update={"macro": False}))
     assert f.examples(["<START>\nAria: Hi\n"]) == ["### Response:\nHi"]
 
 
@@ -124,12 +127,13 @@ def test_split_example_turns() -> None:
 
 def test_stop_sequences() -> None:
     """§7.1 step 2: each line once, whitespace-only lines skipped, newline-prefixed when wrapped."""
-    template = replace(
-        ALPACA,
-        stop_sequence="</s>",
-        input_sequence="### Instruction:\n{{name}}:",
-        output_sequence=" ",
-        last_system_sequence="### Instruction:",
+    template = ALPACA.model_copy(
+        update={
+            "stop_sequence": "</s>",
+            "input_sequence": "### Instruction:\n{{name}}:",
+            "output_sequence": " ",
+            "last_system_sequence": "### Instruction:",
+        }
     )
     assert fmt(template).stop_sequences() == [
         "\n</s>",
@@ -137,11 +141,11 @@ def test_stop_sequences() -> None:
         "\nAlex:",
         "\n### System:",
     ]
-    assert fmt(replace(template, wrap=False)).stop_sequences()[0] == "</s>"
+    assert fmt(template.model_copy(update={"wrap": False})).stop_sequences()[0] == "</s>"
 
 
 def test_system_prompt_prefix_and_suffix() -> None:
-    template = replace(
-        ALPACA, system_sequence_prefix="<<{{name}}>>", system_sequence_suffix="<</S>>"
+    template = ALPACA.model_copy(
+        update={"system_sequence_prefix": "<<{{name}}>>", "system_sequence_suffix": "<</S>>"}
     )
     assert fmt(template).system_prompt("Be kind.") == "<<System>>\nBe kind.\n<</S>>"

@@ -14,24 +14,22 @@ from taverna.engine.assembly.context import (
     CharacterInfo,
     ChatMessage,
     ChatMetadata,
-    ContextTemplate,
     ExtensionPosition,
     GenerationType,
     InjectionRole,
-    InstructTemplate,
     PersonaInfo,
     PowerUserSettings,
     Speaker,
-    SystemPrompt,
     TextCompletionSettings,
 )
 from taverna.engine.tokens import EstimateTokenizer
 from taverna.model.character import DepthPrompt
 from taverna.model.chat import AuthorsNote
 from taverna.model.persona import PersonaPosition
+from taverna.model.presets import ContextTemplate, InstructTemplate
+from taverna.model.settings import DEFAULT_CONTEXT_TEMPLATE
 
 CHATML = InstructTemplate(
-    enabled=True,
     name="ChatML",
     input_sequence="<|im_start|>user",
     output_sequence="<|im_start|>assistant",
@@ -54,7 +52,7 @@ CHATML_CONTEXT = ContextTemplate(
     chat_start="",
     use_stop_strings=False,
 )
-PLAIN_CONTEXT = ContextTemplate(use_stop_strings=False)
+PLAIN_CONTEXT = DEFAULT_CONTEXT_TEMPLATE.model_copy(update={"use_stop_strings": False})
 
 
 def message(i: int, speaker: Speaker, name: str, text: str, **kw: object) -> ChatMessage:
@@ -85,7 +83,13 @@ def seraphina(**changes: object) -> AssemblyContext:
 
 
 def chatml(context: AssemblyContext, **settings: object) -> AssemblyContext:
-    text = replace(context.text_completion, instruct=CHATML, context=CHATML_CONTEXT, **settings)
+    text = replace(
+        context.text_completion,
+        instruct=CHATML,
+        instruct_enabled=True,
+        context=CHATML_CONTEXT,
+        **settings,
+    )
     return replace(context, text_completion=text)
 
 
@@ -252,12 +256,14 @@ def test_system_prompt_prefers_the_character_and_keeps_original() -> None:
         "<|im_start|>system\nCard says: Write Seraphina's next reply in a fictional chat "
         "between Seraphina and Alex.\n"
     )
-    off = replace(seraphina().text_completion, system_prompt=SystemPrompt(enabled=False))
+    off = replace(seraphina().text_completion, system_prompt_enabled=False)
     assert assemble(seraphina(text_completion=off)).text.startswith("D\n")
 
 
 def test_legacy_system_prefix_and_suffix_wrap_the_system_prompt() -> None:
-    instruct = replace(CHATML, system_sequence_prefix="[{{name}}]", system_sequence_suffix="[/S]")
+    instruct = CHATML.model_copy(
+        update={"system_sequence_prefix": "[{{name}}]", "system_sequence_suffix": "[/S]"}
+    )
     context = chatml(seraphina())
     text = replace(context.text_completion, instruct=instruct)
     prompt = assemble(replace(context, text_completion=text))
@@ -267,7 +273,7 @@ def test_legacy_system_prefix_and_suffix_wrap_the_system_prompt() -> None:
 
 def test_names_force_only_in_groups_or_forced_avatars() -> None:
     """§6.4: `force` names only other speakers in a group or messages with a forced avatar."""
-    forced = replace(CHATML, names_behavior="force")
+    forced = CHATML.model_copy(update={"names_behavior": "force"})
     chat = (
         message(0, Speaker.CHARACTER, "Seraphina", "Hi."),
         message(1, Speaker.USER, "Alex", "Hello!"),
@@ -284,11 +290,12 @@ def test_names_force_only_in_groups_or_forced_avatars() -> None:
 
 def test_first_and_last_sequences() -> None:
     """§6.4: the oldest message takes FIRST, the last user message LAST input."""
-    instruct = replace(
-        CHATML,
-        first_output_sequence="<FIRST>",
-        last_input_sequence="<LASTIN>",
-        last_output_sequence="<LASTOUT>",
+    instruct = CHATML.model_copy(
+        update={
+            "first_output_sequence": "<FIRST>",
+            "last_input_sequence": "<LASTIN>",
+            "last_output_sequence": "<LASTOUT>",
+        }
     )
     context = chatml(seraphina())
     text = replace(context.text_completion, instruct=instruct)
@@ -301,7 +308,6 @@ def test_first_and_last_sequences() -> None:
 def test_mistral_filler_before_the_name() -> None:
     """§6.6: an output sequence ending in a space lends it to the last output sequence."""
     mistral = InstructTemplate(
-        enabled=True,
         input_sequence="[INST] ",
         output_sequence="[/INST] ",
         last_output_sequence="[/INST]",
@@ -309,14 +315,14 @@ def test_mistral_filler_before_the_name() -> None:
         names_behavior="always",
     )
     context = seraphina()
-    text = replace(context.text_completion, instruct=mistral)
+    text = replace(context.text_completion, instruct=mistral, instruct_enabled=True)
     prompt = assemble(replace(context, text_completion=text))
     assert prompt.text.endswith("[/INST] Seraphina:")
 
 
 def test_user_alignment_message_when_history_starts_with_the_character() -> None:
     """§6.5 step 6."""
-    instruct = replace(CHATML, user_alignment_message="Let's begin.")
+    instruct = CHATML.model_copy(update={"user_alignment_message": "Let's begin."})
     context = chatml(seraphina())
     text = replace(context.text_completion, instruct=instruct)
     prompt = assemble(replace(context, text_completion=text))
@@ -337,12 +343,12 @@ def test_persona_goes_in_the_story_string_only_in_prompt_position() -> None:
 
 def test_story_string_without_trailing_newline_when_instruct_does_not_wrap() -> None:
     """§6.2 step 4."""
-    instruct = replace(CHATML, wrap=False)
+    instruct = CHATML.model_copy(update={"wrap": False})
     context = chatml(seraphina())
     text = replace(
         context.text_completion,
         instruct=instruct,
-        context=replace(CHATML_CONTEXT, story_string="\n\n{{description}}"),
+        context=CHATML_CONTEXT.model_copy(update={"story_string": "\n\n{{description}}"}),
     )
     prompt = assemble(replace(context, text_completion=text))
     assert prompt.text.startswith("D<|im_start|>user")
@@ -366,8 +372,8 @@ def test_stop_strings_follow_the_settings() -> None:
         custom_stopping_strings='["END", "{{char}} stops", "", 3]', single_line=True
     )
     context = chatml(seraphina(power_user=power))
-    template = replace(
-        CHATML_CONTEXT, use_stop_strings=True, chat_start="###", example_separator="---"
+    template = CHATML_CONTEXT.model_copy(
+        update={"use_stop_strings": True, "chat_start": "###", "example_separator": "---"}
     )
     text = replace(context.text_completion, context=template)
     prompt = assemble(replace(context, text_completion=text))
@@ -383,7 +389,7 @@ def test_stop_strings_follow_the_settings() -> None:
         "END",
         "Seraphina stops",
     )
-    unnamed = replace(template, names_as_stop_strings=False)
+    unnamed = template.model_copy(update={"names_as_stop_strings": False})
     prompt = assemble(replace(context, text_completion=replace(text, context=unnamed)))
     assert "\nAlex:" not in prompt.stop
 
@@ -393,7 +399,7 @@ def test_allow_jailbreak_adds_the_post_history_instructions_as_user_turn() -> No
     character = replace(seraphina().character, post_history_instructions="Stay in character.")
     context = chatml(seraphina(characters=(character,)))
     assert "Stay in character." not in assemble(context).text
-    template = replace(CHATML_CONTEXT, allow_jailbreak=True)
+    template = CHATML_CONTEXT.model_copy(update={"allow_jailbreak": True})
     text = replace(context.text_completion, context=template)
     prompt = assemble(replace(context, text_completion=text))
     assert prompt.text.endswith(
@@ -445,9 +451,7 @@ def test_fitting_counts_exactly_like_sillytavern() -> None:
     """§6.5: base = story + chat start + last line (+ padding), each message added while the
     running total stays strictly under max_context - amount_gen."""
     character = CharacterInfo(name="Seraphina", description="D")
-    no_system = replace(
-        seraphina().text_completion, system_prompt=SystemPrompt(enabled=False), amount_gen=50
-    )
+    no_system = replace(seraphina().text_completion, system_prompt_enabled=False, amount_gen=50)
     # Base text "D\n" + "***\n" + "\nSeraphina:" = 17 characters = 6 tokens.
     for max_context, padding, kept in ((150, 0, 4), (136, 0, 3), (137, 0, 4), (200, 64, 3)):
         context = seraphina(
