@@ -22,16 +22,9 @@ from dataclasses import replace
 from typing import Any
 
 from taverna.engine.assemble import assemble, message_cost
-from taverna.engine.assembly.context import (
-    AssemblyContext,
-    CharacterInfo,
-    ChatCompletionSettings,
-    ChatMessage,
-    PersonaInfo,
-    Speaker,
-    WorldInfoSettings,
-)
+from taverna.engine.assembly.context import AssemblyContext, CharacterInfo, ChatMessage, Speaker
 from taverna.formats.world_info import world_info_from_json
+from taverna.model.settings import ChatCompletionSettings, PersonaInfo, WorldInfoSettings
 
 WORDS = [
     "the",

@@ -23,20 +23,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from taverna.engine.assemble import assemble
-from taverna.engine.assembly.context import (
-    AssemblyContext,
-    CharacterInfo,
-    ChatMessage,
-    PersonaInfo,
-    Speaker,
-    TextCompletionSettings,
-)
+from taverna.engine.assembly.context import AssemblyContext, CharacterInfo, ChatMessage, Speaker
 from taverna.engine.assembly.macros_bridge import substitute_for
 from taverna.engine.assembly.turn import prepare_turn
 from taverna.engine.textgen import build_text_completion
 from taverna.engine.tokens import CountCache, TokenCounter, get_tokenizer
 from taverna.model.presets import InstructTemplate
-from taverna.model.settings import DEFAULT_CONTEXT_TEMPLATE
+from taverna.model.settings import DEFAULT_CONTEXT_TEMPLATE, PersonaInfo, TextCompletionSettings
 
 TOKENIZERS = ("estimate", "cl100k_base", "o200k_base", "llama3", "mistral", "nemo", "claude")
 MESSAGES = 10_000

@@ -23,13 +23,12 @@ from taverna.engine.assembly.context import (
     ChatMessage,
     ChatMetadata,
     GenerationType,
-    PersonaInfo,
     Speaker,
-    WorldInfoSettings,
 )
 from taverna.model.chat import CharacterRef, NodeRole, effective_state
 from taverna.model.lorebook import Entry, Lorebook
 from taverna.model.prompt import Prompt
+from taverna.model.settings import PersonaInfo, WorldInfoSettings
 from taverna.services.chats import ChatService
 from taverna.services.connections import ConnectionService
 from taverna.services.generation import Completed, GenerationService, TurnKind, TurnRequest

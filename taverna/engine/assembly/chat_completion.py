@@ -18,12 +18,7 @@ from taverna.engine.assembly.budget import MessageCost
 from taverna.engine.assembly.chat_examples import populate_examples
 from taverna.engine.assembly.chat_history import ChatHistory, ChatView, populate_history
 from taverna.engine.assembly.chat_layout import BudgetExceeded, Layout, Part, Slot
-from taverna.engine.assembly.context import (
-    AssemblyContext,
-    ExtensionPosition,
-    GenerationType,
-    InjectionRole,
-)
+from taverna.engine.assembly.context import AssemblyContext, GenerationType
 from taverna.engine.assembly.injections import (
     AUTHORS_NOTE_KEY,
     DATA_BANK_KEY,
@@ -39,6 +34,7 @@ from taverna.engine.assembly.stop import custom_stopping_strings
 from taverna.engine.assembly.turn import Turn, prompt_bias_text, turn_state
 from taverna.model.persona import PersonaPosition
 from taverna.model.prompt import Ledger, LedgerItem, Prompt, PromptMessage, Role
+from taverna.model.settings import ExtensionPosition, InjectionRole
 
 ABSOLUTE = 1  # prompt-manager `injection_position` for in-chat prompts
 _KNOWN_EXTENSION_KEYS = frozenset(

@@ -19,42 +19,12 @@ from taverna.model.character import DepthPrompt
 from taverna.model.chat import AuthorsNote
 from taverna.model.regex_script import RegexScript
 from taverna.model.settings import (
-    DEFAULT_ENHANCE_DEFINITIONS,
-    DEFAULT_MAIN_PROMPT,
     ChatCompletionSettings,
-    ExtensionPosition,
-    InjectionRole,
     PersonaInfo,
     PowerUserSettings,
-    PromptOrderEntry,
-    PromptSlot,
     TextCompletionSettings,
     WorldInfoSettings,
-    default_prompt_order,
-    default_prompts,
 )
-
-__all__ = [
-    "DEFAULT_ENHANCE_DEFINITIONS",
-    "DEFAULT_MAIN_PROMPT",
-    "AssemblyContext",
-    "CharacterInfo",
-    "ChatCompletionSettings",
-    "ChatMessage",
-    "ChatMetadata",
-    "ExtensionPosition",
-    "GenerationType",
-    "InjectionRole",
-    "PersonaInfo",
-    "PowerUserSettings",
-    "PromptOrderEntry",
-    "PromptSlot",
-    "Speaker",
-    "TextCompletionSettings",
-    "WorldInfoSettings",
-    "default_prompt_order",
-    "default_prompts",
-]
 
 
 class GenerationType(StrEnum):

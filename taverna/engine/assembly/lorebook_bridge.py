@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, overload
 
-from taverna.engine.assembly.context import ChatMessage, InjectionRole
+from taverna.engine.assembly.context import ChatMessage
 from taverna.engine.assembly.injections import DepthGroup
 from taverna.engine.assembly.macros_bridge import macro_context
 from taverna.engine.assembly.world import ActivatedEntry, ScanRequest, WorldInfoOutcome
@@ -26,6 +26,7 @@ from taverna.engine.lorebook import (
 )
 from taverna.engine.macros import MacroContext, Variables
 from taverna.model.lorebook import CharacterStrategy, Lorebook, Position, TimedEffects
+from taverna.model.settings import InjectionRole
 
 _SOURCES = {
     "global": BookSource.GLOBAL,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from taverna.engine.assembly.context import PowerUserSettings
+from taverna.model.settings import PowerUserSettings
 
 Macros = Callable[[str], str]
 

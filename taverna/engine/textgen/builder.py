@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from taverna.engine.assembly.context import AssemblyContext, ExtensionPosition
+from taverna.engine.assembly.context import AssemblyContext
 from taverna.engine.assembly.turn import Turn, turn_state
 from taverna.engine.textgen.chat_template import ChatTemplate
 from taverna.engine.textgen.history import Entry, History, Item
@@ -24,6 +24,7 @@ from taverna.engine.textgen.stop import stopping_strings
 from taverna.engine.textgen.templated import build_with_chat_template
 from taverna.model.persona import PersonaPosition
 from taverna.model.prompt import Ledger, Prompt
+from taverna.model.settings import ExtensionPosition
 
 _NEWLINES = re.compile(r"\n+")
 

@@ -12,12 +12,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from taverna.engine.assembly.context import (
-    AssemblyContext,
-    ExtensionPosition,
-    GenerationType,
-    InjectionRole,
-)
+from taverna.engine.assembly.context import AssemblyContext, GenerationType
 from taverna.engine.assembly.injections import MAX_INJECTION_DEPTH, depth_blocks
 from taverna.engine.assembly.turn import Turn, base_chat_replace, prompt_bias_text
 from taverna.engine.macros import has_macros
@@ -25,6 +20,7 @@ from taverna.engine.textgen.history import Entry, Item, as_item
 from taverna.engine.textgen.instruct import InstructFormat, Position
 from taverna.engine.textgen.ledger import TextLedger
 from taverna.engine.textgen.story_string import render_story_template
+from taverna.model.settings import ExtensionPosition, InjectionRole
 
 CountText = Callable[[str], int]
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from taverna.engine.assembly.context import PowerUserSettings
 from taverna.engine.assembly.stop import Macros, custom_stopping_strings
 from taverna.engine.textgen.instruct import InstructFormat
 from taverna.model.presets import ContextTemplate
+from taverna.model.settings import PowerUserSettings
 
 
 def stopping_strings(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from taverna.engine.assembly.context import AssemblyContext, ExtensionPosition
+from taverna.engine.assembly.context import AssemblyContext
 from taverna.engine.assembly.turn import Turn, turn_state
 from taverna.engine.textgen.chat_template import ChatTemplate
 from taverna.engine.textgen.history import Entry, Item, as_item, entry_source
@@ -10,6 +10,7 @@ from taverna.engine.textgen.steps import CountText, TextSteps
 from taverna.engine.textgen.stop import stopping_strings
 from taverna.model.persona import PersonaPosition
 from taverna.model.prompt import Ledger, Prompt
+from taverna.model.settings import ExtensionPosition
 
 _CUT = "\u0000taverna-continue\u0000"
 

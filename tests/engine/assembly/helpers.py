@@ -6,14 +6,9 @@ from dataclasses import replace
 from typing import Any
 
 from taverna.engine.assemble import assemble
-from taverna.engine.assembly.context import (
-    AssemblyContext,
-    CharacterInfo,
-    ChatCompletionSettings,
-    ChatMessage,
-    Speaker,
-)
+from taverna.engine.assembly.context import AssemblyContext, CharacterInfo, ChatMessage, Speaker
 from taverna.model.prompt import Prompt
+from taverna.model.settings import ChatCompletionSettings
 
 
 def word_count(text: str) -> int:

@@ -6,19 +6,18 @@ from dataclasses import replace
 
 import pytest
 
-from taverna.engine.assembly.context import (
-    ChatMetadata,
+from taverna.engine.assembly.context import ChatMetadata, GenerationType
+from taverna.model.character import DepthPrompt
+from taverna.model.chat import AuthorsNote
+from taverna.model.persona import PersonaPosition
+from taverna.model.presets import NamesBehavior
+from taverna.model.settings import (
     ExtensionPosition,
-    GenerationType,
     PromptOrderEntry,
     PromptSlot,
     default_prompt_order,
     default_prompts,
 )
-from taverna.model.character import DepthPrompt
-from taverna.model.chat import AuthorsNote
-from taverna.model.persona import PersonaPosition
-from taverna.model.presets import NamesBehavior
 
 from .helpers import SERAPHINA, build, chat, context, msg, pairs
 

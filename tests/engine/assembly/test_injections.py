@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from taverna.engine.assembly.context import ChatMetadata, ExtensionPosition, InjectionRole
+from taverna.engine.assembly.context import ChatMetadata
 from taverna.engine.assembly.injections import (
     AUTHORS_NOTE_KEY,
     DepthGroup,
@@ -19,6 +19,7 @@ from taverna.engine.assembly.injections import (
 from taverna.model.character import DepthPrompt
 from taverna.model.chat import AuthorsNote
 from taverna.model.persona import PersonaPosition
+from taverna.model.settings import ExtensionPosition, InjectionRole
 
 from .helpers import SERAPHINA, chat, context
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from taverna.engine.assembly.context import InjectionRole
 from taverna.engine.assembly.injections import InjectedBlock, insert_blocks, newest_first
+from taverna.model.settings import InjectionRole
 
 from .helpers import build, chat, context
 

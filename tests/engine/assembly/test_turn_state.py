@@ -8,9 +8,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from taverna.engine.assembly.context import AssemblyContext, ChatMetadata, WorldInfoSettings
+from taverna.engine.assembly.context import AssemblyContext, ChatMetadata
 from taverna.model.lorebook import Entry, Lorebook
 from taverna.model.prompt import Prompt
+from taverna.model.settings import WorldInfoSettings
 
 from .helpers import build, chat, context
 

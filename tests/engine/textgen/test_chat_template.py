@@ -14,13 +14,11 @@ from taverna.engine.assembly.context import (
     CharacterInfo,
     ChatMessage,
     GenerationType,
-    PersonaInfo,
     Speaker,
-    TextCompletionSettings,
 )
 from taverna.engine.textgen.chat_template import ChatTemplate, ChatTemplateError, alternate_roles
 from taverna.errors import FormatError
-from taverna.model.settings import DEFAULT_CONTEXT_TEMPLATE
+from taverna.model.settings import DEFAULT_CONTEXT_TEMPLATE, PersonaInfo, TextCompletionSettings
 
 TURNS = (
     "{% for m in messages %}<|turn|>{{ m['role'] }}\n{{ m['content'] }}<|end|>\n{% endfor %}"

@@ -11,10 +11,11 @@ from hypothesis import strategies as st
 from taverna.cli.prompt import GenerationKind, build_prompt
 from taverna.engine.assemble import assemble
 from taverna.engine.assembly.cache import first_difference
-from taverna.engine.assembly.context import ChatMetadata, GenerationType, PowerUserSettings, Speaker
+from taverna.engine.assembly.context import ChatMetadata, GenerationType, Speaker
 from taverna.model.character import DepthPrompt
 from taverna.model.chat import AuthorsNote
 from taverna.model.prompt import Prompt
+from taverna.model.settings import PowerUserSettings
 
 from .test_textgen_prompt import chatml, message, seraphina
 

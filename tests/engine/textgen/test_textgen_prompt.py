@@ -14,20 +14,22 @@ from taverna.engine.assembly.context import (
     CharacterInfo,
     ChatMessage,
     ChatMetadata,
-    ExtensionPosition,
     GenerationType,
-    InjectionRole,
-    PersonaInfo,
-    PowerUserSettings,
     Speaker,
-    TextCompletionSettings,
 )
 from taverna.engine.tokens import EstimateTokenizer
 from taverna.model.character import DepthPrompt
 from taverna.model.chat import AuthorsNote
 from taverna.model.persona import PersonaPosition
 from taverna.model.presets import ContextTemplate, InstructTemplate
-from taverna.model.settings import DEFAULT_CONTEXT_TEMPLATE
+from taverna.model.settings import (
+    DEFAULT_CONTEXT_TEMPLATE,
+    ExtensionPosition,
+    InjectionRole,
+    PersonaInfo,
+    PowerUserSettings,
+    TextCompletionSettings,
+)
 
 CHATML = InstructTemplate(
     name="ChatML",
