@@ -23,9 +23,9 @@ from taverna.formats.card_json import card_from_json
 from taverna.formats.detect import FileKind, read_any, write_document
 from taverna.formats.st_chat import read_chat
 from taverna.formats.st_settings import (
-    read_chat_completion_preset,
-    read_context_template,
-    read_instruct_template,
+    chosen_chat_completion,
+    chosen_context_template,
+    chosen_instruct_template,
     read_settings,
 )
 from taverna.formats.world_info import world_info_from_json
@@ -226,15 +226,16 @@ def test_an_imported_preset_or_template_builds_a_prompt(name: str, store: SqlSto
     kind = EXPECTED[name]["kind"]
     api = "openai"
     if kind == "chat-completion-preset":
-        chat_completion = read_chat_completion_preset(data, file=item.name)
+        chat_completion = chosen_chat_completion(data, file=item.name)
         settings = dataclasses.replace(settings, chat_completion=chat_completion)
     else:
         api = "textgen"
         text = settings.text_completion
         if kind == "instruct-template":
-            text = dataclasses.replace(text, instruct=read_instruct_template(data))
+            instruct = chosen_instruct_template(data)
+            text = dataclasses.replace(text, instruct=instruct, instruct_enabled=True)
         else:
-            text = dataclasses.replace(text, context=read_context_template(data))
+            text = dataclasses.replace(text, context=chosen_context_template(data))
         settings = dataclasses.replace(settings, text_completion=text)
     character = card_from_json(json.loads(CARD.read_text()))
     chat = read_chat(CHAT.read_bytes())
