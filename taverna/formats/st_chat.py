@@ -42,7 +42,7 @@ MESSAGE_KEYS = (
 
 
 @dataclass(frozen=True)
-class ChatMetadata:
+class ChatFileMetadata:
     """The `chat_metadata` object of a chat: author's note, variables, timers, links (formats-chat.md §3.1)."""
 
     fields: JsonObject = field(default_factory=dict)
@@ -114,7 +114,7 @@ class ChatMetadata:
         value = self.fields.get("timedWorldInfo")
         return dict(value) if isinstance(value, dict) else {"sticky": {}, "cooldown": {}}
 
-    def with_fields(self, **changes: JsonValue) -> ChatMetadata:
+    def with_fields(self, **changes: JsonValue) -> ChatFileMetadata:
         """A copy with some keys set (a value of None removes the key)."""
         fields = dict(self.fields)
         for key, value in changes.items():
@@ -122,7 +122,7 @@ class ChatMetadata:
                 fields.pop(key, None)
             else:
                 fields[key] = value
-        return ChatMetadata(fields)
+        return ChatFileMetadata(fields)
 
 
 @dataclass(frozen=True)
@@ -147,11 +147,11 @@ class ChatHeader:
         return value if isinstance(value, str) else None
 
     @property
-    def metadata(self) -> ChatMetadata:
+    def metadata(self) -> ChatFileMetadata:
         value = self.fields.get("chat_metadata")
-        return ChatMetadata(dict(value) if isinstance(value, dict) else {})
+        return ChatFileMetadata(dict(value) if isinstance(value, dict) else {})
 
-    def with_metadata(self, metadata: ChatMetadata) -> ChatHeader:
+    def with_metadata(self, metadata: ChatFileMetadata) -> ChatHeader:
         """A copy whose `chat_metadata` is replaced, other keys kept in place."""
         fields = dict(self.fields)
         fields["chat_metadata"] = dict(metadata.fields)
@@ -167,7 +167,7 @@ class Swipe:
 
 
 @dataclass(frozen=True)
-class ChatMessage:
+class MessageLine:
     """One message line; `fields` holds every key of the line in file order."""
 
     fields: JsonObject
@@ -253,26 +253,26 @@ class ChatMessage:
         return swipes[index].text == self.text
 
     @property
-    def forks(self) -> tuple[tuple[ChatMessage, ...], ...]:
+    def forks(self) -> tuple[tuple[MessageLine, ...], ...]:
         """The continuations recorded beside this message (`taverna_forks`), oldest first."""
         value = self.fields.get(FORKS)
         if not isinstance(value, list):
             return ()
         return tuple(
-            tuple(ChatMessage(m) for m in branch if isinstance(m, dict))
+            tuple(MessageLine(m) for m in branch if isinstance(m, dict))
             for branch in value
             if isinstance(branch, list)
         )
 
-    def with_fields(self, **changes: JsonValue) -> ChatMessage:
+    def with_fields(self, **changes: JsonValue) -> MessageLine:
         """A copy with keys set in place (new keys go last)."""
         fields = dict(self.fields)
         fields.update(changes)
-        return ChatMessage(fields)
+        return MessageLine(fields)
 
-    def without(self, *keys: str) -> ChatMessage:
+    def without(self, *keys: str) -> MessageLine:
         """A copy without the given keys."""
-        return ChatMessage({k: v for k, v in self.fields.items() if k not in keys})
+        return MessageLine({k: v for k, v in self.fields.items() if k not in keys})
 
 
 @dataclass(frozen=True)
@@ -288,13 +288,13 @@ class ChatDocument:
     """A whole chat file: an optional header line and the messages in order."""
 
     header: ChatHeader | None
-    messages: tuple[ChatMessage, ...]
+    messages: tuple[MessageLine, ...]
     skipped: tuple[SkippedLine, ...] = ()
     warnings: tuple[FormatWarning, ...] = ()  # values read otherwise than written
 
     @property
-    def metadata(self) -> ChatMetadata:
-        return self.header.metadata if self.header is not None else ChatMetadata()
+    def metadata(self) -> ChatFileMetadata:
+        return self.header.metadata if self.header is not None else ChatFileMetadata()
 
     @property
     def is_group(self) -> bool:
@@ -381,7 +381,7 @@ def read_chat(
     except UnicodeDecodeError as exc:
         raise FormatError(f"not UTF-8 text ({exc.reason})", file=source) from None
     header: ChatHeader | None = None
-    messages: list[ChatMessage] = []
+    messages: list[MessageLine] = []
     skipped: list[SkippedLine] = []
     found: list[FormatWarning] = []
     first = True
@@ -399,7 +399,7 @@ def read_chat(
                 if flatten_chub:
                     value = _flatten_chub(value)
                 value = check_message(value, source=source, line=number, warnings=found)
-                messages.append(ChatMessage(value))
+                messages.append(MessageLine(value))
         except ValueError as exc:
             if not lenient:
                 raise FormatError(f"line {number}: not valid JSON ({exc})", file=source) from None
@@ -529,7 +529,7 @@ def make_message(
     swipes: Sequence[Swipe] | None = None,
     swipe_id: int = 0,
     base: Mapping[str, JsonValue] | None = None,
-) -> ChatMessage:
+) -> MessageLine:
     """A message line; `base` supplies other keys (and their order) to keep.
 
     With `swipes`, `mes` is `swipes[swipe_id]` and `swipe_info` lists the records the swipes have,
@@ -546,11 +546,11 @@ def make_message(
         fields["swipe_id"] = swipe_id
         fields["swipes"] = [s.text for s in swipes]
         fields["swipe_info"] = [s.info for s in swipes if s.info is not None]
-    return ChatMessage(fields)
+    return MessageLine(fields)
 
 
 def document(
-    header: ChatHeader | None, messages: Iterable[ChatMessage], skipped: Iterable[SkippedLine] = ()
+    header: ChatHeader | None, messages: Iterable[MessageLine], skipped: Iterable[SkippedLine] = ()
 ) -> ChatDocument:
     """A document from its parts."""
     return ChatDocument(header, tuple(messages), tuple(skipped))

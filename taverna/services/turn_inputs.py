@@ -53,7 +53,7 @@ def character_info(character: Any, avatar: str = "") -> CharacterInfo:
 
 
 def chat_messages(messages: Sequence[Any]) -> tuple[ChatMessage, ...]:
-    """The assembly's view of SillyTavern chat lines (`taverna.formats.st_chat.ChatMessage`)."""
+    """The assembly's view of SillyTavern chat lines (`taverna.formats.st_chat.MessageLine`)."""
     out = []
     for index, message in enumerate(messages):
         fields_ = message.fields

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from taverna.errors import FormatError, FormatWarning
 from taverna.formats.st_chat import (
     FORKS,
-    ChatMessage,
+    MessageLine,
     Swipe,
     dump_json,
     format_send_date,
@@ -179,10 +179,10 @@ def test_not_utf8() -> None:
 
 
 def test_inconsistent_swipes_are_reported() -> None:
-    mid_swipe = ChatMessage({"mes": "a", "swipes": ["a"], "swipe_id": 1})
-    edited = ChatMessage({"mes": "b", "swipes": ["a"], "swipe_id": 0})
-    with_null = ChatMessage({"mes": "a", "swipes": ["a", None], "swipe_id": 0})
-    good = ChatMessage({"mes": "a", "swipes": ["a"], "swipe_id": 0, "swipe_info": []})
+    mid_swipe = MessageLine({"mes": "a", "swipes": ["a"], "swipe_id": 1})
+    edited = MessageLine({"mes": "b", "swipes": ["a"], "swipe_id": 0})
+    with_null = MessageLine({"mes": "a", "swipes": ["a", None], "swipe_id": 0})
+    good = MessageLine({"mes": "a", "swipes": ["a"], "swipe_id": 0, "swipe_info": []})
     assert [m.swipes_consistent for m in (mid_swipe, edited, with_null, good)] == [
         False,
         False,

@@ -32,8 +32,8 @@ from taverna.formats.st_chat import (
     FORKS,
     ChatDocument,
     ChatHeader,
-    ChatMessage,
     JsonValue,
+    MessageLine,
     dump_json,
     humanized_date,
 )
@@ -95,7 +95,7 @@ class StreamedFile:
     name: str
     main: bool
     header: ChatHeader | None
-    messages: Iterator[ChatMessage]
+    messages: Iterator[MessageLine]
 
     def lines(self) -> Iterator[str]:
         if self.header is not None:
@@ -266,7 +266,7 @@ class _Exporter:
 
     def _messages(
         self, index: int, plan: _FilePlan, path: list[Node], header: ChatHeader | None
-    ) -> Iterator[ChatMessage]:
+    ) -> Iterator[MessageLine]:
         on_path = {n.id for n in path}
         fork = self.fork_at.get(index, -1)
         for position, node in enumerate(path):
@@ -339,13 +339,13 @@ class _Exporter:
         metadata = metadata_for(self.chat, state, main_chat=self.main_name, own=False)
         header = header_for(self.chat, state, metadata, own=False)
 
-        def messages() -> Iterator[ChatMessage]:
+        def messages() -> Iterator[MessageLine]:
             on_path = {n.id for n in prefix}
             for node in prefix:
                 yield message_for(node, self.kids, on_path)
             for fields in self._fork(root, self.taken):
                 assert isinstance(fields, dict)
-                yield ChatMessage(fields)
+                yield MessageLine(fields)
 
         return StreamedFile(name, False, header, messages())
 

@@ -18,8 +18,8 @@ from taverna.formats.st_chat import (
     FORKS,
     ChatDocument,
     ChatHeader,
-    ChatMessage,
     JsonObject,
+    MessageLine,
     parse_send_date,
 )
 from taverna.model.chat import (
@@ -80,7 +80,7 @@ class TreeImport:
     message_count: int = 0
 
 
-def role_of(message: ChatMessage) -> NodeRole:
+def role_of(message: MessageLine) -> NodeRole:
     """The tree role of a SillyTavern message."""
     if message.is_user:
         return NodeRole.USER
@@ -195,7 +195,7 @@ class _TreeBuilder:
     def _node(
         self,
         parent: Node | None,
-        message: ChatMessage,
+        message: MessageLine,
         fields: JsonObject,
         st: dict[str, Any],
         keep: Mapping[str, Any] | None = None,
@@ -222,7 +222,7 @@ class _TreeBuilder:
             )
         )
 
-    def add_message(self, parent: Node | None, message: ChatMessage) -> Node:
+    def add_message(self, parent: Node | None, message: MessageLine) -> Node:
         """Add one message (its swipes as candidates); returns the selected candidate."""
         order = list(message.fields)
         shape = key_shape(message.fields) if self.shapes else None
@@ -252,7 +252,7 @@ class _TreeBuilder:
                 st["shape"] = shape
             if swipe.info is not None:
                 st["swipe_info"] = swipe.info
-            candidate = ChatMessage({**fields, "mes": swipe.text})
+            candidate = MessageLine({**fields, "mes": swipe.text})
             # All candidates are of the message's kind, whatever their swipe_info says.
             node = self._node(parent, candidate, fields, st, role=role)
             if index == selected_index:
@@ -270,7 +270,7 @@ class _TreeBuilder:
         self.by_id[node_id] = new
 
     def add_file(
-        self, messages: Sequence[ChatMessage], *, merge: bool, parent: Node | None = None
+        self, messages: Sequence[MessageLine], *, merge: bool, parent: Node | None = None
     ) -> Node | None:
         """Add a file's messages under `parent`; with `merge`, reuse matching nodes.
 
@@ -293,7 +293,7 @@ class _TreeBuilder:
                 parent = match
         return parent
 
-    def _match(self, parent: Node | None, message: ChatMessage) -> Node | None:
+    def _match(self, parent: Node | None, message: MessageLine) -> Node | None:
         role = role_of(message)
         for node in self.kids.get(parent.id if parent else None, []):
             if node.role is role and node.speaker == message.name and node.content == message.text:
@@ -301,7 +301,7 @@ class _TreeBuilder:
         return None
 
 
-def _summary_along(messages: Sequence[ChatMessage]) -> str | None:
+def _summary_along(messages: Sequence[MessageLine]) -> str | None:
     """formats-chat.md §3.1: the newest message carrying `extra.memory` holds the summary."""
     for message in reversed(messages):
         memory = message.extra.get("memory")
@@ -318,7 +318,7 @@ def _file_state(
     name: str,
     header: ChatHeader | None,
     metadata: Mapping[str, Any],
-    messages: Sequence[ChatMessage],
+    messages: Sequence[MessageLine],
     *,
     shapes: bool = False,
 ) -> ChatState:

@@ -12,8 +12,8 @@ from typing import Any
 
 from taverna.formats.st_chat import (
     ChatHeader,
-    ChatMessage,
     JsonObject,
+    MessageLine,
     format_send_date,
     humanized_date,
     iso_date,
@@ -121,7 +121,7 @@ def message_for(
     taken: Set[str] = frozenset(),
     *,
     group: list[Node] | None = None,
-) -> ChatMessage:
+) -> MessageLine:
     """The SillyTavern message line of a node on a path, its candidates as swipes."""
     st = node_record(node)
     fields = _base_fields(node)
@@ -156,10 +156,10 @@ def message_for(
     ordered = _ordered(fields, order)
     if "shape" in st:
         ordered = apply_shape(ordered, st["shape"])
-    return ChatMessage(ordered)
+    return MessageLine(ordered)
 
 
-def without_link(message: ChatMessage, name: str) -> ChatMessage:
+def without_link(message: MessageLine, name: str) -> MessageLine:
     """formats-chat.md §7: a copy does not carry the link to itself."""
     extra = message.fields.get("extra")
     if not isinstance(extra, dict):
@@ -179,7 +179,7 @@ def without_link(message: ChatMessage, name: str) -> ChatMessage:
     return message.with_fields(extra=changed)
 
 
-def with_link(message: ChatMessage, name: str, *, checkpoint: bool) -> ChatMessage:
+def with_link(message: MessageLine, name: str, *, checkpoint: bool) -> MessageLine:
     """Mark the message a checkpoint or branch was made at, as SillyTavern does."""
     extra = dict(message.extra)
     if checkpoint:
