@@ -24,7 +24,8 @@ from typing import Any
 from taverna.engine.assemble import assemble, message_cost
 from taverna.engine.assembly.context import AssemblyContext, CharacterInfo, ChatMessage, Speaker
 from taverna.formats.world_info import world_info_from_json
-from taverna.model.settings import ChatCompletionSettings, PersonaInfo, WorldInfoSettings
+from taverna.model.lorebook import DEFAULT_WORLD_INFO
+from taverna.model.settings import ChatCompletionSettings, PersonaInfo
 
 WORDS = [
     "the",
@@ -134,7 +135,7 @@ def to_context(messages: list[dict[str, Any]], world: Any) -> AssemblyContext:
         messages=chat,
         persona=PersonaInfo(name="User"),
         chat_completion=ChatCompletionSettings(max_context=32768, max_tokens=300),
-        world_info=WorldInfoSettings(depth=4),
+        world_info=replace(DEFAULT_WORLD_INFO, depth=4),
         lorebooks={"Big": world},
     )
 

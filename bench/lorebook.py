@@ -22,14 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from taverna.engine.lorebook import (
-    BookInPlay,
-    BookSource,
-    ScanMessage,
-    WorldInfoSettings,
-    activate,
-)
-from taverna.model.lorebook import Entry, Lorebook, SelectiveLogic
+from taverna.engine.lorebook import BookInPlay, BookSource, ScanMessage, activate
+from taverna.model.lorebook import Entry, Lorebook, SelectiveLogic, WorldInfoSettings
 
 SIZES = (100, 1_000, 10_000)
 TURNS = 60

@@ -23,6 +23,7 @@ from taverna.errors import FormatError
 from taverna.formats.json_text import loads
 from taverna.formats.validation import validate
 from taverna.model.chat import AuthorsNote
+from taverna.model.lorebook import DEFAULT_WORLD_INFO, CharacterStrategy, WorldInfoSettings
 from taverna.model.persona import PersonaPosition
 from taverna.model.presets import GLOBAL_ORDER_ID as GLOBAL_ORDER_ID  # the "global" order list
 from taverna.model.presets import (
@@ -43,7 +44,6 @@ from taverna.model.settings import (
     PromptOrderEntry,
     PromptSlot,
     TextCompletionSettings,
-    WorldInfoSettings,
     default_prompt_order,
     default_prompts,
 )
@@ -67,7 +67,7 @@ class SillyTavernSettings:
     chat_completion: ChatCompletionSettings = field(default_factory=ChatCompletionSettings)
     text_completion: TextCompletionSettings = field(default_factory=TextCompletionSettings)
     power_user: PowerUserSettings = field(default_factory=PowerUserSettings)
-    world_info: WorldInfoSettings = field(default_factory=WorldInfoSettings)
+    world_info: WorldInfoSettings = DEFAULT_WORLD_INFO
     persona: PersonaInfo = field(default_factory=PersonaInfo)
     authors_note: AuthorsNote = field(default_factory=AuthorsNote)  # a new chat's note
     # `extension_settings.note.allowWIScan`: the lorebook scans the author's note and the
@@ -427,25 +427,34 @@ class _SettingsReader:
         return PowerUserSettings(**values)
 
     def world_info(self, wi: Mapping[str, Any]) -> WorldInfoSettings:
+        """The world-info settings; a key the object lacks keeps a new install's value."""
         path = "world_info_settings."
         selection = self.obj(wi, "world_info", path)
         chosen = selection.get("globalSelect", [])
         if not isinstance(chosen, list) or not all(isinstance(x, str) for x in chosen):
             raise self._fail(path + "world_info.globalSelect", "a list of names", chosen)
+        base = DEFAULT_WORLD_INFO
+        budget = self.int_(wi, "world_info_budget", int(base.budget_percent), path)
+        strategy = self.int_(wi, "world_info_character_strategy", base.character_strategy, path)
         return WorldInfoSettings(
             global_select=tuple(chosen),
-            depth=self.int_(wi, "world_info_depth", 2, path),
+            depth=self.int_(wi, "world_info_depth", base.depth, path),
             min_activations=self.int_(wi, "world_info_min_activations", 0, path),
             min_activations_depth_max=self.int_(
                 wi, "world_info_min_activations_depth_max", 0, path
             ),
-            budget=self.int_(wi, "world_info_budget", 25, path),
+            budget_percent=25 if budget > 100 else budget,  # algo-world-info.md §0 migration
             budget_cap=self.int_(wi, "world_info_budget_cap", 0, path),
-            include_names=self.bool_(wi, "world_info_include_names", True, path),
-            recursive=self.bool_(wi, "world_info_recursive", True, path),
+            include_names=self.bool_(wi, "world_info_include_names", base.include_names, path),
+            recursive=self.bool_(wi, "world_info_recursive", base.recursive, path),
             case_sensitive=self.bool_(wi, "world_info_case_sensitive", False, path),
-            match_whole_words=self.bool_(wi, "world_info_match_whole_words", True, path),
-            character_strategy=self.int_(wi, "world_info_character_strategy", 1, path),
+            match_whole_words=self.bool_(
+                wi, "world_info_match_whole_words", base.match_whole_words, path
+            ),
+            # algo-world-info.md §1 step 4: a strategy SillyTavern does not know acts as evenly
+            character_strategy=CharacterStrategy(strategy)
+            if strategy in tuple(CharacterStrategy)
+            else CharacterStrategy.EVENLY,
             use_group_scoring=self.bool_(wi, "world_info_use_group_scoring", False, path),
             max_recursion_steps=self.int_(wi, "world_info_max_recursion_steps", 0, path),
             overflow_alert=self.bool_(wi, "world_info_overflow_alert", False, path),

@@ -24,7 +24,7 @@ import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import IntEnum
+from enum import IntEnum, StrEnum
 from types import MappingProxyType
 from typing import Any
 
@@ -74,6 +74,54 @@ class CharacterStrategy(IntEnum):
     EVENLY = 0
     CHARACTER_FIRST = 1
     GLOBAL_FIRST = 2
+
+
+class Boundaries(StrEnum):
+    """Which characters end a word for whole-word matching (see engine/lorebook/matching.py)."""
+
+    ASCII = "ascii"  # SillyTavern 1.12.6: JavaScript's ASCII `\W`
+    UNICODE = "unicode"  # every script's letters are word characters; CJK-aware
+
+
+@dataclass(frozen=True, slots=True)
+class WorldInfoSettings:
+    r"""SillyTavern's global world-info settings (`world_info_settings`, algo-world-info.md §0).
+
+    Defaults are SillyTavern's code defaults; `DEFAULT_WORLD_INFO` holds a new install's.
+    `global_select` names the books selected for every chat. `boundaries` chooses the
+    whole-word rule: `UNICODE` (taverna's, CJK-aware) or `ASCII` (SillyTavern's exact
+    JavaScript `\W`).
+    """
+
+    global_select: tuple[str, ...] = ()
+    depth: int = 2
+    budget_percent: float = 25  # of the prompt budget
+    budget_cap: int = 0
+    include_names: bool = True
+    recursive: bool = False
+    case_sensitive: bool = False
+    match_whole_words: bool = False
+    use_group_scoring: bool = False
+    character_strategy: CharacterStrategy = CharacterStrategy.CHARACTER_FIRST
+    min_activations: int = 0
+    min_activations_depth_max: int = 0
+    max_recursion_steps: int = 0
+    overflow_alert: bool = False
+    boundaries: Boundaries = Boundaries.UNICODE
+
+    def budget_for(self, max_context: int) -> int:
+        """Tokens the scan may spend: a share of the prompt budget, capped (§4.1 step 2)."""
+        raw = self.budget_percent * max_context / 100
+        budget = int(raw + 0.5) if raw >= 0 else -int(-raw + 0.5)  # JavaScript Math.round
+        budget = budget or 1
+        if self.budget_cap > 0 and budget > self.budget_cap:
+            budget = self.budget_cap
+        return budget
+
+
+# A new install's world-info settings (its `settings.json`): recursive scanning and whole
+# words on (algo-world-info.md §0).
+DEFAULT_WORLD_INFO = WorldInfoSettings(recursive=True, match_whole_words=True)
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,7 @@
 Presets' Chat Completion settings (the prompt manager and the texts around it), the
 Text Completion side (the instruct, context and system-prompt templates in use, the
 file models of `taverna.model.presets`, with their switches), the power-user and
-world-info settings, and the persona settings: what `taverna.formats.st_settings`
+settings, and the persona settings: what `taverna.formats.st_settings`
 reads and the assembly engine takes in its context.
 """
 
@@ -254,23 +254,3 @@ class PowerUserSettings:
     custom_stopping_strings_macro: bool = True
     token_padding: int = 64
     tokenizer: int = 99  # SillyTavern's tokenizer id; 99 = best match for the model
-
-
-@dataclass(frozen=True, slots=True)
-class WorldInfoSettings:
-    """Global world-info settings (SillyTavern `world_info_settings`)."""
-
-    global_select: tuple[str, ...] = ()
-    depth: int = 2
-    min_activations: int = 0
-    min_activations_depth_max: int = 0
-    budget: int = 25  # percent of the prompt budget
-    budget_cap: int = 0
-    include_names: bool = True
-    recursive: bool = True
-    case_sensitive: bool = False
-    match_whole_words: bool = True
-    character_strategy: int = 1  # 0 evenly, 1 character first, 2 global first
-    use_group_scoring: bool = False
-    max_recursion_steps: int = 0
-    overflow_alert: bool = False

@@ -47,7 +47,7 @@ from taverna.formats.st_settings import (
 )
 from taverna.formats.world_info import world_info_from_json
 from taverna.model.chat import Chat, ChatState, Node, NodeRole, PathTail
-from taverna.model.lorebook import Lorebook
+from taverna.model.lorebook import Lorebook, WorldInfoSettings
 from taverna.model.persona import Persona, PersonaPosition
 from taverna.model.prompt import Prompt
 from taverna.model.regex_script import RegexScript
@@ -56,7 +56,6 @@ from taverna.model.settings import (
     InjectionRole,
     PersonaInfo,
     TextCompletionSettings,
-    WorldInfoSettings,
 )
 from taverna.providers.registry import provider
 from taverna.services.active_settings import (

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +26,9 @@ from taverna.engine.assembly.context import (
     Speaker,
 )
 from taverna.model.chat import CharacterRef, NodeRole, effective_state
-from taverna.model.lorebook import Entry, Lorebook
+from taverna.model.lorebook import DEFAULT_WORLD_INFO, Entry, Lorebook
 from taverna.model.prompt import Prompt
-from taverna.model.settings import PersonaInfo, WorldInfoSettings
+from taverna.model.settings import PersonaInfo
 from taverna.services.chats import ChatService
 from taverna.services.connections import ConnectionService
 from taverna.services.generation import Completed, GenerationService, TurnKind, TurnRequest
@@ -77,7 +77,7 @@ def lorebook_builder(prompts: list[Prompt], turns: list[TurnRequest]) -> Any:
             ),
             generation_type=KINDS[turn.kind],
             lorebooks={"Lore": LORE},
-            world_info=WorldInfoSettings(global_select=("Lore",), depth=1),
+            world_info=replace(DEFAULT_WORLD_INFO, global_select=("Lore",), depth=1),
             tokenizer="estimate",
             dry_run=turn.dry_run,
         )

@@ -17,13 +17,13 @@ from typing import Any
 
 from taverna.model.character import DepthPrompt
 from taverna.model.chat import AuthorsNote
+from taverna.model.lorebook import DEFAULT_WORLD_INFO, WorldInfoSettings
 from taverna.model.regex_script import RegexScript
 from taverna.model.settings import (
     ChatCompletionSettings,
     PersonaInfo,
     PowerUserSettings,
     TextCompletionSettings,
-    WorldInfoSettings,
 )
 
 
@@ -156,7 +156,7 @@ class AssemblyContext:
     chat_completion: ChatCompletionSettings = ChatCompletionSettings()
     text_completion: TextCompletionSettings = TextCompletionSettings()
     power_user: PowerUserSettings = PowerUserSettings()
-    world_info: WorldInfoSettings = WorldInfoSettings()
+    world_info: WorldInfoSettings = DEFAULT_WORLD_INFO
     lorebooks: Mapping[str, Any] = field(default_factory=dict)
     group_members: tuple[str, ...] = ()
     group_name: str = ""

@@ -21,11 +21,10 @@ from taverna.engine.lorebook import (
     BookSource,
     CharacterIdentity,
     ScanMessage,
-    WorldInfoSettings,
     activate,
 )
 from taverna.engine.macros import MacroContext, Variables
-from taverna.model.lorebook import CharacterStrategy, Lorebook, Position, TimedEffects
+from taverna.model.lorebook import Lorebook, Position, TimedEffects
 from taverna.model.settings import InjectionRole
 
 _SOURCES = {
@@ -46,28 +45,6 @@ _PLACES = {
     Position.OUTLET: "outlet",
 }
 DEFAULT_DEPTH = 4  # world-info.js DEFAULT_DEPTH
-
-
-def _settings(request: ScanRequest) -> WorldInfoSettings:
-    wi = request.context.world_info
-    try:
-        strategy = CharacterStrategy(wi.character_strategy)
-    except ValueError:
-        strategy = CharacterStrategy.EVENLY
-    return WorldInfoSettings(
-        depth=wi.depth,
-        budget_percent=25 if wi.budget > 100 else wi.budget,
-        budget_cap=wi.budget_cap,
-        include_names=wi.include_names,
-        recursive=wi.recursive,
-        case_sensitive=wi.case_sensitive,
-        match_whole_words=wi.match_whole_words,
-        use_group_scoring=wi.use_group_scoring,
-        character_strategy=strategy,
-        min_activations=wi.min_activations,
-        min_activations_depth_max=wi.min_activations_depth_max,
-        max_recursion_steps=wi.max_recursion_steps,
-    )
 
 
 class _ScanView(Sequence[ScanMessage]):
@@ -133,7 +110,7 @@ def scan(request: ScanRequest) -> WorldInfoOutcome:
         _ScanView(request.messages, context.world_info.include_names, request.memo),
         max_context=request.budget_context,
         count_tokens=request.count_text,
-        settings=_settings(request),
+        settings=context.world_info,
         timers=TimedEffects.from_json(recorded) if isinstance(recorded, dict) else None,
         injections=request.injected,
         character=CharacterIdentity(

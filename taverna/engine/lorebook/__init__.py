@@ -3,7 +3,7 @@
 How the assembly calls it, once per turn::
 
     from taverna.engine.lorebook import (
-        BookInPlay, BookSource, ScanMessage, WorldInfoSettings, activate)
+        BookInPlay, BookSource, ScanMessage, activate)
 
     activation = activate(
         [BookInPlay(global_book, BookSource.GLOBAL),
@@ -12,7 +12,7 @@ How the assembly calls it, once per turn::
         [ScanMessage(text=node.content, name=node.speaker) for node in visible_path],
         max_context=context_size - response_length,
         count_tokens=tokenizer_count,           # Callable[[str], int]
-        settings=WorldInfoSettings.from_sillytavern(st_settings["world_info_settings"]),
+        settings=world_info,                    # taverna.model.lorebook.WorldInfoSettings
         timers=path_state.timed_world_info,     # TimedEffects from the active leaf
         injections=[authors_note_if_scanned],   # prompts flagged "scan"
         character=CharacterIdentity(file_name=avatar_stem, tags=tag_ids),
@@ -34,24 +34,20 @@ precompiled per book (Aho-Corasick automata, cached until the book object change
 
 from taverna.engine.lorebook.activation import activate
 from taverna.engine.lorebook.inputs import BookInPlay, BookSource, CharacterIdentity, ScanMessage
-from taverna.engine.lorebook.matching import Boundaries
 from taverna.engine.lorebook.placement import ActivatedEntry, DepthGroup, Placement, place
 from taverna.engine.lorebook.results import Activation, EntryTrace, Outcome
-from taverna.engine.lorebook.settings import WorldInfoSettings
 
 __all__ = [
     "ActivatedEntry",
     "Activation",
     "BookInPlay",
     "BookSource",
-    "Boundaries",
     "CharacterIdentity",
     "DepthGroup",
     "EntryTrace",
     "Outcome",
     "Placement",
     "ScanMessage",
-    "WorldInfoSettings",
     "activate",
     "place",
 ]

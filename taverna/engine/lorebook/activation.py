@@ -27,10 +27,14 @@ from taverna.engine.lorebook.scan import (
     ScanState,
     with_variables,
 )
-from taverna.engine.lorebook.settings import WorldInfoSettings
 from taverna.engine.lorebook.timers import TimerRecords, check_timers, is_delayed
 from taverna.engine.macros import MacroContext, evaluate
-from taverna.model.lorebook import CharacterStrategy, SelectiveLogic, TimedEffects
+from taverna.model.lorebook import (
+    CharacterStrategy,
+    SelectiveLogic,
+    TimedEffects,
+    WorldInfoSettings,
+)
 
 
 def _ordered_books(

@@ -19,13 +19,12 @@ scoring; the precompiled index (`index.py`) gives the same answers for static ke
 from __future__ import annotations
 
 import re
-from enum import StrEnum
 from functools import lru_cache
 
 from taverna.engine.lorebook.jsregex import parse_regex_key
+from taverna.model.lorebook import Boundaries
 
 __all__ = [
-    "Boundaries",
     "bounded",
     "is_word",
     "js_trim",
@@ -65,13 +64,6 @@ _CONTINUOUS_CLASS = "".join(f"\\U{low:08x}-\\U{high:08x}" for low, high in _CONT
 _CONTINUOUS_SPLIT = re.compile(f"[{_CONTINUOUS_CLASS}]+")
 _UNICODE_RUN = re.compile(r"\w+")  # Python's \w: str.isalnum() characters and "_"
 _ASCII_RUN = re.compile(r"[A-Za-z0-9_]+")
-
-
-class Boundaries(StrEnum):
-    """Which characters end a word for whole-word matching."""
-
-    ASCII = "ascii"  # SillyTavern 1.12.6: JavaScript's ASCII `\W`
-    UNICODE = "unicode"  # every script's letters are word characters; CJK-aware
 
 
 @lru_cache(maxsize=4096)

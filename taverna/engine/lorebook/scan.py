@@ -10,9 +10,8 @@ from taverna.engine.lorebook.index import CompiledBook, CompiledEntry
 from taverna.engine.lorebook.inputs import BookInPlay, CharacterIdentity
 from taverna.engine.lorebook.matching import bounded, js_trim, match_key, word_runs
 from taverna.engine.lorebook.results import Outcome, TraceNote
-from taverna.engine.lorebook.settings import WorldInfoSettings
 from taverna.engine.macros import MacroContext, SeededRandom, Variables, evaluate, string_hash
-from taverna.model.lorebook import SelectiveLogic
+from taverna.model.lorebook import SelectiveLogic, WorldInfoSettings
 
 MAX_SCAN_DEPTH = 1000
 

@@ -10,7 +10,8 @@ import pytest
 from taverna.engine.assembly.context import CharacterInfo
 from taverna.engine.assembly.injections import AUTHORS_NOTE_KEY, authors_note_text, base_table
 from taverna.errors import FormatError
-from taverna.formats.st_settings import read_settings
+from taverna.formats.st_settings import read_settings, read_world_info_settings
+from taverna.model.lorebook import DEFAULT_WORLD_INFO, CharacterStrategy
 from taverna.model.persona import PersonaPosition
 from taverna.model.presets import NamesBehavior
 from taverna.model.settings import ExtensionPosition, InjectionRole, default_prompt_order
@@ -148,3 +149,24 @@ def test_authors_note_extension_settings_reach_the_context() -> None:
         InjectionRole.ASSISTANT,
         ExtensionPosition.IN_PROMPT,
     )
+
+
+def test_world_info_settings() -> None:
+    """algo-world-info.md §0: keys read, over-100 budgets become 25, an unknown strategy
+    acts as evenly (§1 step 4); a key the object lacks keeps a new install's value."""
+    settings = read_world_info_settings(
+        {
+            "world_info_depth": 4,
+            "world_info_budget": 30,
+            "world_info_recursive": False,
+            "world_info_character_strategy": 7,
+            "world_info": {"globalSelect": ["Eldoria"]},
+        }
+    )
+    assert (settings.depth, settings.budget_percent, settings.recursive) == (4, 30, False)
+    assert settings.character_strategy is CharacterStrategy.EVENLY
+    assert settings.global_select == ("Eldoria",)
+    assert settings.match_whole_words  # absent: a new install's
+    assert read_world_info_settings({"world_info_budget": 300}).budget_percent == 25
+    assert read_world_info_settings({}) == DEFAULT_WORLD_INFO
+    assert read_settings(b"{}").world_info == DEFAULT_WORLD_INFO

@@ -9,9 +9,8 @@ from dataclasses import replace
 from typing import Any
 
 from taverna.engine.assembly.context import AssemblyContext, ChatMetadata
-from taverna.model.lorebook import Entry, Lorebook
+from taverna.model.lorebook import DEFAULT_WORLD_INFO, Entry, Lorebook
 from taverna.model.prompt import Prompt
-from taverna.model.settings import WorldInfoSettings
 
 from .helpers import build, chat, context
 
@@ -26,7 +25,7 @@ def _at(*turns: tuple[str, str], timers: Any = None, dry_run: bool = False) -> A
     return replace(
         context(messages=chat(*turns)),
         lorebooks={"Lore": LORE},
-        world_info=WorldInfoSettings(global_select=("Lore",), depth=1),
+        world_info=replace(DEFAULT_WORLD_INFO, global_select=("Lore",), depth=1),
         metadata=ChatMetadata(extras=extras),
         dry_run=dry_run,
     )

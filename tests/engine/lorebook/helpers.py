@@ -5,15 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from taverna.engine.lorebook import (
-    Activation,
-    BookInPlay,
-    BookSource,
-    ScanMessage,
-    WorldInfoSettings,
-    activate,
-)
-from taverna.model.lorebook import Entry, Lorebook
+from taverna.engine.lorebook import Activation, BookInPlay, BookSource, ScanMessage, activate
+from taverna.model.lorebook import Entry, Lorebook, WorldInfoSettings
 
 
 def book(*entries: Entry, name: str = "Lore") -> Lorebook:

@@ -3,13 +3,7 @@ budget, filters and placement (algo-world-info.md §1, §3.3, §4, §5, §9)."""
 
 from __future__ import annotations
 
-from taverna.engine.lorebook import (
-    BookInPlay,
-    BookSource,
-    CharacterIdentity,
-    WorldInfoSettings,
-    activate,
-)
+from taverna.engine.lorebook import BookInPlay, BookSource, CharacterIdentity, activate
 from taverna.engine.macros import MacroContext, Variables
 from taverna.model.lorebook import (
     CharacterFilter,
@@ -17,6 +11,7 @@ from taverna.model.lorebook import (
     EntryRole,
     Position,
     SelectiveLogic,
+    WorldInfoSettings,
 )
 
 from .helpers import book, chat, entry, outcome, run, uids, words
@@ -198,7 +193,6 @@ def test_budget_rounding_and_cap() -> None:
     assert WorldInfoSettings(budget_percent=25).budget_for(2) == 1  # 0.5 rounds up
     assert WorldInfoSettings(budget_percent=1).budget_for(10) == 1  # 0 -> 1
     assert WorldInfoSettings(budget_percent=25, budget_cap=100).budget_for(4000) == 100
-    assert WorldInfoSettings.from_sillytavern({"world_info_budget": 300}).budget_percent == 25
 
 
 def test_budget_priority_is_scan_order_not_constant() -> None:
@@ -357,8 +351,7 @@ def test_ties_follow_uid_order_not_file_order() -> None:
 def test_compiled_index_is_reused_per_object_and_revision() -> None:
     """Keys compile once per book version, not once per turn."""
     from taverna.engine.lorebook.index import compile_book
-    from taverna.engine.lorebook.matching import Boundaries
-    from taverna.model.lorebook import Lorebook
+    from taverna.model.lorebook import Boundaries, Lorebook
 
     options = {"case_sensitive": False, "whole_words": True, "boundaries": Boundaries.UNICODE}
     first = Lorebook(name="R", entries=(entry(0, "moon"),), revision="r1")

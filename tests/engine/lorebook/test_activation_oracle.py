@@ -7,21 +7,17 @@ be exactly the entries `activate` places, in the same order (algo-world-info.md 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from taverna.engine.lorebook import (
-    BookInPlay,
-    BookSource,
-    Boundaries,
-    ScanMessage,
-    WorldInfoSettings,
-    activate,
-)
+from taverna.engine.lorebook import BookInPlay, BookSource, ScanMessage, activate
 from taverna.engine.macros import MacroContext
+from taverna.formats.st_settings import read_world_info_settings
 from taverna.formats.world_info import read_world_info
+from taverna.model.lorebook import Boundaries
 
 CASES = [
     "01_seraphina_basic",
@@ -66,7 +62,7 @@ def load_case(folder: Path) -> dict[str, Any]:
         "messages": [
             ScanMessage(text=m["mes"], name=m["name"]) for m in messages if not m.get("is_system")
         ],
-        "settings": WorldInfoSettings.from_sillytavern(wi, boundaries=Boundaries.ASCII),
+        "settings": replace(read_world_info_settings(wi), boundaries=Boundaries.ASCII),
         "max_context": meta["chat_completion_max_context"] - meta["chat_completion_max_tokens"],
         "macros": MacroContext(user=header["user_name"], char=header["character_name"]),
         "expected": [m["content"] for m in expected["messages"]],

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from taverna.engine.lorebook import WorldInfoSettings
 from taverna.engine.lorebook.groups import GroupMember, filter_groups, js_key_order
 from taverna.formats.world_info import read_world_info
-from taverna.model.lorebook import TimedEffect, TimedEffects
+from taverna.model.lorebook import TimedEffect, TimedEffects, WorldInfoSettings
 
 from .helpers import chat, entry, outcome, run, uids
 
@@ -245,19 +244,3 @@ def test_group_scoring_in_a_scan() -> None:
     unscored = [entries[0], entries[1].changed(use_group_scoring=False)]
     # entry 1 is not scored itself; entry 0 (score 1) loses to the max score 2 of entry 1
     assert uids(run(unscored, "storm rain", seed=3)) == [1]
-
-
-def test_settings_from_sillytavern() -> None:
-    """§0: reading `world_info_settings`; unknown strategies act as evenly (§1 step 4)."""
-    settings = WorldInfoSettings.from_sillytavern(
-        {
-            "world_info_depth": 4,
-            "world_info_budget": 30,
-            "world_info_recursive": True,
-            "world_info_match_whole_words": True,
-            "world_info_character_strategy": 7,
-        }
-    )
-    assert settings.depth == 4 and settings.budget_percent == 30 and settings.recursive
-    assert settings.character_strategy.name == "EVENLY"
-    assert WorldInfoSettings.from_sillytavern({}) == WorldInfoSettings()

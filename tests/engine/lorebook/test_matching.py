@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from taverna.engine.lorebook import Boundaries, WorldInfoSettings
 from taverna.engine.lorebook.jsregex import parse_regex_key
 from taverna.engine.lorebook.matching import match_key
+from taverna.model.lorebook import Boundaries, WorldInfoSettings
 
 from .helpers import chat, entry, outcome, run, uids
 
