@@ -22,6 +22,7 @@ from taverna.engine.assembly.context import (
 )
 from taverna.formats.st_settings import SillyTavernSettings
 from taverna.model.chat import AuthorsNote
+from taverna.model.lorebook import Lorebook
 from taverna.model.persona import PersonaPosition
 from taverna.model.settings import InjectionRole
 
@@ -88,7 +89,7 @@ def assembly_context(
     characters: Sequence[CharacterInfo],
     chat_metadata: Mapping[str, Any],
     messages: Sequence[ChatMessage],
-    lorebooks: Mapping[str, Any],
+    lorebooks: Mapping[str, Lorebook],
     *,
     api: str = "openai",
     generation_type: GenerationType = GenerationType.NORMAL,

@@ -15,9 +15,9 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from taverna.model.character import DepthPrompt
+from taverna.model.character import CharacterBook, DepthPrompt
 from taverna.model.chat import AuthorsNote
-from taverna.model.lorebook import DEFAULT_WORLD_INFO, WorldInfoSettings
+from taverna.model.lorebook import DEFAULT_WORLD_INFO, Lorebook, WorldInfoSettings
 from taverna.model.regex_script import RegexScript
 from taverna.model.settings import (
     ChatCompletionSettings,
@@ -65,7 +65,7 @@ class CharacterInfo:
     talkativeness: float = 0.5
     linked_lorebook: str = ""  # `data.extensions.world`: the book linked to the card
     extra_lorebooks: tuple[str, ...] = ()  # books added to the character in the UI
-    embedded_lorebook: Any = None  # `data.character_book`, as the lorebook engine reads it
+    embedded_lorebook: CharacterBook | None = None  # `data.character_book`, as the card has it
     avatar: str = ""  # the card's file name, how SillyTavern keys per-character settings
     regex_scripts: tuple[RegexScript, ...] = ()  # the card's own; they run only if allowed
 
@@ -157,7 +157,7 @@ class AssemblyContext:
     text_completion: TextCompletionSettings = TextCompletionSettings()
     power_user: PowerUserSettings = PowerUserSettings()
     world_info: WorldInfoSettings = DEFAULT_WORLD_INFO
-    lorebooks: Mapping[str, Any] = field(default_factory=dict)
+    lorebooks: Mapping[str, Lorebook] = field(default_factory=dict)
     group_members: tuple[str, ...] = ()
     group_name: str = ""
     # Group card handling (algo-chat-ops.md §5.3): 0 swap, 1 join, 2 join including muted.

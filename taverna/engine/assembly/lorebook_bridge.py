@@ -17,23 +17,14 @@ from taverna.engine.assembly.injections import DepthGroup
 from taverna.engine.assembly.macros_bridge import macro_context
 from taverna.engine.assembly.world import ActivatedEntry, ScanRequest, WorldInfoOutcome
 from taverna.engine.lorebook import (
-    BookInPlay,
-    BookSource,
     CharacterIdentity,
     ScanMessage,
     activate,
 )
 from taverna.engine.macros import MacroContext, Variables
-from taverna.model.lorebook import Lorebook, Position, TimedEffects
+from taverna.model.lorebook import Position, TimedEffects
 from taverna.model.settings import InjectionRole
 
-_SOURCES = {
-    "global": BookSource.GLOBAL,
-    "character": BookSource.CHARACTER,
-    "chat": BookSource.CHAT,
-    "persona": BookSource.PERSONA,
-    "embedded": BookSource.EMBEDDED,
-}
 _PLACES = {
     Position.BEFORE: "before",
     Position.AFTER: "after",
@@ -95,11 +86,7 @@ def scan(request: ScanRequest) -> WorldInfoOutcome:
     to record on the new message; a dry run ignores timers and changes no state.
     """
     context = request.context
-    books = [
-        BookInPlay(source.book, _SOURCES.get(source.kind, BookSource.GLOBAL))
-        for source in request.books
-        if isinstance(source.book, Lorebook)
-    ]
+    books = request.books
     if not books:
         return WorldInfoOutcome()
     character = context.character if context.characters else None

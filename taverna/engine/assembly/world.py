@@ -13,6 +13,7 @@ from typing import Any
 
 from taverna.engine.assembly.context import AssemblyContext, ChatMessage
 from taverna.engine.assembly.injections import DepthGroup
+from taverna.engine.lorebook import BookInPlay, BookSource
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,28 +29,19 @@ class ActivatedEntry:
 
 
 @dataclass(frozen=True, slots=True)
-class BookSource:
-    """One applying lorebook: its name, why it applies (chat, persona, character, global), the book."""
-
-    name: str
-    kind: str
-    book: Any
-
-
-@dataclass(frozen=True, slots=True)
 class ScanRequest:
     """Everything one lorebook scan reads.
 
     `messages` are the visible messages, oldest first; `injected` the extension prompts marked
     scannable; `budget_context` the prompt budget the lorebook share is taken from;
-    `books` the applying books by name, in SillyTavern's scan order.
+    `books` the applying books with why each applies, in SillyTavern's scan order.
     """
 
     context: AssemblyContext
     messages: Sequence[ChatMessage]
     injected: tuple[str, ...]
     budget_context: int
-    books: tuple[BookSource, ...]
+    books: tuple[BookInPlay, ...]
     count_text: Callable[[str], int]
     memo: dict[Any, Any] | None = None  # work kept across turns (see MessageCost.memo)
     # Prompt-time regex for an entry's content and its depth (None unless @depth).
@@ -83,7 +75,7 @@ def no_lorebooks(request: ScanRequest) -> WorldInfoOutcome:
     return WorldInfoOutcome()
 
 
-def applying_books(context: AssemblyContext) -> tuple[BookSource, ...]:
+def applying_books(context: AssemblyContext) -> tuple[BookInPlay, ...]:
     """The books that apply this turn, each once, with why it applies.
 
     algo-world-info.md §1: the global selection; the character's linked and extra
@@ -92,7 +84,9 @@ def applying_books(context: AssemblyContext) -> tuple[BookSource, ...]:
     linked book that is not available applies nothing, as in SillyTavern (a card's
     embedded book is used only once imported as a lorebook of its own).
     """
-    chosen: list[tuple[str, str]] = [(name, "global") for name in context.world_info.global_select]
+    chosen: list[tuple[str, BookSource]] = [
+        (name, BookSource.GLOBAL) for name in context.world_info.global_select
+    ]
     global_names = set(context.world_info.global_select)
     chat_book = context.metadata.lorebook
     speakers = context.characters[:1]
@@ -100,18 +94,18 @@ def applying_books(context: AssemblyContext) -> tuple[BookSource, ...]:
         linked = [character.linked_lorebook, *character.extra_lorebooks]
         for name in linked:
             if name and name not in global_names and name != chat_book:
-                chosen.append((name, "character"))
+                chosen.append((name, BookSource.CHARACTER))
     if chat_book and chat_book not in global_names:
-        chosen.append((chat_book, "chat"))
+        chosen.append((chat_book, BookSource.CHAT))
     if context.persona.lorebook:
-        chosen.append((context.persona.lorebook, "persona"))
+        chosen.append((context.persona.lorebook, BookSource.PERSONA))
     seen: set[str] = set()
-    books: list[BookSource] = []
-    for name, kind in chosen:
+    books: list[BookInPlay] = []
+    for name, source in chosen:
         if name in seen:
             continue
         seen.add(name)
         book = context.lorebooks.get(name)
         if book is not None:
-            books.append(BookSource(name, kind, book))
+            books.append(BookInPlay(book, source))
     return tuple(books)
