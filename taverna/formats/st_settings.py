@@ -23,6 +23,7 @@ from taverna.errors import FormatError
 from taverna.formats.json_text import loads
 from taverna.formats.validation import validate
 from taverna.model.chat import AuthorsNote
+from taverna.model.injection import InjectionRole
 from taverna.model.lorebook import DEFAULT_WORLD_INFO, CharacterStrategy, WorldInfoSettings
 from taverna.model.persona import PersonaPosition
 from taverna.model.presets import GLOBAL_ORDER_ID as GLOBAL_ORDER_ID  # the "global" order list
@@ -38,7 +39,6 @@ from taverna.model.settings import (
     DEFAULT_INSTRUCT_TEMPLATE,
     DEFAULT_SYSTEM_PROMPT,
     ChatCompletionSettings,
-    InjectionRole,
     PersonaInfo,
     PowerUserSettings,
     PromptOrderEntry,

@@ -16,13 +16,13 @@ from typing import Any
 
 from taverna.errors import FormatError, FormatWarning
 from taverna.formats.coercion import Unfit, as_bool, as_number, as_text, as_texts, js_number
+from taverna.model.injection import InjectionRole
 from taverna.model.lorebook import (
     ENTRY_FIELDS,
     JSON_TO_ATTR,
     MISSING_VALUES,
     CharacterFilter,
     Entry,
-    EntryRole,
     Lorebook,
     Position,
     SelectiveLogic,
@@ -194,7 +194,7 @@ def _converters(reader: _Reader) -> dict[str, Callable[[str, Any], Any]]:
         "matchWholeWords": opt(reader.boolean),
         "useGroupScoring": opt(reader.boolean),
         "automationId": reader.text,
-        "role": opt(lambda n, v: reader.enum(EntryRole, n, v)),
+        "role": opt(lambda n, v: reader.enum(InjectionRole, n, v)),
         "sticky": opt(reader.integer),
         "cooldown": opt(reader.integer),
         "delay": opt(reader.integer),
@@ -240,7 +240,7 @@ _TEXT_LISTS = frozenset(("key", "keysecondary"))
 _ENUM_VALUES: dict[str, dict[int, Any]] = {
     "selectiveLogic": {int(m): m for m in SelectiveLogic},
     "position": {int(m): m for m in Position},
-    "role": {int(m): m for m in EntryRole},
+    "role": {int(m): m for m in InjectionRole},
 }
 _KNOWN = frozenset(JSON_TO_ATTR)
 _ALL_PRESENT: frozenset[str] = frozenset()

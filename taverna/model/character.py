@@ -15,8 +15,8 @@ from typing import Annotated, Any, Self
 from pydantic import BeforeValidator, Field
 
 from taverna.model.document import JsonInt, Number, STDocument
+from taverna.model.injection import InjectionRole
 from taverna.model.regex_script import RegexScript
-from taverna.model.settings import InjectionRole
 
 ENVELOPE_KEY = "_envelope"
 """Key of the envelope in `Character.to_json()`; no card field starts with `_`, so a card

@@ -22,7 +22,7 @@ from typing import Any
 
 import uuid6
 
-from taverna.model.settings import ExtensionPosition, InjectionRole
+from taverna.model.injection import ExtensionPosition, InjectionRole
 
 JsonObject = dict[str, Any]
 

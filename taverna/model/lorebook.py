@@ -28,6 +28,8 @@ from enum import IntEnum, StrEnum
 from types import MappingProxyType
 from typing import Any
 
+from taverna.model.injection import InjectionRole
+
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
@@ -58,14 +60,6 @@ class SelectiveLogic(IntEnum):
     NOT_ALL = 1
     NOT_ANY = 2
     AND_ALL = 3
-
-
-class EntryRole(IntEnum):
-    """Message role of an at-depth entry (SillyTavern's `extension_prompt_roles`)."""
-
-    SYSTEM = 0
-    USER = 1
-    ASSISTANT = 2
 
 
 class CharacterStrategy(IntEnum):
@@ -176,7 +170,7 @@ class Entry:
     match_whole_words: bool | None = None
     use_group_scoring: bool | None = None
     automation_id: str = ""
-    role: EntryRole | None = EntryRole.SYSTEM
+    role: InjectionRole | None = InjectionRole.SYSTEM
     sticky: int | None = None
     cooldown: int | None = None
     delay: int | None = None
@@ -389,7 +383,7 @@ class TimedEffects:
 def _entry_value(name: str, value: Any) -> Any:
     if isinstance(value, tuple):
         return list(value)
-    if isinstance(value, Position | SelectiveLogic | EntryRole):
+    if isinstance(value, Position | SelectiveLogic | InjectionRole):
         return int(value)
     if isinstance(value, CharacterFilter):
         return _filter_to_json(value)

@@ -2,18 +2,18 @@
 
 Presets' Chat Completion settings (the prompt manager and the texts around it), the
 Text Completion side (the instruct, context and system-prompt templates in use, the
-file models of `taverna.model.presets`, with their switches), the power-user and
-settings, and the persona settings: what `taverna.formats.st_settings`
-reads and the assembly engine takes in its context.
+file models of `taverna.model.presets`, with their switches), the power-user
+settings and the persona: what `taverna.formats.st_settings` reads and the assembly
+engine takes in its context.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import IntEnum
 from typing import Any
 
+from taverna.model.injection import InjectionRole
 from taverna.model.persona import PersonaPosition
 from taverna.model.presets import (
     ChatCompletionPreset,
@@ -22,44 +22,6 @@ from taverna.model.presets import (
     NamesBehavior,
     SystemPromptPreset,
 )
-
-
-class InjectionRole(IntEnum):
-    """Role of an extension prompt, by SillyTavern's numbers (0 system, 1 user, 2 assistant)."""
-
-    SYSTEM = 0
-    USER = 1
-    ASSISTANT = 2
-
-    @property
-    def chat_role(self) -> str:
-        """The chat-completion role name."""
-        return ("system", "user", "assistant")[self.value]
-
-    @classmethod
-    def parse(cls, value: object, default: InjectionRole | None = None) -> InjectionRole:
-        """Read a role given as a number or a name (cards store `"system"`, settings `0`)."""
-        fallback = cls.SYSTEM if default is None else default
-        if isinstance(value, bool) or value is None:
-            return fallback
-        if isinstance(value, int):
-            return cls(value) if value in (0, 1, 2) else fallback
-        if isinstance(value, str):
-            names = {"system": cls.SYSTEM, "user": cls.USER, "assistant": cls.ASSISTANT}
-            if value.strip().isdigit():
-                return cls.parse(int(value), fallback)
-            return names.get(value.strip().lower(), fallback)
-        return fallback
-
-
-class ExtensionPosition(IntEnum):
-    """Where an extension prompt goes (SillyTavern `extension_prompt_types`)."""
-
-    NONE = -1
-    IN_PROMPT = 0  # after the story string / right after the main prompt
-    IN_CHAT = 1  # inside the history at a depth
-    BEFORE_PROMPT = 2  # before the story string / right before the main prompt
-
 
 # ---------------------------------------------------------- injections and persona
 

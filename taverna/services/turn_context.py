@@ -47,16 +47,12 @@ from taverna.formats.st_settings import (
 )
 from taverna.formats.world_info import world_info_from_json
 from taverna.model.chat import Chat, ChatState, Node, NodeRole, PathTail
+from taverna.model.injection import InjectionRole
 from taverna.model.lorebook import Lorebook, WorldInfoSettings
 from taverna.model.persona import Persona, PersonaPosition
 from taverna.model.prompt import Prompt
 from taverna.model.regex_script import RegexScript
-from taverna.model.settings import (
-    ChatCompletionSettings,
-    InjectionRole,
-    PersonaInfo,
-    TextCompletionSettings,
-)
+from taverna.model.settings import ChatCompletionSettings, PersonaInfo, TextCompletionSettings
 from taverna.providers.registry import provider
 from taverna.services.active_settings import (
     ACTIVE,

@@ -22,9 +22,9 @@ from taverna.engine.assembly.context import (
 )
 from taverna.formats.st_settings import SillyTavernSettings
 from taverna.model.chat import AuthorsNote
+from taverna.model.injection import InjectionRole
 from taverna.model.lorebook import Lorebook
 from taverna.model.persona import PersonaPosition
-from taverna.model.settings import InjectionRole
 
 
 def character_info(character: Any, avatar: str = "") -> CharacterInfo:

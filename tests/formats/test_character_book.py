@@ -11,7 +11,8 @@ from taverna.formats.detect import FileKind, read_any
 from taverna.formats.png_card import read_png_card
 from taverna.formats.world_info import world_info_to_json
 from taverna.model.character import CharacterBook
-from taverna.model.lorebook import EntryRole, Position, SelectiveLogic
+from taverna.model.injection import InjectionRole
+from taverna.model.lorebook import Position, SelectiveLogic
 
 
 def test_seraphina_book_imports_as_sillytavern_does(st_fixtures: Path) -> None:
@@ -25,7 +26,7 @@ def test_seraphina_book_imports_as_sillytavern_does(st_fixtures: Path) -> None:
     assert first.position == Position.BEFORE
     assert first.probability == 100  # null in the book -> 100
     assert first.use_probability is False  # false in the book stays false
-    assert first.depth == 4 and first.role == EntryRole.SYSTEM
+    assert first.depth == 4 and first.role == InjectionRole.SYSTEM
     assert first.add_memo is False  # empty comment
     raw = world_info_to_json(lorebook)
     assert raw["originalData"] == book.to_json()
@@ -36,7 +37,7 @@ def test_kael_book_keeps_sillytavern_extensions(st_fixtures: Path) -> None:
     assert kael.character_book is not None
     lorebook = book_to_lorebook(kael.character_book, card_name="Kael")
     birch, rangers = lorebook.entries
-    assert birch.position == Position.AT_DEPTH and birch.role == EntryRole.USER
+    assert birch.position == Position.AT_DEPTH and birch.role == InjectionRole.USER
     assert birch.depth == 2 and birch.sticky == 2
     assert rangers.selective_logic == SelectiveLogic.AND_ALL
     assert rangers.probability == 50

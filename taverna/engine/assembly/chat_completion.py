@@ -32,9 +32,9 @@ from taverna.engine.assembly.injections import (
 )
 from taverna.engine.assembly.stop import custom_stopping_strings
 from taverna.engine.assembly.turn import Turn, prompt_bias_text, turn_state
+from taverna.model.injection import ExtensionPosition, InjectionRole
 from taverna.model.persona import PersonaPosition
 from taverna.model.prompt import Ledger, LedgerItem, Prompt, PromptMessage, Role
-from taverna.model.settings import ExtensionPosition, InjectionRole
 
 ABSOLUTE = 1  # prompt-manager `injection_position` for in-chat prompts
 _KNOWN_EXTENSION_KEYS = frozenset(

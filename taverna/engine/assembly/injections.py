@@ -14,8 +14,8 @@ from functools import cached_property
 from typing import TypeVar
 
 from taverna.engine.assembly.context import AssemblyContext, CharacterInfo, Speaker
+from taverna.model.injection import ExtensionPosition, InjectionRole
 from taverna.model.persona import PersonaPosition
-from taverna.model.settings import ExtensionPosition, InjectionRole
 
 # algo-prompt-assembly.md §5.2: depths 0..1000 are walked.
 MAX_INJECTION_DEPTH = 1000

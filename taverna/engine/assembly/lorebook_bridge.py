@@ -22,8 +22,8 @@ from taverna.engine.lorebook import (
     activate,
 )
 from taverna.engine.macros import MacroContext, Variables
+from taverna.model.injection import InjectionRole
 from taverna.model.lorebook import Position, TimedEffects
-from taverna.model.settings import InjectionRole
 
 _PLACES = {
     Position.BEFORE: "before",

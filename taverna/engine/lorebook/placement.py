@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from taverna.engine.lorebook.inputs import BookSource
-from taverna.model.lorebook import Entry, EntryRole, Position
+from taverna.model.injection import InjectionRole
+from taverna.model.lorebook import Entry, Position
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +44,7 @@ class DepthGroup:
     """
 
     depth: int | None
-    role: EntryRole
+    role: InjectionRole
     entries: tuple[ActivatedEntry, ...]
     contents: tuple[str, ...]
 
@@ -85,7 +86,7 @@ def place(
     ordered = sorted(entries, key=lambda item: -item.order)  # stable, like JS sort
     lists: dict[Position, list[str]] = {p: [] for p in Position}
     examples: list[tuple[Position, str]] = []
-    depth_groups: list[tuple[int | None, EntryRole, list[ActivatedEntry], list[str]]] = []
+    depth_groups: list[tuple[int | None, InjectionRole, list[ActivatedEntry], list[str]]] = []
     outlets: dict[str, list[str]] = {}
     for item in ordered:
         text = transform(item) if transform is not None else item.content
@@ -98,7 +99,7 @@ def place(
             examples.insert(0, (position, text))
         elif position is Position.AT_DEPTH:
             depth = item.entry.depth if item.entry.depth is not None else 4
-            role = item.entry.role if item.entry.role is not None else EntryRole.SYSTEM
+            role = item.entry.role if item.entry.role is not None else InjectionRole.SYSTEM
             for group in depth_groups:
                 # §9.2: a group keeps its first entry's raw depth; a missing one (NaN in
                 # SillyTavern) equals nothing, so such a group never takes more entries

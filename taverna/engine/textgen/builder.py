@@ -22,9 +22,9 @@ from taverna.engine.textgen.instruct import Position
 from taverna.engine.textgen.steps import CountText, TextSteps
 from taverna.engine.textgen.stop import stopping_strings
 from taverna.engine.textgen.templated import build_with_chat_template
+from taverna.model.injection import ExtensionPosition
 from taverna.model.persona import PersonaPosition
 from taverna.model.prompt import Ledger, Prompt
-from taverna.model.settings import ExtensionPosition
 
 _NEWLINES = re.compile(r"\n+")
 

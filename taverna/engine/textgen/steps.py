@@ -20,7 +20,7 @@ from taverna.engine.textgen.history import Entry, Item, as_item
 from taverna.engine.textgen.instruct import InstructFormat, Position
 from taverna.engine.textgen.ledger import TextLedger
 from taverna.engine.textgen.story_string import render_story_template
-from taverna.model.settings import ExtensionPosition, InjectionRole
+from taverna.model.injection import ExtensionPosition, InjectionRole
 
 CountText = Callable[[str], int]
 

@@ -8,9 +8,9 @@ from taverna.engine.textgen.chat_template import ChatTemplate
 from taverna.engine.textgen.history import Entry, Item, as_item, entry_source
 from taverna.engine.textgen.steps import CountText, TextSteps
 from taverna.engine.textgen.stop import stopping_strings
+from taverna.model.injection import ExtensionPosition
 from taverna.model.persona import PersonaPosition
 from taverna.model.prompt import Ledger, Prompt
-from taverna.model.settings import ExtensionPosition
 
 _CUT = "\u0000taverna-continue\u0000"
 

@@ -9,10 +9,10 @@ import pytest
 from taverna.engine.assembly.context import ChatMetadata, GenerationType
 from taverna.model.character import DepthPrompt
 from taverna.model.chat import AuthorsNote
+from taverna.model.injection import ExtensionPosition
 from taverna.model.persona import PersonaPosition
 from taverna.model.presets import NamesBehavior
 from taverna.model.settings import (
-    ExtensionPosition,
     PromptOrderEntry,
     PromptSlot,
     default_prompt_order,

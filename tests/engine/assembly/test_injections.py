@@ -18,8 +18,8 @@ from taverna.engine.assembly.injections import (
 )
 from taverna.model.character import DepthPrompt
 from taverna.model.chat import AuthorsNote
+from taverna.model.injection import ExtensionPosition, InjectionRole
 from taverna.model.persona import PersonaPosition
-from taverna.model.settings import ExtensionPosition, InjectionRole
 
 from .helpers import SERAPHINA, chat, context
 

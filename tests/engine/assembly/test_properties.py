@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from taverna.engine.assembly.injections import InjectedBlock, insert_blocks, newest_first
-from taverna.model.settings import InjectionRole
+from taverna.model.injection import InjectionRole
 
 from .helpers import build, chat, context
 

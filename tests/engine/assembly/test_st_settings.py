@@ -11,10 +11,11 @@ from taverna.engine.assembly.context import CharacterInfo
 from taverna.engine.assembly.injections import AUTHORS_NOTE_KEY, authors_note_text, base_table
 from taverna.errors import FormatError
 from taverna.formats.st_settings import read_settings, read_world_info_settings
+from taverna.model.injection import ExtensionPosition, InjectionRole
 from taverna.model.lorebook import DEFAULT_WORLD_INFO, CharacterStrategy
 from taverna.model.persona import PersonaPosition
 from taverna.model.presets import NamesBehavior
-from taverna.model.settings import ExtensionPosition, InjectionRole, default_prompt_order
+from taverna.model.settings import default_prompt_order
 from taverna.services.turn_inputs import assembly_context
 
 

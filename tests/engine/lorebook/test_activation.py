@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from taverna.engine.lorebook import BookInPlay, BookSource, CharacterIdentity, activate
 from taverna.engine.macros import MacroContext, Variables
+from taverna.model.injection import InjectionRole
 from taverna.model.lorebook import (
     CharacterFilter,
     CharacterStrategy,
-    EntryRole,
     Position,
     SelectiveLogic,
     WorldInfoSettings,
@@ -235,7 +235,7 @@ def test_placement_worked_example_and_positions() -> None:
         entry(8, "x", content="EM3", position=Position.EM_BOTTOM, order=30),
         entry(9, "x", content="D1", position=Position.AT_DEPTH, depth=2, order=200),
         entry(10, "x", content="D2", position=Position.AT_DEPTH, depth=2, order=100),
-        entry(11, "x", content="D3", position=Position.AT_DEPTH, depth=2, role=EntryRole.USER),
+        entry(11, "x", content="D3", position=Position.AT_DEPTH, depth=2, role=InjectionRole.USER),
         entry(12, "x", content="", position=Position.BEFORE),
     ]
     placement = run(entries, "x").placed()
@@ -250,7 +250,7 @@ def test_placement_worked_example_and_positions() -> None:
         (Position.EM_BOTTOM, "EM3"),
     )
     groups = [(g.depth, g.role, g.text) for g in placement.depth]
-    assert groups == [(2, EntryRole.SYSTEM, "D2\nD1"), (2, EntryRole.USER, "D3")]
+    assert groups == [(2, InjectionRole.SYSTEM, "D2\nD1"), (2, InjectionRole.USER, "D3")]
 
 
 def test_missing_position_activates_but_goes_nowhere() -> None:

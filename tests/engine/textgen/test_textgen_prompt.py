@@ -20,12 +20,11 @@ from taverna.engine.assembly.context import (
 from taverna.engine.tokens import EstimateTokenizer
 from taverna.model.character import DepthPrompt
 from taverna.model.chat import AuthorsNote
+from taverna.model.injection import ExtensionPosition, InjectionRole
 from taverna.model.persona import PersonaPosition
 from taverna.model.presets import ContextTemplate, InstructTemplate
 from taverna.model.settings import (
     DEFAULT_CONTEXT_TEMPLATE,
-    ExtensionPosition,
-    InjectionRole,
     PersonaInfo,
     PowerUserSettings,
     TextCompletionSettings,
