@@ -33,6 +33,7 @@ from taverna.engine.assembly.injections import (
 from taverna.engine.assembly.stop import custom_stopping_strings
 from taverna.engine.assembly.turn import Turn, prompt_bias_text, turn_state
 from taverna.model.injection import ExtensionPosition, InjectionRole
+from taverna.model.lorebook import Position
 from taverna.model.persona import PersonaPosition
 from taverna.model.prompt import Ledger, LedgerItem, Prompt, PromptMessage, Role
 
@@ -108,7 +109,7 @@ def build_chat_completion(context: AssemblyContext, turn: Turn, cost: MessageCos
         stop=(*cc.stop, *custom_stopping_strings(context.power_user, turn.macros)),
         prefill=_prefill(context, turn.macros),
         sampling=dict(cc.sampling),
-        ledger=_ledger(turn, parts, layout, error),
+        ledger=_ledger(turn, parts, layout, error, cost),
         state=turn_state(turn),
         # SillyTavern's Gemini stop list takes the solo separator, in groups too.
         new_chat_prompt=turn.substitute(cc.new_chat_prompt, {}),
@@ -479,7 +480,9 @@ def _squash(parts: list[Part], cost: MessageCost) -> list[Part]:
     return out
 
 
-def _ledger(turn: Turn, parts: Sequence[Part], layout: Layout, error: str) -> Ledger:
+def _ledger(
+    turn: Turn, parts: Sequence[Part], layout: Layout, error: str, cost: MessageCost
+) -> Ledger:
     items = [LedgerItem("overhead", "reply priming", 3, True, "every reply is primed", "")]
     for position, part in enumerate(parts):
         items.append(
@@ -502,14 +505,15 @@ def _ledger(turn: Turn, parts: Sequence[Part], layout: Layout, error: str) -> Le
     if error:
         items.append(LedgerItem("error", "budget", 0, False, error, ""))
     for entry in turn.world.entries:
+        # where it went: the position's name, and an @depth entry's depth
+        place = entry.position.name.lower() if entry.position is not None else "none"
+        if entry.position is Position.AT_DEPTH and entry.entry.depth is not None:
+            place += f"@{entry.entry.depth}"
+        # counted as the scan counted it for its budget: one full system message
+        tokens = cost.text(entry.content)
         items.append(
             LedgerItem(
-                "lorebook_entry",
-                f"{entry.book}/{entry.uid}",
-                entry.tokens,
-                True,
-                f"{entry.position}" + (f"@{entry.depth}" if entry.depth is not None else ""),
-                entry.text,
+                "lorebook_entry", f"{entry.book}/{entry.uid}", tokens, True, place, entry.content
             )
         )
     total = 3 + sum(p.tokens for p in parts)

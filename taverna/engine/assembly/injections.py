@@ -14,6 +14,7 @@ from functools import cached_property
 from typing import TypeVar
 
 from taverna.engine.assembly.context import AssemblyContext, CharacterInfo, Speaker
+from taverna.engine.lorebook import DEFAULT_DEPTH, DepthGroup
 from taverna.model.injection import ExtensionPosition, InjectionRole
 from taverna.model.persona import PersonaPosition
 
@@ -262,16 +263,6 @@ def _with_depth_prompt(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class DepthGroup:
-    """Activated lorebook entries sharing one depth and role, in prompt order."""
-
-    depth: int
-    role: InjectionRole
-    entries: tuple[str, ...]
-    sources: tuple[str, ...] = ()
-
-
 def with_lorebook(
     table: InjectionTable,
     depth_groups: Iterable[DepthGroup],
@@ -287,16 +278,17 @@ def with_lorebook(
     for key in [k for k in table.entries if k.startswith("customDepthWI")]:
         table = table.without(key)
     for group in depth_groups:
+        depth = group.depth if group.depth is not None else DEFAULT_DEPTH
         table = table.with_(
             Injection(
-                lorebook_key(group.depth, group.role),
-                "\n".join(group.entries),
+                lorebook_key(depth, group.role),
+                group.text,
                 ExtensionPosition.IN_CHAT,
-                group.depth,
+                depth,
                 group.role,
                 scan=False,
                 kind="lorebook",
-                source=",".join(group.sources),
+                source=",".join(f"{e.book}/{e.uid}" for e in group.entries),
             )
         )
     note = table.get(AUTHORS_NOTE_KEY)

@@ -13,29 +13,16 @@ from dataclasses import replace
 from typing import Any, overload
 
 from taverna.engine.assembly.context import ChatMessage
-from taverna.engine.assembly.injections import DepthGroup
 from taverna.engine.assembly.macros_bridge import macro_context
-from taverna.engine.assembly.world import ActivatedEntry, ScanRequest, WorldInfoOutcome
+from taverna.engine.assembly.world import ScanRequest, WorldInfoOutcome
 from taverna.engine.lorebook import (
+    DEFAULT_DEPTH,
     CharacterIdentity,
     ScanMessage,
     activate,
 )
 from taverna.engine.macros import MacroContext, Variables
-from taverna.model.injection import InjectionRole
 from taverna.model.lorebook import Position, TimedEffects
-
-_PLACES = {
-    Position.BEFORE: "before",
-    Position.AFTER: "after",
-    Position.AN_TOP: "an_top",
-    Position.AN_BOTTOM: "an_bottom",
-    Position.AT_DEPTH: "at_depth",
-    Position.EM_TOP: "em_top",
-    Position.EM_BOTTOM: "em_bottom",
-    Position.OUTLET: "outlet",
-}
-DEFAULT_DEPTH = 4  # world-info.js DEFAULT_DEPTH
 
 
 class _ScanView(Sequence[ScanMessage]):
@@ -121,28 +108,6 @@ def scan(request: ScanRequest) -> WorldInfoOutcome:
                 else None,
             )
         )
-    groups = tuple(
-        DepthGroup(
-            group.depth if group.depth is not None else DEFAULT_DEPTH,
-            InjectionRole.parse(int(group.role)),
-            group.contents,
-            tuple(f"{e.book}/{e.entry.uid}" for e in group.entries),
-        )
-        for group in placement.depth
-    )
-    entries = tuple(
-        ActivatedEntry(
-            book=e.book,
-            uid=e.entry.uid,
-            text=e.content,
-            position=_PLACES.get(e.entry.position, "none")
-            if e.entry.position is not None
-            else "none",
-            depth=e.entry.depth if e.entry.position is Position.AT_DEPTH else None,
-            tokens=request.count_text(e.content),
-        )
-        for e in activation.entries
-    )
     # The decisions only: entries that never matched need no explaining every turn
     # (`Activation.trace()` lists them all when a person asks).
     trace = tuple(
@@ -164,10 +129,10 @@ def scan(request: ScanRequest) -> WorldInfoOutcome:
         after="\n".join(placement.after),
         examples_before=tuple(t for p, t in placement.examples if p is Position.EM_TOP),
         examples_after=tuple(t for p, t in placement.examples if p is Position.EM_BOTTOM),
-        depth_groups=groups,
+        depth_groups=placement.depth,
         an_top=placement.an_top,
         an_bottom=placement.an_bottom,
-        entries=entries,
+        entries=activation.entries,
         trace=trace,
         # A dry run records nothing: no state for the caller to write.
         timers=None if dry_run else activation.timers.to_json(),

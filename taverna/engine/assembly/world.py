@@ -12,20 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from taverna.engine.assembly.context import AssemblyContext, ChatMessage
-from taverna.engine.assembly.injections import DepthGroup
-from taverna.engine.lorebook import BookInPlay, BookSource
-
-
-@dataclass(frozen=True, slots=True)
-class ActivatedEntry:
-    """One lorebook entry that went into the prompt, for the ledger."""
-
-    book: str
-    uid: int | str
-    text: str
-    position: str  # before, after, an_top, an_bottom, at_depth, em_top, em_bottom
-    depth: int | None = None
-    tokens: int = 0
+from taverna.engine.lorebook import ActivatedEntry, BookInPlay, BookSource, DepthGroup
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +39,8 @@ class ScanRequest:
 
 @dataclass(frozen=True, slots=True)
 class WorldInfoOutcome:
-    """The activated lorebook text by place, plus the trace."""
+    """The activated lorebook text by place, the entries and their @depth groups as the
+    lorebook engine placed them, plus the trace."""
 
     before: str = ""
     after: str = ""

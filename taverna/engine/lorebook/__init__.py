@@ -34,10 +34,17 @@ precompiled per book (Aho-Corasick automata, cached until the book object change
 
 from taverna.engine.lorebook.activation import activate
 from taverna.engine.lorebook.inputs import BookInPlay, BookSource, CharacterIdentity, ScanMessage
-from taverna.engine.lorebook.placement import ActivatedEntry, DepthGroup, Placement, place
+from taverna.engine.lorebook.placement import (
+    DEFAULT_DEPTH,
+    ActivatedEntry,
+    DepthGroup,
+    Placement,
+    place,
+)
 from taverna.engine.lorebook.results import Activation, EntryTrace, Outcome
 
 __all__ = [
+    "DEFAULT_DEPTH",
     "ActivatedEntry",
     "Activation",
     "BookInPlay",

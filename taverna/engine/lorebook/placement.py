@@ -10,6 +10,8 @@ from taverna.engine.lorebook.inputs import BookSource
 from taverna.model.injection import InjectionRole
 from taverna.model.lorebook import Entry, Position
 
+DEFAULT_DEPTH = 4  # world-info.js DEFAULT_DEPTH: an @depth entry without a depth
+
 
 @dataclass(frozen=True, slots=True)
 class ActivatedEntry:
@@ -98,7 +100,7 @@ def place(
         if position in (Position.EM_TOP, Position.EM_BOTTOM):
             examples.insert(0, (position, text))
         elif position is Position.AT_DEPTH:
-            depth = item.entry.depth if item.entry.depth is not None else 4
+            depth = item.entry.depth if item.entry.depth is not None else DEFAULT_DEPTH
             role = item.entry.role if item.entry.role is not None else InjectionRole.SYSTEM
             for group in depth_groups:
                 # §9.2: a group keeps its first entry's raw depth; a missing one (NaN in

@@ -7,7 +7,6 @@ from dataclasses import replace
 from taverna.engine.assembly.context import ChatMetadata
 from taverna.engine.assembly.injections import (
     AUTHORS_NOTE_KEY,
-    DepthGroup,
     Injection,
     InjectionTable,
     authors_note_active,
@@ -16,6 +15,7 @@ from taverna.engine.assembly.injections import (
     insert_blocks,
     with_lorebook,
 )
+from taverna.engine.lorebook import DepthGroup
 from taverna.model.character import DepthPrompt
 from taverna.model.chat import AuthorsNote
 from taverna.model.injection import ExtensionPosition, InjectionRole
@@ -154,7 +154,8 @@ def test_persona_at_depth_and_character_note_section_5_2() -> None:
 def test_lorebook_wraps_the_active_note_and_adds_depth_groups() -> None:
     """algo-world-info.md: AN top/bottom entries wrap the note; @depth groups get their keys."""
     table = InjectionTable().with_(Injection(AUTHORS_NOTE_KEY, "AN", depth=4))
-    table = with_lorebook(table, [DepthGroup(2, InjectionRole.USER, ("e1", "e2"))], ["T"], [], True)
+    group = DepthGroup(2, InjectionRole.USER, (), ("e1", "e2"))
+    table = with_lorebook(table, [group], ["T"], [], True)
     assert table.entries[AUTHORS_NOTE_KEY].text == "T\nAN"
     assert table.entries["customDepthWI-2-1"].text == "e1\ne2"
     assert with_lorebook(table, [], ["T"], ["B"], False).entries[AUTHORS_NOTE_KEY].text == "T\nAN"

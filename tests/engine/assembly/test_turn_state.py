@@ -8,11 +8,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from taverna.engine.assembly.budget import MessageCost
 from taverna.engine.assembly.context import AssemblyContext, ChatMetadata
-from taverna.model.lorebook import DEFAULT_WORLD_INFO, Entry, Lorebook
+from taverna.model.lorebook import DEFAULT_WORLD_INFO, Entry, Lorebook, Position
 from taverna.model.prompt import Prompt
 
-from .helpers import build, chat, context
+from .helpers import build, chat, context, word_count
 
 LORE = Lorebook(
     name="Lore",
@@ -78,3 +79,26 @@ def test_variables_flow_through_the_turn_and_come_back() -> None:
     assert any("Mood calm" in m.content for m in prompt.messages)
     assert prompt.state["variables"] == {"kept": "1", "mood": "calm", "seen": "yes"}
     assert build(replace(ctx, characters=(card,), dry_run=True)).state == {}
+
+
+def test_the_ledger_lists_each_activated_entry_where_it_went() -> None:
+    """Each activated entry is one ledger line: `book/uid`, its place (with an @depth
+    entry's depth), its tokens as the scan counted them, its text."""
+    book = Lorebook(
+        name="Lore",
+        entries=(
+            Entry(uid=1, key=("dragon",), content="DRAGON LORE"),
+            Entry(uid=2, key=("dragon",), content="deep lore", position=Position.AT_DEPTH, depth=2),
+            Entry(uid=3, key=("dragon",), content="NOTE TOP", position=Position.AN_TOP),
+        ),
+    )
+    prompt = build(replace(_at(*FIRST), lorebooks={"Lore": book}))
+    lines = {i.source: i for i in prompt.ledger.items if i.kind == "lorebook_entry"}
+    assert {s: (i.reason, i.text) for s, i in lines.items()} == {
+        "Lore/1": ("before", "DRAGON LORE"),
+        "Lore/2": ("at_depth@2", "deep lore"),
+        "Lore/3": ("an_top", "NOTE TOP"),
+    }
+    # as the scan counts it: one full system message, by the turn's counter
+    assert lines["Lore/1"].tokens == MessageCost(word_count, "tiktoken").text("DRAGON LORE")
+    assert all(i.included for i in lines.values())
