@@ -18,7 +18,7 @@ from taverna.engine.assembly.context import AssemblyContext
 from taverna.engine.assembly.turn import Turn, turn_state
 from taverna.engine.textgen.chat_template import ChatTemplate
 from taverna.engine.textgen.history import Entry, History, Item
-from taverna.engine.textgen.instruct import Position
+from taverna.engine.textgen.instruct import SequenceVariant
 from taverna.engine.textgen.steps import CountText, TextSteps
 from taverna.engine.textgen.stop import stopping_strings
 from taverna.engine.textgen.templated import build_with_chat_template
@@ -97,7 +97,9 @@ class _Builder(TextSteps):
         user_alignment = ""
         alignment_text = self.settings.instruct.user_alignment_message
         if self.instruct_on and alignment_text:
-            user_alignment = self.format(Item(self.user, alignment_text, True), Position.FIRST)
+            user_alignment = self.format(
+                Item(self.user, alignment_text, True), SequenceVariant.FIRST
+            )
         layout = self.frame(
             prompt_bias, force_name2, user_alignment, system, raw_examples, examples
         )

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from taverna.engine.assembly.context import ChatMessage, Speaker
-from taverna.engine.textgen.instruct import Position
+from taverna.engine.textgen.instruct import SequenceVariant
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +60,7 @@ class History:
         self,
         items: list[Entry],
         *,
-        format_message: Callable[[Entry, Position], str],
+        format_message: Callable[[Entry, SequenceVariant], str],
         instruct_on: bool,
         is_continue: bool,
     ) -> None:
@@ -111,18 +111,18 @@ class History:
         j = self.count - 1 - i
         item = self.items[j]
         instruct = self.instruct_on
-        position = Position.MIDDLE
+        variant = SequenceVariant.MIDDLE
         if j == 0 and instruct:
-            position = Position.FIRST
+            variant = SequenceVariant.FIRST
         if j == self.last_user and instruct:
-            position = Position.LAST
+            variant = SequenceVariant.LAST
         if i == 0 and self.is_continue:
             if instruct:
-                position = Position.LAST
-            text = self.format_message(item, position)
+                variant = SequenceVariant.LAST
+            text = self.format_message(item, variant)
             cut = text.rfind(item.text)
             text = text[: cut + len(item.text)] if cut >= 0 else text
         else:
-            text = self.format_message(item, position)
+            text = self.format_message(item, variant)
         self._texts[i] = text
         return text

@@ -23,7 +23,7 @@ _START = re.compile("<START>", re.IGNORECASE)
 _START_LINE = re.compile("<START>\n", re.IGNORECASE)
 
 
-class Position(Enum):
+class SequenceVariant(Enum):
     """Which variant of a role's sequence a message takes (SillyTavern `force_output_sequence`)."""
 
     MIDDLE = 0
@@ -71,7 +71,7 @@ class InstructFormat:
         is_user: bool,
         is_narrator: bool,
         forced_avatar: bool = False,
-        position: Position = Position.MIDDLE,
+        variant: SequenceVariant = SequenceVariant.MIDDLE,
     ) -> str:
         """One chat message in the template's sequences (§6.4, SillyTavern `formatInstructModeChat`)."""
         t = self.template
@@ -88,16 +88,16 @@ class InstructFormat:
             suffix = t.input_suffix if t.system_same_as_user else t.system_suffix
         elif is_user:
             prefix = t.input_sequence
-            if position is Position.FIRST:
+            if variant is SequenceVariant.FIRST:
                 prefix = t.first_input_sequence or t.input_sequence
-            elif position is Position.LAST:
+            elif variant is SequenceVariant.LAST:
                 prefix = t.last_input_sequence or t.input_sequence
             suffix = t.input_suffix
         else:
             prefix = t.output_sequence
-            if position is Position.FIRST:
+            if variant is SequenceVariant.FIRST:
                 prefix = t.first_output_sequence or t.output_sequence
-            elif position is Position.LAST:
+            elif variant is SequenceVariant.LAST:
                 prefix = t.last_output_sequence or t.output_sequence
             suffix = t.output_suffix
 

@@ -17,7 +17,7 @@ from taverna.engine.assembly.injections import MAX_INJECTION_DEPTH, depth_blocks
 from taverna.engine.assembly.turn import Turn, base_chat_replace, prompt_bias_text
 from taverna.engine.macros import has_macros
 from taverna.engine.textgen.history import Entry, Item, as_item
-from taverna.engine.textgen.instruct import InstructFormat, Position
+from taverna.engine.textgen.instruct import InstructFormat, SequenceVariant
 from taverna.engine.textgen.ledger import TextLedger
 from taverna.engine.textgen.story_string import render_story_template
 from taverna.model.injection import ExtensionPosition, InjectionRole
@@ -82,13 +82,13 @@ class TextSteps:
             "truncation_length": self.settings.max_context,
         }
 
-    def format(self, entry: Entry, position: Position = Position.MIDDLE) -> str:
+    def format(self, entry: Entry, variant: SequenceVariant = SequenceVariant.MIDDLE) -> str:
         """SillyTavern `formatMessageHistoryItem` (§6.4)."""
         item = as_item(entry)
         item_name = item.name if item.is_user else (item.name or self.char)
         if self.instruct_on:
             return self.instruct.message(
-                item_name, item.text, item.is_user, item.is_narrator, item.forced_avatar, position
+                item_name, item.text, item.is_user, item.is_narrator, item.forced_avatar, variant
             )
         if item.name and not item.is_narrator:
             return f"{item_name}: {item.text}\n"

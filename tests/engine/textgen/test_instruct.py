@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from taverna.engine.textgen.examples import ExampleTurn, split_example_turns
-from taverna.engine.textgen.instruct import InstructFormat, Position
+from taverna.engine.textgen.instruct import InstructFormat, SequenceVariant
 from taverna.model.presets import InstructTemplate
 
 ALPACA = InstructTemplate(
@@ -53,12 +53,12 @@ def test_first_and_last_variants_fall_back_to_the_plain_sequence() -> None:
         update={"first_input_sequence": "<FI>", "last_output_sequence": "<LO>"}
     )
     f = fmt(template)
-    assert f.message("Alex", "a", True, False, position=Position.FIRST).startswith("<FI>\n")
-    assert f.message("Alex", "a", True, False, position=Position.LAST).startswith(
+    assert f.message("Alex", "a", True, False, variant=SequenceVariant.FIRST).startswith("<FI>\n")
+    assert f.message("Alex", "a", True, False, variant=SequenceVariant.LAST).startswith(
         "### Instruction:\n"
     )
-    assert f.message("Aria", "a", False, False, position=Position.LAST).startswith("<LO>\n")
-    assert f.message("Aria", "a", False, False, position=Position.FIRST).startswith(
+    assert f.message("Aria", "a", False, False, variant=SequenceVariant.LAST).startswith("<LO>\n")
+    assert f.message("Aria", "a", False, False, variant=SequenceVariant.FIRST).startswith(
         "### Response:\n"
     )
 
