@@ -118,6 +118,64 @@ class WorldInfoSettings:
 DEFAULT_WORLD_INFO = WorldInfoSettings(recursive=True, match_whole_words=True)
 
 
+# ------------------------------------------------------------------- scan results
+
+
+class EntryOutcome(StrEnum):
+    """What finally happened to an entry in one lorebook scan."""
+
+    ACTIVATED = "activated"
+    DISABLED = "disabled"
+    CHARACTER_FILTER = "character filter"
+    TAG_FILTER = "tag filter"
+    DELAY = "delay"
+    COOLDOWN = "cooldown"
+    DELAY_UNTIL_RECURSION = "delay until recursion"
+    EXCLUDE_RECURSION = "exclude recursion"
+    DONT_ACTIVATE = "@@dont_activate"
+    NO_KEYS = "no keys"
+    NO_MATCH = "no match"
+    SECONDARY = "secondary keys"
+    GROUP = "inclusion group"
+    PROBABILITY = "probability"
+    BUDGET = "budget"
+    NOT_REACHED = "not reached"
+
+
+@dataclass(frozen=True, slots=True)
+class EntryTrace:
+    """Why one entry fired or not, for the prompt inspector.
+
+    `loop` is the scan pass (1 = first) of the last decision; `primary_key` the first
+    primary key found; `secondary_keys` the secondary keys found; `roll` the probability
+    roll (0-100) when one was made.
+    """
+
+    book: str
+    uid: int
+    comment: str
+    outcome: EntryOutcome
+    reason: str
+    loop: int = 0
+    primary_key: str | None = None
+    secondary_keys: tuple[str, ...] = ()
+    roll: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as plain JSON (a stored prompt's ledger keeps it so)."""
+        return {
+            "book": self.book,
+            "uid": self.uid,
+            "comment": self.comment,
+            "outcome": self.outcome.value,
+            "reason": self.reason,
+            "loop": self.loop,
+            "primary_key": self.primary_key,
+            "secondary_keys": list(self.secondary_keys),
+            "roll": self.roll,
+        }
+
+
 @dataclass(frozen=True, slots=True)
 class CharacterFilter:
     """Limits an entry to (or excludes it from) some characters or tags.

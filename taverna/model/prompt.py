@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from taverna.model.lorebook import EntryTrace
+
 
 class Role(StrEnum):
     """Roles of a chat-completion message."""
@@ -69,7 +71,7 @@ class Ledger:
     items: tuple[LedgerItem, ...] = ()
     total_tokens: int = 0
     budget: int = 0
-    trace: tuple[Mapping[str, Any], ...] = ()
+    trace: tuple[EntryTrace, ...] = ()
     history_stopped: bool = False
 
 

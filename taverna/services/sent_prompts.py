@@ -44,7 +44,7 @@ def prompt_json(prompt: Prompt) -> dict[str, Any]:
             ],
             "total_tokens": ledger.total_tokens,
             "budget": ledger.budget,
-            "trace": [dict(t) for t in ledger.trace],
+            "trace": [t.to_json() for t in ledger.trace],
         },
     }
 

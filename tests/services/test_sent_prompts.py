@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from taverna.model.lorebook import EntryOutcome, EntryTrace
 from taverna.model.prompt import Ledger, LedgerItem, Prompt, PromptMessage, Role
 from taverna.services import sent_prompts
 from taverna.services.inspector import recorded_view
@@ -23,7 +24,7 @@ def prompt() -> Prompt:
             ),
             total_tokens=17,
             budget=20,
-            trace=({"book": "Harbour", "uid": 1, "outcome": "activated"},),
+            trace=(EntryTrace("Harbour", 1, "", EntryOutcome.ACTIVATED, "constant"),),
         ),
     )
 
@@ -37,6 +38,19 @@ def test_a_record_reads_back_the_prompt_and_the_request() -> None:
     assert record["request"] == {"url": "http://127.0.0.1:1/v1/chat/completions", "body": body}
     assert record["prompt"] == sent_prompts.prompt_json(prompt())
     assert record["prompt"]["messages"][0]["content"] == "You are Mira, 灯塔看守人."
+    assert record["prompt"]["ledger"]["trace"] == [
+        {
+            "book": "Harbour",
+            "uid": 1,
+            "comment": "",
+            "outcome": "activated",
+            "reason": "constant",
+            "loop": 0,
+            "primary_key": None,
+            "secondary_keys": [],
+            "roll": None,
+        }
+    ]
 
 
 def test_the_inspector_draws_the_cut_line_above_the_oldest_message_sent() -> None:

@@ -48,9 +48,7 @@ def render_ledger(prompt: Prompt, width: int = 60) -> str:
         lines.append("")
         lines.append("lorebook decisions:")
         for step in ledger.trace:
-            where = f"{step.get('book', '')}/{step.get('uid', '')}"
-            comment = f"  ({step['comment']})" if step.get("comment") else ""
-            lines.append(
-                f"     {where:<24} {step.get('outcome', '')!s:<14} {step.get('reason', '')}{comment}"
-            )
+            where = f"{step.book}/{step.uid}"
+            comment = f"  ({step.comment})" if step.comment else ""
+            lines.append(f"     {where:<24} {step.outcome.value:<14} {step.reason}{comment}")
     return "\n".join(lines)

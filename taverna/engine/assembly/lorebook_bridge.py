@@ -110,20 +110,7 @@ def scan(request: ScanRequest) -> WorldInfoOutcome:
         )
     # The decisions only: entries that never matched need no explaining every turn
     # (`Activation.trace()` lists them all when a person asks).
-    trace = tuple(
-        {
-            "book": record.book,
-            "uid": record.uid,
-            "comment": record.comment,
-            "outcome": record.outcome.value,
-            "reason": record.reason,
-            "loop": record.loop,
-            "primary_key": record.primary_key,
-            "secondary_keys": record.secondary_keys,
-            "roll": record.roll,
-        }
-        for record in activation.decisions()
-    )
+    trace = tuple(activation.decisions())
     return WorldInfoOutcome(
         before="\n".join(placement.before),
         after="\n".join(placement.after),

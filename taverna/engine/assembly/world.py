@@ -8,11 +8,12 @@ engine decides which entries activate. This module is the seam between the two.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from taverna.engine.assembly.context import AssemblyContext, ChatMessage
 from taverna.engine.lorebook import ActivatedEntry, BookInPlay, BookSource, DepthGroup
+from taverna.model.lorebook import EntryTrace
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +51,7 @@ class WorldInfoOutcome:
     an_top: tuple[str, ...] = ()
     an_bottom: tuple[str, ...] = ()
     entries: tuple[ActivatedEntry, ...] = ()
-    trace: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
+    trace: tuple[EntryTrace, ...] = ()  # the entries the scan decided about
     timers: Mapping[str, Any] | None = None  # the lorebook timers to record after this turn
     variables: Mapping[str, Any] | None = None  # chat variables after macros in entries
 

@@ -26,7 +26,7 @@ How the assembly calls it, once per turn::
     placement.examples                               # (EM_TOP|EM_BOTTOM, text) blocks
     activation.timers       # record on the new node (unchanged input on dry runs)
     activation.variables    # variables after {{setvar}} etc. in contents
-    list(activation.trace())  # EntryTrace for every entry: why it fired or not
+    list(activation.trace())  # an EntryTrace (model) for every entry: why it fired or not
 
 `activate` is pure: the same arguments give the same result. Key matching is
 precompiled per book (Aho-Corasick automata, cached until the book object changes).
@@ -41,7 +41,7 @@ from taverna.engine.lorebook.placement import (
     Placement,
     place,
 )
-from taverna.engine.lorebook.results import Activation, EntryTrace, Outcome
+from taverna.engine.lorebook.results import Activation
 
 __all__ = [
     "DEFAULT_DEPTH",
@@ -51,8 +51,6 @@ __all__ = [
     "BookSource",
     "CharacterIdentity",
     "DepthGroup",
-    "EntryTrace",
-    "Outcome",
     "Placement",
     "ScanMessage",
     "activate",

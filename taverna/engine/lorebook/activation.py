@@ -18,7 +18,7 @@ from taverna.engine.lorebook.groups import GroupMember, filter_groups
 from taverna.engine.lorebook.index import compile_book
 from taverna.engine.lorebook.inputs import BookInPlay, BookSource, CharacterIdentity, ScanMessage
 from taverna.engine.lorebook.placement import ActivatedEntry
-from taverna.engine.lorebook.results import Activation, Outcome
+from taverna.engine.lorebook.results import Activation
 from taverna.engine.lorebook.scan import (
     MAX_SCAN_DEPTH,
     EntryRef,
@@ -31,6 +31,7 @@ from taverna.engine.lorebook.timers import TimerRecords, check_timers, is_delaye
 from taverna.engine.macros import MacroContext, evaluate
 from taverna.model.lorebook import (
     CharacterStrategy,
+    EntryOutcome,
     SelectiveLogic,
     TimedEffects,
     WorldInfoSettings,
@@ -253,7 +254,7 @@ def _run(scan: Scan, budget: int, clock: int) -> tuple[dict[EntryRef, int], bool
                 random=scan.random,
             )
             for removal in removed:
-                scan.note(removal.ref, Outcome.GROUP, removal.reason, count)
+                scan.note(removal.ref, EntryOutcome.GROUP, removal.reason, count)
             new_entries = [member.ref for member in kept]
 
         new_content = ""
@@ -272,7 +273,7 @@ def _run(scan: Scan, budget: int, clock: int) -> tuple[dict[EntryRef, int], bool
                     failed.add(ref)
                     scan.note(
                         ref,
-                        Outcome.PROBABILITY,
+                        EntryOutcome.PROBABILITY,
                         f"rolled {roll:.1f} > probability {chance:g}",
                         count,
                         roll=roll,
@@ -293,7 +294,7 @@ def _run(scan: Scan, budget: int, clock: int) -> tuple[dict[EntryRef, int], bool
                 stopped_at = position
                 scan.note(
                     ref,
-                    Outcome.BUDGET,
+                    EntryOutcome.BUDGET,
                     f"budget of {budget} tokens reached; the scan stops here",
                     count,
                     roll=roll,
@@ -301,14 +302,14 @@ def _run(scan: Scan, budget: int, clock: int) -> tuple[dict[EntryRef, int], bool
                 break
             activated[ref] = count
             previous = scan.trace.get((item.book, entry.uid))
-            if previous is not None and previous[0] is Outcome.ACTIVATED:
+            if previous is not None and previous[0] is EntryOutcome.ACTIVATED:
                 scan.trace[(item.book, entry.uid)] = (*previous[:5], roll, previous[6])
             else:
-                scan.note(ref, Outcome.ACTIVATED, "activated", count, roll=roll)
+                scan.note(ref, EntryOutcome.ACTIVATED, "activated", count, roll=roll)
         if stopped_at is not None:
             for ref in new_entries[stopped_at + 1 :]:
                 if ref not in failed:
-                    scan.note(ref, Outcome.NOT_REACHED, "after the budget overflowed", count)
+                    scan.note(ref, EntryOutcome.NOT_REACHED, "after the budget overflowed", count)
 
         successful = [ref for ref in new_entries if ref not in failed]
         for_recursion = [
@@ -389,33 +390,33 @@ def _consider(
     entry = item.entry
     note = scan.note
     if entry.disable:
-        note(ref, Outcome.DISABLED, "disabled", loop)
+        note(ref, EntryOutcome.DISABLED, "disabled", loop)
         return False
     flt = entry.character_filter
     if flt is not None and flt.names:
         included = scan.character.file_name in flt.names
         if included if flt.is_exclude else not included:
-            note(ref, Outcome.CHARACTER_FILTER, "filtered out for this character", loop)
+            note(ref, EntryOutcome.CHARACTER_FILTER, "filtered out for this character", loop)
             return False
     if flt is not None and flt.tags and scan.character.tags is not None:
         has_tag = any(tag in flt.tags for tag in scan.character.tags)
         if has_tag if flt.is_exclude else not has_tag:
-            note(ref, Outcome.TAG_FILTER, "filtered out by the character's tags", loop)
+            note(ref, EntryOutcome.TAG_FILTER, "filtered out by the character's tags", loop)
             return False
     sticky = ref in scan.sticky
     if is_delayed(scan, entry, clock):
-        note(ref, Outcome.DELAY, f"delayed until the chat has {entry.delay} messages", loop)
+        note(ref, EntryOutcome.DELAY, f"delayed until the chat has {entry.delay} messages", loop)
         return False
     if ref in scan.cooldown and not sticky:
-        note(ref, Outcome.COOLDOWN, "on cooldown", loop)
+        note(ref, EntryOutcome.COOLDOWN, "on cooldown", loop)
         return False
     if state is not ScanState.RECURSION and entry.delay_level and not sticky:
-        note(ref, Outcome.DELAY_UNTIL_RECURSION, "waits for a recursion pass", loop)
+        note(ref, EntryOutcome.DELAY_UNTIL_RECURSION, "waits for a recursion pass", loop)
         return False
     if state is ScanState.RECURSION and entry.delay_level > level and not sticky:
         note(
             ref,
-            Outcome.DELAY_UNTIL_RECURSION,
+            EntryOutcome.DELAY_UNTIL_RECURSION,
             f"waits for recursion level {entry.delay_level} (now {level})",
             loop,
         )
@@ -426,25 +427,25 @@ def _consider(
         and entry.exclude_recursion
         and not sticky
     ):
-        note(ref, Outcome.EXCLUDE_RECURSION, "cannot be activated by other entries", loop)
+        note(ref, EntryOutcome.EXCLUDE_RECURSION, "cannot be activated by other entries", loop)
         return False
     if "@@activate" in item.decorators:
-        note(ref, Outcome.ACTIVATED, "@@activate decorator", loop)
+        note(ref, EntryOutcome.ACTIVATED, "@@activate decorator", loop)
         return True
     if "@@dont_activate" in item.decorators:
-        note(ref, Outcome.DONT_ACTIVATE, "@@dont_activate decorator", loop)
+        note(ref, EntryOutcome.DONT_ACTIVATE, "@@dont_activate decorator", loop)
         return False
     if entry.constant:
-        note(ref, Outcome.ACTIVATED, "constant", loop)
+        note(ref, EntryOutcome.ACTIVATED, "constant", loop)
         return True
     if forced:
-        note(ref, Outcome.ACTIVATED, "activated from outside the scan", loop)
+        note(ref, EntryOutcome.ACTIVATED, "activated from outside the scan", loop)
         return True
     if sticky:
-        note(ref, Outcome.ACTIVATED, "sticky", loop)
+        note(ref, EntryOutcome.ACTIVATED, "sticky", loop)
         return True
     if not entry.key:
-        note(ref, Outcome.NO_KEYS, "has no primary keys", loop)
+        note(ref, EntryOutcome.NO_KEYS, "has no primary keys", loop)
         return False
     primary = next(
         (
@@ -455,10 +456,10 @@ def _consider(
         None,
     )
     if primary is None:
-        note(ref, Outcome.NO_MATCH, "no primary key found in the scanned text", loop)
+        note(ref, EntryOutcome.NO_MATCH, "no primary key found in the scanned text", loop)
         return False
     if not (entry.selective and entry.keysecondary):
-        note(ref, Outcome.ACTIVATED, f"primary key '{primary}'", loop, primary_key=primary)
+        note(ref, EntryOutcome.ACTIVATED, f"primary key '{primary}'", loop, primary_key=primary)
         return True
     logic = entry.selective_logic
     found: list[str] = []
@@ -482,7 +483,7 @@ def _consider(
     if not passed:
         note(
             ref,
-            Outcome.SECONDARY,
+            EntryOutcome.SECONDARY,
             f"primary key '{primary}' found but secondary keys fail {label}",
             loop,
             primary_key=primary,
@@ -491,7 +492,7 @@ def _consider(
         return False
     note(
         ref,
-        Outcome.ACTIVATED,
+        EntryOutcome.ACTIVATED,
         f"primary key '{primary}' and secondary keys satisfy {label}",
         loop,
         primary_key=primary,

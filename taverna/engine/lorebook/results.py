@@ -4,57 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 
 from taverna.engine.lorebook.inputs import BookInPlay
 from taverna.engine.lorebook.placement import ActivatedEntry, Placement, place
 from taverna.engine.macros import Variables
-from taverna.model.lorebook import TimedEffects
-
-
-class Outcome(StrEnum):
-    """What finally happened to an entry in one scan."""
-
-    ACTIVATED = "activated"
-    DISABLED = "disabled"
-    CHARACTER_FILTER = "character filter"
-    TAG_FILTER = "tag filter"
-    DELAY = "delay"
-    COOLDOWN = "cooldown"
-    DELAY_UNTIL_RECURSION = "delay until recursion"
-    EXCLUDE_RECURSION = "exclude recursion"
-    DONT_ACTIVATE = "@@dont_activate"
-    NO_KEYS = "no keys"
-    NO_MATCH = "no match"
-    SECONDARY = "secondary keys"
-    GROUP = "inclusion group"
-    PROBABILITY = "probability"
-    BUDGET = "budget"
-    NOT_REACHED = "not reached"
-
+from taverna.model.lorebook import EntryOutcome, EntryTrace, TimedEffects
 
 # (outcome, reason, loop, primary key, secondary keys, roll, comment)
-TraceNote = tuple[Outcome, str, int, str | None, tuple[str, ...], float | None, str]
-
-
-@dataclass(frozen=True, slots=True)
-class EntryTrace:
-    """Why one entry fired or not, for the prompt inspector.
-
-    `loop` is the scan pass (1 = first) of the last decision; `primary_key` the first
-    primary key found; `secondary_keys` the secondary keys found; `roll` the probability
-    roll (0-100) when one was made.
-    """
-
-    book: str
-    uid: int
-    comment: str
-    outcome: Outcome
-    reason: str
-    loop: int = 0
-    primary_key: str | None = None
-    secondary_keys: tuple[str, ...] = ()
-    roll: float | None = None
+TraceNote = tuple[EntryOutcome, str, int, str | None, tuple[str, ...], float | None, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,14 +67,18 @@ class Activation:
                 else:
                     if entry.disable:
                         record = EntryTrace(
-                            played.book.name, entry.uid, entry.comment, Outcome.DISABLED, "disabled"
+                            played.book.name,
+                            entry.uid,
+                            entry.comment,
+                            EntryOutcome.DISABLED,
+                            "disabled",
                         )
                     elif not entry.key and not entry.constant:
                         record = EntryTrace(
                             played.book.name,
                             entry.uid,
                             entry.comment,
-                            Outcome.NO_KEYS,
+                            EntryOutcome.NO_KEYS,
                             "has no primary keys",
                         )
                     else:
@@ -125,7 +86,7 @@ class Activation:
                             played.book.name,
                             entry.uid,
                             entry.comment,
-                            Outcome.NO_MATCH,
+                            EntryOutcome.NO_MATCH,
                             "no primary key found in the scanned text",
                         )
                 yield record

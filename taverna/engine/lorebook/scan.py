@@ -9,9 +9,9 @@ from enum import IntEnum
 from taverna.engine.lorebook.index import CompiledBook, CompiledEntry
 from taverna.engine.lorebook.inputs import BookInPlay, CharacterIdentity
 from taverna.engine.lorebook.matching import bounded, js_trim, match_key, word_runs
-from taverna.engine.lorebook.results import Outcome, TraceNote
+from taverna.engine.lorebook.results import TraceNote
 from taverna.engine.macros import MacroContext, SeededRandom, Variables, evaluate, string_hash
-from taverna.model.lorebook import SelectiveLogic, WorldInfoSettings
+from taverna.model.lorebook import EntryOutcome, SelectiveLogic, WorldInfoSettings
 
 MAX_SCAN_DEPTH = 1000
 
@@ -257,7 +257,7 @@ class Scan:
     def note(
         self,
         ref: EntryRef,
-        outcome: Outcome,
+        outcome: EntryOutcome,
         reason: str,
         loop: int,
         primary_key: str | None = None,

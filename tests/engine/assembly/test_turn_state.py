@@ -10,7 +10,8 @@ from typing import Any
 
 from taverna.engine.assembly.budget import MessageCost
 from taverna.engine.assembly.context import AssemblyContext, ChatMetadata
-from taverna.model.lorebook import DEFAULT_WORLD_INFO, Entry, Lorebook, Position
+from taverna.engine.assembly.ledger import render_ledger
+from taverna.model.lorebook import DEFAULT_WORLD_INFO, Entry, EntryOutcome, Lorebook, Position
 from taverna.model.prompt import Prompt
 
 from .helpers import build, chat, context, word_count
@@ -102,3 +103,8 @@ def test_the_ledger_lists_each_activated_entry_where_it_went() -> None:
     # as the scan counts it: one full system message, by the turn's counter
     assert lines["Lore/1"].tokens == MessageCost(word_count, "tiktoken").text("DRAGON LORE")
     assert all(i.included for i in lines.values())
+    # the trace is the lorebook engine's own records, shown by the ledger's text form
+    assert {(t.book, t.uid, t.outcome) for t in prompt.ledger.trace} == {
+        ("Lore", uid, EntryOutcome.ACTIVATED) for uid in (1, 2, 3)
+    }
+    assert "Lore/2                   activated      primary key 'dragon'" in render_ledger(prompt)
