@@ -31,7 +31,9 @@ from taverna.model.presets import (
     ContextTemplate,
     InstructTemplate,
     NamesBehavior,
+    PromptOrderItem,
     SystemPromptPreset,
+    default_prompt_order,
 )
 from taverna.model.regex_script import RegexScript
 from taverna.model.settings import (
@@ -41,10 +43,8 @@ from taverna.model.settings import (
     ChatCompletionSettings,
     PersonaInfo,
     PowerUserSettings,
-    PromptOrderEntry,
     PromptSlot,
     TextCompletionSettings,
-    default_prompt_order,
     default_prompts,
 )
 
@@ -330,7 +330,7 @@ class _SettingsReader:
         out.extend(p for p in default_prompts() if p.identifier not in have)
         return tuple(out)
 
-    def order(self, value: Any, prefix: str = "oai_settings.") -> tuple[PromptOrderEntry, ...]:
+    def order(self, value: Any, prefix: str = "oai_settings.") -> tuple[PromptOrderItem, ...]:
         if not isinstance(value, list):
             return default_prompt_order()
         for i, item in enumerate(value):
@@ -348,9 +348,9 @@ class _SettingsReader:
                     if not isinstance(entry, dict):
                         raise self._fail(path[:-1], "an object", entry)
                     out.append(
-                        PromptOrderEntry(
-                            self.str_(entry, "identifier", "", path),
-                            self.bool_(entry, "enabled", True, path),
+                        PromptOrderItem(
+                            identifier=self.str_(entry, "identifier", "", path),
+                            enabled=self.bool_(entry, "enabled", True, path),
                         )
                     )
                 return tuple(out)

@@ -32,18 +32,19 @@ DEFAULT_PROMPT_ORDER: tuple[tuple[str, bool], ...] = (
 GLOBAL_ORDER_ID = 100001
 """The `character_id` of the prompt order Chat Completion uses (§1.3)."""
 
-MARKER_IDS = frozenset(
-    {
-        "dialogueExamples",
-        "chatHistory",
-        "worldInfoBefore",
-        "worldInfoAfter",
-        "charDescription",
-        "charPersonality",
-        "scenario",
-        "personaDescription",
-    }
-)
+# The prompt-manager markers (formats-presets.md §1.2): where the card, lorebook and chat
+# parts go, with the names SillyTavern shows for them.
+MARKER_NAMES: dict[str, str] = {
+    "dialogueExamples": "Chat Examples",
+    "chatHistory": "Chat History",
+    "worldInfoAfter": "World Info (after)",
+    "worldInfoBefore": "World Info (before)",
+    "charDescription": "Char Description",
+    "charPersonality": "Char Personality",
+    "scenario": "Scenario",
+    "personaDescription": "Persona Description",
+}
+MARKER_IDS = frozenset(MARKER_NAMES)
 
 
 class NamesBehavior(IntEnum):
@@ -77,6 +78,11 @@ class PromptOrderItem(STDocument):
 
     identifier: str
     enabled: bool = True
+
+
+def default_prompt_order() -> tuple[PromptOrderItem, ...]:
+    """The order SillyTavern ships and uses when a preset's list is empty (§1.3)."""
+    return tuple(PromptOrderItem(identifier=i, enabled=e) for i, e in DEFAULT_PROMPT_ORDER)
 
 
 class PromptOrder(STDocument):
@@ -159,7 +165,7 @@ class ChatCompletionPreset(STDocument):
         for entry in self.prompt_order:
             if str(entry.character_id) == str(character_id) and entry.order:
                 return list(entry.order)
-        return [PromptOrderItem(identifier=i, enabled=e) for i, e in DEFAULT_PROMPT_ORDER]
+        return list(default_prompt_order())
 
 
 class InstructNames(StrEnum):

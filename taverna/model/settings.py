@@ -16,11 +16,14 @@ from typing import Any
 from taverna.model.injection import InjectionRole
 from taverna.model.persona import PersonaPosition
 from taverna.model.presets import (
+    MARKER_NAMES,
     ChatCompletionPreset,
     ContextTemplate,
     InstructTemplate,
     NamesBehavior,
+    PromptOrderItem,
     SystemPromptPreset,
+    default_prompt_order,
 )
 
 # ---------------------------------------------------------- injections and persona
@@ -57,14 +60,6 @@ class PromptSlot:
     forbid_overrides: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class PromptOrderEntry:
-    """One line of the prompt manager's order: a prompt and whether it is switched on."""
-
-    identifier: str
-    enabled: bool = True
-
-
 DEFAULT_MAIN_PROMPT = (
     "Write {{char}}'s next reply in a fictional chat between {{charIfNotGroup}} and {{user}}."
 )
@@ -78,16 +73,6 @@ _PRESET_FILE_DEFAULTS = ChatCompletionPreset()
 
 def default_prompts() -> tuple[PromptSlot, ...]:
     """The built-in prompt-manager prompts (formats-presets.md §1.2)."""
-    markers = (
-        ("dialogueExamples", "Chat Examples"),
-        ("chatHistory", "Chat History"),
-        ("worldInfoAfter", "World Info (after)"),
-        ("worldInfoBefore", "World Info (before)"),
-        ("charDescription", "Char Description"),
-        ("charPersonality", "Char Personality"),
-        ("scenario", "Scenario"),
-        ("personaDescription", "Persona Description"),
-    )
     return (
         PromptSlot("main", "Main Prompt", content=DEFAULT_MAIN_PROMPT, system_prompt=True),
         PromptSlot("nsfw", "Auxiliary Prompt", system_prompt=True),
@@ -98,27 +83,8 @@ def default_prompts() -> tuple[PromptSlot, ...]:
             content=DEFAULT_ENHANCE_DEFINITIONS,
             system_prompt=True,
         ),
-        *(PromptSlot(i, n, system_prompt=True, marker=True) for i, n in markers),
+        *(PromptSlot(i, n, system_prompt=True, marker=True) for i, n in MARKER_NAMES.items()),
     )
-
-
-def default_prompt_order() -> tuple[PromptOrderEntry, ...]:
-    """The shipped prompt order (formats-presets.md §1.3)."""
-    ids = (
-        "main",
-        "worldInfoBefore",
-        "personaDescription",
-        "charDescription",
-        "charPersonality",
-        "scenario",
-        "enhanceDefinitions",
-        "nsfw",
-        "worldInfoAfter",
-        "dialogueExamples",
-        "chatHistory",
-        "jailbreak",
-    )
-    return tuple(PromptOrderEntry(i, i != "enhanceDefinitions") for i in ids)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +92,7 @@ class ChatCompletionSettings:
     """The active Chat Completion preset: prompt manager and the texts around it."""
 
     prompts: tuple[PromptSlot, ...] = field(default_factory=default_prompts)
-    order: tuple[PromptOrderEntry, ...] = field(default_factory=default_prompt_order)
+    order: tuple[PromptOrderItem, ...] = field(default_factory=default_prompt_order)
     source: str = "openai"
     model: str = "gpt-4-turbo"
     max_context: int = 4095

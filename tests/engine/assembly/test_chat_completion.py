@@ -11,13 +11,8 @@ from taverna.model.character import DepthPrompt
 from taverna.model.chat import AuthorsNote
 from taverna.model.injection import ExtensionPosition
 from taverna.model.persona import PersonaPosition
-from taverna.model.presets import NamesBehavior
-from taverna.model.settings import (
-    PromptOrderEntry,
-    PromptSlot,
-    default_prompt_order,
-    default_prompts,
-)
+from taverna.model.presets import NamesBehavior, PromptOrderItem, default_prompt_order
+from taverna.model.settings import PromptSlot, default_prompts
 
 from .helpers import SERAPHINA, build, chat, context, msg, pairs
 
@@ -43,7 +38,7 @@ def test_worked_example_section_3_8() -> None:
 def test_disabled_main_keeps_its_place_section_3_1() -> None:
     """§3.1: a disabled main prompt is present but empty, so relative inserts keep an anchor."""
     order = tuple(
-        PromptOrderEntry(e.identifier, e.enabled and e.identifier != "main")
+        PromptOrderItem(identifier=e.identifier, enabled=e.enabled and e.identifier != "main")
         for e in default_prompt_order()
     )
     ctx = context(
@@ -264,7 +259,7 @@ def test_in_chat_prompt_manager_prompt_merges_first_section_5_2() -> None:
     custom = PromptSlot(
         "custom1", "Mine", "system", "CUSTOM", injection_position=1, injection_depth=1
     )
-    order = (*default_prompt_order(), PromptOrderEntry("custom1", True))
+    order = (*default_prompt_order(), PromptOrderItem(identifier="custom1"))
     ctx = context(
         cc={"prompts": (*default_prompts(), custom), "order": order},
         character=replace(
@@ -280,7 +275,7 @@ def test_relative_custom_prompt_keeps_its_place_section_3_1() -> None:
     """§3.1: a relative custom prompt sits at its place in the order, with its role."""
     custom = PromptSlot("custom1", "Mine", "user", "RULES for {{char}}")
     order = list(default_prompt_order())
-    order.insert(1, PromptOrderEntry("custom1", True))
+    order.insert(1, PromptOrderItem(identifier="custom1"))
     got = pairs(build(context(cc={"prompts": (*default_prompts(), custom), "order": tuple(order)})))
     assert got[1] == ("user", "RULES for Seraphina", None)
 
@@ -403,7 +398,7 @@ def test_cache_friendly_moves_slots_with_changing_macros() -> None:
     """Beyond ST: a prompt with {{random}} or {{time}} goes after the stable prefix."""
     clock = PromptSlot("clock", "Clock", "system", "It is {{time}}.")
     order = list(default_prompt_order())
-    order.insert(1, PromptOrderEntry("clock", True))
+    order.insert(1, PromptOrderItem(identifier="clock"))
     ctx = context(cc={"prompts": (*default_prompts(), clock), "order": tuple(order)})
     normal = pairs(build(ctx))
     friendly = pairs(build(replace(ctx, cache_friendly=True)))

@@ -14,8 +14,7 @@ from taverna.formats.st_settings import read_settings, read_world_info_settings
 from taverna.model.injection import ExtensionPosition, InjectionRole
 from taverna.model.lorebook import DEFAULT_WORLD_INFO, CharacterStrategy
 from taverna.model.persona import PersonaPosition
-from taverna.model.presets import NamesBehavior
-from taverna.model.settings import default_prompt_order
+from taverna.model.presets import NamesBehavior, default_prompt_order
 from taverna.services.turn_inputs import assembly_context
 
 
