@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from taverna.engine.assembly.context import GenerationType
 from taverna.errors import NotFound
 from taverna.model.chat import NodeRole
 from taverna.model.prompt import Prompt
@@ -18,7 +19,7 @@ from taverna.providers.request import Api
 from taverna.services import sent_prompts
 from taverna.services.chats import ChatService
 from taverna.services.connections import Connection
-from taverna.services.generation import GenerationService, TurnKind
+from taverna.services.generation import GenerationService
 from taverna.services.sent_prompts import prompt_json
 
 
@@ -90,7 +91,7 @@ def inspect_prompt(service: GenerationService, chat_id: str, node_id: str | None
     """
     store = service.store
     chat = store.get_chat(chat_id)
-    end, kind = chat.active_leaf_id, TurnKind.NORMAL
+    end, kind = chat.active_leaf_id, GenerationType.NORMAL
     if node_id is not None:
         node = store.get_node(chat_id, node_id)
         if node.role is NodeRole.ASSISTANT:
@@ -98,7 +99,7 @@ def inspect_prompt(service: GenerationService, chat_id: str, node_id: str | None
             if data is not None:
                 return recorded_view(sent_prompts.decode(data))
             # a swipe's path ends with the reply it replaces; the assembly leaves it out
-            end, kind = node.id, TurnKind.SWIPE
+            end, kind = node.id, GenerationType.SWIPE
         else:
             end = node.parent_id
     try:

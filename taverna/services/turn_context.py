@@ -60,7 +60,7 @@ from taverna.services.active_settings import (
     active_choices_document,
     world_info_settings,
 )
-from taverna.services.generation import PreparedTurn, TurnKind, TurnRequest
+from taverna.services.generation import PreparedTurn, TurnRequest
 from taverna.services.library import LibraryKind
 from taverna.services.tools import declared_tools
 from taverna.services.turn_inputs import assembly_context, character_info
@@ -415,7 +415,7 @@ class TurnContexts:
         """The engine's context for `turn` over the path end `tail`."""
         chat = turn.chat
         history = tail.nodes
-        if turn.kind in (TurnKind.SWIPE, TurnKind.REGENERATE) and history:
+        if turn.kind in (GenerationType.SWIPE, GenerationType.REGENERATE) and history:
             # The state before the reply being replaced: at the end of the path it answers.
             state = _state_before_last(self.store, chat, tail)
         else:
@@ -441,7 +441,7 @@ class TurnContexts:
             [self._message(node) for node in history],
             library.lorebooks,
             api="textgen" if turn.api.is_text_completion else "openai",
-            generation_type=_GENERATION_TYPES[turn.kind],
+            generation_type=turn.kind,
             group_members=members,
         )
         earlier = EarlierMessages(count=tail.before, visible=tail.visible_before)
@@ -465,14 +465,6 @@ class TurnContexts:
 
 
 # ---------------------------------------------------------------------- helpers
-
-_GENERATION_TYPES = {
-    TurnKind.NORMAL: GenerationType.NORMAL,
-    TurnKind.REGENERATE: GenerationType.REGENERATE,
-    TurnKind.SWIPE: GenerationType.SWIPE,
-    TurnKind.CONTINUE: GenerationType.CONTINUE,
-    TurnKind.IMPERSONATE: GenerationType.IMPERSONATE,
-}
 
 _SPEAKERS = {
     NodeRole.USER: Speaker.USER,

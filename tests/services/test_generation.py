@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from taverna.engine.assembly.context import GenerationType
 from taverna.errors import Conflict
 from taverna.model.chat import CharacterRef, NodeRole
 from taverna.model.prompt import Prompt, PromptMessage, Role
@@ -26,7 +27,6 @@ from taverna.services.generation import (
     PreparedTurn,
     Started,
     ToolResult,
-    TurnKind,
     TurnRequest,
 )
 from taverna.services.tools import Tool, ToolRegistry
@@ -54,9 +54,9 @@ def simple_builder(turns: list[TurnRequest], tools: tuple[str, ...] = ()) -> Any
                 continue
             role = Role.USER if node.role is NodeRole.USER else Role.ASSISTANT
             messages.append(PromptMessage(role, node.content))
-        if turn.kind is TurnKind.CONTINUE and not turn.prefill:
+        if turn.kind is GenerationType.CONTINUE and not turn.prefill:
             messages.append(PromptMessage(Role.SYSTEM, "[Continue your last message.]"))
-        if turn.kind is TurnKind.IMPERSONATE:
+        if turn.kind is GenerationType.IMPERSONATE:
             messages.append(PromptMessage(Role.SYSTEM, "[Write the user's next reply.]"))
         prompt = Prompt(kind="chat", messages=tuple(messages), sampling={"openai_max_tokens": 50})
         return PreparedTurn(prompt, tools) if tools else prompt
@@ -146,7 +146,7 @@ def test_swipe_adds_a_candidate_and_leaves_the_current_one_out_of_the_prompt(wor
     assert "First answer." not in contents and contents[-1] == "Hello"
     candidates = world.chats.candidates(world.chat_id, done.node_id or "")
     assert [c.content for c in candidates] == ["First answer.", "Second answer."]
-    assert world.turns[-1].kind is TurnKind.SWIPE
+    assert world.turns[-1].kind is GenerationType.SWIPE
     # the builder sees the reply being replaced last on the path, and leaves it out
     assert world.turns[-1].path[-1].content == "First answer."
     assert world.turns[-1].history[-1].content == "Hello"
@@ -229,7 +229,7 @@ def test_a_stream_cut_leaves_the_tree_as_it_was_and_keeps_a_draft(world: World) 
     assert done.outcome is Ending.FAILED and done.error and "broke" in done.error
     assert world.path() == path_before
     [draft] = world.service.drafts(world.chat_id)
-    assert draft.text == "Partial" and draft.kind is TurnKind.SWIPE
+    assert draft.text == "Partial" and draft.kind is GenerationType.SWIPE
     world.service.keep_draft(draft.id)
     assert world.path()[-1] == ("assistant", "Partial")
     assert [
@@ -390,8 +390,8 @@ def test_failed_reply_and_failed_continue_leave_drafts_that_can_be_kept(world: W
     assert world.path()[-1] == ("assistant", "Whole.")
     drafts = world.service.drafts(world.chat_id)
     assert [(d.kind, d.text) for d in drafts] == [
-        (TurnKind.NORMAL, "Half a reply"),
-        (TurnKind.CONTINUE, " And more"),
+        (GenerationType.NORMAL, "Half a reply"),
+        (GenerationType.CONTINUE, " And more"),
     ]
     world.service.keep_draft(drafts[1].id)
     assert world.path()[-1] == ("assistant", "Whole. And more")

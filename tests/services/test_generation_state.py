@@ -31,7 +31,7 @@ from taverna.model.prompt import Prompt
 from taverna.model.settings import PersonaInfo
 from taverna.services.chats import ChatService
 from taverna.services.connections import ConnectionService
-from taverna.services.generation import Completed, GenerationService, TurnKind, TurnRequest
+from taverna.services.generation import Completed, GenerationService, TurnRequest
 from taverna.store.sql import SqlStore
 from taverna.store.testing import backends, temporary_store
 from tests.stubs import Reply, StubServer, start_stub
@@ -42,11 +42,11 @@ LORE = Lorebook(
     entries=(Entry(uid=1, key=("dragon",), content="DRAGON LORE", sticky=3),),
 )
 KINDS = {
-    TurnKind.NORMAL: GenerationType.NORMAL,
-    TurnKind.REGENERATE: GenerationType.REGENERATE,
-    TurnKind.SWIPE: GenerationType.SWIPE,
-    TurnKind.CONTINUE: GenerationType.CONTINUE,
-    TurnKind.IMPERSONATE: GenerationType.IMPERSONATE,
+    GenerationType.NORMAL: GenerationType.NORMAL,
+    GenerationType.REGENERATE: GenerationType.REGENERATE,
+    GenerationType.SWIPE: GenerationType.SWIPE,
+    GenerationType.CONTINUE: GenerationType.CONTINUE,
+    GenerationType.IMPERSONATE: GenerationType.IMPERSONATE,
 }
 
 

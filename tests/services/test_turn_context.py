@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from taverna.engine.assembly.context import GenerationType
 from taverna.model.chat import ChatState, NodeRole
 from taverna.model.lorebook import Entry, Lorebook, Position
 from taverna.model.prompt import Prompt
@@ -18,7 +19,7 @@ from taverna.providers.request import Api
 from taverna.services.active_settings import set_active
 from taverna.services.chats import ChatService
 from taverna.services.connections import ConnectionService
-from taverna.services.generation import GenerationService, TurnKind
+from taverna.services.generation import GenerationService
 from taverna.services.library import LibraryKind, LibraryService
 from taverna.services.turn_context import TurnContexts
 from taverna.services.turn_paths import PathEnds
@@ -98,7 +99,7 @@ def _service(store: SqlStore, tmp_path: Path, turns: TurnContexts) -> Generation
 
 
 def _build(
-    store: SqlStore, tmp_path: Path, chat_id: str, kind: TurnKind, *, whole: bool, dry: bool
+    store: SqlStore, tmp_path: Path, chat_id: str, kind: GenerationType, *, whole: bool, dry: bool
 ) -> tuple[Prompt, TurnContexts]:
     turns = TurnContexts(store, clock=lambda: NOW, paths=PathEnds(store))
     if whole:
@@ -118,10 +119,12 @@ def _same(a: Prompt, b: Prompt) -> None:
     ]
 
 
-@pytest.mark.parametrize("kind", [TurnKind.NORMAL, TurnKind.SWIPE, TurnKind.CONTINUE])
+@pytest.mark.parametrize(
+    "kind", [GenerationType.NORMAL, GenerationType.SWIPE, GenerationType.CONTINUE]
+)
 @pytest.mark.parametrize("hidden_every", [0, 7])
 def test_a_long_chat_read_from_its_end_gives_the_whole_chats_prompt(
-    store: SqlStore, tmp_path: Path, kind: TurnKind, hidden_every: int
+    store: SqlStore, tmp_path: Path, kind: GenerationType, hidden_every: int
 ) -> None:
     _library(store, max_context=2048)
     chat_id = _chat(store, 600, hidden_every=hidden_every)
@@ -136,8 +139,8 @@ def test_a_long_chat_read_from_its_end_gives_the_whole_chats_prompt(
 def test_a_chat_shorter_than_the_budget_is_read_whole(store: SqlStore, tmp_path: Path) -> None:
     _library(store, max_context=200_000)
     chat_id = _chat(store, 300)
-    windowed, turns = _build(store, tmp_path, chat_id, TurnKind.NORMAL, whole=False, dry=True)
-    whole, _ = _build(store, tmp_path, chat_id, TurnKind.NORMAL, whole=True, dry=True)
+    windowed, turns = _build(store, tmp_path, chat_id, GenerationType.NORMAL, whole=False, dry=True)
+    whole, _ = _build(store, tmp_path, chat_id, GenerationType.NORMAL, whole=True, dry=True)
     _same(windowed, whole)
     assert not windowed.ledger.history_stopped
     assert turns.assemblies >= 2  # it widened until the whole chat was in
@@ -151,7 +154,9 @@ def test_documents_are_parsed_once_and_again_after_an_edit(store: SqlStore, tmp_
 
     def build() -> Prompt:
         chat = store.get_chat(chat_id)
-        turn = service.turn(chat, chat.active_leaf_id, TurnKind.NORMAL, Api.OPENAI, dry_run=True)
+        turn = service.turn(
+            chat, chat.active_leaf_id, GenerationType.NORMAL, Api.OPENAI, dry_run=True
+        )
         return turns.build(turn).prompt
 
     first = build()
@@ -179,7 +184,7 @@ def test_only_the_books_that_apply_are_loaded(store: SqlStore, tmp_path: Path) -
         Lorebook(name="Unbound", entries=(Entry(uid=0, key=("the",), content="UNBOUND"),))
     )
     chat_id = _chat(store, 20)
-    prompt, turns = _build(store, tmp_path, chat_id, TurnKind.NORMAL, whole=False, dry=True)
+    prompt, turns = _build(store, tmp_path, chat_id, GenerationType.NORMAL, whole=False, dry=True)
     assert "UNBOUND" not in "".join(m.content for m in prompt.messages)
     chat = store.get_chat(chat_id)
     assert set(turns.library(chat).lorebooks) == {"Lore"}
@@ -199,7 +204,9 @@ def test_a_cold_process_reads_message_token_counts_from_the_store(
         turns = TurnContexts(store, clock=lambda: NOW, paths=PathEnds(store))
         service = _service(store, tmp_path, turns)
         chat = store.get_chat(chat_id)
-        turn = service.turn(chat, chat.active_leaf_id, TurnKind.NORMAL, Api.OPENAI, dry_run=True)
+        turn = service.turn(
+            chat, chat.active_leaf_id, GenerationType.NORMAL, Api.OPENAI, dry_run=True
+        )
         return turns.build(turn).prompt, service.counts.misses
 
     first, counted_cold = process()
@@ -225,7 +232,7 @@ def test_work_kept_between_turns_changes_no_prompt(store: SqlStore, tmp_path: Pa
         else:
             chats.append(chat_id, NodeRole.USER, f"the tide turns {step}", revision=chat.revision)
         chat = store.get_chat(chat_id)
-        turn = service.turn(chat, chat.active_leaf_id, TurnKind.NORMAL, Api.OPENAI)
+        turn = service.turn(chat, chat.active_leaf_id, GenerationType.NORMAL, Api.OPENAI)
         warm = kept.build(turn).prompt
-        fresh, _ = _build(store, tmp_path, chat_id, TurnKind.NORMAL, whole=True, dry=False)
+        fresh, _ = _build(store, tmp_path, chat_id, GenerationType.NORMAL, whole=True, dry=False)
         _same(warm, fresh)

@@ -50,7 +50,6 @@ from taverna.services.generation.turn import (
     WHOLE_PATH,
     PreparedTurn,
     PromptBuilder,
-    TurnKind,
     TurnRequest,
 )
 
@@ -69,7 +68,6 @@ __all__ = [
     "RunningGeneration",
     "Started",
     "ToolResult",
-    "TurnKind",
     "TurnRequest",
     "trim_at_stop",
 ]

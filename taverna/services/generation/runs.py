@@ -10,12 +10,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from taverna.engine.assembly.context import GenerationType
 from taverna.errors import NotFound
 from taverna.providers.events import (
     Event,
     TextDelta,
 )
-from taverna.services.generation.turn import TurnKind
 
 # ------------------------------------------------------------------ events
 
@@ -26,7 +26,7 @@ class Started:
 
     generation_id: str
     chat_id: str
-    kind: TurnKind
+    kind: GenerationType
     anchor_id: str | None
 
 
@@ -69,7 +69,7 @@ class Draft:
 
     id: str
     chat_id: str
-    kind: TurnKind
+    kind: GenerationType
     anchor_id: str | None
     text: str
     reason: str
@@ -83,7 +83,7 @@ class Draft:
 class RunningGeneration:
     """One generation in flight (or recently finished) and every event it has produced."""
 
-    def __init__(self, generation_id: str, chat_id: str, kind: TurnKind) -> None:
+    def __init__(self, generation_id: str, chat_id: str, kind: GenerationType) -> None:
         self.id = generation_id
         self.chat_id = chat_id
         self.kind = kind

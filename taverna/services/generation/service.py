@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 
+from taverna.engine.assembly.context import GenerationType
 from taverna.engine.tokens.cache import CountCache
 from taverna.errors import Conflict, NotFound, StaleRevision, TavernaError
 from taverna.model.chat import Chat, GenerationInfo, Node, NodeRole, PathTail, new_id
@@ -48,7 +49,6 @@ from taverna.services.generation.runs import (
 from taverna.services.generation.turn import (
     PreparedTurn,
     PromptBuilder,
-    TurnKind,
     TurnRequest,
 )
 from taverna.services.tools import ToolRegistry, default_tools
@@ -78,7 +78,7 @@ class _Plan:
     run: RunningGeneration
     chat: Chat
     connection: Connection
-    kind: TurnKind
+    kind: GenerationType
     anchor: Node | None  # the node replied to, replaced, or continued
     prompt: Prompt
     tools: tuple[str, ...]
@@ -158,8 +158,8 @@ class GenerationService:
         """
         if not text.strip():
 
-            def choose(end: PathTail) -> tuple[TurnKind, Node | None]:
-                return TurnKind.NORMAL, end.nodes[-1] if end.nodes else None
+            def choose(end: PathTail) -> tuple[GenerationType, Node | None]:
+                return GenerationType.NORMAL, end.nodes[-1] if end.nodes else None
 
             return await self._begin(chat_id, connection, choose, revision=revision)
         return await self._begin(chat_id, connection, None, said=(text, speaker), revision=revision)
@@ -169,11 +169,11 @@ class GenerationService:
     ) -> RunningGeneration:
         """A new reply in place of the last one (the old one is deleted, restorably)."""
 
-        def choose(end: PathTail) -> tuple[TurnKind, Node | None]:
+        def choose(end: PathTail) -> tuple[GenerationType, Node | None]:
             leaf = end.nodes[-1] if end.nodes else None
             if leaf is not None and leaf.role is NodeRole.ASSISTANT and _length(end) > 1:
-                return TurnKind.REGENERATE, leaf
-            return TurnKind.NORMAL, leaf
+                return GenerationType.REGENERATE, leaf
+            return GenerationType.NORMAL, leaf
 
         return await self._begin(chat_id, connection, choose, revision=revision)
 
@@ -182,7 +182,7 @@ class GenerationService:
     ) -> RunningGeneration:
         """A new candidate beside the last reply; the current one is left out of the prompt."""
 
-        def choose(end: PathTail) -> tuple[TurnKind, Node | None]:
+        def choose(end: PathTail) -> tuple[GenerationType, Node | None]:
             leaf = end.nodes[-1] if end.nodes else None
             if leaf is None or leaf.role is not NodeRole.ASSISTANT:
                 raise TavernaError("only a reply of the character can be swiped", field="chat")
@@ -191,7 +191,7 @@ class GenerationService:
                 raise TavernaError(
                     "the greeting has no generated swipes; pick an alternate greeting"
                 )
-            return TurnKind.SWIPE, leaf
+            return GenerationType.SWIPE, leaf
 
         return await self._begin(chat_id, connection, choose, revision=revision)
 
@@ -200,10 +200,10 @@ class GenerationService:
     ) -> RunningGeneration:
         """Extend the last message (prefill where the API allows, else a continue nudge)."""
 
-        def choose(end: PathTail) -> tuple[TurnKind, Node | None]:
+        def choose(end: PathTail) -> tuple[GenerationType, Node | None]:
             if not end.nodes:
                 raise TavernaError("there is nothing to continue", field="chat")
-            return TurnKind.CONTINUE, end.nodes[-1]
+            return GenerationType.CONTINUE, end.nodes[-1]
 
         return await self._begin(chat_id, connection, choose, revision=revision)
 
@@ -212,8 +212,8 @@ class GenerationService:
     ) -> RunningGeneration:
         """Draft the person's next message; nothing is written into the tree."""
 
-        def choose(end: PathTail) -> tuple[TurnKind, Node | None]:
-            return TurnKind.IMPERSONATE, end.nodes[-1] if end.nodes else None
+        def choose(end: PathTail) -> tuple[GenerationType, Node | None]:
+            return GenerationType.IMPERSONATE, end.nodes[-1] if end.nodes else None
 
         return await self._begin(chat_id, connection, choose, revision=revision)
 
@@ -242,7 +242,7 @@ class GenerationService:
     def _next_prompt(self, chat_id: str, api: Api) -> Prompt:
         chat = self.store.get_chat(chat_id)
         built = self.build_serialized(
-            self.turn(chat, chat.active_leaf_id, TurnKind.NORMAL, api, dry_run=True)
+            self.turn(chat, chat.active_leaf_id, GenerationType.NORMAL, api, dry_run=True)
         )
         return built.prompt if isinstance(built, PreparedTurn) else built
 
@@ -250,7 +250,7 @@ class GenerationService:
         self,
         chat: Chat,
         end: str | None,
-        kind: TurnKind,
+        kind: GenerationType,
         api: Api,
         *,
         prefill: bool = False,
@@ -298,7 +298,7 @@ class GenerationService:
         anchor_id = draft.anchor_id or None
         info = GenerationInfo(extras={"draft": draft.reason})
         label = "keep draft"
-        if draft.kind is TurnKind.CONTINUE and anchor_id is not None:
+        if draft.kind is GenerationType.CONTINUE and anchor_id is not None:
             outcome = self.chats.extend(
                 chat.id,
                 anchor_id,
@@ -307,7 +307,7 @@ class GenerationService:
                 trim_end=draft.stripped,
                 label=label,
             )
-        elif draft.kind is TurnKind.IMPERSONATE:
+        elif draft.kind is GenerationType.IMPERSONATE:
             outcome = self.chats.add_reply(
                 chat.id,
                 anchor_id,
@@ -317,7 +317,10 @@ class GenerationService:
                 speaker=chat.user_name,
                 label=label,
             )
-        elif draft.kind in (TurnKind.SWIPE, TurnKind.REGENERATE) and anchor_id is not None:
+        elif (
+            draft.kind in (GenerationType.SWIPE, GenerationType.REGENERATE)
+            and anchor_id is not None
+        ):
             outcome = self.chats.add_candidate(
                 chat.id, anchor_id, draft.text, revision=chat.revision, generation=info, label=label
             )
@@ -345,7 +348,7 @@ class GenerationService:
         return Draft(
             id=doc.id,
             chat_id=str(data.get("chat_id", "")),
-            kind=TurnKind(data.get("kind", "normal")),
+            kind=GenerationType(data.get("kind", "normal")),
             anchor_id=data.get("anchor_id"),
             text=str(data.get("text", "")),
             reason=str(data.get("reason", "")),
@@ -385,7 +388,7 @@ class GenerationService:
         self,
         chat_id: str,
         connection_name: str | None,
-        choose: Callable[[PathTail], tuple[TurnKind, Node | None]] | None,
+        choose: Callable[[PathTail], tuple[GenerationType, Node | None]] | None,
         *,
         said: tuple[str, str] | None = None,
         revision: int | None = None,
@@ -420,7 +423,9 @@ class GenerationService:
                     plan = self._plan(chat, kind, anchor, connection)
                 else:
                     message = self._message_to_post(chat, end, *said)
-                    plan = self._plan(chat, TurnKind.NORMAL, message, connection, pending=message)
+                    plan = self._plan(
+                        chat, GenerationType.NORMAL, message, connection, pending=message
+                    )
                 plan.run.changed_below = below
                 return plan, message
 
@@ -480,7 +485,7 @@ class GenerationService:
     def _plan(
         self,
         chat: Chat,
-        kind: TurnKind,
+        kind: GenerationType,
         anchor: Node | None,
         connection: Connection,
         *,
@@ -491,7 +496,7 @@ class GenerationService:
         # Mistral continues in place only where the connection turns its `prefix` on
         # (algo-providers.md §10, SillyTavern's `mistral.enablePrefix`, off by default)
         in_place = provider(connection.api).continues_in_place_with(connection.options)
-        prefill = kind is TurnKind.CONTINUE and in_place
+        prefill = kind is GenerationType.CONTINUE and in_place
         turn = self.turn(
             chat,
             anchor.id if anchor else None,
@@ -502,7 +507,7 @@ class GenerationService:
         )
         built = self.build_serialized(turn)
         prepared = built if isinstance(built, PreparedTurn) else PreparedTurn(built)
-        tools = prepared.tools if kind in (TurnKind.NORMAL, TurnKind.REGENERATE) else ()
+        tools = prepared.tools if kind in (GenerationType.NORMAL, GenerationType.REGENERATE) else ()
         return _Plan(
             run=RunningGeneration(new_id(), chat.id, kind),
             chat=chat,
@@ -512,7 +517,7 @@ class GenerationService:
             prompt=prepared.prompt,
             tools=tools,
             request=prepared.request,
-            continued_text=anchor.content if anchor and kind is TurnKind.CONTINUE else "",
+            continued_text=anchor.content if anchor and kind is GenerationType.CONTINUE else "",
             continued_stripped=prefill and connection.api is Api.ANTHROPIC,
         )
 
@@ -621,7 +626,7 @@ class GenerationService:
             user_name=chat.user_name or "User",
             char_name=members[0] if members else "",
             group_members=members if len(members) > 1 else (),
-            impersonate=plan.kind is TurnKind.IMPERSONATE,
+            impersonate=plan.kind is GenerationType.IMPERSONATE,
             tools=self.tools.specs(tools),
             **preset,
         )
@@ -655,16 +660,16 @@ class GenerationService:
         current revision (the person may have moved on; the rules say where it lands)."""
         kind, anchor = plan.kind, plan.anchor
         text = trim_at_stop(text, plan.prompt.stop)
-        if kind is TurnKind.IMPERSONATE:
+        if kind is GenerationType.IMPERSONATE:
             text = text.strip()
             draft_id = self._keep_as_draft(plan, text, "impersonation")
             return self._finish(plan, Completed(Ending.IMPERSONATED, text, draft_id=draft_id))
-        if kind is not TurnKind.CONTINUE:
+        if kind is not GenerationType.CONTINUE:
             text = text.strip()
         chat = self.chats.get_chat(plan.chat.id)
         speaker = chat.characters[0].name if chat.characters else ""
         turn_state = plan.prompt.state
-        if kind is TurnKind.CONTINUE:
+        if kind is GenerationType.CONTINUE:
             assert anchor is not None
             outcome = self.chats.extend(
                 chat.id,
@@ -676,7 +681,7 @@ class GenerationService:
                 turn_state=turn_state,
                 label=kind.value,
             )
-        elif kind in (TurnKind.SWIPE, TurnKind.REGENERATE):
+        elif kind in (GenerationType.SWIPE, GenerationType.REGENERATE):
             assert anchor is not None
             outcome = self.chats.add_candidate(
                 chat.id,
@@ -686,7 +691,7 @@ class GenerationService:
                 speaker=speaker,
                 generation=info,
                 turn_state=turn_state,
-                replaces=kind is TurnKind.REGENERATE,
+                replaces=kind is GenerationType.REGENERATE,
                 label=kind.value,
             )
         else:

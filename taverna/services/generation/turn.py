@@ -4,24 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
+from taverna.engine.assembly.context import GenerationType
 from taverna.engine.tokens.cache import CountCache
 from taverna.model.chat import Chat, Node, PathTail
 from taverna.model.prompt import Prompt
 from taverna.providers.request import Api
-
-
-class TurnKind(StrEnum):
-    """What a generation does."""
-
-    NORMAL = "normal"
-    REGENERATE = "regenerate"
-    SWIPE = "swipe"
-    CONTINUE = "continue"
-    IMPERSONATE = "impersonate"
-
 
 # Enough messages to mean "the whole path" for `TurnRequest.path`.
 WHOLE_PATH = 1 << 40
@@ -52,7 +41,7 @@ class TurnRequest:
 
     chat: Chat
     end: str | None
-    kind: TurnKind
+    kind: GenerationType
     api: Api
     prefill: bool
     read: Callable[[int], PathTail]
@@ -72,7 +61,7 @@ class TurnRequest:
     def history(self) -> tuple[Node, ...]:
         """The path the model should see: without the reply a swipe or regenerate replaces."""
         path = self.path
-        if self.kind in (TurnKind.SWIPE, TurnKind.REGENERATE) and path:
+        if self.kind in (GenerationType.SWIPE, GenerationType.REGENERATE) and path:
             return path[:-1]
         return path
 
