@@ -25,17 +25,10 @@ belongs) raises `Unfit`: the reader refuses the file with a FormatError naming t
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
-from taverna.model.js_number import js_number_text
+from taverna.model.js_number import JS_WHITESPACE, js_number_text, parse_js_number
 
-# What JavaScript's `String.prototype.trim` (and so `Number(text)`) takes as white space.
-_JS_SPACE = "\t\n\v\f\r \xa0\u1680\u2028\u2029\u202f\u205f\u3000\ufeff" + "".join(
-    chr(c) for c in range(0x2000, 0x200B)
-)
-_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
-_PREFIXED = re.compile(r"0(?:[xX][0-9a-fA-F]+|[oO][0-7]+|[bB][01]+)\Z")
 _TRUE_WORDS = frozenset({"true", "1", "yes", "on"})
 _FALSE_WORDS = frozenset({"false", "0", "no", "off", ""})
 _MAX_SAFE = 2**53
@@ -43,22 +36,6 @@ _MAX_SAFE = 2**53
 
 class Unfit(ValueError):
     """No rule reads the value as its field's type."""
-
-
-def js_number(text: str) -> float | None:
-    """JavaScript's `Number(text)`; None where JavaScript gives NaN."""
-    body = text.strip(_JS_SPACE)
-    if not body:
-        return 0.0
-    if body in ("Infinity", "+Infinity"):
-        return math.inf
-    if body == "-Infinity":
-        return -math.inf
-    if _DECIMAL.match(body):
-        return float(body)
-    if _PREFIXED.match(body):
-        return float(int(body, 0))
-    return None
 
 
 def as_js_value(number: float) -> int | float:
@@ -109,7 +86,7 @@ def as_number(value: Any, default: Any, *, integer: bool = False) -> tuple[Any, 
     if value is None:
         return default, _default_note(value, default)
     if isinstance(value, str):
-        number = js_number(value)
+        number = parse_js_number(value)
         if number is None or math.isinf(number):
             return default, _default_note(value, default, "not a number")
         read = as_js_value(number)
@@ -127,7 +104,7 @@ def as_bool(value: Any, default: Any) -> tuple[Any, str | None]:
     if value is None:
         return default, _default_note(value, default)
     if isinstance(value, str):
-        word = value.strip(_JS_SPACE).lower()
+        word = value.strip(JS_WHITESPACE).lower()
         if word in _TRUE_WORDS:
             return True, f"the text {show(value)} is read as true"
         if word in _FALSE_WORDS:

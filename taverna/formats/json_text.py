@@ -149,7 +149,7 @@ def _within_limits(value: Any) -> bool:
     return True
 
 
-def js_number(value: float) -> str:
+def json_number(value: float) -> str:
     """A float as `JSON.stringify` writes it: `String(number)`, and `null` for NaN and Infinity."""
     return js_number_text(value) if math.isfinite(value) else "null"
 
@@ -180,7 +180,7 @@ def _write(value: Any, out: list[str], indent: int | None, level: int) -> None:
     elif isinstance(value, int):
         out.append(str(int(value)))
     elif isinstance(value, float):
-        out.append(js_number(value))
+        out.append(json_number(value))
     elif isinstance(value, dict):
         if not value:
             out.append("{}")

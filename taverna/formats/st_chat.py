@@ -17,7 +17,7 @@ from typing import TypeAlias, cast
 from taverna.errors import FormatError, FormatWarning
 from taverna.formats.chat_fields import FORKS as FORKS
 from taverna.formats.chat_fields import check_header, check_message, describe
-from taverna.formats.json_text import js_number
+from taverna.formats.json_text import json_number
 
 JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
 JsonObject: TypeAlias = dict[str, JsonValue]
@@ -438,7 +438,7 @@ def _dump_exact(value: JsonValue, out: list[str]) -> None:
     if isinstance(value, bool) or value is None or isinstance(value, int | str):
         out.append(json.dumps(value, ensure_ascii=False))
     elif isinstance(value, float):
-        out.append(js_number(value))
+        out.append(json_number(value))
     elif isinstance(value, list):
         out.append("[")
         for index, item in enumerate(value):

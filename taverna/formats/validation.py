@@ -23,9 +23,9 @@ from taverna.formats.coercion import (
     as_object,
     as_text,
     as_texts,
-    js_number,
     show,
 )
+from taverna.model.js_number import parse_js_number
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -345,7 +345,7 @@ def _union(shape: _Shape, default: Any, value: Any) -> tuple[Any, str | None]:
     kinds = {m.kind for m in members}
     order: list[str] = []
     if isinstance(value, str):
-        number = js_number(value)
+        number = parse_js_number(value)
         if value.strip() and number is not None and abs(number) != float("inf"):
             order += [k for k in ("integer", "number") if k in kinds]
         order.append("bool")

@@ -15,8 +15,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from taverna.errors import FormatError, FormatWarning
-from taverna.formats.coercion import Unfit, as_bool, as_number, as_text, as_texts, js_number
+from taverna.formats.coercion import Unfit, as_bool, as_number, as_text, as_texts
 from taverna.model.injection import InjectionRole
+from taverna.model.js_number import parse_js_number
 from taverna.model.lorebook import (
     ENTRY_FIELDS,
     JSON_TO_ATTR,
@@ -119,7 +120,7 @@ class _Reader:
     def bool_or_int(self, name: str, value: Any) -> bool | int:
         if isinstance(value, bool | int):
             return value
-        if isinstance(value, str) and value.strip() and js_number(value) is not None:
+        if isinstance(value, str) and value.strip() and parse_js_number(value) is not None:
             return self.integer(name, value)
         if isinstance(value, float):
             return self.integer(name, value)

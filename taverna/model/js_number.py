@@ -1,13 +1,38 @@
-"""Numbers written the way JavaScript writes them.
+"""Numbers written and read the way JavaScript writes and reads them.
 
 SillyTavern is JavaScript: its files hold numbers as `JSON.stringify` writes them and its
-macros print them as `String(number)` does (`5`, not `5.0`; `1e-7`, not `1e-07`; `1e+21`).
-Both the file formats and the engine write numbers this one way.
+macros print them as `String(number)` does (`5`, not `5.0`; `1e-7`, not `1e-07`; `1e+21`),
+and it reads a number given as text with `Number(text)` (" 1e3 " is 1000, "" is 0).
+Both the file formats and the engine write and read numbers this one way.
 """
 
 from __future__ import annotations
 
 import math
+import re
+
+# What JavaScript's `String.prototype.trim` (and so `Number(text)`) takes as white space.
+JS_WHITESPACE = "\t\n\v\f\r \xa0\u1680\u2028\u2029\u202f\u205f\u3000\ufeff" + "".join(
+    chr(c) for c in range(0x2000, 0x200B)
+)
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
+_PREFIXED = re.compile(r"0(?:[xX][0-9a-fA-F]+|[oO][0-7]+|[bB][01]+)\Z")
+
+
+def parse_js_number(text: str) -> float | None:
+    """JavaScript's `Number(text)`; None where JavaScript gives NaN."""
+    body = text.strip(JS_WHITESPACE)
+    if not body:
+        return 0.0
+    if body in ("Infinity", "+Infinity"):
+        return math.inf
+    if body == "-Infinity":
+        return -math.inf
+    if _DECIMAL.match(body):
+        return float(body)
+    if _PREFIXED.match(body):
+        return float(int(body, 0))
+    return None
 
 
 def js_number_text(value: float) -> str:

@@ -221,6 +221,8 @@ def test_javascript_number_printing(value: float, printed: str) -> None:
 
 
 def test_javascript_number_parsing() -> None:
+    # JavaScript's digits are ASCII: Arabic-Indic digits are no number (NaN)
+    assert js_number("١٢") is None and js_number("-0x10") is None
     assert [js_number(v) for v in ("", " 7 ", "0x10", "1e3", ".5", "abc", "1_0")] == [
         0.0,
         7.0,

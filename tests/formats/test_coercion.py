@@ -20,9 +20,9 @@ from taverna.formats.coercion import (
     as_object,
     as_text,
     as_texts,
-    js_number,
 )
 from taverna.formats.world_info import assign_uids
+from taverna.model.js_number import parse_js_number
 
 _scalars = st.one_of(
     st.none(),
@@ -42,21 +42,21 @@ _scalars = st.one_of(
         ("Infinity", math.inf), ("-Infinity", -math.inf), ("\u00a012\u3000", 12),
     ],
 )  # fmt: skip
-def test_js_number_reads_what_javascript_reads(text: str, number: float) -> None:
-    assert js_number(text) == number
+def test_parse_js_number_reads_what_javascript_reads(text: str, number: float) -> None:
+    assert parse_js_number(text) == number
 
 
 @pytest.mark.parametrize(
     "text", ["abc", "1_000", "inf", "nan", "NaN", "0x", "1e", "--1", "1 2", "١٢", "-0x10", "12px"]
 )
-def test_js_number_gives_nan_where_javascript_does(text: str) -> None:
-    assert js_number(text) is None
+def test_parse_js_number_gives_nan_where_javascript_does(text: str) -> None:
+    assert parse_js_number(text) is None
 
 
 @given(st.floats(allow_nan=False, allow_infinity=False))
 def test_a_number_written_as_text_reads_back_as_itself(number: float) -> None:
     for text in (repr(number), f"  {number!r}\t", json.dumps(number)):
-        assert js_number(text) == number
+        assert parse_js_number(text) == number
 
 
 @given(st.integers(min_value=-(2**53), max_value=2**53))
@@ -99,7 +99,7 @@ def test_as_text_gives_text_whose_number_is_the_number(value: Any) -> None:
     assert isinstance(read, str)
     assert (note is None) == isinstance(value, str)
     if isinstance(value, int | float) and not isinstance(value, bool):
-        assert js_number(read) == float(value)  # String(n) reads back as n (a double)
+        assert parse_js_number(read) == float(value)  # String(n) reads back as n (a double)
 
 
 @given(st.one_of(_scalars, st.lists(_scalars, max_size=5)))

@@ -12,13 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from taverna.errors import FormatError, FormatWarning
+from taverna.formats.json_text import json_number
 from taverna.formats.st_chat import (
     FORKS,
     MessageLine,
     Swipe,
     dump_json,
     format_send_date,
-    js_number,
     make_message,
     parse_send_date,
     read_chat,
@@ -221,7 +221,7 @@ def test_make_message_writes_swipes_and_info() -> None:
     ],
 )
 def test_numbers_are_written_like_javascript(value: float, expected: str) -> None:
-    assert js_number(value) == expected
+    assert json_number(value) == expected
     assert dump_json({"x": [value]}) == '{"x":[' + expected + "]}"
 
 
@@ -296,7 +296,7 @@ def test_any_chat_round_trips(metadata: dict[str, object], lines: list[dict[str,
 @settings(max_examples=200, deadline=None)
 @given(st.floats(allow_nan=False, allow_infinity=False))
 def test_js_numbers_read_back_to_the_same_float(value: float) -> None:
-    assert float(js_number(value)) == value or value == 0
+    assert float(json_number(value)) == value or value == 0
 
 
 def test_chub_messages_are_flattened_on_request() -> None:

@@ -9,15 +9,10 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Mapping
 from typing import Any
 
-from taverna.model.js_number import js_number_text
-
-_JS_WHITESPACE = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-_DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|Infinity)")
-_RADIX = re.compile(r"0([xXoObB])([0-9a-fA-F]+)")
+from taverna.model.js_number import js_number_text, parse_js_number
 
 
 def js_number(value: Any) -> float | None:
@@ -30,19 +25,7 @@ def js_number(value: Any) -> float | None:
         return 0.0
     if not isinstance(value, str):
         return None
-    text = value.strip(_JS_WHITESPACE)
-    if not text:
-        return 0.0
-    radix = _RADIX.fullmatch(text)
-    if radix:
-        base = {"x": 16, "o": 8, "b": 2}[radix.group(1).lower()]
-        try:
-            return float(int(radix.group(2), base))
-        except ValueError:
-            return None
-    if not _DECIMAL.fullmatch(text):
-        return None
-    return float(text.replace("Infinity", "inf"))
+    return parse_js_number(value)
 
 
 def js_text(value: Any) -> str:
