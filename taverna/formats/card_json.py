@@ -7,12 +7,16 @@ refreshed from `data` for the keys the file had, as SillyTavern does on import (
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from typing import Any
 
 from taverna.errors import FormatError, FormatWarning
 from taverna.formats import json_text
+from taverna.formats.coercion import as_js_value, js_trim, js_truthy, show
 from taverna.formats.validation import validate
 from taverna.model.character import ENVELOPE_KEY, SPEC_V2, SPEC_V3, V1_FIELDS, Character
+from taverna.model.js_number import parse_js_number
 
 # Top-level key -> how to read its value from the character (formats-character-card.md §2.1).
 _MIRROR: dict[str, tuple[str, ...]] = {
@@ -70,6 +74,7 @@ def card_from_json(
         return validate(Character, fields, file=file, prefix=field, warnings=warnings)
     if "name" in doc:
         fields = {key: doc[key] for key in V1_FIELDS if key in doc}
+        fields.update(_migrated_v1(doc, where, file, warnings))
         envelope = {key: value for key, value in doc.items() if key not in V1_FIELDS}
         return validate(
             Character,
@@ -81,6 +86,93 @@ def card_from_json(
     raise FormatError(
         "not a character card (no `spec`, `name` or `char_name`)", file=file, field=field
     )
+
+
+# A V1 card's old top-level fields, which SillyTavern's card reader moves into `data` when
+# it reads a card without `spec` (its V2 conversion of a stored card; they stay at the
+# top level too). formats-character-card.md §6 and §10.
+_DEPTH_PROMPT_FIELDS = ("depth_prompt_prompt", "depth_prompt_depth", "depth_prompt_role")
+_ABSENT = object()
+
+
+def _migrated_v1(
+    doc: dict[str, Any], where: str, file: str | None, warnings: list[FormatWarning] | None
+) -> dict[str, Any]:
+    """The `data` fields SillyTavern makes of a V1 card's old top-level fields, each move
+    noted; nothing when the card has none of them."""
+    notes: list[FormatWarning] = []
+
+    def moved(key: str, target: str, detail: str = "") -> None:
+        message = f"moved into {target}{detail}, as SillyTavern reads a V1 card"
+        notes.append(FormatWarning(message, file=file, field=f"{where}{key}"))
+
+    out: dict[str, Any] = {}
+    extensions: dict[str, Any] = {}
+    if "creatorcomment" in doc:
+        out["creator_notes"] = doc["creatorcomment"] if js_truthy(doc["creatorcomment"]) else ""
+        moved("creatorcomment", "data.creator_notes")
+    if "creator" in doc:
+        out["creator"] = doc["creator"] if js_truthy(doc["creator"]) else ""
+        moved("creator", "data.creator")
+    if "tags" in doc:
+        tags = doc["tags"]
+        if isinstance(tags, str):
+            out["tags"] = [tag for tag in (js_trim(part) for part in tags.split(",")) if tag]
+            moved("tags", "data.tags", " (the text split at its commas)")
+        else:
+            out["tags"] = tags if js_truthy(tags) else []
+            moved("tags", "data.tags")
+    if "talkativeness" in doc:
+        extensions["talkativeness"] = doc["talkativeness"]
+        moved("talkativeness", "data.extensions.talkativeness")
+    if "fav" in doc:
+        fav = doc["fav"] == "true"  # SillyTavern's `fav == 'true'`: only that text is true
+        extensions["fav"] = fav
+        moved("fav", "data.extensions.fav", f" as {show(fav)}")
+    if any(key in doc for key in _DEPTH_PROMPT_FIELDS):
+        extensions["depth_prompt"] = _depth_prompt(doc, moved)
+    if extensions:
+        out["extensions"] = extensions
+    if warnings is not None:
+        warnings.extend(notes)
+    return out
+
+
+def _depth_prompt(doc: dict[str, Any], moved: Callable[..., None]) -> dict[str, Any]:
+    """The character's note of a V1 card's flat `depth_prompt_*` fields (§6)."""
+    prompt = doc.get("depth_prompt_prompt")
+    role = doc.get("depth_prompt_role")
+    raw = doc.get("depth_prompt_depth", _ABSENT)
+    number = _js_number_of(raw)
+    depth = 4 if number is None else as_js_value(number)  # `Number(x)`, NaN: 4
+    for key in _DEPTH_PROMPT_FIELDS:
+        if key not in doc:
+            continue
+        detail = ""
+        if key == "depth_prompt_depth" and not (type(raw) is type(depth) and raw == depth):
+            detail = f" as {show(depth)}"
+        moved(key, "data.extensions.depth_prompt." + key.removeprefix("depth_prompt_"), detail)
+    return {
+        "prompt": "" if prompt is None else prompt,
+        "depth": depth,
+        "role": "system" if role is None else role,
+    }
+
+
+def _js_number_of(value: Any) -> float | None:
+    """JavaScript's `Number(value)` for a JSON value; None where it is NaN (or infinite)."""
+    if value is None:
+        return 0.0
+    if isinstance(value, bool | int | float):
+        number = float(value)
+    elif isinstance(value, str):
+        read = parse_js_number(value)
+        if read is None:
+            return None
+        number = read
+    else:
+        return None
+    return None if math.isinf(number) or math.isnan(number) else number
 
 
 def _mirror_value(data: dict[str, Any], path: tuple[str, ...]) -> tuple[bool, Any]:

@@ -106,7 +106,7 @@ def book_to_lorebook(
                 FormatWarning(
                     f"the text {show(raw_id)} is read as {read}",
                     file=file,
-                    field=f"{where}.entries[{index}].id",
+                    field=_at(where, f"entries[{index}].id"),
                 )
             )
         if mine is not None and mine != uid:
@@ -115,13 +115,13 @@ def book_to_lorebook(
                     f"id {mine} is also the id of an earlier entry: renumbered to {uid} "
                     "(SillyTavern would keep only the last of them)",
                     file=file,
-                    field=f"{where}.entries[{index}].id",
+                    field=_at(where, f"entries[{index}].id"),
                 )
             )
         item["uid"] = uid
         # Key order as SillyTavern's conversion leaves it: the new-entry template's fields,
         # then `uid` and `displayIndex`, which the template lacks.
-        entries[str(uid)] = {name: item[name] for name in _CONVERTED_ORDER if name in item}
+        entries[str(uid)] = {name: item[name] for name in CONVERTED_ORDER if name in item}
     name = book.name or f"{card_name}'s Lorebook"
     found: list[FormatWarning] = []
     lorebook = world_info_from_json(
@@ -134,14 +134,22 @@ def book_to_lorebook(
     return lorebook
 
 
-_CONVERTED_ORDER = [name for _, name in ENTRY_FIELDS if name not in _APPENDED] + [
+CONVERTED_ORDER: tuple[str, ...] = (
+    *(name for _, name in ENTRY_FIELDS if name not in _APPENDED),
     "uid",
     "displayIndex",
-]
+)
+"""Key order of an entry SillyTavern converts from another format: its new-entry
+template's fields, then `uid` and `displayIndex`, which the template lacks."""
 _EXTENSION_OF = {wi_key: ext_key for wi_key, ext_key, _ in _FROM_EXTENSIONS} | {
     "displayIndex": "display_index"
 }
 _BOOK_FIELD_OF = {"key": "keys", "keysecondary": "secondary_keys", "order": "insertion_order"}
+
+
+def _at(where: str, rest: str) -> str:
+    """A field path under `where` (nothing: the book is the file itself)."""
+    return f"{where}.{rest}" if where else rest
 
 
 def _book_id(value: int | str | None, index: int) -> int | None:
@@ -158,7 +166,7 @@ def _in_book_terms(note: FormatWarning, index_of: Mapping[str, int], where: str)
     parts = (note.field or "").split(".")
     if len(parts) < 3 or parts[0] != "entries" or parts[1] not in index_of:
         return note
-    entry = f"{where}.entries[{index_of[parts[1]]}]"
+    entry = _at(where, f"entries[{index_of[parts[1]]}]")
     name = parts[2]
     if name in _EXTENSION_OF:
         field = f"{entry}.extensions.{_EXTENSION_OF[name]}"

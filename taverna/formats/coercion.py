@@ -38,6 +38,22 @@ class Unfit(ValueError):
     """No rule reads the value as its field's type."""
 
 
+def js_trim(text: str) -> str:
+    """JavaScript's `text.trim()`: its white space taken off both ends."""
+    return text.strip(JS_WHITESPACE)
+
+
+def js_truthy(value: Any) -> bool:
+    """Whether JavaScript counts a JSON value as true (`!!value`)."""
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int | float):
+        return value != 0 and not (isinstance(value, float) and math.isnan(value))
+    if isinstance(value, str):
+        return value != ""
+    return True  # every object and list, empty ones too
+
+
 def as_js_value(number: float) -> int | float:
     """A float as the JSON number JavaScript would write: integral values as integers."""
     if number.is_integer() and abs(number) < _MAX_SAFE:

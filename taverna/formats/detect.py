@@ -16,7 +16,13 @@ from taverna.errors import FormatError, FormatWarning
 from taverna.formats import json_text
 from taverna.formats.card_json import card_from_json
 from taverna.formats.charx import ZIP_SIGNATURE, read_charx
-from taverna.formats.png_card import PNG_SIGNATURE, read_png_card
+from taverna.formats.png_card import (
+    LOREBOOK_KEYWORD,
+    PNG_SIGNATURE,
+    decode_chunk,
+    lorebook_chunk,
+    read_png_card,
+)
 from taverna.formats.validation import validate
 from taverna.model.character import CardFile, CharacterBook
 from taverna.model.document import STDocument
@@ -41,6 +47,10 @@ class FileKind(StrEnum):
     CARD_CHARX = "card-charx"
     WORLD_INFO = "world-info"
     LOREBOOK_V3 = "lorebook-v3"
+    NOVELAI_LOREBOOK = "novelai-lorebook"
+    AGNAI_MEMORY_BOOK = "agnai-memory-book"
+    RISU_LOREBOOK = "risu-lorebook"
+    CHARACTER_BOOK = "character-book"
     CHAT = "chat"
     GROUP = "group"
     CHAT_COMPLETION_PRESET = "chat-completion-preset"
@@ -52,6 +62,27 @@ class FileKind(StrEnum):
     QUICK_REPLY_SET = "quick-reply-set"
     PERSONAS = "personas"
     PROMPT_EXPORT = "prompt-manager-export"
+
+
+LOREBOOK_KINDS = frozenset(
+    {
+        FileKind.WORLD_INFO,
+        FileKind.LOREBOOK_V3,
+        FileKind.NOVELAI_LOREBOOK,
+        FileKind.AGNAI_MEMORY_BOOK,
+        FileKind.RISU_LOREBOOK,
+        FileKind.CHARACTER_BOOK,
+    }
+)
+"""The kinds read as a lorebook: a world file, or a file SillyTavern converts into one."""
+
+# The kinds SillyTavern converts into a world file, by their converter (foreign_lorebooks).
+_CONVERTERS = {
+    FileKind.NOVELAI_LOREBOOK: "novelai_to_lorebook",
+    FileKind.AGNAI_MEMORY_BOOK: "agnai_to_lorebook",
+    FileKind.RISU_LOREBOOK: "risu_to_lorebook",
+    FileKind.CHARACTER_BOOK: "character_book_to_lorebook",
+}
 
 
 @dataclass(frozen=True)
@@ -80,8 +111,18 @@ def kind_of_json(doc: Any, file_name: str = "") -> FileKind | None:
         return FileKind.LOREBOOK_V3
     if "spec" in doc or "char_name" in doc:
         return FileKind.CARD_JSON
-    if "entries" in doc and (isinstance(doc["entries"], dict) or doc["entries"] == []):
+    # SillyTavern's world-info import converts these three (formats-world-info.md §9)
+    if "lorebookVersion" in doc:
+        return FileKind.NOVELAI_LOREBOOK
+    if doc.get("kind") == "memory":
+        return FileKind.AGNAI_MEMORY_BOOK
+    if doc.get("type") == "risu":
+        return FileKind.RISU_LOREBOOK
+    entries = doc.get("entries")
+    if isinstance(entries, dict) or entries == []:
         return FileKind.WORLD_INFO
+    if isinstance(entries, list):  # a card's `character_book` saved on its own
+        return FileKind.CHARACTER_BOOK
     if "scriptName" in doc and "findRegex" in doc:
         return FileKind.REGEX_SCRIPT
     if "qrList" in doc or "quickReplySlots" in doc:
@@ -126,6 +167,8 @@ def detect(data: bytes, file_name: str = "") -> FileKind:
     """The kind of a file from its bytes and name; FormatError if it is none of ours."""
     suffix = PurePath(file_name).suffix.lower()
     if data.startswith(PNG_SIGNATURE):
+        if lorebook_chunk(data, file=file_name or None) is not None:
+            return FileKind.NOVELAI_LOREBOOK
         return FileKind.CARD_PNG
     if data.startswith(ZIP_SIGNATURE):
         return FileKind.CARD_CHARX
@@ -149,6 +192,8 @@ def read_any(data: bytes, file_name: str = "") -> DetectedFile:
         value = read_png_card(data, file=file, warnings=found)
     elif kind is FileKind.CARD_CHARX:
         value = read_charx(data, file=file, warnings=found)
+    elif kind is FileKind.NOVELAI_LOREBOOK and data.startswith(PNG_SIGNATURE):
+        value = _read_novelai_png(data, stem, file, found)
     elif kind is FileKind.CHAT:
         from taverna.formats.st_chat import read_chat
 
@@ -159,9 +204,30 @@ def read_any(data: bytes, file_name: str = "") -> DetectedFile:
     return DetectedFile(kind=kind, value=value, file=file, warnings=tuple(found))
 
 
+def _read_novelai_png(data: bytes, stem: str, file: str | None, found: list[FormatWarning]) -> Any:
+    from taverna.formats.foreign_lorebooks import novelai_to_lorebook
+
+    payload = lorebook_chunk(data, file=file)
+    assert payload is not None  # detected by it
+    doc = decode_chunk(payload, file=file, field=LOREBOOK_KEYWORD)
+    if not isinstance(doc, dict) or "lorebookVersion" not in doc:
+        raise FormatError(
+            "the PNG's lorebook chunk holds no NovelAI lorebook (no `lorebookVersion`)",
+            file=file,
+            field=LOREBOOK_KEYWORD,
+        )
+    prefix = f"{LOREBOOK_KEYWORD}:"
+    return novelai_to_lorebook(doc, name=stem, file=file, warnings=found, prefix=prefix)
+
+
 def _read_json_kind(
     kind: FileKind, doc: Any, stem: str, file: str | None, found: list[FormatWarning]
 ) -> Any:
+    if kind in _CONVERTERS:
+        from taverna.formats import foreign_lorebooks
+
+        convert = getattr(foreign_lorebooks, _CONVERTERS[kind])
+        return convert(doc, name=stem, file=file, warnings=found)
     if kind is FileKind.CARD_JSON:
         return CardFile(character=card_from_json(doc, file=file, warnings=found))
     if kind is FileKind.WORLD_INFO:
@@ -200,8 +266,9 @@ def _read_json_kind(
 def write_document(document: DetectedFile) -> bytes:
     """A document written back as the kind of file it was read from.
 
-    A stand-alone V3 lorebook and a `settings.json` are read into other shapes (a
-    lorebook, a persona set); they are written as a world file and a persona backup.
+    A stand-alone V3 lorebook, the lorebooks SillyTavern converts on import and a
+    `settings.json` are read into other shapes (a lorebook, a persona set); they are
+    written as a world file and a persona backup.
     """
     value = document.value
     kind = document.kind
@@ -217,7 +284,7 @@ def write_document(document: DetectedFile) -> bytes:
         from taverna.formats.card_json import write_card_json
 
         return write_card_json(value.character)
-    if kind in (FileKind.WORLD_INFO, FileKind.LOREBOOK_V3):
+    if kind in LOREBOOK_KINDS:
         from taverna.formats.world_info import dump_world_info
 
         return dump_world_info(value).encode("utf-8")

@@ -32,6 +32,7 @@ MAX_IMAGE_PIXELS = 64 * 1024 * 1024
 """Largest picture converted to PNG when a card is written onto a non-PNG image."""
 
 CARD_KEYWORDS = ("chara", "ccv3")
+LOREBOOK_KEYWORD = "naidata"
 
 
 @dataclass(frozen=True)
@@ -80,16 +81,20 @@ def _text_chunk(data: bytes, chunk: Chunk) -> tuple[str, bytes]:
 
 def card_chunks(data: bytes, *, file: str | None = None) -> dict[str, bytes]:
     """The first `chara` and first `ccv3` text payloads (keywords matched ignoring case)."""
+    return _text_chunks(data, CARD_KEYWORDS, file=file)
+
+
+def _text_chunks(data: bytes, keywords: tuple[str, ...], *, file: str | None) -> dict[str, bytes]:
     found: dict[str, bytes] = {}
     for chunk in read_chunks(data, file=file):
         if chunk.type != b"tEXt":
             continue
         keyword, text = _text_chunk(data, chunk)
         key = keyword.lower()
-        if key in CARD_KEYWORDS and key not in found:
+        if key in keywords and key not in found:
             if len(text) > MAX_CARD_CHUNK:
                 raise FormatError(
-                    f"card chunk is {len(text):,} bytes, more than the {MAX_CARD_CHUNK:,} accepted",
+                    f"text chunk is {len(text):,} bytes, more than the {MAX_CARD_CHUNK:,} accepted",
                     file=file,
                     field=key,
                 )
@@ -97,8 +102,22 @@ def card_chunks(data: bytes, *, file: str | None = None) -> dict[str, bytes]:
     return found
 
 
+def lorebook_chunk(data: bytes, *, file: str | None = None) -> bytes | None:
+    """The `naidata` payload of a PNG that holds a NovelAI lorebook and no card, if any.
+
+    SillyTavern's world-info import reads a PNG's `naidata` chunk (base64 JSON) the way
+    it reads a lorebook file.
+    """
+    if LOREBOOK_KEYWORD.encode("ascii") not in data:  # most PNGs: no chunk walk needed
+        return None
+    found = _text_chunks(data, (*CARD_KEYWORDS, LOREBOOK_KEYWORD), file=file)
+    if any(keyword in found for keyword in CARD_KEYWORDS):
+        return None
+    return found.get(LOREBOOK_KEYWORD)
+
+
 def decode_chunk(text: bytes, *, file: str | None = None, field: str) -> object:
-    """A card chunk's payload: base64 of UTF-8 JSON."""
+    """A card (or `naidata`) chunk's payload: base64 of UTF-8 JSON."""
     try:
         # Node's decoder, which SillyTavern uses, skips characters outside the alphabet.
         raw = base64.b64decode(text, validate=False)

@@ -22,7 +22,7 @@ from typing import Any, BinaryIO
 from taverna.errors import FormatError, FormatWarning, NotFound, TavernaError
 from taverna.formats import json_text
 from taverna.formats.card_json import card_from_json, card_to_json
-from taverna.formats.detect import FileKind, detect, read_any
+from taverna.formats.detect import LOREBOOK_KINDS, FileKind, detect, read_any
 from taverna.formats.personas import read_personas
 from taverna.formats.presets import named_on_import
 from taverna.formats.st_chat import ChatDocument, read_chat
@@ -83,8 +83,7 @@ _FILE_KINDS: dict[FileKind, LibraryKind] = {
     FileKind.CARD_PNG: LibraryKind.CHARACTER,
     FileKind.CARD_JSON: LibraryKind.CHARACTER,
     FileKind.CARD_CHARX: LibraryKind.CHARACTER,
-    FileKind.WORLD_INFO: LibraryKind.LOREBOOK,
-    FileKind.LOREBOOK_V3: LibraryKind.LOREBOOK,
+    **dict.fromkeys(LOREBOOK_KINDS, LibraryKind.LOREBOOK),
     FileKind.CHAT_COMPLETION_PRESET: LibraryKind.CHAT_COMPLETION_PRESET,
     FileKind.TEXT_COMPLETION_PRESET: LibraryKind.TEXT_COMPLETION_PRESET,
     FileKind.INSTRUCT_TEMPLATE: LibraryKind.INSTRUCT_TEMPLATE,

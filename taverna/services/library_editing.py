@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from taverna.errors import Conflict, FormatError, FormatWarning, NotFound, TavernaError
 from taverna.formats.card_json import card_to_json
-from taverna.formats.detect import FileKind, detect
+from taverna.formats.detect import LOREBOOK_KINDS, FileKind, detect
 from taverna.formats.world_info import world_info_from_json, world_info_to_json
 from taverna.model.character import CardFile, Character
 from taverna.model.lorebook import Entry, Lorebook
@@ -16,7 +16,6 @@ from taverna.model.persona import Persona, PersonaDescriptor
 from taverna.services.library import LibraryKind, LibraryService, StoredItem
 
 CARD_KINDS = (FileKind.CARD_PNG, FileKind.CARD_JSON, FileKind.CARD_CHARX)
-LOREBOOK_KINDS = (FileKind.WORLD_INFO, FileKind.LOREBOOK_V3)
 ENTRY_LIMIT = 100_000
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from taverna.errors import FormatError
+from taverna.errors import FormatError, FormatWarning
 from taverna.formats import json_text
 from taverna.formats.card_json import (
     card_from_json,
@@ -354,3 +354,108 @@ def test_writing_keeps_other_chunks_and_drops_stale_cards() -> None:
     assert texts == [b"Comment", b"chara", b"ccv3"]
     assert b"prVt" in [c.type for c in chunks]
     assert read_png_card(written).character.name == "Mira"
+
+
+# A V1 card's old top-level fields, moved into `data` as SillyTavern's card reader moves
+# them when it reads a card without `spec` (characters.js, its V2 conversion).
+OLD_V1 = {
+    "name": "Sal",
+    "description": "d",
+    "personality": "",
+    "scenario": "",
+    "first_mes": "hi",
+    "mes_example": "",
+    "creatorcomment": "notes",
+    "creator": "me",
+    "tags": "harbour, shop, ,",
+    "talkativeness": "0.8",
+    "fav": "true",
+    "depth_prompt_prompt": "Sal asks about the weather.",
+    "depth_prompt_depth": "2",
+    "depth_prompt_role": "assistant",
+    "x_old_tool": 1,
+}
+
+
+def test_v1_old_fields_move_into_data_with_a_warning_each() -> None:
+    found: list[FormatWarning] = []
+    character = card_from_json(OLD_V1, file="sal.json", warnings=found)
+    assert character.depth_prompt.model_dump() == {
+        "prompt": "Sal asks about the weather.",
+        "depth": 2,
+        "role": "assistant",
+    }
+    assert character.extensions.talkativeness == "0.8" and character.talkativeness == 0.8
+    assert character.extensions.fav is True
+    assert character.tags == ["harbour", "shop"]
+    assert (character.creator_notes, character.creator) == ("notes", "me")
+    assert [w.field for w in found] == [
+        "creatorcomment",
+        "creator",
+        "tags",
+        "talkativeness",
+        "fav",
+        "depth_prompt_prompt",
+        "depth_prompt_depth",
+        "depth_prompt_role",
+    ]
+    assert all(w.file == "sal.json" and "moved into" in w.message for w in found)
+    assert "data.extensions.depth_prompt.depth as 2" in found[6].message
+
+
+def test_v1_old_fields_are_written_as_sillytavern_writes_the_converted_card() -> None:
+    doc = card_to_json(card_from_json(OLD_V1))
+    assert doc["spec"] == SPEC_V2
+    assert doc["data"]["extensions"]["depth_prompt"]["prompt"] == "Sal asks about the weather."
+    # the top level keeps its keys, refreshed where SillyTavern mirrors them
+    assert doc["fav"] is True and doc["tags"] == ["harbour", "shop"]
+    assert doc["depth_prompt_depth"] == "2" and doc["x_old_tool"] == 1
+    again: list[FormatWarning] = []
+    assert card_from_json(doc, warnings=again).depth_prompt == card_from_json(OLD_V1).depth_prompt
+    assert again == []
+
+
+@pytest.mark.parametrize(
+    ("depth", "read"),
+    [("", 0), (None, 0), ("abc", 4), ("1e1", 10), (3, 3), (True, 1), ("Infinity", 4)],
+)
+def test_v1_depth_is_read_with_javascripts_number(depth: object, read: int) -> None:
+    """`Number(x)`, and 4 where that is NaN (characters.js)."""
+    character = card_from_json(
+        {"name": "A", "depth_prompt_prompt": "p", "depth_prompt_depth": depth}
+    )
+    assert character.depth_prompt.depth == read
+
+
+def test_v1_depth_prompt_defaults_when_only_some_flat_fields_are_there() -> None:
+    character = card_from_json({"name": "A", "depth_prompt_prompt": "p"})
+    assert character.depth_prompt.model_dump() == {"prompt": "p", "depth": 4, "role": "system"}
+    character = card_from_json({"name": "A", "depth_prompt_depth": 1, "depth_prompt_role": None})
+    assert character.depth_prompt.model_dump() == {"prompt": "", "depth": 1, "role": "system"}
+
+
+@pytest.mark.parametrize(("fav", "read"), [("true", True), (True, False), ("false", False)])
+def test_v1_fav_is_true_only_for_the_text_true(fav: object, read: bool) -> None:
+    """SillyTavern's `fav == 'true'`: a JSON true is not equal to the text."""
+    assert card_from_json({"name": "A", "fav": fav}).extensions.fav is read
+
+
+def test_a_plain_v1_card_is_left_as_it_is() -> None:
+    found: list[FormatWarning] = []
+    v1 = {"name": "Old", "description": "d", "first_mes": "hi", "avatar": "none"}
+    character = card_from_json(v1, warnings=found)
+    assert found == [] and card_to_json(character) == v1
+
+
+def test_a_v1_png_card_names_the_chunk_in_its_warnings() -> None:
+    data = png(text={"chara": b64({"name": "Old", "talkativeness": "0.2"})})
+    found: list[FormatWarning] = []
+    card = read_png_card(data, file="old.png", warnings=found)
+    assert card.character.talkativeness == 0.2
+    assert [w.field for w in found] == ["chara:talkativeness"]
+
+
+def test_v2_cards_keep_their_top_level_fields_where_they_are() -> None:
+    found: list[FormatWarning] = []
+    character = card_from_json({**V2_CARD, "depth_prompt_prompt": "stale"}, warnings=found)
+    assert found == [] and character.depth_prompt.prompt == ""

@@ -5,7 +5,7 @@ import { formWith, h, mount, toast, toastWarnings } from "../dom.js";
 import { t } from "../i18n.js";
 
 export async function render(root) {
-  const picker = h("input", { type: "file", accept: ".json,application/json", multiple: true, hidden: true, id: "lorebook-file" });
+  const picker = h("input", { type: "file", accept: ".json,.png,application/json,image/png", multiple: true, hidden: true, id: "lorebook-file" });
   const list = h("ul", { class: "list" });
   mount(root, h("div", { class: "page-head" }, h("h1", { text: t("nav.lorebooks") }),
     h("div", { class: "row" },
