@@ -61,7 +61,8 @@ export function toastWarnings(file, warnings) {
   if (!warnings || !warnings.length) return;
   const first = warnings[0];
   const where = first.field ? `${first.field}: ` : "";
-  toast(t("import.read_loosely", { file, n: warnings.length, first: `${where}${first.message}` }), "warning");
+  const key = warnings.length === 1 ? "import.read_loosely_one" : "import.read_loosely";
+  toast(t(key, { file, n: warnings.length, first: `${where}${first.message}` }), "warning");
 }
 
 /** Copy text to the clipboard, with a fallback for pages served over plain http. */
