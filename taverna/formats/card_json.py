@@ -73,19 +73,43 @@ def card_from_json(
         fields = {card: doc[key] for key, card in _PYGMALION.items() if key in doc}
         return validate(Character, fields, file=file, prefix=field, warnings=warnings)
     if "name" in doc:
-        fields = {key: doc[key] for key in V1_FIELDS if key in doc}
-        fields.update(_migrated_v1(doc, where, file, warnings))
-        envelope = {key: value for key, value in doc.items() if key not in V1_FIELDS}
-        return validate(
-            Character,
-            {**fields, ENVELOPE_KEY: envelope},
-            file=file,
-            prefix=field,
-            warnings=warnings,
-        )
+        return _v1_card(doc, file=file, field=field, warnings=warnings)
     raise FormatError(
         "not a character card (no `spec`, `name` or `char_name`)", file=file, field=field
     )
+
+
+def _v1_card(
+    doc: dict[str, Any],
+    *,
+    file: str | None,
+    field: str | None,
+    warnings: list[FormatWarning] | None,
+) -> Character:
+    """A card without `spec`: its six fields, its old top-level ones moved into `data`."""
+    where = f"{field}:" if field else ""
+    fields = {key: doc[key] for key in V1_FIELDS if key in doc}
+    fields.update(_migrated_v1(doc, where, file, warnings))
+    envelope = {key: value for key, value in doc.items() if key not in V1_FIELDS}
+    found: list[FormatWarning] = []
+
+    def source(path: str | None) -> str | None:
+        """A moved value's field in `data`, named by the top-level field it came from."""
+        rest = (path or "").removeprefix(f"{field}.") if field else path or ""
+        for target, key in _MOVED_TO.items():
+            if key in doc and (rest == target or rest.startswith((f"{target}.", f"{target}["))):
+                return f"{where}{key}"
+        return path
+
+    try:
+        character = validate(
+            Character, {**fields, ENVELOPE_KEY: envelope}, file=file, prefix=field, warnings=found
+        )
+    except FormatError as error:
+        raise FormatError(error.message, file=file, field=source(error.field)) from None
+    if warnings is not None:
+        warnings.extend(FormatWarning(w.message, w.file, source(w.field)) for w in found)
+    return character
 
 
 # A V1 card's old top-level fields, which SillyTavern's card reader moves into `data` when
@@ -93,6 +117,17 @@ def card_from_json(
 # top level too). formats-character-card.md §6 and §10.
 _DEPTH_PROMPT_FIELDS = ("depth_prompt_prompt", "depth_prompt_depth", "depth_prompt_role")
 _ABSENT = object()
+# Where each old field goes in `data`.
+_MOVED_TO = {
+    "creator_notes": "creatorcomment",
+    "creator": "creator",
+    "tags": "tags",
+    "extensions.talkativeness": "talkativeness",
+    "extensions.fav": "fav",
+    "extensions.depth_prompt.prompt": "depth_prompt_prompt",
+    "extensions.depth_prompt.depth": "depth_prompt_depth",
+    "extensions.depth_prompt.role": "depth_prompt_role",
+}
 
 
 def _migrated_v1(

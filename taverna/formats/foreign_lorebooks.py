@@ -188,7 +188,13 @@ class _Conversion:
                 key: entry[key] for key in CONVERTED_ORDER if entry[key] is not _UNDEFINED
             }
         found: list[FormatWarning] = []
-        book = world_info_from_json({"entries": entries}, name=name, file=self.file, warnings=found)
+        try:
+            book = world_info_from_json(
+                {"entries": entries}, name=name, file=self.file, warnings=found
+            )
+        except FormatError as error:  # a value no rule reads, named by the source's field
+            field = self._source_field(error.field) or error.field
+            raise FormatError(error.message, file=self.file, field=field) from None
         if warnings is not None:
             summary = self._summary(doc, len(converted), used, marker)
             warnings.append(FormatWarning(summary, file=self.file, field=self.where(marker)))
@@ -212,14 +218,18 @@ class _Conversion:
             text += f"; not carried over: {shown}{more}"
         return text
 
+    def _source_field(self, field: str | None) -> str | None:
+        """A converted entry's field (`entries.3.order`) as the source's (`data[3].insertorder`)."""
+        match = _ENTRY_FIELD.match(field or "")
+        if match is None:
+            return None
+        index, name = match.groups()
+        return self.where(f"{self.list_key}[{index}].{self.fields.get(name, name)}")
+
     def _in_source_terms(self, note: FormatWarning) -> FormatWarning:
         """A note about a converted entry's field, named by the source entry's field."""
-        match = _ENTRY_FIELD.match(note.field or "")
-        if match is None:
-            return note
-        index, name = match.groups()
-        source = self.fields.get(name, name)
-        return dataclasses.replace(note, field=self.where(f"{self.list_key}[{index}].{source}"))
+        field = self._source_field(note.field)
+        return note if field is None else dataclasses.replace(note, field=field)
 
 
 def _get(entry: Mapping[str, Any], name: str) -> Any:

@@ -11,6 +11,8 @@ import zlib
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from PIL import Image
 
 from taverna.errors import FormatError, FormatWarning
@@ -459,3 +461,37 @@ def test_v2_cards_keep_their_top_level_fields_where_they_are() -> None:
     found: list[FormatWarning] = []
     character = card_from_json({**V2_CARD, "depth_prompt_prompt": "stale"}, warnings=found)
     assert found == [] and character.depth_prompt.prompt == ""
+
+
+_old_values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-1000, 1000),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=8),
+    st.sampled_from(["", "4", "true", "a, b", "system", "1e400"]),
+    st.lists(st.text(max_size=3), max_size=2),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from(
+            ["creatorcomment", "creator", "tags", "talkativeness", "fav", "depth_prompt_prompt",
+             "depth_prompt_depth", "depth_prompt_role"]
+        ),
+        _old_values,
+    )
+)  # fmt: skip
+def test_any_old_v1_fields_read_or_name_the_field(old: dict[str, object]) -> None:
+    found: list[FormatWarning] = []
+    try:
+        character = card_from_json({"name": "A", **old}, file="a.json", warnings=found)
+    except FormatError as error:
+        assert error.file == "a.json" and error.field in old  # named by the card's own field
+        return
+    assert {w.field for w in found} == set(old)  # each old field present is named, only they
+    again: list[FormatWarning] = []
+    back = card_from_json(card_to_json(character), warnings=again)
+    assert again == [] and back.depth_prompt == character.depth_prompt

@@ -6,10 +6,13 @@ from __future__ import annotations
 import base64
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from PIL import Image, PngImagePlugin
 
 from taverna.errors import FormatError, FormatWarning
@@ -404,3 +407,67 @@ def test_each_is_imported_as_a_lorebook_with_its_warnings(
         again: list[FormatWarning] = []
         read = world_info_from_json(dict(stored.data), name=stored.name, warnings=again)
         assert again == [] and len(read.entries) == len(doc.get("entries") or doc.get("data"))
+
+
+# ------------------------------------------------------------------ any values
+
+
+_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**40), 2**40),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=8),
+    st.sampled_from(["", "0", "12", "false", "a, b ,", " 7 "]),
+)
+# mostly values SillyTavern's converters take, sometimes a list or an object anywhere
+_values = st.one_of(
+    _scalars,
+    _scalars,
+    _scalars,
+    st.lists(_scalars, max_size=3),
+    st.dictionaries(st.sampled_from(["budgetPriority", "x"]), _scalars, max_size=2),
+)
+_NAMES = {
+    "novelai": ("entries", ["keys", "text", "displayName", "contextConfig", "enabled"]),
+    "agnai": ("entries", ["keywords", "entry", "name", "weight", "enabled", "priority"]),
+    "risu": ("data", ["key", "secondkey", "comment", "content", "alwaysActive", "selective",
+                      "insertorder", "activationPercent"]),
+}  # fmt: skip
+_CONVERT = {"novelai": novelai_to_lorebook, "agnai": agnai_to_lorebook, "risu": risu_to_lorebook}
+
+
+@st.composite
+def _foreign(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
+    source = draw(st.sampled_from(sorted(_NAMES)))
+    list_key, names = _NAMES[source]
+    items = draw(
+        st.lists(st.dictionaries(st.sampled_from(names), _values, max_size=len(names)), max_size=4)
+    )
+    marker = {"novelai": {"lorebookVersion": 5}, "agnai": {"kind": "memory"}}.get(
+        source, {"type": "risu"}
+    )
+    return source, {**marker, list_key: items}
+
+
+@settings(max_examples=300, deadline=None)
+@given(_foreign())
+def test_any_foreign_lorebook_converts_to_a_clean_world_file_or_names_the_bad_field(
+    case: tuple[str, dict[str, Any]],
+) -> None:
+    source, doc = case
+    found: list[FormatWarning] = []
+    try:
+        book = _CONVERT[source](doc, name="Any", file="any.json", warnings=found)
+    except FormatError as error:
+        # named by the source file's own field: `data[2].insertorder`, not `entries.2.order`
+        list_key = _NAMES[source][0]
+        assert error.file == "any.json" and error.field
+        assert re.fullmatch(rf"{list_key}\[\d+\]\.[\w.]+", error.field), error.field
+        return
+    assert len(book.entries) == len(doc.get("entries", doc.get("data")))
+    assert found[0].field in ("lorebookVersion", "kind", "type")  # the conversion comes first
+    assert all(w.file == "any.json" and w.field for w in found)
+    again: list[FormatWarning] = []
+    read = world_info_from_json(world_info_to_json(book), name="Any", warnings=again)
+    assert again == [] and read == book
