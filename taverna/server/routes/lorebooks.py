@@ -42,7 +42,8 @@ async def import_lorebook(
     lib: LibraryService = Depends(library),
     ctx: AppContext = Depends(context),
 ) -> LorebookImported:
-    """Store a SillyTavern world file (or a V3 lorebook); anything else is refused.
+    """Store a SillyTavern world file, a V3 lorebook, or a lorebook SillyTavern converts on
+    import (NovelAI, Agnai, RisuAI, a card's `character_book`); anything else is refused.
 
     Values SillyTavern reads loosely (`"order": "245"`, entries under a key that is not
     their uid, two entries with one uid) are read the same way and listed in `warnings`.
