@@ -47,6 +47,37 @@ export function iconButton(label, name, onClick, extra = {}) {
   );
 }
 
+/**
+ * Open a side panel over the page in place of any with the same `id`: a modal dialog with
+ * a title and a close button (Escape closes it too), then `parts`. `panel.heading` is its
+ * title. `panel.write(request)` sends a write made from the panel and gives its answer, or
+ * null when what the panel showed had changed meanwhile (a 409: the panel closes, and
+ * `onStale()` is told).
+ */
+export function openDrawer({ id, title, label = title, closeId, onStale }, ...parts) {
+  document.getElementById(id)?.remove();
+  const heading = h("h2", { text: title });
+  const panel = h("aside", { id, class: "drawer", role: "dialog", "aria-modal": "true", "aria-label": label },
+    h("div", { class: "drawer-head" }, heading,
+      iconButton(t("inspector.close"), "close", () => panel.remove(), { attrs: { id: closeId } })),
+    ...parts);
+  panel.heading = heading;
+  panel.write = async (request) => {
+    try {
+      return await request();
+    } catch (error) {
+      if (error.status !== 409) throw error;
+      panel.remove();
+      onStale?.();
+      return null;
+    }
+  };
+  document.body.append(panel);
+  panel.addEventListener("keydown", (e) => e.key === "Escape" && panel.remove());
+  panel.querySelector(`#${closeId}`).focus();
+  return panel;
+}
+
 /** Show a short message at the bottom of the screen. */
 export function toast(message, kind = "info") {
   const box = document.getElementById("toasts");
@@ -80,7 +111,7 @@ export async function copyText(text) {
   }
 }
 
-/** Read a File as an ArrayBuffer-backed Blob (for uploads). */
+/** A multipart body of `fields` for an upload; files keep their folder paths. */
 export function formWith(fields) {
   const form = new FormData();
   for (const [k, v] of Object.entries(fields)) {

@@ -3,29 +3,35 @@
 import { api } from "../api.js";
 import { formWith, h, mount, toast } from "../dom.js";
 import { t } from "../i18n.js";
+import { fieldForm } from "../form.js";
 import { startChat } from "./characters.js";
 
-// [field, kind]; kinds: line, text, list (one item a line), greetings (one textarea each), number.
-const FIELDS = [
+// Every card field a person edits, in the order shown, and the character's lorebook.
+const fields = (lorebooks) => [
   ["name", "line"],
   ["nickname", "line"],
-  ["description", "text"],
+  ["description", "text", { rows: 8 }],
   ["personality", "text"],
   ["scenario", "text"],
   ["first_mes", "text"],
-  ["alternate_greetings", "greetings"],
-  ["group_only_greetings", "greetings"],
-  ["mes_example", "text"],
+  ["alternate_greetings", "custom", { control: greetingsEditor }],
+  ["group_only_greetings", "custom", { control: greetingsEditor }],
+  ["mes_example", "text", { rows: 8 }],
   ["system_prompt", "text"],
   ["post_history_instructions", "text"],
   ["depth_prompt", "text"],
   ["depth_prompt_depth", "number"],
-  ["depth_prompt_role", "role"],
+  ["depth_prompt_role", "choice", { choices: ["system", "user", "assistant"] }],
   ["talkativeness", "number"],
   ["creator_notes", "text"],
   ["creator", "line"],
   ["character_version", "line"],
-  ["tags", "list"],
+  ["tags", "list", { placeholder: t("character.tags_hint") }],
+  ["lorebook_id", "choice", {
+    id: "f-lorebook",
+    label: t("character.lorebook"),
+    choices: [["", t("character.no_lorebook")], ...lorebooks.map((b) => [b.id, b.name])],
+  }],
 ];
 
 function greetingsEditor(values, label) {
@@ -47,46 +53,12 @@ export async function render(root, params) {
   const isNew = !params.id;
   const character = isNew ? { name: "" } : await api.get(`/characters/${params.id}`);
   const lorebooks = await api.get("/lorebooks");
-  const inputs = {};
-  const form = h("form", { class: "editor", id: "character-form" });
-  for (const [field, kind] of FIELDS) {
-    const label = t(`field.${field}`);
-    const id = `f-${field}`;
-    let control;
-    const value = character[field];
-    if (kind === "line") control = h("input", { id, type: "text", value: value ?? "" });
-    else if (kind === "number") control = h("input", { id, type: "number", step: "any", value: value ?? "" });
-    else if (kind === "list") control = h("input", { id, type: "text", value: (value || []).join(", "), placeholder: t("character.tags_hint") });
-    else if (kind === "role") {
-      control = h("select", { id }, ["system", "user", "assistant"].map((r) => h("option", { value: r, selected: value === r ? "selected" : null, text: r })));
-    } else if (kind === "greetings") control = greetingsEditor(value, label);
-    else control = h("textarea", { id, rows: field === "description" || field === "mes_example" ? 8 : 4, value: value ?? "" });
-    inputs[field] = [kind, control];
-    form.append(kind === "greetings"
-      ? h("fieldset", {}, h("legend", { text: label }), control)
-      : h("label", { class: "field", for: id }, h("span", { text: label }), control));
-  }
-  const bookSelect = h("select", { id: "f-lorebook" },
-    h("option", { value: "", text: t("character.no_lorebook") }),
-    lorebooks.map((b) => h("option", { value: b.id, selected: character.lorebook_id === b.id ? "selected" : null, text: b.name })));
-  form.append(h("label", { class: "field", for: "f-lorebook" }, h("span", { text: t("character.lorebook") }), bookSelect));
-
-  const read = () => {
-    const out = {};
-    for (const [field, [kind, control]] of Object.entries(inputs)) {
-      if (kind === "greetings") out[field] = control.read();
-      else if (kind === "list") out[field] = control.value.split(/[,，]/).map((s) => s.trim()).filter(Boolean);
-      else if (kind === "number") out[field] = control.value === "" ? null : Number(control.value);
-      else out[field] = control.value;
-    }
-    out.lorebook_id = bookSelect.value || null;
-    return out;
-  };
+  const form = fieldForm(fields(lorebooks), character, { box: h("form", { class: "editor", id: "character-form" }), shownOnly: true });
   const save = h("button", { type: "submit", class: "primary", text: t("common.save") });
   form.append(h("div", { class: "row sticky-actions" }, save));
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
-    const body = read();
+    const body = form.read();
     if (isNew) {
       const created = await api.post("/characters", body);
       toast(t("common.saved"));

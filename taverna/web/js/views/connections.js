@@ -3,30 +3,26 @@
 import { api } from "../api.js";
 import { h, mount, toast } from "../dom.js";
 import { t } from "../i18n.js";
+import { fieldForm } from "../form.js";
 
 const APIS = ["openai", "openai-compatible", "anthropic", "google", "mistral", "koboldcpp", "llamacpp", "openai-text"];
 
 export async function render(root) {
   const list = h("ul", { class: "list" });
-  const name = h("input", { id: "c-name", type: "text", required: true });
-  const apiType = h("select", { id: "c-api" }, APIS.map((a) => h("option", { value: a, text: a })));
-  const url = h("input", { id: "c-url", type: "url", placeholder: "http://127.0.0.1:5001/v1" });
-  const model = h("input", { id: "c-model", type: "text" });
-  const key = h("input", { id: "c-key", type: "password", autocomplete: "off" });
-  const isDefault = h("input", { id: "c-default", type: "checkbox" });
-  const form = h("form", { class: "editor", id: "connection-form" },
-    h("h2", { text: t("connections.add") }),
-    h("label", { class: "field", for: "c-name" }, h("span", { text: t("field.name") }), name),
-    h("label", { class: "field", for: "c-api" }, h("span", { text: t("connections.api") }), apiType),
-    h("label", { class: "field", for: "c-url" }, h("span", { text: t("connections.url") }), url),
-    h("label", { class: "field", for: "c-model" }, h("span", { text: t("connections.model") }), model),
-    h("label", { class: "field", for: "c-key" }, h("span", { text: t("connections.key") }), key),
-    h("label", { class: "check", for: "c-default" }, isDefault, h("span", { text: t("connections.default") })),
-    h("button", { type: "submit", class: "primary", text: t("common.save") }));
+  const form = fieldForm([
+    ["name", "line", { label: t("field.name"), attrs: { required: true } }],
+    ["api", "choice", { choices: APIS }],
+    ["url", "line", { placeholder: "http://127.0.0.1:5001/v1", attrs: { type: "url" } }],
+    ["model", "line"],
+    ["key", "line", { attrs: { type: "password", autocomplete: "off" } }],
+    ["default", "bool"],
+  ], {}, { prefix: "c", labels: "connections", box: h("form", { class: "editor", id: "connection-form" }, h("h2", { text: t("connections.add") })) });
+  form.append(h("button", { type: "submit", class: "primary", text: t("common.save") }));
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
-    await api.post("/connections", { name: name.value, api: apiType.value, url: url.value, model: model.value, key: key.value || null, default: isDefault.checked });
-    key.value = "";
+    const body = form.read();
+    await api.post("/connections", { ...body, key: body.key || null });
+    form.fields.key.control.value = "";
     toast(t("common.saved"));
     reload();
   });

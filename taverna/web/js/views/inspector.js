@@ -1,7 +1,7 @@
 // The prompt inspector: the prompt as sent, the ledger of its parts, and the lorebook trace.
 
 import { api } from "../api.js";
-import { h, iconButton, mount } from "../dom.js";
+import { h, mount, openDrawer } from "../dom.js";
 import { t } from "../i18n.js";
 
 /** A message's source as a person reads it: a chat message by its number and speaker. */
@@ -59,17 +59,14 @@ function traceView(trace) {
 
 /** Open the inspector for the next generation of a chat, or for the generation of message `nodeId`. */
 export async function openInspector(chatId, nodeId, labels = {}) {
-  document.getElementById("inspector")?.remove();
   const body = h("div", { class: "inspector-body" }, h("p", { class: "muted", text: t("inspector.loading") }));
   const tabs = h("div", { class: "tabs", role: "tablist" });
-  const panel = h("aside", { id: "inspector", class: "drawer", role: "dialog", "aria-modal": "true", "aria-label": t("inspector.title") },
-    h("div", { class: "drawer-head" },
-      h("h2", { text: nodeId ? t("inspector.title_past") : t("inspector.title_next") }),
-      iconButton(t("inspector.close"), "close", () => panel.remove(), { attrs: { id: "close-inspector" } })),
-    tabs, body);
-  document.body.append(panel);
-  panel.addEventListener("keydown", (e) => e.key === "Escape" && panel.remove());
-  panel.querySelector("#close-inspector").focus();
+  const panel = openDrawer({
+    id: "inspector",
+    title: nodeId ? t("inspector.title_past") : t("inspector.title_next"),
+    label: t("inspector.title"),
+    closeId: "close-inspector",
+  }, tabs, body);
   let data;
   try {
     data = await api.get(nodeId ? `/chats/${chatId}/messages/${nodeId}/prompt` : `/chats/${chatId}/prompt`);
@@ -78,7 +75,7 @@ export async function openInspector(chatId, nodeId, labels = {}) {
     return;
   }
   // A stored reply's record is the prompt as it was sent; without one it was built again.
-  if (nodeId && data.as_sent) panel.querySelector("h2").textContent = t("inspector.title_sent");
+  if (nodeId && data.as_sent) panel.heading.textContent = t("inspector.title_sent");
   const views = {
     prompt: () => promptView(data.prompt, labels),
     ledger: () => ledgerView(data.prompt.ledger || {}, labels),

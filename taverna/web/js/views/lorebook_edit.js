@@ -3,6 +3,7 @@
 import { api } from "../api.js";
 import { h, mount, toast } from "../dom.js";
 import { t } from "../i18n.js";
+import { fieldForm, inferField } from "../form.js";
 
 // Fields shown first, in this order; any other field of an entry follows, typed by its value.
 const ORDER = ["comment", "key", "keysecondary", "content", "constant", "selective", "selectiveLogic", "disable",
@@ -16,58 +17,24 @@ const CHOICES = {
 };
 // On/off fields where "unset" means "use the global setting".
 const TRISTATE = ["caseSensitive", "matchWholeWords", "useGroupScoring"];
-const label = (field) => {
-  const text = t(`entry.${field}`);
-  return text === `entry.${field}` ? field : text;
-};
+// Numbers that may be unset (null): left empty, they are unset again.
+const NUMBERS = ["depth", "order", "probability", "scanDepth", "groupWeight", "sticky", "cooldown", "delay"];
+
+/** An entry field's kind: declared for the fields above, else read from its value. */
+function entryField(name, value) {
+  if (TRISTATE.includes(name)) return [name, "tristate"];
+  if (CHOICES[name]) return [name, "choice", { choices: CHOICES[name], blank: "—" }];
+  if (name === "content") return [name, "text", { rows: 8, wide: true }];
+  if (Array.isArray(value)) return [name, "list"];
+  if (typeof value === "number" || (value === null && NUMBERS.includes(name))) return [name, "number"];
+  if (value === null || typeof value === "string") return [name, "line"];
+  return inferField(name, value);
+}
 
 function entryEditor(entry) {
-  const fields = [...ORDER.filter((f) => f in entry), ...Object.keys(entry).filter((f) => !ORDER.includes(f) && f !== "uid" && f !== "extras")];
-  const controls = {};
-  const box = h("div", { class: "fields entry-fields" });
-  for (const field of fields) {
-    const value = entry[field];
-    const id = `e-${field}`;
-    let control;
-    if (TRISTATE.includes(field)) {
-      const pick = value === true ? "true" : value === false ? "false" : "";
-      control = h("select", { id }, [["", t("entry.use_global")], ["true", t("entry.yes")], ["false", t("entry.no")]].map(([v, text]) =>
-        h("option", { value: v, selected: v === pick ? "selected" : null, text })));
-      box.append(h("label", { class: "field", for: id }, h("span", { text: label(field) }), control));
-    } else if (CHOICES[field]) {
-      control = h("select", { id }, CHOICES[field].map(([v, text]) => h("option", { value: v, selected: Number(value) === v ? "selected" : null, text })));
-      if (value === null || value === undefined) control.prepend(h("option", { value: "", selected: "selected", text: "—" }));
-      box.append(h("label", { class: "field", for: id }, h("span", { text: label(field) }), control));
-    } else if (typeof value === "boolean") {
-      control = h("input", { id, type: "checkbox", checked: value });
-      box.append(h("label", { class: "check", for: id }, control, h("span", { text: label(field) })));
-    } else if (Array.isArray(value)) {
-      control = h("input", { id, type: "text", value: value.join(", ") });
-      box.append(h("label", { class: "field", for: id }, h("span", { text: label(field) }), control));
-    } else if (typeof value === "number" || (value === null && ["depth", "order", "probability", "scanDepth", "groupWeight", "sticky", "cooldown", "delay"].includes(field))) {
-      control = h("input", { id, type: "number", step: "any", value: value ?? "" });
-      box.append(h("label", { class: "field", for: id }, h("span", { text: label(field) }), control));
-    } else if (value === null || typeof value === "string") {
-      control = field === "content"
-        ? h("textarea", { id, rows: 8, value: value ?? "" })
-        : h("input", { id, type: "text", value: value ?? "" });
-      box.append(h("label", { class: `field ${field === "content" ? "wide" : ""}`, for: id }, h("span", { text: label(field) }), control));
-    } else continue;
-    controls[field] = [value, control];
-  }
-  box.read = () => {
-    const out = { ...entry };
-    for (const [field, [orig, control]] of Object.entries(controls)) {
-      if (TRISTATE.includes(field)) out[field] = control.value === "" ? null : control.value === "true";
-      else if (CHOICES[field]) out[field] = control.value === "" ? null : Number(control.value);
-      else if (typeof orig === "boolean") out[field] = control.checked;
-      else if (Array.isArray(orig)) out[field] = control.value.split(/[,，]/).map((s) => s.trim()).filter(Boolean);
-      else if (control.type === "number") out[field] = control.value === "" ? null : Number(control.value);
-      else out[field] = orig === null && control.value === "" ? null : control.value;
-    }
-    return out;
-  };
-  return box;
+  const names = [...ORDER.filter((f) => f in entry), ...Object.keys(entry).filter((f) => !ORDER.includes(f) && f !== "uid" && f !== "extras")];
+  return fieldForm(names.map((name) => entryField(name, entry[name])).filter(Boolean), entry,
+    { prefix: "e", labels: "entry", box: h("div", { class: "fields entry-fields" }) });
 }
 
 export async function render(root, params) {

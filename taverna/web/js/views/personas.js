@@ -9,9 +9,9 @@ import { fieldForm } from "../form.js";
 const fields = () => [
   ["name", "line"],
   ["description", "text"],
-  ["position", "choice", [[0, t("personas.pos_prompt")], [2, t("personas.pos_before_an")], [3, t("personas.pos_after_an")], [4, t("personas.pos_depth")], [9, t("personas.pos_none")]]],
+  ["position", "choice", { choices: [[0, t("personas.pos_prompt")], [2, t("personas.pos_before_an")], [3, t("personas.pos_after_an")], [4, t("personas.pos_depth")], [9, t("personas.pos_none")]] }],
   ["depth", "number"],
-  ["role", "choice", [[0, "system"], [1, "user"], [2, "assistant"]]],
+  ["role", "choice", { choices: [[0, "system"], [1, "user"], [2, "assistant"]] }],
   ["is_default", "bool"],
 ];
 
@@ -23,7 +23,7 @@ export async function render(root) {
   h("div", { class: "split" }, list, editor));
 
   const edit = (p) => {
-    const form = fieldForm(fields(), p, "persona");
+    const form = fieldForm(fields(), p, { prefix: "persona", shownOnly: true });
     const picker = h("input", { type: "file", accept: "image/png,image/jpeg,image/webp", hidden: true });
     picker.addEventListener("change", async () => {
       if (!picker.files[0]) return;
@@ -40,8 +40,6 @@ export async function render(root) {
       h("div", { class: "row" },
         h("button", { type: "button", class: "primary", text: t("common.save"), onClick: async () => {
           const body = form.read();
-          body.position = Number(body.position);
-          body.role = Number(body.role);
           body.depth = body.depth ?? 2;
           if (p.id) await api.put(`/personas/${p.id}`, body);
           else await api.post("/personas", body);

@@ -3,7 +3,7 @@
 import { api } from "../api.js";
 import { h, iconButton, mount, toast } from "../dom.js";
 import { t } from "../i18n.js";
-import { valuesEditor } from "../generic.js";
+import { fieldForm, inferFields } from "../form.js";
 
 function promptManager(prompts, onEdit, onDelete) {
   const list = h("ol", { class: "prompt-order" });
@@ -31,37 +31,36 @@ function promptManager(prompts, onEdit, onDelete) {
   return list;
 }
 
+// A slot's fields; its depth and order count only for a slot placed in the chat.
+const slotFields = (withEnabled) => [
+  ["name", "line"],
+  ["role", "choice", { choices: ["system", "user", "assistant"] }],
+  ["injection_position", "choice", { id: "slot-position", label: t("presets.position"), choices: [[0, t("presets.relative")], [1, t("presets.in_chat")]] }],
+  ["injection_depth", "number", { id: "slot-depth", label: t("field.depth"), empty: 0, attrs: { min: 0, step: null } }],
+  ["injection_order", "number", { id: "slot-order", label: t("presets.order"), empty: 0, attrs: { step: null } }],
+  ...(withEnabled ? [["enabled", "bool", { label: t("presets.slot_enabled") }]] : []),
+  ["content", "text", { rows: 10, wide: true }],
+];
+
+const SLOT_DEFAULTS = { name: "", role: "system", injection_position: 0, injection_depth: 4, injection_order: 100, enabled: true, content: "" };
+
 /** The fields of one slot; `onDone(values)` gets them when the button is pressed. */
 function slotEditor(p, box, { title, button, withEnabled }, onDone) {
-  const role = h("select", { id: "slot-role" }, ["system", "user", "assistant"].map((r) => h("option", { value: r, selected: (p.role || "system") === r ? "selected" : null, text: r })));
-  const name = h("input", { id: "slot-name", type: "text", value: p.name || "" });
-  const content = h("textarea", { id: "slot-content", rows: 10, value: p.content || "" });
-  const position = h("select", { id: "slot-position" }, [[0, t("presets.relative")], [1, t("presets.in_chat")]].map(([v, text]) => h("option", { value: v, selected: Number(p.injection_position || 0) === v ? "selected" : null, text })));
-  const depth = h("input", { id: "slot-depth", type: "number", min: 0, value: p.injection_depth ?? 4 });
-  const order = h("input", { id: "slot-order", type: "number", value: p.injection_order ?? 100 });
-  const enabled = h("input", { id: "slot-enabled", type: "checkbox", checked: p.enabled ?? true });
-  const inChatOnly = [h("label", { class: "field", for: "slot-depth" }, h("span", { text: t("field.depth") }), depth),
-    h("label", { class: "field", for: "slot-order" }, h("span", { text: t("presets.order") }), order)];
-  const syncPosition = () => inChatOnly.forEach((el) => { el.hidden = position.value !== "1"; });
+  mount(box, h("h3", { text: title }));
+  const values = { ...p };
+  for (const [name, value] of Object.entries(SLOT_DEFAULTS)) values[name] ??= value;
+  const form = fieldForm(slotFields(withEnabled), values, { prefix: "slot", box, shownOnly: true });
+  const position = form.fields.injection_position.control;
+  const syncPosition = () => {
+    for (const name of ["injection_depth", "injection_order"]) form.fields[name].label.hidden = position.value !== "1";
+  };
   position.addEventListener("change", syncPosition);
   syncPosition();
-  mount(box, h("h3", { text: title }),
-    h("label", { class: "field", for: "slot-name" }, h("span", { text: t("field.name") }), name),
-    h("label", { class: "field", for: "slot-role" }, h("span", { text: t("field.role") }), role),
-    h("label", { class: "field", for: "slot-position" }, h("span", { text: t("presets.position") }), position),
-    ...inChatOnly,
-    withEnabled ? h("label", { class: "check", for: "slot-enabled" }, enabled, h("span", { text: t("presets.slot_enabled") })) : null,
-    h("label", { class: "field wide", for: "slot-content" }, h("span", { text: t("field.content") }), content),
-    h("button", { type: "button", text: button, onClick: () => onDone({
-      name: name.value, role: role.value, content: content.value,
-      injection_position: Number(position.value), injection_depth: Number(depth.value), injection_order: Number(order.value),
-      enabled: enabled.checked,
-    }) }));
+  box.append(h("button", { type: "button", text: button, onClick: () => onDone(form.read()) }));
 }
 
 function editSlot(p, box) {
   slotEditor(p, box, { title: p.name || p.identifier, button: t("presets.apply_slot"), withEnabled: false }, (values) => {
-    delete values.enabled;
     Object.assign(p, values);
     toast(t("presets.slot_applied"));
   });
@@ -95,7 +94,7 @@ export async function render(root, params) {
       });
       slotBox.querySelector("#slot-name").focus();
     } });
-    const sampling = valuesEditor(preset.sampling, "sampling", "s");
+    const sampling = fieldForm(inferFields(preset.sampling), preset.sampling, { prefix: "s", labels: "sampling" });
     mount(root, head,
       h("div", { class: "split" },
         h("section", {}, h("h2", { text: t("presets.prompt_manager") }), manager, h("div", { class: "row" }, newSlot), slotBox),
@@ -106,7 +105,7 @@ export async function render(root, params) {
       toast(t("common.saved"));
     });
   } else {
-    const fields = valuesEditor(preset.data, "template", "tp");
+    const fields = fieldForm(inferFields(preset.data), preset.data, { prefix: "tp", labels: "template" });
     mount(root, head, fields, h("div", { class: "row sticky-actions" }, save));
     save.addEventListener("click", async () => {
       await api.put(`/presets/${params.id}`, { name: preset.name, data: fields.read() });

@@ -1,33 +1,14 @@
 // The tree view: every fork of a chat, its candidates, branch heads and checkpoints; pick one to go there.
 
 import { api } from "../api.js";
-import { h, iconButton, mount } from "../dom.js";
+import { h, iconButton, mount, openDrawer } from "../dom.js";
 import { t } from "../i18n.js";
 
 /** Open the tree of chat `chatId`; `onPick(chat)` gets the chat after it changed here,
  * or null when the chat had changed elsewhere (a stale revision: the tree closes). */
 export async function openTree(chatId, revision, onPick) {
-  document.getElementById("tree")?.remove();
   const body = h("div", { class: "inspector-body" }, h("p", { class: "muted", text: t("inspector.loading") }));
-  const panel = h("aside", { id: "tree", class: "drawer", role: "dialog", "aria-modal": "true", "aria-label": t("tree.title") },
-    h("div", { class: "drawer-head" }, h("h2", { text: t("tree.title") }),
-      iconButton(t("inspector.close"), "close", () => panel.remove(), { attrs: { id: "close-tree" } })),
-    body);
-  document.body.append(panel);
-  panel.addEventListener("keydown", (e) => e.key === "Escape" && panel.remove());
-  panel.querySelector("#close-tree").focus();
-
-  // A write from here; a 409 means the chat moved on since the tree was opened.
-  async function change(request) {
-    try {
-      return await request();
-    } catch (error) {
-      if (error.status !== 409) throw error;
-      panel.remove();
-      onPick(null);
-      return null;
-    }
-  }
+  const panel = openDrawer({ id: "tree", title: t("tree.title"), closeId: "close-tree", onStale: () => onPick(null) }, body);
 
   async function render() {
     const [tree, checkpoints] = await Promise.all([api.get(`/chats/${chatId}/tree`), api.get(`/chats/${chatId}/checkpoints`)]);
@@ -42,7 +23,7 @@ export async function openTree(chatId, revision, onPick) {
             class: "link",
             "aria-label": t("tree.checkpoint_open", { name: c.name }),
             onClick: async () => {
-              const chat = await change(() => api.post(`/chats/${chatId}/checkpoints/${c.id}/open`, { revision }));
+              const chat = await panel.write(() => api.post(`/chats/${chatId}/checkpoints/${c.id}/open`, { revision }));
               if (!chat) return;
               panel.remove();
               onPick(chat);
@@ -52,7 +33,7 @@ export async function openTree(chatId, revision, onPick) {
           h("span", { class: "muted", text: t("tree.checkpoint_at", { n: depthOf.get(c.node_id) ?? "?" }) })),
           iconButton(t("tree.checkpoint_delete", { name: c.name }), "trash", async () => {
             if (!confirm(t("tree.checkpoint_confirm", { name: c.name }))) return;
-            const chat = await change(() => api.del(`/chats/${chatId}/checkpoints/${c.id}`));
+            const chat = await panel.write(() => api.del(`/chats/${chatId}/checkpoints/${c.id}`));
             if (!chat) return;
             revision = chat.revision;
             onPick(chat);
@@ -67,7 +48,7 @@ export async function openTree(chatId, revision, onPick) {
             class: "link",
             "aria-current": n.on_path ? "true" : null,
             onClick: async () => {
-              const chat = await change(() => api.post(`/chats/${chatId}/messages/${n.id}/show`, { revision }));
+              const chat = await panel.write(() => api.post(`/chats/${chatId}/messages/${n.id}/show`, { revision }));
               if (!chat) return;
               panel.remove();
               onPick(chat);
