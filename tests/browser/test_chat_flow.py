@@ -118,9 +118,13 @@ def test_chat_story(chromium, taverna: TavernaServer, stub: StubServer, tmp_path
     assert "Answer to the new question." in last_message(page).inner_text()
     question = messages(page).nth(1)
     assert "Where does the river go?" in question.inner_text() and counter(question) == "2/2"
+    # Switching the question's candidate redraws it and what follows; the greeting stays.
+    messages(page).evaluate_all("(els) => els.forEach((el) => { el.tagged = el.dataset.index; })")
     question.get_by_role("button", name="Previous candidate").click()
     page.locator(".message", has_text="Where does this road go?").wait_for()
     assert "Second answer." in last_message(page).inner_text()
+    tags = messages(page).evaluate_all("(els) => els.map((el) => el.tagged ?? null)")
+    assert tags == ["0", None, None]
     messages(page).nth(1).get_by_role("button", name="Next candidate").click()
     page.locator(".message", has_text="Where does the river go?").wait_for()
 

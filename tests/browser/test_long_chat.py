@@ -92,6 +92,8 @@ def test_a_20000_message_chat(chromium, long_chat: tuple[TavernaServer, str]) ->
     earlier = messages.nth(messages.count() - 5)
     earlier.evaluate("(el) => { el.keptMark = 'still here'; }")
     last.evaluate("(el) => { el.keptMark = 'old'; }")
+    held = messages.count()
+    messages.evaluate_all("(els) => els.forEach((el) => { el.tagged = el.dataset.index; })")
     started = time.perf_counter()
     last.get_by_role("button", name="Previous candidate").click()
     expect(messages.last).to_contain_text("Second draft of the end.")
@@ -99,6 +101,11 @@ def test_a_20000_message_chat(chromium, long_chat: tuple[TavernaServer, str]) ->
     expect(messages.last.locator(".swipes .counter")).to_have_text("2/3")
     assert earlier.evaluate("(el) => el.isConnected && el.keptMark") == "still here"
     assert messages.last.evaluate("(el) => el.keptMark ?? null") is None
+    # Every other message kept its own element, in place.
+    survivors = messages.evaluate_all("(els) => els.map((el) => el.tagged ?? null)")
+    assert len(survivors) == held
+    assert survivors[:-1] == [str(COUNT - held + i) for i in range(held - 1)]
+    assert survivors[-1] is None
     messages.last.get_by_role("button", name="Next candidate").click()
     expect(messages.last).to_contain_text(f"Message {COUNT - 1}:")
     assert earlier.evaluate("(el) => el.isConnected && el.keptMark") == "still here"

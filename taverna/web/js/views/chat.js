@@ -1,6 +1,7 @@
 // The chat view: a window of the active path, paged by cursor as the person scrolls,
 // streaming, and every per-message action. One state object holds the messages by id in
-// path order; a change redraws the message it starts at and those after it, nothing else.
+// path order; every server answer goes through `apply`, which merges it into the state and
+// redraws the messages it changed (by id), nothing else.
 
 import { api, followTask } from "../api.js";
 import { copyText, h, iconButton, mount, toast } from "../dom.js";
@@ -47,9 +48,10 @@ export async function render(root, params) {
     paging: false,
   };
   const drawn = new Map(); // message id -> its <li>
-  const list = h("ol", { class: "messages", "aria-live": "off" });
+  // The messages sit between two edges; an edge coming into sight reads the next page.
   const olderEdge = h("li", { class: "sentinel", "aria-hidden": "true", "data-edge": "older" });
   const newerEdge = h("li", { class: "sentinel", "aria-hidden": "true", "data-edge": "newer" });
+  const list = h("ol", { class: "messages", "aria-live": "off" }, olderEdge, newerEdge);
   const input = h("textarea", {
     id: "chat-input",
     rows: 2,
@@ -66,13 +68,12 @@ export async function render(root, params) {
   const chatActions = [
     iconButton(t("tree.open"), "branch", () => openTree(params.id, state.chat.revision, (chat) => {
       if (!chat) return changedElsewhere();
-      applyChange(chat);
+      apply(chat);
       loadContextLine();
     }), { attrs: { id: "open-tree" } }),
     iconButton(t("settings.title"), "note", () => openChatSettings(params.id, state.chat.revision, (change) => {
       if (!change) return changedElsewhere();
-      if (change.messages) applyChange(change);
-      else state.chat.revision = change.revision;
+      apply(change);
     }), { attrs: { id: "open-settings" } }),
     iconButton(t("chat.undo"), "undo", () => history("undo")),
     iconButton(t("chat.redo"), "redo", () => history("redo")),
@@ -113,6 +114,80 @@ export async function render(root, params) {
     return Object.fromEntries(held().map((m) => [m.id, `#${m.position} ${m.name || m.role}`]));
   }
 
+  /**
+   * The one way a server answer reaches the page: merge it into `state`, then bring the list
+   * in line by key (message id → its <li>). `answer` is a chat: its own facts, and a run of
+   * consecutive messages from `window.start`. `joins` says where the run goes:
+   *   "change"  the path may differ from the run's start on: the held messages from there
+   *             are replaced (a write's answer: `window.changed_from`)
+   *   "window"  the run is shown instead of what was held (opening, a reload, a write that
+   *             reached further back than one window)
+   *   "older" / "newer"  a page read by cursor, just before / after the held messages
+   * A held message keeps its <li> unless the answer replaced it or its place changed what it
+   * shows (the last reply has more buttons): a change at one message redraws that message
+   * and those after it, nothing else. An answer without messages only moves the revision on.
+   */
+  function apply(answer, joins = answer.window?.changed_from == null ? "window" : "change") {
+    if (!answer.messages) {
+      state.chat.revision = answer.revision;
+      return;
+    }
+    const stick = joins === "window" || (joins === "change" && atBottom());
+    const before = held();
+    const kept = new Set(before);
+    takeFacts(answer);
+    const now = merged(before, answer.messages, answer.window.start, joins);
+    // The first message that stays keeps its place on the screen while others come and go.
+    const anchor = drawn.get(now.find((m) => kept.has(m))?.id);
+    const anchorTop = anchor?.getBoundingClientRect().top;
+    state.order = now.map((m) => m.id);
+    state.byId = new Map(now.map((m) => [m.id, m]));
+    drawHeld(kept);
+    if (joins === "window" && state.task) placeStreamItem();
+    placeContextLine();
+    updateControls();
+    // Keep in sight what the person was looking at: the end, or the first message kept.
+    if (stick) list.scrollTop = list.scrollHeight;
+    else if (anchor?.isConnected) list.scrollTop += anchor.getBoundingClientRect().top - anchorTop;
+    rearm();
+  }
+
+  /** The messages held after an answer (see `apply`), from those held before and its run. */
+  function merged(before, run, start, joins) {
+    if (joins === "window") return run;
+    if (joins === "older") {
+      const now = [...run, ...before];
+      // The far end goes (read again by cursor when scrolled back to).
+      return state.task ? now : now.slice(0, HELD);
+    }
+    if (joins === "newer") return [...before, ...run].slice(-HELD);
+    const kept = before.filter((m) => m.position < start);
+    // Held messages that stop short of `start` (the far end was dropped): the change is out
+    // of sight and is read again when the person scrolls there.
+    const last = kept[kept.length - 1];
+    return !last || last.position === start - 1 ? [...kept, ...run] : kept;
+  }
+
+  /** Bring the list's <li>s in line with the held messages, in path order. `kept`: the
+   * message objects held before the answer; another object (new, or sent again) is drawn. */
+  function drawHeld(kept) {
+    list.querySelectorAll(".context-line").forEach((el) => el.remove());
+    for (const [id, li] of drawn) {
+      if (!kept.has(state.byId.get(id))) {
+        li.remove();
+        drawn.delete(id);
+      }
+    }
+    let previous = olderEdge;
+    for (const m of held()) {
+      let li = drawn.get(m.id);
+      if (li && li.dataset.last !== (isLastReply(m) ? "1" : "0")) li = redraw(m);
+      li ??= draw(m);
+      if (previous.nextElementSibling !== li) previous.after(li);
+      previous = li;
+    }
+  }
+
   /** Take the chat's own facts from a server answer (its messages are merged apart). */
   function takeFacts(chat) {
     const { messages: _messages, window, ...facts } = chat;
@@ -122,69 +197,6 @@ export async function render(root, params) {
     updateControls();
     title.textContent = facts.title;
     loadBranches();
-  }
-
-  /** Show a window instead of whatever was held (opening, or a change reaching far back). */
-  function showWindow(chat) {
-    takeFacts(chat);
-    state.byId.clear();
-    state.order = [];
-    drawn.clear();
-    for (const m of chat.messages) {
-      state.byId.set(m.id, m);
-      state.order.push(m.id);
-    }
-    mount(list, olderEdge, held().map((m) => draw(m)), newerEdge);
-    if (state.task) placeStreamItem();
-    placeContextLine();
-    updateControls();
-    list.scrollTop = list.scrollHeight;
-    rearm();
-  }
-
-  /**
-   * Merge a write's answer: its messages replace those held from `from` on (the
-   * position where the path may have changed). Earlier messages stay as they are, DOM
-   * elements included. Without `from`, the answer is a window to show instead.
-   */
-  function applyChange(chat, from = chat.window.changed_from) {
-    if (from === null || from === undefined) return showWindow(chat);
-    const stick = atBottom();
-    takeFacts(chat);
-    while (state.order.length && lastHeld().position >= from) forget(state.order.pop());
-    const last = lastHeld();
-    // Held messages that stop short of `from` (the far end was dropped): the change is out
-    // of sight and is read again when the person scrolls there.
-    if (!last || last.position === from - 1) {
-      const before = newerEdge.previousElementSibling?.id === "streaming" ? newerEdge.previousElementSibling : newerEdge;
-      for (const m of chat.messages) {
-        state.byId.set(m.id, m);
-        state.order.push(m.id);
-        before.before(draw(m));
-      }
-    }
-    refreshLastReply();
-    placeContextLine();
-    updateControls();
-    if (stick) list.scrollTop = list.scrollHeight;
-    rearm();
-    return undefined;
-  }
-
-  function forget(id) {
-    state.byId.delete(id);
-    drawn.get(id)?.remove();
-    drawn.delete(id);
-  }
-
-  /** The last reply carries extra buttons: redraw a message that gained or lost them. */
-  function refreshLastReply() {
-    for (const li of list.querySelectorAll('li.message[data-last="1"]')) {
-      const m = state.byId.get(li.dataset.id);
-      if (m && !isLastReply(m)) redraw(m);
-    }
-    const last = lastHeld();
-    if (last && isLastReply(last) && drawn.get(last.id)?.dataset.last !== "1") redraw(last);
   }
 
   function redraw(m) {
@@ -236,19 +248,7 @@ export async function render(root, params) {
     try {
       const first = firstHeld();
       const page = await readPage(`before=${encodeURIComponent(first.id)}`);
-      if (!page || firstHeld() !== first) return;
-      // Keep what the person looks at in place while messages arrive above it.
-      const fromBottom = list.scrollHeight - list.scrollTop;
-      const anchor = drawn.get(first.id);
-      anchor.before(...page.messages.map((m) => {
-        state.byId.set(m.id, m);
-        return draw(m);
-      }));
-      state.order.unshift(...page.messages.map((m) => m.id));
-      list.scrollTop = list.scrollHeight - fromBottom;
-      // The far end goes (read again by cursor when scrolled back to).
-      while (state.order.length > HELD && !state.task) forget(state.order.pop());
-      placeContextLine();
+      if (page && firstHeld() === first) apply(page, "older");
     } finally {
       state.paging = false;
       rearm();
@@ -261,17 +261,7 @@ export async function render(root, params) {
     try {
       const last = lastHeld();
       const page = await readPage(`after=${encodeURIComponent(last.id)}`);
-      if (!page || lastHeld() !== last) return;
-      newerEdge.before(...page.messages.map((m) => {
-        state.byId.set(m.id, m);
-        return draw(m);
-      }));
-      state.order.push(...page.messages.map((m) => m.id));
-      const height = list.scrollHeight;
-      while (state.order.length > HELD) forget(state.order.shift());
-      list.scrollTop -= height - list.scrollHeight;
-      refreshLastReply();
-      placeContextLine();
+      if (page && lastHeld() === last) apply(page, "newer");
     } finally {
       state.paging = false;
       rearm();
@@ -281,8 +271,7 @@ export async function render(root, params) {
   // ---------------------------------------------------------------- reading
 
   async function load() {
-    const chat = await api.get(chatUrl);
-    showWindow(chat);
+    apply(await api.get(chatUrl), "window");
     if (state.chat.task && (!state.task || state.task.id !== state.chat.task.id)) attach(state.chat.task);
     loadContextLine();
     loadDrafts();
@@ -305,17 +294,25 @@ export async function render(root, params) {
     return reloading;
   }
 
-  /** Send a write and merge its answer; a stale revision reloads instead. */
-  async function write(request) {
-    let chat;
+  /** Send a write: its answer, or null when the chat had moved on (a stale revision: the
+   * chat is shown as it is now instead). */
+  async function send(request) {
     try {
-      chat = await request();
+      return await request();
     } catch (error) {
-      if (error.status === 409) return changedElsewhere();
-      throw error;
+      if (error.status !== 409) throw error;
+      await changedElsewhere();
+      return null;
     }
-    applyChange(chat);
-    loadContextLine();
+  }
+
+  /** Send a write and apply its answer. */
+  async function write(request) {
+    const chat = await send(request);
+    if (chat) {
+      apply(chat);
+      loadContextLine();
+    }
     return chat;
   }
 
@@ -558,17 +555,9 @@ export async function render(root, params) {
 
   /** Start a generation (a write that answers with the change and a task to follow). */
   async function start(request) {
-    let result;
-    try {
-      result = await request();
-    } catch (error) {
-      if (error.status === 409) {
-        await changedElsewhere();
-        return false;
-      }
-      throw error;
-    }
-    applyChange(result.chat);
+    const result = await send(request);
+    if (!result) return false;
+    apply(result.chat);
     attach(result.task);
     return true;
   }
@@ -638,7 +627,7 @@ export async function render(root, params) {
       const page = await api.get(`${chatUrl}?limit=${PAGE}&after=${encodeURIComponent(anchor.id)}`);
       if (page.window.has_newer) await load();
       else {
-        applyChange(page, page.window.start);
+        apply(page, "change");
         loadContextLine();
         loadDrafts();
       }
