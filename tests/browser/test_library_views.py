@@ -63,6 +63,45 @@ def test_edit_a_lorebook_entry(chromium, taverna: TavernaServer) -> None:  # typ
     page.close()
 
 
+def test_saving_an_untouched_editor_changes_nothing(
+    chromium, taverna: TavernaServer, st_fixtures: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """The form builder reads back what it was given: unset fields stay unset (a card's
+    missing nickname, an entry's "use the global setting"), and fields it does not show
+    are kept."""
+    path = st_fixtures / "presets" / "instruct" / "ChatML.json"
+    files = {"file": ("Untouched.json", path.read_bytes(), "application/json")}
+    template = taverna.api("POST", "/presets/import?kind=instruct", files=files).json()
+    ione = next(c for c in taverna.api("GET", "/characters").json() if c["name"] == "Ione Calder")
+    book = next(b for b in taverna.api("GET", "/lorebooks").json() if b["name"] == "Brasswater")
+
+    def state() -> tuple[object, ...]:
+        card = taverna.api("GET", f"/characters/{ione['id']}").json()
+        entries = taverna.api("GET", f"/lorebooks/{book['id']}").json()["entries"]
+        data = taverna.api("GET", f"/presets/{template['id']}").json()["data"]
+        card.pop("revision")
+        return card, entries, data
+
+    before = state()
+    assert before[0]["nickname"] is None
+    assert any(e.get("caseSensitive") is None for e in before[1])
+    page = chromium.new_page(viewport={"width": 1280, "height": 800})
+    page.goto(f"{taverna.url}/#/characters/{ione['id']}")
+    page.locator("#character-form").get_by_role("button", name="Save").click()
+    expect(page.locator(".toast").last).to_contain_text("Saved")
+    page.goto(f"{taverna.url}/#/lorebooks/{book['id']}")
+    page.locator(".entries li").first.wait_for()
+    for row in range(page.locator(".entries li").count()):
+        page.locator(".entries li button").nth(row).click()
+        with page.expect_response(lambda r: r.request.method == "PUT"):
+            page.get_by_role("button", name="Save").click()
+    page.goto(f"{taverna.url}/#/presets/{template['id']}")
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.locator(".toast").last).to_contain_text("Saved")
+    assert state() == before
+    page.close()
+
+
 def test_prompt_manager_reorders_and_switches(
     chromium, taverna: TavernaServer, st_fixtures: Path
 ) -> None:  # type: ignore[no-untyped-def]
