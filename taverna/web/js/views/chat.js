@@ -217,8 +217,7 @@ export async function render(root, params) {
   const edges = new IntersectionObserver((seen) => {
     for (const entry of seen) {
       if (!entry.isIntersecting) continue;
-      if (entry.target === olderEdge) loadOlder();
-      else loadNewer();
+      loadPage(entry.target === olderEdge ? "older" : "newer");
     }
   }, { root: list, rootMargin: "400px 0px" });
   edges.observe(olderEdge);
@@ -242,26 +241,16 @@ export async function render(root, params) {
     return page;
   }
 
-  async function loadOlder() {
-    if (state.paging || closed || !hasOlder()) return;
+  /** Read the page just before ("older") or after ("newer") the held messages. */
+  async function loadPage(side) {
+    const older = side === "older";
+    if (state.paging || closed || !(older ? hasOlder() : hasNewer())) return;
     state.paging = true;
+    const edge = () => (older ? firstHeld() : lastHeld());
     try {
-      const first = firstHeld();
-      const page = await readPage(`before=${encodeURIComponent(first.id)}`);
-      if (page && firstHeld() === first) apply(page, "older");
-    } finally {
-      state.paging = false;
-      rearm();
-    }
-  }
-
-  async function loadNewer() {
-    if (state.paging || closed || !hasNewer()) return;
-    state.paging = true;
-    try {
-      const last = lastHeld();
-      const page = await readPage(`after=${encodeURIComponent(last.id)}`);
-      if (page && lastHeld() === last) apply(page, "newer");
+      const from = edge();
+      const page = await readPage(`${older ? "before" : "after"}=${encodeURIComponent(from.id)}`);
+      if (page && edge() === from) apply(page, side);
     } finally {
       state.paging = false;
       rearm();
