@@ -13,10 +13,11 @@ from typing import Any
 
 from taverna.errors import FormatError, FormatWarning
 from taverna.formats import json_text
-from taverna.formats.coercion import as_js_value, js_trim, js_truthy, show
+from taverna.formats.coercion import as_js_value, js_truthy, show
 from taverna.formats.validation import validate
 from taverna.model.character import ENVELOPE_KEY, SPEC_V2, SPEC_V3, V1_FIELDS, Character
 from taverna.model.js_number import parse_js_number
+from taverna.model.js_text import js_trim
 
 # Top-level key -> how to read its value from the character (formats-character-card.md §2.1).
 _MIRROR: dict[str, tuple[str, ...]] = {

@@ -27,7 +27,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from taverna.model.js_number import JS_WHITESPACE, js_number_text, parse_js_number
+from taverna.model.js_number import js_number_text, parse_js_number
+from taverna.model.js_text import js_trim
 
 _TRUE_WORDS = frozenset({"true", "1", "yes", "on"})
 _FALSE_WORDS = frozenset({"false", "0", "no", "off", ""})
@@ -36,11 +37,6 @@ _MAX_SAFE = 2**53
 
 class Unfit(ValueError):
     """No rule reads the value as its field's type."""
-
-
-def js_trim(text: str) -> str:
-    """JavaScript's `text.trim()`: its white space taken off both ends."""
-    return text.strip(JS_WHITESPACE)
 
 
 def js_truthy(value: Any) -> bool:
@@ -120,7 +116,7 @@ def as_bool(value: Any, default: Any) -> tuple[Any, str | None]:
     if value is None:
         return default, _default_note(value, default)
     if isinstance(value, str):
-        word = value.strip(JS_WHITESPACE).lower()
+        word = js_trim(value).lower()
         if word in _TRUE_WORDS:
             return True, f"the text {show(value)} is read as true"
         if word in _FALSE_WORDS:

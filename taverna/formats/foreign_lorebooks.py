@@ -26,10 +26,11 @@ from typing import Any
 
 from taverna.errors import FormatError, FormatWarning
 from taverna.formats.character_book import CONVERTED_ORDER, book_to_lorebook
-from taverna.formats.coercion import Unfit, as_text, js_trim, js_truthy, show
+from taverna.formats.coercion import Unfit, as_text, js_truthy, show
 from taverna.formats.validation import validate
 from taverna.formats.world_info import world_info_from_json
 from taverna.model.character import CharacterBook
+from taverna.model.js_text import js_trim
 from taverna.model.lorebook import Lorebook
 
 __all__ = [

@@ -11,17 +11,15 @@ from __future__ import annotations
 import math
 import re
 
-# What JavaScript's `String.prototype.trim` (and so `Number(text)`) takes as white space.
-JS_WHITESPACE = "\t\n\v\f\r \xa0\u1680\u2028\u2029\u202f\u205f\u3000\ufeff" + "".join(
-    chr(c) for c in range(0x2000, 0x200B)
-)
+from taverna.model.js_text import js_trim
+
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 _PREFIXED = re.compile(r"0(?:[xX][0-9a-fA-F]+|[oO][0-7]+|[bB][01]+)\Z")
 
 
 def parse_js_number(text: str) -> float | None:
     """JavaScript's `Number(text)`; None where JavaScript gives NaN."""
-    body = text.strip(JS_WHITESPACE)
+    body = js_trim(text)
     if not body:
         return 0.0
     if body in ("Infinity", "+Infinity"):

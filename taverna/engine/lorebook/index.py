@@ -29,8 +29,9 @@ from taverna.engine.lorebook.decorators import parse_decorators
 from taverna.engine.lorebook.groups import js_key_order
 from taverna.engine.lorebook.hashing import entry_hash
 from taverna.engine.lorebook.jsregex import JsRegex, parse_regex_key
-from taverna.engine.lorebook.matching import is_word, js_trim, split_words
+from taverna.engine.lorebook.matching import is_word, split_words
 from taverna.engine.macros import has_macros
+from taverna.model.js_text import js_trim
 from taverna.model.lorebook import Boundaries, Entry, Lorebook
 
 __all__ = ["CompiledBook", "CompiledEntry", "KeySpec", "compile_book"]

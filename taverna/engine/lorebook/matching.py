@@ -22,22 +22,18 @@ import re
 from functools import lru_cache
 
 from taverna.engine.lorebook.jsregex import parse_regex_key
+from taverna.model.js_text import JS_WHITESPACE
 from taverna.model.lorebook import Boundaries
 
 __all__ = [
     "bounded",
     "is_word",
-    "js_trim",
     "match_key",
     "split_words",
     "word_runs",
 ]
 
-_JS_SPACE = (
-    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
-    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
-_JS_SPACE_RUN = re.compile(f"[{_JS_SPACE}]+")
+_JS_SPACE_RUN = re.compile(f"[{JS_WHITESPACE}]+")
 _ASCII_WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 
 # Scripts written without spaces between words (or with particles glued to words).
@@ -124,11 +120,6 @@ def bounded(text: str, start: int, end: int, rule: Boundaries) -> bool:
 def split_words(key: str) -> list[str]:
     """JavaScript's `key.split(/\\s+/)` (leading or trailing space gives empty parts)."""
     return _JS_SPACE_RUN.split(key)
-
-
-def js_trim(text: str) -> str:
-    """JavaScript's `String.prototype.trim`."""
-    return text.strip(_JS_SPACE)
 
 
 def _find_word(haystack: str, needle: str, rule: Boundaries) -> bool:

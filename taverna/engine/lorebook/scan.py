@@ -8,9 +8,10 @@ from enum import IntEnum
 
 from taverna.engine.lorebook.index import CompiledBook, CompiledEntry
 from taverna.engine.lorebook.inputs import BookInPlay, CharacterIdentity
-from taverna.engine.lorebook.matching import bounded, js_trim, match_key, word_runs
+from taverna.engine.lorebook.matching import bounded, match_key, word_runs
 from taverna.engine.lorebook.results import TraceNote
 from taverna.engine.macros import MacroContext, SeededRandom, Variables, evaluate, string_hash
+from taverna.model.js_text import js_trim
 from taverna.model.lorebook import EntryOutcome, SelectiveLogic, WorldInfoSettings
 
 MAX_SCAN_DEPTH = 1000

@@ -8,7 +8,8 @@ import dataclasses
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from taverna.engine.lorebook.matching import js_trim, match_key
+from taverna.engine.lorebook.matching import match_key
+from taverna.model.js_text import js_trim
 from taverna.model.lorebook import Boundaries, Entry, Lorebook, SelectiveLogic, WorldInfoSettings
 
 from .helpers import chat, run, uids
