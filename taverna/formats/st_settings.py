@@ -77,6 +77,8 @@ class SillyTavernSettings:
     regex_scripts: tuple[RegexScript, ...] = ()  # global scripts, in order (none if disabled)
     regex_allowed: tuple[str, ...] = ()  # card files whose own scripts may run
     raw_regex_enabled: bool = True  # the regex extension is not switched off
+    # `extension_settings.variables.global`: what `{{getglobalvar}}` reads
+    global_variables: Mapping[str, Any] = field(default_factory=dict)
     raw: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -100,8 +102,20 @@ def read_settings(data: bytes | str, *, file: str | None = None) -> SillyTavernS
         regex_scripts=reader.regex_scripts(doc),
         regex_allowed=reader.regex_allowed(doc),
         raw_regex_enabled=reader.regex_enabled(doc),
+        global_variables=reader.global_variables(doc),
         raw=doc,
     )
+
+
+def read_extension_choices(
+    data: Mapping[str, Any], *, file: str | None = None
+) -> tuple[Mapping[str, Any], tuple[str, ...]]:
+    """From a settings-shaped document: the global variables and the card files whose own
+    regex scripts may run (`extension_settings.variables.global`,
+    `extension_settings.character_allowed_regex`), as `read_settings` reads them."""
+    doc = _document(data, "settings", file)
+    reader = _SettingsReader(file)
+    return reader.global_variables(doc), reader.regex_allowed(doc)
 
 
 def chosen_chat_completion(
@@ -530,6 +544,11 @@ class _SettingsReader:
         if not isinstance(allowed, list):
             raise self._fail("extension_settings.character_allowed_regex", "a list", allowed)
         return tuple(a for a in allowed if isinstance(a, str))
+
+    def global_variables(self, doc: Mapping[str, Any]) -> dict[str, Any]:
+        path = "extension_settings."
+        variables = self.obj(self.obj(doc, "extension_settings"), "variables", path)
+        return dict(self.obj(variables, "global", path + "variables."))
 
     def character_notes(self, doc: Mapping[str, Any]) -> tuple[CharacterNote, ...]:
         extensions = self.obj(doc, "extension_settings")

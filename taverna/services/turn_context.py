@@ -43,6 +43,7 @@ from taverna.formats.st_settings import (
     chosen_chat_completion,
     chosen_context_template,
     chosen_instruct_template,
+    read_extension_choices,
     read_world_info_settings,
 )
 from taverna.formats.world_info import world_info_from_json
@@ -305,12 +306,17 @@ class TurnContexts:
 
     def _active(
         self, found: Mapping[str, list[DocumentVersion]]
-    ) -> tuple[dict[str, DocumentVersion], tuple[Mapping[str, Any], WorldInfoSettings] | None]:
-        """The chosen preset and templates (by setting) and the world-info settings."""
+    ) -> tuple[
+        dict[str, DocumentVersion],
+        tuple[Mapping[str, Any], WorldInfoSettings] | None,
+        tuple[Mapping[str, Any], tuple[str, ...]],
+    ]:
+        """The chosen preset and templates (by setting), the world-info settings, the
+        global variables and the cards allowed to run their own regex scripts."""
         versions = [v for v in found[SETTINGS_KIND] if v.name == ACTIVE]
         if not versions:
-            return {}, None
-        chosen, world = self.documents.get("settings", versions[-1], _active_document)
+            return {}, None, ({}, ())
+        chosen, world, extensions = self.documents.get("settings", versions[-1], _active_document)
         out: dict[str, DocumentVersion] = {}
         for key, kind in (
             ("chat_completion_preset", LibraryKind.CHAT_COMPLETION_PRESET),
@@ -322,13 +328,13 @@ class TurnContexts:
             for version in found[kind.value]:
                 if version.id == doc_id:
                     out[key] = version
-        return out, world
+        return out, world, extensions
 
     def _settings(
         self, found: Mapping[str, list[DocumentVersion]]
     ) -> tuple[SillyTavernSettings, Mapping[str, Any]]:
         """The settings a turn assembles with, and the chosen preset as stored."""
-        choices, world = self._active(found)
+        choices, world, (global_variables, regex_allowed) = self._active(found)
         chat_completion = ChatCompletionSettings()
         preset: Mapping[str, Any] = {}
         if "chat_completion_preset" in choices:
@@ -351,6 +357,8 @@ class TurnContexts:
                 self.documents.get("regex_script", version, _regex_script)
                 for version in found[LibraryKind.REGEX_SCRIPT.value]
             ),
+            regex_allowed=regex_allowed,
+            global_variables=global_variables,
         )
         if world is not None:
             # SillyTavern's shape: the global selection and the characters' extra books.
@@ -485,12 +493,18 @@ def _message(node: Node) -> ChatMessage:
 
 def _active_document(
     doc: Document,
-) -> tuple[dict[str, str], tuple[Mapping[str, Any], WorldInfoSettings] | None]:
-    """The `active` settings document: its choices, and its world-info settings as stored
-    and as read (parsed once per version, like every document)."""
+) -> tuple[
+    dict[str, str],
+    tuple[Mapping[str, Any], WorldInfoSettings] | None,
+    tuple[Mapping[str, Any], tuple[str, ...]],
+]:
+    """The `active` settings document: its choices, its world-info settings as stored
+    and as read, and what its `extension_settings` hold for prompts (the global
+    variables, the cards allowed their own regex scripts); parsed once per version."""
     world = world_info_settings(doc)
     read = None if world is None else (world, read_world_info_settings(world, file=doc.name))
-    return active_choices_document(doc), read
+    extensions = read_extension_choices(doc.data, file=doc.name)
+    return active_choices_document(doc), read, extensions
 
 
 def _character(doc: Document) -> CharacterInfo:

@@ -179,6 +179,7 @@ def assembly_context(
     return AssemblyContext(
         characters=chars,
         regex_scripts=scripts,
+        global_variables=dict(settings.global_variables),
         allow_wi_scan=settings.allow_wi_scan,
         messages=tuple(messages),
         persona=persona,

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from taverna.engine.assembly.context import GenerationType
-from taverna.model.chat import ChatState, NodeRole
+from taverna.errors import FormatError
+from taverna.model.chat import CharacterRef, ChatState, NodeRole
 from taverna.model.lorebook import Entry, Lorebook, Position
 from taverna.model.prompt import Prompt
 from taverna.providers.request import Api
@@ -236,3 +237,59 @@ def test_work_kept_between_turns_changes_no_prompt(store: SqlStore, tmp_path: Pa
         warm = kept.build(turn).prompt
         fresh, _ = _build(store, tmp_path, chat_id, GenerationType.NORMAL, whole=True, dry=False)
         _same(warm, fresh)
+
+
+def test_active_settings_bring_global_variables_and_allowed_character_scripts(
+    store: SqlStore, tmp_path: Path
+) -> None:
+    """The `active` settings document holds SillyTavern's `extension_settings`: the global
+    variables `{{getglobalvar}}` reads, and the card files allowed their own regex scripts
+    (formats-extensions.md §1.1), which then run on the chat and the lorebook text."""
+    lib = LibraryService(store)
+    lib.put_lorebook(
+        Lorebook(name="Lore", entries=(Entry(uid=0, key=("here",), content="Whale oil."),))
+    )
+    scripts = [
+        {"scriptName": "chat", "findRegex": "lantern", "replaceString": "LAMP",
+         "placement": [1, 2], "promptOnly": True},
+        {"scriptName": "lore", "findRegex": "Whale", "replaceString": "SEAL", "placement": [5]},
+    ]  # fmt: skip
+    card = {
+        "spec": "chara_card_v2",
+        "spec_version": "2.0",
+        "data": {"name": "Aria", "description": "D", "extensions": {"regex_scripts": scripts}},
+    }
+    aria = lib.put(LibraryKind.CHARACTER, "Aria", card)
+    preset = lib.put(
+        LibraryKind.CHAT_COMPLETION_PRESET,
+        "Main",
+        {"prompts": [{"identifier": "main", "content": "G={{getglobalvar::g}}"}]},
+    )
+    set_active(store, "chat_completion_preset", preset.id)
+    chats = ChatService(store)
+    chat = chats.create_chat(
+        "c",
+        characters=[CharacterRef("Aria", aria.id)],
+        metadata={"world_info": "Lore"},
+        base_state=ChatState(),
+    ).chat
+    chat = chats.append(chat.id, NodeRole.USER, "A lantern here.", revision=chat.revision).chat
+
+    def texts() -> str:
+        prompt, _ = _build(store, tmp_path, chat.id, GenerationType.NORMAL, whole=True, dry=True)
+        return "\n".join(m.content for m in prompt.messages)
+
+    before = texts()
+    assert "G=\n" in before + "\n" and "A lantern here." in before and "Whale oil." in before
+    set_active(
+        store,
+        "extension_settings",
+        {"variables": {"global": {"g": "7"}}, "character_allowed_regex": ["Aria.png"]},
+    )
+    after = texts()
+    assert "G=7" in after
+    assert "A LAMP here." in after and "SEAL oil." in after
+    set_active(store, "extension_settings", {"variables": {"global": []}})
+    with pytest.raises(FormatError) as caught:
+        texts()
+    assert caught.value.field == "extension_settings.variables.global"

@@ -171,6 +171,8 @@ class AssemblyContext:
     allow_wi_scan: bool = False
     # The regex scripts that apply, in order: global ones, then the character's when allowed.
     regex_scripts: tuple[RegexScript, ...] = ()
+    # The person's global variables (`{{getglobalvar}}`); a turn's changes stay in the turn.
+    global_variables: Mapping[str, Any] = field(default_factory=dict)
     chat_id: str = ""  # the chat's identity (SillyTavern: its file name); seeds {{pick}}
     tokenizer: str = ""  # the tokenizer's name; "" = chosen from the model
     cache_friendly: bool = False  # place volatile parts after the stable prefix

@@ -9,10 +9,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from taverna.engine.assembly.context import AssemblyContext
 from taverna.engine.macros import MacroContext, Variables, chat_seed, evaluate, has_macros
+
+if TYPE_CHECKING:
+    from taverna.engine.assembly.turn import CardFields
 
 
 def chat_id_hash(context: AssemblyContext) -> int:
@@ -76,7 +79,9 @@ def macro_context(context: AssemblyContext) -> MacroContext:
         now=context.now,
         chat_id_hash=chat_id_hash(context),
         seed=context.seed,
-        variables=Variables(local=dict(context.metadata.variables)),
+        variables=Variables(
+            local=dict(context.metadata.variables), global_=dict(context.global_variables)
+        ),
     )
 
 
@@ -127,6 +132,19 @@ class TurnMacros:
         current = self._base.variables
         self._base = replace(
             self._base, variables=Variables(local=dict(variables), global_=current.global_)
+        )
+
+    def use_card_fields(self, fields: CardFields) -> None:
+        """Card macros print these fields (read once per generation, macros resolved)."""
+        self._base = replace(
+            self._base,
+            description=fields.description,
+            personality=fields.personality,
+            scenario=fields.scenario,
+            persona=fields.persona,
+            mes_examples=fields.mes_examples,
+            char_prompt=fields.system,
+            char_jailbreak=fields.jailbreak,
         )
 
     def __call__(self, text: str, extra: Mapping[str, str]) -> str:

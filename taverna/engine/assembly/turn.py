@@ -50,6 +50,13 @@ class CarriesVariables(Protocol):
     def adopt(self, variables: Mapping[str, Any]) -> None: ...
 
 
+@runtime_checkable
+class ReadsCardFields(Protocol):
+    """A `Substitute` whose `{{description}}`, `{{scenario}}`... print the fields as read."""
+
+    def use_card_fields(self, fields: CardFields) -> None: ...
+
+
 _START = re.compile("<START>", re.IGNORECASE)
 _NEWLINES = re.compile(r"\n+")
 
@@ -262,6 +269,10 @@ def prepare_turn(
 ) -> Turn:
     """Everything both APIs need before building their prompt."""
     fields = card_fields(context, substitute)
+    if isinstance(substitute, ReadsCardFields):
+        # SillyTavern's card macros print the fields getCharacterCardFields returns, their
+        # own macros resolved; here they are read once per generation (this read).
+        substitute.use_card_fields(fields)
     chat = core_chat(context, substitute)
     heading = example_heading(context, substitute)
     blocks = parse_examples(fields.mes_examples, heading)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from taverna.engine.assemble import assemble
 from taverna.engine.assembly.context import CharacterInfo
 from taverna.engine.assembly.injections import AUTHORS_NOTE_KEY, authors_note_text, base_table
 from taverna.errors import FormatError
@@ -170,3 +172,53 @@ def test_world_info_settings() -> None:
     assert read_world_info_settings({"world_info_budget": 300}).budget_percent == 25
     assert read_world_info_settings({}) == DEFAULT_WORLD_INFO
     assert read_settings(b"{}").world_info == DEFAULT_WORLD_INFO
+
+
+def test_global_variables_reach_the_macros() -> None:
+    """`extension_settings.variables.global` is what `{{getglobalvar}}` reads; within a turn
+    `{{addglobalvar}}` and `{{incglobalvar}}` build on it (algo-chat-ops.md §7)."""
+    doc = {"extension_settings": {"variables": {"global": {"mood": "calm", "n": "1"}}}}
+    settings = read_settings(json.dumps(doc))
+    assert settings.global_variables == {"mood": "calm", "n": "1"}
+    main = "Mood {{getglobalvar::mood}}.{{incglobalvar::n}}{{addglobalvar::mood::!}}"
+    slots = tuple(
+        replace(s, content=main) if s.identifier == "main" else s
+        for s in settings.chat_completion.prompts
+    )
+    settings = replace(settings, chat_completion=replace(settings.chat_completion, prompts=slots))
+    card = CharacterInfo(name="Aria", description="D", scenario="n={{getglobalvar::n}}")
+    context = assembly_context(settings, [card], {}, [], {})
+    assert context.global_variables == {"mood": "calm", "n": "1"}
+    texts = [m.content for m in assemble(context, count_text=len).messages]
+    assert texts[0] == "Mood calm.2"
+    # Card fields are read before the prompts (getCharacterCardFields runs first in
+    # Generate): the scenario holds the value the settings hold.
+    assert "[Circumstances and context of the dialogue: n=1]" in texts
+    # A turn's changes stay in the turn: the settings keep what they held.
+    assert settings.global_variables == {"mood": "calm", "n": "1"}
+    with pytest.raises(FormatError) as caught:
+        read_settings(json.dumps({"extension_settings": {"variables": {"global": []}}}))
+    assert caught.value.field == "extension_settings.variables.global"
+
+
+def test_card_field_macros_run_once_per_generation() -> None:
+    """A card field's macros are evaluated once per generation, where the prompt reads
+    the field. SillyTavern evaluates every card field again inside each macro call it
+    makes (getCharacterCardFields within substituteParams), a count that depends on
+    its screen; taverna keeps the one evaluation Generate itself makes, so an
+    `{{addvar}}` in a field adds once and `{{description}}` prints the evaluated field."""
+    settings = read_settings(json.dumps({"extension_settings": {"variables": {"global": {}}}}))
+    main = "[{{description}}|{{getglobalvar::n}}|{{getvar::m}}]"
+    slots = tuple(
+        replace(s, content=main) if s.identifier == "main" else s
+        for s in settings.chat_completion.prompts
+    )
+    settings = replace(settings, chat_completion=replace(settings.chat_completion, prompts=slots))
+    card = CharacterInfo(
+        name="Aria", description="D{{addglobalvar::n::1}}{{addvar::m::1}}{{getglobalvar::n}}"
+    )
+    context = assembly_context(settings, [card], {"variables": {"m": 5}}, [], {})
+    texts = [m.content for m in assemble(context, count_text=len).messages]
+    # getvar and getglobalvar run before the add macros on a line (algo-chat-ops.md §7).
+    assert "D" in texts
+    assert texts[0] == "[D|1|6]"
