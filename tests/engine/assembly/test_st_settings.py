@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from taverna.engine.assemble import assemble
-from taverna.engine.assembly.context import CharacterInfo
+from taverna.engine.assembly.context import CharacterInfo, ChatMessage, Speaker
 from taverna.engine.assembly.injections import AUTHORS_NOTE_KEY, authors_note_text, base_table
 from taverna.errors import FormatError
 from taverna.formats.st_settings import read_settings, read_world_info_settings
@@ -222,3 +222,54 @@ def test_card_field_macros_run_once_per_generation() -> None:
     # getvar and getglobalvar run before the add macros on a line (algo-chat-ops.md §7).
     assert "D" in texts
     assert texts[0] == "[D|1|6]"
+
+
+@pytest.mark.parametrize("api", ["openai", "textgen"])
+def test_a_cards_own_regex_scripts_run_when_its_file_is_allowed(api: str) -> None:
+    """formats-extensions.md §1.1: a card's `regex_scripts` run after the global ones, only
+    for a card file in `character_allowed_regex`, on the chat and the lorebook text alike,
+    in Chat and Text Completion."""
+    from taverna.formats.world_info import world_info_from_json
+    from taverna.model.regex_script import RegexScript
+
+    book = world_info_from_json(
+        {
+            "entries": {
+                "0": {"uid": 0, "key": [], "content": "Gate red.", "constant": True, "position": 0}
+            }
+        },
+        name="Book",
+    )
+    own = (
+        RegexScript.from_json(
+            {"scriptName": "c", "findRegex": "red", "replaceString": "blue", "placement": [5]}
+        ),
+        RegexScript.from_json(
+            {"scriptName": "h", "findRegex": "hi", "replaceString": "HELLO",
+             "placement": [1], "promptOnly": True}
+        ),
+    )  # fmt: skip
+    glob = {"scriptName": "g", "findRegex": "blue", "replaceString": "navy", "placement": [5]}
+    card = CharacterInfo(
+        name="Aria", description="D", avatar="Aria.png", linked_lorebook="Book", regex_scripts=own
+    )
+    messages = chat_messages_from(("user", "hi there"))
+
+    def text(allowed: list[str]) -> str:
+        doc = {"extension_settings": {"regex": [glob], "character_allowed_regex": allowed}}
+        settings = read_settings(json.dumps(doc))
+        context = assembly_context(settings, [card], {}, messages, {"Book": book}, api=api)
+        prompt = assemble(context, count_text=len)
+        return prompt.text if api == "textgen" else "\n".join(m.content for m in prompt.messages)
+
+    assert "Gate red." in text(["Other.png"]) and "hi there" in text(["Other.png"])
+    allowed = text(["Aria.png"])
+    # The global script runs first, so it never sees the card's "blue".
+    assert "Gate blue." in allowed and "HELLO there" in allowed
+
+
+def chat_messages_from(*turns: tuple[str, str]) -> tuple[ChatMessage, ...]:
+    return tuple(
+        ChatMessage(str(i), Speaker(s), "Alex" if s == "user" else "Aria", t)
+        for i, (s, t) in enumerate(turns)
+    )
