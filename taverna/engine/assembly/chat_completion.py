@@ -32,6 +32,8 @@ from taverna.engine.assembly.injections import (
 )
 from taverna.engine.assembly.stop import custom_stopping_strings
 from taverna.engine.assembly.turn import Turn, prompt_bias_text, turn_state
+from taverna.engine.tokens.logit_bias import BIAS_SOURCES, logit_bias
+from taverna.engine.tokens.selection import chat_completion_tokenizer
 from taverna.model.injection import ExtensionPosition, InjectionRole
 from taverna.model.lorebook import Position
 from taverna.model.persona import PersonaPosition
@@ -108,12 +110,25 @@ def build_chat_completion(context: AssemblyContext, turn: Turn, cost: MessageCos
         # All of them: each provider applies its own limit (OpenAI 4, Gemini 5, Claude none).
         stop=(*cc.stop, *custom_stopping_strings(context.power_user, turn.macros)),
         prefill=_prefill(context, turn.macros),
-        sampling=dict(cc.sampling),
+        sampling=_sampling(context),
         ledger=_ledger(turn, parts, layout, error, cost),
         state=turn_state(turn),
         # SillyTavern's Gemini stop list takes the solo separator, in groups too.
         new_chat_prompt=turn.substitute(cc.new_chat_prompt, {}),
     )
+
+
+def _sampling(context: AssemblyContext) -> dict[str, Any]:
+    """The preset's samplers, with the selected logit-bias preset as token ids (the
+    sources SillyTavern sends a bias to)."""
+    cc = context.chat_completion
+    sampling = dict(cc.sampling)
+    chosen = cc.extras.get("logit_bias_preset")
+    entries = chosen.get("entries") if isinstance(chosen, Mapping) else None
+    if entries and isinstance(entries, list) and cc.source in BIAS_SOURCES:
+        family = chat_completion_tokenizer(cc.source, cc.model)
+        sampling["logit_bias"] = logit_bias(entries, family)
+    return sampling
 
 
 def _preparer(context: AssemblyContext, turn: Turn) -> Callable[..., str]:
