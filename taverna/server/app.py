@@ -11,12 +11,15 @@ from urllib.parse import urlsplit
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.datastructures import Headers
+from starlette.middleware.body_limit import MAX_BODY_SIZE_SCOPE_KEY
+from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from taverna import __version__
 from taverna.errors import TavernaError
 from taverna.server.context import AppContext
-from taverna.server.errors import install_error_handlers
+from taverna.server.errors import body_too_large, error_body, install_error_handlers
 
 WEB_DIR = Path(str(files("taverna") / "web"))
 
@@ -53,11 +56,35 @@ async def stop_generations(ctx: AppContext) -> None:
 
 
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
-JSON_BODY_LIMIT = 16 * 1024 * 1024
+DEFAULT_PORTS = {"http": 80, "https": 443}
+# What a multipart body adds to the files it carries (boundaries, part headers).
+UPLOAD_FRAMING = 1024 * 1024
+FOLDER_FRAMING = 64 * 1024 * 1024
 
 
 def _refusal(status: int, message: str) -> JSONResponse:
     return JSONResponse({"detail": {"message": message, "kind": "Refused"}}, status_code=status)
+
+
+def origin_of(scheme: str, netloc: str) -> tuple[str, str, int] | None:
+    """(scheme, host, port) of a web origin, the port filled in; None when unreadable."""
+    try:
+        parts = urlsplit(f"//{netloc}")
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = scheme.lower()
+    if not parts.hostname or scheme not in DEFAULT_PORTS:
+        return None
+    return scheme, parts.hostname, port if port is not None else DEFAULT_PORTS[scheme]
+
+
+def same_origin(origin: str, scheme: str, host: str) -> bool:
+    """Whether a request's `Origin` header names this server as the request reached it:
+    the same scheme, host and port."""
+    parts = urlsplit(origin)
+    mine = origin_of(scheme, host)
+    return mine is not None and origin_of(parts.scheme, parts.netloc) == mine
 
 
 def refuse(request: Request, ctx: AppContext) -> JSONResponse | None:
@@ -65,25 +92,17 @@ def refuse(request: Request, ctx: AppContext) -> JSONResponse | None:
 
     - A Host the server does not answer to: a web page on another site could otherwise
       reach this local server through DNS rebinding.
-    - A write from another site's page (its Origin differs from the Host): without
-      accounts there is no session to protect, so the origin is the protection.
-    - A JSON body larger than the server reads.
+    - A write from another site's page (its Origin is not this server's scheme, host and
+      port): without accounts there is no session to protect, so the origin is the
+      protection.
     """
     host = request.headers.get("host", "")
     if ctx.allowed_hosts is not None and urlsplit(f"//{host}").hostname not in ctx.allowed_hosts:
         return _refusal(400, "this server does not answer to that host name")
     if request.method not in SAFE_METHODS:
         origin = request.headers.get("origin")
-        if origin and urlsplit(origin).netloc != host:
+        if origin and not same_origin(origin, request.url.scheme, host):
             return _refusal(403, "a request from another site's page is refused")
-        length = request.headers.get("content-length", "")
-        kind = request.headers.get("content-type", "")
-        if (
-            kind.startswith("application/json")
-            and length.isdigit()
-            and int(length) > JSON_BODY_LIMIT
-        ):
-            return _refusal(413, "the request body is too large")
     return None
 
 
@@ -129,6 +148,38 @@ class SingleUser:
         await self.app(scope, receive, with_headers)
 
 
+class TavernaApp(FastAPI):
+    """The FastAPI app, refusing at once a request that declares a body longer than its
+    route reads (FastAPI counts every body as it arrives and answers 413 itself, but in
+    plain text when the length was declared)."""
+
+    # The routes that read more than the app's limit, with theirs.
+    route_limits: tuple[tuple[BaseRoute, int], ...] = ()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self.max_body_size is not None:
+            declared = Headers(scope=scope).get("content-length", "")
+            if declared.isdigit() and int(declared) > self.max_body_size:
+                limit = self.body_limit_of(scope)
+                if int(declared) > limit:
+                    scope[MAX_BODY_SIZE_SCOPE_KEY] = limit
+                    error = body_too_large(Request(scope))
+                    response = JSONResponse(
+                        error_body(error), status_code=413, headers={"Connection": "close"}
+                    )
+                    await response(scope, receive, send)
+                    return
+        await super().__call__(scope, receive, send)
+
+    def body_limit_of(self, scope: Scope) -> int:
+        """The body limit of the route a request goes to."""
+        assert self.max_body_size is not None
+        for route, limit in self.route_limits:
+            if route.matches(scope)[0] is Match.FULL:
+                return limit
+        return self.max_body_size
+
+
 def create_app(ctx: AppContext) -> FastAPI:
     """The FastAPI application over `ctx`; `ctx` is closed when the app shuts down."""
 
@@ -142,21 +193,33 @@ def create_app(ctx: AppContext) -> FastAPI:
             await ctx.close_http()
             ctx.close()
 
-    app = FastAPI(
+    app = TavernaApp(
         title="taverna",
         version=__version__,
         summary="A role-play frontend for language-model APIs.",
         lifespan=lifespan,
+        # Every request body is counted as it arrives, whatever its framing (a length,
+        # chunks, any content type or none): past the limit the server answers 413.
+        max_body_size=ctx.body_limit,
     )
     app.state.context = ctx
     install_error_handlers(app)
 
     app.add_middleware(SingleUser, ctx=ctx)
 
-    from taverna.server.routes import ROUTERS
+    from taverna.server.routes import FOLDER_UPLOADS, ROUTERS, UPLOADS
 
     for router in ROUTERS:
         app.include_router(router)
+    route_limits: list[tuple[BaseRoute, int]] = []
+    for routers, limit in (
+        (UPLOADS, ctx.upload_limit + UPLOAD_FRAMING),
+        (FOLDER_UPLOADS, ctx.folder_upload_limit + FOLDER_FRAMING),
+    ):
+        for router in routers:
+            app.include_router(router, max_body_size=limit)
+            route_limits += [(route, limit) for route in router.routes]
+    app.route_limits = tuple(route_limits)
 
     @app.get("/api/health", tags=["server"])
     def health() -> dict[str, str]:

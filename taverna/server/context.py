@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import functools
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import Depends, Request
 
+from taverna.server.config import ServerConfig
+from taverna.services.connections import ConnectionService
 from taverna.services.library import LibraryService
 from taverna.services.workspace import Workspace, open_workspace
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -19,17 +25,54 @@ class AppContext(Workspace):
     """The services of one running server, over one store in one data folder."""
 
     services: dict[str, Any] = field(default_factory=dict)
+    # Largest request body read (JSON and anything else that is not an upload).
+    body_limit: int = 16 * 1024 * 1024
     # Largest accepted upload (a card with a big picture, a preset, a lorebook).
     upload_limit: int = 32 * 1024 * 1024
-    # Largest accepted SillyTavern data folder upload, all files together.
-    folder_upload_limit: int = 4 * 1024 * 1024 * 1024
-    # Host names the server answers to (None: any). A server on the loopback address
-    # answers only to loopback names, which keeps DNS-rebinding pages out.
+    # Largest accepted SillyTavern data folder upload, all files together, and its files.
+    folder_upload_limit: int = 1024 * 1024 * 1024
+    folder_files: int = 100_000
+    # Host names the server answers to (None: any). `taverna serve` allows the loopback
+    # names and those the operator named: a page on another site cannot reach the server
+    # by DNS rebinding.
     allowed_hosts: frozenset[str] | None = None
+    # Environment variables a connection made through the API may take its key from.
+    key_env_allowed: frozenset[str] = frozenset()
+    # The thread that parses and stores uploads and imports, so the event loop keeps
+    # answering every other request meanwhile. One thread: work handed to it runs in
+    # order, and two big uploads never hold their memory at once.
+    worker: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(max_workers=1, thread_name_prefix="library")
+    )
 
     def __post_init__(self) -> None:
         self.services.setdefault("generation", self.generation)
         self.services.setdefault("connections", self.connections)
+
+    def configure(self, config: ServerConfig) -> None:
+        """Take the operator's limits and allowed key variables (host names are the
+        command's to set, with its own)."""
+        self.body_limit = config.limits.body
+        self.upload_limit = config.limits.upload
+        self.folder_upload_limit = config.limits.folder_upload
+        self.folder_files = config.limits.folder_files
+        self.key_env_allowed = frozenset(config.key_env)
+
+    def connections_of(self, owner: str) -> ConnectionService:
+        """An account's connections, as the API may change them: a key only from the
+        environment variables the operator allowed."""
+        return ConnectionService(
+            self.store, self.data_dir, owner=owner, key_env_allowed=self.key_env_allowed
+        )
+
+    async def off_loop(self, work: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run parsing or storing work on the worker thread and wait for it."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.worker, functools.partial(work, *args, **kwargs))
+
+    def close(self) -> None:
+        self.worker.shutdown(wait=True)
+        super().close()
 
 
 # Route dependencies are `async def` where they do no I/O: FastAPI runs a plain `def`
@@ -62,7 +105,10 @@ async def library(request: Request, ctx: AppContext = Depends(context)) -> Libra
     return ctx.library(current_user(request))
 
 
-def open_context(data_dir: Path) -> AppContext:
-    """The server's context over the data folder's workspace (see `open_workspace`)."""
+def open_context(data_dir: Path, config: ServerConfig | None = None) -> AppContext:
+    """The server's context over the data folder's workspace (see `open_workspace`),
+    with the operator's `config` (default: the defaults)."""
     ws = open_workspace(data_dir)
-    return AppContext(**{f.name: getattr(ws, f.name) for f in fields(Workspace) if f.init})
+    ctx = AppContext(**{f.name: getattr(ws, f.name) for f in fields(Workspace) if f.init})
+    ctx.configure(config or ServerConfig())
+    return ctx

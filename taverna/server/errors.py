@@ -3,13 +3,37 @@
 from __future__ import annotations
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.exception_handlers import http_exception_handler
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException
+from starlette.middleware.body_limit import MAX_BODY_SIZE_SCOPE_KEY
 
 from taverna.errors import Conflict, FormatError, NotFound, ProviderError, TavernaError
 
+MIB = 1024 * 1024
+
 
 class PayloadTooLarge(TavernaError):
-    """An upload is larger than the server accepts."""
+    """A request or an upload is larger than the server accepts."""
+
+
+def size_text(size: int) -> str:
+    """A byte count as a person reads it: `16 MiB`, `512 KiB`, `300 bytes`."""
+    if size >= MIB:
+        return f"{size / MIB:g} MiB"
+    if size >= 1024:
+        return f"{size / 1024:g} KiB"
+    return f"{size} bytes"
+
+
+def body_too_large(request: Request) -> PayloadTooLarge:
+    """The error for a request body over the limit of its route (FastAPI's body limit)."""
+    limit = request.scope.get(MAX_BODY_SIZE_SCOPE_KEY)
+    most = f"the {size_text(limit)} " if isinstance(limit, int) else "what "
+    return PayloadTooLarge(
+        f"the request body is larger than {most}this server reads for "
+        f"{request.method} {request.url.path}; nothing was stored"
+    )
 
 
 STATUS = (
@@ -48,4 +72,11 @@ def install_error_handlers(app: FastAPI) -> None:
         assert isinstance(error, TavernaError)
         return JSONResponse(error_body(error), status_code=status_of(error))
 
+    async def on_http_error(request: Request, error: Exception) -> Response:
+        assert isinstance(error, HTTPException)
+        if error.status_code == 413:
+            return await on_taverna_error(request, body_too_large(request))
+        return await http_exception_handler(request, error)
+
     app.add_exception_handler(TavernaError, on_taverna_error)
+    app.add_exception_handler(HTTPException, on_http_error)

@@ -1,23 +1,26 @@
 """Importing a whole SillyTavern user data folder as a task of its own, with progress events.
 
 The browser uploads the folder's files (with their paths inside it); they are written
-to a temporary folder, the library imports it in a worker thread, and every step is
-published as an event a page can follow (and follow again after a reload).
+to a temporary folder in the data folder's `tmp/`, the library imports it in a worker
+thread, and every step is published as an event a page can follow (and follow again
+after a reload).
 """
 
 from __future__ import annotations
 
 import asyncio
-import shutil
-import tempfile
+import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from taverna.errors import NotFound, TavernaError
 from taverna.model.chat import new_id
 from taverna.services.library import ImportReport, LibraryService, Progress, is_user_data_folder
+from taverna.services.scratch import ScratchFolder
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -62,7 +65,11 @@ class ImportJobs:
             raise NotFound("no such import")
         return job
 
-    def start(self, folder: Path, library: LibraryService, *, cleanup: Path | None) -> ImportJob:
+    def start(
+        self, folder: Path, library: LibraryService, *, cleanup: ScratchFolder | None
+    ) -> ImportJob:
+        """Import the user data folder in `folder` (or one level in) on a thread of its own;
+        `cleanup` is removed when it ends."""
         job = ImportJob(new_id())
         self._jobs[job.id] = job
         loop = asyncio.get_running_loop()
@@ -72,14 +79,20 @@ class ImportJobs:
             loop.call_soon_threadsafe(job.publish, "progress", data)
 
         async def run() -> None:
+            # The uploaded folder goes before the end is told, so nothing is left after it.
+            ending: tuple[str, dict[str, Any]]
             try:
-                report = await asyncio.to_thread(_import, library, folder, progress)
-                job.publish("done", {"report": report_json(report, folder)})
+                report, root = await asyncio.to_thread(_import, library, folder, progress)
+                ending = ("done", {"report": report_json(report, root)})
             except TavernaError as exc:
-                job.publish("error", {"message": str(exc)})
+                ending = ("error", {"message": str(exc)})
+            except Exception as exc:
+                log.exception("the import %s failed", job.id)
+                ending = ("error", {"message": f"the import failed: {exc}"})
             finally:
                 if cleanup is not None:
-                    await asyncio.to_thread(shutil.rmtree, cleanup, True)
+                    await asyncio.to_thread(cleanup.remove)
+            job.publish(*ending)
 
         task = asyncio.create_task(run(), name=f"import {job.id}")
         self._tasks.add(task)
@@ -89,8 +102,9 @@ class ImportJobs:
 
 def _import(
     library: LibraryService, folder: Path, progress: Callable[[Progress], None]
-) -> ImportReport:
-    return library.import_path(folder, progress=progress)
+) -> tuple[ImportReport, Path]:
+    root = import_root(folder)
+    return library.import_path(root, progress=progress), root
 
 
 def _relative(path: str, root: Path) -> str:
@@ -119,20 +133,6 @@ def report_json(report: ImportReport, root: Path) -> dict[str, Any]:
             for w in report.warnings
         ],
     }
-
-
-def safe_relative(name: str) -> PurePosixPath:
-    """A path from the browser made safe to write under a folder: no root, no `..`."""
-    parts = [
-        p for p in PurePosixPath(name.replace("\\", "/")).parts if p not in ("", ".", "..", "/")
-    ]
-    if not parts:
-        raise TavernaError("an uploaded file has no name", field="files")
-    return PurePosixPath(*parts)
-
-
-def new_upload_folder() -> Path:
-    return Path(tempfile.mkdtemp(prefix="taverna-import-"))
 
 
 def import_root(folder: Path) -> Path:

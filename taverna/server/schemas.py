@@ -234,6 +234,11 @@ class ConnectionIn(Strict):
 class ConnectionPatch(Strict):
     model: str | None = Field(default=None, max_length=NAME_MAX)
     url: str | None = Field(default=None, max_length=2000)
+    key: str | None = Field(
+        default=None,
+        max_length=10_000,
+        description='a new key (needed when the URL moves to another site); `""` removes it',
+    )
     default: bool | None = None
 
 

@@ -13,10 +13,11 @@ import builtins
 import json
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from taverna.errors import FormatError, NotFound, TavernaError
 from taverna.model.chat import new_id
@@ -88,11 +89,56 @@ class Secrets:
             self._write(data)
 
 
+def check_url(url: str) -> str:
+    """A connection's base URL as given, or FormatError (field `url`) when it is no
+    http(s) URL a request can go to."""
+    if not url:
+        return url
+    if any(ord(c) < 0x21 or c == "\x7f" for c in url):
+        raise FormatError("the URL holds a space or a control character", field="url")
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - reading it checks it
+    except ValueError as exc:
+        raise FormatError(f"not a URL: {exc}", field="url") from None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise FormatError(
+            "the URL must start with http:// or https:// and name a host", field="url"
+        )
+    return url
+
+
+def check_key(key: str) -> str:
+    """An API key as given, or FormatError (field `key`) when an HTTP header cannot carry it."""
+    if not key.isascii() or any(ord(c) < 0x20 or c == "\x7f" for c in key):
+        raise FormatError(
+            "an API key holds only printable ASCII characters (no accents, no line breaks)",
+            field="key",
+        )
+    return key
+
+
+def origin(api: Api, url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) that a connection's requests go to: its URL's, or its API's own."""
+    parts = urlsplit(provider(api).models_request(url, "").url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port or {"http": 80, "https": 443}.get(scheme)
+    except ValueError:  # a URL stored before URLs were checked: no origin matches it
+        return scheme, url, None
+    return scheme, (parts.hostname or "").lower(), port
+
+
 def mask(key: str) -> str:
     """A key as shown to a person: its last four characters only."""
     if not key:
         return ""
     return f"…{key[-4:]}" if len(key) > 8 else "…"
+
+
+def _shown(api: Api, url: str) -> str:
+    scheme, host, port = origin(api, url)
+    return f"{scheme}://{host}:{port}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,11 +201,16 @@ class ConnectionService:
         *,
         owner: str = "",
         environ: Mapping[str, str] | None = None,
+        key_env_allowed: Collection[str] | None = None,
     ) -> None:
+        """`key_env_allowed`: the environment variables a new key may be read from (None:
+        any, for the operator's own command line; the server passes the ones its config
+        names, so a page cannot have a connection send the server's other secrets)."""
         self.store = store
         self.secrets = Secrets(data_dir)
         self.owner = owner
         self.environ = os.environ if environ is None else environ
+        self.key_env_allowed = None if key_env_allowed is None else frozenset(key_env_allowed)
 
     def _from_document(self, doc: Any) -> Connection:
         data = doc.data
@@ -213,7 +264,12 @@ class ConnectionService:
         post_processing: PostProcessing | str = PostProcessing.NONE,
         options: Mapping[str, Any] | None = None,
     ) -> Connection:
-        """Create or replace the connection `name`; `key` goes to the secrets file."""
+        """Create or replace the connection `name`; `key` goes to the secrets file.
+
+        `key` None keeps the connection's key, "" removes it. A key stays with the site it
+        was given for: when the URL (or the API, and so its default URL) now leads to
+        another origin, the key must be given again (FormatError, field `key`).
+        """
         name = name.strip()
         if not name:
             raise TavernaError("a connection needs a name", field="name")
@@ -225,7 +281,24 @@ class ConnectionService:
             if isinstance(post_processing, PostProcessing)
             else PostProcessing.parse(post_processing)
         )
+        url = check_url(url.strip())
+        if key:
+            key = check_key(key.strip())
+        if key_env:
+            self._check_key_env(key_env)
         existing = next((c for c in self.list() if c.name == name), None)
+        if (
+            existing
+            and existing.key_ref
+            and key is None
+            and not key_env
+            and origin(existing.api, existing.url) != origin(chosen, url)
+        ):
+            raise FormatError(
+                f"the connection now leads to another site ({_shown(chosen, url)}), so its key "
+                "is not sent there: give the key again with the new URL, or remove the key",
+                field="key",
+            )
         key_ref = ""
         if key_env:
             key_ref = f"env:{key_env}"
@@ -233,15 +306,15 @@ class ConnectionService:
             reuse = (
                 existing.key_ref if existing and existing.key_ref.startswith("secret:") else None
             )
-            key_ref = self.secrets.put(key.strip(), reuse)
-        elif existing:
+            key_ref = self.secrets.put(key, reuse)
+        elif existing and key is None:
             key_ref = existing.key_ref
         if existing and existing.key_ref.startswith("secret:") and key_ref != existing.key_ref:
             self.secrets.delete(existing.key_ref)
         connection = Connection(
             name=name,
             api=chosen,
-            url=url.strip(),
+            url=url,
             model=model.strip(),
             key_ref=key_ref,
             post_processing=mode,
@@ -259,6 +332,16 @@ class ConnectionService:
         if connection.default:
             self._clear_other_defaults(name)
         return self._from_document(doc)
+
+    def _check_key_env(self, variable: str) -> None:
+        if self.key_env_allowed is None or variable in self.key_env_allowed:
+            return
+        allowed = ", ".join(sorted(self.key_env_allowed)) or "none"
+        raise FormatError(
+            f"this server does not let a connection read its key from ${variable} "
+            f"(allowed: {allowed}; the operator lists them under key_env in server.toml)",
+            field="key_env",
+        )
 
     def _clear_other_defaults(self, name: str) -> None:
         for other in self.list():
@@ -295,8 +378,16 @@ class ConnectionService:
                 raise NotFound(
                     f"the key of connection {connection.name!r} comes from ${rest}, which is not set"
                 )
-            return value
-        return self.secrets.get(ref)
+        else:
+            value = self.secrets.get(ref)
+        try:
+            return check_key(value)
+        except FormatError:
+            raise FormatError(
+                "the key holds characters an HTTP header cannot carry; give it again",
+                file=f"connection {connection.name!r}",
+                field="key",
+            ) from None
 
     def key_hint(self, connection: Connection) -> str:
         """The masked key, for listings."""
@@ -304,6 +395,8 @@ class ConnectionService:
             return mask(self.resolve_key(connection))
         except NotFound:
             return "missing"
+        except FormatError:
+            return "unusable"
 
     def request_options(self, connection: Connection, **overrides: Any) -> RequestOptions:
         """The request options this connection implies; callers add names and tools."""

@@ -28,6 +28,7 @@ from taverna.services.data import open_data
 from taverna.services.generation import Completed, Ending, GenerationService, RunningGeneration
 from taverna.services.interchange import InterchangeService
 from taverna.services.library import LibraryKind, LibraryService
+from taverna.services.scratch import clean_leftovers
 from taverna.services.turn_context import TurnContexts
 from taverna.services.turn_paths import PathEnds
 from taverna.store.repository import Store
@@ -160,6 +161,8 @@ def open_workspace(data_dir: Path, *, background_backups: bool = True) -> Worksp
     pending; without it they are written on the next write after the interval, or on close.
     """
     folder = open_data(data_dir)
+    # Temporary folders of a process that was killed mid-upload go now.
+    clean_leftovers(folder.path)
     store = folder.store
     chats = ChatService(store)
     connections = ConnectionService(store, folder.path)

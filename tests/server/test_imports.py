@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
-from taverna.server.context import AppContext
+from taverna.server.context import AppContext, open_context
+from taverna.server.imports import ImportJobs
+from taverna.services.scratch import ScratchFolder
 
 
 def folder_files(st_fixtures: Path) -> list[tuple[str, tuple[str, bytes, str]]]:
@@ -84,3 +89,94 @@ def test_import_bad_input_stores_nothing(
     assert name == "done" and done["report"]["stored"] == []
     assert not Path("/tmp/evil/characters/x.json").exists()
     assert client.get("/api/tasks/nope/events").status_code == 404
+
+
+def test_a_file_and_a_folder_of_the_same_name_is_422_naming_the_path(
+    client: TestClient, ctx: AppContext
+) -> None:
+    for first, second in (
+        ("user/characters", "user/characters/a.json"),
+        ("user/characters/a.json", "user/characters"),
+        ("user/characters/a.json", "user/characters/a.json"),
+    ):
+        files = [
+            ("files", (first, b"{}", "application/json")),
+            ("files", (second, b"{}", "application/json")),
+        ]
+        refused = client.post("/api/import/sillytavern", files=files)
+        assert refused.status_code == 422, refused.text
+        detail = refused.json()["detail"]
+        assert detail["file"] == second and detail["field"] == "files"
+        assert "same name" in detail["message"]
+    # Nothing was kept: the upload's folder went with the refusal.
+    assert list((ctx.data_dir / "tmp").iterdir()) == []
+
+
+def test_the_upload_goes_to_the_data_folder_and_is_removed_after(
+    client: TestClient, ctx: AppContext, st_fixtures: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[Path] = []
+    original = ImportJobs.start
+
+    def noting(self: ImportJobs, folder: Path, *args: object, **kwargs: object) -> object:
+        seen.append(folder)
+        assert (folder / "default-user" / "characters" / "Seraphina.png").is_file()
+        return original(self, folder, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ImportJobs, "start", noting)
+    started = client.post("/api/import/sillytavern", files=folder_files(st_fixtures))
+    assert started.status_code == 202
+    assert follow(client, started.json()["task"]["id"])[-1][0] == "done"
+    assert seen and seen[0].parent == ctx.data_dir / "tmp"
+    assert not seen[0].exists()
+    assert list((ctx.data_dir / "tmp").iterdir()) == []
+
+
+def test_a_body_cut_short_or_not_multipart_is_refused(client: TestClient, ctx: AppContext) -> None:
+    boundary = "cut-here"
+    body = (
+        f"--{boundary}\r\n"
+        'Content-Disposition: form-data; name="files"; filename="user/characters/a.json"\r\n\r\n'
+        '{"name": "A"'
+    ).encode()
+    cut = client.post(
+        "/api/import/sillytavern",
+        content=body,
+        headers={"Content-Type": f"multipart/form-data; boundary={boundary}"},
+    )
+    assert cut.status_code == 422 and "ended" in cut.json()["detail"]["message"]
+    plain = client.post("/api/import/sillytavern", content=b"{}")
+    assert plain.status_code == 400 and plain.json()["detail"]["field"] == "files"
+    assert list((ctx.data_dir / "tmp").iterdir()) == []
+
+
+def test_a_folder_left_by_a_killed_server_is_removed_at_the_next_start(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    # A process makes an upload folder, writes into it and is killed.
+    script = (
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "from taverna.services.scratch import ScratchFolder\n"
+        "folder = ScratchFolder(Path(sys.argv[1]), 'import')\n"
+        "(folder.path / 'half.png').write_bytes(b'x' * 1000)\n"
+        "print(folder.path, flush=True)\n"
+        "os.kill(os.getpid(), 9)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(data)], capture_output=True, text=True, check=False
+    )
+    left = Path(done.stdout.strip())
+    assert left.is_dir() and left.parent == data / "tmp"
+    # This process's own upload folder, still in use, stays.
+    mine = ScratchFolder(data, "import")
+    ctx = open_context(data)
+    try:
+        assert not left.exists()
+        assert mine.path.is_dir()
+        assert sorted(p.name for p in (data / "tmp").iterdir()) == sorted(
+            [mine.path.name, f"{mine.path.name}.lock"]
+        )
+    finally:
+        ctx.close()
+        mine.remove()
+    assert list((data / "tmp").iterdir()) == []

@@ -1,4 +1,5 @@
-"""Every router of the HTTP API, in the order they are mounted."""
+"""Every router of the HTTP API, in the order they are mounted: those that read JSON (or
+nothing), the file uploads, and the folder import, each group with its body limit."""
 
 from __future__ import annotations
 
@@ -21,9 +22,19 @@ ROUTERS: tuple[APIRouter, ...] = (
     chats.router,
     connections.router,
     generation.router,
-    imports.router,
     lorebooks.router,
     personas.router,
     presets.router,
     prompt.router,
 )
+
+# Routes that take one uploaded file (multipart/form-data).
+UPLOADS: tuple[APIRouter, ...] = (
+    characters.uploads,
+    lorebooks.uploads,
+    personas.uploads,
+    presets.uploads,
+)
+
+# The SillyTavern folder upload.
+FOLDER_UPLOADS: tuple[APIRouter, ...] = (imports.router,)

@@ -21,6 +21,8 @@ from taverna.services import library_editing
 from taverna.services.library import LibraryKind, LibraryService
 
 router = APIRouter(prefix="/api/characters", tags=["characters"])
+# File uploads: mounted with the upload body limit (see `create_app`).
+uploads = APIRouter(prefix="/api/characters", tags=["characters"])
 
 
 class LorebookLinkIn(Strict):
@@ -50,7 +52,7 @@ def list_characters(lib: LibraryService = Depends(library)) -> list[CharacterLis
     return items
 
 
-@router.post("/import", response_model=CharacterImported, status_code=201)
+@uploads.post("/import", response_model=CharacterImported, status_code=201)
 async def import_card(
     file: UploadFile = File(...),
     lib: LibraryService = Depends(library),
@@ -62,7 +64,11 @@ async def import_card(
     read the same way and listed in `warnings`.
     """
     data = await read_limited(file, ctx.upload_limit)
-    item = library_editing.import_card(lib, data, file.filename or "card")
+    return await ctx.off_loop(_import_card, lib, data, file.filename or "card")
+
+
+def _import_card(lib: LibraryService, data: bytes, name: str) -> CharacterImported:
+    item = library_editing.import_card(lib, data, name)
     view = library_views.character_view(lib, item.id)
     return CharacterImported(**view.model_dump(), warnings=ImportWarningOut.of(item.warnings))
 
@@ -107,14 +113,21 @@ def avatar(character_id: str, lib: LibraryService = Depends(library)) -> Respons
     return library_views.picture_response(card.avatar, card.character.name)
 
 
-@router.post("/{character_id}/avatar", response_model=CharacterOut)
+@uploads.post("/{character_id}/avatar", response_model=CharacterOut)
 async def set_avatar(
     character_id: str,
     file: UploadFile = File(...),
     lib: LibraryService = Depends(library),
     ctx: AppContext = Depends(context),
 ) -> CharacterOut:
-    picture = as_png(await read_limited(file, ctx.upload_limit), file=file.filename or None)
+    data = await read_limited(file, ctx.upload_limit)
+    return await ctx.off_loop(_set_avatar, lib, character_id, data, file.filename or None)
+
+
+def _set_avatar(
+    lib: LibraryService, character_id: str, data: bytes, name: str | None
+) -> CharacterOut:
+    picture = as_png(data, file=name)
     library_editing.replace_picture(lib, LibraryKind.CHARACTER, character_id, picture)
     return library_views.character_view(lib, character_id)
 

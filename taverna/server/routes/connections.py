@@ -1,4 +1,7 @@
-"""Connections to model APIs: add, list, change, test, list models, remove. Keys never come back."""
+"""Connections to model APIs: add, list, change, test, list models, remove. Keys never come back.
+
+A connection is named in the path by its name, percent-encoded; a name may hold `/`.
+"""
 
 from __future__ import annotations
 
@@ -51,17 +54,20 @@ def add_connection(
     return out(connections, connection)
 
 
-@router.patch("/{name}", response_model=ConnectionOut)
+@router.patch("/{name:path}", response_model=ConnectionOut)
 def change_connection(
     name: str, body: ConnectionPatch, connections: ConnectionService = Depends(service)
 ) -> ConnectionOut:
+    """Change the model, the URL or the key. A URL that leads to another site needs the
+    key again (`key`; `""` removes the key): 422 without it, and nothing changes."""
     current = connections.get(name)
-    if body.model is not None or body.url is not None:
+    if body.model is not None or body.url is not None or body.key is not None:
         current = connections.add(
             current.name,
             current.api,
             url=current.url if body.url is None else body.url,
             model=current.model if body.model is None else body.model,
+            key=body.key,
             post_processing=current.post_processing,
             options=current.options,
         )
@@ -70,13 +76,13 @@ def change_connection(
     return out(connections, current)
 
 
-@router.delete("/{name}", status_code=204)
+@router.delete("/{name:path}", status_code=204)
 def remove_connection(name: str, connections: ConnectionService = Depends(service)) -> Response:
     connections.remove(name)
     return Response(status_code=204)
 
 
-@router.post("/{name}/test", response_model=ConnectionTestOut)
+@router.post("/{name:path}/test", response_model=ConnectionTestOut)
 async def test_connection(
     name: str, connections: ConnectionService = Depends(service)
 ) -> ConnectionTestOut:
@@ -86,6 +92,6 @@ async def test_connection(
     )
 
 
-@router.get("/{name}/models", response_model=list[str])
+@router.get("/{name:path}/models", response_model=list[str])
 async def list_models(name: str, connections: ConnectionService = Depends(service)) -> list[str]:
     return await connections.list_models(name)

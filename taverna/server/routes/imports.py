@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel
-from starlette.datastructures import UploadFile
 
 from taverna.errors import TavernaError
 from taverna.server.context import AppContext, context, current_user
-from taverna.server.errors import PayloadTooLarge
-from taverna.server.imports import ImportJobs, import_root, new_upload_folder, safe_relative
+from taverna.server.folder_upload import FolderWriter, multipart_boundary
+from taverna.server.imports import ImportJobs
 from taverna.server.schemas import TaskOut
+from taverna.services.scratch import ScratchFolder
 
+# Mounted with the folder upload's body limit (see `create_app`).
 router = APIRouter(prefix="/api/import", tags=["import"])
 
-MAX_FILES = 100_000
-CHUNK = 1024 * 1024
+# The body goes to the worker thread in pieces of about this size: few hops, little held.
+PIECE = 1024 * 1024
 
 
 class ImportStarted(BaseModel):
@@ -33,36 +34,37 @@ def jobs(ctx: AppContext = Depends(context)) -> ImportJobs:
 async def import_sillytavern(
     request: Request, ctx: AppContext = Depends(context), registry: ImportJobs = Depends(jobs)
 ) -> ImportStarted:
-    """Upload a SillyTavern user data folder (`files`, each named by its path in the folder)
-    and import it as a task; follow it at `/api/tasks/{id}/events`."""
-    form = await request.form(max_files=MAX_FILES, max_fields=MAX_FILES)
-    uploads = [f for f in form.getlist("files") if isinstance(f, UploadFile)]
-    if not uploads:
-        raise TavernaError("no files were uploaded", field="files")
-    folder = new_upload_folder()
-    total = 0
-    try:
-        for upload in uploads:
-            target = folder / safe_relative(upload.filename or "")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with target.open("wb") as out:
-                while chunk := await upload.read(CHUNK):
-                    total += len(chunk)
-                    if total > ctx.folder_upload_limit:
-                        raise PayloadTooLarge(
-                            f"the folder is larger than {ctx.folder_upload_limit // (1024 * 1024)} MiB",
-                            field="files",
-                        )
-                    out.write(chunk)
-    except BaseException:
-        import shutil
-
-        shutil.rmtree(folder, ignore_errors=True)
-        raise
-    finally:
-        await form.close()
-    library = ctx.library(current_user(request))
-    job = registry.start(import_root(folder), library, cleanup=folder)
-    return ImportStarted(
-        task=TaskOut(id=job.id, kind="import", status="running"), files=len(uploads)
+    """Upload a SillyTavern user data folder (`multipart/form-data`, a `files` part per file,
+    each named by its path in the folder) and import it as a task; follow it at
+    `/api/tasks/{id}/events`. The files are written as they arrive, off the event loop."""
+    boundary = multipart_boundary(request.headers.get("content-type", ""))
+    scratch = await ctx.off_loop(ScratchFolder, ctx.data_dir, "import")
+    writer = FolderWriter(
+        scratch.path,
+        boundary,
+        field="files",
+        max_files=ctx.folder_files,
+        max_bytes=ctx.folder_upload_limit,
     )
+    try:
+        pending = bytearray()
+        async for chunk in request.stream():
+            pending += chunk
+            if len(pending) >= PIECE:
+                await ctx.off_loop(writer.write, bytes(pending))
+                pending.clear()
+        await ctx.off_loop(writer.write, bytes(pending))
+        files = await ctx.off_loop(writer.finish)
+        if not files:
+            raise TavernaError("no files were uploaded", field="files")
+    except BaseException:
+        # Queued behind any piece still being written (one worker thread, in order).
+        await ctx.off_loop(_discard, writer, scratch)
+        raise
+    job = registry.start(scratch.path, ctx.library(current_user(request)), cleanup=scratch)
+    return ImportStarted(task=TaskOut(id=job.id, kind="import", status="running"), files=files)
+
+
+def _discard(writer: FolderWriter, scratch: ScratchFolder) -> None:
+    writer.abort()
+    scratch.remove()

@@ -21,6 +21,8 @@ from taverna.services import library_editing
 from taverna.services.library import LibraryKind, LibraryService
 
 router = APIRouter(prefix="/api/lorebooks", tags=["lorebooks"])
+# File uploads: mounted with the upload body limit (see `create_app`).
+uploads = APIRouter(prefix="/api/lorebooks", tags=["lorebooks"])
 
 
 @router.get("", response_model=list[LorebookListItem])
@@ -36,7 +38,7 @@ def create_lorebook(body: LorebookIn, lib: LibraryService = Depends(library)) ->
     return library_views.lorebook_view(lib, library_editing.create_lorebook(lib, body.name))
 
 
-@router.post("/import", response_model=LorebookImported, status_code=201)
+@uploads.post("/import", response_model=LorebookImported, status_code=201)
 async def import_lorebook(
     file: UploadFile = File(...),
     lib: LibraryService = Depends(library),
@@ -49,7 +51,11 @@ async def import_lorebook(
     their uid, two entries with one uid) are read the same way and listed in `warnings`.
     """
     data = await read_limited(file, ctx.upload_limit)
-    item = library_editing.import_lorebook(lib, data, file.filename or "lorebook.json")
+    return await ctx.off_loop(_import_lorebook, lib, data, file.filename or "lorebook.json")
+
+
+def _import_lorebook(lib: LibraryService, data: bytes, name: str) -> LorebookImported:
+    item = library_editing.import_lorebook(lib, data, name)
     doc = lib.get(LibraryKind.LOREBOOK, item.id)
     return LorebookImported(
         id=doc.id,

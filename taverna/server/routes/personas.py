@@ -15,6 +15,8 @@ from taverna.services import library_editing
 from taverna.services.library import LibraryKind, LibraryService
 
 router = APIRouter(prefix="/api/personas", tags=["personas"])
+# File uploads: mounted with the upload body limit (see `create_app`).
+uploads = APIRouter(prefix="/api/personas", tags=["personas"])
 
 
 class PersonaOut(BaseModel):
@@ -79,14 +81,19 @@ def persona_avatar(persona_id: str, lib: LibraryService = Depends(library)) -> R
     return library_views.picture_response(blob, doc.name)
 
 
-@router.post("/{persona_id}/avatar", response_model=PersonaOut)
+@uploads.post("/{persona_id}/avatar", response_model=PersonaOut)
 async def set_persona_avatar(
     persona_id: str,
     file: UploadFile = File(...),
     lib: LibraryService = Depends(library),
     ctx: AppContext = Depends(context),
 ) -> PersonaOut:
-    picture = as_png(await read_limited(file, ctx.upload_limit), file=file.filename or None)
+    data = await read_limited(file, ctx.upload_limit)
+    return await ctx.off_loop(_set_picture, lib, persona_id, data, file.filename or None)
+
+
+def _set_picture(lib: LibraryService, persona_id: str, data: bytes, name: str | None) -> PersonaOut:
+    picture = as_png(data, file=name)
     doc = lib.get(LibraryKind.PERSONA, persona_id)
     library_editing.replace_picture(lib, LibraryKind.PERSONA, persona_id, picture)
     return _out(doc.id, Persona.model_validate(dict(doc.data)))

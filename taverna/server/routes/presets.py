@@ -19,6 +19,8 @@ from taverna.services import presets, prompt_manager
 from taverna.services.library import LibraryKind, LibraryService
 
 router = APIRouter(prefix="/api/presets", tags=["presets"])
+# File uploads: mounted with the upload body limit (see `create_app`).
+uploads = APIRouter(prefix="/api/presets", tags=["presets"])
 
 
 class PresetListItem(BaseModel):
@@ -81,7 +83,7 @@ def list_presets(
     ]
 
 
-@router.post("/import", response_model=PresetImported, status_code=201)
+@uploads.post("/import", response_model=PresetImported, status_code=201)
 async def import_preset(
     kind: str = "chat",
     file: UploadFile = File(...),
@@ -95,7 +97,10 @@ async def import_preset(
     """
     presets.library_kind(kind)
     data = await read_limited(file, ctx.upload_limit)
-    name = file.filename or "preset.json"
+    return await ctx.off_loop(_import_preset, lib, kind, data, file.filename or "preset.json")
+
+
+def _import_preset(lib: LibraryService, kind: str, data: bytes, name: str) -> PresetImported:
     if detect(data, name) is not prompt_manager.FILE_KINDS[kind]:
         raise FormatError(f"this file is not a {kind} preset", file=name)
     item = lib.import_bytes(data, name)

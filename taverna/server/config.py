@@ -1,0 +1,82 @@
+"""The server's own settings: `server.toml` in the data folder, or a file `--config` names.
+
+```toml
+allowed_hosts = ["taverna.home.arpa"]  # Host names answered besides the loopback ones
+key_env = ["OPENROUTER_API_KEY"]       # variables a connection made through the page may read
+
+[limits]                               # MiB; a larger request is refused (HTTP 413)
+body_mib = 16                          # any request body (JSON and everything else)
+upload_mib = 32                        # one uploaded file: a card, a picture, a lorebook, a preset
+folder_upload_mib = 1024               # a SillyTavern data folder upload, every file together
+folder_files = 100000                  # files in one folder upload
+```
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from taverna.errors import FormatError
+
+CONFIG_FILE = "server.toml"
+MIB = 1024 * 1024
+
+
+class Limits(BaseModel):
+    """How much of a request the server reads before it answers 413."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    body_mib: float = Field(default=16, gt=0)
+    upload_mib: float = Field(default=32, gt=0)
+    folder_upload_mib: float = Field(default=1024, gt=0)
+    folder_files: int = Field(default=100_000, gt=0)
+
+    @property
+    def body(self) -> int:
+        return int(self.body_mib * MIB)
+
+    @property
+    def upload(self) -> int:
+        return int(self.upload_mib * MIB)
+
+    @property
+    def folder_upload(self) -> int:
+        return int(self.folder_upload_mib * MIB)
+
+
+class ServerConfig(BaseModel):
+    """What the operator of a server decides: who it answers to, what it reads, how much."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    allowed_hosts: tuple[str, ...] = ()
+    key_env: tuple[str, ...] = ()
+    limits: Limits = Limits()
+
+
+def load_config(path: Path | None, data_dir: Path) -> ServerConfig:
+    """The config in `path`, else the data folder's `server.toml`, else the defaults.
+
+    A file named by `path` must exist; a bad file is a FormatError naming it and the field.
+    """
+    chosen = path if path is not None else data_dir / CONFIG_FILE
+    if path is None and not chosen.exists():
+        return ServerConfig()
+    try:
+        raw = tomllib.loads(chosen.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FormatError("no such config file", file=str(chosen)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FormatError(f"cannot read the config: {exc}", file=str(chosen)) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise FormatError(f"not valid TOML: {exc}", file=str(chosen)) from None
+    try:
+        return ServerConfig.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        raise FormatError(first["msg"], file=str(chosen), field=field) from None
