@@ -8,11 +8,11 @@ from pathlib import Path
 import typer
 
 from taverna.cli.main import app
+from taverna.errors import TavernaError
 from taverna.services.data import default_data_dir
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
-LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
 @app.command()
@@ -22,18 +22,47 @@ def serve(
     data: Path | None = typer.Option(
         None, "--data", help="Data folder (default: $TAVERNA_DATA or the user's data directory)."
     ),
+    insecure: bool = typer.Option(
+        False,
+        "--insecure",
+        help=(
+            "Listen on an address other than loopback although single-user mode has no "
+            "login: anyone who reaches it can use everything."
+        ),
+    ),
+    allow_host: list[str] | None = typer.Option(
+        None,
+        "--allow-host",
+        help=(
+            "A host name the server answers to besides the loopback ones (repeatable; "
+            "also `allowed_hosts` in the config)."
+        ),
+    ),
+    config: Path | None = typer.Option(
+        None, "--config", help="Server config file (default: server.toml in the data folder)."
+    ),
 ) -> None:
     """Start the web app (SQLite store in the data folder) and print its URL."""
+    from taverna.server.config import host_names, is_loopback, load_config
+
+    if not is_loopback(host) and not insecure:
+        raise TavernaError(
+            f"refusing to listen on {host}: single-user mode has no login, so anyone who "
+            "can reach that address could read and change everything here and use your "
+            "model keys. Listen on 127.0.0.1 (the default), or give --insecure to accept that",
+            field="--host",
+        )
+    data_dir = (data or default_data_dir()).expanduser()
+    settings = load_config(config, data_dir)
+
     import uvicorn
 
     from taverna.server.app import create_app
     from taverna.server.context import open_context
     from taverna.services.workspace import seed_samples
 
-    data_dir = (data or default_data_dir()).expanduser()
-    ctx = open_context(data_dir)
-    if host in LOOPBACK:
-        ctx.allowed_hosts = LOOPBACK
+    ctx = open_context(data_dir, settings)
+    ctx.allowed_hosts = host_names(host, [*settings.allowed_hosts, *(allow_host or ())])
     seeded = seed_samples(ctx.library())
     if seeded:
         typer.echo(f"new data folder: added the samples {', '.join(seeded)}")
@@ -48,9 +77,12 @@ def serve(
     if ":" in shown:
         shown = f"[{shown}]"
     typer.echo(f"taverna is running at http://{shown}:{port}/  (data: {data_dir})", err=False)
-    if host not in LOOPBACK:
+    if not is_loopback(host):
+        names = ", ".join(sorted(ctx.allowed_hosts))
         typer.echo(
-            "warning: single-user mode has no login; anyone who can reach this address can use it",
+            "warning: --insecure: single-user mode has no login; anyone who can reach this "
+            f"address can use it. It answers to the host names {names} (add more with "
+            "--allow-host or allowed_hosts in server.toml).",
             err=True,
         )
     uvicorn.run(application, host=host, port=port, log_level="warning", timeout_graceful_shutdown=3)

@@ -11,7 +11,15 @@ import httpx
 from httpx_sse import EventSource
 
 from taverna.errors import ProviderError
-from taverna.providers.events import ErrorKind, Event, StreamError
+from taverna.providers.events import (
+    ErrorKind,
+    Event,
+    Finish,
+    ReasoningDelta,
+    StreamError,
+    TextDelta,
+    ToolCall,
+)
 from taverna.providers.request import HttpRequest
 from taverna.providers.wire import StreamParser
 
@@ -170,12 +178,21 @@ async def _exchange(
                 return
             kind = response.headers.get("content-type", "")
             if request.stream and "text/event-stream" in kind:
+                watch = StreamWatch(response)
                 async for sse in EventSource(response).aiter_sse():
                     started = True
-                    for event in parser.feed(sse.event, sse.data):
+                    events = parser.feed(sse.event, sse.data)
+                    watch.saw(sse.data, events)
+                    for event in events:
+                        if isinstance(event, Finish) and watch.said_nothing():
+                            yield watch.error(request.url)
+                            return
                         yield event
                     if parser.finished:
                         return
+                if watch.said_nothing():
+                    yield watch.error(request.url)
+                    return
             else:
                 raw = await response.aread()
                 try:
@@ -205,6 +222,85 @@ async def _exchange(
             yield StreamError(ErrorKind.NETWORK, f"the connection to {request.url} failed: {exc}")
     except httpx.HTTPError as exc:
         yield StreamError(ErrorKind.NETWORK, f"the request to {request.url} failed: {exc}")
+    except (httpx.InvalidURL, UnicodeEncodeError) as exc:
+        # A URL or a key stored before they were checked: say which, never crash the turn.
+        yield StreamError(ErrorKind.BAD_REQUEST, f"the request cannot be sent: {_unsendable(exc)}")
+
+
+def _unsendable(exc: Exception) -> str:
+    if isinstance(exc, UnicodeEncodeError):
+        return "a header (the API key) holds characters HTTP cannot carry; give the key again"
+    return f"the connection's URL is not valid ({exc})"
+
+
+class StreamWatch:
+    """What an event stream held besides the reply: pieces that were not JSON, and the
+    first bytes of the body, so a stream that carried no reply ends as an error naming
+    what came back instead of an empty reply."""
+
+    KEEP = 200
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.events = 0
+        self.not_json = 0
+        self.first_not_json = ""
+        self.replied = False
+        self.head = bytearray()
+        source = response.stream
+        if isinstance(source, httpx.AsyncByteStream):
+            response.stream = _Tapped(source, self.head, self.KEEP)
+
+    def saw(self, data: str, events: list[Event]) -> None:
+        """Note one event's data and what the parser made of it."""
+        self.events += 1
+        if any(isinstance(e, TextDelta | ReasoningDelta | ToolCall) for e in events):
+            self.replied = True
+        elif not events and data.strip() and data.strip() != "[DONE]" and not _is_json(data):
+            self.not_json += 1
+            self.first_not_json = self.first_not_json or data.strip()[: self.KEEP]
+
+    def said_nothing(self) -> bool:
+        """The stream is over (or says so) with no reply, and it held something else."""
+        if self.replied:
+            return False
+        return self.not_json > 0 or (self.events == 0 and bool(self.head.strip()))
+
+    def error(self, url: str) -> StreamError:
+        if self.not_json:
+            what = (
+                f"{self.not_json} piece(s) of data that are not JSON, the first: "
+                f"{self.first_not_json!r}"
+            )
+        else:
+            text = bytes(self.head).decode("utf-8", "replace").strip()
+            what = f"no event it could read; it began: {text!r}"
+        return StreamError(ErrorKind.PROTOCOL, f"the model API at {url} sent no reply, only {what}")
+
+
+def _is_json(data: str) -> bool:
+    try:
+        json.loads(data)
+    except json.JSONDecodeError:
+        return False
+    return True
+
+
+class _Tapped(httpx.AsyncByteStream):
+    """A response body passed on unchanged, its first `keep` bytes copied to `head`."""
+
+    def __init__(self, source: httpx.AsyncByteStream, head: bytearray, keep: int) -> None:
+        self.source = source
+        self.head = head
+        self.keep = keep
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self.source:
+            if len(self.head) < self.keep:
+                self.head += chunk[: self.keep - len(self.head)]
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self.source.aclose()
 
 
 async def fetch_json(
@@ -223,6 +319,10 @@ async def fetch_json(
         raise ProviderError(f"timed out waiting for {request.url}") from None
     except httpx.HTTPError as exc:
         raise ProviderError(redact(f"could not reach {request.url}: {exc}", secret)) from None
+    except (httpx.InvalidURL, UnicodeEncodeError) as exc:
+        raise ProviderError(
+            redact(f"the request cannot be sent: {_unsendable(exc)}", secret)
+        ) from None
     finally:
         if own:
             await http.aclose()

@@ -14,7 +14,9 @@ folder_files = 100000                  # files in one folder upload
 
 from __future__ import annotations
 
+import ipaddress
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -23,6 +25,29 @@ from taverna.errors import FormatError
 
 CONFIG_FILE = "server.toml"
 MIB = 1024 * 1024
+
+# The names of this machine that only this machine's own programs reach it by.
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+WILDCARDS = frozenset({"0.0.0.0", "::", ""})
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a listening address can be reached only from this machine."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def host_names(bind: str, allowed: Iterable[str]) -> frozenset[str]:
+    """The host names a server listening on `bind` answers to: the loopback ones, the
+    address it listens on (unless it is every address) and those the operator allowed."""
+    names = set(LOOPBACK) | {name.strip().lower().strip("[]") for name in allowed if name.strip()}
+    if bind not in WILDCARDS:
+        names.add(bind.lower().strip("[]"))
+    return frozenset(names)
 
 
 class Limits(BaseModel):

@@ -40,7 +40,8 @@ class ImportJob:
         signal.set()
 
     async def follow(self, since: int = 0) -> AsyncIterator[tuple[int, str, dict[str, Any]]]:
-        index = since
+        """Every event from index `since` on, each once: those so far, then live ones."""
+        index = max(0, since)
         while True:
             signal = self._signal
             while index < len(self.events):

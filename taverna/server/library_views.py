@@ -3,7 +3,6 @@ how files are named for download."""
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from urllib.parse import quote
 from xml.sax.saxutils import escape
@@ -48,18 +47,38 @@ def picture_response(picture: bytes | None, name: str) -> Response:
     )
 
 
+# Characters no file name should hold: path separators and what Windows refuses.
+_RESERVED = frozenset('\\/:*?"<>|')
+# Joiners kept: emoji sequences and some scripts need them.
+_JOINERS = frozenset("\u200c\u200d")
+
+
+def _safe_text(name: str) -> str:
+    """`name` with separators, control, bidi and other format characters made `_`."""
+    return "".join(
+        "_"
+        if c in _RESERVED or (unicodedata.category(c) in ("Cc", "Cf", "Cs") and c not in _JOINERS)
+        else c
+        for c in unicodedata.normalize("NFC", name)
+    )
+
+
 def download_name(name: str) -> str:
-    """A file name stem safe on every system (non-ASCII kept, separators removed)."""
-    cleaned = unicodedata.normalize("NFC", name)
-    cleaned = re.sub(r'[\\/:*?"<>|\x00-\x1f]', "_", cleaned).strip(" .") or "character"
-    return cleaned[:120]
+    """A file name stem safe on every system (non-ASCII letters kept)."""
+    return _safe_text(name).strip(" .")[:120] or "character"
 
 
 def attachment(file_name: str) -> dict[str, str]:
-    ascii_name = file_name.encode("ascii", "replace").decode().replace("?", "_").replace('"', "_")
-    return {
-        "Content-Disposition": f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(file_name)}"
-    }
+    """A Content-Disposition header for a download (RFC 6266): the name exactly as
+    RFC 5987 `filename*`, and a plain ASCII `filename` for clients that lack it."""
+    name = _safe_text(file_name).strip(" ") or "download"
+    plain = "".join(
+        c if " " <= c <= "~" and c not in '"\\%' else "_"
+        for c in unicodedata.normalize("NFKD", name)
+        if not unicodedata.combining(c)
+    )
+    exact = quote(name, safe="!#$&+-.^_`|~")
+    return {"Content-Disposition": f"attachment; filename=\"{plain}\"; filename*=UTF-8''{exact}"}
 
 
 def lorebook_view(lib: LibraryService, lorebook_id: str) -> LorebookOut:

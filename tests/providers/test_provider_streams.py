@@ -245,3 +245,36 @@ def test_rate_limit_says_how_long_to_wait(stub: StubServer) -> None:
     stub.script(Reply(status=429, error_message="Slow down"))
     events = run(stub, Api.OPENAI)
     assert isinstance(events[0], StreamError) and "try again in 20 s" in events[0].message
+
+
+@pytest.mark.parametrize(
+    ("raw", "named"),
+    [
+        # data that is no JSON, then the end marker
+        (
+            ["data: <html>busy</html>\n\n", "data: try later\n\n", "data: [DONE]\n\n"],
+            "<html>busy</html>",
+        ),
+        # data that is no JSON, and the body just ends
+        (["data: not json at all\n\n"], "not json at all"),
+        # lines that are no server-sent events
+        (["Internal error, see the log\n", "goodbye\n"], "Internal error, see the log"),
+    ],
+    ids=["then-done", "then-end", "no-events"],
+)
+@pytest.mark.parametrize("api", [Api.OPENAI, Api.ANTHROPIC, Api.GOOGLE, Api.LLAMACPP], ids=str)
+def test_a_stream_with_no_reply_but_other_things_is_an_error_naming_them(
+    stub: StubServer, api: Api, raw: list[str], named: str
+) -> None:
+    stub.script(Reply(raw=raw))
+    events = run(stub, api)
+    assert not any(isinstance(e, TextDelta | Finish) for e in events), events
+    error = events[-1]
+    assert isinstance(error, StreamError) and error.kind is ErrorKind.PROTOCOL
+    assert "sent no reply" in error.message and named in error.message
+
+
+def test_an_empty_reply_in_the_api_s_own_words_is_still_an_empty_reply(stub: StubServer) -> None:
+    stub.script(Reply(tokens=[]))
+    events = run(stub, Api.OPENAI)
+    assert isinstance(events[-1], Finish) and text_of(events) == ""

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from urllib.parse import unquote
 
+import pytest
 from fastapi.testclient import TestClient
 
 from taverna.formats.card_json import read_card_json
@@ -153,3 +156,31 @@ def test_start_a_chat_with_the_greetings(client: TestClient) -> None:
     listed = client.get(f"/api/chats?character_id={card['id']}").json()
     assert [c["id"] for c in listed] == [chat.json()["id"]]
     assert client.post("/api/chats", json={"character_id": "nope"}).status_code == 404
+
+
+HEADER_SAFE = re.compile(r"^[\x20-\x7e]*$")
+
+
+@pytest.mark.parametrize(
+    ("name", "plain", "exact"),
+    [
+        ("A\x7fB", "A_B", "A_B"),
+        ('Zoë "the" 50% \\ bold', "Zoe _the_ 50_ _ bold", "Zoë _the_ 50% _ bold"),
+        ("evil\u202egnp.exe", "evil_gnp.exe", "evil_gnp.exe"),
+        ("王小明", "___", "王小明"),
+        ("\x00\r\n", "___", "___"),
+    ],
+)
+def test_an_exported_file_name_is_safe_in_the_header(
+    client: TestClient, name: str, plain: str, exact: str
+) -> None:
+    card = client.post("/api/characters", json={"name": name}).json()
+    for extension in ("json", "png"):
+        response = client.get(f"/api/characters/{card['id']}/export?format={extension}")
+        assert response.status_code == 200
+        header = response.headers["content-disposition"]
+        assert HEADER_SAFE.match(header), header
+        found = re.fullmatch(r"attachment; filename=\"([^\"]*)\"; filename\*=UTF-8''(\S+)", header)
+        assert found, header
+        assert found[1] == f"{plain}.{extension}"
+        assert unquote(found[2]) == f"{exact}.{extension}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -11,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from taverna.server.context import AppContext, open_context
-from taverna.server.imports import ImportJobs
+from taverna.server.imports import ImportJob, ImportJobs
 from taverna.services.scratch import ScratchFolder
 
 
@@ -180,3 +181,31 @@ def test_a_folder_left_by_a_killed_server_is_removed_at_the_next_start(tmp_path:
         ctx.close()
         mine.remove()
     assert list((data / "tmp").iterdir()) == []
+
+
+def test_events_from_a_negative_index_are_refused_and_never_replayed_twice(
+    client: TestClient,
+) -> None:
+    files = [("files", ("user/notes/readme.txt", b"hello", "text/plain"))]
+    task_id = client.post("/api/import/sillytavern", files=files).json()["task"]["id"]
+    events = follow(client, task_id)
+    assert events[-1][0] == "done"
+    for since in ("-1", "-1000", "x"):
+        refused = client.get(f"/api/tasks/{task_id}/events?since={since}")
+        assert refused.status_code == 422, since
+    # A resume from a bad Last-Event-ID starts from the first event, each sent once.
+    with client.stream(
+        "GET", f"/api/tasks/{task_id}/events", headers={"Last-Event-ID": "-5"}
+    ) as response:
+        ids = [line for line in response.iter_lines() if line.startswith("id: ")]
+    assert ids == [f"id: {i}" for i in range(len(events))]
+
+
+def test_following_from_before_the_first_event_starts_at_it() -> None:
+    async def collect() -> list[int]:
+        job = ImportJob("j")
+        job.publish("progress", {})
+        job.publish("done", {})
+        return [index async for index, _, _ in job.follow(-1000)]
+
+    assert asyncio.run(collect()) == [0, 1]

@@ -665,3 +665,17 @@ def test_a_message_that_cannot_be_stored_stops_its_generation_and_stores_nothing
     assert world.path() == before
     running = world.service.registry.for_chat(world.chat_id, running_only=True)
     assert running == []
+
+
+def test_a_stream_of_lines_that_are_not_json_fails_naming_them(world: World) -> None:
+    world.stub.clear()
+    world.stub.script(Reply(raw=["data: Rate limit page\n\n", "data: [DONE]\n\n"]))
+
+    async def main() -> Completed:
+        return await (await world.service.send(world.chat_id, "Hi")).wait()
+
+    done = run(main())
+    assert done.outcome is Ending.FAILED
+    assert done.error and "not JSON" in done.error and "Rate limit page" in done.error
+    # No empty reply was stored.
+    assert world.path() == [("assistant", "Welcome."), ("user", "Hi")]

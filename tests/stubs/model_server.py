@@ -69,6 +69,7 @@ class Reply:
     error_message: str = "scripted failure"
     finish: str = "stop"
     input_tokens: int = 12
+    raw: list[str] | None = None
 
     @property
     def text(self) -> str:
@@ -121,6 +122,11 @@ class StubServer:
             if any(r.hold_after is not None for r in replies):
                 self._gate.clear()
             self._queue.extend(replies)
+
+    def clear(self) -> None:
+        """Forget the replies queued that no request took (a test that stopped early)."""
+        with self._lock:
+            self._queue.clear()
 
     def release(self) -> None:
         """Let a reply paused by `hold_after` go on."""
@@ -298,6 +304,8 @@ class StubServer:
     def _stream(
         self, reply: Reply, chunks: list[bytes], tail: list[bytes], lead: list[bytes] | None = None
     ) -> Response:
+        if reply.raw is not None:
+            chunks, tail, lead = [piece.encode() for piece in reply.raw], [], []
         return StreamingResponse(
             self._paced(reply, lead or [], chunks, tail),
             media_type="text/event-stream",

@@ -23,8 +23,16 @@ def free_port() -> int:
 class TavernaServer:
     """`taverna serve` on a free port; `ready_ms` is the last start's time to answering."""
 
-    def __init__(self, data: Path, log: Path | None = None, *, start_timeout: float = 60) -> None:
+    def __init__(
+        self,
+        data: Path,
+        log: Path | None = None,
+        *,
+        start_timeout: float = 60,
+        args: tuple[str, ...] = (),
+    ) -> None:
         self.data = data
+        self.args = args
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen[bytes] | None = None
@@ -40,6 +48,7 @@ class TavernaServer:
             str(self.port),
             "--data",
             str(self.data),
+            *self.args,
         ]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         began = time.perf_counter()

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from dataclasses import asdict, is_dataclass
 from typing import Any
 
-from fastapi import APIRouter, Depends, Header, Response
+from fastapi import APIRouter, Depends, Header, Query, Response
 from fastapi.responses import StreamingResponse
 
 from taverna.errors import NotFound, TavernaError
@@ -163,8 +163,10 @@ def _plain(event: Any) -> dict[str, Any]:
 @router.get("/api/tasks/{task_id}/events", response_class=StreamingResponse)
 async def follow_task(
     task_id: str,
-    since: int | None = None,
-    last_event_id: str | None = Header(default=None),
+    since: int | None = Query(
+        None, ge=0, le=10_000_000, description="the index of the first event to send"
+    ),
+    last_event_id: str | None = Header(default=None, max_length=20),
     ctx: AppContext = Depends(context),
     service: GenerationService = Depends(generation),
 ) -> StreamingResponse:

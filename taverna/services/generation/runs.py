@@ -118,7 +118,7 @@ class RunningGeneration:
 
     async def follow(self, since: int = 0) -> AsyncIterator[tuple[int, GenerationEvent]]:
         """Every event from index `since` on: first those already there, then live ones."""
-        index = since
+        index = max(0, since)
         while True:
             signal = self._signal
             while index < len(self.events):
