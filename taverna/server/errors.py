@@ -20,9 +20,9 @@ class PayloadTooLarge(TavernaError):
 def size_text(size: int) -> str:
     """A byte count as a person reads it: `16 MiB`, `512 KiB`, `300 bytes`."""
     if size >= MIB:
-        return f"{size / MIB:g} MiB"
+        return f"{size / MIB:.4g} MiB"
     if size >= 1024:
-        return f"{size / 1024:g} KiB"
+        return f"{size / 1024:.4g} KiB"
     return f"{size} bytes"
 
 

@@ -90,3 +90,20 @@ def test_oversized_json_body_is_413(client: TestClient) -> None:
     )
     assert response.status_code == 413
     assert client.get("/api/personas").json() == []
+
+
+def test_the_origin_check_compares_scheme_host_and_port(client: TestClient) -> None:
+    body = {"name": "x", "api": "openai"}
+    for origin in (
+        "https://testserver",
+        "http://testserver:8080",
+        "ws://testserver",
+        "null",
+        "http://testserver.evil.example",
+    ):
+        refused = client.post("/api/connections", json=body, headers={"Origin": origin})
+        assert refused.status_code == 403, origin
+    assert client.get("/api/connections").json() == []
+    for origin in ("http://testserver", "http://TESTSERVER:80"):
+        allowed = client.post("/api/connections", json=body, headers={"Origin": origin})
+        assert allowed.status_code == 201, origin

@@ -1,5 +1,6 @@
 // The page's only way to the server: JSON over fetch, uploads, and generation streams.
 
+/** A request that failed: `status` is the HTTP status, 0 when the server was not reached. */
 export class ApiError extends Error {
   constructor(status, detail) {
     super(typeof detail === "string" ? detail : detail?.message || `HTTP ${status}`);
@@ -15,13 +16,23 @@ async function request(method, path, body, { raw = false } = {}) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
   }
-  const response = await fetch(`/api${path}`, init);
+  let response;
+  try {
+    response = await fetch(`/api${path}`, init);
+  } catch (error) {
+    throw new ApiError(0, error.message);
+  }
   if (!response.ok) {
     let detail = null;
     try {
       detail = (await response.json()).detail;
     } catch {
       detail = response.statusText;
+    }
+    // FastAPI's own validation errors are a list: name the first field and its problem.
+    if (Array.isArray(detail) && detail.length) {
+      const first = detail[0];
+      detail = { message: first.msg, field: (first.loc || []).filter((part) => part !== "body").join(".") };
     }
     throw new ApiError(response.status, detail);
   }

@@ -1,6 +1,7 @@
 // The page shell: navigation, language switch, and a hash router over the views.
 
-import { h, mount, toast } from "./dom.js";
+import { h, mount } from "./dom.js";
+import { explain, reportError } from "./errors.js";
 import { icon } from "./icons.js";
 import { initI18n, languages, language, setLanguage, t } from "./i18n.js";
 
@@ -70,7 +71,7 @@ async function route() {
     try {
       cleanup = await module.render(view, params(match));
     } catch (error) {
-      mount(view, h("p", { class: "error", role: "alert", text: t("error.load", { message: error.message }) }));
+      mount(view, h("p", { class: "error", role: "alert", text: t("error.load", { message: explain(error) }) }));
     }
     return;
   }
@@ -89,8 +90,9 @@ async function start() {
   });
   document.getElementById("menu-toggle").replaceChildren(icon("menu"));
   window.addEventListener("hashchange", route);
+  // A failure no view handled itself: said in words; the page keeps what it shows.
   window.addEventListener("unhandledrejection", (event) => {
-    toast(event.reason?.message || String(event.reason), "error");
+    reportError(event.reason);
   });
   route();
 }

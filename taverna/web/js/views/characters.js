@@ -2,6 +2,7 @@
 
 import { api } from "../api.js";
 import { formWith, h, mount, toast, toastWarnings } from "../dom.js";
+import { explain } from "../errors.js";
 import { t } from "../i18n.js";
 
 const ACCEPT = ".png,.json,.charx,image/png,application/json";
@@ -16,7 +17,7 @@ export async function importCards(files) {
       toast(t("characters.imported", { name: result.name }));
       toastWarnings(file.name, result.warnings);
     } catch (error) {
-      toast(t("characters.import_failed", { file: file.name, message: error.message }), "error");
+      toast(t("characters.import_failed", { file: file.name, message: `${explain(error)} ${t("kept.nothing_stored")}` }), "error");
     }
   }
   return stored;

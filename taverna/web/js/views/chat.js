@@ -5,6 +5,7 @@
 
 import { api, followTask } from "../api.js";
 import { copyText, h, iconButton, mount, toast } from "../dom.js";
+import { reportError } from "../errors.js";
 import { t } from "../i18n.js";
 import { renderMarkdown } from "../markdown.js";
 import { openInspector } from "./inspector.js";
@@ -270,11 +271,11 @@ export async function render(root, params) {
    * (once: a page read and a write can meet the same change together). */
   let reloading = null;
   let toldAt = 0;
-  function changedElsewhere() {
+  function changedElsewhere(kept = "") {
     reloading ??= (async () => {
       try {
         await load();
-        if (Date.now() - toldAt > 3000) toast(t("chat.changed_elsewhere"), "error");
+        if (Date.now() - toldAt > 3000) toast(`${t("chat.changed_elsewhere")} ${kept}`.trim(), "error");
         toldAt = Date.now();
       } finally {
         reloading = null;
@@ -283,21 +284,22 @@ export async function render(root, params) {
     return reloading;
   }
 
-  /** Send a write: its answer, or null when the chat had moved on (a stale revision: the
-   * chat is shown as it is now instead). */
-  async function send(request) {
+  /** Send a write: its answer, or null when it failed. A stale revision shows the chat as it
+   * is now instead; any failure is told with what was kept (`kept`, or `keptOnReload` when
+   * the chat was read again, which redraws its messages). */
+  async function send(request, kept = t("kept.page"), keptOnReload = "") {
     try {
       return await request();
     } catch (error) {
-      if (error.status !== 409) throw error;
-      await changedElsewhere();
+      if (error.status === 409) await changedElsewhere(keptOnReload);
+      else reportError(error, kept);
       return null;
     }
   }
 
-  /** Send a write and apply its answer. */
-  async function write(request) {
-    const chat = await send(request);
+  /** Send a write and apply its answer (null when it failed, as `send` tells). */
+  async function write(request, kept = t("kept.page"), keptOnReload = "") {
+    const chat = await send(request, kept, keptOnReload);
     if (chat) {
       apply(chat);
       loadContextLine();
@@ -490,9 +492,9 @@ export async function render(root, params) {
     save.addEventListener("click", async () => {
       const text = area.value;
       if (resend) {
-        await start(() => api.post(`${chatUrl}/messages/${m.id}/resend`, { content: text, revision: state.chat.revision }));
+        await start(() => api.post(`${chatUrl}/messages/${m.id}/resend`, { content: text, revision: state.chat.revision }), t("kept.edit"));
       } else {
-        await write(() => api.patch(`${chatUrl}/messages/${m.id}`, { content: text, revision: state.chat.revision }));
+        await write(() => api.patch(`${chatUrl}/messages/${m.id}`, { content: text, revision: state.chat.revision }), t("kept.edit"));
       }
     });
   }
@@ -536,15 +538,16 @@ export async function render(root, params) {
     if (!found) return false;
     const start = Number(found[2]);
     const end = found[3] === undefined ? start : Number(found[3]);
-    if (await write(() => api.post(`${chatUrl}/hide-range`, { start, end, hidden: found[1] === "hide", revision: state.chat.revision }))) {
+    if (await write(() => api.post(`${chatUrl}/hide-range`, { start, end, hidden: found[1] === "hide", revision: state.chat.revision }), t("kept.message"), t("kept.message"))) {
       input.value = "";
     }
     return true;
   }
 
-  /** Start a generation (a write that answers with the change and a task to follow). */
-  async function start(request) {
-    const result = await send(request);
+  /** Start a generation (a write that answers with the change and a task to follow);
+   * false when it failed, as `send` tells. */
+  async function start(request, kept = t("kept.page"), keptOnReload = "") {
+    const result = await send(request, kept, keptOnReload);
     if (!result) return false;
     apply(result.chat);
     attach(result.task);
@@ -561,7 +564,8 @@ export async function render(root, params) {
     }
     // The reply streams at the end of the path: be there (the far end may have been dropped).
     if (hasNewer()) await load();
-    if ((await start(() => api.post(`${chatUrl}/generate`, body))) && kind === "normal") input.value = "";
+    const kept = kind === "normal" ? t("kept.message") : t("kept.page");
+    if ((await start(() => api.post(`${chatUrl}/generate`, body), kept, kind === "normal" ? kept : "")) && kind === "normal") input.value = "";
   }
 
   function attach(task) {

@@ -2,6 +2,7 @@
 
 import { api } from "../api.js";
 import { h, mount, toast } from "../dom.js";
+import { explain, reportError } from "../errors.js";
 import { t } from "../i18n.js";
 import { fieldForm } from "../form.js";
 
@@ -21,7 +22,12 @@ export async function render(root) {
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
     const body = form.read();
-    await api.post("/connections", { ...body, key: body.key || null });
+    try {
+      await api.post("/connections", { ...body, key: body.key || null });
+    } catch (error) {
+      reportError(error, t("kept.form"));
+      return;
+    }
     form.fields.key.control.value = "";
     toast(t("common.saved"));
     reload();
@@ -48,7 +54,7 @@ export async function render(root) {
             const r = await api.post(`/connections/${encodeURIComponent(c.name)}/test`);
             status.textContent = r.ok ? t("connections.ok", { ms: r.latency_ms ?? "?" }) : t("connections.failed", { message: r.message || "" });
           } catch (error) {
-            status.textContent = t("connections.failed", { message: error.message });
+            status.textContent = t("connections.failed", { message: explain(error) });
           }
         } }),
         h("button", { type: "button", class: "small", text: t("connections.models"), onClick: async () => {
@@ -57,7 +63,7 @@ export async function render(root) {
             mount(models, h("option", { value: "", text: t("connections.pick_model") }), names.map((m) => h("option", { value: m, selected: m === c.model ? "selected" : null, text: m })));
             models.hidden = false;
           } catch (error) {
-            status.textContent = t("connections.failed", { message: error.message });
+            status.textContent = t("connections.failed", { message: explain(error) });
           }
         } }),
         models,

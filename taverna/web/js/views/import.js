@@ -2,6 +2,7 @@
 
 import { api, followTask } from "../api.js";
 import { formWith, h, mount } from "../dom.js";
+import { explain, reportError } from "../errors.js";
 import { t } from "../i18n.js";
 import { importCards } from "./characters.js";
 
@@ -37,7 +38,8 @@ export async function render(root) {
     try {
       started = await api.upload("/import/sillytavern", formWith({ files }));
     } catch (error) {
-      status.textContent = error.message;
+      status.textContent = `${explain(error)} ${t("kept.nothing_stored")}`;
+      reportError(error, t("kept.nothing_stored"));
       bar.value = 0;
       return;
     }

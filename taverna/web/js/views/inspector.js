@@ -2,6 +2,7 @@
 
 import { api } from "../api.js";
 import { h, mount, openDrawer } from "../dom.js";
+import { explain } from "../errors.js";
 import { t } from "../i18n.js";
 
 /** A message's source as a person reads it: a chat message by its number and speaker. */
@@ -71,7 +72,7 @@ export async function openInspector(chatId, nodeId, labels = {}) {
   try {
     data = await api.get(nodeId ? `/chats/${chatId}/messages/${nodeId}/prompt` : `/chats/${chatId}/prompt`);
   } catch (error) {
-    mount(body, h("p", { class: "error", role: "alert", text: error.message }));
+    mount(body, h("p", { class: "error", role: "alert", text: explain(error) }));
     return;
   }
   // A stored reply's record is the prompt as it was sent; without one it was built again.

@@ -2,6 +2,7 @@
 
 import { api } from "../api.js";
 import { formWith, h, mount, toast, toastWarnings } from "../dom.js";
+import { explain } from "../errors.js";
 import { t } from "../i18n.js";
 
 export async function render(root) {
@@ -24,7 +25,7 @@ export async function render(root) {
         toast(t("lorebooks.imported", { name: book.name, n: book.entry_count }));
         toastWarnings(file.name, book.warnings);
       } catch (error) {
-        toast(`${file.name}: ${error.message}`, "error");
+        toast(`${file.name}: ${explain(error)} ${t("kept.nothing_stored")}`, "error");
       }
     }
     picker.value = "";

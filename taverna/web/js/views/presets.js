@@ -2,6 +2,7 @@
 
 import { api } from "../api.js";
 import { formWith, h, mount, toast, toastWarnings } from "../dom.js";
+import { explain } from "../errors.js";
 import { t } from "../i18n.js";
 
 export async function render(root, params) {
@@ -21,7 +22,7 @@ export async function render(root, params) {
         toast(t("presets.imported", { name: preset.name }));
         toastWarnings(file.name, preset.warnings);
       } catch (error) {
-        toast(`${file.name}: ${error.message}`, "error");
+        toast(`${file.name}: ${explain(error)} ${t("kept.nothing_stored")}`, "error");
       }
     }
     picker.value = "";

@@ -1,0 +1,26 @@
+// Failures in words: what happened (from the server's own message) and what was kept.
+
+import { ApiError } from "./api.js";
+import { toast } from "./dom.js";
+import { t } from "./i18n.js";
+
+/** What went wrong, as a sentence a person can act on. */
+export function explain(error) {
+  if (!(error instanceof ApiError)) return t("error.unexpected", { message: error?.message || String(error) });
+  const detail = error.detail && typeof error.detail === "object" ? error.detail : {};
+  const where = [detail.file, detail.field].filter(Boolean).join(", ");
+  const message = where ? `${error.message} (${where})` : error.message;
+  if (error.status === 0) return t("error.network");
+  if (error.status === 409) return t("error.conflict");
+  if (error.status === 413) return t("error.too_large", { message });
+  if (error.status === 404) return t("error.not_found", { message });
+  if (error.status === 400 || error.status === 422) return t("error.refused", { message });
+  if (error.status === 502) return t("error.model", { message });
+  if (error.status >= 500) return t("error.server", { status: error.status, message });
+  return t("error.refused", { message });
+}
+
+/** Tell of a failure in a toast: what happened, then what was kept (`kept`, a sentence). */
+export function reportError(error, kept = t("kept.page")) {
+  toast(`${explain(error)} ${kept}`.trim(), "error");
+}
