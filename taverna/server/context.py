@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -58,12 +58,13 @@ class AppContext(Workspace):
         self.folder_files = config.limits.folder_files
         self.key_env_allowed = frozenset(config.key_env)
 
-    def connections_of(self, owner: str) -> ConnectionService:
+    def connections_of(
+        self, owner: str, *, key_env_allowed: Collection[str] | None = None
+    ) -> ConnectionService:
         """An account's connections, as the API may change them: a key only from the
-        environment variables the operator allowed."""
-        return ConnectionService(
-            self.store, self.data_dir, owner=owner, key_env_allowed=self.key_env_allowed
-        )
+        environment variables the operator allowed (or those `key_env_allowed` names)."""
+        allowed = self.key_env_allowed if key_env_allowed is None else key_env_allowed
+        return super().connections_of(owner, key_env_allowed=allowed)
 
     async def off_loop(self, work: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run parsing or storing work on the worker thread and wait for it."""

@@ -11,6 +11,7 @@ import contextlib
 import ctypes
 import logging
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.resources import files
@@ -60,9 +61,14 @@ class Workspace:
         """The library of an account ("": the single user's)."""
         return LibraryService(self.store, owner=owner)
 
-    def connections_of(self, owner: str) -> ConnectionService:
-        """The model API connections of an account ("": the single user's)."""
-        return ConnectionService(self.store, self.data_dir, owner=owner)
+    def connections_of(
+        self, owner: str, *, key_env_allowed: Collection[str] | None = None
+    ) -> ConnectionService:
+        """The model API connections of an account ("": the single user's); a new key may
+        come only from the environment variables in `key_env_allowed` (None: any)."""
+        return ConnectionService(
+            self.store, self.data_dir, owner=owner, key_env_allowed=key_env_allowed
+        )
 
     def interchange(self) -> InterchangeService:
         """Chats to and from SillyTavern's files."""
