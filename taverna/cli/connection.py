@@ -94,7 +94,8 @@ def add(
     post_processing: Annotated[
         str,
         typer.Option(
-            "--post-processing", help="none | merge | semi | strict | single (custom endpoints)"
+            "--post-processing",
+            help="none | merge | semi | strict | single | claude (custom endpoints)",
         ),
     ] = "none",
     option: Annotated[

@@ -353,7 +353,7 @@ def prompt(
         str | None,
         typer.Option(
             "--post-processing",
-            help="none | merge | semi | strict | single: reshape messages for a custom "
+            help="none | merge | semi | strict | single | claude: reshape messages for a custom "
             "OpenAI-compatible endpoint (default: the preset's)",
         ),
     ] = None,

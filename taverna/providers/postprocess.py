@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from taverna.providers.request import PostProcessing
+from taverna.providers.wire import example_prefixed
 
 # algo-providers.md §7.2: the text of an inserted user turn
 PLACEHOLDER = "Let's get started."
@@ -47,6 +48,8 @@ def post_process(
     copied = [dict(m) for m in messages]
     if mode is PostProcessing.NONE:
         return copied
+    if mode is PostProcessing.CLAUDE:
+        return _claude(copied, names)
     strict = mode in (PostProcessing.SEMI, PostProcessing.STRICT, PostProcessing.SINGLE)
     placeholders = mode is PostProcessing.STRICT
     single = mode is PostProcessing.SINGLE
@@ -58,6 +61,32 @@ def post_process(
         single=single,
         keep_tools=keep_tools and not single,
     )
+
+
+def _claude(messages: list[WireMessage], names: Names) -> list[WireMessage]:
+    """SillyTavern 1.12.6's `claude` post-processing (algo-providers.md §7.1): Claude's
+    message conversion without a system prompt or prefill. System turns become user
+    turns (an example's speaker named in front), every name left is put in front of its
+    text (an example's too, so it reads `example_user: Alex: ...`), and neighbours of
+    one role are joined by a blank line."""
+    merged: list[WireMessage] = []
+    for message in messages:
+        if message.get("role") == "system":
+            message["content"] = example_prefixed(
+                message, names.user, names.char, only_if_missing=False
+            )
+            message["role"] = "user"
+        name = message.pop("name", None)
+        if name:
+            message["content"] = f"{name}: {message.get('content') or ''}"
+        if merged and merged[-1].get("role") == message.get("role"):
+            previous = merged[-1]
+            previous["content"] = (
+                f"{previous.get('content') or ''}\n\n{message.get('content') or ''}"
+            )
+        else:
+            merged.append(message)
+    return merged
 
 
 def _with_prefix(text: str, name: str) -> str:

@@ -63,12 +63,13 @@ class PostProcessing(StrEnum):
     SEMI = "semi"
     STRICT = "strict"
     SINGLE = "single"
+    CLAUDE = "claude"  # 1.12.6's only mode: Claude's message conversion, system turns as user
 
     @classmethod
     def parse(cls, name: str) -> PostProcessing:
-        """A mode by name; SillyTavern's `""` is none and its old `claude` is merge."""
+        """A mode by name; SillyTavern's `""` is none."""
         key = name.strip().lower()
-        key = {"": "none", "claude": "merge"}.get(key, key)
+        key = {"": "none"}.get(key, key)
         try:
             return cls(key)
         except ValueError:

@@ -217,7 +217,7 @@ ApiName = Literal[
     "llamacpp",
     "openai-text",
 ]
-PostProcessingName = Literal["none", "merge", "semi", "strict", "single"]
+PostProcessingName = Literal["none", "merge", "semi", "strict", "single", "claude"]
 
 
 class ConnectionIn(Strict):

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from hypothesis import given
 from hypothesis import strategies as st
 
 from taverna.model.prompt import Prompt, PromptMessage, Role
 from taverna.providers.builders import render_request_body
+from taverna.providers.openai_chat import compatible_preset_options
 from taverna.providers.postprocess import PLACEHOLDER, Names, post_process
 from taverna.providers.request import PostProcessing
 
@@ -179,3 +182,57 @@ def test_merge_keeps_all_text(messages: list[dict[str, object]]) -> None:
     joined = "\n\n".join(str(x["content"]) for x in out)
     for x in messages:
         assert str(x["content"]) in joined
+
+
+def test_claude_mode_is_sillytaverns_claude_conversion() -> None:
+    """algo-providers.md §7.1: 1.12.6's `claude` post-processing turns every system message
+    into a user one (examples get their speaker in front), puts each name left in front
+    of its text (so an example reads `example_user: Alex: ...`) and joins neighbours of
+    one role with a blank line; no system prompt is kept."""
+    messages = [
+        m("system", "Main"),
+        m("system", "[Example Chat]"),
+        m("system", "Hi", "example_user"),
+        m("system", "Hello", "example_assistant"),
+        m("assistant", "Greetings."),
+        m("user", "Yo", "Alex"),
+        m("user", "Again"),
+    ]
+    assert post_process(messages, PostProcessing.CLAUDE, NAMES) == [
+        {
+            "role": "user",
+            "content": "Main\n\n[Example Chat]\n\nexample_user: Alex: Hi"
+            "\n\nexample_assistant: Aria: Hello",
+        },
+        {"role": "assistant", "content": "Greetings."},
+        {"role": "user", "content": "Alex: Yo\n\nAgain"},
+    ]
+    assert messages[0] == m("system", "Main")  # the input is not changed
+
+
+def test_a_presets_claude_mode_reaches_the_request() -> None:
+    prompt = Prompt(
+        kind="chat",
+        messages=(
+            PromptMessage(Role.SYSTEM, "Main"),
+            PromptMessage(Role.SYSTEM, "Hi", name="example_user"),
+            PromptMessage(Role.USER, "Go"),
+        ),
+    )
+    body = render_request_body(
+        prompt, "openai-compatible", post_processing="claude", model="x", user_name="Alex"
+    )
+    assert body["messages"] == [{"role": "user", "content": "Main\n\nexample_user: Alex: Hi\n\nGo"}]
+    assert PostProcessing.parse("Claude") is PostProcessing.CLAUDE
+    assert compatible_preset_options({"custom_prompt_post_processing": "claude"}) == {
+        "post_processing": PostProcessing.CLAUDE
+    }
+    for mode in ("", "merge", "semi", "strict", "single"):
+        assert PostProcessing.parse(mode).value == (mode or "none")
+
+
+@given(message_lists)
+def test_claude_leaves_no_system_turn_nor_name(messages: list[dict[str, object]]) -> None:
+    out = post_process(messages, PostProcessing.CLAUDE, NAMES)
+    assert all(x["role"] != "system" and "name" not in x for x in out)
+    assert all(a["role"] != b["role"] for a, b in pairwise(out))
