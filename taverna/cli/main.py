@@ -1,9 +1,15 @@
-"""The `taverna` command: each area registers its sub-commands here."""
+"""The `taverna` command: each area registers its sub-commands here.
+
+A command's module is imported only when that command runs (the store, the server and
+the providers cost most of a second to import), so `taverna version` and `taverna
+inspect` start at once. `--help` and an unknown command import them all.
+"""
 
 from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Sequence
 
 import typer
 
@@ -17,14 +23,19 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-COMMAND_MODULES = (
-    "taverna.cli.files",
-    "taverna.cli.chats",
-    "taverna.cli.prompt",
-    "taverna.cli.connection",
-    "taverna.cli.chat",
-    "taverna.cli.serve",
-)
+# Each top-level command (or command group) and the module that defines it.
+COMMANDS: dict[str, str] = {
+    "inspect": "taverna.cli.files",
+    "convert": "taverna.cli.files",
+    "import": "taverna.cli.chats",
+    "chats": "taverna.cli.chats",
+    "backup": "taverna.cli.chats",
+    "prompt": "taverna.cli.prompt",
+    "connection": "taverna.cli.connection",
+    "chat": "taverna.cli.chat",
+    "serve": "taverna.cli.serve",
+}
+COMMAND_MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 
 
 @app.callback()
@@ -40,9 +51,22 @@ def version() -> None:
     typer.echo(__version__)
 
 
-def _register() -> None:
-    """Import the command modules; each adds its commands to `app`."""
-    for name in COMMAND_MODULES:
+def _wanted(argv: Sequence[str] | None) -> tuple[str, ...]:
+    """The command modules a command line needs: its command's, or all of them."""
+    if argv is None:
+        return COMMAND_MODULES
+    name = next((arg for arg in argv if not arg.startswith("-")), None)
+    if name == "version":
+        return ()
+    if name in COMMANDS:
+        return (COMMANDS[name],)
+    return COMMAND_MODULES
+
+
+def _register(argv: Sequence[str] | None = None) -> None:
+    """Import the command modules `argv` needs (all without `argv`); each adds its
+    commands to `app`."""
+    for name in _wanted(argv):
         try:
             importlib.import_module(name)
         except ModuleNotFoundError as exc:
@@ -52,7 +76,7 @@ def _register() -> None:
 
 def main() -> None:
     """Entry point of the console script: one-line errors with exit code 2, never a traceback."""
-    _register()
+    _register(sys.argv[1:])
     try:
         app()
     except TavernaError as exc:

@@ -23,7 +23,12 @@ from taverna.errors import FormatError, FormatWarning, NotFound
 from taverna.formats.st_settings import SillyTavernSettings, read_settings
 from taverna.model.prompt import Prompt
 from taverna.providers.request import Api
-from taverna.services.turn_inputs import assembly_context, character_info, chat_messages
+from taverna.services.turn_inputs import (
+    assembly_context,
+    character_info,
+    chat_messages,
+    for_api,
+)
 
 # the generation types `--type` accepts: the assembly's own
 GenerationKind = GenerationType
@@ -206,6 +211,8 @@ def build_prompt(
     from taverna.formats.st_chat import read_chat
 
     settings = read_settings(_read(settings_path, "settings"), file=str(settings_path))
+    # the model (and tokenizer) of the API asked for, from that API's own model setting
+    settings = for_api(settings, Api.parse(api))
     characters = [_card(p) for p in cards]
     if not characters:
         raise FormatError("at least one --card is needed")

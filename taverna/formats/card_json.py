@@ -1,8 +1,11 @@
 """Character cards as JSON: V1, V2, V3 and SillyTavern's merged three-layer object.
 
 `card_from_json` reads any of them into a `Character`; `card_to_json` writes the same
-layout back (formats-character-card.md §2, §3, §5). The V1 mirror at the top level is
-refreshed from `data` for the keys the file had, as SillyTavern does on import (§5.1).
+layout back (formats-character-card.md §2, §3, §5), every key where the file had it. The V1
+mirror at the top level is refreshed from `data` only for what changed since the card was
+read (an untouched card keeps the values the file had, even where its two layers
+disagree); a character made or edited in code gets the whole mirror refreshed, as
+SillyTavern's save does (§10). `upgraded` turns a V1 card into a V2 or V3 one.
 """
 
 from __future__ import annotations
@@ -54,6 +57,10 @@ def card_from_json(
 
     Loose values SillyTavern opens (`"depth": "4"`, `"alternate_greetings": null`) are read
     as it reads them, each noted in `warnings` (formats/coercion.py).
+
+    The envelope keeps every top-level key in the file's order: a V2/V3 card's `data` as a
+    null placeholder that marks its place, a V1 card's own fields verbatim (the character
+    holds them too, and its values are the ones written).
     """
     where = f"{field}:" if field else ""
     if not isinstance(doc, dict):
@@ -62,22 +69,41 @@ def card_from_json(
         data = doc.get("data")
         if not isinstance(data, dict):
             raise FormatError("a V2/V3 card needs a `data` object", file=file, field=f"{where}data")
-        envelope = {key: value for key, value in doc.items() if key != "data"}
-        return validate(
+        envelope = {key: (None if key == "data" else value) for key, value in doc.items()}
+        character = validate(
             Character,
             {**data, ENVELOPE_KEY: envelope},
             file=file,
             prefix=f"{where}data",
             warnings=warnings,
         )
-    if "char_name" in doc:
+    elif "char_name" in doc:
         fields = {card: doc[key] for key, card in _PYGMALION.items() if key in doc}
         return validate(Character, fields, file=file, prefix=field, warnings=warnings)
-    if "name" in doc:
-        return _v1_card(doc, file=file, field=field, warnings=warnings)
-    raise FormatError(
-        "not a character card (no `spec`, `name` or `char_name`)", file=file, field=field
-    )
+    elif "name" in doc:
+        character = _v1_card(doc, file=file, field=field, warnings=warnings)
+    else:
+        raise FormatError(
+            "not a character card (no `spec`, `name` or `char_name`)", file=file, field=field
+        )
+    remember_as_read(character)
+    return character
+
+
+def remember_as_read(character: Character) -> Character:
+    """Note the values `character` has now, so that writing it refreshes only the top-level
+    keys whose value in `data` changes after this, and a V1 card stays V1 while nothing
+    beyond its six fields changes."""
+    data = character.data_json()
+    as_read = {}
+    for key, path in _MIRROR.items():
+        found, value = _mirror_value(data, path)
+        if found:
+            as_read[key] = value
+    character._mirror_as_read = as_read
+    if character.spec is None and "spec" not in character.envelope:
+        character._v1_extra_as_read = {k: v for k, v in data.items() if k not in V1_FIELDS}
+    return character
 
 
 def _v1_card(
@@ -91,7 +117,8 @@ def _v1_card(
     where = f"{field}:" if field else ""
     fields = {key: doc[key] for key in V1_FIELDS if key in doc}
     fields.update(_migrated_v1(doc, where, file, warnings))
-    envelope = {key: value for key, value in doc.items() if key not in V1_FIELDS}
+    # every top-level key in its place; the six fields are written from the character
+    envelope = dict(doc)
     found: list[FormatWarning] = []
 
     def source(path: str | None) -> str | None:
@@ -221,38 +248,87 @@ def _mirror_value(data: dict[str, Any], path: tuple[str, ...]) -> tuple[bool, An
 
 
 def is_v1_only(character: Character) -> bool:
-    """Whether the character has nothing beyond the six V1 fields and no `spec`."""
+    """Whether the character is a V1 card still: no `spec`, and nothing beyond the six V1
+    fields, or only what its own old top-level keys gave it when it was read."""
     if character.spec is not None or "spec" in character.envelope:
         return False
-    return set(character.data_json()) <= set(V1_FIELDS)
+    extra = {k: v for k, v in character.data_json().items() if k not in V1_FIELDS}
+    return not extra or extra == character._v1_extra_as_read
 
 
 def card_to_json(character: Character) -> dict[str, Any]:
-    """The card object to store: the layout it was read in, with the V1 mirror refreshed.
+    """The card object to store: the layout it was read in, keys in their places.
 
-    A V1 character written with fields beyond V1 becomes a V2 card (SillyTavern converts
-    V1 cards to V2 on import, §5.2).
+    The V1 mirror follows the changes made to `data` since the card was read (all of it
+    for a character made in code). A V1 character given fields beyond V1 becomes a V2
+    card (SillyTavern converts V1 cards to V2 on import, §5.2).
     """
     data = character.data_json()
     if is_v1_only(character):
-        return {**character.envelope, **data}
+        # its own top-level keys as they were; the six fields as the character has them
+        out = {key: data.get(key, value) if key in V1_FIELDS else value
+               for key, value in character.envelope.items()}  # fmt: skip
+        out.update((key, data[key]) for key in V1_FIELDS if key in data and key not in out)
+        return out
+    if "spec" not in character.envelope:
+        return _v2_layout(character, SPEC_V2)
     out = dict(character.envelope)
-    upgrading = "spec" not in out
-    if upgrading:
-        out = {
-            **{key: data[key] for key in V1_FIELDS if key in data},
-            **out,
-            "spec": SPEC_V2,
-            "spec_version": "2.0",
-        }
+    as_read = character._mirror_as_read
     for key, path in _MIRROR.items():
-        if key in out or (upgrading and key in V1_FIELDS):
-            present, value = _mirror_value(data, path)
-            if present:
-                out[key] = value
-    out.pop("data", None)
-    out["data"] = data
+        if key not in out:
+            continue
+        present, value = _mirror_value(data, path)
+        if present and (as_read is None or key not in as_read or as_read[key] != value):
+            out[key] = value
+    out["data"] = data  # in its place, or last as SillyTavern writes it
     return out
+
+
+# The fields a V2 card's `data` must have (formats-character-card.md §12), with the values
+# SillyTavern's V1 conversion gives those a V1 card lacks (§10).
+_V2_DEFAULTS: dict[str, Any] = {
+    "creator_notes": "",
+    "system_prompt": "",
+    "post_history_instructions": "",
+    "tags": [],
+    "creator": "",
+    "character_version": "",
+    "alternate_greetings": [],
+    "extensions": {},
+    "group_only_greetings": [],
+}
+
+
+def _v2_layout(character: Character, spec: str) -> dict[str, Any]:
+    """A V1 character as a V2/V3 card (§10): its top-level keys kept in their places, the
+    V1 fields mirrored there; `data` holds every field the V2 spec requires, with what the
+    reader moved there from the old top-level keys (`_migrated_v1`)."""
+    top = character.envelope
+    data = character.data_json()
+    converted = {**{key: data.get(key, "") for key in V1_FIELDS}, **_V2_DEFAULTS}
+    converted.update((key, value) for key, value in data.items() if key not in V1_FIELDS)
+    out = {key: data.get(key, value) if key in V1_FIELDS else value for key, value in top.items()}
+    out.update((key, data.get(key, "")) for key in V1_FIELDS if key not in out)
+    out["spec"] = spec
+    out["spec_version"] = "3.0" if spec == SPEC_V3 else "2.0"
+    out["data"] = converted
+    return out
+
+
+def with_fields(character: Character, **fields: Any) -> Character:
+    """The character with some `data` fields set (validated), remembering what it was read
+    with, so that its top-level copies follow only these changes."""
+    changed = Character.from_json({**character.to_json(), **fields})
+    changed._mirror_as_read = character._mirror_as_read
+    return changed
+
+
+def upgraded(character: Character, spec: str = SPEC_V2) -> Character:
+    """A V1 character as a V2 or V3 card, built as SillyTavern converts V1 cards (§10);
+    its other top-level keys are kept. Any other character is returned as it is."""
+    if character.spec is not None or "spec" in character.envelope:
+        return character
+    return card_from_json(_v2_layout(character, spec))
 
 
 def relabel(doc: dict[str, Any], spec: str) -> dict[str, Any]:
@@ -260,15 +336,14 @@ def relabel(doc: dict[str, Any], spec: str) -> dict[str, Any]:
     out = dict(doc)
     out["spec"] = spec
     out["spec_version"] = "3.0" if spec == SPEC_V3 else "2.0"
-    if "data" in out:  # keep `data` last, where SillyTavern writes it
-        out["data"] = out.pop("data")
     return out
 
 
 def with_spec(character: Character, spec: str) -> Character:
-    """The character labelled as a V2 or V3 card (a V1 card gains the V2 envelope)."""
-    doc = relabel(card_to_json(character), spec)
-    return card_from_json(doc)
+    """The character labelled as a V2 or V3 card; a V1 card is upgraded (`upgraded`)."""
+    if character.spec is None and "spec" not in character.envelope:
+        return upgraded(character, spec)
+    return card_from_json(relabel(card_to_json(character), spec))
 
 
 def read_card_json(

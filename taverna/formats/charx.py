@@ -13,10 +13,9 @@ import zlib
 
 from taverna.errors import FormatError, FormatWarning
 from taverna.formats import json_text
-from taverna.formats.card_json import card_from_json, card_to_json
-from taverna.model.character import ENVELOPE_KEY, SPEC_V3, CardFile, Character
+from taverna.formats.card_json import card_from_json, card_to_json, upgraded, with_fields
+from taverna.model.character import SPEC_V3, CardFile, Character
 
-ZIP_SIGNATURE = b"PK\x03\x04"
 MAX_ENTRIES = 4096
 MAX_ENTRY_BYTES = 64 * 1024 * 1024
 MAX_TOTAL_BYTES = 256 * 1024 * 1024
@@ -116,7 +115,8 @@ def write_charx(card: CardFile) -> bytes:
     as `assets/icon/images/main.png`, listed as the `main` icon in `data.assets`, since
     that is how a CHARX reader finds the picture.
     """
-    character = card.character
+    # A CHARX holds a V3 card (its reader needs `spec`): a V1 card is upgraded.
+    character = upgraded(card.character, SPEC_V3)
     assets = dict(card.assets)
     if card.avatar is not None and _icon_path(character, list(assets)) is None:
         kept = [
@@ -130,14 +130,11 @@ def write_charx(card: CardFile) -> bytes:
             "name": "main",
             "ext": "png",
         }
-        character = Character.from_json({**character.to_json(), "assets": [icon, *kept]})
+        character = with_fields(character, assets=[icon, *kept])
         assets = {DEFAULT_ICON_PATH: card.avatar, **assets}
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         doc = card_to_json(character)
-        if "spec" not in doc:  # a V1 card: a CHARX holds a V3 card (its reader needs `spec`)
-            labelled = {**character.envelope, "spec": SPEC_V3, "spec_version": "3.0"}
-            doc = card_to_json(Character.from_json({**character.to_json(), ENVELOPE_KEY: labelled}))
         archive.writestr("card.json", json_text.dumps(doc, indent=4).encode("utf-8"))
         for name, content in assets.items():
             archive.writestr(name, content)

@@ -14,29 +14,12 @@ from typing import Any
 
 from taverna.errors import FormatError, FormatWarning
 from taverna.formats import json_text
-from taverna.formats.card_json import card_from_json
-from taverna.formats.charx import ZIP_SIGNATURE, read_charx
-from taverna.formats.png_card import (
-    LOREBOOK_KEYWORD,
-    PNG_SIGNATURE,
-    decode_chunk,
-    lorebook_chunk,
-    read_png_card,
-)
-from taverna.formats.validation import validate
-from taverna.model.character import CardFile, CharacterBook
-from taverna.model.document import STDocument
-from taverna.model.persona import PersonaSet
-from taverna.model.presets import (
-    ChatCompletionPreset,
-    ContextTemplate,
-    InstructTemplate,
-    PromptManagerExport,
-    SystemPromptPreset,
-    TextCompletionPreset,
-)
-from taverna.model.quick_reply import LegacyQuickReplySet, QuickReplySet
-from taverna.model.regex_script import RegexScript
+from taverna.formats.settings_file import is_settings
+
+# The readers and models are imported by the kind that needs them: a command that reads
+# one card does not load every preset model.
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+ZIP_SIGNATURE = b"PK\x03\x04"
 
 
 class FileKind(StrEnum):
@@ -60,7 +43,9 @@ class FileKind(StrEnum):
     SYSTEM_PROMPT = "system-prompt"
     REGEX_SCRIPT = "regex-script"
     QUICK_REPLY_SET = "quick-reply-set"
+    REASONING_TEMPLATE = "reasoning-template"
     PERSONAS = "personas"
+    SETTINGS = "settings"
     PROMPT_EXPORT = "prompt-manager-export"
 
 
@@ -90,12 +75,15 @@ class DetectedFile:
     """A file read as its kind: `value` is the model the kind's reader returns.
 
     `warnings` says which values were read otherwise than written (formats/coercion.py).
+    `layout`: how a JSON file was laid out (indentation, line breaks, final newline), so
+    it is written back the same way; None writes the kind's own layout.
     """
 
     kind: FileKind
     value: Any
     file: str | None = None
     warnings: tuple[FormatWarning, ...] = field(default_factory=tuple)
+    layout: json_text.TextLayout | None = None
 
 
 _TEXTGEN_KEYS = {"temp", "rep_pen", "rep_pen_range", "top_k", "typical_p", "tfs", "sampler_order"}
@@ -111,6 +99,8 @@ def kind_of_json(doc: Any, file_name: str = "") -> FileKind | None:
         return FileKind.LOREBOOK_V3
     if "spec" in doc or "char_name" in doc:
         return FileKind.CARD_JSON
+    if is_settings(doc):
+        return FileKind.SETTINGS
     # SillyTavern's world-info import converts these three (formats-world-info.md §9)
     if "lorebookVersion" in doc:
         return FileKind.NOVELAI_LOREBOOK
@@ -127,7 +117,7 @@ def kind_of_json(doc: Any, file_name: str = "") -> FileKind | None:
         return FileKind.REGEX_SCRIPT
     if "qrList" in doc or "quickReplySlots" in doc:
         return FileKind.QUICK_REPLY_SET
-    if "power_user" in doc or ("personas" in doc and "persona_descriptions" in doc):
+    if "personas" in doc and "persona_descriptions" in doc:
         return FileKind.PERSONAS
     data = doc.get("data")
     if isinstance(data, dict) and "prompts" in data and "version" in doc and "type" in doc:
@@ -138,8 +128,10 @@ def kind_of_json(doc: Any, file_name: str = "") -> FileKind | None:
         return FileKind.CHAT_COMPLETION_PRESET
     if "input_sequence" in doc or "output_sequence" in doc:
         return FileKind.INSTRUCT_TEMPLATE
-    if "story_string" in doc:
+    if "story_string" in doc or isinstance(doc.get("storyString"), str):  # 1.9: storyString
         return FileKind.CONTEXT_TEMPLATE
+    if all(isinstance(doc.get(key), str) for key in ("prefix", "suffix", "separator")):
+        return FileKind.REASONING_TEMPLATE
     if len(_TEXTGEN_KEYS & doc.keys()) >= 2:
         return FileKind.TEXT_COMPLETION_PRESET
     if (
@@ -167,6 +159,8 @@ def detect(data: bytes, file_name: str = "") -> FileKind:
     """The kind of a file from its bytes and name; FormatError if it is none of ours."""
     suffix = PurePath(file_name).suffix.lower()
     if data.startswith(PNG_SIGNATURE):
+        from taverna.formats.png_card import lorebook_chunk
+
         if lorebook_chunk(data, file=file_name or None) is not None:
             return FileKind.NOVELAI_LOREBOOK
         return FileKind.CARD_PNG
@@ -187,10 +181,15 @@ def read_any(data: bytes, file_name: str = "") -> DetectedFile:
     kind = detect(data, file_name)
     stem = PurePath(file_name).stem or "Imported"
     found: list[FormatWarning] = []
+    layout = None
     value: Any
     if kind is FileKind.CARD_PNG:
+        from taverna.formats.png_card import read_png_card
+
         value = read_png_card(data, file=file, warnings=found)
     elif kind is FileKind.CARD_CHARX:
+        from taverna.formats.charx import read_charx
+
         value = read_charx(data, file=file, warnings=found)
     elif kind is FileKind.NOVELAI_LOREBOOK and data.startswith(PNG_SIGNATURE):
         value = _read_novelai_png(data, stem, file, found)
@@ -201,11 +200,13 @@ def read_any(data: bytes, file_name: str = "") -> DetectedFile:
     else:
         doc = json_text.loads(data, file=file)
         value = _read_json_kind(kind, doc, stem, file, found)
-    return DetectedFile(kind=kind, value=value, file=file, warnings=tuple(found))
+        layout = json_text.layout_of(data)
+    return DetectedFile(kind, value, file, tuple(found), layout)
 
 
 def _read_novelai_png(data: bytes, stem: str, file: str | None, found: list[FormatWarning]) -> Any:
     from taverna.formats.foreign_lorebooks import novelai_to_lorebook
+    from taverna.formats.png_card import LOREBOOK_KEYWORD, decode_chunk, lorebook_chunk
 
     payload = lorebook_chunk(data, file=file)
     assert payload is not None  # detected by it
@@ -223,12 +224,17 @@ def _read_novelai_png(data: bytes, stem: str, file: str | None, found: list[Form
 def _read_json_kind(
     kind: FileKind, doc: Any, stem: str, file: str | None, found: list[FormatWarning]
 ) -> Any:
+    from taverna.formats.validation import validate
+
     if kind in _CONVERTERS:
         from taverna.formats import foreign_lorebooks
 
         convert = getattr(foreign_lorebooks, _CONVERTERS[kind])
         return convert(doc, name=stem, file=file, warnings=found)
     if kind is FileKind.CARD_JSON:
+        from taverna.formats.card_json import card_from_json
+        from taverna.model.character import CardFile
+
         return CardFile(character=card_from_json(doc, file=file, warnings=found))
     if kind is FileKind.WORLD_INFO:
         from taverna.formats.world_info import world_info_from_json
@@ -236,27 +242,41 @@ def _read_json_kind(
         return world_info_from_json(doc, name=stem, file=file, warnings=found)
     if kind is FileKind.LOREBOOK_V3:
         from taverna.formats.character_book import book_to_lorebook
+        from taverna.model.character import CharacterBook
 
         book = validate(CharacterBook, doc.get("data"), file=file, prefix="data", warnings=found)
         return book_to_lorebook(book, card_name=stem, file=file, warnings=found, where="data")
     if kind is FileKind.QUICK_REPLY_SET:
+        from taverna.model.quick_reply import LegacyQuickReplySet, QuickReplySet
+
         if doc.get("version") == 2 or "qrList" in doc:
             return validate(QuickReplySet, doc, file=file, warnings=found)
         return validate(LegacyQuickReplySet, doc, file=file, warnings=found)
     if kind is FileKind.PERSONAS:
-        part = doc.get("power_user") if isinstance(doc.get("power_user"), dict) else doc
-        keys = ("personas", "persona_descriptions", "default_persona")
-        fields = {k: part[k] for k in keys if k in part}
-        prefix = "power_user" if part is not doc else None
-        return validate(PersonaSet, fields, file=file, prefix=prefix, warnings=found)
-    if kind is FileKind.GROUP:
-        return doc
-    models: dict[FileKind, type[STDocument]] = {
+        from taverna.model.persona import PersonaSet
+
+        # a persona backup, every key kept
+        return validate(PersonaSet, doc, file=file, warnings=found)
+    if kind in (FileKind.GROUP, FileKind.SETTINGS):
+        return doc  # kept whole; settings_file.py finds a settings file's parts
+    from taverna.model.presets import (
+        ChatCompletionPreset,
+        ContextTemplate,
+        InstructTemplate,
+        PromptManagerExport,
+        ReasoningTemplate,
+        SystemPromptPreset,
+        TextCompletionPreset,
+    )
+    from taverna.model.regex_script import RegexScript
+
+    models: dict[FileKind, type[Any]] = {
         FileKind.CHAT_COMPLETION_PRESET: ChatCompletionPreset,
         FileKind.TEXT_COMPLETION_PRESET: TextCompletionPreset,
         FileKind.INSTRUCT_TEMPLATE: InstructTemplate,
         FileKind.CONTEXT_TEMPLATE: ContextTemplate,
         FileKind.SYSTEM_PROMPT: SystemPromptPreset,
+        FileKind.REASONING_TEMPLATE: ReasoningTemplate,
         FileKind.REGEX_SCRIPT: RegexScript,
         FileKind.PROMPT_EXPORT: PromptManagerExport,
     }
@@ -264,11 +284,10 @@ def _read_json_kind(
 
 
 def write_document(document: DetectedFile) -> bytes:
-    """A document written back as the kind of file it was read from.
+    """A document written back as the kind of file it was read from, in its layout.
 
-    A stand-alone V3 lorebook, the lorebooks SillyTavern converts on import and a
-    `settings.json` are read into other shapes (a lorebook, a persona set); they are
-    written as a world file and a persona backup.
+    A stand-alone V3 lorebook and the lorebooks SillyTavern converts on import are read
+    into a lorebook; they are written as a world file.
     """
     value = document.value
     kind = document.kind
@@ -280,22 +299,28 @@ def write_document(document: DetectedFile) -> bytes:
         from taverna.formats.charx import write_charx
 
         return write_charx(value)
-    if kind is FileKind.CARD_JSON:
-        from taverna.formats.card_json import write_card_json
-
-        return write_card_json(value.character)
-    if kind in LOREBOOK_KINDS:
-        from taverna.formats.world_info import dump_world_info
-
-        return dump_world_info(value).encode("utf-8")
     if kind is FileKind.CHAT:
         from taverna.formats.st_chat import write_chat
 
         return write_chat(value).encode("utf-8")
-    if kind is FileKind.PERSONAS:
-        from taverna.formats.personas import write_persona_backup
+    layout = document.layout or _DEFAULT_LAYOUTS.get(kind, json_text.SILLYTAVERN_LAYOUT)
+    return json_text.dump_as(_json_value(kind, value), layout)
 
-        return write_persona_backup(value)
-    if isinstance(value, STDocument):
-        return json_text.dumps(value.to_json(), indent=4).encode("utf-8")
-    return json_text.dumps(value, indent=4).encode("utf-8")
+
+# formats-presets.md §6: SillyTavern writes persona backups with 2-space indentation.
+_DEFAULT_LAYOUTS = {FileKind.PERSONAS: json_text.TextLayout(indent="  ")}
+
+
+def _json_value(kind: FileKind, value: Any) -> Any:
+    """The JSON value a document of `kind` is written as."""
+    if kind is FileKind.CARD_JSON:
+        from taverna.formats.card_json import card_to_json
+
+        return card_to_json(value.character)
+    if kind in LOREBOOK_KINDS:
+        from taverna.formats.world_info import world_info_to_json
+
+        return world_info_to_json(value)
+    from taverna.model.document import STDocument
+
+    return value.to_json() if isinstance(value, STDocument) else value

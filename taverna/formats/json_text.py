@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from taverna.errors import FormatError
@@ -161,14 +162,63 @@ def _string(text: str) -> str:
     return encoded
 
 
-def dumps(value: Any, *, indent: int | None = None) -> str:
+def dumps(value: Any, *, indent: int | str | None = None) -> str:
     """`JSON.stringify(value, null, indent)`: compact when `indent` is None."""
     parts: list[str] = []
-    _write(value, parts, indent, 0)
+    _write(value, parts, " " * indent if isinstance(indent, int) else indent or None, 0)
     return "".join(parts)
 
 
-def _write(value: Any, out: list[str], indent: int | None, level: int) -> None:
+@dataclass(frozen=True, slots=True)
+class TextLayout:
+    """How a JSON file is laid out: indentation, line breaks, what follows the value (a
+    final newline), a byte-order mark.
+
+    Read from a file (`layout_of`) and used to write it back (`dump_as`), so that a file
+    written by any tool in `JSON.stringify`'s form comes back byte for byte.
+    """
+
+    indent: str | None = "    "
+    newline: str = "\n"
+    end: str = ""
+    bom: bool = False
+
+
+SILLYTAVERN_LAYOUT = TextLayout()
+"""What SillyTavern writes: 4-space indentation, `\\n`, no final newline."""
+
+_FIRST_INDENT = re.compile(rb"[\[{]\r?\n([ \t]+)\S")
+
+
+def layout_of(data: bytes | str) -> TextLayout:
+    """The layout of a JSON text (compact when its first value opens without a line break)."""
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    bom = raw.startswith(b"\xef\xbb\xbf")
+    body = raw[3:] if bom else raw
+    stripped = body.rstrip(b" \t\r\n")
+    end = body[len(stripped) :]
+    match = _FIRST_INDENT.match(body.lstrip(b" \t\r\n"))
+    indent = match.group(1).decode("ascii") if match else None
+    newline = "\r\n" if b"\r\n" in body[: body.find(b"\n") + 1 or len(body)] else "\n"
+    return TextLayout(
+        indent=indent,
+        newline=newline,
+        end=end.decode("ascii"),
+        bom=bom,
+    )
+
+
+def dump_as(value: Any, layout: TextLayout = SILLYTAVERN_LAYOUT) -> bytes:
+    """A JSON document as bytes in `layout`."""
+    text = dumps(value, indent=layout.indent)
+    if layout.newline != "\n":
+        text = text.replace("\n", layout.newline)  # strings hold `\\n` escapes, never breaks
+    text += layout.end
+    encoded = text.encode("utf-8")
+    return b"\xef\xbb\xbf" + encoded if layout.bom else encoded
+
+
+def _write(value: Any, out: list[str], indent: str | None, level: int) -> None:
     if value is None:
         out.append("null")
     elif value is True:
@@ -215,7 +265,7 @@ def _write(value: Any, out: list[str], indent: int | None, level: int) -> None:
         raise TypeError(f"cannot write {type(value).__name__} as JSON")
 
 
-def _breaks(indent: int | None, level: int) -> tuple[str, str]:
+def _breaks(indent: str | None, level: int) -> tuple[str, str]:
     if indent is None:
         return "", ""
-    return "\n" + " " * (indent * (level + 1)), "\n" + " " * (indent * level)
+    return "\n" + indent * (level + 1), "\n" + indent * level

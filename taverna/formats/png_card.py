@@ -20,9 +20,8 @@ from PIL import Image, PngImagePlugin
 from taverna.errors import FormatError, FormatWarning
 from taverna.formats import json_text
 from taverna.formats.card_json import card_from_json, card_to_json, relabel
-from taverna.model.character import SPEC_V2, SPEC_V3, CardFile, Character
-
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+from taverna.formats.detect import PNG_SIGNATURE
+from taverna.model.character import SPEC_V3, CardFile, Character
 
 MAX_CARD_CHUNK = 64 * 1024 * 1024
 """Largest card text chunk read (base64 of the JSON). Pillow's own bound for text chunks
@@ -230,12 +229,12 @@ def write_png_card(
     """The card written into `image` (or a plain default picture) as SillyTavern does.
 
     Both chunks carry the same card: `chara` as stored, `ccv3` relabelled as V3 (§4.3).
-    A V1 card is written as V2, since the V3 label needs the `data` layout.
+    A V1 card stays V1, in `chara` alone: the V3 label needs the `data` layout, and
+    SillyTavern reads a V1 `chara` chunk as it reads a V1 JSON card (§5).
     """
     doc = card_to_json(character)
-    if "spec" not in doc:
-        doc = card_to_json(character.model_copy(update={"envelope": {**doc, "spec": SPEC_V2}}))
-        doc = relabel(doc, SPEC_V2)
     picture = as_png(image, file=file) if image is not None else default_avatar()
-    chunks = [("chara", encode_chunk(doc)), ("ccv3", encode_chunk(relabel(doc, SPEC_V3)))]
+    chunks = [("chara", encode_chunk(doc))]
+    if "spec" in doc:
+        chunks.append(("ccv3", encode_chunk(relabel(doc, SPEC_V3))))
     return _rebuild(picture, chunks, file=file)

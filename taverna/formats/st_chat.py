@@ -17,7 +17,7 @@ from typing import TypeAlias, cast
 from taverna.errors import FormatError, FormatWarning
 from taverna.formats.chat_fields import FORKS as FORKS
 from taverna.formats.chat_fields import check_header, check_message, describe
-from taverna.formats.json_text import json_number
+from taverna.formats.json_text import TextLayout, json_number, layout_of
 
 JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
 JsonObject: TypeAlias = dict[str, JsonValue]
@@ -239,18 +239,29 @@ class MessageLine:
         Files caught mid-swipe (`swipe_id == len(swipes)`, a null swipe) or edited by hand are not,
         and an importer should keep their swipe fields verbatim instead of splitting them.
         """
+        swipes, index = self.swipes, self.swipe_id
+        if not self.swipes_well_formed or swipes is None or index is None:
+            return False
+        return swipes[index].text == self.text
+
+    @property
+    def swipes_well_formed(self) -> bool:
+        """True when the swipe fields describe a choice among texts: a valid `swipe_id`, no
+        null swipe, `swipe_info` no longer than `swipes` (whatever `mes` says).
+
+        A greeting is such a message whose `mes` has its macros substituted while `swipes`
+        keeps the raw text (formats-chat.md §4.3).
+        """
         swipes = self.swipes
         index = self.swipe_id
         if swipes is None or index is None or not 0 <= index < len(swipes):
             return False
         if any(s.text is None for s in swipes):
             return False
-        raw_info = self.fields.get("swipe_info", [])
+        raw_info = self.fields.get("swipe_info") or []
         if not isinstance(raw_info, list) or len(raw_info) > len(swipes):
             return False
-        if any(not isinstance(item, dict) for item in raw_info):
-            return False
-        return swipes[index].text == self.text
+        return all(isinstance(item, dict) for item in raw_info)
 
     @property
     def forks(self) -> tuple[tuple[MessageLine, ...], ...]:
@@ -283,14 +294,23 @@ class SkippedLine:
     reason: str
 
 
+JSONL_LAYOUT = TextLayout(indent=None)
+"""formats-chat.md §2: lines joined by `\\n`, no final newline, no byte-order mark."""
+
+
 @dataclass(frozen=True)
 class ChatDocument:
-    """A whole chat file: an optional header line and the messages in order."""
+    """A whole chat file: an optional header line and the messages in order.
+
+    `layout`: the file's line breaks, what follows its last line and its byte-order mark,
+    so that it is written back as it was.
+    """
 
     header: ChatHeader | None
     messages: tuple[MessageLine, ...]
     skipped: tuple[SkippedLine, ...] = ()
     warnings: tuple[FormatWarning, ...] = ()  # values read otherwise than written
+    layout: TextLayout = JSONL_LAYOUT
 
     @property
     def metadata(self) -> ChatFileMetadata:
@@ -411,7 +431,17 @@ def read_chat(
         first = False
     if warnings is not None:
         warnings.extend(found)
-    return ChatDocument(header, tuple(messages), tuple(skipped), tuple(found))
+    return ChatDocument(
+        header, tuple(messages), tuple(skipped), tuple(found), layout=_jsonl_layout(data)
+    )
+
+
+def _jsonl_layout(data: str | bytes) -> TextLayout:
+    # The first line break and the file's end say it all; a long file is not scanned.
+    layout = layout_of(data[:4096])
+    end = layout_of(data[-64:]).end if len(data) > 4096 else layout.end
+    found = TextLayout(indent=None, newline=layout.newline, end=end, bom=layout.bom)
+    return JSONL_LAYOUT if found == JSONL_LAYOUT else found
 
 
 def read_chat_messages(data: str | bytes, *, source: str = "<chat>") -> Iterator[JsonObject]:
@@ -476,8 +506,11 @@ def chat_lines(document: ChatDocument) -> Iterator[str]:
 
 
 def write_chat(document: ChatDocument) -> str:
-    """The chat as SillyTavern writes it: compact JSON lines joined by `\\n`, no final newline."""
-    return "\n".join(chat_lines(document))
+    """The chat as its file was: compact JSON lines joined by its line break (SillyTavern's
+    `\\n`, no final newline, for a chat made here)."""
+    layout = document.layout
+    text = layout.newline.join(chat_lines(document)) + layout.end
+    return "\ufeff" + text if layout.bom else text
 
 
 def chat_as_text(document: ChatDocument) -> str:
@@ -550,10 +583,13 @@ def make_message(
 
 
 def document(
-    header: ChatHeader | None, messages: Iterable[MessageLine], skipped: Iterable[SkippedLine] = ()
+    header: ChatHeader | None,
+    messages: Iterable[MessageLine],
+    skipped: Iterable[SkippedLine] = (),
+    layout: TextLayout = JSONL_LAYOUT,
 ) -> ChatDocument:
     """A document from its parts."""
-    return ChatDocument(header, tuple(messages), tuple(skipped))
+    return ChatDocument(header, tuple(messages), tuple(skipped), layout=layout)
 
 
 # ---------------------------------------------------------------------------

@@ -14,12 +14,14 @@ turns the result into the engine's context.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
 from taverna.errors import FormatError
+from taverna.formats import settings_file
+from taverna.formats.chat_sources import models_of
 from taverna.formats.json_text import loads
 from taverna.formats.validation import validate
 from taverna.model.chat import AuthorsNote
@@ -34,6 +36,7 @@ from taverna.model.presets import (
     PromptOrderItem,
     SystemPromptPreset,
     default_prompt_order,
+    migrated_story_string,
 )
 from taverna.model.regex_script import RegexScript
 from taverna.model.settings import (
@@ -89,12 +92,18 @@ def read_settings(data: bytes | str, *, file: str | None = None) -> SillyTavernS
         raise FormatError("settings must be a JSON object", file=file)
     reader = _SettingsReader(file)
     power = reader.obj(doc, "power_user")
+    # Files of 1.9 and before keep these at the top level (settings_file.py).
+    oai = settings_file.chat_completion_part(doc)
+    oai_path = "oai_settings." if oai is not doc else ""
+    wi = settings_file.world_info_part(doc)
     return SillyTavernSettings(
         main_api=reader.str_(doc, "main_api", "openai"),
-        chat_completion=reader.chat_completion(reader.obj(doc, "oai_settings")),
+        chat_completion=reader.chat_completion(oai, oai_path),
         text_completion=reader.text_completion(doc, power),
         power_user=reader.power_user(power),
-        world_info=reader.world_info(reader.obj(doc, "world_info_settings")),
+        world_info=reader.world_info(
+            wi, "world_info_settings." if wi is doc.get("world_info_settings") else ""
+        ),
         persona=reader.persona(doc, power),
         authors_note=reader.authors_note(doc),
         allow_wi_scan=reader.allow_wi_scan(doc),
@@ -141,6 +150,13 @@ def chosen_context_template(data: Mapping[str, Any], *, file: str | None = None)
     lacks keeps a new install's value."""
     doc = _document(data, "a context template", file)
     return _SettingsReader(file).template(ContextTemplate, DEFAULT_CONTEXT_TEMPLATE, doc, "")
+
+
+def read_power_user_settings(
+    data: Mapping[str, Any], *, file: str | None = None
+) -> PowerUserSettings:
+    """SillyTavern's `power_user` object (the prompt-relevant switches)."""
+    return _SettingsReader(file).power_user(_document(data, "power-user settings", file))
 
 
 def read_world_info_settings(
@@ -218,23 +234,22 @@ class _SettingsReader:
     ) -> ChatCompletionSettings:
         base = ChatCompletionSettings()
         prompts = self.prompts(oai.get("prompts"), path)
+        # Before the prompt manager (1.9 and older) the texts had keys of their own;
+        # SillyTavern moves them into the prompts when it loads them.
+        legacy = {
+            slot: text
+            for slot, key in (("main", "main_prompt"), ("nsfw", "nsfw_prompt"),
+                              ("jailbreak", "jailbreak_prompt"))
+            if isinstance(text := oai.get(key), str) and text
+        }  # fmt: skip
+        if legacy:
+            prompts = tuple(
+                replace(p, content=legacy[p.identifier]) if p.identifier in legacy else p
+                for p in prompts
+            )
         order = self.order(oai.get("prompt_order"), path)
         source = self.str_(oai, "chat_completion_source", "openai", path)
-        model_key = {
-            "openai": "openai_model",
-            "claude": "claude_model",
-            "makersuite": "google_model",
-            "openrouter": "openrouter_model",
-            "ai21": "ai21_model",
-            "mistralai": "mistralai_model",
-            "cohere": "cohere_model",
-            "perplexity": "perplexity_model",
-            "groq": "groq_model",
-            "01ai": "zerooneai_model",
-            "blockentropy": "blockentropy_model",
-            "windowai": "windowai_model",
-            "custom": "custom_model",
-        }.get(source, "openai_model")
+        models = models_of(oai)
         if "assistant_impersonation" not in oai and "assistant_prefill" in oai:
             # formats-presets.md §1.1: a missing impersonation prefill copies the prefill.
             oai = {**oai, "assistant_impersonation": oai["assistant_prefill"]}
@@ -280,7 +295,8 @@ class _SettingsReader:
             prompts=prompts,
             order=order,
             source=source,
-            model=self.str_(oai, model_key, "", path),
+            model=models.get(source, ""),
+            models=models,
             max_context=self.int_(oai, "openai_max_context", 4095, path),
             max_tokens=self.int_(oai, "openai_max_tokens", 300, path),
             names_behavior=NamesBehavior(names if names in (-1, 0, 1, 2) else 0),
@@ -402,7 +418,8 @@ class _SettingsReader:
     def template(self, kind: type[T], defaults: T, doc: Mapping[str, Any], path: str) -> T:
         """A template the settings hold (or a file read as one): the keys it lacks keep
         `defaults`; the settings-only keys are left out, `preset` naming it when `name` is
-        absent (formats-presets.md §2.1, §3)."""
+        absent (formats-presets.md §2.1, §3). A 1.9 context template's `storyString` is
+        its story string, in the placeholders of later releases."""
         values = {
             key: value
             for key, value in doc.items()
@@ -410,6 +427,9 @@ class _SettingsReader:
         }
         if "name" not in values and isinstance(doc.get("preset"), str):
             values["name"] = doc["preset"]
+        legacy = doc.get("storyString")
+        if kind is ContextTemplate and "story_string" not in doc and isinstance(legacy, str):
+            values["story_string"] = migrated_story_string(legacy)
         for key, value in defaults.to_json().items():
             values.setdefault(key, value)
         # as strict as the rest of this reader: a value of the wrong type is an error
@@ -440,9 +460,10 @@ class _SettingsReader:
                     values[key] = context[key]
         return PowerUserSettings(**values)
 
-    def world_info(self, wi: Mapping[str, Any]) -> WorldInfoSettings:
+    def world_info(
+        self, wi: Mapping[str, Any], path: str = "world_info_settings."
+    ) -> WorldInfoSettings:
         """The world-info settings; a key the object lacks keeps a new install's value."""
-        path = "world_info_settings."
         selection = self.obj(wi, "world_info", path)
         chosen = selection.get("globalSelect", [])
         if not isinstance(chosen, list) or not all(isinstance(x, str) for x in chosen):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Self
 
-from pydantic import BeforeValidator, Field
+from pydantic import BeforeValidator, Field, PrivateAttr
 
 from taverna.model.document import JsonInt, Number, STDocument
 from taverna.model.injection import InjectionRole
@@ -163,8 +163,14 @@ class Character(STDocument):
     source: list[str] | None = None
     creation_date: Number | None = None
     modification_date: Number | None = None
-    # Not a card field: the keys around `data` in the file, verbatim (left out of `data_json`).
+    # Not a card field: the keys around `data` in the file, verbatim and in order (left out
+    # of `data_json`); a V2/V3 card's `data` key holds a null that marks its place.
     envelope: dict[str, Any] = Field(default_factory=dict, alias=ENVELOPE_KEY)
+    # The mirrored `data` values when the card was read (None: made in code), so that a
+    # write refreshes only the top-level copies of values that changed since.
+    _mirror_as_read: dict[str, Any] | None = PrivateAttr(default=None)
+    # A V1 card's `data` fields beyond the six as read (moved from its old top-level keys).
+    _v1_extra_as_read: dict[str, Any] | None = PrivateAttr(default=None)
 
     @classmethod
     def create(cls, name: str, **fields: Any) -> Self:

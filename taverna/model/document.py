@@ -29,7 +29,10 @@ class STDocument(BaseModel):
     # file come back byte for byte.
     _key_order: tuple[str, ...] = PrivateAttr(default=())
 
+    # `defer_build`: a model's validator is built when it is first used, so a command
+    # that reads one kind of file does not pay for the schemas of all the others.
     model_config = ConfigDict(
+        defer_build=True,
         extra="allow",
         strict=True,
         frozen=True,

@@ -260,8 +260,28 @@ DEFAULT_STORY_STRING = (
 )
 
 
+# SillyTavern 1.9's story-string placeholders and the names its successors render them by
+# (1.9 kept `{name, storyString, injections}` files; 1.10 renamed the key `story_string`).
+LEGACY_STORY_PLACEHOLDERS = (
+    ("{{instructSystemPrompt}}", "{{system}}"),
+    ("{{wiBeforeCharacter}}", "{{wiBefore}}"),
+    ("{{wiAfterCharacter}}", "{{wiAfter}}"),
+)
+
+
+def migrated_story_string(legacy: str) -> str:
+    """A 1.9 `storyString` written with the placeholders of 1.10 and later."""
+    for old, new in LEGACY_STORY_PLACEHOLDERS:
+        legacy = legacy.replace(old, new)
+    return legacy
+
+
 class ContextTemplate(STDocument):
-    """A context template (`context/<name>.json`, §3)."""
+    """A context template (`context/<name>.json`, §3).
+
+    A 1.9 template (`storyString`, `injections`) keeps its keys as they are; its story
+    string is read through `effective_story_string`.
+    """
 
     name: str = ""
     story_string: str = DEFAULT_STORY_STRING
@@ -276,6 +296,33 @@ class ContextTemplate(STDocument):
     story_string_position: JsonInt | None = None
     story_string_depth: JsonInt | None = None
     story_string_role: JsonInt | None = None
+
+    @property
+    def legacy(self) -> bool:
+        """A SillyTavern 1.9 template: `storyString` and no `story_string`."""
+        return "story_string" not in self.model_fields_set and isinstance(
+            self.extras.get("storyString"), str
+        )
+
+    @property
+    def effective_story_string(self) -> str:
+        """The story string this template renders (a 1.9 one migrated)."""
+        if self.legacy:
+            return migrated_story_string(self.extras["storyString"])
+        return self.story_string
+
+
+class ReasoningTemplate(STDocument):
+    """A reasoning template (`reasoning/<name>.json`): how a model's thinking is marked.
+
+    `prefix` and `suffix` wrap the reasoning when it is parsed out of a reply or added
+    back to a prompt; `separator` comes between it and the reply.
+    """
+
+    name: str = ""
+    prefix: str = ""
+    suffix: str = ""
+    separator: str = ""
 
 
 class SystemPromptPreset(STDocument):

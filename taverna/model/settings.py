@@ -10,7 +10,7 @@ engine takes in its context.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from taverna.model.injection import InjectionRole
@@ -95,6 +95,8 @@ class ChatCompletionSettings:
     order: tuple[PromptOrderItem, ...] = field(default_factory=default_prompt_order)
     source: str = "openai"
     model: str = "gpt-4-turbo"
+    # SillyTavern keeps one model per source (`claude_model`, `google_model`, ...)
+    models: Mapping[str, str] = field(default_factory=dict)
     max_context: int = 4095
     max_tokens: int = 300
     names_behavior: NamesBehavior = NamesBehavior.DEFAULT
@@ -118,6 +120,12 @@ class ChatCompletionSettings:
     # The sampling fields by SillyTavern's request names (temperature, top_p, ...).
     sampling: Mapping[str, Any] = field(default_factory=dict)
     extras: Mapping[str, Any] = field(default_factory=dict)
+
+    def for_source(self, source: str) -> ChatCompletionSettings:
+        """These settings sending to another source, with that source's own model."""
+        if source == self.source:
+            return self
+        return replace(self, source=source, model=self.models.get(source, ""))
 
     def slot(self, identifier: str) -> PromptSlot | None:
         """The prompt with this identifier, if the preset has it."""

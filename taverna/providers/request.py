@@ -27,6 +27,19 @@ class Api(StrEnum):
         """Whether this API takes one prompt text instead of a message list."""
         return self in (Api.KOBOLDCPP, Api.LLAMACPP, Api.OPENAI_TEXT)
 
+    def st_source(self, preset_source: str = "") -> str | None:
+        """The SillyTavern Chat Completion source a request to this API is made for.
+
+        A preset's own source when it is served by this API (OpenRouter, Groq, ... by
+        the OpenAI-compatible one), else this API's own source; None for Text Completion.
+        The source picks the preset's model setting (`claude_model` for `claude`, ...).
+        """
+        if self.is_text_completion:
+            return None
+        if preset_source and _SOURCE_APIS.get(preset_source) is self:
+            return preset_source
+        return _OWN_SOURCES[self]
+
     @classmethod
     def parse(cls, name: str) -> Api:
         """An API by its name or one of SillyTavern's source names (`claude`, `makersuite`, `custom`)."""
@@ -52,6 +65,24 @@ _API_ALIASES = {
     "llama-cpp": "llamacpp",
     "textgen": "llamacpp",
     "openai_text": "openai-text",
+}
+
+
+# Each Chat Completion API's own SillyTavern source
+_OWN_SOURCES = {
+    Api.OPENAI: "openai",
+    Api.OPENAI_COMPATIBLE: "custom",
+    Api.MISTRAL: "mistralai",
+    Api.ANTHROPIC: "claude",
+    Api.GOOGLE: "makersuite",
+}
+# SillyTavern's sources and the API that serves each here
+_SOURCE_APIS = {
+    **{source: api for api, source in _OWN_SOURCES.items()},
+    **dict.fromkeys(
+        ("openrouter", "groq", "perplexity", "01ai", "blockentropy", "windowai"),
+        Api.OPENAI_COMPATIBLE,
+    ),
 }
 
 

@@ -23,7 +23,6 @@ from taverna.errors import FormatError, FormatWarning, NotFound, TavernaError
 from taverna.formats import json_text
 from taverna.formats.card_json import card_from_json, card_to_json
 from taverna.formats.detect import LOREBOOK_KINDS, FileKind, detect, read_any
-from taverna.formats.personas import read_personas
 from taverna.formats.presets import named_on_import
 from taverna.formats.st_chat import ChatDocument, read_chat
 from taverna.formats.validation import validate
@@ -36,6 +35,7 @@ from taverna.model.presets import (
     ChatCompletionPreset,
     ContextTemplate,
     InstructTemplate,
+    ReasoningTemplate,
     SystemPromptPreset,
     TextCompletionPreset,
 )
@@ -50,6 +50,7 @@ from taverna.services.interchange import (
     linked_files_beside,
     read_chat_file,
 )
+from taverna.services.settings_import import import_personas, import_settings
 from taverna.store.repository import UNSET, Document, Store
 
 
@@ -67,6 +68,7 @@ class LibraryKind(StrEnum):
     REGEX_SCRIPT = "regex_script"
     QUICK_REPLY_SET = "quick_reply_set"
     GROUP = "group"
+    REASONING_TEMPLATE = "reasoning_template"
 
 
 _MODELS: dict[LibraryKind, type[Any]] = {
@@ -77,6 +79,7 @@ _MODELS: dict[LibraryKind, type[Any]] = {
     LibraryKind.SYSTEM_PROMPT: SystemPromptPreset,
     LibraryKind.REGEX_SCRIPT: RegexScript,
     LibraryKind.PERSONA: Persona,
+    LibraryKind.REASONING_TEMPLATE: ReasoningTemplate,
 }
 
 _FILE_KINDS: dict[FileKind, LibraryKind] = {
@@ -92,6 +95,7 @@ _FILE_KINDS: dict[FileKind, LibraryKind] = {
     FileKind.REGEX_SCRIPT: LibraryKind.REGEX_SCRIPT,
     FileKind.QUICK_REPLY_SET: LibraryKind.QUICK_REPLY_SET,
     FileKind.GROUP: LibraryKind.GROUP,
+    FileKind.REASONING_TEMPLATE: LibraryKind.REASONING_TEMPLATE,
 }
 
 # The folders of a SillyTavern user data folder and the kind of file each holds.
@@ -103,6 +107,7 @@ _PRESET_FOLDERS: tuple[tuple[str, LibraryKind], ...] = (
     ("context", LibraryKind.CONTEXT_TEMPLATE),
     ("sysprompt", LibraryKind.SYSTEM_PROMPT),
     ("QuickReplies", LibraryKind.QUICK_REPLY_SET),
+    ("reasoning", LibraryKind.REASONING_TEMPLATE),
 )
 _KNOWN_FOLDERS = {
     "characters",
@@ -335,8 +340,11 @@ class LibraryService:
         if kind is FileKind.CHAT:
             chats = self.chats.import_files([path], lenient=lenient, owner=self.owner)
             return ImportReport(chats=chats)
+        avatars = path.parent / "User Avatars"
         if kind is FileKind.PERSONAS:
-            return self.import_personas(data, file=str(path), avatars=path.parent / "User Avatars")
+            return import_personas(self, data, file=str(path), avatars=avatars)
+        if kind is FileKind.SETTINGS:
+            return import_settings(self, data, file=str(path), avatars=avatars)
         return ImportReport(stored=[self.import_bytes(data, path.name, file=str(path))])
 
     def import_bytes(self, data: bytes, file_name: str, *, file: str = "") -> StoredItem:
@@ -374,55 +382,6 @@ class LibraryService:
         # Presets and quick reply sets are named by their file.
         name = str(getattr(value, "name", "") or stem)
         return self.put(kind, name, value.to_json(), file=source)
-
-    def import_personas(
-        self, data: bytes, *, file: str, avatars: Path | None = None
-    ) -> ImportReport:
-        """The personas of a `settings.json` (or persona backup), with their avatar pictures."""
-        report = ImportReport()
-        found: list[FormatWarning] = []
-        personas = read_personas(data, file=file, warnings=found)
-        for persona in personas.items():
-            picture = None
-            if avatars is not None:
-                candidate = avatars / persona.avatar
-                if candidate.is_file():
-                    picture = candidate.read_bytes()
-                else:
-                    report.skipped.append(
-                        Skipped(str(candidate), "avatar picture not found; persona kept without it")
-                    )
-            report.stored.append(self.put_persona(persona, avatar=picture))
-        if found and report.stored:  # one list for the file, with its first persona
-            first = report.stored[0]
-            report.stored[0] = dataclasses.replace(first, warnings=tuple(found))
-        return report
-
-    def import_settings_regex(self, data: bytes, *, file: str) -> ImportReport:
-        """The global regex scripts kept in `settings.json` (`extension_settings.regex`)."""
-        report = ImportReport()
-        doc = json_text.loads(data, file=file)
-        extensions = doc.get("extension_settings") if isinstance(doc, dict) else None
-        scripts = extensions.get("regex") if isinstance(extensions, dict) else None
-        if not isinstance(scripts, list):
-            return report
-        for index, raw in enumerate(scripts):
-            found: list[FormatWarning] = []
-            try:
-                script = validate(
-                    RegexScript,
-                    raw,
-                    file=file,
-                    prefix=f"extension_settings.regex.{index}",
-                    warnings=found,
-                )
-            except TavernaError as exc:
-                report.skipped.append(Skipped(f"{file}#regex/{index}", str(exc)))
-                continue
-            name = script.script_name or f"Regex {index + 1}"
-            item = self.put(LibraryKind.REGEX_SCRIPT, name, script.to_json(), file=file)
-            report.stored.append(dataclasses.replace(item, warnings=tuple(found)))
-        return report
 
     def import_zip(
         self,
@@ -469,8 +428,9 @@ class LibraryService:
         """Import a SillyTavern user data folder (`data/<user>/`).
 
         Characters with their chats (branch and checkpoint files merged), groups with their
-        chats, lorebooks, presets, templates, quick replies, regex scripts and the personas
-        of settings.json. Files that cannot be read are skipped and listed with the reason;
+        chats, lorebooks, presets, templates, quick replies, and settings.json (its
+        personas, templates, regex scripts, lorebook selection, variables and power-user
+        settings, `settings_import.py`). Files that cannot be read are skipped and listed with the reason;
         the rest goes on.
         """
         report = ImportReport()
@@ -524,10 +484,8 @@ class LibraryService:
             step(settings)
             try:
                 data = _read_bytes(settings)
-                report.extend(
-                    self.import_personas(data, file=str(settings), avatars=folder / "User Avatars")
-                )
-                report.extend(self.import_settings_regex(data, file=str(settings)))
+                avatars = folder / "User Avatars"
+                report.extend(import_settings(self, data, file=str(settings), avatars=avatars))
             except TavernaError as exc:
                 report.skipped.append(Skipped(str(settings), str(exc)))
 

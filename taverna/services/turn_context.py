@@ -21,7 +21,7 @@ import threading
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -44,6 +44,7 @@ from taverna.formats.st_settings import (
     chosen_context_template,
     chosen_instruct_template,
     read_extension_choices,
+    read_power_user_settings,
     read_world_info_settings,
 )
 from taverna.formats.world_info import world_info_from_json
@@ -53,7 +54,12 @@ from taverna.model.lorebook import Lorebook, WorldInfoSettings
 from taverna.model.persona import Persona, PersonaPosition
 from taverna.model.prompt import Prompt
 from taverna.model.regex_script import RegexScript
-from taverna.model.settings import ChatCompletionSettings, PersonaInfo, TextCompletionSettings
+from taverna.model.settings import (
+    ChatCompletionSettings,
+    PersonaInfo,
+    PowerUserSettings,
+    TextCompletionSettings,
+)
 from taverna.providers.registry import provider
 from taverna.services.active_settings import (
     ACTIVE,
@@ -63,8 +69,9 @@ from taverna.services.active_settings import (
 )
 from taverna.services.generation import PreparedTurn, TurnRequest
 from taverna.services.library import LibraryKind
+from taverna.services.settings_import import POWER_USER
 from taverna.services.tools import declared_tools
-from taverna.services.turn_inputs import assembly_context, character_info
+from taverna.services.turn_inputs import assembly_context, character_info, for_api
 from taverna.services.turn_paths import PathEnds
 from taverna.store.repository import Document, DocumentVersion, Store
 
@@ -306,17 +313,13 @@ class TurnContexts:
 
     def _active(
         self, found: Mapping[str, list[DocumentVersion]]
-    ) -> tuple[
-        dict[str, DocumentVersion],
-        tuple[Mapping[str, Any], WorldInfoSettings] | None,
-        tuple[Mapping[str, Any], tuple[str, ...]],
-    ]:
-        """The chosen preset and templates (by setting), the world-info settings, the
-        global variables and the cards allowed to run their own regex scripts."""
+    ) -> tuple[dict[str, DocumentVersion], _ActiveSettings]:
+        """The chosen preset and templates (by setting) and the user's other settings."""
         versions = [v for v in found[SETTINGS_KIND] if v.name == ACTIVE]
         if not versions:
-            return {}, None, ({}, ())
-        chosen, world, extensions = self.documents.get("settings", versions[-1], _active_document)
+            return {}, _ActiveSettings()
+        active = self.documents.get("settings", versions[-1], _active_document)
+        chosen = active.choices
         out: dict[str, DocumentVersion] = {}
         for key, kind in (
             ("chat_completion_preset", LibraryKind.CHAT_COMPLETION_PRESET),
@@ -328,13 +331,13 @@ class TurnContexts:
             for version in found[kind.value]:
                 if version.id == doc_id:
                     out[key] = version
-        return out, world, extensions
+        return out, active
 
     def _settings(
         self, found: Mapping[str, list[DocumentVersion]]
     ) -> tuple[SillyTavernSettings, Mapping[str, Any]]:
         """The settings a turn assembles with, and the chosen preset as stored."""
-        choices, world, (global_variables, regex_allowed) = self._active(found)
+        choices, active = self._active(found)
         chat_completion = ChatCompletionSettings()
         preset: Mapping[str, Any] = {}
         if "chat_completion_preset" in choices:
@@ -357,12 +360,14 @@ class TurnContexts:
                 self.documents.get("regex_script", version, _regex_script)
                 for version in found[LibraryKind.REGEX_SCRIPT.value]
             ),
-            regex_allowed=regex_allowed,
-            global_variables=global_variables,
+            regex_allowed=active.regex_allowed,
+            global_variables=active.global_variables,
         )
-        if world is not None:
+        if active.power_user is not None:
+            settings = replace(settings, power_user=active.power_user)
+        if active.world is not None:
             # SillyTavern's shape: the global selection and the characters' extra books.
-            raw, world_info = world
+            raw, world_info = active.world
             settings = replace(settings, world_info=world_info, raw={"world_info_settings": raw})
         return settings, preset
 
@@ -443,7 +448,7 @@ class TurnContexts:
             )
         members = [c.name for c in chat.characters] if len(chat.characters) > 1 else []
         context = assembly_context(
-            library.settings,
+            for_api(library.settings, turn.api),
             library.characters,
             metadata,
             [self._message(node) for node in history],
@@ -491,20 +496,33 @@ def _message(node: Node) -> ChatMessage:
     )
 
 
-def _active_document(
-    doc: Document,
-) -> tuple[
-    dict[str, str],
-    tuple[Mapping[str, Any], WorldInfoSettings] | None,
-    tuple[Mapping[str, Any], tuple[str, ...]],
-]:
-    """The `active` settings document: its choices, its world-info settings as stored
-    and as read, and what its `extension_settings` hold for prompts (the global
-    variables, the cards allowed their own regex scripts); parsed once per version."""
+@dataclass(frozen=True, slots=True)
+class _ActiveSettings:
+    """The user's `active` settings document, read: the chosen presets' ids, the
+    world-info settings as stored and as read, the power-user settings, and what its
+    `extension_settings` hold for prompts (the global variables, the cards allowed their
+    own regex scripts); None and empty where the user has none."""
+
+    choices: Mapping[str, str] = field(default_factory=dict)
+    world: tuple[Mapping[str, Any], WorldInfoSettings] | None = None
+    power_user: PowerUserSettings | None = None
+    global_variables: Mapping[str, Any] = field(default_factory=dict)
+    regex_allowed: tuple[str, ...] = ()
+
+
+def _active_document(doc: Document) -> _ActiveSettings:
+    """The `active` settings document read (once per version, like every document)."""
     world = world_info_settings(doc)
     read = None if world is None else (world, read_world_info_settings(world, file=doc.name))
-    extensions = read_extension_choices(doc.data, file=doc.name)
-    return active_choices_document(doc), read, extensions
+    power = doc.data.get(POWER_USER)
+    variables, allowed = read_extension_choices(doc.data, file=doc.name)
+    return _ActiveSettings(
+        active_choices_document(doc),
+        read,
+        read_power_user_settings(power, file=doc.name) if isinstance(power, Mapping) else None,
+        variables,
+        allowed,
+    )
 
 
 def _character(doc: Document) -> CharacterInfo:

@@ -25,6 +25,17 @@ from taverna.model.chat import AuthorsNote
 from taverna.model.injection import InjectionRole
 from taverna.model.lorebook import Lorebook
 from taverna.model.persona import PersonaPosition
+from taverna.providers.request import Api
+
+
+def for_api(settings: SillyTavernSettings, api: Api) -> SillyTavernSettings:
+    """The settings as a request to `api` uses them: its own source's model (a preset
+    keeps one per source), not the one of the source the preset was saved with."""
+    cc = settings.chat_completion
+    source = api.st_source(cc.source)
+    if source is None or source == cc.source:
+        return settings
+    return replace(settings, chat_completion=cc.for_source(source))
 
 
 def character_info(character: Any, avatar: str = "") -> CharacterInfo:

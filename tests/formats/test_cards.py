@@ -210,6 +210,11 @@ def test_v1_card_with_new_fields_becomes_v2() -> None:
     assert doc["name"] == "Old"
 
 
+def test_a_v1_card_keeps_its_key_order() -> None:
+    v1 = {"x_first": 0, "description": "d", "name": "Old", "first_mes": "hi"}
+    assert list(card_to_json(card_from_json(v1))) == list(v1)
+
+
 def test_mirror_follows_edits_of_data() -> None:
     character = card_from_json(V2_CARD)
     renamed = Character.model_validate({**character.model_dump(), "name": "Mara"})
@@ -244,11 +249,83 @@ def test_new_character_has_every_v2_field() -> None:
         assert key in doc["data"]
 
 
-def test_v1_png_is_written_as_v2() -> None:
-    character = card_from_json({"name": "Old", "description": "d"})
-    again = read_png_card(write_png_card(character, png()))
-    assert again.character.name == "Old"
-    assert again.character.spec == SPEC_V2
+def test_v1_png_stays_v1() -> None:
+    v1 = {"name": "Old", "description": "d", "x_old_tool": [1]}
+    written = write_png_card(card_from_json(v1), png())
+    # one `chara` chunk with the V1 object (a V3 label needs the `data` layout)
+    assert list(card_chunks(written)) == ["chara"]
+    again = read_png_card(written)
+    assert again.character.spec is None
+    assert card_to_json(again.character) == v1
+
+
+@pytest.mark.parametrize("spec", [SPEC_V2, SPEC_V3])
+def test_v1_card_is_upgraded_as_sillytavern_converts_it(spec: str) -> None:
+    v1 = {
+        "name": "Old",
+        "description": "d",
+        "first_mes": "hi",
+        "creatorcomment": "by me",
+        "tags": "a, b ,",
+        "fav": "true",
+        "talkativeness": "0.7",
+        "depth_prompt_prompt": "note",
+        "depth_prompt_depth": 2,
+        "x_old_tool": 3,
+    }
+    card = with_spec(card_from_json(v1), spec)
+    assert card.spec == spec
+    doc = card_to_json(card)
+    # the V1 object's keys stay where they were, the V1 fields mirrored, `data` last
+    assert list(doc)[: len(v1)] == list(v1)
+    assert doc["x_old_tool"] == 3 and doc["personality"] == "" and doc["mes_example"] == ""
+    assert doc["spec_version"] == ("3.0" if spec == SPEC_V3 else "2.0")
+    assert list(doc)[-1] == "data"
+    data = doc["data"]
+    assert (data["name"], data["first_mes"], data["creator_notes"]) == ("Old", "hi", "by me")
+    assert data["tags"] == ["a", "b"]
+    assert data["extensions"]["fav"] is True and data["extensions"]["talkativeness"] == "0.7"
+    assert data["extensions"]["depth_prompt"] == {"prompt": "note", "depth": 2, "role": "system"}
+    for key in ("system_prompt", "post_history_instructions", "alternate_greetings", "creator"):
+        assert key in data
+    # the upgraded card reads back as itself
+    assert card_to_json(card_from_json(doc)) == doc
+
+
+def test_v1_charx_holds_a_v3_card() -> None:
+    card = CardFile(card_from_json({"name": "Old", "description": "d"}), avatar=png())
+    again = read_charx(write_charx(card))
+    assert again.character.spec == SPEC_V3 and again.character.description == "d"
+
+
+def test_key_order_is_kept_at_every_level() -> None:
+    # `data` first, V1 mirror after it, keys in no usual order
+    doc = {
+        "spec": SPEC_V2,
+        "data": {"x_first": 1, "name": "Mira", "extensions": {"z": 1, "a": 2}, "tags": ["t"]},
+        "name": "Mira",
+        "x_tool": {"b": 1, "a": 2},
+        "spec_version": "2.0",
+    }
+    card = card_from_json(doc)
+    text = json_text.dumps(card_to_json(card), indent=4)
+    assert text == json_text.dumps(doc, indent=4)
+    # so are the PNG chunk's and the CHARX card's
+    chara = read_png_card(write_png_card(card, png())).character
+    assert json.dumps(card_to_json(chara)) == json.dumps(doc)
+
+
+def test_an_untouched_card_keeps_top_level_values_that_disagree_with_data() -> None:
+    # community cards: a top-level `tags` of "" beside `data.tags`, a stale description
+    doc = {**V2_CARD, "tags": "", "description": "old text"}
+    card = card_from_json(doc)
+    assert card_to_json(card) == doc
+    assert read_card_json(write_card_json(card)) == card
+    assert card_to_json(read_png_card(write_png_card(card, png())).character) == doc
+    # an edit of `data` refreshes the top-level copy of what changed, and only that
+    edited = card.model_copy(update={"description": "new text"})
+    out = card_to_json(edited)
+    assert out["description"] == "new text" and out["tags"] == ""
 
 
 def test_card_on_a_jpeg_picture_is_written_as_png() -> None:

@@ -185,7 +185,9 @@ SETTINGS = {
 
 def test_personas_from_settings() -> None:
     data = json.dumps(SETTINGS).encode()
-    assert detect(data, "settings.json") is FileKind.PERSONAS
+    # a settings file is a kind of its own; its personas are read from it
+    assert detect(data, "settings.json") is FileKind.SETTINGS
+    assert read_any(data, "settings.json").value == SETTINGS
     personas = read_personas(data, file="settings.json")
     items = personas.items()
     assert [(p.avatar, p.name, p.is_default) for p in items] == [

@@ -57,10 +57,11 @@ def test_every_fixture_round_trips(st_fixtures: Path) -> None:
             assert again.avatar == document.value.avatar, path
         elif document.kind is FileKind.CHAT:
             assert parsed(written) == parsed(data), path
+            assert written == data, path
         else:
             assert json.loads(written) == json.loads(data), path
-            # files written by SillyTavern (or in its exact style) come back byte for byte
-            assert written == data.rstrip(b"\n"), path
+            # files in `JSON.stringify`'s form come back byte for byte, final newline and all
+            assert written == data, path
 
 
 # --- generated documents --------------------------------------------------------------

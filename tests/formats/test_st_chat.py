@@ -17,6 +17,7 @@ from taverna.formats.st_chat import (
     FORKS,
     MessageLine,
     Swipe,
+    document,
     dump_json,
     format_send_date,
     make_message,
@@ -166,11 +167,22 @@ def test_broken_json_line_strict_and_lenient() -> None:
     assert [s.line for s in doc.skipped] == [3, 4]
 
 
-def test_bom_crlf_and_trailing_newline_are_tolerated() -> None:
+def test_bom_crlf_and_trailing_newline_are_read_and_written_back() -> None:
     text = '\ufeff{"user_name":"a","chat_metadata":{}}\r\n{"name":"x","mes":"hi"}\r\n'
     doc = read_chat(text.encode("utf-8"))
     assert doc.header is not None and doc.messages[0].text == "hi"
-    assert write_chat(doc) == '{"user_name":"a","chat_metadata":{}}\n{"name":"x","mes":"hi"}'
+    assert write_chat(doc) == text
+    # a chat made here is written as SillyTavern writes it
+    made = document(doc.header, doc.messages)
+    assert write_chat(made) == '{"user_name":"a","chat_metadata":{}}\n{"name":"x","mes":"hi"}'
+
+
+@pytest.mark.parametrize("end", ["", "\n", "\r\n", "\n\n"])
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_line_breaks_and_file_end_come_back(newline: str, end: str) -> None:
+    lines = ['{"user_name":"a"}', '{"name":"x","mes":"one"}', '{"name":"y","mes":"two"}']
+    text = newline.join(lines) + end
+    assert write_chat(read_chat(text)) == text
 
 
 def test_not_utf8() -> None:

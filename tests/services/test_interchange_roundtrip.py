@@ -81,6 +81,8 @@ def message(draw: st.DrawFn) -> dict[str, Any]:
         fields["swipe_id"] = at
         fields["swipes"] = swipes
         fields["swipe_info"] = infos
+        if not infos and draw(st.booleans()):
+            fields["swipe_info"] = None  # SillyTavern reads it as none and keeps it
         if draw(st.integers(0, 9)) == 0:
             fields["swipe_id"] = len(swipes)  # caught mid-swipe: kept verbatim
     if draw(st.booleans()):
@@ -110,32 +112,76 @@ def values(lines: str) -> list[Any]:
 @settings(max_examples=150, deadline=None)
 @given(
     header=st.booleans(),
+    with_metadata=st.booleans(),
     meta=metadata(),
     messages=st.lists(message(), min_size=0, max_size=6),
+    newline=st.sampled_from(["\n", "\r\n"]),
+    end=st.sampled_from(["", "\n", "\r\n"]),
 )
 def test_any_chat_comes_back_from_the_tree_unchanged(
-    header: bool, meta: dict[str, Any], messages: list[dict[str, Any]]
+    header: bool,
+    with_metadata: bool,
+    meta: dict[str, Any],
+    messages: list[dict[str, Any]],
+    newline: str,
+    end: str,
 ) -> None:
-    lines = []
+    lines: list[dict[str, Any]] = []
     if header or not messages:
-        lines.append(
-            {
-                "user_name": "U",
-                "character_name": "C",
-                "create_date": "2024-01-01@00h00m00s",
-                "chat_metadata": meta,
-            }
-        )
+        top: dict[str, Any] = {
+            "user_name": "U",
+            "character_name": "C",
+            "create_date": "2024-01-01@00h00m00s",
+        }
+        if with_metadata or meta:
+            top["chat_metadata"] = meta  # a TavernAI header has none
+        lines.append(top)
     lines += messages
-    source = "\n".join(
+    source = newline.join(
         json.dumps(line, ensure_ascii=False, separators=(",", ":")) for line in lines
-    )
+    ) + (end if lines else "")
     document = read_chat(source)
     (main, *others) = export_tree(as_tree(build_tree(document, name="chat")))
     assert others == []
     out = write_chat(main.document)
     assert values(out) == values(source)
     assert out == source  # the key order travels too
+
+
+GREETING = (
+    '{"user_name":"Ann","character_name":"Kael","create_date":"2024-01-01@00h00m00s",'
+    '"chat_metadata":{}}\n'
+    '{"name":"Kael","is_user":false,"is_system":false,"send_date":"January 1, 2024 0:00am",'
+    '"mes":"Hello Ann, I am Kael.","extra":{},"swipe_id":0,'
+    '"swipes":["Hello {{user}}, I am {{char}}.","Morning, {{user}}.","<USER>? Kael.",'
+    '"No macros here.","{{char}} waves.","Last one, {{user}}."],"swipe_info":[]}'
+)
+
+
+def test_every_greeting_swipe_is_a_candidate_shown_as_sillytavern_shows_it() -> None:
+    # SillyTavern writes the greeting's `mes` with its macros substituted and keeps the
+    # raw texts in `swipes` (formats-chat.md §4.3)
+    built = build_tree(read_chat(GREETING), name="chat")
+    assert [n.content for n in built.nodes] == [
+        "Hello Ann, I am Kael.",
+        "Morning, Ann.",
+        "Ann? Kael.",
+        "No macros here.",
+        "Kael waves.",
+        "Last one, Ann.",
+    ]
+    assert built.active_leaf_id == built.nodes[0].id
+    (main,) = export_tree(as_tree(built))
+    assert write_chat(main.document) == GREETING
+
+
+def test_a_greeting_switched_to_another_swipe_exports_it_as_shown() -> None:
+    built = build_tree(read_chat(GREETING), name="chat")
+    built.active_leaf_id = built.nodes[1].id
+    (main,) = export_tree(as_tree(built))
+    message = main.document.messages[0].fields
+    assert message["mes"] == "Morning, Ann." and message["swipe_id"] == 1
+    assert message["swipes"] == json.loads(GREETING.split("\n")[1])["swipes"]
 
 
 def jsonb_like(value: Any) -> Any:

@@ -293,3 +293,25 @@ def test_active_settings_bring_global_variables_and_allowed_character_scripts(
     with pytest.raises(FormatError) as caught:
         texts()
     assert caught.value.field == "extension_settings.variables.global"
+
+
+def test_the_context_carries_the_model_of_the_turns_api(store: SqlStore, tmp_path: Path) -> None:
+    # a preset saved with OpenAI as its source keeps Claude's model in `claude_model`
+    lib = LibraryService(store)
+    preset = lib.put(
+        LibraryKind.CHAT_COMPLETION_PRESET,
+        "Both",
+        {"chat_completion_source": "openai", "claude_model": "claude-3-haiku-20240307"},
+    )
+    set_active(store, "chat_completion_preset", preset.id)
+    chat_id = _chat(store, 4)
+    turns = TurnContexts(store, clock=lambda: NOW, paths=PathEnds(store))
+    service = _service(store, tmp_path, turns)
+    chat = store.get_chat(chat_id)
+    for api, source, model in (
+        (Api.ANTHROPIC, "claude", "claude-3-haiku-20240307"),
+        (Api.OPENAI, "openai", "gpt-4-turbo"),
+    ):
+        turn = service.turn(chat, chat.active_leaf_id, GenerationType.NORMAL, api, dry_run=True)
+        context = turns.context(turn, turns.library(chat), turn.tail(10), NOW)
+        assert (context.chat_completion.source, context.chat_completion.model) == (source, model)

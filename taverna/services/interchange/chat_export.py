@@ -28,8 +28,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from taverna.formats.json_text import TextLayout
 from taverna.formats.st_chat import (
     FORKS,
+    JSONL_LAYOUT,
     ChatDocument,
     ChatHeader,
     JsonValue,
@@ -47,7 +49,7 @@ from taverna.services.interchange.message_lines import (
     with_link,
     without_link,
 )
-from taverna.services.interchange.st_record import ST, chat_record
+from taverna.services.interchange.st_record import ST, chat_record, layout_from, state_record
 
 # How deep forks nest inside forks before the deeper ones get files of their own: JSON
 # readers (SillyTavern's, Python's) stop at some nesting depth, and no chat should near it.
@@ -90,18 +92,34 @@ class _FilePlan:
 
 @dataclass
 class StreamedFile:
-    """One file of an export, its lines made only when read (header first, no line breaks)."""
+    """One file of an export, its lines made only when read (header first, no line breaks).
+
+    `layout`: the line breaks and file end of the file it came from (SillyTavern's for
+    files made here).
+    """
 
     name: str
     main: bool
     header: ChatHeader | None
     messages: Iterator[MessageLine]
+    layout: TextLayout = JSONL_LAYOUT
 
     def lines(self) -> Iterator[str]:
         if self.header is not None:
             yield dump_json(self.header.fields)
         for message in self.messages:
             yield dump_json(message.fields)
+
+    def text(self) -> Iterator[str]:
+        """The file's text in pieces: the lines with the file's line breaks and end."""
+        layout = self.layout
+        if layout.bom:
+            yield "\ufeff"
+        for number, line in enumerate(self.lines()):
+            if number:
+                yield layout.newline
+            yield line
+        yield layout.end
 
 
 class _Exporter:
@@ -262,7 +280,14 @@ class _Exporter:
             chat, state, main_chat=None if plan.main else self.main_name, own=own
         )
         header = header_for(chat, state, metadata, own=own)
-        return StreamedFile(plan.name, plan.main, header, self._messages(index, plan, path, header))
+        record = state_record(state) if own else chat_record(chat)
+        return StreamedFile(
+            plan.name,
+            plan.main,
+            header,
+            self._messages(index, plan, path, header),
+            layout_from(record),
+        )
 
     def _messages(
         self, index: int, plan: _FilePlan, path: list[Node], header: ChatHeader | None
@@ -358,7 +383,11 @@ def export_stream(tree: ChatTree) -> Iterator[StreamedFile]:
 def export_tree(tree: ChatTree) -> list[ExportedFile]:
     """The SillyTavern files of a chat: the active path first, then branches and checkpoints."""
     return [
-        ExportedFile(item.name, ChatDocument(item.header, tuple(item.messages)), item.main)
+        ExportedFile(
+            item.name,
+            ChatDocument(item.header, tuple(item.messages), layout=item.layout),
+            item.main,
+        )
         for item in export_stream(tree)
     ]
 

@@ -33,7 +33,7 @@ from taverna.model.chat import (
     NodeRole,
     new_id,
 )
-from taverna.services.interchange.st_record import ST, SWIPE_INFO_KEYS, key_shape
+from taverna.services.interchange.st_record import ST, SWIPE_INFO_KEYS, key_shape, layout_record
 from taverna.store.repository import NewChat
 
 # formats-chat.md §3.1: the metadata keys that follow the path (state on nodes).
@@ -166,8 +166,11 @@ class _IdSequence:
 class _TreeBuilder:
     """Adds messages of one or more files to an in-memory tree, merging shared prefixes."""
 
-    def __init__(self, chat_id: str, now: datetime, *, shapes: bool = False) -> None:
+    def __init__(
+        self, chat_id: str, now: datetime, *, shapes: bool = False, user_name: str = ""
+    ) -> None:
         self.chat_id = chat_id
+        self.user_name = user_name
         self.now = now
         self.shapes = shapes
         self.new_id = _IdSequence()
@@ -222,11 +225,20 @@ class _TreeBuilder:
             )
         )
 
-    def add_message(self, parent: Node | None, message: MessageLine) -> Node:
-        """Add one message (its swipes as candidates); returns the selected candidate."""
+    def add_message(
+        self, parent: Node | None, message: MessageLine, *, greeting: bool = False
+    ) -> Node:
+        """Add one message (its swipes as candidates); returns the selected candidate.
+
+        A `greeting` (a chat's first message) may show its text with macros substituted
+        while its swipes keep the raw text (formats-chat.md §4.3): each swipe is still a
+        candidate, the shown one with the text shown, the others substituted as they would
+        be shown; the raw texts go back to `swipes` on export.
+        """
         order = list(message.fields)
         shape = key_shape(message.fields) if self.shapes else None
-        if not message.swipes_consistent:
+        substituted = greeting and not message.is_user and not message.swipes_consistent
+        if not message.swipes_consistent and not (substituted and message.swipes_well_formed):
             # Swipe fields that do not describe the shown text stay as they are.
             fields = dict(message.fields)
             keep: dict[str, Any] = {
@@ -252,13 +264,29 @@ class _TreeBuilder:
                 st["shape"] = shape
             if swipe.info is not None:
                 st["swipe_info"] = swipe.info
-            candidate = MessageLine({**fields, "mes": swipe.text})
+            if "swipe_info" in message.fields and message.fields["swipe_info"] is None:
+                st["swipe_info_null"] = True
+            text = swipe.text or ""
+            if substituted:
+                shown = message.text if index == selected_index else self.substitute(text, message)
+                if shown != text:
+                    st["raw"], st["shown"] = text, shown
+                text = shown
+            candidate = MessageLine({**fields, "mes": text})
             # All candidates are of the message's kind, whatever their swipe_info says.
             node = self._node(parent, candidate, fields, st, role=role)
             if index == selected_index:
                 selected = node
         assert selected is not None
         return selected
+
+    def substitute(self, text: str, message: MessageLine) -> str:
+        """A greeting's text with its macros filled in, as SillyTavern shows it."""
+        if "{{" not in text and "<" not in text:
+            return text
+        from taverna.engine.macros import MacroContext, evaluate
+
+        return evaluate(text, MacroContext(user=self.user_name or "User", char=message.name)).text
 
     def set_state(self, node_id: str, state: ChatState) -> None:
         """Record a state on a node already added."""
@@ -278,7 +306,7 @@ class _TreeBuilder:
         file follows, so the tree gets back its creation order (and so its export).
         """
         merging = merge
-        for message in messages:
+        for position, message in enumerate(messages):
             forks = message.forks
             if FORKS in message.fields:
                 message = message.without(FORKS)
@@ -288,7 +316,8 @@ class _TreeBuilder:
             match = self._match(parent, message) if merging else None
             if match is None:
                 merging = False
-                parent = self.add_message(parent, message)
+                greeting = position == 0 and parent is None
+                parent = self.add_message(parent, message, greeting=greeting)
             else:
                 parent = match
         return parent
@@ -316,13 +345,13 @@ def _non_state(metadata: Mapping[str, Any]) -> JsonObject:
 
 def _file_state(
     name: str,
-    header: ChatHeader | None,
+    document: ChatDocument,
     metadata: Mapping[str, Any],
-    messages: Sequence[MessageLine],
     *,
     shapes: bool = False,
 ) -> ChatState:
     """The state a file records at its last message, with what its header needs on export."""
+    header, messages = document.header, document.messages
     header_fields: JsonObject | None = None
     if header is not None:
         header_fields = {k: (None if k == "chat_metadata" else v) for k, v in header.fields.items()}
@@ -332,10 +361,21 @@ def _file_state(
         "metadata": _non_state(metadata),
         "metadata_order": list(metadata),
     }
+    layout = layout_record(document.layout)
+    if layout is not None:
+        file_st["layout"] = layout
     if shapes and header is not None:
         file_st["header_shape"] = key_shape({**header.fields, "chat_metadata": dict(metadata)})
     extras = {ST: file_st}
     return state_from_metadata(metadata, summary=_summary_along(messages), extras=extras)
+
+
+def _user_name(header: ChatHeader | None, messages: Sequence[MessageLine]) -> str:
+    """The person's name in a chat: its header's, else its first user message's."""
+    name = header.user_name if header is not None else None
+    if not name or name == "unused":
+        name = next((m.name for m in messages if m.is_user and m.name), "")
+    return name
 
 
 def build_tree(
@@ -360,9 +400,11 @@ def build_tree(
     """
     moment = now or datetime.now(UTC)
     chat_id = new_id()
-    builder = _TreeBuilder(chat_id, moment, shapes=keep_key_order)
+    builder = _TreeBuilder(
+        chat_id, moment, shapes=keep_key_order, user_name=_user_name(main.header, main.messages)
+    )
     main_meta = dict(metadata) if metadata is not None else dict(main.metadata.fields)
-    main_state = _file_state(name, main.header, main_meta, main.messages, shapes=keep_key_order)
+    main_state = _file_state(name, main, main_meta, shapes=keep_key_order)
     main_leaf = builder.add_file(main.messages, merge=False)
     branches: list[Branch] = []
     checkpoints: list[Checkpoint] = []
@@ -375,9 +417,8 @@ def build_tree(
             leaf.id,
             _file_state(
                 item.name,
-                doc.header,
+                doc,
                 item.metadata if item.metadata is not None else doc.metadata.fields,
-                doc.messages,
                 shapes=keep_key_order,
             ),
         )
@@ -397,9 +438,7 @@ def build_tree(
         if not speaker or speaker == "unused":
             speaker = next((m.name for m in main.messages if not m.is_user and m.name), "")
         characters = (CharacterRef(speaker),) if speaker else ()
-    user_name = header.user_name
-    if not user_name or user_name == "unused":
-        user_name = next((m.name for m in main.messages if m.is_user and m.name), "")
+    user_name = _user_name(main.header, main.messages)
     file_st = main_state.extras[ST]
     chat_meta = {
         **_non_state(main_meta),
@@ -408,6 +447,7 @@ def build_tree(
             "header": file_st["header"],
             "metadata_order": file_st["metadata_order"],
             **({"header_shape": file_st["header_shape"]} if "header_shape" in file_st else {}),
+            **({"layout": file_st["layout"]} if "layout" in file_st else {}),
             **({"source": source} if source else {}),
         },
     }

@@ -66,6 +66,15 @@ def swipe_group(
     return result
 
 
+def swipe_text(node: Node) -> str:
+    """A candidate's text in `swipes`: a greeting's raw text while it shows as imported."""
+    st = node_record(node)
+    raw = st.get("raw")
+    if isinstance(raw, str) and st.get("shown") == node.content:
+        return raw
+    return node.content
+
+
 def _swipe_info_of(node: Node, fields: Mapping[str, Any]) -> JsonObject:
     info = node_record(node).get("swipe_info")
     if isinstance(info, dict):
@@ -141,11 +150,13 @@ def message_for(
         # swipe_info is indexed like swipes: keep it a prefix, filling holes if needed.
         last = max((i for i, info in enumerate(infos) if info is not None), default=-1)
         fields["swipe_id"] = group.index(node)
-        fields["swipes"] = [c.content for c in group]
+        fields["swipes"] = [swipe_text(c) for c in group]
         fields["swipe_info"] = [
             info if info is not None else _swipe_info_of(c, _base_fields(c))
             for c, info in zip(group[: last + 1], infos[: last + 1], strict=True)
         ]
+        if not fields["swipe_info"] and st.get("swipe_info_null"):
+            fields["swipe_info"] = None
     order = st.get("order") or [
         *DEFAULT_ORDER,
         *(k for k in ("gen_started", "gen_finished") if k in fields),
@@ -248,8 +259,11 @@ def header_for(
             "user_name": chat.user_name or "User",
             "character_name": chat.characters[0].name if chat.characters else "",
             "create_date": humanized_date(chat.created or datetime.now(UTC)),
+            "chat_metadata": None,
         }
-    fields["chat_metadata"] = metadata
+    if "chat_metadata" in fields or metadata:
+        # A header that had no metadata (TavernAI's) gets none unless there is some now.
+        fields["chat_metadata"] = metadata
     if "header_shape" in source:
         return ChatHeader(apply_shape(fields, source["header_shape"]))
     return ChatHeader(fields)

@@ -260,13 +260,15 @@ class InterchangeService:
         """The active path as one SillyTavern JSONL text (the other files are not made)."""
         with bulk():
             main = next(export_stream(self.store.tree(chat_id)))
-            return "\n".join(main.lines())
+            return "".join(main.text())
 
     def export_text_to(self, chat_id: str, folder: Path) -> Path:
         """Write the active path as SillyTavern's plain-text export; returns its path."""
         with bulk():
             item = next(export_stream(self.store.tree(chat_id)))
-            main = ExportedFile(item.name, ChatDocument(item.header, tuple(item.messages)), True)
+            main = ExportedFile(
+                item.name, ChatDocument(item.header, tuple(item.messages), layout=item.layout), True
+            )
         folder.mkdir(parents=True, exist_ok=True)
         target = folder / f"{main.name}.txt"
         target.write_text(chat_as_text(main.document), encoding="utf-8")
@@ -286,10 +288,8 @@ class InterchangeService:
                 tmp = target.with_suffix(".jsonl.tmp")
                 # Line by line: a file never sits whole in memory.
                 with tmp.open("w", encoding="utf-8", newline="") as out:
-                    for number, line in enumerate(item.lines()):
-                        if number:
-                            out.write("\n")
-                        out.write(line)
+                    for piece in item.text():
+                        out.write(piece)
                 tmp.replace(target)
                 written.append(target)
         return written

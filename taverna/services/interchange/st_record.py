@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from taverna.formats.json_text import TextLayout
+from taverna.formats.st_chat import JSONL_LAYOUT
 from taverna.model.chat import Chat, ChatState, Node
 
 # Reserved key in node extras, chat metadata and state extras for what SillyTavern's files
@@ -86,3 +88,25 @@ def state_record(state: ChatState) -> Mapping[str, Any] | None:
     """The record a path state keeps of the file it came from, if any."""
     value = state.extras.get(ST)
     return value if isinstance(value, Mapping) else None
+
+
+def layout_record(layout: TextLayout) -> dict[str, Any] | None:
+    """How a chat file was laid out, for its record (None for SillyTavern's own layout)."""
+    if layout == JSONL_LAYOUT:
+        return None
+    return {"newline": layout.newline, "end": layout.end, "bom": layout.bom}
+
+
+def layout_from(record: Mapping[str, Any] | None) -> TextLayout:
+    """The layout a record keeps (SillyTavern's own when it keeps none)."""
+    value = record.get("layout") if record is not None else None
+    if not isinstance(value, Mapping):
+        return JSONL_LAYOUT
+    newline = value.get("newline")
+    end = value.get("end")
+    return TextLayout(
+        indent=None,
+        newline=newline if newline in ("\n", "\r\n") else "\n",
+        end=end if isinstance(end, str) and not end.strip() else "",
+        bom=value.get("bom") is True,
+    )

@@ -1,0 +1,126 @@
+"""The command line imports what a command needs when it runs, nothing more.
+
+A command that reads files must not load the server, the store, SQLAlchemy or the model
+APIs' HTTP client: those cost most of a second at every start. Checked on the modules a
+fresh interpreter has loaded after the command ran (no timing here; `bench/cli.py` times it).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from taverna.cli.main import COMMANDS, _register, _wanted, app
+
+SAMPLE_PNG = Path(__file__).resolve().parents[1] / "taverna" / "data" / "Ione Calder.png"
+CARD = {
+    "spec": "chara_card_v2",
+    "spec_version": "2.0",
+    "data": {"name": "Mira", "description": "{{char}} keeps a lighthouse.", "first_mes": "Hi."},
+}
+
+# Packages and modules no file-reading command may import.
+HEAVY = (
+    "sqlalchemy",
+    "alembic",
+    "psycopg",
+    "starlette",
+    "fastapi",
+    "uvicorn",
+    "httpx",
+    "anyio",
+    "jinja2",
+    "tiktoken",
+    "tokenizers",
+    "taverna.store",
+    "taverna.server",
+    "taverna.services",
+    "taverna.providers",
+    "taverna.engine",
+)
+
+
+def loaded_after(*args: str) -> set[str]:
+    """The modules a fresh interpreter holds after running `taverna ARGS`."""
+    script = (
+        "import json, sys\n"
+        f"sys.argv = ['taverna', *{list(args)!r}]\n"
+        "from taverna.cli.main import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as exit:\n"
+        "    assert not exit.code, exit.code\n"
+        "print('\\n' + json.dumps(sorted(sys.modules)))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    )
+    return set(json.loads(result.stdout.rsplit("\n", 2)[-2]))
+
+
+def heavy(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY))
+
+
+def test_version_imports_no_command_module() -> None:
+    modules = loaded_after("version")
+    assert not {m for m in modules if m.startswith("taverna.cli.") and m != "taverna.cli.main"}
+    assert heavy(modules) == []
+
+
+def json_card(folder: Path) -> Path:
+    path = folder / "Mira.json"
+    path.write_text(json.dumps(CARD), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+@pytest.mark.parametrize("picture", [False, True])
+def test_reading_a_card_loads_no_server_store_or_provider(
+    tmp_path: Path, as_json: bool, picture: bool
+) -> None:
+    card = SAMPLE_PNG if picture else json_card(tmp_path)
+    modules = loaded_after("inspect", *(["--json"] if as_json else []), str(card))
+    assert "taverna.cli.files" in modules
+    assert heavy(modules) == []
+    # and only the models of the kind read: no preset or quick-reply models for a card
+    assert "taverna.model.presets" not in modules
+    assert "taverna.model.quick_reply" not in modules
+
+
+def test_convert_loads_no_server_store_or_provider(tmp_path: Path) -> None:
+    modules = loaded_after("convert", str(json_card(tmp_path)), str(tmp_path / "card.png"))
+    assert (tmp_path / "card.png").is_file()
+    assert heavy(modules) == []
+
+
+def test_every_command_is_routed_to_its_module() -> None:
+    _register()
+    names = {c.name or c.callback.__name__ for c in app.registered_commands if c.callback}
+    names |= {g.name for g in app.registered_groups if g.name}
+    assert names == {*COMMANDS, "version"}
+
+
+@pytest.mark.parametrize(
+    ("argv", "modules"),
+    [
+        (["version"], ()),
+        (["inspect", "x.json"], ("taverna.cli.files",)),
+        (["chats", "list"], ("taverna.cli.chats",)),
+        (["--help"], None),
+        (["nonsense"], None),
+        ([], None),
+    ],
+)
+def test_a_command_line_imports_its_command_module(
+    argv: list[str], modules: tuple[str, ...] | None
+) -> None:
+    wanted = _wanted(argv)
+    if modules is None:
+        assert set(wanted) == set(COMMANDS.values())
+    else:
+        assert wanted == modules
