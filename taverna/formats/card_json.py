@@ -91,9 +91,8 @@ def card_from_json(
 
 
 def remember_as_read(character: Character) -> Character:
-    """Note the values `character` has now, so that writing it refreshes only the top-level
-    keys whose value in `data` changes after this, and a V1 card stays V1 while nothing
-    beyond its six fields changes."""
+    """Note the mirrored values `character` has now, so that writing it refreshes only the
+    top-level keys whose value in `data` changes after this."""
     data = character.data_json()
     as_read = {}
     for key, path in _MIRROR.items():
@@ -101,8 +100,6 @@ def remember_as_read(character: Character) -> Character:
         if found:
             as_read[key] = value
     character._mirror_as_read = as_read
-    if character.spec is None and "spec" not in character.envelope:
-        character._v1_extra_as_read = {k: v for k, v in data.items() if k not in V1_FIELDS}
     return character
 
 
@@ -248,12 +245,10 @@ def _mirror_value(data: dict[str, Any], path: tuple[str, ...]) -> tuple[bool, An
 
 
 def is_v1_only(character: Character) -> bool:
-    """Whether the character is a V1 card still: no `spec`, and nothing beyond the six V1
-    fields, or only what its own old top-level keys gave it when it was read."""
+    """Whether the character has nothing beyond the six V1 fields and no `spec`."""
     if character.spec is not None or "spec" in character.envelope:
         return False
-    extra = {k: v for k, v in character.data_json().items() if k not in V1_FIELDS}
-    return not extra or extra == character._v1_extra_as_read
+    return set(character.data_json()) <= set(V1_FIELDS)
 
 
 def card_to_json(character: Character) -> dict[str, Any]:
@@ -309,6 +304,10 @@ def _v2_layout(character: Character, spec: str) -> dict[str, Any]:
     converted.update((key, value) for key, value in data.items() if key not in V1_FIELDS)
     out = {key: data.get(key, value) if key in V1_FIELDS else value for key, value in top.items()}
     out.update((key, data.get(key, "")) for key in V1_FIELDS if key not in out)
+    for key, path in _MIRROR.items():  # the top-level copies the conversion refreshes
+        present, value = _mirror_value(converted, path)
+        if key in out and present:
+            out[key] = value
     out["spec"] = spec
     out["spec_version"] = "3.0" if spec == SPEC_V3 else "2.0"
     out["data"] = converted

@@ -74,7 +74,7 @@ def _book_of(document: DetectedFile) -> bytes:
 
 
 def _card(document: DetectedFile, suffix: str, spec: str | None, target: str | None) -> Converted:
-    from taverna.formats.card_json import with_spec
+    from taverna.formats.card_json import is_v1_only, with_spec
     from taverna.model.character import SPEC_V2, SPEC_V3, CardFile
 
     kind = CARD_SUFFIXES.get(suffix)
@@ -92,6 +92,11 @@ def _card(document: DetectedFile, suffix: str, spec: str | None, target: str | N
             notes.append(f"the V1 card was upgraded to {spec.upper()}")
     elif v1 and kind is FileKind.CARD_CHARX:
         notes.append("the V1 card was upgraded to V3: a CHARX holds V3 cards")
+    elif v1 and not is_v1_only(character):
+        notes.append(
+            "the V1 card was written as V2, as SillyTavern converts it: its old top-level "
+            "fields moved into `data`"
+        )
     # A JSON card keeps its text layout (indentation, line breaks, final newline).
     layout = document.layout if kind is document.kind else None
     out = DetectedFile(kind, CardFile(character, card.avatar, card.assets), target, layout=layout)

@@ -169,8 +169,6 @@ class Character(STDocument):
     # The mirrored `data` values when the card was read (None: made in code), so that a
     # write refreshes only the top-level copies of values that changed since.
     _mirror_as_read: dict[str, Any] | None = PrivateAttr(default=None)
-    # A V1 card's `data` fields beyond the six as read (moved from its old top-level keys).
-    _v1_extra_as_read: dict[str, Any] | None = PrivateAttr(default=None)
 
     @classmethod
     def create(cls, name: str, **fields: Any) -> Self:

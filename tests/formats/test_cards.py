@@ -572,3 +572,17 @@ def test_any_old_v1_fields_read_or_name_the_field(old: dict[str, object]) -> Non
     again: list[FormatWarning] = []
     back = card_from_json(card_to_json(character), warnings=again)
     assert again == [] and back.depth_prompt == character.depth_prompt
+
+
+def test_an_old_cards_flat_character_note_is_read() -> None:
+    # formats-character-card.md §6: old cards keep the character's note in flat top-level keys
+    old = {"name": "Tom", "description": "d", "depth_prompt_prompt": "Speak softly.",
+           "depth_prompt_depth": "2", "depth_prompt_role": "user"}  # fmt: skip
+    note = card_from_json(old).depth_prompt
+    assert (note.prompt, note.depth, note.role) == ("Speak softly.", 2, "user")
+    # and upgraded, the card keeps it where later releases keep it
+    upgraded = with_spec(card_from_json(old), SPEC_V2)
+    assert upgraded.extensions.depth_prompt == note
+    assert card_from_json({"name": "Tom", "depth_prompt_depth": ""}).depth_prompt.depth == 0
+    none = card_from_json({"name": "Tom"}).depth_prompt
+    assert (none.prompt, none.depth, none.role) == ("", 4, "system")
