@@ -142,7 +142,7 @@ def test_settings_of_every_era_are_a_kind_of_their_own(
     cc = settings.chat_completion
     assert (cc.source, cc.model) == (source, model)
     # a budget kept in tokens by old releases is reset to SillyTavern's 25 %
-    assert settings.world_info.budget <= 100
+    assert settings.world_info.budget_percent <= 100
 
 
 def test_19_settings_bring_their_prompts_and_persona() -> None:
