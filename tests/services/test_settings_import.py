@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from taverna.engine.assembly.context import GenerationType
 from taverna.model.chat import ChatState
 from taverna.providers.request import Api
 from taverna.services.active_settings import ACTIVE, SETTINGS_KIND, active_choices
 from taverna.services.chats import ChatService
 from taverna.services.connections import ConnectionService
-from taverna.services.generation import GenerationService, TurnKind
+from taverna.services.generation import GenerationService
 from taverna.services.interchange import InterchangeService
 from taverna.services.library import LibraryKind, LibraryService
 from taverna.services.turn_context import TurnContexts
@@ -126,7 +127,9 @@ def test_the_next_turn_uses_the_imported_settings(store: SqlStore, tmp_path: Pat
     service = GenerationService(
         store, ConnectionService(store, tmp_path), turns, paths=turns.paths, clock=lambda: NOW
     )
-    turn = service.turn(chat, chat.active_leaf_id, TurnKind.NORMAL, Api.ANTHROPIC, dry_run=True)
+    turn = service.turn(
+        chat, chat.active_leaf_id, GenerationType.NORMAL, Api.ANTHROPIC, dry_run=True
+    )
     context = turns.context(turn, turns.library(chat), turn.tail(10), NOW)
     assert context.global_variables == {"tide": "high", "visits": 3}
     assert context.world_info.global_select == ("Harbour Town", "Old Roads")
