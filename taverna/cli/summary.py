@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 from typing import TYPE_CHECKING, Any
 
-from taverna.formats.detect import DetectedFile, FileKind
+from taverna.formats.detect import LOREBOOK_KINDS, DetectedFile, FileKind
 
 if TYPE_CHECKING:
     from taverna.model.character import CardFile
@@ -18,7 +18,6 @@ if TYPE_CHECKING:
 Rows = list[tuple[str, str]]
 
 CARD_KINDS = (FileKind.CARD_PNG, FileKind.CARD_JSON, FileKind.CARD_CHARX)
-LOREBOOK_KINDS = (FileKind.WORLD_INFO, FileKind.LOREBOOK_V3)
 
 
 def size_text(n: float) -> str:
