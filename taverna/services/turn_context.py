@@ -71,7 +71,12 @@ from taverna.services.generation import PreparedTurn, TurnRequest
 from taverna.services.library import LibraryKind
 from taverna.services.settings_import import POWER_USER
 from taverna.services.tools import declared_tools
-from taverna.services.turn_inputs import assembly_context, character_info, for_api
+from taverna.services.turn_inputs import (
+    assembly_context,
+    character_extra_books,
+    character_info,
+    for_api,
+)
 from taverna.services.turn_paths import PathEnds
 from taverna.store.repository import Document, DocumentVersion, Store
 
@@ -562,10 +567,13 @@ def _applying_books(
     book = chat.metadata.get("world_info")
     if isinstance(book, str) and book:
         names.append(book)
+    # The books added to a character in the UI, by card file stem (`world_info.charLore`).
+    extra = character_extra_books(settings.raw)
     for character in characters:
         if character.linked_lorebook:
             names.append(character.linked_lorebook)
         names.extend(character.extra_lorebooks)
+        names.extend(extra.get(character.avatar.rsplit(".", 1)[0], ()))
     if persona.lorebook:
         names.append(persona.lorebook)
     return list(dict.fromkeys(names))

@@ -176,7 +176,7 @@ def assembly_context(
                 lorebook=str(details.get("lorebook", "") or ""),
             )
 
-    extra_books = _character_extra_books(settings.raw)
+    extra_books = character_extra_books(settings.raw)
     chars = tuple(
         replace(c, extra_lorebooks=extra_books.get(c.avatar.rsplit(".", 1)[0], ()))
         if c.avatar
@@ -216,7 +216,7 @@ def _persona_position(value: Any) -> PersonaPosition:
     return PersonaPosition.IN_PROMPT if position is PersonaPosition.AFTER_CHAR else position
 
 
-def _character_extra_books(raw: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+def character_extra_books(raw: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
     """Books added to characters in the UI (`world_info.charLore`), by card file stem."""
     wi = raw.get("world_info_settings", {})
     selection = wi.get("world_info", {}) if isinstance(wi, dict) else {}

@@ -315,3 +315,54 @@ def test_the_context_carries_the_model_of_the_turns_api(store: SqlStore, tmp_pat
         turn = service.turn(chat, chat.active_leaf_id, GenerationType.NORMAL, api, dry_run=True)
         context = turns.context(turn, turns.library(chat), turn.tail(10), NOW)
         assert (context.chat_completion.source, context.chat_completion.model) == (source, model)
+
+
+@pytest.mark.parametrize(
+    ("strategy", "expected"),
+    [
+        # getSortedEntries: the chat's book first, then global and character books as the
+        # strategy says; entries of one order keep that order, and the "before" text is
+        # built by putting each next entry in front (world-info.js unshift).
+        (0, ["Extra", "Primary", "Global", "Chat"]),  # evenly: global, then character
+        (1, ["Global", "Extra", "Primary", "Chat"]),  # character first
+        (2, ["Extra", "Primary", "Global", "Chat"]),  # global first
+    ],
+)
+def test_every_lorebook_source_at_once_in_each_strategy(
+    store: SqlStore, tmp_path: Path, strategy: int, expected: list[str]
+) -> None:
+    """The chat's book, the character's linked book and its extra book
+    (`world_info.charLore`) and a global book, all in play in one turn."""
+    lib = LibraryService(store)
+    for name in ("Chat", "Primary", "Extra", "Global"):
+        entry = Entry(uid=0, key=(), content=f"{name} lore.", constant=True, order=100)
+        lib.put_lorebook(Lorebook(name=name, entries=(entry,)))
+    card = {
+        "spec": "chara_card_v2",
+        "spec_version": "2.0",
+        "data": {"name": "Aria", "description": "D", "extensions": {"world": "Primary"}},
+    }
+    aria = lib.put(LibraryKind.CHARACTER, "Aria", card)
+    set_active(
+        store,
+        "world_info_settings",
+        {
+            "world_info": {
+                "globalSelect": ["Global"],
+                "charLore": [{"name": "Aria", "extraBooks": ["Extra"]}],
+            },
+            "world_info_character_strategy": strategy,
+        },
+    )
+    chats = ChatService(store)
+    chat = chats.create_chat(
+        "c",
+        characters=[CharacterRef("Aria", aria.id)],
+        metadata={"world_info": "Chat"},
+        base_state=ChatState(),
+    ).chat
+    chat = chats.append(chat.id, NodeRole.USER, "Hello.", revision=chat.revision).chat
+    prompt, _ = _build(store, tmp_path, chat.id, GenerationType.NORMAL, whole=True, dry=True)
+    text = "\n".join(m.content for m in prompt.messages)
+    assert f"{expected[0]} lore." in text
+    assert sorted(expected, key=lambda name: text.index(f"{name} lore.")) == expected
