@@ -273,3 +273,48 @@ def chat_messages_from(*turns: tuple[str, str]) -> tuple[ChatMessage, ...]:
         ChatMessage(str(i), Speaker(s), "Alex" if s == "user" else "Aria", t)
         for i, (s, t) in enumerate(turns)
     )
+
+
+@pytest.mark.parametrize(
+    ("strategy", "cap", "kept"),
+    [
+        # A cap of 45 (by characters here) holds two entries, 50 three.
+        (0, 45, ["Chat", "Global"]),  # evenly, one order: global books come first
+        (1, 45, ["Chat", "Primary"]),  # character first
+        (2, 45, ["Chat", "Global"]),  # global first
+        (0, 50, ["Chat", "Global", "Primary"]),
+        (1, 50, ["Chat", "Primary", "Extra"]),  # the linked book, then the extra one
+        (2, 50, ["Chat", "Global", "Primary"]),
+    ],
+)
+def test_the_budget_goes_to_the_books_the_strategy_puts_first(
+    strategy: int, cap: int, kept: list[str]
+) -> None:
+    """getSortedEntries orders the chat's book, then the character's books (linked, then
+    extra from `world_info.charLore`) and the global ones as the strategy says; the
+    lorebook budget is spent in that order, so what does not fit is left out."""
+    from taverna.model.lorebook import Entry, Lorebook
+
+    books = {
+        name: Lorebook(
+            name=name,
+            entries=(Entry(uid=0, key=(), content=f"{name} lore.", constant=True, order=100),),
+        )
+        for name in ("Chat", "Primary", "Extra", "Global")
+    }
+    world = {
+        "world_info": {
+            "globalSelect": ["Global"],
+            "charLore": [{"name": "Aria", "extraBooks": ["Extra"]}],
+        },
+        "world_info_character_strategy": strategy,
+        "world_info_budget_cap": cap,
+    }
+    settings = read_settings(json.dumps({"world_info_settings": world}))
+    card = CharacterInfo(name="Aria", description="D", avatar="Aria.png", linked_lorebook="Primary")
+    context = assembly_context(settings, [card], {"world_info": "Chat"}, [], books)
+    assert context.character.extra_lorebooks == ("Extra",)
+    text = "\n".join(m.content for m in assemble(context, count_text=len).messages)
+    assert [n for n in ("Chat", "Primary", "Extra", "Global") if f"{n} lore." in text] == sorted(
+        kept, key=["Chat", "Primary", "Extra", "Global"].index
+    )
