@@ -44,12 +44,13 @@ HEAVY = (
 )
 
 
-def loaded_after(*args: str) -> set[str]:
-    """The modules a fresh interpreter holds after running `taverna ARGS`."""
+def loaded_after(*args: str, entry: str = "taverna.cli.main") -> set[str]:
+    """The modules a fresh interpreter holds after running `taverna ARGS` through the
+    `main` of module `entry`."""
     script = (
         "import json, sys\n"
         f"sys.argv = ['taverna', *{list(args)!r}]\n"
-        "from taverna.cli.main import main\n"
+        f"from {entry} import main\n"
         "try:\n"
         "    main()\n"
         "except SystemExit as exit:\n"
@@ -70,6 +71,28 @@ def test_version_imports_no_command_module() -> None:
     modules = loaded_after("version")
     assert not {m for m in modules if m.startswith("taverna.cli.") and m != "taverna.cli.main"}
     assert heavy(modules) == []
+
+
+def test_the_console_scripts_version_loads_no_command_line_framework() -> None:
+    for flag in ("version", "--version"):
+        modules = loaded_after(flag, entry="taverna.cli.entry")
+        assert not {m for m in modules if m.startswith(("typer", "click", "pydantic"))}
+        assert {m for m in modules if m.startswith("taverna")} <= {
+            "taverna",
+            "taverna.cli",
+            "taverna.cli.entry",
+        }
+        assert heavy(modules) == []
+
+
+def test_the_console_script_runs_every_other_command_through_the_full_parser() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", "from taverna.cli.entry import main; main()", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0 and "inspect" in result.stdout
 
 
 def json_card(folder: Path) -> Path:
