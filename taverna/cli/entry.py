@@ -3,6 +3,7 @@ framework loads (it alone costs several times an empty interpreter's start)."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 
@@ -12,6 +13,8 @@ def main() -> None:
 
         print(__version__)
         return
+    # No pydantic plugin is used; looking for them reads every installed package's metadata.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     from taverna.cli.main import main as run
 
     run()
