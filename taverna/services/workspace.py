@@ -170,6 +170,8 @@ def open_workspace(data_dir: Path, *, background_backups: bool = True) -> Worksp
     # Temporary folders of a process that was killed mid-upload go now.
     clean_leftovers(folder.path)
     store = folder.store
+    # Chats deleted before a crash or a shutdown that left rows behind: finish them.
+    store.purge_in_background()
     chats = ChatService(store)
     connections = ConnectionService(store, folder.path)
     paths = PathEnds(store)

@@ -272,7 +272,21 @@ class ChatRepository(ABC):
 
     @abstractmethod
     def delete_chat(self, chat_id: str, *, revision: int) -> None:
-        """Remove a chat and everything in it (not undoable: export or back it up first)."""
+        """Remove a chat and everything in it (not undoable: export or back it up first).
+
+        The chat is gone from every read and listing when this returns; a long chat's
+        rows are removed afterwards in the background (`purge_deleted`), in short
+        transactions that never keep other chats waiting.
+        """
+
+    @abstractmethod
+    def purge_deleted(self) -> int:
+        """Remove now whatever deleted chats left (short transactions); the chats finished."""
+
+    @abstractmethod
+    def purge_in_background(self) -> None:
+        """Remove what deleted chats left on a background thread: what a delete does for
+        a long chat, and what a start does after a crash or shutdown mid-removal."""
 
     @abstractmethod
     def get_node(self, chat_id: str, node_id: str) -> Node:

@@ -35,7 +35,16 @@ chats = sa.Table(
     sa.Column("created", Stamp, nullable=False),
     sa.Column("updated", Stamp, nullable=False),
     sa.Column("revision", sa.Integer, nullable=False),
+    # A deleted chat is gone from every read at once; its rows go in the background, in
+    # short transactions, so a delete of any size blocks no other chat (migration 0006).
+    sa.Column("deleted", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Index("ix_chats_owner_updated", "owner", "updated"),
+    sa.Index(
+        "ix_chats_deleted",
+        "id",
+        sqlite_where=sa.text("deleted = 1"),
+        postgresql_where=sa.text("deleted"),
+    ),
 )
 
 contents = sa.Table(
@@ -64,6 +73,8 @@ nodes = sa.Table(
     sa.Column("state_from", sa.String(36)),
     sa.Column("revision", sa.Integer, nullable=False),
     sa.Index("ix_nodes_siblings", "chat_id", "parent_id", "id"),
+    # Whether a text is still used (and the foreign key's own check when a text goes).
+    sa.Index("ix_nodes_content", "content_hash"),
     # Deleted messages only: see migration 0003 for why not a full index.
     sa.Index(
         "ix_nodes_tombstones",
@@ -138,6 +149,17 @@ changes = sa.Table(
     sa.Column("before", Json, nullable=False),
     sa.Column("after", Json, nullable=False),
     sa.Index("ix_changes_key", "chat_id", "key"),
+)
+
+# The texts a chat's history keeps besides its messages' own: every version an edit
+# replaced or wrote, and the text of a message an undo took away (for redo). Whether a
+# text is still used is then two index lookups, never a read of the change log.
+history_texts = sa.Table(
+    "history_texts",
+    metadata,
+    sa.Column("chat_id", Id, sa.ForeignKey("chats.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("hash", sa.String(64), sa.ForeignKey("contents.hash"), primary_key=True),
+    sa.Index("ix_history_texts_hash", "hash"),
 )
 
 documents = sa.Table(

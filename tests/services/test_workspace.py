@@ -3,6 +3,7 @@ chat backups written as chats change (throttled, flushed on close)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -52,6 +53,26 @@ def test_a_deleted_chat_is_not_an_error(tmp_path: Path) -> None:
         ws.store.delete_chat(chat.id, revision=chat.revision)
         ws.chat_written(chat.id)
         assert ws.backups.backups(chat.id) == []
+    finally:
+        ws.close()
+
+
+def test_a_delete_cut_short_is_finished_when_the_workspace_opens(tmp_path: Path) -> None:
+    ws = open_workspace(tmp_path / "data", background_backups=False)
+    chat = ws.chats.create_chat("Long", greetings=[f"greeting {i}" for i in range(40)]).chat
+    ws.store.purge_batch = 5  # type: ignore[attr-defined]
+    # The process ends right after the delete's first batch: nothing more is removed.
+    ws.store.purge_in_background = lambda: None  # type: ignore[method-assign]
+    ws.store.delete_chat(chat.id, revision=chat.revision)
+    assert ws.store.deleted_chats() == [chat.id]  # type: ignore[attr-defined]
+    ws.close()
+    ws = open_workspace(tmp_path / "data", background_backups=False)
+    try:
+        deadline = time.monotonic() + 60
+        while ws.store.deleted_chats():  # type: ignore[attr-defined]
+            assert time.monotonic() < deadline, "the removal did not resume"
+            time.sleep(0.05)
+        assert ws.store.list_chats() == []
     finally:
         ws.close()
 

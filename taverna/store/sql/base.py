@@ -16,6 +16,13 @@ from taverna.store.sql.rows import _utcnow
 # Built once: a chat's row is read on every turn, and building a statement costs more
 # than running it.
 _CHAT_ROW = sa.select(t.chats).where(t.chats.c.id == sa.bindparam("chat_id"))
+# Revisions are 32-bit integers in both databases: a number past them names no revision.
+MAX_REVISION = 2**31 - 1
+
+
+def revision_in_range(revision: int) -> bool:
+    """Whether a revision a caller names can be one the store holds."""
+    return 0 <= revision <= MAX_REVISION
 
 
 class SqlBase:
@@ -44,6 +51,6 @@ class SqlBase:
     @staticmethod
     def _chat_row(conn: Connection, chat_id: str) -> Mapping[Any, Any]:
         row = conn.execute(_CHAT_ROW, {"chat_id": chat_id}).mappings().first()
-        if row is None:
+        if row is None or row["deleted"]:
             raise NotFound(f"no chat {chat_id}", field="chat_id")
         return row

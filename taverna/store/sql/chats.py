@@ -14,8 +14,7 @@ from taverna.errors import NotFound, StaleRevision
 from taverna.model.chat import Chat, ChatListing, RevisionKind, new_id
 from taverna.store import schema as t
 from taverna.store.repository import NewChat
-from taverna.store.sql.base import SqlBase
-from taverna.store.sql.contents import _history_hashes
+from taverna.store.sql.base import SqlBase, revision_in_range
 from taverna.store.sql.rows import _chars_json, _chat_from_row, _utc
 from taverna.store.sql.writer import SqlChatWriter
 
@@ -76,14 +75,22 @@ class SqlChats(SqlBase):
     def write(self, chat_id: str, *, revision: int, label: str) -> Iterator[SqlChatWriter]:
         now = _utc(self.clock())
         with self.engine.begin() as conn:
-            bumped = conn.execute(
-                t.chats.update()
-                .where(t.chats.c.id == chat_id, t.chats.c.revision == revision)
-                .values(revision=revision + 1, updated=now)
-            )
-            if bumped.rowcount != 1:
+            bumped = 0
+            if revision_in_range(revision):
+                bumped = conn.execute(
+                    t.chats.update()
+                    .where(
+                        t.chats.c.id == chat_id,
+                        t.chats.c.revision == revision,
+                        t.chats.c.deleted == sa.false(),
+                    )
+                    .values(revision=revision + 1, updated=now)
+                ).rowcount
+            if bumped != 1:
                 current = conn.execute(
-                    sa.select(t.chats.c.revision).where(t.chats.c.id == chat_id)
+                    sa.select(t.chats.c.revision).where(
+                        t.chats.c.id == chat_id, t.chats.c.deleted == sa.false()
+                    )
                 ).scalar()
                 if current is None:
                     raise NotFound(f"no chat {chat_id}", field="chat_id")
@@ -123,7 +130,7 @@ class SqlChats(SqlBase):
                 checkpoint_count.label("checkpoint_count"),
             )
             .outerjoin(leaf, leaf.c.id == t.chats.c.active_leaf_id)
-            .where(t.chats.c.owner == owner)
+            .where(t.chats.c.owner == owner, t.chats.c.deleted == sa.false())
             .order_by(t.chats.c.updated.desc(), t.chats.c.id.desc())
         )
         with self._read() as conn:
@@ -146,53 +153,3 @@ class SqlChats(SqlBase):
                 )
             )
         return result
-
-    def delete_chat(self, chat_id: str, *, revision: int) -> None:
-        with self.engine.begin() as conn:
-            current = conn.execute(
-                sa.select(t.chats.c.revision).where(t.chats.c.id == chat_id)
-            ).scalar()
-            if current is None:
-                raise NotFound(f"no chat {chat_id}", field="chat_id")
-            if current != revision:
-                raise StaleRevision(
-                    f"the chat is at revision {current}, not {revision}",
-                    current_revision=current,
-                    expected=revision,
-                )
-            texts = _history_hashes(
-                conn, t.nodes.c.chat_id == chat_id, t.changes.c.chat_id == chat_id
-            )
-            for table in (
-                t.sent_prompts,
-                t.changes,
-                t.revisions,
-                t.checkpoints,
-                t.branches,
-                t.selections,
-                t.nodes,
-            ):
-                conn.execute(table.delete().where(table.c.chat_id == chat_id))
-            conn.execute(t.chats.delete().where(t.chats.c.id == chat_id))
-            # A deleted chat's words leave the database, unless another chat has the
-            # same text in a message or in its history (texts are shared by hash).
-            if conn.dialect.name != "sqlite":
-                # PostgreSQL: lock the rows first, passing over those a writer holds (it is
-                # storing a message with that text); the check below then runs on a fresh
-                # snapshot and sees every writer that committed before the lock.
-                candidates = sorted(texts)
-                texts = set()
-                for start in range(0, len(candidates), 500):
-                    chunk = candidates[start : start + 500]
-                    locked = (
-                        sa.select(t.contents.c.hash)
-                        .where(t.contents.c.hash.in_(chunk))
-                        .with_for_update(skip_locked=True)
-                    )
-                    texts.update(conn.execute(locked).scalars())
-            texts -= _history_hashes(conn, sa.true(), sa.true())
-            unused = sorted(texts)
-            for start in range(0, len(unused), 500):
-                conn.execute(
-                    t.contents.delete().where(t.contents.c.hash.in_(unused[start : start + 500]))
-                )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
@@ -40,26 +41,38 @@ def _put_content(conn: Connection, text: str) -> str:
     raise TavernaError("a message text kept being deleted while it was stored; try again")
 
 
-def _history_hashes(
-    conn: Connection, nodes_where: sa.ColumnElement[bool], changes_where: sa.ColumnElement[bool]
-) -> set[str]:
-    """Every text key in use: current message texts, edit history, undone messages."""
-    used = set(
-        conn.execute(sa.select(t.nodes.c.content_hash).where(nodes_where).distinct()).scalars()
-    )
-    # An insert's text is that of a live message (counted above) or of an earlier
-    # version (an edit's `before`), except when the insert was undone: keep it for redo.
-    gone = ~sa.exists().where(t.nodes.c.id == t.changes.c.key)
-    logged = conn.execute(
-        sa.select(t.changes.c.field, t.changes.c.before, t.changes.c.after).where(
-            changes_where,
-            t.changes.c.entity == "node",
-            (t.changes.c.field == "content_hash") | ((t.changes.c.field == "*") & gone),
+def _drop_unused_texts(conn: Connection, hashes: Iterable[str]) -> int:
+    """Delete those of these texts that no message and no chat's history uses any more;
+    how many went. Two index lookups a text (`ix_nodes_content`, `history_texts`' key)."""
+    candidates = sorted(set(hashes))
+    dropped = 0
+    for start in range(0, len(candidates), 500):
+        chunk = candidates[start : start + 500]
+        if conn.dialect.name != "sqlite":
+            # PostgreSQL: lock the rows first, passing over those a writer holds (it is
+            # storing a message with that text); the check below then runs on a fresh
+            # snapshot and sees every writer that committed before the lock.
+            locked = (
+                sa.select(t.contents.c.hash)
+                .where(t.contents.c.hash.in_(chunk))
+                .with_for_update(skip_locked=True)
+            )
+            chunk = sorted(conn.execute(locked).scalars())
+            if not chunk:
+                continue
+        # Each text probes each index once (EXISTS): a text a thousand messages share
+        # costs what any other does.
+        text = t.contents.c.hash
+        unused = list(
+            conn.execute(
+                sa.select(text).where(
+                    text.in_(chunk),
+                    ~sa.exists().where(t.nodes.c.content_hash == text),
+                    ~sa.exists().where(t.history_texts.c.hash == text),
+                )
+            ).scalars()
         )
-    )
-    for column, before, after in logged:
-        if column == "content_hash":
-            used.update(v for v in (before["v"], after["v"]) if v)
-        elif after["v"] is not None:
-            used.add(after["v"]["content_hash"])
-    return used
+        if unused:
+            conn.execute(t.contents.delete().where(t.contents.c.hash.in_(unused)))
+            dropped += len(unused)
+    return dropped

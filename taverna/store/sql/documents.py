@@ -158,21 +158,29 @@ class SqlDocuments(SqlBase):
         names: Mapping[str, Sequence[str]] | None = None,
     ) -> list[DocumentVersion]:
         d = t.documents.c
-        wanted: list[Any] = []
+        columns = (d.id, d.kind, d.name, d.revision, d.updated, d.created)
+        # One query of index lookups, a part each: as one WHERE of ORs, a library whose
+        # documents share one owner would be read whole.
+        parts: list[sa.Select[Any]] = []
         if kinds:
-            wanted.append(d.kind.in_(sorted(set(kinds))))
+            parts.append(
+                sa.select(*columns).where(d.owner == owner, d.kind.in_(sorted(set(kinds))))
+            )
         if ids:
-            wanted.append(d.id.in_(sorted(set(ids))))
+            parts.append(sa.select(*columns).where(d.id.in_(sorted(set(ids))), d.owner == owner))
         for kind, chosen in (names or {}).items():
             if chosen:
-                wanted.append(sa.and_(d.kind == kind, d.name.in_(sorted(set(chosen)))))
-        if not wanted:
+                parts.append(
+                    sa.select(*columns).where(
+                        d.owner == owner, d.kind == kind, d.name.in_(sorted(set(chosen)))
+                    )
+                )
+        if not parts:
             return []
-        query = (
-            sa.select(d.id, d.kind, d.name, d.revision, d.updated)
-            .where(d.owner == owner, sa.or_(*wanted))
-            .order_by(d.created, d.id)
-        )
+        found = sa.union(*parts).subquery() if len(parts) > 1 else parts[0].subquery()
+        query = sa.select(
+            found.c.id, found.c.kind, found.c.name, found.c.revision, found.c.updated
+        ).order_by(found.c.created, found.c.id)
         with self._read() as conn:
             rows = conn.execute(query).all()
         return [DocumentVersion(r[0], r[1], r[2], r[3], _aware(r[4])) for r in rows]

@@ -118,23 +118,9 @@ class SqlPaths(SqlBase):
             state = chat.base_state
             if tail is not None and leaf:
                 state = _state_at(conn, chat_id, leaf, chat.base_state.to_json())
-                # Spelled as the partial index's own condition, so the index serves it.
-                deleted = "deleted = 1" if conn.dialect.name == "sqlite" else "deleted"
-                tombstones = conn.execute(
-                    sa.text(f"SELECT id FROM nodes WHERE chat_id = :chat AND {deleted} LIMIT 1"),
-                    {"chat": chat_id},
-                ).first()
-                if rows and tombstones is None:  # no deleted message: position is depth
-                    position = rows[0][8]
-                elif rows and (rows[0][2] or ""):  # the window starts below the root
-                    live = conn.execute(
-                        sa.text(
-                            _PATH_SQL + "SELECT COUNT(*) FROM path p JOIN nodes n ON n.id = p.id"
-                            " WHERE n.deleted = :no"
-                        ),
-                        params,
-                    ).scalar()
-                    position = (live or 0) - sum(1 for r in rows if not r[6])
+                if rows:  # the live messages above the window's first one
+                    shallowest = _shallowest_tombstone(conn, chat_id)
+                    position = _live_above(conn, chat_id, rows[0][0], rows[0][8], shallowest)
         entries: list[PathEntry] = []
         for row in rows:
             node = _node_from_raw(row, row[13])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from taverna.store.repository import Store
 from taverna.store.sql.bulk import SqlBulkImport
 from taverna.store.sql.chats import SqlChats
+from taverna.store.sql.deletion import SqlDeletion
 from taverna.store.sql.documents import SqlDocuments
 from taverna.store.sql.history import SqlHistory
 from taverna.store.sql.paths import SqlPaths
@@ -16,6 +17,7 @@ from taverna.store.sql.turns import SqlTurnReads
 
 class SqlStore(
     SqlChats,
+    SqlDeletion,
     SqlBulkImport,
     SqlTree,
     SqlPaths,

@@ -62,6 +62,7 @@ class SqlChatWriter(ChatWriter):
         self._chat_row = dict(chat_row)
         self._changes: list[dict[str, Any]] = []
         self._chat_dirty: dict[str, Any] = {}
+        self._history_texts: set[str] = set()  # texts the change log now keeps
 
     # ---- change log
 
@@ -237,6 +238,8 @@ class SqlChatWriter(ChatWriter):
         if state is not UNSET:
             new["state"] = state.to_json() if state is not None else None
         changed = {k: v for k, v in new.items() if row[k] != v}
+        if "content_hash" in changed:
+            self._history_texts.update((row["content_hash"], changed["content_hash"]))
         for column, value in changed.items():
             self._set_node_field(node_id, column, value)
             self._log("node", node_id, column, row[column], value)
@@ -455,6 +458,10 @@ class SqlChatWriter(ChatWriter):
         entity, key, column = change["entity"], change["key"], change["field"]
         if entity == "node":
             if column == "*":
+                # A message an undo takes away keeps its text for a redo.
+                for row in (change["before"]["v"], change["after"]["v"]):
+                    if row is not None:
+                        self._history_texts.add(row["content_hash"])
                 self.conn.execute(t.nodes.delete().where(t.nodes.c.id == key))
                 if value is not None:
                     self.conn.execute(t.nodes.insert(), _row_from_json(value))
@@ -510,3 +517,19 @@ class SqlChatWriter(ChatWriter):
         )
         if self._changes:
             self.conn.execute(t.changes.insert(), self._changes)
+        if self._history_texts:
+            _keep_history_texts(self.conn, self.chat_id, self._history_texts)
+
+
+def _keep_history_texts(conn: Connection, chat_id: str, hashes: set[str]) -> None:
+    """Note that a chat's history keeps these texts (each pair once)."""
+    keys = sorted(hashes)
+    table = t.history_texts
+    present = set(
+        conn.execute(
+            sa.select(table.c.hash).where(table.c.chat_id == chat_id, table.c.hash.in_(keys))
+        ).scalars()
+    )
+    missing = [{"hash": h, "chat_id": chat_id} for h in keys if h not in present]
+    if missing:
+        conn.execute(table.insert(), missing)
