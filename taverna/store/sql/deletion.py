@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -61,29 +60,47 @@ _ORDER = (
 )
 
 
-def _remove_rows(conn: Connection, table: sa.Table, chat_id: str, limit: int) -> list[Any]:
+def _remove_rows(
+    conn: Connection, table: sa.Table, chat_id: str, limit: int
+) -> tuple[int, set[str]]:
     """Remove up to `limit` rows of one chat from one table, each statement on an index
-    (never a look at the chat's other rows); the rows removed, as read."""
+    (never a look at the chat's other rows); how many, and the texts they named."""
     mine = table.c.chat_id == chat_id
     if table in _RANGED:
         key = [table.c[name] for name in _RANGED[table]]
-        rows = conn.execute(sa.select(*key).where(mine).order_by(*key).limit(limit)).all()
-        if rows:
-            *before, last = key
-            end = rows[-1]
-            if before:  # (revision, seq): the revisions before the last, then its part
-                conn.execute(table.delete().where(mine, before[0] < end[0]))
-                conn.execute(table.delete().where(mine, before[0] == end[0], last <= end[1]))
-            else:
-                conn.execute(table.delete().where(mine, last <= end[0]))
-        return list(rows)
+        # The last row of this batch, in key order; none: fewer rows are left.
+        last = conn.execute(
+            sa.select(*key).where(mine).order_by(*key).offset(limit - 1).limit(1)
+        ).first()
+        texts: set[str] = set()
+        if last is None:
+            done = conn.execute(table.delete().where(mine).returning(key[0]))
+            gone = list(done.scalars())
+            if table is t.history_texts:
+                texts.update(gone)
+            return len(gone), texts
+        if len(key) == 2:  # (revision, seq): the revisions before the last, then its part
+            early = conn.execute(table.delete().where(mine, key[0] < last[0])).rowcount
+            late = conn.execute(
+                table.delete().where(mine, key[0] == last[0], key[1] <= last[1])
+            ).rowcount
+            return early + late, texts
+        done = conn.execute(table.delete().where(mine, key[0] <= last[0]).returning(key[0]))
+        gone = list(done.scalars())
+        if table is t.history_texts:
+            texts.update(gone)
+        return len(gone), texts
     key_column = table.c[_KEYED[table]]
-    extra = [t.nodes.c.content_hash] if table is t.nodes else []
-    rows = conn.execute(sa.select(key_column, *extra).where(mine).limit(limit)).all()
-    if rows:
-        # By the key alone: SQLite would otherwise walk the chat's index for each batch.
-        conn.execute(table.delete().where(key_column.in_([row[0] for row in rows])))
-    return list(rows)
+    keys = list(conn.execute(sa.select(key_column).where(mine).limit(limit)).scalars())
+    if not keys:
+        return 0, set()
+    # By the listed keys alone: as a subquery, or with the chat named again, either
+    # database may walk the whole table or the chat's index for every batch.
+    statement = table.delete().where(key_column.in_(keys))
+    if table is t.nodes:
+        return len(keys), set(conn.execute(statement.returning(t.nodes.c.content_hash)).scalars())
+    conn.execute(statement)
+    return len(keys), set()
 
 
 def _remove_some(conn: Connection, chat_id: str, budget: int) -> tuple[int, set[str]]:
@@ -94,12 +111,9 @@ def _remove_some(conn: Connection, chat_id: str, budget: int) -> tuple[int, set[
     for table in _ORDER:
         if removed >= budget:
             break
-        rows = _remove_rows(conn, table, chat_id, budget - removed)
-        if table is t.history_texts:
-            texts.update(row[0] for row in rows)
-        elif table is t.nodes:
-            texts.update(row[1] for row in rows)
-        removed += len(rows)
+        count, named = _remove_rows(conn, table, chat_id, budget - removed)
+        removed += count
+        texts |= named
     return removed, texts
 
 
@@ -142,9 +156,12 @@ class SqlDeletion(SqlBase):
             self.purge_in_background()
 
     def purge_step(self, chat_id: str, *, batch: int | None = None) -> bool:
-        """Remove up to `batch` (default `purge_batch`) rows of a deleted chat, and the texts only they used, in
-        one transaction; True once nothing of the chat is left."""
-        with self.engine.begin() as conn:
+        """Remove up to `batch` (default `purge_batch`) rows of a deleted chat, and the
+        texts only they used, in one transaction; True once nothing of the chat is left."""
+        # Relaxed durability: a batch a power cut undoes is done again on the next start.
+        with self.engine.connect().execution_options(taverna_relaxed=True) as conn, conn.begin():
+            if conn.dialect.name == "postgresql":
+                conn.exec_driver_sql("SET LOCAL synchronous_commit = off")
             # Purges of one chat take turns (PostgreSQL: several threads or processes).
             marked = conn.execute(
                 sa.select(t.chats.c.id)

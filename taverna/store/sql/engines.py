@@ -10,10 +10,11 @@ from typing import Any
 import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Engine
 
 from taverna.errors import TavernaError
 from taverna.store.sql.rows import _utcnow
+from taverna.store.sql.sqlite_engine import private_folder, sqlite_engine
 from taverna.store.sql.store import SqlStore
 
 DB_FILE = "taverna.db"
@@ -21,31 +22,7 @@ DB_FILE = "taverna.db"
 MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
 
 
-def _sqlite_engine(path: Path, durability: str) -> Engine:
-    engine = sa.create_engine(f"sqlite:///{path}", connect_args={"timeout": 30})
-
-    @sa.event.listens_for(engine, "connect")
-    def _configure(dbapi_connection: Any, _record: Any) -> None:
-        # Take transactions into our own hands so BEGIN IMMEDIATE can be issued:
-        # a write then holds the lock from its first statement (no upgrade deadlock).
-        dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
-        cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute("PRAGMA busy_timeout=30000")
-        # A 100,000-message chat is ~100 MB: a page cache of 64 MB and memory-mapped
-        # reads keep the path walk off the read() system call.
-        cursor.execute("PRAGMA cache_size=-65536")
-        cursor.execute("PRAGMA mmap_size=268435456")
-        cursor.close()
-
-    @sa.event.listens_for(engine, "begin")
-    def _begin(conn: Connection) -> None:
-        reading = conn.get_execution_options().get("taverna_read", False)
-        conn.exec_driver_sql("BEGIN" if reading else "BEGIN IMMEDIATE")
-
-    return engine
+_sqlite_engine = sqlite_engine  # the engine a store on a SQLite file uses
 
 
 def _postgres_engine(url: str, schema: str | None) -> Engine:
@@ -98,10 +75,10 @@ def open_store(
     else:
         path = Path(target)
         if path.suffix not in {".db", ".sqlite", ".sqlite3"}:
-            path.mkdir(parents=True, exist_ok=True)
+            private_folder(path)
             path = path / DB_FILE
         else:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            private_folder(path.parent)
         engine = _sqlite_engine(path, durability)
         url = f"sqlite:///{path}"
     try:
