@@ -198,7 +198,10 @@ class BackupService:
         """Write a backup of a chat now (no throttling) and prune its oldest ones."""
         chat = self.store.get_chat(chat_id)
         text = self.interchange.export_jsonl(chat_id)
-        self.folder.mkdir(parents=True, exist_ok=True)
+        if not self.folder.is_dir():
+            # A chat's words, like the database's: the owner's alone.
+            self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            os.chmod(self.folder, 0o700)
         stamp = self.now().astimezone(UTC).strftime("%Y%m%d-%H%M%S")
         base = f"chat_{title_slug(chat.title)}_{chat_key(chat_id)}_{stamp}"
         target = self.folder / f"{base}.jsonl"
@@ -207,7 +210,8 @@ class BackupService:
             target = self.folder / f"{base}-{n}.jsonl"
             n += 1
         tmp = self.folder / f".{target.name}.tmp"
-        with tmp.open("w", encoding="utf-8") as handle:
+        descriptor = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())

@@ -62,6 +62,9 @@ def open_data(data: Path | str | None = None, *, database_url: str | None = None
     from taverna.store.sql import open_store
 
     path = resolve_data_dir(data)
-    path.mkdir(parents=True, exist_ok=True)
+    if not path.is_dir():
+        # It will hold every chat (and, on SQLite, the database): the owner's alone.
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(path, 0o700)
     url = database_url or os.environ.get(DATABASE_URL_ENV)
     return DataFolder(path=path, store=open_store(url or path))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -181,3 +183,15 @@ def test_a_long_chat_is_backed_up_by_a_process_of_its_own(store: SqlStore, tmp_p
     # A short chat is still written at once, here.
     short = new_chat(store, "short")
     assert separate.after_write(short) is not None
+
+
+def test_backups_and_their_folder_are_the_owners_alone(
+    store: SqlStore, backups: BackupService, tmp_path: Path
+) -> None:
+    old_umask = os.umask(0o022)  # the usual one, which would give 0644 and 0755
+    try:
+        written = backups.backup(new_chat(store))
+    finally:
+        os.umask(old_umask)
+    assert stat.S_IMODE(written.stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "backups").stat().st_mode) == 0o700

@@ -3,6 +3,8 @@ chat backups written as chats change (throttled, flushed on close)."""
 
 from __future__ import annotations
 
+import os
+import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -90,3 +92,14 @@ def test_taverna_chat_say_backs_the_chat_up(tmp_path: Path, stub: StubServer) ->
     text = backup.read_text(encoding="utf-8")
     assert "Home" in text and "Aboard." in text
     assert taverna.cli.chat.HELP
+
+
+def test_a_new_data_folder_is_the_owners_alone(tmp_path: Path) -> None:
+    old_umask = os.umask(0o022)
+    try:
+        ws = open_workspace(tmp_path / "new" / "data", background_backups=False)
+        ws.close()
+    finally:
+        os.umask(old_umask)
+    assert stat.S_IMODE((tmp_path / "new" / "data").stat().st_mode) == 0o700
+    assert stat.S_IMODE((tmp_path / "new" / "data" / "taverna.db").stat().st_mode) == 0o600
