@@ -35,7 +35,21 @@ def _postgres_engine(url: str, schema: str | None) -> Engine:
         with bootstrap.begin() as conn:
             conn.exec_driver_sql(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
         bootstrap.dispose()
-    return sa.create_engine(url, connect_args=args, pool_pre_ping=True)
+    from taverna.store.sql import postgres_text
+
+    engine = sa.create_engine(
+        url,
+        connect_args=args,
+        pool_pre_ping=True,
+        json_serializer=postgres_text.dumps,
+        json_deserializer=postgres_text.loads,
+    )
+
+    @sa.event.listens_for(engine, "connect")
+    def _nul_safe(dbapi_connection: Any, _record: Any) -> None:
+        postgres_text.install(dbapi_connection.adapters)
+
+    return engine
 
 
 def migrate(engine: Engine) -> None:
