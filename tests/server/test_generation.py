@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -280,3 +281,70 @@ def test_lorebook_timers_follow_the_path(
     # The preview is a dry run: it changes no timers.
     client.get(f"/api/chats/{chat_id}/prompt")
     assert ctx.chats.state_at(chat_id).timers == timers
+
+
+class SaveRefused(Exception):
+    """What the database (or anything else) might raise while a reply is stored."""
+
+
+def test_a_reply_that_cannot_be_saved_ends_the_generation_with_its_draft(
+    client: TestClient, ctx: AppContext, stub: StubServer, chat_id: str, monkeypatch: Any
+) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise SaveRefused("the database said no")
+
+    monkeypatch.setattr(ctx.chats, "add_reply", refuse)
+    stub.script(Reply(tokens=["Lost ", "words."]))
+    task = generate(client, chat_id, kind="normal", text="Hello?")["task"]["id"]
+    seen = events(client, task)
+    assert seen[-1][0] == "error"
+    assert "could not save" in seen[-1][1]["message"] and "SaveRefused" in seen[-1][1]["message"]
+    assert client.get(f"/api/tasks/{task}").json()["status"] == "done"
+    assert client.post(f"/api/tasks/{task}/stop").status_code == 200
+    [draft] = client.get(f"/api/chats/{chat_id}/drafts").json()
+    assert draft["text"] == "Lost words." and draft["id"] == seen[-1][1]["draft_id"]
+    # The chat is free: the next generation runs and is saved.
+    monkeypatch.undo()
+    stub.script(Reply(tokens=["Saved."]))
+    again = generate(client, chat_id, kind="normal", text="Again?")["task"]["id"]
+    assert events(client, again)[-1][0] == "done"
+    assert client.get(f"/api/chats/{chat_id}").json()["messages"][-1]["content"] == "Saved."
+
+
+def test_a_reply_whose_draft_cannot_be_kept_either_still_ends(
+    client: TestClient, ctx: AppContext, stub: StubServer, chat_id: str, monkeypatch: Any
+) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise SaveRefused("the database said no")
+
+    monkeypatch.setattr(ctx.chats, "add_reply", refuse)
+    monkeypatch.setattr(ctx.store, "put_document", refuse)
+    stub.script(Reply(tokens=["Lost."]))
+    task = generate(client, chat_id, kind="normal", text="Hello?")["task"]["id"]
+    seen = events(client, task)
+    assert seen[-1][0] == "error" and seen[-1][1]["draft_id"] is None
+    assert "could not be kept" in seen[-1][1]["message"]
+    assert client.get(f"/api/tasks/{task}").json()["status"] == "done"
+    assert client.post(f"/api/tasks/{task}/stop").status_code == 200
+    monkeypatch.undo()
+    stub.script(Reply(tokens=["Saved."]))
+    again = generate(client, chat_id, kind="normal", text="Again?")["task"]["id"]
+    assert events(client, again)[-1][0] == "done"
+
+
+def test_stop_while_the_draft_cannot_be_kept_still_stops(
+    client: TestClient, ctx: AppContext, stub: StubServer, chat_id: str, monkeypatch: Any
+) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise SaveRefused("the database said no")
+
+    stub.script(Reply(tokens=[f"w{i} " for i in range(200)], delay=0.05))
+    task = generate(client, chat_id, kind="normal", text="A long story")["task"]["id"]
+    time.sleep(0.3)
+    monkeypatch.setattr(ctx.store, "put_document", refuse)
+    stopped = client.post(f"/api/tasks/{task}/stop")
+    assert stopped.status_code == 200 and stopped.json()["outcome"] == "stopped"
+    assert client.get(f"/api/tasks/{task}").json()["status"] == "done"
+    monkeypatch.undo()
+    stub.script(Reply(tokens=["Saved."]))
+    assert events(client, generate(client, chat_id, kind="normal")["task"]["id"])[-1][0] == "done"

@@ -30,6 +30,7 @@ The registry is in-process; several processes would share it through a broker
 (ARCHITECTURE.md §7).
 """
 
+from taverna.services.generation.reply_text import trim_at_stop
 from taverna.services.generation.runs import (
     Completed,
     Draft,
@@ -44,7 +45,6 @@ from taverna.services.generation.service import (
     DRAFT_KIND,
     MAX_TOOL_ROUNDS,
     GenerationService,
-    trim_at_stop,
 )
 from taverna.services.generation.turn import (
     WHOLE_PATH,

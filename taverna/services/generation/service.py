@@ -37,6 +37,7 @@ from taverna.providers.transport import Timeouts, stream_events
 from taverna.services.chats import ChatService, WriteResult
 from taverna.services.connections import Connection, ConnectionService
 from taverna.services.generated_reply import ToolStep
+from taverna.services.generation.reply_text import trim_at_stop
 from taverna.services.generation.runs import (
     Completed,
     Draft,
@@ -222,8 +223,11 @@ class GenerationService:
         run = self.registry.get(generation_id)
         if run.task is not None and not run.done:
             run.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            # However the task ended, it is over: its failure is its Completed event.
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await run.task
+        if not run.done:  # a task that ended without its last event frees the chat anyway
+            run.publish(Completed(Ending.STOPPED, run.text, error="stopped"))
         return run.result
 
     def preview(self, chat_id: str, *, connection: str | None = None) -> Prompt:
@@ -526,6 +530,8 @@ class GenerationService:
         try:
             return await self._generate(plan)
         except asyncio.CancelledError:
+            if not plan.run.done:  # stopped before the stream began, or while saving
+                self._fail(plan, plan.run.text, "stopped", Ending.STOPPED)
             raise
         except Exception as exc:
             # a bug must not leave followers waiting forever; the person sees what failed
@@ -611,6 +617,10 @@ class GenerationService:
             return self._fail(
                 plan, "".join(streamed), f"could not save: {exc.message}", Ending.FAILED
             )
+        except Exception as exc:  # the database refused, say: the reply is kept as a draft
+            logger.exception("generation %s could not be saved", run.id)
+            reason = f"could not save: {type(exc).__name__}: {exc}"
+            return self._fail(plan, "".join(streamed), reason, Ending.FAILED)
 
     def _options(self, plan: _Plan, tools: Sequence[str]) -> RequestOptions:
         chat = plan.chat
@@ -737,35 +747,20 @@ class GenerationService:
         return doc.id
 
     def _fail(self, plan: _Plan, text: str, error: str, outcome: Ending) -> Completed:
-        draft_id = self._keep_as_draft(plan, text, error)
+        """End a generation that stored nothing: what streamed is kept as a draft if it
+        can be; the generation ends either way, so the chat is free again."""
+        try:
+            draft_id = self._keep_as_draft(plan, text, error)
+        except Exception as exc:
+            logger.exception("the draft of generation %s could not be kept", plan.run.id)
+            draft_id = None
+            error = f"{error}; its text could not be kept as a draft: {type(exc).__name__}"
         return self._finish(plan, Completed(outcome, text, draft_id=draft_id, error=error))
 
     @staticmethod
     def _finish(plan: _Plan, done: Completed) -> Completed:
         plan.run.publish(done)
         return done
-
-
-def trim_at_stop(text: str, stops: Sequence[str]) -> str:
-    """The reply cut at the first stop string, and without a stop string's start at its end.
-
-    APIs take only some stop strings (OpenAI four), and a reply cut by its length can
-    end halfway into one; SillyTavern cleans replies the same way (algo-providers.md §8).
-    """
-    cut = len(text)
-    for stop in stops:
-        if stop:
-            found = text.find(stop)
-            if 0 <= found < cut:
-                cut = found
-    text = text[:cut]
-    for stop in stops:
-        for size in range(min(len(stop) - 1, len(text)), 0, -1):
-            if text.endswith(stop[:size]):
-                if stop[:size].strip():
-                    text = text[:-size]
-                break
-    return text
 
 
 def _length(end: PathTail) -> int:
