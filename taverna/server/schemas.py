@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -11,6 +11,15 @@ from taverna.errors import FormatWarning
 
 NAME_MAX = 200
 TEXT_MAX = 1_000_000
+# Revisions are 32-bit integers where they are stored.
+REVISION_MAX = 2**31 - 1
+
+# Every write to a chat names the revision it read: a chat that moved on since is a
+# conflict (409), never a silent overwrite; a write without one is refused (422).
+ChatRevision = Annotated[
+    int,
+    Field(ge=1, le=REVISION_MAX, description="the chat's revision as read (from its last answer)"),
+]
 
 
 class ImportWarningOut(BaseModel):
@@ -130,38 +139,38 @@ class NewChatIn(Strict):
 
 class RenameChatIn(Strict):
     title: str = Field(min_length=1, max_length=NAME_MAX)
-    revision: int | None = None
+    revision: ChatRevision
 
 
 class RevisionIn(Strict):
-    revision: int | None = None
+    revision: ChatRevision
 
 
 class EditIn(Strict):
     content: str = Field(max_length=TEXT_MAX)
-    revision: int | None = None
+    revision: ChatRevision
 
 
 class HiddenIn(Strict):
     hidden: bool
-    revision: int | None = None
+    revision: ChatRevision
 
 
 class SelectIn(Strict):
     index: int = Field(ge=1, description="1-based candidate to show")
-    revision: int | None = None
+    revision: ChatRevision
 
 
 class BranchIn(Strict):
     node_id: str = Field(min_length=1, max_length=100)
     name: str = Field(min_length=1, max_length=NAME_MAX)
-    revision: int | None = None
+    revision: ChatRevision
 
 
 class CheckpointIn(Strict):
     node_id: str = Field(min_length=1, max_length=100)
     name: str = Field(min_length=1, max_length=NAME_MAX)
-    revision: int | None = None
+    revision: ChatRevision
 
 
 class CheckpointOut(BaseModel):
@@ -173,13 +182,13 @@ class CheckpointOut(BaseModel):
 
 class ChatLorebookIn(Strict):
     lorebook_id: str | None = Field(max_length=100)
-    revision: int | None = None
+    revision: ChatRevision
 
 
 class GenerateIn(Strict):
     kind: Literal["normal", "regenerate", "swipe", "continue", "impersonate"] = "normal"
     text: str | None = Field(default=None, max_length=TEXT_MAX)
-    revision: int | None = None
+    revision: ChatRevision
 
 
 class GenerationStarted(BaseModel):
@@ -274,7 +283,7 @@ class StopOut(BaseModel):
 
 class ResendIn(Strict):
     content: str = Field(max_length=TEXT_MAX)
-    revision: int | None = None
+    revision: ChatRevision
 
 
 # ---------------------------------------------------------------- lorebooks
@@ -328,7 +337,7 @@ class AuthorsNoteIn(Strict):
     depth: int = Field(default=4, ge=0, le=100_000)
     position: int = Field(default=1, ge=0, le=2)
     role: int = Field(default=0, ge=0, le=2)
-    revision: int | None = None
+    revision: ChatRevision
 
 
 class ChatSettingsOut(BaseModel):
@@ -343,4 +352,4 @@ class HideRangeIn(Strict):
     start: int = Field(ge=0)
     end: int = Field(ge=0)
     hidden: bool = True
-    revision: int | None = None
+    revision: ChatRevision

@@ -143,7 +143,10 @@ def test_a_20000_message_chat(chromium, long_chat: tuple[TavernaServer, str]) ->
 
     # A write behind the page's back: the page's next write is stale, so it reloads and says so.
     target = messages.nth(3)
-    server.api("PATCH", f"/chats/{chat_id}", json={"title": "Renamed elsewhere"})
+    elsewhere = server.api("GET", f"/chats/{chat_id}?limit=1").json()["revision"]
+    server.api(
+        "PATCH", f"/chats/{chat_id}", json={"title": "Renamed elsewhere", "revision": elsewhere}
+    )
     target.get_by_role("button", name="Hide", exact=True).click()
     expect(page.locator(".toast", has_text="changed elsewhere")).to_be_visible()
     expect(page.locator(".chat-title")).to_have_text("Renamed elsewhere")

@@ -55,8 +55,11 @@ def seed_chat(taverna: TavernaServer, stub: StubServer) -> str:
                 tokens=[f'*She nods.* "The ferry runs till midnight," she says. **Turn {i}.** ' * 3]
             )
         )
+        revision = taverna.api("GET", f"/chats/{chat['id']}").json()["revision"]
         started = taverna.api(
-            "POST", f"/chats/{chat['id']}/generate", json={"kind": "normal", "text": text}
+            "POST",
+            f"/chats/{chat['id']}/generate",
+            json={"kind": "normal", "text": text, "revision": revision},
         ).json()
         with httpx.stream(
             "GET", f"{taverna.url}/api/tasks/{started['task']['id']}/events", timeout=30
@@ -68,7 +71,7 @@ def seed_chat(taverna: TavernaServer, stub: StubServer) -> str:
     taverna.api(
         "POST",
         f"/chats/{chat['id']}/messages/{view['messages'][3]['id']}/hidden",
-        json={"hidden": True},
+        json={"hidden": True, "revision": view["revision"]},
     )
     return str(chat["id"])
 

@@ -22,3 +22,8 @@ def ctx(tmp_path: Path) -> Iterator[AppContext]:
 def client(ctx: AppContext) -> Iterator[TestClient]:
     with TestClient(create_app(ctx)) as test_client:
         yield test_client
+
+
+def rev(client: TestClient, chat_id: str) -> int:
+    """The chat's revision as a page reads it, to name in a write."""
+    return int(client.get(f"/api/chats/{chat_id}").json()["revision"])

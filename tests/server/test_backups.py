@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 
 from taverna.server.app import create_app
 from taverna.server.context import AppContext, open_context
+from tests.server.conftest import rev
 from tests.server.test_generation import events, generate
 from tests.stubs.model_server import Reply, StubServer, start_stub
 
@@ -60,7 +61,10 @@ def test_writes_in_a_burst_leave_one_pending_backup_written_after_the_interval(
 ) -> None:
     chat_id = new_chat(client)
     leaf = client.get(f"/api/chats/{chat_id}").json()["messages"][-1]["id"]
-    edited = client.patch(f"/api/chats/{chat_id}/messages/{leaf}", json={"content": "Edited."})
+    edited = client.patch(
+        f"/api/chats/{chat_id}/messages/{leaf}",
+        json={"content": "Edited.", "revision": rev(client, chat_id)},
+    )
     assert edited.status_code == 200
     assert len(files(ctx)) == 1 and chat_id in ctx.backups.pending
     clock.now += ctx.backups.interval
@@ -72,7 +76,10 @@ def test_writes_in_a_burst_leave_one_pending_backup_written_after_the_interval(
 def test_a_failed_write_backs_nothing_up(client: TestClient, ctx: AppContext, clock: Clock) -> None:
     chat_id = new_chat(client)
     clock.now += ctx.backups.interval
-    missing = client.patch(f"/api/chats/{chat_id}/messages/nope", json={"content": "x"})
+    missing = client.patch(
+        f"/api/chats/{chat_id}/messages/nope",
+        json={"content": "x", "revision": rev(client, chat_id)},
+    )
     assert missing.status_code == 404
     assert len(files(ctx)) == 1 and not ctx.backups.pending
 
@@ -110,7 +117,9 @@ def test_shutdown_writes_what_is_pending(tmp_path: Path) -> None:
     ctx.backups.clock = Clock()
     with TestClient(create_app(ctx)) as client:
         chat_id = new_chat(client)
-        renamed = client.patch(f"/api/chats/{chat_id}", json={"title": "Renamed"})
+        renamed = client.patch(
+            f"/api/chats/{chat_id}", json={"title": "Renamed", "revision": rev(client, chat_id)}
+        )
         assert renamed.status_code == 200, renamed.text
         assert chat_id in ctx.backups.pending
     assert "renamed" in [b.title for b in ctx.backups.backups(chat_id)]

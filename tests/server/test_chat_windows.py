@@ -14,6 +14,7 @@ from taverna.model.chat import CharacterRef, GenerationInfo, Node, NodeRole, new
 from taverna.server import usecases
 from taverna.server.context import AppContext
 from taverna.store import NewChat
+from tests.server.conftest import rev
 
 
 def long_chat(
@@ -110,7 +111,8 @@ def test_a_write_answers_with_the_change_and_what_follows(
     chat_id, path = long_chat(ctx, 120, forks=120)
     # A candidate switch at message 100: that message and the 19 after it, nothing before.
     switched = client.post(
-        f"/api/chats/{chat_id}/messages/{path[100].id}/select", json={"index": 1}
+        f"/api/chats/{chat_id}/messages/{path[100].id}/select",
+        json={"index": 1, "revision": rev(client, chat_id)},
     ).json()
     assert switched["window"]["changed_from"] == 100
     assert switched["messages"][0]["position"] == 100
@@ -118,14 +120,16 @@ def test_a_write_answers_with_the_change_and_what_follows(
     # The other candidate has no continuation: the path ends there now.
     assert len(switched["messages"]) == 1 and switched["window"]["total"] == 101
     back = client.post(
-        f"/api/chats/{chat_id}/messages/{path[100].id}/select", json={"index": 2}
+        f"/api/chats/{chat_id}/messages/{path[100].id}/select",
+        json={"index": 2, "revision": rev(client, chat_id)},
     ).json()
     assert [m["position"] for m in back["messages"]] == list(range(100, 120))
     assert [m["id"] for m in back["messages"]] == [n.id for n in path[100:]]
 
     # An edit of the last message: just that message.
     edited = client.patch(
-        f"/api/chats/{chat_id}/messages/{path[-1].id}", json={"content": "new end"}
+        f"/api/chats/{chat_id}/messages/{path[-1].id}",
+        json={"content": "new end", "revision": rev(client, chat_id)},
     ).json()
     assert [m["id"] for m in edited["messages"]] == [path[-1].id]
     assert edited["window"]["changed_from"] == 119
@@ -133,20 +137,25 @@ def test_a_write_answers_with_the_change_and_what_follows(
     # Hiding message 30: more than a window follows, so the answer is the last window
     # and says the page must start over from it.
     hidden = client.post(
-        f"/api/chats/{chat_id}/messages/{path[30].id}/hidden", json={"hidden": True}
+        f"/api/chats/{chat_id}/messages/{path[30].id}/hidden",
+        json={"hidden": True, "revision": rev(client, chat_id)},
     ).json()
     assert hidden["window"]["changed_from"] is None
     assert [m["position"] for m in hidden["messages"]] == list(range(70, 120))
 
     # Deleting message 110 shifts the positions after it by one.
-    deleted = client.delete(f"/api/chats/{chat_id}/messages/{path[110].id}").json()
+    deleted = client.delete(
+        f"/api/chats/{chat_id}/messages/{path[110].id}?revision={rev(client, chat_id)}"
+    ).json()
     assert deleted["window"]["changed_from"] == 110
     assert [m["id"] for m in deleted["messages"]] == [n.id for n in path[111:]]
     assert [m["position"] for m in deleted["messages"]] == list(range(110, 119))
     assert deleted["window"]["total"] == 119
 
     # A rename changes no message: the answer holds none and starts at the end.
-    renamed = client.patch(f"/api/chats/{chat_id}", json={"title": "renamed"}).json()
+    renamed = client.patch(
+        f"/api/chats/{chat_id}", json={"title": "renamed", "revision": rev(client, chat_id)}
+    ).json()
     assert renamed["messages"] == [] and renamed["window"]["changed_from"] == 119
     assert renamed["title"] == "renamed"
     assert "WindowOut" in client.get("/openapi.json").json()["components"]["schemas"]

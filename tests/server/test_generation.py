@@ -12,6 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from taverna.server.context import AppContext
+from tests.server.conftest import rev
 from tests.stubs.model_server import Reply, StubServer, start_stub
 
 
@@ -59,6 +60,8 @@ def events(client: TestClient, task_id: str, **headers: str) -> list[tuple[str, 
 
 
 def generate(client: TestClient, chat_id: str, **body: object) -> dict:  # type: ignore[type-arg]
+    """Start a generation at the chat's revision as read now (or the one given)."""
+    body.setdefault("revision", rev(client, chat_id))
     response = client.post(f"/api/chats/{chat_id}/generate", json=body)
     assert response.status_code == 202, response.text
     return response.json()  # type: ignore[no-any-return]
@@ -96,7 +99,8 @@ def test_regenerate_twice_gives_three_candidates(
     last = client.get(f"/api/chats/{chat_id}").json()["messages"][-1]
     assert (last["content"], last["candidate_index"], last["candidate_count"]) == ("Three.", 3, 3)
     first = client.post(
-        f"/api/chats/{chat_id}/messages/{last['id']}/select", json={"index": 1}
+        f"/api/chats/{chat_id}/messages/{last['id']}/select",
+        json={"index": 1, "revision": rev(client, chat_id)},
     ).json()
     assert first["messages"][-1]["content"] == "One."
     # The regenerated prompt leaves the reply being replaced out.
@@ -118,7 +122,10 @@ def test_stop_mid_stream_keeps_a_draft(client: TestClient, stub: StubServer, cha
     started = generate(client, chat_id, kind="normal", text="Tell me a long story")
     task = started["task"]["id"]
     assert client.get(f"/api/chats/{chat_id}").json()["task"]["id"] == task
-    busy = client.post(f"/api/chats/{chat_id}/generate", json={"kind": "normal", "text": "again"})
+    busy = client.post(
+        f"/api/chats/{chat_id}/generate",
+        json={"kind": "normal", "text": "again", "revision": rev(client, chat_id)},
+    )
     assert busy.status_code == 409
     time.sleep(0.4)
     stopped = client.post(f"/api/tasks/{task}/stop").json()
@@ -130,7 +137,10 @@ def test_stop_mid_stream_keeps_a_draft(client: TestClient, stub: StubServer, cha
     )  # nothing half-written in the tree
     drafts = client.get(f"/api/chats/{chat_id}/drafts").json()
     assert drafts and drafts[0]["text"].startswith("w0 ")
-    assert client.post(f"/api/drafts/{drafts[0]['id']}/keep").status_code == 204
+    kept = client.post(
+        f"/api/drafts/{drafts[0]['id']}/keep", json={"revision": rev(client, chat_id)}
+    )
+    assert kept.status_code == 204
     assert client.delete(f"/api/drafts/{drafts[0]['id']}").status_code == 404  # kept, so gone
     assert client.get(f"/api/chats/{chat_id}").json()["messages"][-1]["content"].startswith("w0 ")
     assert client.get(f"/api/chats/{chat_id}/drafts").json() == []
@@ -144,7 +154,8 @@ def test_edit_and_resend_keeps_the_old_turn(
     chat = client.get(f"/api/chats/{chat_id}").json()
     question = chat["messages"][-2]
     resent = client.post(
-        f"/api/chats/{chat_id}/messages/{question['id']}/resend", json={"content": "New question"}
+        f"/api/chats/{chat_id}/messages/{question['id']}/resend",
+        json={"content": "New question", "revision": rev(client, chat_id)},
     )
     assert resent.status_code == 202, resent.text
     events(client, resent.json()["task"]["id"])
@@ -152,7 +163,8 @@ def test_edit_and_resend_keeps_the_old_turn(
     assert [m["content"] for m in chat["messages"][-2:]] == ["New question", "New answer."]
     assert chat["messages"][-2]["candidate_count"] == 2
     back = client.post(
-        f"/api/chats/{chat_id}/messages/{chat['messages'][-2]['id']}/select", json={"index": 1}
+        f"/api/chats/{chat_id}/messages/{chat['messages'][-2]['id']}/select",
+        json={"index": 1, "revision": rev(client, chat_id)},
     ).json()
     assert [m["content"] for m in back["messages"][-2:]] == ["Old question", "Old answer."]
 
@@ -169,7 +181,10 @@ def test_prompt_inspector_shows_ledger_and_leaves_hidden_out(
     assert data["prompt"]["ledger"]["items"]
     assert data["request"]["body"]["messages"]
     secret = chat["messages"][-2]
-    client.post(f"/api/chats/{chat_id}/messages/{secret['id']}/hidden", json={"hidden": True})
+    client.post(
+        f"/api/chats/{chat_id}/messages/{secret['id']}/hidden",
+        json={"hidden": True, "revision": rev(client, chat_id)},
+    )
     hidden = client.get(f"/api/chats/{chat_id}/prompt").json()
     assert not any("A secret line" in m["content"] for m in hidden["prompt"]["messages"])
     past = client.get(f"/api/chats/{chat_id}/messages/{chat['messages'][-1]['id']}/prompt")
@@ -177,15 +192,24 @@ def test_prompt_inspector_shows_ledger_and_leaves_hidden_out(
 
 
 def test_generation_bad_input(client: TestClient, chat_id: str) -> None:
-    assert client.post(f"/api/chats/{chat_id}/generate", json={"kind": "dance"}).status_code == 422
     assert (
         client.post(
-            f"/api/chats/{chat_id}/generate", json={"kind": "normal", "text": 5}
+            f"/api/chats/{chat_id}/generate",
+            json={"kind": "dance", "revision": rev(client, chat_id)},
         ).status_code
         == 422
     )
     assert (
-        client.post("/api/chats/nope/generate", json={"kind": "normal", "text": "x"}).status_code
+        client.post(
+            f"/api/chats/{chat_id}/generate",
+            json={"kind": "normal", "text": 5, "revision": rev(client, chat_id)},
+        ).status_code
+        == 422
+    )
+    assert (
+        client.post(
+            "/api/chats/nope/generate", json={"kind": "normal", "text": "x", "revision": 1}
+        ).status_code
         == 404
     )
     assert (
@@ -196,11 +220,17 @@ def test_generation_bad_input(client: TestClient, chat_id: str) -> None:
     )
     assert client.get("/api/tasks/nope/events").status_code == 404
     assert client.post("/api/tasks/nope/stop").status_code == 404
-    assert client.post("/api/drafts/nope/keep").status_code == 404
+    assert client.post("/api/drafts/nope/keep", json={"revision": 1}).status_code == 404
     assert client.delete("/api/drafts/nope").status_code == 404
     assert client.get("/api/chats/nope/prompt").status_code == 404
     # The greeting alone cannot be swiped into a generated candidate.
-    assert client.post(f"/api/chats/{chat_id}/generate", json={"kind": "swipe"}).status_code == 400
+    assert (
+        client.post(
+            f"/api/chats/{chat_id}/generate",
+            json={"kind": "swipe", "revision": rev(client, chat_id)},
+        ).status_code
+        == 400
+    )
     assert len(client.get(f"/api/chats/{chat_id}").json()["messages"]) == 1
 
 
@@ -208,7 +238,8 @@ def test_no_connection_is_a_clear_error(client: TestClient) -> None:
     card = client.post("/api/characters", json={"name": "Solo", "first_mes": "Hi."}).json()
     chat = client.post("/api/chats", json={"character_id": card["id"]}).json()
     response = client.post(
-        f"/api/chats/{chat['id']}/generate", json={"kind": "normal", "text": "hello"}
+        f"/api/chats/{chat['id']}/generate",
+        json={"kind": "normal", "text": "hello", "revision": rev(client, chat["id"])},
     )
     assert response.status_code == 404
     assert "connection" in response.json()["detail"]["message"]
@@ -233,7 +264,9 @@ def test_authors_note_reaches_the_prompt_and_follows_the_path(
     events(client, generate(client, chat_id, kind="normal", text="How are you?")["task"]["id"])
     assert client.get(f"/api/chats/{chat_id}/settings").json()["authors_note"] is None
     note = {"prompt": "[Style: terse, 简洁]", "interval": 1, "depth": 1, "position": 1, "role": 0}
-    saved = client.put(f"/api/chats/{chat_id}/authors-note", json=note)
+    saved = client.put(
+        f"/api/chats/{chat_id}/authors-note", json={**note, "revision": rev(client, chat_id)}
+    )
     assert saved.status_code == 200, saved.text
     assert saved.json()["authors_note"]["prompt"] == "[Style: terse, 简洁]"
     prompt = client.get(f"/api/chats/{chat_id}/prompt").json()
@@ -241,9 +274,11 @@ def test_authors_note_reaches_the_prompt_and_follows_the_path(
     # A branch from before the note was set does not have it.
     greeting = client.get(f"/api/chats/{chat_id}").json()["messages"][0]
     client.post(
-        f"/api/chats/{chat_id}/branches", json={"node_id": greeting["id"], "name": "before"}
+        f"/api/chats/{chat_id}/branches",
+        json={"node_id": greeting["id"], "name": "before", "revision": rev(client, chat_id)},
     )
     assert client.get(f"/api/chats/{chat_id}/settings").json()["authors_note"] is None
+    note["revision"] = rev(client, chat_id)
     for bad in ({**note, "position": 7}, {**note, "depth": -1}, {**note, "prompt": 3}):
         assert client.put(f"/api/chats/{chat_id}/authors-note", json=bad).status_code == 422
     assert client.put("/api/chats/nope/authors-note", json=note).status_code == 404
@@ -270,7 +305,10 @@ def test_lorebook_timers_follow_the_path(
         == 200
     )
     assert (
-        client.put(f"/api/chats/{chat_id}/lorebook", json={"lorebook_id": book["id"]}).status_code
+        client.put(
+            f"/api/chats/{chat_id}/lorebook",
+            json={"lorebook_id": book["id"], "revision": rev(client, chat_id)},
+        ).status_code
         == 200
     )
     stub.script(Reply(tokens=["Rawr."]))

@@ -8,6 +8,7 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from taverna.server.context import AppContext
+from tests.server.conftest import rev
 
 SAMPLE = Path(__file__).resolve().parents[2] / "taverna" / "data" / "Brasswater.json"
 
@@ -54,9 +55,15 @@ def test_import_edit_entries_attach_export(client: TestClient) -> None:
     ).json()
     assert (linked["lorebook_id"], linked["lorebook_name"]) == (book["id"], "Brasswater")
     chat = client.post("/api/chats", json={"character_id": card["id"]}).json()
-    bound = client.put(f"/api/chats/{chat['id']}/lorebook", json={"lorebook_id": book["id"]}).json()
+    bound = client.put(
+        f"/api/chats/{chat['id']}/lorebook",
+        json={"lorebook_id": book["id"], "revision": rev(client, chat["id"])},
+    ).json()
     assert bound["lorebook"] == "Brasswater"
-    unbound = client.put(f"/api/chats/{chat['id']}/lorebook", json={"lorebook_id": None}).json()
+    unbound = client.put(
+        f"/api/chats/{chat['id']}/lorebook",
+        json={"lorebook_id": None, "revision": rev(client, chat["id"])},
+    ).json()
     assert unbound["lorebook"] is None
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from fastapi import APIRouter, Depends, Query, Request, Response
 
 from taverna.errors import NotFound, TavernaError
@@ -9,6 +11,7 @@ from taverna.model.chat import AuthorsNote
 from taverna.server import library_views, usecases
 from taverna.server.context import AppContext, backed_up, context, current_user
 from taverna.server.schemas import (
+    REVISION_MAX,
     AuthorsNoteIn,
     BranchIn,
     BranchOut,
@@ -33,10 +36,11 @@ from taverna.services import chat_reads, chat_views, editing, inspector
 router = APIRouter(prefix="/api/chats", tags=["chats"], dependencies=[Depends(backed_up)])
 
 
-def _revision(ctx: AppContext, chat_id: str, given: int | None) -> int:
-    # A client that sends no revision means "the one I just read" (the CLI-like case);
-    # the page always sends the revision it shows, so a stale write gets a 409.
-    return ctx.chats.get_chat(chat_id).revision if given is None else given
+# A DELETE names the revision it read in its query, as a write's body does.
+QueryRevision = Annotated[
+    int,
+    Query(ge=1, le=REVISION_MAX, description="the chat's revision as read (from its last answer)"),
+]
 
 
 def _node_of(ctx: AppContext, chat_id: str, node_id: str) -> str | None:
@@ -94,17 +98,15 @@ def get_chat(
 
 @router.patch("/{chat_id}", response_model=ChatOut)
 def rename_chat(chat_id: str, body: RenameChatIn, ctx: AppContext = Depends(context)) -> ChatOut:
-    editing.rename_chat(
-        ctx.chats, chat_id, body.title, revision=_revision(ctx, chat_id, body.revision)
-    )
+    editing.rename_chat(ctx.chats, chat_id, body.title, revision=body.revision)
     return usecases.unchanged_view(ctx, chat_id)
 
 
 @router.delete("/{chat_id}", status_code=204)
 def delete_chat(
-    chat_id: str, revision: int | None = None, ctx: AppContext = Depends(context)
+    chat_id: str, revision: QueryRevision, ctx: AppContext = Depends(context)
 ) -> Response:
-    editing.delete_chat(ctx.chats, chat_id, revision=_revision(ctx, chat_id, revision))
+    editing.delete_chat(ctx.chats, chat_id, revision=revision)
     return Response(status_code=204)
 
 
@@ -113,16 +115,16 @@ def edit_message(
     chat_id: str, node_id: str, body: EditIn, ctx: AppContext = Depends(context)
 ) -> ChatOut:
     parent = _node_of(ctx, chat_id, node_id)
-    ctx.chats.edit(chat_id, node_id, body.content, revision=_revision(ctx, chat_id, body.revision))
+    ctx.chats.edit(chat_id, node_id, body.content, revision=body.revision)
     return usecases.changed_view(ctx, chat_id, below=parent)
 
 
 @router.delete("/{chat_id}/messages/{node_id}", response_model=ChatOut)
 def delete_message(
-    chat_id: str, node_id: str, revision: int | None = None, ctx: AppContext = Depends(context)
+    chat_id: str, node_id: str, revision: QueryRevision, ctx: AppContext = Depends(context)
 ) -> ChatOut:
     parent = _node_of(ctx, chat_id, node_id)
-    ctx.chats.delete(chat_id, node_id, revision=_revision(ctx, chat_id, revision))
+    ctx.chats.delete(chat_id, node_id, revision=revision)
     return usecases.changed_view(ctx, chat_id, below=parent)
 
 
@@ -131,7 +133,7 @@ def restore_message(
     chat_id: str, node_id: str, body: RevisionIn, ctx: AppContext = Depends(context)
 ) -> ChatOut:
     parent = _node_of(ctx, chat_id, node_id)
-    ctx.chats.restore(chat_id, node_id, revision=_revision(ctx, chat_id, body.revision))
+    ctx.chats.restore(chat_id, node_id, revision=body.revision)
     return usecases.changed_view(ctx, chat_id, below=parent)
 
 
@@ -140,9 +142,7 @@ def set_hidden(
     chat_id: str, node_id: str, body: HiddenIn, ctx: AppContext = Depends(context)
 ) -> ChatOut:
     parent = _node_of(ctx, chat_id, node_id)
-    ctx.chats.set_hidden(
-        chat_id, [node_id], body.hidden, revision=_revision(ctx, chat_id, body.revision)
-    )
+    ctx.chats.set_hidden(chat_id, [node_id], body.hidden, revision=body.revision)
     return usecases.changed_view(ctx, chat_id, below=parent)
 
 
@@ -155,7 +155,7 @@ def select_candidate(
     if body.index > len(candidates):
         raise NotFound(f"there are {len(candidates)} candidates here", field="index")
     target = candidates[body.index - 1].id
-    ctx.chats.select_candidate(chat_id, target, revision=_revision(ctx, chat_id, body.revision))
+    ctx.chats.select_candidate(chat_id, target, revision=body.revision)
     return usecases.changed_view(ctx, chat_id, below=parent)
 
 
@@ -168,20 +168,17 @@ def list_branches(chat_id: str, ctx: AppContext = Depends(context)) -> list[Bran
 @router.post("/{chat_id}/branches", response_model=ChatOut, status_code=201)
 def branch_from(chat_id: str, body: BranchIn, ctx: AppContext = Depends(context)) -> ChatOut:
     _node_of(ctx, chat_id, body.node_id)
-    ctx.chats.branch_from(
-        chat_id, body.node_id, body.name, revision=_revision(ctx, chat_id, body.revision)
-    )
+    ctx.chats.branch_from(chat_id, body.node_id, body.name, revision=body.revision)
     # The new branch's path is the path to its message: only what followed it goes.
     return usecases.changed_view(ctx, chat_id, below=body.node_id)
 
 
 @router.post("/{chat_id}/branches/{branch_id}/switch", response_model=ChatOut)
 def switch_branch(
-    chat_id: str, branch_id: str, body: RevisionIn | None = None, ctx: AppContext = Depends(context)
+    chat_id: str, branch_id: str, body: RevisionIn, ctx: AppContext = Depends(context)
 ) -> ChatOut:
-    given = body.revision if body else None
     old_leaf = ctx.chats.get_chat(chat_id).active_leaf_id
-    ctx.chats.switch_branch(chat_id, branch_id, revision=_revision(ctx, chat_id, given))
+    ctx.chats.switch_branch(chat_id, branch_id, revision=body.revision)
     return _moved(ctx, chat_id, old_leaf)
 
 
@@ -205,9 +202,7 @@ def create_checkpoint(
     chat_id: str, body: CheckpointIn, ctx: AppContext = Depends(context)
 ) -> ChatOut:
     _node_of(ctx, chat_id, body.node_id)
-    ctx.chats.create_checkpoint(
-        chat_id, body.node_id, body.name, revision=_revision(ctx, chat_id, body.revision)
-    )
+    ctx.chats.create_checkpoint(chat_id, body.node_id, body.name, revision=body.revision)
     return usecases.unchanged_view(ctx, chat_id)
 
 
@@ -215,13 +210,12 @@ def create_checkpoint(
 def open_checkpoint(
     chat_id: str,
     checkpoint_id: str,
-    body: RevisionIn | None = None,
+    body: RevisionIn,
     ctx: AppContext = Depends(context),
 ) -> ChatOut:
     """Go back to a checkpoint: the active path ends at its message."""
-    given = body.revision if body else None
     old_leaf = ctx.chats.get_chat(chat_id).active_leaf_id
-    ctx.chats.open_checkpoint(chat_id, checkpoint_id, revision=_revision(ctx, chat_id, given))
+    ctx.chats.open_checkpoint(chat_id, checkpoint_id, revision=body.revision)
     return _moved(ctx, chat_id, old_leaf)
 
 
@@ -229,24 +223,23 @@ def open_checkpoint(
 def delete_checkpoint(
     chat_id: str,
     checkpoint_id: str,
-    body: RevisionIn | None = None,
+    revision: QueryRevision,
     ctx: AppContext = Depends(context),
 ) -> ChatOut:
-    given = body.revision if body else None
-    ctx.chats.delete_checkpoint(chat_id, checkpoint_id, revision=_revision(ctx, chat_id, given))
+    ctx.chats.delete_checkpoint(chat_id, checkpoint_id, revision=revision)
     return usecases.unchanged_view(ctx, chat_id)
 
 
 @router.post("/{chat_id}/undo", response_model=ChatOut)
 def undo(chat_id: str, body: RevisionIn, ctx: AppContext = Depends(context)) -> ChatOut:
-    ctx.chats.undo(chat_id, revision=_revision(ctx, chat_id, body.revision))
+    ctx.chats.undo(chat_id, revision=body.revision)
     # Any message may come back as it was: the answer reaches from the start.
     return usecases.changed_view(ctx, chat_id, below=None)
 
 
 @router.post("/{chat_id}/redo", response_model=ChatOut)
 def redo(chat_id: str, body: RevisionIn, ctx: AppContext = Depends(context)) -> ChatOut:
-    ctx.chats.redo(chat_id, revision=_revision(ctx, chat_id, body.revision))
+    ctx.chats.redo(chat_id, revision=body.revision)
     return usecases.changed_view(ctx, chat_id, below=None)
 
 
@@ -260,7 +253,7 @@ def set_chat_lorebook(
         chat_id,
         body.lorebook_id,
         owner=current_user(request),
-        revision=_revision(ctx, chat_id, body.revision),
+        revision=body.revision,
     )
     return usecases.unchanged_view(ctx, chat_id)
 
@@ -285,7 +278,7 @@ def show_message(
     """Make the path go through a message (from the tree view); it continues where it last went."""
     _node_of(ctx, chat_id, node_id)
     old_leaf = ctx.chats.get_chat(chat_id).active_leaf_id
-    ctx.chats.select_candidate(chat_id, node_id, revision=_revision(ctx, chat_id, body.revision))
+    ctx.chats.select_candidate(chat_id, node_id, revision=body.revision)
     return _moved(ctx, chat_id, old_leaf)
 
 
@@ -314,9 +307,7 @@ def set_authors_note(
         position=body.position,
         role=body.role,
     )
-    ctx.chats.update_state(
-        chat_id, revision=_revision(ctx, chat_id, body.revision), authors_note=note
-    )
+    ctx.chats.update_state(chat_id, revision=body.revision, authors_note=note)
     return chat_settings(chat_id, ctx)
 
 
@@ -328,7 +319,7 @@ def hide_range(chat_id: str, body: HideRangeIn, ctx: AppContext = Depends(contex
         body.start,
         body.end,
         hidden=body.hidden,
-        revision=_revision(ctx, chat_id, body.revision),
+        revision=body.revision,
     )
     first = outcome.node.parent_id if outcome.node else None
     return usecases.changed_view(ctx, chat_id, below=first)

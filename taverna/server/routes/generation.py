@@ -20,6 +20,7 @@ from taverna.server.schemas import (
     GenerateIn,
     GenerationStarted,
     ResendIn,
+    RevisionIn,
     StopOut,
     TaskOut,
 )
@@ -116,11 +117,9 @@ async def edit_and_resend(
     service: GenerationService = Depends(generation),
 ) -> GenerationStarted:
     """Edit a user message as a new sibling (the old turn stays a branch) and answer it."""
-    chat = await asyncio.to_thread(ctx.chats.get_chat, chat_id)
     below = await asyncio.to_thread(chat_reads.parent_of, ctx.chats, chat_id, node_id)
-    revision = chat.revision if body.revision is None else body.revision
     await asyncio.to_thread(
-        ctx.chats.edit_and_resend, chat_id, node_id, body.content, revision=revision
+        ctx.chats.edit_and_resend, chat_id, node_id, body.content, revision=body.revision
     )
     run = await service.send(chat_id, "")
     return await _started(ctx, run, chat_id, below)
@@ -238,10 +237,12 @@ def list_drafts(
 @router.post("/api/drafts/{draft_id}/keep", status_code=204)
 def keep_draft(
     draft_id: str,
+    body: RevisionIn,
     ctx: AppContext = Depends(context),
     service: GenerationService = Depends(generation),
 ) -> Response:
-    ctx.chat_written(service.keep_draft(draft_id).chat.id)
+    """Store a draft in its chat, which must still be at the revision the page read."""
+    ctx.chat_written(service.keep_draft(draft_id, revision=body.revision).chat.id)
     return Response(status_code=204)
 
 

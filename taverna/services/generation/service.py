@@ -290,15 +290,18 @@ class GenerationService:
             if d.chat_id == chat_id
         ]
 
-    def keep_draft(self, draft_id: str) -> WriteResult:
+    def keep_draft(self, draft_id: str, *, revision: int | None = None) -> WriteResult:
         """Store a draft where its generation would have put it, then forget the draft.
 
-        Stored at the chat's current revision by the rules a generation's result follows
-        (shown only if the person is still where it goes), without the turn's state,
-        which a draft does not keep.
+        Stored by the rules a generation's result follows (shown only if the person is
+        still where it goes), without the turn's state, which a draft does not keep;
+        `revision`: the one the caller read (a chat changed since is a conflict), else
+        the chat's current one.
         """
         draft = self._draft(self.store.get_document(draft_id))
         chat = self.chats.get_chat(draft.chat_id)
+        if revision is not None:
+            chat = replace(chat, revision=revision)
         anchor_id = draft.anchor_id or None
         info = GenerationInfo(extras={"draft": draft.reason})
         label = "keep draft"

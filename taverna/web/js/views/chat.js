@@ -319,7 +319,12 @@ export async function render(root, params) {
       h("div", { class: "draft-text", text: d.text }),
       h("div", { class: "row" },
         h("button", { type: "button", class: "small primary", text: t("chat.draft_keep"), onClick: async () => {
-          await api.post(`/drafts/${d.id}/keep`);
+          try {
+            await api.post(`/drafts/${d.id}/keep`, { revision: state.chat.revision });
+          } catch (error) {
+            if (error.status === 409) return changedElsewhere();
+            throw error;
+          }
           await load();
         } }),
         h("button", { type: "button", class: "small", text: t("chat.draft_drop"), onClick: async () => {

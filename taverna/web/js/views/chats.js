@@ -14,6 +14,13 @@ export async function render(root) {
     const shown = all.filter((c) => !q || `${c.title} ${(c.character_names || []).join(" ")}`.toLocaleLowerCase().includes(q));
     mount(list, shown.length ? shown.map(item) : h("li", { class: "muted", text: t("chats.none") }));
   };
+  // A chat written elsewhere since the list was read (409): read the list again, say so.
+  const whenStale = async (error) => {
+    if (error.status !== 409) throw error;
+    toast(t("chat.changed_elsewhere"), "error");
+    await reload();
+    return false;
+  };
   const item = (c) => {
     const branches = h("ul", { class: "branches", hidden: true });
     return h("li", { class: "chat-item", "data-id": c.id },
@@ -24,7 +31,7 @@ export async function render(root) {
         h("button", { type: "button", class: "small", text: t("chats.rename"), onClick: async () => {
           const title = prompt(t("chats.rename_to"), c.title);
           if (!title) return;
-          await api.patch(`/chats/${c.id}`, { title });
+          if ((await api.patch(`/chats/${c.id}`, { title, revision: c.revision }).catch(whenStale)) === false) return;
           reload();
         } }),
         h("button", { type: "button", class: "small", text: t("chats.branches"), "aria-expanded": "false", onClick: async (e) => {
@@ -37,14 +44,14 @@ export async function render(root) {
             h("span", { class: b.active ? "strong" : "", text: `${b.name} · ${t("chats.length", { n: b.length })}` }),
             h("span", { class: "muted clip", text: b.last_message || "" }),
             h("button", { type: "button", class: "small", text: t("chats.open_branch"), onClick: async () => {
-              await api.post(`/chats/${c.id}/branches/${b.id}/switch`);
+              if ((await api.post(`/chats/${c.id}/branches/${b.id}/switch`, { revision: c.revision }).catch(whenStale)) === false) return;
               location.hash = `#/chat/${c.id}`;
             } }))));
         } }),
         h("a", { class: "button small", href: `/api/chats/${c.id}/export`, download: "", text: t("chats.export") }),
         h("button", { type: "button", class: "small danger", text: t("common.delete"), onClick: async () => {
           if (!confirm(t("chats.confirm_delete", { title: c.title }))) return;
-          await api.del(`/chats/${c.id}`);
+          if ((await api.del(`/chats/${c.id}?revision=${c.revision}`).catch(whenStale)) === false) return;
           toast(t("common.deleted"));
           reload();
         } })),

@@ -59,7 +59,16 @@ export async function render(root, params) {
         toast(t("lorebooks.attached"));
       } }),
       attachChat, h("button", { type: "button", class: "small", text: t("lorebooks.attach_chat"), onClick: async () => {
-        await api.put(`/chats/${attachChat.value}/lorebook`, { lorebook_id: params.id });
+        // At the revision the list read: a chat written since (409) is read again first.
+        const chat = chats.find((c) => c.id === attachChat.value);
+        try {
+          chat.revision = (await api.put(`/chats/${chat.id}/lorebook`, { lorebook_id: params.id, revision: chat.revision })).revision;
+        } catch (error) {
+          if (error.status !== 409) throw error;
+          chats.splice(0, chats.length, ...(await api.get("/chats")));
+          toast(t("chat.changed_elsewhere"), "error");
+          return;
+        }
         toast(t("lorebooks.attached"));
       } })),
     h("div", { class: "split" }, h("div", {}, search, entryList), editor));

@@ -33,7 +33,7 @@ export async function openTree(chatId, revision, onPick) {
           h("span", { class: "muted", text: t("tree.checkpoint_at", { n: depthOf.get(c.node_id) ?? "?" }) })),
           iconButton(t("tree.checkpoint_delete", { name: c.name }), "trash", async () => {
             if (!confirm(t("tree.checkpoint_confirm", { name: c.name }))) return;
-            const chat = await panel.write(() => api.del(`/chats/${chatId}/checkpoints/${c.id}`));
+            const chat = await panel.write(() => api.del(`/chats/${chatId}/checkpoints/${c.id}?revision=${revision}`));
             if (!chat) return;
             revision = chat.revision;
             onPick(chat);
