@@ -152,7 +152,12 @@ class SqlDeletion(SqlBase):
                     expected=revision,
                 )
         # The first batch now: a chat of a few hundred rows is then gone whole.
-        if not self.purge_step(chat_id):
+        try:
+            whole = self.purge_step(chat_id)
+        except Exception:  # the delete is done; removing its rows is housekeeping
+            log.exception("could not remove the first rows of deleted chat %s", chat_id)
+            whole = False
+        if not whole:
             self.purge_in_background()
 
     def purge_step(self, chat_id: str, *, batch: int | None = None) -> bool:
