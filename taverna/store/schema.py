@@ -36,7 +36,7 @@ chats = sa.Table(
     sa.Column("updated", Stamp, nullable=False),
     sa.Column("revision", sa.Integer, nullable=False),
     # A deleted chat is gone from every read at once; its rows go in the background, in
-    # short transactions, so a delete of any size blocks no other chat (migration 0006).
+    # short transactions, so a delete of any size blocks no other chat (migration 0007).
     sa.Column("deleted", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Index("ix_chats_owner_updated", "owner", "updated"),
     sa.Index(
