@@ -9,7 +9,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from taverna.errors import NotFound
+from taverna.errors import NotFound, StaleRevision
 from taverna.store import schema as t
 from taverna.store.sql.rows import _utcnow
 
@@ -23,6 +23,38 @@ MAX_REVISION = 2**31 - 1
 def revision_in_range(revision: int) -> bool:
     """Whether a revision a caller names can be one the store holds."""
     return 0 <= revision <= MAX_REVISION
+
+
+def update_live_chat(
+    conn: Connection, chat_id: str, revision: int, values: Mapping[str, Any], *, hint: str = ""
+) -> None:
+    """Set `values` on a live chat's row if it is at `revision`; otherwise NotFound (no
+    such live chat) or StaleRevision naming the revision it is at (`hint` ends the text)."""
+    changed = 0
+    if revision_in_range(revision):
+        changed = conn.execute(
+            t.chats.update()
+            .where(
+                t.chats.c.id == chat_id,
+                t.chats.c.revision == revision,
+                t.chats.c.deleted == sa.false(),
+            )
+            .values(**values)
+        ).rowcount
+    if changed == 1:
+        return
+    current = conn.execute(
+        sa.select(t.chats.c.revision).where(
+            t.chats.c.id == chat_id, t.chats.c.deleted == sa.false()
+        )
+    ).scalar()
+    if current is None:
+        raise NotFound(f"no chat {chat_id}", field="chat_id")
+    raise StaleRevision(
+        f"the chat is at revision {current}, not {revision}{hint}",
+        current_revision=current,
+        expected=revision,
+    )
 
 
 class SqlBase:

@@ -10,11 +10,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from taverna.errors import NotFound, StaleRevision
 from taverna.model.chat import Chat, ChatListing, RevisionKind, new_id
 from taverna.store import schema as t
 from taverna.store.repository import NewChat
-from taverna.store.sql.base import SqlBase, revision_in_range
+from taverna.store.sql.base import SqlBase, update_live_chat
 from taverna.store.sql.rows import _chars_json, _chat_from_row, _utc
 from taverna.store.sql.writer import SqlChatWriter
 
@@ -75,30 +74,13 @@ class SqlChats(SqlBase):
     def write(self, chat_id: str, *, revision: int, label: str) -> Iterator[SqlChatWriter]:
         now = _utc(self.clock())
         with self.engine.begin() as conn:
-            bumped = 0
-            if revision_in_range(revision):
-                bumped = conn.execute(
-                    t.chats.update()
-                    .where(
-                        t.chats.c.id == chat_id,
-                        t.chats.c.revision == revision,
-                        t.chats.c.deleted == sa.false(),
-                    )
-                    .values(revision=revision + 1, updated=now)
-                ).rowcount
-            if bumped != 1:
-                current = conn.execute(
-                    sa.select(t.chats.c.revision).where(
-                        t.chats.c.id == chat_id, t.chats.c.deleted == sa.false()
-                    )
-                ).scalar()
-                if current is None:
-                    raise NotFound(f"no chat {chat_id}", field="chat_id")
-                raise StaleRevision(
-                    f"the chat is at revision {current}, not {revision}: reload and retry",
-                    current_revision=current,
-                    expected=revision,
-                )
+            update_live_chat(
+                conn,
+                chat_id,
+                revision,
+                {"revision": revision + 1, "updated": now},
+                hint=": reload and retry",
+            )
             row = conn.execute(sa.select(t.chats).where(t.chats.c.id == chat_id)).mappings().one()
             writer = SqlChatWriter(conn, row, revision + 1, label, now)
             yield writer

@@ -18,9 +18,8 @@ import threading
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from taverna.errors import NotFound, StaleRevision
 from taverna.store import schema as t
-from taverna.store.sql.base import SqlBase, revision_in_range
+from taverna.store.sql.base import SqlBase, update_live_chat
 from taverna.store.sql.contents import _drop_unused_texts
 
 log = logging.getLogger(__name__)
@@ -127,30 +126,7 @@ class SqlDeletion(SqlBase):
 
     def delete_chat(self, chat_id: str, *, revision: int) -> None:
         with self.engine.begin() as conn:
-            done = 0
-            if revision_in_range(revision):
-                done = conn.execute(
-                    t.chats.update()
-                    .where(
-                        t.chats.c.id == chat_id,
-                        t.chats.c.revision == revision,
-                        t.chats.c.deleted == sa.false(),
-                    )
-                    .values(deleted=True)
-                ).rowcount
-            if done != 1:
-                current = conn.execute(
-                    sa.select(t.chats.c.revision).where(
-                        t.chats.c.id == chat_id, t.chats.c.deleted == sa.false()
-                    )
-                ).scalar()
-                if current is None:
-                    raise NotFound(f"no chat {chat_id}", field="chat_id")
-                raise StaleRevision(
-                    f"the chat is at revision {current}, not {revision}",
-                    current_revision=current,
-                    expected=revision,
-                )
+            update_live_chat(conn, chat_id, revision, {"deleted": True})
         # The first batch now: a chat of a few hundred rows is then gone whole.
         try:
             whole = self.purge_step(chat_id)
