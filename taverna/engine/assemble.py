@@ -9,6 +9,7 @@ assembly itself stays a pure function; nothing below imports this module.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from taverna.engine.assembly.budget import MessageCost
@@ -18,6 +19,7 @@ from taverna.engine.assembly.lorebook_bridge import scan as lorebook_scan
 from taverna.engine.assembly.macros_bridge import substitute_for
 from taverna.engine.assembly.turn import Substitute, Turn, prepare_turn
 from taverna.engine.assembly.world import LorebookScan
+from taverna.engine.lorebook.regex_budget import RegexBudget
 from taverna.engine.textgen import build_text_completion
 from taverna.engine.tokens.cache import CountCache, TokenCounter
 from taverna.engine.tokens.registry import get_tokenizer
@@ -42,6 +44,7 @@ def assemble(
     text_builder: TextBuilder | None = None,
     cost: MessageCost | None = None,
     counts: CountCache | None = None,
+    regexes: RegexBudget | None = None,
 ) -> Prompt:
     """The prompt for this turn: Chat Completion messages or Text Completion text.
 
@@ -49,7 +52,10 @@ def assemble(
     engine and the tokenizer SillyTavern would pick for the model. Pass the same
     `cost` (from `message_cost`) turn after turn so only new text is tokenized; or,
     where a chat's `cost` is not kept, one long-lived `counts` (a bounded `CountCache`,
-    keyed by tokenizer and text) for every chat and turn.
+    keyed by tokenizer and text) for every chat and turn. `regexes` is the turn's time for
+    user regexes (lorebook regex keys, regex scripts), shared by every assembly of one
+    turn (a new `RegexBudget` when not given); what its limits stopped is listed in the
+    ledger's `skipped_regexes`.
     """
     scan = scan or default_scan()
     if cost is None:
@@ -61,11 +67,19 @@ def assemble(
     counter = cost.count_text
     # Lorebook entries under Chat Completion are counted as one "full" system message.
     world_count: CountText = cost.text if context.api != "textgen" else counter
-    turn = prepare_turn(context, substitute, scan, world_count, cost.memo)
+    regexes = regexes if regexes is not None else RegexBudget()
+    regexes.begin()
+    turn = prepare_turn(context, substitute, scan, world_count, cost.memo, regexes)
     if context.api == "textgen":
         builder = text_builder or default_text_builder()
-        return builder(context, turn, counter)
-    return build_chat_completion(context, turn, cost)
+        prompt = builder(context, turn, counter)
+    else:
+        prompt = build_chat_completion(context, turn, cost)
+    skipped = regexes.skipped()
+    if not skipped:
+        return prompt
+    notes = tuple(note.as_json() for note in skipped)
+    return replace(prompt, ledger=replace(prompt.ledger, skipped_regexes=notes))
 
 
 def tokenizer_name(context: AssemblyContext) -> str:

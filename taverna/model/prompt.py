@@ -65,7 +65,9 @@ class Ledger:
     `history_stopped`: the budget stopped the chat history before its oldest message
     (or no history could go in at all), so messages older than those given could not
     have gone in either: a caller that gave only the end of a long chat knows it gave
-    enough.
+    enough. `skipped_regexes`: the user regexes (lorebook regex keys, regex scripts) a
+    time limit stopped or kept from running, each with `kind`, `source`, `pattern`,
+    `reason` and `count`.
     """
 
     items: tuple[LedgerItem, ...] = ()
@@ -73,6 +75,7 @@ class Ledger:
     budget: int = 0
     trace: tuple[EntryTrace, ...] = ()
     history_stopped: bool = False
+    skipped_regexes: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ body_mib = 16                          # any request body (JSON and everything e
 upload_mib = 32                        # one uploaded file: a card, a picture, a lorebook, a preset
 folder_upload_mib = 1024               # a SillyTavern data folder upload, every file together
 folder_files = 100000                  # files in one folder upload
+regex_turn_seconds = 1                 # seconds all user regexes of one turn spend together
 ```
 """
 
@@ -22,6 +23,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from taverna.errors import FormatError
+from taverna.services.turn_context import TURN_REGEX_BUDGET
 
 CONFIG_FILE = "server.toml"
 MIB = 1024 * 1024
@@ -59,6 +61,9 @@ class Limits(BaseModel):
     upload_mib: float = Field(default=32, gt=0)
     folder_upload_mib: float = Field(default=1024, gt=0)
     folder_files: int = Field(default=100_000, gt=0)
+    # The time all user regexes of one turn (lorebook regex keys, regex scripts) may
+    # spend together; the rest are skipped and listed in the prompt's ledger.
+    regex_turn_seconds: float = Field(default=TURN_REGEX_BUDGET, gt=0)
 
     @property
     def body(self) -> int:

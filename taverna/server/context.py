@@ -50,13 +50,15 @@ class AppContext(Workspace):
         self.services.setdefault("connections", self.connections)
 
     def configure(self, config: ServerConfig) -> None:
-        """Take the operator's limits and allowed key variables (host names are the
-        command's to set, with its own)."""
+        """Take the operator's limits (the regex time of a turn among them) and allowed
+        key variables (host names are the command's to set, with its own)."""
         self.body_limit = config.limits.body
         self.upload_limit = config.limits.upload
         self.folder_upload_limit = config.limits.folder_upload
         self.folder_files = config.limits.folder_files
         self.key_env_allowed = frozenset(config.key_env)
+        if self.turns is not None:
+            self.turns.regex_budget = config.limits.regex_turn_seconds
 
     def connections_of(
         self, owner: str, *, key_env_allowed: Collection[str] | None = None

@@ -35,6 +35,8 @@ from taverna.engine.assembly.context import (
     GenerationType,
     Speaker,
 )
+from taverna.engine.lorebook.regex_budget import TURN_REGEX_BUDGET as TURN_REGEX_BUDGET
+from taverna.engine.lorebook.regex_budget import RegexBudget
 from taverna.engine.tokens.cache import CountCache
 from taverna.errors import FormatError, NotFound
 from taverna.formats.card_json import card_from_json
@@ -177,8 +179,13 @@ class TurnContexts:
         clock: Callable[[], datetime] | None = None,
         paths: PathEnds | None = None,
         documents: ParsedDocuments | None = None,
+        regex_budget: float = TURN_REGEX_BUDGET,
     ) -> None:
+        """`regex_budget`: the seconds all user regexes of one turn (lorebook regex keys,
+        regex scripts) may spend together; what is left over is skipped and listed in the
+        prompt's ledger."""
         self.store = store
+        self.regex_budget = regex_budget
         self.owner = owner
         self.clock = clock
         self.paths = paths or PathEnds(store)
@@ -199,6 +206,8 @@ class TurnContexts:
         now = self.clock() if self.clock else datetime.now(UTC)
         want = self._windows.get(chat.id, FIRST_WINDOW)
         floor = _scan_floor(library)
+        # One turn's time for user regexes, however many assemblies widening takes.
+        regexes = RegexBudget(self.regex_budget)
         while True:
             tail = turn.tail(want)
             visible = sum(1 for node in tail.nodes if not node.hidden)
@@ -209,7 +218,8 @@ class TurnContexts:
             # A chat new to this process: its messages' counts come from the store.
             cold = chat.id not in self._windows
             fresh = self._stored_counts(context, tail, turn.counts) if cold else []
-            prompt = assemble(context, cost=self._cost(chat.id, context, turn.counts))
+            cost = self._cost(chat.id, context, turn.counts)
+            prompt = assemble(context, cost=cost, regexes=regexes)
             self.assemblies += 1
             self._keep_counts(context, fresh, turn.counts)
             if not tail.before or prompt.ledger.history_stopped:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import httpx
 
+from taverna.engine.lorebook.regex_budget import TURN_REGEX_BUDGET
 from taverna.errors import NotFound, TavernaError
 from taverna.model.prompt import Prompt
 from taverna.services import sent_prompts
@@ -52,6 +53,7 @@ class Workspace:
     generation: GenerationService
     backups: BackupService
     flusher: BackupFlusher | None = None
+    turns: TurnContexts | None = None  # the prompt builder behind `generation`
 
     # The revision of each chat last handed to the backups, so a change is backed up once
     # however many callers report it (a route, then the generation that followed it).
@@ -159,12 +161,18 @@ class Workspace:
         self.store.close()
 
 
-def open_workspace(data_dir: Path, *, background_backups: bool = True) -> Workspace:
+def open_workspace(
+    data_dir: Path,
+    *,
+    background_backups: bool = True,
+    regex_budget: float = TURN_REGEX_BUDGET,
+) -> Workspace:
     """Open the data folder's store (SQLite, migrated, unless $TAVERNA_DATABASE_URL names
     another database) and build the services over it.
 
     `background_backups` starts a thread that writes the backups a burst of writes left
     pending; without it they are written on the next write after the interval, or on close.
+    `regex_budget`: the seconds all user regexes of one turn may spend together.
     """
     folder = open_data(data_dir)
     # Temporary folders of a process that was killed mid-upload go now.
@@ -175,7 +183,7 @@ def open_workspace(data_dir: Path, *, background_backups: bool = True) -> Worksp
     chats = ChatService(store)
     connections = ConnectionService(store, folder.path)
     paths = PathEnds(store)
-    turns = TurnContexts(store, paths=paths)
+    turns = TurnContexts(store, paths=paths, regex_budget=regex_budget)
     generation = GenerationService(store, connections, turns, chats=chats, paths=paths)
     # A long chat's backup reads its whole tree: a server hands it to a process of its own.
     separate = LONG_CHAT if background_backups else None
@@ -183,7 +191,7 @@ def open_workspace(data_dir: Path, *, background_backups: bool = True) -> Worksp
     flusher = BackupFlusher(backups) if background_backups else None
     if flusher is not None:
         flusher.start()
-    return Workspace(folder.path, store, chats, connections, generation, backups, flusher)
+    return Workspace(folder.path, store, chats, connections, generation, backups, flusher, turns)
 
 
 def release_freed_memory() -> None:

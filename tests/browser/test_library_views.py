@@ -213,3 +213,37 @@ def test_reasoning_is_shown_folded(chromium, taverna: TavernaServer, stub) -> No
     expect(reasoning).to_contain_text("Weighing the tide <b>tables</b>.")  # shown as text, not HTML
     assert reasoning.get_attribute("open") is None
     page.close()
+
+
+def test_the_inspector_lists_the_regexes_a_time_limit_stopped(
+    chromium, taverna: TavernaServer
+) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    traps = [f"/(a+)+$|q{i}z/" for i in range(30)]
+    entries = {
+        str(i): {"uid": i, "key": [key], "content": f"trap {i}"} for i, key in enumerate(traps)
+    }
+    book = taverna.api(
+        "POST",
+        "/lorebooks/import",
+        files={
+            "file": ("Traps.json", json.dumps({"entries": entries}).encode(), "application/json")
+        },
+    ).json()
+    card = taverna.api(
+        "POST", "/characters", json={"name": "Trapped", "first_mes": "a" * 5000 + "b"}
+    ).json()
+    taverna.api("PUT", f"/characters/{card['id']}/lorebook", json={"lorebook_id": book["id"]})
+    chat = taverna.api("POST", "/chats", json={"character_id": card["id"]}).json()
+    page = chromium.new_page(viewport={"width": 1280, "height": 800})
+    page.goto(f"{taverna.url}/#/chat/{chat['id']}")
+    page.get_by_role("button", name="Prompt inspector").click()
+    page.get_by_role("tab", name="Ledger").click()
+    section = page.locator("#inspector .regex-skipped")
+    expect(section).to_contain_text("user regexes were stopped by a time limit this turn")
+    expect(section).to_contain_text(traps[0])
+    expect(section).to_contain_text("Traps/0")
+    page.get_by_role("tab", name="Lorebook trace").click()
+    expect(page.locator("#inspector .inspector-body")).to_contain_text("stopped by a time limit")
+    page.close()

@@ -3,16 +3,26 @@ cache; a past reply's prompt as it was sent."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
+from taverna.server.app import create_app
 from taverna.server.cards import CharacterFields
-from taverna.server.context import AppContext
+from taverna.server.config import Limits, ServerConfig
+from taverna.server.context import AppContext, open_context
 from tests.server.test_generation import events, generate
 from tests.stubs.model_server import Reply, StubServer, start_stub
+
+# Regex keys that each stay within their 50 ms limit on LONG, 200 of them: without the
+# turn's time for user regexes, opening such a chat took 10-40 s. The bound is loose.
+TRAPS = tuple(f"/(a+)+$|q{i}z/" for i in range(200))
+LONG = "a" * 5000 + "b"
+BOUND = 10.0
 
 
 def test_the_preview_counts_each_text_once_for_the_whole_process(
@@ -94,3 +104,57 @@ def test_a_reply_without_a_record_gets_its_prompt_built_again(
     greeting = client.get(f"/api/chats/{chat_id}").json()["messages"][0]["id"]
     rebuilt = client.get(f"/api/chats/{chat_id}/messages/{greeting}/prompt").json()
     assert rebuilt["as_sent"] is False and rebuilt["prompt"]["ledger"]["items"]
+
+
+def trapped_chat(client: TestClient) -> str:
+    """A chat whose lorebook has 200 runaway regex keys, and a long message that sets them off."""
+    entries = {
+        str(i): {"uid": i, "key": [key], "content": f"trap {i}", "position": 0}
+        for i, key in enumerate(TRAPS)
+    }
+    book = json.dumps({"entries": entries}).encode()
+    imported = client.post(
+        "/api/lorebooks/import", files={"file": ("Traps.json", book, "application/json")}
+    )
+    assert imported.status_code == 201, imported.text
+    card = client.post("/api/characters", json={"name": "Mira", "first_mes": LONG}).json()
+    client.put(
+        f"/api/characters/{card['id']}/lorebook", json={"lorebook_id": imported.json()["id"]}
+    )
+    return str(client.post("/api/chats", json={"character_id": card["id"]}).json()["id"])
+
+
+def test_the_preview_of_a_chat_with_two_hundred_runaway_keys_answers_soon(
+    client: TestClient,
+) -> None:
+    chat_id = trapped_chat(client)
+    began = time.perf_counter()
+    preview = client.get(f"/api/chats/{chat_id}/prompt")
+    assert time.perf_counter() - began < BOUND
+    assert preview.status_code == 200
+    ledger = preview.json()["prompt"]["ledger"]
+    assert {n["source"] for n in ledger["skipped_regexes"]} == {
+        f"Traps/{i}" for i in range(len(TRAPS))
+    }
+    reasons = {row["uid"]: row["reason"] for row in ledger["trace"]}
+    assert all("stopped by a time limit" in reasons[i] for i in range(len(TRAPS)))
+
+
+def test_the_inspector_lists_the_regexes_a_small_budget_skipped(tmp_path: Path) -> None:
+    # The operator's server.toml: `[limits] regex_turn_seconds = 0.1`.
+    ctx = open_context(tmp_path / "data", ServerConfig(limits=Limits(regex_turn_seconds=0.1)))
+    with TestClient(create_app(ctx)) as client:
+        chat_id = trapped_chat(client)
+        notes = client.get(f"/api/chats/{chat_id}/prompt").json()["prompt"]["ledger"][
+            "skipped_regexes"
+        ]
+    assert [n["pattern"] for n in notes] == list(TRAPS)
+    skipped = [n for n in notes if n["reason"].startswith("not run")]
+    assert len(skipped) >= len(TRAPS) - 10
+    assert skipped[-1] == {
+        "kind": "lorebook key",
+        "source": f"Traps/{len(TRAPS) - 1}",
+        "pattern": TRAPS[-1],
+        "reason": "not run: this turn's 100 ms for user regexes was spent; counted as no match",
+        "count": 1,
+    }

@@ -44,6 +44,15 @@ def render_ledger(prompt: Prompt, width: int = 60) -> str:
         lines.append("lorebook entries:")
         for item in entries:
             lines.append(f"     {item.source:<24} {item.tokens:>6}  {item.reason}")
+    if ledger.skipped_regexes:
+        lines.append("")
+        lines.append("user regexes stopped by a time limit:")
+        for note in ledger.skipped_regexes:
+            times = f" ×{note['count']}" if note.get("count", 1) > 1 else ""
+            lines.append(
+                f"     {note.get('kind', '')} {note.get('source', '')} {note.get('pattern', '')}"
+                f"{times}: {note.get('reason', '')}"
+            )
     if ledger.trace:
         lines.append("")
         lines.append("lorebook decisions:")

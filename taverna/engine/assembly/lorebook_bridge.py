@@ -94,6 +94,7 @@ def scan(request: ScanRequest) -> WorldInfoOutcome:
         seed=context.seed,
         dry_run=dry_run,
         earlier=context.earlier.visible,
+        regexes=request.regexes,
     )
     regex = request.regex
     if regex is None:

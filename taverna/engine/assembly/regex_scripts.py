@@ -4,7 +4,8 @@ SillyTavern runs the user's regex scripts (global ones, then the character's whe
 user allowed them) over each chat message as the prompt is built, and over lorebook
 entry contents (algo-chat-ops.md §6, formats-extensions.md §1). Patterns are
 JavaScript syntax, run by a safe engine with a time limit: a pattern that backtracks
-without end leaves the text unchanged instead of hanging the turn.
+without end leaves the text unchanged instead of hanging the turn, and all scripts
+and regex keys of a turn together stay within the turn's `RegexBudget`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from taverna.engine.lorebook.jsregex import JsRegex, compile_js_regex
+from taverna.engine.lorebook.regex_budget import REGEX_SCRIPT, RegexBudget
 from taverna.model.regex_script import RegexPlacement, RegexScript
 
 SCRIPT_TIMEOUT = 0.25  # seconds one script may spend on one text
@@ -43,8 +45,11 @@ def regex_from_string(text: str) -> tuple[JsRegex, bool] | None:
     return compiled, "g" in flags
 
 
-def run_script(script: RegexScript, text: str, substitute: Substitute) -> str:
-    """One script over one text (SillyTavern `runRegexScript`)."""
+def run_script(
+    script: RegexScript, text: str, substitute: Substitute, budget: RegexBudget | None = None
+) -> str:
+    """One script over one text (SillyTavern `runRegexScript`), within the turn's `budget`
+    when one is given: a script a time limit stops leaves the text as it was."""
     if script.disabled or not script.find_regex or not text:
         return text
     find = substitute(script.find_regex) if script.substitution_mode else script.find_regex
@@ -67,13 +72,20 @@ def run_script(script: RegexScript, text: str, substitute: Substitute) -> str:
 
         return substitute(_GROUP.sub(group, template))
 
-    try:
-        result = compiled.pattern.sub(
-            replacement, text, count=0 if every else 1, timeout=SCRIPT_TIMEOUT
+    def run(timeout: float) -> str:
+        return str(
+            compiled.pattern.sub(replacement, text, count=0 if every else 1, timeout=timeout)
         )
-    except TimeoutError:
-        return text
-    return str(result)
+
+    if budget is None:
+        try:
+            return run(SCRIPT_TIMEOUT)
+        except TimeoutError:
+            return text
+    result = budget.run(
+        run, limit=SCRIPT_TIMEOUT, kind=REGEX_SCRIPT, source=script.script_name, pattern=find
+    )
+    return text if result is None else result
 
 
 def applies(script: RegexScript, placement: RegexPlacement, depth: int | None) -> bool:
@@ -94,9 +106,10 @@ def regexed_for_prompt(
     scripts: Sequence[RegexScript],
     substitute: Substitute,
     depth: int | None = None,
+    budget: RegexBudget | None = None,
 ) -> str:
     """SillyTavern `getRegexedString(..., {isPrompt: true, depth})`: each applying script in turn."""
     for script in scripts:
         if applies(script, placement, depth):
-            text = run_script(script, text, substitute)
+            text = run_script(script, text, substitute, budget)
     return text

@@ -34,6 +34,7 @@ from taverna.engine.assembly.world import (
     applying_books,
     no_lorebooks,
 )
+from taverna.engine.lorebook.regex_budget import RegexBudget
 from taverna.model.regex_script import RegexPlacement
 
 # Macro substitution: the text and extra macro values ({{original}}, {{lastChatMessage}}).
@@ -176,8 +177,13 @@ def _joined_fields(context: AssemblyContext, substitute: Substitute) -> dict[str
     return joined
 
 
-def core_chat(context: AssemblyContext, substitute: Substitute) -> tuple[ChatMessage, ...]:
-    """The messages this generation sends, oldest first (algo-prompt-assembly.md §1 steps 4, 9, 10)."""
+def core_chat(
+    context: AssemblyContext, substitute: Substitute, regexes: RegexBudget | None = None
+) -> tuple[ChatMessage, ...]:
+    """The messages this generation sends, oldest first (algo-prompt-assembly.md §1 steps 4, 9, 10).
+
+    The regex scripts run within the turn's time for user regexes (`regexes`).
+    """
     messages = list(context.messages)
     kind = context.generation_type
     # §1 step 4: regenerate deletes a last message that is not the user's.
@@ -197,7 +203,9 @@ def core_chat(context: AssemblyContext, substitute: Substitute) -> tuple[ChatMes
         count = len(chat)
         for index, message in enumerate(chat):
             placement = RegexPlacement.USER_INPUT if message.is_user else RegexPlacement.AI_OUTPUT
-            text = regexed_for_prompt(message.text, placement, scripts, plain, count - index - 1)
+            text = regexed_for_prompt(
+                message.text, placement, scripts, plain, count - index - 1, regexes
+            )
             if text != message.text:
                 chat[index] = replace(message, text=text)
     return tuple(chat)
@@ -266,14 +274,19 @@ def prepare_turn(
     scan: LorebookScan = no_lorebooks,
     count_text: Callable[[str], int] = len,
     memo: dict[Any, Any] | None = None,
+    regexes: RegexBudget | None = None,
 ) -> Turn:
-    """Everything both APIs need before building their prompt."""
+    """Everything both APIs need before building their prompt.
+
+    `regexes`: the turn's time for user regexes (scripts and lorebook regex keys).
+    """
+    regexes = regexes if regexes is not None else RegexBudget()
     fields = card_fields(context, substitute)
     if isinstance(substitute, ReadsCardFields):
         # SillyTavern's card macros print the fields getCharacterCardFields returns, their
         # own macros resolved; here they are read once per generation (this read).
         substitute.use_card_fields(fields)
-    chat = core_chat(context, substitute)
+    chat = core_chat(context, substitute, regexes)
     heading = example_heading(context, substitute)
     blocks = parse_examples(fields.mes_examples, heading)
 
@@ -303,8 +316,11 @@ def prepare_turn(
                 books=books,
                 count_text=count_text,
                 memo=memo,
-                regex=_world_regex(context, substitute) if context.regex_scripts else None,
+                regex=(
+                    _world_regex(context, substitute, regexes) if context.regex_scripts else None
+                ),
                 variables=carrier.variables if carrier is not None else None,
+                regexes=regexes,
             )
         )
         if carrier is not None and world.variables is not None:
@@ -333,14 +349,14 @@ def prepare_turn(
 
 
 def _world_regex(
-    context: AssemblyContext, substitute: Substitute
+    context: AssemblyContext, substitute: Substitute, regexes: RegexBudget
 ) -> Callable[[str, int | None], str]:
     """Prompt regex for lorebook contents (placement WORLD_INFO, @depth entries by depth)."""
     plain = _plain(substitute)
 
     def run(text: str, depth: int | None) -> str:
         return regexed_for_prompt(
-            text, RegexPlacement.WORLD_INFO, context.regex_scripts, plain, depth
+            text, RegexPlacement.WORLD_INFO, context.regex_scripts, plain, depth, regexes
         )
 
     return run

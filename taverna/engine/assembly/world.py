@@ -13,6 +13,7 @@ from typing import Any
 
 from taverna.engine.assembly.context import AssemblyContext, ChatMessage
 from taverna.engine.lorebook import ActivatedEntry, BookInPlay, BookSource, DepthGroup
+from taverna.engine.lorebook.regex_budget import RegexBudget
 from taverna.model.lorebook import EntryTrace
 
 
@@ -36,6 +37,8 @@ class ScanRequest:
     regex: Callable[[str, int | None], str] | None = None
     # The chat variables macros left before the scan (None: the chat's recorded ones).
     variables: Mapping[str, Any] | None = None
+    # The turn's time for user regexes, shared with the regex scripts (None: a new one).
+    regexes: RegexBudget | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,8 +28,10 @@ How the assembly calls it, once per turn::
     activation.variables    # variables after {{setvar}} etc. in contents
     list(activation.trace())  # an EntryTrace (model) for every entry: why it fired or not
 
-`activate` is pure: the same arguments give the same result. Key matching is
-precompiled per book (Aho-Corasick automata, cached until the book object changes).
+`activate` is pure: the same arguments give the same result, as long as no regex key
+runs into a time limit (its own, or the turn's `RegexBudget`, passed as `regexes=`). Key
+matching is precompiled per book (Aho-Corasick automata, cached until the book object
+changes).
 """
 
 from taverna.engine.lorebook.activation import activate

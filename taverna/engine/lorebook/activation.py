@@ -18,6 +18,7 @@ from taverna.engine.lorebook.groups import GroupMember, filter_groups
 from taverna.engine.lorebook.index import compile_book
 from taverna.engine.lorebook.inputs import BookInPlay, BookSource, CharacterIdentity, ScanMessage
 from taverna.engine.lorebook.placement import ActivatedEntry
+from taverna.engine.lorebook.regex_budget import RegexBudget
 from taverna.engine.lorebook.results import Activation
 from taverna.engine.lorebook.scan import (
     MAX_SCAN_DEPTH,
@@ -36,6 +37,9 @@ from taverna.model.lorebook import (
     TimedEffects,
     WorldInfoSettings,
 )
+
+# Said of an entry whose regex key a time limit stopped (the ledger lists which and why).
+STOPPED = " (a regex key was stopped by a time limit and counted as no match)"
 
 
 def _ordered_books(
@@ -97,6 +101,7 @@ def activate(
     forced: Collection[tuple[str, int]] = (),
     dry_run: bool = False,
     earlier: int = 0,
+    regexes: RegexBudget | None = None,
 ) -> Activation:
     """Run SillyTavern's world info scan for one turn.
 
@@ -116,7 +121,9 @@ def activate(
       activated from outside (a vector search). `dry_run`: prompt previews and token
       counts, which neither read nor write timers (§4.1). `earlier`: visible messages
       older than `messages` that were left out (a long chat given by its end); they
-      count on the timer clock all the same.
+      count on the timer clock all the same. `regexes`: the turn's time for user regex
+      keys (a new `RegexBudget` when not given); a key a time limit stops counts as no
+      match, and its entry's trace says so.
     """
     settings = settings or WorldInfoSettings()
     character = character or CharacterIdentity()
@@ -152,6 +159,7 @@ def activate(
         seed,
         forced,
         dry_run,
+        regexes,
     )
     clock = earlier + len(messages)
     budget = settings.budget_for(max_context)
@@ -456,7 +464,10 @@ def _consider(
         None,
     )
     if primary is None:
-        note(ref, EntryOutcome.NO_MATCH, "no primary key found in the scanned text", loop)
+        reason = "no primary key found in the scanned text"
+        if scan.stopped_keys(slot, item.primary):
+            reason += STOPPED
+        note(ref, EntryOutcome.NO_MATCH, reason, loop)
         return False
     if not (entry.selective and entry.keysecondary):
         note(ref, EntryOutcome.ACTIVATED, f"primary key '{primary}'", loop, primary_key=primary)
@@ -481,10 +492,13 @@ def _consider(
             passed = True
     label = logic.name.replace("_", " ")
     if not passed:
+        reason = f"primary key '{primary}' found but secondary keys fail {label}"
+        if scan.stopped_keys(slot, item.secondary):
+            reason += STOPPED
         note(
             ref,
             EntryOutcome.SECONDARY,
-            f"primary key '{primary}' found but secondary keys fail {label}",
+            reason,
             loop,
             primary_key=primary,
             secondary_keys=tuple(found),

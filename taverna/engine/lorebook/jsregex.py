@@ -7,7 +7,7 @@ flag, `.` also stops at `\\r` and the Unicode line separators, `[^]` is "anythin
 `compile_js_regex` rewrites those into equivalent Python and compiles the result with
 the `regex` module, whose matching takes a timeout: a user's pattern that backtracks
 catastrophically gives "no match" after `REGEX_TIMEOUT` seconds instead of hanging the
-process.
+process, and all of a turn's patterns together stay within its `RegexBudget`.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass
 
 import regex
+
+from taverna.engine.lorebook.regex_budget import LOREBOOK_KEY, RegexBudget
 
 __all__ = ["REGEX_TIMEOUT", "JsRegex", "compile_js_regex", "parse_regex_key"]
 
@@ -56,14 +58,38 @@ class JsRegex:
     pattern: regex.Pattern[str]
     sticky: bool = False
 
-    def test(self, haystack: str) -> bool:
-        """JavaScript's `RegExp.test` on a fresh regex; a timeout counts as no match."""
-        try:
-            if self.sticky:
-                return self.pattern.match(haystack, timeout=REGEX_TIMEOUT) is not None
-            return self.pattern.search(haystack, timeout=REGEX_TIMEOUT) is not None
-        except TimeoutError:
-            return False
+    @property
+    def written(self) -> str:
+        """The pattern as a person wrote it: `/source/flags`."""
+        return f"/{self.source}/{self.flags}"
+
+    def test(self, haystack: str, budget: RegexBudget | None = None, source: str = "") -> bool:
+        """JavaScript's `RegExp.test` on a fresh regex; a timeout counts as no match.
+
+        With a `budget`, the test also stays within the turn's time for user regexes
+        (and is not run once that is spent); `source` names the key's entry for its notes.
+        """
+        if budget is None:
+            try:
+                return self._test(haystack, REGEX_TIMEOUT)
+            except TimeoutError:
+                return False
+        return self.test_within(haystack, budget, source) is True
+
+    def test_within(self, haystack: str, budget: RegexBudget, source: str) -> bool | None:
+        """`test` within the turn's `budget`; None when a time limit stopped it (noted)."""
+        return budget.run(
+            lambda timeout: self._test(haystack, timeout),
+            limit=REGEX_TIMEOUT,
+            kind=LOREBOOK_KEY,
+            source=source,
+            pattern=self.written,
+        )
+
+    def _test(self, haystack: str, timeout: float) -> bool:
+        if self.sticky:
+            return self.pattern.match(haystack, timeout=timeout) is not None
+        return self.pattern.search(haystack, timeout=timeout) is not None
 
 
 def _translate(source: str, flags: str) -> str:

@@ -22,6 +22,7 @@ import re
 from functools import lru_cache
 
 from taverna.engine.lorebook.jsregex import parse_regex_key
+from taverna.engine.lorebook.regex_budget import RegexBudget
 from taverna.model.js_text import JS_WHITESPACE
 from taverna.model.lorebook import Boundaries
 
@@ -140,12 +141,22 @@ def _find_word(haystack: str, needle: str, rule: Boundaries) -> bool:
 
 
 def match_key(
-    haystack: str, key: str, *, case_sensitive: bool, whole_words: bool, rule: Boundaries
+    haystack: str,
+    key: str,
+    *,
+    case_sensitive: bool,
+    whole_words: bool,
+    rule: Boundaries,
+    budget: RegexBudget | None = None,
+    source: str = "",
 ) -> bool:
-    """SillyTavern's `matchKeys`: is `key` (already substituted) found in `haystack`?"""
+    """SillyTavern's `matchKeys`: is `key` (already substituted) found in `haystack`?
+
+    A regex key runs within the turn's `budget` when one is given (`source`: its entry).
+    """
     pattern = parse_regex_key(key)
     if pattern is not None:
-        return pattern.test(haystack)
+        return pattern.test(haystack, budget, source)
     if not case_sensitive:
         haystack = haystack.lower()
         key = key.lower()

@@ -9,6 +9,7 @@ from enum import IntEnum
 from taverna.engine.lorebook.index import CompiledBook, CompiledEntry
 from taverna.engine.lorebook.inputs import BookInPlay, CharacterIdentity
 from taverna.engine.lorebook.matching import bounded, match_key, word_runs
+from taverna.engine.lorebook.regex_budget import RegexBudget
 from taverna.engine.lorebook.results import TraceNote
 from taverna.engine.macros import MacroContext, SeededRandom, Variables, evaluate, string_hash
 from taverna.model.js_text import js_trim
@@ -58,6 +59,7 @@ class Scan:
         seed: int,
         forced: Collection[tuple[str, int]],
         dry_run: bool,
+        regexes: RegexBudget | None = None,
     ) -> None:
         self.books = books
         self.messages = messages
@@ -80,6 +82,10 @@ class Scan:
         self.dynamic_keys: dict[str, str] = {}
         self.haystacks: dict[tuple[int, bool, int], str] = {}
         self.scanned = 0
+        # User regex keys run within the turn's time; each runs once per scan text.
+        self.regexes = regexes if regexes is not None else RegexBudget()
+        self.regex_hits: dict[tuple[int, int, str], bool] = {}
+        self.regex_stopped: set[tuple[int, int]] = set()  # (slot, key) a time limit stopped
         for book in books:
             self._scan_segments(book, injections, "injection", 0)
         self.ensure_messages(max([settings.depth] + [b.compiled.max_scan_depth for b in books]))
@@ -215,7 +221,7 @@ class Scan:
             return True
         haystack = self.haystack(depth, state)
         if spec.kind == "regex":
-            return spec.regex is not None and spec.regex.test(haystack)
+            return spec.regex is not None and self._regex_found(slot, item, key_id, haystack)
         key = self.substituted(spec.raw)
         if not key:
             return False
@@ -225,7 +231,27 @@ class Scan:
             case_sensitive=spec.case_sensitive,
             whole_words=spec.whole_word,
             rule=self.rule,
+            budget=self.regexes,
+            source=f"{item.book}/{item.entry.uid}",
         )
+
+    def _regex_found(self, slot: int, item: CompiledEntry, key_id: int, haystack: str) -> bool:
+        """A regex key's test, once per scan text, within the turn's time for regexes."""
+        memo = (slot, key_id, haystack)
+        found = self.regex_hits.get(memo)
+        if found is None:
+            pattern = self.books[slot].compiled.keys[key_id].regex
+            assert pattern is not None
+            hit = pattern.test_within(haystack, self.regexes, f"{item.book}/{item.entry.uid}")
+            if hit is None:
+                self.regex_stopped.add((slot, key_id))
+            found = hit is True
+            self.regex_hits[memo] = found
+        return found
+
+    def stopped_keys(self, slot: int, key_ids: Sequence[int]) -> bool:
+        """Whether a time limit stopped one of these regex keys in this scan."""
+        return any((slot, key_id) in self.regex_stopped for key_id in key_ids)
 
     def score(self, ref: EntryRef, state: ScanState) -> int:
         """Group scoring: raw keys found, SillyTavern's `getScore` (§6.3)."""
@@ -241,6 +267,8 @@ class Scan:
                 case_sensitive=item.case_sensitive,
                 whole_words=item.whole_words,
                 rule=self.rule,
+                budget=self.regexes,
+                source=f"{item.book}/{entry.uid}",
             )
 
         primary = sum(1 for raw in entry.key if found(raw))

@@ -6,11 +6,14 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from taverna.engine.assemble import assemble
+from taverna.engine.assembly.ledger import render_ledger
 from taverna.engine.assembly.regex_scripts import applies, regex_from_string, run_script
+from taverna.engine.lorebook.regex_budget import RegexBudget
 from taverna.formats.world_info import world_info_from_json
 from taverna.model.regex_script import RegexPlacement, RegexScript
 
-from .helpers import SERAPHINA, build, chat, context, pairs
+from .helpers import SERAPHINA, build, chat, context, pairs, word_count
 
 
 def script(**fields: Any) -> RegexScript:
@@ -106,3 +109,48 @@ def test_a_runaway_pattern_leaves_the_text() -> None:
     text = "a" * 40 + "!"
     assert run_script(rule, text, same) == text
     assert time.perf_counter() - started < 5
+
+
+def test_a_turns_regexes_share_one_time_budget() -> None:
+    """A runaway script over many messages spends the turn's time for user regexes: the
+    rest of its runs, and the lorebook's regex key after them, are skipped and listed."""
+    runaway = script(scriptName="runaway", findRegex="/(a+)+$/", replaceString="X")
+    tidy = script(scriptName="tidy", findRegex="/gate/g", replaceString="door")
+    book = world_info_from_json(
+        {"entries": {"0": {"uid": 0, "key": ["/gate/"], "content": "Gate lore.", "position": 0}}},
+        name="Book",
+    )
+    character = replace(SERAPHINA, linked_lorebook="Book")
+    long_line = "a" * 5000 + "!"
+    messages = chat(*[("user" if i % 2 else "character", long_line) for i in range(30)])
+    messages = (*messages, *chat(("user", "the gate")))
+    ctx = context(
+        character=character,
+        lorebooks={"Book": book},
+        messages=messages,
+        regex_scripts=(runaway, tidy),
+    )
+    budget = RegexBudget(0.2)
+    prompt = assemble(ctx, count_text=word_count, regexes=budget)
+    notes = prompt.ledger.skipped_regexes
+    by_source = {(n["kind"], n["source"]) for n in notes}
+    assert ("regex script", "runaway") in by_source
+    assert ("regex script", "tidy") in by_source  # skipped too, once the time was spent
+    assert ("lorebook key", "Book/0") in by_source
+    assert all(n["reason"] for n in notes)
+    runs = sum(n["count"] for n in notes if n["source"] == "runaway")
+    assert runs == 31  # every message the runaway script applies to, none run twice
+    texts = [m.content for m in prompt.messages]
+    assert "Gate lore." not in "\n".join(texts)  # the key was not run: no match
+    assert texts[-1] == "the gate"  # the tidy script was not applied
+    assert long_line in texts  # the runaway script left its texts as they were
+    assert "user regexes stopped by a time limit:" in render_ledger(prompt)
+
+
+def test_a_turn_within_its_time_lists_nothing() -> None:
+    tidy = script(scriptName="tidy", findRegex="/gate/g", replaceString="door")
+    ctx = context(messages=chat(("user", "the gate")), regex_scripts=(tidy,))
+    prompt = build(ctx)
+    assert prompt.ledger.skipped_regexes == ()
+    assert prompt.messages[-1].content == "the door"
+    assert "user regexes" not in render_ledger(prompt)

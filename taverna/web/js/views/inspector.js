@@ -23,10 +23,24 @@ function promptView(prompt, labels) {
   ));
 }
 
+/** The user regexes (lorebook regex keys, regex scripts) a time limit stopped this turn:
+ * what they are, where they come from, and what followed (no match, text left as it was). */
+function skippedRegexView(notes) {
+  if (!notes || !notes.length) return null;
+  const cols = ["kind", "source", "pattern", "count", "reason"];
+  return h("section", { class: "regex-skipped", role: "status" },
+    h("p", { class: "error", text: t("inspector.regex_skipped", { n: notes.length }) }),
+    h("div", { class: "table-wrap" }, h("table", { class: "trace" },
+      h("thead", {}, h("tr", {}, cols.map((c) => h("th", { scope: "col", text: t(`inspector.regex_${c}`) })))),
+      h("tbody", {}, notes.map((note) => h("tr", { class: "cut" }, cols.map((c) =>
+        h("td", { "data-label": t(`inspector.regex_${c}`), class: c === "pattern" ? "src" : "", text: String(note[c] ?? "") }))))))));
+}
+
 function ledgerView(ledger, labels) {
   const items = ledger.items || [];
   return h("div", {},
     h("p", { class: "muted", text: t("inspector.totals", { total: ledger.total_tokens ?? 0, budget: ledger.budget ?? 0 }) }),
+    skippedRegexView(ledger.skipped_regexes),
     h("div", { class: "table-wrap" }, h("table", { class: "ledger" },
       h("thead", {}, h("tr", {}, [t("inspector.part"), t("inspector.source"), t("inspector.tokens"), t("inspector.status")].map((c) => h("th", { scope: "col", text: c })))),
       h("tbody", {}, items.map((item) =>
@@ -46,16 +60,16 @@ function traceClass(outcome) {
   return outcome === "budget" ? "cut" : "skip";
 }
 
-function traceView(trace) {
-  if (!trace || !trace.length) return h("p", { class: "muted", text: t("inspector.no_trace") });
+function traceView(trace, skipped) {
+  if (!trace || !trace.length) return h("div", {}, skippedRegexView(skipped), h("p", { class: "muted", text: t("inspector.no_trace") }));
   const cols = ["book", "uid", "comment", "outcome", "primary_key", "reason"];
-  return h("div", { class: "table-wrap" }, h("table", { class: "trace" },
+  return h("div", {}, skippedRegexView(skipped), h("div", { class: "table-wrap" }, h("table", { class: "trace" },
     h("thead", {}, h("tr", {}, cols.map((c) => h("th", { scope: "col", text: t(`inspector.trace_${c}`) })))),
     h("tbody", {}, trace.map((row) => h("tr", { class: traceClass(row.outcome) }, cols.map((c) => {
       const v = row[c];
       return h("td", { "data-label": t(`inspector.trace_${c}`), text: typeof v === "boolean" ? (v ? "✓" : "—") : Array.isArray(v) ? v.join(", ") : v == null ? "" : String(v) });
     })))),
-  ));
+  )));
 }
 
 /** Open the inspector for the next generation of a chat, or for the generation of message `nodeId`. */
@@ -80,7 +94,7 @@ export async function openInspector(chatId, nodeId, labels = {}) {
   const views = {
     prompt: () => promptView(data.prompt, labels),
     ledger: () => ledgerView(data.prompt.ledger || {}, labels),
-    trace: () => traceView(data.prompt.ledger?.trace),
+    trace: () => traceView(data.prompt.ledger?.trace, data.prompt.ledger?.skipped_regexes),
     request: () => h("pre", { class: "prompt-text", text: JSON.stringify(data.request ?? data.prompt, null, 2) }),
   };
   const show = (name) => {
