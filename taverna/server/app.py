@@ -20,6 +20,7 @@ from taverna import __version__
 from taverna.errors import TavernaError
 from taverna.server.context import AppContext
 from taverna.server.errors import body_too_large, error_body, install_error_handlers
+from taverna.server.openapi import install_openapi
 
 WEB_DIR = Path(str(files("taverna") / "web"))
 
@@ -230,4 +231,5 @@ def create_app(ctx: AppContext) -> FastAPI:
         return {"user": request.state.user, "mode": "single-user"}
 
     app.mount("/", PageFiles(directory=WEB_DIR, html=True), name="page")
+    install_openapi(app)
     return app

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from http import HTTPStatus
+
 from fastapi import FastAPI, Request
-from fastapi.exception_handlers import http_exception_handler
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 from starlette.middleware.body_limit import MAX_BODY_SIZE_SCOPE_KEY
@@ -66,17 +67,29 @@ def error_body(error: TavernaError) -> dict[str, object]:
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    """Map TavernaError and its kinds to HTTP statuses with a JSON body naming file and field."""
+    """Map TavernaError and its kinds to HTTP statuses with a JSON body naming file and field;
+    the framework's own HTTP errors get the same shape."""
 
     async def on_taverna_error(request: Request, error: Exception) -> JSONResponse:
         assert isinstance(error, TavernaError)
         return JSONResponse(error_body(error), status_code=status_of(error))
 
     async def on_http_error(request: Request, error: Exception) -> Response:
+        # The framework's own refusals (a body that does not parse, no such path, a
+        # method the path lacks, a body past the route's limit) in the same shape as
+        # every other error answer.
         assert isinstance(error, HTTPException)
         if error.status_code == 413:
             return await on_taverna_error(request, body_too_large(request))
-        return await http_exception_handler(request, error)
+        headers = dict(error.headers or {})
+        if error.status_code in (204, 304):
+            return Response(status_code=error.status_code, headers=headers)
+        try:
+            kind = HTTPStatus(error.status_code).phrase.replace(" ", "")
+        except ValueError:
+            kind = "Error"
+        body = {"detail": {"message": str(error.detail), "kind": kind}}
+        return JSONResponse(body, status_code=error.status_code, headers=headers)
 
     app.add_exception_handler(TavernaError, on_taverna_error)
     app.add_exception_handler(HTTPException, on_http_error)

@@ -15,6 +15,7 @@ from taverna.server.cards import (
     CharacterOut,
 )
 from taverna.server.context import AppContext, context, library
+from taverna.server.openapi import file_responses
 from taverna.server.schemas import ImportWarningOut, Strict
 from taverna.server.uploads import read_limited
 from taverna.services import library_editing
@@ -106,7 +107,11 @@ def link_lorebook(
     return library_views.character_view(lib, character_id)
 
 
-@router.get("/{character_id}/avatar")
+@router.get(
+    "/{character_id}/avatar",
+    response_class=Response,
+    responses=file_responses("image/png", "image/svg+xml"),
+)
 def avatar(character_id: str, lib: LibraryService = Depends(library)) -> Response:
     """The character's picture; a lettered placeholder when the card has none."""
     card = lib.character(character_id)
@@ -132,7 +137,11 @@ def _set_avatar(
     return library_views.character_view(lib, character_id)
 
 
-@router.get("/{character_id}/export")
+@router.get(
+    "/{character_id}/export",
+    response_class=Response,
+    responses=file_responses("image/png", "application/json"),
+)
 def export_character(
     character_id: str, format: str = "png", lib: LibraryService = Depends(library)
 ) -> Response:

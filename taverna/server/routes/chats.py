@@ -10,6 +10,7 @@ from taverna.errors import NotFound, TavernaError
 from taverna.model.chat import AuthorsNote
 from taverna.server import library_views, usecases
 from taverna.server.context import AppContext, backed_up, context, current_user
+from taverna.server.openapi import file_responses
 from taverna.server.schemas import (
     REVISION_MAX,
     AuthorsNoteIn,
@@ -258,7 +259,11 @@ def set_chat_lorebook(
     return usecases.unchanged_view(ctx, chat_id)
 
 
-@router.get("/{chat_id}/export")
+@router.get(
+    "/{chat_id}/export",
+    response_class=Response,
+    responses=file_responses("application/jsonl", "application/zip"),
+)
 def export_chat(chat_id: str, ctx: AppContext = Depends(context)) -> Response:
     """The chat as SillyTavern files: one JSONL, or a zip with every branch's JSONL."""
     data, name, media = chat_views.export_archive(ctx.chats, chat_id)

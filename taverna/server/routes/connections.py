@@ -8,6 +8,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request, Response
 
 from taverna.server.context import AppContext, context, current_user
+from taverna.server.openapi import upstream_error
 from taverna.server.schemas import ConnectionIn, ConnectionOut, ConnectionPatch, ConnectionTestOut
 from taverna.services.connections import Connection, ConnectionService
 
@@ -92,6 +93,6 @@ async def test_connection(
     )
 
 
-@router.get("/{name:path}/models", response_model=list[str])
+@router.get("/{name:path}/models", response_model=list[str], responses=upstream_error())
 async def list_models(name: str, connections: ConnectionService = Depends(service)) -> list[str]:
     return await connections.list_models(name)

@@ -15,6 +15,7 @@ from taverna.errors import NotFound, TavernaError
 from taverna.providers.events import ReasoningDelta, TextDelta, ToolCall
 from taverna.server import usecases
 from taverna.server.context import AppContext, backed_up, context
+from taverna.server.openapi import event_stream_responses
 from taverna.server.schemas import (
     DraftOut,
     GenerateIn,
@@ -159,7 +160,14 @@ def _plain(event: Any) -> dict[str, Any]:
     return {}
 
 
-@router.get("/api/tasks/{task_id}/events", response_class=StreamingResponse)
+@router.get(
+    "/api/tasks/{task_id}/events",
+    response_class=StreamingResponse,
+    # A generation's events, or a folder import's (progress, done, error).
+    responses=event_stream_responses(
+        "status", "delta", "reasoning", "done", "cancelled", "error", "progress"
+    ),
+)
 async def follow_task(
     task_id: str,
     since: int | None = Query(

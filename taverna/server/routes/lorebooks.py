@@ -9,6 +9,7 @@ from fastapi import APIRouter, Body, Depends, File, Response, UploadFile
 from taverna.formats import json_text
 from taverna.server import library_views
 from taverna.server.context import AppContext, context, library
+from taverna.server.openapi import file_responses
 from taverna.server.schemas import (
     ImportWarningOut,
     LorebookImported,
@@ -76,7 +77,11 @@ def delete_lorebook(lorebook_id: str, lib: LibraryService = Depends(library)) ->
     return Response(status_code=204)
 
 
-@router.get("/{lorebook_id}/export")
+@router.get(
+    "/{lorebook_id}/export",
+    response_class=Response,
+    responses=file_responses("application/json"),
+)
 def export_lorebook(lorebook_id: str, lib: LibraryService = Depends(library)) -> Response:
     doc = lib.get(LibraryKind.LOREBOOK, lorebook_id)
     return Response(

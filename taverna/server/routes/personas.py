@@ -9,6 +9,7 @@ from taverna.formats.png_card import as_png
 from taverna.model.persona import Persona
 from taverna.server import library_views
 from taverna.server.context import AppContext, context, library
+from taverna.server.openapi import file_responses
 from taverna.server.schemas import PersonaIn
 from taverna.server.uploads import read_limited
 from taverna.services import library_editing
@@ -72,7 +73,11 @@ def delete_persona(persona_id: str, lib: LibraryService = Depends(library)) -> R
     return Response(status_code=204)
 
 
-@router.get("/{persona_id}/avatar")
+@router.get(
+    "/{persona_id}/avatar",
+    response_class=Response,
+    responses=file_responses("image/png", "image/svg+xml"),
+)
 def persona_avatar(persona_id: str, lib: LibraryService = Depends(library)) -> Response:
     """The persona's picture; a lettered placeholder when it has none."""
     doc = lib.get(LibraryKind.PERSONA, persona_id)

@@ -13,6 +13,7 @@ from taverna.formats import json_text
 from taverna.formats.detect import detect
 from taverna.server import library_views
 from taverna.server.context import AppContext, context, library
+from taverna.server.openapi import file_responses
 from taverna.server.schemas import NAME_MAX, TEXT_MAX, ImportWarningOut, Strict
 from taverna.server.uploads import read_limited
 from taverna.services import presets, prompt_manager
@@ -180,7 +181,11 @@ def activate_preset(preset_id: str, lib: LibraryService = Depends(library)) -> P
     return PresetListItem(id=doc.id, name=doc.name, kind=kind, active=True)
 
 
-@router.get("/{preset_id}/export")
+@router.get(
+    "/{preset_id}/export",
+    response_class=Response,
+    responses=file_responses("application/json"),
+)
 def export_preset(preset_id: str, lib: LibraryService = Depends(library)) -> Response:
     doc = presets.get_preset(lib, preset_id)
     return Response(
