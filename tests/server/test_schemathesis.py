@@ -56,6 +56,15 @@ CONFIG = SchemathesisConfig.from_dict(
             "stateful": {"enabled": False},
         },
         "checks": {"enabled": False, **{name: {"enabled": True} for name in CHECKS}},
+        "operations": [
+            {
+                # The one answer in 5xx the schema documents: the model API a connection
+                # names could not be reached (or refused), relayed as 502 Bad Gateway. The
+                # fuzzer points connections at addresses that do not answer.
+                "include-path": "/api/connections/{name}/models",
+                "checks": {"not_a_server_error": {"expected-statuses": ["2xx", "3xx", "4xx", 502]}},
+            }
+        ],
     }
 )
 
