@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import TavernaServer
+from tests.browser.conftest import TavernaServer, shot
 
 pytestmark = pytest.mark.browser
 
@@ -244,6 +244,7 @@ def test_the_inspector_lists_the_regexes_a_time_limit_stopped(
     expect(section).to_contain_text("user regexes were stopped by a time limit this turn")
     expect(section).to_contain_text(traps[0])
     expect(section).to_contain_text("Traps/0")
+    shot(page, "desktop-inspector-regexes")
     page.get_by_role("tab", name="Lorebook trace").click()
     expect(page.locator("#inspector .inspector-body")).to_contain_text("stopped by a time limit")
     page.close()

@@ -32,7 +32,7 @@ function skippedRegexView(notes) {
     h("p", { class: "error", text: t("inspector.regex_skipped", { n: notes.length }) }),
     h("div", { class: "table-wrap" }, h("table", { class: "trace" },
       h("thead", {}, h("tr", {}, cols.map((c) => h("th", { scope: "col", text: t(`inspector.regex_${c}`) })))),
-      h("tbody", {}, notes.map((note) => h("tr", { class: "cut" }, cols.map((c) =>
+      h("tbody", {}, notes.map((note) => h("tr", {}, cols.map((c) =>
         h("td", { "data-label": t(`inspector.regex_${c}`), class: c === "pattern" ? "src" : "", text: String(note[c] ?? "") }))))))));
 }
 
