@@ -78,8 +78,7 @@ def assemble(
     skipped = regexes.skipped()
     if not skipped:
         return prompt
-    notes = tuple(note.as_json() for note in skipped)
-    return replace(prompt, ledger=replace(prompt.ledger, skipped_regexes=notes))
+    return replace(prompt, ledger=replace(prompt.ledger, skipped_regexes=skipped))
 
 
 def tokenizer_name(context: AssemblyContext) -> str:

@@ -59,6 +59,32 @@ class LedgerItem:
 
 
 @dataclass(frozen=True, slots=True)
+class SkippedRegex:
+    """A user regex that a time limit stopped (or kept from running) in one turn, and how often.
+
+    `kind` is `lorebook key` or `regex script`; `source` names where it comes from (a
+    lorebook entry as `book/uid`, a script by its name); `pattern` is the pattern as
+    written; `reason` says which limit and what followed from it.
+    """
+
+    kind: str
+    source: str
+    pattern: str
+    reason: str
+    count: int = 1
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as plain JSON (a stored prompt's ledger keeps it so)."""
+        return {
+            "kind": self.kind,
+            "source": self.source,
+            "pattern": self.pattern,
+            "reason": self.reason,
+            "count": self.count,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class Ledger:
     """Every part considered for a prompt, in prompt order, plus the lorebook trace.
 
@@ -66,8 +92,7 @@ class Ledger:
     (or no history could go in at all), so messages older than those given could not
     have gone in either: a caller that gave only the end of a long chat knows it gave
     enough. `skipped_regexes`: the user regexes (lorebook regex keys, regex scripts) a
-    time limit stopped or kept from running, each with `kind`, `source`, `pattern`,
-    `reason` and `count`.
+    time limit stopped or kept from running this turn.
     """
 
     items: tuple[LedgerItem, ...] = ()
@@ -75,7 +100,7 @@ class Ledger:
     budget: int = 0
     trace: tuple[EntryTrace, ...] = ()
     history_stopped: bool = False
-    skipped_regexes: tuple[Mapping[str, Any], ...] = ()
+    skipped_regexes: tuple[SkippedRegex, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,7 +45,7 @@ def prompt_json(prompt: Prompt) -> dict[str, Any]:
             "total_tokens": ledger.total_tokens,
             "budget": ledger.budget,
             "trace": [t.to_json() for t in ledger.trace],
-            "skipped_regexes": [dict(note) for note in ledger.skipped_regexes],
+            "skipped_regexes": [note.to_json() for note in ledger.skipped_regexes],
         },
     }
 

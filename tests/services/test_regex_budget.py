@@ -75,7 +75,7 @@ def test_a_reply_over_two_hundred_runaway_keys_is_not_held_up(
     assert asyncio.run(send()) is Ending.SAVED
     assert time.perf_counter() - began < BOUND
     notes = generation.last_prompts[chat_id].ledger.skipped_regexes
-    assert {n["source"] for n in notes} == {f"Traps/{i}" for i in range(KEYS)}
+    assert {n.source for n in notes} == {f"Traps/{i}" for i in range(KEYS)}
     assert "trap" not in str(stub.requests[-1].body["messages"])
 
 
@@ -86,11 +86,11 @@ def test_a_small_budget_skips_the_rest_and_lists_them(
     generation = service(store, tmp_path, stub, 0.1)
     prompt = generation.preview(chat_id, connection="stub")
     notes = prompt.ledger.skipped_regexes
-    assert [n["pattern"] for n in notes] == list(TRAPS)  # in the scan's order, each once
-    assert {n["kind"] for n in notes} == {"lorebook key"}
-    not_run = [n for n in notes if n["reason"].startswith("not run")]
+    assert [n.pattern for n in notes] == list(TRAPS)  # in the scan's order, each once
+    assert {n.kind for n in notes} == {"lorebook key"}
+    not_run = [n for n in notes if n.reason.startswith("not run")]
     assert len(not_run) >= KEYS - 10
     assert all(
-        n["reason"] == "not run: this turn's 100 ms for user regexes was spent; counted as no match"
+        n.reason == "not run: this turn's 100 ms for user regexes was spent; counted as no match"
         for n in not_run
     )

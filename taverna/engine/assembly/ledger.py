@@ -48,10 +48,9 @@ def render_ledger(prompt: Prompt, width: int = 60) -> str:
         lines.append("")
         lines.append("user regexes stopped by a time limit:")
         for note in ledger.skipped_regexes:
-            times = f" ×{note['count']}" if note.get("count", 1) > 1 else ""
+            times = f" ×{note.count}" if note.count > 1 else ""
             lines.append(
-                f"     {note.get('kind', '')} {note.get('source', '')} {note.get('pattern', '')}"
-                f"{times}: {note.get('reason', '')}"
+                f"     {note.kind} {note.source} {note.pattern}{times}: {note.reason}"
             )
     if ledger.trace:
         lines.append("")

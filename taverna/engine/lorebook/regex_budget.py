@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
+
+from taverna.model.prompt import SkippedRegex
 
 __all__ = [
     "LOREBOOK_KEY",
@@ -38,31 +39,6 @@ _EFFECTS = {
 }
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class SkippedRegex:
-    """A user regex that a time limit stopped (or kept from running), and how often.
-
-    `kind` is `LOREBOOK_KEY` or `REGEX_SCRIPT`; `source` names where it comes from (a
-    lorebook entry as `book/uid`, a script by its name); `pattern` is the pattern as
-    written; `reason` says which limit and what followed from it.
-    """
-
-    kind: str
-    source: str
-    pattern: str
-    reason: str
-    count: int = 1
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "source": self.source,
-            "pattern": self.pattern,
-            "reason": self.reason,
-            "count": self.count,
-        }
 
 
 def _duration(seconds: float) -> str:

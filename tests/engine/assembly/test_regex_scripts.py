@@ -133,12 +133,12 @@ def test_a_turns_regexes_share_one_time_budget() -> None:
     budget = RegexBudget(0.2)
     prompt = assemble(ctx, count_text=word_count, regexes=budget)
     notes = prompt.ledger.skipped_regexes
-    by_source = {(n["kind"], n["source"]) for n in notes}
+    by_source = {(n.kind, n.source) for n in notes}
     assert ("regex script", "runaway") in by_source
     assert ("regex script", "tidy") in by_source  # skipped too, once the time was spent
     assert ("lorebook key", "Book/0") in by_source
-    assert all(n["reason"] for n in notes)
-    runs = sum(n["count"] for n in notes if n["source"] == "runaway")
+    assert all(n.reason for n in notes)
+    runs = sum(n.count for n in notes if n.source == "runaway")
     assert runs == 31  # every message the runaway script applies to, none run twice
     texts = [m.content for m in prompt.messages]
     assert "Gate lore." not in "\n".join(texts)  # the key was not run: no match
