@@ -26,7 +26,6 @@ __all__ = [
     "REGEX_SCRIPT",
     "TURN_REGEX_BUDGET",
     "RegexBudget",
-    "SkippedRegex",
 ]
 
 TURN_REGEX_BUDGET = 1.0  # seconds all user regexes of one turn may spend together
