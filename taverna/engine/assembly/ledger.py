@@ -49,9 +49,7 @@ def render_ledger(prompt: Prompt, width: int = 60) -> str:
         lines.append("user regexes stopped by a time limit:")
         for note in ledger.skipped_regexes:
             times = f" ×{note.count}" if note.count > 1 else ""
-            lines.append(
-                f"     {note.kind} {note.source} {note.pattern}{times}: {note.reason}"
-            )
+            lines.append(f"     {note.kind} {note.source} {note.pattern}{times}: {note.reason}")
     if ledger.trace:
         lines.append("")
         lines.append("lorebook decisions:")
