@@ -1,7 +1,7 @@
 """Every operation of the server's OpenAPI schema, fuzzed by Schemathesis against the real app.
 
-The app runs in process over a real SQLite store in a temporary data folder, with the
-sample character and lorebook, a chat with a reply, a branch, a checkpoint and a draft,
+The requests go over HTTP to a real `taverna serve` (uvicorn) on 127.0.0.1 over a
+temporary data folder (SQLite) holding the sample character and lorebook, a chat with a reply, a branch, a checkpoint and a draft,
 a preset, a persona and a connection to a local stub model. Generated path parameters
 are mixed with the ids that exist, so requests reach the routes' work and not only their
 404s; deleting a whole thing is aimed at spare copies, so the things the other
@@ -14,16 +14,19 @@ The run's figures are printed at the end of the module.
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from collections.abc import Iterator
-from typing import Any, cast
+from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
+import requests
 import schemathesis
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from schemathesis.config import SchemathesisConfig
-from schemathesis.python import asgi
 
 from taverna.model.chat import NodeRole
 from taverna.model.persona import Persona, PersonaDescriptor
@@ -34,6 +37,7 @@ from taverna.services.editing import start_chat
 from taverna.services.library import LibraryKind
 from taverna.services.workspace import seed_samples
 from tests.stubs.model_server import Reply, StubServer, start_stub
+from tests.stubs.taverna_server import TavernaServer
 
 # A fixed bound and seed for `make test`; a deeper run: TAVERNA_FUZZ_EXAMPLES=500.
 EXAMPLES = int(os.environ.get("TAVERNA_FUZZ_EXAMPLES", "25"))  # per operation, when fuzzing
@@ -69,19 +73,24 @@ CONFIG = SchemathesisConfig.from_dict(
 )
 
 RUN: dict[str, Any] = {"operations": set(), "examples": 0}
-KNOWN: dict[str, list[Any]] = {}  # ids that exist, by path parameter name (filled by `app`)
+KNOWN: dict[str, list[Any]] = {}  # ids that exist, by path parameter name (see `server`)
 SPARE: dict[str, list[Any]] = {}  # copies for the operations that delete a whole thing
-CLIENT: dict[str, Any] = {}  # the in-process client of the running app (set by `app`)
+SESSION: dict[str, Any] = {}  # the server's URL and one kept-alive session (set by `server`)
 
 
 def openapi_document() -> dict[str, Any]:
-    """The server's published schema; building it reads no data, so no data folder is opened."""
-    document: dict[str, Any] = create_app(cast(AppContext, None)).openapi()
+    """The server's published schema, from an app over an empty data folder (closed again:
+    the operations go to the `taverna serve` of the `server` fixture)."""
+    with tempfile.TemporaryDirectory() as folder:
+        ctx = open_context(Path(folder) / "data")
+        try:
+            document: dict[str, Any] = create_app(ctx).openapi()
+        finally:
+            ctx.close()
     return document
 
 
 schema = schemathesis.openapi.from_dict(openapi_document(), config=CONFIG)
-schema.config.update(base_url=f"http://{asgi.HOST}")
 
 
 @schema.hook
@@ -146,41 +155,48 @@ def sample(name: str) -> bytes:
     return (files("taverna") / "data" / name).read_bytes()
 
 
-def seed_generations(client: Any, stub: StubServer, chat_id: str) -> dict[str, list[Any]]:
+def seed_generations(server: TavernaServer, stub: StubServer, chat_id: str) -> dict[str, list[Any]]:
     """A finished generation (its task) and a failed one, whose streamed text is a draft."""
     tasks = []
     for reply in (Reply(tokens=["A reply."]), Reply(tokens=["Half ", "a"], cut_after=1)):
         stub.script(reply)
-        started = client.post(f"/api/chats/{chat_id}/generate", json={"text": "Go on."})
-        assert started.status_code == 202, started.text
+        started = server.api("POST", f"/chats/{chat_id}/generate", json={"text": "Go on."})
         task = started.json()["task"]["id"]
-        client.get(f"/api/tasks/{task}/events", timeout=30)
+        httpx.get(f"{server.url}/api/tasks/{task}/events", timeout=30)
         tasks.append(task)
-    drafts = client.get(f"/api/chats/{chat_id}/drafts").json()
+    drafts = server.api("GET", f"/chats/{chat_id}/drafts").json()
     return {"task_id": tasks, "draft_id": [d["id"] for d in drafts]}
 
 
 @pytest.fixture(scope="module", autouse=True)
-def app(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[None]:
-    """The real app over a seeded data folder, for every call of this module's cases."""
+def server(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[None]:
+    """`taverna serve` over a seeded data folder, for every call of this module's cases."""
+    data = tmp_path_factory.mktemp("schemathesis") / "data"
     with start_stub() as stub:
-        ctx = open_context(tmp_path_factory.mktemp("schemathesis") / "data")
-        seed_samples(ctx.library())
-        KNOWN.update(seed_library(ctx, stub))
-        set_active(ctx.store, "chat_completion_preset", KNOWN["preset_id"][0])
-        SPARE.update(seed_library(ctx, stub, copy=" spare"))
-        began = time.perf_counter()
-        with asgi.get_client(create_app(ctx)) as client:
-            KNOWN.update(seed_generations(client, stub, KNOWN["chat_id"][0]))
-            CLIENT["session"] = client
-            try:
+        ctx = open_context(data)
+        try:
+            seed_samples(ctx.library())
+            KNOWN.update(seed_library(ctx, stub))
+            set_active(ctx.store, "chat_completion_preset", KNOWN["preset_id"][0])
+            SPARE.update(seed_library(ctx, stub, copy=" spare"))
+        finally:
+            ctx.close()
+        served = TavernaServer(data).start()
+        try:
+            KNOWN.update(seed_generations(served, stub, KNOWN["chat_id"][0]))
+            SESSION["url"] = served.url
+            began = time.perf_counter()
+            with requests.Session() as session:
+                SESSION["session"] = session
                 yield
-            finally:
-                took = time.perf_counter() - began
-                asgi.shutdown_lifespans()
-                for shared in (CLIENT, KNOWN, SPARE):
-                    shared.clear()
-        report(request, took)
+            took = time.perf_counter() - began
+        finally:
+            served.stop()
+            for shared in (SESSION, KNOWN, SPARE):
+                shared.clear()
+    report(request, took)
 
 
 def report(request: pytest.FixtureRequest, took: float) -> None:
@@ -209,4 +225,4 @@ def report(request: pytest.FixtureRequest, took: float) -> None:
 def test_every_operation(case: Any) -> None:
     RUN["operations"].add(case.operation.label)
     RUN["examples"] += 1
-    case.call_and_validate(session=CLIENT["session"])
+    case.call_and_validate(base_url=SESSION["url"], session=SESSION["session"])
