@@ -160,7 +160,9 @@ def seed_generations(server: TavernaServer, stub: StubServer, chat_id: str) -> d
     tasks = []
     for reply in (Reply(tokens=["A reply."]), Reply(tokens=["Half ", "a"], cut_after=1)):
         stub.script(reply)
-        started = server.api("POST", f"/chats/{chat_id}/generate", json={"text": "Go on."})
+        revision = server.api("GET", f"/chats/{chat_id}").json()["revision"]
+        body = {"text": "Go on.", "revision": revision}
+        started = server.api("POST", f"/chats/{chat_id}/generate", json=body)
         task = started.json()["task"]["id"]
         httpx.get(f"{server.url}/api/tasks/{task}/events", timeout=30)
         tasks.append(task)
