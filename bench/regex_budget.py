@@ -61,10 +61,12 @@ def preview(client: TestClient, chat_id: str) -> tuple[float, int]:
 
 def turn(client: TestClient, chat_id: str, text: str) -> float:
     """Seconds from `POST generate` to the end of the reply's event stream."""
+    revision = client.get(f"/api/chats/{chat_id}").json()["revision"]
+    body = {"kind": "normal", "text": text, "revision": revision}
     began = time.perf_counter()
-    started = client.post(
-        f"/api/chats/{chat_id}/generate", json={"kind": "normal", "text": text}
-    ).json()
+    answer = client.post(f"/api/chats/{chat_id}/generate", json=body)
+    answer.raise_for_status()
+    started = answer.json()
     with client.stream("GET", f"/api/tasks/{started['task']['id']}/events") as events:
         for line in events.iter_lines():
             if line.startswith("event: done"):
