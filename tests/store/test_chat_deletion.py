@@ -156,7 +156,8 @@ def test_each_purge_transaction_removes_at_most_a_batch(store: SqlStore) -> None
 
 def test_a_revision_too_large_for_the_database_is_a_stale_one(store: SqlStore) -> None:
     chat = store.create_chat(NewChat(title="t"))
-    for huge in (2**31, 10**30, -1):
+    # 2**31 - 1 fits the column but its successor does not: as stale as the others
+    for huge in (2**31 - 1, 2**31, 10**30, -1):
         with pytest.raises(StaleRevision) as raised, store.write(chat.id, revision=huge, label="x"):
             pass
         assert raised.value.current_revision == chat.revision

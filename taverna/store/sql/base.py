@@ -21,8 +21,9 @@ MAX_REVISION = 2**31 - 1
 
 
 def revision_in_range(revision: int) -> bool:
-    """Whether a revision a caller names can be one the store holds."""
-    return 0 <= revision <= MAX_REVISION
+    """Whether a revision a caller names can be one the store holds and moves past (the
+    next one must fit the column too, or PostgreSQL refuses the statement)."""
+    return 0 <= revision < MAX_REVISION
 
 
 def update_live_chat(
