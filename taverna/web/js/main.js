@@ -66,6 +66,7 @@ async function route() {
     const match = hash.match(pattern);
     if (!match) continue;
     const module = await loader();
+    if ((location.hash || "#/characters") !== hash) return; // a newer route is drawing
     mount(view);
     view.dataset.view = pattern.source;
     try {

@@ -50,6 +50,8 @@ function greetingsEditor(values, label) {
 }
 
 export async function render(root, params) {
+  // A redraw after a save may finish after the person has gone elsewhere: it then draws nothing.
+  const shown = location.hash;
   const isNew = !params.id;
   const character = isNew ? { name: "" } : await api.get(`/characters/${params.id}`);
   const lorebooks = await api.get("/lorebooks");
@@ -100,6 +102,7 @@ export async function render(root, params) {
       } }),
     );
   }
+  if (location.hash !== shown) return;
   mount(root,
     h("div", { class: "page-head" }, h("a", { href: "#/characters", class: "back", text: "‹", "aria-label": t("chat.back") }),
       h("h1", { text: isNew ? t("characters.new") : character.name })),
