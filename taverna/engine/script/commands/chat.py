@@ -1,0 +1,228 @@
+"""Commands that change the chat, carried out by the host (the chat's services)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from taverna.engine.macros.js import js_number
+from taverna.engine.script.errors import ScriptError
+from taverna.engine.script.host import Generation, Injection
+from taverna.engine.script.interpreter import Call, Command
+from taverna.engine.script.scope import ScriptValue
+from taverna.engine.script.values import is_true
+
+_RANGE = re.compile(r"^\s*(-?\d+)\s*(?:-\s*(-?\d+)\s*)?$")
+_POSITIONS = {"before": "before", "after": "after", "chat": "chat", "none": "none"}
+_ROLES = ("system", "user", "assistant")
+
+
+def _at(call: Call) -> int | None:
+    raw = call.arg("at")
+    if raw is None or raw == "":
+        return None
+    number = js_number(raw)
+    if number is None or not number.is_integer():
+        raise ScriptError(f"at={raw!r} is not a message number")
+    return int(number)
+
+
+def _text(call: Call, command: str) -> str:
+    text = call.text()
+    if not text.strip():
+        raise ScriptError(f"/{command} needs a text")
+    return text
+
+
+def send(call: Call) -> ScriptValue:
+    return call.run.host.send(_text(call, "send"), at=_at(call), name=call.arg("name"))
+
+
+def send_as(call: Call) -> ScriptValue:
+    name = call.arg("name")
+    text = call.text()
+    if not name:
+        # `/sendas Name text` written without name=: the first word names the speaker.
+        first, _, rest = text.strip().partition(" ")
+        name, text = first, rest
+    if not name or not text.strip():
+        raise ScriptError("/sendas needs name= and a text")
+    return call.run.host.send_as(name, text, at=_at(call))
+
+
+def narrate(call: Call) -> ScriptValue:
+    return call.run.host.narrate(_text(call, "sys"), at=_at(call))
+
+
+def comment(call: Call) -> ScriptValue:
+    return call.run.host.comment(_text(call, "comment"), at=_at(call))
+
+
+def _range(text: str) -> tuple[int, int]:
+    match = _RANGE.match(text)
+    if match is None:
+        raise ScriptError(f"{text!r} is not a message number or range (5 or 2-7)")
+    start = int(match.group(1))
+    end = int(match.group(2)) if match.group(2) is not None else start
+    return start, end
+
+
+def hide(call: Call) -> ScriptValue:
+    start, end = _range(call.text())
+    return call.run.host.hide(start, end, hidden=True)
+
+
+def unhide(call: Call) -> ScriptValue:
+    start, end = _range(call.text())
+    return call.run.host.hide(start, end, hidden=False)
+
+
+def _generation(kind: str, *, needs_prompt: bool = False) -> Command:
+    def generate(call: Call) -> ScriptValue:
+        prompt = call.text()
+        if needs_prompt and not prompt.strip():
+            raise ScriptError(f"/{kind} needs a prompt")
+        options = {key: str(value) for key, value in call.named.items()}
+        return call.run.host.generate(Generation(kind, prompt, options))
+
+    helps = {
+        "gen": "Generate from the chat's prompt plus this one; returns the text, stores nothing.",
+        "genraw": "Generate from this prompt alone (no chat, no card); returns the text.",
+        "trigger": "Have the character reply now.",
+        "continue": "Continue the last reply.",
+        "impersonate": "Write the user's next message with the model (into the input).",
+        "swipe": "Generate another candidate of the last reply.",
+    }
+    aliases = {"continue": ("cont",), "impersonate": ("imp",)}
+    return Command(
+        kind,
+        generate,
+        helps[kind],
+        aliases.get(kind, ()),
+        usage=f"/{kind}" + (" [options] prompt" if needs_prompt else ""),
+    )
+
+
+def inject(call: Call) -> ScriptValue:
+    injection_id = call.arg("id")
+    if not injection_id:
+        raise ScriptError("/inject needs id=")
+    position = (call.arg("position", "after") or "after").lower()
+    if position not in _POSITIONS:
+        raise ScriptError(f"position must be before, after, chat or none, not {position!r}")
+    depth_text = call.arg("depth", "4") or "4"
+    depth = js_number(depth_text)
+    if depth is None or not depth.is_integer() or depth < 0:
+        raise ScriptError(f"depth={depth_text!r} is not a whole number of messages")
+    role = (call.arg("role", "system") or "system").lower()
+    if role not in _ROLES:
+        raise ScriptError(f"role must be system, user or assistant, not {role!r}")
+    return call.run.host.inject(
+        Injection(
+            id=injection_id,
+            text=call.text(),
+            position=_POSITIONS[position],
+            depth=int(depth),
+            role=role,
+            scan=is_true(call.arg("scan", "false")),
+            ephemeral=is_true(call.arg("ephemeral", "false")),
+        )
+    )
+
+
+def flush_injections(call: Call) -> ScriptValue:
+    return call.run.host.flush_injections(call.text().strip() or None)
+
+
+def list_injections(call: Call) -> ScriptValue:
+    injections = call.run.host.list_injections()
+    return json.dumps(
+        {
+            key: {
+                "value": item.text,
+                "position": item.position,
+                "depth": item.depth,
+                "role": item.role,
+                "scan": item.scan,
+                "ephemeral": item.ephemeral,
+            }
+            for key, item in injections.items()
+        },
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+
+
+def _book(call: Call) -> str:
+    book = call.arg("file") or call.arg("book") or ""
+    if not book:
+        raise ScriptError("name the lorebook with file=")
+    return book
+
+
+def find_entry(call: Call) -> ScriptValue:
+    query = call.text().strip()
+    if not query:
+        raise ScriptError("give the text to look up")
+    return call.run.host.find_entry(_book(call), call.arg("field", "key") or "key", query)
+
+
+def entry_field(call: Call) -> ScriptValue:
+    uid = call.text().strip()
+    if not uid:
+        raise ScriptError("give the entry's uid")
+    return call.run.host.entry_field(_book(call), uid, call.arg("field", "content") or "content")
+
+
+COMMANDS = (
+    Command(
+        "send",
+        send,
+        "Add a user message (no reply is generated).",
+        usage="/send [at=i] [name=persona] text",
+    ),
+    Command("sendas", send_as, "Add a message as a character.", usage="/sendas name=Name text"),
+    Command("sys", narrate, "Add a narrator message.", ("nar",), usage="/sys [at=i] text"),
+    Command(
+        "comment",
+        comment,
+        "Add a comment: shown, never sent to the model.",
+        usage="/comment [at=i] text",
+    ),
+    Command("hide", hide, "Hide messages from the model (still shown).", usage="/hide 2-5"),
+    Command("unhide", unhide, "Show hidden messages to the model again.", usage="/unhide 2-5"),
+    _generation("gen", needs_prompt=True),
+    _generation("genraw", needs_prompt=True),
+    _generation("trigger"),
+    _generation("continue"),
+    _generation("impersonate"),
+    _generation("swipe"),
+    Command(
+        "inject",
+        inject,
+        "Place a prompt by id: position=after|before|chat|none, depth=4, role, scan, ephemeral.",
+        usage="/inject id=name [position=chat] [depth=4] [role=system] text",
+    ),
+    Command(
+        "flushinject",
+        flush_injections,
+        "Remove one injection by id, or all of them.",
+        ("flushinjects",),
+        usage="/flushinject [id]",
+    ),
+    Command("listinjects", list_injections, "The chat's injections as JSON.", usage="/listinjects"),
+    Command(
+        "findentry",
+        find_entry,
+        "The uid of the lorebook entry whose field (key) best matches the text.",
+        ("lore", "findlore", "findwi"),
+        usage="/findentry file=Book [field=key] text",
+    ),
+    Command(
+        "getentryfield",
+        entry_field,
+        "A field (content) of the lorebook entry with this uid.",
+        ("getlorefield", "getwifield"),
+        usage="/getentryfield file=Book [field=content] uid",
+    ),
+)

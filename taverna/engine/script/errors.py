@@ -1,0 +1,48 @@
+"""The error a script reports: what went wrong, in which command, at which line and column."""
+
+from __future__ import annotations
+
+from taverna.errors import TavernaError
+
+
+def line_column(text: str, index: int) -> tuple[int, int]:
+    """The 1-based line and column of `index` in `text`."""
+    index = max(0, min(index, len(text)))
+    line = text.count("\n", 0, index) + 1
+    column = index - (text.rfind("\n", 0, index) + 1) + 1
+    return line, column
+
+
+class ScriptError(TavernaError):
+    """A script could not be parsed or a command failed.
+
+    `command` names the command (without the slash) when one is to blame; `line` and
+    `column` point into the script's text (1-based).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        command: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+    ) -> None:
+        self.command = command
+        self.line = line
+        self.column = column
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        where = []
+        if self.command is not None:
+            where.append(f"/{self.command}")
+        if self.line is not None and self.column is not None:
+            where.append(f"at {self.line}:{self.column}")
+        prefix = " ".join(where)
+        return f"{prefix}: {self.message}" if prefix else self.message
+
+    @classmethod
+    def at(cls, message: str, text: str, index: int, command: str | None = None) -> ScriptError:
+        line, column = line_column(text, index)
+        return cls(message, command=command, line=line, column=column)

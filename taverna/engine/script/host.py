@@ -1,0 +1,129 @@
+"""What a script may do to a chat, through the services that own it.
+
+The interpreter never touches a chat, a model or a file itself: the commands that
+change a chat (`/send`, `/sys`, `/hide`, `/gen`, `/inject` ...) call a `ChatHost`. The
+services implement it over the chat's tree; `NoChat` answers when a script runs
+without a chat (each such command then fails with a clear error).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from taverna.engine.script.errors import ScriptError
+
+
+@dataclass(frozen=True, slots=True)
+class Injection:
+    """`/inject`: a prompt placed by id (algo-chat-ops.md §9.2, formats-extensions.md §3).
+
+    `position`: `after` (after the story string), `before`, `chat` (at `depth`) or
+    `none`; `role`: system, user or assistant; `scan`: lorebooks see the text;
+    `ephemeral`: removed after the next generation.
+    """
+
+    id: str
+    text: str
+    position: str = "after"
+    depth: int = 4
+    role: str = "system"
+    scan: bool = False
+    ephemeral: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Generation:
+    """A generation a script asks for.
+
+    `kind`: `gen` (the chat's prompt plus `prompt`, nothing stored), `genraw` (only
+    `prompt`), `trigger` (a normal reply), `continue`, `impersonate`, `swipe`.
+    """
+
+    kind: str
+    prompt: str = ""
+    options: Mapping[str, str] | None = None
+
+
+class ChatHost(Protocol):
+    """The chat effects of a script; each returns what the command puts in the pipe."""
+
+    def send(self, text: str, *, at: int | None, name: str | None) -> str: ...
+
+    def send_as(self, name: str, text: str, *, at: int | None) -> str: ...
+
+    def narrate(self, text: str, *, at: int | None) -> str: ...
+
+    def comment(self, text: str, *, at: int | None) -> str: ...
+
+    def hide(self, start: int, end: int, *, hidden: bool) -> str: ...
+
+    def generate(self, request: Generation) -> str: ...
+
+    def inject(self, injection: Injection) -> str: ...
+
+    def flush_injections(self, injection_id: str | None) -> str: ...
+
+    def list_injections(self) -> Mapping[str, Injection]: ...
+
+    def find_entry(self, book: str, field: str, text: str) -> str:
+        """The uid of the entry of `book` whose `field` best matches `text` ('' if none)."""
+        ...
+
+    def entry_field(self, book: str, uid: str, field: str) -> str: ...
+
+    def quick_reply(self, name: str) -> str | None:
+        """The script of the Quick Reply `Set.Label` (or `Label`), None when none exists."""
+        ...
+
+    def notify(self, text: str, severity: str) -> None: ...
+
+
+class NoChat:
+    """The host of a script run outside any chat: chat commands fail, echoes are kept."""
+
+    def __init__(self) -> None:
+        self.notices: list[tuple[str, str]] = []
+
+    def _none(self, command: str) -> ScriptError:
+        return ScriptError(f"/{command} needs a chat (run the script in one)", command=command)
+
+    def send(self, text: str, *, at: int | None, name: str | None) -> str:
+        raise self._none("send")
+
+    def send_as(self, name: str, text: str, *, at: int | None) -> str:
+        raise self._none("sendas")
+
+    def narrate(self, text: str, *, at: int | None) -> str:
+        raise self._none("sys")
+
+    def comment(self, text: str, *, at: int | None) -> str:
+        raise self._none("comment")
+
+    def hide(self, start: int, end: int, *, hidden: bool) -> str:
+        raise self._none("hide" if hidden else "unhide")
+
+    def generate(self, request: Generation) -> str:
+        raise self._none(request.kind)
+
+    def inject(self, injection: Injection) -> str:
+        raise self._none("inject")
+
+    def flush_injections(self, injection_id: str | None) -> str:
+        raise self._none("flushinject")
+
+    def list_injections(self) -> Mapping[str, Injection]:
+        return {}
+
+    def find_entry(self, book: str, field: str, text: str) -> str:
+        raise self._none("findentry")
+
+    def entry_field(self, book: str, uid: str, field: str) -> str:
+        raise self._none("getentryfield")
+
+    def quick_reply(self, name: str) -> str | None:
+        return None
+
+    def notify(self, text: str, severity: str) -> None:
+        self.notices.append((severity, text))

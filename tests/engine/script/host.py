@@ -1,0 +1,78 @@
+"""A chat host for tests: records what a script asked of the chat, answers generations."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from taverna.engine.script import Generation, Injection
+
+
+class RecordingHost:
+    """Every chat effect appended to `log` as text; Quick Replies from `quick_replies`."""
+
+    def __init__(self, quick_replies: Mapping[str, str] | None = None) -> None:
+        self.log: list[str] = []
+        self.notices: list[str] = []
+        self.injections: dict[str, Injection] = {}
+        self.quick_replies = dict(quick_replies or {})
+
+    def send(self, text: str, *, at: int | None, name: str | None) -> str:
+        self.log.append(f"send:{text}" + (f":at={at}" if at is not None else ""))
+        return ""
+
+    def send_as(self, name: str, text: str, *, at: int | None) -> str:
+        self.log.append(f"sendas:{name}:{text}")
+        return ""
+
+    def narrate(self, text: str, *, at: int | None) -> str:
+        self.log.append(f"sys:{text}")
+        return ""
+
+    def comment(self, text: str, *, at: int | None) -> str:
+        self.log.append(f"comment:{text}")
+        return ""
+
+    def hide(self, start: int, end: int, *, hidden: bool) -> str:
+        self.log.append(f"{'hide' if hidden else 'unhide'}:{start}-{end}")
+        return ""
+
+    def generate(self, request: Generation) -> str:
+        options = ",".join(f"{k}={v}" for k, v in sorted((request.options or {}).items()))
+        self.log.append(f"{request.kind}:{request.prompt}" + (f":{options}" if options else ""))
+        return f"<{request.kind}:{request.prompt}>" if request.kind in ("gen", "genraw") else ""
+
+    def inject(self, injection: Injection) -> str:
+        if injection.text:
+            self.injections[injection.id] = injection
+        else:
+            self.injections.pop(injection.id, None)
+        self.log.append(
+            f"inject:{injection.id}:{injection.position}:{injection.depth}:{injection.role}:"
+            f"{injection.text}"
+        )
+        return ""
+
+    def flush_injections(self, injection_id: str | None) -> str:
+        if injection_id is None:
+            self.injections.clear()
+        else:
+            self.injections.pop(injection_id, None)
+        self.log.append(f"flushinject:{injection_id or '*'}")
+        return ""
+
+    def list_injections(self) -> Mapping[str, Injection]:
+        return dict(self.injections)
+
+    def find_entry(self, book: str, field: str, text: str) -> str:
+        self.log.append(f"findentry:{book}:{field}:{text}")
+        return "7"
+
+    def entry_field(self, book: str, uid: str, field: str) -> str:
+        self.log.append(f"getentryfield:{book}:{uid}:{field}")
+        return f"{field} of {uid}"
+
+    def quick_reply(self, name: str) -> str | None:
+        return self.quick_replies.get(name)
+
+    def notify(self, text: str, severity: str) -> None:
+        self.notices.append(text if severity == "info" else f"{severity}:{text}")
