@@ -75,6 +75,10 @@ def assemble(
         prompt = builder(context, turn, counter)
     else:
         prompt = build_chat_completion(context, turn, cost)
+    if turn.recalled:
+        # Recalled messages are listed like lorebook entries: the block itself is a part.
+        items = prompt.ledger.items + turn.recalled
+        prompt = replace(prompt, ledger=replace(prompt.ledger, items=items))
     skipped = regexes.skipped()
     if not skipped:
         return prompt

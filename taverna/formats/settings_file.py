@@ -94,14 +94,18 @@ def global_variables(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def prompt_extension_settings(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """What `extension_settings` holds for prompts, in its shape: the global variables
-    and the card files allowed their own regex scripts."""
+    """What `extension_settings` holds for prompts, in its shape: the global variables,
+    the card files allowed their own regex scripts and the recall settings (`vectors`)."""
     extensions = _object(doc, "extension_settings")
     allowed = extensions.get("character_allowed_regex")
-    return {
+    part: dict[str, Any] = {
         "variables": {"global": global_variables(doc)},
         "character_allowed_regex": allowed if isinstance(allowed, list) else [],
     }
+    vectors = extensions.get("vectors")
+    if isinstance(vectors, dict):
+        part["vectors"] = vectors  # recall by meaning (Vector Storage's settings)
+    return part
 
 
 def regex_scripts_part(doc: Mapping[str, Any]) -> list[Any]:

@@ -71,6 +71,7 @@ from taverna.services.active_settings import (
 )
 from taverna.services.generation import PreparedTurn, TurnRequest
 from taverna.services.library import LibraryKind
+from taverna.services.recall import RecallService, TurnRecall, recall_config
 from taverna.services.settings_import import POWER_USER
 from taverna.services.tools import declared_tools
 from taverna.services.turn_inputs import (
@@ -180,6 +181,7 @@ class TurnContexts:
         paths: PathEnds | None = None,
         documents: ParsedDocuments | None = None,
         regex_budget: float = TURN_REGEX_BUDGET,
+        recall: RecallService | None = None,
     ) -> None:
         """`regex_budget`: the seconds all user regexes of one turn (lorebook regex keys,
         regex scripts) may spend together; what is left over is skipped and listed in the
@@ -190,6 +192,7 @@ class TurnContexts:
         self.clock = clock
         self.paths = paths or PathEnds(store)
         self.documents = documents or ParsedDocuments(store)
+        self.recall = recall or RecallService(store)
         self._windows: dict[str, int] = {}  # chat -> messages its last prompt needed
         self._book_names: dict[str, tuple[str, ...]] = {}  # chat -> books its last turn used
         self._costs: OrderedDict[str, tuple[tuple[str, str, int], MessageCost]] = OrderedDict()
@@ -208,6 +211,7 @@ class TurnContexts:
         floor = _scan_floor(library)
         # One turn's time for user regexes, however many assemblies widening takes.
         regexes = RegexBudget(self.regex_budget)
+        recall: TurnRecall | bool | None = False  # found once, on the first window read
         while True:
             tail = turn.tail(want)
             visible = sum(1 for node in tail.nodes if not node.hidden)
@@ -215,6 +219,10 @@ class TurnContexts:
                 want = _widened(want, tail)
                 continue
             context = self.context(turn, library, tail, now)
+            if recall is False:
+                recall = self._recall(turn, library, tail)
+            if isinstance(recall, TurnRecall):
+                context = replace(context, recall=recall.entries_only())
             # A chat new to this process: its messages' counts come from the store.
             cold = chat.id not in self._windows
             fresh = self._stored_counts(context, tail, turn.counts) if cold else []
@@ -225,10 +233,27 @@ class TurnContexts:
             if not tail.before or prompt.ledger.history_stopped:
                 break
             want = _widened(want, tail, prompt)
+        if isinstance(recall, TurnRecall) and prompt.ledger.history_stopped:
+            # Messages fell outside the context: those nearest in meaning come back.
+            found = recall.for_window(_oldest_included(prompt, tail))
+            if found.messages:
+                context = replace(context, recall=found)
+                prompt = assemble(context, cost=cost, regexes=regexes)
+                self.assemblies += 1
         # The next turn starts where this one ended, with room for the new messages.
         self._windows[chat.id] = max(FIRST_WINDOW, len(tail.nodes) + 8)
         request = provider(turn.api).preset_options(library.preset)
         return PreparedTurn(prompt, declared_tools(library.preset), request)
+
+    def _recall(self, turn: TurnRequest, library: _Library, tail: PathTail) -> TurnRecall | None:
+        """What this turn may recall by meaning, if the settings turn recall on."""
+        config = recall_config(library.settings.raw)
+        if not config.enabled:
+            return None
+        recent = list(tail.nodes)
+        if turn.kind in (GenerationType.SWIPE, GenerationType.REGENERATE) and recent:
+            recent = recent[:-1]  # the reply being replaced is not part of the question
+        return self.recall.for_turn(config, turn.chat.id, turn.end, recent, library.lorebooks)
 
     def _cost(
         self, chat_id: str, context: AssemblyContext, counts: CountCache | None
@@ -384,6 +409,9 @@ class TurnContexts:
             # SillyTavern's shape: the global selection and the characters' extra books.
             raw, world_info = active.world
             settings = replace(settings, world_info=world_info, raw={"world_info_settings": raw})
+        if active.vectors:
+            raw_vectors = {"extension_settings": {"vectors": dict(active.vectors)}}
+            settings = replace(settings, raw={**settings.raw, **raw_vectors})
         return settings, preset
 
     def _read(self, choices: Mapping[str, DocumentVersion], key: str, read: Callable[..., T]) -> T:
@@ -523,6 +551,7 @@ class _ActiveSettings:
     power_user: PowerUserSettings | None = None
     global_variables: Mapping[str, Any] = field(default_factory=dict)
     regex_allowed: tuple[str, ...] = ()
+    vectors: Mapping[str, Any] = field(default_factory=dict)  # `extension_settings.vectors`
 
 
 def _active_document(doc: Document) -> _ActiveSettings:
@@ -531,12 +560,15 @@ def _active_document(doc: Document) -> _ActiveSettings:
     read = None if world is None else (world, read_world_info_settings(world, file=doc.name))
     power = doc.data.get(POWER_USER)
     variables, allowed = read_extension_choices(doc.data, file=doc.name)
+    extensions = doc.data.get("extension_settings")
+    vectors = extensions.get("vectors") if isinstance(extensions, Mapping) else None
     return _ActiveSettings(
         active_choices_document(doc),
         read,
         read_power_user_settings(power, file=doc.name) if isinstance(power, Mapping) else None,
         variables,
         allowed,
+        vectors if isinstance(vectors, Mapping) else {},
     )
 
 
@@ -615,6 +647,16 @@ def _has_both_speakers(nodes: Sequence[Node]) -> bool:
         if user and char:
             return True
     return False
+
+
+def _oldest_included(prompt: Prompt, tail: PathTail) -> int:
+    """The depth of the oldest message the prompt's history holds (past the path's end
+    if none): only messages above it fell outside the context."""
+    included = {i.source for i in prompt.ledger.items if i.kind == "history" and i.included}
+    depths = [node.depth for node in tail.nodes if node.id in included]
+    if depths:
+        return min(depths)
+    return tail.nodes[-1].depth + 1 if tail.nodes else 0
 
 
 def _widened(want: int, tail: PathTail, prompt: Prompt | None = None) -> int:

@@ -469,7 +469,65 @@ class DocumentRepository(ABC):
         """Remove a document that is still at `revision`."""
 
 
-class Store(ChatRepository, TurnReads, SentPromptRepository, DocumentRepository):
+@dataclass(frozen=True, slots=True)
+class DueMessage:
+    """A stored message whose embedding (for the model asked about) is missing or stale."""
+
+    chat_id: str
+    node_id: str
+    content_hash: str
+    role: str
+    speaker: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class StoredVector:
+    """One message's stored embedding: its `seq` (grows with every write), the message, its
+    depth in the tree, and the vector as float32 bytes."""
+
+    seq: int
+    node_id: str
+    depth: int
+    vector: bytes
+
+
+class VectorRepository(ABC):
+    """Embeddings for recall by meaning: messages' per chat, other texts' by hash."""
+
+    @abstractmethod
+    def messages_due(self, model: str, *, limit: int) -> list[DueMessage]:
+        """Up to `limit` live messages (any chat) with no embedding of their current text."""
+
+    @abstractmethod
+    def save_message_vectors(self, model: str, rows: Sequence[tuple[DueMessage, bytes]]) -> int:
+        """Store each message's vector (replacing an older one); messages gone meanwhile
+        are skipped. How many were stored."""
+
+    @abstractmethod
+    def message_vectors(self, chat_id: str, model: str, *, after: int = 0) -> list[StoredVector]:
+        """The chat's vectors written after `seq` number `after`, in `seq` order."""
+
+    @abstractmethod
+    def message_marks(
+        self, chat_id: str, node_ids: Sequence[str]
+    ) -> dict[str, tuple[bool, bool, int]]:
+        """`(hidden, deleted, depth)` of each of these messages, as stored now."""
+
+    @abstractmethod
+    def climb(self, chat_id: str, start: str, *, limit: int) -> list[tuple[str, int]]:
+        """`(id, depth)` of a node and up to `limit - 1` of its ancestors, the node first."""
+
+    @abstractmethod
+    def text_vectors(self, model: str, hashes: Sequence[str]) -> dict[str, bytes]:
+        """The stored vectors of these text hashes (those there are)."""
+
+    @abstractmethod
+    def save_text_vectors(self, model: str, vectors: Mapping[str, bytes]) -> None:
+        """Store vectors of texts by hash (one already stored stays)."""
+
+
+class Store(ChatRepository, TurnReads, SentPromptRepository, DocumentRepository, VectorRepository):
     """A whole store: chats plus library, opened on one database."""
 
     url: str

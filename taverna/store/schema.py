@@ -201,3 +201,30 @@ sent_prompts = sa.Table(
     sa.Column("record", sa.LargeBinary, nullable=False),
     sa.Index("ix_sent_prompts_chat", "chat_id"),
 )
+
+# Each message's embedding per model, for recall by meaning (migration 0008): the vector
+# of "speaker: text" as float32 bytes, and the text's hash it was made from (an edit
+# makes the message due again). `seq` only grows, so a reader that keeps a chat's
+# vectors in memory reads just the rows added since.
+message_vectors = sa.Table(
+    "message_vectors",
+    metadata,
+    sa.Column("seq", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("chat_id", Id, sa.ForeignKey("chats.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("node_id", Id, sa.ForeignKey("nodes.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("model", sa.String(64), nullable=False),
+    sa.Column("content_hash", sa.String(64), nullable=False),
+    sa.Column("vector", sa.LargeBinary, nullable=False),
+    sa.Index("ix_message_vectors_node", "node_id", "model", unique=True),
+    sa.Index("ix_message_vectors_chat", "chat_id", "model", "seq"),
+    sqlite_autoincrement=True,
+)
+
+# Embeddings of other texts (lorebook entries marked vectorized), by model and text hash.
+text_vectors = sa.Table(
+    "text_vectors",
+    metadata,
+    sa.Column("model", sa.String(64), primary_key=True),
+    sa.Column("hash", sa.String(64), primary_key=True),
+    sa.Column("vector", sa.LargeBinary, nullable=False),
+)

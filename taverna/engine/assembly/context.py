@@ -183,6 +183,9 @@ class AssemblyContext:
     seed: int = 0
     now: datetime = datetime(2024, 1, 1, tzinfo=UTC)
     extras: Mapping[str, Any] = field(default_factory=dict)
+    # Recall by meaning (`taverna.engine.assembly.recall.RecallInput`): old messages of
+    # the path and vectorized lorebook entries the recall service found for this turn.
+    recall: Any = None
 
     @property
     def character(self) -> CharacterInfo:

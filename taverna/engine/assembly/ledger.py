@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from taverna.engine.assembly.recall import RECALLED_KIND
 from taverna.model.prompt import Ledger, Prompt
 
 
 def included_tokens(ledger: Ledger) -> int:
     """The tokens of every part that went in (the priming overhead included)."""
     return sum(
-        item.tokens for item in ledger.items if item.included and item.kind != "lorebook_entry"
+        item.tokens
+        for item in ledger.items
+        if item.included and item.kind not in ("lorebook_entry", RECALLED_KIND)
     )
 
 
@@ -18,9 +21,13 @@ def render_ledger(prompt: Prompt, width: int = 60) -> str:
     lines = [f"{'#':>3}  {'kind':<12} {'tokens':>6}  source / text"]
     cut = []
     entries = []
+    recalled = []
     for item in ledger.items:
         if item.kind == "lorebook_entry":
             entries.append(item)
+            continue
+        if item.kind == RECALLED_KIND:
+            recalled.append(item)
             continue
         if not item.included:
             cut.append(item)
@@ -44,6 +51,17 @@ def render_ledger(prompt: Prompt, width: int = 60) -> str:
         lines.append("lorebook entries:")
         for item in entries:
             lines.append(f"     {item.source:<24} {item.tokens:>6}  {item.reason}")
+    if recalled:
+        lines.append("")
+        lines.append("recalled messages:")
+        for item in recalled:
+            mark = "in " if item.included else "cut"
+            preview = " ".join(item.text.split())
+            if len(preview) > width:
+                preview = preview[: width - 1] + "…"
+            lines.append(
+                f"     {mark} {item.source:<36} {item.tokens:>6}  {item.reason}  {preview}"
+            )
     if ledger.skipped_regexes:
         lines.append("")
         lines.append("user regexes stopped by a time limit:")

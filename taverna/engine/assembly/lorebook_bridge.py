@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, overload
 
-from taverna.engine.assembly.context import ChatMessage
+from taverna.engine.assembly.context import AssemblyContext, ChatMessage
 from taverna.engine.assembly.macros_bridge import macro_context
 from taverna.engine.assembly.world import ScanRequest, WorldInfoOutcome
 from taverna.engine.lorebook import (
@@ -65,6 +65,16 @@ def _macros(request: ScanRequest) -> MacroContext:
     return replace(macros, variables=Variables(local=local, global_=macros.variables.global_))
 
 
+def _vector_hits(context: AssemblyContext) -> dict[tuple[str, int], str]:
+    """Vectorized entries the recall service found near the chat's end, with their score."""
+    recall = context.recall
+    if recall is None:
+        return {}
+    return {
+        ref: f"similarity {score:.3f} (vectorized)" for ref, score in recall.entry_scores.items()
+    }
+
+
 def scan(request: ScanRequest) -> WorldInfoOutcome:
     """Activate the applying books for this turn and place what fired.
 
@@ -92,6 +102,7 @@ def scan(request: ScanRequest) -> WorldInfoOutcome:
         ),
         macros=_macros(request),
         seed=context.seed,
+        forced=_vector_hits(context),
         dry_run=dry_run,
         earlier=context.earlier.visible,
         regexes=request.regexes,

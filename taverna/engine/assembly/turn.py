@@ -26,6 +26,7 @@ from taverna.engine.assembly.injections import (
     base_table,
     with_lorebook,
 )
+from taverna.engine.assembly.recall import recall_injection
 from taverna.engine.assembly.regex_scripts import regexed_for_prompt
 from taverna.engine.assembly.world import (
     LorebookScan,
@@ -35,6 +36,7 @@ from taverna.engine.assembly.world import (
     no_lorebooks,
 )
 from taverna.engine.lorebook.regex_budget import RegexBudget
+from taverna.model.prompt import LedgerItem
 from taverna.model.regex_script import RegexPlacement
 
 # Macro substitution: the text and extra macro values ({{original}}, {{lastChatMessage}}).
@@ -93,6 +95,8 @@ class Turn:
     prompt_budget: int
     substitute: Substitute = field(repr=False, default=lambda text, extra: text)
     dry_run: bool = False
+    # The recalled messages considered, with their scores, for the ledger.
+    recalled: tuple[LedgerItem, ...] = ()
 
     def macros(self, text: str, **extra: str) -> str:
         """The text with macros resolved (and any extra macro values)."""
@@ -293,6 +297,9 @@ def prepare_turn(
     active = authors_note_active(context)
     table = base_table(context, active)
     budget = prompt_budget(context)
+    recalled, recall_notes = recall_injection(context, count_text)
+    if recalled is not None:
+        table = table.with_(recalled)
 
     # §1 step 16: the quiet prompt is scannable while the lorebook scan runs.
     scannable = table
@@ -345,6 +352,7 @@ def prepare_turn(
         prompt_budget=budget,
         substitute=substitute,
         dry_run=context.dry_run,
+        recalled=recall_notes,
     )
 
 

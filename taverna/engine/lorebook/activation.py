@@ -447,7 +447,8 @@ def _consider(
         note(ref, EntryOutcome.ACTIVATED, "constant", loop)
         return True
     if forced:
-        note(ref, EntryOutcome.ACTIVATED, "activated from outside the scan", loop)
+        why = scan.forced_reasons.get((item.book, entry.uid))
+        note(ref, EntryOutcome.ACTIVATED, why or "activated from outside the scan", loop)
         return True
     if sticky:
         note(ref, EntryOutcome.ACTIVATED, "sticky", loop)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -71,6 +71,10 @@ class Scan:
         self.variables = macros.variables if macros is not None else Variables()
         self.random = SeededRandom(string_hash(f"world-info-{seed}")).random
         self.forced = set(forced)
+        # `forced` as a mapping: why each was activated from outside (a similarity score).
+        self.forced_reasons: dict[tuple[str, int], str] = (
+            {k: str(v) for k, v in forced.items()} if isinstance(forced, Mapping) else {}
+        )
         self.dry_run = dry_run
         self.rule = settings.boundaries
         self.recursion: list[str] = []

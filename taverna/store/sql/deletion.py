@@ -43,6 +43,7 @@ _RANGED: dict[sa.Table, tuple[str, ...]] = {
 # the others by their own key, found through their index on the chat.
 _KEYED: dict[sa.Table, str] = {
     t.sent_prompts: "node_id",
+    t.message_vectors: "seq",
     t.checkpoints: "id",
     t.branches: "id",
     t.nodes: "id",
@@ -50,6 +51,7 @@ _KEYED: dict[sa.Table, str] = {
 _ORDER = (
     t.history_texts,
     t.sent_prompts,
+    t.message_vectors,
     t.changes,
     t.revisions,
     t.checkpoints,

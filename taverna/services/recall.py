@@ -1,0 +1,534 @@
+"""Recall by meaning: every message embedded once, old messages of the path found again.
+
+- **Embedding.** A message is embedded once per model ("speaker: text") by a backlog
+  that reads, from the store, the messages with no vector of their current text. The
+  backlog is the store's own state, so a crash loses nothing: the next start embeds what
+  was not saved. `EmbeddingBacklog` runs it on a thread of its own.
+- **Search.** Each turn the last `query` messages' vectors, averaged, are the query; the
+  chat's vectors are held in memory per process (`ChatVectors`, reading only rows added
+  since) and searched exactly. A hit counts only when it is on the active path (its
+  depth's node on the path is itself: `PathIndex`), above the turn's window, and neither
+  hidden nor deleted as stored now. So a branch never recalls a sibling's messages.
+- **Lorebook entries marked vectorized** are embedded once per text (stored by hash) and
+  activate when near the same query, up to `max_entries`, above `score_threshold`.
+
+Settings are SillyTavern's `extension_settings.vectors` (its names), plus `budget`, the
+recalled block's own token limit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from taverna.engine.assembly.recall import (
+    DEFAULT_TEMPLATE,
+    RecalledMessage,
+    RecallInput,
+    RecallSettings,
+)
+from taverna.model.chat import Node
+from taverna.model.injection import ExtensionPosition, InjectionRole
+from taverna.model.lorebook import Lorebook
+from taverna.providers.embeddings import Embedder, LocalEmbedder, OpenAIEmbedder, normalised
+from taverna.store.repository import DueMessage, Store
+
+Vectors = npt.NDArray[np.float32]
+
+BACKLOG_BATCH = 32
+# A chat's vectors kept in memory, for this many chats (the most recently used).
+CHATS_KEPT = 4
+# How far a path's end is climbed to find where it joins the path kept in memory.
+CLIMB_STEP = 256
+
+
+@dataclass(frozen=True, slots=True)
+class RecallConfig:
+    """Recall's settings as SillyTavern saves them (`extension_settings.vectors`)."""
+
+    enabled_chats: bool = False
+    enabled_world_info: bool = False
+    placement: RecallSettings = RecallSettings()
+    query: int = 2
+    protect: int = 5
+    score_threshold: float = 0.25
+    max_entries: int = 5
+    source: str = "transformers"
+    endpoint: str = ""  # an OpenAI-compatible API root, for source "openai"
+    model: str = "text-embedding-3-small"
+
+    @property
+    def enabled(self) -> bool:
+        return self.enabled_chats or self.enabled_world_info
+
+
+def recall_config(raw_settings: Mapping[str, Any]) -> RecallConfig:
+    """Read `extension_settings.vectors` from SillyTavern's settings; what is missing or
+    malformed takes SillyTavern's default."""
+    ext = raw_settings.get("extension_settings")
+    vectors = ext.get("vectors") if isinstance(ext, Mapping) else None
+    if not isinstance(vectors, Mapping):
+        return RecallConfig()
+
+    def num(name: str, default: float) -> float:
+        value = vectors.get(name, default)
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            return default
+
+    def whole(name: str, default: int) -> int:
+        return int(num(name, default))
+
+    def flag(name: str, default: bool) -> bool:
+        value = vectors.get(name, default)
+        return value if isinstance(value, bool) else default
+
+    position = whole("position", int(ExtensionPosition.IN_PROMPT))
+    role = whole("depth_role", int(InjectionRole.SYSTEM))
+    template = vectors.get("template", DEFAULT_TEMPLATE)
+    placement = RecallSettings(
+        template=template if isinstance(template, str) else DEFAULT_TEMPLATE,
+        position=ExtensionPosition(position)
+        if position in {p.value for p in ExtensionPosition}
+        else ExtensionPosition.IN_PROMPT,
+        depth=max(0, whole("depth", 2)),
+        role=InjectionRole(role)
+        if role in {r.value for r in InjectionRole}
+        else InjectionRole.SYSTEM,
+        insert=max(0, whole("insert", 3)),
+        budget=max(0, whole("budget", 400)),
+        include_wi=flag("include_wi", False),
+    )
+    source = vectors.get("source", "transformers")
+    endpoint = vectors.get("alt_endpoint_url", "")
+    model = vectors.get("openai_model", "text-embedding-3-small")
+    return RecallConfig(
+        enabled_chats=flag("enabled_chats", False),
+        enabled_world_info=flag("enabled_world_info", False),
+        placement=placement,
+        query=max(1, whole("query", 2)),
+        protect=max(0, whole("protect", 5)),
+        score_threshold=num("score_threshold", 0.25),
+        max_entries=max(0, whole("max_entries", 5)),
+        source=source if isinstance(source, str) else "transformers",
+        endpoint=endpoint if isinstance(endpoint, str) else "",
+        model=model if isinstance(model, str) else "text-embedding-3-small",
+    )
+
+
+def embedder_for(config: RecallConfig) -> Embedder:
+    """The embedding model the settings name: an OpenAI-compatible endpoint for source
+    `openai` (key from $TAVERNA_EMBEDDINGS_KEY), else the bundled local model."""
+    if config.source == "openai":
+        base = config.endpoint or "https://api.openai.com/v1"
+        return OpenAIEmbedder(
+            base, config.model, api_key=os.environ.get("TAVERNA_EMBEDDINGS_KEY", "")
+        )
+    return LocalEmbedder()
+
+
+def embedded_text(speaker: str, text: str) -> str:
+    """What is embedded for one message: its text with the speaker's name."""
+    return f"{speaker}: {text}" if speaker else text
+
+
+def to_bytes(vector: Vectors) -> bytes:
+    return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
+
+
+# ------------------------------------------------------------------ the backlog
+
+
+def embed_due(store: Store, embedder: Embedder, *, batch: int = BACKLOG_BATCH) -> int:
+    """Embed one batch of the messages due (no vector of their current text); how many."""
+    due = store.messages_due(embedder.model, limit=batch)
+    if not due:
+        return 0
+    vectors = embedder.embed([embedded_text(d.speaker, d.text) for d in due])
+    rows: list[tuple[DueMessage, bytes]] = [(d, to_bytes(vectors[i])) for i, d in enumerate(due)]
+    store.save_message_vectors(embedder.model, rows)
+    return len(due)
+
+
+class EmbeddingBacklog:
+    """Embeds the messages due in the background, one batch at a time, until none is left;
+    then waits for `wake()` (a new message) or `every` seconds.
+
+    Every batch is saved in its own transaction: a crash loses at most the batch being
+    embedded, which is due again at the next start.
+    """
+
+    def __init__(self, store: Store, embedder: Embedder, *, every: float = 5.0) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.every = every
+        self.embedded = 0
+        self.failure: Exception | None = None
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._run, name="taverna-embeddings", daemon=True
+            )
+            self._thread.start()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                done = embed_due(self.store, self.embedder)
+                self.failure = None
+            except Exception as exc:  # a model or database away: try again later
+                self.failure = exc
+                done = 0
+            self.embedded += done
+            if done:
+                continue
+            self._wake.wait(self.every)
+            self._wake.clear()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def drain(self) -> int:
+        """Embed everything due now, in this thread (for a command or a test); how many."""
+        total = 0
+        while done := embed_due(self.store, self.embedder):
+            total += done
+        return total
+
+
+# ------------------------------------------------------------- in-memory search
+
+
+class ChatVectors:
+    """One chat's message vectors for one model, in memory, kept up to date by `seq`."""
+
+    def __init__(self, chat_id: str, model: str) -> None:
+        self.chat_id = chat_id
+        self.model = model
+        self.seq = 0
+        self.ids: list[str] = []
+        self.depths = np.zeros(0, dtype=np.int64)
+        self.matrix = np.zeros((0, 0), dtype=np.float32)
+        self.rows: dict[str, int] = {}
+        self._size = 0
+
+    def refresh(self, store: Store) -> None:
+        """Read the vectors written since the last look (a changed message's replace its row)."""
+        fresh = store.message_vectors(self.chat_id, self.model, after=self.seq)
+        if not fresh:
+            return
+        dims = len(fresh[0].vector) // 4
+        if self.matrix.shape[1] != dims:
+            self.matrix = np.zeros((max(len(fresh), 64), dims), dtype=np.float32)
+            self.depths = np.zeros(self.matrix.shape[0], dtype=np.int64)
+            self.ids, self.rows, self._size = [], {}, 0
+        new = [s for s in fresh if s.node_id not in self.rows]
+        needed = self._size + len(new)
+        if needed > self.matrix.shape[0]:
+            grown = max(needed, self.matrix.shape[0] * 2)
+            matrix = np.zeros((grown, dims), dtype=np.float32)
+            matrix[: self._size] = self.matrix[: self._size]
+            depths = np.zeros(grown, dtype=np.int64)
+            depths[: self._size] = self.depths[: self._size]
+            self.matrix, self.depths = matrix, depths
+        for stored in fresh:
+            row = self.rows.get(stored.node_id)
+            if row is None:
+                row = self._size
+                self._size += 1
+                self.rows[stored.node_id] = row
+                self.ids.append(stored.node_id)
+            self.matrix[row] = np.frombuffer(stored.vector, dtype=np.float32)
+            self.depths[row] = stored.depth
+        self.seq = fresh[-1].seq
+
+    def __len__(self) -> int:
+        return self._size
+
+    def vector(self, node_id: str) -> Vectors | None:
+        row = self.rows.get(node_id)
+        return None if row is None else self.matrix[row]
+
+    def ranked(self, query: Vectors, below_depth: int) -> tuple[npt.NDArray[np.int64], Vectors]:
+        """Row numbers of the messages above `below_depth`, best first, and their scores."""
+        size = self._size
+        if not size or below_depth <= 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        scores = self.matrix[:size] @ query
+        scores[self.depths[:size] >= below_depth] = -np.inf
+        return np.argsort(-scores, kind="stable"), scores
+
+
+class PathIndex:
+    """The active path's node ids by depth, for one chat, kept as its end moves.
+
+    A new end is climbed (a step of rows at a time) until it meets the path held; what is
+    below that point is replaced. A new path that meets it nowhere is read whole.
+    """
+
+    def __init__(self, chat_id: str) -> None:
+        self.chat_id = chat_id
+        self.leaf: str | None = None
+        self.ids: list[str] = []
+
+    def follow(self, store: Store, leaf: str | None) -> None:
+        if leaf == self.leaf:
+            return
+        if leaf is None:
+            self.leaf, self.ids = None, []
+            return
+        start: str = leaf
+        climbed: list[tuple[str, int]] = []
+        above: int | None = None  # the shallowest depth climbed so far
+        while True:
+            steps = store.climb(self.chat_id, start, limit=CLIMB_STEP)
+            if above is not None:
+                steps = [s for s in steps if s[1] < above]
+            if not steps:
+                break
+            joined = False
+            for node_id, depth in steps:
+                if depth < len(self.ids) and self.ids[depth] == node_id:
+                    joined = True
+                    break
+                climbed.append((node_id, depth))
+            if joined or steps[-1][1] == 0:
+                break
+            start, above = steps[-1]
+        if not climbed:
+            self.leaf = leaf
+            return
+        top = min(depth for _, depth in climbed)
+        ids = self.ids[:top]
+        ids.extend(node_id for node_id, _ in sorted(climbed, key=lambda s: s[1]))
+        self.ids = ids
+        self.leaf = leaf
+
+    def holds(self, node_id: str, depth: int) -> bool:
+        return 0 <= depth < len(self.ids) and self.ids[depth] == node_id
+
+
+class RecallService:
+    """Finds, for one turn, the messages and vectorized lorebook entries to recall."""
+
+    def __init__(
+        self, store: Store, embedder_for: Callable[[RecallConfig], Embedder] = embedder_for
+    ) -> None:
+        self.store = store
+        self._embedder_for = embedder_for
+        self._embedders: dict[tuple[str, str, str], Embedder] = {}
+        self._chats: OrderedDict[tuple[str, str], ChatVectors] = OrderedDict()
+        self._paths: OrderedDict[str, PathIndex] = OrderedDict()
+        self._queries: OrderedDict[tuple[str, str], Vectors] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def embedder(self, config: RecallConfig) -> Embedder:
+        key = (config.source, config.endpoint, config.model)
+        found = self._embedders.get(key)
+        if found is None:
+            found = self._embedders[key] = self._embedder_for(config)
+        return found
+
+    # ------------------------------------------------------------------ caches
+
+    def chat_vectors(self, chat_id: str, model: str) -> ChatVectors:
+        key = (chat_id, model)
+        found = self._chats.get(key)
+        if found is None:
+            found = self._chats[key] = ChatVectors(chat_id, model)
+            while len(self._chats) > CHATS_KEPT:
+                self._chats.popitem(last=False)
+        self._chats.move_to_end(key)
+        found.refresh(self.store)
+        return found
+
+    def path(self, chat_id: str, leaf: str | None) -> PathIndex:
+        found = self._paths.get(chat_id)
+        if found is None:
+            found = self._paths[chat_id] = PathIndex(chat_id)
+            while len(self._paths) > CHATS_KEPT:
+                self._paths.popitem(last=False)
+        self._paths.move_to_end(chat_id)
+        found.follow(self.store, leaf)
+        return found
+
+    def _text_vector(self, embedder: Embedder, text: str) -> Vectors:
+        key = (embedder.model, text)
+        found = self._queries.get(key)
+        if found is None:
+            found = self._queries[key] = embedder.embed([text])[0]
+            while len(self._queries) > 256:
+                self._queries.popitem(last=False)
+        return found
+
+    # ------------------------------------------------------------------- a turn
+
+    def query_vector(
+        self, config: RecallConfig, vectors: ChatVectors, recent: Sequence[Node]
+    ) -> Vectors | None:
+        """The mean of the last `query` non-empty visible messages' vectors (those not yet
+        embedded are embedded now, kept in memory only)."""
+        embedder = self.embedder(config)
+        picked = [
+            n for n in reversed(recent) if not n.hidden and not n.deleted and n.content.strip()
+        ]
+        picked = picked[: config.query]
+        if not picked:
+            return None
+        rows = []
+        for node in picked:
+            stored = vectors.vector(node.id)
+            if stored is None:
+                stored = self._text_vector(embedder, embedded_text(node.speaker, node.content))
+            rows.append(stored)
+        mean = np.mean(np.vstack(rows), axis=0)
+        query: Vectors = normalised(mean)[0]
+        return query
+
+    def for_turn(
+        self,
+        config: RecallConfig,
+        chat_id: str,
+        leaf: str | None,
+        recent: Sequence[Node],
+        books: Mapping[str, Lorebook] = {},
+    ) -> TurnRecall | None:
+        """What this turn may recall; None when recall is off or there is nothing to ask."""
+        if not config.enabled or not recent:
+            return None
+        with self._lock:
+            embedder = self.embedder(config)
+            vectors = self.chat_vectors(chat_id, embedder.model)
+            query = self.query_vector(config, vectors, recent)
+            if query is None:
+                return None
+            path = self.path(chat_id, leaf) if config.enabled_chats else None
+            entries = (
+                self._entry_scores(config, embedder, query, books)
+                if config.enabled_world_info and books
+                else {}
+            )
+        return TurnRecall(self, config, chat_id, vectors, path, query, entries)
+
+    def _entry_scores(
+        self,
+        config: RecallConfig,
+        embedder: Embedder,
+        query: Vectors,
+        books: Mapping[str, Lorebook],
+    ) -> dict[tuple[str, int], float]:
+        refs: list[tuple[str, int]] = []
+        texts: list[str] = []
+        for name, book in books.items():
+            for entry in book.entries:
+                if entry.vectorized and not entry.disable and entry.content.strip():
+                    refs.append((name, entry.uid))
+                    texts.append(entry.content)
+        if not refs or config.max_entries <= 0:
+            return {}
+        hashes = [hashlib.sha256(text.encode()).hexdigest() for text in texts]
+        stored = self.store.text_vectors(embedder.model, hashes)
+        missing = sorted(
+            {h: t for h, t in zip(hashes, texts, strict=True) if h not in stored}.items()
+        )
+        if missing:
+            made = embedder.embed([t for _, t in missing])
+            fresh = {h: to_bytes(made[i]) for i, (h, _) in enumerate(missing)}
+            self.store.save_text_vectors(embedder.model, fresh)
+            stored.update(fresh)
+        matrix = np.vstack([np.frombuffer(stored[h], dtype=np.float32) for h in hashes])
+        scores = matrix @ query
+        order = np.argsort(-scores, kind="stable")
+        out: dict[tuple[str, int], float] = {}
+        for row in order[: config.max_entries]:
+            score = float(scores[row])
+            if score >= config.score_threshold:
+                out[refs[row]] = score
+        return out
+
+
+@dataclass(slots=True)
+class TurnRecall:
+    """One turn's recall: the ranking made once, cut to each window the turn tries."""
+
+    service: RecallService
+    config: RecallConfig
+    chat_id: str
+    vectors: ChatVectors
+    path: PathIndex | None
+    query: Vectors
+    entry_scores: dict[tuple[str, int], float]
+
+    def entries_only(self) -> RecallInput:
+        """The vectorized lorebook entries alone (no message recalled)."""
+        return RecallInput(self.config.placement, (), dict(self.entry_scores))
+
+    def for_window(self, first_depth: int) -> RecallInput:
+        """The recall input for a turn whose window starts at depth `first_depth` (only
+        messages above it can be recalled: those below are in the window)."""
+        placement = self.config.placement
+        messages: tuple[RecalledMessage, ...] = ()
+        if self.path is not None and placement.insert > 0:
+            messages = self._messages(first_depth, placement.insert * 3)
+        return RecallInput(placement, messages, dict(self.entry_scores))
+
+    def _messages(self, below: int, want: int) -> tuple[RecalledMessage, ...]:
+        assert self.path is not None
+        store = self.service.store
+        vectors = self.vectors
+        order, scores = self.vectors.ranked(self.query, below)
+        picked: list[tuple[str, float]] = []
+        index = 0
+        batch = max(want * 4, 16)
+        while len(picked) < want and index < len(order):
+            chunk = order[index : index + batch]
+            index += batch
+            hits = []
+            for row in chunk:
+                score = float(scores[row])
+                if score == -np.inf:
+                    index = len(order)
+                    break
+                node_id = vectors.ids[row]
+                if self.path.holds(node_id, int(vectors.depths[row])):
+                    hits.append((node_id, score))
+            if not hits:
+                continue
+            marks = store.message_marks(self.chat_id, [h[0] for h in hits])
+            for node_id, score in hits:
+                hidden, deleted, _ = marks.get(node_id, (True, True, 0))
+                if not hidden and not deleted:
+                    picked.append((node_id, score))
+                    if len(picked) >= want:
+                        break
+            batch *= 2
+        if not picked:
+            return ()
+        nodes = {n.id: n for n in store.get_nodes(self.chat_id, [p[0] for p in picked])}
+        out = []
+        for node_id, score in picked:
+            node = nodes.get(node_id)
+            if node is None:
+                continue
+            out.append(RecalledMessage(node_id, node.speaker, node.content, score))
+        return tuple(out)

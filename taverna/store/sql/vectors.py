@@ -1,0 +1,173 @@
+"""Stored embeddings: each message's vector per model, and other texts' by hash.
+
+The vectors are plain float32 bytes in an ordinary table on both databases; the search
+itself runs over a chat's vectors held in memory by the recall service (see
+`taverna.services.recall`), which reads only the rows written since it last looked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import sqlalchemy as sa
+
+from taverna.store import schema as t
+from taverna.store.repository import DueMessage, StoredVector
+from taverna.store.sql.base import SqlBase
+
+_CHUNK = 500
+
+
+class SqlVectors(SqlBase):
+    """Message and text vectors."""
+
+    def messages_due(self, model: str, *, limit: int) -> list[DueMessage]:
+        n, v, c = t.nodes, t.message_vectors, t.contents
+        query = (
+            sa.select(n.c.chat_id, n.c.id, n.c.content_hash, n.c.role, n.c.speaker, c.c.text)
+            .select_from(
+                n.join(c, c.c.hash == n.c.content_hash).outerjoin(
+                    v,
+                    sa.and_(
+                        v.c.node_id == n.c.id,
+                        v.c.model == model,
+                        v.c.content_hash == n.c.content_hash,
+                    ),
+                )
+            )
+            .where(v.c.seq.is_(None), n.c.deleted == sa.false(), c.c.text != "")
+            .order_by(n.c.chat_id, n.c.depth)
+            .limit(limit)
+        )
+        with self._read() as conn:
+            return [DueMessage(*row) for row in conn.execute(query)]
+
+    def save_message_vectors(self, model: str, rows: Sequence[tuple[DueMessage, bytes]]) -> int:
+        if not rows:
+            return 0
+        try:
+            with self.engine.begin() as conn:
+                return self._put_vectors(conn, model, rows)
+        except sa.exc.IntegrityError:
+            pass
+        # A message went meanwhile (its chat deleted, say): store the others one by one.
+        stored = 0
+        for row in rows:
+            try:
+                with self.engine.begin() as conn:
+                    stored += self._put_vectors(conn, model, [row])
+            except sa.exc.IntegrityError:
+                continue
+        return stored
+
+    def _put_vectors(
+        self, conn: sa.Connection, model: str, rows: Sequence[tuple[DueMessage, bytes]]
+    ) -> int:
+        v = t.message_vectors
+        ids = [due.node_id for due, _ in rows]
+        for start in range(0, len(ids), _CHUNK):
+            conn.execute(
+                v.delete().where(v.c.model == model, v.c.node_id.in_(ids[start : start + _CHUNK]))
+            )
+        conn.execute(
+            v.insert(),
+            [
+                {
+                    "chat_id": due.chat_id,
+                    "node_id": due.node_id,
+                    "model": model,
+                    "content_hash": due.content_hash,
+                    "vector": vector,
+                }
+                for due, vector in rows
+            ],
+        )
+        return len(rows)
+
+    def message_vectors(self, chat_id: str, model: str, *, after: int = 0) -> list[StoredVector]:
+        v, n = t.message_vectors, t.nodes
+        query = (
+            sa.select(v.c.seq, v.c.node_id, n.c.depth, v.c.vector)
+            .select_from(v.join(n, n.c.id == v.c.node_id))
+            .where(v.c.chat_id == chat_id, v.c.model == model, v.c.seq > after)
+            .order_by(v.c.seq)
+        )
+        with self._read() as conn:
+            return [StoredVector(int(s), i, int(d), bytes(b)) for s, i, d, b in conn.execute(query)]
+
+    def message_marks(
+        self, chat_id: str, node_ids: Sequence[str]
+    ) -> dict[str, tuple[bool, bool, int]]:
+        n = t.nodes
+        found: dict[str, tuple[bool, bool, int]] = {}
+        with self._read() as conn:
+            for start in range(0, len(node_ids), _CHUNK):
+                rows = conn.execute(
+                    sa.select(n.c.id, n.c.hidden, n.c.deleted, n.c.depth).where(
+                        n.c.chat_id == chat_id, n.c.id.in_(node_ids[start : start + _CHUNK])
+                    )
+                )
+                found.update((i, (bool(h), bool(d), int(depth))) for i, h, d, depth in rows)
+        return found
+
+    def climb(self, chat_id: str, start: str, *, limit: int) -> list[tuple[str, int]]:
+        sql = sa.text(
+            """
+            WITH RECURSIVE up(id, parent_id, depth, steps) AS (
+                SELECT id, parent_id, depth, 1 FROM nodes WHERE id = :start AND chat_id = :chat
+                UNION ALL
+                SELECT n.id, n.parent_id, n.depth, up.steps + 1
+                FROM nodes n JOIN up ON n.id = up.parent_id
+                WHERE up.steps < :limit
+            )
+            SELECT id, depth FROM up ORDER BY depth DESC
+            """
+        )
+        with self._read() as conn:
+            rows = conn.execute(sql, {"start": start, "chat": chat_id, "limit": limit})
+            return [(i, int(d)) for i, d in rows]
+
+    def text_vectors(self, model: str, hashes: Sequence[str]) -> dict[str, bytes]:
+        tv = t.text_vectors
+        keys = sorted(set(hashes))
+        found: dict[str, bytes] = {}
+        with self._read() as conn:
+            for start in range(0, len(keys), _CHUNK):
+                rows = conn.execute(
+                    sa.select(tv.c.hash, tv.c.vector).where(
+                        tv.c.model == model, tv.c.hash.in_(keys[start : start + _CHUNK])
+                    )
+                )
+                found.update((h, bytes(b)) for h, b in rows)
+        return found
+
+    def save_text_vectors(self, model: str, vectors: Mapping[str, bytes]) -> None:
+        if not vectors:
+            return
+        tv = t.text_vectors
+        try:
+            with self.engine.begin() as conn:
+                have = set(self._have_texts(conn, model, list(vectors)))
+                rows = [
+                    {"model": model, "hash": h, "vector": b}
+                    for h, b in sorted(vectors.items())
+                    if h not in have
+                ]
+                if rows:
+                    conn.execute(tv.insert(), rows)
+        except sa.exc.IntegrityError:
+            # Another process stored the same text's vector: they are equal.
+            pass
+
+    def _have_texts(self, conn: sa.Connection, model: str, hashes: list[str]) -> list[str]:
+        tv = t.text_vectors
+        out: list[str] = []
+        for start in range(0, len(hashes), _CHUNK):
+            out.extend(
+                conn.execute(
+                    sa.select(tv.c.hash).where(
+                        tv.c.model == model, tv.c.hash.in_(hashes[start : start + _CHUNK])
+                    )
+                ).scalars()
+            )
+        return out

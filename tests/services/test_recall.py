@@ -1,0 +1,252 @@
+"""Recall by meaning: the backlog embeds every message once; a turn recalls only messages
+of its own active path, never hidden or deleted ones, within the recall's budget; and
+vectorized lorebook entries activate by similarity with their score in the trace."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from taverna.engine.assembly.context import GenerationType
+from taverna.engine.assembly.ledger import render_ledger
+from taverna.engine.assembly.recall import RECALLED_KIND
+from taverna.model.chat import ChatState, NodeRole
+from taverna.model.lorebook import Entry, Lorebook
+from taverna.model.prompt import Prompt
+from taverna.providers.embeddings import LocalEmbedder
+from taverna.providers.request import Api
+from taverna.services.active_settings import set_active
+from taverna.services.chats import ChatService
+from taverna.services.connections import ConnectionService
+from taverna.services.generation import GenerationService
+from taverna.services.library import LibraryKind, LibraryService
+from taverna.services.recall import EmbeddingBacklog, RecallService, embed_due
+from taverna.services.turn_context import TurnContexts
+from taverna.services.turn_paths import PathEnds
+from taverna.store.sql import SqlStore
+from taverna.store.testing import backends, temporary_store
+
+NOW = datetime(2026, 5, 1, tzinfo=UTC)
+FILLER = [
+    "We walk along the road and talk about the weather for a while.",
+    "The weather is mild today, a little cloudy over the hills.",
+    "Let us keep walking; the inn is still some miles away.",
+    "I count the milestones as we pass them, one by one.",
+]
+pytestmark = pytest.mark.skipif(
+    not LocalEmbedder.available(), reason="the local embedding model is not installed"
+)
+
+
+@pytest.fixture(scope="module")
+def embedder() -> LocalEmbedder:
+    return LocalEmbedder()
+
+
+@pytest.fixture(params=backends())
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlStore]:
+    with temporary_store(request.param, tmp_path) as opened:
+        yield opened
+
+
+def _settings(store: SqlStore, **vectors: object) -> None:
+    lib = LibraryService(store)
+    preset = lib.put(
+        LibraryKind.CHAT_COMPLETION_PRESET,
+        "Small",
+        {"openai_max_context": 400, "openai_max_tokens": 100},
+    )
+    set_active(store, "chat_completion_preset", preset.id)
+    set_active(
+        store,
+        "extension_settings",
+        {"vectors": {"enabled_chats": True, "insert": 2, "query": 1, **vectors}},
+    )
+
+
+def _chat(store: SqlStore, opening: list[tuple[NodeRole, str]], filler: int) -> str:
+    chats = ChatService(store)
+    chat = chats.create_chat("memory", greetings=["Hello."], base_state=ChatState()).chat
+    for role, text in opening:
+        chat = chats.append(chat.id, role, text, revision=chat.revision).chat
+    for i in range(filler):
+        role = NodeRole.USER if i % 2 == 0 else NodeRole.ASSISTANT
+        chat = chats.append(chat.id, role, FILLER[i % len(FILLER)], revision=chat.revision).chat
+    return chat.id
+
+
+def _turn(store: SqlStore, tmp_path: Path, chat_id: str, embedder: LocalEmbedder) -> Prompt:
+    recall = RecallService(store, lambda config: embedder)
+    turns = TurnContexts(store, clock=lambda: NOW, paths=PathEnds(store), recall=recall)
+    service = GenerationService(
+        store, ConnectionService(store, tmp_path), turns, paths=turns.paths, clock=lambda: NOW
+    )
+    chat = store.get_chat(chat_id)
+    turn = service.turn(chat, chat.active_leaf_id, GenerationType.NORMAL, Api.OPENAI, dry_run=True)
+    return turns.build(turn).prompt
+
+
+def _recalled(prompt: Prompt) -> dict[str, str]:
+    return {i.source: i.text for i in prompt.ledger.items if i.kind == RECALLED_KIND and i.included}
+
+
+def _ask(store: SqlStore, chat_id: str, text: str) -> None:
+    chats = ChatService(store)
+    chat = store.get_chat(chat_id)
+    chats.append(chat_id, NodeRole.USER, text, revision=chat.revision)
+
+
+DRAGON = "The red dragon burned the mill at Oxbridge and flew north to the mountains."
+LIGHTHOUSE = "We swore to meet again at the old lighthouse at midnight, on the full moon."
+
+
+def test_the_backlog_embeds_every_message_once_and_an_edit_again(
+    store: SqlStore, embedder: LocalEmbedder
+) -> None:
+    chat_id = _chat(store, [(NodeRole.USER, DRAGON)], 6)
+    backlog = EmbeddingBacklog(store, embedder)
+    assert backlog.drain() == 8  # greeting, opening, six more
+    assert store.messages_due(embedder.model, limit=10) == []
+    assert embed_due(store, embedder) == 0
+    path = ChatService(store).active_path(chat_id).nodes
+    chat = store.get_chat(chat_id)
+    ChatService(store).edit(chat_id, path[1].id, "A new text.", revision=chat.revision)
+    due = store.messages_due(embedder.model, limit=10)
+    assert [d.node_id for d in due] == [path[1].id]
+    assert backlog.drain() == 1
+    assert len(store.message_vectors(chat_id, embedder.model)) == 8
+
+
+def test_a_turn_recalls_an_old_message_near_in_meaning(
+    store: SqlStore, tmp_path: Path, embedder: LocalEmbedder
+) -> None:
+    _settings(store)
+    chat_id = _chat(store, [(NodeRole.USER, DRAGON), (NodeRole.ASSISTANT, LIGHTHOUSE)], 40)
+    EmbeddingBacklog(store, embedder).drain()
+    _ask(store, chat_id, "Where did that dragon go after it burned the mill?")
+    prompt = _turn(store, tmp_path, chat_id, embedder)
+    path = ChatService(store).active_path(chat_id).nodes
+    dragon_id = path[1].id
+    recalled = _recalled(prompt)
+    assert dragon_id in recalled
+    assert "dragon burned the mill" in recalled[dragon_id]
+    text = "\n".join(m.content for m in prompt.messages)
+    assert "Past events:" in text and "dragon burned the mill" in text
+    # The old message itself is outside the window: it is in the prompt only as recalled.
+    history = [i.source for i in prompt.ledger.items if i.kind == "history" and i.included]
+    assert dragon_id not in history
+    assert "recalled messages:" in render_ledger(prompt)
+    scores = [i.reason for i in prompt.ledger.items if i.kind == RECALLED_KIND]
+    assert all(r.startswith("score ") for r in scores)
+
+
+def test_a_branch_never_recalls_a_sibling_branchs_message(
+    store: SqlStore, tmp_path: Path, embedder: LocalEmbedder
+) -> None:
+    _settings(store)
+    chats = ChatService(store)
+    chat_id = _chat(store, [], 0)
+    chat = store.get_chat(chat_id)
+    fork = chat.active_leaf_id
+    assert fork is not None
+    # Branch A: the dragon story, then filler.
+    chat = chats.append(chat_id, NodeRole.USER, DRAGON, revision=chat.revision).chat
+    for i in range(30):
+        role = NodeRole.USER if i % 2 == 0 else NodeRole.ASSISTANT
+        chat = chats.append(chat_id, role, FILLER[i % 4], revision=chat.revision).chat
+    a_leaf = chat.active_leaf_id
+    # Branch B from the greeting: other events, then filler and the dragon question.
+    chat = chats.branch_from(chat_id, fork, "other", revision=chat.revision).chat
+    chat = chats.append(chat_id, NodeRole.USER, LIGHTHOUSE, revision=chat.revision).chat
+    for i in range(30):
+        role = NodeRole.USER if i % 2 == 0 else NodeRole.ASSISTANT
+        chat = chats.append(chat_id, role, FILLER[(i + 1) % 4], revision=chat.revision).chat
+    EmbeddingBacklog(store, embedder).drain()
+    _ask(store, chat_id, "Where did that dragon go after it burned the mill?")
+    prompt = _turn(store, tmp_path, chat_id, embedder)
+    a_path = {n.id for n in store.path_to(chat_id, a_leaf or "")}
+    b_path = {n.id for n in ChatService(store).active_path(chat_id).nodes}
+    recalled = _recalled(prompt)
+    assert recalled, "something of branch B is recalled"
+    assert not set(recalled) & (a_path - b_path)
+    assert set(recalled) <= b_path
+    assert all("dragon" not in text for text in recalled.values())
+
+
+def test_hidden_and_deleted_messages_are_never_recalled(
+    store: SqlStore, tmp_path: Path, embedder: LocalEmbedder
+) -> None:
+    _settings(store)
+    chat_id = _chat(
+        store,
+        [
+            (NodeRole.USER, DRAGON),
+            (NodeRole.ASSISTANT, "The dragon burned the mill and then the granary at Oxbridge."),
+        ],
+        40,
+    )
+    EmbeddingBacklog(store, embedder).drain()
+    chats = ChatService(store)
+    path = chats.active_path(chat_id).nodes
+    hidden_id, deleted_id = path[1].id, path[2].id
+    chat = store.get_chat(chat_id)
+    chat = chats.set_hidden(chat_id, [hidden_id], True, revision=chat.revision).chat
+    chats.delete(chat_id, deleted_id, revision=chat.revision)
+    _ask(store, chat_id, "Where did that dragon go after it burned the mill?")
+    prompt = _turn(store, tmp_path, chat_id, embedder)
+    recalled = _recalled(prompt)
+    assert hidden_id not in recalled and deleted_id not in recalled
+    assert all("dragon" not in text for text in recalled.values())
+
+
+def test_the_recalled_block_keeps_to_its_own_budget(
+    store: SqlStore, tmp_path: Path, embedder: LocalEmbedder
+) -> None:
+    _settings(store, budget=12, insert=3)
+    chat_id = _chat(store, [(NodeRole.USER, DRAGON), (NodeRole.ASSISTANT, LIGHTHOUSE)], 40)
+    EmbeddingBacklog(store, embedder).drain()
+    _ask(store, chat_id, "Where did that dragon go after it burned the mill?")
+    prompt = _turn(store, tmp_path, chat_id, embedder)
+    lines = [i for i in prompt.ledger.items if i.kind == RECALLED_KIND]
+    assert lines and all(not i.included for i in lines if i.tokens > 12)
+    assert any("over the recall budget of 12 tokens" in i.reason for i in lines)
+    assert sum(i.tokens for i in lines if i.included) <= 12
+
+
+def test_a_vectorized_entry_activates_by_similarity_with_its_score(
+    store: SqlStore, tmp_path: Path, embedder: LocalEmbedder
+) -> None:
+    _settings(store, enabled_chats=False, enabled_world_info=True, score_threshold=0.2)
+    lib = LibraryService(store)
+    lib.put_lorebook(
+        Lorebook(
+            name="Lore",
+            entries=(
+                Entry(
+                    uid=1,
+                    key=("zzz-never",),
+                    content="Dragons of the north hoard mills' grain.",
+                    vectorized=True,
+                ),
+                Entry(uid=2, key=("zzz-never",), content="Tea is served at five.", vectorized=True),
+                Entry(uid=3, key=("zzz-never",), content="Dragons are feared.", vectorized=False),
+            ),
+        )
+    )
+    chats = ChatService(store)
+    chat = chats.create_chat(
+        "lore", greetings=["Hello."], metadata={"world_info": "Lore"}, base_state=ChatState()
+    ).chat
+    chats.append(
+        chat.id, NodeRole.USER, "The dragon is coming for the mill!", revision=chat.revision
+    )
+    prompt = _turn(store, tmp_path, chat.id, embedder)
+    text = "\n".join(m.content for m in prompt.messages)
+    assert "hoard mills' grain" in text
+    assert "Dragons are feared." not in text  # not vectorized, and no key matched
+    trace = {(s.book, s.uid): s for s in prompt.ledger.trace}
+    assert trace[("Lore", 1)].reason.startswith("similarity ")
+    assert "(vectorized)" in trace[("Lore", 1)].reason
