@@ -2,8 +2,9 @@
 
 Type a message to send it. Commands: /swipe, /regen, /continue, /impersonate,
 /edit N [TEXT], /hide N[-M], /unhide N[-M], /branch NAME, /prompt, /drafts, /keep,
-/drop, /help, /quit. Ctrl-C while the model writes stops it (what streamed is kept
-as a draft). `--say TEXT` runs one turn without a terminal and prints the reply.
+/drop, /help, /quit; any other line starting with `/` runs as an STscript in the chat.
+Ctrl-C while the model writes stops it (what streamed is kept as a draft).
+`--say TEXT` runs one turn without a terminal and prints the reply.
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ HELP = """commands:
   /branch NAME      name a branch at the last message
   /prompt           show the last prompt's ledger (or the next one's)
   /drafts /keep /drop   drafts left by stopped or failed replies
-  /quit"""
+  /quit
+any other line starting with / runs as an STscript (/help script lists its commands),
+e.g.  /setvar key=mood calm | /sys The wind rises. | /trigger"""
 
 
 class Session:
@@ -152,7 +155,9 @@ class Session:
         chats, generation = self.ctx.chats, self.generation
         if name in ("quit", "exit", "q"):
             return False
-        if name == "help":
+        if name == "help" and rest == "script":
+            self.script("/help")
+        elif name == "help":
             self.echo(HELP)
         elif name == "swipe":
             self.generate(generation.swipe)
@@ -207,8 +212,39 @@ class Session:
             else:
                 generation.drop_draft(drafts[-1].id)
         else:
-            self.echo(f"unknown command /{name}; /help lists them")
+            self.script(line)
         return True
+
+    def script(self, text: str) -> None:
+        """Run an STscript in the chat; show its notices, result and new messages, then
+        start the reply it asked for."""
+        from taverna.services.scripts import ScriptService
+
+        before = len(self.ctx.chats.active_path(self.chat_id).nodes)
+        run = ScriptService(self.ctx.chats).run(text, chat_id=self.chat_id)
+        for severity, notice in run.notices:
+            self.echo(notice if severity == "info" else f"{severity}: {notice}")
+        if run.result.pipe and not run.notices:
+            self.echo(run.result.pipe)
+        added = len(self.ctx.chats.active_path(self.chat_id).nodes) - before
+        if added > 0:
+            self.show(last=added)
+        if run.result.aborted:
+            self.echo(f"(aborted: {run.result.abort_reason})")
+        self.follow_up(run.follow_up)
+
+    def follow_up(self, kind: str | None) -> None:
+        generation = self.generation
+        if kind == "trigger":
+            self.generate(generation.send, "")
+        elif kind == "continue":
+            self.generate(generation.continue_reply)
+        elif kind == "swipe":
+            self.generate(generation.swipe)
+        elif kind == "impersonate":
+            done = self.generate(generation.impersonate)
+            if done and done.draft_id:
+                self.echo("(the draft is kept: /keep writes it as yours, /drop forgets it)")
 
     def show_prompt(self) -> None:
         from taverna.engine.assembly.ledger import render_ledger

@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "prompt": "taverna.cli.prompt",
     "connection": "taverna.cli.connection",
     "chat": "taverna.cli.chat",
+    "script": "taverna.cli.script",
     "serve": "taverna.cli.serve",
 }
 COMMAND_MODULES = tuple(dict.fromkeys(COMMANDS.values()))

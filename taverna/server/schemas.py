@@ -353,3 +353,28 @@ class HideRangeIn(Strict):
     end: int = Field(ge=0)
     hidden: bool = True
     revision: ChatRevision
+
+
+class ScriptIn(Strict):
+    """An STscript to run in the chat (what the chat input sends for a line starting `/`)."""
+
+    text: str = Field(min_length=1, max_length=TEXT_MAX)
+    revision: ChatRevision
+
+
+class ScriptNoticeOut(BaseModel):
+    """What `/echo` and friends showed: a notice for the person."""
+
+    severity: str
+    text: str
+
+
+class ScriptOut(BaseModel):
+    """A script's outcome: the chat after it, its result and notices, and the reply it asked
+    for (`trigger`, `continue`, `impersonate`, `swipe`), which the page starts next."""
+
+    chat: ChatOut
+    pipe: str
+    notices: list[ScriptNoticeOut]
+    follow_up: str | None = None
+    aborted: bool = False

@@ -17,7 +17,8 @@ class ScriptError(TavernaError):
     """A script could not be parsed or a command failed.
 
     `command` names the command (without the slash) when one is to blame; `line` and
-    `column` point into the script's text (1-based).
+    `column` point into the script's text (1-based). `reason` is the bare message;
+    `message` (and `str()`) lead with the command and the position.
     """
 
     def __init__(
@@ -28,19 +29,33 @@ class ScriptError(TavernaError):
         line: int | None = None,
         column: int | None = None,
     ) -> None:
+        self.reason = message
         self.command = command
         self.line = line
         self.column = column
-        super().__init__(message)
+        super().__init__(self._located())
 
-    def __str__(self) -> str:
+    def _located(self) -> str:
         where = []
         if self.command is not None:
             where.append(f"/{self.command}")
         if self.line is not None and self.column is not None:
             where.append(f"at {self.line}:{self.column}")
         prefix = " ".join(where)
-        return f"{prefix}: {self.message}" if prefix else self.message
+        return f"{prefix}: {self.reason}" if prefix else self.reason
+
+    def locate(self, command: str | None, line: int, column: int) -> ScriptError:
+        """This error placed at a command (where it has no place yet)."""
+        if self.line is None:
+            self.line, self.column = line, column
+        if self.command is None and command:
+            self.command = command
+        self.message = self._located()
+        self.args = (self.message,)
+        return self
+
+    def __str__(self) -> str:
+        return self.message
 
     @classmethod
     def at(cls, message: str, text: str, index: int, command: str | None = None) -> ScriptError:

@@ -205,11 +205,8 @@ class Run:
             )
 
     def located(self, error: ScriptError, executor: Executor) -> ScriptError:
-        if error.line is None:
-            error.line, error.column = line_column(self.text, executor.start)
-        if error.command is None and executor.name not in ("", ":"):
-            error.command = executor.name
-        return error
+        line, column = line_column(self.text, executor.start)
+        return error.locate(executor.name if executor.name not in ("", ":") else None, line, column)
 
     # --------------------------------------------------------------- closures
 

@@ -29,10 +29,14 @@ from taverna.server.schemas import (
     NewChatIn,
     RenameChatIn,
     RevisionIn,
+    ScriptIn,
+    ScriptNoticeOut,
+    ScriptOut,
     SelectIn,
 )
 from taverna.server.views import branch_out, chat_summary_out
 from taverna.services import chat_reads, chat_views, editing, inspector
+from taverna.services.scripts import ScriptService
 
 router = APIRouter(prefix="/api/chats", tags=["chats"], dependencies=[Depends(backed_up)])
 
@@ -336,3 +340,26 @@ def context_start(chat_id: str, ctx: AppContext = Depends(context)) -> ContextOu
     sent: the page's "context cut" line, with no prompt assembly."""
     found = inspector.recorded_context(ctx.chats, chat_id, within=usecases.WINDOW)
     return ContextOut(reply_id=found.reply_id, first_message_in_context=found.first_message)
+
+
+@router.post("/{chat_id}/script", response_model=ScriptOut)
+def run_script(
+    chat_id: str, body: ScriptIn, request: Request, ctx: AppContext = Depends(context)
+) -> ScriptOut:
+    """Run an STscript in the chat: its messages and hides are written to the chat, its
+    chat variables recorded on the active leaf, its global ones in the library. An error
+    names the command and the line:column."""
+    run = ScriptService(ctx.chats, owner=current_user(request)).run(
+        body.text, chat_id=chat_id, revision=body.revision
+    )
+    if run.changed or run.first_changed is not None:
+        view = usecases.changed_view(ctx, chat_id, below=run.first_changed)
+    else:
+        view = usecases.unchanged_view(ctx, chat_id)
+    return ScriptOut(
+        chat=view,
+        pipe=run.result.pipe,
+        notices=[ScriptNoticeOut(severity=s, text=t) for s, t in run.notices],
+        follow_up=run.follow_up,
+        aborted=run.result.aborted,
+    )

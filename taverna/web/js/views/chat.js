@@ -537,16 +537,32 @@ export async function render(root, params) {
     await write(() => api.post(`${chatUrl}/${step}`, { revision: state.chat.revision }));
   }
 
-  // `/hide 2-5`, `/hide 3`, `/unhide 2-5`: SillyTavern's commands for hiding messages.
-  async function slashCommand(text) {
-    const found = text.match(/^\/(hide|unhide)\s+(\d+)(?:\s*-\s*(\d+))?$/);
-    if (!found) return false;
-    const start = Number(found[2]);
-    const end = found[3] === undefined ? start : Number(found[3]);
-    if (await write(() => api.post(`${chatUrl}/hide-range`, { start, end, hidden: found[1] === "hide", revision: state.chat.revision }), t("kept.message"), t("kept.message"))) {
-      input.value = "";
+  /** Run an STscript (a line starting with `/`) in the chat: its messages and variables are
+   * written by the server; its notices show as toasts; a reply it asks for starts after it.
+   * Returns the reply kind to start (or null). */
+  async function runScript(text) {
+    const answer = await send(
+      () => api.post(`${chatUrl}/script`, { text, revision: state.chat.revision }),
+      t("kept.message"),
+      t("kept.message"),
+    );
+    if (!answer) return null;
+    input.value = "";
+    apply(answer.chat);
+    loadContextLine();
+    for (const notice of answer.notices) toast(notice.text, ["error", "warning"].includes(notice.severity) ? notice.severity : "info");
+    return answer.follow_up || null;
+  }
+
+  /** Run a Quick Reply's script (or send its text when it is not a script). */
+  async function runQuickReply(message) {
+    if (state.task || !state.chat) return;
+    if (!message.trim().startsWith("/")) {
+      input.value = message;
+      return generate("normal");
     }
-    return true;
+    const next = await runScript(message);
+    if (next) await generate(next === "trigger" ? "normal" : next);
   }
 
   /** Start a generation (a write that answers with the change and a task to follow);
@@ -561,8 +577,12 @@ export async function render(root, params) {
 
   async function generate(kind) {
     if (state.task || !state.chat) return;
+    if (kind === "normal" && input.value.trim().startsWith("/")) {
+      const next = await runScript(input.value.trim());
+      if (next) await generate(next === "trigger" ? "normal" : next);
+      return;
+    }
     const body = { kind, revision: state.chat.revision };
-    if (kind === "normal" && (await slashCommand(input.value.trim()))) return;
     if (kind === "normal") {
       body.text = input.value;
       if (!body.text.trim() && !state.total) return;

@@ -1,0 +1,399 @@
+"""Running an STscript in a chat: the engine's interpreter over the chat's services.
+
+`ScriptService.run(chat_id, text)` reads the chat variables at the active leaf and the
+global ones from the library, runs the script (chat effects through `ChatScriptHost`),
+then records the chat variables as state on the active leaf (so a branch before it does
+not have them, formats-extensions.md §3) and the global ones in the library. A reply the
+script asks for (`/trigger`, `/continue`, `/impersonate`, `/swipe`) is returned as a
+follow-up for the caller to start once the script has ended, as SillyTavern starts
+`/trigger` without waiting for it.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from taverna.engine.macros import MacroContext, Variables
+from taverna.engine.script import (
+    ChatHost,
+    Generation,
+    Injection,
+    Limits,
+    NoChat,
+    ScriptContext,
+    ScriptError,
+    ScriptResult,
+    run_script,
+)
+from taverna.errors import StaleRevision
+from taverna.model.chat import Chat, NodeRole
+from taverna.model.quick_reply import LegacyQuickReplySet, QuickReplySet
+from taverna.services.active_settings import ACTIVE, SETTINGS_KIND, set_active
+from taverna.services.chats import ChatService
+from taverna.services.library import LibraryKind, LibraryService
+
+__all__ = ["FOLLOW_UPS", "ChatScriptHost", "ScriptRun", "ScriptService"]
+
+# Generations a script may ask for that the chat's own generation endpoints carry out.
+FOLLOW_UPS = ("trigger", "continue", "impersonate", "swipe")
+_INJECT_POSITIONS = {"none": -1, "after": 0, "chat": 1, "before": 2}
+_INJECT_ROLES = {"system": 0, "user": 1, "assistant": 2}
+SCRIPT_INJECTS = "script_injects"
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptRun:
+    """What a script did: its result, the chat after it, notices and the reply to start.
+
+    `first_changed` is the parent of the first message the script added or changed
+    (None: from the start), so a caller can redraw from there.
+    """
+
+    result: ScriptResult
+    chat: Chat | None
+    notices: tuple[tuple[str, str], ...] = ()
+    follow_up: str | None = None
+    changed: bool = False
+    first_changed: str | None = None
+
+
+@dataclass
+class ChatScriptHost:
+    """The chat effects of a script, written through the chat's service as they happen."""
+
+    chats: ChatService
+    library: LibraryService
+    chat: Chat
+    notices: list[tuple[str, str]] = field(default_factory=list)
+    follow_up: str | None = None
+    changed: bool = False
+    first_changed: str | None = None
+    _touched: bool = False
+
+    def _mark(self, parent: str | None) -> None:
+        if not self._touched:
+            self._touched = True
+            self.first_changed = parent
+        self.changed = True
+
+    def _append(
+        self,
+        role: NodeRole,
+        text: str,
+        *,
+        at: int | None,
+        speaker: str,
+        hidden: bool = False,
+        extras: Mapping[str, Any] | None = None,
+    ) -> str:
+        if at is not None:
+            raise ScriptError("at= (adding a message in the middle of the chat) is not supported")
+        self._mark(self.chat.active_leaf_id)
+        outcome = self.chats.append(
+            self.chat.id,
+            role,
+            text,
+            revision=self.chat.revision,
+            speaker=speaker,
+            hidden=hidden,
+            extras=extras,
+        )
+        self.chat = outcome.chat
+        return ""
+
+    def send(self, text: str, *, at: int | None, name: str | None) -> str:
+        return self._append(NodeRole.USER, text, at=at, speaker=name or self.chat.user_name)
+
+    def send_as(self, name: str, text: str, *, at: int | None) -> str:
+        return self._append(NodeRole.ASSISTANT, text, at=at, speaker=name)
+
+    def narrate(self, text: str, *, at: int | None) -> str:
+        name = self.chat.metadata.get("narrator_name")
+        speaker = name if isinstance(name, str) and name else "System"
+        return self._append(NodeRole.NARRATOR, text, at=at, speaker=speaker)
+
+    def comment(self, text: str, *, at: int | None) -> str:
+        # SillyTavern's comment: shown, `is_system` (never sent), `extra.type = comment`.
+        return self._append(
+            NodeRole.SYSTEM, text, at=at, speaker="Note", hidden=True, extras={"type": "comment"}
+        )
+
+    def hide(self, start: int, end: int, *, hidden: bool) -> str:
+        outcome = self.chats.hide_range(
+            self.chat.id, start, end, hidden=hidden, revision=self.chat.revision
+        )
+        self._mark(outcome.node.parent_id if outcome.node else None)
+        self.chat = outcome.chat
+        return ""
+
+    def generate(self, request: Generation) -> str:
+        if request.kind in FOLLOW_UPS:
+            if self.follow_up is not None:
+                raise ScriptError(
+                    f"a script starts one reply at most (/{self.follow_up} came first)"
+                )
+            self.follow_up = request.kind
+            return ""
+        raise ScriptError(
+            f"/{request.kind} (a generation whose text comes back to the script) is not "
+            "available yet; use /trigger to have the character reply"
+        )
+
+    def _injects(self) -> dict[str, Any]:
+        found = self.chat.metadata.get(SCRIPT_INJECTS)
+        return dict(found) if isinstance(found, Mapping) else {}
+
+    def _write_injects(self, injects: Mapping[str, Any]) -> None:
+        outcome = self.chats.update_metadata(
+            self.chat.id, {SCRIPT_INJECTS: dict(injects)}, revision=self.chat.revision
+        )
+        self.chat = outcome.chat
+
+    def inject(self, injection: Injection) -> str:
+        injects = self._injects()
+        if not injection.text:
+            injects.pop(injection.id, None)
+        else:
+            # SillyTavern's `chat_metadata.script_injects` shape (formats-extensions.md §3).
+            injects[injection.id] = {
+                "value": injection.text,
+                "position": _INJECT_POSITIONS[injection.position],
+                "depth": injection.depth,
+                "scan": injection.scan,
+                "role": _INJECT_ROLES[injection.role],
+            }
+        self._write_injects(injects)
+        return ""
+
+    def flush_injections(self, injection_id: str | None) -> str:
+        injects = self._injects()
+        if injection_id is None:
+            injects = {}
+        else:
+            injects.pop(injection_id, None)
+        self._write_injects(injects)
+        return ""
+
+    def list_injections(self) -> Mapping[str, Injection]:
+        positions = {number: name for name, number in _INJECT_POSITIONS.items()}
+        roles = {number: name for name, number in _INJECT_ROLES.items()}
+        found: dict[str, Injection] = {}
+        for key, item in self._injects().items():
+            if not isinstance(item, Mapping):
+                continue
+            found[str(key)] = Injection(
+                id=str(key),
+                text=str(item.get("value", "")),
+                position=positions.get(_int(item.get("position"), 0), "after"),
+                depth=_int(item.get("depth"), 4),
+                role=roles.get(_int(item.get("role"), 0), "system"),
+                scan=item.get("scan") is True,
+            )
+        return found
+
+    def _lorebook(self, book: str) -> Any:
+        doc = self.library.find(LibraryKind.LOREBOOK, book)
+        if doc is None:
+            raise ScriptError(f'no lorebook named "{book}"')
+        return self.library.lorebook(doc.id)
+
+    def find_entry(self, book: str, field: str, text: str) -> str:
+        wanted = text.strip().lower()
+        for entry in self._lorebook(book).entries:
+            value = _entry_value(entry, field)
+            values = value if isinstance(value, tuple | list) else (value,)
+            if any(wanted in str(item).lower() for item in values if item is not None):
+                return str(entry.uid)
+        return ""
+
+    def entry_field(self, book: str, uid: str, field: str) -> str:
+        for entry in self._lorebook(book).entries:
+            if str(entry.uid) == uid.strip():
+                value = _entry_value(entry, field)
+                if isinstance(value, tuple | list):
+                    return ",".join(str(item) for item in value)
+                if isinstance(value, bool):
+                    return "1" if value else "0"
+                return "" if value is None else str(getattr(value, "value", value))
+        return ""
+
+    def quick_reply(self, name: str) -> str | None:
+        return find_quick_reply(self.library, name)
+
+    def notify(self, text: str, severity: str) -> None:
+        self.notices.append((severity, text))
+
+
+def _int(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _entry_value(entry: Any, field: str) -> Any:
+    name = re.sub(r"(?<!^)([A-Z])", r"_\1", field).lower()
+    if name.startswith("_") or not hasattr(entry, name):
+        raise ScriptError(f"lorebook entries have no field {field!r}")
+    return getattr(entry, name)
+
+
+def quick_reply_sets(library: LibraryService) -> list[QuickReplySet]:
+    """Every Quick Reply set of the library, in version-2 form."""
+    sets = []
+    for doc in library.documents(LibraryKind.QUICK_REPLY_SET):
+        item = library.item(LibraryKind.QUICK_REPLY_SET, doc.id)
+        sets.append(item.migrated() if isinstance(item, LegacyQuickReplySet) else item)
+    return sets
+
+
+def find_quick_reply(library: LibraryService, name: str) -> str | None:
+    """The script of the Quick Reply labelled `name`, else of `Set.Label` (SillyTavern's
+    lookup order for `/run` and `/:`)."""
+    sets = quick_reply_sets(library)
+    for qr_set in sets:
+        for reply in qr_set.qr_list:
+            if reply.label == name:
+                return reply.message
+    for index, char in enumerate(name):
+        if char != ".":
+            continue
+        set_name, label = name[:index], name[index + 1 :]
+        for qr_set in sets:
+            if qr_set.name == set_name:
+                for reply in qr_set.qr_list:
+                    if reply.label == label:
+                        return reply.message
+    return None
+
+
+class _NoChatHost(NoChat):
+    """Outside a chat: no chat effects, but the library's Quick Replies can run."""
+
+    def __init__(self, library: LibraryService) -> None:
+        super().__init__()
+        self.library = library
+
+    def quick_reply(self, name: str) -> str | None:
+        return find_quick_reply(self.library, name)
+
+
+class ScriptService:
+    """Runs scripts for one account: in a chat (effects and variables saved) or without."""
+
+    def __init__(
+        self,
+        chats: ChatService,
+        *,
+        owner: str = "",
+        limits: Limits | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.chats = chats
+        self.owner = owner
+        self.library = LibraryService(chats.store, owner=owner)
+        self.limits = limits or Limits()
+        self.clock = clock
+
+    # ------------------------------------------------------------ global variables
+
+    def _active_document(self) -> Any:
+        docs = self.chats.store.find_documents(SETTINGS_KIND, name=ACTIVE, owner=self.owner)
+        return docs[-1] if docs else None
+
+    def global_variables(self) -> dict[str, Any]:
+        doc = self._active_document()
+        if doc is None:
+            return {}
+        extensions = doc.data.get("extension_settings")
+        variables = extensions.get("variables") if isinstance(extensions, Mapping) else None
+        found = variables.get("global") if isinstance(variables, Mapping) else None
+        return dict(found) if isinstance(found, Mapping) else {}
+
+    def write_global_variables(self, values: Mapping[str, Any]) -> None:
+        """Store the global variables in the library (`extension_settings.variables.global`)."""
+        doc = self._active_document()
+        found = doc.data.get("extension_settings") if doc is not None else None
+        extensions = dict(found) if isinstance(found, Mapping) else {}
+        variables = extensions.get("variables")
+        extensions["variables"] = {
+            **(variables if isinstance(variables, Mapping) else {}),
+            "global": dict(values),
+        }
+        set_active(self.chats.store, "extension_settings", extensions, owner=self.owner)
+
+    # ------------------------------------------------------------------- running
+
+    def run(
+        self,
+        text: str,
+        *,
+        chat_id: str | None = None,
+        revision: int | None = None,
+        arguments: Mapping[str, str] | None = None,
+    ) -> ScriptRun:
+        """Run `text`; in a chat its effects and chat variables are saved on its path.
+
+        `revision`: the chat's revision as the caller read it (a stale one is a conflict).
+        A script that fails keeps the chat changes made before the failing command, as
+        SillyTavern does, but not its variable changes.
+        """
+        global_before = self.global_variables()
+        if chat_id is None:
+            host: ChatHost = _NoChatHost(self.library)
+            context = ScriptContext(
+                variables=Variables(global_=global_before),
+                host=host,
+                limits=self.limits,
+                clock=self.clock,
+                seed=int(self.clock() * 1000),
+                arguments=dict(arguments or {}),
+            )
+            result = run_script(text, context)
+            self._keep_globals(global_before, result)
+            return ScriptRun(result, None, result.notices)
+        chat = self.chats.get_chat(chat_id)
+        if revision is not None and revision != chat.revision:
+            raise StaleRevision(
+                "the chat changed since it was read", current_revision=chat.revision
+            )
+        local = self.chats.state_at(chat_id).variables
+        chat_host = ChatScriptHost(self.chats, self.library, chat)
+        names = MacroContext(
+            user=chat.user_name or "User",
+            char=chat.characters[0].name if chat.characters else "",
+            group=", ".join(c.name for c in chat.characters) if chat.group_id else None,
+        )
+        context = ScriptContext(
+            variables=Variables(local=dict(local), global_=global_before),
+            macros=names,
+            host=chat_host,
+            limits=self.limits,
+            clock=self.clock,
+            seed=int(self.clock() * 1000),
+            arguments=dict(arguments or {}),
+        )
+        result = run_script(text, context)
+        chat = chat_host.chat
+        if dict(result.variables.local) != dict(local):
+            # The variables go on the active leaf: a branch before it keeps its own.
+            chat = self.chats.update_state(
+                chat.id, revision=chat.revision, variables=dict(result.variables.local)
+            ).chat
+            if not chat_host.changed:
+                chat_host.first_changed = chat.active_leaf_id
+        self._keep_globals(global_before, result)
+        return ScriptRun(
+            result,
+            chat,
+            tuple(chat_host.notices),
+            chat_host.follow_up,
+            chat_host.changed,
+            chat_host.first_changed,
+        )
+
+    def _keep_globals(self, before: Mapping[str, Any], result: ScriptResult) -> None:
+        after = dict(result.variables.global_)
+        if after != dict(before):
+            self.write_global_variables(after)

@@ -1,0 +1,54 @@
+"""The chat's script endpoint: a line starting with `/` runs as STscript in the chat."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from taverna.server.context import AppContext
+from tests.server.conftest import rev
+from tests.server.test_chats import make_chat
+
+
+def test_a_script_writes_messages_and_variables(client: TestClient, ctx: AppContext) -> None:
+    chat_id, ids = make_chat(ctx)
+    answer = client.post(
+        f"/api/chats/{chat_id}/script",
+        json={
+            "text": "/setvar key=mood calm | /sys The wind rises. | /echo {{getvar::mood}}",
+            "revision": rev(client, chat_id),
+        },
+    )
+    assert answer.status_code == 200, answer.text
+    data = answer.json()
+    assert data["pipe"] == "calm"
+    assert data["notices"] == [{"severity": "info", "text": "calm"}]
+    assert [m["content"] for m in data["chat"]["messages"]][-1] == "The wind rises."
+    assert data["follow_up"] is None
+    narrator = ctx.chats.active_path(chat_id).nodes[-1]
+    assert dict(ctx.chats.state_at(chat_id, narrator.id).variables) == {"mood": "calm"}
+    assert dict(ctx.chats.state_at(chat_id, ids[1]).variables) == {}
+
+
+def test_a_script_asks_for_a_reply(client: TestClient, ctx: AppContext) -> None:
+    chat_id, _ids = make_chat(ctx)
+    data = client.post(
+        f"/api/chats/{chat_id}/script",
+        json={"text": "/trigger", "revision": rev(client, chat_id)},
+    ).json()
+    assert data["follow_up"] == "trigger"
+
+
+def test_a_script_error_names_the_command_and_position(client: TestClient, ctx: AppContext) -> None:
+    chat_id, _ids = make_chat(ctx)
+    answer = client.post(
+        f"/api/chats/{chat_id}/script",
+        json={"text": "/pass ok |\n/var nope 1", "revision": rev(client, chat_id)},
+    )
+    assert answer.status_code == 400
+    assert answer.json()["detail"]["message"].startswith("/var at 2:1: no such variable")
+
+
+def test_a_stale_revision_is_a_conflict(client: TestClient, ctx: AppContext) -> None:
+    chat_id, _ids = make_chat(ctx)
+    answer = client.post(f"/api/chats/{chat_id}/script", json={"text": "/send hi", "revision": 1})
+    assert answer.status_code == 409
