@@ -50,6 +50,7 @@ from taverna.model.settings import (
     TextCompletionSettings,
     default_prompts,
 )
+from taverna.model.summary import SummarySettings, SummarySource
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +83,8 @@ class SillyTavernSettings:
     raw_regex_enabled: bool = True  # the regex extension is not switched off
     # `extension_settings.variables.global`: what `{{getglobalvar}}` reads
     global_variables: Mapping[str, Any] = field(default_factory=dict)
+    # `extension_settings.memory`: the Summarize extension's settings
+    summary: SummarySettings = field(default_factory=SummarySettings)
     raw: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -112,8 +115,26 @@ def read_settings(data: bytes | str, *, file: str | None = None) -> SillyTavernS
         regex_allowed=reader.regex_allowed(doc),
         raw_regex_enabled=reader.regex_enabled(doc),
         global_variables=reader.global_variables(doc),
+        summary=reader.summary(doc),
         raw=doc,
     )
+
+
+def summary_settings(doc: Mapping[str, Any], *, file: str | None = None) -> SummarySettings:
+    """The Summarize settings of a settings-shaped document (`extension_settings.memory`).
+
+    Without a `memory` object the defaults are taverna's (summaries made by the chat's
+    own model); an object SillyTavern saved keeps its source, also `extras`.
+    """
+    reader = _SettingsReader(file)
+    extensions = reader.obj(doc, "extension_settings")
+    disabled = extensions.get("disabledExtensions") or []
+    enabled = not (isinstance(disabled, list) and "memory" in disabled)
+    memory = reader.obj(extensions, "memory", "extension_settings.")
+    if not memory:
+        return replace(SummarySettings(), enabled=enabled)
+    settings = SummarySettings.from_st(memory, missing_source=SummarySource.EXTRAS)
+    return replace(settings, enabled=enabled)
 
 
 def read_extension_choices(
@@ -565,6 +586,9 @@ class _SettingsReader:
         if not isinstance(allowed, list):
             raise self._fail("extension_settings.character_allowed_regex", "a list", allowed)
         return tuple(a for a in allowed if isinstance(a, str))
+
+    def summary(self, doc: Mapping[str, Any]) -> SummarySettings:
+        return summary_settings(doc, file=self.file)
 
     def global_variables(self, doc: Mapping[str, Any]) -> dict[str, Any]:
         path = "extension_settings."

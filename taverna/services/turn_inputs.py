@@ -107,13 +107,15 @@ def assembly_context(
     group_members: Sequence[str] = (),
     group_name: str = "",
     chat_id: str = "",
+    summary: tuple[str, str] | None = None,
 ) -> AssemblyContext:
     """One turn's context from SillyTavern's own files, deciding what SillyTavern decides.
 
     The chat's metadata brings its author's note (with the user's defaults where the
     chat has none, as SillyTavern fills them), its lorebook and variables; a persona
     locked to the chat replaces the current one; the per-character note applies to
-    the character whose card file it names.
+    the character whose card file it names. `summary` is the chat's summary and the
+    message it belongs to; without it, the one the messages carry (`extra.memory`).
     """
     note = settings.authors_note
     meta = dict(chat_metadata)
@@ -187,7 +189,12 @@ def assembly_context(
     scripts = settings.regex_scripts
     if chars and chars[0].avatar in settings.regex_allowed and settings.raw_regex_enabled:
         scripts = (*scripts, *chars[0].regex_scripts)
+    if summary is None:
+        summary = latest_summary(messages)
     return AssemblyContext(
+        summary=summary[0],
+        summary_at=summary[1],
+        summary_settings=settings.summary,
         characters=chars,
         regex_scripts=scripts,
         global_variables=dict(settings.global_variables),
@@ -206,6 +213,19 @@ def assembly_context(
         group_name=group_name,
         chat_id=chat_id,
     )
+
+
+def latest_summary(messages: Sequence[ChatMessage]) -> tuple[str, str]:
+    """The summary SillyTavern places for these messages, and the id of its message.
+
+    algo-chat-ops.md §3.1 (`getLatestMemoryFromChat`): the newest non-empty
+    `extra.memory`, the very last message left out.
+    """
+    for message in reversed(messages[:-1]):
+        memory = message.extras.get("memory")
+        if memory and isinstance(memory, str):
+            return memory, message.id
+    return "", ""
 
 
 def _persona_position(value: Any) -> PersonaPosition:

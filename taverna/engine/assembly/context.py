@@ -25,6 +25,7 @@ from taverna.model.settings import (
     PowerUserSettings,
     TextCompletionSettings,
 )
+from taverna.model.summary import SummarySettings
 
 
 class GenerationType(StrEnum):
@@ -180,6 +181,12 @@ class AssemblyContext:
     # ones in `Prompt.state`; a dry run (a preview, the inspector, a token count)
     # neither reads nor writes them, as SillyTavern's dry runs (algo-world-info.md §4.1).
     dry_run: bool = False
+    # The chat's summary as this turn sees it (algo-chat-ops.md §3.1: the newest one on
+    # the path before its last message), "" for none; `summary_at` names the message
+    # that carries it, for the ledger. `summary_settings` say where it goes.
+    summary: str = ""
+    summary_at: str = ""
+    summary_settings: SummarySettings = SummarySettings()
     seed: int = 0
     now: datetime = datetime(2024, 1, 1, tzinfo=UTC)
     extras: Mapping[str, Any] = field(default_factory=dict)

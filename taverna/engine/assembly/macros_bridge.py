@@ -82,6 +82,8 @@ def macro_context(context: AssemblyContext) -> MacroContext:
         variables=Variables(
             local=dict(context.metadata.variables), global_=dict(context.global_variables)
         ),
+        # memory/index.js registers `{{summary}}`: the stored summary, whatever its source.
+        extra={"summary": context.summary} if context.summary_settings.enabled else {},
     )
 
 

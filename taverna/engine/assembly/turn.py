@@ -28,6 +28,7 @@ from taverna.engine.assembly.injections import (
 )
 from taverna.engine.assembly.recall import recall_injection
 from taverna.engine.assembly.regex_scripts import regexed_for_prompt
+from taverna.engine.assembly.summary import with_summary
 from taverna.engine.assembly.world import (
     LorebookScan,
     ScanRequest,
@@ -295,7 +296,7 @@ def prepare_turn(
     blocks = parse_examples(fields.mes_examples, heading)
 
     active = authors_note_active(context)
-    table = base_table(context, active)
+    table = with_summary(base_table(context, active), context, substitute)
     budget = prompt_budget(context)
     recalled, recall_notes = recall_injection(context, count_text)
     if recalled is not None:

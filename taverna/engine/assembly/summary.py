@@ -1,0 +1,52 @@
+"""The chat's summary as an extension prompt (SillyTavern's Summarize extension).
+
+algo-chat-ops.md §3.1: the summary is registered under `1_memory` with the settings'
+position, depth, role and scan flag, its text the template with `{{summary}}` filled
+(`Summary: …` when the template is empty). Where it then lands (before or after the
+main prompt or the story string, or in the chat at a depth) is the extension-prompt
+placement every other source shares.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from taverna.engine.assembly.context import AssemblyContext
+from taverna.engine.assembly.injections import SUMMARY_KEY, Injection, InjectionTable
+
+Substitute = Callable[[str, Mapping[str, str]], str]
+
+
+def summary_text(context: AssemblyContext, substitute: Substitute) -> str:
+    """The summary prompt's text before placement, "" when nothing goes in."""
+    settings = context.summary_settings
+    summary = context.summary
+    if not summary or not settings.places_summary:
+        return ""
+    if settings.template:
+        # memory/index.js formatMemoryValue: `{{summary}}` in the template prints the
+        # registered macro (the stored summary as written), not the trimmed value.
+        return substitute(settings.template, {"summary": summary})
+    return f"Summary: {summary.strip()}"
+
+
+def with_summary(
+    table: InjectionTable, context: AssemblyContext, substitute: Substitute
+) -> InjectionTable:
+    """The table with the summary prompt registered, when the chat has a summary to place."""
+    text = summary_text(context, substitute)
+    if not text:
+        return table
+    settings = context.summary_settings
+    return table.with_(
+        Injection(
+            SUMMARY_KEY,
+            text,
+            settings.position,
+            settings.depth,
+            settings.role,
+            scan=settings.scan,
+            kind="summary",
+            source=context.summary_at or "summary",
+        )
+    )
