@@ -99,7 +99,8 @@ class ChatState:
     records in SillyTavern's `timedWorldInfo` shape (`{"sticky": {...}, "cooldown":
     {...}}`), kept as plain JSON so the lorebook engine owns their meaning.
     `authors_note`: the note settings, or None when the chat never set them.
-    `summary`: the latest summary text. `extras`: any other per-path value a feature
+    `summary`: the latest summary text; `summary_at`: the id of the node it was made
+    at (the newest message it covers), so the node that carries it is known. `extras`: any other per-path value a feature
     or an imported chat wants to keep (unknown keys travel unchanged).
     """
 
@@ -108,15 +109,19 @@ class ChatState:
     authors_note: AuthorsNote | None = None
     summary: str | None = None
     extras: Mapping[str, Any] = field(default_factory=dict)
+    summary_at: str | None = None
 
     def to_json(self) -> JsonObject:
-        return {
+        out: JsonObject = {
             "variables": dict(self.variables),
             "timers": dict(self.timers),
             "authors_note": self.authors_note.to_json() if self.authors_note else None,
             "summary": self.summary,
             "extras": dict(self.extras),
         }
+        if self.summary_at is not None:
+            out["summary_at"] = self.summary_at
+        return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ChatState:
@@ -127,6 +132,7 @@ class ChatState:
             authors_note=AuthorsNote.from_json(note) if isinstance(note, Mapping) else None,
             summary=data.get("summary"),
             extras=dict(data.get("extras") or {}),
+            summary_at=data.get("summary_at"),
         )
 
 

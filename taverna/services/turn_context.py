@@ -73,6 +73,7 @@ from taverna.services.generation import PreparedTurn, TurnRequest
 from taverna.services.library import LibraryKind
 from taverna.services.recall import RecallService, TurnRecall, recall_config
 from taverna.services.settings_import import POWER_USER
+from taverna.services.summaries import in_force
 from taverna.services.tools import declared_tools
 from taverna.services.turn_inputs import (
     assembly_context,
@@ -474,8 +475,12 @@ class TurnContexts:
         if turn.kind in (GenerationType.SWIPE, GenerationType.REGENERATE) and history:
             # The state before the reply being replaced: at the end of the path it answers.
             state = _state_before_last(self.store, chat, tail)
+            before_last = state
         else:
             state = tail.state
+            before_last = state
+            if history and history[-1].state is not None:
+                before_last = _state_before_last(self.store, chat, tail)
         metadata: dict[str, Any] = dict(chat.metadata)
         metadata["variables"] = dict(state.variables)
         if state.timers:
@@ -499,6 +504,8 @@ class TurnContexts:
             api="textgen" if turn.api.is_text_completion else "openai",
             generation_type=turn.kind,
             group_members=members,
+            # algo-chat-ops.md §3.1: the summary in force before the path's last message.
+            summary=self._summary(chat, before_last, history),
         )
         earlier = EarlierMessages(count=tail.before, visible=tail.visible_before)
         interval = context.metadata.authors_note
@@ -518,6 +525,13 @@ class TurnContexts:
             settings_cc = replace(context.chat_completion, continue_prefill=True)
             context = replace(context, chat_completion=settings_cc)
         return context
+
+    def _summary(self, chat: Chat, state: ChatState, history: Sequence[Node]) -> tuple[str, str]:
+        """The summary `state` puts in force and its message (a deleted one's yields)."""
+        if not state.summary:
+            return "", ""
+        known = {n.id: n for n in history} if state.summary_at else {}
+        return in_force(self.store, chat.id, state, chat.base_state, known)
 
 
 # ---------------------------------------------------------------------- helpers

@@ -65,7 +65,9 @@ def message(draw: st.DrawFn) -> dict[str, Any]:
         kind = draw(st.sampled_from([None, "narrator", "comment"]))
         if kind:
             extra["type"] = kind
-        fields["extra"] = extra
+        if draw(st.booleans()):
+            extra["memory"] = draw(text)  # a summary (the Summarize extension's)
+        fields["extra"] = draw(ordered(extra))
     if not is_user and draw(st.booleans()):
         others = draw(st.lists(text, max_size=3))
         at = draw(st.integers(0, len(others)))

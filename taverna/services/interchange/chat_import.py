@@ -10,7 +10,7 @@ subtree they were exported from.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -333,10 +333,51 @@ class _TreeBuilder:
 def _summary_along(messages: Sequence[MessageLine]) -> str | None:
     """formats-chat.md §3.1: the newest message carrying `extra.memory` holds the summary."""
     for message in reversed(messages):
-        memory = message.extra.get("memory")
-        if isinstance(memory, str):
+        memory = carried_summary(message.extra)
+        if memory is not None:
             return memory
     return None
+
+
+def carried_summary(extra: Any) -> str | None:
+    """The summary a message's `extra` carries (`memory`), None for none.
+
+    memory/index.js reads `extra.memory` by truthiness: an empty one carries nothing.
+    """
+    if not isinstance(extra, Mapping):
+        return None
+    memory = extra.get("memory")
+    return memory if isinstance(memory, str) and memory else None
+
+
+def _record_summaries(builder: _TreeBuilder, base: ChatState) -> dict[str, str]:
+    """Record each imported summary as state on the node that carries it.
+
+    Editing, deleting or switching away from that message, or branching above it, then
+    leaves the summary behind with no code of its own (the state follows the path).
+    Returns the carriers: node id -> summary.
+    """
+    carriers: dict[str, str] = {}
+    for node in list(builder.nodes):
+        memory = carried_summary(node.extras.get("extra"))
+        if memory is None:
+            continue
+        carriers[node.id] = memory
+        if node.state is None:
+            builder.set_state(node.id, replace(base, summary=memory, summary_at=node.id))
+    return carriers
+
+
+def _with_summary_of_path(
+    builder: _TreeBuilder, leaf_id: str, state: ChatState, carriers: Mapping[str, str]
+) -> ChatState:
+    """A leaf's file state with the summary of the newest carrier on its path."""
+    node: Node | None = builder.by_id.get(leaf_id)
+    while node is not None:
+        if node.id in carriers:
+            return replace(state, summary=carriers[node.id], summary_at=node.id)
+        node = builder.by_id.get(node.parent_id) if node.parent_id else None
+    return replace(state, summary=None, summary_at=None)
 
 
 def _non_state(metadata: Mapping[str, Any]) -> JsonObject:
@@ -408,27 +449,32 @@ def build_tree(
     main_leaf = builder.add_file(main.messages, merge=False)
     branches: list[Branch] = []
     checkpoints: list[Checkpoint] = []
+    leaves: list[tuple[Node, LinkedFile]] = []
     for item in linked:
         leaf = builder.add_file(item.document.messages, merge=True)
-        if leaf is None:
-            continue
+        if leaf is not None:
+            leaves.append((leaf, item))
+    # The summaries go on the nodes that carry them; nothing above the first one has any.
+    main_state = replace(main_state, summary=None, summary_at=None)
+    carriers = _record_summaries(builder, main_state)
+    for leaf, item in leaves:
         doc = item.document
-        builder.set_state(
-            leaf.id,
-            _file_state(
-                item.name,
-                doc,
-                item.metadata if item.metadata is not None else doc.metadata.fields,
-                shapes=keep_key_order,
-            ),
+        state = _file_state(
+            item.name,
+            doc,
+            item.metadata if item.metadata is not None else doc.metadata.fields,
+            shapes=keep_key_order,
         )
+        builder.set_state(leaf.id, _with_summary_of_path(builder, leaf.id, state, carriers))
         if item.checkpoint:
             checkpoints.append(Checkpoint(new_id(), chat_id, item.name, leaf.id, moment))
         else:
             branches.append(Branch(new_id(), chat_id, item.name, leaf.id, moment))
     if main_leaf is not None:
         # Recorded on the leaf too, so it does not inherit a checkpoint's state above it.
-        builder.set_state(main_leaf.id, main_state)
+        builder.set_state(
+            main_leaf.id, _with_summary_of_path(builder, main_leaf.id, main_state, carriers)
+        )
     if branches:
         head = main_leaf.id if main_leaf else None
         branches.insert(0, Branch(new_id(), chat_id, "main", head, moment))

@@ -109,6 +109,26 @@ def _base_fields(node: Node) -> JsonObject:
             if gen.finished:
                 fields.setdefault("gen_finished", iso_date(gen.finished))
         fields["extra"] = extra
+    return _with_summary(node, fields)
+
+
+def _with_summary(node: Node, fields: JsonObject) -> JsonObject:
+    """The message's `extra.memory` as the node's state says (formats-chat.md §3.1).
+
+    The node carries a summary when its own recorded state says it was made there; an
+    imported `memory` the node no longer carries (the summary was removed or replaced)
+    is left out. The key keeps its place, so an unchanged file comes back byte for byte.
+    """
+    state = node.state
+    carried = state.summary if state is not None and state.summary_at == node.id else None
+    extra = fields.get("extra")
+    if carried:
+        if not isinstance(extra, dict):
+            extra = {}
+        if extra.get("memory") != carried:
+            fields["extra"] = {**extra, "memory": carried}
+    elif isinstance(extra, dict) and isinstance(extra.get("memory"), str) and extra["memory"]:
+        fields["extra"] = {k: v for k, v in extra.items() if k != "memory"}
     return fields
 
 
