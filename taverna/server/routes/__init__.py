@@ -15,6 +15,7 @@ from taverna.server.routes import (
     personas,
     presets,
     prompt,
+    quick_replies,
 )
 
 ROUTERS: tuple[APIRouter, ...] = (
@@ -26,6 +27,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     personas.router,
     presets.router,
     prompt.router,
+    quick_replies.router,
 )
 
 # Routes that take one uploaded file (multipart/form-data).

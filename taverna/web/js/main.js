@@ -17,6 +17,7 @@ const ROUTES = [
   [/^#\/presets\/([^/]+)$/, () => import("./views/preset_edit.js"), (m) => ({ id: m[1] })],
   [/^#\/presets$/, () => import("./views/presets.js"), () => ({ kind: "chat" })],
   [/^#\/templates$/, () => import("./views/presets.js"), () => ({ kind: "templates" })],
+  [/^#\/quick-replies$/, () => import("./views/quick_replies.js"), () => ({})],
   [/^#\/connections$/, () => import("./views/connections.js"), () => ({})],
   [/^#\/import$/, () => import("./views/import.js"), () => ({})],
 ];
@@ -28,6 +29,7 @@ const NAV = [
   ["#/lorebooks", "nav.lorebooks"],
   ["#/presets", "nav.presets"],
   ["#/templates", "nav.templates"],
+  ["#/quick-replies", "nav.quick_replies"],
   ["#/connections", "nav.connections"],
   ["#/import", "nav.import"],
 ];

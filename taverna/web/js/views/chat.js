@@ -75,6 +75,7 @@ export async function render(root, params) {
     iconButton(t("settings.title"), "note", () => openChatSettings(params.id, state.chat.revision, (change) => {
       if (!change) return changedElsewhere();
       apply(change);
+      if (change.quickReplies) loadQuickReplies();
     }), { attrs: { id: "open-settings" } }),
     iconButton(t("chat.undo"), "undo", () => history("undo")),
     iconButton(t("chat.redo"), "redo", () => history("redo")),
@@ -89,9 +90,12 @@ export async function render(root, params) {
     ...chatActions,
     iconButton(t("chat.inspector"), "inspect", () => openInspector(params.id, null, labels()), { attrs: { id: "open-inspector" } }),
   );
+  // Quick Replies: a button per reply of the chat's active sets, above the input.
+  const quickBar = h("div", { class: "quick-replies", role: "toolbar", "aria-label": t("qr.bar"), hidden: true });
   const composer = h(
     "div",
     { class: "composer" },
+    quickBar,
     input,
     h("div", { class: "composer-actions" }, impersonateButton, continueButton, sendButton, stopButton),
   );
@@ -364,6 +368,7 @@ export async function render(root, params) {
   function updateControls() {
     const running = !!state.task;
     const busy = running || !state.chat;
+    for (const button of quickBar.querySelectorAll("button")) button.disabled = busy;
     sendButton.hidden = running;
     sendButton.disabled = !state.chat;
     stopButton.hidden = !running;
@@ -540,18 +545,51 @@ export async function render(root, params) {
   /** Run an STscript (a line starting with `/`) in the chat: its messages and variables are
    * written by the server; its notices show as toasts; a reply it asks for starts after it.
    * Returns the reply kind to start (or null). */
-  async function runScript(text) {
+  async function runScript(text, fromInput = true) {
     const answer = await send(
       () => api.post(`${chatUrl}/script`, { text, revision: state.chat.revision }),
-      t("kept.message"),
-      t("kept.message"),
+      fromInput ? t("kept.message") : t("kept.page"),
+      fromInput ? t("kept.message") : "",
     );
     if (!answer) return null;
-    input.value = "";
+    if (fromInput) input.value = "";
     apply(answer.chat);
     loadContextLine();
     for (const notice of answer.notices) toast(notice.text, ["error", "warning"].includes(notice.severity) ? notice.severity : "info");
     return answer.follow_up || null;
+  }
+
+  let quickReplies = [];
+  async function loadQuickReplies() {
+    try {
+      quickReplies = (await api.get(`${chatUrl}/quick-replies`)).replies;
+    } catch {
+      quickReplies = [];
+    }
+    const shown = quickReplies.filter((r) => !r.hidden);
+    mount(quickBar, shown.map((r) => h("button", {
+      type: "button",
+      class: "small quick-reply",
+      title: r.title || r.message,
+      "data-set": r.set,
+      text: r.label || `${r.set} #${r.id}`,
+      onClick: () => runQuickReply(r.message),
+    })));
+    quickBar.hidden = shown.length === 0;
+    updateControls();
+  }
+
+  /** Run, one after another, the Quick Replies set to run on `trigger` (chat_change, user,
+   * ai); a reply one of them asks for starts after them all. */
+  async function runTriggered(...triggers) {
+    let next = null;
+    for (const trigger of triggers) {
+      for (const reply of quickReplies.filter((r) => r.triggers.includes(trigger))) {
+        if (!reply.message.trim().startsWith("/")) continue;
+        next = (await runScript(reply.message.trim(), false)) || next;
+      }
+    }
+    if (next) await generate(next === "trigger" ? "normal" : next);
   }
 
   /** Run a Quick Reply's script (or send its text when it is not a script). */
@@ -561,7 +599,7 @@ export async function render(root, params) {
       input.value = message;
       return generate("normal");
     }
-    const next = await runScript(message);
+    const next = await runScript(message.trim(), false);
     if (next) await generate(next === "trigger" ? "normal" : next);
   }
 
@@ -614,6 +652,7 @@ export async function render(root, params) {
         else if (first) placeStreamItem();
       } else if (["done", "error", "cancelled", "lost"].includes(kind)) {
         const impersonated = state.task?.kind === "impersonate" ? state.streamText : null;
+        const finished = { normal: ["user", "ai"], regenerate: ["ai"], swipe: ["ai"], continue: ["ai"] }[state.task?.kind];
         state.task = null;
         state.closeStream = null;
         list.querySelector("#streaming")?.remove();
@@ -628,6 +667,8 @@ export async function render(root, params) {
         if (kind === "lost") toast(t("chat.reconnecting"));
         // The server may be going away as the stream ends (a restart): keep trying.
         if (kind === "lost" || !(await refreshEnd())) await recover();
+        // Quick Replies on the person's message and on the reply run once the turn is saved.
+        if (kind === "done" && finished) await runTriggered(...finished);
       }
     });
   }
@@ -682,6 +723,8 @@ export async function render(root, params) {
 
   updateControls();
   await load();
+  await loadQuickReplies();
+  runTriggered("chat_change");
   api.get("/connections").then((found) => {
     // The notice takes room from the list: keep its end in sight.
     const stick = atBottom();

@@ -1,4 +1,5 @@
-// A chat's own settings: the author's note (state on the path) and the chat's lorebook.
+// A chat's own settings: the author's note (state on the path), the chat's lorebook and
+// the Quick Reply sets it offers besides the global ones.
 
 import { api } from "../api.js";
 import { h, mount, openDrawer, toast } from "../dom.js";
@@ -14,7 +15,14 @@ const count = { empty: 0, attrs: { min: "0", step: "1" } };
 export async function openChatSettings(chatId, revision, onSaved) {
   const body = h("div", { class: "inspector-body" });
   const panel = openDrawer({ id: "chat-settings", title: t("settings.title"), closeId: "close-settings", onStale: () => onSaved(null) }, body);
-  const [settings, books] = await Promise.all([api.get(`/chats/${chatId}/settings`), api.get("/lorebooks")]);
+  const [settings, books, qrSets, chatQr] = await Promise.all([
+    api.get(`/chats/${chatId}/settings`),
+    api.get("/lorebooks"),
+    api.get("/quick-replies"),
+    api.get(`/chats/${chatId}/quick-replies`),
+  ]);
+  const qrBoxes = qrSets.filter((s) => !s.active).map((s) => h("label", { class: "inline" },
+    h("input", { type: "checkbox", value: s.name, checked: chatQr.chat_sets.includes(s.name) ? "checked" : null }), " ", s.name));
   const note = settings.authors_note || { prompt: "", interval: 1, depth: 4, position: 1, role: 0 };
   // The note's text, then its numbers side by side.
   const text = fieldForm([["prompt", "text", { rows: 5, label: t("settings.note_text") }]], note, { prefix: "an", shownOnly: true });
@@ -51,6 +59,16 @@ export async function openChatSettings(chatId, revision, onSaved) {
       revision = chat.revision;
       toast(t("common.saved"));
       onSaved(chat);
-    } }));
+    } }),
+    qrBoxes.length ? h("h3", { text: t("qr.chat_sets") }) : null,
+    qrBoxes.length ? h("div", { class: "row wrap", id: "chat-qr-sets" }, ...qrBoxes) : null,
+    qrBoxes.length ? h("button", { type: "button", text: t("common.save"), onClick: async () => {
+      const sets = qrBoxes.map((b) => b.querySelector("input")).filter((i) => i.checked).map((i) => i.value);
+      const saved = await panel.write(() => api.put(`/chats/${chatId}/quick-replies`, { sets, revision }));
+      if (!saved) return;
+      revision = saved.revision;
+      toast(t("common.saved"));
+      onSaved({ revision, quickReplies: true });
+    } }) : null);
   text.fields.prompt.control.focus();
 }

@@ -1,0 +1,208 @@
+"""Quick Reply sets: list, create and edit, delete, and where they are active."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Request, Response
+from pydantic import BaseModel, Field
+
+from taverna.model.quick_reply import QuickReply, QuickReplySet
+from taverna.server.context import AppContext, backed_up, context, current_user
+from taverna.server.schemas import NAME_MAX, TEXT_MAX, ChatRevision, Strict
+from taverna.services.quick_replies import QuickReplyButton, QuickReplyService, StoredSet
+
+router = APIRouter(tags=["quick replies"])
+
+TRIGGER_FIELDS = {
+    "startup": "execute_on_startup",
+    "user": "execute_on_user",
+    "ai": "execute_on_ai",
+    "chat_change": "execute_on_chat_change",
+    "group_member_draft": "execute_on_group_member_draft",
+    "new_chat": "execute_on_new_chat",
+}
+
+
+class QuickReplyIn(Strict):
+    label: str = Field(max_length=NAME_MAX)
+    message: str = Field(default="", max_length=TEXT_MAX)
+    title: str = Field(default="", max_length=NAME_MAX)
+    hidden: bool = False
+    triggers: list[str] = Field(default_factory=list, max_length=len(TRIGGER_FIELDS))
+    automation_id: str = Field(default="", max_length=NAME_MAX)
+
+
+class QuickReplySetIn(Strict):
+    """A set as the page edits it; its other SillyTavern fields are kept as stored."""
+
+    name: str = Field(min_length=1, max_length=NAME_MAX)
+    replies: list[QuickReplyIn] = Field(default_factory=list, max_length=1000)
+    active: bool | None = None
+
+
+class QuickReplyOut(BaseModel):
+    set: str
+    id: int
+    label: str
+    title: str
+    message: str
+    hidden: bool
+    triggers: list[str]
+
+
+class QuickReplySetOut(BaseModel):
+    id: str
+    name: str
+    active: bool
+    replies: list[QuickReplyOut]
+
+
+class ActiveSetsIn(Strict):
+    sets: list[str] = Field(max_length=1000)
+
+
+class ChatActiveSetsIn(Strict):
+    sets: list[str] = Field(max_length=1000)
+    revision: ChatRevision
+
+
+class ChatQuickRepliesOut(BaseModel):
+    """What a chat offers: its replies in order (global sets first) and its own sets."""
+
+    replies: list[QuickReplyOut]
+    chat_sets: list[str]
+    revision: int
+
+
+def _reply_out(button: QuickReplyButton) -> QuickReplyOut:
+    return QuickReplyOut(
+        set=button.set,
+        id=button.id,
+        label=button.label,
+        title=button.title,
+        message=button.message,
+        hidden=button.hidden,
+        triggers=list(button.triggers),
+    )
+
+
+def _set_out(stored: StoredSet, active: list[str]) -> QuickReplySetOut:
+    qr_set = stored.set
+    return QuickReplySetOut(
+        id=stored.id,
+        name=qr_set.name,
+        active=qr_set.name in active,
+        replies=[
+            QuickReplyOut(
+                set=qr_set.name,
+                id=int(r.id),
+                label=r.label,
+                title=r.title,
+                message=r.message,
+                hidden=r.is_hidden,
+                triggers=[k for k, f in TRIGGER_FIELDS.items() if getattr(r, f)],
+            )
+            for r in qr_set.qr_list
+        ],
+    )
+
+
+def _service(request: Request, ctx: AppContext) -> QuickReplyService:
+    return QuickReplyService(ctx.chats, owner=current_user(request))
+
+
+@router.get("/api/quick-replies", response_model=list[QuickReplySetOut])
+def list_sets(request: Request, ctx: AppContext = Depends(context)) -> list[QuickReplySetOut]:
+    """Every Quick Reply set, with whether it is active in every chat."""
+    service = _service(request, ctx)
+    active = service.global_sets()
+    return [_set_out(s, active) for s in service.sets()]
+
+
+@router.put("/api/quick-replies", response_model=QuickReplySetOut)
+def save_set(
+    body: QuickReplySetIn, request: Request, ctx: AppContext = Depends(context)
+) -> QuickReplySetOut:
+    """Create or replace the set of this name: its replies in order (ids kept by position
+    where the set had replies, new ones numbered after the highest)."""
+    service = _service(request, ctx)
+    stored = service.by_name(body.name)
+    old = list(stored.set.qr_list) if stored else []
+    next_id = max([int(r.id) for r in old] + [int(stored.set.id_index) if stored else 0]) + 1
+    replies = []
+    for index, given in enumerate(body.replies):
+        if index < len(old):
+            base = old[index]
+        else:
+            base = QuickReply(id=next_id)
+            next_id += 1
+        triggers = {field: name in given.triggers for name, field in TRIGGER_FIELDS.items()}
+        replies.append(
+            base.model_copy(
+                update={
+                    "label": given.label,
+                    "message": given.message,
+                    "title": given.title,
+                    "is_hidden": given.hidden,
+                    "automation_id": given.automation_id,
+                    **triggers,
+                }
+            )
+        )
+    base_set = stored.set if stored else None
+    qr_set = (base_set or QuickReplySet(name=body.name)).model_copy(
+        update={
+            "name": body.name,
+            "qr_list": replies,
+            "id_index": max([int(r.id) for r in replies] + [0]),
+        }
+    )
+    saved = service.save(qr_set)
+    active = service.global_sets()
+    if body.active is not None and (body.name in active) != body.active:
+        active = [n for n in active if n != body.name] + ([body.name] if body.active else [])
+        service.set_global(active)
+    return _set_out(saved, active)
+
+
+@router.delete("/api/quick-replies/{set_id}", status_code=204)
+def delete_set(set_id: str, request: Request, ctx: AppContext = Depends(context)) -> Response:
+    """Delete a set (it leaves the global list too)."""
+    _service(request, ctx).delete(set_id)
+    return Response(status_code=204)
+
+
+@router.put("/api/quick-replies-active", response_model=list[str])
+def set_active_sets(
+    body: ActiveSetsIn, request: Request, ctx: AppContext = Depends(context)
+) -> list[str]:
+    """The sets active in every chat, in order."""
+    service = _service(request, ctx)
+    service.set_global(body.sets)
+    return service.global_sets()
+
+
+@router.get("/api/chats/{chat_id}/quick-replies", response_model=ChatQuickRepliesOut)
+def chat_replies(
+    chat_id: str, request: Request, ctx: AppContext = Depends(context)
+) -> ChatQuickRepliesOut:
+    """The Quick Replies a chat offers (global sets first, then its own)."""
+    service = _service(request, ctx)
+    chat = ctx.chats.get_chat(chat_id)
+    return ChatQuickRepliesOut(
+        replies=[_reply_out(b) for b in service.replies(chat_id)],
+        chat_sets=service.chat_sets(chat),
+        revision=chat.revision,
+    )
+
+
+@router.put(
+    "/api/chats/{chat_id}/quick-replies",
+    response_model=ChatQuickRepliesOut,
+    dependencies=[Depends(backed_up)],
+)
+def set_chat_sets(
+    chat_id: str, body: ChatActiveSetsIn, request: Request, ctx: AppContext = Depends(context)
+) -> ChatQuickRepliesOut:
+    """The sets active in this chat besides the global ones."""
+    _service(request, ctx).set_chat(chat_id, body.sets, revision=body.revision)
+    return chat_replies(chat_id, request, ctx)

@@ -1,0 +1,182 @@
+"""Quick Reply sets: stored in the library, active everywhere or in one chat.
+
+Which sets are active is kept where SillyTavern keeps it (formats-extensions.md §2.3):
+the global list in the user's settings (`extension_settings.quickReplyV2.config.setList`),
+a chat's list in its metadata (`quickReply.setList`). A chat shows the buttons of the
+global sets first, then of its own (a set in both shows once), hidden replies left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from taverna.errors import NotFound, TavernaError
+from taverna.model.chat import Chat
+from taverna.model.quick_reply import LegacyQuickReplySet, QuickReply, QuickReplySet
+from taverna.services.active_settings import ACTIVE, SETTINGS_KIND, set_active
+from taverna.services.chats import ChatService
+from taverna.services.library import LibraryKind, LibraryService
+
+__all__ = ["QuickReplyButton", "QuickReplyService", "StoredSet"]
+
+CHAT_KEY = "quickReply"
+TRIGGERS = ("startup", "user", "ai", "chat_change", "group_member_draft", "new_chat")
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSet:
+    """A set as stored: its library id and the set in version-2 form."""
+
+    id: str
+    set: QuickReplySet
+
+
+@dataclass(frozen=True, slots=True)
+class QuickReplyButton:
+    """A reply a chat offers: which set, its label and tooltip, the script, its triggers.
+
+    `hidden`: no button (it still runs by name and on its triggers).
+    """
+
+    set: str
+    id: int
+    label: str
+    title: str
+    message: str
+    hidden: bool
+    triggers: tuple[str, ...]
+
+
+def _triggers(reply: QuickReply) -> tuple[str, ...]:
+    flags = (
+        reply.execute_on_startup,
+        reply.execute_on_user,
+        reply.execute_on_ai,
+        reply.execute_on_chat_change,
+        reply.execute_on_group_member_draft,
+        reply.execute_on_new_chat,
+    )
+    return tuple(name for name, on in zip(TRIGGERS, flags, strict=True) if on)
+
+
+def _names(set_list: Any) -> list[str]:
+    if not isinstance(set_list, list):
+        return []
+    names = []
+    for item in set_list:
+        if isinstance(item, Mapping) and isinstance(item.get("set"), str):
+            if item.get("isVisible", True) is not False:
+                names.append(item["set"])
+    return names
+
+
+def _set_list(names: Iterable[str]) -> list[dict[str, Any]]:
+    return [{"set": name, "isVisible": True} for name in dict.fromkeys(names)]
+
+
+class QuickReplyService:
+    """The Quick Reply sets of one account and where they are active."""
+
+    def __init__(self, chats: ChatService, *, owner: str = "") -> None:
+        self.chats = chats
+        self.owner = owner
+        self.library = LibraryService(chats.store, owner=owner)
+
+    # ------------------------------------------------------------------ sets
+
+    def sets(self) -> list[StoredSet]:
+        found = []
+        for doc in self.library.documents(LibraryKind.QUICK_REPLY_SET):
+            item = self.library.item(LibraryKind.QUICK_REPLY_SET, doc.id)
+            if isinstance(item, LegacyQuickReplySet):
+                item = item.migrated()
+            found.append(StoredSet(doc.id, item))
+        return found
+
+    def by_name(self, name: str) -> StoredSet | None:
+        return next((s for s in self.sets() if s.set.name == name), None)
+
+    def save(self, qr_set: QuickReplySet) -> StoredSet:
+        """Store a set under its name (replacing the one of that name)."""
+        if not qr_set.name.strip():
+            raise TavernaError("a Quick Reply set needs a name", field="name")
+        data = qr_set.model_dump(by_alias=True, mode="json", exclude_none=True)
+        item = self.library.put(LibraryKind.QUICK_REPLY_SET, qr_set.name, data)
+        return StoredSet(item.id, qr_set)
+
+    def delete(self, set_id: str) -> None:
+        doc = self.library.get(LibraryKind.QUICK_REPLY_SET, set_id)
+        self.library.delete(LibraryKind.QUICK_REPLY_SET, set_id)
+        self.set_global([n for n in self.global_sets() if n != doc.name])
+
+    # ------------------------------------------------------------ activation
+
+    def _settings(self) -> Mapping[str, Any]:
+        docs = self.chats.store.find_documents(SETTINGS_KIND, name=ACTIVE, owner=self.owner)
+        return docs[-1].data if docs else {}
+
+    def global_sets(self) -> list[str]:
+        extensions = self._settings().get("extension_settings")
+        if not isinstance(extensions, Mapping):
+            return []
+        settings = extensions.get("quickReplyV2")
+        config = settings.get("config") if isinstance(settings, Mapping) else None
+        return _names(config.get("setList") if isinstance(config, Mapping) else None)
+
+    def set_global(self, names: Sequence[str]) -> None:
+        """The sets active in every chat (SillyTavern's `quickReplyV2.config.setList`)."""
+        self._known(names)
+        found = self._settings().get("extension_settings")
+        extensions = dict(found) if isinstance(found, Mapping) else {}
+        settings = extensions.get("quickReplyV2")
+        settings = dict(settings) if isinstance(settings, Mapping) else {"isEnabled": True}
+        config = settings.get("config")
+        config = dict(config) if isinstance(config, Mapping) else {}
+        config["setList"] = _set_list(names)
+        settings["config"] = config
+        extensions["quickReplyV2"] = settings
+        set_active(self.chats.store, "extension_settings", extensions, owner=self.owner)
+
+    def chat_sets(self, chat: Chat) -> list[str]:
+        found = chat.metadata.get(CHAT_KEY)
+        return _names(found.get("setList") if isinstance(found, Mapping) else None)
+
+    def set_chat(self, chat_id: str, names: Sequence[str], *, revision: int) -> Chat:
+        """The sets active in one chat besides the global ones (`chat_metadata.quickReply`)."""
+        self._known(names)
+        return self.chats.update_metadata(
+            chat_id, {CHAT_KEY: {"setList": _set_list(names)}}, revision=revision
+        ).chat
+
+    def _known(self, names: Sequence[str]) -> None:
+        known = {s.set.name for s in self.sets()}
+        for name in names:
+            if name not in known:
+                raise NotFound(f"no Quick Reply set named {name!r}", field="sets")
+
+    # --------------------------------------------------------------- buttons
+
+    def replies(self, chat_id: str) -> list[QuickReplyButton]:
+        """The replies a chat offers: global sets first, then the chat's own."""
+        chat = self.chats.get_chat(chat_id)
+        by_name = {s.set.name: s.set for s in self.sets()}
+        out = []
+        for name in dict.fromkeys([*self.global_sets(), *self.chat_sets(chat)]):
+            qr_set = by_name.get(name)
+            if qr_set is None:
+                continue
+            for reply in qr_set.qr_list:
+                out.append(
+                    QuickReplyButton(
+                        set=name,
+                        id=int(reply.id),
+                        label=reply.label,
+                        title=reply.title,
+                        message=reply.message,
+                        hidden=reply.is_hidden,
+                        triggers=_triggers(reply),
+                    )
+                )
+        return out

@@ -1,0 +1,81 @@
+// Quick Replies: sets of buttons that run a script (or send a text) above the chat input.
+// A set is active in every chat, or in the chats that choose it (in the chat's settings).
+
+import { api } from "../api.js";
+import { h, mount, toast } from "../dom.js";
+import { reportError } from "../errors.js";
+import { t } from "../i18n.js";
+
+const TRIGGERS = ["user", "ai", "chat_change"];
+
+function replyRow(reply = { label: "", message: "", title: "", hidden: false, triggers: [] }) {
+  const label = h("input", { type: "text", class: "qr-label", value: reply.label, "aria-label": t("qr.label") });
+  const message = h("textarea", { class: "qr-message", rows: 2, "aria-label": t("qr.message") });
+  message.value = reply.message;
+  const hidden = h("input", { type: "checkbox", class: "qr-hidden", checked: reply.hidden ? "checked" : null });
+  const triggers = TRIGGERS.map((name) => h("label", { class: "inline" },
+    h("input", { type: "checkbox", "data-trigger": name, checked: reply.triggers.includes(name) ? "checked" : null }),
+    " ", t(`qr.on_${name}`)));
+  const row = h("li", { class: "qr-row" },
+    h("div", { class: "row" }, label,
+      h("button", { type: "button", class: "small danger", text: t("common.delete"), onClick: () => row.remove() })),
+    message,
+    h("div", { class: "row muted" }, h("label", { class: "inline" }, hidden, " ", t("qr.hidden")), ...triggers));
+  row.read = () => ({
+    label: label.value,
+    message: message.value,
+    title: reply.title || "",
+    hidden: hidden.checked,
+    triggers: TRIGGERS.filter((name) => row.querySelector(`[data-trigger=${name}]`).checked),
+  });
+  return row;
+}
+
+export async function render(root) {
+  const list = h("ul", { class: "list" });
+  const editor = h("div", { class: "editor" });
+  mount(root, h("div", { class: "page-head" }, h("h1", { text: t("nav.quick_replies") }),
+    h("button", { type: "button", class: "primary", id: "qr-new", text: t("qr.new"), onClick: () => {
+      const name = prompt(t("qr.set_name"));
+      if (name) edit({ name, active: true, replies: [] });
+    } })),
+  h("div", { class: "split" }, list, editor));
+
+  const edit = (set) => {
+    const rows = h("ol", { class: "qr-rows" }, set.replies.map((r) => replyRow(r)));
+    const active = h("input", { type: "checkbox", id: "qr-active", checked: set.active ? "checked" : null });
+    mount(editor,
+      h("h2", { text: set.name }),
+      h("label", { class: "inline" }, active, " ", t("qr.active_everywhere")),
+      rows,
+      h("div", { class: "row" },
+        h("button", { type: "button", id: "qr-add", text: t("qr.add"), onClick: () => rows.append(replyRow()) }),
+        h("button", { type: "button", class: "primary", id: "qr-save", text: t("common.save"), onClick: async () => {
+          try {
+            const saved = await api.put("/quick-replies", {
+              name: set.name,
+              active: active.checked,
+              replies: [...rows.children].map((row) => row.read()),
+            });
+            toast(t("common.saved"));
+            await reload();
+            edit(saved);
+          } catch (error) {
+            reportError(error, t("kept.page"));
+          }
+        } }),
+        set.id ? h("button", { type: "button", class: "danger", text: t("common.delete"), onClick: async () => {
+          if (!confirm(t("qr.confirm_delete", { name: set.name }))) return;
+          await api.del(`/quick-replies/${set.id}`);
+          mount(editor);
+          reload();
+        } }) : null));
+  };
+  const reload = async () => {
+    const sets = await api.get("/quick-replies");
+    mount(list, sets.length ? sets.map((s) => h("li", {},
+      h("button", { type: "button", class: "link", text: s.name, onClick: () => edit(s) }),
+      h("span", { class: "muted", text: `${t("qr.count", { n: s.replies.length })}${s.active ? ` · ${t("qr.active")}` : ""}` }))) : h("li", { class: "muted", text: t("qr.none") }));
+  };
+  await reload();
+}

@@ -1,0 +1,93 @@
+"""Quick Replies in a real browser: a set made in the editor, its button above the chat
+input runs a script that sets a chat variable, the variable reaches the next prompt, and a
+branch from before the click does not have it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import TavernaServer, shot
+from tests.stubs.model_server import Reply, StubServer
+
+pytestmark = pytest.mark.browser
+
+
+def wait_idle(page, text: str) -> None:  # type: ignore[no-untyped-def]
+    page.locator("ol.messages > li.message:not(.streaming)", has_text=text).first.wait_for(
+        timeout=15000
+    )
+    page.locator("#send").wait_for(state="visible", timeout=15000)
+    page.locator("#streaming").wait_for(state="detached", timeout=15000)
+
+
+def last_prompt(stub: StubServer) -> str:
+    return json.dumps(stub.requests[-1].body, ensure_ascii=False)
+
+
+def test_a_quick_reply_sets_a_variable_for_the_next_prompt_on_its_branch_only(  # type: ignore[no-untyped-def]
+    chromium, taverna: TavernaServer, stub: StubServer
+) -> None:
+    ione = next(c for c in taverna.api("GET", "/characters").json() if c["name"] == "Ione Calder")
+    chat = taverna.api("POST", "/chats", json={"character_id": ione["id"], "title": "Moods"}).json()
+    revision = taverna.api("GET", f"/chats/{chat['id']}").json()["revision"]
+    taverna.api(
+        "PUT",
+        f"/chats/{chat['id']}/authors-note",
+        json={"prompt": "[Mood: {{getvar::mood}}.]", "depth": 0, "revision": revision},
+    ).raise_for_status()
+
+    page = chromium.new_page(viewport={"width": 1280, "height": 800})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("dialog", lambda d: d.accept(prompt_text="Moods") if d.type == "prompt" else d.accept())
+
+    # Make the set in the editor: one reply, active in every chat.
+    page.goto(taverna.url + "/#/quick-replies")
+    page.locator("#qr-new").click()
+    page.locator("#qr-add").click()
+    page.locator(".qr-label").fill("Calm")
+    page.locator(".qr-message").fill("/setvar key=mood calm | /echo The mood is {{getvar::mood}}")
+    page.locator("#qr-active").check()
+    page.locator("#qr-save").click()
+    expect(page.locator(".toast").last).to_contain_text("Saved")
+    [stored] = [s for s in taverna.api("GET", "/quick-replies").json() if s["name"] == "Moods"]
+    assert stored["active"] and stored["replies"][0]["label"] == "Calm"
+
+    # In the chat: a first turn, then the button, then a second turn.
+    page.goto(f"{taverna.url}/#/chat/{chat['id']}")
+    stub.script(Reply(tokens=["The tide is turning."]))
+    page.get_by_label("Message", exact=True).fill("Where are we?")
+    page.get_by_role("button", name="Send", exact=True).click()
+    wait_idle(page, "The tide is turning.")
+    assert "[Mood: .]" in last_prompt(stub)
+
+    button = page.locator(".quick-replies").get_by_role("button", name="Calm")
+    button.click()
+    expect(page.locator(".toast").last).to_contain_text("The mood is calm")
+    shot(page, "desktop-quick-replies")
+
+    stub.script(Reply(tokens=["Then we wait."]))
+    page.get_by_label("Message", exact=True).fill("What now?")
+    page.get_by_role("button", name="Send", exact=True).click()
+    wait_idle(page, "Then we wait.")
+    assert "[Mood: calm.]" in last_prompt(stub)
+
+    # A branch from before the click: edit and resend the first question.
+    stub.script(Reply(tokens=["Another shore."]))
+    question = page.locator("ol.messages > li.message", has_text="Where are we?").first
+    question.get_by_role("button", name="Edit and resend").click()
+    page.locator(".edit-area").fill("Where else could we be?")
+    page.get_by_role("button", name="Save and resend").click()
+    wait_idle(page, "Another shore.")
+    assert "[Mood: .]" in last_prompt(stub) and "calm" not in last_prompt(stub)
+
+    # A script typed into the input runs too, and its error names the place.
+    page.get_by_label("Message", exact=True).fill("/pass a |\n/nosuch")
+    page.get_by_role("button", name="Send", exact=True).click()
+    expect(page.locator(".toast").last).to_contain_text("2:1")
+    assert page.get_by_label("Message", exact=True).input_value().startswith("/pass a")
+    assert errors == []
+    page.close()

@@ -1,0 +1,78 @@
+"""Quick Reply sets over the API: create, edit, activate globally and per chat, delete."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from taverna.server.context import AppContext
+from tests.server.conftest import rev
+from tests.server.test_chats import make_chat
+
+
+def test_sets_are_created_edited_and_offered_to_chats(client: TestClient, ctx: AppContext) -> None:
+    chat_id, _ids = make_chat(ctx)
+    made = client.put(
+        "/api/quick-replies",
+        json={
+            "name": "Mood",
+            "active": True,
+            "replies": [
+                {"label": "Calm", "message": "/setvar key=mood calm"},
+                {"label": "Auto", "message": "/incvar turns", "hidden": True, "triggers": ["user"]},
+            ],
+        },
+    )
+    assert made.status_code == 200, made.text
+    data = made.json()
+    assert data["active"] is True
+    assert [(r["id"], r["label"], r["triggers"]) for r in data["replies"]] == [
+        (1, "Calm", []),
+        (2, "Auto", ["user"]),
+    ]
+    offered = client.get(f"/api/chats/{chat_id}/quick-replies").json()
+    assert [(r["set"], r["label"], r["hidden"]) for r in offered["replies"]] == [
+        ("Mood", "Calm", False),
+        ("Mood", "Auto", True),
+    ]
+    # Editing keeps the ids by position and numbers new replies after the highest.
+    edited = client.put(
+        "/api/quick-replies",
+        json={
+            "name": "Mood",
+            "replies": [{"label": "Calm!", "message": "/pass"}, {"label": "B"}, {"label": "C"}],
+        },
+    ).json()
+    assert [(r["id"], r["label"]) for r in edited["replies"]] == [(1, "Calm!"), (2, "B"), (3, "C")]
+    assert edited["active"] is True
+
+
+def test_a_chat_set_is_offered_in_that_chat_only(client: TestClient, ctx: AppContext) -> None:
+    chat_id, _ids = make_chat(ctx)
+    other_id, _ = make_chat(ctx)
+    client.put(
+        "/api/quick-replies",
+        json={"name": "Local", "replies": [{"label": "Go", "message": "/pass"}]},
+    )
+    answer = client.put(
+        f"/api/chats/{chat_id}/quick-replies",
+        json={"sets": ["Local"], "revision": rev(client, chat_id)},
+    ).json()
+    assert answer["chat_sets"] == ["Local"]
+    assert [r["label"] for r in answer["replies"]] == ["Go"]
+    assert client.get(f"/api/chats/{other_id}/quick-replies").json()["replies"] == []
+    assert (
+        client.put(
+            f"/api/chats/{chat_id}/quick-replies",
+            json={"sets": ["Nope"], "revision": rev(client, chat_id)},
+        ).status_code
+        == 404
+    )
+
+
+def test_global_list_and_delete(client: TestClient, ctx: AppContext) -> None:
+    first = client.put("/api/quick-replies", json={"name": "A", "replies": []}).json()
+    client.put("/api/quick-replies", json={"name": "B", "replies": []})
+    assert client.put("/api/quick-replies-active", json={"sets": ["B", "A"]}).json() == ["B", "A"]
+    assert client.delete(f"/api/quick-replies/{first['id']}").status_code == 204
+    sets = client.get("/api/quick-replies").json()
+    assert [(s["name"], s["active"]) for s in sets] == [("B", True)]
