@@ -66,9 +66,12 @@ def _names(set_list: Any) -> list[str]:
         return []
     names = []
     for item in set_list:
-        if isinstance(item, Mapping) and isinstance(item.get("set"), str):
-            if item.get("isVisible", True) is not False:
-                names.append(item["set"])
+        if (
+            isinstance(item, Mapping)
+            and isinstance(item.get("set"), str)
+            and item.get("isVisible", True) is not False
+        ):
+            names.append(item["set"])
     return names
 
 
