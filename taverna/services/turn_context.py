@@ -23,6 +23,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from pathlib import PurePath
 from typing import Any, TypeVar
 
 from taverna.engine.assemble import assemble, message_cost, tokenizer_name
@@ -51,6 +52,7 @@ from taverna.formats.st_settings import (
 )
 from taverna.formats.world_info import world_info_from_json
 from taverna.model.chat import Chat, ChatState, Node, NodeRole, PathTail
+from taverna.model.group import Group
 from taverna.model.injection import InjectionRole
 from taverna.model.lorebook import Lorebook, WorldInfoSettings
 from taverna.model.persona import Persona, PersonaPosition
@@ -70,6 +72,7 @@ from taverna.services.active_settings import (
     world_info_settings,
 )
 from taverna.services.generation import PreparedTurn, TurnRequest
+from taverna.services.groups import read_group
 from taverna.services.library import LibraryKind
 from taverna.services.recall import RecallService, TurnRecall, recall_config
 from taverna.services.settings_import import POWER_USER
@@ -160,6 +163,7 @@ class _Library:
     persona: PersonaInfo
     lorebooks: Mapping[str, Lorebook]
     deepest_scan: int = 0  # the largest scan depth an entry of these books asks for
+    group: Group | None = None  # a group chat's group
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,9 +322,12 @@ class TurnContexts:
         # One look at the versions: the small documents, the chat's cards and the books
         # its last turn used; a book named anew is looked up after.
         ids = [ref.document_id for ref in chat.characters if ref.document_id]
+        if chat.group_id:
+            ids.append(chat.group_id)
         guessed = self._book_names.get(chat.id, ())
         found: dict[str, list[DocumentVersion]] = {
-            kind: [] for kind in (*_SMALL_KINDS, LibraryKind.CHARACTER.value)
+            kind: []
+            for kind in (*_SMALL_KINDS, LibraryKind.CHARACTER.value, LibraryKind.GROUP.value)
         }
         books_found: list[DocumentVersion] = []
         for version in self.store.versions_of(
@@ -343,6 +350,8 @@ class TurnContexts:
             )
         self._book_names[chat.id] = tuple(names)
         books = self._lorebooks([v for v in books_found if v.name in names])
+        groups = [v for v in found[LibraryKind.GROUP.value] if v.id == chat.group_id]
+        group = self.documents.get("group", groups[-1], _group) if groups else None
         return _Library(
             settings,
             preset,
@@ -350,6 +359,7 @@ class TurnContexts:
             persona,
             {name: item.book for name, item in books.items()},
             max((item.deepest_scan for item in books.values()), default=0),
+            group,
         )
 
     def _active(
@@ -494,10 +504,18 @@ class TurnContexts:
                 note_depth=note.depth,
                 note_role=note.role,
             )
-        members = [c.name for c in chat.characters] if len(chat.characters) > 1 else []
+        characters = library.characters
+        members = [c.name for c in characters] if len(characters) > 1 else []
+        group = library.group
+        if group is not None or chat.group_id:
+            members = [c.name for c in characters]
+            speaker = next((c for c in characters if c.name == turn.speaker), None)
+            if speaker is not None:
+                # the speaker's card first, the other members after (Swap takes the first)
+                characters = (speaker, *(c for c in characters if c is not speaker))
         context = assembly_context(
             for_api(library.settings, turn.api),
-            library.characters,
+            characters,
             metadata,
             [self._message(node) for node in history],
             library.lorebooks,
@@ -507,6 +525,15 @@ class TurnContexts:
             # algo-chat-ops.md §3.1: the summary in force before the path's last message.
             summary=self._summary(chat, before_last, history),
         )
+        if group is not None:
+            context = replace(
+                context,
+                group_name=group.name,
+                group_generation_mode=int(group.mode),
+                group_join_prefix=group.generation_mode_join_prefix,
+                group_join_suffix=group.generation_mode_join_suffix,
+                group_muted=_muted_names(group, library.characters),
+            )
         earlier = EarlierMessages(count=tail.before, visible=tail.visible_before)
         interval = context.metadata.authors_note
         if tail.before and interval.interval > 1 and interval.prompt:
@@ -535,6 +562,26 @@ class TurnContexts:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _group(doc: Document) -> Group:
+    return read_group(doc.data, file=doc.name)
+
+
+def _muted_names(group: Group, characters: Sequence[CharacterInfo]) -> tuple[str, ...]:
+    """The names of the group's muted members (the chat's characters follow the group's
+    order; a member file is otherwise matched to a character by its name)."""
+    names = [c.name for c in characters]
+    muted = []
+    for index, file in enumerate(group.members):
+        if not group.is_muted(file):
+            continue
+        if len(names) == len(group.members):
+            muted.append(names[index])
+        else:
+            stem = PurePath(file).stem
+            muted.extend(n for n in names if n == stem or stem.endswith(n))
+    return tuple(muted)
 
 _SPEAKERS = {
     NodeRole.USER: Speaker.USER,

@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 
 from taverna.engine.assembly.context import GenerationType
+from taverna.engine.group import cut_at_other_speaker
 from taverna.engine.tokens.cache import CountCache
 from taverna.errors import Conflict, NotFound, StaleRevision, TavernaError
 from taverna.model.chat import Chat, GenerationInfo, Node, NodeRole, PathTail, new_id
@@ -38,6 +39,7 @@ from taverna.services.chats import ChatService, WriteResult
 from taverna.services.connections import Connection, ConnectionService
 from taverna.services.generated_reply import ToolStep
 from taverna.services.generation.reply_text import trim_at_stop
+from taverna.services.generation.rounds import GroupRound
 from taverna.services.generation.runs import (
     Completed,
     Draft,
@@ -52,6 +54,7 @@ from taverna.services.generation.turn import (
     PromptBuilder,
     TurnRequest,
 )
+from taverna.services.groups import POOL_WINDOW_PER_MEMBER, GroupService, speakers_for
 from taverna.services.tools import ToolRegistry, default_tools
 from taverna.services.turn_paths import PathEnds
 from taverna.store.repository import Store
@@ -91,6 +94,9 @@ class _Plan:
     # The person's message being written while the model is asked (a send): the reply
     # is stored only once it is.
     posted: asyncio.Future[None] | None = None
+    # who speaks: the character, or in a group chat the member this reply is for
+    speaker: str = ""
+    members: tuple[str, ...] = ()  # a group chat's members, in the group's order
 
 
 class GenerationService:
@@ -139,6 +145,7 @@ class GenerationService:
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chat-write")
         self._build_lock = threading.Lock()
         self._starting: set[str] = set()  # chats whose prompt is being built
+        self.rounds: dict[str, GroupRound] = {}  # group rounds, by id
 
     # ------------------------------------------------------------ start methods
 
@@ -150,8 +157,12 @@ class GenerationService:
         connection: str | None = None,
         speaker: str = "",
         revision: int | None = None,
+        member: str | None = None,
     ) -> RunningGeneration:
         """Post the person's message (if any text) and generate the reply to it.
+
+        `member`: in a group chat, the member who answers (else the group's scheduler
+        picks the first of the round).
 
         The message is written while the prompt is built with it (both take milliseconds;
         a write waits for the disk): the request goes out once both are done, so the
@@ -162,11 +173,18 @@ class GenerationService:
             def choose(end: PathTail) -> tuple[GenerationType, Node | None]:
                 return GenerationType.NORMAL, end.nodes[-1] if end.nodes else None
 
-            return await self._begin(chat_id, connection, choose, revision=revision)
-        return await self._begin(chat_id, connection, None, said=(text, speaker), revision=revision)
+            return await self._begin(chat_id, connection, choose, revision=revision, member=member)
+        return await self._begin(
+            chat_id, connection, None, said=(text, speaker), revision=revision, member=member
+        )
 
     async def regenerate(
-        self, chat_id: str, *, connection: str | None = None, revision: int | None = None
+        self,
+        chat_id: str,
+        *,
+        connection: str | None = None,
+        revision: int | None = None,
+        member: str | None = None,
     ) -> RunningGeneration:
         """A new reply in place of the last one (the old one is deleted, restorably)."""
 
@@ -176,10 +194,15 @@ class GenerationService:
                 return GenerationType.REGENERATE, leaf
             return GenerationType.NORMAL, leaf
 
-        return await self._begin(chat_id, connection, choose, revision=revision)
+        return await self._begin(chat_id, connection, choose, revision=revision, member=member)
 
     async def swipe(
-        self, chat_id: str, *, connection: str | None = None, revision: int | None = None
+        self,
+        chat_id: str,
+        *,
+        connection: str | None = None,
+        revision: int | None = None,
+        member: str | None = None,
     ) -> RunningGeneration:
         """A new candidate beside the last reply; the current one is left out of the prompt."""
 
@@ -194,10 +217,15 @@ class GenerationService:
                 )
             return GenerationType.SWIPE, leaf
 
-        return await self._begin(chat_id, connection, choose, revision=revision)
+        return await self._begin(chat_id, connection, choose, revision=revision, member=member)
 
     async def continue_reply(
-        self, chat_id: str, *, connection: str | None = None, revision: int | None = None
+        self,
+        chat_id: str,
+        *,
+        connection: str | None = None,
+        revision: int | None = None,
+        member: str | None = None,
     ) -> RunningGeneration:
         """Extend the last message (prefill where the API allows, else a continue nudge)."""
 
@@ -206,17 +234,128 @@ class GenerationService:
                 raise TavernaError("there is nothing to continue", field="chat")
             return GenerationType.CONTINUE, end.nodes[-1]
 
-        return await self._begin(chat_id, connection, choose, revision=revision)
+        return await self._begin(chat_id, connection, choose, revision=revision, member=member)
 
     async def impersonate(
-        self, chat_id: str, *, connection: str | None = None, revision: int | None = None
+        self,
+        chat_id: str,
+        *,
+        connection: str | None = None,
+        revision: int | None = None,
+        member: str | None = None,
     ) -> RunningGeneration:
         """Draft the person's next message; nothing is written into the tree."""
 
         def choose(end: PathTail) -> tuple[GenerationType, Node | None]:
             return GenerationType.IMPERSONATE, end.nodes[-1] if end.nodes else None
 
-        return await self._begin(chat_id, connection, choose, revision=revision)
+        return await self._begin(chat_id, connection, choose, revision=revision, member=member)
+
+    async def round(
+        self,
+        chat_id: str,
+        text: str,
+        *,
+        connection: str | None = None,
+        revision: int | None = None,
+        member: str | None = None,
+        user_input: bool = True,
+    ) -> GroupRound:
+        """A group chat's round: post the person's message (if any text), then have each
+        member the scheduler picks (or `member`) answer in turn, each seeing the replies
+        before its own. The first generation has started when this returns; the others
+        follow as each is saved. Stopping the running generation ends the round.
+        `user_input`: false for a round nobody typed for (auto mode)."""
+        loop = asyncio.get_running_loop()
+        speakers: tuple[str, ...] = (member,) if member else ()
+        if not speakers:
+            speakers = await loop.run_in_executor(
+                self._builder, self._round_speakers, chat_id, text, user_input
+            )
+        found = GroupRound(new_id(), chat_id, speakers)
+        self.rounds[found.id] = found
+        if not speakers:
+            # nobody answers (the manual strategy): the message is just posted
+            if text.strip():
+                chat = self.chats.get_chat(chat_id)
+                await loop.run_in_executor(
+                    self._writer,
+                    lambda: self.chats.append(
+                        chat_id,
+                        NodeRole.USER,
+                        text,
+                        revision=chat.revision if revision is None else revision,
+                        speaker=chat.user_name,
+                    ),
+                )
+            found.done = True
+            return found
+        first = await self.send(
+            chat_id, text, connection=connection, revision=revision, member=speakers[0]
+        )
+        found.runs.append(first)
+        found.task = asyncio.create_task(
+            self._rest_of_round(found, connection), name=f"round {found.id}"
+        )
+        return found
+
+    def _round_speakers(self, chat_id: str, text: str, user_input: bool) -> tuple[str, ...]:
+        chat = self.store.get_chat(chat_id)
+        if not chat.group_id:
+            return (chat.characters[0].name,) if chat.characters else ()
+        groups = GroupService(self.chats, owner=self.owner)
+        group = groups.get(chat.group_id)
+        members = groups.members(group, chat)
+        want = POOL_WINDOW_PER_MEMBER * max(1, len(members)) + 2
+        end = (
+            self.paths.tail(chat, chat.active_leaf_id, want)
+            if chat.active_leaf_id
+            else PathTail((), 0, 0, chat.base_state)
+        )
+        typed = text if text.strip() else None
+        position = end.before + len(end.nodes) + (1 if typed is not None else 0)
+        return speakers_for(
+            group,
+            members,
+            chat.id,
+            end.nodes,
+            position=position,
+            user_input=(user_input and typed is not None) or (user_input and not end.nodes),
+            text=typed,
+        )
+
+    async def _rest_of_round(self, found: GroupRound, connection: str | None) -> None:
+        try:
+            for speaker in found.speakers[1:]:
+                run = found.runs[-1]
+                if run.task is not None:
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await run.task
+                result = run.result
+                if found.stopped or result is None or result.outcome is not Ending.SAVED:
+                    break
+                try:
+                    found.runs.append(
+                        await self.send(found.chat_id, "", connection=connection, member=speaker)
+                    )
+                except TavernaError:
+                    logger.info("round %s ended: the next speaker could not start", found.id)
+                    break
+            last = found.runs[-1]
+            if last.task is not None:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await last.task
+        finally:
+            found.done = True
+
+    async def stop_round(self, round_id: str) -> None:
+        """End a round: its running generation stops (kept as a draft) and nobody follows."""
+        found = self.rounds.get(round_id)
+        if found is None:
+            raise NotFound("no such round")
+        found.stopped = True
+        if found.current is not None:
+            await self.stop(found.current.id)
 
     async def stop(self, generation_id: str) -> Completed | None:
         """Stop a generation: the model connection is closed, what streamed becomes a draft."""
@@ -399,6 +538,7 @@ class GenerationService:
         *,
         said: tuple[str, str] | None = None,
         revision: int | None = None,
+        member: str | None = None,
     ) -> RunningGeneration:
         """Start a generation: on the builder's thread, in one hop, read the path's end,
         `choose` the kind and the node it answers (or take the person's message `said`, as
@@ -427,11 +567,17 @@ class GenerationService:
                 if said is None:
                     assert choose is not None
                     kind, anchor = choose(end)
-                    plan = self._plan(chat, kind, anchor, connection)
+                    plan = self._plan(chat, kind, anchor, connection, member=member, end=end)
                 else:
                     message = self._message_to_post(chat, end, *said)
                     plan = self._plan(
-                        chat, GenerationType.NORMAL, message, connection, pending=message
+                        chat,
+                        GenerationType.NORMAL,
+                        message,
+                        connection,
+                        pending=message,
+                        member=member,
+                        end=end,
                     )
                 plan.run.changed_below = below
                 return plan, message
@@ -497,9 +643,15 @@ class GenerationService:
         connection: Connection,
         *,
         pending: Node | None = None,
+        member: str | None = None,
+        end: PathTail | None = None,
     ) -> _Plan:
         """Everything a generation needs, its prompt built (`pending`: a message being
-        written after the path's end, which the prompt includes)."""
+        written after the path's end, which the prompt includes; `member`: in a group
+        chat, who speaks)."""
+        speaker, members = self._speaker(chat, kind, anchor, member, end, pending)
+        if speaker and chat.group_id:
+            connection = self._member_connection(chat, speaker, connection)
         # Mistral continues in place only where the connection turns its `prefix` on
         # (algo-providers.md §10, SillyTavern's `mistral.enablePrefix`, off by default)
         in_place = provider(connection.api).continues_in_place_with(connection.options)
@@ -512,6 +664,8 @@ class GenerationService:
             prefill=prefill,
             pending=pending,
         )
+        if chat.group_id:
+            turn = replace(turn, speaker=speaker)
         built = self.build_serialized(turn)
         prepared = built if isinstance(built, PreparedTurn) else PreparedTurn(built)
         tools = prepared.tools if kind in (GenerationType.NORMAL, GenerationType.REGENERATE) else ()
@@ -526,7 +680,61 @@ class GenerationService:
             request=prepared.request,
             continued_text=anchor.content if anchor and kind is GenerationType.CONTINUE else "",
             continued_stripped=prefill and connection.api is Api.ANTHROPIC,
+            speaker=speaker,
+            members=members,
         )
+
+    def _speaker(
+        self,
+        chat: Chat,
+        kind: GenerationType,
+        anchor: Node | None,
+        member: str | None,
+        end: PathTail | None,
+        pending: Node | None,
+    ) -> tuple[str, tuple[str, ...]]:
+        """Who speaks, and the group's members (none for a chat with one character).
+
+        algo-chat-ops.md §5.1: the member asked for; a swipe, a regenerate or a
+        continue keeps the author of the reply; else the first the scheduler picks."""
+        first = chat.characters[0].name if chat.characters else ""
+        if not chat.group_id:
+            return first, ()
+        groups = GroupService(self.chats, owner=self.owner)
+        group = groups.get(chat.group_id)
+        found = groups.members(group, chat)
+        names = tuple(m.name for m in found)
+        if member:
+            if member not in names:
+                raise NotFound(f"no member named {member!r} in the group", field="member")
+            return member, names
+        if (
+            kind in (GenerationType.SWIPE, GenerationType.REGENERATE, GenerationType.CONTINUE)
+            and anchor is not None
+            and anchor.role is NodeRole.ASSISTANT
+            and anchor.speaker in names
+        ):
+            return anchor.speaker, names
+        active = [m.name for m in found if not m.muted] or list(names)
+        if kind is GenerationType.IMPERSONATE or not active:
+            return (active[0] if active else first), names
+        path = list(end.nodes) if end is not None else []
+        if pending is not None:
+            path.append(pending)
+        position = (end.before if end is not None else 0) + len(path)
+        chosen = speakers_for(
+            group, found, chat.id, path, position=position, user_input=pending is not None
+        )
+        return (chosen[0] if chosen else active[0]), names
+
+    def _member_connection(self, chat: Chat, speaker: str, connection: Connection) -> Connection:
+        """A member's own connection, when the group gives it one."""
+        groups = GroupService(self.chats, owner=self.owner)
+        assert chat.group_id is not None
+        for found in groups.members(groups.get(chat.group_id), chat):
+            if found.name == speaker and found.connection:
+                return self.connections.get(found.connection)
+        return connection
 
     async def _run(self, plan: _Plan) -> Completed:
         """The generation's task: never ends without publishing a `Completed`."""
@@ -627,7 +835,7 @@ class GenerationService:
 
     def _options(self, plan: _Plan, tools: Sequence[str]) -> RequestOptions:
         chat = plan.chat
-        members = tuple(c.name for c in chat.characters)
+        members = plan.members or tuple(c.name for c in chat.characters)
         preset = dict(plan.request)
         # what the connection sets itself wins over the preset
         if "use_system_prompt" in plan.connection.options:
@@ -637,8 +845,8 @@ class GenerationService:
         return self.connections.request_options(
             plan.connection,
             user_name=chat.user_name or "User",
-            char_name=members[0] if members else "",
-            group_members=members if len(members) > 1 else (),
+            char_name=plan.speaker or (members[0] if members else ""),
+            group_members=members if (len(members) > 1 or plan.members) else (),
             impersonate=plan.kind is GenerationType.IMPERSONATE,
             tools=self.tools.specs(tools),
             **preset,
@@ -680,7 +888,10 @@ class GenerationService:
         if kind is not GenerationType.CONTINUE:
             text = text.strip()
         chat = self.chats.get_chat(plan.chat.id)
-        speaker = chat.characters[0].name if chat.characters else ""
+        speaker = plan.speaker or (chat.characters[0].name if chat.characters else "")
+        if plan.members:
+            # algo-chat-ops.md §5.4: a group reply ends where another member's line starts
+            text = cut_at_other_speaker(text, speaker, plan.members).strip()
         turn_state = plan.prompt.state
         if kind is GenerationType.CONTINUE:
             assert anchor is not None

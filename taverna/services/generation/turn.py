@@ -36,7 +36,8 @@ class TurnRequest:
     (`AssemblyContext.dry_run`); on a real generation the prompt's `state` (timers,
     variables) is recorded on the new node. `counts` is the service's long-lived
     token-count cache, for `assemble(counts=...)`, so a turn only tokenizes text no
-    earlier turn (of any chat) counted.
+    earlier turn (of any chat) counted. `speaker`: the group member the prompt is
+    assembled for.
     """
 
     chat: Chat
@@ -47,6 +48,8 @@ class TurnRequest:
     read: Callable[[int], PathTail]
     dry_run: bool = False
     counts: CountCache | None = None
+    # In a group chat, the member who speaks (None: the chat's first character).
+    speaker: str | None = None
 
     def tail(self, want: int) -> PathTail:
         """At least the last `want` live messages of the path (all, if it is shorter)."""

@@ -1,0 +1,32 @@
+"""A group round: the members who answer one message, generating one after another."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from taverna.services.generation.runs import RunningGeneration
+
+__all__ = ["GroupRound"]
+
+
+@dataclass(eq=False)
+class GroupRound:
+    """The speakers of a round and the generation of each who has started.
+
+    A speaker starts when the one before has been saved; a stopped or failed
+    generation ends the round, as does `stopped`.
+    """
+
+    id: str
+    chat_id: str
+    speakers: tuple[str, ...]
+    runs: list[RunningGeneration] = field(default_factory=list)
+    done: bool = False
+    stopped: bool = False
+    task: asyncio.Task[None] | None = None
+
+    @property
+    def current(self) -> RunningGeneration | None:
+        """The generation running now (or the last one)."""
+        return self.runs[-1] if self.runs else None

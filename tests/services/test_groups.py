@@ -1,0 +1,217 @@
+"""Group chats through the real turn builder, a real store and a stub model server:
+a round's speakers answer one after another, each with a prompt made for it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from taverna.formats.card_json import card_from_json
+from taverna.formats.png_card import CardFile
+from taverna.model.chat import NodeRole
+from taverna.services.chats import ChatService
+from taverna.services.connections import ConnectionService
+from taverna.services.generation import Ending, GenerationService
+from taverna.services.groups import GroupService
+from taverna.services.library import LibraryService
+from taverna.services.turn_context import TurnContexts
+from taverna.services.turn_paths import PathEnds
+from taverna.store.sql import SqlStore
+from taverna.store.testing import backends, temporary_store
+from tests.stubs import Reply, StubServer, start_stub
+
+KEY = "sk-group-key-000000001"
+CARDS = {
+    "Alice": ("A cheerful baker.", "Hello, I am Alice."),
+    "小雪": ("一个安静的画家。", "你好，我是小雪。"),
+    "Bob": ("A grumpy smith.", ""),
+}
+
+
+@pytest.fixture
+def stub() -> Iterator[StubServer]:
+    with start_stub(key=KEY) as server:
+        yield server
+
+
+@dataclass
+class World:
+    store: SqlStore
+    chats: ChatService
+    groups: GroupService
+    service: GenerationService
+    group_id: str
+    chat_id: str
+    stub: StubServer
+
+    def path(self) -> list[tuple[str, str, str]]:
+        return [
+            (e.node.role.value, e.node.speaker, e.node.content)
+            for e in self.chats.active_path(self.chat_id).entries
+        ]
+
+    def sent(self, index: int) -> list[dict[str, Any]]:
+        messages: list[dict[str, Any]] = self.stub.requests[index].body["messages"]
+        return messages
+
+
+def _card(name: str, description: str, greeting: str) -> CardFile:
+    data = {
+        "spec": "chara_card_v2",
+        "spec_version": "2.0",
+        "data": {"name": name, "description": description, "first_mes": greeting},
+    }
+    return CardFile(character=card_from_json(data, file=name), avatar=None)
+
+
+@pytest.fixture(params=backends())
+def world(request: pytest.FixtureRequest, tmp_path: Path, stub: StubServer) -> Iterator[World]:
+    with temporary_store(request.param, tmp_path) as store:
+        connections = ConnectionService(store, tmp_path)
+        connections.add("stub", "openai", url=stub.base_url("openai"), model="stub-model", key=KEY)
+        library = LibraryService(store)
+        ids = [library.put_character(_card(n, *CARDS[n])).id for n in CARDS]
+        chats = ChatService(store)
+        groups = GroupService(chats)
+        group = groups.create("Workshop", ids, settings={"activation_strategy": 1})
+        chat = groups.start_chat(group.id, user_name="Alex")
+        turns = TurnContexts(store, paths=PathEnds(store))
+        service = GenerationService(store, connections, turns, chats=chats, paths=turns.paths)
+        yield World(store, chats, groups, service, group.id, chat.id, stub)
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+def test_a_group_starts_with_each_members_greeting(world: World) -> None:
+    assert world.path() == [
+        ("assistant", "Alice", "Hello, I am Alice."),
+        ("assistant", "小雪", "你好，我是小雪。"),
+    ]
+
+
+def test_a_list_round_has_every_member_answer_in_order_each_seeing_the_last(world: World) -> None:
+    world.stub.script(
+        Reply(tokens=["Alice here."]),
+        Reply(tokens=["小雪在这里。"]),
+        Reply(tokens=["Bob here.\nAlice: I speak for Alice too"]),
+    )
+
+    async def main() -> Any:
+        found = await world.service.round(world.chat_id, "Hi all")
+        assert found.task is not None
+        await found.task
+        return found
+
+    found = run(main())
+    assert found.speakers == ("Alice", "小雪", "Bob")
+    assert [r.result.outcome for r in found.runs] == [Ending.SAVED] * 3
+    assert world.path()[2:] == [
+        ("user", "Alex", "Hi all"),
+        ("assistant", "Alice", "Alice here."),
+        ("assistant", "小雪", "小雪在这里。"),
+        ("assistant", "Bob", "Bob here."),  # cut where it spoke for Alice
+    ]
+    # each prompt is the speaker's: Swap puts that member's card in, the group nudge names it
+    first, second = world.sent(0), world.sent(1)
+    text_first = json.dumps(first, ensure_ascii=False)
+    text_second = json.dumps(second, ensure_ascii=False)
+    assert "A cheerful baker." in text_first and "一个安静的画家。" not in text_first
+    assert "一个安静的画家。" in text_second and "A cheerful baker." not in text_second
+    assert "Alice here." in text_second  # the later speaker sees the earlier reply
+    assert "only as 小雪" in second[-1]["content"]
+    stops = world.stub.requests[0].body.get("stop") or []
+    assert all("Alice" not in s for s in stops)
+
+
+def test_a_muted_member_is_left_out_and_a_mention_speaks_first(world: World) -> None:
+    world.groups.set_muted(world.group_id, "Alice", True)
+    world.groups.update(world.group_id, {"activation_strategy": 0})
+    world.stub.script(*[Reply(tokens=[f"reply {i}"]) for i in range(3)])
+
+    async def main() -> Any:
+        found = await world.service.round(world.chat_id, "Bob, 你觉得小雪的画怎么样？")
+        assert found.task is not None
+        await found.task
+        return found
+
+    found = run(main())
+    assert "Alice" not in found.speakers
+    assert found.speakers[:2] == ("Bob", "小雪")
+    roles = [(role, who) for role, who, _ in world.path()[3:]]
+    assert roles == [("assistant", "Bob"), ("assistant", "小雪")]
+
+
+def test_a_forced_speaker_and_a_swipe_keep_their_member(world: World) -> None:
+    world.stub.script(Reply(tokens=["Bob first."]), Reply(tokens=["Bob again."]))
+
+    async def main() -> None:
+        found = await world.service.round(world.chat_id, "Someone?", member="Bob")
+        assert found.speakers == ("Bob",)
+        await found.runs[0].wait()
+        swiped = await world.service.swipe(world.chat_id)
+        await swiped.wait()
+
+    run(main())
+    last = world.chats.active_path(world.chat_id).entries[-1]
+    assert (last.node.speaker, last.node.content) == ("Bob", "Bob again.")
+    assert (last.candidate_index, last.candidate_count) == (1, 2)
+
+
+def test_stop_ends_the_round(world: World) -> None:
+    world.stub.script(
+        Reply(tokens=[f"w{i} " for i in range(40)], hold_after=2), Reply(tokens=["never"])
+    )
+
+    async def main() -> Any:
+        found = await world.service.round(world.chat_id, "Go")
+        await asyncio.sleep(0.3)
+        await world.service.stop_round(found.id)
+        assert found.task is not None
+        await found.task
+        return found
+
+    found = run(main())
+    assert len(found.runs) == 1 and found.done
+    assert world.path()[-1][0] == NodeRole.USER.value
+
+
+def test_a_sillytavern_group_file_imports_and_exports_unchanged(
+    world: World, tmp_path: Path
+) -> None:
+    data = {
+        "id": "1727900000000",
+        "name": "Tavern crew",
+        "members": ["Alice.png", "小雪.png"],
+        "avatar_url": "",
+        "allow_self_responses": True,
+        "activation_strategy": 3,
+        "generation_mode": 2,
+        "disabled_members": ["小雪.png"],
+        "chat_metadata": {"note_prompt": "x"},
+        "fav": False,
+        "chat_id": "Tavern crew - 2024-10-02@19h11m05s",
+        "chats": ["Tavern crew - 2024-10-02@19h11m05s"],
+        "auto_mode_delay": 7,
+        "generation_mode_join_prefix": "<{{char}}>",
+        "generation_mode_join_suffix": "</{{char}}>",
+        "hideMutedSprites": True,
+        "a_future_key": {"kept": [1, 2]},
+    }
+    path = tmp_path / "Tavern crew.json"
+    path.write_text(json.dumps(data, ensure_ascii=False))
+    report = LibraryService(world.store).import_file(path)
+    stored = report.stored[0]
+    assert json.loads(world.groups.export(stored.id)) == data
+    group = world.groups.get(stored.id)
+    assert group.to_json() == data and list(group.to_json()) == list(data)
+    members = world.groups.members(group)
+    assert [(m.name, m.muted) for m in members] == [("Alice", False), ("小雪", True)]
+    assert all(m.character_id for m in members)
