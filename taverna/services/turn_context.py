@@ -583,6 +583,7 @@ def _muted_names(group: Group, characters: Sequence[CharacterInfo]) -> tuple[str
             muted.extend(n for n in names if n == stem or stem.endswith(n))
     return tuple(muted)
 
+
 _SPEAKERS = {
     NodeRole.USER: Speaker.USER,
     NodeRole.NARRATOR: Speaker.NARRATOR,
