@@ -119,6 +119,7 @@ class ChatOut(BaseModel):
     branches: list[BranchOut]
     lorebook: str | None = Field(default=None, description="the chat's own lorebook, by name")
     task: TaskOut | None = None
+    group_id: str | None = Field(default=None, description="a group chat's group")
 
 
 class ChatSummaryOut(BaseModel):
@@ -130,6 +131,7 @@ class ChatSummaryOut(BaseModel):
     message_count: int
     branch_count: int
     updated: str | None
+    group_id: str | None = None
 
 
 class NewChatIn(Strict):
@@ -189,6 +191,9 @@ class GenerateIn(Strict):
     kind: Literal["normal", "regenerate", "swipe", "continue", "impersonate"] = "normal"
     text: str | None = Field(default=None, max_length=TEXT_MAX)
     revision: ChatRevision
+    member: str | None = Field(
+        default=None, max_length=NAME_MAX, description="in a group chat: the member who speaks"
+    )
 
 
 class GenerationStarted(BaseModel):
@@ -378,3 +383,91 @@ class ScriptOut(BaseModel):
     notices: list[ScriptNoticeOut]
     follow_up: str | None = None
     aborted: bool = False
+
+
+# ------------------------------------------------------------------ groups
+
+
+class GroupMemberOut(BaseModel):
+    """One member of a group: its card file name in the group, its character, muted or not."""
+
+    file: str
+    name: str
+    character_id: str | None
+    avatar_url: str | None
+    muted: bool
+    talkativeness: float
+
+
+class GroupOut(BaseModel):
+    """A group: its members in order and how they take turns (SillyTavern's settings)."""
+
+    id: str
+    name: str
+    revision: int
+    members: list[GroupMemberOut]
+    activation_strategy: Literal["natural", "list", "manual", "pooled"]
+    generation_mode: Literal["swap", "join", "join_with_muted"]
+    allow_self_responses: bool
+    auto_mode_delay: float
+    join_prefix: str
+    join_suffix: str
+
+
+class NewGroupIn(Strict):
+    name: str = Field(min_length=1, max_length=NAME_MAX)
+    character_ids: list[Annotated[str, Field(min_length=1, max_length=100)]] = Field(
+        min_length=1, max_length=100, description="the members' characters, in speaking order"
+    )
+    activation_strategy: Literal["natural", "list", "manual", "pooled"] = "natural"
+    generation_mode: Literal["swap", "join", "join_with_muted"] = "swap"
+    allow_self_responses: bool = False
+
+
+class GroupChangesIn(Strict):
+    """What to change in a group; what is left out stays as it is."""
+
+    name: str | None = Field(default=None, min_length=1, max_length=NAME_MAX)
+    character_ids: list[Annotated[str, Field(min_length=1, max_length=100)]] | None = Field(
+        default=None, min_length=1, max_length=100, description="the members, reordered"
+    )
+    muted: list[Annotated[str, Field(max_length=NAME_MAX)]] | None = Field(
+        default=None, max_length=100, description="the names of the muted members"
+    )
+    activation_strategy: Literal["natural", "list", "manual", "pooled"] | None = None
+    generation_mode: Literal["swap", "join", "join_with_muted"] | None = None
+    allow_self_responses: bool | None = None
+    auto_mode_delay: float | None = Field(default=None, ge=1, le=3600)
+    join_prefix: str | None = Field(default=None, max_length=TEXT_MAX)
+    join_suffix: str | None = Field(default=None, max_length=TEXT_MAX)
+    revision: int = Field(ge=1, le=REVISION_MAX, description="the group's revision as read")
+
+
+class NewGroupChatIn(Strict):
+    title: str | None = Field(default=None, max_length=NAME_MAX)
+
+
+class RoundIn(Strict):
+    text: str | None = Field(default=None, max_length=TEXT_MAX)
+    member: str | None = Field(
+        default=None,
+        max_length=NAME_MAX,
+        description="the member who answers (else the group's turn order)",
+    )
+    revision: ChatRevision
+
+
+class RoundOut(BaseModel):
+    """A group round: who answers, in order, and the generation of each who has started."""
+
+    id: str
+    chat_id: str
+    speakers: list[str]
+    tasks: list[TaskOut]
+    done: bool
+
+
+class RoundStarted(BaseModel):
+    chat: ChatOut
+    round: RoundOut
+    task: TaskOut | None

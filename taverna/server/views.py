@@ -91,6 +91,7 @@ def chat_out(
         branches=[branch_out(b) for b in branches],
         lorebook=book if isinstance(book, str) and book else None,
         task=task,
+        group_id=chat.group_id,
     )
 
 
@@ -105,4 +106,5 @@ def chat_summary_out(listing: ChatListing) -> ChatSummaryOut:
         message_count=listing.path_length,
         branch_count=listing.branch_count,
         updated=chat.updated.isoformat() if chat.updated else None,
+        group_id=chat.group_id,
     )

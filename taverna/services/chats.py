@@ -392,7 +392,8 @@ class ChatService:
         `replaces` (a regenerate) `beside` is then deleted, restorably.
 
         The candidate becomes the shown one only if the person is still at `beside`.
-        It speaks as `beside` did (`speaker` when that has no name), and records the
+        It speaks as `beside` did unless `speaker` names another (a group member
+        answering in another's place), and records the
         turn's state over the state before `beside`: a swipe replays that turn.
         """
         label = label or ("regenerate" if replaces else "swipe")
@@ -402,7 +403,7 @@ class ChatService:
                 old.parent_id,
                 NodeRole.ASSISTANT,
                 content,
-                speaker=old.speaker or speaker,
+                speaker=speaker or old.speaker,
                 generation=generation,
                 state=self._recorded(w, turn_state, old.parent_id),
                 created=self.clock(),

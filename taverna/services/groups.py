@@ -24,6 +24,7 @@ from taverna.model.character import Character
 from taverna.model.chat import CharacterRef, Chat, Node, NodeRole
 from taverna.model.group import Group
 from taverna.services.chats import ChatService
+from taverna.services.editing import default_persona
 from taverna.services.library import LibraryKind, LibraryService
 from taverna.store.repository import Document, Store
 
@@ -189,12 +190,7 @@ class GroupService:
             raise TavernaError("a group needs a name", field="name")
         if not character_ids:
             raise TavernaError("a group needs at least one member", field="members")
-        files = []
-        for character_id in character_ids:
-            doc = self.store.get_document(character_id)
-            if doc.kind != LibraryKind.CHARACTER.value:
-                raise NotFound("no such character", field="members")
-            files.append(f"{doc.name}.png")
+        files = self.member_files(character_ids)
         data: dict[str, Any] = {
             "id": str(int(datetime.now(UTC).timestamp() * 1000)),
             "name": name.strip(),
@@ -251,13 +247,16 @@ class GroupService:
         raise NotFound(f"no member named {member!r} in the group", field="member")
 
     def start_chat(
-        self, group_id: str, *, title: str | None = None, user_name: str = "User"
+        self, group_id: str, *, title: str | None = None, user_name: str | None = None
     ) -> Chat:
         """A new chat of the group, opened by each unmuted member's greeting in order
         (a member's group-only greetings, when it has them, are its candidates)."""
         doc = self.document(group_id)
         group = read_group(doc.data, file=doc.name)
         members = self.members(group)
+        if user_name is None:
+            persona = default_persona(self.store, self.owner)
+            user_name = (persona.name if persona else "") or "User"
         stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M")
         refs = [CharacterRef(m.name, m.character_id) for m in members]
         outcome = self.chats.create_chat(
@@ -296,6 +295,33 @@ class GroupService:
                     label="greeting",
                 ).chat
         return self.chats.get_chat(chat.id)
+
+    def delete(self, group_id: str) -> None:
+        """Remove a group; its chats stay, with the members they had."""
+        doc = self.document(group_id)
+        self.store.delete_document(doc.id, revision=doc.revision)
+
+    def member_files(self, character_ids: Sequence[str]) -> list[str]:
+        """The group member file names of these stored characters."""
+        files = []
+        for character_id in character_ids:
+            try:
+                doc = self.store.get_document(character_id)
+            except NotFound:
+                raise NotFound("no such character", field="character_ids") from None
+            if doc.kind != LibraryKind.CHARACTER.value or (self.owner and doc.owner != self.owner):
+                raise NotFound("no such character", field="character_ids")
+            files.append(f"{doc.name}.png")
+        return files
+
+    def files_of(
+        self, group_id: str, names: Sequence[str], members: Sequence[str] | None = None
+    ) -> list[str]:
+        """The member files of members named by their characters' names (or files)."""
+        group = self.get(group_id)
+        if members is not None:
+            group = group.model_copy(update={"members": list(members)})
+        return [self._member_file(group, name) for name in names]
 
     def export(self, group_id: str) -> bytes:
         """The group definition as SillyTavern writes it (what was imported, unchanged)."""

@@ -78,16 +78,17 @@ async def generate(
     The revision check, the write, the path's end and the prompt are one hop to the
     generation service's thread; the view of the change is read after the model's
     request has gone out."""
-    revision = body.revision
+    revision, member = body.revision, body.member
     if body.kind == "normal":
-        run = await service.send(chat_id, body.text or "", revision=revision)
+        run = await service.send(chat_id, body.text or "", revision=revision, member=member)
     elif body.kind in ("regenerate", "swipe"):
         # Regenerate keeps the old reply as a candidate (nothing is lost): it is a swipe.
-        run = await service.swipe(chat_id, revision=revision)
+        # In a group chat `member` has another member write the candidate.
+        run = await service.swipe(chat_id, revision=revision, member=member)
     elif body.kind == "continue":
-        run = await service.continue_reply(chat_id, revision=revision)
+        run = await service.continue_reply(chat_id, revision=revision, member=member)
     else:
-        run = await service.impersonate(chat_id, revision=revision)
+        run = await service.impersonate(chat_id, revision=revision, member=member)
     # The answer starts at the last message: a send appends after it, the others
     # change its buttons (and a swipe or a continue will change it).
     below = run.changed_below

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from taverna.services.generation.runs import RunningGeneration
@@ -25,6 +26,13 @@ class GroupRound:
     done: bool = False
     stopped: bool = False
     task: asyncio.Task[None] | None = None
+    started: Callable[[RunningGeneration], object] | None = None  # told of each start
+
+    def add(self, run: RunningGeneration) -> None:
+        """A speaker's generation has started."""
+        self.runs.append(run)
+        if self.started is not None:
+            self.started(run)
 
     @property
     def current(self) -> RunningGeneration | None:

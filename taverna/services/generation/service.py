@@ -260,19 +260,21 @@ class GenerationService:
         revision: int | None = None,
         member: str | None = None,
         user_input: bool = True,
+        started: Callable[[RunningGeneration], object] | None = None,
     ) -> GroupRound:
         """A group chat's round: post the person's message (if any text), then have each
         member the scheduler picks (or `member`) answer in turn, each seeing the replies
         before its own. The first generation has started when this returns; the others
         follow as each is saved. Stopping the running generation ends the round.
-        `user_input`: false for a round nobody typed for (auto mode)."""
+        `user_input`: false for a round nobody typed for (auto mode); `started` is
+        called with each speaker's generation as it starts."""
         loop = asyncio.get_running_loop()
         speakers: tuple[str, ...] = (member,) if member else ()
         if not speakers:
             speakers = await loop.run_in_executor(
                 self._builder, self._round_speakers, chat_id, text, user_input
             )
-        found = GroupRound(new_id(), chat_id, speakers)
+        found = GroupRound(new_id(), chat_id, speakers, started=started)
         self.rounds[found.id] = found
         if not speakers:
             # nobody answers (the manual strategy): the message is just posted
@@ -293,7 +295,7 @@ class GenerationService:
         first = await self.send(
             chat_id, text, connection=connection, revision=revision, member=speakers[0]
         )
-        found.runs.append(first)
+        found.add(first)
         found.task = asyncio.create_task(
             self._rest_of_round(found, connection), name=f"round {found.id}"
         )
@@ -335,7 +337,7 @@ class GenerationService:
                 if found.stopped or result is None or result.outcome is not Ending.SAVED:
                     break
                 try:
-                    found.runs.append(
+                    found.add(
                         await self.send(found.chat_id, "", connection=connection, member=speaker)
                     )
                 except TavernaError:
@@ -912,7 +914,7 @@ class GenerationService:
                 anchor.id,
                 text,
                 revision=chat.revision,
-                speaker=speaker,
+                speaker=speaker if plan.members else "",  # a solo reply speaks as before
                 generation=info,
                 turn_state=turn_state,
                 replaces=kind is GenerationType.REGENERATE,

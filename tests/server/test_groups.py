@@ -1,0 +1,125 @@
+"""Groups over HTTP: make one, start its chat, a round of two speakers streams in order,
+another member writes a candidate, mute, export."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.server.conftest import rev
+from tests.server.test_generation import events
+from tests.stubs.model_server import Reply, StubServer, start_stub
+
+
+@pytest.fixture(scope="module")
+def stub() -> Iterator[StubServer]:
+    with start_stub() as server:
+        yield server
+
+
+@pytest.fixture
+def group(client: TestClient, stub: StubServer) -> dict:  # type: ignore[type-arg]
+    connection = {
+        "name": "stub",
+        "api": "openai",
+        "url": stub.base_url("openai"),
+        "model": "stub-model",
+    }
+    assert client.post("/api/connections", json=connection).status_code == 201
+    ids = []
+    for name, description in (("Mira", "A keeper."), ("Élodie", "A pilot."), ("小雪", "画家。")):
+        card = {"name": name, "description": description, "first_mes": f"{name} waves."}
+        ids.append(client.post("/api/characters", json=card).json()["id"])
+    made = client.post(
+        "/api/groups",
+        json={"name": "Harbour", "character_ids": ids, "activation_strategy": "list"},
+    )
+    assert made.status_code == 201, made.text
+    return made.json()  # type: ignore[no-any-return]
+
+
+def _round_done(client: TestClient, round_id: str) -> dict:  # type: ignore[type-arg]
+    for _ in range(200):
+        found = client.get(f"/api/rounds/{round_id}").json()
+        if found["done"]:
+            return found  # type: ignore[no-any-return]
+        time.sleep(0.02)
+    raise AssertionError("the round did not end")
+
+
+def test_a_group_round_streams_its_speakers_in_order(
+    client: TestClient,
+    stub: StubServer,
+    group: dict,  # type: ignore[type-arg]
+) -> None:
+    assert [m["name"] for m in group["members"]] == ["Mira", "Élodie", "小雪"]
+    muted = client.patch(
+        f"/api/groups/{group['id']}", json={"muted": ["小雪"], "revision": group["revision"]}
+    )
+    assert muted.status_code == 200, muted.text
+    assert [m["muted"] for m in muted.json()["members"]] == [False, False, True]
+    chat = client.post(f"/api/groups/{group['id']}/chats", json={}).json()
+    assert chat["group_id"] == group["id"]
+    shown = client.get(f"/api/chats/{chat['id']}").json()
+    assert [(m["name"], m["content"]) for m in shown["messages"]] == [
+        ("Mira", "Mira waves."),
+        ("Élodie", "Élodie waves."),
+    ]
+    stub.script(Reply(tokens=["Mira ", "speaks."]), Reply(tokens=["Élodie ", "speaks."]))
+    started = client.post(
+        f"/api/chats/{chat['id']}/round",
+        json={"text": "Hello", "revision": rev(client, chat["id"])},
+    )
+    assert started.status_code == 202, started.text
+    body = started.json()
+    assert body["round"]["speakers"] == ["Mira", "Élodie"]
+    first = events(client, body["task"]["id"])
+    assert first[-1][0] == "done" and "".join(d["text"] for n, d in first if n == "delta") == (
+        "Mira speaks."
+    )
+    found = _round_done(client, body["round"]["id"])
+    assert len(found["tasks"]) == 2
+    assert events(client, found["tasks"][1]["id"])[-1][1]["text"] == "Élodie speaks."
+    shown = client.get(f"/api/chats/{chat['id']}").json()
+    assert [(m["name"], m["content"]) for m in shown["messages"]][2:] == [
+        ("User", "Hello"),
+        ("Mira", "Mira speaks."),
+        ("Élodie", "Élodie speaks."),
+    ]
+    assert all(m["avatar_url"] for m in shown["messages"] if m["role"] == "assistant")
+
+    # Mira writes a candidate in place of Élodie's reply
+    stub.script(Reply(tokens=["Mira again."]))
+    swiped = client.post(
+        f"/api/chats/{chat['id']}/generate",
+        json={"kind": "swipe", "member": "Mira", "revision": rev(client, chat["id"])},
+    )
+    assert swiped.status_code == 202, swiped.text
+    assert events(client, swiped.json()["task"]["id"])[-1][0] == "done"
+    last = client.get(f"/api/chats/{chat['id']}").json()["messages"][-1]
+    assert (last["name"], last["content"], last["candidate_count"]) == ("Mira", "Mira again.", 2)
+
+
+def test_a_group_exports_as_sillytavern_writes_it(
+    client: TestClient,
+    group: dict,  # type: ignore[type-arg]
+) -> None:
+    exported = client.get(f"/api/groups/{group['id']}/export")
+    assert exported.status_code == 200
+    data = json.loads(exported.content)
+    assert data["members"] == ["Mira.png", "Élodie.png", "小雪.png"]
+    assert data["activation_strategy"] == 1 and data["disabled_members"] == []
+
+
+def test_unknown_group_and_member(client: TestClient, group: dict) -> None:  # type: ignore[type-arg]
+    assert client.get("/api/groups/nope").status_code == 404
+    chat = client.post(f"/api/groups/{group['id']}/chats", json={}).json()
+    bad = client.post(
+        f"/api/chats/{chat['id']}/round",
+        json={"member": "Nobody", "revision": rev(client, chat["id"])},
+    )
+    assert bad.status_code == 404 and bad.json()["detail"]["field"] == "member"
