@@ -1,9 +1,11 @@
-"""`taverna chat CHARACTER`: a chat in the terminal, on the same services and store as the server.
+"""`taverna chat CHARACTER` (or `--group NAME`): a chat in the terminal, on the same
+services and store as the server.
 
 Type a message to send it. Commands: /swipe, /regen, /continue, /impersonate,
 /edit N [TEXT], /hide N[-M], /unhide N[-M], /branch NAME, /prompt, /drafts, /keep,
-/drop, /help, /quit; any other line starting with `/` runs as an STscript in the chat.
-Ctrl-C while the model writes stops it (what streamed is kept as a draft).
+/drop, /help, /quit; in a group /speak NAME, /mute NAME, /unmute NAME, /members; any
+other line starting with `/` runs as an STscript in the chat. Ctrl-C while the model
+writes stops it (what streamed is kept as a draft; in a group the round ends).
 `--say TEXT` runs one turn without a terminal and prints the reply.
 """
 
@@ -36,13 +38,23 @@ HELP = """commands:
 any other line starting with / runs as an STscript (/help script lists its commands),
 e.g.  /setvar key=mood calm | /sys The wind rises. | /trigger"""
 
+GROUP_HELP = """in a group:
+  /speak NAME       have a member speak now
+  /swipe [NAME]     another reply in place of the last one, by NAME if given
+  /mute NAME        a muted member is never picked to speak (/unmute to undo)
+  /members          the members, in order, muted ones marked"""
+
 
 class Session:
     """One terminal chat: the services of the data folder and the chat being read."""
 
     def __init__(self, ctx: Any, chat_id: str, connection: str | None, out: Any) -> None:
+        from taverna.services.groups import GroupService
+
         self.ctx = ctx
         self.chat_id = chat_id
+        self.group_id: str | None = ctx.chats.get_chat(chat_id).group_id
+        self.groups = GroupService(ctx.chats)
         self.connection = connection
         self.out = out
         self.generation = ctx.generation
@@ -112,13 +124,68 @@ class Session:
         if done.draft_id and done.outcome is not Ending.IMPERSONATED:
             self.echo("what streamed is kept as a draft: /keep writes it, /drop forgets it")
 
-    def generate(self, start: Any, *args: Any) -> Completed | None:
+    def say(self, text: str, member: str | None = None) -> Completed | None:
+        """Send a message (in a group, a round: each speaker's reply streams in turn)."""
+        if self.group_id is None:
+            return self.generate(self.generation.send, text)
+        return self.round(text, member)
+
+    def round(self, text: str, member: str | None = None) -> Completed | None:
+        """A group round to its end; Ctrl-C stops the speaker writing and ends the round."""
+        rounds: list[Any] = []
+        last: list[Completed] = []
+
+        async def main() -> None:
+            settled: list[asyncio.Task[Completed]] = []
+            found = await self.generation.round(
+                self.chat_id,
+                text,
+                connection=self.connection,
+                member=member,
+                started=lambda run: settled.append(self.ctx.follow_up(run)),
+            )
+            rounds.append(found)
+            if not found.speakers:
+                self.echo("(nobody was picked to answer: /speak NAME)")
+            shown = 0
+            while shown < len(found.runs) or not found.done:
+                if shown == len(found.runs):
+                    await asyncio.sleep(0.02)
+                    continue
+                run = found.runs[shown]
+                self.echo(f"{found.speakers[shown]}: ", end="")
+                shown += 1
+                done = await self.follow(run)
+                self.report(done)
+                last.append(done)
+            if found.task is not None:
+                await found.task
+            for task in settled:
+                await task
+
+        try:
+            self.runner.run(main())
+        except KeyboardInterrupt:
+            if rounds:
+                rounds[0].stopped = True
+            self.echo("\nstopped; the round ends (what streamed is kept as a draft: /keep)")
+            return None
+        return last[-1] if last else None
+
+    def members(self) -> list[Any]:
+        assert self.group_id is not None
+        return self.groups.members(
+            self.groups.get(self.group_id), self.ctx.chats.get_chat(self.chat_id)
+        )
+
+    def generate(self, start: Any, *args: Any, member: str | None = None) -> Completed | None:
         """Run one generation to its end in this thread's event loop."""
 
         started: list[RunningGeneration] = []
+        more = {"member": member} if member else {}
 
         async def main() -> Completed:
-            run = await start(self.chat_id, *args, connection=self.connection)
+            run = await start(self.chat_id, *args, connection=self.connection, **more)
             started.append(run)
             settled = self.ctx.follow_up(run)  # keeps the prompt as sent, backs the chat up
             done = await self.follow(run)
@@ -159,8 +226,22 @@ class Session:
             self.script("/help")
         elif name == "help":
             self.echo(HELP)
+            if self.group_id:
+                self.echo(GROUP_HELP)
         elif name == "swipe":
-            self.generate(generation.swipe)
+            self.generate(generation.swipe, member=rest or None)
+        elif self.group_id and name == "speak":
+            if not rest:
+                raise TavernaError("usage: /speak NAME", field="NAME")
+            self.round("", rest)
+        elif self.group_id and name in ("mute", "unmute"):
+            if not rest:
+                raise TavernaError(f"usage: /{name} NAME", field="NAME")
+            self.groups.set_muted(self.group_id, rest, name == "mute")
+            self.echo(f"{rest} {'muted' if name == 'mute' else 'unmuted'}")
+        elif self.group_id and name == "members":
+            for found in self.members():
+                self.echo(f"- {found.name}{'  (muted)' if found.muted else ''}")
         elif name in ("regen", "regenerate"):
             self.generate(generation.regenerate)
         elif name == "continue":
@@ -171,7 +252,7 @@ class Session:
                 answer = input("send it as yours? [Y/n] ").strip().lower()
                 if answer in ("", "y", "yes"):
                     generation.keep_draft(done.draft_id)
-                    self.generate(generation.send, "")
+                    self.say("")
                 else:
                     generation.drop_draft(done.draft_id)
         elif name == "edit":
@@ -236,7 +317,7 @@ class Session:
     def follow_up(self, kind: str | None) -> None:
         generation = self.generation
         if kind == "trigger":
-            self.generate(generation.send, "")
+            self.say("")
         elif kind == "continue":
             self.generate(generation.continue_reply)
         elif kind == "swipe":
@@ -272,7 +353,7 @@ class Session:
                     if not self.command(line.strip()):
                         return
                 else:
-                    self.generate(self.generation.send, line)
+                    self.say(line)
             except TavernaError as exc:
                 self.echo(f"error: {exc}")
             finally:
@@ -289,6 +370,28 @@ def _int(text: str) -> int:
         return int(text.strip())
     except ValueError:
         raise TavernaError(f"{text!r} is not a message number", field="N") from None
+
+
+def open_group_chat(ctx: Any, group: str, chat_id: str | None) -> str:
+    """The group's chat to use: the one named, else the group's newest, else a new one."""
+    from taverna.services.groups import GroupService
+
+    if chat_id:
+        return str(ctx.chats.get_chat(chat_id).id)
+    groups = GroupService(ctx.chats)
+    try:
+        doc = groups.find(group)
+    except NotFound:
+        names = ", ".join(sorted(d.name for d in groups.all()))
+        raise NotFound(
+            f"no group named {group!r} in the library (there are: {names or 'none'}); "
+            "add one with `taverna import GROUP.json`",
+            field="group",
+        ) from None
+    newest = groups.newest_chat(doc.id)
+    if newest is not None:
+        return str(newest.id)
+    return str(groups.start_chat(doc.id).id)
 
 
 def open_chat(ctx: Any, character: str, chat_id: str | None) -> str:
@@ -315,7 +418,12 @@ def open_chat(ctx: Any, character: str, chat_id: str | None) -> str:
 
 @app.command()
 def chat(
-    character: Annotated[str, typer.Argument(help="the character's name in the library")],
+    character: Annotated[
+        str | None, typer.Argument(help="the character's name in the library")
+    ] = None,
+    group: Annotated[
+        str | None, typer.Option("--group", help="a group's name in the library (a group chat)")
+    ] = None,
     chat_id: Annotated[
         str | None, typer.Option("--chat", help="a chat id (default: the newest)")
     ] = None,
@@ -330,19 +438,26 @@ def chat(
         typer.Option("--data", help="Data folder (default: $TAVERNA_DATA or the user's one)."),
     ] = None,
 ) -> None:
-    """Chat with a character in the terminal, streaming the replies."""
+    """Chat with a character (or a group) in the terminal, streaming the replies."""
     from taverna.services.data import resolve_data_dir
     from taverna.services.workspace import open_workspace
 
+    if (character is None) == (group is None):
+        raise typer.BadParameter("name a CHARACTER or give --group NAME (one of them)")
     ctx = open_workspace(resolve_data_dir(data))
     try:
-        session = Session(ctx, open_chat(ctx, character, chat_id), connection, sys.stdout)
+        if group is not None:
+            opened = open_group_chat(ctx, group, chat_id)
+        else:
+            assert character is not None
+            opened = open_chat(ctx, character, chat_id)
+        session = Session(ctx, opened, connection, sys.stdout)
         try:
             if say is None:
                 session.loop()
                 return
             before = session.revision()
-            done = session.generate(session.generation.send, say)
+            done = session.say(say)
             session.backed_up(before)
         finally:
             session.close()

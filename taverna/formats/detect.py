@@ -87,6 +87,9 @@ class DetectedFile:
 
 
 _TEXTGEN_KEYS = {"temp", "rep_pen", "rep_pen_range", "top_k", "typical_p", "tfs", "sampler_order"}
+_GROUP_KEYS = frozenset(
+    {"chat_metadata", "disabled_members", "activation_strategy", "generation_mode"}
+)
 _CC_KEYS = {"prompts", "prompt_order", "chat_completion_source", "openai_max_context"}
 
 
@@ -122,7 +125,7 @@ def kind_of_json(doc: Any, file_name: str = "") -> FileKind | None:
     data = doc.get("data")
     if isinstance(data, dict) and "prompts" in data and "version" in doc and "type" in doc:
         return FileKind.PROMPT_EXPORT
-    if "members" in doc and "chat_metadata" in doc:
+    if isinstance(doc.get("members"), list) and _GROUP_KEYS & doc.keys():
         return FileKind.GROUP
     if _CC_KEYS & doc.keys():
         return FileKind.CHAT_COMPLETION_PRESET

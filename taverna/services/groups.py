@@ -296,6 +296,16 @@ class GroupService:
                 ).chat
         return self.chats.get_chat(chat.id)
 
+    def newest_chat(self, group_id: str) -> Chat | None:
+        """The group's most recently changed chat, if it has one."""
+        found = [
+            item.chat
+            for item in self.store.list_chats(owner=self.owner)
+            if item.chat.group_id == group_id
+        ]
+        oldest = datetime.min.replace(tzinfo=UTC)
+        return max(found, key=lambda c: c.updated or c.created or oldest, default=None)
+
     def delete(self, group_id: str) -> None:
         """Remove a group; its chats stay, with the members they had."""
         doc = self.document(group_id)
