@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import taverna.cli.chat  # registers the command
+import taverna.cli.chat  # noqa: F401  (registers the command)
 from taverna.cli.main import app
 from taverna.services.connections import ConnectionService
 from taverna.services.data import open_data
