@@ -471,3 +471,34 @@ class RoundStarted(BaseModel):
     chat: ChatOut
     round: RoundOut
     task: TaskOut | None
+
+
+VariableValue = Annotated[str, Field(max_length=TEXT_MAX)] | float | int | bool | None
+
+
+class ChatVariablesIn(Strict):
+    """The chat variables to hold from the active message on (they replace the old ones)."""
+
+    local: dict[Annotated[str, Field(min_length=1, max_length=NAME_MAX)], VariableValue] = Field(
+        max_length=10_000
+    )
+    revision: ChatRevision
+
+
+class GlobalVariablesIn(Strict):
+    """The global variables (every chat), replacing the old ones."""
+
+    global_: dict[Annotated[str, Field(min_length=1, max_length=NAME_MAX)], VariableValue] = Field(
+        alias="global", max_length=10_000
+    )
+
+
+class VariablesOut(BaseModel):
+    """Chat variables at the active message (`node_id`) and the global ones."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    local: dict[str, Any]
+    global_: dict[str, Any] = Field(alias="global")
+    node_id: str | None = None
+    revision: int = 0

@@ -29,7 +29,7 @@ from taverna.engine.script import (
     ScriptResult,
     run_script,
 )
-from taverna.errors import StaleRevision
+from taverna.errors import StaleRevision, TavernaError
 from taverna.model.chat import Chat, NodeRole
 from taverna.model.quick_reply import LegacyQuickReplySet, QuickReplySet
 from taverna.services.active_settings import ACTIVE, SETTINGS_KIND, set_active
@@ -322,6 +322,20 @@ class ScriptService:
             "global": dict(values),
         }
         set_active(self.chats.store, "extension_settings", extensions, owner=self.owner)
+
+    # -------------------------------------------------------------- chat variables
+
+    def chat_variables(self, chat_id: str) -> dict[str, Any]:
+        """The chat variables at the active leaf (those of the branch being read)."""
+        return dict(self.chats.state_at(chat_id).variables)
+
+    def set_chat_variables(self, chat_id: str, values: Mapping[str, Any], *, revision: int) -> Chat:
+        """Replace the chat variables from the active leaf on (earlier messages and other
+        branches keep theirs)."""
+        for name in values:
+            if not name.strip():
+                raise TavernaError("a variable needs a name", field="local")
+        return self.chats.update_state(chat_id, revision=revision, variables=dict(values)).chat
 
     # ------------------------------------------------------------------- running
 

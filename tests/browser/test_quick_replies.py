@@ -91,3 +91,24 @@ def test_a_quick_reply_sets_a_variable_for_the_next_prompt_on_its_branch_only(  
     assert page.get_by_label("Message", exact=True).input_value().startswith("/pass a")
     assert errors == []
     page.close()
+
+
+def test_chat_variables_are_edited_in_the_chat_settings(  # type: ignore[no-untyped-def]
+    chromium, taverna: TavernaServer
+) -> None:
+    ione = next(c for c in taverna.api("GET", "/characters").json() if c["name"] == "Ione Calder")
+    chat = taverna.api("POST", "/chats", json={"character_id": ione["id"], "title": "Vars"}).json()
+    page = chromium.new_page(viewport={"width": 375, "height": 812})
+    page.goto(f"{taverna.url}/#/chat/{chat['id']}")
+    page.get_by_label("Message", exact=True).fill("/setvar key=coins 5")
+    page.get_by_role("button", name="Send", exact=True).click()
+    expect(page.get_by_label("Message", exact=True)).to_have_value("")
+    page.get_by_role("button", name="Chat settings").click()
+    row = page.locator("#chat-variables li").first
+    expect(row.locator(".var-name")).to_have_value("coins")
+    expect(row.locator(".var-value")).to_have_value("5")
+    row.locator(".var-value").fill("12")
+    page.locator("#save-chat-variables").click()
+    expect(page.locator(".toast").last).to_contain_text("Saved")
+    assert taverna.api("GET", f"/chats/{chat['id']}/variables").json()["local"] == {"coins": "12"}
+    page.close()

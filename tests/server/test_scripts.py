@@ -52,3 +52,32 @@ def test_a_stale_revision_is_a_conflict(client: TestClient, ctx: AppContext) -> 
     chat_id, _ids = make_chat(ctx)
     answer = client.post(f"/api/chats/{chat_id}/script", json={"text": "/send hi", "revision": 1})
     assert answer.status_code == 409
+
+
+def test_variables_are_read_and_replaced_per_branch(client: TestClient, ctx: AppContext) -> None:
+    chat_id, ids = make_chat(ctx)
+    client.post(
+        f"/api/chats/{chat_id}/script",
+        json={
+            "text": "/setvar key=hp 10 | /setglobalvar key=day 3",
+            "revision": rev(client, chat_id),
+        },
+    )
+    data = client.get(f"/api/chats/{chat_id}/variables").json()
+    assert data["local"] == {"hp": "10"} and data["global"] == {"day": "3"}
+    assert data["node_id"] == ids[-1]
+    saved = client.put(
+        f"/api/chats/{chat_id}/variables",
+        json={"local": {"hp": "7", "name": "Mira"}, "revision": rev(client, chat_id)},
+    ).json()
+    assert saved["local"] == {"hp": "7", "name": "Mira"}
+    assert dict(ctx.chats.state_at(chat_id, ids[0]).variables) == {}
+    assert client.put("/api/variables", json={"global": {"day": 4}}).json() == {"day": 4}
+    assert client.get("/api/variables").json() == {"day": 4}
+    assert (
+        client.put(
+            f"/api/chats/{chat_id}/variables",
+            json={"local": {"": "x"}, "revision": rev(client, chat_id)},
+        ).status_code
+        == 422
+    )

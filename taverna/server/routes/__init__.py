@@ -17,6 +17,7 @@ from taverna.server.routes import (
     presets,
     prompt,
     quick_replies,
+    variables,
 )
 
 ROUTERS: tuple[APIRouter, ...] = (
@@ -30,6 +31,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     presets.router,
     prompt.router,
     quick_replies.router,
+    variables.router,
 )
 
 # Routes that take one uploaded file (multipart/form-data).

@@ -20,6 +20,7 @@ from taverna.server.schemas import (
     ChatOut,
     ChatSettingsOut,
     ChatSummaryOut,
+    ChatVariablesIn,
     CheckpointIn,
     CheckpointOut,
     ContextOut,
@@ -33,6 +34,7 @@ from taverna.server.schemas import (
     ScriptNoticeOut,
     ScriptOut,
     SelectIn,
+    VariablesOut,
 )
 from taverna.server.views import branch_out, chat_summary_out
 from taverna.services import chat_reads, chat_views, editing, inspector
@@ -363,3 +365,30 @@ def run_script(
         follow_up=run.follow_up,
         aborted=run.result.aborted,
     )
+
+
+@router.get("/{chat_id}/variables", response_model=VariablesOut)
+def chat_variables(
+    chat_id: str, request: Request, ctx: AppContext = Depends(context)
+) -> VariablesOut:
+    """The chat variables where the chat's active branch ends, and the global ones."""
+    scripts = ScriptService(ctx.chats, owner=current_user(request))
+    chat = ctx.chats.get_chat(chat_id)
+    return VariablesOut(
+        local=scripts.chat_variables(chat_id),
+        global_=scripts.global_variables(),
+        node_id=chat.active_leaf_id,
+        revision=chat.revision,
+    )
+
+
+@router.put("/{chat_id}/variables", response_model=VariablesOut)
+def set_chat_variables(
+    chat_id: str, body: ChatVariablesIn, request: Request, ctx: AppContext = Depends(context)
+) -> VariablesOut:
+    """Replace the chat variables from the active message on (a new state on the path:
+    earlier messages and other branches keep theirs; undo restores them)."""
+    ScriptService(ctx.chats, owner=current_user(request)).set_chat_variables(
+        chat_id, body.local, revision=body.revision
+    )
+    return chat_variables(chat_id, request, ctx)

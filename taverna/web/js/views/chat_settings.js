@@ -1,5 +1,6 @@
 // A chat's own settings: the author's note (state on the path), the chat's lorebook and
-// the Quick Reply sets it offers besides the global ones.
+// the Quick Reply sets it offers besides the global ones, and its variables where the
+// branch being read ends (editing them records new state there; other branches keep theirs).
 
 import { api } from "../api.js";
 import { h, mount, openDrawer, toast } from "../dom.js";
@@ -9,18 +10,44 @@ import { fieldForm } from "../form.js";
 const ROLES = [[0, "system"], [1, "user"], [2, "assistant"]];
 const count = { empty: 0, attrs: { min: "0", step: "1" } };
 
+/** One variable as a name and a value to edit (a value other than text shows as JSON). */
+function variableRow(name, value) {
+  const shown = typeof value === "string" ? value : JSON.stringify(value);
+  const row = h("li", { class: "row" },
+    h("input", { type: "text", class: "var-name", value: name, "aria-label": t("vars.name") }),
+    h("input", { type: "text", class: "var-value grow", value: shown, "aria-label": t("vars.value") }),
+    h("button", { type: "button", class: "small danger", text: t("common.delete"), onClick: () => row.remove() }));
+  return row;
+}
+
+/** The rows as name → value (text as typed; SillyTavern reads numeric text as a number). */
+function readRows(box) {
+  const values = {};
+  for (const row of box.children) {
+    const name = row.querySelector(".var-name").value.trim();
+    if (name) values[name] = row.querySelector(".var-value").value;
+  }
+  return values;
+}
+
 /** Open the settings of chat `chatId`; `onSaved(change)` gets the chat after a change (or
  * just `{ revision }` when no message changed), or null when the chat had changed
  * elsewhere (a stale revision: the panel closes). */
 export async function openChatSettings(chatId, revision, onSaved) {
   const body = h("div", { class: "inspector-body" });
   const panel = openDrawer({ id: "chat-settings", title: t("settings.title"), closeId: "close-settings", onStale: () => onSaved(null) }, body);
-  const [settings, books, qrSets, chatQr] = await Promise.all([
+  const [settings, books, qrSets, chatQr, variables] = await Promise.all([
     api.get(`/chats/${chatId}/settings`),
     api.get("/lorebooks"),
     api.get("/quick-replies"),
     api.get(`/chats/${chatId}/quick-replies`),
+    api.get(`/chats/${chatId}/variables`),
   ]);
+  const localRows = h("ul", { class: "var-rows", id: "chat-variables" });
+  const globalRows = h("ul", { class: "var-rows", id: "global-variables" });
+  const fill = (box, values) => mount(box, Object.entries(values).map(([k, v]) => variableRow(k, v)));
+  fill(localRows, variables.local);
+  fill(globalRows, variables.global);
   const qrBoxes = qrSets.filter((s) => !s.active).map((s) => h("label", { class: "inline" },
     h("input", { type: "checkbox", value: s.name, checked: chatQr.chat_sets.includes(s.name) ? "checked" : null }), " ", s.name));
   const note = settings.authors_note || { prompt: "", interval: 1, depth: 4, position: 1, role: 0 };
@@ -60,6 +87,29 @@ export async function openChatSettings(chatId, revision, onSaved) {
       toast(t("common.saved"));
       onSaved(chat);
     } }),
+    h("h3", { text: t("vars.chat") }),
+    h("p", { class: "muted", text: t("vars.chat_help") }),
+    localRows,
+    h("div", { class: "row" },
+      h("button", { type: "button", text: t("vars.add"), onClick: () => localRows.append(variableRow("", "")) }),
+      h("button", { type: "button", class: "primary", id: "save-chat-variables", text: t("vars.save"), onClick: async () => {
+        const saved = await panel.write(() => api.put(`/chats/${chatId}/variables`, { local: readRows(localRows), revision }));
+        if (!saved) return;
+        revision = saved.revision;
+        fill(localRows, saved.local);
+        toast(t("common.saved"));
+        onSaved({ revision });
+      } })),
+    h("h3", { text: t("vars.global") }),
+    globalRows,
+    h("div", { class: "row" },
+      h("button", { type: "button", text: t("vars.add"), onClick: () => globalRows.append(variableRow("", "")) }),
+      h("button", { type: "button", text: t("vars.save"), onClick: async () => {
+        const saved = await panel.write(() => api.put("/variables", { global: readRows(globalRows) }));
+        if (!saved) return;
+        fill(globalRows, saved);
+        toast(t("common.saved"));
+      } })),
     qrBoxes.length ? h("h3", { text: t("qr.chat_sets") }) : null,
     qrBoxes.length ? h("div", { class: "row wrap", id: "chat-qr-sets" }, ...qrBoxes) : null,
     qrBoxes.length ? h("button", { type: "button", text: t("common.save"), onClick: async () => {
