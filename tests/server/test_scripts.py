@@ -81,3 +81,23 @@ def test_variables_are_read_and_replaced_per_branch(client: TestClient, ctx: App
         ).status_code
         == 422
     )
+
+
+def test_an_injection_reaches_the_next_prompt(client: TestClient, ctx: AppContext) -> None:
+    chat_id, _ids = make_chat(ctx)
+    before = client.get(f"/api/chats/{chat_id}/prompt")
+    assert before.status_code == 200, before.text
+    client.post(
+        f"/api/chats/{chat_id}/script",
+        json={
+            "text": "/inject id=weather position=chat depth=0 role=user It is raining on {{user}}.",
+            "revision": rev(client, chat_id),
+        },
+    )
+    prompt = client.get(f"/api/chats/{chat_id}/prompt").text
+    assert "It is raining on Ann." in prompt
+    client.post(
+        f"/api/chats/{chat_id}/script",
+        json={"text": "/flushinject weather", "revision": rev(client, chat_id)},
+    )
+    assert "It is raining" not in client.get(f"/api/chats/{chat_id}/prompt").text

@@ -52,6 +52,10 @@ class Injection:
     source: str = ""
 
 
+# Where `/inject` keeps its prompts in a chat's metadata.
+SCRIPT_INJECTS = "script_injects"
+
+
 def lorebook_key(depth: int, role: InjectionRole) -> str:
     """The key SillyTavern gives one lorebook @depth group."""
     return f"customDepthWI-{depth}-{int(role)}"
@@ -216,6 +220,8 @@ def base_table(context: AssemblyContext, active: bool | None = None) -> Injectio
         )
     )
 
+    table = _with_script_injects(table, context.metadata.extras.get(SCRIPT_INJECTS))
+
     persona = context.persona
     if persona.description and persona.position is not PersonaPosition.NONE:
         if persona.position in (PersonaPosition.TOP_AN, PersonaPosition.BOTTOM_AN) and active:
@@ -239,6 +245,38 @@ def base_table(context: AssemblyContext, active: bool | None = None) -> Injectio
                     source="persona",
                 )
             )
+    return table
+
+
+def _with_script_injects(table: InjectionTable, injects: object) -> InjectionTable:
+    """`/inject` prompts kept in `chat_metadata.script_injects` (formats-extensions.md §3),
+    under SillyTavern's keys `script_inject_{id}`; an empty text places nothing."""
+    if not isinstance(injects, Mapping):
+        return table
+    for inject_id, item in injects.items():
+        if not isinstance(item, Mapping):
+            continue
+        text = item.get("value")
+        position = item.get("position", 0)
+        depth = item.get("depth", DEFAULT_DEPTH)
+        if not isinstance(text, str) or not text:
+            continue
+        if not isinstance(position, int) or position not in (-1, 0, 1, 2):
+            position = int(ExtensionPosition.IN_PROMPT)
+        if not isinstance(depth, int) or isinstance(depth, bool) or depth < 0:
+            depth = DEFAULT_DEPTH
+        table = table.with_(
+            Injection(
+                f"script_inject_{inject_id}",
+                text,
+                ExtensionPosition(position),
+                depth,
+                InjectionRole.parse(item.get("role")),
+                scan=item.get("scan") is True,
+                kind="script_inject",
+                source=f"/inject {inject_id}",
+            )
+        )
     return table
 
 
