@@ -11,6 +11,7 @@ const ROUTES = [
   [/^#\/characters$/, () => import("./views/characters.js"), () => ({})],
   [/^#\/chat\/([^/]+)$/, () => import("./views/chat.js"), (m) => ({ id: m[1] })],
   [/^#\/chats$/, () => import("./views/chats.js"), () => ({})],
+  [/^#\/groups$/, () => import("./views/groups.js"), () => ({})],
   [/^#\/personas$/, () => import("./views/personas.js"), () => ({})],
   [/^#\/lorebooks\/([^/]+)$/, () => import("./views/lorebook_edit.js"), (m) => ({ id: m[1] })],
   [/^#\/lorebooks$/, () => import("./views/lorebooks.js"), () => ({})],
@@ -25,6 +26,7 @@ const ROUTES = [
 const NAV = [
   ["#/characters", "nav.characters"],
   ["#/chats", "nav.chats"],
+  ["#/groups", "nav.groups"],
   ["#/personas", "nav.personas"],
   ["#/lorebooks", "nav.lorebooks"],
   ["#/presets", "nav.presets"],

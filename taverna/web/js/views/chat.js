@@ -47,6 +47,8 @@ export async function render(root, params) {
     reasoningText: "",
     contextCut: null,
     paging: false,
+    group: null, // a group chat's group: its members, muted ones, turn order
+    round: null, // a group round under way: its speakers and the tasks started so far
   };
   const drawn = new Map(); // message id -> its <li>
   // The messages sit between two edges; an edge coming into sight reads the next page.
@@ -100,9 +102,11 @@ export async function render(root, params) {
     h("div", { class: "composer-actions" }, impersonateButton, continueButton, sendButton, stopButton),
   );
   const drafts = h("div", { class: "drafts", "aria-live": "polite" });
+  // A group chat's members: who they are, who is muted, who speaks next; speak now.
+  const members = h("aside", { class: "group-members", id: "group-members", hidden: true, "aria-label": t("groups.members") });
   const notice = h("p", { class: "notice", hidden: true },
     h("span", { text: t("chat.no_connection") }), " ", h("a", { href: "#/connections", text: t("chat.add_connection") }));
-  mount(root, h("section", { class: "chat", "aria-label": t("chat.title") }, header, list, notice, drafts, composer));
+  mount(root, h("section", { class: "chat", "aria-label": t("chat.title") }, header, members, list, notice, drafts, composer));
 
   // ------------------------------------------------------------------ the state
 
@@ -202,6 +206,104 @@ export async function render(root, params) {
     updateControls();
     title.textContent = facts.title;
     loadBranches();
+    if (facts.group_id && state.group?.id !== facts.group_id) loadGroup();
+  }
+
+  // ---------------------------------------------------------------- the group
+
+  async function loadGroup() {
+    if (!state.chat?.group_id) return;
+    try {
+      state.group = await api.get(`/groups/${state.chat.group_id}`);
+    } catch (error) {
+      state.group = null;
+      if (error.status !== 404) reportError(error);
+    }
+    drawMembers();
+  }
+
+  function nextSpeakers() {
+    const round = state.round;
+    if (!round) return [];
+    return round.speakers.slice(round.tasks.length);
+  }
+
+  function drawMembers() {
+    const group = state.group;
+    members.hidden = !group;
+    if (!group) return;
+    const speaking = state.task?.speaker;
+    const next = nextSpeakers();
+    mount(members,
+      h("ul", { class: "member-list" }, group.members.map((m) => {
+        const mute = h("input", { type: "checkbox", checked: m.muted ? "checked" : null, "aria-label": t("groups.mute_who", { name: m.name }) });
+        mute.addEventListener("change", () => setMuted(m.name, mute.checked));
+        const speak = h("button", { type: "button", class: "small speak", text: t("groups.speak"), "aria-label": t("groups.speak_who", { name: m.name }), onClick: () => speakNow(m.name) });
+        speak.disabled = !!state.task || !state.chat;
+        return h("li", { class: `member${m.muted ? " muted" : ""}${speaking === m.name ? " speaking" : ""}`, "data-name": m.name },
+          avatarFor({ role: "assistant", name: m.name, avatar_url: m.avatar_url }, state.chat),
+          h("span", { class: "name", text: m.name }),
+          h("label", { class: "mute" }, mute, h("span", { text: t("groups.muted") })),
+          speak);
+      })),
+      h("p", { class: "next-speakers muted", id: "next-speakers", text: speaking
+        ? t("groups.speaking", { name: speaking, next: next.join(", ") || "—" })
+        : t(`groups.strategy_note.${group.activation_strategy}`) }));
+  }
+
+  async function setMuted(name, muted) {
+    const group = state.group;
+    const names = group.members.filter((m) => (m.name === name ? muted : m.muted)).map((m) => m.name);
+    try {
+      state.group = await api.patch(`/groups/${group.id}`, { muted: names, revision: group.revision });
+    } catch (error) {
+      reportError(error, t("kept.page"));
+      await loadGroup();
+      return;
+    }
+    drawMembers();
+  }
+
+  /** A group's round: the person's message (if any) and the members who answer it. */
+  async function startRound(body, kept) {
+    const result = await send(() => api.post(`${chatUrl}/round`, body), kept, kept);
+    if (!result) return false;
+    apply(result.chat);
+    state.round = result.round;
+    if (result.task) attach(result.task, result.round.speakers[0]);
+    else drawMembers();
+    return true;
+  }
+
+  async function speakNow(name) {
+    if (state.task || !state.chat) return;
+    if (hasNewer()) await load();
+    await startRound({ member: name, revision: state.chat.revision }, t("kept.page"));
+  }
+
+  /** After one speaker of a round: follow the next one's generation once it starts. */
+  async function followRound() {
+    const round = state.round;
+    if (!round) return false;
+    const seen = round.tasks.length;
+    for (let attempt = 0; attempt < 600 && !closed && state.round === round; attempt += 1) {
+      let found;
+      try {
+        found = await api.get(`/rounds/${round.id}`);
+      } catch {
+        break;
+      }
+      if (found.tasks.length > seen) {
+        state.round = found;
+        attach(found.tasks[found.tasks.length - 1], found.speakers[found.tasks.length - 1]);
+        return true;
+      }
+      if (found.done) break;
+      await new Promise((resolve) => setTimeout(resolve, 150));
+    }
+    if (state.round === round) state.round = null;
+    drawMembers();
+    return false;
   }
 
   function redraw(m) {
@@ -369,6 +471,7 @@ export async function render(root, params) {
     const running = !!state.task;
     const busy = running || !state.chat;
     for (const button of quickBar.querySelectorAll("button")) button.disabled = busy;
+    for (const button of members.querySelectorAll("button.speak")) button.disabled = busy;
     sendButton.hidden = running;
     sendButton.disabled = !state.chat;
     stopButton.hidden = !running;
@@ -382,7 +485,9 @@ export async function render(root, params) {
   // ---------------------------------------------------------------- streaming
 
   function streamItem() {
-    const char = state.chat.characters?.[0] || {};
+    const speaker = state.task?.speaker;
+    const member = speaker && state.group?.members.find((m) => m.name === speaker);
+    const char = member || (speaker && { name: speaker }) || state.chat.characters?.[0] || {};
     const body = h("div", { class: "content markdown", "aria-live": "polite", "aria-busy": "true" });
     body.innerHTML = renderMarkdown(state.streamText || "…");
     return h("li", { class: "message assistant streaming", id: "streaming" },
@@ -628,13 +733,20 @@ export async function render(root, params) {
     // The reply streams at the end of the path: be there (the far end may have been dropped).
     if (hasNewer()) await load();
     const kept = kind === "normal" ? t("kept.message") : t("kept.page");
+    if (kind === "normal" && state.chat.group_id) {
+      if (await startRound({ text: body.text, revision: body.revision }, kept)) input.value = "";
+      return;
+    }
     if ((await start(() => api.post(`${chatUrl}/generate`, body), kept, kind === "normal" ? kept : "")) && kind === "normal") input.value = "";
   }
 
-  function attach(task) {
+  function attach(task, speaker = null) {
     if (state.closeStream) state.closeStream();
     const last = lastHeld();
-    state.task = { ...task, base: task.kind === "continue" && last ? last.content : "" };
+    // A group reply is written by one member: a round names it, a swipe keeps the last one's.
+    const author = speaker ?? (state.chat.group_id && task.kind !== "impersonate" && last?.role === "assistant" ? last.name : null);
+    state.task = { ...task, speaker: author, base: task.kind === "continue" && last ? last.content : "" };
+    drawMembers();
     state.streamText = "";
     state.reasoningText = "";
     placeStreamItem();
@@ -669,6 +781,12 @@ export async function render(root, params) {
         if (kind === "lost" || !(await refreshEnd())) await recover();
         // Quick Replies on the person's message and on the reply run once the turn is saved.
         if (kind === "done" && finished) await runTriggered(...finished);
+        // A round goes on with its next speaker; a stop or a failure has ended it.
+        if (state.round && kind === "done") await followRound();
+        else {
+          state.round = null;
+          drawMembers();
+        }
       }
     });
   }
@@ -710,6 +828,9 @@ export async function render(root, params) {
 
   sendButton.addEventListener("click", () => generate("normal"));
   stopButton.addEventListener("click", async () => {
+    const round = state.round;
+    state.round = null; // Stop ends the round: nobody follows the one stopped
+    if (round) await api.post(`/rounds/${round.id}/stop`).catch(() => {});
     if (state.task) await api.post(`/tasks/${state.task.id}/stop`);
   });
   input.addEventListener("keydown", (event) => {
