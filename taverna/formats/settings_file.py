@@ -95,7 +95,8 @@ def global_variables(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 def prompt_extension_settings(doc: Mapping[str, Any]) -> dict[str, Any]:
     """What `extension_settings` holds for prompts, in its shape: the global variables,
-    the card files allowed their own regex scripts and the recall settings (`vectors`)."""
+    the card files allowed their own regex scripts, the recall settings (`vectors`) and the
+    summary settings (`memory`)."""
     extensions = _object(doc, "extension_settings")
     allowed = extensions.get("character_allowed_regex")
     part: dict[str, Any] = {
@@ -105,6 +106,12 @@ def prompt_extension_settings(doc: Mapping[str, Any]) -> dict[str, Any]:
     vectors = extensions.get("vectors")
     if isinstance(vectors, dict):
         part["vectors"] = vectors  # recall by meaning (Vector Storage's settings)
+    memory = extensions.get("memory")
+    if isinstance(memory, dict):
+        # Summaries (the Summarize extension's settings). Its Extras API and WebLLM
+        # sources do not exist here: the chat's own model makes the summaries instead.
+        source = memory.get("source", "extras")
+        part["memory"] = {**memory, "source": "main" if source in ("extras", "webllm") else source}
     return part
 
 

@@ -98,7 +98,9 @@ class SummarySettings:
     role: InjectionRole = InjectionRole.SYSTEM
     scan: bool = False
     prompt_words: int = 200
-    prompt_interval: int = 10
+    # SillyTavern's default is 10 (`from_st` reads a missing key so); a person who never
+    # chose summary settings here gets no automatic summaries, only those asked for.
+    prompt_interval: int = 0
     prompt_force_words: int = 0
     override_response_length: int = 0
     max_messages_per_request: int = 0

@@ -64,6 +64,7 @@ from taverna.model.settings import (
     PowerUserSettings,
     TextCompletionSettings,
 )
+from taverna.model.summary import SummarySettings
 from taverna.providers.registry import provider
 from taverna.services.active_settings import (
     ACTIVE,
@@ -412,6 +413,7 @@ class TurnContexts:
                 for version in found[LibraryKind.REGEX_SCRIPT.value]
             ),
             regex_allowed=active.regex_allowed,
+            summary=active.summary,
             global_variables=active.global_variables,
         )
         if active.power_user is not None:
@@ -547,6 +549,13 @@ class TurnContexts:
             chat_id=chat.id,
             dry_run=turn.dry_run,
         )
+        if turn.quiet_prompt:
+            context = replace(context, quiet_prompt=turn.quiet_prompt)
+            if turn.skip_wi_an:
+                # memory/index.js "skip WI/AN": no lorebooks, no author's note.
+                note = replace(context.metadata.authors_note, prompt="")
+                metadata_ = replace(context.metadata, authors_note=note, lorebook="")
+                context = replace(context, lorebooks={}, metadata=metadata_)
         if turn.prefill and not context.chat_completion.continue_prefill:
             # continue in place where the API allows a prefill; elsewhere the preset's nudge
             settings_cc = replace(context.chat_completion, continue_prefill=True)
@@ -614,6 +623,7 @@ class _ActiveSettings:
     global_variables: Mapping[str, Any] = field(default_factory=dict)
     regex_allowed: tuple[str, ...] = ()
     vectors: Mapping[str, Any] = field(default_factory=dict)  # `extension_settings.vectors`
+    summary: SummarySettings = field(default_factory=SummarySettings)  # `...memory`
 
 
 def _active_document(doc: Document) -> _ActiveSettings:
@@ -631,7 +641,13 @@ def _active_document(doc: Document) -> _ActiveSettings:
         variables,
         allowed,
         vectors if isinstance(vectors, Mapping) else {},
+        _summary_settings(extensions),
     )
+
+
+def _summary_settings(extensions: Any) -> SummarySettings:
+    memory = extensions.get("memory") if isinstance(extensions, Mapping) else None
+    return SummarySettings.from_st(memory) if isinstance(memory, Mapping) else SummarySettings()
 
 
 def _character(doc: Document) -> CharacterInfo:

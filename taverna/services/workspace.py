@@ -31,6 +31,7 @@ from taverna.services.generation import Completed, Ending, GenerationService, Ru
 from taverna.services.interchange import InterchangeService
 from taverna.services.library import LibraryKind, LibraryService
 from taverna.services.scratch import clean_leftovers
+from taverna.services.summary_generation import SummaryGenerator
 from taverna.services.turn_context import TurnContexts
 from taverna.services.turn_paths import PathEnds
 from taverna.store.repository import Store
@@ -54,6 +55,7 @@ class Workspace:
     backups: BackupService
     flusher: BackupFlusher | None = None
     turns: TurnContexts | None = None  # the prompt builder behind `generation`
+    summaries: SummaryGenerator | None = None  # makes summaries (also after replies)
 
     # The revision of each chat last handed to the backups, so a change is backed up once
     # however many callers report it (a route, then the generation that followed it).
@@ -185,13 +187,17 @@ def open_workspace(
     paths = PathEnds(store)
     turns = TurnContexts(store, paths=paths, regex_budget=regex_budget)
     generation = GenerationService(store, connections, turns, chats=chats, paths=paths)
+    summaries = SummaryGenerator(generation)
+    generation.after_reply.append(summaries.after_reply)
     # A long chat's backup reads its whole tree: a server hands it to a process of its own.
     separate = LONG_CHAT if background_backups else None
     backups = BackupService(store, folder.backups_dir, separate_above=separate)
     flusher = BackupFlusher(backups) if background_backups else None
     if flusher is not None:
         flusher.start()
-    return Workspace(folder.path, store, chats, connections, generation, backups, flusher, turns)
+    return Workspace(
+        folder.path, store, chats, connections, generation, backups, flusher, turns, summaries
+    )
 
 
 def release_freed_memory() -> None:

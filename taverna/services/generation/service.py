@@ -8,7 +8,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -146,6 +146,11 @@ class GenerationService:
         self._build_lock = threading.Lock()
         self._starting: set[str] = set()  # chats whose prompt is being built
         self.rounds: dict[str, GroupRound] = {}  # group rounds, by id
+        # Hooks run after a reply is saved (the automatic summary), each as a task of its
+        # own: the reply is done and shown whatever they do. `follow_ups` holds the
+        # newest task per chat, so a caller can wait for it.
+        self.after_reply: list[Callable[[str], Awaitable[object]]] = []
+        self.follow_ups: dict[str, asyncio.Task[None]] = {}
 
     # ------------------------------------------------------------ start methods
 
@@ -741,7 +746,10 @@ class GenerationService:
     async def _run(self, plan: _Plan) -> Completed:
         """The generation's task: never ends without publishing a `Completed`."""
         try:
-            return await self._generate(plan)
+            done = await self._generate(plan)
+            if done.outcome is Ending.SAVED and self.after_reply:
+                self.follow_ups[plan.chat.id] = asyncio.create_task(self._follow_up(plan.chat.id))
+            return done
         except asyncio.CancelledError:
             if not plan.run.done:  # stopped before the stream began, or while saving
                 self._fail(plan, plan.run.text, "stopped", Ending.STOPPED)
@@ -834,6 +842,13 @@ class GenerationService:
             logger.exception("generation %s could not be saved", run.id)
             reason = f"could not save: {type(exc).__name__}: {exc}"
             return self._fail(plan, "".join(streamed), reason, Ending.FAILED)
+
+    async def _follow_up(self, chat_id: str) -> None:
+        for hook in self.after_reply:
+            try:
+                await hook(chat_id)
+            except Exception:  # a failed follow-up never touches the reply
+                logger.exception("after-reply hook for chat %s failed", chat_id)
 
     def _options(self, plan: _Plan, tools: Sequence[str]) -> RequestOptions:
         chat = plan.chat

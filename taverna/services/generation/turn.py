@@ -50,6 +50,10 @@ class TurnRequest:
     counts: CountCache | None = None
     # In a group chat, the member who speaks (None: the chat's first character).
     speaker: str | None = None
+    # A quiet generation's instruction (a summary's prompt), last in the prompt; with
+    # `skip_wi_an` it goes without lorebooks and the author's note.
+    quiet_prompt: str = ""
+    skip_wi_an: bool = False
 
     def tail(self, want: int) -> PathTail:
         """At least the last `want` live messages of the path (all, if it is shorter)."""
