@@ -23,6 +23,7 @@ from taverna.errors import FormatError, FormatWarning, NotFound
 from taverna.formats.st_settings import SillyTavernSettings, read_settings
 from taverna.model.prompt import Prompt
 from taverna.providers.request import Api
+from taverna.services.images import message_image, picture_file_reader, with_pictures
 from taverna.services.turn_inputs import (
     assembly_context,
     character_info,
@@ -244,6 +245,13 @@ def build_prompt(
         group_members=members,
         group_name=found.name if found else "",
         chat_id=chat_path.stem,  # SillyTavern's chat id is its file name
+    )
+    context = with_pictures(
+        context,
+        Api.parse(api),
+        settings.chat_completion.model,
+        [message_image({"extra": m.extra}) for m in chat.messages[: len(messages)]],
+        picture_file_reader(chat_path.parent),
     )
     # The shell reads the clock, the engine does not: {{time}} and friends print now.
     context = replace(context, now=datetime.now().astimezone())

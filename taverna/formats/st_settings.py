@@ -324,6 +324,8 @@ class _SettingsReader:
             wrap_in_quotes=self.bool_(oai, "wrap_in_quotes", False, path),
             continue_prefill=self.bool_(oai, "continue_prefill", False, path),
             squash_system_messages=self.bool_(oai, "squash_system_messages", False, path),
+            image_inlining=self.bool_(oai, "image_inlining", False, path),
+            inline_image_quality=self.str_(oai, "inline_image_quality", "low", path) or "low",
             sampling=sampling,
             extras={
                 k: oai.get(k)

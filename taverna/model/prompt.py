@@ -20,12 +20,35 @@ class Role(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class PromptImage:
+    """An image sent inside a message (SillyTavern's inline images): a `data:` URL, the
+    picture's size in pixels (0 when unknown) and the detail asked of the model
+    (`low`, `high` or `auto`, the preset's `inline_image_quality`)."""
+
+    data_url: str
+    width: int = 0
+    height: int = 0
+    detail: str = "low"
+
+    @property
+    def media_type(self) -> str:
+        """The MIME type the data URL declares (`image/png`)."""
+        head = self.data_url.split(";", 1)[0]
+        return head.split(":", 1)[1] if ":" in head else ""
+
+    @property
+    def base64(self) -> str:
+        """The base64 payload of the data URL."""
+        return self.data_url.split(",", 1)[1] if "," in self.data_url else ""
+
+
+@dataclass(frozen=True, slots=True)
 class PromptMessage:
     """One message of a chat-completion prompt.
 
     `name` is the optional speaker name some APIs accept; `tool_calls` and
     `tool_call_id` carry a tool round; `source` is the ledger key of the part
-    this message came from.
+    this message came from; `images` are sent with the text where the API takes them.
     """
 
     role: Role
@@ -34,6 +57,7 @@ class PromptMessage:
     tool_calls: tuple[Mapping[str, Any], ...] = ()
     tool_call_id: str | None = None
     source: str = ""
+    images: tuple[PromptImage, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

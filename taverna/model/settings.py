@@ -114,6 +114,9 @@ class ChatCompletionSettings:
     scenario_format: str = _PRESET_FILE_DEFAULTS.scenario_format
     personality_format: str = _PRESET_FILE_DEFAULTS.personality_format
     squash_system_messages: bool = False
+    # Send pictures attached to messages (where the API and model see them), at this detail.
+    image_inlining: bool = False
+    inline_image_quality: str = "low"
     assistant_prefill: str = ""
     assistant_impersonation: str = ""
     stop: tuple[str, ...] = ()

@@ -22,8 +22,11 @@ from taverna.providers.wire import (
     StreamParser,
     WireMessage,
     example_prefixed,
+    image_urls,
     lift_leading_system,
+    media_type_and_data,
     parse_json,
+    text_of,
     to_wire,
     tool_call_fields,
 )
@@ -74,11 +77,27 @@ def convert_messages(
         messages.append({"role": "assistant", "content": prompt.prefill.rstrip()})
     merged: list[dict[str, Any]] = []
     for message in messages:
+        pictures = image_urls(message.get("content"))
         role, content = _to_blocks(message)
-        if merged and merged[-1]["role"] == role:
-            merged[-1]["content"] = _join(merged[-1]["content"], content)
+        previous = merged[-1]["content"] if merged and merged[-1]["role"] == role else None
+        if isinstance(previous, list) and _has_picture(previous) and isinstance(content, str):
+            # a picture's turn takes the next text into its text block (1.12.6)
+            previous[0]["text"] = f"{previous[0]['text']}\n\n{content}"
+        elif previous is not None:
+            merged[-1]["content"] = _join(previous, content)
         else:
             merged.append({"role": role, "content": content})
+        if pictures:
+            # prompt-converters.js (1.12.6): a message's picture makes the merged turn its
+            # text and that picture (one picture; an earlier one of the same turn is lost)
+            media_type, data = media_type_and_data(pictures[0])
+            merged[-1]["content"] = [
+                {"type": "text", "text": _first_text(merged[-1]["content"])},
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": media_type, "data": data},
+                },
+            ]
     last = merged[-1] if merged else None
     if last and last["role"] == "assistant" and isinstance(last["content"], str):
         # the API refuses a final assistant turn that ends in whitespace
@@ -89,9 +108,22 @@ def convert_messages(
     return merged, system
 
 
+def _has_picture(blocks: list[dict[str, Any]]) -> bool:
+    return any(b.get("type") == "image" for b in blocks)
+
+
+def _first_text(content: Content) -> str:
+    if isinstance(content, str):
+        return content
+    return next((str(b.get("text") or "") for b in content if b.get("type") == "text"), "")
+
+
 def _to_blocks(message: WireMessage) -> tuple[str, Content]:
-    """One wire message as (role, content): plain text, or blocks for tool rounds."""
-    text = str(message.get("content") or "")
+    """One wire message as (role, content): plain text, or blocks for tool rounds.
+
+    A message with pictures gives its text here; the caller adds the picture.
+    """
+    text = text_of(message.get("content"))
     name = message.pop("name", None)
     if name:
         # algo-providers.md §3.4 (1.12.6): every remaining name is prefixed, examples included

@@ -21,8 +21,11 @@ from taverna.providers.request import HttpRequest, RequestOptions, models_listin
 from taverna.providers.sampling import Sampling
 from taverna.providers.wire import (
     JsonChunkStream,
+    image_urls,
     lift_leading_system,
+    media_type_and_data,
     parse_json,
+    text_of,
     to_wire,
     tool_call_fields,
 )
@@ -62,6 +65,35 @@ def uses_system_instruction(options: RequestOptions) -> bool:
     return not options.model.startswith(("gemini-1.0", "gemini-pro", "gemma"))
 
 
+# prompt-converters.js (1.12.6): the Gemini models sent pictures, and those that need one
+VISION_MODELS = frozenset(
+    {
+        "gemini-1.5-flash",
+        "gemini-1.5-flash-latest",
+        "gemini-1.5-flash-001",
+        "gemini-1.5-flash-exp-0827",
+        "gemini-1.5-flash-8b-exp-0827",
+        "gemini-1.5-pro",
+        "gemini-1.5-pro-latest",
+        "gemini-1.5-pro-001",
+        "gemini-1.5-pro-exp-0801",
+        "gemini-1.5-pro-exp-0827",
+        "gemini-1.0-pro-vision-latest",
+        "gemini-pro-vision",
+    }
+)
+PICTURE_REQUIRED_MODELS = frozenset({"gemini-1.0-pro-vision-latest", "gemini-pro-vision"})
+# a transparent 1x1 PNG
+PNG_PIXEL = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII="
+)
+
+
+def sees_images(model: str) -> bool:
+    """Whether Gemini is sent pictures for this model (an exact name, as 1.12.6 checks)."""
+    return model in VISION_MODELS
+
+
 def convert_messages(
     prompt: Prompt, options: RequestOptions
 ) -> tuple[list[dict[str, Any]], str | None]:
@@ -73,11 +105,12 @@ def convert_messages(
         system = lift_leading_system(messages, options.user_name, options.char_name, keep=1)
     contents: list[dict[str, Any]] = []
     call_names: dict[str, str] = {}
+    has_picture = False
     for message in messages:
         role = {"system": "user", "assistant": "model", "tool": "user"}.get(
             message["role"], message["role"]
         )
-        text = str(message.get("content") or "")
+        text = text_of(message.get("content"))
         if message.get("name") and message["role"] != "tool":
             text = f"{message['name']}: {text}"
         parts: list[dict[str, Any]]
@@ -107,6 +140,11 @@ def convert_messages(
                 )
         else:
             parts = [{"text": text}]
+            if sees_images(options.model):
+                for url in image_urls(message.get("content")):
+                    media_type, data = media_type_and_data(url)
+                    parts.append({"inlineData": {"mimeType": media_type, "data": data}})
+                    has_picture = True
         last = contents[-1] if contents else None
         if last and last["role"] == role:
             head_text = last["parts"][0].get("text") if last["parts"] else None
@@ -117,6 +155,9 @@ def convert_messages(
                 last["parts"].extend(parts)
         else:
             contents.append({"role": role, "parts": parts})
+    if contents and not has_picture and options.model in PICTURE_REQUIRED_MODELS:
+        # prompt-converters.js: the old vision models refuse a request without a picture
+        contents[0]["parts"].append({"inlineData": {"mimeType": "image/png", "data": PNG_PIXEL}})
     return contents, system
 
 

@@ -19,7 +19,7 @@ from taverna.providers.request import (
     models_listing,
 )
 from taverna.providers.sampling import Sampling
-from taverna.providers.wire import WireMessage, example_prefixed, to_wire
+from taverna.providers.wire import WireMessage, example_prefixed, text_of, to_wire, with_text
 
 DEFAULT_URL = "https://api.mistral.ai/v1"
 
@@ -36,17 +36,20 @@ def convert_messages(
         name = message.pop("name", None)
         if not name:
             continue
-        text = message.get("content")
-        if not isinstance(text, str):
+        content = message.get("content")
+        if not isinstance(content, str | list):
             continue
+        text = text_of(content)
         if message["role"] == "system" and name in ("example_user", "example_assistant"):
             # §5.2: example speakers go into the text, once
-            message["content"] = example_prefixed(
-                {"content": text, "name": name}, user, char, only_if_missing=True
+            message["content"] = with_text(
+                content,
+                example_prefixed({"content": text, "name": name}, user, char, only_if_missing=True),
             )
         elif message["role"] != "system" and not text.startswith(f"{name}: "):
-            # §5.3: Mistral has no name field; the speaker goes into the text
-            message["content"] = f"{name}: {text}"
+            # §5.3: Mistral has no name field; the speaker goes into the text (a picture's
+            # message keeps its parts, the first text part named)
+            message["content"] = with_text(content, f"{name}: {text}")
         # A name SillyTavern would leave on the message is dropped too: Mistral's
         # schema has no such field on these messages.
     # §5.4: a system message right after a reply is the user's turn for Mistral

@@ -12,12 +12,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from taverna.providers.request import PostProcessing
-from taverna.providers.wire import example_prefixed
+from taverna.providers.wire import example_prefixed, text_of, with_text
 
 # algo-providers.md §7.2: the text of an inserted user turn
 PLACEHOLDER = "Let's get started."
 
 WireMessage = dict[str, Any]
+# a folded message's pictures, carried beside its text while messages merge
+_PICTURES = "pictures"
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,16 +79,26 @@ def _claude(messages: list[WireMessage], names: Names) -> list[WireMessage]:
             )
             message["role"] = "user"
         name = message.pop("name", None)
+        content = message.get("content") or ""
         if name:
-            message["content"] = f"{name}: {message.get('content') or ''}"
+            message["content"] = content = with_text(content, f"{name}: {text_of(content)}")
         if merged and merged[-1].get("role") == message.get("role"):
             previous = merged[-1]
+            joined = f"{text_of(previous.get('content'))}\n\n{text_of(content)}"
+            pictures = _picture_parts(previous.get("content")) + _picture_parts(content)
             previous["content"] = (
-                f"{previous.get('content') or ''}\n\n{message.get('content') or ''}"
+                [{"type": "text", "text": joined}, *pictures] if pictures else joined
             )
         else:
             merged.append(message)
     return merged
+
+
+def _picture_parts(content: Any) -> list[Any]:
+    """The non-text parts (pictures) of a part list."""
+    if not isinstance(content, list):
+        return []
+    return [p for p in content if not (isinstance(p, dict) and p.get("type") == "text")]
 
 
 def _with_prefix(text: str, name: str) -> str:
@@ -99,8 +111,13 @@ def _with_prefix(text: str, name: str) -> str:
 def _fold_names(message: WireMessage, names: Names, single: bool, keep_tools: bool) -> WireMessage:
     """Fold the message's speaker into its text and drop fields a merged list cannot keep."""
     text = message.get("content") or ""
+    pictures = _picture_parts(text)
     if not isinstance(text, str):
-        text = "\n\n".join(p.get("text", "") for p in text if isinstance(p, dict))
+        text = "\n\n".join(
+            str(p.get("text") or "")
+            for p in text
+            if isinstance(p, dict) and p.get("type") == "text"
+        )
     role = message.get("role", "user")
     name = message.get("name")
     if role == "system" and name == "example_assistant" and not names.starts_with_member(text):
@@ -118,6 +135,8 @@ def _fold_names(message: WireMessage, names: Names, single: bool, keep_tools: bo
             text = _with_prefix(text, names.user)
         role = "user"
     folded: WireMessage = {"role": role, "content": text}
+    if pictures:
+        folded[_PICTURES] = pictures
     if keep_tools:
         for key in ("tool_calls", "tool_call_id"):
             if message.get(key):
@@ -140,9 +159,28 @@ def _squash(messages: list[WireMessage]) -> list[WireMessage]:
             and not message.get("tool_calls")
             and not out[-1].get("tool_calls")
         ):
-            out[-1] = {**out[-1], "content": f"{out[-1]['content']}\n\n{message['content']}"}
+            joined = {**out[-1], "content": f"{out[-1]['content']}\n\n{message['content']}"}
+            pictures = [*out[-1].get(_PICTURES, ()), *message.get(_PICTURES, ())]
+            if pictures:
+                joined[_PICTURES] = pictures
+            out[-1] = joined
         else:
             out.append(message)
+    return out
+
+
+def _with_pictures(messages: list[WireMessage]) -> list[WireMessage]:
+    """Each merged message's pictures back as parts after its text (newer SillyTavern
+    keeps the pictures through merging; the text is merged as plain text)."""
+    out = []
+    for message in messages:
+        pictures = message.pop(_PICTURES, None)
+        if pictures:
+            message = {
+                **message,
+                "content": [{"type": "text", "text": message["content"]}, *pictures],
+            }
+        out.append(message)
     return out
 
 
@@ -159,7 +197,7 @@ def _merge(
     if not merged:
         merged = [{"role": "user", "content": PLACEHOLDER}]
     if not strict:
-        return merged
+        return _with_pictures(merged)
     for i in range(1, len(merged)):
         if merged[i]["role"] == "system":
             merged[i] = {**merged[i], "role": "user"}
@@ -169,4 +207,4 @@ def _merge(
             merged.insert(1, {"role": "user", "content": PLACEHOLDER})
         elif first not in ("system", "user"):
             merged.insert(0, {"role": "user", "content": PLACEHOLDER})
-    return _squash(merged)
+    return _with_pictures(_squash(merged))

@@ -48,6 +48,15 @@ def to_wire(messages: Sequence[PromptMessage]) -> list[WireMessage]:
         if message.name and message.role.value != "tool":
             wire["name"] = message.name
         wire["content"] = message.content
+        if message.images:
+            # openai.js Message.addImage: the text, then each picture as an `image_url` part
+            wire["content"] = [
+                {"type": "text", "text": message.content},
+                *(
+                    {"type": "image_url", "image_url": {"url": i.data_url, "detail": i.detail}}
+                    for i in message.images
+                ),
+            ]
         if message.tool_calls:
             wire["tool_calls"] = [
                 {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
@@ -59,9 +68,54 @@ def to_wire(messages: Sequence[PromptMessage]) -> list[WireMessage]:
     return out
 
 
+def text_of(content: Any) -> str:
+    """A wire message's text: the string, or the first text part of a part list (where
+    SillyTavern's converters read it)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        for part in content:
+            if isinstance(part, Mapping) and part.get("type") == "text":
+                return str(part.get("text") or "")
+    return ""
+
+
+def image_urls(content: Any) -> list[str]:
+    """The `data:` URLs of a part list's `image_url` parts, in order."""
+    if not isinstance(content, list):
+        return []
+    return [
+        str(part["image_url"].get("url") or "")
+        for part in content
+        if isinstance(part, Mapping)
+        and part.get("type") == "image_url"
+        and isinstance(part.get("image_url"), Mapping)
+    ]
+
+
+def with_text(content: Any, text: str) -> Any:
+    """`content` with its text replaced: a string, or the part list with its first text
+    part changed."""
+    if not isinstance(content, list):
+        return text
+    out = [dict(part) if isinstance(part, Mapping) else part for part in content]
+    for part in out:
+        if isinstance(part, dict) and part.get("type") == "text":
+            part["text"] = text
+            return out
+    return [{"type": "text", "text": text}, *out]
+
+
+def media_type_and_data(data_url: str) -> tuple[str, str]:
+    """(MIME type, base64 payload) of a `data:` URL, split as SillyTavern splits it."""
+    head, _, data = data_url.partition(",")
+    media = head.split(";", 1)[0]
+    return (media.split(":", 1)[1] if ":" in media else ""), data
+
+
 def example_prefixed(message: WireMessage, user: str, char: str, *, only_if_missing: bool) -> str:
     """A system message's text with the example speaker's name in front."""
-    text = str(message.get("content") or "")
+    text = text_of(message.get("content"))
     name = message.get("name")
     speaker = user if name == "example_user" else char if name == "example_assistant" else ""
     if speaker and not (only_if_missing and text.startswith(f"{speaker}: ")):

@@ -108,7 +108,8 @@ def inspect_prompt(service: GenerationService, chat_id: str, node_id: str | None
         # Without a connection the prompt is still shown, as Chat Completion builds it.
         connection = None
     api = connection.api if connection else Api.OPENAI
-    built = service.build_serialized(service.turn(chat, end, kind, api, dry_run=True))
+    model = connection.model if connection else ""
+    built = service.build_serialized(service.turn(chat, end, kind, api, dry_run=True, model=model))
     prompt = built if isinstance(built, Prompt) else built.prompt
     request_json: dict[str, Any] | None = None
     if connection is not None:

@@ -74,6 +74,7 @@ from taverna.services.active_settings import (
 )
 from taverna.services.generation import PreparedTurn, TurnRequest
 from taverna.services.groups import read_group
+from taverna.services.images import ImageLibrary, message_image, with_pictures
 from taverna.services.library import LibraryKind
 from taverna.services.recall import RecallService, TurnRecall, recall_config
 from taverna.services.settings_import import POWER_USER
@@ -205,6 +206,7 @@ class TurnContexts:
         # Each node's message as the engine reads it, made once per node object.
         self._messages: OrderedDict[str, tuple[Node, ChatMessage]] = OrderedDict()
         self.assemblies = 0  # assemblies run, widening included (for tests and benchmarks)
+        self.images = ImageLibrary(store, owner=owner)
 
     def __call__(self, turn: TurnRequest) -> PreparedTurn:
         return self.build(turn)
@@ -556,6 +558,13 @@ class TurnContexts:
                 note = replace(context.metadata.authors_note, prompt="")
                 metadata_ = replace(context.metadata, authors_note=note, lorebook="")
                 context = replace(context, lorebooks={}, metadata=metadata_)
+        context = with_pictures(
+            context,
+            turn.api,
+            turn.model,
+            [message_image(node.extras) for node in history],
+            self.images.prompt_image,
+        )
         if turn.prefill and not context.chat_completion.continue_prefill:
             # continue in place where the API allows a prefill; elsewhere the preset's nudge
             settings_cc = replace(context.chat_completion, continue_prefill=True)

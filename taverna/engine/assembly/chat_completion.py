@@ -322,7 +322,11 @@ def _prefill(context: AssemblyContext, macros: Callable[[str], str]) -> str:
 def _message(part: Part) -> PromptMessage:
     if part.message is None:
         part.message = PromptMessage(
-            _ROLES[part.role], part.content, part.name or None, source=part.identifier
+            _ROLES[part.role],
+            part.content,
+            part.name or None,
+            source=part.identifier,
+            images=part.images,
         )
     return part.message
 

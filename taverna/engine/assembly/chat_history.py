@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import overload
 
 from taverna.engine.assembly.budget import MessageCost
 from taverna.engine.assembly.chat_layout import Layout, Part, Slot
 from taverna.engine.assembly.context import AssemblyContext, GenerationType, Speaker
+from taverna.engine.assembly.images import image_tokens
 from taverna.engine.assembly.injections import InjectedBlock, Injection, newest_first
 from taverna.engine.assembly.turn import Turn, speaker_role
 from taverna.engine.macros import has_macros
 from taverna.model.presets import NamesBehavior
+from taverna.model.prompt import PromptImage
 
 
 def _sanitize_name(name: str) -> str:
@@ -39,6 +41,7 @@ class ChatEntry:
     name: str
     message_id: str = ""
     injected: InjectedBlock | None = None
+    image: PromptImage | None = None
 
 
 class ChatView(Sequence[ChatEntry]):
@@ -57,7 +60,16 @@ class ChatView(Sequence[ChatEntry]):
         self.user_name = context.persona.name
         self.group = context.is_group
         self.memo = cost.memo
-        self.settings = (self.names, self.quotes, self.user_name, self.group)
+        self.images = context.inline_images
+        self.image_detail = cc.inline_image_quality
+        self.settings = (
+            self.names,
+            self.quotes,
+            self.user_name,
+            self.group,
+            self.images,
+            self.image_detail,
+        )
 
     def part(self, index: int, layout: Layout) -> Part:
         """The budgeted part of one chat message; unchanged messages come from the memo."""
@@ -97,7 +109,10 @@ class ChatView(Sequence[ChatEntry]):
             content = content.replace("\r", "")
         if role == "user" and self.quotes:
             content = f'"{content}"'
-        return ChatEntry(role, content, message.name, message.id)
+        image = message.image if self.images else None
+        if image is not None and image.detail != self.image_detail:
+            image = replace(image, detail=self.image_detail)
+        return ChatEntry(role, content, message.name, message.id, image=image)
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,7 +239,7 @@ def populate_history(
         if kind is GenerationType.CONTINUE and cc.continue_prefill and is_first_real:
             layout.add("continuePrefill", [part], None)
             continue
-        if part.content:
+        if part.content or part.images:
             # Same as inserting each at the start, newest first; reversed once below.
             newest_parts.append(part)
             layout.budget -= part.tokens
@@ -263,7 +278,7 @@ def _history_part(layout: Layout, entry: ChatEntry, context: AssemblyContext, tu
             source=f"depth {block.depth} {block.role.chat_role}: {sources}",
             volatile=True,
         )
-    return layout.part(
+    part = layout.part(
         f"chatHistory:{entry.message_id}",
         entry.role,
         content,
@@ -271,3 +286,8 @@ def _history_part(layout: Layout, entry: ChatEntry, context: AssemblyContext, tu
         kind="history",
         source=entry.message_id,
     )
+    if entry.image is not None:
+        # openai.js Message.addImage: the picture's cost is added to the text's.
+        part.images = (entry.image,)
+        part.tokens += image_tokens(entry.image)
+    return part

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from taverna.engine.assembly.budget import MessageCost
-from taverna.model.prompt import PromptMessage
+from taverna.model.prompt import PromptImage, PromptMessage
 
 
 class BudgetExceeded(Exception):
@@ -43,6 +43,7 @@ class Part:
     source: str = ""
     volatile: bool = False
     message: PromptMessage | None = None  # built once for a part kept across turns
+    images: tuple[PromptImage, ...] = ()  # sent with the text (their tokens are counted in)
 
 
 @dataclass(slots=True)
@@ -87,7 +88,7 @@ class Layout:
     def insert(self, part: Part, identifier: str, where: str = "end") -> None:
         self._check(part)
         target = self.find(identifier)
-        if target is None or not part.content:
+        if target is None or not (part.content or part.images):
             return
         if where == "start":
             target.insert(0, part)

@@ -18,6 +18,7 @@ from typing import Any
 from taverna.model.character import CharacterBook, DepthPrompt
 from taverna.model.chat import AuthorsNote
 from taverna.model.lorebook import DEFAULT_WORLD_INFO, Lorebook, WorldInfoSettings
+from taverna.model.prompt import PromptImage
 from taverna.model.regex_script import RegexScript
 from taverna.model.settings import (
     ChatCompletionSettings,
@@ -93,6 +94,9 @@ class ChatMessage:
     forced_avatar: bool = False
     bias: str = ""
     extras: Mapping[str, Any] = field(default_factory=dict)
+    # The picture attached to the message (SillyTavern `extra.image`), read by the caller;
+    # sent only when `AssemblyContext.inline_images` is on.
+    image: PromptImage | None = None
 
     @property
     def is_user(self) -> bool:
@@ -177,6 +181,9 @@ class AssemblyContext:
     chat_id: str = ""  # the chat's identity (SillyTavern: its file name); seeds {{pick}}
     tokenizer: str = ""  # the tokenizer's name; "" = chosen from the model
     cache_friendly: bool = False  # place volatile parts after the stable prefix
+    # Attached pictures go with their messages (SillyTavern `isImageInliningSupported`: the
+    # preset's `image_inlining` on and the API and model able to see them).
+    inline_images: bool = False
     # A real generation (False) reads the path's lorebook timers and returns the new
     # ones in `Prompt.state`; a dry run (a preview, the inspector, a token count)
     # neither reads nor writes them, as SillyTavern's dry runs (algo-world-info.md §4.1).

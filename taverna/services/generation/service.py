@@ -406,6 +406,7 @@ class GenerationService:
         prefill: bool = False,
         dry_run: bool = False,
         pending: Node | None = None,
+        model: str = "",
     ) -> TurnRequest:
         """A turn over the path ending at `end`, read through the kept path ends.
 
@@ -422,7 +423,9 @@ class GenerationService:
                 return tail
             return PathTail((*tail.nodes, pending), tail.before, tail.visible_before, tail.state)
 
-        return TurnRequest(chat, end, kind, api, prefill, read, dry_run=dry_run, counts=self.counts)
+        return TurnRequest(
+            chat, end, kind, api, prefill, read, dry_run=dry_run, counts=self.counts, model=model
+        )
 
     # --------------------------------------------------------------- drafts
 
@@ -670,6 +673,7 @@ class GenerationService:
             connection.api,
             prefill=prefill,
             pending=pending,
+            model=connection.model,
         )
         if chat.group_id:
             turn = replace(turn, speaker=speaker)

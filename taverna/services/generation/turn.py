@@ -37,7 +37,7 @@ class TurnRequest:
     variables) is recorded on the new node. `counts` is the service's long-lived
     token-count cache, for `assemble(counts=...)`, so a turn only tokenizes text no
     earlier turn (of any chat) counted. `speaker`: the group member the prompt is
-    assembled for.
+    assembled for. `model` is the connection's model, when known.
     """
 
     chat: Chat
@@ -54,6 +54,7 @@ class TurnRequest:
     # `skip_wi_an` it goes without lorebooks and the author's note.
     quiet_prompt: str = ""
     skip_wi_an: bool = False
+    model: str = ""  # the connection's model ("" when unknown): it decides whether pictures go
 
     def tail(self, want: int) -> PathTail:
         """At least the last `want` live messages of the path (all, if it is shorter)."""
