@@ -57,6 +57,9 @@ class MessageOut(BaseModel):
     generated: bool
     avatar_url: str | None = None
     generation: dict[str, Any] | None = None
+    image_url: str | None = Field(
+        default=None, description="the picture attached to the message (shown, and sent inline)"
+    )
 
 
 class ParticipantOut(BaseModel):
@@ -190,10 +193,28 @@ class ChatLorebookIn(Strict):
 class GenerateIn(Strict):
     kind: Literal["normal", "regenerate", "swipe", "continue", "impersonate"] = "normal"
     text: str | None = Field(default=None, max_length=TEXT_MAX)
+    image: str | None = Field(
+        default=None, max_length=200, description="a stored picture's URL, sent with the message"
+    )
     revision: ChatRevision
     member: str | None = Field(
         default=None, max_length=NAME_MAX, description="in a group chat: the member who speaks"
     )
+
+
+class MessageImageIn(Strict):
+    image: str | None = Field(
+        max_length=200, description="a stored picture's URL (from POST /api/images); null removes"
+    )
+    revision: ChatRevision
+
+
+class ImageOut(BaseModel):
+    url: str
+    media_type: str
+    width: int
+    height: int
+    size: int
 
 
 class GenerationStarted(BaseModel):

@@ -13,6 +13,7 @@ from taverna.server.schemas import (
     TaskOut,
     WindowOut,
 )
+from taverna.services.images import shown_image
 
 
 def avatar_url(document_id: str | None) -> str | None:
@@ -44,6 +45,7 @@ def message_out(entry: PathEntry, chat: Chat) -> MessageOut:
         generated=node.generation is not None,
         avatar_url=avatar_url(speaker_doc) if node.role.value != "user" else None,
         generation=node.generation.to_json() if node.generation else None,
+        image_url=shown_image(node.extras),
     )
 
 

@@ -36,6 +36,7 @@ from taverna.model.chat import (
     new_id,
 )
 from taverna.services.generated_reply import ToolStep, recorded_state
+from taverna.services.images import ImageLibrary, with_image
 from taverna.store.repository import UNSET, ChatWriter, NewChat, Store
 
 
@@ -470,6 +471,18 @@ class ChatService:
                 created=self.clock(),
             )
             self._activate(w, node.id)
+        return WriteResult(w.chat, node)
+
+    def set_image(
+        self, chat_id: str, node_id: str, image: str | None, *, revision: int
+    ) -> WriteResult:
+        """Attach a stored picture to a message (None: take it off); undo brings back the old."""
+        if image is not None:
+            ImageLibrary(self.store, owner=self.store.get_chat(chat_id).owner).require(image)
+        with self.store.write(chat_id, revision=revision, label="picture") as w:
+            node = w.get_node(node_id)
+            self._require_alive(node)
+            node = w.update_node(node_id, extras=with_image(node.extras, image))
         return WriteResult(w.chat, node)
 
     def set_hidden(

@@ -93,6 +93,15 @@ def message_image(extras: Mapping[str, Any]) -> str | None:
     return None
 
 
+def shown_image(extras: Mapping[str, Any]) -> str | None:
+    """The picture URL the page can show for a message: a stored one or a `data:` picture
+    (a path of another program's folder cannot be shown)."""
+    url = message_image(extras)
+    if url is not None and (url.startswith(URL_PREFIX) or url.startswith("data:image/")):
+        return url
+    return None
+
+
 def with_image(extras: Mapping[str, Any], url: str | None) -> dict[str, Any]:
     """Message fields with `extra.image` set to `url` (shown and sent inline), or removed."""
     out = dict(extras)
@@ -183,6 +192,14 @@ class ImageLibrary:
             meta = {"media_type": media_type, "width": width, "height": height, "size": len(data)}
             self.store.put_document(IMAGE_KIND, name, meta, blob=data, owner=self.owner)
         return info
+
+    def require(self, url: str) -> None:
+        """Refuse (NotFound, naming the field) a picture URL that is not a stored picture."""
+        name = url[len(URL_PREFIX) :] if url.startswith(URL_PREFIX) else ""
+        if not _NAME.match(name) or not self.store.find_documents(
+            IMAGE_KIND, name=name, owner=self.owner
+        ):
+            raise NotFound(f"no stored picture at {url!r}; upload it first", field="image")
 
     def load(self, name: str) -> tuple[bytes, str]:
         """A stored picture's bytes and media type; NotFound when there is none."""

@@ -28,6 +28,7 @@ from taverna.services.chats import ChatService
 from taverna.services.connections import ConnectionService
 from taverna.services.data import open_data
 from taverna.services.generation import Completed, Ending, GenerationService, RunningGeneration
+from taverna.services.images import ImageLibrary
 from taverna.services.interchange import InterchangeService
 from taverna.services.library import LibraryKind, LibraryService
 from taverna.services.scratch import clean_leftovers
@@ -60,6 +61,10 @@ class Workspace:
     # The revision of each chat last handed to the backups, so a change is backed up once
     # however many callers report it (a route, then the generation that followed it).
     _reported: dict[str, int] = field(default_factory=dict, init=False, repr=False)
+
+    def images(self, owner: str = "") -> ImageLibrary:
+        """The pictures attached to messages, of one account."""
+        return ImageLibrary(self.store, owner=owner)
 
     def library(self, owner: str = "") -> LibraryService:
         """The library of an account ("": the single user's)."""

@@ -11,6 +11,7 @@ from taverna.server.routes import (
     connections,
     generation,
     groups,
+    images,
     imports,
     lorebooks,
     personas,
@@ -26,6 +27,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     connections.router,
     generation.router,
     groups.router,
+    images.router,
     lorebooks.router,
     personas.router,
     presets.router,
@@ -37,6 +39,7 @@ ROUTERS: tuple[APIRouter, ...] = (
 # Routes that take one uploaded file (multipart/form-data).
 UPLOADS: tuple[APIRouter, ...] = (
     characters.uploads,
+    images.uploads,
     lorebooks.uploads,
     personas.uploads,
     presets.uploads,

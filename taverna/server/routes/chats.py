@@ -27,6 +27,7 @@ from taverna.server.schemas import (
     EditIn,
     HiddenIn,
     HideRangeIn,
+    MessageImageIn,
     NewChatIn,
     RenameChatIn,
     RevisionIn,
@@ -150,6 +151,16 @@ def set_hidden(
 ) -> ChatOut:
     parent = _node_of(ctx, chat_id, node_id)
     ctx.chats.set_hidden(chat_id, [node_id], body.hidden, revision=body.revision)
+    return usecases.changed_view(ctx, chat_id, below=parent)
+
+
+@router.put("/{chat_id}/messages/{node_id}/image", response_model=ChatOut)
+def set_message_image(
+    chat_id: str, node_id: str, body: MessageImageIn, ctx: AppContext = Depends(context)
+) -> ChatOut:
+    """Attach a stored picture to a message, or take it off (undo brings it back)."""
+    parent = _node_of(ctx, chat_id, node_id)
+    ctx.chats.set_image(chat_id, node_id, body.image, revision=body.revision)
     return usecases.changed_view(ctx, chat_id, below=parent)
 
 

@@ -80,7 +80,9 @@ async def generate(
     request has gone out."""
     revision, member = body.revision, body.member
     if body.kind == "normal":
-        run = await service.send(chat_id, body.text or "", revision=revision, member=member)
+        run = await service.send(
+            chat_id, body.text or "", revision=revision, member=member, image=body.image
+        )
     elif body.kind in ("regenerate", "swipe"):
         # Regenerate keeps the old reply as a candidate (nothing is lost): it is a swipe.
         # In a group chat `member` has another member write the candidate.

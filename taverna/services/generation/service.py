@@ -55,6 +55,7 @@ from taverna.services.generation.turn import (
     TurnRequest,
 )
 from taverna.services.groups import POOL_WINDOW_PER_MEMBER, GroupService, speakers_for
+from taverna.services.images import ImageLibrary, with_image
 from taverna.services.tools import ToolRegistry, default_tools
 from taverna.services.turn_paths import PathEnds
 from taverna.store.repository import Store
@@ -163,8 +164,11 @@ class GenerationService:
         speaker: str = "",
         revision: int | None = None,
         member: str | None = None,
+        image: str | None = None,
     ) -> RunningGeneration:
-        """Post the person's message (if any text) and generate the reply to it.
+        """Post the person's message (if any text or a picture) and generate the reply to it.
+
+        `image`: a stored picture's URL (`ImageLibrary.save`), attached to the message.
 
         `member`: in a group chat, the member who answers (else the group's scheduler
         picks the first of the round).
@@ -173,14 +177,14 @@ class GenerationService:
         a write waits for the disk): the request goes out once both are done, so the
         model never answers a message the tree does not hold.
         """
-        if not text.strip():
+        if not text.strip() and image is None:
 
             def choose(end: PathTail) -> tuple[GenerationType, Node | None]:
                 return GenerationType.NORMAL, end.nodes[-1] if end.nodes else None
 
             return await self._begin(chat_id, connection, choose, revision=revision, member=member)
         return await self._begin(
-            chat_id, connection, None, said=(text, speaker), revision=revision, member=member
+            chat_id, connection, None, said=(text, speaker, image), revision=revision, member=member
         )
 
     async def regenerate(
@@ -546,13 +550,13 @@ class GenerationService:
         connection_name: str | None,
         choose: Callable[[PathTail], tuple[GenerationType, Node | None]] | None,
         *,
-        said: tuple[str, str] | None = None,
+        said: tuple[str, str, str | None] | None = None,
         revision: int | None = None,
         member: str | None = None,
     ) -> RunningGeneration:
         """Start a generation: on the builder's thread, in one hop, read the path's end,
         `choose` the kind and the node it answers (or take the person's message `said`, as
-        text and speaker, and answer it), build the prompt; then run it as a task of its
+        text, speaker and picture, and answer it), build the prompt; then run it as a task of its
         own. `revision`: the one the caller read; a chat changed since is a conflict. The
         run's `changed_below` names the message under which the chat changes.
 
@@ -579,6 +583,8 @@ class GenerationService:
                     kind, anchor = choose(end)
                     plan = self._plan(chat, kind, anchor, connection, member=member, end=end)
                 else:
+                    if said[2] is not None:
+                        ImageLibrary(self.store, owner=self.owner).require(said[2])
                     message = self._message_to_post(chat, end, *said)
                     plan = self._plan(
                         chat,
@@ -619,10 +625,13 @@ class GenerationService:
                 plan.posted.set_result(None)
             return run
 
-    def _message_to_post(self, chat: Chat, end: PathTail, text: str, speaker: str) -> Node:
+    def _message_to_post(
+        self, chat: Chat, end: PathTail, text: str, speaker: str, image: str | None
+    ) -> Node:
         """The person's message as it will be stored after the path's end."""
         leaf = end.nodes[-1] if end.nodes else None
         return Node(
+            extras=with_image({}, image) if image else {},
             id=new_id(),
             chat_id=chat.id,
             parent_id=leaf.id if leaf else None,
@@ -641,6 +650,7 @@ class GenerationService:
             message.content,
             revision=chat.revision,
             speaker=message.speaker,
+            extras=message.extras or None,
             node_id=message.id,
             created=message.created,
         )

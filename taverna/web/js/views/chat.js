@@ -4,7 +4,7 @@
 // redraws the messages it changed (by id), nothing else.
 
 import { api, followTask } from "../api.js";
-import { copyText, h, iconButton, mount, toast } from "../dom.js";
+import { copyText, formWith, h, iconButton, mount, toast } from "../dom.js";
 import { reportError } from "../errors.js";
 import { t } from "../i18n.js";
 import { renderMarkdown } from "../markdown.js";
@@ -92,14 +92,23 @@ export async function render(root, params) {
     ...chatActions,
     iconButton(t("chat.inspector"), "inspect", () => openInspector(params.id, null, labels()), { attrs: { id: "open-inspector" } }),
   );
+  // A picture to send with the next message: uploaded when chosen, shown above the input.
+  let pendingPicture = null;
+  const pictureChip = h("div", { class: "picture-chip", hidden: true, id: "pending-picture" });
+  const attachButton = iconButton(t("chat.attach_picture"), "picture", () =>
+    choosePicture(async (picture) => {
+      pendingPicture = picture;
+      showPendingPicture();
+    }), { attrs: { id: "attach-picture" } });
   // Quick Replies: a button per reply of the chat's active sets, above the input.
   const quickBar = h("div", { class: "quick-replies", role: "toolbar", "aria-label": t("qr.bar"), hidden: true });
   const composer = h(
     "div",
     { class: "composer" },
     quickBar,
+    pictureChip,
     input,
-    h("div", { class: "composer-actions" }, impersonateButton, continueButton, sendButton, stopButton),
+    h("div", { class: "composer-actions" }, attachButton, impersonateButton, continueButton, sendButton, stopButton),
   );
   const drafts = h("div", { class: "drafts", "aria-live": "polite" });
   // A group chat's members: who they are, who is muted, who speaks next; speak now.
@@ -561,6 +570,8 @@ export async function render(root, params) {
     add(t("chat.edit"), "edit", () => startEdit(m, content, false), "edit");
     if (isUser) add(t("chat.edit_resend"), "resend", () => startEdit(m, content, true), "edit-resend");
     add(m.hidden ? t("chat.unhide") : t("chat.hide"), m.hidden ? "eyeOff" : "eye", () => setHidden(m, !m.hidden), m.hidden ? "unhide" : "hide");
+    if (m.image_url) add(t("chat.picture_remove"), "picture", () => setPicture(m, null), "picture-remove");
+    else add(t("chat.picture_attach"), "picture", () => choosePicture((p) => setPicture(m, p.url)), "picture-attach");
     add(t("chat.branch"), "branch", () => branchFrom(m), "branch");
     add(t("chat.checkpoint"), "flag", () => checkpointAt(m), "checkpoint");
     add(t("chat.prompt_of"), "inspect", () => openInspector(params.id, m.role === "assistant" && m.generated ? m.id : null, labels()), "inspect");
@@ -586,6 +597,7 @@ export async function render(root, params) {
           h("span", { class: "index", text: `#${m.position}` }),
           candidateNav(m, isLastAssistant, busy)),
         reasoning,
+        m.image_url ? h("img", { class: "attached-picture", src: m.image_url, alt: t("chat.picture"), loading: "lazy" }) : null,
         content,
         actions),
     );
@@ -728,7 +740,8 @@ export async function render(root, params) {
     const body = { kind, revision: state.chat.revision };
     if (kind === "normal") {
       body.text = input.value;
-      if (!body.text.trim() && !state.total) return;
+      if (pendingPicture) body.image = pendingPicture.url;
+      if (!body.text.trim() && !body.image && !state.total) return;
     }
     // The reply streams at the end of the path: be there (the far end may have been dropped).
     if (hasNewer()) await load();
@@ -737,8 +750,48 @@ export async function render(root, params) {
       if (await startRound({ text: body.text, revision: body.revision }, kept)) input.value = "";
       return;
     }
-    if ((await start(() => api.post(`${chatUrl}/generate`, body), kept, kind === "normal" ? kept : "")) && kind === "normal") input.value = "";
+    if ((await start(() => api.post(`${chatUrl}/generate`, body), kept, kind === "normal" ? kept : "")) && kind === "normal") {
+      input.value = "";
+      pendingPicture = null;
+      showPendingPicture();
+    }
   }
+
+  // ---------------------------------------------------------------- pictures
+
+  /** Let the person pick a picture file, upload it, and hand the stored picture to `then`. */
+  function choosePicture(then) {
+    const picker = h("input", { type: "file", accept: "image/png,image/jpeg,image/gif,image/webp", hidden: true });
+    picker.addEventListener("change", async () => {
+      const file = picker.files?.[0];
+      picker.remove();
+      if (!file) return;
+      try {
+        await then(await api.upload("/images", formWith({ file })));
+      } catch (error) {
+        reportError(error);
+      }
+    });
+    document.body.append(picker);
+    picker.click();
+  }
+
+  function showPendingPicture() {
+    pictureChip.replaceChildren();
+    pictureChip.hidden = !pendingPicture;
+    if (!pendingPicture) return;
+    pictureChip.append(
+      h("img", { src: pendingPicture.url, alt: t("chat.picture"), class: "thumb" }),
+      h("span", { text: t("chat.picture_size", { w: pendingPicture.width, h: pendingPicture.height }) }),
+      iconButton(t("chat.picture_remove"), "close", () => {
+        pendingPicture = null;
+        showPendingPicture();
+      }, { class: "remove-picture" }),
+    );
+  }
+
+  const setPicture = (m, image) =>
+    write(() => api.put(`${chatUrl}/messages/${m.id}/image`, { image, revision: state.chat.revision }));
 
   function attach(task, speaker = null) {
     if (state.closeStream) state.closeStream();
