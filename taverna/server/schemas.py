@@ -418,6 +418,7 @@ class GroupMemberOut(BaseModel):
     avatar_url: str | None
     muted: bool
     talkativeness: float
+    connection: str | None = Field(default=None, description="the member's own connection")
 
 
 class GroupOut(BaseModel):
@@ -461,6 +462,17 @@ class GroupChangesIn(Strict):
     auto_mode_delay: float | None = Field(default=None, ge=1, le=3600)
     join_prefix: str | None = Field(default=None, max_length=TEXT_MAX)
     join_suffix: str | None = Field(default=None, max_length=TEXT_MAX)
+    connections: (
+        dict[
+            Annotated[str, Field(max_length=NAME_MAX)],
+            Annotated[str, Field(max_length=NAME_MAX)] | None,
+        ]
+        | None
+    ) = Field(
+        default=None,
+        max_length=100,
+        description="a member's own connection by its name (null: the chat's connection)",
+    )
     revision: int = Field(ge=1, le=REVISION_MAX, description="the group's revision as read")
 
 

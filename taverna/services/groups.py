@@ -221,6 +221,8 @@ class GroupService:
         """Change a group's settings (SillyTavern's keys); the rest is kept as it was."""
         doc = self.document(group_id)
         data = dict(doc.data) | dict(changes)
+        if data.get("taverna") == {}:
+            del data["taverna"]  # no member has settings of its own: the file as SillyTavern's
         group = read_group(data, file=doc.name)
         disabled = [m for m in group.disabled_members if m in group.members]
         data["disabled_members"] = disabled
@@ -239,6 +241,32 @@ class GroupService:
         if muted:
             disabled.append(file)
         return self.update(group_id, {"disabled_members": disabled})
+
+    def set_connection(self, group_id: str, member: str, connection: str | None) -> Document:
+        """Give a member a connection of its own (None: the chat's again)."""
+        return self.update(
+            group_id, {"taverna": self.own_connections(group_id, {member: connection})}
+        )
+
+    def own_connections(
+        self, group_id: str, connections: Mapping[str, str | None]
+    ) -> dict[str, Any]:
+        """The group's `taverna` settings with these members' own connections (by name;
+        None: the chat's connection again)."""
+        group = self.get(group_id)
+        own = {k: v.to_json() for k, v in group.taverna.items()}
+        for member, connection in connections.items():
+            file = self._member_file(group, member)
+            settings = dict(own.get(file) or {})
+            if connection:
+                settings["connection"] = connection
+            else:
+                settings.pop("connection", None)
+            if settings:
+                own[file] = settings
+            else:
+                own.pop(file, None)
+        return own
 
     def _member_file(self, group: Group, member: str) -> str:
         for m in self.members(group):

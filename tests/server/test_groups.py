@@ -123,3 +123,20 @@ def test_unknown_group_and_member(client: TestClient, group: dict) -> None:  # t
         json={"member": "Nobody", "revision": rev(client, chat["id"])},
     )
     assert bad.status_code == 404 and bad.json()["detail"]["field"] == "member"
+
+
+def test_a_member_gets_a_connection_of_its_own(client: TestClient, group: dict) -> None:  # type: ignore[type-arg]
+    url = f"/api/groups/{group['id']}"
+    missing = client.patch(
+        url, json={"connections": {"Mira": "nope"}, "revision": group["revision"]}
+    )
+    assert missing.status_code == 404
+    unchanged = client.get(url).json()
+    assert unchanged["revision"] == group["revision"]  # nothing was written
+    changed = client.patch(
+        url, json={"connections": {"小雪": "stub"}, "revision": group["revision"]}
+    ).json()
+    assert [m["connection"] for m in changed["members"]] == [None, None, "stub"]
+    back = client.patch(url, json={"connections": {"小雪": None}, "revision": changed["revision"]})
+    assert [m["connection"] for m in back.json()["members"]] == [None, None, None]
+    assert "taverna" not in json.loads(client.get(f"{url}/export").content)

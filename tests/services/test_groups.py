@@ -75,6 +75,9 @@ def world(request: pytest.FixtureRequest, tmp_path: Path, stub: StubServer) -> I
     with temporary_store(request.param, tmp_path) as store:
         connections = ConnectionService(store, tmp_path)
         connections.add("stub", "openai", url=stub.base_url("openai"), model="stub-model", key=KEY)
+        connections.add(
+            "claude", "anthropic", url=stub.base_url("anthropic"), model="stub-model", key=KEY
+        )
         library = LibraryService(store)
         ids = [library.put_character(_card(n, *CARDS[n])).id for n in CARDS]
         chats = ChatService(store)
@@ -215,3 +218,26 @@ def test_a_sillytavern_group_file_imports_and_exports_unchanged(
     members = world.groups.members(group)
     assert [(m.name, m.muted) for m in members] == [("Alice", False), ("小雪", True)]
     assert all(m.character_id for m in members)
+
+
+def test_a_member_with_its_own_connection_is_asked_through_it(world: World) -> None:
+    world.groups.set_connection(world.group_id, "小雪", "claude")
+    assert [m.connection for m in world.groups.members(world.groups.get(world.group_id))] == [
+        None,
+        "claude",
+        None,
+    ]
+    world.stub.script(*[Reply(tokens=[f"reply {i}"]) for i in range(3)])
+
+    async def main() -> None:
+        found = await world.service.round(world.chat_id, "Hi")
+        assert found.task is not None
+        await found.task
+
+    run(main())
+    paths = [r.path for r in world.stub.requests]
+    assert paths[0].endswith("/chat/completions") and paths[2].endswith("/chat/completions")
+    assert paths[1].endswith("/messages")  # 小雪's reply, asked of Anthropic's API
+    body = world.stub.requests[1].body
+    assert "一个安静的画家。" in json.dumps(body, ensure_ascii=False)
+    assert [who for _, who, _ in world.path()[3:]] == ["Alice", "小雪", "Bob"]

@@ -54,6 +54,7 @@ def group_out(service: GroupService, group_id: str) -> GroupOut:
                 avatar_url=f"/api/characters/{m.character_id}/avatar" if m.character_id else None,
                 muted=m.muted,
                 talkativeness=m.talkativeness,
+                connection=m.connection,
             )
             for m in service.members(group)
         ],
@@ -93,7 +94,10 @@ def get_group(group_id: str, service: GroupService = Depends(groups)) -> GroupOu
 
 @router.patch("/api/groups/{group_id}", response_model=GroupOut)
 def change_group(
-    group_id: str, body: GroupChangesIn, service: GroupService = Depends(groups)
+    group_id: str,
+    body: GroupChangesIn,
+    ctx: AppContext = Depends(context),
+    service: GroupService = Depends(groups),
 ) -> GroupOut:
     """Change a group: members and their order, who is muted, the turn order, the mode."""
     changes: dict[str, Any] = {}
@@ -115,6 +119,11 @@ def change_group(
         changes["generation_mode_join_prefix"] = body.join_prefix
     if body.join_suffix is not None:
         changes["generation_mode_join_suffix"] = body.join_suffix
+    if body.connections is not None:
+        for connection in body.connections.values():
+            if connection:
+                ctx.connections.get(connection)  # a connection that does not exist: 404
+        changes["taverna"] = service.own_connections(group_id, body.connections)
     service.update(group_id, changes, revision=body.revision)
     return group_out(service, group_id)
 
