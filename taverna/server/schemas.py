@@ -487,6 +487,10 @@ class RoundIn(Strict):
         max_length=NAME_MAX,
         description="the member who answers (else the group's turn order)",
     )
+    auto: bool = Field(
+        default=False,
+        description="a round nobody typed for (auto mode): the person is not answered",
+    )
     revision: ChatRevision
 
 

@@ -87,6 +87,20 @@ def test_group_round_in_the_page(chromium, taverna: TavernaServer, stub: StubSer
     page.locator("ol.messages > li.message:not(.streaming)", has_text="小雪在画灯。").wait_for()
     page.locator("#send").wait_for(state="visible")
 
+    # Write that reply again as another member: a candidate in Wren's name.
+    stub.script(Reply(tokens=["Wren ", "paints ", "instead."]))
+    page.get_by_role("button", name="Write the last reply again as Wren").click()
+    page.locator(
+        "ol.messages > li.message:not(.streaming)", has_text="Wren paints instead."
+    ).wait_for()
+    page.locator("#send").wait_for(state="visible")
+    last = messages(page).last
+    assert last.locator(".meta .name").inner_text() == "Wren"
+    assert last.locator(".swipes .counter").inner_text() == "2/2"
+    # The turn order changes from the chat.
+    page.locator("#chat-group-strategy").select_option("pooled")
+    expect(page.locator("#next-speakers")).to_contain_text("not spoken yet")
+
     # Reload: all there.
     page.reload()
     page.locator("#group-members .member").first.wait_for()
@@ -95,10 +109,15 @@ def test_group_round_in_the_page(chromium, taverna: TavernaServer, stub: StubSer
     assert "Evening, both of you." in texts[0]
     assert "Wren lights the lamps." in texts[1]
     assert "Élodie checks the wind." in texts[2] and "1/2" in texts[2]
-    assert "小雪在画灯。" in texts[3]
+    assert "Wren paints instead." in texts[3] and "2/2" in texts[3]
     names = [messages(page).nth(i).locator(".meta .name").inner_text() for i in range(4)]
-    assert names == ["User", "Wren", "Élodie", "小雪"]
+    assert names == ["User", "Wren", "Élodie", "Wren"]
     expect(page.locator(".member.muted .name")).to_have_text(["小雪"])
+    expect(page.locator("#chat-group-strategy")).to_have_value("pooled")
+    # The first candidate is still 小雪's.
+    messages(page).last.get_by_role("button", name="Previous candidate").click()
+    page.locator(".message", has_text="小雪在画灯。").wait_for()
+    assert messages(page).last.locator(".meta .name").inner_text() == "小雪"
 
     # A phone, in Chinese: the members sit above the messages, the page still works.
     phone = chromium.new_context(viewport=PHONE)

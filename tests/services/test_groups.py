@@ -241,3 +241,19 @@ def test_a_member_with_its_own_connection_is_asked_through_it(world: World) -> N
     body = world.stub.requests[1].body
     assert "一个安静的画家。" in json.dumps(body, ensure_ascii=False)
     assert [who for _, who, _ in world.path()[3:]] == ["Alice", "小雪", "Bob"]
+
+
+def test_an_auto_round_never_has_the_last_speaker_answer_itself(world: World) -> None:
+    world.groups.update(world.group_id, {"activation_strategy": 0})
+    assert world.path()[-1][1] == "小雪"
+    world.stub.script(*[Reply(tokens=[f"reply {i}"]) for i in range(3)])
+
+    async def main() -> Any:
+        found = await world.service.round(world.chat_id, "", user_input=False)
+        assert found.task is not None
+        await found.task
+        return found
+
+    found = run(main())
+    assert found.speakers and "小雪" not in found.speakers
+    assert [role for role, _, _ in world.path()[2:]] == ["assistant"] * len(found.speakers)

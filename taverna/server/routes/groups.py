@@ -191,6 +191,7 @@ async def start_round(
         body.text or "",
         revision=body.revision,
         member=body.member,
+        user_input=not body.auto,
         started=lambda run: remember(ctx, run),  # each speaker's reply is kept and backed up
     )
     await asyncio.sleep(0)

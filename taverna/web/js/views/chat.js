@@ -49,6 +49,8 @@ export async function render(root, params) {
     paging: false,
     group: null, // a group chat's group: its members, muted ones, turn order
     round: null, // a group round under way: its speakers and the tasks started so far
+    auto: false, // auto mode: the group takes turns by itself while the person is idle
+    idleSince: 0,
   };
   const drawn = new Map(); // message id -> its <li>
   // The messages sit between two edges; an edge coming into sight reads the next page.
@@ -249,16 +251,72 @@ export async function render(root, params) {
         mute.addEventListener("change", () => setMuted(m.name, mute.checked));
         const speak = h("button", { type: "button", class: "small speak", text: t("groups.speak"), "aria-label": t("groups.speak_who", { name: m.name }), onClick: () => speakNow(m.name) });
         speak.disabled = !!state.task || !state.chat;
+        // A new candidate for the last reply, written by this member instead.
+        const rewrite = h("button", { type: "button", class: "small rewrite", text: "↻", title: t("groups.rewrite_as", { name: m.name }), "aria-label": t("groups.rewrite_as", { name: m.name }), onClick: () => rewriteAs(m.name) });
+        rewrite.dataset.off = canRewrite() ? "0" : "1";
+        rewrite.disabled = !!state.task || !state.chat || rewrite.dataset.off === "1";
         return h("li", { class: `member${m.muted ? " muted" : ""}${speaking === m.name ? " speaking" : ""}`, "data-name": m.name },
           avatarFor({ role: "assistant", name: m.name, avatar_url: m.avatar_url }, state.chat),
           h("span", { class: "name", text: m.name }),
           h("label", { class: "mute" }, mute, h("span", { text: t("groups.muted") })),
-          speak);
+          speak, rewrite);
       })),
+      groupSettings(group),
       h("p", { class: "next-speakers muted", id: "next-speakers", text: speaking
         ? t("groups.speaking", { name: speaking, next: next.join(", ") || "—" })
         : t(`groups.strategy_note.${group.activation_strategy}`) }));
   }
+
+  /** The group's turn order, how cards go into the prompt, and auto mode. */
+  function groupSettings(group) {
+    const strategy = h("select", { id: "chat-group-strategy", "aria-label": t("groups.strategy") },
+      ["natural", "list", "pooled", "manual"].map((s) => h("option", { value: s, selected: s === group.activation_strategy ? "selected" : null, text: t(`groups.strategy.${s}`) })));
+    const mode = h("select", { id: "chat-group-mode", "aria-label": t("groups.mode") },
+      ["swap", "join", "join_with_muted"].map((m) => h("option", { value: m, selected: m === group.generation_mode ? "selected" : null, text: t(`groups.mode.${m}`) })));
+    strategy.addEventListener("change", () => changeGroup({ activation_strategy: strategy.value }));
+    mode.addEventListener("change", () => changeGroup({ generation_mode: mode.value }));
+    const auto = h("input", { type: "checkbox", id: "group-auto", checked: state.auto ? "checked" : null });
+    auto.addEventListener("change", () => {
+      state.auto = auto.checked;
+      state.idleSince = Date.now();
+    });
+    return h("div", { class: "group-settings" }, strategy, mode,
+      h("label", { class: "mute", title: t("groups.auto_note", { seconds: group.auto_mode_delay }) }, auto, h("span", { text: t("groups.auto") })));
+  }
+
+  async function changeGroup(changes) {
+    try {
+      state.group = await api.patch(`/groups/${state.group.id}`, { ...changes, revision: state.group.revision });
+    } catch (error) {
+      reportError(error, t("kept.page"));
+      await loadGroup();
+      return;
+    }
+    drawMembers();
+  }
+
+  /** Whether the path ends in a reply another member may write again (not the greeting alone). */
+  function canRewrite() {
+    const last = lastHeld();
+    return !!last && last.role === "assistant" && last.position === state.total - 1 && state.total > 1 && !hasNewer();
+  }
+
+  async function rewriteAs(name) {
+    if (state.task || !state.chat || !canRewrite()) return;
+    const result = await send(() => api.post(`${chatUrl}/generate`, { kind: "swipe", member: name, revision: state.chat.revision }));
+    if (!result) return;
+    apply(result.chat);
+    attach(result.task, name);
+  }
+
+  // Auto mode: when nothing runs for the group's delay, the group takes a turn by itself.
+  const autoTimer = setInterval(() => {
+    const delay = (state.group?.auto_mode_delay ?? 5) * 1000;
+    if (!state.auto || closed || state.task || state.round || !state.chat || reloading) return;
+    if (Date.now() - (state.idleSince || 0) < delay) return;
+    state.idleSince = Date.now();
+    startRound({ auto: true, revision: state.chat.revision }, t("kept.page"));
+  }, 500);
 
   async function setMuted(name, muted) {
     const group = state.group;
@@ -481,6 +539,8 @@ export async function render(root, params) {
     const busy = running || !state.chat;
     for (const button of quickBar.querySelectorAll("button")) button.disabled = busy;
     for (const button of members.querySelectorAll("button.speak")) button.disabled = busy;
+    const rewritable = state.chat ? canRewrite() : false;
+    for (const button of members.querySelectorAll("button.rewrite")) button.disabled = busy || !rewritable;
     sendButton.hidden = running;
     sendButton.disabled = !state.chat;
     stopButton.hidden = !running;
@@ -838,8 +898,11 @@ export async function render(root, params) {
         if (state.round && kind === "done") await followRound();
         else {
           state.round = null;
+          // a stop or a failure turns auto mode off: the person takes over
+          if (kind !== "done") state.auto = false;
           drawMembers();
         }
+        state.idleSince = Date.now();
       }
     });
   }
@@ -907,6 +970,7 @@ export async function render(root, params) {
   }).catch(() => {});
   return () => {
     closed = true;
+    clearInterval(autoTimer);
     edges.disconnect();
     if (state.closeStream) state.closeStream();
   };
