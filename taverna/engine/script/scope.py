@@ -103,18 +103,37 @@ class Scope:
             raise ScriptError(f'no such variable: "{name}" (declare it with /let)')
         value = owner.variables[name]
         if index is not None:
+            if isinstance(value, str) and _parse(value) is _INVALID:
+                # Text that is not JSON is indexed as JavaScript indexes a string.
+                number = read_number(index)
+                if isinstance(number, float) and number.is_integer() and 0 <= number < len(value):
+                    return value[int(number)]
+                return ""
             return get_at_index(value if isinstance(value, str) else None, index)
         if isinstance(value, ClosureValue):
             return value
         return read_number(value)
 
 
-def get_at_index(stored: str | None, index: str) -> str:
-    """`getvar index=i`: the element of the stored JSON list or object ('' when absent)."""
+_INVALID = object()
+
+
+def _parse(text: str) -> Any:
     try:
-        data = json.loads(stored) if stored is not None else None
+        return json.loads(text)
     except ValueError:
+        return _INVALID
+
+
+def get_at_index(stored: str | None, index: str) -> str:
+    """`getvar index=i`: the element of the stored JSON list or object ('' when absent);
+    stored text that is not JSON comes back whole, as SillyTavern's read does."""
+    if stored is None:
         return ""
+    data = _parse(stored)
+    if data is _INVALID:
+        value = read_number(stored)
+        return value if isinstance(value, str) else js_value_text(value)
     element: Any = None
     number = read_number(index)
     if isinstance(data, list):
@@ -131,10 +150,10 @@ def get_at_index(stored: str | None, index: str) -> str:
 
 def set_at_index(stored: str | None, index: str, value: ScriptValue, as_type: str | None) -> str:
     """`setvar index=i`: the stored JSON with one element set (a list or an object is made)."""
-    try:
-        data: Any = json.loads(stored) if stored else None
-    except ValueError:
-        data = None
+    data: Any = _parse(stored) if stored else None
+    if data is _INVALID:
+        # SillyTavern leaves such a variable unchanged without a word; say why instead.
+        raise ScriptError("index= needs a variable holding a JSON list or object, not text")
     item = convert_value(value if isinstance(value, str) else str(value or ""), as_type)
     number = read_number(index)
     if isinstance(number, float) and number.is_integer() and number >= 0:
