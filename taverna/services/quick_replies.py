@@ -14,7 +14,10 @@ from typing import Any
 
 from taverna.errors import NotFound, TavernaError
 from taverna.model.chat import Chat
+from taverna.model.lorebook import EntryOutcome
+from taverna.model.prompt import Prompt
 from taverna.model.quick_reply import LegacyQuickReplySet, QuickReply, QuickReplySet
+from taverna.services import sent_prompts
 from taverna.services.active_settings import ACTIVE, SETTINGS_KIND, set_active
 from taverna.services.chats import ChatService
 from taverna.services.library import LibraryKind, LibraryService
@@ -47,6 +50,7 @@ class QuickReplyButton:
     message: str
     hidden: bool
     triggers: tuple[str, ...]
+    automation_id: str = ""
 
 
 def _triggers(reply: QuickReply) -> tuple[str, ...]:
@@ -180,6 +184,49 @@ class QuickReplyService:
                         message=reply.message,
                         hidden=reply.is_hidden,
                         triggers=_triggers(reply),
+                        automation_id=reply.automation_id,
                     )
                 )
         return out
+
+    # ------------------------------------------------------------ automations
+
+    def activated_automations(
+        self, chat_id: str, node_id: str, *, pending: Prompt | None = None
+    ) -> list[str]:
+        """The automation ids of the lorebook entries that went into reply `node_id`'s
+        prompt, in activation order: the Quick Replies with the same `automationId` run
+        after that reply (SillyTavern's WORLD_INFO_ACTIVATED). The prompt comes from the
+        reply's stored record, or is `pending` (the chat's last prompt, for a reply whose
+        record is still being written)."""
+        data = self.chats.store.sent_prompt(chat_id, node_id)
+        if data is not None:
+            ledger = sent_prompts.decode(data).get("prompt", {}).get("ledger", {})
+            trace = ledger.get("trace", [])
+        elif pending is not None and self.chats.get_chat(chat_id).active_leaf_id == node_id:
+            trace = [entry.to_json() for entry in pending.ledger.trace]
+        else:
+            return []
+        books: dict[str, dict[int, str]] = {}
+        found: list[str] = []
+        for item in trace:
+            if not isinstance(item, Mapping) or item.get("outcome") != EntryOutcome.ACTIVATED:
+                continue
+            book = str(item.get("book", ""))
+            if book not in books:
+                books[book] = self._automation_ids(book)
+            uid = item.get("uid")
+            automation = books[book].get(uid) if isinstance(uid, int) else None
+            if automation and automation not in found:
+                found.append(automation)
+        return found
+
+    def _automation_ids(self, book: str) -> dict[int, str]:
+        doc = self.library.find(LibraryKind.LOREBOOK, book)
+        if doc is None:
+            return {}
+        return {
+            entry.uid: entry.automation_id
+            for entry in self.library.lorebook(doc.id).entries
+            if entry.automation_id
+        }

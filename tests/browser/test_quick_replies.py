@@ -112,3 +112,47 @@ def test_chat_variables_are_edited_in_the_chat_settings(  # type: ignore[no-unty
     expect(page.locator(".toast").last).to_contain_text("Saved")
     assert taverna.api("GET", f"/chats/{chat['id']}/variables").json()["local"] == {"coins": "12"}
     page.close()
+
+
+def test_a_lorebook_entry_runs_its_quick_reply_after_the_reply(  # type: ignore[no-untyped-def]
+    chromium, taverna: TavernaServer, stub: StubServer
+) -> None:
+    ione = next(c for c in taverna.api("GET", "/characters").json() if c["name"] == "Ione Calder")
+    chat = taverna.api("POST", "/chats", json={"character_id": ione["id"], "title": "Rain"}).json()
+    book = taverna.api("POST", "/lorebooks", json={"name": "Rainfall"}).json()
+    book = taverna.api("POST", f"/lorebooks/{book['id']}/entries").json()
+    entry = {**book["entries"][0], "key": ["umbrella"], "content": "Rain.", "automationId": "rainy"}
+    taverna.api("PUT", f"/lorebooks/{book['id']}/entries/{entry['uid']}", json=entry)
+    revision = taverna.api("GET", f"/chats/{chat['id']}").json()["revision"]
+    taverna.api(
+        "PUT",
+        f"/chats/{chat['id']}/lorebook",
+        json={"lorebook_id": book["id"], "revision": revision},
+    ).raise_for_status()
+    taverna.api(
+        "PUT",
+        "/quick-replies",
+        json={
+            "name": "Weather",
+            "active": True,
+            "replies": [
+                {
+                    "label": "Shelter",
+                    "message": "/incvar rainy_turns | /echo Shelter taken {{getvar::rainy_turns}}",
+                    "hidden": True,
+                    "automation_id": "rainy",
+                }
+            ],
+        },
+    ).raise_for_status()
+    page = chromium.new_page(viewport={"width": 1280, "height": 800})
+    page.goto(f"{taverna.url}/#/chat/{chat['id']}")
+    expect(page.locator(".quick-replies").get_by_role("button", name="Shelter")).to_have_count(0)
+    stub.script(Reply(tokens=["Take this."]))
+    page.get_by_label("Message", exact=True).fill("Have you an umbrella?")
+    page.get_by_role("button", name="Send", exact=True).click()
+    wait_idle(page, "Take this.")
+    expect(page.locator(".toast").last).to_contain_text("Shelter taken 1")
+    variables = taverna.api("GET", f"/chats/{chat['id']}/variables").json()["local"]
+    assert variables == {"rainy_turns": 1}
+    page.close()

@@ -386,3 +386,34 @@ def test_stop_while_the_draft_cannot_be_kept_still_stops(
     monkeypatch.undo()
     stub.script(Reply(tokens=["Saved."]))
     assert events(client, generate(client, chat_id, kind="normal")["task"]["id"])[-1][0] == "done"
+
+
+def test_a_lorebook_entry_runs_the_quick_reply_of_its_automation_id(
+    client: TestClient, ctx: AppContext, stub: StubServer, chat_id: str
+) -> None:
+    book = client.post("/api/lorebooks", json={"name": "Weather"}).json()
+    book = client.post(f"/api/lorebooks/{book['id']}/entries").json()
+    entry = {**book["entries"][0], "key": ["rain"], "content": "It rains.", "automationId": "wet"}
+    assert (
+        client.put(f"/api/lorebooks/{book['id']}/entries/{entry['uid']}", json=entry).status_code
+        == 200
+    )
+    client.put(
+        f"/api/chats/{chat_id}/lorebook",
+        json={"lorebook_id": book["id"], "revision": rev(client, chat_id)},
+    )
+    client.put(
+        "/api/quick-replies",
+        json={
+            "name": "Auto",
+            "active": True,
+            "replies": [{"label": "Umbrella", "message": "/incvar wet", "automation_id": "wet"}],
+        },
+    )
+    stub.script(Reply(tokens=["Drip."]))
+    events(client, generate(client, chat_id, kind="normal", text="Is it rain?")["task"]["id"])
+    reply = client.get(f"/api/chats/{chat_id}").json()["messages"][-1]
+    automations = client.get(f"/api/chats/{chat_id}/messages/{reply['id']}/automations").json()
+    assert automations == ["wet"]
+    offered = client.get(f"/api/chats/{chat_id}/quick-replies").json()["replies"]
+    assert [r["automation_id"] for r in offered] == ["wet"]

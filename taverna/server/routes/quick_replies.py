@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 from taverna.model.quick_reply import QuickReply, QuickReplySet
 from taverna.server.context import AppContext, backed_up, context, current_user
 from taverna.server.schemas import NAME_MAX, TEXT_MAX, ChatRevision, Strict
+from taverna.services import chat_reads
 from taverna.services.quick_replies import QuickReplyButton, QuickReplyService, StoredSet
 
 router = APIRouter(tags=["quick replies"])
@@ -47,6 +48,7 @@ class QuickReplyOut(BaseModel):
     message: str
     hidden: bool
     triggers: list[str]
+    automation_id: str = ""
 
 
 class QuickReplySetOut(BaseModel):
@@ -82,6 +84,7 @@ def _reply_out(button: QuickReplyButton) -> QuickReplyOut:
         message=button.message,
         hidden=button.hidden,
         triggers=list(button.triggers),
+        automation_id=button.automation_id,
     )
 
 
@@ -100,6 +103,7 @@ def _set_out(stored: StoredSet, active: list[str]) -> QuickReplySetOut:
                 message=r.message,
                 hidden=r.is_hidden,
                 triggers=[k for k, f in TRIGGER_FIELDS.items() if getattr(r, f)],
+                automation_id=r.automation_id,
             )
             for r in qr_set.qr_list
         ],
@@ -206,3 +210,14 @@ def set_chat_sets(
     """The sets active in this chat besides the global ones."""
     _service(request, ctx).set_chat(chat_id, body.sets, revision=body.revision)
     return chat_replies(chat_id, request, ctx)
+
+
+@router.get("/api/chats/{chat_id}/messages/{node_id}/automations", response_model=list[str])
+def reply_automations(
+    chat_id: str, node_id: str, request: Request, ctx: AppContext = Depends(context)
+) -> list[str]:
+    """The automation ids of the lorebook entries in reply `node_id`'s prompt: the Quick
+    Replies with the same automation id run after it."""
+    chat_reads.parent_of(ctx.chats, chat_id, node_id)  # 404 for a message of another chat
+    pending = ctx.generation.last_prompts.get(chat_id)
+    return _service(request, ctx).activated_automations(chat_id, node_id, pending=pending)

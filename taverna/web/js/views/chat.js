@@ -769,6 +769,27 @@ export async function render(root, params) {
     if (next) await generate(next === "trigger" ? "normal" : next);
   }
 
+  /** After a reply: the Quick Replies whose automation id matches a lorebook entry that
+   * went into its prompt, in the entries' order. */
+  async function runAutomations() {
+    const wanted = quickReplies.filter((r) => r.automation_id);
+    const last = lastHeld();
+    if (!wanted.length || !last || last.role !== "assistant") return;
+    let ids = [];
+    try {
+      ids = await api.get(`${chatUrl}/messages/${encodeURIComponent(last.id)}/automations`);
+    } catch {
+      return;
+    }
+    let next = null;
+    for (const id of ids) {
+      for (const reply of wanted.filter((r) => r.automation_id === id)) {
+        if (reply.message.trim().startsWith("/")) next = (await runScript(reply.message.trim(), false)) || next;
+      }
+    }
+    if (next) await generate(next === "trigger" ? "normal" : next);
+  }
+
   /** Run a Quick Reply's script (or send its text when it is not a script). */
   async function runQuickReply(message) {
     if (state.task || !state.chat) return;
@@ -894,6 +915,7 @@ export async function render(root, params) {
         if (kind === "lost" || !(await refreshEnd())) await recover();
         // Quick Replies on the person's message and on the reply run once the turn is saved.
         if (kind === "done" && finished) await runTriggered(...finished);
+        if (kind === "done" && finished) await runAutomations();
         // A round goes on with its next speaker; a stop or a failure has ended it.
         if (state.round && kind === "done") await followRound();
         else {

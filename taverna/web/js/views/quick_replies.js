@@ -8,11 +8,12 @@ import { t } from "../i18n.js";
 
 const TRIGGERS = ["user", "ai", "chat_change"];
 
-function replyRow(reply = { label: "", message: "", title: "", hidden: false, triggers: [] }) {
+function replyRow(reply = { label: "", message: "", title: "", hidden: false, triggers: [], automation_id: "" }) {
   const label = h("input", { type: "text", class: "qr-label", value: reply.label, "aria-label": t("qr.label") });
   const message = h("textarea", { class: "qr-message", rows: 2, "aria-label": t("qr.message") });
   message.value = reply.message;
   const hidden = h("input", { type: "checkbox", class: "qr-hidden", checked: reply.hidden ? "checked" : null });
+  const automation = h("input", { type: "text", class: "qr-automation", value: reply.automation_id || "", placeholder: t("qr.automation_id"), "aria-label": t("qr.automation_id") });
   const triggers = TRIGGERS.map((name) => h("label", { class: "inline" },
     h("input", { type: "checkbox", "data-trigger": name, checked: reply.triggers.includes(name) ? "checked" : null }),
     " ", t(`qr.on_${name}`)));
@@ -20,13 +21,14 @@ function replyRow(reply = { label: "", message: "", title: "", hidden: false, tr
     h("div", { class: "row" }, label,
       h("button", { type: "button", class: "small danger", text: t("common.delete"), onClick: () => row.remove() })),
     message,
-    h("div", { class: "row muted" }, h("label", { class: "inline" }, hidden, " ", t("qr.hidden")), ...triggers));
+    h("div", { class: "row muted wrap" }, h("label", { class: "inline" }, hidden, " ", t("qr.hidden")), ...triggers, automation));
   row.read = () => ({
     label: label.value,
     message: message.value,
     title: reply.title || "",
     hidden: hidden.checked,
     triggers: TRIGGERS.filter((name) => row.querySelector(`[data-trigger=${name}]`).checked),
+    automation_id: automation.value.trim(),
   });
   return row;
 }
