@@ -39,6 +39,7 @@ from taverna.model.chat import Node
 from taverna.model.injection import ExtensionPosition, InjectionRole
 from taverna.model.lorebook import Lorebook
 from taverna.providers.embeddings import Embedder, LocalEmbedder, OpenAIEmbedder, normalised
+from taverna.services.active_settings import ACTIVE, SETTINGS_KIND
 from taverna.store.repository import DueMessage, Store
 
 Vectors = npt.NDArray[np.float32]
@@ -159,23 +160,41 @@ def embed_due(store: Store, embedder: Embedder, *, batch: int = BACKLOG_BATCH) -
     return len(due)
 
 
+def stored_config(store: Store, owner: str = "") -> RecallConfig:
+    """The recall settings of the user's active settings (`extension_settings.vectors`)."""
+    docs = store.find_documents(SETTINGS_KIND, name=ACTIVE, owner=owner)
+    if not docs:
+        return RecallConfig()
+    return recall_config(docs[-1].data)
+
+
 class EmbeddingBacklog:
     """Embeds the messages due in the background, one batch at a time, until none is left;
     then waits for `wake()` (a new message) or `every` seconds.
 
-    Every batch is saved in its own transaction: a crash loses at most the batch being
-    embedded, which is due again at the next start.
+    `embedder` names the model in use now (None: recall is off, nothing is embedded). Every batch is saved in its own transaction: a crash
+    loses at most the batch being embedded, which is due again at the next start.
     """
 
-    def __init__(self, store: Store, embedder: Embedder, *, every: float = 5.0) -> None:
+    def __init__(
+        self,
+        store: Store,
+        embedder: Callable[[], Embedder | None],
+        *,
+        every: float = 5.0,
+    ) -> None:
         self.store = store
-        self.embedder = embedder
+        self._embedder = embedder
         self.every = every
         self.embedded = 0
         self.failure: Exception | None = None
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
+
+    def embedder(self) -> Embedder | None:
+        """The model to embed with now, if any."""
+        return self._embedder()
 
     def start(self) -> None:
         if self._thread is None:
@@ -187,12 +206,19 @@ class EmbeddingBacklog:
     def wake(self) -> None:
         self._wake.set()
 
+    def step(self) -> int:
+        """Embed one batch of what is due (none while recall is off); how many."""
+        embedder = self.embedder()
+        if embedder is None:
+            return 0
+        return embed_due(self.store, embedder)
+
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                done = embed_due(self.store, self.embedder)
+                done = self.step()
                 self.failure = None
-            except Exception as exc:  # a model or database away: try again later
+            except Exception as exc:  # a model or the database away: try again later
                 self.failure = exc
                 done = 0
             self.embedded += done
@@ -211,7 +237,7 @@ class EmbeddingBacklog:
     def drain(self) -> int:
         """Embed everything due now, in this thread (for a command or a test); how many."""
         total = 0
-        while done := embed_due(self.store, self.embedder):
+        while done := self.step():
             total += done
         return total
 

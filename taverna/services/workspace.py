@@ -22,6 +22,7 @@ import httpx
 from taverna.engine.lorebook.regex_budget import TURN_REGEX_BUDGET
 from taverna.errors import NotFound, TavernaError
 from taverna.model.prompt import Prompt
+from taverna.providers.embeddings import Embedder
 from taverna.services import sent_prompts
 from taverna.services.backups import BackupFlusher, BackupService
 from taverna.services.chats import ChatService
@@ -31,6 +32,7 @@ from taverna.services.generation import Completed, Ending, GenerationService, Ru
 from taverna.services.images import ImageLibrary
 from taverna.services.interchange import InterchangeService
 from taverna.services.library import LibraryKind, LibraryService
+from taverna.services.recall import EmbeddingBacklog, stored_config
 from taverna.services.scratch import clean_leftovers
 from taverna.services.summary_generation import SummaryGenerator
 from taverna.services.turn_context import TurnContexts
@@ -57,6 +59,7 @@ class Workspace:
     flusher: BackupFlusher | None = None
     turns: TurnContexts | None = None  # the prompt builder behind `generation`
     summaries: SummaryGenerator | None = None  # makes summaries (also after replies)
+    embeddings: EmbeddingBacklog | None = None  # embeds new messages for recall, when on
 
     # The revision of each chat last handed to the backups, so a change is backed up once
     # however many callers report it (a route, then the generation that followed it).
@@ -160,6 +163,9 @@ class Workspace:
 
     def close(self) -> None:
         """Write pending backups and close the store."""
+        if self.embeddings is not None:
+            self.embeddings.stop()
+            self.embeddings = None
         if self.flusher is not None:
             self.flusher.stop()
             self.flusher = None
@@ -200,8 +206,28 @@ def open_workspace(
     flusher = BackupFlusher(backups) if background_backups else None
     if flusher is not None:
         flusher.start()
+    embeddings = None
+    if background_backups:
+        # Messages are embedded once, in the background, while recall is on in the settings.
+        recall = turns.recall
+
+        def current() -> Embedder | None:
+            config = stored_config(store)
+            return recall.embedder(config) if config.enabled else None
+
+        embeddings = EmbeddingBacklog(store, current)
+        embeddings.start()
     return Workspace(
-        folder.path, store, chats, connections, generation, backups, flusher, turns, summaries
+        folder.path,
+        store,
+        chats,
+        connections,
+        generation,
+        backups,
+        flusher,
+        turns,
+        summaries,
+        embeddings,
     )
 
 

@@ -107,7 +107,7 @@ def test_the_backlog_embeds_every_message_once_and_an_edit_again(
     store: SqlStore, embedder: LocalEmbedder
 ) -> None:
     chat_id = _chat(store, [(NodeRole.USER, DRAGON)], 6)
-    backlog = EmbeddingBacklog(store, embedder)
+    backlog = EmbeddingBacklog(store, lambda: embedder)
     assert backlog.drain() == 8  # greeting, opening, six more
     assert store.messages_due(embedder.model, limit=10) == []
     assert embed_due(store, embedder) == 0
@@ -125,7 +125,7 @@ def test_a_turn_recalls_an_old_message_near_in_meaning(
 ) -> None:
     _settings(store)
     chat_id = _chat(store, [(NodeRole.USER, DRAGON), (NodeRole.ASSISTANT, LIGHTHOUSE)], 40)
-    EmbeddingBacklog(store, embedder).drain()
+    EmbeddingBacklog(store, lambda: embedder).drain()
     _ask(store, chat_id, "Where did that dragon go after it burned the mill?")
     prompt = _turn(store, tmp_path, chat_id, embedder)
     path = ChatService(store).active_path(chat_id).nodes
@@ -164,7 +164,7 @@ def test_a_branch_never_recalls_a_sibling_branchs_message(
     for i in range(30):
         role = NodeRole.USER if i % 2 == 0 else NodeRole.ASSISTANT
         chat = chats.append(chat_id, role, FILLER[(i + 1) % 4], revision=chat.revision).chat
-    EmbeddingBacklog(store, embedder).drain()
+    EmbeddingBacklog(store, lambda: embedder).drain()
     _ask(store, chat_id, "Where did that dragon go after it burned the mill?")
     prompt = _turn(store, tmp_path, chat_id, embedder)
     a_path = {n.id for n in store.path_to(chat_id, a_leaf or "")}
@@ -188,7 +188,7 @@ def test_hidden_and_deleted_messages_are_never_recalled(
         ],
         40,
     )
-    EmbeddingBacklog(store, embedder).drain()
+    EmbeddingBacklog(store, lambda: embedder).drain()
     chats = ChatService(store)
     path = chats.active_path(chat_id).nodes
     hidden_id, deleted_id = path[1].id, path[2].id
@@ -207,7 +207,7 @@ def test_the_recalled_block_keeps_to_its_own_budget(
 ) -> None:
     _settings(store, budget=12, insert=3)
     chat_id = _chat(store, [(NodeRole.USER, DRAGON), (NodeRole.ASSISTANT, LIGHTHOUSE)], 40)
-    EmbeddingBacklog(store, embedder).drain()
+    EmbeddingBacklog(store, lambda: embedder).drain()
     _ask(store, chat_id, "Where did that dragon go after it burned the mill?")
     prompt = _turn(store, tmp_path, chat_id, embedder)
     lines = [i for i in prompt.ledger.items if i.kind == RECALLED_KIND]
@@ -250,3 +250,30 @@ def test_a_vectorized_entry_activates_by_similarity_with_its_score(
     trace = {(s.book, s.uid): s for s in prompt.ledger.trace}
     assert trace[("Lore", 1)].reason.startswith("similarity ")
     assert "(vectorized)" in trace[("Lore", 1)].reason
+
+
+def test_a_workspace_embeds_new_messages_in_the_background_while_recall_is_on(
+    tmp_path: Path,
+) -> None:
+    import time
+
+    from taverna.providers.embeddings import LOCAL_MODEL
+    from taverna.services.workspace import open_workspace
+
+    workspace = open_workspace(tmp_path / "data")
+    try:
+        assert workspace.embeddings is not None
+        store = workspace.store
+        chat_id = _chat(store, [(NodeRole.USER, DRAGON)], 4)  # type: ignore[arg-type]
+        time.sleep(0.3)
+        assert store.message_vectors(chat_id, LOCAL_MODEL) == []  # recall is off
+        _settings(store)  # type: ignore[arg-type]
+        workspace.embeddings.wake()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if len(store.message_vectors(chat_id, LOCAL_MODEL)) == 6:
+                break
+            time.sleep(0.2)
+        assert len(store.message_vectors(chat_id, LOCAL_MODEL)) == 6
+    finally:
+        workspace.close()
