@@ -22,7 +22,7 @@ import hashlib
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +49,10 @@ BACKLOG_BATCH = 32
 CHATS_KEPT = 4
 # How far a path's end is climbed to find where it joins the path kept in memory.
 CLIMB_STEP = 256
+# Up to this many rows a chat's search scores every row exactly; past it, a shortlist of
+# this many rows by sign bits is scored exactly at a time (see `ChatVectors`).
+EXACT_ROWS = 20_000
+SHORTLIST = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,7 +250,12 @@ class EmbeddingBacklog:
 
 
 class ChatVectors:
-    """One chat's message vectors for one model, in memory, kept up to date by `seq`."""
+    """One chat's message vectors for one model, in memory, kept up to date by `seq`.
+
+    Beside each vector its sign bits (one bit a dimension): past `EXACT_ROWS` rows a
+    search first ranks every row by the Hamming distance of those bits (an eighth of a
+    float's memory to read) and then scores a shortlist exactly.
+    """
 
     def __init__(self, chat_id: str, model: str) -> None:
         self.chat_id = chat_id
@@ -255,6 +264,7 @@ class ChatVectors:
         self.ids: list[str] = []
         self.depths = np.zeros(0, dtype=np.int64)
         self.matrix = np.zeros((0, 0), dtype=np.float32)
+        self.bits = np.zeros((0, 0), dtype=np.uint8)
         self.rows: dict[str, int] = {}
         self._size = 0
 
@@ -265,18 +275,12 @@ class ChatVectors:
             return
         dims = len(fresh[0].vector) // 4
         if self.matrix.shape[1] != dims:
-            self.matrix = np.zeros((max(len(fresh), 64), dims), dtype=np.float32)
-            self.depths = np.zeros(self.matrix.shape[0], dtype=np.int64)
+            self._allocate(max(len(fresh), 64), dims)
             self.ids, self.rows, self._size = [], {}, 0
-        new = [s for s in fresh if s.node_id not in self.rows]
-        needed = self._size + len(new)
-        if needed > self.matrix.shape[0]:
-            grown = max(needed, self.matrix.shape[0] * 2)
-            matrix = np.zeros((grown, dims), dtype=np.float32)
-            matrix[: self._size] = self.matrix[: self._size]
-            depths = np.zeros(grown, dtype=np.int64)
-            depths[: self._size] = self.depths[: self._size]
-            self.matrix, self.depths = matrix, depths
+        new = len({s.node_id for s in fresh if s.node_id not in self.rows})
+        if self._size + new > self.matrix.shape[0]:
+            self._allocate(max(self._size + new, self.matrix.shape[0] * 2), dims)
+        rows = []
         for stored in fresh:
             row = self.rows.get(stored.node_id)
             if row is None:
@@ -286,7 +290,21 @@ class ChatVectors:
                 self.ids.append(stored.node_id)
             self.matrix[row] = np.frombuffer(stored.vector, dtype=np.float32)
             self.depths[row] = stored.depth
+            rows.append(row)
+        self.bits[rows] = np.packbits(self.matrix[rows] > 0, axis=1)
         self.seq = fresh[-1].seq
+
+    def _allocate(self, rows: int, dims: int) -> None:
+        """Room for `rows` rows of `dims` dimensions, the rows held so far kept."""
+        size = self._size if self.matrix.shape[1] == dims else 0
+        matrix = np.zeros((rows, dims), dtype=np.float32)
+        depths = np.zeros(rows, dtype=np.int64)
+        bits = np.zeros((rows, (dims + 63) // 64 * 8), dtype=np.uint8)
+        if size:
+            matrix[:size] = self.matrix[:size]
+            depths[:size] = self.depths[:size]
+            bits[:size] = self.bits[:size]
+        self.matrix, self.depths, self.bits = matrix, depths, bits
 
     def __len__(self) -> int:
         return self._size
@@ -295,14 +313,54 @@ class ChatVectors:
         row = self.rows.get(node_id)
         return None if row is None else self.matrix[row]
 
-    def ranked(self, query: Vectors, below_depth: int) -> tuple[npt.NDArray[np.int64], Vectors]:
-        """Row numbers of the messages above `below_depth`, best first, and their scores."""
+    def ranked(self, query: Vectors, below_depth: int) -> Iterator[tuple[int, float]]:
+        """`(row, score)` of the rows above `below_depth`, best first: exactly ranked up
+        to `EXACT_ROWS` rows; past that by shortlists of the nearest sign bits, each
+        scored exactly."""
         size = self._size
         if not size or below_depth <= 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        scores = self.matrix[:size] @ query
-        scores[self.depths[:size] >= below_depth] = -np.inf
-        return np.argsort(-scores, kind="stable"), scores
+            return
+        shallow = self.depths[:size] < below_depth
+        if size <= EXACT_ROWS:
+            scores: Vectors = self.matrix[:size] @ query
+            scores[~shallow] = -np.inf
+            for batch in _best_first(scores):
+                for row in batch:
+                    if scores[row] == -np.inf:
+                        return
+                    yield int(row), float(scores[row])
+            return
+        code = np.packbits(query > 0).view(np.uint64)
+        counts = np.bitwise_count(self.bits[:size].view(np.uint64) ^ code)
+        # Column by column: numpy's row sum over 8 small columns is slower than this.
+        distance = counts[:, 0].astype(np.int32)
+        for column in range(1, counts.shape[1]):
+            distance += counts[:, column]
+        distance[~shallow] = np.iinfo(np.int32).max
+        for shortlist in _best_first(distance, SHORTLIST, ascending=True):
+            shortlist = shortlist[shallow[shortlist]]
+            if not len(shortlist):
+                return
+            exact = self.matrix[shortlist] @ query
+            for i in np.argsort(-exact, kind="stable"):
+                yield int(shortlist[i]), float(exact[i])
+
+
+def _best_first(
+    scores: npt.NDArray[Any], batch: int = 64, *, ascending: bool = False
+) -> Iterator[npt.NDArray[np.intp]]:
+    """Row numbers by descending score (ascending: by distance), a batch at a time (a
+    partial sort: rows past the last batch asked for are never ordered)."""
+    key = scores if ascending else -scores
+    size = len(scores)
+    start = 0
+    while start < size:
+        end = min(size, start + batch)
+        top = np.argpartition(key, end - 1)[:end] if end < size else np.arange(size)
+        ordered = top[np.argsort(key[top], kind="stable")]
+        yield ordered[start:end]
+        start = end
+        batch *= 2
 
 
 class PathIndex:
@@ -522,32 +580,29 @@ class TurnRecall:
         assert self.path is not None
         store = self.service.store
         vectors = self.vectors
-        order, scores = self.vectors.ranked(self.query, below)
         picked: list[tuple[str, float]] = []
-        index = 0
-        batch = max(want * 4, 16)
-        while len(picked) < want and index < len(order):
-            chunk = order[index : index + batch]
-            index += batch
-            hits = []
-            for row in chunk:
-                score = float(scores[row])
-                if score == -np.inf:
-                    index = len(order)
-                    break
-                node_id = vectors.ids[row]
-                if self.path.holds(node_id, int(vectors.depths[row])):
-                    hits.append((node_id, score))
-            if not hits:
-                continue
+        hits: list[tuple[str, float]] = []
+
+        def check() -> None:
+            # Hidden or deleted as stored now: one look for a group of hits.
             marks = store.message_marks(self.chat_id, [h[0] for h in hits])
             for node_id, score in hits:
                 hidden, deleted, _ = marks.get(node_id, (True, True, 0))
-                if not hidden and not deleted:
+                if not hidden and not deleted and len(picked) < want:
                     picked.append((node_id, score))
-                    if len(picked) >= want:
-                        break
-            batch *= 2
+            hits.clear()
+
+        for row, score in vectors.ranked(self.query, below):
+            node_id = vectors.ids[row]
+            if not self.path.holds(node_id, int(vectors.depths[row])):
+                continue  # a sibling branch's message, or a stale row
+            hits.append((node_id, score))
+            if len(hits) >= want - len(picked):
+                check()
+                if len(picked) >= want:
+                    break
+        if hits:
+            check()
         if not picked:
             return ()
         nodes = {n.id: n for n in store.get_nodes(self.chat_id, [p[0] for p in picked])}

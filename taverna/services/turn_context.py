@@ -200,6 +200,7 @@ class TurnContexts:
         self.paths = paths or PathEnds(store)
         self.documents = documents or ParsedDocuments(store)
         self.recall = recall or RecallService(store)
+        self._recall_starts: dict[str, int] = {}  # chat -> depth its last history began at
         self._windows: dict[str, int] = {}  # chat -> messages its last prompt needed
         self._book_names: dict[str, tuple[str, ...]] = {}  # chat -> books its last turn used
         self._costs: OrderedDict[str, tuple[tuple[str, str, int], MessageCost]] = OrderedDict()
@@ -230,7 +231,11 @@ class TurnContexts:
             if recall is False:
                 recall = self._recall(turn, library, tail)
             if isinstance(recall, TurnRecall):
-                context = replace(context, recall=recall.entries_only())
+                # Where the last turn's history began: what is above it fell outside the
+                # context (checked after; a first turn assembles again once it knows).
+                start = self._recall_starts.get(chat.id)
+                found = recall.entries_only() if start is None else recall.for_window(start)
+                context = replace(context, recall=found)
             # A chat new to this process: its messages' counts come from the store.
             cold = chat.id not in self._windows
             fresh = self._stored_counts(context, tail, turn.counts) if cold else []
@@ -241,13 +246,18 @@ class TurnContexts:
             if not tail.before or prompt.ledger.history_stopped:
                 break
             want = _widened(want, tail, prompt)
-        if isinstance(recall, TurnRecall) and prompt.ledger.history_stopped:
-            # Messages fell outside the context: those nearest in meaning come back.
-            found = recall.for_window(_oldest_included(prompt, tail))
-            if found.messages:
-                context = replace(context, recall=found)
-                prompt = assemble(context, cost=cost, regexes=regexes)
-                self.assemblies += 1
+        if isinstance(recall, TurnRecall):
+            oldest = _oldest_included(prompt, tail) if prompt.ledger.history_stopped else 0
+            start = self._recall_starts.get(chat.id)
+            if start is None or oldest < start:
+                # Messages fell outside the context (or the history now reaches above the
+                # start used): those nearest in meaning come back, from above its start.
+                found = recall.for_window(oldest)
+                if found.messages or start is not None:
+                    context = replace(context, recall=found)
+                    prompt = assemble(context, cost=cost, regexes=regexes)
+                    self.assemblies += 1
+            self._recall_starts[chat.id] = oldest
         # The next turn starts where this one ended, with room for the new messages.
         self._windows[chat.id] = max(FIRST_WINDOW, len(tail.nodes) + 8)
         request = provider(turn.api).preset_options(library.preset)

@@ -277,3 +277,31 @@ def test_a_workspace_embeds_new_messages_in_the_background_while_recall_is_on(
         assert len(store.message_vectors(chat_id, LOCAL_MODEL)) == 6
     finally:
         workspace.close()
+
+
+def test_the_next_turn_recalls_the_same_with_one_assembly(
+    store: SqlStore, tmp_path: Path, embedder: LocalEmbedder
+) -> None:
+    _settings(store)
+    chat_id = _chat(store, [(NodeRole.USER, DRAGON), (NodeRole.ASSISTANT, LIGHTHOUSE)], 40)
+    EmbeddingBacklog(store, lambda: embedder).drain()
+    _ask(store, chat_id, "Where did that dragon go after it burned the mill?")
+    recall = RecallService(store, lambda config: embedder)
+    turns = TurnContexts(store, clock=lambda: NOW, paths=PathEnds(store), recall=recall)
+    service = GenerationService(
+        store, ConnectionService(store, tmp_path), turns, paths=turns.paths, clock=lambda: NOW
+    )
+
+    def build() -> Prompt:
+        chat = store.get_chat(chat_id)
+        turn = service.turn(
+            chat, chat.active_leaf_id, GenerationType.NORMAL, Api.OPENAI, dry_run=True
+        )
+        return turns.build(turn).prompt
+
+    first = build()
+    before = turns.assemblies
+    second = build()
+    assert turns.assemblies - before == 1
+    assert _recalled(second) == _recalled(first) != {}
+    assert [m.content for m in second.messages] == [m.content for m in first.messages]

