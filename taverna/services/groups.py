@@ -362,9 +362,10 @@ class GroupService:
         return [self._member_file(group, name) for name in names]
 
     def export(self, group_id: str) -> bytes:
-        """The group definition as SillyTavern writes it (what was imported, unchanged)."""
+        """The group definition as SillyTavern writes it (`JSON.stringify(group, null, 4)`),
+        so a group file SillyTavern wrote comes back byte for byte."""
         doc = self.document(group_id)
-        return json_text.dumps(dict(doc.data)).encode()
+        return json_text.dump_as(dict(doc.data))
 
 
 def _character(doc: Document) -> Character:

@@ -257,3 +257,21 @@ def test_an_auto_round_never_has_the_last_speaker_answer_itself(world: World) ->
     found = run(main())
     assert found.speakers and "小雪" not in found.speakers
     assert [role for role, _, _ in world.path()[2:]] == ["assistant"] * len(found.speakers)
+
+
+def test_a_group_file_sillytavern_wrote_comes_back_byte_for_byte(world: World) -> None:
+    from tests.conftest import shared_dir
+
+    path = (
+        shared_dir()
+        / "fixtures"
+        / "sillytavern"
+        / "handmade"
+        / "user-data"
+        / "groups"
+        / "1727532000123.json"
+    )
+    if not path.is_file():
+        pytest.skip("the shared SillyTavern fixtures are not here")
+    stored = LibraryService(world.store).import_file(path).stored[0]
+    assert world.groups.export(stored.id) == path.read_bytes()
