@@ -275,3 +275,31 @@ def test_a_group_file_sillytavern_wrote_comes_back_byte_for_byte(world: World) -
         pytest.skip("the shared SillyTavern fixtures are not here")
     stored = LibraryService(world.store).import_file(path).stored[0]
     assert world.groups.export(stored.id) == path.read_bytes()
+
+
+def test_a_group_chat_exports_with_each_members_card(world: World) -> None:
+    from taverna.services.interchange import InterchangeService
+
+    world.stub.script(*[Reply(tokens=[f"reply {i}"]) for i in range(3)])
+
+    async def main() -> None:
+        found = await world.service.round(world.chat_id, "Hi")
+        assert found.task is not None
+        await found.task
+
+    run(main())
+    lines = [
+        json.loads(line)
+        for line in InterchangeService(world.store).export_jsonl(world.chat_id).splitlines()
+    ]
+    messages = [m for m in lines if "mes" in m]
+    assert messages[0].get("is_group") is True
+    who = [(m["name"], m.get("original_avatar")) for m in messages]
+    assert who == [
+        ("Alice", "Alice.png"),
+        ("小雪", "小雪.png"),
+        ("Alex", None),
+        ("Alice", "Alice.png"),
+        ("小雪", "小雪.png"),
+        ("Bob", "Bob.png"),
+    ]

@@ -39,7 +39,7 @@ from taverna.formats.st_chat import (
     dump_json,
     humanized_date,
 )
-from taverna.model.chat import Chat, ChatState, ChatTree, Node, effective_state
+from taverna.model.chat import Chat, ChatState, ChatTree, Node, NodeRole, effective_state
 from taverna.services.interchange.message_lines import (
     alive_children,
     header_for,
@@ -304,6 +304,18 @@ class _Exporter:
             ):
                 # formats-chat.md §6.2: the first line of a group chat carries `is_group`.
                 message = message.with_fields(is_group=True)
+            if (
+                self.chat.group_id
+                and node.role is NodeRole.ASSISTANT
+                and node.speaker
+                and "original_avatar" not in message.fields
+            ):
+                # formats-chat.md §6.2: a member's message names its card file, which
+                # SillyTavern shows the avatar of (a member made here: its name's file)
+                card = f"{node.speaker}.png"
+                message = message.with_fields(
+                    original_avatar=card, force_avatar=f"/thumbnail?type=avatar&file={card}"
+                )
             if plan.main:
                 for name, checkpoint in self.links.get(position, ()):
                     message = with_link(message, name, checkpoint=checkpoint)
