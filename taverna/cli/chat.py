@@ -2,8 +2,8 @@
 services and store as the server.
 
 Type a message to send it. Commands: /swipe, /regen, /continue, /impersonate,
-/edit N [TEXT], /hide N[-M], /unhide N[-M], /branch NAME, /prompt, /drafts, /keep,
-/drop, /help, /quit; in a group /speak NAME, /mute NAME, /unmute NAME, /members; any
+/edit N [TEXT], /hide N[-M], /unhide N[-M], /branch NAME, /prompt, /summary, /drafts,
+/keep, /drop, /help, /quit; in a group /speak NAME, /mute NAME, /unmute NAME, /members; any
 other line starting with `/` runs as an STscript in the chat. Ctrl-C while the model
 writes stops it (what streamed is kept as a draft; in a group the round ends).
 `--say TEXT` runs one turn without a terminal and prints the reply.
@@ -32,7 +32,9 @@ HELP = """commands:
   /edit N [TEXT]    replace message N's text
   /hide N[-M]       hide messages from the model (/unhide to undo)
   /branch NAME      name a branch at the last message
-  /prompt           show the last prompt's ledger (or the next one's)
+  /prompt           show the last prompt's ledger (or the next one's) and its summary
+  /summary [make | set TEXT | remove]   the chat's summaries; make one now, change or
+                    remove the one in force
   /drafts /keep /drop   drafts left by stopped or failed replies
   /quit
 any other line starting with / runs as an STscript (/help script lists its commands),
@@ -280,6 +282,8 @@ class Session:
             self.echo(f"on branch {rest!r}")
         elif name == "prompt":
             self.show_prompt()
+        elif name == "summary":
+            self.summary(rest)
         elif name == "drafts":
             for draft in generation.drafts(self.chat_id):
                 self.echo(f"- {draft.kind.value} ({draft.reason}): {draft.text}")
@@ -335,6 +339,33 @@ class Session:
             self.echo("(no reply yet in this session: the prompt the next reply would get)")
             prompt = self.generation.preview(self.chat_id, connection=self.connection)
         self.echo(render_ledger(prompt))
+        from taverna.services.summaries import SummaryService, describe
+
+        self.echo(describe(prompt, SummaryService(self.ctx.chats).current(self.chat_id)))
+
+    def summary(self, rest: str) -> None:
+        """`/summary`: the path's summaries; `make`, `set TEXT`, `remove` change them."""
+        from taverna.services.summaries import SummaryService
+
+        summaries = SummaryService(self.ctx.chats)
+        action, _, text = rest.partition(" ")
+        if action == "make":
+            if self.ctx.summaries is None:
+                raise TavernaError("summaries are not available here")
+            outcome = self.runner.run(self.ctx.summaries.summarize(self.chat_id))
+            if outcome.cut:
+                self.echo("(the summary stopped at its length limit: its end may be missing)")
+        elif action == "set":
+            summaries.edit(self.chat_id, text, revision=self.revision())
+        elif action == "remove":
+            summaries.remove(self.chat_id, revision=self.revision())
+        elif action:
+            raise TavernaError("usage: /summary [make | set TEXT | remove]")
+        along = summaries.along(self.chat_id)
+        if not along:
+            self.echo("no summaries on this path")
+        for info in along:
+            self.echo(f"summary #{info.number} (message #{info.covers - 1}): {info.text}")
 
     def loop(self) -> None:
         self.show(last=6)

@@ -539,3 +539,38 @@ class VariablesOut(BaseModel):
     global_: dict[str, Any] = Field(alias="global")
     node_id: str | None = None
     revision: int = 0
+
+
+# ------------------------------------------------------------------ summaries
+
+
+class SummaryItemOut(BaseModel):
+    """One summary on the chat's path: its text, the message it belongs to, its number
+    among the path's summaries (1 the oldest) and how many messages it covers."""
+
+    text: str
+    node_id: str | None
+    number: int
+    covers: int
+
+
+class ChatSummariesOut(BaseModel):
+    """The summary in force at the end of the path (None: none) and every summary on it."""
+
+    current: SummaryItemOut | None
+    along: list[SummaryItemOut]
+    revision: int
+
+
+class SummaryIn(Strict):
+    text: str = Field(min_length=1, max_length=TEXT_MAX)
+    revision: ChatRevision
+
+
+class SummaryMadeOut(ChatSummariesOut):
+    """A summary just made: `cut` when the reply stopped at the summary's length limit."""
+
+    made: str
+    node_id: str | None
+    cut: bool
+    raw: bool

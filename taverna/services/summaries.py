@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 
 from taverna.errors import NotFound, TavernaError
 from taverna.model.chat import ChatState, Node
+from taverna.model.prompt import Prompt
 from taverna.services.chats import ChatService, WriteResult
 from taverna.store.repository import ChatWriter, Store
 
@@ -176,3 +177,26 @@ def _rewrite_below(
         state = node.state
         if state is not None and state.summary_at == old_at:
             w.update_node(node.id, state=replace(state, summary=text, summary_at=new_at))
+
+
+def went_in(prompt: Prompt, info: SummaryInfo) -> bool:
+    """Whether the summary's text is part of the prompt."""
+    if prompt.kind == "text":
+        return info.text in prompt.text
+    return any(info.text in message.content for message in prompt.messages)
+
+
+def describe(prompt: Prompt, info: SummaryInfo | None, *, width: int = 60) -> str:
+    """One line for a person: which summary is in force, its message, and whether it went in."""
+    if info is None:
+        return "summary: none"
+    preview = " ".join(info.text.split())
+    if len(preview) > width:
+        preview = preview[: width - 1] + "…"
+    where = f"#{info.number} on message #{info.covers - 1}" if info.number else "(imported)"
+    state = (
+        "in this prompt"
+        if went_in(prompt, info)
+        else "not in this prompt (it covers the last message, or its position is none)"
+    )
+    return f"summary {where}, {state}: {preview}"

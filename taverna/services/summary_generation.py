@@ -24,7 +24,7 @@ from typing import Any
 from taverna.engine.assembly.context import GenerationType
 from taverna.engine.macros import MacroContext, evaluate
 from taverna.engine.tokens.registry import get_tokenizer
-from taverna.errors import ProviderError, TavernaError
+from taverna.errors import FormatError, ProviderError, TavernaError
 from taverna.model.chat import Node
 from taverna.model.prompt import Prompt, PromptMessage, Role
 from taverna.model.summary import SUMMARY_REPLY_TOKENS, SummarySettings
@@ -191,8 +191,22 @@ class SummaryGenerator:
         self.summaries = SummaryService(generation.chats)
         self.owner = generation.owner
 
-    def settings(self) -> SummarySettings:
-        return summary_settings(self.store, self.owner)
+    def settings(self, owner: str | None = None) -> SummarySettings:
+        """The Summarize settings of an account (None: this service's)."""
+        return summary_settings(self.store, self.owner if owner is None else owner)
+
+    def change_settings(
+        self, changes: Mapping[str, Any], owner: str | None = None
+    ) -> SummarySettings:
+        """Change some Summarize settings, given under SillyTavern's names (other keys kept)."""
+        owner = self.owner if owner is None else owner
+        merged = {**summary_settings(self.store, owner).to_st(), **changes}
+        for key in ("prompt", "template", "connection"):
+            if key in merged and not isinstance(merged[key], str):
+                raise FormatError(f"{key} must be a text", field=key)
+        settings = SummarySettings.from_st(merged)
+        save_summary_settings(self.store, settings, owner)
+        return settings
 
     async def after_reply(self, chat_id: str) -> SummaryOutcome:
         """The automatic summary: made when one is due (§3.2), else skipped with a reason."""

@@ -18,6 +18,7 @@ from taverna.server.routes import (
     presets,
     prompt,
     quick_replies,
+    summaries,
     variables,
 )
 
@@ -33,6 +34,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     presets.router,
     prompt.router,
     quick_replies.router,
+    summaries.router,
     variables.router,
 )
 

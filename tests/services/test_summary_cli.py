@@ -1,0 +1,47 @@
+"""`taverna chat` with summaries: /summary makes, changes and removes them; /prompt shows
+which one went in. `taverna prompt` places a chat file's stored summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from taverna.cli.main import app
+from tests.services.test_generation_cli import data, stub  # noqa: F401  (fixtures)
+from tests.stubs import Reply, StubServer
+
+
+def test_a_terminal_session_makes_shows_changes_and_removes_a_summary(
+    data: Path,  # noqa: F811
+    stub: StubServer,  # noqa: F811
+) -> None:
+    stub.script(
+        Reply(tokens=["Aboard."]), Reply(tokens=["They sailed home."]), Reply(tokens=["Yes."])
+    )
+    session = "\n".join(
+        [
+            "Take me home",
+            "/summary make",
+            "Are we there?",
+            "/prompt",
+            "/summary set They sailed home at dusk.",
+            "/summary remove",
+            "/summary",
+            "/quit",
+            "",
+        ]
+    )
+    result = CliRunner().invoke(app, ["chat", "Ione Calder", "--data", str(data)], input=session)
+    assert result.exit_code == 0, result.output
+    assert "summary #1 (message #2): They sailed home." in result.output
+    # the summary request: the chat's prompt, the summary prompt last
+    summary_request = stub.requests[-2].body["messages"]
+    assert summary_request[-1]["content"].startswith("Ignore previous instructions.")
+    # the next reply's prompt carried it, and /prompt says so
+    assert {"role": "system", "content": "[Summary: They sailed home.]"} in stub.requests[-1].body[
+        "messages"
+    ]
+    assert "summary #1 on message #2, in this prompt: They sailed home." in result.output
+    assert "summary #1 (message #2): They sailed home at dusk." in result.output
+    assert result.output.count("no summaries on this path") == 2  # after remove, and /summary
