@@ -70,9 +70,9 @@ class _World:
         if name == "say":
             role = USER if not path or path[-1].role is not USER else BOT
             self.chats.append(cid, role, arg, revision=rev)
-        elif name == "summarize" and path:
+        elif name == "summarize" and path and arg.strip():
             self.summaries.record(cid, path[-1].id, arg, revision=rev)
-            self.made[path[-1].id] = arg.strip() or arg
+            self.made[path[-1].id] = arg.strip()
         elif name == "edit_summary":
             current = self.summaries.current(cid)
             if arg.strip() and current is not None and current.node_id is not None:
