@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any
 
 from taverna.errors import NotFound, TavernaError
+from taverna.formats.quick_replies import read_quick_reply_set, write_quick_reply_set
 from taverna.model.chat import Chat
 from taverna.model.lorebook import EntryOutcome
 from taverna.model.prompt import Prompt
@@ -112,6 +114,22 @@ class QuickReplyService:
         data = qr_set.model_dump(by_alias=True, mode="json", exclude_none=True)
         item = self.library.put(LibraryKind.QUICK_REPLY_SET, qr_set.name, data)
         return StoredSet(item.id, qr_set)
+
+    def import_file(self, data: bytes, file_name: str) -> StoredSet:
+        """Store a SillyTavern Quick Reply set file (version 2, or version 1 migrated as
+        SillyTavern migrates it); a set without a name takes the file's."""
+        read = read_quick_reply_set(data, file=file_name)
+        qr_set = read.migrated() if isinstance(read, LegacyQuickReplySet) else read
+        if not qr_set.name.strip():
+            stem = PurePath(file_name).stem or "Quick Replies"
+            qr_set = qr_set.model_copy(update={"name": stem})
+        return self.save(qr_set)
+
+    def export(self, set_id: str) -> tuple[str, bytes]:
+        """A set as SillyTavern's file (its name and bytes)."""
+        doc = self.library.get(LibraryKind.QUICK_REPLY_SET, set_id)
+        item = self.library.item(LibraryKind.QUICK_REPLY_SET, set_id)
+        return doc.name, write_quick_reply_set(item)
 
     def delete(self, set_id: str) -> None:
         doc = self.library.get(LibraryKind.QUICK_REPLY_SET, set_id)

@@ -156,3 +156,19 @@ def test_a_lorebook_entry_runs_its_quick_reply_after_the_reply(  # type: ignore[
     variables = taverna.api("GET", f"/chats/{chat['id']}/variables").json()["local"]
     assert variables == {"rainy_turns": 1}
     page.close()
+
+
+def test_a_sillytavern_set_is_imported_in_the_editor(chromium, taverna: TavernaServer) -> None:  # type: ignore[no-untyped-def]
+    from tests.conftest import shared_dir
+
+    path = shared_dir() / "fixtures/sillytavern/handmade/user-data/QuickReplies/Glade Tools.json"
+    if not path.exists():
+        pytest.skip("the Glade Tools Quick Reply set is not among the fixtures")
+    page = chromium.new_page(viewport={"width": 375, "height": 812})
+    page.goto(taverna.url + "/#/quick-replies")
+    page.locator("#qr-file").set_input_files(str(path))
+    expect(page.locator(".toast").last).to_contain_text("Imported Glade Tools")
+    page.get_by_role("button", name="Glade Tools").click()
+    expect(page.locator(".qr-label").first).to_have_value("Look around")
+    expect(page.get_by_role("link", name="Export")).to_be_visible()
+    page.close()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from fastapi.testclient import TestClient
 
 from taverna.server.context import AppContext
@@ -76,3 +79,59 @@ def test_global_list_and_delete(client: TestClient, ctx: AppContext) -> None:
     assert client.delete(f"/api/quick-replies/{first['id']}").status_code == 204
     sets = client.get("/api/quick-replies").json()
     assert [(s["name"], s["active"]) for s in sets] == [("B", True)]
+
+
+def test_a_sillytavern_set_imports_runs_and_exports_unchanged(
+    client: TestClient, ctx: AppContext, st_fixtures: Path
+) -> None:
+    path = st_fixtures / "handmade" / "user-data" / "QuickReplies" / "Glade Tools.json"
+    if not path.exists():
+        pytest.skip("the Glade Tools Quick Reply set is not among the fixtures")
+    answer = client.post(
+        "/api/quick-replies/import",
+        files={"file": (path.name, path.read_bytes(), "application/json")},
+    )
+    assert answer.status_code == 201, answer.text
+    stored = answer.json()
+    assert stored["name"] == "Glade Tools" and stored["replies"][0]["label"] == "Look around"
+    exported = client.get(f"/api/quick-replies/{stored['id']}/export")
+    assert exported.content == path.read_bytes()
+    # Its scripts run in a chat: the roll is stored and echoed.
+    chat_id, _ids = make_chat(ctx)
+    client.put(
+        f"/api/chats/{chat_id}/quick-replies",
+        json={"sets": ["Glade Tools"], "revision": rev(client, chat_id)},
+    )
+    roll = next(
+        r
+        for r in client.get(f"/api/chats/{chat_id}/quick-replies").json()["replies"]
+        if r["label"] == "Roll"
+    )
+    ran = client.post(
+        f"/api/chats/{chat_id}/script",
+        json={"text": roll["message"], "revision": rev(client, chat_id)},
+    ).json()
+    rolled = int(ran["notices"][0]["text"].rsplit(" ", 1)[1])
+    assert 1 <= rolled <= 20 and ran["notices"][-1]["text"] == f"Rolled {rolled}"
+
+
+def test_a_legacy_set_imports_migrated(client: TestClient, st_fixtures: Path) -> None:
+    path = st_fixtures / "presets" / "quick-replies" / "Default.json"
+    if not path.exists():
+        pytest.skip("SillyTavern's Default Quick Reply preset is not among the fixtures")
+    stored = client.post(
+        "/api/quick-replies/import",
+        files={"file": (path.name, path.read_bytes(), "application/json")},
+    ).json()
+    assert stored["name"] == "Default"
+    assert [r["id"] for r in stored["replies"]][:2] == [1, 2]
+    assert stored["replies"][0]["message"] == "/?"
+
+
+def test_a_file_that_is_not_a_set_is_refused(client: TestClient) -> None:
+    answer = client.post(
+        "/api/quick-replies/import",
+        files={"file": ("x.json", b'{"name": "x"}', "application/json")},
+    )
+    assert answer.status_code == 422
+    assert "x.json" in answer.text

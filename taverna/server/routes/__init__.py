@@ -45,6 +45,7 @@ UPLOADS: tuple[APIRouter, ...] = (
     lorebooks.uploads,
     personas.uploads,
     presets.uploads,
+    quick_replies.uploads,
 )
 
 # The SillyTavern folder upload.

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Depends, File, Request, Response, UploadFile
 from pydantic import BaseModel, Field
 
 from taverna.model.quick_reply import QuickReply, QuickReplySet
+from taverna.server import library_views
 from taverna.server.context import AppContext, backed_up, context, current_user
+from taverna.server.openapi import file_responses
 from taverna.server.schemas import NAME_MAX, TEXT_MAX, ChatRevision, Strict
+from taverna.server.uploads import read_limited
 from taverna.services import chat_reads
 from taverna.services.quick_replies import QuickReplyButton, QuickReplyService, StoredSet
 
 router = APIRouter(tags=["quick replies"])
+# File uploads: mounted with the upload body limit (see `create_app`).
+uploads = APIRouter(tags=["quick replies"])
 
 TRIGGER_FIELDS = {
     "startup": "execute_on_startup",
@@ -166,6 +171,32 @@ def save_set(
         active = [n for n in active if n != body.name] + ([body.name] if body.active else [])
         service.set_global(active)
     return _set_out(saved, active)
+
+
+@uploads.post("/api/quick-replies/import", response_model=QuickReplySetOut, status_code=201)
+async def import_set(
+    request: Request, file: UploadFile = File(...), ctx: AppContext = Depends(context)
+) -> QuickReplySetOut:
+    """Store a SillyTavern Quick Reply set file (`QuickReplies/<name>.json`, version 2 or 1)."""
+    data = await read_limited(file, ctx.upload_limit)
+    service = _service(request, ctx)
+    stored = await ctx.off_loop(service.import_file, data, file.filename or "Quick Replies.json")
+    return _set_out(stored, service.global_sets())
+
+
+@router.get(
+    "/api/quick-replies/{set_id}/export",
+    response_class=Response,
+    responses=file_responses("application/json"),
+)
+def export_set(set_id: str, request: Request, ctx: AppContext = Depends(context)) -> Response:
+    """The set as SillyTavern's file."""
+    name, data = _service(request, ctx).export(set_id)
+    return Response(
+        data,
+        media_type="application/json",
+        headers=library_views.attachment(f"{library_views.download_name(name)}.json"),
+    )
 
 
 @router.delete("/api/quick-replies/{set_id}", status_code=204)

@@ -2,8 +2,8 @@
 // A set is active in every chat, or in the chats that choose it (in the chat's settings).
 
 import { api } from "../api.js";
-import { h, mount, toast } from "../dom.js";
-import { reportError } from "../errors.js";
+import { formWith, h, mount, toast } from "../dom.js";
+import { explain, reportError } from "../errors.js";
 import { t } from "../i18n.js";
 
 const TRIGGERS = ["user", "ai", "chat_change"];
@@ -36,12 +36,28 @@ function replyRow(reply = { label: "", message: "", title: "", hidden: false, tr
 export async function render(root) {
   const list = h("ul", { class: "list" });
   const editor = h("div", { class: "editor" });
+  const picker = h("input", { type: "file", accept: ".json,application/json", multiple: true, hidden: true, id: "qr-file" });
   mount(root, h("div", { class: "page-head" }, h("h1", { text: t("nav.quick_replies") }),
-    h("button", { type: "button", class: "primary", id: "qr-new", text: t("qr.new"), onClick: () => {
-      const name = prompt(t("qr.set_name"));
-      if (name) edit({ name, active: true, replies: [] });
-    } })),
+    h("div", { class: "row" },
+      h("button", { type: "button", text: t("common.import"), onClick: () => picker.click() }),
+      h("button", { type: "button", class: "primary", id: "qr-new", text: t("qr.new"), onClick: () => {
+        const name = prompt(t("qr.set_name"));
+        if (name) edit({ name, active: true, replies: [] });
+      } }))),
+  picker,
   h("div", { class: "split" }, list, editor));
+  picker.addEventListener("change", async () => {
+    for (const file of picker.files) {
+      try {
+        const set = await api.upload("/quick-replies/import", formWith({ file }));
+        toast(t("qr.imported", { name: set.name, n: set.replies.length }));
+      } catch (error) {
+        toast(`${file.name}: ${explain(error)} ${t("kept.nothing_stored")}`, "error");
+      }
+    }
+    picker.value = "";
+    reload();
+  });
 
   const edit = (set) => {
     const rows = h("ol", { class: "qr-rows" }, set.replies.map((r) => replyRow(r)));
@@ -66,6 +82,7 @@ export async function render(root) {
             reportError(error, t("kept.page"));
           }
         } }),
+        set.id ? h("a", { class: "button", href: `/api/quick-replies/${set.id}/export`, download: "", text: t("common.export") }) : null,
         set.id ? h("button", { type: "button", class: "danger", text: t("common.delete"), onClick: async () => {
           if (!confirm(t("qr.confirm_delete", { name: set.name }))) return;
           await api.del(`/quick-replies/${set.id}`);
