@@ -20,9 +20,16 @@ from typing import Protocol
 from taverna.engine.macros import MacroContext, Variables, evaluate
 from taverna.engine.script.errors import ScriptError, line_column
 from taverna.engine.script.host import ChatHost, NoChat
-from taverna.engine.script.parser import ClosureNode, CommandShape, Executor, Script, parse
+from taverna.engine.script.parser import (
+    REPLACE_GETVAR,
+    ClosureNode,
+    CommandShape,
+    Executor,
+    Script,
+    parse,
+)
 from taverna.engine.script.scope import ClosureValue, ReadValue, Scope, ScriptValue
-from taverna.engine.script.values import js_value_text
+from taverna.engine.script.values import js_value_text, read_number
 
 __all__ = [
     "Call",
@@ -39,6 +46,7 @@ Unnamed = Argument | list[Argument] | None
 _SCOPED = re.compile(
     r"\{\{pipe\}\}|\{\{var::(?P<var>[^\s}:]+?)(?:::(?P<index>(?:(?!\}\}).)+))?\}\}"
 )
+_GETVAR = re.compile(r"\{\{(?P<which>get(?:global)?var)::(?P<variable>[^}]+)\}\}", re.IGNORECASE)
 _CLOSURE_MACRO = re.compile(r"\{\{(?P<name>timesIndex|arg::[^}]*)\}\}")
 
 
@@ -182,6 +190,8 @@ class Run:
         self.depth = 0
         self.clock = context.clock
         self.deadline = None if self.clock is None else self.clock() + self.limits.max_seconds
+        # The parser flags of the command being run (REPLACE_GETVAR changes substitution).
+        self.flags: frozenset[str] = frozenset()
 
     # ------------------------------------------------------------------ limits
 
@@ -260,6 +270,7 @@ class Run:
         command = self.commands.get(name)
         if command is None:  # the parser checked; kept for scripts parsed elsewhere
             raise self.located(ScriptError(f"unknown command /{name}"), executor)
+        self.flags = executor.flags
         try:
             named = {
                 argument.name: self.value(argument.value, scope) for argument in executor.named
@@ -322,7 +333,7 @@ class Run:
             return self.macros(text)
         parts: list[str] = []
         position = 0
-        for match in _scoped_matches(text):
+        for match in _scoped_matches(text, REPLACE_GETVAR in self.flags):
             replacement = self.scoped(match, scope)
             if isinstance(replacement, ClosureValue):
                 if match.start() == 0 and match.end() == len(text):
@@ -335,6 +346,12 @@ class Run:
         return "".join(parts)
 
     def scoped(self, match: re.Match[str], scope: Scope) -> str | ClosureValue:
+        if match.re is _GETVAR:
+            # REPLACE_GETVAR: the value goes in as it is, never read for macros again.
+            is_global = match.group("which").lower() == "getglobalvar"
+            stored = self.variables.scope(is_global).get(match.group("variable").strip())
+            read = read_number(stored)
+            return read if isinstance(read, str) else js_value_text(read)
         if match.re is _CLOSURE_MACRO:
             # Outside a loop `{{timesIndex}}` stays, so a quoted loop body still sees it.
             macro = scope.macro(match.group("name"))
@@ -410,8 +427,10 @@ class Run:
         return None if command is None else command.shape
 
 
-def _scoped_matches(text: str) -> Iterable[re.Match[str]]:
+def _scoped_matches(text: str, getvar: bool = False) -> Iterable[re.Match[str]]:
     matches = list(_SCOPED.finditer(text)) + list(_CLOSURE_MACRO.finditer(text))
+    if getvar:
+        matches += list(_GETVAR.finditer(text))
     matches.sort(key=lambda match: match.start())
     end = -1
     for match in matches:

@@ -28,6 +28,10 @@ __all__ = [
 ]
 
 _NAMED = re.compile(r"\w+=")
+# `/parser-flag NAME on|off` (algo-chat-ops.md §9.1).
+STRICT_ESCAPING = "STRICT_ESCAPING"
+REPLACE_GETVAR = "REPLACE_GETVAR"
+PARSER_FLAGS = (STRICT_ESCAPING, REPLACE_GETVAR)
 # A backslash before one of these takes it literally (SillyTavern's default,
 # non-strict escaping): `\|` is a bar, not the end of a command.
 _ESCAPABLE = ("|", "{:", ":}", '"', "[", "]")
@@ -62,6 +66,7 @@ class Executor:
     named: list[NamedArgument] = field(default_factory=list)
     unnamed: list[str | ClosureNode] = field(default_factory=list)
     inject_pipe: bool = True
+    flags: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True)
@@ -88,9 +93,13 @@ def parse(
     shape_of: Callable[[str], CommandShape | None],
     *,
     max_depth: int = 200,
+    flags: frozenset[str] = frozenset(),
 ) -> Script:
-    """Parse `text`; `shape_of(name)` is None for a command that does not exist."""
-    return Script(_Parser(text, shape_of, max_depth).script(), text)
+    """Parse `text`; `shape_of(name)` is None for a command that does not exist. `flags`:
+    the parser flags on at the start (`/parser-flag` changes them from where it stands)."""
+    parser = _Parser(text, shape_of, max_depth)
+    parser.flags = set(flags)
+    return Script(parser.script(), text)
 
 
 class _Parser:
@@ -102,6 +111,7 @@ class _Parser:
         self.shape_of = shape_of
         self.depth = 0
         self.max_depth = max_depth
+        self.flags: set[str] = set()
 
     # ------------------------------------------------------------------ reading
 
@@ -123,6 +133,19 @@ class _Parser:
 
         `spaces`: a backslash also escapes whitespace (inside a word value)."""
         char = self.text[self.index]
+        if char == "\\" and STRICT_ESCAPING in self.flags:
+            # Strict: before a symbol, each pair of backslashes is one backslash, and an
+            # odd one left over makes the symbol literal (else the symbol still works).
+            end = self.index
+            while end < len(self.text) and self.text[end] == "\\":
+                end += 1
+            if self.text.startswith(_ESCAPABLE, end):
+                run = end - self.index
+                self.index = end
+                if run % 2:
+                    self.index += 1
+                    return "\\" * (run // 2) + self.text[end]
+                return "\\" * (run // 2)
         if char == "\\" and self.index + 1 < len(self.text):
             after = self.text[self.index + 1]
             if self.text.startswith(_ESCAPABLE, self.index + 1) or (spaces and after.isspace()):
@@ -225,10 +248,17 @@ class _Parser:
             self.take()
 
     def parser_flag(self, root: bool) -> None:
-        # Flags are accepted for compatibility; taverna always reads with the default,
-        # non-strict escaping.
         self.index += len("/parser-flag ")
-        self.unnamed_argument(root, CommandShape(split=True))
+        values = [
+            v for v in self.unnamed_argument(root, CommandShape(split=True)) if isinstance(v, str)
+        ]
+        if not values or values[0] not in PARSER_FLAGS:
+            return  # SillyTavern ignores a flag it does not know
+        state = values[1].strip().lower() if len(values) > 1 else "on"
+        if state in ("on", "true", "1"):
+            self.flags.add(values[0])
+        else:
+            self.flags.discard(values[0])
 
     def run_shorthand(self, root: bool) -> Executor:
         executor = Executor(name=":", start=self.index, kind="run")
@@ -254,7 +284,7 @@ class _Parser:
         return executor
 
     def command(self, root: bool) -> Executor:
-        executor = Executor(name="", start=self.index)
+        executor = Executor(name="", start=self.index, flags=frozenset(self.flags))
         self.index += 1
         name_start = self.index
         while not self.end_of_text and not self.at_space() and not self.command_end(root):
@@ -308,7 +338,8 @@ class _Parser:
                 self.error("unclosed quoted value", start)
             if self.at('"'):
                 break
-            if self.at("|") or (self.depth > 1 and self.at(":}")):
+            strict = STRICT_ESCAPING in self.flags
+            if not strict and (self.at("|") or (self.depth > 1 and self.at(":}"))):
                 self.error("a quoted value must close before `|` (write `\\|`)", start)
             value.append(self.take())
         self.index += 1

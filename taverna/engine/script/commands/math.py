@@ -15,7 +15,7 @@ from taverna.engine.macros.js import js_number
 from taverna.engine.script.errors import ScriptError
 from taverna.engine.script.interpreter import Call, Command
 from taverna.engine.script.scope import ClosureValue, ScriptValue
-from taverna.engine.script.values import number_text, read_number
+from taverna.engine.script.values import js_value_text, number_text, parse_json, read_number
 
 
 def _resolve(call: Call, word: str) -> float | None:
@@ -127,6 +127,25 @@ def rand(call: Call) -> ScriptValue:
     return number_text(value)
 
 
+def random_item(call: Call) -> ScriptValue:
+    """A random item of a JSON list or of a comma-separated list (as `{{random}}` picks)."""
+    text = call.text().strip()
+    if not text:
+        raise ScriptError(
+            'give a list to pick from, e.g. /random ["a","b"] or /random a, b '
+            "(SillyTavern's /random that opens a chat with a random character is not here)"
+        )
+    items: list[str]
+    parsed = parse_json(text) if text.startswith("[") else None
+    if isinstance(parsed, list):
+        items = [item if isinstance(item, str) else js_value_text(item) for item in parsed]
+    else:
+        items = [item.strip() for item in text.split(",")]
+    if not items:
+        return ""
+    return items[int(call.run.random.random() * len(items))]
+
+
 _DICE = re.compile(r"^\s*(\d*)\s*d\s*(\d+)\s*(?:([+-])\s*(\d+))?\s*$", re.IGNORECASE)
 
 
@@ -191,6 +210,12 @@ COMMANDS = (
         rand,
         "Random number from 'from' (0) to 'to' (or the value, 1); round=round|ceil|floor.",
         usage="/rand [from=0] [to=1] [round=floor] [to]",
+    ),
+    Command(
+        "random",
+        random_item,
+        "A random item of a list: a JSON list or comma-separated words.",
+        usage='/random ["rain","sun"]  or  /random rain, sun, snow',
     ),
     Command(
         "roll",
