@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from taverna.engine.script import CATALOGUE
 from taverna.server.context import AppContext
 from tests.server.conftest import rev
 from tests.server.test_chats import make_chat
@@ -101,3 +104,68 @@ def test_an_injection_reaches_the_next_prompt(client: TestClient, ctx: AppContex
         json={"text": "/flushinject weather", "revision": rev(client, chat_id)},
     )
     assert "It is raining" not in client.get(f"/api/chats/{chat_id}/prompt").text
+
+
+_WORDS = st.sampled_from(
+    [
+        f"/{name}"
+        for name in sorted(CATALOGUE)
+        if name not in ("trigger", "continue", "swipe", "impersonate")
+    ]
+    + [
+        "|",
+        "||",
+        "{:",
+        ":}",
+        ":}()",
+        '"',
+        "\\",
+        "\\|",
+        "{{pipe}}",
+        "{{var::x}}",
+        "key=x",
+        "left=x",
+        "rule=eq",
+        "index=0",
+        "guard=off",
+        "1",
+        "0-1",
+        "x",
+        "hi",
+        "\n",
+        "/*",
+        "*|",
+        "id=a",
+        "name=Bob",
+        "at=0",
+        "{{getvar::x}}",
+        "[1]",
+        "/:x",
+    ]
+)
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(st.lists(_WORDS, max_size=20).map(" ".join))
+def test_fuzzed_scripts_never_crash_the_server(
+    client: TestClient, ctx: AppContext, script: str
+) -> None:
+    chat_id = _fuzz_chat(ctx)
+    answer = client.post(
+        f"/api/chats/{chat_id}/script",
+        json={"text": script or "/pass", "revision": rev(client, chat_id)},
+    )
+    assert answer.status_code in (200, 400, 404), answer.text
+    assert client.get(f"/api/chats/{chat_id}").status_code == 200
+
+
+def _fuzz_chat(ctx: AppContext) -> str:
+    """One chat per server context for the fuzzed scripts (they add to it as they run)."""
+    found = ctx.services.get("fuzzed chat")
+    if not isinstance(found, str):
+        found = ctx.services["fuzzed chat"] = make_chat(ctx)[0]
+    return found
