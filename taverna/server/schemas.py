@@ -217,9 +217,22 @@ class ImageOut(BaseModel):
     size: int
 
 
+class RoundOut(BaseModel):
+    """A group round: who answers, in order, and the generation of each who has started."""
+
+    id: str
+    chat_id: str
+    speakers: list[str]
+    tasks: list[TaskOut]
+    done: bool
+
+
 class GenerationStarted(BaseModel):
     chat: ChatOut
     task: TaskOut
+    round: RoundOut | None = Field(
+        default=None, description="in a group chat: the round this reply begins"
+    )
 
 
 class ContextOut(BaseModel):
@@ -492,16 +505,6 @@ class RoundIn(Strict):
         description="a round nobody typed for (auto mode): the person is not answered",
     )
     revision: ChatRevision
-
-
-class RoundOut(BaseModel):
-    """A group round: who answers, in order, and the generation of each who has started."""
-
-    id: str
-    chat_id: str
-    speakers: list[str]
-    tasks: list[TaskOut]
-    done: bool
 
 
 class RoundStarted(BaseModel):

@@ -140,3 +140,34 @@ def test_a_member_gets_a_connection_of_its_own(client: TestClient, group: dict) 
     back = client.patch(url, json={"connections": {"小雪": None}, "revision": changed["revision"]})
     assert [m["connection"] for m in back.json()["members"]] == [None, None, None]
     assert "taverna" not in json.loads(client.get(f"{url}/export").content)
+
+
+def test_edit_and_resend_in_a_group_is_answered_by_a_round(
+    client: TestClient,
+    stub: StubServer,
+    group: dict,  # type: ignore[type-arg]
+) -> None:
+    chat = client.post(f"/api/groups/{group['id']}/chats", json={}).json()
+    stub.script(*[Reply(tokens=[f"first {i}"]) for i in range(3)])
+    body = client.post(
+        f"/api/chats/{chat['id']}/round", json={"text": "Hi", "revision": rev(client, chat["id"])}
+    ).json()
+    _round_done(client, body["round"]["id"])
+    shown = client.get(f"/api/chats/{chat['id']}").json()["messages"]
+    question = next(m for m in shown if m["role"] == "user")
+    stub.script(*[Reply(tokens=[f"again {i}"]) for i in range(3)])
+    resent = client.post(
+        f"/api/chats/{chat['id']}/messages/{question['id']}/resend",
+        json={"content": "Hello again", "revision": rev(client, chat["id"])},
+    )
+    assert resent.status_code == 202, resent.text
+    found = resent.json()["round"]
+    assert found["speakers"] == ["Mira", "Élodie", "小雪"]
+    _round_done(client, found["id"])
+    shown = client.get(f"/api/chats/{chat['id']}").json()["messages"]
+    assert [(m["name"], m["content"]) for m in shown][3:] == [
+        ("User", "Hello again"),
+        ("Mira", "again 0"),
+        ("Élodie", "again 1"),
+        ("小雪", "again 2"),
+    ]

@@ -22,6 +22,7 @@ from taverna.server.schemas import (
     GenerationStarted,
     ResendIn,
     RevisionIn,
+    RoundOut,
     StopOut,
     TaskOut,
 )
@@ -34,6 +35,7 @@ from taverna.services.generation import (
     Started,
     ToolResult,
 )
+from taverna.services.generation.rounds import GroupRound
 
 router = APIRouter(tags=["generation"], dependencies=[Depends(backed_up)])
 
@@ -55,6 +57,16 @@ def remember(ctx: AppContext, run: RunningGeneration) -> RunningGeneration:
     ctx.services.setdefault("settling", set()).add(task)
     task.add_done_callback(ctx.services["settling"].discard)
     return run
+
+
+def round_out(found: GroupRound) -> RoundOut:
+    return RoundOut(
+        id=found.id,
+        chat_id=found.chat_id,
+        speakers=list(found.speakers),
+        tasks=[task_out(run) for run in found.runs],
+        done=found.done,
+    )
 
 
 def task_out(run: RunningGeneration) -> TaskOut:
@@ -122,9 +134,17 @@ async def edit_and_resend(
 ) -> GenerationStarted:
     """Edit a user message as a new sibling (the old turn stays a branch) and answer it."""
     below = await asyncio.to_thread(chat_reads.parent_of, ctx.chats, chat_id, node_id)
-    await asyncio.to_thread(
+    edited = await asyncio.to_thread(
         ctx.chats.edit_and_resend, chat_id, node_id, body.content, revision=body.revision
     )
+    if edited.chat.group_id:
+        # a group answers the edited message with a round, as it answers a new one
+        found = await service.round(chat_id, "", started=lambda run: remember(ctx, run))
+        if found.runs:
+            await asyncio.sleep(0)
+            view = await asyncio.to_thread(usecases.changed_view, ctx, chat_id, below=below)
+            first = task_out(found.runs[0])
+            return GenerationStarted(chat=view, task=first, round=round_out(found))
     run = await service.send(chat_id, "")
     return await _started(ctx, run, chat_id, below)
 

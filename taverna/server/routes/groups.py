@@ -11,7 +11,7 @@ from taverna.errors import NotFound
 from taverna.server import library_views, usecases
 from taverna.server.context import AppContext, backed_up, context, current_user
 from taverna.server.openapi import file_responses
-from taverna.server.routes.generation import generation, remember, task_out
+from taverna.server.routes.generation import generation, remember, round_out, task_out
 from taverna.server.schemas import (
     ChatSummaryOut,
     GroupChangesIn,
@@ -24,7 +24,6 @@ from taverna.server.schemas import (
     RoundStarted,
 )
 from taverna.services.generation import GenerationService
-from taverna.services.generation.rounds import GroupRound
 from taverna.services.groups import GroupService
 
 router = APIRouter(tags=["groups"], dependencies=[Depends(backed_up)])
@@ -163,16 +162,6 @@ def start_group_chat(
     chat = service.start_chat(group_id, title=body.title)
     ctx.chat_written(chat.id)
     return usecases.summary(ctx, chat.id, owner=owner)
-
-
-def round_out(found: GroupRound) -> RoundOut:
-    return RoundOut(
-        id=found.id,
-        chat_id=found.chat_id,
-        speakers=list(found.speakers),
-        tasks=[task_out(run) for run in found.runs],
-        done=found.done,
-    )
 
 
 @router.post("/api/chats/{chat_id}/round", response_model=RoundStarted, status_code=202)

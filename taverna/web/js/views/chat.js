@@ -807,7 +807,9 @@ export async function render(root, params) {
     const result = await send(request, kept, keptOnReload);
     if (!result) return false;
     apply(result.chat);
-    attach(result.task);
+    // In a group an edited message is answered by a round: its later speakers follow.
+    state.round = result.round ?? null;
+    attach(result.task, result.round?.speakers[0] ?? null);
     return true;
   }
 
