@@ -50,6 +50,7 @@ export async function render(root, params) {
     group: null, // a group chat's group: its members, muted ones, turn order
     round: null, // a group round under way: its speakers and the tasks started so far
     auto: false, // auto mode: the group takes turns by itself while the person is idle
+    membersOpen: null, // the members' list unfolded (null: by the screen's width)
     idleSince: 0,
   };
   const drawn = new Map(); // message id -> its <li>
@@ -245,7 +246,10 @@ export async function render(root, params) {
     if (!group) return;
     const speaking = state.task?.speaker;
     const next = nextSpeakers();
-    mount(members,
+    // On a narrow screen the members fold away (one line says who speaks next).
+    state.membersOpen ??= !window.matchMedia("(max-width: 720px)").matches;
+    const fold = h("details", { class: "member-fold", open: state.membersOpen ? "open" : null },
+      h("summary", { text: t("groups.members_count", { n: group.members.length, names: group.members.map((m) => m.name).join(", ") }) }),
       h("ul", { class: "member-list" }, group.members.map((m) => {
         const mute = h("input", { type: "checkbox", checked: m.muted ? "checked" : null, "aria-label": t("groups.mute_who", { name: m.name }) });
         mute.addEventListener("change", () => setMuted(m.name, mute.checked));
@@ -261,7 +265,11 @@ export async function render(root, params) {
           h("label", { class: "mute" }, mute, h("span", { text: t("groups.muted") })),
           speak, rewrite);
       })),
-      groupSettings(group),
+      groupSettings(group));
+    fold.addEventListener("toggle", () => {
+      state.membersOpen = fold.open;
+    });
+    mount(members, fold,
       h("p", { class: "next-speakers muted", id: "next-speakers", text: speaking
         ? t("groups.speaking", { name: speaking, next: next.join(", ") || "—" })
         : t(`groups.strategy_note.${group.activation_strategy}`) }));
