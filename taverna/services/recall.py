@@ -280,17 +280,19 @@ class ChatVectors:
         new = len({s.node_id for s in fresh if s.node_id not in self.rows})
         if self._size + new > self.matrix.shape[0]:
             self._allocate(max(self._size + new, self.matrix.shape[0] * 2), dims)
-        rows = []
-        for stored in fresh:
+        rows = np.empty(len(fresh), dtype=np.intp)
+        for i, stored in enumerate(fresh):
             row = self.rows.get(stored.node_id)
             if row is None:
                 row = self._size
                 self._size += 1
                 self.rows[stored.node_id] = row
                 self.ids.append(stored.node_id)
-            self.matrix[row] = np.frombuffer(stored.vector, dtype=np.float32)
-            self.depths[row] = stored.depth
-            rows.append(row)
+            rows[i] = row
+        # One copy for all rows read (a chat's first read holds every vector it has).
+        block = np.frombuffer(b"".join(s.vector for s in fresh), dtype=np.float32)
+        self.matrix[rows] = block.reshape(len(fresh), dims)
+        self.depths[rows] = [s.depth for s in fresh]
         self.bits[rows] = np.packbits(self.matrix[rows] > 0, axis=1)
         self.seq = fresh[-1].seq
 
@@ -381,29 +383,32 @@ class PathIndex:
         if leaf is None:
             self.leaf, self.ids = None, []
             return
+        if not self.ids:
+            # A path new to this index: read whole in one climb.
+            steps = store.climb(self.chat_id, leaf, limit=1 << 30)
+            self.ids = [node_id for node_id, _ in sorted(steps, key=lambda s: s[1])]
+            self.leaf = leaf
+            return
         start: str = leaf
         climbed: list[tuple[str, int]] = []
         above: int | None = None  # the shallowest depth climbed so far
-        while True:
+        joined = -1  # the depth where the new end meets the path held (-1: at no node)
+        while joined < 0:
             steps = store.climb(self.chat_id, start, limit=CLIMB_STEP)
             if above is not None:
                 steps = [s for s in steps if s[1] < above]
             if not steps:
                 break
-            joined = False
             for node_id, depth in steps:
                 if depth < len(self.ids) and self.ids[depth] == node_id:
-                    joined = True
+                    joined = depth
                     break
                 climbed.append((node_id, depth))
-            if joined or steps[-1][1] == 0:
+            if steps[-1][1] == 0:
                 break
             start, above = steps[-1]
-        if not climbed:
-            self.leaf = leaf
-            return
-        top = min(depth for _, depth in climbed)
-        ids = self.ids[:top]
+        # Above the meeting point the path is the one held; below it, what was climbed.
+        ids = self.ids[: joined + 1]
         ids.extend(node_id for node_id, _ in sorted(climbed, key=lambda s: s[1]))
         self.ids = ids
         self.leaf = leaf

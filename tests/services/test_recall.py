@@ -305,3 +305,72 @@ def test_the_next_turn_recalls_the_same_with_one_assembly(
     assert turns.assemblies - before == 1
     assert _recalled(second) == _recalled(first) != {}
     assert [m.content for m in second.messages] == [m.content for m in first.messages]
+
+
+def test_the_path_index_follows_any_move_of_the_paths_end(store: SqlStore) -> None:
+    import random
+
+    from taverna.model.chat import Node, new_id
+    from taverna.services import recall as recall_module
+    from taverna.services.recall import PathIndex
+    from taverna.store import NewChat
+
+    rng = random.Random(5)
+    nodes: list[Node] = []
+    for i in range(400):
+        parent = rng.choice(nodes[-30:]).id if nodes and rng.random() < 0.9 else None
+        if i and parent is None:
+            parent = nodes[-1].id
+        nodes.append(Node(new_id(), "", parent, NodeRole.USER, f"m{i}"))
+    chat = store.import_tree(NewChat(title="tree"), nodes, active_leaf_id=nodes[-1].id)
+    index = PathIndex(chat.id)
+    old_step = recall_module.CLIMB_STEP
+    recall_module.CLIMB_STEP = 7  # small steps: a move climbs several of them
+    try:
+        for leaf in [rng.choice(nodes).id for _ in range(40)] + [nodes[-1].id, nodes[0].id]:
+            index.follow(store, leaf)
+            expected = [n.id for n in store.path_to(chat.id, leaf)]
+            assert index.ids == expected
+            assert all(index.holds(node_id, depth) for depth, node_id in enumerate(expected))
+    finally:
+        recall_module.CLIMB_STEP = old_step
+
+
+def test_past_the_exact_limit_the_search_agrees_with_an_exact_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import numpy as np
+
+    from taverna.services import recall as recall_module
+    from taverna.services.recall import ChatVectors
+    from taverna.store.repository import StoredVector
+
+    rng = np.random.default_rng(3)
+    # Texts' vectors gather around topics: 60 topics, each row near one.
+    topics = rng.standard_normal((60, 512)).astype(np.float32)
+    rows = topics[rng.integers(0, 60, 3000)] + 0.8 * rng.standard_normal((3000, 512)).astype(
+        np.float32
+    )
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+
+    class Store:
+        def message_vectors(
+            self, chat_id: str, model: str, *, after: int = 0
+        ) -> list[StoredVector]:
+            return [
+                StoredVector(i + 1, f"n{i}", i, rows[i].tobytes())
+                for i in range(len(rows))
+                if i + 1 > after
+            ]
+
+    vectors = ChatVectors("c", "m")
+    vectors.refresh(Store())  # type: ignore[arg-type]
+    monkeypatch.setattr(recall_module, "EXACT_ROWS", 100)
+    monkeypatch.setattr(recall_module, "SHORTLIST", 200)
+    for q in range(10):
+        query = rows[q * 7] + 0.02 * rng.standard_normal(512).astype(np.float32)
+        query /= np.linalg.norm(query)
+        exact = np.argsort(-(rows[:2500] @ query))[:10]
+        found = [row for row, _ in vectors.ranked(query, below_depth=2500)][:10]
+        assert len(set(found) & set(exact.tolist())) >= 9
+        assert all(row < 2500 for row, _ in vectors.ranked(query, below_depth=2500))
