@@ -4,7 +4,8 @@ The names are SillyTavern's (`extension_settings.memory` of its Summarize extens
 algo-chat-ops.md §3), so its saved settings import unchanged; `from_st` reads that
 object and `to_st` writes it back with the keys it came with. Two settings are
 taverna's own: `hideCovered` (the messages a summary covers leave the prompt, as
-`/hide` does) and `connection` (the connection summaries are made with).
+`/hide` does, but for the newest `hideKeep` of them) and `connection` (the connection
+summaries are made with).
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ _ST_KEYS = {
     "max_messages_per_request": "maxMessagesPerRequest",
     "prompt_builder": "prompt_builder",
     "hide_covered": "hideCovered",
+    "hide_keep": "hideKeep",
     "connection": "connection",
 }
 
@@ -109,6 +111,7 @@ class SummarySettings:
     frozen: bool = False
     enabled: bool = True  # the extension is not in SillyTavern's `disabledExtensions`
     hide_covered: bool = False
+    hide_keep: int = 4  # with `hide_covered`: the newest covered messages that stay visible
     connection: str = ""  # a saved connection's name; "" = the chat's own
     extras: Mapping[str, Any] = field(default_factory=dict)  # other keys, kept for export
 
@@ -157,6 +160,7 @@ class SummarySettings:
             skip_wi_an=bool(data.get("SkipWIAN", False)),
             frozen=bool(data.get("memoryFrozen", False)),
             hide_covered=bool(data.get("hideCovered", False)),
+            hide_keep=max(0, _number(data.get("hideKeep"), 4)),
             connection=str(data.get("connection") or ""),
             extras={k: v for k, v in data.items() if k not in known},
         )

@@ -68,6 +68,17 @@ def in_force(
     return "", ""
 
 
+def covered_ids(nodes: Sequence[Node], carrier_id: str, keep: int) -> set[str]:
+    """The messages of a path (its end, oldest first) a summary made at `carrier_id` hides:
+    those up to and including its own message, but for the newest `keep` of them. Nothing
+    is written: removing the summary (or leaving its message) shows them again."""
+    ids = [n.id for n in nodes if not n.deleted]
+    if carrier_id not in ids:
+        return set()
+    covered = ids[: ids.index(carrier_id) + 1]
+    return set(covered[: max(0, len(covered) - keep)])
+
+
 def carries_summary(node: Node) -> bool:
     """Whether a summary was made at this node (its own state says so)."""
     return node.state is not None and node.state.summary_at == node.id and bool(node.state.summary)

@@ -78,7 +78,7 @@ from taverna.services.images import ImageLibrary, message_image, with_pictures
 from taverna.services.library import LibraryKind
 from taverna.services.recall import RecallService, TurnRecall, recall_config
 from taverna.services.settings_import import POWER_USER
-from taverna.services.summaries import in_force
+from taverna.services.summaries import covered_ids, in_force
 from taverna.services.tools import declared_tools
 from taverna.services.turn_inputs import (
     assembly_context,
@@ -243,7 +243,7 @@ class TurnContexts:
             prompt = assemble(context, cost=cost, regexes=regexes)
             self.assemblies += 1
             self._keep_counts(context, fresh, turn.counts)
-            if not tail.before or prompt.ledger.history_stopped:
+            if not tail.before or prompt.ledger.history_stopped or _covered_above(context, tail):
                 break
             want = _widened(want, tail, prompt)
         if isinstance(recall, TurnRecall):
@@ -527,17 +527,23 @@ class TurnContexts:
             if speaker is not None:
                 # the speaker's card first, the other members after (Swap takes the first)
                 characters = (speaker, *(c for c in characters if c is not speaker))
+        summary = self._summary(chat, before_last, history)
+        messages = [self._message(node) for node in history]
+        placement = library.settings.summary
+        if placement.hide_covered and placement.places_summary and summary[1]:
+            hidden = covered_ids(history, summary[1], placement.hide_keep)
+            messages = [replace(m, hidden=True) if m.id in hidden else m for m in messages]
         context = assembly_context(
             for_api(library.settings, turn.api),
             characters,
             metadata,
-            [self._message(node) for node in history],
+            messages,
             library.lorebooks,
             api="textgen" if turn.api.is_text_completion else "openai",
             generation_type=turn.kind,
             group_members=members,
             # algo-chat-ops.md §3.1: the summary in force before the path's last message.
-            summary=self._summary(chat, before_last, history),
+            summary=summary,
         )
         if group is not None:
             context = replace(
@@ -766,6 +772,19 @@ def _widened(want: int, tail: PathTail, prompt: Prompt | None = None) -> int:
             per_message = max(used / len(tail.nodes), 1.0)
             grown = max(grown, int(len(tail.nodes) + 1.25 * room / per_message) + 8)
     return grown
+
+
+def _covered_above(context: AssemblyContext, tail: PathTail) -> bool:
+    """Whether everything above the path's end read is hidden by the summary in force
+    (its message is in the end read): reading further would add nothing to the prompt."""
+    settings = context.summary_settings
+    at = context.summary_at
+    return bool(
+        settings.hide_covered
+        and settings.places_summary
+        and at
+        and any(node.id == at for node in tail.nodes)
+    )
 
 
 def _state_before_last(store: Store, chat: Chat, tail: PathTail) -> ChatState:

@@ -237,3 +237,33 @@ def test_sillytavern_settings_names_round_trip(ws: Workspace) -> None:
     again = summary_settings(ws.store)
     assert again == settings
     assert again.to_st()["promptMinWords"] == 25 and again.to_st()["position"] == 1
+
+
+def test_hiding_what_a_summary_covers_leaves_the_newest_and_comes_back_when_it_goes(
+    ws: Workspace, stub: StubServer
+) -> None:
+    save_summary_settings(ws.store, replace(SummarySettings(), hide_covered=True, hide_keep=1))
+    chat_id = _chat(ws, "We leave at dawn.", "I packed the rope.", "Good.", "Let's go.")
+    nodes = ws.chats.active_path(chat_id).nodes
+    summaries = SummaryService(ws.chats)
+    rev = ws.chats.get_chat(chat_id).revision
+    summaries.record(chat_id, nodes[3].id, "They packed and agreed to leave at dawn.", revision=rev)
+    stub.script(Reply(tokens=["North."]), Reply(tokens=["North again."]))
+
+    async def send(text: str) -> list[str]:
+        await (await ws.generation.send(chat_id, text, connection="stub")).wait()
+        return _texts(stub.requests[-1].body["messages"])
+
+    sent = asyncio.run(send("Which way?"))
+    assert "[Summary: They packed and agreed to leave at dawn.]" in sent
+    # covered: the greeting and the next two hidden, the newest covered one kept
+    for gone in ("Welcome.", "We leave at dawn.", "I packed the rope."):
+        assert gone not in sent
+    assert "Good." in sent and "Let's go." in sent and "Which way?" in sent
+    # nothing was written: the messages are not hidden in the chat
+    assert not any(n.hidden for n in ws.chats.active_path(chat_id).nodes)
+
+    summaries.remove(chat_id, revision=ws.chats.get_chat(chat_id).revision)
+    sent = asyncio.run(send("Are you sure?"))
+    assert "Welcome." in sent and "We leave at dawn." in sent
+    assert not any("[Summary:" in text for text in sent)
