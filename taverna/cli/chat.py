@@ -306,7 +306,7 @@ class Session:
         from taverna.services.scripts import ScriptService
 
         before = len(self.ctx.chats.active_path(self.chat_id).nodes)
-        run = ScriptService(self.ctx.chats).run(text, chat_id=self.chat_id)
+        run = ScriptService(self.ctx.chats).run(text, chat_id=self.chat_id, ask=self.ask)
         for severity, notice in run.notices:
             self.echo(notice if severity == "info" else f"{severity}: {notice}")
         if run.result.pipe and not run.notices:
@@ -317,6 +317,14 @@ class Session:
         if run.result.aborted:
             self.echo(f"(aborted: {run.result.abort_reason})")
         self.follow_up(run.follow_up)
+
+    def ask(self, request: Any) -> str:
+        """A script's `/gen` or `/genraw`, answered by the model in this session's loop."""
+        from taverna.services.quiet_generation import quiet_text
+
+        return self.runner.run(
+            quiet_text(self.generation, self.chat_id, request, connection_name=self.connection)
+        )
 
     def follow_up(self, kind: str | None) -> None:
         generation = self.generation

@@ -41,26 +41,27 @@ def run(
     from taverna.services.workspace import open_workspace
 
     ctx = open_workspace(resolve_data_dir(data))
+    session = None
     try:
         if chat_id is not None:
+            from taverna.cli.chat import Session
+
             ctx.chats.get_chat(chat_id)  # a clear "not found" before anything runs
-        outcome = ScriptService(ctx.chats).run(text, chat_id=chat_id)
+            session = Session(ctx, chat_id, connection, sys.stdout)
+        ask = session.ask if session is not None else None
+        outcome = ScriptService(ctx.chats).run(text, chat_id=chat_id, ask=ask)
         for severity, notice in outcome.notices:
             print(notice if severity == "info" else f"{severity}: {notice}", file=sys.stderr)
         if outcome.result.pipe:
             typer.echo(outcome.result.pipe)
         if chat_id is not None and outcome.changed:
             ctx.chat_written(chat_id)
-        if outcome.follow_up is not None and chat_id is not None:
-            from taverna.cli.chat import Session
-
-            session = Session(ctx, chat_id, connection, sys.stdout)
-            try:
-                session.follow_up(outcome.follow_up)
-            finally:
-                session.close()
+        if outcome.follow_up is not None and session is not None:
+            session.follow_up(outcome.follow_up)
         if outcome.result.aborted:
             print(f"aborted: {outcome.result.abort_reason}", file=sys.stderr)
             raise typer.Exit(1)
     finally:
+        if session is not None:
+            session.close()
         ctx.close()

@@ -6,7 +6,8 @@ then records the chat variables as state on the active leaf (so a branch before 
 not have them, formats-extensions.md §3) and the global ones in the library. A reply the
 script asks for (`/trigger`, `/continue`, `/impersonate`, `/swipe`) is returned as a
 follow-up for the caller to start once the script has ended, as SillyTavern starts
-`/trigger` without waiting for it.
+`/trigger` without waiting for it; `/gen` and `/genraw` are answered by the caller's
+`ask` while the script waits.
 """
 
 from __future__ import annotations
@@ -68,6 +69,8 @@ class ChatScriptHost:
     chats: ChatService
     library: LibraryService
     chat: Chat
+    # How a `/gen` or `/genraw` is answered (None: they are refused here).
+    ask: Callable[[Generation], str] | None = None
     notices: list[tuple[str, str]] = field(default_factory=list)
     follow_up: str | None = None
     changed: bool = False
@@ -138,10 +141,16 @@ class ChatScriptHost:
                 )
             self.follow_up = request.kind
             return ""
-        raise ScriptError(
-            f"/{request.kind} (a generation whose text comes back to the script) is not "
-            "available yet; use /trigger to have the character reply"
-        )
+        if self.ask is None:
+            raise ScriptError(
+                f"/{request.kind} needs a connection to a model, which this run has not"
+            )
+        try:
+            return self.ask(request)
+        except ScriptError:
+            raise
+        except TavernaError as error:
+            raise ScriptError(str(error)) from None
 
     def _injects(self) -> dict[str, Any]:
         found = self.chat.metadata.get(SCRIPT_INJECTS)
@@ -346,12 +355,14 @@ class ScriptService:
         chat_id: str | None = None,
         revision: int | None = None,
         arguments: Mapping[str, str] | None = None,
+        ask: Callable[[Generation], str] | None = None,
     ) -> ScriptRun:
         """Run `text`; in a chat its effects and chat variables are saved on its path.
 
         `revision`: the chat's revision as the caller read it (a stale one is a conflict).
         A script that fails keeps the chat changes made before the failing command, as
-        SillyTavern does, but not its variable changes.
+        SillyTavern does, but not its variable changes. `ask` answers `/gen` and `/genraw`
+        (see `quiet_generation.quiet_text`); it blocks until the model has answered.
         """
         global_before = self.global_variables()
         if chat_id is None:
@@ -373,7 +384,7 @@ class ScriptService:
                 "the chat changed since it was read", current_revision=chat.revision
             )
         local = self.chats.state_at(chat_id).variables
-        chat_host = ChatScriptHost(self.chats, self.library, chat)
+        chat_host = ChatScriptHost(self.chats, self.library, chat, ask)
         names = MacroContext(
             user=chat.user_name or "User",
             char=chat.characters[0].name if chat.characters else "",

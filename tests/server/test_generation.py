@@ -417,3 +417,45 @@ def test_a_lorebook_entry_runs_the_quick_reply_of_its_automation_id(
     assert automations == ["wet"]
     offered = client.get(f"/api/chats/{chat_id}/quick-replies").json()["replies"]
     assert [r["automation_id"] for r in offered] == ["wet"]
+
+
+def test_gen_and_genraw_bring_the_model_text_back_to_the_script(
+    client: TestClient, ctx: AppContext, stub: StubServer, chat_id: str
+) -> None:
+    before = len(client.get(f"/api/chats/{chat_id}").json()["messages"])
+    stub.script(Reply(tokens=["A ", "joke."]))
+    ran = client.post(
+        f"/api/chats/{chat_id}/script",
+        json={"text": "/gen Tell a joke. | /setvar key=joke", "revision": rev(client, chat_id)},
+    )
+    assert ran.status_code == 200, ran.text
+    assert ran.json()["pipe"] == "A joke."
+    sent = stub.requests[-1].body["messages"]
+    assert any("Tell a joke." in m["content"] for m in sent)
+    assert any("lighthouse keeper" in m["content"] for m in sent)  # the chat's own prompt
+    assert len(client.get(f"/api/chats/{chat_id}").json()["messages"]) == before
+    assert client.get(f"/api/chats/{chat_id}/variables").json()["local"] == {"joke": "A joke."}
+
+    stub.script(Reply(tokens=["Hi."]))
+    raw = client.post(
+        f"/api/chats/{chat_id}/script",
+        json={
+            "text": '/genraw system="Be terse." length=20 Say hi to {{user}}.',
+            "revision": rev(client, chat_id),
+        },
+    ).json()
+    assert raw["pipe"] == "Hi."
+    body = stub.requests[-1].body
+    assert [(m["role"], m["content"]) for m in body["messages"]] == [
+        ("system", "Be terse."),
+        ("user", "Say hi to User."),
+    ]
+    assert body.get("max_tokens") == 20 or body.get("max_completion_tokens") == 20
+
+    stub.script(Reply(status=500, error_message="boom"))
+    failed = client.post(
+        f"/api/chats/{chat_id}/script",
+        json={"text": "/genraw Anything", "revision": rev(client, chat_id)},
+    )
+    assert failed.status_code == 400
+    assert failed.json()["detail"]["message"].startswith("/genraw at 1:1")

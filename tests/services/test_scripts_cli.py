@@ -97,3 +97,27 @@ def test_script_run_reports_the_position_of_an_error(data: Path) -> None:
     assert result.exit_code != 0
     assert "unknown command /nosuch" in str(result.exception)
     assert "2:1" in str(result.exception)
+
+
+def test_genraw_from_the_shell_prints_the_model_text(data: Path, stub: StubServer) -> None:
+    runner = CliRunner()
+    assert (
+        runner.invoke(app, ["chat", "Ione Calder", "--data", str(data)], input="/quit\n").exit_code
+        == 0
+    )
+    chat_id = _chat_id(data)
+    stub.script(Reply(tokens=["Aye."]))
+    result = runner.invoke(
+        app,
+        [
+            "script",
+            "run",
+            "/genraw Answer in one word. | /upper",
+            "--chat",
+            chat_id,
+            "--data",
+            str(data),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == "AYE."

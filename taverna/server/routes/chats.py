@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
+import anyio
 from fastapi import APIRouter, Depends, Query, Request, Response
 
+from taverna.engine.script import Generation
 from taverna.errors import NotFound, TavernaError
 from taverna.model.chat import AuthorsNote
 from taverna.server import library_views, usecases
@@ -39,6 +41,7 @@ from taverna.server.schemas import (
 )
 from taverna.server.views import branch_out, chat_summary_out
 from taverna.services import chat_reads, chat_views, editing, inspector
+from taverna.services.quiet_generation import quiet_text
 from taverna.services.scripts import ScriptService
 
 router = APIRouter(prefix="/api/chats", tags=["chats"], dependencies=[Depends(backed_up)])
@@ -362,8 +365,13 @@ def run_script(
     """Run an STscript in the chat: its messages and hides are written to the chat, its
     chat variables recorded on the active leaf, its global ones in the library. An error
     names the command and the line:column."""
+
+    def ask(generation: Generation) -> str:
+        # The route runs on a worker thread; the model is asked on the server's loop.
+        return anyio.from_thread.run(quiet_text, ctx.generation, chat_id, generation)
+
     run = ScriptService(ctx.chats, owner=current_user(request)).run(
-        body.text, chat_id=chat_id, revision=body.revision
+        body.text, chat_id=chat_id, revision=body.revision, ask=ask
     )
     if run.changed or run.first_changed is not None:
         view = usecases.changed_view(ctx, chat_id, below=run.first_changed)
