@@ -16,6 +16,7 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import Any
 
 from taverna.engine.macros import MacroContext, Variables
@@ -232,6 +233,51 @@ class ChatScriptHost:
 
     def quick_reply(self, name: str) -> str | None:
         return find_quick_reply(self.library, name)
+
+    def group_member(self, action: str, member: str) -> str:
+        """`/member-*`: change the members of this group chat's group."""
+        from taverna.services.groups import GroupService
+
+        if not self.chat.group_id:
+            raise ScriptError(f"/member-{action} needs a group chat")
+        groups = GroupService(self.chats, owner=self.library.owner)
+        group_id = self.chat.group_id
+        group = groups.get(group_id)
+        files = list(group.members)
+        if action == "add":
+            doc = self.library.find(LibraryKind.CHARACTER, member)
+            if doc is None:
+                raise ScriptError(f"no character named {member!r} in the library")
+            file = f"{doc.name}.png"
+            if file in files:
+                raise ScriptError(f"{member} is already in the group")
+            groups.update(group_id, {"members": [*files, file]})
+            return ""
+        members = groups.members(group, self.chat)
+        index = int(member) if member.isdigit() else None
+        found = [
+            m
+            for i, m in enumerate(members)
+            if i == index or member in (m.name, m.file, PurePath(m.file).stem)
+        ]
+        if not found:
+            raise ScriptError(f"no member {member!r} in the group")
+        file = found[0].file
+        at = files.index(file)
+        if action in ("disable", "enable"):
+            groups.set_muted(group_id, file, action == "disable")
+        elif action == "remove":
+            if len(files) == 1:
+                raise ScriptError("a group keeps at least one member")
+            groups.update(group_id, {"members": [f for f in files if f != file]})
+        elif action in ("up", "down"):
+            to = at - 1 if action == "up" else at + 1
+            if 0 <= to < len(files):
+                files[at], files[to] = files[to], files[at]
+                groups.update(group_id, {"members": files})
+        else:
+            raise ScriptError(f"unknown member action {action!r}")
+        return ""
 
     def notify(self, text: str, severity: str) -> None:
         self.notices.append((severity, text))

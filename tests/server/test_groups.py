@@ -171,3 +171,31 @@ def test_edit_and_resend_in_a_group_is_answered_by_a_round(
         ("Élodie", "again 1"),
         ("小雪", "again 2"),
     ]
+
+
+def test_scripts_change_the_members_of_a_group_chat(client: TestClient, group: dict) -> None:  # type: ignore[type-arg]
+    chat = client.post(f"/api/groups/{group['id']}/chats", json={}).json()
+    extra = client.post("/api/characters", json={"name": "Oskar", "first_mes": "Hi."}).json()
+
+    def run(text: str) -> dict:  # type: ignore[type-arg]
+        answer = client.post(
+            f"/api/chats/{chat['id']}/script",
+            json={"text": text, "revision": rev(client, chat["id"])},
+        )
+        assert answer.status_code == 200, answer.text
+        return answer.json()  # type: ignore[no-any-return]
+
+    def members() -> list[tuple[str, bool]]:
+        found = client.get(f"/api/groups/{group['id']}").json()["members"]
+        return [(m["name"], m["muted"]) for m in found]
+
+    run("/member-disable Élodie | /member-add Oskar | /member-up Oskar")
+    assert members() == [("Mira", False), ("Élodie", True), ("Oskar", False), ("小雪", False)]
+    run("/member-enable 1 | /member-remove 小雪 | /member-down Mira")
+    assert members() == [("Élodie", False), ("Mira", False), ("Oskar", False)]
+    missing = client.post(
+        f"/api/chats/{chat['id']}/script",
+        json={"text": "/member-remove Nobody", "revision": rev(client, chat["id"])},
+    )
+    assert missing.status_code == 400 and "no member 'Nobody'" in missing.text
+    assert extra["name"] == "Oskar"

@@ -77,6 +77,10 @@ class ChatHost(Protocol):
         """The script of the Quick Reply `Set.Label` (or `Label`), None when none exists."""
         ...
 
+    def group_member(self, action: str, member: str) -> str:
+        """`/member-{action}` in a group chat: disable, enable, add, remove, up, down."""
+        ...
+
     def notify(self, text: str, severity: str) -> None: ...
 
 
@@ -124,6 +128,9 @@ class NoChat:
 
     def quick_reply(self, name: str) -> str | None:
         return None
+
+    def group_member(self, action: str, member: str) -> str:
+        raise self._none(f"member-{action}")
 
     def notify(self, text: str, severity: str) -> None:
         self.notices.append((severity, text))

@@ -74,5 +74,9 @@ class RecordingHost:
     def quick_reply(self, name: str) -> str | None:
         return self.quick_replies.get(name)
 
+    def group_member(self, action: str, member: str) -> str:
+        self.log.append(f"member-{action}:{member}")
+        return ""
+
     def notify(self, text: str, severity: str) -> None:
         self.notices.append(text if severity == "info" else f"{severity}:{text}")

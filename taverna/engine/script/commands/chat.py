@@ -174,6 +174,31 @@ def entry_field(call: Call) -> ScriptValue:
     return call.run.host.entry_field(_book(call), uid, call.arg("field", "content") or "content")
 
 
+_MEMBER_HELP = {
+    "disable": "Mute a member of the group chat (it no longer takes turns).",
+    "enable": "Unmute a member of the group chat.",
+    "add": "Add a character to the group chat.",
+    "remove": "Remove a member from the group chat.",
+    "up": "Move a member one place earlier in the group's order.",
+    "down": "Move a member one place later in the group's order.",
+}
+
+
+def _member(action: str) -> Command:
+    def change(call: Call) -> ScriptValue:
+        member = call.text().strip()
+        if not member:
+            raise ScriptError(f"/member-{action} needs a member's name (or its 0-based index)")
+        return call.run.host.group_member(action, member)
+
+    return Command(
+        f"member-{action}",
+        change,
+        _MEMBER_HELP[action],
+        usage=f"/member-{action} name",
+    )
+
+
 COMMANDS = (
     Command(
         "send",
@@ -225,4 +250,5 @@ COMMANDS = (
         ("getlorefield", "getwifield"),
         usage="/getentryfield file=Book [field=content] uid",
     ),
+    *(_member(action) for action in _MEMBER_HELP),
 )
