@@ -558,11 +558,15 @@ class SummaryItemOut(BaseModel):
 
 
 class ChatSummariesOut(BaseModel):
-    """The summary in force at the end of the path (None: none) and every summary on it."""
+    """The summary in force at the end of the path (None: none) and every summary on it.
+
+    `hides`: with "hide what a summary covers" on, the path's first `hides` messages are
+    left out of the prompt, covered by the summary in force."""
 
     current: SummaryItemOut | None
     along: list[SummaryItemOut]
     revision: int
+    hides: int = 0
 
 
 class SummaryIn(Strict):

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from taverna.errors import NotFound, TavernaError
 from taverna.model.chat import ChatState, Node
 from taverna.model.prompt import Prompt
+from taverna.model.summary import SummarySettings
 from taverna.services.chats import ChatService, WriteResult
 from taverna.store.repository import ChatWriter, Store
 
@@ -77,6 +78,13 @@ def covered_ids(nodes: Sequence[Node], carrier_id: str, keep: int) -> set[str]:
         return set()
     covered = ids[: ids.index(carrier_id) + 1]
     return set(covered[: max(0, len(covered) - keep)])
+
+
+def hidden_count(info: SummaryInfo, settings: SummarySettings) -> int:
+    """How many of the path's first messages the summary in force hides from the prompt."""
+    if not settings.hide_covered or not settings.places_summary or info.node_id is None:
+        return 0
+    return max(0, info.covers - settings.hide_keep)
 
 
 def carries_summary(node: Node) -> bool:

@@ -15,7 +15,7 @@ from taverna.server.schemas import (
     SummaryItemOut,
     SummaryMadeOut,
 )
-from taverna.services.summaries import SummaryInfo, SummaryService
+from taverna.services.summaries import SummaryInfo, SummaryService, hidden_count
 from taverna.services.summary_generation import SummaryGenerator
 
 router = APIRouter(tags=["summaries"], dependencies=[Depends(backed_up)])
@@ -32,20 +32,26 @@ def _item(info: SummaryInfo) -> SummaryItemOut:
     )
 
 
-def _summaries(ctx: AppContext, chat_id: str) -> ChatSummariesOut:
+def _summaries(ctx: AppContext, chat_id: str, owner: str = "") -> ChatSummariesOut:
     service = SummaryService(ctx.chats)
     current = service.current(chat_id)
+    hides = 0
+    if current is not None and ctx.summaries is not None:
+        hides = hidden_count(current, ctx.summaries.settings(owner))
     return ChatSummariesOut(
         current=_item(current) if current else None,
         along=[_item(i) for i in service.along(chat_id)],
         revision=ctx.chats.get_chat(chat_id).revision,
+        hides=hides,
     )
 
 
 @router.get("/api/chats/{chat_id}/summary", response_model=ChatSummariesOut)
-def read_summary(chat_id: str, ctx: AppContext = Depends(context)) -> ChatSummariesOut:
+def read_summary(
+    chat_id: str, request: Request, ctx: AppContext = Depends(context)
+) -> ChatSummariesOut:
     """The summary in force at the end of the active path and every summary on the path."""
-    return _summaries(ctx, chat_id)
+    return _summaries(ctx, chat_id, current_user(request))
 
 
 @router.put("/api/chats/{chat_id}/summary", response_model=ChatSummariesOut)

@@ -10,6 +10,7 @@ import { t } from "../i18n.js";
 import { renderMarkdown } from "../markdown.js";
 import { openInspector } from "./inspector.js";
 import { openChatSettings } from "./chat_settings.js";
+import { markSummaries } from "./summary.js";
 import { openTree } from "./tree.js";
 
 // Messages per page read from the server, and the most kept in the page at once: farther
@@ -81,6 +82,7 @@ export async function render(root, params) {
       if (!change) return changedElsewhere();
       apply(change);
       if (change.quickReplies) loadQuickReplies();
+      if (change.summary) loadSummaryMarks();
     }), { attrs: { id: "open-settings" } }),
     iconButton(t("chat.undo"), "undo", () => history("undo")),
     iconButton(t("chat.redo"), "redo", () => history("redo")),
@@ -532,6 +534,17 @@ export async function render(root, params) {
       state.contextCut = null;
     }
     placeContextLine();
+    loadSummaryMarks();
+  }
+
+  // The summaries' marks: the message each belongs to, the messages one keeps out of the prompt.
+  async function loadSummaryMarks() {
+    try {
+      state.summaries = await api.get(`${chatUrl}/summary`);
+    } catch {
+      state.summaries = null;
+    }
+    markSummaries(list, state.summaries);
   }
 
   function placeContextLine() {

@@ -1,11 +1,13 @@
-// A chat's own settings: the author's note (state on the path), the chat's lorebook and
-// the Quick Reply sets it offers besides the global ones, and its variables where the
-// branch being read ends (editing them records new state there; other branches keep theirs).
+// A chat's own settings: the author's note and the summary (state on the path), the
+// chat's lorebook and the Quick Reply sets it offers besides the global ones, and its
+// variables where the branch being read ends (editing them records new state there; other
+// branches keep theirs).
 
 import { api } from "../api.js";
 import { h, mount, openDrawer, toast } from "../dom.js";
 import { t } from "../i18n.js";
 import { fieldForm } from "../form.js";
+import { summarySection } from "./summary.js";
 
 const ROLES = [[0, "system"], [1, "user"], [2, "assistant"]];
 const count = { empty: 0, attrs: { min: "0", step: "1" } };
@@ -50,6 +52,10 @@ export async function openChatSettings(chatId, revision, onSaved) {
   fill(globalRows, variables.global);
   const qrBoxes = qrSets.filter((s) => !s.active).map((s) => h("label", { class: "inline" },
     h("input", { type: "checkbox", value: s.name, checked: chatQr.chat_sets.includes(s.name) ? "checked" : null }), " ", s.name));
+  const summaryParts = await summarySection(chatId, panel, () => revision, (answer) => {
+    revision = answer.revision;
+    onSaved({ revision, summary: true });
+  });
   const note = settings.authors_note || { prompt: "", interval: 1, depth: 4, position: 1, role: 0 };
   // The note's text, then its numbers side by side.
   const text = fieldForm([["prompt", "text", { rows: 5, label: t("settings.note_text") }]], note, { prefix: "an", shownOnly: true });
@@ -78,6 +84,7 @@ export async function openChatSettings(chatId, revision, onSaved) {
       toast(t("common.saved"));
       onSaved({ revision });
     } }),
+    ...summaryParts,
     h("h3", { text: t("settings.chat_lorebook") }),
     book,
     h("button", { type: "button", text: t("settings.save_lorebook"), onClick: async () => {
