@@ -172,3 +172,56 @@ def test_a_sillytavern_set_is_imported_in_the_editor(chromium, taverna: TavernaS
     expect(page.locator(".qr-label").first).to_have_value("Look around")
     expect(page.get_by_role("link", name="Export")).to_be_visible()
     page.close()
+
+
+def test_quick_replies_run_on_a_new_chat_and_on_opening_it(  # type: ignore[no-untyped-def]
+    chromium, taverna: TavernaServer
+) -> None:
+    taverna.api(
+        "POST", "/characters", json={"name": "Nadia Orr", "first_mes": "Welcome aboard."}
+    ).raise_for_status()
+    taverna.api(
+        "PUT",
+        "/quick-replies",
+        json={
+            "name": "Openers",
+            "active": True,
+            "replies": [
+                {
+                    "label": "New",
+                    "message": "/setvar key=opened new",
+                    "hidden": True,
+                    "triggers": ["new_chat"],
+                },
+                {
+                    "label": "Visit",
+                    "message": "/addvar key=visits 1",
+                    "hidden": True,
+                    "triggers": ["chat_change"],
+                },
+            ],
+        },
+    ).raise_for_status()
+    page = chromium.new_page(viewport={"width": 1280, "height": 800})
+    page.goto(taverna.url + "/#/characters")
+    page.get_by_role("button", name="Chat with Nadia Orr").click()
+    page.locator("ol.messages > li.message", has_text="Welcome aboard.").wait_for()
+    chat_id = page.url.rsplit("/", 1)[1]
+
+    def local() -> dict[str, object]:
+        return taverna.api("GET", f"/chats/{chat_id}/variables").json()["local"]  # type: ignore[no-any-return]
+
+    for _ in range(100):
+        if local() == {"opened": "new", "visits": 1}:
+            break
+        page.wait_for_timeout(100)
+    assert local() == {"opened": "new", "visits": 1}
+    # Opening it again is a chat change, not a new chat.
+    page.reload()
+    page.locator("ol.messages > li.message", has_text="Welcome aboard.").wait_for()
+    for _ in range(100):
+        if local().get("visits") == 2:
+            break
+        page.wait_for_timeout(100)
+    assert local() == {"opened": "new", "visits": 2}
+    page.close()

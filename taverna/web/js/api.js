@@ -79,3 +79,31 @@ export function followTask(taskId, onEvent) {
   };
   return () => source.close();
 }
+
+// Chats this page has just created: their view runs the Quick Replies set to run on a new
+// chat, once (kept for the tab's life, so a reload does not run them again).
+const NEW_CHATS = "taverna.new-chats";
+
+/** Note that chat `id` was just created here. */
+export function markNewChat(id) {
+  const ids = JSON.parse(sessionStorage.getItem(NEW_CHATS) || "[]");
+  sessionStorage.setItem(NEW_CHATS, JSON.stringify([...ids, id]));
+}
+
+/** Whether chat `id` was just created here (true once; the note is then dropped). */
+export function takeNewChat(id) {
+  const ids = JSON.parse(sessionStorage.getItem(NEW_CHATS) || "[]");
+  if (!ids.includes(id)) return false;
+  sessionStorage.setItem(NEW_CHATS, JSON.stringify(ids.filter((x) => x !== id)));
+  return true;
+}
+
+// The Quick Replies set to run when the app starts run once per page load.
+let startedUp = false;
+
+/** True the first time it is called in this page load. */
+export function firstStart() {
+  const first = !startedUp;
+  startedUp = true;
+  return first;
+}

@@ -1,6 +1,6 @@
 // One character: every card field, its lorebook, its chats, export.
 
-import { api } from "../api.js";
+import { api, markNewChat } from "../api.js";
 import { formWith, h, mount, toast } from "../dom.js";
 import { t } from "../i18n.js";
 import { fieldForm } from "../form.js";
@@ -98,6 +98,7 @@ export async function render(root, params) {
         h("span", { class: "muted", text: t("chats.summary", { messages: c.message_count, branches: c.branch_count }) }))) : h("li", { class: "muted", text: t("chats.none") })),
       h("button", { type: "button", text: t("chats.new"), onClick: async () => {
         const chat = await api.post("/chats", { character_id: params.id });
+        markNewChat(chat.id);
         location.hash = `#/chat/${chat.id}`;
       } }),
     );

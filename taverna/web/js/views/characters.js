@@ -1,6 +1,6 @@
 // The character library: search, import by drag-and-drop or file picker, open, start a chat.
 
-import { api } from "../api.js";
+import { api, markNewChat } from "../api.js";
 import { formWith, h, mount, toast, toastWarnings } from "../dom.js";
 import { explain } from "../errors.js";
 import { t } from "../i18n.js";
@@ -39,6 +39,7 @@ function card(c) {
 export async function startChat(characterId) {
   const chats = await api.get(`/chats?character_id=${encodeURIComponent(characterId)}`);
   const chat = chats.length ? chats[0] : await api.post("/chats", { character_id: characterId });
+  if (!chats.length) markNewChat(chat.id);
   location.hash = `#/chat/${chat.id}`;
 }
 

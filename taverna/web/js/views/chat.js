@@ -3,7 +3,7 @@
 // path order; every server answer goes through `apply`, which merges it into the state and
 // redraws the messages it changed (by id), nothing else.
 
-import { api, followTask } from "../api.js";
+import { api, firstStart, followTask, takeNewChat } from "../api.js";
 import { copyText, formWith, h, iconButton, mount, toast } from "../dom.js";
 import { reportError } from "../errors.js";
 import { t } from "../i18n.js";
@@ -1006,7 +1006,8 @@ export async function render(root, params) {
   updateControls();
   await load();
   await loadQuickReplies();
-  runTriggered("chat_change");
+  // SillyTavern's order: the app starting, a new chat, then the chat being opened.
+  runTriggered(...(firstStart() ? ["startup"] : []), ...(takeNewChat(params.id) ? ["new_chat"] : []), "chat_change");
   api.get("/connections").then((found) => {
     // The notice takes room from the list: keep its end in sight.
     const stick = atBottom();

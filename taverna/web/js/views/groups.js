@@ -1,7 +1,7 @@
 // Groups: several characters in one chat. Make a group (members in speaking order, how
 // they take turns, Swap or Join), open its newest chat or start one.
 
-import { api } from "../api.js";
+import { api, markNewChat } from "../api.js";
 import { h, mount, toast } from "../dom.js";
 import { reportError } from "../errors.js";
 import { t } from "../i18n.js";
@@ -19,6 +19,7 @@ function avatar(m) {
 export async function openGroupChat(groupId) {
   const chats = (await api.get("/chats")).filter((c) => c.group_id === groupId);
   const chat = chats.length ? chats[0] : await api.post(`/groups/${groupId}/chats`, {});
+  if (!chats.length) markNewChat(chat.id);
   location.hash = `#/chat/${chat.id}`;
 }
 

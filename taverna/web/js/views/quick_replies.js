@@ -6,7 +6,7 @@ import { formWith, h, mount, toast } from "../dom.js";
 import { explain, reportError } from "../errors.js";
 import { t } from "../i18n.js";
 
-const TRIGGERS = ["user", "ai", "chat_change"];
+const TRIGGERS = ["startup", "new_chat", "chat_change", "user", "ai"];
 
 function replyRow(reply = { label: "", message: "", title: "", hidden: false, triggers: [], automation_id: "" }) {
   const label = h("input", { type: "text", class: "qr-label", value: reply.label, "aria-label": t("qr.label") });
