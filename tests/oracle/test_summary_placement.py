@@ -214,3 +214,38 @@ def test_text_completion_summary_placement(
         expected = {**expected, "prompt": place(expected["prompt"], f"[Summary: {SUMMARY}]")}
     compare = _compare(oracle_cases)
     assert compare.lines_of(got, "tc") == compare.lines_of(expected, "tc")
+
+
+@pytest.mark.parametrize(
+    ("base", "memory", "carriers", "expected"),
+    [
+        (TC, {"source": "main", "position": 0}, TC_CARRIERS, "after story string: 1_memory"),
+        (TC, {"source": "main", "position": 2}, TC_CARRIERS, "before story string: 1_memory"),
+        (TC, {"source": "main", "position": 1, "depth": 2}, TC_CARRIERS, "1_memory"),
+        (CC, {"source": "main", "position": 1, "depth": 2}, CC_CARRIERS, "1_memory"),
+        (CC, {"source": "main", "position": 0}, CC_CARRIERS, "summary"),
+    ],
+)
+def test_the_ledger_names_the_summary_and_its_message(
+    base: str,
+    memory: dict[str, Any],
+    carriers: dict[int, str],
+    expected: str,
+    oracle_cases: Path,
+    tmp_path: Path,
+) -> None:
+    case_dir, case = _prepare(oracle_cases, base, tmp_path, memory, carriers)
+    compare = _compare(oracle_cases)
+    _register()
+    command = compare.command_for(case_dir, case, ["taverna"], 0)[1:]
+    command = [c for c in command if c != "--json"] + ["--ledger"]
+    result = CliRunner().invoke(app, command, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    # the newest summary before the last message: on message 4 (Chat) or 6 (Text)
+    message = "4" if base == CC else "6"
+    lines = [line for line in result.output.splitlines() if expected in line]
+    assert lines, result.output
+    if expected == "summary":
+        assert any(f" {message} " in f" {line} " for line in lines), lines
+    else:
+        assert any(f"(summary of message {message})" in line for line in lines), lines

@@ -11,6 +11,7 @@ from taverna.engine.assembly.chat_layout import Layout, Part, Slot
 from taverna.engine.assembly.context import AssemblyContext, GenerationType, Speaker
 from taverna.engine.assembly.images import image_tokens
 from taverna.engine.assembly.injections import InjectedBlock, Injection, newest_first
+from taverna.engine.assembly.summary import ledger_name
 from taverna.engine.assembly.turn import Turn, speaker_role
 from taverna.engine.macros import has_macros
 from taverna.model.presets import NamesBehavior
@@ -268,7 +269,10 @@ def _history_part(layout: Layout, entry: ChatEntry, context: AssemblyContext, tu
     if entry.injected is not None:
         block = entry.injected
         sources = ",".join(
-            s.source or s.key if isinstance(s, Injection) else s.identifier for s in block.sources
+            (ledger_name(s) if s.kind == "summary" else s.source or s.key)
+            if isinstance(s, Injection)
+            else s.identifier
+            for s in block.sources
         )
         return layout.part(
             f"injection@{block.depth}:{block.role.chat_role}",

@@ -50,3 +50,10 @@ def with_summary(
             source=context.summary_at or "summary",
         )
     )
+
+
+def ledger_name(injection: Injection) -> str:
+    """How the ledger names an extension prompt: its key; the summary with its message."""
+    if injection.kind == "summary" and injection.source:
+        return f"{injection.key} (summary of message {injection.source})"
+    return injection.key

@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass, field
 
 from taverna.engine.assembly.context import AssemblyContext
+from taverna.engine.assembly.injections import SUMMARY_KEY
+from taverna.engine.assembly.summary import ledger_name
 from taverna.engine.assembly.turn import Turn, turn_state
 from taverna.engine.textgen.chat_template import ChatTemplate
 from taverna.engine.textgen.history import Entry, History, Item
@@ -380,6 +382,13 @@ class _Builder(TextSteps):
             text = _NEWLINES.sub("\n", text)
         return final, generated, text
 
+    def _summary_anchor(self) -> tuple[ExtensionPosition, str] | None:
+        """Which anchor holds the summary, and the ledger's name for it."""
+        found = self.turn.injections.get(SUMMARY_KEY)
+        if found is None or not found.text:
+            return None
+        return found.position, ledger_name(found)
+
     def record(
         self, layout: _Layout, final: list[str], sources: list[Entry | None], generated: str
     ) -> None:
@@ -393,6 +402,7 @@ class _Builder(TextSteps):
             layout.examples,
             layout.example_count,
             layout.pinned,
+            summary_at=self._summary_anchor(),
         )
         chat_start_line = layout.chat_start_line
         if chat_start_line:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from taverna.engine.textgen.history import Entry, History, Item, entry_source
+from taverna.model.injection import ExtensionPosition
 from taverna.model.prompt import LedgerItem
 
 _NEWLINES = re.compile(r"\n+")
@@ -128,13 +129,25 @@ class TextLedger:
         examples: list[str],
         example_count: int,
         pinned: str | None,
+        summary_at: tuple[ExtensionPosition, str] | None = None,
     ) -> None:
-        """The lines of the parts before the chat: anchors, story string, example blocks."""
+        """The lines of the parts before the chat: anchors, story string, example blocks.
+
+        `summary_at`: the anchor that holds the chat's summary and its name, so the ledger
+        says which summary went in."""
+
+        def named(where: str, position: ExtensionPosition) -> str:
+            if summary_at is not None and summary_at[0] is position:
+                return f"{where}: {summary_at[1]}"
+            return where
+
         if before_anchor:
-            self.add("anchor", "before story string", before_anchor, self.tokens(before_anchor))
+            where = named("before story string", ExtensionPosition.BEFORE_PROMPT)
+            self.add("anchor", where, before_anchor, self.tokens(before_anchor))
         self.add("story_string", story_source, story, self.tokens(story))
         if after_anchor:
-            self.add("anchor", "after story string", after_anchor, self.tokens(after_anchor))
+            where = named("after story string", ExtensionPosition.IN_PROMPT)
+            self.add("anchor", where, after_anchor, self.tokens(after_anchor))
         for index, example in enumerate(examples):
             kept = pinned is not None or index < example_count
             self.add(

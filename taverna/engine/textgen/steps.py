@@ -13,7 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 from taverna.engine.assembly.context import AssemblyContext, GenerationType
-from taverna.engine.assembly.injections import MAX_INJECTION_DEPTH, depth_blocks
+from taverna.engine.assembly.injections import MAX_INJECTION_DEPTH, Injection, depth_blocks
+from taverna.engine.assembly.summary import ledger_name
 from taverna.engine.assembly.turn import Turn, base_chat_replace, prompt_bias_text
 from taverna.engine.macros import has_macros
 from taverna.engine.textgen.history import Entry, Item, as_item
@@ -137,7 +138,7 @@ class TextSteps:
         by_depth: dict[int, list[Entry]] = {}
         for block in blocks:
             source = ",".join(
-                getattr(s, "key", getattr(s, "identifier", "")) for s in block.sources
+                ledger_name(s) if isinstance(s, Injection) else s.identifier for s in block.sources
             )
             by_depth.setdefault(block.depth, []).append(
                 Item(
