@@ -430,7 +430,23 @@ class ScriptService:
                 "the chat changed since it was read", current_revision=chat.revision
             )
         local = self.chats.state_at(chat_id).variables
-        chat_host = ChatScriptHost(self.chats, self.library, chat, ask)
+        # The time limit counts the script's own work, not the wait for a model's answer.
+        waited = [0.0]
+
+        def script_clock() -> float:
+            return self.clock() - waited[0]
+
+        def timed_ask(request: Generation) -> str:
+            assert ask is not None
+            began = self.clock()
+            try:
+                return ask(request)
+            finally:
+                waited[0] += self.clock() - began
+
+        chat_host = ChatScriptHost(
+            self.chats, self.library, chat, timed_ask if ask is not None else None
+        )
         names = MacroContext(
             user=chat.user_name or "User",
             char=chat.characters[0].name if chat.characters else "",
@@ -441,7 +457,7 @@ class ScriptService:
             macros=names,
             host=chat_host,
             limits=self.limits,
-            clock=self.clock,
+            clock=script_clock,
             seed=int(self.clock() * 1000),
             arguments=dict(arguments or {}),
         )

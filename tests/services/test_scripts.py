@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from taverna.engine.script import ScriptError
+from taverna.engine.script import Generation, Limits, ScriptError
 from taverna.errors import StaleRevision
 from taverna.model.chat import CharacterRef, NodeRole
 from taverna.model.quick_reply import QuickReply, QuickReplySet
@@ -128,3 +128,19 @@ def test_a_failing_script_keeps_no_variables(chats: ChatService) -> None:
     with pytest.raises(ScriptError):
         ScriptService(chats).run("/setvar key=x 1 | /var y", chat_id=chat_id)
     assert dict(chats.state_at(chat_id).variables) == {}
+
+
+def test_the_time_limit_does_not_count_the_wait_for_a_model(chats: ChatService) -> None:
+    chat_id = _chat(chats)
+    now = [0.0]
+
+    def ask(request: Generation) -> str:
+        now[0] += 60.0  # a slow model
+        return f"answer to {request.prompt}"
+
+    scripts = ScriptService(chats, limits=Limits(max_seconds=5.0), clock=lambda: now[0])
+    run = scripts.run("/genraw one | /genraw two | /pass {{pipe}}", chat_id=chat_id, ask=ask)
+    assert run.result.pipe == "answer to two"
+    with pytest.raises(ScriptError) as raised:
+        scripts.run("/genraw x", chat_id=chat_id)
+    assert "needs a connection" in str(raised.value)

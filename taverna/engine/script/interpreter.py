@@ -404,7 +404,7 @@ class Run:
         """A command given as text (`/if ... /echo yes`): parsed and run in a child scope."""
         if len(text) >= 2 and text.startswith('"') and text.endswith('"'):
             text = text[1:-1]
-        script = parse(text, self.shape_of)
+        script = parse(text, self.shape_of, flags=self.flags)
         inner = Run(script, self.context, self.commands)
         inner.variables = self.variables
         inner.random = self.random
