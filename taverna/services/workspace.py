@@ -93,6 +93,8 @@ class Workspace:
             if self._reported.get(chat_id) == revision:
                 return
             self._reported[chat_id] = revision
+            if self.embeddings is not None:
+                self.embeddings.wake()  # a new or edited message is embedded now
             self.backups.after_write(chat_id)
         except NotFound:
             pass  # the write deleted the chat; its earlier backups stay
