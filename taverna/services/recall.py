@@ -112,6 +112,7 @@ def recall_config(raw_settings: Mapping[str, Any]) -> RecallConfig:
         insert=max(0, whole("insert", 3)),
         budget=max(0, whole("budget", 400)),
         include_wi=flag("include_wi", False),
+        score_threshold=num("score_threshold", 0.25),
     )
     source = vectors.get("source", "transformers")
     endpoint = vectors.get("alt_endpoint_url", "")

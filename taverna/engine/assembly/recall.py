@@ -38,6 +38,9 @@ class RecallSettings:
     insert: int = 3
     budget: int = 400
     include_wi: bool = False
+    # Messages less similar than this stay out. (SillyTavern 1.12.6 means to do the same but
+    # loses the filter on the way, algo-chat-ops.md §4 step 2; here it holds.)
+    score_threshold: float = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +89,18 @@ def recall_injection(
         if not line:
             continue
         tokens = count_text(line)
+        if message.score < settings.score_threshold:
+            notes.append(
+                LedgerItem(
+                    RECALLED_KIND,
+                    message.id,
+                    tokens,
+                    False,
+                    f"{score}; below the threshold of {settings.score_threshold:g}",
+                    line,
+                )
+            )
+            continue
         if len(chosen) >= settings.insert:
             notes.append(
                 LedgerItem(
@@ -129,6 +144,6 @@ def recall_injection(
         settings.role,
         scan=settings.include_wi,
         kind="recall",
-        source="recall:" + ",".join(m.id for m, _, _ in ordered),
+        source="recall",  # the messages it holds are ledger lines of their own
     )
     return injection, (*placed, *notes)

@@ -77,3 +77,12 @@ def test_the_budget_cuts_what_does_not_fit_and_says_so() -> None:
 def test_no_recall_no_block() -> None:
     prompt = assemble(_context("openai", RecallSettings(insert=0)))
     assert "Past events:" not in "\n".join(m.content for m in prompt.messages)
+
+
+def test_messages_below_the_threshold_stay_out() -> None:
+    settings = RecallSettings(insert=3, budget=0, score_threshold=0.6)
+    prompt = assemble(_context("openai", settings))
+    lines = {i.source: i for i in prompt.ledger.items if i.kind == RECALLED_KIND}
+    assert lines["old1"].included
+    assert not lines["old2"].included and "below the threshold of 0.6" in lines["old2"].reason
+    assert "lighthouse" not in "\n".join(m.content for m in prompt.messages)
