@@ -375,3 +375,50 @@ def test_past_the_exact_limit_the_search_agrees_with_an_exact_one(
         found = [row for row, _ in vectors.ranked(query, below_depth=2500)][:10]
         assert len(set(found) & set(exact.tolist())) >= 9
         assert all(row < 2500 for row, _ in vectors.ranked(query, below_depth=2500))
+
+
+def test_taverna_chat_prompt_shows_the_recalled_messages(
+    tmp_path: Path, embedder: LocalEmbedder
+) -> None:
+    from importlib.resources import files
+
+    from typer.testing import CliRunner
+
+    import taverna.cli.chat  # noqa: F401  (registers the command)
+    from taverna.cli.main import app
+    from taverna.model.chat import CharacterRef
+    from taverna.services.data import open_data
+
+    data = tmp_path / "data"
+    with open_data(data) as opened:
+        store = opened.store
+        card = LibraryService(store).import_bytes(
+            (files("taverna") / "data" / "Ione Calder.png").read_bytes(), "Ione Calder.png"
+        )
+        _settings(store)  # type: ignore[arg-type]
+        # The preview asks no model; a connection names the API the prompt is for.
+        ConnectionService(store, opened.path).add(
+            "local", "openai", url="http://127.0.0.1:9/v1", model="m", key="sk-unused"
+        )
+        chats = ChatService(store)
+        chat = chats.create_chat(
+            "road",
+            characters=[CharacterRef("Ione Calder", card.id)],
+            greetings=["Hello."],
+            base_state=ChatState(),
+        ).chat
+        chat = chats.append(chat.id, NodeRole.USER, DRAGON, revision=chat.revision).chat
+        for i in range(40):
+            role = NodeRole.USER if i % 2 == 0 else NodeRole.ASSISTANT
+            chat = chats.append(chat.id, role, FILLER[i % 4], revision=chat.revision).chat
+        _ask(store, chat.id, "Where did that dragon go after it burned the mill?")  # type: ignore[arg-type]
+        EmbeddingBacklog(store, lambda: embedder).drain()
+        chat_id = chat.id
+    result = CliRunner().invoke(
+        app,
+        ["chat", "Ione Calder", "--chat", chat_id, "--data", str(data)],
+        input="/prompt\n/quit\n",
+    )
+    assert result.exit_code == 0, result.output
+    assert "recalled messages:" in result.output
+    assert "score 0." in result.output and "dragon burned the mill" in result.output
