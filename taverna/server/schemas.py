@@ -432,6 +432,9 @@ class GroupMemberOut(BaseModel):
     muted: bool
     talkativeness: float
     connection: str | None = Field(default=None, description="the member's own connection")
+    preset: str | None = Field(
+        default=None, description="the member's own Chat Completion preset (an id)"
+    )
 
 
 class GroupOut(BaseModel):
@@ -485,6 +488,17 @@ class GroupChangesIn(Strict):
         default=None,
         max_length=100,
         description="a member's own connection by its name (null: the chat's connection)",
+    )
+    presets: (
+        dict[
+            Annotated[str, Field(max_length=NAME_MAX)],
+            Annotated[str, Field(max_length=100)] | None,
+        ]
+        | None
+    ) = Field(
+        default=None,
+        max_length=100,
+        description="a member's own Chat Completion preset (an id) by its name (null: the chat's)",
     )
     revision: int = Field(ge=1, le=REVISION_MAX, description="the group's revision as read")
 

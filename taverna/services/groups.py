@@ -244,24 +244,35 @@ class GroupService:
 
     def set_connection(self, group_id: str, member: str, connection: str | None) -> Document:
         """Give a member a connection of its own (None: the chat's again)."""
-        return self.update(
-            group_id, {"taverna": self.own_connections(group_id, {member: connection})}
-        )
+        changes = {"taverna": self.own_settings(group_id, "connection", {member: connection})}
+        return self.update(group_id, changes)
 
-    def own_connections(
-        self, group_id: str, connections: Mapping[str, str | None]
+    def set_preset(self, group_id: str, member: str, preset_id: str | None) -> Document:
+        """Give a member a Chat Completion preset of its own, by id (None: the chat's)."""
+        changes = {"taverna": self.own_settings(group_id, "preset", {member: preset_id})}
+        return self.update(group_id, changes)
+
+    def own_settings(
+        self,
+        group_id: str,
+        key: str,
+        values: Mapping[str, str | None],
+        base: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """The group's `taverna` settings with these members' own connections (by name;
-        None: the chat's connection again)."""
+        """The group's `taverna` settings with `key` ("connection" or "preset") set for
+        these members (by name; None: the chat's again), over `base` (default: stored)."""
         group = self.get(group_id)
-        own = {k: v.to_json() for k, v in group.taverna.items()}
-        for member, connection in connections.items():
+        if base is None:
+            own = {k: v.to_json() for k, v in group.taverna.items()}
+        else:
+            own = {k: dict(v) for k, v in base.items()}
+        for member, value in values.items():
             file = self._member_file(group, member)
             settings = dict(own.get(file) or {})
-            if connection:
-                settings["connection"] = connection
+            if value:
+                settings[key] = value
             else:
-                settings.pop("connection", None)
+                settings.pop(key, None)
             if settings:
                 own[file] = settings
             else:
@@ -333,6 +344,18 @@ class GroupService:
         ]
         oldest = datetime.min.replace(tzinfo=UTC)
         return max(found, key=lambda c: c.updated or c.created or oldest, default=None)
+
+    def preset(self, preset_id: str) -> Document:
+        """A stored Chat Completion preset (NotFound naming the field if it is none)."""
+        try:
+            doc = self.store.get_document(preset_id)
+        except NotFound:
+            raise NotFound("no such preset", field="presets") from None
+        if doc.kind != LibraryKind.CHAT_COMPLETION_PRESET.value or (
+            self.owner and doc.owner != self.owner
+        ):
+            raise NotFound("no such preset", field="presets")
+        return doc
 
     def delete(self, group_id: str) -> None:
         """Remove a group; its chats stay, with the members they had."""

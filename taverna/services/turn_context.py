@@ -214,7 +214,7 @@ class TurnContexts:
 
     def build(self, turn: TurnRequest) -> PreparedTurn:
         chat = turn.chat
-        library = self.library(chat)
+        library = self.library(chat, turn.speaker)
         now = self.clock() if self.clock else datetime.now(UTC)
         want = self._windows.get(chat.id, FIRST_WINDOW)
         floor = _scan_floor(library)
@@ -330,8 +330,9 @@ class TurnContexts:
 
     # ------------------------------------------------------------------ the library
 
-    def library(self, chat: Chat) -> _Library:
-        """The settings, cards, persona and applying lorebooks of a chat, as parsed."""
+    def library(self, chat: Chat, speaker: str | None = None) -> _Library:
+        """The settings, cards, persona and applying lorebooks of a chat, as parsed (in a
+        group chat, with the preset of the member `speaker` when it has one of its own)."""
         # One look at the versions: the small documents, the chat's cards and the books
         # its last turn used; a book named anew is looked up after.
         ids = [ref.document_id for ref in chat.characters if ref.document_id]
@@ -353,8 +354,11 @@ class TurnContexts:
                 books_found.append(version)
             elif version.kind in found:
                 found[version.kind].append(version)
-        settings, preset = self._settings(found)
         characters = self._characters(chat, found[LibraryKind.CHARACTER.value])
+        groups = [v for v in found[LibraryKind.GROUP.value] if v.id == chat.group_id]
+        group = self.documents.get("group", groups[-1], _group) if groups else None
+        own_preset = _member_preset(group, characters, speaker) if group is not None else None
+        settings, preset = self._settings(found, own_preset)
         persona = self._persona(chat.user_name, found[LibraryKind.PERSONA.value])
         names = _applying_books(chat, characters, persona, settings)
         if set(names) - set(guessed):
@@ -363,8 +367,6 @@ class TurnContexts:
             )
         self._book_names[chat.id] = tuple(names)
         books = self._lorebooks([v for v in books_found if v.name in names])
-        groups = [v for v in found[LibraryKind.GROUP.value] if v.id == chat.group_id]
-        group = self.documents.get("group", groups[-1], _group) if groups else None
         return _Library(
             settings,
             preset,
@@ -398,10 +400,14 @@ class TurnContexts:
         return out, active
 
     def _settings(
-        self, found: Mapping[str, list[DocumentVersion]]
+        self, found: Mapping[str, list[DocumentVersion]], own_preset: str | None = None
     ) -> tuple[SillyTavernSettings, Mapping[str, Any]]:
-        """The settings a turn assembles with, and the chosen preset as stored."""
+        """The settings a turn assembles with, and the chosen preset as stored
+        (`own_preset`: a group member's own Chat Completion preset, by id)."""
         choices, active = self._active(found)
+        for version in found[LibraryKind.CHAT_COMPLETION_PRESET.value]:
+            if own_preset and version.id == own_preset:
+                choices["chat_completion_preset"] = version
         chat_completion = ChatCompletionSettings()
         preset: Mapping[str, Any] = {}
         if "chat_completion_preset" in choices:
@@ -600,6 +606,24 @@ class TurnContexts:
 
 def _group(doc: Document) -> Group:
     return read_group(doc.data, file=doc.name)
+
+
+def _member_preset(
+    group: Group, characters: Sequence[CharacterInfo], speaker: str | None
+) -> str | None:
+    """The id of the Chat Completion preset the group gives member `speaker`, if any."""
+    if not speaker:
+        return None
+    names = [c.name for c in characters]
+    for index, file in enumerate(group.members):
+        if len(names) == len(group.members):
+            named = names[index] == speaker
+        else:
+            stem = PurePath(file).stem
+            named = stem == speaker or stem.endswith(speaker)
+        if named:
+            return group.member_settings(file).preset
+    return None
 
 
 def _muted_names(group: Group, characters: Sequence[CharacterInfo]) -> tuple[str, ...]:

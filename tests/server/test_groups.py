@@ -131,6 +131,8 @@ def test_a_member_gets_a_connection_of_its_own(client: TestClient, group: dict) 
         url, json={"connections": {"Mira": "nope"}, "revision": group["revision"]}
     )
     assert missing.status_code == 404
+    no_preset = client.patch(url, json={"presets": {"Mira": "nope"}, "revision": group["revision"]})
+    assert no_preset.status_code == 404 and no_preset.json()["detail"]["field"] == "presets"
     unchanged = client.get(url).json()
     assert unchanged["revision"] == group["revision"]  # nothing was written
     changed = client.patch(

@@ -303,3 +303,30 @@ def test_a_group_chat_exports_with_each_members_card(world: World) -> None:
         ("小雪", "小雪.png"),
         ("Bob", "Bob.png"),
     ]
+
+
+def test_a_member_with_its_own_preset_is_prompted_by_it(world: World) -> None:
+    from taverna.services.library import LibraryKind
+    from tests.conftest import shared_dir
+
+    path = shared_dir() / "fixtures" / "sillytavern" / "presets" / "openai" / "Default.json"
+    if not path.is_file():
+        pytest.skip("the shared SillyTavern fixtures are not here")
+    preset = json.loads(path.read_text())
+    for prompt in preset["prompts"]:
+        if prompt["identifier"] == "main":
+            prompt["content"] = "Bob's own main prompt: write {{char}}'s reply in verse."
+    stored = LibraryService(world.store).put(LibraryKind.CHAT_COMPLETION_PRESET, "Verse", preset)
+    world.groups.set_preset(world.group_id, "Bob", stored.id)
+    assert world.groups.members(world.groups.get(world.group_id))[2].preset == stored.id
+    world.stub.script(*[Reply(tokens=[f"reply {i}"]) for i in range(3)])
+
+    async def main() -> None:
+        found = await world.service.round(world.chat_id, "Hi")
+        assert found.task is not None
+        await found.task
+
+    run(main())
+    sent = [json.dumps(r.body, ensure_ascii=False) for r in world.stub.requests]
+    assert "Bob's own main prompt: write Bob's reply in verse." in sent[2]
+    assert "own main prompt" not in sent[0] and "own main prompt" not in sent[1]

@@ -54,6 +54,7 @@ def group_out(service: GroupService, group_id: str) -> GroupOut:
                 muted=m.muted,
                 talkativeness=m.talkativeness,
                 connection=m.connection,
+                preset=m.preset,
             )
             for m in service.members(group)
         ],
@@ -122,7 +123,14 @@ def change_group(
         for connection in body.connections.values():
             if connection:
                 ctx.connections.get(connection)  # a connection that does not exist: 404
-        changes["taverna"] = service.own_connections(group_id, body.connections)
+        changes["taverna"] = service.own_settings(group_id, "connection", body.connections)
+    if body.presets is not None:
+        for preset in body.presets.values():
+            if preset:
+                service.preset(preset)  # a preset that does not exist: 404
+        changes["taverna"] = service.own_settings(
+            group_id, "preset", body.presets, changes.get("taverna")
+        )
     service.update(group_id, changes, revision=body.revision)
     return group_out(service, group_id)
 
