@@ -101,6 +101,11 @@ def test_group_round_in_the_page(chromium, taverna: TavernaServer, stub: StubSer
     page.locator("#chat-group-strategy").select_option("pooled")
     expect(page.locator("#next-speakers")).to_contain_text("not spoken yet")
 
+    # Élodie gets a connection of her own.
+    page.locator(".member-models > summary").click()
+    page.get_by_label("Connection of Élodie").select_option("stub")
+    expect(page.get_by_label("Connection of Élodie")).to_have_value("stub")
+
     # Reload: all there.
     page.reload()
     page.locator("#group-members .member").first.wait_for()
@@ -114,6 +119,9 @@ def test_group_round_in_the_page(chromium, taverna: TavernaServer, stub: StubSer
     assert names == ["User", "Wren", "Élodie", "Wren"]
     expect(page.locator(".member.muted .name")).to_have_text(["小雪"])
     expect(page.locator("#chat-group-strategy")).to_have_value("pooled")
+    page.locator(".member-models > summary").click()
+    expect(page.get_by_label("Connection of Élodie")).to_have_value("stub")
+    expect(page.get_by_label("Connection of Wren")).to_have_value("")
     # The first candidate is still 小雪's.
     messages(page).last.get_by_role("button", name="Previous candidate").click()
     page.locator(".message", has_text="小雪在画灯。").wait_for()

@@ -52,6 +52,8 @@ export async function render(root, params) {
     round: null, // a group round under way: its speakers and the tasks started so far
     auto: false, // auto mode: the group takes turns by itself while the person is idle
     membersOpen: null, // the members' list unfolded (null: by the screen's width)
+    modelsOpen: false, // each member's own connection and preset unfolded
+    modelChoices: null, // the connections and presets a member may have of its own
     idleSince: 0,
   };
   const drawn = new Map(); // message id -> its <li>
@@ -229,6 +231,10 @@ export async function render(root, params) {
     if (!state.chat?.group_id) return;
     try {
       state.group = await api.get(`/groups/${state.chat.group_id}`);
+      if (!state.modelChoices) {
+        const [connections, presets] = await Promise.all([api.get("/connections"), api.get("/presets?kind=chat")]);
+        state.modelChoices = { connections, presets };
+      }
     } catch (error) {
       state.group = null;
       if (error.status !== 404) reportError(error);
@@ -267,7 +273,8 @@ export async function render(root, params) {
           h("label", { class: "mute" }, mute, h("span", { text: t("groups.muted") })),
           speak, rewrite);
       })),
-      groupSettings(group));
+      groupSettings(group),
+      memberModels(group));
     fold.addEventListener("toggle", () => {
       state.membersOpen = fold.open;
     });
@@ -292,6 +299,30 @@ export async function render(root, params) {
     });
     return h("div", { class: "group-settings" }, strategy, mode,
       h("label", { class: "mute", title: t("groups.auto_note", { seconds: group.auto_mode_delay }) }, auto, h("span", { text: t("groups.auto") })));
+  }
+
+  /** Each member's own connection and preset (empty: the chat's), folded away. */
+  function memberModels(group) {
+    const choices = state.modelChoices;
+    if (!choices) return null;
+    const open = !!state.modelsOpen;
+    const rows = group.members.map((m) => {
+      const connection = h("select", { "aria-label": t("groups.connection_of", { name: m.name }) },
+        h("option", { value: "", text: t("groups.the_chats") }),
+        choices.connections.map((c) => h("option", { value: c.name, selected: c.name === m.connection ? "selected" : null, text: c.name })));
+      const preset = h("select", { "aria-label": t("groups.preset_of", { name: m.name }) },
+        h("option", { value: "", text: t("groups.the_chats") }),
+        choices.presets.map((p) => h("option", { value: p.id, selected: p.id === m.preset ? "selected" : null, text: p.name })));
+      connection.addEventListener("change", () => changeGroup({ connections: { [m.name]: connection.value || null } }));
+      preset.addEventListener("change", () => changeGroup({ presets: { [m.name]: preset.value || null } }));
+      return h("li", {}, h("span", { class: "name", text: m.name }), connection, preset);
+    });
+    const fold = h("details", { class: "member-models", open: open ? "open" : null },
+      h("summary", { text: t("groups.models") }), h("ul", { class: "member-model-list" }, rows));
+    fold.addEventListener("toggle", () => {
+      state.modelsOpen = fold.open;
+    });
+    return fold;
   }
 
   async function changeGroup(changes) {
