@@ -175,7 +175,8 @@ def stored_config(store: Store, owner: str = "") -> RecallConfig:
 
 class EmbeddingBacklog:
     """Embeds the messages due in the background, one batch at a time, until none is left;
-    then waits for `wake()` (a new message) or `every` seconds.
+    then waits for `wake()` (the workspace wakes it after every chat write) or `every`
+    seconds (a write by another process).
 
     `embedder` names the model in use now (None: recall is off, nothing is embedded). Every batch is saved in its own transaction: a crash
     loses at most the batch being embedded, which is due again at the next start.
@@ -186,7 +187,7 @@ class EmbeddingBacklog:
         store: Store,
         embedder: Callable[[], Embedder | None],
         *,
-        every: float = 5.0,
+        every: float = 30.0,
     ) -> None:
         self.store = store
         self._embedder = embedder

@@ -422,3 +422,32 @@ def test_taverna_chat_prompt_shows_the_recalled_messages(
     assert result.exit_code == 0, result.output
     assert "recalled messages:" in result.output
     assert "score 0." in result.output and "dragon burned the mill" in result.output
+
+
+def test_sillytavern_vector_settings_import_and_turn_recall_on(store: SqlStore) -> None:
+    import json
+
+    from taverna.services.recall import stored_config
+    from taverna.services.settings_import import import_settings
+
+    vectors = {
+        "enabled_chats": True,
+        "template": "Memories:\n{{text}}",
+        "position": 1,
+        "depth": 4,
+        "depth_role": 0,
+        "insert": 5,
+        "query": 3,
+        "score_threshold": 0.3,
+        "enabled_world_info": True,
+        "max_entries": 2,
+        "source": "transformers",
+    }
+    doc = {"main_api": "openai", "extension_settings": {"vectors": vectors}}
+    import_settings(LibraryService(store), json.dumps(doc).encode(), file="settings.json")
+    config = stored_config(store)
+    assert config.enabled_chats and config.enabled_world_info
+    assert config.placement.template == "Memories:\n{{text}}"
+    assert config.placement.position.value == 1 and config.placement.depth == 4
+    assert (config.placement.insert, config.query, config.max_entries) == (5, 3, 2)
+    assert config.score_threshold == config.placement.score_threshold == 0.3

@@ -36,7 +36,7 @@ class SqlVectors(SqlBase):
                 )
             )
             .where(v.c.seq.is_(None), n.c.deleted == sa.false(), c.c.text != "")
-            .order_by(n.c.chat_id, n.c.depth)
+            # No order: the first `limit` found will do, and the search stops there.
             .limit(limit)
         )
         with self._read() as conn:
