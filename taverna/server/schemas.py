@@ -399,6 +399,9 @@ class ScriptIn(Strict):
 
     text: str = Field(min_length=1, max_length=TEXT_MAX)
     revision: ChatRevision
+    input: str = Field(
+        default="", max_length=TEXT_MAX, description="what the chat input holds ({{input}})"
+    )
 
 
 class ScriptNoticeOut(BaseModel):

@@ -402,6 +402,7 @@ class ScriptService:
         revision: int | None = None,
         arguments: Mapping[str, str] | None = None,
         ask: Callable[[Generation], str] | None = None,
+        typed: str = "",
     ) -> ScriptRun:
         """Run `text`; in a chat its effects and chat variables are saved on its path.
 
@@ -409,6 +410,7 @@ class ScriptService:
         A script that fails keeps the chat changes made before the failing command, as
         SillyTavern does, but not its variable changes. `ask` answers `/gen` and `/genraw`
         (see `quiet_generation.quiet_text`); it blocks until the model has answered.
+        `typed`: what the chat input holds, for `{{input}}` (a Quick Reply reads it).
         """
         global_before = self.global_variables()
         if chat_id is None:
@@ -451,6 +453,7 @@ class ScriptService:
             user=chat.user_name or "User",
             char=chat.characters[0].name if chat.characters else "",
             group=", ".join(c.name for c in chat.characters) if chat.group_id else None,
+            input=typed,
         )
         context = ScriptContext(
             variables=Variables(local=dict(local), global_=global_before),

@@ -169,3 +169,16 @@ def _fuzz_chat(ctx: AppContext) -> str:
     if not isinstance(found, str):
         found = ctx.services["fuzzed chat"] = make_chat(ctx)[0]
     return found
+
+
+def test_a_quick_reply_reads_the_chat_input(client: TestClient, ctx: AppContext) -> None:
+    chat_id, _ids = make_chat(ctx)
+    ran = client.post(
+        f"/api/chats/{chat_id}/script",
+        json={
+            "text": "/pass You typed: {{input}}",
+            "revision": rev(client, chat_id),
+            "input": "hello",
+        },
+    ).json()
+    assert ran["pipe"] == "You typed: hello"

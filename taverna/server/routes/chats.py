@@ -371,7 +371,7 @@ def run_script(
         return anyio.from_thread.run(quiet_text, ctx.generation, chat_id, generation)
 
     run = ScriptService(ctx.chats, owner=current_user(request)).run(
-        body.text, chat_id=chat_id, revision=body.revision, ask=ask
+        body.text, chat_id=chat_id, revision=body.revision, ask=ask, typed=body.input
     )
     if run.changed or run.first_changed is not None:
         view = usecases.changed_view(ctx, chat_id, below=run.first_changed)

@@ -776,7 +776,7 @@ export async function render(root, params) {
    * Returns the reply kind to start (or null). */
   async function runScript(text, fromInput = true) {
     const answer = await send(
-      () => api.post(`${chatUrl}/script`, { text, revision: state.chat.revision }),
+      () => api.post(`${chatUrl}/script`, { text, revision: state.chat.revision, input: fromInput ? "" : input.value }),
       fromInput ? t("kept.message") : t("kept.page"),
       fromInput ? t("kept.message") : "",
     );
