@@ -431,7 +431,7 @@ class RecallService:
         self._chats: OrderedDict[tuple[str, str], ChatVectors] = OrderedDict()
         self._paths: OrderedDict[str, PathIndex] = OrderedDict()
         self._queries: OrderedDict[tuple[str, str], Vectors] = OrderedDict()
-        self._lock = threading.Lock()
+        self.lock = threading.RLock()  # the caches are shared by the server's threads
 
     def embedder(self, config: RecallConfig) -> Embedder:
         key = (config.source, config.endpoint, config.model)
@@ -507,7 +507,7 @@ class RecallService:
         """What this turn may recall; None when recall is off or there is nothing to ask."""
         if not config.enabled or not recent:
             return None
-        with self._lock:
+        with self.lock:
             embedder = self.embedder(config)
             vectors = self.chat_vectors(chat_id, embedder.model)
             query = self.query_vector(config, vectors, recent)
@@ -519,7 +519,7 @@ class RecallService:
                 if config.enabled_world_info and books
                 else {}
             )
-        return TurnRecall(self, config, chat_id, vectors, path, query, entries)
+        return TurnRecall(self, config, chat_id, leaf, vectors, path, query, entries)
 
     def _entry_scores(
         self,
@@ -565,6 +565,7 @@ class TurnRecall:
     service: RecallService
     config: RecallConfig
     chat_id: str
+    leaf: str | None
     vectors: ChatVectors
     path: PathIndex | None
     query: Vectors
@@ -580,7 +581,11 @@ class TurnRecall:
         placement = self.config.placement
         messages: tuple[RecalledMessage, ...] = ()
         if self.path is not None and placement.insert > 0:
-            messages = self._messages(first_depth, placement.insert * 3)
+            # Another turn (of this chat, on another branch perhaps) may have moved the
+            # shared path index or read new vectors since: set it to this turn's end again.
+            with self.service.lock:
+                self.path = self.service.path(self.chat_id, self.leaf)
+                messages = self._messages(first_depth, placement.insert * 3)
         return RecallInput(placement, messages, dict(self.entry_scores))
 
     def _messages(self, below: int, want: int) -> tuple[RecalledMessage, ...]:

@@ -23,7 +23,7 @@ from taverna.services.chats import ChatService
 from taverna.services.connections import ConnectionService
 from taverna.services.generation import GenerationService
 from taverna.services.library import LibraryKind, LibraryService
-from taverna.services.recall import EmbeddingBacklog, RecallService, embed_due
+from taverna.services.recall import EmbeddingBacklog, RecallService, embed_due, recall_config
 from taverna.services.turn_context import TurnContexts
 from taverna.services.turn_paths import PathEnds
 from taverna.store.sql import SqlStore
@@ -174,6 +174,20 @@ def test_a_branch_never_recalls_a_sibling_branchs_message(
     assert not set(recalled) & (a_path - b_path)
     assert set(recalled) <= b_path
     assert all("dragon" not in text for text in recalled.values())
+
+    # Two turns at once in one process, one on each branch: each keeps to its own path.
+    service = RecallService(store, lambda config: embedder)
+    config = recall_config({"extension_settings": {"vectors": {"enabled_chats": True, "query": 1}}})
+    b_leaf = store.get_chat(chat_id).active_leaf_id
+    b_nodes = store.path_tail(chat_id, b_leaf or "", limit=5).nodes
+    a_nodes = store.path_tail(chat_id, a_leaf or "", limit=5).nodes
+    on_b = service.for_turn(config, chat_id, b_leaf, b_nodes)
+    on_a = service.for_turn(config, chat_id, a_leaf, a_nodes)
+    assert on_b is not None and on_a is not None
+    from_b = {m.id for m in on_b.for_window(b_nodes[0].depth).messages}
+    from_a = {m.id for m in on_a.for_window(a_nodes[0].depth).messages}
+    assert from_b and from_b <= b_path
+    assert from_a and from_a <= a_path
 
 
 def test_hidden_and_deleted_messages_are_never_recalled(
