@@ -470,7 +470,8 @@ def chat(
         str | None, typer.Option("--connection", help="a connection name (default: the default)")
     ] = None,
     say: Annotated[
-        str | None, typer.Option("--say", help="send this, print the reply, and exit")
+        str | None,
+        typer.Option("--say", help="send this, print the reply, and exit (a /script runs)"),
     ] = None,
     data: Annotated[
         Path | None,
@@ -496,6 +497,10 @@ def chat(
                 session.loop()
                 return
             before = session.revision()
+            if say.lstrip().startswith("/"):
+                session.script(say.strip())  # a script, as in the terminal chat
+                session.backed_up(before)
+                return
             done = session.say(say)
             session.backed_up(before)
         finally:

@@ -121,3 +121,12 @@ def test_genraw_from_the_shell_prints_the_model_text(data: Path, stub: StubServe
     )
     assert result.exit_code == 0, result.output
     assert result.stdout.strip() == "AYE."
+
+
+def test_say_with_a_script_runs_it(data: Path) -> None:
+    runner = CliRunner()
+    result = runner.invoke(
+        app, ["chat", "Ione Calder", "--say", "/setvar key=n 4 | /mul n 10", "--data", str(data)]
+    )
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == "40"
