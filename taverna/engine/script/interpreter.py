@@ -365,7 +365,9 @@ class Run:
         return value if isinstance(value, str) else js_value_text(value)
 
     def macros(self, text: str) -> str:
-        if not text:
+        # Without `{{` only the legacy `<USER>`-style tags could change (§8): most
+        # arguments have neither, and skip the macro engine.
+        if "{{" not in text and "<" not in text:
             return text
         context = replace(self.context.macros, variables=self.variables)
         result = evaluate(text, context)
