@@ -9,7 +9,8 @@ summary (with that summary first) as the user's, as many as fit the context.
 Two things differ on purpose. A summary has its own reply limit
 (`overrideResponseLength`, else `SUMMARY_REPLY_TOKENS`), never the chat's reply length
 that cuts SillyTavern's summaries at its factory settings; a summary that still hits its
-limit is kept and flagged `cut`, not passed off as whole. And it is recorded on the newest
+limit is continued once, and if it stops at the limit again it is kept and flagged `cut`,
+not passed off as whole. And it is recorded on the newest
 message it covers (the path's end for classic, the last message sent for raw), so the
 tree rolls it back when that message leaves the path.
 """
@@ -252,6 +253,10 @@ class SummaryGenerator:
         else:
             prompt = replace(classic, sampling={**classic.sampling, **sampling})
         text, cut = await self._ask(connection, prompt, chat)
+        if cut and text.strip():
+            # Stopped at its limit: asked once to go on from where it stopped.
+            more, cut = await self._ask(connection, _continued(prompt, text), chat)
+            text += more
         text = text.strip()
         if not text:
             raise ProviderError("the model gave an empty summary", field="summary")
@@ -288,6 +293,14 @@ class SummaryGenerator:
         if prompt.stop:
             text = _trim_at_stop(text, prompt.stop)
         return text, cut
+
+
+def _continued(prompt: Prompt, said: str) -> Prompt:
+    """The same request with what was said so far as the start of the answer."""
+    if prompt.kind == "text":
+        return replace(prompt, text=prompt.text + said)
+    messages = (*prompt.messages, PromptMessage(Role.ASSISTANT, said))
+    return replace(prompt, messages=messages)
 
 
 def _trim_at_stop(text: str, stops: Sequence[str]) -> str:

@@ -146,13 +146,28 @@ def test_raw_text_stops_at_the_token_budget_and_the_message_limit(ws: Workspace)
     assert raw_text(nodes[:1], "sys", 10_000).last_node_id is None
 
 
-def test_a_summary_cut_by_its_limit_is_kept_and_flagged(ws: Workspace, stub: StubServer) -> None:
+def test_a_summary_cut_by_its_limit_is_continued_once_then_kept_and_flagged(
+    ws: Workspace, stub: StubServer
+) -> None:
     save_summary_settings(ws.store, replace(SummarySettings(), override_response_length=40))
     chat_id = _chat(ws, "Tell me everything.", "Everything is long.")
-    stub.script(Reply(tokens=["It began when"], finish="length"))
+    stub.script(
+        Reply(tokens=["It began when"], finish="length"), Reply(tokens=[" the tide turned."])
+    )
     outcome = asyncio.run(_generator(ws).summarize(chat_id))
-    assert outcome.cut and outcome.text == "It began when"
+    assert not outcome.cut and outcome.text == "It began when the tide turned."
+    # the continuation starts from what was said
+    assert stub.requests[-1].body["messages"][-1] == {
+        "role": "assistant",
+        "content": "It began when",
+    }
     assert stub.requests[-1].body["max_tokens"] == 40
+
+    stub.script(
+        Reply(tokens=["Again it"], finish="length"), Reply(tokens=[" went on"], finish="length")
+    )
+    outcome = asyncio.run(_generator(ws).summarize(chat_id))
+    assert outcome.cut and outcome.text == "Again it went on"
 
 
 def test_summaries_can_use_a_connection_of_their_own(ws: Workspace, stub: StubServer) -> None:
