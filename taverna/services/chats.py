@@ -662,6 +662,39 @@ class ChatService:
         current = self.store.state_at(chat_id, target)
         return self.write_state(chat_id, target, replace(current, **changes), revision=revision)
 
+    def write_summary(
+        self, chat_id: str, node_id: str, text: str | None, *, revision: int
+    ) -> WriteResult:
+        """Record a summary made at `node_id` (the newest message it covers), or with
+        `text` None remove the one made there (the one before it is in force again).
+
+        States recorded below it on the active path copied the summary in force when
+        they were recorded: those that copied the one replaced copy the new one.
+        """
+        with self.store.write(chat_id, revision=revision, label="summary") as w:
+            node = w.get_node(node_id)
+            self._require_alive(node)
+            state = w.state_at(node_id)
+            old_at = state.summary_at
+            if text is None:
+                before = w.state_at(node.parent_id) if node.parent_id else w.chat.base_state
+                new_text, new_at = before.summary, before.summary_at
+            else:
+                new_text, new_at = text, node_id
+            node = w.update_node(node_id, state=replace(state, summary=new_text, summary_at=new_at))
+            leaf = w.chat.active_leaf_id
+            if leaf is not None and leaf != node_id:
+                path = w.path_to(leaf)
+                ids = [n.id for n in path]
+                below = path[ids.index(node_id) + 1 :] if node_id in ids else []
+                for later in below:
+                    if later.state is not None and later.state.summary_at == old_at:
+                        w.update_node(
+                            later.id,
+                            state=replace(later.state, summary=new_text, summary_at=new_at),
+                        )
+        return WriteResult(w.chat, node)
+
     # --------------------------------------------------------------- undo/redo
 
     def undo(self, chat_id: str, *, revision: int) -> WriteResult:

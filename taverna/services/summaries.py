@@ -12,14 +12,14 @@ Making a summary with a model is `taverna.services.summary_generation`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from taverna.errors import NotFound, TavernaError
 from taverna.model.chat import ChatState, Node
 from taverna.model.prompt import Prompt
 from taverna.model.summary import SummarySettings
 from taverna.services.chats import ChatService, WriteResult
-from taverna.store.repository import ChatWriter, Store
+from taverna.store.repository import Store
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,17 +132,7 @@ class SummaryService:
 
     def record(self, chat_id: str, node_id: str, text: str, *, revision: int) -> WriteResult:
         """A new summary made at `node_id` (the newest message it covers)."""
-        text = _clean(text)
-        with self.store.write(chat_id, revision=revision, label="summary") as w:
-            node = w.get_node(node_id)
-            if node.deleted:
-                raise TavernaError("that message is deleted; restore it first", field="node_id")
-            state = w.state_at(node_id)
-            old_at = state.summary_at
-            node = w.update_node(node_id, state=replace(state, summary=text, summary_at=node_id))
-            # Later states on the active path recorded the older summary as theirs.
-            _rewrite_below(w, node_id, old_at, text, node_id)
-        return WriteResult(w.chat, node)
+        return self.chats.write_summary(chat_id, node_id, _clean(text), revision=revision)
 
     def edit(self, chat_id: str, text: str, *, revision: int) -> WriteResult:
         """Change the text of the summary in force (it stays with its message)."""
@@ -160,17 +150,7 @@ class SummaryService:
         current = self.current(chat_id)
         if current is None or current.node_id is None:
             raise NotFound("this chat has no summary to remove", field="summary")
-        node_id = current.node_id
-        with self.store.write(chat_id, revision=revision, label="remove summary") as w:
-            node = w.get_node(node_id)
-            before = w.state_at(node.parent_id) if node.parent_id else w.chat.base_state
-            assert node.state is not None
-            node = w.update_node(
-                node_id,
-                state=replace(node.state, summary=before.summary, summary_at=before.summary_at),
-            )
-            _rewrite_below(w, node_id, node_id, before.summary, before.summary_at)
-        return WriteResult(w.chat, node)
+        return self.chats.write_summary(chat_id, current.node_id, None, revision=revision)
 
 
 def _clean(text: str) -> str:
@@ -178,24 +158,6 @@ def _clean(text: str) -> str:
     if not text:
         raise TavernaError("a summary needs some text", field="text")
     return text
-
-
-def _rewrite_below(
-    w: ChatWriter, node_id: str, old_at: str | None, text: str | None, new_at: str | None
-) -> None:
-    """States recorded below `node_id` on the active path that carried the summary made at
-    `old_at` carry the new one instead (they copied it when they were recorded)."""
-    leaf = w.chat.active_leaf_id
-    if leaf is None or leaf == node_id:
-        return
-    path = w.path_to(leaf)
-    ids = [n.id for n in path]
-    if node_id not in ids:
-        return
-    for node in path[ids.index(node_id) + 1 :]:
-        state = node.state
-        if state is not None and state.summary_at == old_at:
-            w.update_node(node.id, state=replace(state, summary=text, summary_at=new_at))
 
 
 def went_in(prompt: Prompt, info: SummaryInfo) -> bool:

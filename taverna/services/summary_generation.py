@@ -211,7 +211,7 @@ class SummaryGenerator:
 
     async def after_reply(self, chat_id: str) -> SummaryOutcome:
         """The automatic summary: made when one is due (§3.2), else skipped with a reason."""
-        settings = self.settings()
+        settings = self.settings(self.store.get_chat(chat_id).owner)
         if settings.frozen or settings.prompt_interval <= 0 or not settings.places_summary:
             return SummaryOutcome(skipped="automatic summaries are off")
         # Only the end of the path decides: past `promptInterval` messages back, a summary
@@ -225,8 +225,9 @@ class SummaryGenerator:
     async def summarize(
         self, chat_id: str, *, settings: SummarySettings | None = None
     ) -> SummaryOutcome:
-        """Make a summary of the chat now and record it."""
-        settings = settings or self.settings()
+        """Make a summary of the chat now and record it (with its owner's settings unless
+        `settings` are given)."""
+        settings = settings or self.settings(self.store.get_chat(chat_id).owner)
         if not summary_prompt(settings).strip():
             raise TavernaError("the summary prompt is empty", field="prompt")
         connection = self.generation.connections.get(settings.connection or None)
