@@ -135,3 +135,19 @@ def test_the_seed_is_the_chat_and_position() -> None:
     assert len(draws) > 1  # the rolls differ from position to position
     assert round_seed("c1", 3) == round_seed("c1", 3)
     assert round_seed("c1", 3) != round_seed("c2", 3)
+
+
+filler = st.text(alphabet="我你他在和的了吗，。！？、 \n", max_size=12)
+
+
+@given(members_st, st.data(), filler, filler, st.integers(min_value=0, max_value=2**32))
+def test_a_named_active_member_speaks_whatever_surrounds_the_name(
+    members: tuple[Member, ...], data: st.DataObject, before: str, after: str, seed: int
+) -> None:
+    active = [m for m in members if not m.muted]
+    if not active:
+        return
+    target = data.draw(st.sampled_from(active))
+    spelled = data.draw(st.sampled_from([target.name, target.name.upper(), target.name.lower()]))
+    turn = GroupTurn(members=members, last_text=before + spelled + after, seed=seed)
+    assert target.name in next_speakers(turn)
