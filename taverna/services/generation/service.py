@@ -62,6 +62,9 @@ from taverna.store.repository import Store
 
 logger = logging.getLogger(__name__)
 
+# Finished group rounds kept for the page to read (the oldest go first).
+ROUNDS_KEPT = 256
+
 DRAFT_KIND = "draft"
 # algo-providers.md §12 [newer]: at most five tool rounds, then a plain answer is required
 MAX_TOOL_ROUNDS = 5
@@ -285,6 +288,10 @@ class GenerationService:
             )
         found = GroupRound(new_id(), chat_id, speakers, started=started)
         self.rounds[found.id] = found
+        # finished rounds are kept for a page that asks after them, a bounded number
+        finished = [k for k, r in self.rounds.items() if r.done]
+        while len(self.rounds) > ROUNDS_KEPT and finished:
+            del self.rounds[finished.pop(0)]
         if not speakers:
             # nobody answers (the manual strategy): the message is just posted
             if text.strip():
