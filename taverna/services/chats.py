@@ -448,8 +448,15 @@ class ChatService:
     # ----------------------------------------------------------------- editing
 
     def edit(self, chat_id: str, node_id: str, content: str, *, revision: int) -> WriteResult:
-        """Replace a message's text in place; the old text stays in its history."""
+        """Replace a message's text in place; the old text stays in its history.
+
+        A summary made at this message described the old text: it goes (the one before it
+        is in force again), as SillyTavern drops an edited message's `extra.memory`.
+        """
         with self.store.write(chat_id, revision=revision, label="edit") as w:
+            old = w.get_node(node_id)
+            if old.content != content and old.state is not None and old.state.summary_at == old.id:
+                self._set_summary(w, old, None)
             node = w.update_node(node_id, content=content)
         return WriteResult(w.chat, node)
 
@@ -674,26 +681,29 @@ class ChatService:
         with self.store.write(chat_id, revision=revision, label="summary") as w:
             node = w.get_node(node_id)
             self._require_alive(node)
-            state = w.state_at(node_id)
-            old_at = state.summary_at
-            if text is None:
-                before = w.state_at(node.parent_id) if node.parent_id else w.chat.base_state
-                new_text, new_at = before.summary, before.summary_at
-            else:
-                new_text, new_at = text, node_id
-            node = w.update_node(node_id, state=replace(state, summary=new_text, summary_at=new_at))
-            leaf = w.chat.active_leaf_id
-            if leaf is not None and leaf != node_id:
-                path = w.path_to(leaf)
-                ids = [n.id for n in path]
-                below = path[ids.index(node_id) + 1 :] if node_id in ids else []
-                for later in below:
-                    if later.state is not None and later.state.summary_at == old_at:
-                        w.update_node(
-                            later.id,
-                            state=replace(later.state, summary=new_text, summary_at=new_at),
-                        )
+            node = self._set_summary(w, node, text)
         return WriteResult(w.chat, node)
+
+    @staticmethod
+    def _set_summary(w: ChatWriter, node: Node, text: str | None) -> Node:
+        state = w.state_at(node.id)
+        old_at = state.summary_at
+        if text is None:
+            before = w.state_at(node.parent_id) if node.parent_id else w.chat.base_state
+            new_text, new_at = before.summary, before.summary_at
+        else:
+            new_text, new_at = text, node.id
+        node = w.update_node(node.id, state=replace(state, summary=new_text, summary_at=new_at))
+        leaf = w.chat.active_leaf_id
+        if leaf is not None and leaf != node.id:
+            path = w.path_to(leaf)
+            ids = [n.id for n in path]
+            below = path[ids.index(node.id) + 1 :] if node.id in ids else []
+            for later in below:
+                if later.state is not None and later.state.summary_at == old_at:
+                    changed = replace(later.state, summary=new_text, summary_at=new_at)
+                    w.update_node(later.id, state=changed)
+        return node
 
     # --------------------------------------------------------------- undo/redo
 

@@ -37,6 +37,7 @@ operation = st.one_of(
     st.tuples(st.just("delete"), st.integers(0, 4)),
     st.tuples(st.just("restore"), st.integers(0, 4)),
     st.tuples(st.just("edit_and_resend"), st.integers(0, 4)),
+    st.tuples(st.just("edit"), st.integers(0, 4)),
     st.tuples(st.just("branch"), st.integers(0, 4)),
     st.tuples(st.just("swipe"), st.integers(0, 4)),
     st.tuples(st.just("switch"), st.integers(0, 4)),
@@ -92,6 +93,10 @@ class _World:
         elif name == "restore" and self.deleted:
             node_id = self.deleted.pop(arg % len(self.deleted))
             self.chats.restore(cid, node_id, revision=rev)
+        elif name == "edit" and pick is not None:
+            # an edited message loses the summary made at it (SillyTavern drops its memory)
+            self.chats.edit(cid, pick.id, pick.content + "*", revision=rev)
+            self.made.pop(pick.id, None)
         elif name == "edit_and_resend" and pick is not None and pick.role is USER:
             self.chats.edit_and_resend(cid, pick.id, pick.content + "!", revision=rev)
         elif name == "branch" and pick is not None:
@@ -132,6 +137,7 @@ class _World:
 @example([("say", "a"), ("say", "b"), ("summarize", "S"), ("say", "c"), ("edit_and_resend", 2)])
 @example([("say", "a"), ("say", "b"), ("summarize", "S"), ("say", "c"), ("branch", 2)])
 @example([("say", "a"), ("summarize", "S"), ("say", "b"), ("delete_from_here", 1)])
+@example([("say", "a"), ("summarize", "R"), ("say", "b"), ("summarize", "S"), ("edit", 0)])
 def test_a_summary_follows_the_path_through_deletes_edits_branches_and_switches(
     operations: list[tuple[str, Any]],
 ) -> None:
