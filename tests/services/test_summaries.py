@@ -7,6 +7,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -16,7 +17,7 @@ from taverna.services.chats import ChatService
 from taverna.services.interchange import build_tree, export_tree
 from taverna.services.summaries import SummaryService, in_force
 from taverna.store.sql import SqlStore
-from taverna.store.testing import temporary_store
+from taverna.store.testing import backends, temporary_store
 from tests.services.test_interchange_roundtrip import as_tree
 
 USER, BOT = NodeRole.USER, NodeRole.ASSISTANT
@@ -148,10 +149,11 @@ def test_a_summary_follows_the_path_through_deletes_edits_branches_and_switches(
             assert world.in_force() == world.expected(), (name, arg)
 
 
+@pytest.mark.parametrize("backend", backends())
 def test_deleting_the_message_of_a_summary_rolls_it_back_and_restoring_brings_it(
-    tmp_path: Path,
+    backend: str, tmp_path: Path
 ) -> None:
-    with temporary_store("sqlite", tmp_path) as store:
+    with temporary_store(backend, tmp_path) as store:
         world = _World(store)
         world.apply("say", "Where to?")
         world.apply("summarize", "They talk.")
@@ -255,8 +257,11 @@ def test_a_sillytavern_chat_with_summaries_exports_byte_for_byte() -> None:
     assert write_chat(main.document) == source
 
 
-def test_a_summary_made_or_removed_here_is_what_the_export_carries(tmp_path: Path) -> None:
-    with temporary_store("sqlite", tmp_path) as store:
+@pytest.mark.parametrize("backend", backends())
+def test_a_summary_made_or_removed_here_is_what_the_export_carries(
+    backend: str, tmp_path: Path
+) -> None:
+    with temporary_store(backend, tmp_path) as store:
         chats = ChatService(store)
         summaries = SummaryService(chats)
         built = build_tree(read_chat(_source()), name="chat")
@@ -281,3 +286,19 @@ def test_a_summary_made_or_removed_here_is_what_the_export_carries(tmp_path: Pat
         memories = [line.get("extra", {}).get("memory") for line in lines[1:]]
         assert memories == [None, "Ann met Kael.", "", None, "Kael agreed."]
         assert [s.text for s in summaries.along(chat_id)] == ["Ann met Kael.", "Kael agreed."]
+
+
+@pytest.mark.parametrize("backend", backends())
+def test_a_chat_with_summaries_comes_back_byte_for_byte_from_every_database(
+    backend: str, tmp_path: Path
+) -> None:
+    from taverna.services.interchange import InterchangeService
+
+    path = tmp_path / "chat.jsonl"
+    path.write_text(_source(), encoding="utf-8")
+    with temporary_store(backend, tmp_path / "db") as store:
+        interchange = InterchangeService(store)
+        (result,) = interchange.import_files([path], find_linked=False)
+        assert interchange.export_jsonl(result.chat.id) == _source()
+        current = SummaryService(ChatService(store)).current(result.chat.id)
+        assert current is not None and current.text == "Ann met Kael; they talked."
