@@ -45,6 +45,25 @@ def test_a_summary_is_made_shown_changed_hiding_and_removed(  # type: ignore[no-
     assert current["text"] == "Ione took the guest across the canal."
     assert current["node_id"] == ids[last]
 
+    # the next prompt carries it after the main prompt; the inspector's ledger names it
+    # and the message it belongs to
+    page.locator("#close-settings").click()
+    stub.script(Reply(tokens=["Across the canal, then."]))
+    page.locator("#chat-input").fill("Where now?")
+    page.locator("#send").click()
+    expect(items.last).to_contain_text("Across the canal, then.")
+    page.locator("#send").wait_for(state="visible")
+    assert {"role": "system", "content": "[Summary: Ione took the guest across the canal.]"} in (
+        stub.requests[-1].body["messages"]
+    )
+    page.locator("#open-inspector").click()
+    inspector = page.locator("#inspector")
+    inspector.get_by_role("tab", name="Ledger").click()
+    row = inspector.locator("table.ledger tr", has_text="summary").first
+    expect(row.locator("td.src")).to_have_text(f"#{last} Ione Calder")
+    page.locator("#close-inspector").click()
+    page.locator("#open-settings").click()
+
     # hide what it covers, but the newest two
     drawer.locator("details.summary-settings > summary").click()
     drawer.locator("#summary-hideCovered").check()

@@ -36,6 +36,10 @@ function skippedRegexView(notes) {
         h("td", { "data-label": t(`inspector.regex_${c}`), class: c === "pattern" ? "src" : "", text: String(note[c] ?? "") }))))))));
 }
 
+// A message id inside a source (a summary names the message it belongs to) reads as the message.
+const MESSAGE_ID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
+const readable = (source, labels) => labels[source] || source.replace(MESSAGE_ID, (id) => labels[id] || id);
+
 function ledgerView(ledger, labels) {
   const items = ledger.items || [];
   return h("div", {},
@@ -46,7 +50,7 @@ function ledgerView(ledger, labels) {
       h("tbody", {}, items.map((item) =>
         h("tr", { class: item.included ? "in" : "cut" },
           h("td", { "data-label": t("inspector.part"), text: item.kind }),
-          h("td", { "data-label": t("inspector.source"), class: "src", text: labels[item.source] || item.source, title: item.source }),
+          h("td", { "data-label": t("inspector.source"), class: "src", text: readable(item.source, labels), title: item.source }),
           h("td", { "data-label": t("inspector.tokens"), class: "num", text: String(item.tokens) }),
           h("td", { "data-label": t("inspector.status"), text: item.included ? (item.reason || t("inspector.included")) : t("inspector.cut", { reason: item.reason || "" }) })),
       )))),
