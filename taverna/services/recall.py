@@ -592,16 +592,17 @@ class TurnRecall:
         assert self.path is not None
         store = self.service.store
         vectors = self.vectors
-        picked: list[tuple[str, float]] = []
+        picked: list[RecalledMessage] = []
         hits: list[tuple[str, float]] = []
 
         def check() -> None:
-            # Hidden or deleted as stored now: one look for a group of hits.
-            marks = store.message_marks(self.chat_id, [h[0] for h in hits])
+            # Hidden or deleted as stored now, and the text: one read for a group of hits.
+            nodes = {n.id: n for n in store.get_nodes(self.chat_id, [h[0] for h in hits])}
             for node_id, score in hits:
-                hidden, deleted, _ = marks.get(node_id, (True, True, 0))
-                if not hidden and not deleted and len(picked) < want:
-                    picked.append((node_id, score))
+                node = nodes.get(node_id)
+                if node is None or node.hidden or node.deleted or len(picked) >= want:
+                    continue
+                picked.append(RecalledMessage(node_id, node.speaker, node.content, score))
             hits.clear()
 
         for row, score in vectors.ranked(self.query, below):
@@ -615,13 +616,5 @@ class TurnRecall:
                     break
         if hits:
             check()
-        if not picked:
-            return ()
-        nodes = {n.id: n for n in store.get_nodes(self.chat_id, [p[0] for p in picked])}
-        out = []
-        for node_id, score in picked:
-            node = nodes.get(node_id)
-            if node is None:
-                continue
-            out.append(RecalledMessage(node_id, node.speaker, node.content, score))
+        out = picked
         return tuple(out)

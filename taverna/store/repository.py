@@ -509,12 +509,6 @@ class VectorRepository(ABC):
         """The chat's vectors written after `seq` number `after`, in `seq` order."""
 
     @abstractmethod
-    def message_marks(
-        self, chat_id: str, node_ids: Sequence[str]
-    ) -> dict[str, tuple[bool, bool, int]]:
-        """`(hidden, deleted, depth)` of each of these messages, as stored now."""
-
-    @abstractmethod
     def climb(self, chat_id: str, start: str, *, limit: int) -> list[tuple[str, int]]:
         """`(id, depth)` of a node and up to `limit - 1` of its ancestors, the node first."""
 

@@ -95,27 +95,6 @@ class SqlVectors(SqlBase):
         with self._read() as conn:
             return [StoredVector(int(s), i, int(d), bytes(b)) for s, i, d, b in conn.execute(query)]
 
-    def message_marks(
-        self, chat_id: str, node_ids: Sequence[str]
-    ) -> dict[str, tuple[bool, bool, int]]:
-        n = t.nodes
-        found: dict[str, tuple[bool, bool, int]] = {}
-        with self._read() as conn:
-            for start in range(0, len(node_ids), _CHUNK):
-                # By the primary key alone: with the chat named too, SQLite walks the
-                # chat's whole index instead of looking up a few ids.
-                rows = conn.execute(
-                    sa.select(n.c.id, n.c.chat_id, n.c.hidden, n.c.deleted, n.c.depth).where(
-                        n.c.id.in_(node_ids[start : start + _CHUNK])
-                    )
-                )
-                found.update(
-                    (i, (bool(h), bool(d), int(depth)))
-                    for i, chat, h, d, depth in rows
-                    if chat == chat_id
-                )
-        return found
-
     def climb(self, chat_id: str, start: str, *, limit: int) -> list[tuple[str, int]]:
         sql = sa.text(
             """
