@@ -192,6 +192,11 @@ class Session:
             settled = self.ctx.follow_up(run)  # keeps the prompt as sent, backs the chat up
             done = await self.follow(run)
             await settled
+            if run.task is not None:
+                await asyncio.wait([run.task])  # its after-reply work is started by then
+            summary = self.generation.follow_ups.get(self.chat_id)
+            if summary is not None:
+                await summary  # an automatic summary is made before the next line is read
             return done
 
         try:

@@ -45,3 +45,28 @@ def test_a_terminal_session_makes_shows_changes_and_removes_a_summary(
     assert "summary #1 on message #2, in this prompt: They sailed home." in result.output
     assert "summary #1 (message #2): They sailed home at dusk." in result.output
     assert result.output.count("no summaries on this path") == 2  # after remove, and /summary
+
+
+def test_an_automatic_summary_is_made_before_a_one_turn_chat_ends(
+    data: Path,  # noqa: F811
+    stub: StubServer,  # noqa: F811
+) -> None:
+    from dataclasses import replace
+
+    from taverna.model.summary import SummarySettings
+    from taverna.services.chats import ChatService
+    from taverna.services.data import open_data
+    from taverna.services.summaries import SummaryService
+    from taverna.services.summary_generation import save_summary_settings
+
+    with open_data(data) as opened:
+        save_summary_settings(opened.store, replace(SummarySettings(), prompt_interval=2))
+    stub.script(Reply(tokens=["Aboard."]), Reply(tokens=["Ione took a passenger."]))
+    result = CliRunner().invoke(
+        app, ["chat", "Ione Calder", "--say", "Take me home", "--data", str(data)]
+    )
+    assert result.exit_code == 0, result.output
+    with open_data(data) as opened:
+        [listing] = opened.store.list_chats()
+        current = SummaryService(ChatService(opened.store)).current(listing.chat.id)
+    assert current is not None and current.text == "Ione took a passenger."
