@@ -121,18 +121,16 @@ def read_settings(data: bytes | str, *, file: str | None = None) -> SillyTavernS
 
 
 def summary_settings(doc: Mapping[str, Any], *, file: str | None = None) -> SummarySettings:
-    """The Summarize settings of a settings-shaped document (`extension_settings.memory`).
+    """The Summarize settings of SillyTavern's `settings.json` (`extension_settings.memory`).
 
-    Without a `memory` object the defaults are taverna's (summaries made by the chat's
-    own model); an object SillyTavern saved keeps its source, also `extras`.
+    Read as SillyTavern 1.12.6 reads them: a missing `memory` object or `source` means its
+    default source, the Extras API, which places no summary (memory/index.js).
     """
     reader = _SettingsReader(file)
     extensions = reader.obj(doc, "extension_settings")
     disabled = extensions.get("disabledExtensions") or []
     enabled = not (isinstance(disabled, list) and "memory" in disabled)
     memory = reader.obj(extensions, "memory", "extension_settings.")
-    if not memory:
-        return replace(SummarySettings(), enabled=enabled)
     settings = SummarySettings.from_st(memory, missing_source=SummarySource.EXTRAS)
     return replace(settings, enabled=enabled)
 

@@ -51,7 +51,13 @@ def _prepare(
         out.append(json.dumps(message, ensure_ascii=False))
     (case_dir / "chat.jsonl").write_text("\n".join(out) + "\n", encoding="utf-8")
     settings = json.loads((case_dir / "settings.json").read_text(encoding="utf-8"))
-    settings["extension_settings"]["memory"].update(memory)
+    if memory.get("_drop"):
+        # a settings.json without the extension's block: SillyTavern's defaults apply
+        del settings["extension_settings"]["memory"]
+    else:
+        settings["extension_settings"]["memory"].update(memory)
+    if memory.get("_disable"):
+        settings["extension_settings"].setdefault("disabledExtensions", []).append("memory")
     (case_dir / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
     case = json.loads((case_dir / "case.json").read_text(encoding="utf-8"))
     return case_dir, case
@@ -123,6 +129,10 @@ CC_CASES: list[tuple[str, dict[str, Any], Any]] = [
     # nowhere (position -1), and a source 1.12.6 cannot reach (the Extras API)
     ("position_none", {"source": "main", "position": -1}, None),
     ("extras_source", {"source": "extras", "position": 0}, None),
+    # no Summarize settings at all: 1.12.6's default source is the Extras API
+    ("no_settings", {"_drop": True}, None),
+    # the extension switched off
+    ("disabled", {"source": "main", "position": 0, "_disable": True}, None),
 ]
 
 
