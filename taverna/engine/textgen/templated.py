@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from taverna.engine.assembly.context import AssemblyContext
 from taverna.engine.assembly.turn import Turn, turn_state
-from taverna.engine.textgen.chat_template import ChatTemplate
+from taverna.engine.textgen.chat_template import ChatTemplate, ChatTemplateError
 from taverna.engine.textgen.history import Entry, Item, as_item, entry_source
 from taverna.engine.textgen.steps import CountText, TextSteps
 from taverna.engine.textgen.stop import stopping_strings
@@ -78,9 +78,9 @@ def build_with_chat_template(
             kept[-1]["content"] = tail + _CUT
             text = template.render_adapted(system + kept, add_generation_prompt=False)
             return text[: text.find(_CUT)] if _CUT in text else text
-        return template.render_adapted(
-            system + kept, add_generation_prompt=not steps.is_impersonate
-        )
+        if steps.is_impersonate:
+            return _opened_user_turn(template, system + kept)
+        return template.render_adapted(system + kept, add_generation_prompt=True)
 
     # The rendered cost only grows with more history: find the oldest start that fits.
     low, high = 0, len(history)
@@ -134,3 +134,19 @@ def _chat_role(entry: Entry) -> str:
     if as_item(entry).is_narrator:
         return "system"
     return "user" if entry.is_user else "assistant"
+
+
+def _opened_user_turn(template: ChatTemplate, messages: list[dict[str, str]]) -> str:
+    """The messages rendered, then the person's next turn opened: the model writes as them
+    (impersonate). The header is what the template puts before a user message's text; a
+    template that cannot end on a user turn gets the messages alone."""
+    base = template.render_adapted(messages, add_generation_prompt=False)
+    try:
+        opened = template.render_adapted(
+            [*messages, {"role": "user", "content": _CUT}], add_generation_prompt=False
+        )
+    except ChatTemplateError:
+        return base
+    if _CUT not in opened or not opened.startswith(base):
+        return base
+    return opened[: opened.find(_CUT)]
