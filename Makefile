@@ -8,6 +8,8 @@ STAMP := $(VENV)/.installed
 .PHONY: serve test lint layers typecheck unit browser-deps bench clean
 
 $(STAMP): pyproject.toml
+	@echo "setting up taverna in $(VENV): its packages, and the local model (llama.cpp is"
+	@echo "compiled on the first set-up: a few minutes on a small machine; later runs start at once)"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'

@@ -47,7 +47,16 @@ def connection_service(data: Path | None) -> Iterator[ConnectionService]:
         workspace.close()
 
 
-KNOWN_OPTIONS = {"use_system_prompt": bool, "stream": bool, "prefix": bool}
+# n_ctx, threads, max_tokens: a local model's context size, CPU threads (0: every core)
+# and longest reply
+KNOWN_OPTIONS = {
+    "use_system_prompt": bool,
+    "stream": bool,
+    "prefix": bool,
+    "n_ctx": int,
+    "threads": int,
+    "max_tokens": int,
+}
 
 
 def parse_options(pairs: list[str]) -> dict[str, object]:
@@ -83,7 +92,9 @@ def add(
         ),
     ],
     url: Annotated[str, typer.Option("--url", help="base URL (default: the API's own)")] = "",
-    model: Annotated[str, typer.Option("--model", help="model name")] = "",
+    model: Annotated[
+        str, typer.Option("--model", help="model name (for --api local: a .gguf file)")
+    ] = "",
     key_env: Annotated[
         str | None, typer.Option("--key-env", help="read the key from this environment variable")
     ] = None,

@@ -60,13 +60,21 @@ def serve(
 
     from taverna.server.app import create_app
     from taverna.server.context import open_context
-    from taverna.services.workspace import release_freed_memory, seed_samples
+    from taverna.services.local_models import DEFAULT_MODEL_NAME, local_models
+    from taverna.services.workspace import release_freed_memory, seed_local_model, seed_samples
 
     ctx = open_context(data_dir, settings)
     ctx.allowed_hosts = host_names(host, [*settings.allowed_hosts, *(allow_host or ())])
     seeded = seed_samples(ctx.library())
     if seeded:
         typer.echo(f"new data folder: added the samples {', '.join(seeded)}")
+    local = seed_local_model(ctx.connections)
+    if local:
+        typer.echo(
+            f"added the connection {local!r}: {DEFAULT_MODEL_NAME}, a small model that runs on "
+            "this machine (it starts with the first message). Connect a stronger model under "
+            "Connections."
+        )
     application = create_app(ctx)
     # The most recent chats' lorebooks and tokenizers are made ready before the server
     # answers, so the first turn after a start is as quick as the next.
@@ -93,4 +101,9 @@ def serve(
             "--allow-host or allowed_hosts in server.toml).",
             err=True,
         )
-    uvicorn.run(application, host=host, port=port, log_level="warning", timeout_graceful_shutdown=3)
+    try:
+        uvicorn.run(
+            application, host=host, port=port, log_level="warning", timeout_graceful_shutdown=3
+        )
+    finally:
+        local_models().stop()

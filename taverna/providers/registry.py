@@ -128,6 +128,7 @@ PROVIDERS: Mapping[Api, Provider] = {
             continues_in_place=True,
         ),
         _record(Api.LLAMACPP, llamacpp, llamacpp.CompletionStream, continues_in_place=True),
+        _record(Api.LOCAL, llamacpp, llamacpp.CompletionStream, continues_in_place=True),
         _record(
             Api.OPENAI_TEXT, openai_text, openai_text.CompletionsStream, continues_in_place=True
         ),

@@ -21,11 +21,14 @@ class Api(StrEnum):
     KOBOLDCPP = "koboldcpp"
     LLAMACPP = "llamacpp"
     OPENAI_TEXT = "openai-text"
+    # A GGUF model run here by llama.cpp (services/local_models.py), spoken to as llama.cpp's
+    # own server is
+    LOCAL = "local"
 
     @property
     def is_text_completion(self) -> bool:
         """Whether this API takes one prompt text instead of a message list."""
-        return self in (Api.KOBOLDCPP, Api.LLAMACPP, Api.OPENAI_TEXT)
+        return self in (Api.KOBOLDCPP, Api.LLAMACPP, Api.OPENAI_TEXT, Api.LOCAL)
 
     def st_source(self, preset_source: str = "") -> str | None:
         """The SillyTavern Chat Completion source a request to this API is made for.

@@ -264,6 +264,7 @@ ApiName = Literal[
     "koboldcpp",
     "llamacpp",
     "openai-text",
+    "local",
 ]
 PostProcessingName = Literal["none", "merge", "semi", "strict", "single", "claude"]
 
@@ -272,7 +273,9 @@ class ConnectionIn(Strict):
     name: str = Field(min_length=1, max_length=NAME_MAX)
     api: ApiName
     url: str = Field(default="", max_length=2000)
-    model: str = Field(default="", max_length=NAME_MAX)
+    model: str = Field(
+        default="", max_length=4096, description="the model's name; for `local`, a .gguf file"
+    )
     key: str | None = Field(default=None, max_length=10_000)
     key_env: str | None = Field(default=None, max_length=NAME_MAX)
     default: bool = False

@@ -9,6 +9,7 @@ except `resolve_key`, which the transport uses; listings show a masked form.
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import json
 import os
@@ -27,6 +28,7 @@ from taverna.providers.events import StreamError, TextDelta
 from taverna.providers.registry import provider
 from taverna.providers.request import Api, PostProcessing, RequestOptions
 from taverna.providers.transport import Timeouts, fetch_json, redact, stream_events
+from taverna.services.local_models import LocalSpec, local_models
 from taverna.store.repository import Store
 
 KIND = "connection"
@@ -282,6 +284,12 @@ class ConnectionService:
             else PostProcessing.parse(post_processing)
         )
         url = check_url(url.strip())
+        if chosen is Api.LOCAL:
+            if url or key or key_env:
+                raise TavernaError(
+                    "a local model runs here: it takes no URL and no key", field="url"
+                )
+            LocalSpec.of(model, options or {})  # a missing file or a bad setting, named now
         if key:
             key = check_key(key.strip())
         if key_env:
@@ -410,9 +418,19 @@ class ConnectionService:
         )
         return replace(base, **overrides) if overrides else base
 
+    async def endpoint(self, connection: Connection) -> tuple[str, str]:
+        """The base URL and key a request of `connection` goes to: its own, or, for a local
+        model, its process's (started here, off the event loop, if it is not running)."""
+        if connection.api is Api.LOCAL:
+            spec = LocalSpec.of(connection.model, connection.options)
+            return await asyncio.to_thread(local_models().endpoint, spec)
+        return connection.url, self.resolve_key(connection)
+
     async def list_models(self, name: str | None = None) -> builtins.list[str]:
         """The models the connection's API offers (ProviderError if it cannot say)."""
         connection = self.get(name)
+        if connection.api is Api.LOCAL:
+            return [LocalSpec.of(connection.model, connection.options).model.name]
         key = self.resolve_key(connection)
         api = provider(connection.api)
         request = api.models_request(connection.url, key)
@@ -423,7 +441,11 @@ class ConnectionService:
     ) -> ConnectionTest:
         """Send a tiny real request and report whether an answer came back."""
         connection = self.get(name)
-        key = self.resolve_key(connection)
+        started = time.perf_counter()
+        try:
+            base_url, key = await self.endpoint(connection)
+        except TavernaError as exc:
+            return ConnectionTest(False, exc.message, time.perf_counter() - started)
         sampling = {"openai_max_tokens": 16, "genamt": 16}
         if connection.api.is_text_completion:
             prompt = Prompt(kind="text", text="Reply with the word OK.\n", sampling=sampling)
@@ -434,10 +456,9 @@ class ConnectionService:
             prompt,
             connection.api,
             self.request_options(connection, stream=False),
-            base_url=connection.url,
+            base_url=base_url,
             key=key,
         )
-        started = time.perf_counter()
         text: list[str] = []
         async for event in stream_events(
             request,

@@ -109,7 +109,10 @@ def inspect_prompt(service: GenerationService, chat_id: str, node_id: str | None
         connection = None
     api = connection.api if connection else Api.OPENAI
     model = connection.model if connection else ""
-    built = service.build_serialized(service.turn(chat, end, kind, api, dry_run=True, model=model))
+    settings = connection.options if connection else {}
+    built = service.build_serialized(
+        service.turn(chat, end, kind, api, dry_run=True, model=model, options=settings)
+    )
     prompt = built if isinstance(built, Prompt) else built.prompt
     request_json: dict[str, Any] | None = None
     if connection is not None:

@@ -66,6 +66,7 @@ from taverna.model.settings import (
 )
 from taverna.model.summary import SummarySettings
 from taverna.providers.registry import provider
+from taverna.providers.request import Api
 from taverna.services.active_settings import (
     ACTIVE,
     SETTINGS_KIND,
@@ -76,6 +77,7 @@ from taverna.services.generation import PreparedTurn, TurnRequest
 from taverna.services.groups import read_group
 from taverna.services.images import ImageLibrary, message_image, with_pictures
 from taverna.services.library import LibraryKind
+from taverna.services.local_models import for_local_model
 from taverna.services.recall import RecallService, TurnRecall, recall_config
 from taverna.services.settings_import import POWER_USER
 from taverna.services.summaries import covered_ids, in_force
@@ -587,6 +589,8 @@ class TurnContexts:
             [message_image(node.extras) for node in history],
             self.images.prompt_image,
         )
+        if turn.api is Api.LOCAL:
+            context = for_local_model(context, turn.model, turn.options)
         if turn.prefill and not context.chat_completion.continue_prefill:
             # continue in place where the API allows a prefill; elsewhere the preset's nudge
             settings_cc = replace(context.chat_completion, continue_prefill=True)

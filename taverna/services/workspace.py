@@ -23,7 +23,7 @@ from taverna.engine.lorebook.regex_budget import TURN_REGEX_BUDGET
 from taverna.errors import NotFound, TavernaError
 from taverna.model.prompt import Prompt
 from taverna.providers.embeddings import Embedder
-from taverna.services import sent_prompts
+from taverna.services import local_models, sent_prompts
 from taverna.services.backups import BackupFlusher, BackupService
 from taverna.services.chats import ChatService
 from taverna.services.connections import ConnectionService
@@ -42,6 +42,7 @@ from taverna.store.repository import Store
 log = logging.getLogger(__name__)
 
 SAMPLES = ("Ione Calder.png", "Brasswater.json")
+LOCAL_CONNECTION = "Local model"
 # Chats this long or longer are backed up by a process of their own.
 LONG_CHAT = 2000
 
@@ -241,6 +242,15 @@ def release_freed_memory() -> None:
     """
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+def seed_local_model(connections: ConnectionService) -> str | None:
+    """With no connection yet and the `local` extra installed, make the bundled small
+    model the default connection, so a new install answers with no set-up; its name."""
+    if connections.list() or not local_models.available():
+        return None
+    connections.add(LOCAL_CONNECTION, "local", default=True)
+    return LOCAL_CONNECTION
 
 
 def seed_samples(library: LibraryService) -> list[str]:

@@ -15,7 +15,7 @@ def test_every_api_has_its_record() -> None:
 
 def test_anthropic_and_text_completion_apis_continue_in_place() -> None:
     in_place = {api for api in Api if provider(api).continues_in_place}
-    assert in_place == {Api.ANTHROPIC, Api.KOBOLDCPP, Api.LLAMACPP, Api.OPENAI_TEXT}
+    assert in_place == {Api.ANTHROPIC, Api.KOBOLDCPP, Api.LLAMACPP, Api.OPENAI_TEXT, Api.LOCAL}
 
 
 def test_mistral_continues_in_place_only_when_its_prefix_option_is_on() -> None:

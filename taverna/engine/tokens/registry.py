@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from taverna.engine.tokens import gemma
+from taverna.engine.tokens import gemma, llama_vocab
 from taverna.engine.tokens.base import EstimateTokenizer, Tokenizer
 from taverna.engine.tokens.bpe import Llama3Tokenizer, OpenAITokenizer
 from taverna.engine.tokens.hf import ClaudeTokenizer
@@ -58,4 +58,6 @@ def get_tokenizer(name: str) -> Tokenizer:
         return gemma.Gemma3Tokenizer()
     if name in LLAMA3_STAND_INS:
         return StandIn(name, Llama3Tokenizer())
+    if name.startswith(llama_vocab.PREFIX) and llama_vocab.available():
+        return llama_vocab.LlamaVocabTokenizer(name[len(llama_vocab.PREFIX) :])
     return EstimateTokenizer()

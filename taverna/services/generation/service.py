@@ -418,6 +418,7 @@ class GenerationService:
         dry_run: bool = False,
         pending: Node | None = None,
         model: str = "",
+        options: Mapping[str, Any] | None = None,
     ) -> TurnRequest:
         """A turn over the path ending at `end`, read through the kept path ends.
 
@@ -435,7 +436,16 @@ class GenerationService:
             return PathTail((*tail.nodes, pending), tail.before, tail.visible_before, tail.state)
 
         return TurnRequest(
-            chat, end, kind, api, prefill, read, dry_run=dry_run, counts=self.counts, model=model
+            chat,
+            end,
+            kind,
+            api,
+            prefill,
+            read,
+            dry_run=dry_run,
+            counts=self.counts,
+            model=model,
+            options=dict(options or {}),
         )
 
     # --------------------------------------------------------------- drafts
@@ -691,6 +701,7 @@ class GenerationService:
             prefill=prefill,
             pending=pending,
             model=connection.model,
+            options=connection.options,
         )
         if chat.group_id:
             turn = replace(turn, speaker=speaker)
@@ -794,7 +805,7 @@ class GenerationService:
         usage = Usage()
         finish: Finish | None = None
         try:
-            key = self.connections.resolve_key(plan.connection)
+            base_url, key = await self.connections.endpoint(plan.connection)
             prompt = plan.prompt
             for round_number in range(MAX_TOOL_ROUNDS + 1):
                 offer = plan.tools if round_number < MAX_TOOL_ROUNDS else ()
@@ -804,7 +815,7 @@ class GenerationService:
                     prompt,
                     plan.connection.api,
                     self._options(plan, offer),
-                    base_url=plan.connection.url,
+                    base_url=base_url,
                     key=key,
                 )
                 run.requests.append((request.url, request.body))

@@ -55,6 +55,8 @@ class TurnRequest:
     quiet_prompt: str = ""
     skip_wi_an: bool = False
     model: str = ""  # the connection's model ("" when unknown): it decides whether pictures go
+    # the connection's options (a local model's context size)
+    options: Mapping[str, Any] = field(default_factory=dict)
 
     def tail(self, want: int) -> PathTail:
         """At least the last `want` live messages of the path (all, if it is shorter)."""

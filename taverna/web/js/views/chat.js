@@ -122,7 +122,10 @@ export async function render(root, params) {
   const members = h("aside", { class: "group-members", id: "group-members", hidden: true, "aria-label": t("groups.members") });
   const notice = h("p", { class: "notice", hidden: true },
     h("span", { text: t("chat.no_connection") }), " ", h("a", { href: "#/connections", text: t("chat.add_connection") }));
-  mount(root, h("section", { class: "chat", "aria-label": t("chat.title") }, header, members, list, notice, drafts, composer));
+  // Said plainly: the model in the box is small; a better one is one connection away.
+  const localNotice = h("p", { class: "notice local-model", hidden: true, id: "local-model-notice" },
+    h("span", { text: t("chat.local_model") }), " ", h("a", { href: "#/connections", text: t("chat.connect_better") }));
+  mount(root, h("section", { class: "chat", "aria-label": t("chat.title") }, header, members, list, notice, localNotice, drafts, composer));
 
   // ------------------------------------------------------------------ the state
 
@@ -1043,6 +1046,8 @@ export async function render(root, params) {
     // The notice takes room from the list: keep its end in sight.
     const stick = atBottom();
     notice.hidden = found.length > 0;
+    const chosen = found.find((c) => c.default) || found[0];
+    localNotice.hidden = chosen?.api !== "local";
     if (stick) list.scrollTop = list.scrollHeight;
   }).catch(() => {});
   return () => {

@@ -6,7 +6,7 @@ import { explain, reportError } from "../errors.js";
 import { t } from "../i18n.js";
 import { fieldForm } from "../form.js";
 
-const APIS = ["openai", "openai-compatible", "anthropic", "google", "mistral", "koboldcpp", "llamacpp", "openai-text"];
+const APIS = ["openai", "openai-compatible", "anthropic", "google", "mistral", "koboldcpp", "llamacpp", "openai-text", "local"];
 
 export async function render(root) {
   const list = h("ul", { class: "list" });
@@ -14,7 +14,7 @@ export async function render(root) {
     ["name", "line", { label: t("field.name"), attrs: { required: true } }],
     ["api", "choice", { choices: APIS }],
     ["url", "line", { placeholder: "http://127.0.0.1:5001/v1", attrs: { type: "url" } }],
-    ["model", "line"],
+    ["model", "line", { placeholder: t("connections.model_hint") }],
     ["key", "line", { attrs: { type: "password", autocomplete: "off" } }],
     ["default", "bool"],
   ], {}, { prefix: "c", labels: "connections", box: h("form", { class: "editor", id: "connection-form" }, h("h2", { text: t("connections.add") })) });
@@ -45,7 +45,10 @@ export async function render(root) {
     return h("li", { class: "connection", "data-name": c.name },
       h("div", { class: "grow" },
         h("div", { class: "strong", text: c.name + (c.default ? ` (${t("connections.default")})` : "") }),
-        h("div", { class: "muted clip", text: `${c.api} · ${c.url || ""} · ${c.model || "—"}${c.has_key ? " · 🔑" : ""}` }),
+        c.api === "local"
+          ? h("div", { class: "muted clip", text: `${c.api} · ${c.model || t("connections.bundled_model")}` })
+          : h("div", { class: "muted clip", text: `${c.api} · ${c.url || ""} · ${c.model || "—"}${c.has_key ? " · 🔑" : ""}` }),
+        c.api === "local" ? h("p", { class: "local-note", text: t("connections.local_note") }) : null,
         status),
       h("div", { class: "row wrap" },
         h("button", { type: "button", class: "small", text: t("connections.test"), onClick: async () => {

@@ -1,0 +1,59 @@
+"""A local model's settings, read without running it: what the worker asks llama.cpp for,
+and what a connection may name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from taverna.errors import FormatError, NotFound, ProviderError
+from taverna.server.local_model import completion_arguments
+from taverna.services.local_models import LocalSpec
+
+
+def test_completion_arguments_map_llama_cpp_server_fields() -> None:
+    body = {
+        "prompt": "x",
+        "n_predict": 64,
+        "temperature": 0.8,
+        "top_k": 40,
+        "top_p": 0.9,
+        "min_p": 0.05,
+        "repeat_penalty": 1.1,
+        "seed": -1,
+        "stop": ["\nUser:", "", 3],
+        "cache_prompt": True,
+        "mirostat": 0,
+    }
+    assert completion_arguments(body, 4096) == {
+        "temperature": 0.8,
+        "top_k": 40,
+        "top_p": 0.9,
+        "min_p": 0.05,
+        "repeat_penalty": 1.1,
+        "mirostat_mode": 0,
+        "max_tokens": 64,
+        "stop": ["\nUser:"],
+    }
+
+
+def test_reply_length_is_capped_and_defaults_to_the_context() -> None:
+    assert completion_arguments({"n_predict": -1}, 2048)["max_tokens"] == 2048
+    assert completion_arguments({"n_predict": 500}, 2048, 48)["max_tokens"] == 48
+    assert completion_arguments({"seed": 7}, 2048)["seed"] == 7
+
+
+def test_a_connection_names_a_gguf_file(tmp_path: Path) -> None:
+    with pytest.raises(NotFound, match="no model file"):
+        LocalSpec.of(str(tmp_path / "missing.gguf"), {})
+    other = tmp_path / "notes.gguf"
+    other.write_text("hello")
+    with pytest.raises(FormatError, match="not a GGUF"):
+        LocalSpec.of(str(other), {})
+    model = tmp_path / "tiny.gguf"
+    model.write_bytes(b"GGUF" + bytes(20))
+    spec = LocalSpec.of(str(model), {"n_ctx": 2048, "threads": "2", "max_tokens": 0})
+    assert (spec.model, spec.n_ctx, spec.threads, spec.max_tokens) == (model.resolve(), 2048, 2, 0)
+    with pytest.raises(ProviderError, match="n_ctx"):
+        LocalSpec.of(str(model), {"n_ctx": "big"})
