@@ -44,9 +44,7 @@ def send(server: TavernaServer, chat_id: str, text: str) -> dict[str, float]:
     ).json()["task"]
     first = None
     pieces = 0
-    with httpx.stream(
-        "GET", f"{server.url}/api/tasks/{task['id']}/events", timeout=300
-    ) as events:
+    with httpx.stream("GET", f"{server.url}/api/tasks/{task['id']}/events", timeout=300) as events:
         name = ""
         for line in events.iter_lines():
             if line.startswith("event: "):
@@ -80,7 +78,9 @@ def page_waits(server: TavernaServer, stop: threading.Event, out: list[float]) -
 
 def main() -> int:
     if not local_models.available():
-        print("local.py: skipped, the `local` extra is not installed (pip install 'taverna[local]')")
+        print(
+            "local.py: skipped, the `local` extra is not installed (pip install 'taverna[local]')"
+        )
         return 0
     with tempfile.TemporaryDirectory() as home:
         began = time.perf_counter()
