@@ -8,6 +8,7 @@ estimate counts instead.
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import threading
 from dataclasses import dataclass, field
@@ -41,6 +42,8 @@ class LlamaVocabTokenizer:
                 from llama_cpp import Llama
 
                 self._model = Llama(model_path=self.path, vocab_only=True, verbose=False)
+                # freed while llama.cpp is still loaded, not during the interpreter's teardown
+                atexit.register(self._model.close)
             return self._model
 
     def tokens(self, text: str) -> list[int]:
