@@ -198,7 +198,10 @@ def run(call: Call) -> ScriptValue:
 
 
 def abort(call: Call) -> ScriptValue:
-    call.run.abort(call.text() or "/abort command executed")
+    reason = call.text() or "/abort command executed"
+    if is_false(call.arg("quiet", "true")):
+        call.run.host.notify(reason, "warning")  # quiet=false: the reason is shown
+    call.run.abort(reason)
     return ""
 
 
