@@ -17,6 +17,7 @@ from taverna.store.sql.base import SqlBase
 from taverna.store.sql.chats import _insert_chat, _new_chat_row
 from taverna.store.sql.contents import content_hash
 from taverna.store.sql.rows import _chat_from_row, _utc
+from taverna.store.sql.search import index_texts
 
 
 class SqlBulkImport(SqlBase):
@@ -206,6 +207,6 @@ def _insert_missing_contents(conn: Connection, texts: Mapping[str, str]) -> None
             # Held until commit, so a chat being deleted cannot take these texts away.
             query = query.with_for_update(key_share=True)
         present.update(conn.execute(query).scalars())
-    _bulk_insert(
-        conn, t.contents, [{"hash": k, "text": texts[k]} for k in keys if k not in present]
-    )
+    added = {k: texts[k] for k in keys if k not in present}
+    _bulk_insert(conn, t.contents, [{"hash": k, "text": text} for k, text in added.items()])
+    index_texts(conn, added)

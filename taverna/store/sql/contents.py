@@ -11,6 +11,7 @@ from sqlalchemy.engine import Connection
 
 from taverna.errors import TavernaError
 from taverna.store import schema as t
+from taverna.store.sql.search import index_texts, unindex_texts
 
 
 def content_hash(text: str) -> str:
@@ -25,6 +26,7 @@ def _put_content(conn: Connection, text: str) -> str:
         found = conn.execute(sa.select(t.contents.c.hash).where(t.contents.c.hash == key)).first()
         if found is None:
             conn.execute(t.contents.insert().values(hash=key, text=text))
+            index_texts(conn, {key: text})
         return key
     # PostgreSQL: another transaction may be inserting the same text, or deleting it as
     # its last chat goes. Insert if absent, then hold a key-share lock on the row until
@@ -35,7 +37,8 @@ def _put_content(conn: Connection, text: str) -> str:
         sa.select(t.contents.c.hash).where(t.contents.c.hash == key).with_for_update(key_share=True)
     )
     for _ in range(5):
-        conn.execute(insert)
+        if conn.execute(insert).rowcount:
+            index_texts(conn, {key: text})
         if conn.execute(lock).first() is not None:
             return key
     raise TavernaError("a message text kept being deleted while it was stored; try again")
@@ -73,6 +76,7 @@ def _drop_unused_texts(conn: Connection, hashes: Iterable[str]) -> int:
             ).scalars()
         )
         if unused:
+            unindex_texts(conn, unused)
             conn.execute(t.contents.delete().where(t.contents.c.hash.in_(unused)))
             dropped += len(unused)
     return dropped

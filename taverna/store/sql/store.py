@@ -9,6 +9,7 @@ from taverna.store.sql.deletion import SqlDeletion
 from taverna.store.sql.documents import SqlDocuments
 from taverna.store.sql.history import SqlHistory
 from taverna.store.sql.paths import SqlPaths
+from taverna.store.sql.search import SqlSearch
 from taverna.store.sql.sent_prompts import SqlSentPrompts
 from taverna.store.sql.token_counts import SqlTokenCounts
 from taverna.store.sql.tree import SqlTree
@@ -28,6 +29,7 @@ class SqlStore(
     SqlSentPrompts,
     SqlTokenCounts,
     SqlVectors,
+    SqlSearch,
     Store,
 ):
     """The store on one SQLAlchemy engine (SQLite or PostgreSQL)."""
