@@ -19,6 +19,9 @@ from taverna.model.search_text import fold
 from taverna.store.repository import MessageHit
 from taverna.store.sql.base import SqlBase
 
+# The index's tables (their shape differs by database, so `schema` does not declare them):
+# `search_texts`, and on SQLite the FTS5 table `search_index` with its own tables.
+SEARCH_TABLES = ("search_texts", "search_index")
 # The shortest word the trigram index can look up by itself.
 _TRIGRAM = 3
 

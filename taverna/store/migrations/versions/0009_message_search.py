@@ -32,8 +32,9 @@ def upgrade() -> None:
         op.execute(
             "CREATE TABLE search_texts ("
             " id INTEGER PRIMARY KEY,"
-            " hash VARCHAR(64) NOT NULL UNIQUE REFERENCES contents (hash) ON DELETE CASCADE)"
+            " hash VARCHAR(64) NOT NULL REFERENCES contents (hash) ON DELETE CASCADE)"
         )
+        op.execute("CREATE UNIQUE INDEX ix_search_texts_hash ON search_texts (hash)")
         op.execute("CREATE VIRTUAL TABLE search_index USING fts5(text, tokenize='trigram')")
     else:
         op.execute(
