@@ -23,11 +23,13 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from threadpoolctl import ThreadpoolController
 
 from taverna.engine.assembly.recall import (
     DEFAULT_TEMPLATE,
@@ -142,6 +144,22 @@ def embedder_for(config: RecallConfig) -> Embedder:
     return LocalEmbedder()
 
 
+_BLAS: list[ThreadpoolController] = []  # made on first use (it looks at loaded libraries)
+
+
+def single_threaded() -> AbstractContextManager[object]:
+    """BLAS on one thread for a while (numpy's vector products).
+
+    Its idle worker threads otherwise spin after every product, and on a machine of a few
+    cores they take the CPU from the rest of the turn: on two cores a turn with recall
+    took five times as long. The search's products are small; one thread does them best.
+    """
+    if not _BLAS:
+        _BLAS.append(ThreadpoolController())
+    limited: AbstractContextManager[object] = _BLAS[0].limit(limits=1, user_api="blas")
+    return limited
+
+
 def embedded_text(speaker: str, text: str) -> str:
     """What is embedded for one message: its text with the speaker's name."""
     return f"{speaker}: {text}" if speaker else text
@@ -217,7 +235,9 @@ class EmbeddingBacklog:
         embedder = self.embedder()
         if embedder is None:
             return 0
-        return embed_due(self.store, embedder)
+        # Background work: one core, so the BLAS threads never spin against a turn.
+        with single_threaded():
+            return embed_due(self.store, embedder)
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -507,7 +527,7 @@ class RecallService:
         """What this turn may recall; None when recall is off or there is nothing to ask."""
         if not config.enabled or not recent:
             return None
-        with self.lock:
+        with self.lock, single_threaded():
             embedder = self.embedder(config)
             vectors = self.chat_vectors(chat_id, embedder.model)
             query = self.query_vector(config, vectors, recent)
@@ -583,7 +603,7 @@ class TurnRecall:
         if self.path is not None and placement.insert > 0:
             # Another turn (of this chat, on another branch perhaps) may have moved the
             # shared path index or read new vectors since: set it to this turn's end again.
-            with self.service.lock:
+            with self.service.lock, single_threaded():
                 self.path = self.service.path(self.chat_id, self.leaf)
                 messages = self._messages(first_depth, placement.insert * 3)
         return RecallInput(placement, messages, dict(self.entry_scores))
