@@ -185,6 +185,49 @@ def list_chats(
         )
 
 
+@chats_app.command("search")
+def search_chats(
+    query: str = typer.Argument(..., metavar="QUERY", help="Words to find (each anywhere)."),
+    chat: str | None = typer.Option(None, "--chat", help="Search this chat only (id or prefix)."),
+    limit: int = typer.Option(50, "--limit", min=1, max=200, help="At most this many."),
+    data: Path | None = DataOption,
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Messages holding every word of QUERY (case and accents aside), newest first: chat,
+    message id, speaker, whether on the active path (* when not), and a snippet."""
+    with _opened(data) as folder:
+        chat_id = _chat_id(folder, chat) if chat is not None else None
+        found = folder.search().search(query, chat_id=chat_id, limit=limit)
+    if as_json:
+        _emit_json(
+            [
+                {
+                    "chat_id": r.chat_id,
+                    "chat_title": r.chat_title,
+                    "node_id": r.node_id,
+                    "role": r.role,
+                    "speaker": r.speaker,
+                    "position": r.position,
+                    "on_path": r.on_path,
+                    "snippet": "".join(text for text, _ in r.snippet),
+                    "matches": [text for text, match in r.snippet if match],
+                }
+                for r in found
+            ]
+        )
+        return
+    if not found:
+        typer.echo("nothing found")
+        return
+    for r in found:
+        text = "".join(f"[{piece}]" if match else piece for piece, match in r.snippet)
+        mark = " " if r.on_path else "*"
+        who = r.speaker or r.role
+        typer.echo(f"{r.chat_id}  {r.chat_title}  #{r.position} {r.node_id}{mark} {who}: {text}")
+    if any(not r.on_path for r in found):
+        typer.echo("* on another branch, not on the chat's active path")
+
+
 def _node_json(node: Node) -> dict[str, Any]:
     return {
         "id": node.id,

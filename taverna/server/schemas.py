@@ -137,6 +137,26 @@ class ChatSummaryOut(BaseModel):
     group_id: str | None = None
 
 
+class SnippetPieceOut(BaseModel):
+    text: str
+    match: bool
+
+
+class SearchHitOut(BaseModel):
+    """A message a search found; `on_path`: on its chat's active path (else opening it
+    switches the path to it)."""
+
+    chat_id: str
+    chat_title: str
+    node_id: str
+    role: str
+    speaker: str
+    position: int
+    hidden: bool
+    on_path: bool
+    snippet: list[SnippetPieceOut]
+
+
 class NewChatIn(Strict):
     character_id: str = Field(min_length=1, max_length=100)
     title: str | None = Field(default=None, max_length=NAME_MAX)

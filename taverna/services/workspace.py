@@ -34,6 +34,7 @@ from taverna.services.interchange import InterchangeService
 from taverna.services.library import LibraryKind, LibraryService
 from taverna.services.recall import EmbeddingBacklog, stored_config
 from taverna.services.scratch import clean_leftovers
+from taverna.services.search import SearchService
 from taverna.services.summary_generation import SummaryGenerator
 from taverna.services.turn_context import TurnContexts
 from taverna.services.turn_paths import PathEnds
@@ -69,6 +70,10 @@ class Workspace:
     def images(self, owner: str = "") -> ImageLibrary:
         """The pictures attached to messages, of one account."""
         return ImageLibrary(self.store, owner=owner)
+
+    def search(self) -> SearchService:
+        """Message search over the store (in a chat or across one account's chats)."""
+        return SearchService(self.store)
 
     def library(self, owner: str = "") -> LibraryService:
         """The library of an account ("": the single user's)."""

@@ -18,6 +18,7 @@ from taverna.server.routes import (
     presets,
     prompt,
     quick_replies,
+    search,
     summaries,
     variables,
 )
@@ -34,6 +35,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     presets.router,
     prompt.router,
     quick_replies.router,
+    search.router,
     summaries.router,
     variables.router,
 )

@@ -1,0 +1,56 @@
+"""`taverna chats search` as a person runs it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from taverna.cli.main import _register, app
+from taverna.errors import TavernaError
+from taverna.model.chat import NodeRole
+from taverna.services.workspace import open_workspace
+
+_register()
+runner = CliRunner()
+
+
+@pytest.fixture
+def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "data"
+    monkeypatch.setenv("TAVERNA_DATA", str(folder))
+    monkeypatch.delenv("TAVERNA_DATABASE_URL", raising=False)
+    return folder
+
+
+def run(*args: str) -> str:
+    result = runner.invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_chats_search_prints_hits_and_marks_other_branches(data: Path) -> None:
+    folder = open_workspace(data, background_backups=False)
+    try:
+        out = folder.chats.create_chat("海边", greetings=["Hello."], greeting_speaker="Kael")
+        first = folder.chats.append(
+            out.chat.id, NodeRole.ASSISTANT, "那座灯塔很高。", revision=out.chat.revision
+        )
+        folder.chats.swipe(
+            out.chat.id, first.node.id, "Nothing here.", revision=first.chat.revision
+        )
+        folder.chats.create_chat("other", greetings=["A lighthouse, 灯塔."])
+    finally:
+        folder.close()
+    text = run("chats", "search", "灯塔", "--chat", out.chat.id[:12])
+    assert "[灯塔]" in text and first.node.id + "*" in text and "  other  " not in text
+    rows = json.loads(run("chats", "search", "灯塔", "--json"))
+    assert len(rows) == 2
+    mine = next(row for row in rows if row["chat_id"] == out.chat.id)
+    assert mine["on_path"] is False and mine["matches"] == ["灯塔"]
+    assert "nothing found" in run("chats", "search", "zebra")
+    failed = runner.invoke(app, ["chats", "search", "   "])
+    # `main` turns the error into one line and exit code 2 (see test_interchange_cli).
+    assert isinstance(failed.exception, TavernaError) and "type a word" in str(failed.exception)
