@@ -61,10 +61,19 @@ def serve(
     from taverna.server.app import create_app
     from taverna.server.context import open_context
     from taverna.services.local_models import DEFAULT_MODEL_NAME, local_models
-    from taverna.services.workspace import release_freed_memory, seed_local_model, seed_samples
+    from taverna.services.workspace import (
+        release_freed_memory,
+        seed_local_model,
+        seed_presets,
+        seed_samples,
+    )
 
     ctx = open_context(data_dir, settings)
     ctx.allowed_hosts = host_names(host, [*settings.allowed_hosts, *(allow_host or ())])
+    # Presets first: they are seeded only into a library that has nothing yet.
+    presets = seed_presets(ctx.library())
+    if presets:
+        typer.echo(f"new data folder: added the presets and templates {', '.join(presets)}")
     seeded = seed_samples(ctx.library())
     if seeded:
         typer.echo(f"new data folder: added the samples {', '.join(seeded)}")

@@ -23,7 +23,7 @@ from taverna.engine.lorebook.regex_budget import TURN_REGEX_BUDGET
 from taverna.errors import NotFound, TavernaError
 from taverna.model.prompt import Prompt
 from taverna.providers.embeddings import Embedder
-from taverna.services import local_models, sent_prompts
+from taverna.services import local_models, presets, sent_prompts
 from taverna.services.backups import BackupFlusher, BackupService
 from taverna.services.chats import ChatService
 from taverna.services.connections import ConnectionService
@@ -43,6 +43,22 @@ from taverna.store.repository import Store
 log = logging.getLogger(__name__)
 
 SAMPLES = ("Ione Calder.png", "Brasswater.json")
+# The product's own presets and templates, in SillyTavern's file formats (taverna/data/presets).
+DEFAULT_PRESETS = (
+    "Taverna Default.json",
+    "ChatML.json",
+    "Llama 3 Instruct.json",
+    "Mistral.json",
+    "Taverna Story.json",
+    "Taverna Roleplay.json",
+)
+_PRESET_KINDS = (
+    LibraryKind.CHAT_COMPLETION_PRESET,
+    LibraryKind.TEXT_COMPLETION_PRESET,
+    LibraryKind.INSTRUCT_TEMPLATE,
+    LibraryKind.CONTEXT_TEMPLATE,
+    LibraryKind.SYSTEM_PROMPT,
+)
 LOCAL_CONNECTION = "Local model"
 # Chats this long or longer are backed up by a process of their own.
 LONG_CHAT = 2000
@@ -256,6 +272,27 @@ def seed_local_model(connections: ConnectionService) -> str | None:
         return None
     connections.add(LOCAL_CONNECTION, "local", default=True)
     return LOCAL_CONNECTION
+
+
+def seed_presets(library: LibraryService) -> list[str]:
+    """On a new library (no character, lorebook, preset or template yet), store the
+    product's own Chat Completion preset, instruct, context and system-prompt templates,
+    and make the preset the one in use, so every editor has something to open. A library
+    that has any of these is left as it is. Returns the names stored."""
+    if any(library.documents(kind) for kind in (*_PRESET_KINDS, *_SEEDED_BEFORE)):
+        return []
+    stored = []
+    for name in DEFAULT_PRESETS:
+        data = (files("taverna") / "data" / "presets" / name).read_bytes()
+        item = library.import_bytes(data, name)
+        if item.kind == LibraryKind.CHAT_COMPLETION_PRESET.value:
+            presets.activate(library, item.id)
+        stored.append(item.name)
+    return stored
+
+
+# A library holding any of these was in use before: its presets are the person's choice.
+_SEEDED_BEFORE = (LibraryKind.CHARACTER, LibraryKind.LOREBOOK)
 
 
 def seed_samples(library: LibraryService) -> list[str]:

@@ -103,3 +103,64 @@ def test_a_new_data_folder_is_the_owners_alone(tmp_path: Path) -> None:
         os.umask(old_umask)
     assert stat.S_IMODE((tmp_path / "new" / "data").stat().st_mode) == 0o700
     assert stat.S_IMODE((tmp_path / "new" / "data" / "taverna.db").stat().st_mode) == 0o600
+
+
+def test_a_new_library_gets_presets_and_templates_that_export_as_sillytavern_files(
+    tmp_path: Path,
+) -> None:
+    from taverna.formats.detect import FileKind, detect
+    from taverna.formats.json_text import dumps
+    from taverna.services.active_settings import active_choices
+    from taverna.services.workspace import seed_presets
+
+    ws = open_workspace(tmp_path / "data", background_backups=False)
+    try:
+        lib = ws.library()
+        names = seed_presets(lib)
+        assert names == [
+            "Taverna Default",
+            "ChatML",
+            "Llama 3 Instruct",
+            "Mistral",
+            "Taverna Story",
+            "Taverna Roleplay",
+        ]
+        expected = {
+            LibraryKind.CHAT_COMPLETION_PRESET: FileKind.CHAT_COMPLETION_PRESET,
+            LibraryKind.INSTRUCT_TEMPLATE: FileKind.INSTRUCT_TEMPLATE,
+            LibraryKind.CONTEXT_TEMPLATE: FileKind.CONTEXT_TEMPLATE,
+            LibraryKind.SYSTEM_PROMPT: FileKind.SYSTEM_PROMPT,
+        }
+        for kind, file_kind in expected.items():
+            docs = lib.documents(kind)
+            assert docs, kind
+            for doc in docs:
+                # What the page's export writes is read back as the same kind, unchanged.
+                exported = dumps(dict(doc.data), indent=4).encode("utf-8")
+                assert detect(exported, f"{doc.name}.json") is file_kind
+                other = LibraryService(ws.store, owner="round-trip")
+                again = other.import_bytes(exported, f"{doc.name}.json")
+                assert again.name == doc.name
+                assert other.get(kind, again.id).data == doc.data
+        chat_preset = lib.documents(LibraryKind.CHAT_COMPLETION_PRESET)[0]
+        assert active_choices(ws.store)["chat_completion_preset"] == chat_preset.id
+        # The samples still come with a new folder after the presets.
+        assert seed_samples(lib) == ["Ione Calder", "Brasswater"]
+        # A second start adds nothing.
+        assert seed_presets(lib) == []
+    finally:
+        ws.close()
+
+
+def test_a_library_in_use_gets_no_presets(tmp_path: Path) -> None:
+    from taverna.services.workspace import seed_presets
+
+    ws = open_workspace(tmp_path / "data", background_backups=False)
+    try:
+        lib = ws.library()
+        seed_samples(lib)
+        assert seed_presets(lib) == []
+        assert not lib.documents(LibraryKind.CHAT_COMPLETION_PRESET)
+        assert not lib.documents(LibraryKind.INSTRUCT_TEMPLATE)
+    finally:
+        ws.close()
