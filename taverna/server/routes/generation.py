@@ -171,6 +171,7 @@ def _event(index: int, event: Any) -> str | None:
             "node_id": event.node_id,
             "draft_id": event.draft_id,
             "message": event.error,
+            "cause": event.cause,
         }
     else:
         return None

@@ -58,6 +58,9 @@ class Completed:
     revision: int | None = None
     draft_id: str | None = None
     error: str | None = None
+    # Why the model API failed, when it did (ErrorKind's value: "auth", "timeout", ...),
+    # so the page can say it in the person's language.
+    cause: str | None = None
 
 
 GenerationEvent = Event | Started | ToolResult | Completed

@@ -843,7 +843,13 @@ class GenerationService:
                     elif isinstance(event, Finish):
                         finish = event
                     elif isinstance(event, StreamError):
-                        return self._fail(plan, "".join(streamed), event.message, Ending.FAILED)
+                        return self._fail(
+                            plan,
+                            "".join(streamed),
+                            event.message,
+                            Ending.FAILED,
+                            cause=event.kind.value,
+                        )
                 if not calls or not offer:
                     break
                 prompt = await self._tool_round(plan, prompt, "".join(reply), calls)
@@ -1009,7 +1015,9 @@ class GenerationService:
         )
         return doc.id
 
-    def _fail(self, plan: _Plan, text: str, error: str, outcome: Ending) -> Completed:
+    def _fail(
+        self, plan: _Plan, text: str, error: str, outcome: Ending, *, cause: str | None = None
+    ) -> Completed:
         """End a generation that stored nothing: what streamed is kept as a draft if it
         can be; the generation ends either way, so the chat is free again."""
         try:
@@ -1018,7 +1026,8 @@ class GenerationService:
             logger.exception("the draft of generation %s could not be kept", plan.run.id)
             draft_id = None
             error = f"{error}; its text could not be kept as a draft: {type(exc).__name__}"
-        return self._finish(plan, Completed(outcome, text, draft_id=draft_id, error=error))
+        done = Completed(outcome, text, draft_id=draft_id, error=error, cause=cause)
+        return self._finish(plan, done)
 
     @staticmethod
     def _finish(plan: _Plan, done: Completed) -> Completed:

@@ -24,3 +24,13 @@ export function explain(error) {
 export function reportError(error, kept = t("kept.page")) {
   toast(`${explain(error)} ${kept}`.trim(), "error");
 }
+
+// The causes a model API failure is sorted into by the server (its ErrorKind).
+const CAUSES = ["auth", "not_found", "rate_limited", "context_length", "bad_request", "server", "timeout", "network", "interrupted", "protocol"];
+
+/** Why a generation failed, in the person's language: from the server's `cause`, else the
+ * server's own message (a failure that is not the model API's, such as a save that failed). */
+export function failureCause(cause, message = "") {
+  if (CAUSES.includes(cause)) return t(`error.cause.${cause}`);
+  return message ? t("error.cause.other") : t("error.generation");
+}

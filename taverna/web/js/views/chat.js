@@ -5,7 +5,8 @@
 
 import { api, firstStart, followTask, takeNewChat } from "../api.js";
 import { copyText, formWith, h, iconButton, mount, toast } from "../dom.js";
-import { reportError } from "../errors.js";
+import { failureCause, reportError } from "../errors.js";
+import { connectionForm } from "./connections.js";
 import { t } from "../i18n.js";
 import { renderMarkdown } from "../markdown.js";
 import { openInspector } from "./inspector.js";
@@ -43,6 +44,7 @@ export async function render(root, params) {
     order: [], // the ids held, in path order (consecutive positions)
     total: 0, // live messages on the whole path
     task: null,
+    failure: null, // the last generation that failed, told inline until retried or dismissed
     closeStream: null,
     streamText: "",
     reasoningText: "",
@@ -120,8 +122,19 @@ export async function render(root, params) {
   const drafts = h("div", { class: "drafts", "aria-live": "polite" });
   // A group chat's members: who they are, who is muted, who speaks next; speak now.
   const members = h("aside", { class: "group-members", id: "group-members", hidden: true, "aria-label": t("groups.members") });
-  const notice = h("p", { class: "notice", hidden: true },
-    h("span", { text: t("chat.no_connection") }), " ", h("a", { href: "#/connections", text: t("chat.add_connection") }));
+  // No model connected: the first connection is made right here, then the person sends.
+  const notice = h("div", { class: "notice first-run", hidden: true, id: "first-connection" },
+    h("p", {}, h("span", { text: t("chat.no_connection") }), " ", h("a", { href: "#/connections", text: t("chat.all_connections") })),
+    connectionForm({
+      id: "first-connection-form",
+      title: t("chat.first_connection"),
+      first: true,
+      onSaved: async (saved) => {
+        notice.hidden = true;
+        localNotice.hidden = saved.api !== "local";
+        input.focus();
+      },
+    }));
   // Said plainly: the model in the box is small; a better one is one connection away.
   const localNotice = h("p", { class: "notice local-model", hidden: true, id: "local-model-notice" },
     h("span", { text: t("chat.local_model") }), " ", h("a", { href: "#/connections", text: t("chat.connect_better") }));
@@ -931,8 +944,46 @@ export async function render(root, params) {
   const setPicture = (m, image) =>
     write(() => api.put(`${chatUrl}/messages/${m.id}/image`, { image, revision: state.chat.revision }));
 
+  /** A failed generation, told on the spot where its reply would have been: the cause in
+   * words, the server's own message, and Retry (the same kind of generation again). */
+  function showFailure(failure) {
+    state.failure = failure;
+    placeFailure();
+  }
+
+  function placeFailure() {
+    list.querySelector("#failure")?.remove();
+    const failure = state.failure;
+    if (!failure || state.task) return;
+    const retry = h("button", { type: "button", class: "primary small", id: "retry", text: t("chat.retry"), onClick: () => retryFailed(failure.kind) });
+    const dismiss = h("button", { type: "button", class: "small", text: t("chat.dismiss"), onClick: () => {
+      state.failure = null;
+      placeFailure();
+    } });
+    const detail = failure.message ? h("p", { class: "muted failure-detail", text: failure.message }) : null;
+    newerEdge.before(h("li", { class: "message assistant failed", id: "failure", role: "alert" },
+      h("div", { class: "bubble" },
+        h("p", { class: "failure-title", text: t(failure.kind === "impersonate" ? "chat.failed_impersonate" : "chat.failed_reply") }),
+        h("p", { class: "failure-cause", text: failureCause(failure.cause, failure.message) }),
+        detail,
+        h("div", { class: "row wrap" }, retry, dismiss))));
+    list.scrollTop = list.scrollHeight;
+  }
+
+  async function retryFailed(kind) {
+    if (state.task || !state.chat) return;
+    state.failure = null;
+    placeFailure();
+    // A failed send stored the person's message: the retry answers it (no new text).
+    const body = { kind, revision: state.chat.revision };
+    if (kind === "normal") body.text = "";
+    if (!(await start(() => api.post(`${chatUrl}/generate`, body)))) showFailure({ kind, message: "", cause: null });
+  }
+
   function attach(task, speaker = null) {
     if (state.closeStream) state.closeStream();
+    state.failure = null;
+    placeFailure();
     const last = lastHeld();
     // A group reply is written by one member: a round names it, a swipe keeps the last one's.
     const author = speaker ?? (state.chat.group_id && task.kind !== "impersonate" && last?.role === "assistant" ? last.name : null);
@@ -955,12 +1006,13 @@ export async function render(root, params) {
         else if (first) placeStreamItem();
       } else if (["done", "error", "cancelled", "lost"].includes(kind)) {
         const impersonated = state.task?.kind === "impersonate" ? state.streamText : null;
+        const failedKind = state.task?.kind || "normal";
         const finished = { normal: ["user", "ai"], regenerate: ["ai"], swipe: ["ai"], continue: ["ai"] }[state.task?.kind];
         state.task = null;
         state.closeStream = null;
         list.querySelector("#streaming")?.remove();
         updateControls();
-        if (kind === "error") toast(data.message || t("error.generation"), "error");
+        if (kind === "error") showFailure({ kind: failedKind, message: data.message || "", cause: data.cause || null });
         if (kind === "cancelled") toast(t("chat.stopped"));
         if (impersonated !== null) {
           input.value = data.text ?? impersonated;
@@ -970,6 +1022,7 @@ export async function render(root, params) {
         if (kind === "lost") toast(t("chat.reconnecting"));
         // The server may be going away as the stream ends (a restart): keep trying.
         if (kind === "lost" || !(await refreshEnd())) await recover();
+        placeFailure();
         // Quick Replies on the person's message and on the reply run once the turn is saved.
         if (kind === "done" && finished) await runTriggered(...finished);
         if (kind === "done" && finished) await runAutomations();

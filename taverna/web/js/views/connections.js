@@ -8,30 +8,42 @@ import { fieldForm } from "../form.js";
 
 const APIS = ["openai", "openai-compatible", "anthropic", "google", "mistral", "koboldcpp", "llamacpp", "openai-text", "local"];
 
-export async function render(root) {
-  const list = h("ul", { class: "list" });
-  const form = fieldForm([
-    ["name", "line", { label: t("field.name"), attrs: { required: true } }],
+/**
+ * The form that adds a connection (API, URL, model, key). `first`: the first connection,
+ * made the default with a name of its own; `onSaved(connection)` runs once it is stored.
+ */
+export function connectionForm({ id, title, first = false, onSaved }) {
+  const fields = [
+    ...(first ? [] : [["name", "line", { label: t("field.name"), attrs: { required: true } }]]),
     ["api", "choice", { choices: APIS }],
     ["url", "line", { placeholder: "http://127.0.0.1:5001/v1", attrs: { type: "url" } }],
     ["model", "line", { placeholder: t("connections.model_hint") }],
     ["key", "line", { attrs: { type: "password", autocomplete: "off" } }],
-    ["default", "bool"],
-  ], {}, { prefix: "c", labels: "connections", box: h("form", { class: "editor", id: "connection-form" }, h("h2", { text: t("connections.add") })) });
+    ...(first ? [] : [["default", "bool"]]),
+  ];
+  const form = fieldForm(fields, {}, { prefix: first ? "first" : "c", labels: "connections", box: h("form", { class: "editor", id }, h("h2", { text: title })) });
   form.append(h("button", { type: "submit", class: "primary", text: t("common.save") }));
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
     const body = form.read();
+    if (first) Object.assign(body, { name: (body.model || body.api).slice(0, 60), default: true });
+    let saved;
     try {
-      await api.post("/connections", { ...body, key: body.key || null });
+      saved = await api.post("/connections", { ...body, key: body.key || null });
     } catch (error) {
       reportError(error, t("kept.form"));
       return;
     }
     form.fields.key.control.value = "";
     toast(t("common.saved"));
-    reload();
+    await onSaved(saved);
   });
+  return form;
+}
+
+export async function render(root) {
+  const list = h("ul", { class: "list" });
+  const form = connectionForm({ id: "connection-form", title: t("connections.add"), onSaved: () => reload() });
   mount(root, h("div", { class: "page-head" }, h("h1", { text: t("nav.connections") })), h("div", { class: "split" }, list, form));
 
   const item = (c) => {
