@@ -67,6 +67,7 @@ class CharacterOut(BaseModel):
     lorebook_name: str | None
     avatar_url: str | None
     has_embedded_lorebook: bool
+    embedded_lorebook_entries: int = 0
 
 
 class CharacterListItem(BaseModel):
@@ -107,4 +108,7 @@ def character_out(
         lorebook_name=character.linked_world,
         avatar_url=f"/api/characters/{doc_id}/avatar",
         has_embedded_lorebook=character.character_book is not None,
+        embedded_lorebook_entries=len(character.character_book.entries)
+        if character.character_book is not None
+        else 0,
     )

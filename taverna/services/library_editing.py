@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 from taverna.errors import Conflict, FormatError, FormatWarning, NotFound, TavernaError
 from taverna.formats.card_json import card_to_json
+from taverna.formats.character_book import book_to_lorebook
 from taverna.formats.detect import LOREBOOK_KINDS, FileKind, detect
 from taverna.formats.world_info import world_info_from_json, world_info_to_json
 from taverna.model.character import CardFile, Character
@@ -97,6 +98,18 @@ def link_lorebook(lib: LibraryService, character_id: str, lorebook_id: str | Non
         revision=doc.revision,
         owner=doc.owner,
     )
+
+
+def import_card_lorebook(lib: LibraryService, character_id: str) -> StoredItem:
+    """SillyTavern's "Import Card Lore" (formats-character-card.md §7.2): the card's embedded
+    book stored as a lorebook of its own (its name, else "<card name>'s Lorebook"; one of
+    that name is replaced, as SillyTavern overwrites the world file) and linked to the card."""
+    card = lib.character(character_id).character
+    if card.character_book is None:
+        raise NotFound(f"{card.name}'s card has no embedded lorebook", field="character_book")
+    item = lib.put_lorebook(book_to_lorebook(card.character_book, card_name=card.name))
+    link_lorebook(lib, character_id, item.id)
+    return item
 
 
 def replace_picture(lib: LibraryService, kind: LibraryKind, doc_id: str, picture: bytes) -> None:

@@ -219,3 +219,42 @@ def test_a_card_without_picture_keeps_the_stored_picture(
     assert again.id == png.id and again.replaced
     avatar = library.character(png.id).avatar
     assert avatar is not None and avatar.startswith(b"\x89PNG")
+
+
+def test_a_cards_own_lorebook_is_imported_and_linked(library: LibraryService) -> None:
+    import json
+
+    from taverna.services.library_editing import import_card_lorebook
+
+    lib = library
+    card = {
+        "spec": "chara_card_v2",
+        "spec_version": "2.0",
+        "data": {
+            "name": "Keeper",
+            "extensions": {},
+            "character_book": {
+                "name": "Lamp Lore",
+                "extensions": {},
+                "entries": [
+                    {
+                        "keys": ["lamp"],
+                        "content": "The lamp is cold.",
+                        "extensions": {},
+                        "enabled": True,
+                        "insertion_order": 100,
+                        "use_regex": False,
+                    }
+                ],
+            },
+        },
+    }
+    item = lib.import_bytes(json.dumps(card).encode(), "Keeper.json")
+    book = import_card_lorebook(lib, item.id)
+    assert book.name == "Lamp Lore"
+    stored = lib.get(LibraryKind.LOREBOOK, book.id)
+    assert [e["content"] for e in stored.data["entries"].values()] == ["The lamp is cold."]
+    assert lib.character(item.id).character.linked_world == "Lamp Lore"
+    # A second import replaces the book; nothing is copied.
+    import_card_lorebook(lib, item.id)
+    assert len(lib.documents(LibraryKind.LOREBOOK)) == 1

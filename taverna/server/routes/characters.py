@@ -107,6 +107,14 @@ def link_lorebook(
     return library_views.character_view(lib, character_id)
 
 
+@router.post("/{character_id}/lorebook/import", response_model=CharacterOut)
+def import_card_lorebook(character_id: str, lib: LibraryService = Depends(library)) -> CharacterOut:
+    """Store the card's embedded lorebook (`character_book`) as a lorebook of its own and
+    link it to the character, as SillyTavern's "Import Card Lore" does."""
+    library_editing.import_card_lorebook(lib, character_id)
+    return library_views.character_view(lib, character_id)
+
+
 @router.get(
     "/{character_id}/avatar",
     response_class=Response,

@@ -4,7 +4,7 @@ import { api, markNewChat } from "../api.js";
 import { formWith, h, mount, toast } from "../dom.js";
 import { t } from "../i18n.js";
 import { fieldForm } from "../form.js";
-import { startChat } from "./characters.js";
+import { importCardLorebook, startChat } from "./characters.js";
 
 // Every card field a person edits, in the order shown, and the character's lorebook.
 const fields = (lorebooks) => [
@@ -72,6 +72,19 @@ export async function render(root, params) {
     }
   });
 
+  // The character's lorebook: the one linked, or the card's own book waiting to be imported.
+  const lorebookPanel = () => h("section", { class: "character-lorebook", id: "character-lorebook" },
+    h("h2", { text: t("character.lorebook") }),
+    character.lorebook_id
+      ? h("p", {}, h("a", { href: `#/lorebooks/${character.lorebook_id}`, id: "open-lorebook", text: character.lorebook_name || t("character.lorebook") }))
+      : character.has_embedded_lorebook
+        ? h("div", {},
+          h("p", { class: "muted", text: t("character.embedded_book", { n: character.embedded_lorebook_entries }) }),
+          h("button", { type: "button", id: "import-card-lorebook", text: t("character.import_book"), onClick: async () => {
+            await importCardLorebook(character);
+            render(root, params);
+          } }))
+        : h("p", { class: "muted", text: t("character.no_lorebook") }));
   const side = h("div", { class: "side" });
   if (!isNew) {
     const avatarInput = h("input", { type: "file", accept: "image/png,image/jpeg,image/webp", hidden: true });
@@ -93,6 +106,7 @@ export async function render(root, params) {
           await api.del(`/characters/${params.id}`);
           location.hash = "#/characters";
         } })),
+      lorebookPanel(),
       h("h2", { text: t("character.chats") }),
       h("ul", { class: "list" }, chats.length ? chats.map((c) => h("li", {}, h("a", { href: `#/chat/${c.id}`, text: c.title }),
         h("span", { class: "muted", text: t("chats.summary", { messages: c.message_count, branches: c.branch_count }) }))) : h("li", { class: "muted", text: t("chats.none") })),

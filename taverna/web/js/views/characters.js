@@ -2,7 +2,7 @@
 
 import { api, markNewChat } from "../api.js";
 import { formWith, h, mount, toast, toastWarnings } from "../dom.js";
-import { explain } from "../errors.js";
+import { explain, reportError } from "../errors.js";
 import { t } from "../i18n.js";
 
 const ACCEPT = ".png,.json,.charx,image/png,application/json";
@@ -16,11 +16,32 @@ export async function importCards(files) {
       stored.push(result);
       toast(t("characters.imported", { name: result.name }));
       toastWarnings(file.name, result.warnings);
+      await offerCardLorebook(result);
     } catch (error) {
       toast(t("characters.import_failed", { file: file.name, message: `${explain(error)} ${t("kept.nothing_stored")}` }), "error");
     }
   }
   return stored;
+}
+
+/** A card with a lorebook of its own that is not in the library yet: ask, as SillyTavern
+ * does, whether to import that book and link it to the character. */
+export async function offerCardLorebook(character) {
+  if (!character.has_embedded_lorebook || character.lorebook_id) return character;
+  if (!confirm(t("characters.import_book", { name: character.name, n: character.embedded_lorebook_entries }))) return character;
+  return importCardLorebook(character);
+}
+
+/** Store the card's embedded lorebook as a library lorebook linked to the character. */
+export async function importCardLorebook(character) {
+  try {
+    const updated = await api.post(`/characters/${character.id}/lorebook/import`);
+    toast(t("characters.book_imported", { name: updated.lorebook_name || "" }));
+    return updated;
+  } catch (error) {
+    reportError(error);
+    return character;
+  }
 }
 
 function card(c) {

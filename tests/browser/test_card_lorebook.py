@@ -1,0 +1,103 @@
+"""A card with a lorebook of its own: importing it asks, as SillyTavern does, whether to
+import that book and link it; the character page shows the linked book (or offers the
+card's book when it was declined)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import shot
+from tests.stubs.taverna_server import TavernaServer
+
+SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 375, "height": 812}}
+
+
+def card_with_book(folder: Path, name: str) -> Path:
+    entry = {
+        "keys": ["lighthouse"],
+        "content": "The lighthouse has been dark for a year.",
+        "extensions": {},
+        "enabled": True,
+        "insertion_order": 100,
+        "use_regex": False,
+    }
+    card = {
+        "spec": "chara_card_v2",
+        "spec_version": "2.0",
+        "data": {
+            "name": name,
+            "description": "A keeper of a lighthouse.",
+            "first_mes": "The lamp is cold.",
+            "extensions": {},
+            "character_book": {
+                "extensions": {},
+                "entries": [
+                    {**entry, "id": 0},
+                    {**entry, "id": 1, "keys": ["harbour"], "content": "The harbour froze."},
+                ],
+            },
+        },
+    }
+    path = folder / f"{name}.json"
+    path.write_text(json.dumps(card), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("size", "lang"), [("desktop", "en"), ("phone", "zh-CN")])
+def test_importing_a_card_offers_its_lorebook_and_the_page_shows_it(
+    chromium,  # type: ignore[no-untyped-def]
+    taverna: TavernaServer,
+    tmp_path: Path,
+    size: str,
+    lang: str,
+) -> None:
+    accepted = f"Keeper {size}"
+    declined = f"Warden {size}"
+    context = chromium.new_context(viewport=SIZES[size])
+    context.add_init_script(f"localStorage.setItem('taverna.lang', '{lang}')")
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    asked: list[str] = []
+
+    def answer(dialog) -> None:  # type: ignore[no-untyped-def]
+        asked.append(dialog.message)
+        if accepted in dialog.message:
+            dialog.accept()
+        else:
+            dialog.dismiss()
+
+    page.on("dialog", answer)
+    page.goto(f"{taverna.url}/#/characters")
+    page.locator("#card-file").set_input_files(str(card_with_book(tmp_path, accepted)))
+    page.locator(".card", has_text=accepted).wait_for()
+    page.locator("#card-file").set_input_files(str(card_with_book(tmp_path, declined)))
+    page.locator(".card", has_text=declined).wait_for()
+    assert len(asked) == 2 and "2" in asked[0]
+
+    books = {b["name"]: b for b in taverna.api("GET", "/lorebooks").json()}
+    book = books[f"{accepted}'s Lorebook"]
+    assert book["entry_count"] == 2
+    assert f"{declined}'s Lorebook" not in books
+    characters = {c["name"]: c for c in taverna.api("GET", "/characters").json()}
+    keeper = taverna.api("GET", f"/characters/{characters[accepted]['id']}").json()
+    assert keeper["lorebook_id"] == book["id"]
+
+    # The character page shows the linked book and opens it.
+    page.goto(f"{taverna.url}/#/characters/{keeper['id']}")
+    link = page.locator("#open-lorebook")
+    expect(link).to_have_text(f"{accepted}'s Lorebook")
+    shot(page, f"{size}-{lang}-character-linked-book")
+    # The declined card's page offers its book again; importing links it.
+    page.goto(f"{taverna.url}/#/characters/{characters[declined]['id']}")
+    page.locator("#import-card-lorebook").click()
+    expect(page.locator("#open-lorebook")).to_have_text(f"{declined}'s Lorebook")
+    page.locator("#open-lorebook").click()
+    expect(page.locator("h1")).to_have_text(f"{declined}'s Lorebook")
+    expect(page.locator("main")).to_contain_text("harbour")
+    assert errors == []
+    context.close()
