@@ -47,7 +47,7 @@ def connection_service(data: Path | None) -> Iterator[ConnectionService]:
         workspace.close()
 
 
-# n_ctx, threads, max_tokens: a local model's context size, CPU threads (0: every core)
+# n_ctx, threads, max_tokens: a local model's context size, CPU threads (0: half the cores)
 # and longest reply
 KNOWN_OPTIONS = {
     "use_system_prompt": bool,

@@ -76,10 +76,15 @@ class Generator:
     ) -> None:
         from llama_cpp import Llama
 
+        # Half the cores by default: the server and the page keep the rest, and llama.cpp's
+        # threads wait for each other at every step, which costs dearly when the machine
+        # is busy and a thread loses its core.
+        threads = threads or max(1, (os.cpu_count() or 1) // 2)
         self.model = Llama(
             model_path=model_path,
             n_ctx=n_ctx,
-            n_threads=threads or max(1, os.cpu_count() or 1),
+            n_threads=threads,
+            n_threads_batch=threads,
             verbose=False,
         )
         self.n_ctx = self.model.n_ctx()

@@ -76,7 +76,7 @@ class LocalSpec:
 
     model: Path
     n_ctx: int = DEFAULT_N_CTX
-    threads: int = 0  # 0: every core
+    threads: int = 0  # 0: half the cores
     max_tokens: int = 0  # the longest reply, whatever the preset asks (0: as asked)
 
     @classmethod
