@@ -250,7 +250,10 @@ class ConnectionService:
         if len(connections) == 1:
             return connections[0]
         if not connections:
-            raise NotFound("no connection yet; add one with `taverna connection add`")
+            raise NotFound(
+                "no model connection yet: add one under Connections in the page, "
+                "or with `taverna connection add`"
+            )
         raise NotFound("several connections and none is the default; name one")
 
     def add(

@@ -4,6 +4,7 @@ languages."""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 
 import pytest
@@ -141,6 +142,11 @@ def test_with_no_connection_the_chat_asks_for_one_and_then_answers(
     context, page, _chat, errors = open_chat(chromium, bare_server, size, lang)
     form = page.locator("#first-connection-form")
     expect(form).to_be_visible()
+    # Sending before connecting leads to the form; the text stays in the box.
+    page.locator("#chat-input").fill("Hello?")
+    page.locator("#send").click()
+    expect(form.locator("select").first).to_be_focused()
+    assert page.locator("#chat-input").input_value() == "Hello?"
     fits_the_screen(page)
     shot(page, f"{size}-{lang}-first-connection")
     form.locator("select").first.select_option("openai")
@@ -159,5 +165,65 @@ def test_with_no_connection_the_chat_asks_for_one_and_then_answers(
     page.locator("#send").click()
     expect(page.locator("ol.messages > li.message").last).to_contain_text("Welcome aboard.")
     shot(page, f"{size}-{lang}-first-connection-answered")
+    assert errors == []
+    context.close()
+
+
+@pytest.mark.parametrize(
+    ("size", "lang", "words"),
+    [
+        ("desktop", "en", "could not be reached"),
+        ("phone", "zh-CN", "无法连接到模型 API"),
+    ],
+)
+def test_a_model_server_that_is_not_running_is_said_so(
+    chromium,  # type: ignore[no-untyped-def]
+    bare_server: TavernaServer,
+    stub: StubServer,
+    size: str,
+    lang: str,
+    words: str,
+) -> None:
+    with socket.socket() as closed:  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    bare_server.api(
+        "POST",
+        "/connections",
+        json={
+            "name": "gone",
+            "api": "openai",
+            "url": f"http://127.0.0.1:{port}/v1",
+            "model": "m",
+            "key": None,
+            "default": True,
+        },
+    )
+    context, page, chat, errors = open_chat(chromium, bare_server, size, lang)
+    page.locator("#chat-input").fill("Anyone?")
+    page.locator("#send").click()
+    failure = page.locator("#failure")
+    expect(failure).to_contain_text(words)
+    fits_the_screen(page)
+    shot(page, f"{size}-{lang}-failed-reply-refused")
+    # Point the connection at a running model server: Retry answers.
+    bare_server.api("DELETE", "/connections/gone")
+    bare_server.api(
+        "POST",
+        "/connections",
+        json={
+            "name": "stub",
+            "api": "openai",
+            "url": stub.base_url("openai"),
+            "model": "stub-model",
+            "key": None,
+            "default": True,
+        },
+    )
+    stub.script(Reply(tokens=["Here."]))
+    failure.get_by_role("button", name=RETRY[lang], exact=True).click()
+    expect(page.locator("ol.messages > li.message").last).to_contain_text("Here.")
+    stored = bare_server.api("GET", f"/chats/{chat['id']}").json()
+    assert [m["role"] for m in stored["messages"]] == ["assistant", "user", "assistant"]
     assert errors == []
     context.close()

@@ -883,6 +883,12 @@ export async function render(root, params) {
 
   async function generate(kind) {
     if (state.task || !state.chat) return;
+    // Nothing can answer yet: the first connection's form is right there, so go to it.
+    if (!notice.hidden) {
+      notice.scrollIntoView({ block: "nearest" });
+      notice.querySelector("select, input")?.focus();
+      return;
+    }
     if (kind === "normal" && input.value.trim().startsWith("/")) {
       const next = await runScript(input.value.trim());
       if (next) await generate(next === "trigger" ? "normal" : next);
