@@ -149,6 +149,7 @@ class SearchHitOut(BaseModel):
     chat_id: str
     chat_title: str
     node_id: str
+    parent_id: str | None
     role: str
     speaker: str
     position: int

@@ -8,6 +8,7 @@ on another branch is `ChatService.select_candidate`: the path then goes through 
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -22,6 +23,7 @@ MAX_RESULTS = 200
 # How much text a snippet shows around its first match (characters of the message).
 _BEFORE = 40
 _AFTER = 100
+_SPACES = re.compile(r"\s+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +34,7 @@ class SearchResult:
     chat_id: str
     chat_title: str
     node_id: str
+    parent_id: str | None
     role: str
     speaker: str
     position: int
@@ -77,9 +80,8 @@ def snippet(text: str, terms: list[str]) -> tuple[tuple[str, bool], ...]:
         pieces.insert(0, ("…", False))
     if high < len(text):
         pieces.append(("…", False))
-    return tuple(
-        (" ".join(piece.split()) if not match else piece, match) for piece, match in pieces
-    )
+    # Line breaks and runs of spaces read as one space in a one-line snippet.
+    return tuple((_SPACES.sub(" ", piece), match) for piece, match in pieces)
 
 
 class SearchService:
@@ -111,6 +113,7 @@ class SearchService:
                 chat_id=hit.chat_id,
                 chat_title=hit.chat_title,
                 node_id=hit.node_id,
+                parent_id=hit.parent_id,
                 role=hit.role,
                 speaker=hit.speaker,
                 position=hit.depth,

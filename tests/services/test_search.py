@@ -144,6 +144,11 @@ def test_snippet_cuts_around_the_first_match_and_marks_all() -> None:
     assert pieces[0] == ("…", False) and pieces[-1] == ("…", False)
     assert [p for p, m in pieces if m] == ["Lighthouse", "lighthouse"]
     assert sum(len(p) for p, _ in pieces) < 160
+    assert snippet("the brass lantern\n\nat  the bow", ["lantern"]) == (
+        ("the brass ", False),
+        ("lantern", True),
+        (" at the bow", False),
+    )
 
 
 def test_messages_stored_before_the_index_existed_are_found(

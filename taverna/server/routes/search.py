@@ -21,6 +21,7 @@ def _out(result: SearchResult) -> SearchHitOut:
         chat_id=result.chat_id,
         chat_title=result.chat_title,
         node_id=result.node_id,
+        parent_id=result.parent_id,
         role=result.role,
         speaker=result.speaker,
         position=result.position,

@@ -17,6 +17,7 @@ const PATHS = {
   continue: "M4 6l7 6-7 6z M13 6l7 6-7 6z",
   impersonate: "M12 3a4 4 0 1 0 0 8a4 4 0 1 0 0-8 M4 21c0-4 3.6-7 8-7s8 3 8 7",
   close: "M6 6l12 12 M18 6L6 18",
+  search: "M3 5h10 M3 10h6 M3 15h5 M15 9a4 4 0 1 0 0 8a4 4 0 1 0 0-8 M18 16l3 3",
   up: "M6 15l6-6 6 6",
   down: "M6 9l6 6 6-6",
   back: "M15 5l-7 7 7 7",

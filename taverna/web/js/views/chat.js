@@ -12,6 +12,7 @@ import { renderMarkdown } from "../markdown.js";
 import { openInspector } from "./inspector.js";
 import { openChatSettings } from "./chat_settings.js";
 import { markSummaries } from "./summary.js";
+import { openChatSearch, takeJump } from "./search.js";
 import { openTree } from "./tree.js";
 
 // Messages per page read from the server, and the most kept in the page at once: farther
@@ -88,6 +89,7 @@ export async function render(root, params) {
       if (change.quickReplies) loadQuickReplies();
       if (change.summary) loadSummaryMarks();
     }), { attrs: { id: "open-settings" } }),
+    iconButton(t("search.in_chat"), "search", () => openChatSearch(params.id, showHit), { attrs: { id: "open-search" } }),
     iconButton(t("chat.undo"), "undo", () => history("undo")),
     iconButton(t("chat.redo"), "redo", () => history("redo")),
   ];
@@ -535,6 +537,39 @@ export async function render(root, params) {
       loadContextLine();
     }
     return chat;
+  }
+
+  /** Go to message `hit` (a search hit): onto its path first when it is on another
+   * branch, then read the page that starts with it and bring it into sight, marked. */
+  async function showHit(hit) {
+    if (!hit.on_path) {
+      const chat = await write(() => api.post(`${chatUrl}/messages/${hit.node_id}/show`, { revision: state.chat.revision }));
+      if (!chat) return;
+    }
+    if (!drawn.get(hit.node_id)) {
+      state.paging = true;
+      try {
+        if (hit.parent_id) {
+          const page = await readPage(`after=${encodeURIComponent(hit.parent_id)}`);
+          if (!page) return;
+          apply(page, "window");
+        }
+        // The first message of a long chat: read back page by page until it is there.
+        while (!drawn.get(hit.node_id) && hasOlder()) {
+          const page = await readPage(`before=${encodeURIComponent(firstHeld().id)}`);
+          if (!page) return;
+          apply(page, "older");
+        }
+      } finally {
+        state.paging = false;
+        rearm();
+      }
+    }
+    const item = drawn.get(hit.node_id);
+    if (!item) return toast(t("search.not_found"), "error");
+    item.scrollIntoView({ block: "center" });
+    item.classList.add("found");
+    setTimeout(() => item.classList.remove("found"), 3000);
   }
 
   async function loadDrafts() {
@@ -1098,6 +1133,8 @@ export async function render(root, params) {
 
   updateControls();
   await load();
+  const jump = takeJump(params.id);
+  if (jump) await showHit(jump);
   await loadQuickReplies();
   // SillyTavern's order: the app starting, a new chat, then the chat being opened.
   runTriggered(...(firstStart() ? ["startup"] : []), ...(takeNewChat(params.id) ? ["new_chat"] : []), "chat_change");

@@ -3,11 +3,23 @@
 import { api } from "../api.js";
 import { h, mount, toast } from "../dom.js";
 import { t } from "../i18n.js";
+import { markJump, searchBox } from "./search.js";
 
 export async function render(root) {
   const search = h("input", { type: "search", placeholder: t("chats.search"), "aria-label": t("chats.search") });
   const list = h("ul", { class: "list chats-list" });
-  mount(root, h("div", { class: "page-head" }, h("h1", { text: t("nav.chats") })), search, list);
+  // Messages in every chat (the box above filters the chats by title and character).
+  const messages = searchBox({
+    url: "/search",
+    id: "message-search",
+    withChat: true,
+    onOpen: (hit) => {
+      markJump(hit);
+      location.hash = `#/chat/${hit.chat_id}`;
+    },
+  });
+  mount(root, h("div", { class: "page-head" }, h("h1", { text: t("nav.chats") })), search,
+    h("section", { class: "message-search", "aria-label": t("search.across") }, messages.form, messages.results), list);
   let all = [];
   const draw = () => {
     const q = search.value.trim().toLocaleLowerCase();
