@@ -41,3 +41,25 @@ def set_active(store: Store, kind: str, value: Any, owner: str = "") -> None:
         revision=docs[-1].revision if docs else None,
         owner=owner,
     )
+
+
+def global_variables(store: Store, owner: str = "") -> dict[str, Any]:
+    """The person's global (STscript) variables: `extension_settings.variables.global`."""
+    docs = store.find_documents(SETTINGS_KIND, name=ACTIVE, owner=owner)
+    extensions = docs[-1].data.get("extension_settings") if docs else None
+    variables = extensions.get("variables") if isinstance(extensions, Mapping) else None
+    found = variables.get("global") if isinstance(variables, Mapping) else None
+    return dict(found) if isinstance(found, Mapping) else {}
+
+
+def write_global_variables(store: Store, values: Mapping[str, Any], owner: str = "") -> None:
+    """Store the global variables, keeping the rest of `extension_settings` as it is."""
+    docs = store.find_documents(SETTINGS_KIND, name=ACTIVE, owner=owner)
+    found = docs[-1].data.get("extension_settings") if docs else None
+    extensions = dict(found) if isinstance(found, Mapping) else {}
+    variables = extensions.get("variables")
+    extensions["variables"] = {
+        **(variables if isinstance(variables, Mapping) else {}),
+        "global": dict(values),
+    }
+    set_active(store, "extension_settings", extensions, owner=owner)

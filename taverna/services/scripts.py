@@ -34,7 +34,7 @@ from taverna.engine.script import (
 from taverna.errors import StaleRevision, TavernaError
 from taverna.model.chat import Chat, NodeRole
 from taverna.model.quick_reply import LegacyQuickReplySet, QuickReplySet
-from taverna.services.active_settings import ACTIVE, SETTINGS_KIND, set_active
+from taverna.services.active_settings import global_variables, write_global_variables
 from taverna.services.chats import ChatService
 from taverna.services.library import LibraryKind, LibraryService
 
@@ -353,30 +353,12 @@ class ScriptService:
 
     # ------------------------------------------------------------ global variables
 
-    def _active_document(self) -> Any:
-        docs = self.chats.store.find_documents(SETTINGS_KIND, name=ACTIVE, owner=self.owner)
-        return docs[-1] if docs else None
-
     def global_variables(self) -> dict[str, Any]:
-        doc = self._active_document()
-        if doc is None:
-            return {}
-        extensions = doc.data.get("extension_settings")
-        variables = extensions.get("variables") if isinstance(extensions, Mapping) else None
-        found = variables.get("global") if isinstance(variables, Mapping) else None
-        return dict(found) if isinstance(found, Mapping) else {}
+        return global_variables(self.chats.store, self.owner)
 
     def write_global_variables(self, values: Mapping[str, Any]) -> None:
         """Store the global variables in the library (`extension_settings.variables.global`)."""
-        doc = self._active_document()
-        found = doc.data.get("extension_settings") if doc is not None else None
-        extensions = dict(found) if isinstance(found, Mapping) else {}
-        variables = extensions.get("variables")
-        extensions["variables"] = {
-            **(variables if isinstance(variables, Mapping) else {}),
-            "global": dict(values),
-        }
-        set_active(self.chats.store, "extension_settings", extensions, owner=self.owner)
+        write_global_variables(self.chats.store, values, self.owner)
 
     # -------------------------------------------------------------- chat variables
 

@@ -123,11 +123,18 @@ class TurnMacros:
     def __init__(self, context: AssemblyContext, memo: dict[Any, Any] | None = None) -> None:
         self._base = macro_context(context)
         self._memo = memo
+        self._globals_before = dict(context.global_variables)
 
     @property
     def variables(self) -> Mapping[str, Any]:
         """The chat (local) variables as they stand now."""
         return self._base.variables.local
+
+    @property
+    def changed_globals(self) -> Mapping[str, Any] | None:
+        """The global variables as the turn's macros left them, when they changed any."""
+        now = dict(self._base.variables.global_)
+        return now if now != self._globals_before else None
 
     def adopt(self, variables: Mapping[str, Any]) -> None:
         """Continue from these chat variables (what the lorebook scan left)."""

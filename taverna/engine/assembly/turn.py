@@ -373,7 +373,8 @@ def _world_regex(
 
 def turn_state(turn: Turn) -> dict[str, Any]:
     """The chat state this turn leaves, to record on its reply: lorebook timers and the
-    chat variables after every macro of the prompt (none for a dry run)."""
+    chat variables after every macro of the prompt, and the global variables when macros
+    changed them (none for a dry run)."""
     if turn.dry_run:
         return {}
     state: dict[str, Any] = {}
@@ -381,6 +382,11 @@ def turn_state(turn: Turn) -> dict[str, Any]:
         state["timedWorldInfo"] = dict(turn.world.timers)
     if isinstance(turn.substitute, CarriesVariables):
         state["variables"] = dict(turn.substitute.variables)
+        changed = getattr(turn.substitute, "changed_globals", None)
+        if changed is not None:
+            # `{{setglobalvar}}` and friends: the caller stores these in the library
+            # (SillyTavern saves its settings); they do not follow the branch.
+            state["globalVariables"] = dict(changed)
     elif turn.world.variables is not None:
         state["variables"] = dict(turn.world.variables)
     return state

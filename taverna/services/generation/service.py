@@ -35,6 +35,7 @@ from taverna.providers.events import (
 from taverna.providers.registry import provider
 from taverna.providers.request import Api, PostProcessing, RequestOptions
 from taverna.providers.transport import Timeouts, stream_events
+from taverna.services.active_settings import write_global_variables
 from taverna.services.chats import ChatService, WriteResult
 from taverna.services.connections import Connection, ConnectionService
 from taverna.services.generated_reply import ToolStep
@@ -947,7 +948,8 @@ class GenerationService:
         if plan.members:
             # algo-chat-ops.md §5.4: a group reply ends where another member's line starts
             text = cut_at_other_speaker(text, speaker, plan.members).strip()
-        turn_state = plan.prompt.state
+        turn_state = dict(plan.prompt.state)
+        changed_globals = turn_state.pop("globalVariables", None)
         if kind is GenerationType.CONTINUE:
             assert anchor is not None
             outcome = self.chats.extend(
@@ -990,6 +992,9 @@ class GenerationService:
                 label=kind.value,
             )
         assert outcome.node is not None
+        if changed_globals is not None:
+            # the reply is stored: the globals its prompt's macros set are kept too
+            write_global_variables(self.store, changed_globals, self.owner)
         done = Completed(
             Ending.SAVED, text, node_id=outcome.node.id, revision=outcome.chat.revision
         )
