@@ -1,0 +1,61 @@
+"""A new data folder: the presets and templates pages have the project's own presets and
+templates to open, and the Chat Completion preset is the one in use. Both languages."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import shot
+from tests.stubs.taverna_server import TavernaServer
+
+SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 375, "height": 812}}
+
+
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TavernaServer]:
+    server = TavernaServer(tmp_path_factory.mktemp("fresh") / "data").start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize(("size", "lang"), [("desktop", "en"), ("phone", "zh-CN")])
+def test_a_new_data_folder_has_presets_and_templates_to_open(
+    chromium,  # type: ignore[no-untyped-def]
+    fresh: TavernaServer,
+    size: str,
+    lang: str,
+) -> None:
+    context = chromium.new_context(viewport=SIZES[size])
+    context.add_init_script(f"localStorage.setItem('taverna.lang', '{lang}')")
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{fresh.url}/#/presets")
+    preset = page.locator("main li", has_text="Taverna Default")
+    expect(preset).to_be_visible()
+    expect(preset.locator(".badge")).to_be_visible()  # the one in use
+    shot(page, f"{size}-{lang}-first-start-presets")
+    preset.get_by_role("link", name="Taverna Default").click()
+    expect(page.locator("main")).to_contain_text("Main Prompt")
+    shot(page, f"{size}-{lang}-first-start-preset-open")
+
+    page.goto(f"{fresh.url}/#/templates")
+    for name in ("ChatML", "Llama 3 Instruct", "Mistral", "Taverna Story"):
+        expect(page.locator("main li", has_text=name)).to_be_visible()
+    shot(page, f"{size}-{lang}-first-start-templates")
+    page.locator("main li", has_text="ChatML").get_by_role("link", name="ChatML").click()
+    page.locator("main textarea, main input").first.wait_for(state="attached")
+    values = page.locator("main textarea, main input").evaluate_all(
+        "(els) => els.map((el) => el.value)"
+    )
+    assert "<|im_start|>user\n" in values
+    # The system prompt is a template kind of its own, on the same page.
+    templates = fresh.api("GET", "/presets?kind=sysprompt").json()
+    assert [t["name"] for t in templates] == ["Taverna Roleplay"]
+    assert errors == []
+    context.close()
