@@ -459,3 +459,25 @@ def test_gen_and_genraw_bring_the_model_text_back_to_the_script(
     )
     assert failed.status_code == 400
     assert failed.json()["detail"]["message"].startswith("/genraw at 1:1")
+
+
+@pytest.mark.parametrize(
+    ("reply", "cause"),
+    [
+        (Reply(status=401), "auth"),
+        (Reply(status=404), "not_found"),
+        (Reply(status=429), "rate_limited"),
+        (Reply(status=500), "server"),
+        (Reply(stream_error="overloaded"), "server"),
+    ],
+)
+def test_a_failed_reply_names_its_cause(
+    client: TestClient, stub: StubServer, chat_id: str, reply: Reply, cause: str
+) -> None:
+    """The page words the failure in the person's language from `cause`."""
+    stub.script(reply)
+    started = generate(client, chat_id, kind="normal", text="Is the lamp lit?")
+    name, data = events(client, started["task"]["id"])[-1]
+    assert name == "error"
+    assert data["cause"] == cause
+    assert data["message"]
