@@ -43,12 +43,17 @@ _SAMPLING = {
 }
 
 
+# What a request that names no sampler gets: llama.cpp's own defaults leave a small model
+# repeating itself (no repetition penalty); these keep it varied and on topic.
+DEFAULT_SAMPLING = {"temperature": 0.7, "top_p": 0.9, "min_p": 0.05, "repeat_penalty": 1.15}
+
+
 def completion_arguments(
     body: Mapping[str, Any], n_ctx: int, max_tokens: int = 0
 ) -> dict[str, Any]:
     """`create_completion` arguments for a `/completion` body (unknown fields ignored);
     `max_tokens` caps the reply's length (0: no cap but the context)."""
-    arguments: dict[str, Any] = {}
+    arguments: dict[str, Any] = dict(DEFAULT_SAMPLING)
     for field, name in _SAMPLING.items():
         value = body.get(field)
         if isinstance(value, int | float) and not isinstance(value, bool):

@@ -38,6 +38,11 @@ def test_completion_arguments_map_llama_cpp_server_fields() -> None:
     }
 
 
+def test_a_request_naming_no_sampler_gets_the_defaults() -> None:
+    arguments = completion_arguments({"prompt": "x"}, 2048)
+    assert arguments["repeat_penalty"] == 1.15 and arguments["temperature"] == 0.7
+
+
 def test_reply_length_is_capped_and_defaults_to_the_context() -> None:
     assert completion_arguments({"n_predict": -1}, 2048)["max_tokens"] == 2048
     assert completion_arguments({"n_predict": 500}, 2048, 48)["max_tokens"] == 48
