@@ -58,6 +58,7 @@ from taverna.services.recall import (
     RecallService,
     embedded_text,
     recall_config,
+    single_threaded,
     to_bytes,
 )
 from taverna.services.turn_context import TurnContexts
@@ -137,15 +138,17 @@ def main() -> None:
 
         embedder = LocalEmbedder()
         embedder.embed(["warm the model up"])
-        t0 = time.perf_counter()
-        pool_vectors = embedder.embed([embedded_text("Seraphina", t) for t in texts])
-        took = time.perf_counter() - t0
-        figures["embed_per_s"] = round(len(texts) / took, 1)
-        singles = []
-        for text in texts[:10]:
+        # As the backlog embeds: batches, BLAS on one thread.
+        with single_threaded():
             t0 = time.perf_counter()
-            embedder.embed([text])
-            singles.append(time.perf_counter() - t0)
+            pool_vectors = embedder.embed([embedded_text("Seraphina", t) for t in texts])
+            took = time.perf_counter() - t0
+            singles = []
+            for text in texts[:10]:
+                t0 = time.perf_counter()
+                embedder.embed([text])
+                singles.append(time.perf_counter() - t0)
+        figures["embed_per_s"] = round(len(texts) / took, 1)
         figures["embed_one_ms"] = round(ms(statistics.median(singles)), 2)
 
         by_text = {t: to_bytes(pool_vectors[i]) for i, t in enumerate(texts)}
@@ -246,7 +249,7 @@ def main() -> None:
 def report(figures: dict[str, object]) -> None:
     rows = [
         (f"build {figures['messages']:,} messages (bulk)", f"{figures['build_s']} s"),
-        ("embedding throughput (local model, batches)", f"{figures['embed_per_s']} messages/s"),
+        ("embedding throughput (local model, 1 thread)", f"{figures['embed_per_s']} messages/s"),
         ("embedding one message", f"{figures['embed_one_ms']} ms"),
         (f"store {figures['stored_vectors']:,} vectors", f"{figures['store_vectors_s']} s"),
         ("recall cold (vectors and path read)", f"{figures['cold_ms']} ms"),
