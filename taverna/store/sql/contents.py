@@ -32,12 +32,17 @@ def _put_content(conn: Connection, text: str) -> str:
     # its last chat goes. Insert if absent, then hold a key-share lock on the row until
     # commit so no delete can take it away under our messages; a row deleted while we
     # waited for that lock is simply inserted again.
-    insert = postgresql.insert(t.contents).values(hash=key, text=text).on_conflict_do_nothing()
+    insert = (
+        postgresql.insert(t.contents)
+        .values(hash=key, text=text)
+        .on_conflict_do_nothing()
+        .returning(t.contents.c.hash)
+    )
     lock = (
         sa.select(t.contents.c.hash).where(t.contents.c.hash == key).with_for_update(key_share=True)
     )
     for _ in range(5):
-        if conn.execute(insert).rowcount:
+        if conn.execute(insert).first() is not None:  # new here: index it
             index_texts(conn, {key: text})
         if conn.execute(lock).first() is not None:
             return key
