@@ -31,14 +31,21 @@ def index_texts(conn: Connection, texts: Mapping[str, str]) -> None:
     if not texts:
         return
     if conn.dialect.name == "sqlite":
-        for key, text in texts.items():
-            number = conn.execute(
-                sa.text("INSERT INTO search_texts (hash) VALUES (:hash) RETURNING id"),
-                {"hash": key},
-            ).scalar_one()
+        keys = list(texts)
+        conn.execute(
+            sa.text("INSERT INTO search_texts (hash) VALUES (:hash)"),
+            [{"hash": key} for key in keys],
+        )
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
+            listed = ", ".join(f":h{i}" for i in range(len(chunk)))
+            numbered = conn.execute(
+                sa.text(f"SELECT id, hash FROM search_texts WHERE hash IN ({listed})"),
+                {f"h{i}": key for i, key in enumerate(chunk)},
+            ).all()
             conn.execute(
                 sa.text("INSERT INTO search_index (rowid, text) VALUES (:id, :text)"),
-                {"id": number, "text": fold(text)},
+                [{"id": number, "text": fold(texts[key])} for number, key in numbered],
             )
         return
     conn.execute(
