@@ -59,6 +59,8 @@ _PRESET_KINDS = (
     LibraryKind.CONTEXT_TEMPLATE,
     LibraryKind.SYSTEM_PROMPT,
 )
+# A library holding any of these was in use before: its presets are the person's choice.
+_SEEDED_BEFORE = (LibraryKind.CHARACTER, LibraryKind.LOREBOOK)
 LOCAL_CONNECTION = "Local model"
 # Chats this long or longer are backed up by a process of their own.
 LONG_CHAT = 2000
@@ -289,10 +291,6 @@ def seed_presets(library: LibraryService) -> list[str]:
             presets.activate(library, item.id)
         stored.append(item.name)
     return stored
-
-
-# A library holding any of these was in use before: its presets are the person's choice.
-_SEEDED_BEFORE = (LibraryKind.CHARACTER, LibraryKind.LOREBOOK)
 
 
 def seed_samples(library: LibraryService) -> list[str]:
