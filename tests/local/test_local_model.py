@@ -183,3 +183,28 @@ def test_a_group_round_with_the_local_model_cuts_other_speakers(client: TestClie
         other = "Bram" if message["name"] == "Ada" else "Ada"
         # the other member's name is a stop string: no reply speaks for them on a new line
         assert f"\n{other}:" not in message["content"]
+
+
+def test_an_idle_model_is_stopped_and_started_again_on_demand() -> None:
+    manager = local_models.LocalModels(idle_seconds=1.0)
+    spec = LocalSpec.of("", {"n_ctx": 512})
+    try:
+        url, secret = manager.endpoint(spec)
+        assert httpx.get(f"{url}/health", timeout=10).status_code == 200
+        # every request but the health check carries the process's secret
+        assert httpx.get(f"{url}/props", timeout=10).status_code == 401
+        props = httpx.get(f"{url}/props", headers={"Authorization": f"Bearer {secret}"}, timeout=10)
+        assert "<|im_start|>" in props.json()["chat_template"]
+        assert manager.running() == spec
+        for _ in range(100):
+            if manager.running() is None:
+                break
+            time.sleep(0.1)
+        assert manager.running() is None  # stopped after a second without use
+        with pytest.raises(httpx.HTTPError):
+            httpx.get(f"{url}/health", timeout=2)
+        again, _ = manager.endpoint(spec)  # the next request starts it again
+        assert httpx.get(f"{again}/health", timeout=10).status_code == 200
+        assert manager.starts == 2
+    finally:
+        manager.stop()
