@@ -1,7 +1,14 @@
-"""Documents (cards, presets, lorebooks...): stored by kind and name, written by revision."""
+"""Documents (cards, presets, lorebooks...): stored by kind and name, written by revision.
+
+PostgreSQL's `jsonb` keeps an object's keys in an order of its own, and SillyTavern's
+files come back byte for byte only in their own order: there a document is stored as
+its JSON text (a `jsonb` string), read back in the order it was written. Rows written
+before as objects are still read.
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -17,6 +24,12 @@ from taverna.store.sql.rows import _aware, _document_from_row, _utc
 
 class SqlDocuments(SqlBase):
     """The document library."""
+
+    def _stored(self, data: Mapping[str, Any]) -> Any:
+        """The value of the `data` column: the object, or on PostgreSQL its JSON text."""
+        if self.engine.dialect.name == "postgresql":
+            return json.dumps(dict(data), ensure_ascii=False)
+        return dict(data)
 
     def put_document(
         self,
@@ -44,7 +57,7 @@ class SqlDocuments(SqlBase):
                     "owner": owner,
                     "kind": kind,
                     "name": name,
-                    "data": dict(data),
+                    "data": self._stored(data),
                     "blob": None if blob is UNSET else blob,
                     "revision": 1,
                     "created": now,
@@ -61,7 +74,7 @@ class SqlDocuments(SqlBase):
             values: dict[str, Any] = {
                 "kind": kind,
                 "name": name,
-                "data": dict(data),
+                "data": self._stored(data),
                 "revision": current["revision"] + 1,
                 "updated": now,
             }

@@ -185,12 +185,20 @@ def _revision_from_row(row: Mapping[Any, Any]) -> Revision:
     )
 
 
+def _document_data(value: Any) -> dict[str, Any]:
+    """A document's data as stored: an object, or its JSON text (PostgreSQL, in key order)."""
+    if isinstance(value, str):
+        loaded = json.loads(value)
+        return dict(loaded) if isinstance(loaded, dict) else {}
+    return dict(value or {})
+
+
 def _document_from_row(row: Mapping[Any, Any], with_blob: bool = True) -> Document:
     return Document(
         id=row["id"],
         kind=row["kind"],
         name=row["name"],
-        data=dict(row["data"] or {}),
+        data=_document_data(row["data"]),
         blob=bytes(row["blob"]) if with_blob and row.get("blob") is not None else None,
         revision=row["revision"],
         created=_aware(row["created"]),
