@@ -202,7 +202,8 @@ class TurnContexts:
         self.paths = paths or PathEnds(store)
         self.documents = documents or ParsedDocuments(store)
         self.recall = recall or RecallService(store)
-        self._recall_starts: dict[str, int] = {}  # chat -> depth its last history began at
+        # (chat, API) -> depth its last history began at; per API, as each fits its own context
+        self._recall_starts: dict[tuple[str, str], int] = {}
         self._windows: dict[str, int] = {}  # chat -> messages its last prompt needed
         self._book_names: dict[str, tuple[str, ...]] = {}  # chat -> books its last turn used
         self._costs: OrderedDict[str, tuple[tuple[str, str, int], MessageCost]] = OrderedDict()
@@ -235,7 +236,7 @@ class TurnContexts:
             if isinstance(recall, TurnRecall):
                 # Where the last turn's history began: what is above it fell outside the
                 # context (checked after; a first turn assembles again once it knows).
-                start = self._recall_starts.get(chat.id)
+                start = self._recall_starts.get((chat.id, turn.api.value))
                 found = recall.entries_only() if start is None else recall.for_window(start)
                 context = replace(context, recall=found)
             # A chat new to this process: its messages' counts come from the store.
@@ -250,7 +251,7 @@ class TurnContexts:
             want = _widened(want, tail, prompt)
         if isinstance(recall, TurnRecall):
             oldest = _oldest_included(prompt, tail) if prompt.ledger.history_stopped else 0
-            start = self._recall_starts.get(chat.id)
+            start = self._recall_starts.get((chat.id, turn.api.value))
             if start is None or oldest < start:
                 # Messages fell outside the context (or the history now reaches above the
                 # start used): those nearest in meaning come back, from above its start.
@@ -259,7 +260,7 @@ class TurnContexts:
                     context = replace(context, recall=found)
                     prompt = assemble(context, cost=cost, regexes=regexes)
                     self.assemblies += 1
-            self._recall_starts[chat.id] = oldest
+            self._recall_starts[(chat.id, turn.api.value)] = oldest
         # The next turn starts where this one ended, with room for the new messages.
         self._windows[chat.id] = max(FIRST_WINDOW, len(tail.nodes) + 8)
         request = provider(turn.api).preset_options(library.preset)

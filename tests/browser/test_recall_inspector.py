@@ -62,6 +62,13 @@ def recalling(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Tavern
     finally:
         store.close()
     server = TavernaServer(data).start()
+    # The prompt is built for a Chat Completion API (a new data folder's default may be the
+    # local model, a Text Completion one); nothing is sent to it.
+    server.api(
+        "POST",
+        "/connections",
+        json={"name": "chat", "api": "openai", "model": "gpt-4o-mini", "default": True},
+    )
     try:
         yield server, chat_id
     finally:
