@@ -84,8 +84,12 @@ class LocalSpec:
         """The spec of a connection: its model path ("" for the bundled one) and options."""
         if model.strip():
             path = Path(model).expanduser()
-            if not path.is_file():
-                raise NotFound(f"no model file at {model!r}", field="model")
+            try:
+                is_file = path.is_file()
+            except (OSError, ValueError):  # a name too long for the system, a NUL in it
+                is_file = False
+            if not is_file:
+                raise NotFound(f"no model file at {model[:200]!r}", field="model")
             try:
                 with path.open("rb") as stream:
                     magic = stream.read(4)

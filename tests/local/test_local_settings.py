@@ -52,6 +52,9 @@ def test_reply_length_is_capped_and_defaults_to_the_context() -> None:
 def test_a_connection_names_a_gguf_file(tmp_path: Path) -> None:
     with pytest.raises(NotFound, match="no model file"):
         LocalSpec.of(str(tmp_path / "missing.gguf"), {})
+    for odd in ("0" * 5000, "a\x00b.gguf"):  # too long for the system, a NUL inside
+        with pytest.raises(NotFound, match="no model file"):
+            LocalSpec.of(odd, {})
     other = tmp_path / "notes.gguf"
     other.write_text("hello")
     with pytest.raises(FormatError, match="not a GGUF"):
