@@ -787,6 +787,16 @@ export async function render(root, params) {
         await write(() => api.patch(`${chatUrl}/messages/${m.id}`, { content: text, revision: state.chat.revision }), t("kept.edit"));
       }
     });
+    // As editors go: Escape puts the message back as it was, Ctrl+Enter (⌘+Enter) saves.
+    area.addEventListener("keydown", (event) => {
+      if (event.key === "Escape") {
+        event.preventDefault();
+        cancel.click();
+      } else if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+        event.preventDefault();
+        save.click();
+      }
+    });
   }
 
   const select = (m, step) =>
