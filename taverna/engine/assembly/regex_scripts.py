@@ -1,17 +1,22 @@
-"""Regex scripts at prompt time: the find/replace rules that reshape what the model sees.
+"""Regex scripts: the find/replace rules that reshape what is stored, shown and sent.
 
-SillyTavern runs the user's regex scripts (global ones, then the character's when the
-user allowed them) over each chat message as the prompt is built, and over lorebook
-entry contents (algo-chat-ops.md §6, formats-extensions.md §1). Patterns are
-JavaScript syntax, run by a safe engine with a time limit: a pattern that backtracks
-without end leaves the text unchanged instead of hanging the turn, and all scripts
-and regex keys of a turn together stay within the turn's `RegexBudget`.
+SillyTavern runs the user's regex scripts (global ones, then the preset's, then the
+character's, each layer only when the person allowed it) at three moments
+(algo-chat-ops.md §6.1, formats-extensions.md §1.2): when a message is stored or
+edited (scripts with neither "only" flag rewrite the stored text), when it is shown
+(`markdownOnly` ones, the store keeps the original) and when the prompt is built
+(`promptOnly` ones and again the storage ones, over each chat message with its depth
+and over lorebook entry contents). Patterns are JavaScript syntax, run by a safe
+engine with a time limit: a pattern that backtracks without end leaves the text
+unchanged instead of hanging the turn, and all scripts and regex keys of a turn
+together stay within the turn's `RegexBudget`.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from enum import StrEnum
 
 from taverna.engine.lorebook.jsregex import JsRegex, compile_js_regex
 from taverna.engine.lorebook.regex_budget import REGEX_SCRIPT, RegexBudget
@@ -24,7 +29,34 @@ Substitute = Callable[[str], str]
 _SHAPE = re.compile(r"(/?)(.+)\1([a-z]*)", re.IGNORECASE)
 _VALID_FLAGS = re.compile(r"^(?!.*?(.).*?\1)[gmixXsuUAJ]+$")
 _MATCH_MACRO = re.compile(r"\{\{match\}\}", re.IGNORECASE)
-_GROUP = re.compile(r"\$(\d+)")
+_GROUP = re.compile(r"\$(\d+)|\$<([^>]+)>")
+_MACRO = re.compile(r"\{\{.*?\}\}", re.DOTALL)
+_REGEX_SPECIAL = re.compile(r"[\n\r\t\v\f\0.^$*+?{}\[\]\\/|()]")
+_CONTROL_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v", "\f": "\\f", "\0": "\\0"}
+
+
+class RegexUse(StrEnum):
+    """The moment a text is regexed: which scripts run then (algo-chat-ops.md §6.1)."""
+
+    STORE = "store"  # a message is stored or edited: scripts with neither flag
+    DISPLAY = "display"  # a message is shown: `markdownOnly` scripts
+    PROMPT = "prompt"  # the prompt is built: `promptOnly` and the storage scripts
+
+
+def escaped_for_regex(value: str) -> str:
+    """A macro's value made literal inside a pattern (`substituteRegex` 2, "escaped")."""
+    return _REGEX_SPECIAL.sub(lambda m: _CONTROL_ESCAPES.get(m.group(0), "\\" + m.group(0)), value)
+
+
+def find_pattern(script: RegexScript, substitute: Substitute) -> str:
+    """The script's find pattern with its macros expanded as `substituteRegex` says:
+    0 not at all, 1 as they print, 2 each macro's value regex-escaped."""
+    mode = script.substitution_mode
+    if mode == 1:
+        return substitute(script.find_regex)
+    if mode == 2:
+        return _MACRO.sub(lambda m: escaped_for_regex(substitute(m.group(0))), script.find_regex)
+    return script.find_regex  # 0, or a number SillyTavern does not know
 
 
 def regex_from_string(text: str) -> tuple[JsRegex, bool] | None:
@@ -52,7 +84,7 @@ def run_script(
     when one is given: a script a time limit stops leaves the text as it was."""
     if script.disabled or not script.find_regex or not text:
         return text
-    find = substitute(script.find_regex) if script.substitution_mode else script.find_regex
+    find = find_pattern(script, substitute)
     parsed = regex_from_string(find)
     if parsed is None:
         return text
@@ -61,9 +93,13 @@ def run_script(
     trims = [substitute(t) for t in script.trim_strings]
 
     def replacement(match: re.Match[str]) -> str:
-        def group(number: re.Match[str]) -> str:
-            index = int(number.group(1))
-            value = match.group(index) if index <= (match.re.groups or 0) else None
+        def group(reference: re.Match[str]) -> str:
+            value: str | None = None
+            if reference.group(1) is not None:
+                index = int(reference.group(1))
+                value = match.group(index) if index <= (match.re.groups or 0) else None
+            elif reference.group(2) in match.re.groupindex:
+                value = match.group(reference.group(2))
             if not value:
                 return ""
             for trim in trims:
@@ -88,10 +124,27 @@ def run_script(
     return text if result is None else result
 
 
-def applies(script: RegexScript, placement: RegexPlacement, depth: int | None) -> bool:
-    """Whether a script runs on a prompt text of this placement and depth (§6.1, §6.2)."""
-    if script.markdown_only and not script.prompt_only:
-        return False  # display only
+def applies(
+    script: RegexScript,
+    placement: RegexPlacement,
+    depth: int | None,
+    use: RegexUse = RegexUse.PROMPT,
+    *,
+    edit: bool = False,
+) -> bool:
+    """Whether a script runs on a text of this placement and depth at this moment
+    (algo-chat-ops.md §6.1, §6.2). `edit`: the text is a person's edit of a stored
+    message, which only `runOnEdit` scripts rewrite."""
+    markdown, prompt = script.markdown_only, script.prompt_only
+    if use is RegexUse.DISPLAY:
+        wanted = markdown
+    elif use is RegexUse.PROMPT:
+        # 1.12.6 runs the storage scripts again as the prompt is built.
+        wanted = prompt or not markdown
+    else:
+        wanted = not markdown and not prompt and (script.run_on_edit or not edit)
+    if not wanted:
+        return False
     if depth is not None and depth >= 0:
         if script.min_depth is not None and script.min_depth >= 0 and depth < script.min_depth:
             return False
@@ -109,7 +162,25 @@ def regexed_for_prompt(
     budget: RegexBudget | None = None,
 ) -> str:
     """SillyTavern `getRegexedString(..., {isPrompt: true, depth})`: each applying script in turn."""
+    return regexed(
+        text, placement, scripts, substitute, RegexUse.PROMPT, depth=depth, budget=budget
+    )
+
+
+def regexed(
+    text: str,
+    placement: RegexPlacement,
+    scripts: Sequence[RegexScript],
+    substitute: Substitute,
+    use: RegexUse,
+    *,
+    depth: int | None = None,
+    edit: bool = False,
+    budget: RegexBudget | None = None,
+) -> str:
+    """SillyTavern `getRegexedString`: the scripts that apply at this moment, in order,
+    each one's output feeding the next."""
     for script in scripts:
-        if applies(script, placement, depth):
+        if applies(script, placement, depth, use, edit=edit):
             text = run_script(script, text, substitute, budget)
     return text

@@ -8,7 +8,14 @@ from typing import Any
 
 from taverna.engine.assemble import assemble
 from taverna.engine.assembly.ledger import render_ledger
-from taverna.engine.assembly.regex_scripts import applies, regex_from_string, run_script
+from taverna.engine.assembly.regex_scripts import (
+    RegexUse,
+    applies,
+    escaped_for_regex,
+    regex_from_string,
+    regexed,
+    run_script,
+)
 from taverna.engine.lorebook.regex_budget import RegexBudget
 from taverna.formats.world_info import world_info_from_json
 from taverna.model.regex_script import RegexPlacement, RegexScript
@@ -154,3 +161,108 @@ def test_a_turn_within_its_time_lists_nothing() -> None:
     assert prompt.ledger.skipped_regexes == ()
     assert prompt.messages[-1].content == "the door"
     assert "user regexes" not in render_ledger(prompt)
+
+
+def test_each_moment_runs_its_own_scripts_section_6_1() -> None:
+    """§6.1: storing runs the scripts with neither flag, showing the `markdownOnly` ones,
+    the prompt the `promptOnly` ones and the storage ones again (1.12.6)."""
+    storage, display, prompt = script(), script(markdownOnly=True), script(promptOnly=True)
+    both = script(markdownOnly=True, promptOnly=True)
+    placement = RegexPlacement.AI_OUTPUT
+    ran = {
+        use: [applies(s, placement, None, use) for s in (storage, display, prompt, both)]
+        for use in RegexUse
+    }
+    assert ran[RegexUse.STORE] == [True, False, False, False]
+    assert ran[RegexUse.DISPLAY] == [False, True, False, True]
+    assert ran[RegexUse.PROMPT] == [True, False, True, True]
+
+
+def test_an_edit_runs_only_run_on_edit_scripts() -> None:
+    """An edit of a stored message is rewritten only by storage scripts marked `runOnEdit`."""
+    plain, on_edit = script(), script(runOnEdit=True)
+    placement = RegexPlacement.USER_INPUT
+    assert applies(plain, placement, None, RegexUse.STORE)
+    assert not applies(plain, placement, None, RegexUse.STORE, edit=True)
+    assert applies(on_edit, placement, None, RegexUse.STORE, edit=True)
+    rules = (script(findRegex="a", replaceString="b"),)
+    assert regexed("a", placement, rules, same, RegexUse.STORE, edit=True) == "a"
+    assert regexed("a", placement, rules, same, RegexUse.STORE) == "b"
+
+
+def test_depth_limits_section_6_2() -> None:
+    """§6.2: skipped below `minDepth` and above `maxDepth`; -1 or unset is no limit; a text
+    with no depth (storing, a lorebook entry not at a depth) ignores the limits."""
+    window = script(minDepth=1, maxDepth=2)
+    placement = RegexPlacement.USER_INPUT
+    assert [applies(window, placement, d) for d in range(4)] == [False, True, True, False]
+    assert applies(window, placement, None)
+    assert applies(script(minDepth=-1, maxDepth=-1), placement, 0)
+    assert applies(window, placement, None, RegexUse.STORE)
+    shown = script(markdownOnly=True, maxDepth=0)
+    assert applies(shown, placement, 0, RegexUse.DISPLAY)
+    assert not applies(shown, placement, 1, RegexUse.DISPLAY)
+
+
+def test_reasoning_and_slash_command_placements() -> None:
+    rule = script(placement=[3, 6])
+    assert applies(rule, RegexPlacement.REASONING, None, RegexUse.STORE)
+    assert applies(rule, RegexPlacement.SLASH_COMMAND, None, RegexUse.STORE)
+    assert not applies(rule, RegexPlacement.AI_OUTPUT, None, RegexUse.STORE)
+
+
+def test_macros_in_the_find_pattern_raw_and_escaped() -> None:
+    """`substituteRegex`: 0 the pattern as written, 1 macros expanded, 2 their values escaped."""
+    names = lambda text: text.replace("{{char}}", "A.B")  # noqa: E731
+    text = "A.B and AxB"
+    none = script(findRegex="/{{char}}/g", replaceString="N", substituteRegex=0)
+    raw = script(findRegex="/{{char}}/g", replaceString="N", substituteRegex=1)
+    escaped = script(findRegex="/{{char}}/g", replaceString="N", substituteRegex=2)
+    legacy = script(findRegex="/{{char}}/g", replaceString="N", substituteRegex=True)
+    assert run_script(none, text, names) == text
+    assert run_script(raw, text, names) == "N and N"
+    assert run_script(legacy, text, names) == "N and N"
+    assert run_script(escaped, text, names) == "N and AxB"
+    assert escaped_for_regex("a.b\n(c)/") == "a\\.b\\n\\(c\\)\\/"
+
+
+def test_named_groups_in_the_replacement() -> None:
+    rule = script(findRegex=r"/(?<who>\w+) waves/g", replaceString="$<who> nods ($<none>)")
+    assert run_script(rule, "Kael waves", same) == "Kael nods ()"
+
+
+def test_storage_scripts_also_shape_the_prompt_section_6_1() -> None:
+    """1.12.6 runs a storage script again over the history as the prompt is built, by depth;
+    a display-only one never reaches the prompt."""
+    stored = script(findRegex="/cat/g", replaceString="dog", placement=[1], maxDepth=0)
+    shown = script(findRegex="/red/g", replaceString="RED", markdownOnly=True)
+    messages = chat(("character", "red"), ("user", "a cat"), ("character", "ok"), ("user", "cat"))
+    ctx = context(messages=messages, regex_scripts=(stored, shown))
+    got = [c for r, c, _ in pairs(build(ctx)) if r != "system"]
+    assert got == ["red", "a cat", "ok", "dog"]
+
+
+def test_lorebook_entries_at_a_depth_are_regexed_by_that_depth() -> None:
+    """world-info.js: an @depth entry is regexed with its depth; other entries with none."""
+    book = world_info_from_json(
+        {
+            "entries": {
+                "0": {
+                    "uid": 0,
+                    "key": [],
+                    "content": "deep red",
+                    "constant": True,
+                    "position": 4,
+                    "depth": 3,
+                },
+                "1": {"uid": 1, "key": [], "content": "top red", "constant": True, "position": 0},
+            }
+        },
+        name="Book",
+    )
+    rule = script(findRegex="/red/g", replaceString="blue", placement=[5], maxDepth=2)
+    character = replace(SERAPHINA, linked_lorebook="Book")
+    ctx = context(character=character, lorebooks={"Book": book}, regex_scripts=(rule,))
+    contents = [c for _, c, _ in pairs(build(ctx))]
+    assert "top blue" in contents
+    assert any("deep red" in c for c in contents)
