@@ -80,6 +80,9 @@ class SillyTavernSettings:
     character_notes: tuple[CharacterNote, ...] = ()
     regex_scripts: tuple[RegexScript, ...] = ()  # global scripts, in order (none if disabled)
     regex_allowed: tuple[str, ...] = ()  # card files whose own scripts may run
+    # The chosen preset's own scripts (`extensions.regex_scripts`), when the person allowed
+    # that preset's (`extension_settings.preset_allowed_regex`); they run after the global ones.
+    preset_regex_scripts: tuple[RegexScript, ...] = ()
     raw_regex_enabled: bool = True  # the regex extension is not switched off
     # `extension_settings.variables.global`: what `{{getglobalvar}}` reads
     global_variables: Mapping[str, Any] = field(default_factory=dict)
@@ -113,6 +116,9 @@ def read_settings(data: bytes | str, *, file: str | None = None) -> SillyTavernS
         character_notes=reader.character_notes(doc),
         regex_scripts=reader.regex_scripts(doc),
         regex_allowed=reader.regex_allowed(doc),
+        preset_regex_scripts=reader.preset_regex_scripts(
+            doc, oai, str(oai.get("preset_settings_openai") or "")
+        ),
         raw_regex_enabled=reader.regex_enabled(doc),
         global_variables=reader.global_variables(doc),
         summary=reader.summary(doc),
@@ -133,6 +139,21 @@ def summary_settings(doc: Mapping[str, Any], *, file: str | None = None) -> Summ
     memory = reader.obj(extensions, "memory", "extension_settings.")
     settings = SummarySettings.from_st(memory, missing_source=SummarySource.EXTRAS)
     return replace(settings, enabled=enabled)
+
+
+def preset_regex_allowed(
+    data: Mapping[str, Any], api: str = "openai", *, file: str | None = None
+) -> tuple[str, ...]:
+    """The presets of an API whose own regex scripts may run
+    (`extension_settings.preset_allowed_regex.<api>`: preset names)."""
+    return _SettingsReader(file).preset_regex_allowed(_document(data, "settings", file), api)
+
+
+def preset_regex_scripts(
+    preset: Mapping[str, Any], *, file: str | None = None
+) -> tuple[RegexScript, ...]:
+    """A preset's own regex scripts (`extensions.regex_scripts`), migrated as on load."""
+    return _SettingsReader(file).scripts_of(preset, "extensions.regex_scripts")
 
 
 def read_extension_choices(
@@ -561,9 +582,18 @@ class _SettingsReader:
         disabled = extensions.get("disabledExtensions") or []
         if isinstance(disabled, list) and "regex" in disabled:
             return ()
-        scripts = extensions.get("regex") or []
+        return self._scripts(extensions.get("regex") or [], "extension_settings.regex")
+
+    def scripts_of(self, holder: Mapping[str, Any], path: str) -> tuple[RegexScript, ...]:
+        """The scripts at a dotted `path` of `holder`; none when a part is missing."""
+        found: Any = holder
+        for key in path.split("."):
+            found = found.get(key) if isinstance(found, Mapping) else None
+        return self._scripts(found or [], path)
+
+    def _scripts(self, scripts: Any, path: str) -> tuple[RegexScript, ...]:
         if not isinstance(scripts, list):
-            raise self._fail("extension_settings.regex", "a list", scripts)
+            raise self._fail(path, "a list", scripts)
         out = []
         for i, item in enumerate(scripts):
             try:
@@ -572,9 +602,25 @@ class _SettingsReader:
                 raise FormatError(
                     f"not a regex script: {error.errors()[0]['msg']}",
                     file=self.file,
-                    field=f"extension_settings.regex[{i}]",
+                    field=f"{path}[{i}]",
                 ) from None
         return tuple(out)
+
+    def preset_regex_allowed(self, doc: Mapping[str, Any], api: str) -> tuple[str, ...]:
+        extensions = self.obj(doc, "extension_settings")
+        allowed = self.obj(extensions, "preset_allowed_regex", "extension_settings.")
+        names = allowed.get(api) or []
+        if not isinstance(names, list):
+            raise self._fail(f"extension_settings.preset_allowed_regex.{api}", "a list", names)
+        return tuple(n for n in names if isinstance(n, str))
+
+    def preset_regex_scripts(
+        self, doc: Mapping[str, Any], preset: Mapping[str, Any], name: str
+    ) -> tuple[RegexScript, ...]:
+        """The chosen Chat Completion preset's scripts, if the person allowed that preset's."""
+        if not name or name not in self.preset_regex_allowed(doc, "openai"):
+            return ()
+        return self.scripts_of(preset, "extensions.regex_scripts")
 
     def regex_enabled(self, doc: Mapping[str, Any]) -> bool:
         disabled = self.obj(doc, "extension_settings").get("disabledExtensions") or []

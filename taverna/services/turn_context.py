@@ -46,6 +46,8 @@ from taverna.formats.st_settings import (
     chosen_chat_completion,
     chosen_context_template,
     chosen_instruct_template,
+    preset_regex_allowed,
+    preset_regex_scripts,
     read_extension_choices,
     read_power_user_settings,
     read_world_info_settings,
@@ -79,6 +81,7 @@ from taverna.services.images import ImageLibrary, message_image, with_pictures
 from taverna.services.library import LibraryKind
 from taverna.services.local_models import for_local_model
 from taverna.services.recall import RecallService, TurnRecall, recall_config
+from taverna.services.regex_library import in_order, regex_order
 from taverna.services.settings_import import POWER_USER
 from taverna.services.summaries import covered_ids, in_force
 from taverna.services.tools import declared_tools
@@ -431,9 +434,10 @@ class TurnContexts:
             text_completion=text_completion,
             regex_scripts=tuple(
                 self.documents.get("regex_script", version, _regex_script)
-                for version in found[LibraryKind.REGEX_SCRIPT.value]
+                for version in in_order(found[LibraryKind.REGEX_SCRIPT.value], active.regex_order)
             ),
             regex_allowed=active.regex_allowed,
+            preset_regex_scripts=self._preset_scripts(choices, active),
             summary=active.summary,
             global_variables=active.global_variables,
         )
@@ -447,6 +451,19 @@ class TurnContexts:
             raw_vectors = {"extension_settings": {"vectors": dict(active.vectors)}}
             settings = replace(settings, raw={**settings.raw, **raw_vectors})
         return settings, preset
+
+    def _preset_scripts(
+        self,
+        choices: Mapping[str, DocumentVersion],
+        active: _ActiveSettings,
+    ) -> tuple[RegexScript, ...]:
+        """The chosen preset's own regex scripts, if the person allowed that preset's."""
+        version = choices.get("chat_completion_preset")
+        if version is None or version.name not in active.preset_regex_allowed:
+            return ()
+        return self.documents.get(
+            "preset_regex", version, lambda d: preset_regex_scripts(dict(d.data), file=d.name)
+        )
 
     def _read(self, choices: Mapping[str, DocumentVersion], key: str, read: Callable[..., T]) -> T:
         """The chosen document `key`, read once per version by a SillyTavern file reader."""
@@ -676,6 +693,8 @@ class _ActiveSettings:
     power_user: PowerUserSettings | None = None
     global_variables: Mapping[str, Any] = field(default_factory=dict)
     regex_allowed: tuple[str, ...] = ()
+    preset_regex_allowed: tuple[str, ...] = ()  # Chat Completion presets, by name
+    regex_order: tuple[str, ...] = ()  # the global scripts' ids, in the order they run
     vectors: Mapping[str, Any] = field(default_factory=dict)  # `extension_settings.vectors`
     summary: SummarySettings = field(default_factory=SummarySettings)  # `...memory`
 
@@ -694,8 +713,10 @@ def _active_document(doc: Document) -> _ActiveSettings:
         read_power_user_settings(power, file=doc.name) if isinstance(power, Mapping) else None,
         variables,
         allowed,
-        vectors if isinstance(vectors, Mapping) else {},
-        _summary_settings(extensions),
+        preset_regex_allowed=preset_regex_allowed(doc.data, file=doc.name),
+        regex_order=regex_order(doc),
+        vectors=vectors if isinstance(vectors, Mapping) else {},
+        summary=_summary_settings(extensions),
     )
 
 

@@ -185,8 +185,11 @@ def assembly_context(
         else c
         for c in characters
     )
-    # formats-extensions.md §1.1: global scripts, then the speaker's own when allowed.
+    # formats-extensions.md §1.1: global scripts, then the preset's, then the speaker's
+    # own, each of the last two only when the person allowed them (regex/engine.js order).
     scripts = settings.regex_scripts
+    if settings.raw_regex_enabled:
+        scripts = (*scripts, *settings.preset_regex_scripts)
     if chars and chars[0].avatar in settings.regex_allowed and settings.raw_regex_enabled:
         scripts = (*scripts, *chars[0].regex_scripts)
     if summary is None:
