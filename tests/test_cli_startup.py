@@ -147,3 +147,68 @@ def test_a_command_line_imports_its_command_module(
         assert set(wanted) == set(COMMANDS.values())
     else:
         assert wanted == modules
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_the_console_scripts_inspect_loads_no_command_line_framework(
+    tmp_path: Path, as_json: bool
+) -> None:
+    card = json_card(tmp_path)
+    modules = loaded_after(
+        "inspect", *(["--json"] if as_json else []), str(card), entry="taverna.cli.entry"
+    )
+    assert "taverna.cli.inspecting" in modules
+    assert not {m for m in modules if m.startswith(("typer", "click", "rich"))}
+    assert heavy(modules) == []
+
+
+def run_entry(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", "from taverna.cli.entry import main; main()", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize("flags", [(), ("--json",)])
+def test_inspect_says_the_same_through_the_console_script_and_the_full_parser(
+    tmp_path: Path, flags: tuple[str, ...]
+) -> None:
+    card = tmp_path / "loose.json"
+    card.write_text(
+        json.dumps({**CARD, "data": {**CARD["data"], "alternate_greetings": None}}),
+        encoding="utf-8",
+    )
+    quick = run_entry("inspect", *flags, str(card))
+    full = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from taverna.cli.main import main; main()",
+            "inspect",
+            *flags,
+            str(card),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert quick.returncode == full.returncode == 0
+    assert quick.stdout == full.stdout and "Mira" in quick.stdout
+    assert quick.stderr == full.stderr and "alternate_greetings" in quick.stderr
+
+
+def test_inspect_of_a_bad_file_is_one_line_and_exit_code_2(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"spec": "chara_card_v2", "data": {', encoding="utf-8")
+    for args in (("inspect", str(broken)), ("inspect", str(tmp_path / "missing.json"))):
+        result = run_entry(*args)
+        assert result.returncode == 2
+        assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: ")
+        assert "Traceback" not in result.stderr
+
+
+def test_inspect_with_other_options_goes_through_the_full_parser() -> None:
+    result = run_entry("inspect", "--help")
+    assert result.returncode == 0 and "--json" in result.stdout

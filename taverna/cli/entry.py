@@ -1,20 +1,56 @@
-"""The console script's first step: `taverna version` answers before the command-line
-framework loads (it alone costs several times an empty interpreter's start)."""
+"""The console script's first step: the commands scripts run once per file answer before
+the command-line framework loads (it alone costs several times an empty interpreter's start).
+
+`taverna version` and `taverna inspect [--json] FILE` are run directly; any other command
+line (help, other options, other commands) goes through typer as usual.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
+
+
+def _quick_inspect(args: Sequence[str]) -> tuple[str, bool] | None:
+    """`(file, as_json)` when `args` is exactly `inspect [--json] FILE` in any order."""
+    if not args or args[0] != "inspect":
+        return None
+    rest = list(args[1:])
+    as_json = "--json" in rest
+    if as_json:
+        rest.remove("--json")
+    if len(rest) != 1 or rest[0].startswith("-"):
+        return None
+    return rest[0], as_json
 
 
 def main() -> None:
-    if sys.argv[1:] in (["version"], ["--version"]):
+    args = sys.argv[1:]
+    if args in (["version"], ["--version"]):
         from taverna import __version__
 
         print(__version__)
         return
     # No pydantic plugin is used; looking for them reads every installed package's metadata.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    quick = _quick_inspect(args)
+    if quick is not None:
+        from pathlib import Path
+
+        from taverna.cli.inspecting import inspect_file
+        from taverna.errors import TavernaError
+
+        try:
+            inspect_file(Path(quick[0]), as_json=quick[1])
+        except TavernaError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
+        except BrokenPipeError:
+            # the reader stopped early (`| head`): no traceback, and none at exit either
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise SystemExit(1) from None
+        return
     from taverna.cli.main import main as run
 
     run()

@@ -6,33 +6,14 @@ Only typer is imported up front; each command imports the readers it uses when i
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
+from taverna.cli.inspecting import inspect_file, read_file
 from taverna.cli.main import app
-from taverna.cli.notices import echo_warnings, printable
+from taverna.cli.notices import echo_warnings
 from taverna.errors import FormatError
-
-if TYPE_CHECKING:
-    from taverna.formats.detect import DetectedFile
-
-MAX_INPUT_BYTES = 512 * 1024 * 1024
-
-
-def read_file(path: Path) -> DetectedFile:
-    """A file from disk, read as whatever kind it is."""
-    from taverna.formats.detect import read_any
-
-    name = str(path)
-    try:
-        size = path.stat().st_size
-        if size > MAX_INPUT_BYTES:
-            raise FormatError(f"file is {size:,} bytes, more than {MAX_INPUT_BYTES:,}", file=name)
-        data = path.read_bytes()
-    except OSError as exc:
-        raise FormatError(f"cannot read the file: {exc.strerror or exc}", file=name) from None
-    return read_any(data, name)
 
 
 @app.command()
@@ -49,21 +30,7 @@ def inspect(
     Values SillyTavern reads loosely (a number written as text, a null list) are read the
     same way; each is named on stderr as a warning.
     """
-    from taverna.cli.summary import as_json, summary
-    from taverna.formats import json_text
-
-    document = read_file(file)
-    if as_json_flag:
-        typer.echo(json_text.dumps(as_json(document), indent=2))
-        echo_warnings(document.warnings)
-        return
-    rows = summary(document, file.stat().st_size)
-    if document.warnings:
-        rows.append(("warnings", f"{len(document.warnings)} values read otherwise than written"))
-    width = max(len(label) for label, _ in rows)
-    for label, text in rows:
-        typer.echo(f"{label.rjust(width)}  {printable(text)}")
-    echo_warnings(document.warnings)
+    inspect_file(file, as_json=as_json_flag)
 
 
 @app.command()

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
-
-import typer
 
 from taverna.errors import FormatWarning
 
@@ -30,14 +29,14 @@ def echo_warnings(warnings: Iterable[FormatWarning], *, per_file: int = PER_FILE
     for warning in warnings:
         if shown[warning.file] < per_file:
             shown[warning.file] += 1
-            typer.echo(f"warning: {printable(str(warning))}", err=True)
+            print(f"warning: {printable(str(warning))}", file=sys.stderr)
         else:
             left[warning.file] += 1
     for file, count in left.items():
         where = f"{printable(file)}: " if file else ""
-        typer.echo(
+        print(
             f"warning: {where}{count} more values read otherwise than written (--json lists them)",
-            err=True,
+            file=sys.stderr,
         )
 
 
