@@ -49,6 +49,11 @@ class MessageOut(BaseModel):
     role: str
     name: str
     content: str
+    shown: str | None = Field(
+        default=None,
+        description="the text to show where display-only regex scripts change it "
+        "(`content` stays the stored text)",
+    )
     hidden: bool
     position: int
     candidate_index: int = Field(description="1-based place among the candidates (`2` in `2/3`)")

@@ -9,6 +9,7 @@ from taverna.server.schemas import ChatOut, ChatSummaryOut, PersonaRef, PromptOu
 from taverna.server.views import chat_out, chat_summary_out
 from taverna.services import chat_reads, library_editing
 from taverna.services.inspector import inspect_prompt as inspect
+from taverna.services.message_regex import shown_in_window
 
 
 def running_task(ctx: AppContext, chat_id: str) -> TaskOut | None:
@@ -74,6 +75,7 @@ def _chat_out(ctx: AppContext, window: PathWindow, *, changed: bool) -> ChatOut:
         persona=persona_of(ctx, window.chat),
         task=running_task(ctx, window.chat.id),
         changed=changed,
+        shown=shown_in_window(ctx.chats, window),
     )
 
 

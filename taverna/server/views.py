@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from taverna.model.chat import BranchSummary, Chat, ChatListing, PathEntry, PathWindow
 from taverna.server.schemas import (
     BranchOut,
@@ -20,7 +22,7 @@ def avatar_url(document_id: str | None) -> str | None:
     return f"/api/characters/{document_id}/avatar" if document_id else None
 
 
-def message_out(entry: PathEntry, chat: Chat) -> MessageOut:
+def message_out(entry: PathEntry, chat: Chat, shown: str | None = None) -> MessageOut:
     node = entry.node
     # The speaker's own picture; a member without a card gets none (a lettered circle),
     # and only a message naming no member shows the first character's.
@@ -37,6 +39,7 @@ def message_out(entry: PathEntry, chat: Chat) -> MessageOut:
         role=node.role.value,
         name=node.speaker,
         content=node.content,
+        shown=shown,
         hidden=node.hidden,
         position=entry.position,
         candidate_index=entry.candidate_index + 1,
@@ -68,9 +71,11 @@ def chat_out(
     persona: PersonaRef,
     task: TaskOut | None = None,
     changed: bool = False,
+    shown: Mapping[str, str] | None = None,
 ) -> ChatOut:
     """A chat with one window of its path; `changed`: the window starts where a write
-    may have changed the path, so its messages replace the page's from there on."""
+    may have changed the path, so its messages replace the page's from there on;
+    `shown`: the texts display-only regex scripts make of some messages, by id."""
     chat = window.chat
     book = chat.metadata.get("world_info")
     return ChatOut(
@@ -82,7 +87,7 @@ def chat_out(
             for c in chat.characters
         ],
         persona=persona,
-        messages=[message_out(e, chat) for e in window.entries],
+        messages=[message_out(e, chat, (shown or {}).get(e.node.id)) for e in window.entries],
         window=WindowOut(
             total=window.total,
             start=window.start,

@@ -9,6 +9,10 @@ Every write names the chat revision the caller read (`revision=`); a stale one
 raises `StaleRevision` (a `Conflict`) carrying the current revision. Every write
 returns a `WriteResult`: the chat at its new revision and the node the operation
 created or changed, if any. Every write can be undone and redone.
+
+A new or edited message then goes through the person's storage rules (`Rewriter`:
+regex scripts that rewrite the stored text, as SillyTavern applies them when a message
+is saved); a rewrite is a revision of its own, so undo brings back the text as written.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from taverna.errors import Conflict, NotFound, TavernaError
 from taverna.model.chat import (
@@ -52,12 +56,35 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+@dataclass(frozen=True, slots=True)
+class Rewrite:
+    """What a message's storage rules make of it: its text, and its reasoning if any."""
+
+    content: str
+    reasoning: str | None = None
+
+
+class Rewriter(Protocol):
+    """Storage rules for new and edited messages (None: the message stays as it is).
+
+    `edit`: a person edited the text; `slash`: a script command wrote the message."""
+
+    def __call__(self, chat: Chat, node: Node, *, edit: bool, slash: bool) -> Rewrite | None: ...
+
+
 class ChatService:
     """The use cases of a conversation tree, shared by the CLI, the server and generation."""
 
-    def __init__(self, store: Store, *, clock: Callable[[], datetime] = _utcnow) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        clock: Callable[[], datetime] = _utcnow,
+        rewriter: Rewriter | None = None,
+    ) -> None:
         self.store = store
         self.clock = clock
+        self.rewriter = rewriter
 
     # ----------------------------------------------------------------- reading
 
@@ -182,16 +209,20 @@ class ChatService:
         if not greetings:
             return WriteResult(chat)
         with self.store.write(chat.id, revision=chat.revision, label="greetings") as w:
-            first: Node | None = None
-            for text in greetings:
-                node = w.insert_node(
+            nodes = [
+                w.insert_node(
                     None, NodeRole.ASSISTANT, text, speaker=greeting_speaker, created=self.clock()
                 )
-                first = first or node
-            assert first is not None
+                for text in greetings
+            ]
+            first = nodes[0]
             w.set_selection(None, first.id)
             w.set_active(first.id)
-        return WriteResult(w.chat, first)
+        result = WriteResult(w.chat, first)
+        # Each greeting through the storage rules (SillyTavern regexes them as the chat starts).
+        for node in nodes[1:]:
+            result = WriteResult(self._rewritten(WriteResult(result.chat, node)).chat, first)
+        return self._rewritten(result)
 
     def delete_chat(self, chat_id: str, *, revision: int) -> None:
         """Delete a chat with its whole tree, if it is still at `revision` (its backups stay)."""
@@ -247,11 +278,12 @@ class ChatService:
         state: ChatState | None = None,
         node_id: str | None = None,
         created: datetime | None = None,
+        slash: bool = False,
     ) -> WriteResult:
         """Add a message after the active leaf; the active branch moves along.
 
         `node_id` and `created`: chosen beforehand (a generation builds its prompt with the
-        message while it is being written)."""
+        message while it is being written). `slash`: a script command wrote it."""
         with self.store.write(chat_id, revision=revision, label=f"append {role.value}") as w:
             parent = w.chat.active_leaf_id
             node = w.insert_node(
@@ -268,7 +300,7 @@ class ChatService:
             )
             w.set_selection(parent, node.id)
             w.set_active(node.id)
-        return WriteResult(w.chat, node)
+        return self._rewritten(WriteResult(w.chat, node), slash=slash)
 
     def swipe(
         self,
@@ -374,7 +406,7 @@ class ChatService:
                 created=self.clock(),
             )
             self._arrive(w, node, at=parent)
-        return WriteResult(w.chat, node)
+        return self._rewritten(WriteResult(w.chat, node))
 
     def add_candidate(
         self,
@@ -412,7 +444,7 @@ class ChatService:
             self._arrive(w, node, at=beside)
             if replaces:
                 w.update_node(beside, deleted=True)
-        return WriteResult(w.chat, node)
+        return self._rewritten(WriteResult(w.chat, node))
 
     def extend(
         self,
@@ -443,7 +475,7 @@ class ChatService:
                 node = w.update_node(node_id, content=base + text)
             else:
                 node = w.update_node(node_id, content=base + text, state=state)
-        return WriteResult(w.chat, node)
+        return self._rewritten(WriteResult(w.chat, node))
 
     # ----------------------------------------------------------------- editing
 
@@ -458,7 +490,7 @@ class ChatService:
             if old.content != content and old.state is not None and old.state.summary_at == old.id:
                 self._set_summary(w, old, None)
             node = w.update_node(node_id, content=content)
-        return WriteResult(w.chat, node)
+        return self._rewritten(WriteResult(w.chat, node), edit=True)
 
     def edit_and_resend(
         self, chat_id: str, node_id: str, content: str, *, revision: int
@@ -478,7 +510,7 @@ class ChatService:
                 created=self.clock(),
             )
             self._activate(w, node.id)
-        return WriteResult(w.chat, node)
+        return self._rewritten(WriteResult(w.chat, node), edit=True)
 
     def set_image(
         self, chat_id: str, node_id: str, image: str | None, *, revision: int
@@ -720,6 +752,29 @@ class ChatService:
         return WriteResult(w.chat)
 
     # ---------------------------------------------------------------- helpers
+
+    def _rewritten(
+        self, result: WriteResult, *, edit: bool = False, slash: bool = False
+    ) -> WriteResult:
+        """`result` after the storage rules, as a revision of its own when they changed it."""
+        node = result.node
+        if self.rewriter is None or node is None or node.deleted:
+            return result
+        rewrite = self.rewriter(result.chat, node, edit=edit, slash=slash)
+        if rewrite is None:
+            return result
+        reasoning = node.generation.extras.get("reasoning") if node.generation else None
+        new_reasoning = rewrite.reasoning if isinstance(reasoning, str) else None
+        if rewrite.content == node.content and new_reasoning in (None, reasoning):
+            return result
+        with self.store.write(result.chat.id, revision=result.chat.revision, label="regex") as w:
+            if new_reasoning is not None and new_reasoning != reasoning and node.generation:
+                extras = {**node.generation.extras, "reasoning": new_reasoning}
+                generation = replace(node.generation, extras=extras)
+                changed = w.update_node(node.id, content=rewrite.content, generation=generation)
+            else:
+                changed = w.update_node(node.id, content=rewrite.content)
+        return WriteResult(w.chat, changed)
 
     @staticmethod
     def _require_alive(node: Node) -> None:

@@ -93,6 +93,7 @@ class ChatScriptHost:
         speaker: str,
         hidden: bool = False,
         extras: Mapping[str, Any] | None = None,
+        slash: bool = False,
     ) -> str:
         if at is not None:
             raise ScriptError("at= (adding a message in the middle of the chat) is not supported")
@@ -105,6 +106,7 @@ class ChatScriptHost:
             speaker=speaker,
             hidden=hidden,
             extras=extras,
+            slash=slash,
         )
         self.chat = outcome.chat
         return ""
@@ -113,7 +115,8 @@ class ChatScriptHost:
         return self._append(NodeRole.USER, text, at=at, speaker=name or self.chat.user_name)
 
     def send_as(self, name: str, text: str, *, at: int | None) -> str:
-        return self._append(NodeRole.ASSISTANT, text, at=at, speaker=name)
+        # SillyTavern regexes a /sendas message by the slash command placement.
+        return self._append(NodeRole.ASSISTANT, text, at=at, speaker=name, slash=True)
 
     def narrate(self, text: str, *, at: int | None) -> str:
         name = self.chat.metadata.get("narrator_name")

@@ -32,6 +32,7 @@ from taverna.services.generation import Completed, Ending, GenerationService, Ru
 from taverna.services.images import ImageLibrary
 from taverna.services.interchange import InterchangeService
 from taverna.services.library import LibraryKind, LibraryService
+from taverna.services.message_regex import StoredRegex
 from taverna.services.recall import EmbeddingBacklog, stored_config
 from taverna.services.scratch import clean_leftovers
 from taverna.services.search import SearchService
@@ -219,7 +220,7 @@ def open_workspace(
     store = folder.store
     # Chats deleted before a crash or a shutdown that left rows behind: finish them.
     store.purge_in_background()
-    chats = ChatService(store)
+    chats = ChatService(store, rewriter=StoredRegex(store))
     connections = ConnectionService(store, folder.path)
     paths = PathEnds(store)
     turns = TurnContexts(store, paths=paths, regex_budget=regex_budget)

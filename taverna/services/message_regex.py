@@ -1,0 +1,166 @@
+"""Regex scripts over a chat's messages: the stored text as a message is saved or edited,
+and the text the page shows (algo-chat-ops.md §6.1, formats-extensions.md §1.2).
+
+Storage scripts (neither "only" flag) rewrite a message when it is stored: a user
+message as it is sent (user input), a reply as it is saved (AI output, its reasoning
+by the reasoning placement), a greeting as the chat starts, a message a script command
+writes (slash commands; `/sys` narration too), and an edit when the script is marked
+`runOnEdit`. Display scripts (`markdownOnly`) change only what the page shows, by the
+message's depth among the visible ones; the store keeps the original.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from taverna.engine.assembly.regex_scripts import RegexUse, regexed
+from taverna.engine.macros import MacroContext, evaluate
+from taverna.errors import TavernaError
+from taverna.model.chat import Chat, Node, NodeRole, PathWindow
+from taverna.model.regex_script import RegexPlacement, RegexScript
+from taverna.services.active_settings import ACTIVE, SETTINGS_KIND
+from taverna.services.chats import ChatService, Rewrite
+from taverna.services.regex_library import RegexLayer, RegexLibrary
+from taverna.store.repository import Store
+
+
+@dataclass(frozen=True, slots=True)
+class ChatScripts:
+    """The scripts in force for one chat: global, the preset's and each character's
+    (by name), the last two only where allowed."""
+
+    common: tuple[RegexScript, ...] = ()  # global then preset
+    by_character: Mapping[str, tuple[RegexScript, ...]] | None = None
+
+    def for_speaker(self, name: str, fallback: str) -> tuple[RegexScript, ...]:
+        own = self.by_character or {}
+        return (*self.common, *own.get(name, own.get(fallback, ())))
+
+
+def chat_scripts(store: Store, chat: Chat) -> ChatScripts:
+    """The scripts that apply in `chat` now, in the order they run."""
+    active = store.find_documents(SETTINGS_KIND, name=ACTIVE, owner=chat.owner)
+    data = active[-1].data if active else {}
+    extensions = data.get("extension_settings")
+    disabled = extensions.get("disabledExtensions") if isinstance(extensions, Mapping) else None
+    if isinstance(disabled, list) and "regex" in disabled:
+        return ChatScripts()
+    regexes = RegexLibrary(store, chat.owner)
+    common = list(regexes.layer(RegexLayer.GLOBAL).scripts)
+    preset = data.get("chat_completion_preset")
+    if isinstance(preset, str) and preset:
+        common.extend(_allowed(regexes, RegexLayer.PRESET, preset))
+    own = {
+        ref.name: _allowed(regexes, RegexLayer.CHARACTER, ref.document_id)
+        for ref in chat.characters
+        if ref.document_id
+    }
+    return ChatScripts(tuple(common), own)
+
+
+def _allowed(regexes: RegexLibrary, layer: RegexLayer, target: str) -> tuple[RegexScript, ...]:
+    try:
+        found = regexes.layer(layer, target)
+    except TavernaError:  # the preset or card is gone, or holds a script that cannot be read
+        return ()
+    return found.scripts if found.allowed else ()
+
+
+def _placement(node: Node, *, slash: bool) -> RegexPlacement | None:
+    if node.role is NodeRole.SYSTEM:
+        return None
+    if node.role is NodeRole.NARRATOR:
+        return RegexPlacement.SLASH_COMMAND
+    if node.role is NodeRole.USER:
+        # `/send` posts as the person would (user input); `/sendas` is a slash command.
+        return RegexPlacement.USER_INPUT
+    return RegexPlacement.SLASH_COMMAND if slash else RegexPlacement.AI_OUTPUT
+
+
+def _substitute(chat: Chat, speaker: str) -> MacroContext:
+    default = chat.characters[0].name if chat.characters else ""
+    return MacroContext(user=chat.user_name or "User", char=speaker or default)
+
+
+def _macros(names: MacroContext) -> Callable[[str], str]:
+    return lambda text: evaluate(text, names).text
+
+
+class StoredRegex:
+    """The `Rewriter` of `ChatService`: storage scripts over new and edited messages."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def __call__(self, chat: Chat, node: Node, *, edit: bool, slash: bool) -> Rewrite | None:
+        placement = _placement(node, slash=slash)
+        if placement is None:
+            return None
+        scripts = chat_scripts(self.store, chat)
+        fallback = chat.characters[0].name if chat.characters else ""
+        speaker = node.speaker if node.role is not NodeRole.USER else fallback
+        chosen = scripts.for_speaker(speaker, fallback)
+        if not chosen:
+            return None
+        substitute = _macros(_substitute(chat, speaker))
+        content = regexed(node.content, placement, chosen, substitute, RegexUse.STORE, edit=edit)
+        reasoning = node.generation.extras.get("reasoning") if node.generation else None
+        if isinstance(reasoning, str) and reasoning:
+            reasoning = regexed(
+                reasoning, RegexPlacement.REASONING, chosen, substitute, RegexUse.STORE, edit=edit
+            )
+        return Rewrite(content, reasoning if isinstance(reasoning, str) else None)
+
+
+def shown_texts(
+    store: Store, chat: Chat, nodes: Sequence[Node], newer_visible: int = 0
+) -> dict[str, str]:
+    """The text the page shows for each of `nodes` (oldest first) where display scripts
+    change it: node id -> shown text. `newer_visible`: how many visible messages come after
+    the last of `nodes` on the path (depth counts visible messages from the newest, 0)."""
+    scripts = chat_scripts(store, chat)
+    if not any(s.markdown_only for s in (*scripts.common, *_all(scripts))):
+        return {}
+    fallback = chat.characters[0].name if chat.characters else ""
+    shown: dict[str, str] = {}
+    depth = newer_visible
+    for node in reversed(nodes):
+        if not _visible(node):
+            continue
+        placement = _placement(node, slash=False)
+        speaker = node.speaker if node.role is not NodeRole.USER else fallback
+        chosen = scripts.for_speaker(speaker, fallback)
+        names = _substitute(chat, speaker)
+        text = regexed(
+            node.content,
+            placement or RegexPlacement.AI_OUTPUT,
+            chosen,
+            _macros(names),
+            RegexUse.DISPLAY,
+            depth=depth,
+        )
+        if text != node.content:
+            shown[node.id] = text
+        depth += 1
+    return shown
+
+
+def _all(scripts: ChatScripts) -> list[RegexScript]:
+    return [s for own in (scripts.by_character or {}).values() for s in own]
+
+
+def shown_in_window(chats: ChatService, window: PathWindow) -> dict[str, str]:
+    """`shown_texts` for a window of the active path (depth counted over the whole path)."""
+    nodes = [entry.node for entry in window.entries]
+    newer = 0
+    if window.has_newer and nodes:
+        path = chats.active_path(window.chat.id).nodes
+        ids = [n.id for n in path]
+        after = path[ids.index(nodes[-1].id) + 1 :] if nodes[-1].id in ids else []
+        newer = sum(1 for n in after if _visible(n))
+    return shown_texts(chats.store, window.chat, nodes, newer)
+
+
+def _visible(node: Node) -> bool:
+    return not (node.hidden or node.deleted or node.role is NodeRole.SYSTEM)
