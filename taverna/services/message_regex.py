@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from taverna.engine.assembly.regex_scripts import RegexUse, regexed
+from taverna.engine.lorebook.regex_budget import TURN_REGEX_BUDGET, RegexBudget
 from taverna.engine.macros import MacroContext, evaluate
 from taverna.errors import TavernaError
 from taverna.model.chat import Chat, Node, NodeRole, PathWindow
@@ -51,10 +52,13 @@ def chat_scripts(store: Store, chat: Chat) -> ChatScripts:
     preset = data.get("chat_completion_preset")
     if isinstance(preset, str) and preset:
         common.extend(_allowed(regexes, RegexLayer.PRESET, preset))
+    # A card is read only when its scripts are allowed (the same key the prompt uses).
+    allowed = extensions.get("character_allowed_regex") if isinstance(extensions, Mapping) else None
+    allowed = allowed if isinstance(allowed, list) else []
     own = {
         ref.name: _allowed(regexes, RegexLayer.CHARACTER, ref.document_id)
         for ref in chat.characters
-        if ref.document_id
+        if ref.document_id and f"{ref.name}.png" in allowed
     }
     return ChatScripts(tuple(common), own)
 
@@ -104,27 +108,42 @@ class StoredRegex:
         if not chosen:
             return None
         substitute = _macros(_substitute(chat, speaker))
-        content = regexed(node.content, placement, chosen, substitute, RegexUse.STORE, edit=edit)
+        # A message's scripts together get one turn's time for user regexes.
+        budget = RegexBudget(TURN_REGEX_BUDGET)
+        content = regexed(
+            node.content, placement, chosen, substitute, RegexUse.STORE, edit=edit, budget=budget
+        )
         reasoning = node.generation.extras.get("reasoning") if node.generation else None
         if isinstance(reasoning, str) and reasoning:
             reasoning = regexed(
-                reasoning, RegexPlacement.REASONING, chosen, substitute, RegexUse.STORE, edit=edit
+                reasoning,
+                RegexPlacement.REASONING,
+                chosen,
+                substitute,
+                RegexUse.STORE,
+                edit=edit,
+                budget=budget,
             )
         return Rewrite(content, reasoning if isinstance(reasoning, str) else None)
 
 
 def shown_texts(
-    store: Store, chat: Chat, nodes: Sequence[Node], newer_visible: int = 0
+    store: Store,
+    chat: Chat,
+    nodes: Sequence[Node],
+    newer_visible: int = 0,
+    scripts: ChatScripts | None = None,
 ) -> dict[str, str]:
     """The text the page shows for each of `nodes` (oldest first) where display scripts
     change it: node id -> shown text. `newer_visible`: how many visible messages come after
     the last of `nodes` on the path (depth counts visible messages from the newest, 0)."""
-    scripts = chat_scripts(store, chat)
-    if not any(s.markdown_only for s in (*scripts.common, *_all(scripts))):
+    scripts = chat_scripts(store, chat) if scripts is None else scripts
+    if not _display(scripts):
         return {}
     fallback = chat.characters[0].name if chat.characters else ""
     shown: dict[str, str] = {}
     depth = newer_visible
+    budget = RegexBudget(TURN_REGEX_BUDGET)  # one window's display scripts together
     for node in reversed(nodes):
         if not _visible(node):
             continue
@@ -139,6 +158,7 @@ def shown_texts(
             _macros(names),
             RegexUse.DISPLAY,
             depth=depth,
+            budget=budget,
         )
         if text != node.content:
             shown[node.id] = text
@@ -146,20 +166,27 @@ def shown_texts(
     return shown
 
 
-def _all(scripts: ChatScripts) -> list[RegexScript]:
-    return [s for own in (scripts.by_character or {}).values() for s in own]
+def _display(scripts: ChatScripts) -> list[RegexScript]:
+    every = [*scripts.common, *(s for own in (scripts.by_character or {}).values() for s in own)]
+    return [s for s in every if s.markdown_only and not s.disabled]
 
 
 def shown_in_window(chats: ChatService, window: PathWindow) -> dict[str, str]:
-    """`shown_texts` for a window of the active path (depth counted over the whole path)."""
+    """`shown_texts` for a window of the active path (depth counted over the whole path,
+    which is read only when a display script has a depth limit)."""
     nodes = [entry.node for entry in window.entries]
+    scripts = chat_scripts(chats.store, window.chat)
+    display = _display(scripts)
+    if not display or not nodes:
+        return {}
     newer = 0
-    if window.has_newer and nodes:
+    limited = any(s.min_depth is not None or s.max_depth is not None for s in display)
+    if window.has_newer and limited:
         path = chats.active_path(window.chat.id).nodes
         ids = [n.id for n in path]
         after = path[ids.index(nodes[-1].id) + 1 :] if nodes[-1].id in ids else []
         newer = sum(1 for n in after if _visible(n))
-    return shown_texts(chats.store, window.chat, nodes, newer)
+    return shown_texts(chats.store, window.chat, nodes, newer, scripts)
 
 
 def _visible(node: Node) -> bool:

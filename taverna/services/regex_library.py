@@ -10,14 +10,18 @@ card could otherwise rewrite every message. The page and the CLI edit all three 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from taverna.engine.assembly.regex_scripts import RegexUse, regexed
+from taverna.engine.assembly.regex_scripts import RegexUse as RegexUse
+from taverna.engine.assembly.regex_scripts import regexed
 from taverna.engine.macros import MacroContext, evaluate
 from taverna.errors import FormatError, NotFound
+from taverna.formats import json_text
+from taverna.formats.regex_scripts import export_file_name
 from taverna.formats.validation import validate
 from taverna.model.chat import new_id
 from taverna.model.regex_script import RegexPlacement, RegexScript
@@ -166,6 +170,32 @@ class RegexLibrary:
         for gone in existing.values():
             self.store.delete_document(gone.id, revision=gone.revision)
         set_active(self.store, ORDER_KEY, order, owner=self.owner)
+
+    def import_file(
+        self, layer: RegexLayer, data: bytes, file_name: str, target: str = ""
+    ) -> LayerScripts:
+        """Add the scripts of a SillyTavern regex file (one script, or a list of them) at
+        the end of a layer; each gets a new id, as SillyTavern's import does."""
+        found = json_text.loads(data, file=file_name)
+        items = found if isinstance(found, list) else [found]
+        added = []
+        for index, item in enumerate(items):
+            where = f"{file_name}[{index}]" if isinstance(found, list) else file_name
+            if not isinstance(item, Mapping) or "scriptName" not in item:
+                raise FormatError(
+                    "a regex script needs a `scriptName`", file=where, field="scriptName"
+                )
+            added.append({**dict(item), "id": new_id()})
+        current = [s.to_json() for s in self.layer(layer, target).scripts]
+        return self.save(layer, [*current, *added], target)
+
+    def export_file(self, layer: RegexLayer, script_id: str, target: str = "") -> tuple[str, bytes]:
+        """One script as SillyTavern exports it: its file name and its bytes."""
+        for script in self.layer(layer, target).scripts:
+            if script.id == script_id:
+                text = json.dumps(script.to_json(), indent=4, ensure_ascii=False)
+                return export_file_name(script), text.encode("utf-8")
+        raise NotFound("no such regex script", field="script_id")
 
     def allow(self, layer: RegexLayer, target: str, allowed: bool) -> LayerScripts:
         """Let a preset's or a character's own scripts run (or stop them)."""

@@ -18,6 +18,7 @@ from taverna.server.routes import (
     presets,
     prompt,
     quick_replies,
+    regex,
     search,
     summaries,
     variables,
@@ -35,6 +36,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     presets.router,
     prompt.router,
     quick_replies.router,
+    regex.router,
     search.router,
     summaries.router,
     variables.router,
@@ -48,6 +50,7 @@ UPLOADS: tuple[APIRouter, ...] = (
     personas.uploads,
     presets.uploads,
     quick_replies.uploads,
+    regex.uploads,
 )
 
 # The SillyTavern folder upload.

@@ -1,0 +1,165 @@
+"""Regex scripts in their three layers: list, save (create, edit, delete, reorder,
+enable), allow a preset's or a character's own, import and export SillyTavern's files,
+and try scripts on a text with the engine the chat uses."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, Depends, File, Query, Request, Response, UploadFile
+from pydantic import BaseModel, Field
+
+from taverna.model.regex_script import RegexPlacement
+from taverna.server import library_views
+from taverna.server.context import AppContext, context, current_user
+from taverna.server.openapi import file_responses
+from taverna.server.schemas import NAME_MAX, TEXT_MAX, Strict
+from taverna.server.uploads import read_limited
+from taverna.services.regex_library import (
+    LayerScripts,
+    RegexLayer,
+    RegexLibrary,
+    RegexUse,
+    read_script,
+    try_scripts,
+)
+
+router = APIRouter(tags=["regex"])
+# File uploads: mounted with the upload body limit (see `create_app`).
+uploads = APIRouter(tags=["regex"])
+
+SCRIPTS_MAX = 1000
+
+
+class LayerOut(BaseModel):
+    layer: RegexLayer
+    target: str = Field(description="the preset's or the character's id; '' for global")
+    target_name: str
+    allowed: bool = Field(description="the layer's scripts run (global ones always do)")
+    scripts: list[dict[str, Any]] = Field(description="SillyTavern's script objects, in order")
+
+
+class LayerIn(Strict):
+    scripts: list[dict[str, Any]] = Field(max_length=SCRIPTS_MAX)
+
+
+class AllowIn(Strict):
+    allowed: bool
+
+
+class TryIn(Strict):
+    """Scripts to try on a text, as the editor holds them (saved or not)."""
+
+    scripts: list[dict[str, Any]] = Field(max_length=SCRIPTS_MAX)
+    text: str = Field(max_length=TEXT_MAX)
+    placement: Literal[1, 2, 3, 5, 6] = Field(
+        default=2,
+        description="1 user input, 2 AI output, 3 slash commands, 5 world info, 6 reasoning",
+    )
+    use: Literal["store", "display", "prompt"] = "store"
+    depth: int | None = Field(default=None, ge=0, le=1_000_000)
+    char: str = Field(default="", max_length=NAME_MAX)
+    user: str = Field(default="User", max_length=NAME_MAX)
+
+
+class TryOut(BaseModel):
+    result: str
+
+
+def _out(found: LayerScripts) -> LayerOut:
+    return LayerOut(
+        layer=found.layer,
+        target=found.target,
+        target_name=found.target_name,
+        allowed=found.allowed,
+        scripts=[s.to_json() for s in found.scripts],
+    )
+
+
+def _library(request: Request, ctx: AppContext) -> RegexLibrary:
+    return RegexLibrary(ctx.chats.store, current_user(request))
+
+
+@router.get("/api/regex/{layer}", response_model=LayerOut)
+def get_layer(
+    layer: RegexLayer,
+    request: Request,
+    target: str = Query("", max_length=NAME_MAX),
+    ctx: AppContext = Depends(context),
+) -> LayerOut:
+    """A layer's scripts in the order they run: global, or a preset's or character's."""
+    return _out(_library(request, ctx).layer(layer, target))
+
+
+@router.put("/api/regex/{layer}", response_model=LayerOut)
+def save_layer(
+    layer: RegexLayer,
+    body: LayerIn,
+    request: Request,
+    target: str = Query("", max_length=NAME_MAX),
+    ctx: AppContext = Depends(context),
+) -> LayerOut:
+    """Replace a layer's scripts (their order is the order they run); a bad script is
+    refused naming its place, and nothing is written."""
+    return _out(_library(request, ctx).save(layer, body.scripts, target))
+
+
+@router.put("/api/regex/{layer}/allowed", response_model=LayerOut)
+def allow_layer(
+    layer: RegexLayer,
+    body: AllowIn,
+    request: Request,
+    target: str = Query("", max_length=NAME_MAX),
+    ctx: AppContext = Depends(context),
+) -> LayerOut:
+    """Let a preset's or a character's own scripts run, or stop them."""
+    return _out(_library(request, ctx).allow(layer, target, body.allowed))
+
+
+@router.post("/api/regex/try", response_model=TryOut)
+def try_layer(body: TryIn) -> TryOut:
+    """What the scripts make of a text at one moment (stored, shown or sent), by the
+    engine the chat uses, time limits included."""
+    scripts = [read_script(s, where=f"scripts[{i}]") for i, s in enumerate(body.scripts)]
+    result = try_scripts(
+        scripts,
+        body.text,
+        placement=RegexPlacement(body.placement),
+        use=RegexUse(body.use),
+        depth=body.depth,
+        user=body.user,
+        char=body.char,
+    )
+    return TryOut(result=result)
+
+
+@uploads.post("/api/regex/{layer}/import", response_model=LayerOut, status_code=201)
+async def import_scripts(
+    layer: RegexLayer,
+    request: Request,
+    target: str = Query("", max_length=NAME_MAX),
+    file: UploadFile = File(...),
+    ctx: AppContext = Depends(context),
+) -> LayerOut:
+    """Add the scripts of a SillyTavern regex file at the end of a layer."""
+    data = await read_limited(file, ctx.upload_limit)
+    regexes = _library(request, ctx)
+    name = file.filename or "regex.json"
+    return _out(await ctx.off_loop(regexes.import_file, layer, data, name, target))
+
+
+@router.get(
+    "/api/regex/{layer}/{script_id}/export",
+    response_class=Response,
+    responses=file_responses("application/json"),
+)
+def export_script(
+    layer: RegexLayer,
+    script_id: str,
+    request: Request,
+    target: str = Query("", max_length=NAME_MAX),
+    ctx: AppContext = Depends(context),
+) -> Response:
+    """One script as SillyTavern's export file."""
+    name, data = _library(request, ctx).export_file(layer, script_id, target)
+    return Response(data, media_type="application/json", headers=library_views.attachment(name))
