@@ -19,6 +19,7 @@ const ROUTES = [
   [/^#\/presets$/, () => import("./views/presets.js"), () => ({ kind: "chat" })],
   [/^#\/templates$/, () => import("./views/presets.js"), () => ({ kind: "templates" })],
   [/^#\/quick-replies$/, () => import("./views/quick_replies.js"), () => ({})],
+  [/^#\/regex$/, () => import("./views/regex.js"), () => ({})],
   [/^#\/connections$/, () => import("./views/connections.js"), () => ({})],
   [/^#\/import$/, () => import("./views/import.js"), () => ({})],
 ];
@@ -32,6 +33,7 @@ const NAV = [
   ["#/presets", "nav.presets"],
   ["#/templates", "nav.templates"],
   ["#/quick-replies", "nav.quick_replies"],
+  ["#/regex", "nav.regex"],
   ["#/connections", "nav.connections"],
   ["#/import", "nav.import"],
 ];

@@ -720,7 +720,8 @@ export async function render(root, params) {
 
   function messageItem(m, isLastAssistant, busy) {
     const content = h("div", { class: "content markdown" });
-    content.innerHTML = renderMarkdown(m.content);
+    // What display-only regex scripts make of the message, if they change it; edits use the stored text.
+    content.innerHTML = renderMarkdown(m.shown ?? m.content);
     const reasoning = reasoningBlock(m.generation?.extras?.reasoning);
     const actions = h("div", { class: "actions" });
     const isUser = m.role === "user";
