@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -318,3 +319,24 @@ def test_the_budget_goes_to_the_books_the_strategy_puts_first(
     assert [n for n in ("Chat", "Primary", "Extra", "Global") if f"{n} lore." in text] == sorted(
         kept, key=["Chat", "Primary", "Extra", "Global"].index
     )
+
+
+def test_the_presets_own_regex_scripts_run_once_allowed() -> None:
+    """regex/engine.js: the chosen preset's `extensions.regex_scripts` run only when its
+    name is in `extension_settings.preset_allowed_regex.openai`."""
+    script = {"scriptName": "p", "findRegex": "a", "replaceString": "b", "placement": [1]}
+    doc: dict[str, Any] = {
+        "oai_settings": {
+            "preset_settings_openai": "Mine",
+            "extensions": {"regex_scripts": [script]},
+        },
+        "extension_settings": {"preset_allowed_regex": {"openai": []}},
+    }
+    assert read_settings(json.dumps(doc)).preset_regex_scripts == ()
+    doc["extension_settings"]["preset_allowed_regex"]["openai"] = ["Mine"]
+    (found,) = read_settings(json.dumps(doc)).preset_regex_scripts
+    assert found.script_name == "p"
+    doc["extension_settings"]["preset_allowed_regex"]["openai"] = "Mine"
+    with pytest.raises(FormatError) as caught:
+        read_settings(json.dumps(doc), file="settings.json")
+    assert caught.value.field == "extension_settings.preset_allowed_regex.openai"
