@@ -102,3 +102,39 @@ def test_scripts_made_in_the_page_shape_stored_shown_and_sent_text(  # type: ign
     page.locator("#lang-select").select_option("en")
     assert errors == []
     page.close()
+
+
+def test_a_cards_own_scripts_run_once_the_person_allows_them(  # type: ignore[no-untyped-def]
+    chromium, taverna: TavernaServer
+) -> None:
+    script = {"scriptName": "Shout moon", "findRegex": "/moon/g", "replaceString": "MOON",
+              "placement": [2], "markdownOnly": True}  # fmt: skip
+    card = {"spec": "chara_card_v2", "spec_version": "2.0", "data": {
+        "name": "Selene", "first_mes": "The moon is up.",
+        "extensions": {"regex_scripts": [script]}}}  # fmt: skip
+    made = taverna.api(
+        "POST",
+        "/characters/import",
+        files={"file": ("Selene.json", json.dumps(card).encode(), "application/json")},
+    ).json()
+    chat = taverna.api("POST", "/chats", json={"character_id": made["id"], "title": "Moon"}).json()
+    page = chromium.new_page(viewport={"width": 375, "height": 812})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{taverna.url}/#/chat/{chat['id']}")
+    notice = page.locator("#regex-consent")
+    expect(notice).to_contain_text("Selene brings 1 regex script")
+    first = page.locator("ol.messages > li.message").first.locator(".content")
+    expect(first).to_have_text("The moon is up.")  # not allowed yet: not run
+    shot(page, "phone-en-regex-consent")
+    page.locator("#regex-consent-allow").click()
+    expect(notice).to_be_hidden()
+    expect(first).to_have_text("The MOON is up.")
+    layer = taverna.api("GET", "/regex/character", params={"target": made["id"]}).json()
+    assert layer["allowed"] is True
+    # Asked once: the chat opened again asks no more.
+    page.reload()
+    page.locator("ol.messages > li.message").first.wait_for()
+    expect(notice).to_be_hidden()
+    assert errors == []
+    page.close()

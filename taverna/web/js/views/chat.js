@@ -140,7 +140,9 @@ export async function render(root, params) {
   // Said plainly: the model in the box is small; a better one is one connection away.
   const localNotice = h("p", { class: "notice local-model", hidden: true, id: "local-model-notice" },
     h("span", { text: t("chat.local_model") }), " ", h("a", { href: "#/connections", text: t("chat.connect_better") }));
-  mount(root, h("section", { class: "chat", "aria-label": t("chat.title") }, header, members, list, notice, localNotice, drafts, composer));
+  // A card with regex scripts of its own: asked once whether they may run, as SillyTavern asks.
+  const regexNotice = h("div", { class: "notice regex-consent", hidden: true, id: "regex-consent", role: "region", "aria-label": t("nav.regex") });
+  mount(root, h("section", { class: "chat", "aria-label": t("chat.title") }, header, members, regexNotice, list, notice, localNotice, drafts, composer));
 
   // ------------------------------------------------------------------ the state
 
@@ -570,6 +572,39 @@ export async function render(root, params) {
     item.scrollIntoView({ block: "center" });
     item.classList.add("found");
     setTimeout(() => item.classList.remove("found"), 3000);
+  }
+
+  async function askRegexConsent() {
+    for (const character of state.chat.characters) {
+      const asked = `taverna.regex-asked.${character.id}`;
+      if (!character.id || localStorage.getItem(asked)) continue;
+      let layer;
+      try {
+        layer = await api.get(`/regex/character?target=${encodeURIComponent(character.id)}`);
+      } catch {
+        continue; // the card is gone or unreadable: nothing to ask
+      }
+      if (!layer.scripts.length || layer.allowed) continue;
+      const answered = () => {
+        localStorage.setItem(asked, "1");
+        regexNotice.hidden = true;
+      };
+      mount(regexNotice,
+        h("p", { text: t("regex.consent", { name: character.name, n: layer.scripts.length }) }),
+        h("div", { class: "row" },
+          h("button", { type: "button", class: "primary", id: "regex-consent-allow", text: t("regex.consent_allow"), onClick: async () => {
+            try {
+              await api.put(`/regex/character/allowed?target=${encodeURIComponent(character.id)}`, { allowed: true });
+              answered();
+              await load();
+            } catch (error) {
+              reportError(error);
+            }
+          } }),
+          h("button", { type: "button", id: "regex-consent-no", text: t("regex.consent_no"), onClick: answered })));
+      regexNotice.hidden = false;
+      return;
+    }
   }
 
   async function loadDrafts() {
@@ -1147,6 +1182,7 @@ export async function render(root, params) {
   const jump = takeJump(params.id);
   if (jump) await showHit(jump);
   await loadQuickReplies();
+  askRegexConsent();
   // SillyTavern's order: the app starting, a new chat, then the chat being opened.
   runTriggered(...(firstStart() ? ["startup"] : []), ...(takeNewChat(params.id) ? ["new_chat"] : []), "chat_change");
   api.get("/connections").then((found) => {
