@@ -26,6 +26,7 @@ from taverna.formats.validation import validate
 from taverna.model.chat import new_id
 from taverna.model.regex_script import RegexPlacement, RegexScript
 from taverna.services.active_settings import ACTIVE, SETTINGS_KIND, set_active
+from taverna.services.library import LibraryService
 from taverna.store.repository import Document, DocumentVersion, Store
 
 REGEX_KIND = "regex_script"
@@ -218,6 +219,11 @@ class RegexLibrary:
             extensions["preset_allowed_regex"] = {**by_api, PRESET_API: kept}
         set_active(self.store, "extension_settings", extensions, owner=self.owner)
         return self.layer(layer, target)
+
+
+def regex_library(lib: LibraryService) -> RegexLibrary:
+    """The regex scripts of the person whose library `lib` is."""
+    return RegexLibrary(lib.store, lib.owner)
 
 
 def _script_of(doc: Document) -> RegexScript:

@@ -21,6 +21,7 @@ from taverna.services.regex_library import (
     RegexLibrary,
     RegexUse,
     read_script,
+    regex_library,
     try_scripts,
 )
 
@@ -77,7 +78,7 @@ def _out(found: LayerScripts) -> LayerOut:
 
 
 def _library(request: Request, ctx: AppContext) -> RegexLibrary:
-    return RegexLibrary(ctx.chats.store, current_user(request))
+    return regex_library(ctx.library(current_user(request)))
 
 
 @router.get("/api/regex/{layer}", response_model=LayerOut)
