@@ -37,6 +37,8 @@ from taverna.model.quick_reply import LegacyQuickReplySet, QuickReplySet
 from taverna.services.active_settings import global_variables, write_global_variables
 from taverna.services.chats import ChatService
 from taverna.services.library import LibraryKind, LibraryService
+from taverna.services.quick_replies import QuickReplyService
+from taverna.services.quick_reply_commands import QuickReplyCommands
 
 __all__ = ["FOLLOW_UPS", "ChatScriptHost", "ScriptRun", "ScriptService"]
 
@@ -285,6 +287,14 @@ class ChatScriptHost:
     def notify(self, text: str, severity: str) -> None:
         self.notices.append((severity, text))
 
+    def quick_reply_command(self, command: str, named: Mapping[str, str], text: str) -> str:
+        def moved(chat: Chat) -> None:
+            self.chat = chat
+
+        service = QuickReplyService(self.chats, owner=self.library.owner)
+        commands = QuickReplyCommands(service, self.chat, self.notify, moved)
+        return commands.run(command, named, text)
+
 
 def _int(value: Any, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else default
@@ -329,12 +339,17 @@ def find_quick_reply(library: LibraryService, name: str) -> str | None:
 class _NoChatHost(NoChat):
     """Outside a chat: no chat effects, but the library's Quick Replies can run."""
 
-    def __init__(self, library: LibraryService) -> None:
+    def __init__(self, library: LibraryService, chats: ChatService) -> None:
         super().__init__()
         self.library = library
+        self.chats = chats
 
     def quick_reply(self, name: str) -> str | None:
         return find_quick_reply(self.library, name)
+
+    def quick_reply_command(self, command: str, named: Mapping[str, str], text: str) -> str:
+        service = QuickReplyService(self.chats, owner=self.library.owner)
+        return QuickReplyCommands(service, None, self.notify).run(command, named, text)
 
 
 class ScriptService:
@@ -399,7 +414,7 @@ class ScriptService:
         """
         global_before = self.global_variables()
         if chat_id is None:
-            host: ChatHost = _NoChatHost(self.library)
+            host: ChatHost = _NoChatHost(self.library, self.chats)
             context = ScriptContext(
                 variables=Variables(global_=global_before),
                 host=host,

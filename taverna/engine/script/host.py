@@ -81,6 +81,10 @@ class ChatHost(Protocol):
         """`/member-{action}` in a group chat: disable, enable, add, remove, up, down."""
         ...
 
+    def quick_reply_command(self, command: str, named: Mapping[str, str], text: str) -> str:
+        """A `/qr-*` command on the library's Quick Reply sets (and this chat's)."""
+        ...
+
     def notify(self, text: str, severity: str) -> None: ...
 
 
@@ -131,6 +135,9 @@ class NoChat:
 
     def group_member(self, action: str, member: str) -> str:
         raise self._none(f"member-{action}")
+
+    def quick_reply_command(self, command: str, named: Mapping[str, str], text: str) -> str:
+        raise self._none(command)
 
     def notify(self, text: str, severity: str) -> None:
         self.notices.append((severity, text))

@@ -78,5 +78,9 @@ class RecordingHost:
         self.log.append(f"member-{action}:{member}")
         return ""
 
+    def quick_reply_command(self, command: str, named: Mapping[str, str], text: str) -> str:
+        self.log.append(f"{command}:{sorted(named.items())}:{text}")
+        return ""
+
     def notify(self, text: str, severity: str) -> None:
         self.notices.append(text if severity == "info" else f"{severity}:{text}")

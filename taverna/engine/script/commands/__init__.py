@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from taverna.engine.script.commands import chat, flow, math, text, variables
+from taverna.engine.script.commands import chat, flow, math, quick_replies, text, variables
 from taverna.engine.script.interpreter import Call, Command
 from taverna.engine.script.scope import ScriptValue
 
@@ -33,6 +33,7 @@ COMMANDS: tuple[Command, ...] = (
     *math.COMMANDS,
     *text.COMMANDS,
     *chat.COMMANDS,
+    *quick_replies.COMMANDS,
     Command("help", _help, "List the commands, or describe one.", ("?",), usage="/help [command]"),
 )
 

@@ -1,0 +1,97 @@
+"""The `/qr-*` script commands on the library's Quick Reply sets (SillyTavern's
+quick-reply extension): list, get, create, update, delete, sets made and removed, and sets
+turned on everywhere or in one chat."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from taverna.model.chat import CharacterRef, NodeRole
+from taverna.services.chats import ChatService
+from taverna.services.quick_replies import QuickReplyService
+from taverna.services.scripts import ScriptService
+from taverna.store.sql import SqlStore, open_store
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqlStore]:
+    opened = open_store(tmp_path / "data")
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def chats(store: SqlStore) -> ChatService:
+    return ChatService(store)
+
+
+def _chat(chats: ChatService) -> str:
+    out = chats.create_chat("c", characters=[CharacterRef("Mira")], user_name="Ann")
+    return chats.append(out.chat.id, NodeRole.USER, "Hi", revision=out.chat.revision).chat.id
+
+
+def test_sets_and_replies_made_read_changed_and_removed_by_script(chats: ChatService) -> None:
+    scripts = ScriptService(chats)
+    run = scripts.run(
+        "/qr-set-create Moods |"
+        " /qr-create set=Moods label=Calm title=Breathe user=true /setvar key=mood calm |"
+        " /qr-create set=Moods label=Angry /setvar key=mood angry |"
+        " /qr-list Moods"
+    )
+    assert json.loads(run.result.pipe) == ["Calm", "Angry"]
+    got = json.loads(scripts.run("/qr-get set=Moods label=Calm").result.pipe)
+    assert (got["id"], got["label"], got["title"], got["message"]) == (
+        1, "Calm", "Breathe", "/setvar key=mood calm"
+    )  # fmt: skip
+    assert got["executeOnUser"] is True and got["executeOnAi"] is False
+    assert list(got)[:4] == ["id", "icon", "showLabel", "label"]
+    # Update by id: a new label, a flag, and the script kept when none is given.
+    scripts.run("/qr-update set=Moods id=2 newlabel=Cross bot=true")
+    cross = json.loads(scripts.run("/qr-get set=Moods id=2").result.pipe)
+    assert (cross["label"], cross["executeOnAi"], cross["message"]) == (
+        "Cross", True, "/setvar key=mood angry"
+    )  # fmt: skip
+    scripts.run("/qr-delete set=Moods Calm")
+    assert json.loads(scripts.run("/qr-list Moods").result.pipe) == ["Cross"]
+    # A new reply takes the next id after the highest ever given.
+    scripts.run("/qr-create set=Moods label=Sad /echo sad")
+    assert json.loads(scripts.run("/qr-get set=Moods label=Sad").result.pipe)["id"] == 3
+    assert json.loads(scripts.run("/qr-set-list").result.pipe) == ["Moods"]
+    scripts.run("/qr-set-delete Moods")
+    assert json.loads(scripts.run("/qr-set-list").result.pipe) == []
+
+
+def test_a_missing_set_is_told_and_the_script_goes_on(chats: ChatService) -> None:
+    run = ScriptService(chats).run("/qr-list Nothing | /echo after | /pass done")
+    assert run.result.pipe == "done"
+    assert ("error", '/qr-list: no Quick Reply set named "Nothing"') in run.notices
+    missing = ScriptService(chats).run("/qr-get set=Nothing label=x")
+    assert missing.result.pipe == "" and not missing.notices
+
+
+def test_sets_turned_on_everywhere_and_in_one_chat(chats: ChatService) -> None:
+    chat_id = _chat(chats)
+    scripts = ScriptService(chats)
+    scripts.run("/qr-set-create Weather | /qr-set-create Dice")
+    run = scripts.run(
+        "/qr-set-on Weather | /qr-chat-set-on Dice | /qr-set-list global", chat_id=chat_id
+    )
+    assert json.loads(run.result.pipe) == ["Weather"]
+    service = QuickReplyService(chats)
+    assert service.global_sets() == ["Weather"]
+    assert service.chat_sets(chats.get_chat(chat_id)) == ["Dice"]
+    listed = scripts.run("/qr-set-list chat", chat_id=chat_id).result.pipe
+    assert json.loads(listed) == ["Dice"]
+    # Toggles, and a chat command outside a chat is told.
+    scripts.run("/qr-set Weather | /qr-chat-set Dice", chat_id=chat_id)
+    assert service.global_sets() == [] and service.chat_sets(chats.get_chat(chat_id)) == []
+    outside = scripts.run("/qr-chat-set-on Dice")
+    assert outside.notices and "needs a chat" in outside.notices[0][1]
+    # A later write in the same script still names the chat's new revision.
+    run = scripts.run("/qr-chat-set-on Dice | /send after", chat_id=chat_id)
+    assert chats.active_path(chat_id).nodes[-1].content == "after"
+    assert "/qr-set-on" in ScriptService(chats).run("/help").result.pipe
