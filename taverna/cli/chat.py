@@ -24,6 +24,14 @@ from taverna.model.chat import NodeRole
 from taverna.providers.events import ReasoningDelta, StreamError, TextDelta
 from taverna.services.generation import Completed, Ending, RunningGeneration, ToolResult
 
+# The Quick Reply triggers a saved generation sets off, by the service method that ran it.
+_TRIGGERS = {
+    "send": ("user", "ai"),
+    "swipe": ("ai",),
+    "regenerate": ("ai",),
+    "continue_reply": ("ai",),
+}
+
 HELP = """commands:
   /swipe            another reply in place of the last one (kept as a candidate)
   /regen            regenerate the last reply (the old one is deleted, restorably)
@@ -63,6 +71,9 @@ class Session:
         # One event loop for the whole session, so one HTTP client keeps its connections.
         self.runner = asyncio.Runner()
         self.runner.run(ctx.open_http())
+        # Quick Replies run on their triggers after the person's own turns; a reply one of
+        # them asks for does not set them off again (SillyTavern's `preventAutoExecute`).
+        self.auto = True
 
     def close(self) -> None:
         self.runner.run(self.ctx.close_http())
@@ -130,7 +141,10 @@ class Session:
         """Send a message (in a group, a round: each speaker's reply streams in turn)."""
         if self.group_id is None:
             return self.generate(self.generation.send, text)
-        return self.round(text, member)
+        done = self.round(text, member)
+        if done is not None and done.outcome is Ending.SAVED:
+            self.after_turn("user", "ai")
+        return done
 
     def round(self, text: str, member: str | None = None) -> Completed | None:
         """A group round to its end; Ctrl-C stops the speaker writing and ends the round."""
@@ -209,7 +223,49 @@ class Session:
                 self.echo("\nstopped before any text came")
             return None
         self.report(done)
+        if done.outcome is Ending.SAVED:
+            self.after_turn(*_TRIGGERS.get(getattr(start, "__name__", ""), ()))
         return done
+
+    # ---------------------------------------------------------- quick replies
+
+    def triggered(self, *triggers: str) -> None:
+        """Run the chat's Quick Replies set to run on `triggers` (startup, new_chat,
+        chat_change, user, ai), one after another; then the reply one of them asked for."""
+        from taverna.services.quick_replies import QuickReplyService
+
+        replies = QuickReplyService(self.ctx.chats).replies(self.chat_id)
+        self.run_replies([r.message for t in triggers for r in replies if t in r.triggers])
+
+    def after_turn(self, *triggers: str) -> None:
+        """After a saved turn: the Quick Replies of its triggers, then those whose
+        automation id matches a lorebook entry that went into the reply's prompt."""
+        if not self.auto or not triggers:
+            return
+        from taverna.services.quick_replies import QuickReplyService
+
+        service = QuickReplyService(self.ctx.chats)
+        replies = service.replies(self.chat_id)
+        scripts = [r.message for t in triggers for r in replies if t in r.triggers]
+        leaf = self.ctx.chats.get_chat(self.chat_id).active_leaf_id
+        if "ai" in triggers and leaf and any(r.automation_id for r in replies):
+            pending = self.generation.last_prompts.get(self.chat_id)
+            for automation in service.activated_automations(self.chat_id, leaf, pending=pending):
+                scripts += [r.message for r in replies if r.automation_id == automation]
+        self.run_replies(scripts)
+
+    def run_replies(self, messages: list[str]) -> None:
+        scripts = [m.strip() for m in messages if m.strip().startswith("/")]
+        if not scripts:
+            return
+        self.auto = False
+        try:
+            asked: str | None = None
+            for text in scripts:
+                asked = self.script(text, follow=False) or asked
+            self.follow_up(asked)
+        finally:
+            self.auto = True
 
     # -------------------------------------------------------------- commands
 
@@ -305,9 +361,9 @@ class Session:
             self.script(line)
         return True
 
-    def script(self, text: str) -> None:
+    def script(self, text: str, *, follow: bool = True) -> str | None:
         """Run an STscript in the chat; show its notices, result and new messages, then
-        start the reply it asked for."""
+        start the reply it asked for (with `follow`; else return what it asked for)."""
         from taverna.services.scripts import ScriptService
 
         before = len(self.ctx.chats.active_path(self.chat_id).nodes)
@@ -321,7 +377,10 @@ class Session:
             self.show(last=added)
         if run.result.aborted:
             self.echo(f"(aborted: {run.result.abort_reason})")
+        if not follow:
+            return run.follow_up
         self.follow_up(run.follow_up)
+        return None
 
     def ask(self, request: Any) -> str:
         """A script's `/gen` or `/genraw`, answered by the model in this session's loop."""
@@ -438,6 +497,20 @@ def open_group_chat(ctx: Any, group: str, chat_id: str | None) -> str:
     return str(groups.start_chat(doc.id).id)
 
 
+def _has_chat(ctx: Any, character: str | None, group: str | None) -> bool:
+    """Whether the character (or group) has a chat already (opening one then makes none)."""
+    from taverna.services import chat_reads
+    from taverna.services.groups import GroupService
+
+    if group is not None:
+        groups = GroupService(ctx.chats)
+        try:
+            return groups.newest_chat(groups.find(group).id) is not None
+        except NotFound:
+            return False
+    return character is not None and chat_reads.newest_with(ctx.chats, character) is not None
+
+
 def open_chat(ctx: Any, character: str, chat_id: str | None) -> str:
     """The chat to use: the one named, else the character's newest, else a new one."""
     from taverna.services import chat_reads
@@ -491,6 +564,7 @@ def chat(
         raise typer.BadParameter("name a CHARACTER or give --group NAME (one of them)")
     ctx = open_workspace(resolve_data_dir(data))
     try:
+        created = chat_id is None and not _has_chat(ctx, character, group)
         if group is not None:
             opened = open_group_chat(ctx, group, chat_id)
         else:
@@ -498,6 +572,8 @@ def chat(
             opened = open_chat(ctx, character, chat_id)
         session = Session(ctx, opened, connection, sys.stdout)
         try:
+            # SillyTavern's order: the app starting, a new chat, then the chat being opened.
+            session.triggered("startup", *(["new_chat"] if created else []), "chat_change")
             if say is None:
                 session.loop()
                 return

@@ -250,3 +250,46 @@ def test_a_mistral_connection_added_on_the_command_line_runs_a_turn(
     assert body["safe_prompt"] is False
     assert all(set(m) <= {"role", "content"} for m in body["messages"])
     assert body["messages"][-1] == {"role": "user", "content": body["messages"][-1]["content"]}
+
+
+def test_quick_replies_run_on_their_triggers_in_the_terminal_chat(
+    data: Path, stub: StubServer
+) -> None:
+    from taverna.model.quick_reply import QuickReplySet
+    from taverna.services.chats import ChatService
+    from taverna.services.quick_replies import QuickReplyService
+
+    with open_data(data) as opened:
+        service = QuickReplyService(ChatService(opened.store))
+        replies = [
+            {"id": 1, "label": "New", "message": "/sys A new chat begins.", "executeOnNewChat": True},
+            {"id": 2, "label": "Open", "message": "/addvar key=seen open,", "executeOnChatChange": True},
+            {"id": 3, "label": "Asked", "message": "/incvar asked", "executeOnUser": True},
+            {"id": 4, "label": "Count", "message": "/incvar replies", "executeOnAi": True},
+            {"id": 5, "label": "Button", "message": "/incvar never"},
+        ]  # fmt: skip
+        service.save(QuickReplySet.from_json({"version": 2, "name": "Auto", "qrList": replies}))
+        service.set_global(["Auto"])
+    stub.script(Reply(tokens=["Aboard."]), Reply(tokens=[" Quickly."]))
+    session = "Take me home\n/continue\n/quit\n"
+    result = CliRunner().invoke(app, ["chat", "Ione Calder", "--data", str(data)], input=session)
+    assert result.exit_code == 0, result.output
+    with open_data(data) as opened:
+        [listing] = opened.store.list_chats()
+        chats = ChatService(opened.store)
+        nodes = chats.active_path(listing.chat.id).nodes
+        variables = dict(chats.state_at(listing.chat.id).variables)
+    assert [n.content for n in nodes][1:] == [
+        "A new chat begins.",
+        "Take me home",
+        "Aboard. Quickly.",
+    ]
+    assert variables == {"seen": "open,", "asked": 1, "replies": 2}
+    # Opened again: no new chat this time, the chat change runs again.
+    again = CliRunner().invoke(app, ["chat", "Ione Calder", "--data", str(data)], input="/quit\n")
+    assert again.exit_code == 0, again.output
+    with open_data(data) as opened:
+        [listing] = opened.store.list_chats()
+        chats = ChatService(opened.store)
+        assert len(chats.active_path(listing.chat.id).nodes) == 4
+        assert dict(chats.state_at(listing.chat.id).variables)["seen"] == "open,open,"
