@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from taverna.model.document import JsonInt, STDocument
@@ -12,6 +14,19 @@ class QuickReplyLink(STDocument):
 
     set: str = ""
     is_chained: bool = Field(False, alias="isChained")
+
+
+class QuickReplyTool(STDocument):
+    """taverna's own: the reply is also a function tool the model may call.
+
+    The model is told `name`, `description` and the JSON schema `parameters`; a call
+    runs the reply's script with each argument as a scoped variable (`{{var::name}}`),
+    and the script's result is the tool's answer. SillyTavern ignores the key.
+    """
+
+    name: str = ""
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=dict)
 
 
 class QuickReply(STDocument):
@@ -33,6 +48,10 @@ class QuickReply(STDocument):
     execute_on_group_member_draft: bool = Field(False, alias="executeOnGroupMemberDraft")
     execute_on_new_chat: bool = Field(False, alias="executeOnNewChat")
     automation_id: str = Field("", alias="automationId")
+    # taverna's own keys (SillyTavern ignores them): the events on which the reply runs by
+    # itself (`EventName` values), and the tool it defines
+    execute_on_events: list[str] | None = Field(None, alias="executeOnEvents")
+    tool: QuickReplyTool | None = None
 
 
 class QuickReplySet(STDocument):

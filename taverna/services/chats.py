@@ -13,6 +13,10 @@ created or changed, if any. Every write can be undone and redone.
 A new or edited message then goes through the person's storage rules (`Rewriter`:
 regex scripts that rewrite the stored text, as SillyTavern applies them when a message
 is saved); a rewrite is a revision of its own, so undo brings back the text as written.
+
+Once a message write is committed, its event goes out on the bus (`message_sent`,
+`message_received`, `message_edited`, `message_deleted`, `message_swiped`,
+`chat_id_changed` for a branch switched), whoever made it.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from taverna.model.chat import (
 )
 from taverna.services.generated_reply import ToolStep, recorded_state
 from taverna.services.images import ImageLibrary, with_image
+from taverna.services.plugins import Event, EventBus, EventName
 from taverna.store.repository import UNSET, ChatWriter, NewChat, Store
 
 
@@ -81,10 +86,17 @@ class ChatService:
         *,
         clock: Callable[[], datetime] = _utcnow,
         rewriter: Rewriter | None = None,
+        events: EventBus | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
         self.rewriter = rewriter
+        self.events = events if events is not None else EventBus()
+
+    def _emit(self, name: EventName, chat_id: str, node: Node | None, *, kind: str = "") -> None:
+        self.events.emit(
+            Event(name, chat_id, node.id if node else None, node.content if node else "", kind)
+        )
 
     # ----------------------------------------------------------------- reading
 
@@ -300,7 +312,12 @@ class ChatService:
             )
             w.set_selection(parent, node.id)
             w.set_active(node.id)
-        return self._rewritten(WriteResult(w.chat, node), slash=slash)
+        result = self._rewritten(WriteResult(w.chat, node), slash=slash)
+        if role is NodeRole.USER:
+            self._emit(EventName.MESSAGE_SENT, chat_id, result.node)
+        elif role is NodeRole.ASSISTANT:
+            self._emit(EventName.MESSAGE_RECEIVED, chat_id, result.node)
+        return result
 
     def swipe(
         self,
@@ -339,7 +356,9 @@ class ChatService:
             node = w.get_node(node_id)
             self._require_alive(node)
             self._activate(w, w.descend(node.id))
-        return WriteResult(w.chat, self.store.get_node(chat_id, node_id))
+        chosen = self.store.get_node(chat_id, node_id)
+        self._emit(EventName.MESSAGE_SWIPED, chat_id, chosen)
+        return WriteResult(w.chat, chosen)
 
     def step_candidate(
         self, chat_id: str, node_id: str, step: int, *, revision: int
@@ -406,7 +425,15 @@ class ChatService:
                 created=self.clock(),
             )
             self._arrive(w, node, at=parent)
-        return self._rewritten(WriteResult(w.chat, node))
+        result = self._rewritten(WriteResult(w.chat, node))
+        sent = role is NodeRole.USER  # a kept impersonation is the person's message
+        self._emit(
+            EventName.MESSAGE_SENT if sent else EventName.MESSAGE_RECEIVED,
+            chat_id,
+            result.node,
+            kind=label,
+        )
+        return result
 
     def add_candidate(
         self,
@@ -444,7 +471,9 @@ class ChatService:
             self._arrive(w, node, at=beside)
             if replaces:
                 w.update_node(beside, deleted=True)
-        return self._rewritten(WriteResult(w.chat, node))
+        result = self._rewritten(WriteResult(w.chat, node))
+        self._emit(EventName.MESSAGE_RECEIVED, chat_id, result.node, kind=label)
+        return result
 
     def extend(
         self,
@@ -490,7 +519,9 @@ class ChatService:
             if old.content != content and old.state is not None and old.state.summary_at == old.id:
                 self._set_summary(w, old, None)
             node = w.update_node(node_id, content=content)
-        return self._rewritten(WriteResult(w.chat, node), edit=True)
+        result = self._rewritten(WriteResult(w.chat, node), edit=True)
+        self._emit(EventName.MESSAGE_EDITED, chat_id, result.node)
+        return result
 
     def edit_and_resend(
         self, chat_id: str, node_id: str, content: str, *, revision: int
@@ -570,7 +601,9 @@ class ChatService:
             w.update_node(node_id, deleted=True)
             if w.chat.active_leaf_id == node_id:
                 self._retreat(w, node)
-        return WriteResult(w.chat, self.store.get_node(chat_id, node_id))
+        gone = self.store.get_node(chat_id, node_id)
+        self._emit(EventName.MESSAGE_DELETED, chat_id, gone)
+        return WriteResult(w.chat, gone)
 
     def delete_from_here(self, chat_id: str, node_id: str, *, revision: int) -> WriteResult:
         """Delete a message of the active path and every message after it on that path."""
@@ -586,7 +619,9 @@ class ChatService:
             head = path[start]
             w.set_selection(head.parent_id, None)
             w.set_active(head.parent_id)
-        return WriteResult(w.chat, self.store.get_node(chat_id, node_id))
+        gone = self.store.get_node(chat_id, node_id)
+        self._emit(EventName.MESSAGE_DELETED, chat_id, gone)
+        return WriteResult(w.chat, gone)
 
     def restore(self, chat_id: str, node_id: str, *, revision: int) -> WriteResult:
         """Bring a deleted message back (its own tombstone only)."""
@@ -624,6 +659,7 @@ class ChatService:
         with self.store.write(chat_id, revision=revision, label="switch branch") as w:
             branch = self._branch(w, branch_id)
             self._activate(w, branch.head_id, branch_id=branch.id)
+        self._emit(EventName.CHAT_CHANGED, chat_id, None, kind="switch branch")
         return WriteResult(w.chat)
 
     def rename_branch(

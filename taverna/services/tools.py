@@ -49,6 +49,10 @@ class ToolRegistry:
     def names(self) -> list[str]:
         return sorted(self._tools)
 
+    def tools(self) -> list[Tool]:
+        """Every registered tool, in registration order."""
+        return list(self._tools.values())
+
     def specs(self, names: Iterable[str]) -> tuple[ToolSpec, ...]:
         """The specs of the named tools; an unknown name is an error naming it."""
         out = []

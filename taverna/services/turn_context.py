@@ -267,7 +267,12 @@ class TurnContexts:
         # The next turn starts where this one ended, with room for the new messages.
         self._windows[chat.id] = max(FIRST_WINDOW, len(tail.nodes) + 8)
         request = provider(turn.api).preset_options(library.preset)
-        return PreparedTurn(prompt, declared_tools(library.preset), request)
+        return PreparedTurn(
+            prompt,
+            declared_tools(library.preset),
+            request,
+            function_calling=bool(library.preset.get("function_calling")),
+        )
 
     def _recall(self, turn: TurnRequest, library: _Library, tail: PathTail) -> TurnRecall | None:
         """What this turn may recall by meaning, if the settings turn recall on."""

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import ctypes
 import logging
+import os
 import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -20,7 +21,9 @@ from pathlib import Path
 import httpx
 
 from taverna.engine.lorebook.regex_budget import TURN_REGEX_BUDGET
+from taverna.engine.script import Generation
 from taverna.errors import NotFound, TavernaError
+from taverna.model.chat import Node
 from taverna.model.prompt import Prompt
 from taverna.providers.embeddings import Embedder
 from taverna.services import local_models, presets, sent_prompts
@@ -33,12 +36,16 @@ from taverna.services.images import ImageLibrary
 from taverna.services.interchange import InterchangeService
 from taverna.services.library import LibraryKind, LibraryService
 from taverna.services.message_regex import StoredRegex
+from taverna.services.plugins import EventBus, Plugins, PluginServices
+from taverna.services.quick_reply_events import QuickReplyAutomations
+from taverna.services.quiet_generation import quiet_text
 from taverna.services.recall import EmbeddingBacklog, stored_config
 from taverna.services.scratch import clean_leftovers
 from taverna.services.search import SearchService
 from taverna.services.summary_generation import SummaryGenerator
 from taverna.services.turn_context import TurnContexts
 from taverna.services.turn_paths import PathEnds
+from taverna.services.user_tools import UserTools
 from taverna.store.repository import Store
 
 log = logging.getLogger(__name__)
@@ -81,6 +88,13 @@ class Workspace:
     turns: TurnContexts | None = None  # the prompt builder behind `generation`
     summaries: SummaryGenerator | None = None  # makes summaries (also after replies)
     embeddings: EmbeddingBacklog | None = None  # embeds new messages for recall, when on
+    # the bus the services announce on, with the plugins loaded from entry points
+    events: EventBus = field(default_factory=EventBus)
+    automations: QuickReplyAutomations | None = None  # Quick Replies run on events
+
+    @property
+    def plugins(self) -> Plugins:
+        return self.events.plugins
 
     # The revision of each chat last handed to the backups, so a change is backed up once
     # however many callers report it (a route, then the generation that followed it).
@@ -190,6 +204,9 @@ class Workspace:
 
     def close(self) -> None:
         """Write pending backups and close the store."""
+        if self.automations is not None:
+            self.automations.close()
+            self.automations = None
         if self.embeddings is not None:
             self.embeddings.stop()
             self.embeddings = None
@@ -206,6 +223,7 @@ def open_workspace(
     *,
     background_backups: bool = True,
     regex_budget: float = TURN_REGEX_BUDGET,
+    plugins: bool = True,
 ) -> Workspace:
     """Open the data folder's store (SQLite, migrated, unless $TAVERNA_DATABASE_URL names
     another database) and build the services over it.
@@ -213,6 +231,8 @@ def open_workspace(
     `background_backups` starts a thread that writes the backups a burst of writes left
     pending; without it they are written on the next write after the interval, or on close.
     `regex_budget`: the seconds all user regexes of one turn may spend together.
+    `plugins`: load the plugins installed under the `taverna` entry points (the
+    environment variable TAVERNA_NO_PLUGINS=1 turns them off too).
     """
     folder = open_data(data_dir)
     # Temporary folders of a process that was killed mid-upload go now.
@@ -220,11 +240,24 @@ def open_workspace(
     store = folder.store
     # Chats deleted before a crash or a shutdown that left rows behind: finish them.
     store.purge_in_background()
-    chats = ChatService(store, rewriter=StoredRegex(store))
+    found = Plugins()
+    if plugins and os.environ.get("TAVERNA_NO_PLUGINS", "") in ("", "0"):
+        found.load_entry_points()
+    events = EventBus(found)
+    chats = ChatService(store, rewriter=StoredRegex(store), events=events)
     connections = ConnectionService(store, folder.path)
     paths = PathEnds(store)
     turns = TurnContexts(store, paths=paths, regex_budget=regex_budget)
-    generation = GenerationService(store, connections, turns, chats=chats, paths=paths)
+    generation = GenerationService(
+        store,
+        connections,
+        turns,
+        chats=chats,
+        paths=paths,
+        events=events,
+        user_tools=UserTools(chats, events),
+    )
+    events.services = plugin_services(chats, connections, generation)
     summaries = SummaryGenerator(generation)
     generation.after_reply.append(summaries.after_reply)
     # A long chat's backup reads its whole tree: a server hands it to a process of its own.
@@ -255,7 +288,28 @@ def open_workspace(
         turns,
         summaries,
         embeddings,
+        events,
+        QuickReplyAutomations(chats),
     )
+
+
+def plugin_services(
+    chats: ChatService, connections: ConnectionService, generation: GenerationService
+) -> PluginServices:
+    """What plugins may reach, each behind its grant (see `PluginHost`)."""
+
+    def path(chat_id: str) -> tuple[Node, ...]:
+        return chats.active_path(chat_id).nodes
+
+    def key(name: str | None) -> str:
+        return connections.resolve_key(connections.get(name))
+
+    async def generate(chat_id: str, prompt: str, connection: str | None) -> str:
+        return await quiet_text(
+            generation, chat_id, Generation("genraw", prompt), connection_name=connection
+        )
+
+    return PluginServices(path, key, generate)
 
 
 def release_freed_memory() -> None:

@@ -51,13 +51,15 @@ from taverna.services.generation.runs import (
     ToolResult,
 )
 from taverna.services.generation.turn import (
+    WHOLE_PATH,
     PreparedTurn,
     PromptBuilder,
     TurnRequest,
 )
 from taverna.services.groups import POOL_WINDOW_PER_MEMBER, GroupService, speakers_for
 from taverna.services.images import ImageLibrary, with_image
-from taverna.services.tools import ToolRegistry, default_tools
+from taverna.services.plugins import Event, EventBus, EventName, GenerationAborted
+from taverna.services.tools import Tool, ToolRegistry, default_tools
 from taverna.services.turn_paths import PathEnds
 from taverna.store.repository import Store
 
@@ -96,6 +98,12 @@ class _Plan:
     # the API continued the message with its trailing whitespace cut (Anthropic's prefill)
     continued_stripped: bool = False
     tool_steps: list[tuple[str, ToolCall, str]] = field(default_factory=list)
+    # the tools this generation can run: the process's, and the chat's own user tools
+    registry: ToolRegistry | None = None
+    # an interceptor stopped it before anything was sent
+    aborted: GenerationAborted | None = None
+    # the chat variables the prompt was built over, when user tools (scripts) may change them
+    base_variables: Mapping[str, Any] | None = None
     # The person's message being written while the model is asked (a send): the reply
     # is stored only once it is.
     posted: asyncio.Future[None] | None = None
@@ -122,12 +130,18 @@ class GenerationService:
         http: httpx.AsyncClient | None = None,
         counts: CountCache | None = None,
         paths: PathEnds | None = None,
+        events: EventBus | None = None,
+        user_tools: Callable[[Chat], Sequence[Tool]] | None = None,
     ) -> None:
         """`http`: a client to reuse across generations (kept-alive connections, no new TLS
         handshake per reply); it must belong to the event loop the generations run in.
         Without one, each generation opens and closes its own. `counts`: the token-count
         cache every prompt builder call gets (bounded; one is made when not given).
-        `paths`: the path ends kept between turns (share the prompt builder's)."""
+        `paths`: the path ends kept between turns (share the prompt builder's).
+        `events`: the bus generations are announced on and intercepted through (the chat
+        service's by default). `user_tools`: the tools a chat offers besides the
+        process's (Quick Reply tools, plugins' tools), offered when the preset turns
+        function calling on."""
         self.paths = paths if paths is not None else PathEnds(store)
         self.http = http
         self.counts = counts if counts is not None else CountCache()
@@ -136,6 +150,8 @@ class GenerationService:
         self.connections = connections
         self.build_prompt = build_prompt
         self.tools = tools if tools is not None else default_tools()
+        self.events = events if events is not None else self.chats.events
+        self.user_tools = user_tools
         self.registry = registry or GenerationRegistry()
         self.timeouts = timeouts or Timeouts()
         self.clock = clock
@@ -385,7 +401,9 @@ class GenerationService:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await run.task
         if not run.done:  # a task that ended without its last event frees the chat anyway
-            run.publish(Completed(Ending.STOPPED, run.text, error="stopped"))
+            done = Completed(Ending.STOPPED, run.text, error="stopped")
+            run.publish(done)
+            self._announce(run, done)
         return run.result
 
     def preview(self, chat_id: str, *, connection: str | None = None) -> Prompt:
@@ -406,7 +424,10 @@ class GenerationService:
         built = self.build_serialized(
             self.turn(chat, chat.active_leaf_id, GenerationType.NORMAL, api, dry_run=True)
         )
-        return built.prompt if isinstance(built, PreparedTurn) else built
+        prompt = built.prompt if isinstance(built, PreparedTurn) else built
+        return self.events.prompt_ready(
+            prompt, chat_id=chat.id, kind=GenerationType.NORMAL.value, dry_run=True
+        )
 
     def turn(
         self,
@@ -626,6 +647,15 @@ class GenerationService:
             run.publish(
                 Started(run.id, chat_id, plan.kind, plan.anchor.id if plan.anchor else None)
             )
+            self.events.emit(
+                Event(
+                    EventName.GENERATION_STARTED,
+                    chat_id,
+                    plan.anchor.id if plan.anchor else None,
+                    kind=plan.kind.value,
+                    detail={"generation_id": run.id},
+                )
+            )
             run.task = asyncio.create_task(self._run(plan), name=f"generation {run.id}")
             if message is not None and plan.posted is not None:
                 # Let the request start out first: the write's Python work would hold the
@@ -706,23 +736,72 @@ class GenerationService:
         )
         if chat.group_id:
             turn = replace(turn, speaker=speaker)
+        try:
+            turn = self._intercepted(turn)
+        except GenerationAborted as aborted:
+            return _Plan(
+                run=RunningGeneration(new_id(), chat.id, kind),
+                chat=chat,
+                connection=connection,
+                kind=kind,
+                anchor=anchor,
+                prompt=Prompt(kind="chat"),
+                tools=(),
+                speaker=speaker,
+                members=members,
+                aborted=aborted,
+            )
         built = self.build_serialized(turn)
         prepared = built if isinstance(built, PreparedTurn) else PreparedTurn(built)
-        tools = prepared.tools if kind in (GenerationType.NORMAL, GenerationType.REGENERATE) else ()
+        prompt = self.events.prompt_ready(
+            prepared.prompt, chat_id=chat.id, kind=kind.value, dry_run=False
+        )
+        tools: tuple[str, ...] = ()
+        registry = None
+        base_variables = None
+        if kind in (GenerationType.NORMAL, GenerationType.REGENERATE):
+            tools = prepared.tools
+            if prepared.function_calling and not connection.api.is_text_completion:
+                own = list(self.user_tools(chat)) if self.user_tools is not None else []
+                if own:
+                    registry = ToolRegistry([*self.tools.tools(), *own])
+                    tools = tuple(dict.fromkeys([*tools, *(t.spec.name for t in own)]))
+                    base_variables = dict(turn.read(1).state.variables)
         return _Plan(
             run=RunningGeneration(new_id(), chat.id, kind),
             chat=chat,
             connection=connection,
             kind=kind,
             anchor=anchor,
-            prompt=prepared.prompt,
+            prompt=prompt,
             tools=tools,
+            registry=registry,
+            base_variables=base_variables,
             request=prepared.request,
             continued_text=anchor.content if anchor and kind is GenerationType.CONTINUE else "",
             continued_stripped=prefill and connection.api is Api.ANTHROPIC,
             speaker=speaker,
             members=members,
         )
+
+    def _intercepted(self, turn: TurnRequest) -> TurnRequest:
+        """The turn over the chat copy the interceptors changed (the same turn when none
+        did). A swipe's or a regenerate's replaced reply is not theirs to see."""
+        if not self.events.intercepts:
+            return turn
+        whole = turn.read(WHOLE_PATH)
+        nodes = list(whole.nodes)
+        replaced = (
+            nodes.pop()
+            if turn.kind in (GenerationType.SWIPE, GenerationType.REGENERATE) and nodes
+            else None
+        )
+        changed = self.events.intercept(turn.chat.id, turn.kind.value, nodes)
+        if changed is None:
+            return turn
+        path = (*changed, replaced) if replaced is not None else tuple(changed)
+        tail = PathTail(path, 0, 0, whole.state)
+        return replace(turn, read=lambda want: tail)
 
     def _speaker(
         self,
@@ -805,6 +884,10 @@ class GenerationService:
         reasoning: list[str] = []
         usage = Usage()
         finish: Finish | None = None
+        if plan.aborted is not None:
+            if plan.posted is not None:
+                await plan.posted  # the person's message is kept, as SillyTavern keeps it
+            return self._fail(plan, "", plan.aborted.message, Ending.FAILED, cause="aborted")
         try:
             base_url, key = await self.connections.endpoint(plan.connection)
             prompt = plan.prompt
@@ -904,7 +987,7 @@ class GenerationService:
             char_name=plan.speaker or (members[0] if members else ""),
             group_members=members if (len(members) > 1 or plan.members) else (),
             impersonate=plan.kind is GenerationType.IMPERSONATE,
-            tools=self.tools.specs(tools),
+            tools=(plan.registry or self.tools).specs(tools),
             **preset,
         )
 
@@ -923,8 +1006,10 @@ class GenerationService:
                 source="tool-call",
             )
         )
+        if plan.posted is not None:
+            await plan.posted  # a tool's script may write the chat: the message comes first
         for call in calls:
-            result = await self.tools.call(call.name, call.arguments)
+            result = await (plan.registry or self.tools).call(call.name, call.arguments)
             plan.tool_steps.append((said if call is calls[0] else "", call, result))
             plan.run.publish(ToolResult(call.id, call.name, result))
             messages.append(
@@ -950,6 +1035,8 @@ class GenerationService:
             text = cut_at_other_speaker(text, speaker, plan.members).strip()
         turn_state = dict(plan.prompt.state)
         changed_globals = turn_state.pop("globalVariables", None)
+        if plan.tool_steps and plan.base_variables is not None and anchor is not None:
+            turn_state = self._with_tool_variables(plan, anchor, turn_state)
         if kind is GenerationType.CONTINUE:
             assert anchor is not None
             outcome = self.chats.extend(
@@ -1000,6 +1087,21 @@ class GenerationService:
         )
         return self._finish(plan, done)
 
+    def _with_tool_variables(
+        self, plan: _Plan, anchor: Node, turn_state: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The turn's state with the variables the tools' scripts set meanwhile (on the
+        message replied to): the reply records them too, so they follow the path."""
+        assert plan.base_variables is not None
+        now = self.chats.state_at(plan.chat.id, anchor.id).variables
+        changed = {k: v for k, v in now.items() if plan.base_variables.get(k) != v}
+        if not changed:
+            return turn_state
+        variables = turn_state.get("variables")
+        merged = dict(variables) if isinstance(variables, Mapping) else dict(now)
+        merged.update(changed)
+        return {**turn_state, "variables": merged}
+
     def _keep_as_draft(self, plan: _Plan, text: str, reason: str) -> str | None:
         if not text:
             return None
@@ -1034,10 +1136,28 @@ class GenerationService:
         done = Completed(outcome, text, draft_id=draft_id, error=error, cause=cause)
         return self._finish(plan, done)
 
-    @staticmethod
-    def _finish(plan: _Plan, done: Completed) -> Completed:
+    def _finish(self, plan: _Plan, done: Completed) -> Completed:
         plan.run.publish(done)
+        self._announce(plan.run, done)
         return done
+
+    def _announce(self, run: RunningGeneration, done: Completed) -> None:
+        """`generation_stopped` for a stop, else `generation_ended` (saved or failed)."""
+        stopped = done.outcome is Ending.STOPPED
+        self.events.emit(
+            Event(
+                EventName.GENERATION_STOPPED if stopped else EventName.GENERATION_ENDED,
+                run.chat_id,
+                done.node_id,
+                done.text,
+                kind=run.kind.value,
+                detail={
+                    "generation_id": run.id,
+                    "outcome": done.outcome.value,
+                    **({"error": done.error} if done.error else {}),
+                },
+            )
+        )
 
 
 def _length(end: PathTail) -> int:

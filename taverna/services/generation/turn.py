@@ -82,11 +82,14 @@ class PreparedTurn:
 
     `tools`: the function tools the preset offers. `request`: request options the
     preset sets (its provider's `preset_options`); the connection's own choices win over them.
+    `function_calling`: the preset turns function calling on, so the chat's user tools
+    (Quick Reply and plugin tools) are offered too.
     """
 
     prompt: Prompt
     tools: tuple[str, ...] = ()
     request: Mapping[str, Any] = field(default_factory=dict)
+    function_calling: bool = False
 
 
 PromptBuilder = Callable[[TurnRequest], Prompt | PreparedTurn]

@@ -1,0 +1,76 @@
+"""What a plugin may ask of taverna: each capability behind the grant it needs."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from taverna.errors import TavernaError
+from taverna.model.chat import Node
+from taverna.services.plugins.events import PluginAccess
+from taverna.services.plugins.grants import Grant
+
+__all__ = ["PluginHost", "PluginServices"]
+
+
+@dataclass(frozen=True, slots=True)
+class PluginServices:
+    """The services behind the capabilities, wired by whoever opens the workspace.
+
+    `path(chat_id)`: the chat's active path; `key(connection)`: a connection's API key
+    (None: the default connection's); `generate(chat_id, prompt, connection)`: a model's
+    answer to `prompt`, nothing stored.
+    """
+
+    path: Callable[[str], Sequence[Node]] | None = None
+    key: Callable[[str | None], str] | None = None
+    generate: Callable[[str, str, str | None], Awaitable[str]] | None = None
+
+
+class PluginHost:
+    """The capabilities one plugin holds; each checks the plugin's grants first."""
+
+    __slots__ = ("_access", "_services")
+
+    def __init__(self, access: PluginAccess, services: PluginServices) -> None:
+        self._access = access
+        self._services = services
+
+    @property
+    def plugin(self) -> str:
+        return self._access.name
+
+    @property
+    def grants(self) -> frozenset[Grant]:
+        return self._access.grants
+
+    def chat_messages(self, chat_id: str) -> list[dict[str, Any]]:
+        """The chat's active path: `{id, role, name, text, hidden}` each, oldest first."""
+        self._access.require(Grant.READ_CHATS, "read chats")
+        if self._services.path is None:
+            raise TavernaError("chats cannot be read here")
+        return [
+            {
+                "id": n.id,
+                "role": n.role.value,
+                "name": n.speaker,
+                "text": n.content,
+                "hidden": n.hidden,
+            }
+            for n in self._services.path(chat_id)
+        ]
+
+    def api_key(self, connection: str | None = None) -> str:
+        """The API key of a connection (None: the default one)."""
+        self._access.require(Grant.SEE_KEYS, "see API keys")
+        if self._services.key is None:
+            raise TavernaError("no connections can be read here")
+        return self._services.key(connection)
+
+    async def generate(self, chat_id: str, prompt: str, connection: str | None = None) -> str:
+        """A model's answer to `prompt` alone (no chat, no card), nothing stored."""
+        self._access.require(Grant.CALL_MODELS, "call models")
+        if self._services.generate is None:
+            raise TavernaError("no model can be called here")
+        return await self._services.generate(chat_id, prompt, connection)

@@ -1,0 +1,85 @@
+"""Quick Replies that run by themselves on an event of the bus.
+
+A reply lists event names in `executeOnEvents` (taverna's own key, beside SillyTavern's
+`executeOn...` switches, which the page runs); when one of the chat's active sets has
+such a reply and the event happens in that chat, its script runs there with `{{var::event}}`
+and `{{var::message_id}}` set. Scripts run one at a time on a thread of their own, after
+the write that emitted the event; what a script writes emits events too, but those do
+not start automations again (no endless chains).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from taverna.errors import NotFound, TavernaError
+from taverna.services.chats import ChatService
+from taverna.services.plugins import Event, EventName
+from taverna.services.quick_replies import QuickReplyService
+from taverna.services.scripts import ScriptService
+
+__all__ = ["QuickReplyAutomations"]
+
+log = logging.getLogger(__name__)
+
+# events whose payload is not a chat's change (the prompt is handed round, not announced)
+_NOT_FOR_SCRIPTS = frozenset({EventName.CHAT_COMPLETION_PROMPT_READY})
+
+
+class QuickReplyAutomations:
+    """Listens on the chat service's bus and runs the replies bound to each event."""
+
+    def __init__(self, chats: ChatService) -> None:
+        self.chats = chats
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="qr-events")
+        self._inside = threading.local()
+        self._off = chats.events.on(None, self.heard)
+        # the latest runs (event, chat, set.label) and failures, newest last
+        self.ran: deque[tuple[str, str, str]] = deque(maxlen=100)
+        self.failures: deque[str] = deque(maxlen=100)
+
+    def heard(self, event: Event) -> None:
+        if event.name in _NOT_FOR_SCRIPTS or getattr(self._inside, "running", False):
+            return
+        with contextlib.suppress(RuntimeError):  # closed: the workspace is shutting down
+            self._worker.submit(self._run, event)
+
+    def _run(self, event: Event) -> None:
+        try:
+            chat = self.chats.get_chat(event.chat_id)
+        except NotFound:
+            return
+        replies = QuickReplyService(self.chats, owner=chat.owner)
+        by_name = {s.set.name: s.set for s in replies.sets()}
+        self._inside.running = True
+        try:
+            for name in dict.fromkeys([*replies.global_sets(), *replies.chat_sets(chat)]):
+                qr_set = by_name.get(name)
+                for reply in qr_set.qr_list if qr_set is not None else ():
+                    if event.name.value not in (reply.execute_on_events or ()):
+                        continue
+                    arguments = {"event": event.name.value, "message_id": event.node_id or ""}
+                    try:
+                        ScriptService(self.chats, owner=chat.owner).run(
+                            reply.message, chat_id=chat.id, arguments=arguments
+                        )
+                        self.ran.append((event.name.value, chat.id, f"{name}.{reply.label}"))
+                    except TavernaError as exc:
+                        failure = f"{name}.{reply.label} on {event.name.value}: {exc}"
+                        self.failures.append(failure)
+                        log.warning("Quick Reply %s", failure)
+        finally:
+            self._inside.running = False
+
+    def wait(self) -> None:
+        """Return once every event heard so far has run its replies."""
+        done: Future[None] = self._worker.submit(lambda: None)
+        done.result()
+
+    def close(self) -> None:
+        self._off()
+        self._worker.shutdown(wait=True)

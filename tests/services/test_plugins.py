@@ -1,0 +1,372 @@
+"""Events, generation interceptors, plugins with grants and user tools, through the real
+services over a data folder, against a stub speaking OpenAI's wire protocol. The plugins
+are real modules (tests/plugins) installed as a distribution with entry points."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from importlib.resources import files
+from pathlib import Path
+
+import pytest
+
+from taverna.model.quick_reply import QuickReply, QuickReplySet, QuickReplyTool
+from taverna.services.active_settings import set_active
+from taverna.services.connections import ConnectionService
+from taverna.services.data import open_data
+from taverna.services.generation import Ending
+from taverna.services.library import LibraryKind, LibraryService
+from taverna.services.plugins import Event, EventName, Grant, Plugins
+from taverna.services.quick_replies import QuickReplyService
+from taverna.services.scripts import ScriptService
+from taverna.services.workspace import Workspace, open_workspace
+from tests.plugins import mood, nosy
+from tests.plugins.install import write_distribution
+from tests.stubs import Reply, StubServer, start_stub
+
+KEY = "sk-plugin-test-key-12345678"
+CARD = "Ione Calder.png"
+
+
+@pytest.fixture(scope="module")
+def stub() -> Iterator[StubServer]:
+    with start_stub(key=KEY) as server:
+        yield server
+
+
+@pytest.fixture
+def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The test plugins installed (their distribution on the path) for this test."""
+    folder = write_distribution(tmp_path / "site")
+    monkeypatch.syspath_prepend(str(folder))
+    mood.seen.clear()
+    nosy.refusals.clear()
+    nosy.kinds.clear()
+    return folder
+
+
+@pytest.fixture
+def ws(tmp_path: Path, stub: StubServer, installed: Path) -> Iterator[Workspace]:
+    folder = tmp_path / "data"
+    with open_data(folder) as opened:
+        LibraryService(opened.store).import_bytes(
+            (files("taverna") / "data" / CARD).read_bytes(), CARD
+        )
+        ConnectionService(opened.store, opened.path).add(
+            "stub", "openai", url=stub.base_url("openai"), model="stub-model", key=KEY
+        )
+    opened_ws = open_workspace(folder, background_backups=False)
+    try:
+        yield opened_ws
+    finally:
+        opened_ws.close()
+
+
+def new_chat(ws: Workspace) -> str:
+    from taverna.services.editing import start_chat
+
+    doc = LibraryService(ws.store).find(LibraryKind.CHARACTER, "Ione Calder")
+    assert doc is not None
+    return start_chat(ws.chats, doc.id, title=None, owner="").id
+
+
+def send(ws: Workspace, chat_id: str, text: str):  # type: ignore[no-untyped-def]
+    async def main():  # type: ignore[no-untyped-def]
+        return await (await ws.generation.send(chat_id, text)).wait()
+
+    return asyncio.run(main())
+
+
+def test_plugins_are_found_through_entry_points_with_their_grants(installed: Path) -> None:
+    plugins = Plugins()
+    plugins.load_entry_points()
+    by_name = {p.name: p for p in plugins.list()}
+    assert by_name["mood"].grants == {Grant.READ_CHATS, Grant.CHANGE_PROMPTS}
+    assert by_name["mood"].distribution == "taverna-test-plugins"
+    assert by_name["mood"].version == "1.0"
+    assert set(by_name["mood"].hooks) == {
+        "taverna_event",
+        "taverna_generate_interceptor",
+        "taverna_prompt_ready",
+        "taverna_tools",
+    }
+    assert by_name["nosy"].grants == frozenset() and by_name["nosy"].error is None
+    broken = by_name["broken"]
+    assert broken.error is not None and "read_minds" in broken.error
+    assert "grants" in broken.error  # names the field
+    assert [c.plugin.name for c in plugins.calls("taverna_event")] == ["mood", "nosy"]
+    # nosy asks to run last: mood's prompt handler comes first
+    assert [c.plugin.name for c in plugins.calls("taverna_prompt_ready")] == ["mood", "nosy"]
+
+
+def test_events_reach_plugins_in_order_and_grants_are_enforced(
+    ws: Workspace, stub: StubServer
+) -> None:
+    chat_id = new_chat(ws)
+    stub.script(Reply(tokens=["Welcome aboard."]))
+    done = send(ws, chat_id, "Hello there")
+    assert done.outcome is Ending.SAVED
+    names = [name for name, chat, _ in mood.seen if chat == chat_id]
+    assert names == [
+        "generation_started",
+        "message_sent",
+        "message_received",
+        "generation_ended",
+    ]
+    texts = {name: text for name, _, text in mood.seen}
+    assert texts["message_sent"] == "Hello there"
+    assert texts["message_received"] == "Welcome aboard."
+    # the plugin without grants saw every event, but no text, key or chat
+    assert nosy.kinds == names
+    assert any(
+        "plugin 'nosy' may not read the message text" in r and "'read_chats'" in r
+        for r in nosy.refusals
+    )
+    assert any("may not see API keys" in r and "'see_keys'" in r for r in nosy.refusals)
+    assert any("may not read chats" in r for r in nosy.refusals)
+    assert any("may not change the prompt" in r for r in nosy.refusals)
+    assert KEY not in " ".join(nosy.refusals)
+    # the prompt handler of the granted plugin changed what was sent; nosy's did not
+    sent = stub.requests[-1].body["messages"]
+    assert sent[-1] == {"role": "system", "content": "Mood: keep it light."}
+    assert all("nosy was here" not in m["content"] for m in sent)
+
+
+def test_chat_edits_deletes_and_swipes_are_events(ws: Workspace, stub: StubServer) -> None:
+    chat_id = new_chat(ws)
+    stub.script(Reply(tokens=["One."]))
+    send(ws, chat_id, "Hi")
+    path = ws.chats.active_path(chat_id)
+    user = path.nodes[-2]
+    mood.seen.clear()
+    chat = ws.chats.edit(chat_id, user.id, "Hi again", revision=path.chat.revision).chat
+    stub.script(Reply(tokens=["Two."]))
+
+    async def swipe() -> None:
+        await (await ws.generation.swipe(chat_id)).wait()
+
+    asyncio.run(swipe())
+    chat = ws.chats.get_chat(chat_id)
+    first = ws.chats.candidates(chat_id, ws.chats.active_path(chat_id).nodes[-1].id)[0]
+    chat = ws.chats.select_candidate(chat_id, first.id, revision=chat.revision).chat
+    ws.chats.delete(chat_id, first.id, revision=chat.revision)
+    assert [(n, t) for n, _, t in mood.seen] == [
+        ("message_edited", "Hi again"),
+        ("generation_started", ""),
+        ("message_received", "Two."),
+        ("generation_ended", "Two."),
+        ("message_swiped", "One."),
+        ("message_deleted", "One."),
+    ]
+
+
+def test_an_interceptor_changes_the_turns_copy_not_the_stored_chat(
+    ws: Workspace, stub: StubServer
+) -> None:
+    chat_id = new_chat(ws)
+    stub.script(Reply(tokens=["Noted."]))
+    send(ws, chat_id, "The secret is under the floor")
+    sent = json.dumps(stub.requests[-1].body["messages"])
+    assert "The [redacted] is under the floor" in sent and "secret" not in sent
+    stored = ws.chats.active_path(chat_id).nodes
+    assert stored[-2].content == "The secret is under the floor"
+
+
+def test_an_interceptor_aborts_with_its_reason_and_nothing_is_sent(
+    ws: Workspace, stub: StubServer
+) -> None:
+    chat_id = new_chat(ws)
+    before = len(stub.requests)
+    done = send(ws, chat_id, "Say the FORBIDDEN thing")
+    assert done.outcome is Ending.FAILED and done.cause == "aborted"
+    assert done.error == (
+        "the generation was aborted by plugin 'mood': the last message says a forbidden word"
+    )
+    assert len(stub.requests) == before
+    # the person's message is kept, as SillyTavern keeps it; no reply
+    assert ws.chats.active_path(chat_id).nodes[-1].content == "Say the FORBIDDEN thing"
+    assert [n for n, _, _ in mood.seen if n.startswith("generation")][-1] == "generation_ended"
+
+
+def tool_preset(ws: Workspace) -> None:
+    preset = ws.store.put_document(
+        LibraryKind.CHAT_COMPLETION_PRESET.value, "With tools", {"function_calling": True}
+    )
+    set_active(ws.store, "chat_completion_preset", preset.id)
+
+
+def weather_set(ws: Workspace) -> None:
+    replies = QuickReplyService(ws.chats)
+    replies.save(
+        QuickReplySet(
+            name="Tools",
+            qr_list=[
+                QuickReply(
+                    id=1,
+                    label="weather",
+                    message="/setvar key=asked {{var::city}} | /pass sunny in {{var::city}}",
+                    tool=QuickReplyTool(
+                        name="weather",
+                        description="The weather in a city.",
+                        parameters={
+                            "type": "object",
+                            "properties": {"city": {"type": "string"}},
+                            "required": ["city"],
+                        },
+                    ),
+                )
+            ],
+        )
+    )
+    replies.set_global(["Tools"])
+
+
+def test_a_quick_reply_tool_is_offered_run_in_the_sandbox_and_stored(
+    ws: Workspace, stub: StubServer
+) -> None:
+    tool_preset(ws)
+    weather_set(ws)
+    chat_id = new_chat(ws)
+    stub.script(
+        Reply(tokens=["Checking."], tool_calls=[("weather", {"city": "Oslo"})]),
+        Reply(tokens=["Sunny today."]),
+    )
+    done = send(ws, chat_id, "Weather in Oslo?")
+    assert done.outcome is Ending.SAVED, done.error
+    offered = [t["function"]["name"] for t in stub.requests[-2].body["tools"]]
+    assert sorted(offered) == ["count_words", "weather"]  # the Quick Reply's and the plugin's
+    weather = next(t for t in stub.requests[-2].body["tools"] if t["function"]["name"] == "weather")
+    assert weather["function"]["parameters"]["required"] == ["city"]
+    assert stub.requests[-1].body["messages"][-1]["content"] == "sunny in Oslo"
+    nodes = ws.chats.active_path(chat_id).nodes
+    assert nodes[-1].content == "Sunny today."
+    step = nodes[-2]
+    assert step.hidden and step.extras["tool_invocations"][0] == {
+        "id": step.extras["tool_invocations"][0]["id"],
+        "name": "weather",
+        "arguments": json.dumps({"city": "Oslo"}),
+        "result": "sunny in Oslo",
+    }
+    # the script ran in the chat: its variable is there
+    assert ScriptService(ws.chats).chat_variables(chat_id)["asked"] == "Oslo"
+
+
+def test_a_failing_tool_script_is_reported_to_the_model_and_rounds_stop_at_five(
+    ws: Workspace, stub: StubServer
+) -> None:
+    tool_preset(ws)
+    replies = QuickReplyService(ws.chats)
+    replies.save(
+        QuickReplySet(
+            name="Loop",
+            qr_list=[
+                QuickReply(
+                    id=1,
+                    label="spin",
+                    message="/while left=1 right=1 {: /pass x :}",
+                    tool=QuickReplyTool(name="spin", description="Spins."),
+                )
+            ],
+        )
+    )
+    replies.set_global(["Loop"])
+    chat_id = new_chat(ws)
+    looping = Reply(tokens=["again"], tool_calls=[("spin", {})])
+    stub.script(*[looping] * 5, Reply(tokens=["Done."]))
+    before = len(stub.requests)
+    done = send(ws, chat_id, "Spin")
+    assert done.outcome is Ending.SAVED, done.error
+    sent = stub.requests[before:]
+    assert len(sent) == 6 and "tools" not in sent[5].body
+    result = sent[1].body["messages"][-1]["content"]
+    assert result.startswith("error:") and "spin" in result
+    assert ws.chats.active_path(chat_id).nodes[-1].content == "Done."
+
+
+def test_a_quick_reply_runs_on_an_event_but_not_on_its_own_writes(
+    ws: Workspace, stub: StubServer
+) -> None:
+    replies = QuickReplyService(ws.chats)
+    replies.save(
+        QuickReplySet(
+            name="Watch",
+            qr_list=[
+                QuickReply(
+                    id=1,
+                    label="on edit",
+                    message="/addvar key=edits 1 | /setvar key=last {{var::message_id}}"
+                    " | /sys an edit was seen",
+                    execute_on_events=["message_edited"],
+                )
+            ],
+        )
+    )
+    replies.set_global(["Watch"])
+    chat_id = new_chat(ws)
+    greeting = ws.chats.active_path(chat_id)
+    ws.chats.edit(chat_id, greeting.nodes[0].id, "Hello.", revision=greeting.chat.revision)
+    assert ws.automations is not None
+    ws.automations.wait()
+    variables = ScriptService(ws.chats).chat_variables(chat_id)
+    assert variables["last"] == greeting.nodes[0].id and variables["edits"] in (1, "1")
+    assert ws.chats.active_path(chat_id).nodes[-1].content == "an edit was seen"
+    assert list(ws.automations.ran) == [("message_edited", chat_id, "Watch.on edit")]
+
+
+def test_a_failing_listener_does_not_undo_the_write(ws: Workspace) -> None:
+    def explode(event: Event) -> None:
+        raise RuntimeError("listener bug")
+
+    off = ws.events.on(EventName.MESSAGE_EDITED, explode)
+    try:
+        chat_id = new_chat(ws)
+        path = ws.chats.active_path(chat_id)
+        ws.chats.edit(chat_id, path.nodes[0].id, "Changed.", revision=path.chat.revision)
+        assert ws.chats.active_path(chat_id).nodes[0].content == "Changed."
+    finally:
+        off()
+
+
+def test_taverna_plugins_lists_them_and_taverna_chat_emits_events(
+    tmp_path: Path, stub: StubServer, installed: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    import taverna.cli.chat
+    import taverna.cli.plugins
+    from taverna.cli.main import app
+
+    listed = CliRunner().invoke(app, ["plugins"])
+    assert listed.exit_code == 0, listed.output
+    assert "mood 1.0 (tests.plugins.mood)" in listed.output
+    assert "grants: change_prompts, read_chats" in listed.output
+    assert "grants: none" in listed.output  # nosy
+    assert "not loaded: plugin broken: field 'grants': unknown grant 'read_minds'" in listed.output
+    as_json = json.loads(CliRunner().invoke(app, ["plugins", "--json"]).output)
+    assert [p["name"] for p in as_json] == ["broken", "mood", "nosy"]
+
+    folder = tmp_path / "cli-data"
+    with open_data(folder) as opened:
+        LibraryService(opened.store).import_bytes(
+            (files("taverna") / "data" / CARD).read_bytes(), CARD
+        )
+        ConnectionService(opened.store, opened.path).add(
+            "stub", "openai", url=stub.base_url("openai"), model="stub-model", key=KEY
+        )
+    stub.script(Reply(tokens=["Aye."]))
+    said = CliRunner().invoke(
+        app, ["chat", "Ione Calder", "--say", "Keep the secret", "--data", str(folder)]
+    )
+    assert said.exit_code == 0, said.output
+    assert [n for n, _, _ in mood.seen] == [
+        "generation_started",
+        "message_sent",
+        "message_received",
+        "generation_ended",
+    ]
+    sent = stub.requests[-1].body["messages"]
+    assert sent[-2]["content"] == "Keep the [redacted]"
+    assert sent[-1]["content"] == "Mood: keep it light."
+    assert taverna.cli.chat is not None
