@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "connection": "taverna.cli.connection",
     "chat": "taverna.cli.chat",
     "script": "taverna.cli.script",
+    "plugins": "taverna.cli.plugins",
     "serve": "taverna.cli.serve",
 }
 COMMAND_MODULES = tuple(dict.fromkeys(COMMANDS.values()))

@@ -43,6 +43,15 @@ class Strict(BaseModel):
 # ------------------------------------------------------------------ chats
 
 
+class ToolCallOut(BaseModel):
+    """One function tool call of a tool step, with its result."""
+
+    id: str
+    name: str
+    arguments: str
+    result: str
+
+
 class MessageOut(BaseModel):
     id: str
     parent_id: str | None
@@ -64,6 +73,9 @@ class MessageOut(BaseModel):
     generation: dict[str, Any] | None = None
     image_url: str | None = Field(
         default=None, description="the picture attached to the message (shown, and sent inline)"
+    )
+    tool_calls: list[ToolCallOut] | None = Field(
+        default=None, description="a tool step: the calls the model made here and their results"
     )
 
 

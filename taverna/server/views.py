@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from typing import Any
 
 from taverna.model.chat import BranchSummary, Chat, ChatListing, PathEntry, PathWindow
 from taverna.server.schemas import (
@@ -13,6 +15,7 @@ from taverna.server.schemas import (
     ParticipantOut,
     PersonaRef,
     TaskOut,
+    ToolCallOut,
     WindowOut,
 )
 from taverna.services.images import shown_image
@@ -49,7 +52,31 @@ def message_out(entry: PathEntry, chat: Chat, shown: str | None = None) -> Messa
         avatar_url=avatar_url(speaker_doc) if node.role.value != "user" else None,
         generation=node.generation.to_json() if node.generation else None,
         image_url=shown_image(node.extras),
+        tool_calls=tool_calls_out(node.extras),
     )
+
+
+def tool_calls_out(extras: Mapping[str, Any]) -> list[ToolCallOut] | None:
+    """The tool calls a tool step records (`tool_invocations`), None for any other message."""
+    found = extras.get("tool_invocations")
+    if not isinstance(found, list):
+        return None
+    calls = []
+    for item in found:
+        if isinstance(item, Mapping):
+            calls.append(
+                ToolCallOut(
+                    id=str(item.get("id", "")),
+                    name=str(item.get("name", "")),
+                    arguments=_text(item.get("arguments", "")),
+                    result=_text(item.get("result", "")),
+                )
+            )
+    return calls or None
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def branch_out(summary: BranchSummary) -> BranchOut:

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, File, Request, Response, UploadFile
-from pydantic import BaseModel, Field
+from typing import Any
 
-from taverna.model.quick_reply import QuickReply, QuickReplySet
+from fastapi import APIRouter, Depends, File, Request, Response, UploadFile
+from pydantic import BaseModel, Field, field_validator
+
+from taverna.model.quick_reply import QuickReply, QuickReplySet, QuickReplyTool
 from taverna.server import library_views
 from taverna.server.context import AppContext, backed_up, context, current_user
 from taverna.server.openapi import file_responses
 from taverna.server.schemas import NAME_MAX, TEXT_MAX, ChatRevision, Strict
 from taverna.server.uploads import read_limited
 from taverna.services import chat_reads
+from taverna.services.plugins import EventName
 from taverna.services.quick_replies import QuickReplyButton, QuickReplyService, StoredSet
 
 router = APIRouter(tags=["quick replies"])
@@ -28,6 +31,29 @@ TRIGGER_FIELDS = {
 }
 
 
+class QuickReplyToolIn(Strict):
+    """A function tool the reply defines: its script answers the model's calls."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    description: str = Field(default="", max_length=TEXT_MAX)
+    parameters: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("parameters")
+    @classmethod
+    def _schema(cls, parameters: dict[str, Any]) -> dict[str, Any]:
+        if parameters and parameters.get("type", "object") != "object":
+            raise ValueError('a tool\'s parameters are a JSON schema of "type": "object"')
+        if "properties" in parameters and not isinstance(parameters["properties"], dict):
+            raise ValueError("the schema's properties must be an object")
+        return parameters
+
+
+class QuickReplyToolOut(BaseModel):
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
 class QuickReplyIn(Strict):
     label: str = Field(max_length=NAME_MAX)
     message: str = Field(default="", max_length=TEXT_MAX)
@@ -35,6 +61,18 @@ class QuickReplyIn(Strict):
     hidden: bool = False
     triggers: list[str] = Field(default_factory=list, max_length=len(TRIGGER_FIELDS))
     automation_id: str = Field(default="", max_length=NAME_MAX)
+    # taverna's own: the events the reply runs on by itself, and the tool it defines
+    events: list[str] = Field(default_factory=list, max_length=len(EventName))
+    tool: QuickReplyToolIn | None = None
+
+    @field_validator("events")
+    @classmethod
+    def _known_events(cls, events: list[str]) -> list[str]:
+        known = {e.value for e in EventName} - {EventName.CHAT_COMPLETION_PROMPT_READY.value}
+        for name in events:
+            if name not in known:
+                raise ValueError(f"unknown event {name!r} (known: {', '.join(sorted(known))})")
+        return list(dict.fromkeys(events))
 
 
 class QuickReplySetIn(Strict):
@@ -54,6 +92,8 @@ class QuickReplyOut(BaseModel):
     hidden: bool
     triggers: list[str]
     automation_id: str = ""
+    events: list[str] = Field(default_factory=list)
+    tool: QuickReplyToolOut | None = None
 
 
 class QuickReplySetOut(BaseModel):
@@ -109,9 +149,19 @@ def _set_out(stored: StoredSet, active: list[str]) -> QuickReplySetOut:
                 hidden=r.is_hidden,
                 triggers=[k for k, f in TRIGGER_FIELDS.items() if getattr(r, f)],
                 automation_id=r.automation_id,
+                events=list(r.execute_on_events or ()),
+                tool=_tool_out(r.tool),
             )
             for r in qr_set.qr_list
         ],
+    )
+
+
+def _tool_out(tool: QuickReplyTool | None) -> QuickReplyToolOut | None:
+    if tool is None:
+        return None
+    return QuickReplyToolOut(
+        name=tool.name, description=tool.description, parameters=dict(tool.parameters)
     )
 
 
@@ -153,6 +203,16 @@ def save_set(
                     "title": given.title,
                     "is_hidden": given.hidden,
                     "automation_id": given.automation_id,
+                    **(
+                        {"execute_on_events": given.events or None}
+                        if given.events or base.execute_on_events
+                        else {}
+                    ),
+                    "tool": (
+                        QuickReplyTool(**given.tool.model_dump())
+                        if given.tool is not None
+                        else None
+                    ),
                     **triggers,
                 }
             )
