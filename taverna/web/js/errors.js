@@ -26,7 +26,7 @@ export function reportError(error, kept = t("kept.page")) {
 }
 
 // The causes a model API failure is sorted into by the server (its ErrorKind).
-const CAUSES = ["auth", "not_found", "rate_limited", "context_length", "bad_request", "server", "timeout", "network", "interrupted", "protocol"];
+const CAUSES = ["auth", "not_found", "rate_limited", "context_length", "bad_request", "server", "timeout", "network", "interrupted", "protocol", "aborted"];
 
 /** Why a generation failed, in the person's language: from the server's `cause`, else the
  * server's own message (a failure that is not the model API's, such as a save that failed). */

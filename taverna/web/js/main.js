@@ -21,6 +21,7 @@ const ROUTES = [
   [/^#\/quick-replies$/, () => import("./views/quick_replies.js"), () => ({})],
   [/^#\/regex$/, () => import("./views/regex.js"), () => ({})],
   [/^#\/connections$/, () => import("./views/connections.js"), () => ({})],
+  [/^#\/plugins$/, () => import("./views/plugins.js"), () => ({})],
   [/^#\/import$/, () => import("./views/import.js"), () => ({})],
 ];
 
@@ -35,6 +36,7 @@ const NAV = [
   ["#/quick-replies", "nav.quick_replies"],
   ["#/regex", "nav.regex"],
   ["#/connections", "nav.connections"],
+  ["#/plugins", "nav.plugins"],
   ["#/import", "nav.import"],
 ];
 

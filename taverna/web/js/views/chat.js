@@ -753,10 +753,26 @@ export async function render(root, params) {
       next);
   }
 
+  /** A tool step: what the model said, then each call it made and the tool's answer
+   * (plain text, never markup). */
+  function toolCalls(m) {
+    const first = m.tool_calls[0];
+    const shown = `${first.name}(${first.arguments}) → ${first.result}`;
+    const said = m.content.endsWith(shown) ? m.content.slice(0, -shown.length).trim() : "";
+    return h("div", { class: "tool-calls" },
+      said ? h("p", { class: "tool-said", text: said }) : null,
+      m.tool_calls.map((call) => h("div", { class: "tool-call", "data-tool": call.name },
+        h("span", { class: "badge", text: t("chat.tool_call") }), " ",
+        h("code", { class: "tool-name", text: `${call.name}(${call.arguments})` }),
+        h("div", { class: "tool-result" }, h("span", { class: "muted", text: t("chat.tool_result") }), " ",
+          h("code", { text: call.result })))));
+  }
+
   function messageItem(m, isLastAssistant, busy) {
     const content = h("div", { class: "content markdown" });
+    if (m.tool_calls) content.replaceChildren(toolCalls(m));
     // What display-only regex scripts make of the message, if they change it; edits use the stored text.
-    content.innerHTML = renderMarkdown(m.shown ?? m.content);
+    else content.innerHTML = renderMarkdown(m.shown ?? m.content);
     const reasoning = reasoningBlock(m.generation?.extras?.reasoning);
     const actions = h("div", { class: "actions" });
     const isUser = m.role === "user";
@@ -782,7 +798,7 @@ export async function render(root, params) {
     return h(
       "li",
       {
-        class: `message ${m.role}${m.hidden ? " hidden-msg" : ""}`,
+        class: `message ${m.role}${m.hidden ? " hidden-msg" : ""}${m.tool_calls ? " tool-step" : ""}`,
         "data-id": m.id,
         "data-index": m.position,
         "data-last": isLastAssistant ? "1" : "0",

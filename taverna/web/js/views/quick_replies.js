@@ -7,8 +7,38 @@ import { explain, reportError } from "../errors.js";
 import { t } from "../i18n.js";
 
 const TRIGGERS = ["startup", "new_chat", "chat_change", "user", "ai"];
+// Events the server runs a reply on by itself (in the chat where they happen).
+const EVENTS = ["message_sent", "message_received", "message_edited", "message_deleted", "message_swiped",
+  "generation_started", "generation_ended", "generation_stopped", "chat_id_changed"];
 
-function replyRow(reply = { label: "", message: "", title: "", hidden: false, triggers: [], automation_id: "" }) {
+/** The reply's tool for the model: a name, what it does, a JSON schema of its arguments. */
+function toolFields(tool) {
+  const name = h("input", { type: "text", class: "qr-tool-name", value: tool?.name || "", placeholder: "get_weather", "aria-label": t("qr.tool_name") });
+  const description = h("input", { type: "text", class: "qr-tool-description", value: tool?.description || "", "aria-label": t("qr.tool_description") });
+  const schema = h("textarea", { class: "qr-tool-schema", rows: 3, "aria-label": t("qr.tool_schema"), placeholder: '{"type": "object", "properties": {"city": {"type": "string"}}}' });
+  schema.value = tool && Object.keys(tool.parameters || {}).length ? JSON.stringify(tool.parameters, null, 1) : "";
+  const box = h("details", { class: "qr-tool", open: tool ? "open" : null },
+    h("summary", { text: t("qr.tool") }),
+    h("p", { class: "muted", text: t("qr.tool_help") }),
+    h("label", {}, t("qr.tool_name"), name),
+    h("label", {}, t("qr.tool_description"), description),
+    h("label", {}, t("qr.tool_schema"), schema));
+  box.read = () => {
+    if (!name.value.trim()) return null;
+    let parameters = {};
+    if (schema.value.trim()) {
+      try {
+        parameters = JSON.parse(schema.value);
+      } catch {
+        throw new Error(t("qr.tool_schema_invalid", { name: name.value.trim() }));
+      }
+    }
+    return { name: name.value.trim(), description: description.value, parameters };
+  };
+  return box;
+}
+
+function replyRow(reply = { label: "", message: "", title: "", hidden: false, triggers: [], automation_id: "", events: [], tool: null }) {
   const label = h("input", { type: "text", class: "qr-label", value: reply.label, "aria-label": t("qr.label") });
   const message = h("textarea", { class: "qr-message", rows: 2, "aria-label": t("qr.message") });
   message.value = reply.message;
@@ -17,11 +47,18 @@ function replyRow(reply = { label: "", message: "", title: "", hidden: false, tr
   const triggers = TRIGGERS.map((name) => h("label", { class: "inline" },
     h("input", { type: "checkbox", "data-trigger": name, checked: reply.triggers.includes(name) ? "checked" : null }),
     " ", t(`qr.on_${name}`)));
+  const events = h("details", { class: "qr-events", open: reply.events?.length ? "open" : null },
+    h("summary", { text: t("qr.events") }),
+    h("div", { class: "row muted wrap" }, EVENTS.map((name) => h("label", { class: "inline" },
+      h("input", { type: "checkbox", "data-event": name, checked: reply.events?.includes(name) ? "checked" : null }),
+      " ", t(`qr.event.${name}`)))));
+  const tool = toolFields(reply.tool);
   const row = h("li", { class: "qr-row" },
     h("div", { class: "row" }, label,
       h("button", { type: "button", class: "small danger", text: t("common.delete"), onClick: () => row.remove() })),
     message,
-    h("div", { class: "row muted wrap" }, h("label", { class: "inline" }, hidden, " ", t("qr.hidden")), ...triggers, automation));
+    h("div", { class: "row muted wrap" }, h("label", { class: "inline" }, hidden, " ", t("qr.hidden")), ...triggers, automation),
+    events, tool);
   row.read = () => ({
     label: label.value,
     message: message.value,
@@ -29,6 +66,8 @@ function replyRow(reply = { label: "", message: "", title: "", hidden: false, tr
     hidden: hidden.checked,
     triggers: TRIGGERS.filter((name) => row.querySelector(`[data-trigger=${name}]`).checked),
     automation_id: automation.value.trim(),
+    events: EVENTS.filter((name) => row.querySelector(`[data-event=${name}]`).checked),
+    tool: tool.read(),
   });
   return row;
 }
