@@ -15,8 +15,9 @@ regex scripts that rewrite the stored text, as SillyTavern applies them when a m
 is saved); a rewrite is a revision of its own, so undo brings back the text as written.
 
 Once a message write is committed, its event goes out on the bus (`message_sent`,
-`message_received`, `message_edited`, `message_deleted`, `message_swiped`,
-`chat_id_changed` for a branch switched), whoever made it.
+`message_received`, `message_edited`, `message_deleted`, `message_swiped`, and
+`chat_id_changed` for a new chat, a branch switched or a checkpoint opened), whoever
+made it.
 """
 
 from __future__ import annotations
@@ -219,6 +220,7 @@ class ChatService:
             )
         )
         if not greetings:
+            self._emit(EventName.CHAT_CHANGED, chat.id, None, kind="new chat")
             return WriteResult(chat)
         with self.store.write(chat.id, revision=chat.revision, label="greetings") as w:
             nodes = [
@@ -234,7 +236,9 @@ class ChatService:
         # Each greeting through the storage rules (SillyTavern regexes them as the chat starts).
         for node in nodes[1:]:
             result = WriteResult(self._rewritten(WriteResult(result.chat, node)).chat, first)
-        return self._rewritten(result)
+        result = self._rewritten(result)
+        self._emit(EventName.CHAT_CHANGED, chat.id, result.node, kind="new chat")
+        return result
 
     def delete_chat(self, chat_id: str, *, revision: int) -> None:
         """Delete a chat with its whole tree, if it is still at `revision` (its backups stay)."""
@@ -705,6 +709,7 @@ class ChatService:
             node = w.get_node(found.node_id)
             self._require_alive(node)
             self._activate(w, node.id)
+        self._emit(EventName.CHAT_CHANGED, chat_id, node, kind="open checkpoint")
         return WriteResult(w.chat, node)
 
     def delete_checkpoint(self, chat_id: str, checkpoint_id: str, *, revision: int) -> WriteResult:

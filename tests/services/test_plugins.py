@@ -105,6 +105,8 @@ def test_events_reach_plugins_in_order_and_grants_are_enforced(
     ws: Workspace, stub: StubServer
 ) -> None:
     chat_id = new_chat(ws)
+    mood.seen.clear()
+    nosy.kinds.clear()
     stub.script(Reply(tokens=["Welcome aboard."]))
     done = send(ws, chat_id, "Hello there")
     assert done.outcome is Ending.SAVED
@@ -136,6 +138,7 @@ def test_events_reach_plugins_in_order_and_grants_are_enforced(
 
 def test_chat_edits_deletes_and_swipes_are_events(ws: Workspace, stub: StubServer) -> None:
     chat_id = new_chat(ws)
+    assert [(n, c) for n, c, _ in mood.seen] == [("chat_id_changed", chat_id)]
     stub.script(Reply(tokens=["One."]))
     send(ws, chat_id, "Hi")
     path = ws.chats.active_path(chat_id)
@@ -361,6 +364,7 @@ def test_taverna_plugins_lists_them_and_taverna_chat_emits_events(
     )
     assert said.exit_code == 0, said.output
     assert [n for n, _, _ in mood.seen] == [
+        "chat_id_changed",  # the chat `taverna chat` started
         "generation_started",
         "message_sent",
         "message_received",

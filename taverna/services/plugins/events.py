@@ -28,7 +28,7 @@ class EventName(StrEnum):
     GENERATION_STARTED = "generation_started"
     GENERATION_ENDED = "generation_ended"  # saved or failed
     GENERATION_STOPPED = "generation_stopped"  # the person stopped it
-    CHAT_CHANGED = "chat_id_changed"  # a chat was opened or its path switched
+    CHAT_CHANGED = "chat_id_changed"  # a new chat, a branch switched or a checkpoint opened
     CHAT_COMPLETION_PROMPT_READY = "chat_completion_prompt_ready"  # see `PromptView`
 
 
