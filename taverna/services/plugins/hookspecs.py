@@ -20,6 +20,8 @@ Order: hooks run in the order plugins were loaded (entry points sorted by name),
 `@hookimpl(tryfirst=True)` before the others and `trylast=True` after, as pluggy
 orders them; each sees what the ones before it changed. Every argument a plugin
 receives checks the plugin's grants as it is used (`GrantRefused` when one is missing).
+Hooks run on the thread that made the change (for a generation, the server's event
+loop): keep them short and hand slow work to a thread of the plugin's own.
 """
 
 from __future__ import annotations
