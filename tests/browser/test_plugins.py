@@ -141,5 +141,18 @@ def test_a_quick_reply_tool_is_called_and_shown_in_the_chat(  # type: ignore[no-
     # the model got the result of the call
     assert stub.requests[-1].body["messages"][-1]["content"] == "<b>sunny</b> in Oslo"
     shot(page, "desktop-tool-call")
+
+    # An interceptor (the mood plugin) aborts a reply: the page says so where it would be.
+    before = len(stub.requests)
+    page.get_by_label("Message", exact=True).fill("Say the FORBIDDEN word")
+    page.get_by_role("button", name="Send", exact=True).click()
+    failure = page.locator("#failure")
+    expect(failure).to_contain_text("A plugin stopped this reply before anything was sent.")
+    expect(failure.locator(".failure-detail")).to_contain_text(
+        "aborted by plugin 'mood': the last message says a forbidden word"
+    )
+    expect(page.locator("ol.messages > li.message.user").last).to_contain_text("FORBIDDEN")
+    assert len(stub.requests) == before
+    shot(page, "desktop-plugin-abort")
     assert errors == []
     page.close()

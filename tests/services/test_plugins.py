@@ -374,3 +374,30 @@ def test_taverna_plugins_lists_them_and_taverna_chat_emits_events(
     assert sent[-2]["content"] == "Keep the [redacted]"
     assert sent[-1]["content"] == "Mood: keep it light."
     assert taverna.cli.chat is not None
+
+
+class Oracle:
+    """A plugin object registered in the process, granted to call models and see keys."""
+
+    TAVERNA_GRANTS = ("read_chats", "call_models", "see_keys")
+
+
+def test_granted_capabilities_work_and_others_are_refused(ws: Workspace, stub: StubServer) -> None:
+    from taverna.services.plugins import GrantRefused
+
+    chat_id = new_chat(ws)
+    oracle = ws.events.plugins.register(Oracle(), "oracle")
+    host = ws.events.host(oracle)
+    assert host.api_key() == KEY
+    assert host.chat_messages(chat_id)[0]["role"] == "assistant"
+    stub.script(Reply(tokens=["A ", "fair ", "wind."]))
+    assert asyncio.run(host.generate(chat_id, "Forecast?")) == "A fair wind."
+    assert stub.requests[-1].body["messages"][-1] == {"role": "user", "content": "Forecast?"}
+    assert len(ws.chats.active_path(chat_id).nodes) == 1  # nothing stored
+
+    [nosy_info] = [p for p in ws.plugins.list() if p.name == "nosy"]
+    refused = ws.events.host(nosy_info)
+    before = len(stub.requests)
+    with pytest.raises(GrantRefused, match=r"plugin 'nosy' may not call models.*'call_models'"):
+        asyncio.run(refused.generate(chat_id, "Forecast?"))
+    assert len(stub.requests) == before
