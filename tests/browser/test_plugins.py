@@ -81,6 +81,15 @@ def test_the_plugins_page_lists_each_plugin_with_its_grants(  # type: ignore[no-
     assert errors == []
     page.close()
 
+    # on a phone-sized screen the list reads without sideways scrolling
+    phone = chromium.new_page(viewport={"width": 390, "height": 844})
+    phone.goto(plugged.url + "/#/plugins")
+    expect(phone.locator('li.plugin[data-plugin="mood"]')).to_contain_text("Read chats")
+    overflow = phone.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    assert overflow <= 0
+    shot(phone, "phone-plugins")
+    phone.close()
+
 
 def test_a_quick_reply_tool_is_called_and_shown_in_the_chat(  # type: ignore[no-untyped-def]
     chromium, plugged: TavernaServer, stub: StubServer
@@ -114,6 +123,7 @@ def test_a_quick_reply_tool_is_called_and_shown_in_the_chat(  # type: ignore[no-
         '{"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}'
     )
     page.locator("#qr-active").check()
+    shot(page, "desktop-qr-tool")
     page.locator("#qr-save").click()
     expect(page.locator(".toast").last).to_contain_text("Saved")
     [stored] = [s for s in plugged.api("GET", "/quick-replies").json() if s["name"] == "Oracle"]
