@@ -701,14 +701,19 @@ class ChatService:
         return WriteResult(w.chat, node), checkpoint
 
     def open_checkpoint(self, chat_id: str, checkpoint_id: str, *, revision: int) -> WriteResult:
-        """Go back to a checkpoint: the active path ends at its message, as a branch switch does."""
+        """Go back to a checkpoint: the active path ends at its message.
+
+        No branch is active then, so every branch keeps its head where it was (opening a
+        checkpoint must not cut a branch short); what is written from here on belongs to no
+        branch until the person switches to one or branches off.
+        """
         with self.store.write(chat_id, revision=revision, label="open checkpoint") as w:
             found = next((c for c in w.checkpoints() if c.id == checkpoint_id), None)
             if found is None:
                 raise NotFound("no such checkpoint", field="checkpoint_id")
             node = w.get_node(found.node_id)
             self._require_alive(node)
-            self._activate(w, node.id)
+            self._activate(w, node.id, branch_id=None)
         self._emit(EventName.CHAT_CHANGED, chat_id, node, kind="open checkpoint")
         return WriteResult(w.chat, node)
 

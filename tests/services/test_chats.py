@@ -253,6 +253,68 @@ def test_checkpoints_point_at_a_message(chats: ChatService) -> None:
         chats.delete_checkpoint(cid, checkpoint.id, revision=out.chat.revision)
 
 
+def test_opening_a_checkpoint_leaves_every_branch_where_it_was(chats: ChatService) -> None:
+    out = conversation(chats, "a", "b", "c", "d", "e", "f")
+    cid = out.chat.id
+    nodes = chats.active_path(cid).nodes
+    assert len(nodes) == 7
+
+    def heads() -> dict[str, tuple[str | None, int, bool]]:
+        return {
+            b.branch.name: (b.branch.head_id, b.length, b.active) for b in chats.list_branches(cid)
+        }
+
+    out = chats.branch_from(cid, nodes[4].id, "side", revision=out.chat.revision, switch=False)
+    out, checkpoint = chats.create_checkpoint(cid, nodes[3].id, "cp", revision=out.chat.revision)
+    before = heads()
+    assert before["main"] == (nodes[6].id, 7, True)
+    out = chats.open_checkpoint(cid, checkpoint.id, revision=out.chat.revision)
+    # The checkpoint's path is shown; "main" still ends at #7, "side" at #5.
+    assert [n.id for n in chats.active_path(cid).nodes] == [n.id for n in nodes[:4]]
+    assert heads() == {"main": (nodes[6].id, 7, False), "side": (nodes[4].id, 5, False)}
+    # Writing on the checkpoint's path moves no branch either.
+    out = chats.append(cid, USER, "other way", revision=out.chat.revision)
+    assert heads()["main"] == (nodes[6].id, 7, False)
+    # Undo step by step: the message goes, then the checkpoint's path, main is back.
+    out = chats.undo(cid, revision=out.chat.revision)
+    assert texts(chats, cid) == ["Hello.", "a", "b", "c"]
+    out = chats.undo(cid, revision=out.chat.revision)
+    assert [n.id for n in chats.active_path(cid).nodes] == [n.id for n in nodes]
+    assert heads() == before
+    # Switching to main after a checkpoint brings main's whole path back.
+    out = chats.redo(cid, revision=out.chat.revision)
+    main = next(b for b in chats.list_branches(cid) if b.branch.name == "main")
+    out = chats.switch_branch(cid, main.branch.id, revision=out.chat.revision)
+    assert [n.id for n in chats.active_path(cid).nodes] == [n.id for n in nodes]
+
+
+def test_undo_takes_back_every_move_one_step_at_a_time(chats: ChatService) -> None:
+    out = conversation(chats, "a", "b", "c", "d")
+    cid = out.chat.id
+    nodes = chats.active_path(cid).nodes
+    out = chats.swipe(cid, nodes[2].id, "b2", revision=out.chat.revision)  # a fork at #2
+    out = chats.select_candidate(cid, nodes[2].id, revision=out.chat.revision)
+    out = chats.branch_from(cid, nodes[1].id, "side", revision=out.chat.revision, switch=False)
+    out, checkpoint = chats.create_checkpoint(cid, nodes[1].id, "cp", revision=out.chat.revision)
+    main_id = next(b.branch.id for b in chats.list_branches(cid) if b.branch.name == "main")
+    side_id = next(b.branch.id for b in chats.list_branches(cid) if b.branch.name == "side")
+    seen = [texts(chats, cid)]
+    moves = [
+        lambda r: chats.step_candidate(cid, nodes[2].id, 1, revision=r),
+        lambda r: chats.open_checkpoint(cid, checkpoint.id, revision=r),
+        lambda r: chats.switch_branch(cid, side_id, revision=r),
+        lambda r: chats.switch_branch(cid, main_id, revision=r),
+        lambda r: chats.step_candidate(cid, nodes[2].id, 1, revision=r),
+    ]
+    for move in moves:
+        out = move(out.chat.revision)
+        seen.append(texts(chats, cid))
+    assert len({tuple(s) for s in seen}) > 2
+    for expected in reversed(seen[:-1]):
+        out = chats.undo(cid, revision=out.chat.revision)
+        assert texts(chats, cid) == expected
+
+
 def test_state_switches_with_candidates_and_branches(chats: ChatService) -> None:
     out = chats.create_chat("c", base_state=ChatState(variables={"hp": 10}))
     cid = out.chat.id
