@@ -296,6 +296,25 @@ def chat_tree(chat_id: str, ctx: AppContext = Depends(context)) -> list[dict[str
     return chat_views.chat_tree(ctx.chats, chat_id)
 
 
+@router.get("/{chat_id}/graph")
+def chat_graph(chat_id: str, ctx: AppContext = Depends(context)) -> dict[str, object]:
+    """The chat's forks as a compressed graph (runs of messages, not every message)."""
+    ctx.chats.get_chat(chat_id)
+    return chat_views.chat_graph(ctx.chats, chat_id)
+
+
+@router.get("/{chat_id}/forks")
+def chat_forks(
+    chat_id: str,
+    ids: str = Query(description="message ids, comma-separated (at most 100)"),
+    ctx: AppContext = Depends(context),
+) -> dict[str, list[dict[str, object]]]:
+    """For each message named: the candidates at its place, each with how many messages
+    follow it on the way it last went (what a switch in the middle leaves behind)."""
+    wanted = [i for i in ids.split(",") if i][:100]
+    return chat_views.candidates_follow(ctx.chats, chat_id, wanted)
+
+
 @router.post("/{chat_id}/messages/{node_id}/show", response_model=ChatOut)
 def show_message(
     chat_id: str, node_id: str, body: RevisionIn, ctx: AppContext = Depends(context)

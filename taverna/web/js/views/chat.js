@@ -188,6 +188,7 @@ export async function render(root, params) {
     state.order = now.map((m) => m.id);
     state.byId = new Map(now.map((m) => [m.id, m]));
     drawHeld(kept);
+    placeForkNotes();
     if (joins === "window" && state.task) placeStreamItem();
     placeContextLine();
     updateControls();
@@ -635,10 +636,64 @@ export async function render(root, params) {
 
   function loadBranches() {
     const branches = state.chat.branches || [];
-    mount(branchSelect, branches.map((b) =>
-      h("option", { value: b.id, selected: b.active ? "selected" : null, text: `${b.name} (${b.length})` }),
-    ));
-    branchSelect.hidden = branches.length < 2;
+    // After a checkpoint was opened no branch is active: the picker says so and offers
+    // every branch, which still ends where it did.
+    const detached = branches.length > 0 && !branches.some((b) => b.active);
+    mount(branchSelect,
+      detached ? h("option", { value: "", selected: "selected", disabled: "disabled", text: t("chat.no_branch") }) : null,
+      branches.map((b) =>
+        h("option", { value: b.id, selected: b.active ? "selected" : null, text: `${b.name} (${b.length})` }),
+      ));
+    branchSelect.hidden = branches.length < 2 && !detached;
+  }
+
+  // Forks in the middle: at a message with other candidates that messages follow, a note
+  // says how many and offers to go there (a switch there is not a loss). Read in one
+  // request for the held messages, kept until the chat's next revision.
+  const forks = { revision: null, byId: new Map(), asked: new Set() };
+
+  function placeForkNotes() {
+    if (!state.chat) return;
+    if (forks.revision !== state.chat.revision) {
+      forks.revision = state.chat.revision;
+      forks.byId.clear();
+      forks.asked.clear();
+    }
+    const missing = [];
+    for (const m of held()) {
+      if (m.candidate_count < 2) continue;
+      if (forks.byId.has(m.id)) forkNote(m);
+      else if (!forks.asked.has(m.id)) missing.push(m.id);
+    }
+    if (!missing.length) return;
+    for (const id of missing) forks.asked.add(id);
+    const revision = state.chat.revision;
+    api.get(`${chatUrl}/forks?ids=${missing.map(encodeURIComponent).join(",")}`).then((found) => {
+      if (closed || forks.revision !== revision) return;
+      for (const [id, candidates] of Object.entries(found)) forks.byId.set(id, candidates);
+      for (const id of missing) {
+        const m = state.byId.get(id);
+        if (m) forkNote(m);
+      }
+    }).catch(() => {});
+  }
+
+  function forkNote(m) {
+    const li = drawn.get(m.id);
+    if (!li) return;
+    li.querySelector(".fork-note")?.remove();
+    const others = (forks.byId.get(m.id) || []).filter((c) => !c.on_path && c.follow > 0);
+    if (!others.length) return;
+    li.querySelector(".bubble").append(h("div", { class: "fork-note", role: "note" },
+      others.slice(0, 3).map((c) => h("p", {},
+        h("span", { text: t(c.follow === 1 ? "chat.fork_follow_one" : "chat.fork_follow", { n: c.follow, k: c.index }) }), " ",
+        h("button", {
+          type: "button",
+          class: "small fork-go",
+          text: t("chat.fork_go", { k: c.index }),
+          disabled: state.task ? "disabled" : null,
+          onClick: () => write(() => api.post(`${chatUrl}/messages/${m.id}/select`, { index: c.index, revision: state.chat.revision })),
+        })))));
   }
 
   // The "context cut" line: where the last reply's prompt began, as recorded when it was
@@ -1211,6 +1266,8 @@ export async function render(root, params) {
   }).catch(() => {});
   return () => {
     closed = true;
+    // The chat's drawers belong to it: leaving the chat closes them.
+    for (const id of ["tree", "inspector", "chat-settings", "chat-search"]) document.getElementById(id)?.remove();
     clearInterval(autoTimer);
     edges.disconnect();
     if (state.closeStream) state.closeStream();
