@@ -170,10 +170,10 @@ def test_chat_story(chromium, taverna: TavernaServer, stub: StubServer, tmp_path
     # The tree view shows the forks; picking the old question goes back to it.
     page.get_by_role("button", name="Conversation tree").click()
     tree = page.locator("#tree")
-    tree.locator(".tree-node", has_text="Where does this road go?").first.wait_for()
+    tree.locator(".graph-row", has_text="Where does this road go?").first.wait_for()
     shot(page, "desktop-tree")
-    tree.locator(".tree-node", has_text="Where does this road go?").first.get_by_role(
-        "button"
+    tree.locator(".graph-row", has_text="Where does this road go?").first.locator(
+        ".graph-jump"
     ).click()
     page.locator(".message", has_text="Where does this road go?").wait_for()
     messages(page).nth(1).get_by_role("button", name="Next candidate").click()
@@ -216,15 +216,21 @@ def test_chat_story(chromium, taverna: TavernaServer, stub: StubServer, tmp_path
     page.locator("#streaming", has_text="tide0").wait_for()
     wait_idle(page, "tide59")
     assert "tide59" in last_message(page).inner_text()
+    # The edited question is a fork in the middle: its note (read after the messages) says
+    # what follows on the old one.
+    fork_notes = page.locator(".fork-note")
+    expect(fork_notes).to_have_count(1)
     texts = messages(page).all_inner_texts()
 
     # Everything survives a page reload and a server restart.
     page.reload()
     page.locator("ol.messages > li.message").first.wait_for()
+    expect(fork_notes).to_have_count(1)
     assert messages(page).all_inner_texts() == texts
     taverna.restart()
     page.reload()
     page.locator("ol.messages > li.message").first.wait_for()
+    expect(fork_notes).to_have_count(1)
     assert messages(page).all_inner_texts() == texts
     reply = last_message(page)
     assert re.fullmatch(r"\d+/\d+", counter(reply))
