@@ -42,6 +42,26 @@ const NAV = [
 
 let cleanup = null;
 
+// The colour theme: the system's (default), or light or dark as the person chose, kept in
+// this browser and applied before the first view is drawn.
+const THEMES = ["system", "light", "dark"];
+
+function applyTheme(theme) {
+  if (theme === "light" || theme === "dark") document.documentElement.dataset.theme = theme;
+  else delete document.documentElement.dataset.theme;
+}
+
+function themeChoice() {
+  const saved = localStorage.getItem("taverna.theme") || "system";
+  const select = h("select", { id: "theme-select" }, THEMES.map((name) =>
+    h("option", { value: name, selected: name === saved ? "selected" : null, text: t(`nav.theme_${name}`) })));
+  select.addEventListener("change", () => {
+    localStorage.setItem("taverna.theme", select.value);
+    applyTheme(select.value);
+  });
+  return h("label", { class: "theme", for: "theme-select" }, h("span", { text: t("nav.theme") }), select);
+}
+
 function renderNav() {
   const nav = document.getElementById("nav");
   const here = location.hash || "#/characters";
@@ -50,6 +70,7 @@ function renderNav() {
     h("ul", {}, NAV.map(([href, key]) =>
       h("li", {}, h("a", { href, "aria-current": here.startsWith(href) ? "page" : null, text: t(key) })),
     )),
+    themeChoice(),
   );
   const toggle = document.getElementById("menu-toggle");
   toggle.setAttribute("aria-label", t("nav.menu"));
@@ -88,6 +109,7 @@ async function route() {
 }
 
 async function start() {
+  applyTheme(localStorage.getItem("taverna.theme"));
   await initI18n();
   document.getElementById("lang-select").addEventListener("change", async (event) => {
     await setLanguage(event.target.value);

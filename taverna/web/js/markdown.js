@@ -43,8 +43,10 @@ export function renderMarkdown(source) {
   const escaped = escapeHtml(String(source ?? "").replace(/\r\n?/g, "\n").replaceAll(SLOT, ""));
   const blocks = [];
   // Fenced code blocks first, so nothing inside them is formatted.
-  const text = escaped.replace(/```[^\n`]*\n([\s\S]*?)(?:```|$)/g, (_, code) => {
-    blocks.push(`<pre><code>${code.replace(/\n$/, "")}</code></pre>`);
+  // The fence's language word (```python) becomes a class the page labels the block with.
+  const text = escaped.replace(/```([^\n`]*)\n([\s\S]*?)(?:```|$)/g, (_, info, code) => {
+    const lang = info.trim().match(/^[A-Za-z0-9_+#-]{1,24}$/)?.[0];
+    blocks.push(`<pre><code${lang ? ` class="lang-${lang}"` : ""}>${code.replace(/\n$/, "")}</code></pre>`);
     return `\n${SLOT}B${blocks.length - 1}${SLOT}\n`;
   });
   const html = [];

@@ -74,7 +74,15 @@ export async function render(root, params) {
   const stopButton = h("button", { type: "button", class: "danger", id: "stop", text: t("chat.stop"), hidden: true });
   const impersonateButton = iconButton(t("chat.impersonate"), "impersonate", () => generate("impersonate"));
   const continueButton = iconButton(t("chat.continue"), "continue", () => generate("continue"));
-  const title = h("h1", { class: "chat-title" });
+  // The title is a button: a click renames the chat.
+  const titleText = h("span", { class: "chat-title-text" });
+  const title = h("h1", { class: "chat-title" }, h("button", {
+    type: "button",
+    class: "link chat-rename",
+    id: "rename-chat",
+    title: t("chat.rename"),
+    onClick: () => renameChat(),
+  }, titleText));
   const branchSelect = h("select", { "aria-label": t("chat.branches"), class: "branch-select" });
   // The actions that write need the chat's revision: they wait, disabled, for its first read.
   const chatActions = [
@@ -241,7 +249,7 @@ export async function render(root, params) {
     state.total = window.total;
     for (const button of chatActions) button.disabled = false;
     updateControls();
-    title.textContent = facts.title;
+    titleText.textContent = facts.title;
     loadBranches();
     if (facts.group_id && state.group?.id !== facts.group_id) loadGroup();
   }
@@ -823,11 +831,25 @@ export async function render(root, params) {
           h("code", { text: call.result })))));
   }
 
+  /** Each code block gets a head: its language (from the fence) and a copy button. */
+  function decorateCode(content) {
+    for (const pre of content.querySelectorAll("pre")) {
+      const code = pre.querySelector("code");
+      const lang = [...(code?.classList || [])].find((c) => c.startsWith("lang-"))?.slice(5);
+      pre.before(h("div", { class: "code-head" },
+        h("span", { class: "code-lang", text: lang || t("chat.code") }),
+        iconButton(t("chat.copy_code"), "copy", async () => toast((await copyText(code?.textContent || "")) ? t("chat.copied") : t("error.copy")), { class: "code-copy" })));
+    }
+  }
+
   function messageItem(m, isLastAssistant, busy) {
     const content = h("div", { class: "content markdown" });
     if (m.tool_calls) content.replaceChildren(toolCalls(m));
-    // What display-only regex scripts make of the message, if they change it; edits use the stored text.
-    else content.innerHTML = renderMarkdown(m.shown ?? m.content);
+    else {
+      // What display-only regex scripts make of the message, if they change it; edits use the stored text.
+      content.innerHTML = renderMarkdown(m.shown ?? m.content);
+      decorateCode(content);
+    }
     const reasoning = reasoningBlock(m.generation?.extras?.reasoning);
     const actions = h("div", { class: "actions" });
     const isUser = m.role === "user";
@@ -934,6 +956,14 @@ export async function render(root, params) {
     }
   }
 
+  async function renameChat() {
+    if (!state.chat) return;
+    const name = prompt(t("chat.rename_prompt"), state.chat.title);
+    if (name === null || !name.trim() || name.trim() === state.chat.title) return;
+    const chat = await write(() => api.patch(chatUrl, { title: name.trim(), revision: state.chat.revision }));
+    if (chat) toast(t("chat.renamed", { name: chat.title }));
+  }
+
   async function history(step) {
     if (state.task) return;
     await write(() => api.post(`${chatUrl}/${step}`, { revision: state.chat.revision }));
@@ -949,7 +979,10 @@ export async function render(root, params) {
       fromInput ? t("kept.message") : "",
     );
     if (!answer) return null;
-    if (fromInput) input.value = "";
+    if (fromInput) {
+      input.value = "";
+      keepUnsent();
+    }
     apply(answer.chat);
     loadContextLine();
     for (const notice of answer.notices) toast(notice.text, ["error", "warning"].includes(notice.severity) ? notice.severity : "info");
@@ -1056,11 +1089,15 @@ export async function render(root, params) {
     if (hasNewer()) await load();
     const kept = kind === "normal" ? t("kept.message") : t("kept.page");
     if (kind === "normal" && state.chat.group_id) {
-      if (await startRound({ text: body.text, revision: body.revision }, kept)) input.value = "";
+      if (await startRound({ text: body.text, revision: body.revision }, kept)) {
+        input.value = "";
+        keepUnsent();
+      }
       return;
     }
     if ((await start(() => api.post(`${chatUrl}/generate`, body), kept, kind === "normal" ? kept : "")) && kind === "normal") {
       input.value = "";
+      keepUnsent();
       pendingPicture = null;
       showPendingPicture();
     }
@@ -1174,6 +1211,7 @@ export async function render(root, params) {
         if (kind === "cancelled") toast(t("chat.stopped"));
         if (impersonated !== null) {
           input.value = data.text ?? impersonated;
+          keepUnsent();
           // The text is in the input box now; its stored draft is not needed.
           if (data.draft_id) await api.del(`/drafts/${data.draft_id}`).catch(() => {});
         }
@@ -1231,6 +1269,19 @@ export async function render(root, params) {
       }
     }
   }
+
+  // Unsent text is kept per chat in this browser, so a reload or a crash does not lose it.
+  const unsentKey = `taverna.unsent.${params.id}`;
+  function keepUnsent() {
+    try {
+      if (input.value) localStorage.setItem(unsentKey, input.value);
+      else localStorage.removeItem(unsentKey);
+    } catch {
+      // storage full or off: the text stays in the box all the same
+    }
+  }
+  input.addEventListener("input", keepUnsent);
+  input.value = localStorage.getItem(unsentKey) || "";
 
   sendButton.addEventListener("click", () => generate("normal"));
   stopButton.addEventListener("click", async () => {
