@@ -158,3 +158,24 @@ def test_connections_edit_and_confirm_and_theme(  # type: ignore[no-untyped-def]
     page.get_by_label(words["nav.theme"]).select_option("system")
     expect(page.locator("html")).not_to_have_attribute("data-theme", "dark")
     context.close()
+
+
+@pytest.mark.parametrize(("size", "lang", "width", "height"), CASES)
+def test_the_same_card_twice_says_so(  # type: ignore[no-untyped-def]
+    chromium, taverna: TavernaServer, size: str, lang: str, width: int, height: int
+) -> None:
+    words = catalog(lang)
+    sample = Path(__file__).resolve().parents[2] / "taverna" / "data" / "Ione Calder.png"
+    before = taverna.api("GET", "/characters").json()
+    context, page = open_page(chromium, lang, width, height)
+    page.goto(f"{taverna.url}/#/characters")
+    expect(page.locator("ul.cards > li")).to_have_count(len(before))
+    page.locator("#card-file").set_input_files(str(sample))
+    told = say(words, "characters.import_replaced", name="Ione Calder")
+    expect(page.locator(".toast", has_text=told)).to_have_count(1)
+    expect(
+        page.locator(".toast", has_text=say(words, "characters.imported", name="Ione Calder"))
+    ).to_have_count(0)
+    shot(page, f"card-again-{size}")
+    assert len(taverna.api("GET", "/characters").json()) == len(before)
+    context.close()

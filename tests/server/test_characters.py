@@ -30,6 +30,12 @@ def test_import_png_card_then_read_list_and_picture(client: TestClient) -> None:
     assert [c["id"] for c in listed] == [card["id"]]
     picture = client.get(card["avatar_url"])
     assert picture.status_code == 200 and picture.content.startswith(b"\x89PNG")
+    assert card["replaced"] is False
+    # The same card again replaces that character (the answer says so); nothing is added.
+    again = upload(client, SAMPLE.name, SAMPLE.read_bytes())
+    assert again.status_code == 201 and again.json()["replaced"] is True
+    assert again.json()["id"] == card["id"]
+    assert [c["id"] for c in client.get("/api/characters").json()] == [card["id"]]
 
 
 def test_import_json_card_from_fixtures(client: TestClient, st_fixtures: Path) -> None:

@@ -34,6 +34,11 @@ class CharacterImported(CharacterOut):
     warnings: list[ImportWarningOut] = Field(
         default_factory=list, description="values of the card read otherwise than written"
     )
+    replaced: bool = Field(
+        default=False,
+        description="a character of that name was in the library: the card replaced it "
+        "(same id, its chats kept), nothing new was added",
+    )
 
 
 @router.get("", response_model=list[CharacterListItem])
@@ -71,7 +76,9 @@ async def import_card(
 def _import_card(lib: LibraryService, data: bytes, name: str) -> CharacterImported:
     item = library_editing.import_card(lib, data, name)
     view = library_views.character_view(lib, item.id)
-    return CharacterImported(**view.model_dump(), warnings=ImportWarningOut.of(item.warnings))
+    return CharacterImported(
+        **view.model_dump(), warnings=ImportWarningOut.of(item.warnings), replaced=item.replaced
+    )
 
 
 @router.post("", response_model=CharacterOut, status_code=201)

@@ -14,7 +14,9 @@ export async function importCards(files) {
     try {
       const result = await api.upload("/characters/import", formWith({ file }));
       stored.push(result);
-      toast(t("characters.imported", { name: result.name }));
+      // The same card (or one of the same name) again replaces that character: said so,
+      // since the list gains nothing.
+      toast(t(result.replaced ? "characters.import_replaced" : "characters.imported", { name: result.name }));
       toastWarnings(file.name, result.warnings);
       await offerCardLorebook(result);
     } catch (error) {
