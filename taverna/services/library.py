@@ -191,6 +191,20 @@ class LibraryService:
         name = persona.name or persona.avatar
         return self.put(LibraryKind.PERSONA, name, persona.to_json(), blob=avatar)
 
+    def keep_one_default_persona(self, default_id: str) -> None:
+        """One persona is the default: every other one marked so loses the mark."""
+        for doc in self.documents(LibraryKind.PERSONA):
+            other = Persona.model_validate(dict(doc.data))
+            if doc.id != default_id and other.is_default:
+                self.store.put_document(
+                    doc.kind,
+                    doc.name,
+                    other.model_copy(update={"is_default": False}).to_json(),
+                    id=doc.id,
+                    revision=doc.revision,
+                    owner=doc.owner,
+                )
+
     def rewrite(
         self,
         doc: Document,

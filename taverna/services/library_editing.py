@@ -284,16 +284,5 @@ def save_persona(lib: LibraryService, body: PersonaFields, doc_id: str | None) -
     else:
         saved = lib.put_persona(persona).id
     if body.is_default:
-        # One default persona: the others lose the mark.
-        for other_id, other in all_personas(lib):
-            if other_id != saved and other.is_default:
-                doc = lib.get(LibraryKind.PERSONA, other_id)
-                lib.store.put_document(
-                    doc.kind,
-                    doc.name,
-                    other.model_copy(update={"is_default": False}).to_json(),
-                    id=doc.id,
-                    revision=doc.revision,
-                    owner=doc.owner,
-                )
+        lib.keep_one_default_persona(saved)
     return saved

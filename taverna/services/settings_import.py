@@ -66,7 +66,11 @@ def import_personas(
                 report.skipped.append(
                     Skipped(str(candidate), "avatar picture not found; persona kept without it")
                 )
-        report.stored.append(lib.put_persona(persona, avatar=picture))
+        stored = lib.put_persona(persona, avatar=picture)
+        report.stored.append(stored)
+        # The folder's default persona becomes the default here too: only one is.
+        if persona.is_default:
+            lib.keep_one_default_persona(stored.id)
     if found and report.stored:  # one list for the file, with its first persona
         report.stored[0] = dataclasses.replace(report.stored[0], warnings=tuple(found))
     return report

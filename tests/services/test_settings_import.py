@@ -149,3 +149,17 @@ def test_a_chat_comes_back_byte_for_byte_through_the_store(store: SqlStore, tmp_
     (written,) = interchange.export_to(result.chat.id, tmp_path / "out")
     assert written.read_bytes() == path.read_bytes()
     assert interchange.export_jsonl(result.chat.id).encode() == path.read_bytes()
+
+
+def test_the_folders_default_persona_is_the_only_default(store: SqlStore, tmp_path: Path) -> None:
+    from taverna.model.persona import Persona
+
+    lib = LibraryService(store)
+    lib.put_persona(Persona(avatar="", name="User", is_default=True))
+    lib.import_path(settings_folder(tmp_path, "settings.json"))
+    marked = [
+        d.name
+        for d in store.find_documents(LibraryKind.PERSONA.value)
+        if Persona.model_validate(dict(d.data)).is_default
+    ]
+    assert marked == ["Wren"]
