@@ -12,6 +12,8 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import TavernaServer, shot
+from tests.browser.test_pages import seed_chat
+from tests.stubs.model_server import Reply, StubServer
 
 pytestmark = pytest.mark.browser
 
@@ -178,4 +180,68 @@ def test_the_same_card_twice_says_so(  # type: ignore[no-untyped-def]
     ).to_have_count(0)
     shot(page, f"card-again-{size}")
     assert len(taverna.api("GET", "/characters").json()) == len(before)
+    context.close()
+
+
+@pytest.mark.parametrize(("size", "lang", "width", "height"), CASES)
+def test_a_stale_draft_kept_is_said_to_sit_aside(  # type: ignore[no-untyped-def]
+    chromium,
+    taverna: TavernaServer,
+    stub: StubServer,
+    size: str,
+    lang: str,
+    width: int,
+    height: int,
+) -> None:
+    import httpx
+
+    words = catalog(lang)
+    chat_id = seed_chat(taverna, stub)
+    view = taverna.api("GET", f"/chats/{chat_id}").json()
+    # A reply stopped early leaves a draft after the last message...
+    stub.script(Reply(tokens=[f"slow{i} " for i in range(100)], delay=0.1))
+    started = taverna.api(
+        "POST",
+        f"/chats/{chat_id}/generate",
+        json={"kind": "normal", "text": "One more thing.", "revision": view["revision"]},
+    ).json()
+    with httpx.stream(
+        "GET", f"{taverna.url}/api/tasks/{started['task']['id']}/events", timeout=30
+    ) as response:
+        for line in response.iter_lines():
+            if "slow2" in line:
+                break
+    taverna.api("POST", f"/tasks/{started['task']['id']}/stop")
+    deadline = 50
+    while not taverna.api("GET", f"/chats/{chat_id}/drafts").json() and deadline:
+        deadline -= 1
+        httpx.get(f"{taverna.url}/api/chats/{chat_id}", timeout=5)
+    assert taverna.api("GET", f"/chats/{chat_id}/drafts").json()
+    # ...then the person goes back to an earlier checkpoint: the draft is stale.
+    view = taverna.api("GET", f"/chats/{chat_id}").json()
+    taverna.api(
+        "POST",
+        f"/chats/{chat_id}/checkpoints",
+        json={
+            "node_id": view["messages"][2]["id"],
+            "name": "earlier",
+            "revision": view["revision"],
+        },
+    )
+    [checkpoint] = taverna.api("GET", f"/chats/{chat_id}/checkpoints").json()
+    taverna.api(
+        "POST",
+        f"/chats/{chat_id}/checkpoints/{checkpoint['id']}/open",
+        json={"revision": taverna.api("GET", f"/chats/{chat_id}").json()["revision"]},
+    )
+    total = taverna.api("GET", f"/chats/{chat_id}").json()["window"]["total"]
+    context, page = open_page(chromium, lang, width, height)
+    page.goto(f"{taverna.url}/#/chat/{chat_id}")
+    draft = page.locator(".draft")
+    expect(draft).to_have_count(1)
+    draft.get_by_role("button", name=words["chat.draft_keep"]).click()
+    expect(page.locator(".toast", has_text=words["chat.draft_kept_aside"])).to_have_count(1)
+    expect(draft).to_have_count(0)
+    shot(page, f"draft-aside-{size}")
+    assert taverna.api("GET", f"/chats/{chat_id}").json()["window"]["total"] == total
     context.close()

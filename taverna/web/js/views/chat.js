@@ -628,6 +628,7 @@ export async function render(root, params) {
       h("div", { class: "draft-text", text: d.text }),
       h("div", { class: "row" },
         h("button", { type: "button", class: "small primary", text: t("chat.draft_keep"), onClick: async () => {
+          const endBefore = state.total ? `${state.total}:${lastHeld()?.id}` : "";
           try {
             await api.post(`/drafts/${d.id}/keep`, { revision: state.chat.revision });
           } catch (error) {
@@ -635,6 +636,10 @@ export async function render(root, params) {
             throw error;
           }
           await load();
+          // A draft written for an earlier point of the chat is kept where it belongs, off
+          // the path the person is on now: said, with where to find it.
+          const endAfter = state.total ? `${state.total}:${lastHeld()?.id}` : "";
+          toast(endAfter === endBefore ? t("chat.draft_kept_aside") : t("chat.draft_kept"), endAfter === endBefore ? "warning" : "info");
         } }),
         h("button", { type: "button", class: "small", text: t("chat.draft_drop"), onClick: async () => {
           await api.del(`/drafts/${d.id}`);
