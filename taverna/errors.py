@@ -2,16 +2,31 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 
 class TavernaError(Exception):
-    """Base of every error taverna reports to a person."""
+    """Base of every error taverna reports to a person.
 
-    def __init__(self, message: str, *, file: str | None = None, field: str | None = None) -> None:
+    `code` names what happened in a stable word a page translates (with `params`, the
+    values its sentence needs); the English `message` is for the API and the command line.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        field: str | None = None,
+        code: str | None = None,
+        params: Mapping[str, str | int] | None = None,
+    ) -> None:
         self.message = message
         self.file = file
         self.field = field
+        self.code = code
+        self.params = dict(params or {})
         super().__init__(self.__str__())
 
     def __str__(self) -> str:
@@ -62,10 +77,12 @@ class Conflict(TavernaError):
         file: str | None = None,
         field: str | None = None,
         current_revision: int | None = None,
+        code: str | None = None,
+        params: Mapping[str, str | int] | None = None,
     ) -> None:
         # The revision the object is at now, when known, so a caller can report it.
         self.current_revision = current_revision
-        super().__init__(message, file=file, field=field)
+        super().__init__(message, file=file, field=field, code=code or "conflict", params=params)
 
 
 class StaleRevision(Conflict):
@@ -73,7 +90,9 @@ class StaleRevision(Conflict):
 
     def __init__(self, message: str, *, current_revision: int, expected: int | None = None) -> None:
         self.expected = expected
-        super().__init__(message, field="revision", current_revision=current_revision)
+        super().__init__(
+            message, field="revision", current_revision=current_revision, code="stale_revision"
+        )
 
 
 class ProviderError(TavernaError):

@@ -33,7 +33,9 @@ def body_too_large(request: Request) -> PayloadTooLarge:
     most = f"the {size_text(limit)} " if isinstance(limit, int) else "what "
     return PayloadTooLarge(
         f"the request body is larger than {most}this server reads for "
-        f"{request.method} {request.url.path}; nothing was stored"
+        f"{request.method} {request.url.path}; nothing was stored",
+        code="too_large",
+        params={"limit": size_text(limit)} if isinstance(limit, int) else {},
     )
 
 
@@ -54,8 +56,30 @@ def status_of(error: TavernaError) -> int:
     return 400
 
 
+# The code of an error that names none: what its kind says, for the page to translate.
+DEFAULT_CODES = (
+    (NotFound, "not_found"),
+    (Conflict, "conflict"),
+    (PayloadTooLarge, "too_large"),
+    (FormatError, "unreadable"),
+    (ProviderError, "model_api"),
+    (TavernaError, "refused"),
+)
+
+
+def code_of(error: TavernaError) -> str:
+    if error.code:
+        return error.code
+    return next(code for kind, code in DEFAULT_CODES if isinstance(error, kind))
+
+
 def error_body(error: TavernaError) -> dict[str, object]:
-    detail: dict[str, object] = {"message": error.message, "kind": type(error).__name__}
+    detail: dict[str, object] = {
+        "message": error.message,
+        "kind": type(error).__name__,
+        "code": code_of(error),
+        "params": error.params,
+    }
     if error.file:
         detail["file"] = error.file
     if error.field:
@@ -88,7 +112,13 @@ def install_error_handlers(app: FastAPI) -> None:
             kind = HTTPStatus(error.status_code).phrase.replace(" ", "")
         except ValueError:
             kind = "Error"
-        body = {"detail": {"message": str(error.detail), "kind": kind}}
+        body = {
+            "detail": {
+                "message": str(error.detail),
+                "kind": kind,
+                "code": f"http_{error.status_code}",
+            }
+        }
         return JSONResponse(body, status_code=error.status_code, headers=headers)
 
     app.add_exception_handler(TavernaError, on_taverna_error)

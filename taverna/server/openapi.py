@@ -14,7 +14,7 @@ so they are added here, by rules that follow from what those do:
   file or value that cannot be read (the project's error, naming the file and field).
 
 Every error but the field list has one shape, `ErrorOut`: `{"detail": {"message",
-"kind", "file"?, "field"?, "current_revision"?}}` (the framework's own refusals, such as
+"kind", "code", "params"?, "file"?, "field"?, "current_revision"?}}` (the framework's own refusals, such as
 a body that does not parse, are given the same shape). What only some routes do is said
 at the route: the media types of the files they send (`file_responses`), their event
 streams (`event_stream_responses`), and 502 where they ask the model API
@@ -47,6 +47,14 @@ class ErrorDetail(BaseModel):
 
     message: str
     kind: str = Field(description="the kind of error: NotFound, Conflict, FormatError, ...")
+    code: str | None = Field(
+        default=None,
+        description="what happened as a stable word a page translates (nothing_to_undo, "
+        "name_taken, not_found, ...); `message` is the same in English",
+    )
+    params: dict[str, str | int] | None = Field(
+        default=None, description="the values the code's sentence names (a name, a limit)"
+    )
     file: str | None = None
     field: str | None = None
     current_revision: int | None = Field(

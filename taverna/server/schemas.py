@@ -346,6 +346,10 @@ class ConnectionTestOut(BaseModel):
     ok: bool
     message: str
     latency_ms: int
+    # Why it failed, in stable words a page translates (`message` is the English).
+    cause: str | None = None
+    code: str | None = None
+    params: dict[str, str | int] = {}
 
 
 class DraftOut(BaseModel):
@@ -354,6 +358,8 @@ class DraftOut(BaseModel):
     anchor_id: str | None
     text: str
     reason: str
+    # Why the reply failed, as the model API's failure kind (`reason` is the English).
+    cause: str | None = None
 
 
 class StopOut(BaseModel):

@@ -191,6 +191,11 @@ class ConnectionTest:
     ok: bool
     message: str
     seconds: float
+    # Why it failed, for a page to say in its language: the model API's failure kind
+    # (`cause`), or the code of the error that stopped it before any request (`code`).
+    cause: str | None = None
+    code: str | None = None
+    params: dict[str, str | int] = field(default_factory=dict)
 
 
 class ConnectionService:
@@ -243,7 +248,11 @@ class ConnectionService:
             for connection in connections:
                 if connection.name == name:
                     return connection
-            raise NotFound(f"no connection named {name!r}; see `taverna connection list`")
+            raise NotFound(
+                f"no connection named {name!r}; see `taverna connection list`",
+                code="no_connection_named",
+                params={"name": name},
+            )
         for connection in connections:
             if connection.default:
                 return connection
@@ -252,9 +261,12 @@ class ConnectionService:
         if not connections:
             raise NotFound(
                 "no model connection yet: add one under Connections in the page, "
-                "or with `taverna connection add`"
+                "or with `taverna connection add`",
+                code="no_connection",
             )
-        raise NotFound("several connections and none is the default; name one")
+        raise NotFound(
+            "several connections and none is the default; name one", code="no_default_connection"
+        )
 
     def add(
         self,
@@ -387,7 +399,9 @@ class ConnectionService:
             value = self.environ.get(rest)
             if not value:
                 raise NotFound(
-                    f"the key of connection {connection.name!r} comes from ${rest}, which is not set"
+                    f"the key of connection {connection.name!r} comes from ${rest}, which is not set",
+                    code="key_variable_unset",
+                    params={"name": connection.name, "variable": rest},
                 )
         else:
             value = self.secrets.get(ref)
@@ -448,7 +462,9 @@ class ConnectionService:
         try:
             base_url, key = await self.endpoint(connection)
         except TavernaError as exc:
-            return ConnectionTest(False, exc.message, time.perf_counter() - started)
+            return ConnectionTest(
+                False, exc.message, time.perf_counter() - started, code=exc.code, params=exc.params
+            )
         sampling = {"openai_max_tokens": 16, "genamt": 16}
         if connection.api.is_text_completion:
             prompt = Prompt(kind="text", text="Reply with the word OK.\n", sampling=sampling)
@@ -472,6 +488,8 @@ class ConnectionService:
             if isinstance(event, TextDelta):
                 text.append(event.text)
             elif isinstance(event, StreamError):
-                return ConnectionTest(False, event.message, time.perf_counter() - started)
+                return ConnectionTest(
+                    False, event.message, time.perf_counter() - started, cause=event.kind.value
+                )
         said = redact("".join(text).strip(), key)
         return ConnectionTest(True, said or "(empty answer)", time.perf_counter() - started)

@@ -40,7 +40,12 @@ def lorebook_name(lib: LibraryService, lorebook_id: str | None) -> str | None:
 def _refuse_taken_name(lib: LibraryService, name: str, own_id: str | None) -> None:
     other = lib.find(LibraryKind.CHARACTER, name)
     if other is not None and other.id != own_id:
-        raise Conflict(f"a character named {name!r} exists already", field="name")
+        raise Conflict(
+            f"a character named {name!r} exists already",
+            field="name",
+            code="name_taken",
+            params={"name": name},
+        )
 
 
 def import_card(lib: LibraryService, data: bytes, file_name: str) -> StoredItem:
@@ -177,7 +182,12 @@ def import_lorebook(lib: LibraryService, data: bytes, file_name: str) -> StoredI
 def create_lorebook(lib: LibraryService, name: str) -> str:
     name = name.strip()
     if lib.find(LibraryKind.LOREBOOK, name) is not None:
-        raise Conflict(f"a lorebook named {name!r} exists already", field="name")
+        raise Conflict(
+            f"a lorebook named {name!r} exists already",
+            field="name",
+            code="name_taken",
+            params={"name": name},
+        )
     return lib.put_lorebook(Lorebook(name=name)).id
 
 
@@ -261,7 +271,12 @@ def save_persona(lib: LibraryService, body: PersonaFields, doc_id: str | None) -
     existing = dict(all_personas(lib))
     for other_id, other in existing.items():
         if other.name == body.name and other_id != doc_id:
-            raise Conflict(f"a persona named {body.name!r} exists already", field="name")
+            raise Conflict(
+                f"a persona named {body.name!r} exists already",
+                field="name",
+                code="name_taken",
+                params={"name": body.name},
+            )
     old = existing.get(doc_id) if doc_id else None
     persona = Persona(
         avatar=old.avatar if old else f"{body.name}.png",

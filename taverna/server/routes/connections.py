@@ -89,7 +89,12 @@ async def test_connection(
 ) -> ConnectionTestOut:
     result = await connections.test(name)
     return ConnectionTestOut(
-        ok=result.ok, message=result.message, latency_ms=round(result.seconds * 1000)
+        ok=result.ok,
+        message=result.message,
+        latency_ms=round(result.seconds * 1000),
+        cause=result.cause,
+        code=result.code,
+        params=result.params,
     )
 
 

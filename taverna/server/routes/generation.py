@@ -261,7 +261,14 @@ def list_drafts(
 ) -> list[DraftOut]:
     ctx.chats.get_chat(chat_id)
     return [
-        DraftOut(id=d.id, kind=d.kind.value, anchor_id=d.anchor_id, text=d.text, reason=d.reason)
+        DraftOut(
+            id=d.id,
+            kind=d.kind.value,
+            anchor_id=d.anchor_id,
+            text=d.text,
+            reason=d.reason,
+            cause=d.cause,
+        )
         for d in service.drafts(chat_id)
     ]
 

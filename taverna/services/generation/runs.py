@@ -78,6 +78,8 @@ class Draft:
     reason: str
     revision: int
     stripped: bool = False
+    # The model API's failure kind when the API failed (a page says it in its language).
+    cause: str | None = None
 
 
 # ------------------------------------------------------------- the registry

@@ -551,6 +551,7 @@ class GenerationService:
             anchor_id=data.get("anchor_id"),
             text=str(data.get("text", "")),
             reason=str(data.get("reason", "")),
+            cause=data.get("cause"),
             revision=doc.revision,
             stripped=bool(data.get("continued_stripped", False)),
         )
@@ -559,7 +560,10 @@ class GenerationService:
 
     def _refuse_if_busy(self, chat_id: str) -> None:
         if chat_id in self._starting or self.registry.for_chat(chat_id, running_only=True):
-            raise Conflict("a generation is already running in this chat; stop it first")
+            raise Conflict(
+                "a generation is already running in this chat; stop it first",
+                code="generation_running",
+            )
 
     @contextlib.contextmanager
     def _reserved(self, chat_id: str) -> Iterator[None]:
@@ -1102,7 +1106,9 @@ class GenerationService:
         merged.update(changed)
         return {**turn_state, "variables": merged}
 
-    def _keep_as_draft(self, plan: _Plan, text: str, reason: str) -> str | None:
+    def _keep_as_draft(
+        self, plan: _Plan, text: str, reason: str, cause: str | None = None
+    ) -> str | None:
         if not text:
             return None
         doc = self.store.put_document(
@@ -1114,6 +1120,7 @@ class GenerationService:
                 "anchor_id": plan.anchor.id if plan.anchor else None,
                 "text": text,
                 "reason": reason,
+                "cause": cause,
                 "continued_stripped": plan.continued_stripped,
                 "generation_id": plan.run.id,
                 "created": self.clock().isoformat(),
@@ -1128,7 +1135,7 @@ class GenerationService:
         """End a generation that stored nothing: what streamed is kept as a draft if it
         can be; the generation ends either way, so the chat is free again."""
         try:
-            draft_id = self._keep_as_draft(plan, text, error)
+            draft_id = self._keep_as_draft(plan, text, error, cause)
         except Exception as exc:
             logger.exception("the draft of generation %s could not be kept", plan.run.id)
             draft_id = None

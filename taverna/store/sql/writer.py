@@ -402,7 +402,7 @@ class SqlChatWriter(ChatWriter):
             )
         ).scalar()
         if number is None:
-            raise NotFound("nothing to undo", field="revision")
+            raise NotFound("nothing to undo", field="revision", code="nothing_to_undo")
         for change in reversed(self._changes_of(number)):
             self._apply(change, change["before"]["v"])
         self._mark(number, undone=True)
@@ -419,7 +419,7 @@ class SqlChatWriter(ChatWriter):
             )
         ).scalar()
         if number is None:
-            raise NotFound("nothing to redo", field="revision")
+            raise NotFound("nothing to redo", field="revision", code="nothing_to_redo")
         for change in self._changes_of(number):
             self._apply(change, change["after"]["v"])
         self._mark(number, undone=False)
