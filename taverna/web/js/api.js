@@ -32,7 +32,13 @@ async function request(method, path, body, { raw = false } = {}) {
     // FastAPI's own validation errors are a list: name the first field and its problem.
     if (Array.isArray(detail) && detail.length) {
       const first = detail[0];
-      detail = { message: first.msg, field: (first.loc || []).filter((part) => part !== "body").join(".") };
+      // The check that failed names a stable code, for the page to say in its language.
+      detail = {
+        message: first.msg,
+        field: (first.loc || []).filter((part) => part !== "body").join("."),
+        code: first.type ? `invalid.${first.type}` : undefined,
+        params: first.ctx || {},
+      };
     }
     throw new ApiError(response.status, detail);
   }

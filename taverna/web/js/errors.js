@@ -2,16 +2,41 @@
 
 import { ApiError } from "./api.js";
 import { toast } from "./dom.js";
-import { t } from "./i18n.js";
+import { has, language, t } from "./i18n.js";
+
+/** The server's own words for a failure, in the person's language: its code (with its
+ * params) through the catalog (server.*); the English message where the page reads English
+ * or the code is not in the catalog. */
+function serverWords(error, detail) {
+  const code = detail.code;
+  const params = { ...(detail.params || {}), file: detail.file || "", field: detail.field || "" };
+  const key = code && `server.${code}`;
+  // English readers get the server's own sentence: it says more than a code's.
+  if (language() !== "en" && key && has(key)) return tidy(t(key, params));
+  const where = [detail.file, detail.field].filter(Boolean).join(", ");
+  return where ? `${error.message} (${where})` : error.message;
+}
+
+// A place the server did not name leaves "(field )" behind: drop it.
+const tidy = (text) => text.replace(/\s*[（(](field|字段)?\s*[)）]/g, "");
+
+/** Why a failed check (a connection test) failed, from the server's answer: the model API's
+ * failure kind, else the code of the error that stopped it, else its English message. */
+export function explainOutcome({ message = "", cause = null, code = null, params = {} }) {
+  if (cause) return failureCause(cause, message);
+  const key = code && `server.${code}`;
+  if (language() !== "en" && key && has(key)) return tidy(t(key, params));
+  return message;
+}
 
 /** What went wrong, as a sentence a person can act on. */
 export function explain(error) {
   if (!(error instanceof ApiError)) return t("error.unexpected", { message: error?.message || String(error) });
   const detail = error.detail && typeof error.detail === "object" ? error.detail : {};
-  const where = [detail.file, detail.field].filter(Boolean).join(", ");
-  const message = where ? `${error.message} (${where})` : error.message;
+  const message = serverWords(error, detail);
   if (error.status === 0) return t("error.network");
-  if (error.status === 409) return t("error.conflict");
+  if (error.status === 409 && (!detail.code || detail.code === "stale_revision" || detail.code === "conflict")) return t("error.conflict");
+  if (error.status === 409) return t("error.refused", { message });
   if (error.status === 413) return t("error.too_large", { message });
   if (error.status === 404) return t("error.not_found", { message });
   if (error.status === 400 || error.status === 422) return t("error.refused", { message });

@@ -1,6 +1,9 @@
 // The page's one form builder: a field list [name, kind, options] in, controls out; read()
 // gives the values back.
 //
+// A choice given as [value, text, true] is a name (a book's, a preset's): marked so, it is
+// never taken for a word to translate.
+//
 // Kinds:
 //   line      one line of text
 //   text      several lines (options.rows, default 4)
@@ -49,8 +52,8 @@ function control(kind, id, value, options) {
     }
     case "choice": {
       const unset = value === null || value === undefined;
-      const select = h("select", attrs, pairs(options.choices).map(([v, text]) =>
-        h("option", { value: v, selected: !unset && String(value) === String(v) ? "selected" : null, text })));
+      const select = h("select", attrs, pairs(options.choices).map(([v, text, name]) =>
+        h("option", { value: v, selected: !unset && String(value) === String(v) ? "selected" : null, text, translate: name ? "no" : null })));
       if (unset && options.blank) select.prepend(h("option", { value: "", selected: "selected", text: options.blank }));
       return select;
     }

@@ -29,6 +29,9 @@ export async function setLanguage(lang) {
 export const language = () => current;
 export const languages = () => LANGUAGES;
 
+/** Whether the catalog (or the English one) has `key`. */
+export const has = (key) => key in catalog || key in fallback;
+
 /** Look up `key` and fill `{name}` placeholders. A missing key shows itself, so it gets noticed. */
 export function t(key, params = {}) {
   const text = catalog[key] ?? fallback[key] ?? key;

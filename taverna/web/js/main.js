@@ -78,7 +78,8 @@ function renderNav() {
   document.getElementById("lang-label").textContent = t("nav.language");
   const select = document.getElementById("lang-select");
   mount(select, Object.entries(languages()).map(([code, name]) =>
-    h("option", { value: code, selected: code === language() ? "selected" : null, text: name }),
+    // Each language is named in itself, whatever the page's language.
+    h("option", { value: code, selected: code === language() ? "selected" : null, translate: "no", lang: code, text: name }),
   ));
   select.value = language();
 }

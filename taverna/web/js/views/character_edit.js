@@ -3,6 +3,7 @@
 import { api, markNewChat } from "../api.js";
 import { formWith, h, mount, toast } from "../dom.js";
 import { t } from "../i18n.js";
+import { roleLabel } from "../labels.js";
 import { fieldForm } from "../form.js";
 import { importCardLorebook, startChat } from "./characters.js";
 
@@ -21,7 +22,7 @@ const fields = (lorebooks) => [
   ["post_history_instructions", "text"],
   ["depth_prompt", "text"],
   ["depth_prompt_depth", "number"],
-  ["depth_prompt_role", "choice", { choices: ["system", "user", "assistant"] }],
+  ["depth_prompt_role", "choice", { choices: ["system", "user", "assistant"].map((r) => [r, roleLabel(r)]) }],
   ["talkativeness", "number"],
   ["creator_notes", "text"],
   ["creator", "line"],
@@ -30,7 +31,7 @@ const fields = (lorebooks) => [
   ["lorebook_id", "choice", {
     id: "f-lorebook",
     label: t("character.lorebook"),
-    choices: [["", t("character.no_lorebook")], ...lorebooks.map((b) => [b.id, b.name])],
+    choices: [["", t("character.no_lorebook")], ...lorebooks.map((b) => [b.id, b.name, true])],
   }],
 ];
 
@@ -76,7 +77,7 @@ export async function render(root, params) {
   const lorebookPanel = () => h("section", { class: "character-lorebook", id: "character-lorebook" },
     h("h2", { text: t("character.lorebook") }),
     character.lorebook_id
-      ? h("p", {}, h("a", { href: `#/lorebooks/${character.lorebook_id}`, id: "open-lorebook", text: character.lorebook_name || t("character.lorebook") }))
+      ? h("p", {}, h("a", { href: `#/lorebooks/${character.lorebook_id}`, id: "open-lorebook", translate: character.lorebook_name ? "no" : null, text: character.lorebook_name || t("character.lorebook") }))
       : character.has_embedded_lorebook
         ? h("div", {},
           h("p", { class: "muted", text: t("character.embedded_book", { n: character.embedded_lorebook_entries }) }),
@@ -108,7 +109,7 @@ export async function render(root, params) {
         } })),
       lorebookPanel(),
       h("h2", { text: t("character.chats") }),
-      h("ul", { class: "list" }, chats.length ? chats.map((c) => h("li", {}, h("a", { href: `#/chat/${c.id}`, text: c.title }),
+      h("ul", { class: "list" }, chats.length ? chats.map((c) => h("li", {}, h("a", { translate: "no", href: `#/chat/${c.id}`, text: c.title }),
         h("span", { class: "muted", text: t("chats.summary", { messages: c.message_count, branches: c.branch_count }) }))) : h("li", { class: "muted", text: t("chats.none") })),
       h("button", { type: "button", text: t("chats.new"), onClick: async () => {
         const chat = await api.post("/chats", { character_id: params.id });
@@ -120,6 +121,6 @@ export async function render(root, params) {
   if (location.hash !== shown) return;
   mount(root,
     h("div", { class: "page-head" }, h("a", { href: "#/characters", class: "back", text: "‹", "aria-label": t("chat.back") }),
-      h("h1", { text: isNew ? t("characters.new") : character.name })),
+      h("h1", { translate: isNew ? null : "no", text: isNew ? t("characters.new") : character.name })),
     h("div", { class: "split character-split" }, form, side));
 }

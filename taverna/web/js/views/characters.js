@@ -53,8 +53,8 @@ function card(c) {
   return h("li", { class: "card", "data-id": c.id },
     h("a", { href: `#/characters/${c.id}`, class: "card-link" },
       avatar,
-      h("span", { class: "card-name", text: c.name }),
-      h("span", { class: "card-sub", text: (c.tags || []).slice(0, 4).join(" · ") || c.creator || "" })),
+      h("span", { translate: "no", class: "card-name", text: c.name }),
+      h("span", { class: "card-sub", translate: "no", text: (c.tags || []).slice(0, 4).join(" · ") || c.creator || "" })),
     h("button", { type: "button", class: "small", text: t("characters.chat"), "aria-label": t("characters.chat_with", { name: c.name }), onClick: () => startChat(c.id) }));
 }
 

@@ -9,6 +9,7 @@ import { failureCause, reportError } from "../errors.js";
 import { connectionForm } from "./connections.js";
 import { t } from "../i18n.js";
 import { renderMarkdown } from "../markdown.js";
+import { branchLabel, personaLabel, reasonNode } from "../labels.js";
 import { openInspector } from "./inspector.js";
 import { openChatSettings } from "./chat_settings.js";
 import { markSummaries } from "./summary.js";
@@ -64,10 +65,13 @@ export async function render(root, params) {
   const olderEdge = h("li", { class: "sentinel", "aria-hidden": "true", "data-edge": "older" });
   const newerEdge = h("li", { class: "sentinel", "aria-hidden": "true", "data-edge": "newer" });
   const list = h("ol", { class: "messages", "aria-live": "off" }, olderEdge, newerEdge);
+  // Enter sends where there is a keyboard and a mouse; on a touch screen Enter adds a line
+  // (as phone keyboards expect) and the hint says to use the Send button.
+  const finePointer = window.matchMedia("(pointer: fine)");
   const input = h("textarea", {
     id: "chat-input",
     rows: 2,
-    placeholder: t("chat.placeholder"),
+    placeholder: t(finePointer.matches ? "chat.placeholder" : "chat.placeholder_touch"),
     "aria-label": t("chat.input"),
   });
   const sendButton = h("button", { type: "button", class: "primary", id: "send", text: t("chat.send") });
@@ -75,7 +79,7 @@ export async function render(root, params) {
   const impersonateButton = iconButton(t("chat.impersonate"), "impersonate", () => generate("impersonate"));
   const continueButton = iconButton(t("chat.continue"), "continue", () => generate("continue"));
   // The title is a button: a click renames the chat.
-  const titleText = h("span", { class: "chat-title-text" });
+  const titleText = h("span", { class: "chat-title-text", translate: "no" });
   const title = h("h1", { class: "chat-title" }, h("button", {
     type: "button",
     class: "link chat-rename",
@@ -286,7 +290,7 @@ export async function render(root, params) {
     // On a narrow screen the members fold away (one line says who speaks next).
     state.membersOpen ??= !window.matchMedia("(max-width: 720px)").matches;
     const fold = h("details", { class: "member-fold", open: state.membersOpen ? "open" : null },
-      h("summary", { text: t("groups.members_count", { n: group.members.length, names: group.members.map((m) => m.name).join(", ") }) }),
+      h("summary", {}, t("groups.members_count", { n: group.members.length, names: "" }), h("span", { translate: "no", text: group.members.map((m) => m.name).join(", ") })),
       h("ul", { class: "member-list" }, group.members.map((m) => {
         const mute = h("input", { type: "checkbox", checked: m.muted ? "checked" : null, "aria-label": t("groups.mute_who", { name: m.name }) });
         mute.addEventListener("change", () => setMuted(m.name, mute.checked));
@@ -298,7 +302,7 @@ export async function render(root, params) {
         rewrite.disabled = !!state.task || !state.chat || rewrite.dataset.off === "1";
         return h("li", { class: `member${m.muted ? " muted" : ""}${speaking === m.name ? " speaking" : ""}`, "data-name": m.name },
           avatarFor({ role: "assistant", name: m.name, avatar_url: m.avatar_url }, state.chat),
-          h("span", { class: "name", text: m.name }),
+          h("span", { translate: "no", class: "name", text: m.name }),
           h("label", { class: "mute" }, mute, h("span", { text: t("groups.muted") })),
           speak, rewrite);
       })),
@@ -338,13 +342,13 @@ export async function render(root, params) {
     const rows = group.members.map((m) => {
       const connection = h("select", { "aria-label": t("groups.connection_of", { name: m.name }) },
         h("option", { value: "", text: t("groups.the_chats") }),
-        choices.connections.map((c) => h("option", { value: c.name, selected: c.name === m.connection ? "selected" : null, text: c.name })));
+        choices.connections.map((c) => h("option", { translate: "no", value: c.name, selected: c.name === m.connection ? "selected" : null, text: c.name })));
       const preset = h("select", { "aria-label": t("groups.preset_of", { name: m.name }) },
         h("option", { value: "", text: t("groups.the_chats") }),
-        choices.presets.map((p) => h("option", { value: p.id, selected: p.id === m.preset ? "selected" : null, text: p.name })));
+        choices.presets.map((p) => h("option", { translate: "no", value: p.id, selected: p.id === m.preset ? "selected" : null, text: p.name })));
       connection.addEventListener("change", () => changeGroup({ connections: { [m.name]: connection.value || null } }));
       preset.addEventListener("change", () => changeGroup({ presets: { [m.name]: preset.value || null } }));
-      return h("li", {}, h("span", { class: "name", text: m.name }), connection, preset);
+      return h("li", {}, h("span", { translate: "no", class: "name", text: m.name }), connection, preset);
     });
     const fold = h("details", { class: "member-models", open: open ? "open" : null },
       h("summary", { text: t("groups.models") }), h("ul", { class: "member-model-list" }, rows));
@@ -624,7 +628,7 @@ export async function render(root, params) {
       found = [];
     }
     mount(drafts, found.map((d) => h("div", { class: "draft", "data-id": d.id },
-      h("div", { class: "draft-head" }, h("span", { class: "strong", text: t("chat.draft_title") }), h("span", { class: "muted", text: d.reason })),
+      h("div", { class: "draft-head" }, h("span", { class: "strong", text: t("chat.draft_title") }), draftReason(d)),
       h("div", { class: "draft-text", text: d.text }),
       h("div", { class: "row" },
         h("button", { type: "button", class: "small primary", text: t("chat.draft_keep"), onClick: async () => {
@@ -655,7 +659,7 @@ export async function render(root, params) {
     mount(branchSelect,
       detached ? h("option", { value: "", selected: "selected", disabled: "disabled", text: t("chat.no_branch") }) : null,
       branches.map((b) =>
-        h("option", { value: b.id, selected: b.active ? "selected" : null, text: `${b.name} (${b.length})` }),
+        h("option", { value: b.id, selected: b.active ? "selected" : null, translate: b.name === "main" ? null : "no", text: `${branchLabel(b.name)} (${b.length})` }),
       ));
     branchSelect.hidden = branches.length < 2 && !detached;
   }
@@ -757,17 +761,24 @@ export async function render(root, params) {
     }
   }
 
+  /** Why a draft was kept: the model API's failure in words, a known sentence in the
+   * person's language, else the server's own words (marked as not translated). */
+  function draftReason(d) {
+    if (d.cause) return h("span", { class: "muted", text: failureCause(d.cause, d.reason) });
+    return reasonNode(d.reason, "span", { class: "muted" });
+  }
+
   // ---------------------------------------------------------------- streaming
 
   function streamItem() {
     const speaker = state.task?.speaker;
     const member = speaker && state.group?.members.find((m) => m.name === speaker);
     const char = member || (speaker && { name: speaker }) || state.chat.characters?.[0] || {};
-    const body = h("div", { class: "content markdown", "aria-live": "polite", "aria-busy": "true" });
+    const body = h("div", { class: "content markdown", translate: "no", "aria-live": "polite", "aria-busy": "true" });
     body.innerHTML = renderMarkdown(state.streamText || "…");
     return h("li", { class: "message assistant streaming", id: "streaming" },
       avatarFor({ role: "assistant", name: char.name, avatar_url: char.avatar_url }, state.chat),
-      h("div", { class: "bubble" }, h("div", { class: "meta" }, h("span", { class: "name", text: char.name || "" })),
+      h("div", { class: "bubble" }, h("div", { class: "meta" }, h("span", { translate: "no", class: "name", text: char.name || "" })),
         reasoningBlock(state.reasoningText, true), body));
   }
 
@@ -848,7 +859,7 @@ export async function render(root, params) {
   }
 
   function messageItem(m, isLastAssistant, busy) {
-    const content = h("div", { class: "content markdown" });
+    const content = h("div", { class: "content markdown", translate: "no" });
     if (m.tool_calls) content.replaceChildren(toolCalls(m));
     else {
       // What display-only regex scripts make of the message, if they change it; edits use the stored text.
@@ -889,7 +900,7 @@ export async function render(root, params) {
       avatarFor(m, state.chat),
       h("div", { class: "bubble" },
         h("div", { class: "meta" },
-          h("span", { class: "name", text: name }),
+          h("span", { class: "name", translate: "no", text: isUser ? personaLabel(name) : name }),
           m.hidden ? h("span", { class: "badge", text: t("chat.hidden_badge") }) : null,
           h("span", { class: "index", text: `#${m.position}` }),
           candidateNav(m, isLastAssistant, busy)),
@@ -1160,7 +1171,7 @@ export async function render(root, params) {
       state.failure = null;
       placeFailure();
     } });
-    const detail = failure.message ? h("p", { class: "muted failure-detail", text: failure.message }) : null;
+    const detail = failure.message ? h("p", { translate: "no", class: "muted failure-detail", text: failure.message }) : null;
     newerEdge.before(h("li", { class: "message assistant failed", id: "failure", role: "alert" },
       h("div", { class: "bubble" },
         h("p", { class: "failure-title", text: t(failure.kind === "impersonate" ? "chat.failed_impersonate" : "chat.failed_reply") }),
@@ -1296,7 +1307,7 @@ export async function render(root, params) {
     if (state.task) await api.post(`/tasks/${state.task.id}/stop`);
   });
   input.addEventListener("keydown", (event) => {
-    if (event.key === "Enter" && !event.shiftKey && !event.isComposing && window.matchMedia("(pointer: fine)").matches) {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing && finePointer.matches) {
       event.preventDefault();
       generate("normal");
     }

@@ -6,10 +6,11 @@
 import { api } from "../api.js";
 import { h, mount, openDrawer, toast } from "../dom.js";
 import { t } from "../i18n.js";
+import { roleLabel } from "../labels.js";
 import { fieldForm } from "../form.js";
 import { summarySection } from "./summary.js";
 
-const ROLES = [[0, "system"], [1, "user"], [2, "assistant"]];
+const ROLES = () => [[0, roleLabel("system")], [1, roleLabel("user")], [2, roleLabel("assistant")]];
 const count = { empty: 0, attrs: { min: "0", step: "1" } };
 
 /** One variable as a name and a value to edit (a value other than text shows as JSON). */
@@ -63,12 +64,12 @@ export async function openChatSettings(chatId, revision, onSaved) {
     ["interval", "number", { ...count, label: t("settings.interval") }],
     ["depth", "number", count],
     ["position", "choice", { choices: [[0, t("settings.after_main")], [1, t("settings.in_chat")], [2, t("settings.before_main")]] }],
-    ["role", "choice", { choices: ROLES }],
+    ["role", "choice", { choices: ROLES() }],
   ], note, { prefix: "an", box: h("div", { class: "row wrap" }), shownOnly: true });
   const book = fieldForm([["lorebook", "choice", {
     id: "chat-lorebook",
     label: t("settings.chat_lorebook"),
-    choices: [["", t("character.no_lorebook")], ...books.map((b) => [b.id, b.name])],
+    choices: [["", t("character.no_lorebook")], ...books.map((b) => [b.id, b.name, true])],
   }]], { lorebook: books.find((b) => b.name === settings.lorebook)?.id });
   mount(body,
     h("h3", { text: t("settings.authors_note") }),

@@ -37,8 +37,8 @@ export async function render(root) {
     const branches = h("ul", { class: "branches", hidden: true });
     return h("li", { class: "chat-item", "data-id": c.id },
       h("div", { class: "row" },
-        h("a", { href: `#/chat/${c.id}`, class: "grow", text: c.title }),
-        h("span", { class: "muted", text: `${(c.character_names || []).join(", ")} · ${t("chats.summary", { messages: c.message_count, branches: c.branch_count })}` })),
+        h("a", { translate: "no", href: `#/chat/${c.id}`, class: "grow", text: c.title }),
+        h("span", { class: "muted" }, h("span", { translate: "no", text: (c.character_names || []).join(", ") }), ` · ${t("chats.summary", { messages: c.message_count, branches: c.branch_count })}`)),
       h("div", { class: "row wrap" },
         h("button", { type: "button", class: "small", text: t("chats.rename"), onClick: async () => {
           const title = prompt(t("chats.rename_to"), c.title);
@@ -54,7 +54,7 @@ export async function render(root) {
           const data = await api.get(`/chats/${c.id}/branches`);
           mount(branches, data.map((b) => h("li", {},
             h("span", { class: b.active ? "strong" : "", text: `${b.name} · ${t("chats.length", { n: b.length })}` }),
-            h("span", { class: "muted clip", text: b.last_message || "" }),
+            h("span", { translate: "no", class: "muted clip", text: b.last_message || "" }),
             h("button", { type: "button", class: "small", text: t("chats.open_branch"), onClick: async () => {
               if ((await api.post(`/chats/${c.id}/branches/${b.id}/switch`, { revision: c.revision }).catch(whenStale)) === false) return;
               location.hash = `#/chat/${c.id}`;

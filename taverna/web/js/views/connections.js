@@ -2,8 +2,9 @@
 
 import { api } from "../api.js";
 import { h, mount, toast } from "../dom.js";
-import { explain, reportError } from "../errors.js";
+import { explain, explainOutcome, reportError } from "../errors.js";
 import { t } from "../i18n.js";
+import { apiLabel } from "../labels.js";
 import { fieldForm } from "../form.js";
 
 const APIS = ["openai", "openai-compatible", "anthropic", "google", "mistral", "koboldcpp", "llamacpp", "openai-text", "local"];
@@ -15,7 +16,7 @@ const APIS = ["openai", "openai-compatible", "anthropic", "google", "mistral", "
 export function connectionForm({ id, title, first = false, onSaved }) {
   const fields = [
     ...(first ? [] : [["name", "line", { label: t("field.name"), attrs: { required: true } }]]),
-    ["api", "choice", { choices: APIS }],
+    ["api", "choice", { choices: APIS.map((name) => [name, apiLabel(name)]) }],
     ["url", "line", { placeholder: "http://127.0.0.1:5001/v1", attrs: { type: "url" } }],
     ["model", "line", { placeholder: t("connections.model_hint") }],
     ["key", "line", { attrs: { type: "password", autocomplete: "off" } }],
@@ -57,10 +58,10 @@ export async function render(root) {
     });
     return h("li", { class: "connection", "data-name": c.name },
       h("div", { class: "grow" },
-        h("div", { class: "strong", text: c.name + (c.default ? ` (${t("connections.default")})` : "") }),
+        h("div", { class: "strong" }, h("span", { translate: "no", text: c.name }), c.default ? ` (${t("connections.default")})` : ""),
         c.api === "local"
-          ? h("div", { class: "muted clip", text: `${c.api} · ${c.model || t("connections.bundled_model")}` })
-          : h("div", { class: "muted clip", text: `${c.api} · ${c.url || ""} · ${c.model || "—"}${c.has_key ? " · 🔑" : ""}` }),
+          ? h("div", { class: "muted clip" }, `${apiLabel(c.api)} · `, c.model ? h("span", { translate: "no", text: c.model }) : t("connections.bundled_model"))
+          : h("div", { class: "muted clip" }, `${apiLabel(c.api)} · `, h("span", { translate: "no", text: `${c.url || ""} · ${c.model || "—"}` }), c.has_key ? " · 🔑" : ""),
         c.api === "local" ? h("p", { class: "local-note", text: t("connections.local_note") }) : null,
         status),
       h("div", { class: "row wrap" },
@@ -68,7 +69,7 @@ export async function render(root) {
           status.textContent = t("connections.testing");
           try {
             const r = await api.post(`/connections/${encodeURIComponent(c.name)}/test`);
-            status.textContent = r.ok ? t("connections.ok", { ms: r.latency_ms ?? "?" }) : t("connections.failed", { message: r.message || "" });
+            status.textContent = r.ok ? t("connections.ok", { ms: r.latency_ms ?? "?" }) : t("connections.failed", { message: explainOutcome(r) });
           } catch (error) {
             status.textContent = t("connections.failed", { message: explain(error) });
           }
@@ -76,7 +77,7 @@ export async function render(root) {
         h("button", { type: "button", class: "small", text: t("connections.models"), onClick: async () => {
           try {
             const names = await api.get(`/connections/${encodeURIComponent(c.name)}/models`);
-            mount(models, h("option", { value: "", text: t("connections.pick_model") }), names.map((m) => h("option", { value: m, selected: m === c.model ? "selected" : null, text: m })));
+            mount(models, h("option", { value: "", text: t("connections.pick_model") }), names.map((m) => h("option", { value: m, selected: m === c.model ? "selected" : null, translate: "no", text: m })));
             models.hidden = false;
           } catch (error) {
             status.textContent = t("connections.failed", { message: explain(error) });

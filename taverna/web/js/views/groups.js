@@ -26,8 +26,8 @@ export async function openGroupChat(groupId) {
 function groupItem(g) {
   return h("li", { class: "card group-card", "data-id": g.id },
     h("div", { class: "group-avatars" }, g.members.map(avatar)),
-    h("span", { class: "card-name", text: g.name }),
-    h("span", { class: "card-sub", text: g.members.map((m) => m.name).join(", ") }),
+    h("span", { translate: "no", class: "card-name", text: g.name }),
+    h("span", { translate: "no", class: "card-sub", text: g.members.map((m) => m.name).join(", ") }),
     h("button", { type: "button", class: "small", text: t("groups.chat"), "aria-label": t("groups.chat_with", { name: g.name }), onClick: () => openGroupChat(g.id) }));
 }
 

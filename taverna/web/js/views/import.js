@@ -4,7 +4,12 @@ import { api, followTask } from "../api.js";
 import { formWith, h, mount } from "../dom.js";
 import { explain, reportError } from "../errors.js";
 import { t } from "../i18n.js";
+import { importKindLabel, reasonNode } from "../labels.js";
 import { importCards } from "./characters.js";
+
+/** Why a file was skipped: in the person's language when the page knows the sentence; else
+ * as the file's reader wrote it (naming the file and field), marked as not translated. */
+const reasonText = (reason) => reasonNode(reason, "span", { class: "muted" });
 
 export async function render(root) {
   const folder = h("input", { type: "file", id: "st-folder", webkitdirectory: true, directory: true, multiple: true, hidden: true });
@@ -66,11 +71,11 @@ export async function render(root) {
     const loose = r.warnings || [];
     mount(report,
       h("h3", { text: t("import.stored", { n: stored.length }) }),
-      h("ul", { class: "list compact" }, stored.map((s) => h("li", { text: `${s.kind}: ${s.name}` }))),
+      h("ul", { class: "list compact" }, stored.map((s) => h("li", {}, `${importKindLabel(s.kind)}${t("import.colon")}`, h("span", { translate: "no", text: s.name })))),
       h("h3", { text: t("import.skipped", { n: skipped.length }) }),
-      h("ul", { class: "list compact" }, skipped.map((s) => h("li", {}, h("span", { class: "strong", text: s.path }), h("span", { class: "muted", text: ` ${s.reason}` })))),
+      h("ul", { class: "list compact" }, skipped.map((s) => h("li", {}, h("span", { class: "strong", translate: "no", text: s.path }), " ", reasonText(s.reason)))),
       h("h3", { text: t("import.warnings", { n: loose.length }) }),
-      h("ul", { class: "list compact warnings" }, loose.map((w) => h("li", {}, h("span", { class: "strong", text: w.path }), h("span", { class: "muted", text: ` ${w.field ? `${w.field}: ` : ""}${w.message}` })))));
+      h("ul", { class: "list compact warnings" }, loose.map((w) => h("li", {}, h("span", { class: "strong", text: w.path }), h("span", { class: "muted", translate: "no", text: ` ${w.field ? `${w.field}: ` : ""}${w.message}` })))));
   }
   return () => close && close();
 }

@@ -4,22 +4,24 @@ import { api } from "../api.js";
 import { h, mount, openDrawer } from "../dom.js";
 import { explain } from "../errors.js";
 import { t } from "../i18n.js";
+import { outcomeLabel, partLabel, reasonLabel, reasonNode, roleLabel, sentence, word } from "../labels.js";
 
-/** A message's source as a person reads it: a chat message by its number and speaker. */
+/** A message's source as a person reads it: a chat message by its number and speaker, a
+ * prompt slot by its name in the person's language. */
 function sourceLabel(source, labels) {
   const id = source.split(/:(.*)/s)[1];
-  return (id && labels[id]) || labels[source] || source;
+  return (id && labels[id]) || labels[source] || word("source", source);
 }
 
 function promptView(prompt, labels) {
   if (prompt.kind === "text") {
-    return h("pre", { class: "prompt-text", text: prompt.text });
+    return h("pre", { class: "prompt-text", translate: "no", text: prompt.text });
   }
   return h("ol", { class: "prompt-messages" }, (prompt.messages || []).map((m) =>
     h("li", { class: `pm role-${m.role}`, "data-source": m.source || "" },
-      h("div", { class: "pm-head" }, h("span", { class: "role", text: m.role }), m.name ? h("span", { class: "pm-name", text: m.name }) : null,
-        m.source ? h("span", { class: "pm-source", text: sourceLabel(m.source, labels), title: m.source }) : null),
-      h("pre", { class: "pm-content", text: m.content })),
+      h("div", { class: "pm-head" }, h("span", { class: "role", text: roleLabel(m.role) }), m.name ? h("span", { class: "pm-name", translate: "no", text: m.name }) : null,
+        m.source ? sourceCell("span", { class: "pm-source", title: m.source }, sourceLabel(m.source, labels)) : null),
+      h("pre", { class: "pm-content", translate: "no", text: m.content })),
   ));
 }
 
@@ -33,12 +35,32 @@ function skippedRegexView(notes) {
     h("div", { class: "table-wrap" }, h("table", { class: "trace" },
       h("thead", {}, h("tr", {}, cols.map((c) => h("th", { scope: "col", text: t(`inspector.regex_${c}`) })))),
       h("tbody", {}, notes.map((note) => h("tr", {}, cols.map((c) =>
-        h("td", { "data-label": t(`inspector.regex_${c}`), class: c === "pattern" ? "src" : "", text: String(note[c] ?? "") }))))))));
+        h("td", { "data-label": t(`inspector.regex_${c}`), class: c === "pattern" ? "src" : "", translate: ["source", "pattern"].includes(c) ? "no" : null, text: regexCell(c, note[c]) }))))))));
 }
+
+/** A cell of the skipped regexes: the kind and the reason in words, the rest as written. */
+function regexCell(column, value) {
+  if (column === "kind") return word("kind", value);
+  if (column === "reason") return reasonLabel(value);
+  return String(value ?? "");
+}
+
+/** A source as shown: words of the catalog read as words; a name (a book's, an entry's, a
+ * message's speaker) is marked as a name. */
+function sourceCell(tag, attrs, text) {
+  const named = !Object.values(SOURCE_WORDS()).includes(text);
+  return h(tag, { ...attrs, translate: named ? "no" : null, text });
+}
+const SOURCE_WORDS = () => Object.fromEntries(SOURCES.map((s) => [s, word("source", s)]));
+// The prompt's own slots and parts, named in the catalog (source.*).
+const SOURCES = ["main", "nsfw", "jailbreak", "enhanceDefinitions", "charDescription", "charPersonality", "scenario", "personaDescription",
+  "worldInfoBefore", "worldInfoAfter", "dialogueExamples", "chatHistory", "before", "after", "description", "personality", "persona",
+  "authors_note", "quiet", "recall", "impersonate", "quietPrompt", "bias", "newChat", "groupNudge", "continueNudge", "emptyUserMessageReplacement",
+  "budget", "story_string", "system_prompt", "example"];
 
 // A message id inside a source (a summary names the message it belongs to) reads as the message.
 const MESSAGE_ID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
-const readable = (source, labels) => labels[source] || source.replace(MESSAGE_ID, (id) => labels[id] || id);
+const readable = (source, labels) => labels[source] || (SOURCES.includes(source) ? word("source", source) : source.replace(MESSAGE_ID, (id) => labels[id] || id));
 
 function ledgerView(ledger, labels) {
   const items = ledger.items || [];
@@ -49,12 +71,20 @@ function ledgerView(ledger, labels) {
       h("thead", {}, h("tr", {}, [t("inspector.part"), t("inspector.source"), t("inspector.tokens"), t("inspector.status")].map((c) => h("th", { scope: "col", text: c })))),
       h("tbody", {}, items.map((item) =>
         h("tr", { class: item.included ? "in" : "cut" },
-          h("td", { "data-label": t("inspector.part"), text: item.kind }),
-          h("td", { "data-label": t("inspector.source"), class: "src", text: readable(item.source, labels), title: item.source }),
+          h("td", { "data-label": t("inspector.part"), text: partLabel(item.kind) }),
+          sourceCell("td", { "data-label": t("inspector.source"), class: "src", title: item.source }, readable(item.source, labels)),
           h("td", { "data-label": t("inspector.tokens"), class: "num", text: String(item.tokens) }),
-          h("td", { "data-label": t("inspector.status"), text: item.included ? (item.reason || t("inspector.included")) : t("inspector.cut", { reason: item.reason || "" }) })),
+          h("td", { "data-label": t("inspector.status"), ...statusText(item) })),
       )))),
   );
+}
+
+/** A ledger row's status: included, or cut and why (a reason the page cannot read in the
+ * person's language is shown as the server wrote it, marked so). */
+function statusText(item) {
+  const reason = item.reason ? sentence(item.reason) : "";
+  if (reason === null) return { translate: "no", text: item.included ? item.reason : `${t("inspector.cut", { reason: "" })}${item.reason}` };
+  return { text: item.included ? reason || t("inspector.included") : t("inspector.cut", { reason }) };
 }
 
 /** Activated entries read plainly, entries the budget dropped as cut, the rest (no match,
@@ -71,7 +101,11 @@ function traceView(trace, skipped) {
     h("thead", {}, h("tr", {}, cols.map((c) => h("th", { scope: "col", text: t(`inspector.trace_${c}`) })))),
     h("tbody", {}, trace.map((row) => h("tr", { class: traceClass(row.outcome) }, cols.map((c) => {
       const v = row[c];
-      return h("td", { "data-label": t(`inspector.trace_${c}`), text: typeof v === "boolean" ? (v ? "✓" : "—") : Array.isArray(v) ? v.join(", ") : v == null ? "" : String(v) });
+      const label = t(`inspector.trace_${c}`);
+      if (c === "outcome") return h("td", { "data-label": label, text: outcomeLabel(v) });
+      if (c === "reason") return reasonNode(v, "td", { "data-label": label });
+      // The book, the entry's title and the key found are the person's own words.
+      return h("td", { "data-label": label, translate: "no", text: typeof v === "boolean" ? (v ? "✓" : "—") : Array.isArray(v) ? v.join(", ") : v == null ? "" : String(v) });
     })))),
   )));
 }
@@ -99,7 +133,7 @@ export async function openInspector(chatId, nodeId, labels = {}) {
     prompt: () => promptView(data.prompt, labels),
     ledger: () => ledgerView(data.prompt.ledger || {}, labels),
     trace: () => traceView(data.prompt.ledger?.trace, data.prompt.ledger?.skipped_regexes),
-    request: () => h("pre", { class: "prompt-text", text: JSON.stringify(data.request ?? data.prompt, null, 2) }),
+    request: () => h("pre", { class: "prompt-text", translate: "no", text: JSON.stringify(data.request ?? data.prompt, null, 2) }),
   };
   const show = (name) => {
     tabs.querySelectorAll("button").forEach((b) => b.setAttribute("aria-selected", String(b.dataset.tab === name)));

@@ -3,6 +3,7 @@
 import { api } from "../api.js";
 import { h, mount, toast } from "../dom.js";
 import { t } from "../i18n.js";
+import { roleLabel } from "../labels.js";
 import { fieldForm, inferField } from "../form.js";
 
 // Fields shown first, in this order; any other field of an entry follows, typed by its value.
@@ -10,10 +11,13 @@ const ORDER = ["comment", "key", "keysecondary", "content", "constant", "selecti
   "position", "depth", "role", "order", "probability", "useProbability", "scanDepth", "caseSensitive", "matchWholeWords",
   "excludeRecursion", "preventRecursion", "delayUntilRecursion", "group", "groupOverride", "groupWeight", "useGroupScoring",
   "sticky", "cooldown", "delay", "ignoreBudget"];
+// SillyTavern's numbers for an entry's position and its secondary-key logic, in words.
+const POSITIONS = ["before_char", "after_char", "before_an", "after_an", "at_depth", "before_examples", "after_examples", "outlet"];
+const LOGIC = ["and_any", "not_all", "not_any", "and_all"];
 const CHOICES = {
-  position: [[0, "↑Char"], [1, "↓Char"], [2, "↑AN"], [3, "↓AN"], [4, "@D"], [5, "↑EM"], [6, "↓EM"], [7, "Outlet"]],
-  selectiveLogic: [[0, "AND ANY"], [1, "NOT ALL"], [2, "NOT ANY"], [3, "AND ALL"]],
-  role: [[0, "system"], [1, "user"], [2, "assistant"]],
+  position: () => POSITIONS.map((name, i) => [i, t(`entry.position_${name}`)]),
+  selectiveLogic: () => LOGIC.map((name, i) => [i, t(`logic.${name}`)]),
+  role: () => ["system", "user", "assistant"].map((r, i) => [i, roleLabel(r)]),
 };
 // On/off fields where "unset" means "use the global setting".
 const TRISTATE = ["caseSensitive", "matchWholeWords", "useGroupScoring"];
@@ -23,7 +27,7 @@ const NUMBERS = ["depth", "order", "probability", "scanDepth", "groupWeight", "s
 /** An entry field's kind: declared for the fields above, else read from its value. */
 function entryField(name, value) {
   if (TRISTATE.includes(name)) return [name, "tristate"];
-  if (CHOICES[name]) return [name, "choice", { choices: CHOICES[name], blank: "—" }];
+  if (CHOICES[name]) return [name, "choice", { choices: CHOICES[name](), blank: "—" }];
   if (name === "content") return [name, "text", { rows: 8, wide: true }];
   if (Array.isArray(value)) return [name, "list"];
   if (typeof value === "number" || (value === null && NUMBERS.includes(name))) return [name, "number"];
@@ -43,11 +47,11 @@ export async function render(root, params) {
   const entryList = h("ul", { class: "list entries" });
   const editor = h("div", { class: "editor" });
   const search = h("input", { type: "search", placeholder: t("lorebooks.search"), "aria-label": t("lorebooks.search") });
-  const attachChar = h("select", { "aria-label": t("lorebooks.attach_character") }, characters.map((c) => h("option", { value: c.id, text: c.name })));
-  const attachChat = h("select", { "aria-label": t("lorebooks.attach_chat") }, chats.map((c) => h("option", { value: c.id, text: c.title })));
+  const attachChar = h("select", { "aria-label": t("lorebooks.attach_character") }, characters.map((c) => h("option", { translate: "no", value: c.id, text: c.name })));
+  const attachChat = h("select", { "aria-label": t("lorebooks.attach_chat") }, chats.map((c) => h("option", { translate: "no", value: c.id, text: c.title })));
   mount(root,
     h("div", { class: "page-head" }, h("a", { href: "#/lorebooks", class: "back", text: "‹", "aria-label": t("chat.back") }),
-      h("h1", { text: book.name }),
+      h("h1", { translate: "no", text: book.name }),
       h("button", { type: "button", class: "primary", text: t("lorebooks.new_entry"), onClick: async () => {
         book = await api.post(`/lorebooks/${params.id}/entries`, {});
         drawList();
@@ -76,7 +80,7 @@ export async function render(root, params) {
   const select = (entry) => {
     const form = entryEditor(entry);
     entryList.querySelectorAll("li").forEach((li) => li.classList.toggle("selected", li.dataset.uid === String(entry.uid)));
-    mount(editor, h("h2", { text: `#${entry.uid} ${entry.comment || ""}` }), form,
+    mount(editor, h("h2", { translate: "no", text: `#${entry.uid} ${entry.comment || ""}` }), form,
       h("div", { class: "row" },
         h("button", { type: "button", class: "primary", text: t("common.save"), onClick: async () => {
           book = await api.put(`/lorebooks/${params.id}/entries/${entry.uid}`, form.read());
@@ -94,8 +98,8 @@ export async function render(root, params) {
     const entries = (book.entries || []).filter((e) => !q || `${e.comment} ${(e.key || []).join(" ")} ${e.content}`.toLocaleLowerCase().includes(q));
     mount(entryList, entries.map((e) => h("li", { "data-uid": String(e.uid) },
       h("button", { type: "button", class: "link", onClick: () => select(e) },
-        h("span", { class: "strong", text: e.comment || t("lorebooks.untitled") }),
-        h("span", { class: "muted clip", text: (e.key || []).join(", ") })),
+        h("span", { class: "strong", translate: e.comment ? "no" : null, text: e.comment || t("lorebooks.untitled") }),
+        h("span", { class: "muted clip", translate: "no", text: (e.key || []).join(", ") })),
       e.constant ? h("span", { class: "badge", text: t("entry.constant") }) : null,
       e.disable ? h("span", { class: "badge", text: t("entry.disable") }) : null)));
   };

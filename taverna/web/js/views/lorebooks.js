@@ -34,7 +34,7 @@ export async function render(root) {
   const reload = async () => {
     const books = await api.get("/lorebooks");
     mount(list, books.length ? books.map((b) => h("li", {},
-      h("a", { href: `#/lorebooks/${b.id}`, class: "grow", text: b.name }),
+      h("a", { translate: "no", href: `#/lorebooks/${b.id}`, class: "grow", text: b.name }),
       h("span", { class: "muted", text: t("lorebooks.entries", { n: b.entry_count }) }),
       h("a", { class: "button small", href: `/api/lorebooks/${b.id}/export`, download: "", text: t("common.export") }),
       h("button", { type: "button", class: "small danger", text: t("common.delete"), onClick: async () => {

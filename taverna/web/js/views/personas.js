@@ -3,6 +3,7 @@
 import { api } from "../api.js";
 import { formWith, h, mount, toast } from "../dom.js";
 import { t } from "../i18n.js";
+import { personaLabel, roleLabel } from "../labels.js";
 import { fieldForm } from "../form.js";
 
 // SillyTavern's persona description positions and roles, by number.
@@ -11,7 +12,7 @@ const fields = () => [
   ["description", "text"],
   ["position", "choice", { choices: [[0, t("personas.pos_prompt")], [2, t("personas.pos_before_an")], [3, t("personas.pos_after_an")], [4, t("personas.pos_depth")], [9, t("personas.pos_none")]] }],
   ["depth", "number"],
-  ["role", "choice", { choices: [[0, "system"], [1, "user"], [2, "assistant"]] }],
+  ["role", "choice", { choices: [[0, roleLabel("system")], [1, roleLabel("user")], [2, roleLabel("assistant")]] }],
   ["is_default", "bool"],
 ];
 
@@ -36,7 +37,7 @@ export async function render(root) {
         h("img", { class: "avatar big", src: p.avatar_url, alt: t("character.avatar_of", { name: p.name }) }),
         h("button", { type: "button", text: t("character.change_avatar"), onClick: () => picker.click() }), picker)
       : null;
-    mount(editor, h("h2", { text: p.id ? p.name : t("personas.new") }), picture, form,
+    mount(editor, h("h2", { translate: p.id ? "no" : null, text: p.id ? personaLabel(p.name) : t("personas.new") }), picture, form,
       h("div", { class: "row" },
         h("button", { type: "button", class: "primary", text: t("common.save"), onClick: async () => {
           const body = form.read();
@@ -55,8 +56,9 @@ export async function render(root) {
   const reload = async () => {
     const personas = await api.get("/personas");
     mount(list, personas.length ? personas.map((p) => h("li", {},
-      h("button", { type: "button", class: "link", text: p.name + (p.is_default ? ` (${t("personas.default")})` : ""), onClick: () => edit(p) }),
-      h("span", { class: "muted clip", text: p.description }))) : h("li", { class: "muted", text: t("personas.none") }));
+      h("button", { type: "button", class: "link", onClick: () => edit(p) },
+        h("span", { translate: "no", text: personaLabel(p.name) }), p.is_default ? ` (${t("personas.default")})` : ""),
+      h("span", { class: "muted clip", translate: "no", text: p.description }))) : h("li", { class: "muted", text: t("personas.none") }));
   };
   await reload();
 }

@@ -3,6 +3,7 @@
 import { api } from "../api.js";
 import { h, iconButton, mount, toast } from "../dom.js";
 import { t } from "../i18n.js";
+import { roleLabel } from "../labels.js";
 import { fieldForm, inferFields } from "../form.js";
 
 function promptManager(prompts, onEdit, onDelete) {
@@ -20,9 +21,9 @@ function promptManager(prompts, onEdit, onDelete) {
         ? iconButton(t("presets.delete_slot", { name: label }), "trash", () => onDelete(p), { class: "danger" })
         : null;
       return h("li", { class: `slot${p.marker ? " marker" : ""}`, "data-identifier": p.identifier },
-        toggle,
-        h("button", { type: "button", class: "link grow", text: label, disabled: p.marker ? true : null, onClick: () => onEdit(p) }),
-        h("span", { class: "muted", text: p.marker ? t("presets.marker") : p.role || "system" }),
+        h("label", { class: "slot-toggle" }, toggle),
+        h("button", { type: "button", class: "link grow", translate: "no", text: label, disabled: p.marker ? true : null, onClick: () => onEdit(p) }),
+        h("span", { class: "muted", text: p.marker ? t("presets.marker") : roleLabel(p.role || "system") }),
         up, down, remove);
     }));
   };
@@ -34,7 +35,7 @@ function promptManager(prompts, onEdit, onDelete) {
 // A slot's fields; its depth and order count only for a slot placed in the chat.
 const slotFields = (withEnabled) => [
   ["name", "line"],
-  ["role", "choice", { choices: ["system", "user", "assistant"] }],
+  ["role", "choice", { choices: ["system", "user", "assistant"].map((r) => [r, roleLabel(r)]) }],
   ["injection_position", "choice", { id: "slot-position", label: t("presets.position"), choices: [[0, t("presets.relative")], [1, t("presets.in_chat")]] }],
   ["injection_depth", "number", { id: "slot-depth", label: t("field.depth"), empty: 0, attrs: { min: 0, step: null } }],
   ["injection_order", "number", { id: "slot-order", label: t("presets.order"), empty: 0, attrs: { step: null } }],
@@ -46,7 +47,7 @@ const SLOT_DEFAULTS = { name: "", role: "system", injection_position: 0, injecti
 
 /** The fields of one slot; `onDone(values)` gets them when the button is pressed. */
 function slotEditor(p, box, { title, button, withEnabled }, onDone) {
-  mount(box, h("h3", { text: title }));
+  mount(box, h("h3", { translate: p.identifier ? "no" : null, text: title }));
   const values = { ...p };
   for (const [name, value] of Object.entries(SLOT_DEFAULTS)) values[name] ??= value;
   const form = fieldForm(slotFields(withEnabled), values, { prefix: "slot", box, shownOnly: true });
@@ -69,7 +70,7 @@ function editSlot(p, box) {
 export async function render(root, params) {
   const preset = await api.get(`/presets/${params.id}`);
   const back = preset.kind === "chat" ? "#/presets" : "#/templates";
-  const head = h("div", { class: "page-head" }, h("a", { href: back, class: "back", text: "‹", "aria-label": t("chat.back") }), h("h1", { text: preset.name }));
+  const head = h("div", { class: "page-head" }, h("a", { href: back, class: "back", text: "‹", "aria-label": t("chat.back") }), h("h1", { translate: "no", text: preset.name }));
   const save = h("button", { type: "button", class: "primary", text: t("common.save") });
   if (preset.kind === "chat") {
     const slotBox = h("div", { class: "slot-editor" });

@@ -34,7 +34,7 @@ export async function render(root, params) {
       const presets = await api.get(`/presets?kind=${kind}`);
       lists.append(h("h2", { text: t(`presets.kind_${kind}`) }),
         h("ul", { class: "list" }, presets.length ? presets.map((p) => h("li", {},
-          h("a", { href: `#/presets/${p.id}`, class: "grow", text: p.name }),
+          h("a", { translate: "no", href: `#/presets/${p.id}`, class: "grow", text: p.name }),
           p.active ? h("span", { class: "badge", text: t("presets.active") }) : kind === "sysprompt" ? null : h("button", { type: "button", class: "small", text: t("presets.use"), onClick: async () => {
             await api.post(`/presets/${p.id}/activate`);
             reload();

@@ -102,7 +102,7 @@ export async function render(root) {
     const rows = h("ol", { class: "qr-rows" }, set.replies.map((r) => replyRow(r)));
     const active = h("input", { type: "checkbox", id: "qr-active", checked: set.active ? "checked" : null });
     mount(editor,
-      h("h2", { text: set.name }),
+      h("h2", { translate: "no", text: set.name }),
       h("label", { class: "inline" }, active, " ", t("qr.active_everywhere")),
       rows,
       h("div", { class: "row" },
@@ -132,7 +132,7 @@ export async function render(root) {
   const reload = async () => {
     const sets = await api.get("/quick-replies");
     mount(list, sets.length ? sets.map((s) => h("li", {},
-      h("button", { type: "button", class: "link", text: s.name, onClick: () => edit(s) }),
+      h("button", { translate: "no", type: "button", class: "link", text: s.name, onClick: () => edit(s) }),
       h("span", { class: "muted", text: `${t("qr.count", { n: s.replies.length })}${s.active ? ` · ${t("qr.active")}` : ""}` }))) : h("li", { class: "muted", text: t("qr.none") }));
   };
   await reload();

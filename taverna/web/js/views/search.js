@@ -28,10 +28,10 @@ export function hitList(hits, onOpen, { withChat }) {
     h("li", { class: "search-hit", "data-node": hit.node_id },
       h("button", { type: "button", class: "link", onClick: () => onOpen(hit) },
         h("span", { class: "search-head" },
-          withChat ? h("span", { class: "strong", text: hit.chat_title }) : null,
-          h("span", { class: "muted", text: `#${hit.position} ${hit.speaker || t(`search.role_${hit.role}`)}` }),
+          withChat ? h("span", { class: "strong", translate: "no", text: hit.chat_title }) : null,
+          h("span", { class: "muted" }, `#${hit.position} `, hit.speaker ? h("span", { translate: "no", text: hit.speaker }) : t(`search.role_${hit.role}`)),
           hit.on_path ? null : h("span", { class: "badge", text: t("search.other_branch") })),
-        h("span", { class: "search-snippet" }, hit.snippet.map((piece) =>
+        h("span", { class: "search-snippet", translate: "no" }, hit.snippet.map((piece) =>
           piece.match ? h("mark", { text: piece.text }) : piece.text))))));
 }
 

@@ -5,9 +5,10 @@
 import { api } from "../api.js";
 import { h, mount, toast } from "../dom.js";
 import { t } from "../i18n.js";
+import { roleLabel } from "../labels.js";
 import { fieldForm } from "../form.js";
 
-const ROLES = [[0, "system"], [1, "user"], [2, "assistant"]];
+const ROLES = () => [[0, roleLabel("system")], [1, roleLabel("user")], [2, roleLabel("assistant")]];
 const count = { empty: 0, attrs: { min: "0", step: "1" } };
 
 /** Mark the drawn messages: "summary #k" on the message each summary belongs to, and
@@ -53,7 +54,7 @@ export async function summarySection(chatId, panel, revision, changed) {
   const options = fieldForm([
     ["position", "choice", { label: t("summary.position"), choices: [[0, t("settings.after_main")], [2, t("settings.before_main")], [1, t("settings.in_chat")], [-1, t("summary.nowhere")]] }],
     ["depth", "number", count],
-    ["role", "choice", { choices: ROLES }],
+    ["role", "choice", { choices: ROLES() }],
     ["template", "line", { label: t("summary.template"), wide: true }],
     ["prompt", "text", { label: t("summary.prompt"), rows: 4, wide: true }],
     ["promptWords", "number", { ...count, label: t("summary.words") }],
