@@ -222,6 +222,7 @@ def steps(ids: dict[str, str]) -> list[Step]:
         ),
         ("templates", "#/templates", None),
         ("quick-replies", "#/quick-replies", None),
+        ("regex", "#/regex", None),
         ("connections", "#/connections", None),
         ("import", "#/import", None),
         ("chat", chat, None),
