@@ -25,6 +25,7 @@ DESKTOP = {"width": 1280, "height": 800}
 ALLOWED = [
     "SillyTavern",
     "taverna",
+    "Python",
     "API",
     "URL",
     "HTTP",
@@ -223,6 +224,7 @@ def steps(ids: dict[str, str]) -> list[Step]:
         ("templates", "#/templates", None),
         ("quick-replies", "#/quick-replies", None),
         ("regex", "#/regex", None),
+        ("plugins", "#/plugins", None),
         ("connections", "#/connections", None),
         ("import", "#/import", None),
         ("chat", chat, None),
