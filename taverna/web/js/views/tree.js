@@ -5,8 +5,11 @@
 import { api } from "../api.js";
 import { h, iconButton, mount, openDrawer, toast } from "../dom.js";
 import { t } from "../i18n.js";
+import { branchLabel } from "../labels.js";
 
-const ROW = 64; // px per run: the graph's lines are drawn on this grid
+// px per run: the graph's lines are drawn on this grid. A phone's row is taller: its marks
+// (branches, checkpoints) wrap under the run's range instead of running past the edge.
+const ROWS = { wide: 64, narrow: 124 };
 const LANE = 14; // px per lane (a fork's side way)
 const DOT = 20; // px from a row's top to its dot
 
@@ -42,7 +45,7 @@ export async function openTree(chatId, revision, onPick) {
             "aria-label": t("tree.checkpoint_open", { name: c.name }),
             onClick: () => go(() => api.post(`/chats/${chatId}/checkpoints/${c.id}/open`, { revision }), t("tree.checkpoint_opened", { name: c.name })),
           },
-          h("span", { class: "strong", text: `⚑ ${c.name}` }),
+          h("span", { class: "strong", translate: "no", text: `⚑ ${c.name}` }),
           h("span", { class: "muted", text: t("tree.checkpoint_at", { n: depthOf.get(c.id) ?? "?" }) })),
           iconButton(t("tree.checkpoint_delete", { name: c.name }), "trash", async () => {
             if (!confirm(t("tree.checkpoint_confirm", { name: c.name }))) return;
@@ -64,6 +67,7 @@ export async function openTree(chatId, revision, onPick) {
    * dot of the run it forks from out to its own lane, then down to it. */
   function drawGraph(segments) {
     const narrow = window.matchMedia("(max-width: 720px)").matches;
+    const ROW = narrow ? ROWS.narrow : ROWS.wide;
     const cap = narrow ? 5 : 10;
     const laneOf = (s) => Math.min(s.lane, cap);
     const lanes = Math.max(0, ...segments.map(laneOf)) + 1;
@@ -115,13 +119,15 @@ export async function openTree(chatId, revision, onPick) {
           class: `badge branch${b.active ? " active" : ""}`,
           title: t("tree.branch_switch", { name: b.name }),
           "aria-label": t("tree.branch_switch", { name: b.name }),
-          text: `⎇ ${b.name}`,
+          translate: b.name === "main" ? null : "no",
+          text: `⎇ ${branchLabel(b.name)}`,
           onClick: () => go(() => api.post(`/chats/${chatId}/branches/${b.id}/switch`, { revision })),
         })),
         ...s.checkpoints.map((c) => h("button", {
           type: "button",
           class: "badge checkpoint",
           title: t("tree.checkpoint_open", { name: c.name }),
+          translate: "no",
           text: `⚑ ${c.name}`,
           onClick: () => go(() => api.post(`/chats/${chatId}/checkpoints/${c.id}/open`, { revision }), t("tree.checkpoint_opened", { name: c.name })),
         })),
@@ -129,7 +135,9 @@ export async function openTree(chatId, revision, onPick) {
       ];
       return h("li", { class: `graph-row${s.on_path ? " on-path" : ""}${s.here ? " here" : ""}`, "data-id": s.id, style: `height: ${ROW}px` },
         h("div", { class: "graph-line" }, jump, marks),
-        h("div", { class: "muted clip graph-text", text: `${who}: ${s.first.text || "…"}` }));
+        h("div", { class: "muted clip graph-text" },
+          s.first.name ? h("span", { translate: "no", text: s.first.name }) : who, ": ",
+          h("span", { translate: "no", text: s.first.text || "…" })));
     });
     return h("div", { class: "graph", style: `--gutter: ${gutter}px` }, svg, h("ol", { class: "graph-rows" }, rows));
   }
