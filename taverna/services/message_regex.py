@@ -11,8 +11,11 @@ message's depth among the visible ones; the store keeps the original.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from taverna.engine.assembly.regex_scripts import RegexUse, regexed
 from taverna.engine.lorebook.regex_budget import TURN_REGEX_BUDGET, RegexBudget
@@ -22,7 +25,7 @@ from taverna.model.chat import Chat, Node, NodeRole, PathWindow
 from taverna.model.regex_script import RegexPlacement, RegexScript
 from taverna.services.active_settings import ACTIVE, SETTINGS_KIND
 from taverna.services.chats import ChatService, Rewrite
-from taverna.services.regex_library import RegexLayer, RegexLibrary
+from taverna.services.regex_library import CHARACTER_KIND, RegexLayer, RegexLibrary
 from taverna.store.repository import Store
 
 
@@ -55,20 +58,49 @@ def chat_scripts(store: Store, chat: Chat) -> ChatScripts:
     # A card is read only when its scripts are allowed (the same key the prompt uses).
     allowed = extensions.get("character_allowed_regex") if isinstance(extensions, Mapping) else None
     allowed = allowed if isinstance(allowed, list) else []
-    own = {
-        ref.name: _allowed(regexes, RegexLayer.CHARACTER, ref.document_id)
+    wanted = {
+        ref.document_id: ref.name
         for ref in chat.characters
         if ref.document_id and f"{ref.name}.png" in allowed
     }
+    own = {wanted[i]: scripts for i, scripts in _card_scripts(regexes, list(wanted)).items()}
     return ChatScripts(tuple(common), own)
 
 
-def _allowed(regexes: RegexLibrary, layer: RegexLayer, target: str) -> tuple[RegexScript, ...]:
+# Cards' own scripts, parsed once per card revision: a card is read (with its picture)
+# only when it changed, not on every message stored or window shown.
+_PARSED: OrderedDict[tuple[str, int, datetime | None], tuple[RegexScript, ...]] = OrderedDict()
+_PARSED_KEEP = 256
+_PARSED_LOCK = threading.Lock()
+
+
+def _card_scripts(regexes: RegexLibrary, ids: list[str]) -> dict[str, tuple[RegexScript, ...]]:
+    if not ids:
+        return {}
+    found: dict[str, tuple[RegexScript, ...]] = {}
+    for version in regexes.store.document_versions(CHARACTER_KIND, owner=regexes.owner, ids=ids):
+        key = (version.id, version.revision, version.updated)
+        with _PARSED_LOCK:
+            cached = _PARSED.get(key)
+        if cached is None:
+            cached = _allowed(regexes, RegexLayer.CHARACTER, version.id, check=False)
+            with _PARSED_LOCK:
+                _PARSED[key] = cached
+                while len(_PARSED) > _PARSED_KEEP:
+                    _PARSED.popitem(last=False)
+        found[version.id] = cached
+    return found
+
+
+def _allowed(
+    regexes: RegexLibrary, layer: RegexLayer, target: str, *, check: bool = True
+) -> tuple[RegexScript, ...]:
+    """A preset's or a card's scripts if they may run (`check=False`: already known)."""
     try:
         found = regexes.layer(layer, target)
     except TavernaError:  # the preset or card is gone, or holds a script that cannot be read
         return ()
-    return found.scripts if found.allowed else ()
+    return found.scripts if found.allowed or not check else ()
 
 
 def _placement(node: Node, *, slash: bool) -> RegexPlacement | None:

@@ -165,3 +165,18 @@ def test_disallowed_character_scripts_do_not_rewrite(chats: ChatService, store: 
     regexes.allow(RegexLayer.CHARACTER, aria, True)
     second = chats.append(chat_id, NodeRole.USER, "a", revision=first.chat.revision)
     assert second.node is not None and second.node.content == "b"
+
+
+def test_a_changed_card_script_is_used_at_once(chats: ChatService, store: SqlStore) -> None:
+    """The cards' parsed scripts are kept by card revision: an edit is seen at once."""
+    chat_id = _chat(chats)
+    aria = chats.get_chat(chat_id).characters[0].document_id
+    assert aria is not None
+    regexes = RegexLibrary(store)
+    regexes.allow(RegexLayer.CHARACTER, aria, True)
+    regexes.save(RegexLayer.CHARACTER, [rule("own", "/a/g", "b", [1])], target=aria)
+    first = chats.append(chat_id, NodeRole.USER, "a", revision=chats.get_chat(chat_id).revision)
+    assert first.node is not None and first.node.content == "b"
+    regexes.save(RegexLayer.CHARACTER, [rule("own", "/a/g", "c", [1])], target=aria)
+    second = chats.append(chat_id, NodeRole.USER, "a", revision=first.chat.revision)
+    assert second.node is not None and second.node.content == "c"
