@@ -125,7 +125,9 @@ def test_a_checkpoint_leaves_the_branch_where_it_was(  # type: ignore[no-untyped
     picker = page.locator(".branch-select")
     expect(picker).to_be_visible()
     expect(picker.locator("option:checked")).to_have_text(words["chat.no_branch"])
-    expect(picker.locator("option")).to_have_text([words["chat.no_branch"], "main (7)"])
+    # The first branch, "main", is named in the page's language.
+    main_option = f"{words['names.main_branch']} (7)"
+    expect(picker.locator("option")).to_have_text([words["chat.no_branch"], main_option])
     [main] = taverna.api("GET", f"/chats/{chat_id}/branches").json()
     assert (main["head_id"], main["length"], main["active"]) == (ids[-1], 7, False)
     shot(page, f"checkpoint-open-{size}")
@@ -137,7 +139,7 @@ def test_a_checkpoint_leaves_the_branch_where_it_was(  # type: ignore[no-untyped
     expect(picker).to_be_hidden()
     page.get_by_role("button", name=words["chat.redo"]).click()
     expect(items).to_have_count(4)
-    picker.select_option(label="main (7)")
+    picker.select_option(label=main_option)
     expect(items).to_have_count(7)
     expect(items.last).to_contain_text("Seven message 6.")
 
