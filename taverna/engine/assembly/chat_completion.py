@@ -164,7 +164,11 @@ def _prompt_collection(context: AssemblyContext, prepare: Callable[..., str]) ->
                     defined.injection_position,
                     defined.injection_depth,
                     defined.system_prompt,
-                    source=defined.identifier,
+                    # A custom slot's identifier is a UUID: the ledger names it as the
+                    # person did (built-in slots keep their identifier).
+                    source=(defined.name or defined.identifier)
+                    if not defined.system_prompt and not defined.marker
+                    else defined.identifier,
                     volatile=bool(_VOLATILE_MACRO.search(defined.content)),
                 )
             )

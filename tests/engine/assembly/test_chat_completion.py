@@ -280,6 +280,18 @@ def test_relative_custom_prompt_keeps_its_place_section_3_1() -> None:
     assert got[1] == ("user", "RULES for Seraphina", None)
 
 
+def test_a_custom_prompt_is_named_in_the_ledger_by_its_name() -> None:
+    """Beyond ST: the inspector shows a custom slot by the name the person gave it, not by
+    its identifier (a UUID in SillyTavern's files); built-in slots keep their identifier."""
+    custom = PromptSlot("0f6c1d2e-7a4b-4c55-9d3e-2b1a0c9d8e7f", "House rules", "user", "RULES")
+    order = list(default_prompt_order())
+    order.insert(1, PromptOrderItem(identifier=custom.identifier))
+    prompt = build(context(cc={"prompts": (*default_prompts(), custom), "order": tuple(order)}))
+    sources = [item.source for item in prompt.ledger.items]
+    assert "House rules" in sources and custom.identifier not in sources
+    assert "main" in sources
+
+
 def test_authors_note_after_main_when_in_prompt_section_3_3() -> None:
     """§3.3 step 5: a relative author's note goes right after (IN_PROMPT) the main prompt."""
     ctx = context(
