@@ -492,6 +492,16 @@ class StoredVector:
     vector: bytes
 
 
+@dataclass(frozen=True, slots=True)
+class NearMessage:
+    """A message found near a query by the store's own search: its depth in the tree and
+    its score (the dot product of its stored unit vector with the query: the cosine)."""
+
+    node_id: str
+    depth: int
+    score: float
+
+
 class VectorRepository(ABC):
     """Embeddings for recall by meaning: messages' per chat, other texts' by hash."""
 
@@ -507,6 +517,24 @@ class VectorRepository(ABC):
     @abstractmethod
     def message_vectors(self, chat_id: str, model: str, *, after: int = 0) -> list[StoredVector]:
         """The chat's vectors written after `seq` number `after`, in `seq` order."""
+
+    @abstractmethod
+    def vector_search(self) -> str:
+        """The database's own nearest-neighbour search: "sqlite-vec", "pgvector", or ""
+        (none: the caller searches the vectors itself)."""
+
+    @abstractmethod
+    def nearest_messages(
+        self, chat_id: str, model: str, query: bytes, *, below_depth: int, shortlist: int
+    ) -> tuple[list[NearMessage], bool] | None:
+        """The chat's messages above depth `below_depth` nearest the unit vector `query`
+        (float32 bytes), best first, at most `shortlist`, and whether these are all there
+        are (False: asking for a longer shortlist may find more). None when the database
+        has no search of its own (`vector_search()` is "")."""
+
+    @abstractmethod
+    def node_vectors(self, model: str, node_ids: Sequence[str]) -> dict[str, bytes]:
+        """The stored vectors of these messages (those embedded), by node id."""
 
     @abstractmethod
     def climb(self, chat_id: str, start: str, *, limit: int) -> list[tuple[str, int]]:

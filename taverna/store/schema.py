@@ -228,3 +228,14 @@ text_vectors = sa.Table(
     sa.Column("hash", sa.String(64), primary_key=True),
     sa.Column("vector", sa.LargeBinary, nullable=False),
 )
+
+# How far the database's own vector search has taken in each model's message vectors:
+# the highest `message_vectors.seq` indexed, and the vectors' dimensions (migration 0010;
+# see `taverna.store.sql.vector_index`).
+vector_indexes = sa.Table(
+    "vector_indexes",
+    metadata,
+    sa.Column("model", sa.String(64), primary_key=True),
+    sa.Column("dims", sa.Integer, nullable=False),
+    sa.Column("synced_seq", sa.Integer, nullable=False),
+)

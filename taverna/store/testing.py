@@ -25,10 +25,13 @@ def backends() -> list[str]:
 
 
 @contextmanager
-def temporary_store(backend: str, folder: Path) -> Iterator[SqlStore]:
-    """A fresh, migrated, empty store that is removed afterwards."""
+def temporary_store(
+    backend: str, folder: Path, *, vector_search: bool = True
+) -> Iterator[SqlStore]:
+    """A fresh, migrated, empty store that is removed afterwards (`vector_search=False`:
+    one that never uses the database's own vector search)."""
     if backend == "sqlite":
-        store = open_store(folder / "data", durability="normal")
+        store = open_store(folder / "data", durability="normal", vector_search=vector_search)
         try:
             yield store
         finally:
@@ -36,7 +39,7 @@ def temporary_store(backend: str, folder: Path) -> Iterator[SqlStore]:
         return
     url = os.environ[DATABASE_URL_ENV]
     schema = f"t_{uuid.uuid4().hex[:16]}"
-    store = open_store(url, schema=schema)
+    store = open_store(url, schema=schema, vector_search=vector_search)
     try:
         yield store
     finally:

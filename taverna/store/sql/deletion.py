@@ -21,6 +21,7 @@ from sqlalchemy.engine import Connection
 from taverna.store import schema as t
 from taverna.store.sql.base import SqlBase, update_live_chat
 from taverna.store.sql.contents import _drop_unused_texts
+from taverna.store.sql.vector_index import SQLITE_VEC, forget
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +102,18 @@ def _remove_rows(
     if table is t.nodes:
         return len(keys), set(conn.execute(statement.returning(t.nodes.c.content_hash)).scalars())
     conn.execute(statement)
+    if table is t.message_vectors and conn.dialect.name == "sqlite":
+        forget_indexed(conn, keys)
     return len(keys), set()
+
+
+def forget_indexed(conn: Connection, seqs: list[int]) -> None:
+    """Purged vectors leave sqlite-vec's tables too (where the extension is loaded)."""
+    try:
+        with conn.begin_nested():
+            forget(conn, SQLITE_VEC, seqs)
+    except sa.exc.DBAPIError:
+        pass  # no sqlite-vec in this process: the search's join skips what is left
 
 
 def _remove_some(conn: Connection, chat_id: str, budget: int) -> tuple[int, set[str]]:

@@ -70,19 +70,22 @@ def open_store(
     schema: str | None = None,
     durability: str = "full",
     clock: Callable[[], datetime] = _utcnow,
+    vector_search: bool = True,
 ) -> SqlStore:
     """Open (and migrate) a store: a data folder or `.db` path for SQLite, or a database URL.
 
     `schema` places the tables in a PostgreSQL schema of that name (created if
     missing). `durability="normal"` lets SQLite skip the fsync on commit: still
     consistent after a crash of the process, but a power cut may lose the newest
-    revisions.
+    revisions. `vector_search=False` keeps recall off the database's own
+    nearest-neighbour search (sqlite-vec, pgvector) where it has one: recall then
+    searches in the process, exactly.
     """
     text = str(target)
     if "://" in text:
         if text.startswith("sqlite"):
             path = Path(sa.engine.make_url(text).database or DB_FILE)
-            engine = _sqlite_engine(path, durability)
+            engine = _sqlite_engine(path, durability, vectors=vector_search)
         else:
             engine = _postgres_engine(text, schema)
         url = text
@@ -93,11 +96,13 @@ def open_store(
             path = path / DB_FILE
         else:
             private_folder(path.parent)
-        engine = _sqlite_engine(path, durability)
+        engine = _sqlite_engine(path, durability, vectors=vector_search)
         url = f"sqlite:///{path}"
     try:
         migrate(engine)
     except Exception:
         engine.dispose()
         raise
-    return SqlStore(engine, url=url, clock=clock, schema=schema)
+    store = SqlStore(engine, url=url, clock=clock, schema=schema)
+    store.vector_search_off = not vector_search
+    return store

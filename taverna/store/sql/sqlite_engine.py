@@ -11,21 +11,63 @@ own wait.
 The database holds every message: the file, its `-wal` and `-shm` companions (SQLite
 gives them the database's permissions) and the folder it is made in are the owner's
 alone.
+
+The driver is `sqlean` (sqlean-py: the standard library's sqlite3 module built on a
+recent SQLite that may load extensions), so that sqlite-vec is loaded into every
+connection and recall's nearest-neighbour search runs in the database. Where sqlean or
+sqlite-vec cannot be loaded, the standard library's driver is used and the log says
+recall searches in the process instead.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import threading
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+log = logging.getLogger(__name__)
+
 FILE_MODE = 0o600
 FOLDER_MODE = 0o700
+
+
+def _vector_driver() -> tuple[ModuleType, Any]:
+    """The DB-API module to open SQLite with and the sqlite-vec loader (None: none)."""
+    try:
+        import sqlean
+        import sqlite_vec
+    except ImportError as exc:
+        log.warning("sqlite-vec is not available (%s): recall searches in the process", exc)
+        return sqlite3, None
+    try:
+        probe = sqlean.connect(":memory:")
+        try:
+            probe.enable_load_extension(True)
+            sqlite_vec.load(probe)
+            probe.execute("SELECT vec_version()").fetchone()
+        finally:
+            probe.close()
+    except Exception as exc:
+        log.warning("sqlite-vec could not be loaded (%s): recall searches in the process", exc)
+        return sqlite3, None
+    return sqlean, sqlite_vec
+
+
+_DRIVER: list[tuple[ModuleType, Any]] = []  # found on first use
+
+
+def vector_driver() -> tuple[ModuleType, Any]:
+    """The driver and sqlite-vec loader, looked for once a process."""
+    if not _DRIVER:
+        _DRIVER.append(_vector_driver())
+    return _DRIVER[0]
 
 
 class WriteTurns:
@@ -35,8 +77,11 @@ class WriteTurns:
     ("database is locked"), so a stuck writer cannot hang the others for good.
     """
 
-    def __init__(self, patience: float = 30.0) -> None:
+    def __init__(
+        self, patience: float = 30.0, error: type[Exception] = sqlite3.OperationalError
+    ) -> None:
         self.patience = patience
+        self.error = error  # the driver's OperationalError
         self._changed = threading.Condition()
         self._next = 0  # the ticket the next writer draws
         self._serving = 0  # the ticket whose turn it is
@@ -49,7 +94,7 @@ class WriteTurns:
             ready = self._changed.wait_for(lambda: ticket == self._serving, self.patience)
             if not ready:
                 self._abandoned.add(ticket)
-                raise sqlite3.OperationalError("database is locked (waited for another write)")
+                raise self.error("database is locked (waited for another write)")
 
     def give_back(self) -> None:
         with self._changed:
@@ -60,8 +105,8 @@ class WriteTurns:
             self._changed.notify_all()
 
 
-def _connection_class(turns: WriteTurns) -> type[sqlite3.Connection]:
-    class TurnTaking(sqlite3.Connection):
+def _connection_class(turns: WriteTurns, base: type[Any]) -> type[Any]:
+    class TurnTaking(base):  # type: ignore[misc]
         """A connection that holds the engine's write turn from BEGIN IMMEDIATE until
         its COMMIT or ROLLBACK has finished."""
 
@@ -116,14 +161,17 @@ def private_database(path: Path) -> None:
             os.chmod(companion, FILE_MODE)
 
 
-def sqlite_engine(path: Path, durability: str) -> Engine:
+def sqlite_engine(path: Path, durability: str, *, vectors: bool = True) -> Engine:
     """An engine on a SQLite file: WAL, full sync on commit unless `durability` is
-    "normal", foreign keys on, writes in turns."""
+    "normal", foreign keys on, writes in turns; sqlite-vec loaded where it can be
+    (`vectors=False`: never)."""
     private_database(path)
-    turns = WriteTurns()
+    module, vec = vector_driver() if vectors else (sqlite3, None)
+    turns = WriteTurns(error=module.OperationalError)
     engine = sa.create_engine(
         f"sqlite:///{path}",
-        connect_args={"timeout": 30, "factory": _connection_class(turns)},
+        module=module,
+        connect_args={"timeout": 30, "factory": _connection_class(turns, module.Connection)},
     )
 
     @sa.event.listens_for(engine, "connect")
@@ -131,6 +179,10 @@ def sqlite_engine(path: Path, durability: str) -> Engine:
         # Take transactions into our own hands so BEGIN IMMEDIATE can be issued:
         # a write then holds the lock from its first statement (no upgrade deadlock).
         dbapi_connection.isolation_level = None
+        if vec is not None:
+            dbapi_connection.enable_load_extension(True)
+            vec.load(dbapi_connection)
+            dbapi_connection.enable_load_extension(False)
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")

@@ -1,25 +1,87 @@
 """Stored embeddings: each message's vector per model, and other texts' by hash.
 
-The vectors are plain float32 bytes in an ordinary table on both databases; the search
-itself runs over a chat's vectors held in memory by the recall service (see
-`taverna.services.recall`), which reads only the rows written since it last looked.
+The vectors are plain float32 bytes in an ordinary table on both databases, the record.
+Where the database has a nearest-neighbour search (sqlite-vec, pgvector: see
+`vector_index`), every write indexes them too and recall asks the database; without one
+(or with `vector_search_off`), recall searches a chat's vectors held in memory (see
+`taverna.services.recall`), reading only the rows written since it last looked.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 
 import sqlalchemy as sa
 
 from taverna.store import schema as t
-from taverna.store.repository import DueMessage, StoredVector
+from taverna.store.repository import DueMessage, NearMessage, StoredVector
+from taverna.store.sql import vector_index
 from taverna.store.sql.base import SqlBase
+
+log = logging.getLogger(__name__)
 
 _CHUNK = 500
 
 
 class SqlVectors(SqlBase):
     """Message and text vectors."""
+
+    vector_search_off: bool = False  # set by `open_store(vector_search=False)`
+    _search: tuple[str, str] | None = None  # (kind, pgvector's schema), found on first use
+
+    def _search_kind(self) -> tuple[str, str]:
+        if self._search is None:
+            found = ("", "") if self.vector_search_off else vector_index.detect(self.engine)
+            if not found[0] and not self.vector_search_off:
+                log.warning(
+                    "the database has no vector search (%s): recall searches in the process",
+                    "sqlite-vec not loaded"
+                    if self.engine.dialect.name == "sqlite"
+                    else "pgvector not available",
+                )
+            self._search = found
+        return self._search
+
+    def vector_search(self) -> str:
+        return self._search_kind()[0]
+
+    def nearest_messages(
+        self, chat_id: str, model: str, query: bytes, *, below_depth: int, shortlist: int
+    ) -> tuple[list[NearMessage], bool] | None:
+        kind, schema = self._search_kind()
+        if not kind:
+            return None
+        with self._read() as conn:
+            late = vector_index.behind(conn, model)
+        if late:  # rows written without the index (another process, say): take them in
+            with self.engine.begin() as conn:
+                vector_index.sync(conn, kind, schema, model)
+        with self._read() as conn:
+            return vector_index.nearest(
+                conn,
+                kind,
+                schema,
+                chat_id,
+                model,
+                query,
+                below_depth=below_depth,
+                shortlist=shortlist,
+            )
+
+    def node_vectors(self, model: str, node_ids: Sequence[str]) -> dict[str, bytes]:
+        v = t.message_vectors
+        found: dict[str, bytes] = {}
+        ids = sorted(set(node_ids))
+        with self._read() as conn:
+            for start in range(0, len(ids), _CHUNK):
+                rows = conn.execute(
+                    sa.select(v.c.node_id, v.c.vector).where(
+                        v.c.model == model, v.c.node_id.in_(ids[start : start + _CHUNK])
+                    )
+                )
+                found.update((i, bytes(b)) for i, b in rows)
+        return found
 
     def messages_due(self, model: str, *, limit: int) -> list[DueMessage]:
         n, v, c = t.nodes, t.message_vectors, t.contents
@@ -64,11 +126,15 @@ class SqlVectors(SqlBase):
         self, conn: sa.Connection, model: str, rows: Sequence[tuple[DueMessage, bytes]]
     ) -> int:
         v = t.message_vectors
+        kind, schema = self._search_kind()
         ids = [due.node_id for due, _ in rows]
         for start in range(0, len(ids), _CHUNK):
-            conn.execute(
-                v.delete().where(v.c.model == model, v.c.node_id.in_(ids[start : start + _CHUNK]))
+            gone = conn.execute(
+                v.delete()
+                .where(v.c.model == model, v.c.node_id.in_(ids[start : start + _CHUNK]))
+                .returning(v.c.seq)
             )
+            vector_index.forget(conn, kind, list(gone.scalars()))
         conn.execute(
             v.insert(),
             [
@@ -82,6 +148,8 @@ class SqlVectors(SqlBase):
                 for due, vector in rows
             ],
         )
+        if kind:
+            vector_index.sync(conn, kind, schema, model)
         return len(rows)
 
     def message_vectors(self, chat_id: str, model: str, *, after: int = 0) -> list[StoredVector]:
