@@ -32,8 +32,9 @@ _TAIL_SQL = f"""
         WHERE w.seen < :limit
     )
     SELECT {_RAW_NODE_SQL}, c.text FROM walk w
-    JOIN nodes n ON n.id = w.id
+    CROSS JOIN nodes n  -- the walk outside, on either database (see `paths`)
     JOIN contents c ON c.hash = n.content_hash
+    WHERE n.id = w.id
     ORDER BY n.depth
 """
 _TAIL = sa.text(_TAIL_SQL)  # built once: every turn runs it
