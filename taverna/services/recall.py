@@ -4,11 +4,14 @@
   that reads, from the store, the messages with no vector of their current text. The
   backlog is the store's own state, so a crash loses nothing: the next start embeds what
   was not saved. `EmbeddingBacklog` runs it on a thread of its own.
-- **Search.** Each turn the last `query` messages' vectors, averaged, are the query; the
-  chat's vectors are held in memory per process (`ChatVectors`, reading only rows added
-  since) and searched exactly. A hit counts only when it is on the active path (its
-  depth's node on the path is itself: `PathIndex`), above the turn's window, and neither
-  hidden nor deleted as stored now. So a branch never recalls a sibling's messages.
+- **Search.** Each turn the last `query` messages' vectors, averaged, are the query. The
+  database searches where it can (sqlite-vec, pgvector: `Store.nearest_messages`), for a
+  shortlist above the turn's window, made longer while too few of it qualify; nothing
+  of the chat is loaded. Without such a search the chat's vectors are held in memory per
+  process (`ChatVectors`, reading only rows added since) and searched exactly. A hit
+  counts only when it is on the active path (its depth's node on the path is itself:
+  `PathIndex`), above the turn's window, and neither hidden nor deleted as stored now.
+  So a branch never recalls a sibling's messages.
 - **Lorebook entries marked vectorized** are embedded once per text (stored by hash) and
   activate when near the same query, up to `max_entries`, above `score_threshold`.
 
@@ -55,6 +58,10 @@ CLIMB_STEP = 256
 # this many rows by sign bits is scored exactly at a time (see `ChatVectors`).
 EXACT_ROWS = 20_000
 SHORTLIST = 1024
+# The database's search is first asked for this many rows per message wanted (a
+# sibling's or a hidden message takes a place too), at least `STORE_SHORTLIST`.
+STORE_SHORTLIST = 64
+SHORTLIST_PER_WANTED = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -495,10 +502,11 @@ class RecallService:
     # ------------------------------------------------------------------- a turn
 
     def query_vector(
-        self, config: RecallConfig, vectors: ChatVectors, recent: Sequence[Node]
+        self, config: RecallConfig, vectors: ChatVectors | None, recent: Sequence[Node]
     ) -> Vectors | None:
         """The mean of the last `query` non-empty visible messages' vectors (those not yet
-        embedded are embedded now, kept in memory only)."""
+        embedded are embedded now, kept in memory only). `vectors` None: the stored
+        vectors are read from the store."""
         embedder = self.embedder(config)
         picked = [
             n for n in reversed(recent) if not n.hidden and not n.deleted and n.content.strip()
@@ -506,9 +514,16 @@ class RecallService:
         picked = picked[: config.query]
         if not picked:
             return None
+        saved: dict[str, bytes] = {}
+        if vectors is None:
+            saved = self.store.node_vectors(embedder.model, [n.id for n in picked])
         rows = []
         for node in picked:
-            stored = vectors.vector(node.id)
+            if vectors is None:
+                raw = saved.get(node.id)
+                stored = None if raw is None else np.frombuffer(raw, dtype=np.float32)
+            else:
+                stored = vectors.vector(node.id)
             if stored is None:
                 stored = self._text_vector(embedder, embedded_text(node.speaker, node.content))
             rows.append(stored)
@@ -529,7 +544,8 @@ class RecallService:
             return None
         with self.lock, single_threaded():
             embedder = self.embedder(config)
-            vectors = self.chat_vectors(chat_id, embedder.model)
+            in_store = bool(self.store.vector_search())
+            vectors = None if in_store else self.chat_vectors(chat_id, embedder.model)
             query = self.query_vector(config, vectors, recent)
             if query is None:
                 return None
@@ -539,7 +555,9 @@ class RecallService:
                 if config.enabled_world_info and books
                 else {}
             )
-        return TurnRecall(self, config, chat_id, leaf, vectors, path, query, entries)
+        return TurnRecall(
+            self, config, chat_id, leaf, embedder.model, vectors, path, query, entries
+        )
 
     def _entry_scores(
         self,
@@ -586,7 +604,8 @@ class TurnRecall:
     config: RecallConfig
     chat_id: str
     leaf: str | None
-    vectors: ChatVectors
+    model: str
+    vectors: ChatVectors | None  # None: the store searches
     path: PathIndex | None
     query: Vectors
     entry_scores: dict[tuple[str, int], float]
@@ -625,6 +644,8 @@ class TurnRecall:
                 picked.append(RecalledMessage(node_id, node.speaker, node.content, score))
             hits.clear()
 
+        if vectors is None:
+            return self._store_messages(below, want)
         for row, score in vectors.ranked(self.query, below):
             node_id = vectors.ids[row]
             if not self.path.holds(node_id, int(vectors.depths[row])):
@@ -638,3 +659,36 @@ class TurnRecall:
             check()
         out = picked
         return tuple(out)
+
+    def _store_messages(self, below: int, want: int) -> tuple[RecalledMessage, ...]:
+        """The store's search: a shortlist, made four times longer while too few of it are
+        on the path, visible and live (and more rows are there to offer)."""
+        assert self.path is not None
+        store = self.service.store
+        query = to_bytes(self.query)
+        shortlist = max(STORE_SHORTLIST, want * SHORTLIST_PER_WANTED)
+        while True:
+            found = store.nearest_messages(
+                self.chat_id, self.model, query, below_depth=below, shortlist=shortlist
+            )
+            if found is None:
+                return ()
+            near, complete = found
+            on_path = [h for h in near if self.path.holds(h.node_id, h.depth)]
+            picked: list[RecalledMessage] = []
+            # Hidden or deleted as stored now, and the text: read a few hits at a time.
+            for start in range(0, len(on_path), want):
+                group = on_path[start : start + want]
+                nodes = {n.id: n for n in store.get_nodes(self.chat_id, [h.node_id for h in group])}
+                for hit in group:
+                    node = nodes.get(hit.node_id)
+                    if node is None or node.hidden or node.deleted:
+                        continue
+                    picked.append(
+                        RecalledMessage(hit.node_id, node.speaker, node.content, hit.score)
+                    )
+                    if len(picked) >= want:
+                        return tuple(picked)
+            if complete:
+                return tuple(picked)
+            shortlist *= 4

@@ -46,9 +46,15 @@ def embedder() -> LocalEmbedder:
     return LocalEmbedder()
 
 
-@pytest.fixture(params=backends())
+# Each database with its own vector search (sqlite-vec, pgvector where the server has it)
+# and with the search in the process (exact), forced.
+SEARCHES = [(b, True) for b in backends()] + [(b, False) for b in backends()]
+
+
+@pytest.fixture(params=SEARCHES, ids=lambda p: f"{p[0]}-{'store' if p[1] else 'exact'}")
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlStore]:
-    with temporary_store(request.param, tmp_path) as opened:
+    backend, search = request.param
+    with temporary_store(backend, tmp_path, vector_search=search) as opened:
         yield opened
 
 
