@@ -1,4 +1,5 @@
-// A chat's own settings: the author's note and the summary (state on the path), the
+// A chat's own settings: the author's note and the summary (state on the path), recall by
+// meaning's settings (the person's, shown beside the summary), the
 // chat's lorebook and the Quick Reply sets it offers besides the global ones, and its
 // variables where the branch being read ends (editing them records new state there; other
 // branches keep theirs).
@@ -9,6 +10,7 @@ import { t } from "../i18n.js";
 import { roleLabel } from "../labels.js";
 import { fieldForm } from "../form.js";
 import { summarySection } from "./summary.js";
+import { recallSection } from "./recall.js";
 
 const ROLES = () => [[0, roleLabel("system")], [1, roleLabel("user")], [2, roleLabel("assistant")]];
 const count = { empty: 0, attrs: { min: "0", step: "1" } };
@@ -57,6 +59,7 @@ export async function openChatSettings(chatId, revision, onSaved) {
     revision = answer.revision;
     onSaved({ revision, summary: true });
   });
+  const recallParts = await recallSection();
   const note = settings.authors_note || { prompt: "", interval: 1, depth: 4, position: 1, role: 0 };
   // The note's text, then its numbers side by side.
   const text = fieldForm([["prompt", "text", { rows: 5, label: t("settings.note_text") }]], note, { prefix: "an", shownOnly: true });
@@ -86,6 +89,7 @@ export async function openChatSettings(chatId, revision, onSaved) {
       onSaved({ revision });
     } }),
     ...summaryParts,
+    ...recallParts,
     h("h3", { text: t("settings.chat_lorebook") }),
     book,
     h("button", { type: "button", text: t("settings.save_lorebook"), onClick: async () => {

@@ -1,0 +1,115 @@
+"""Recall's settings as a person reads and changes them: SillyTavern's
+`extension_settings.vectors` of the active settings, under its names.
+
+A change names only the keys it changes; the others, SillyTavern's keys this product
+does not use among them, are kept. A value of the wrong kind is refused with the key
+named, and nothing is stored.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from taverna.errors import FormatError
+from taverna.model.injection import ExtensionPosition, InjectionRole
+from taverna.services.active_settings import ACTIVE, SETTINGS_KIND, set_active
+from taverna.services.recall import RecallConfig, recall_config
+from taverna.store.repository import Store
+
+EXTENSION_SETTINGS = "extension_settings"
+SOURCES = ("transformers", "openai")  # the bundled model; an OpenAI-compatible API
+
+_FLAGS = ("enabled_chats", "enabled_world_info", "include_wi")
+_COUNTS = ("query", "insert", "protect", "depth", "budget", "max_entries")
+_TEXTS = ("template", "alt_endpoint_url", "openai_model")
+
+
+def _raw(store: Store, owner: str) -> dict[str, Any]:
+    docs = store.find_documents(SETTINGS_KIND, name=ACTIVE, owner=owner)
+    extensions = docs[-1].data.get(EXTENSION_SETTINGS) if docs else None
+    vectors = extensions.get("vectors") if isinstance(extensions, Mapping) else None
+    return dict(vectors) if isinstance(vectors, Mapping) else {}
+
+
+def to_st(config: RecallConfig) -> dict[str, Any]:
+    """The settings in force, under SillyTavern's names."""
+    placement = config.placement
+    return {
+        "enabled_chats": config.enabled_chats,
+        "enabled_world_info": config.enabled_world_info,
+        "source": config.source,
+        "alt_endpoint_url": config.endpoint,
+        "openai_model": config.model,
+        "template": placement.template,
+        "position": int(placement.position),
+        "depth": placement.depth,
+        "depth_role": int(placement.role),
+        "insert": placement.insert,
+        "query": config.query,
+        "protect": config.protect,
+        "budget": placement.budget,
+        "score_threshold": config.score_threshold,
+        "include_wi": placement.include_wi,
+        "max_entries": config.max_entries,
+    }
+
+
+def read_recall_settings(store: Store, owner: str = "") -> dict[str, Any]:
+    """The person's recall settings in force (defaults for what was never set)."""
+    return to_st(recall_config({EXTENSION_SETTINGS: {"vectors": _raw(store, owner)}}))
+
+
+def _check(changes: Mapping[str, Any]) -> None:
+    for key, value in changes.items():
+        if key in _FLAGS and not isinstance(value, bool):
+            raise FormatError(f"{key} must be true or false", field=key)
+        if key in _COUNTS and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise FormatError(f"{key} must be a whole number, 0 or more", field=key)
+        if key in _TEXTS and not isinstance(value, str):
+            raise FormatError(f"{key} must be a text", field=key)
+    if "query" in changes and changes["query"] < 1:
+        raise FormatError("query must be 1 or more", field="query")
+    if "source" in changes and changes["source"] not in SOURCES:
+        raise FormatError(f"source must be one of {', '.join(SOURCES)}", field="source")
+    if "position" in changes and (
+        isinstance(changes["position"], bool)
+        or changes["position"] not in {int(p) for p in ExtensionPosition}
+    ):
+        raise FormatError("position must be -1, 0, 1 or 2", field="position")
+    if "depth_role" in changes and (
+        isinstance(changes["depth_role"], bool)
+        or changes["depth_role"] not in {int(r) for r in InjectionRole}
+    ):
+        raise FormatError("depth_role must be 0, 1 or 2", field="depth_role")
+    if "score_threshold" in changes:
+        value = changes["score_threshold"]
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+            or not -1 <= value <= 1
+        ):
+            raise FormatError(
+                "score_threshold must be a number from -1 to 1", field="score_threshold"
+            )
+    url = changes.get("alt_endpoint_url")
+    if url and not str(url).startswith(("http://", "https://")):
+        raise FormatError(
+            "alt_endpoint_url must start with http:// or https://", field="alt_endpoint_url"
+        )
+
+
+def change_recall_settings(
+    store: Store, changes: Mapping[str, Any], owner: str = ""
+) -> dict[str, Any]:
+    """Change some recall settings (SillyTavern's names); the settings in force after."""
+    _check(changes)
+    merged = {**_raw(store, owner), **changes}
+    docs = store.find_documents(SETTINGS_KIND, name=ACTIVE, owner=owner)
+    extensions = docs[-1].data.get(EXTENSION_SETTINGS) if docs else None
+    part = dict(extensions) if isinstance(extensions, Mapping) else {}
+    part["vectors"] = merged
+    set_active(store, EXTENSION_SETTINGS, part, owner)
+    return read_recall_settings(store, owner)
