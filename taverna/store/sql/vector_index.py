@@ -34,6 +34,10 @@ SQLITE_VEC = "sqlite-vec"
 PGVECTOR = "pgvector"
 _SYNC_CHUNK = 2000
 _IN_CHUNK = 500
+# Built once: a search runs it every turn.
+_RECORDS = sa.select(
+    t.message_vectors.c.seq, t.message_vectors.c.node_id, t.message_vectors.c.vector
+).where(t.message_vectors.c.seq.in_(sa.bindparam("seqs", expanding=True)))
 
 
 def knn_table(model: str) -> str:
@@ -216,30 +220,25 @@ def nearest(
         hits = [NearMessage(i, int(d), float(s)) for i, d, s in rows]
         return hits, len(rows) < shortlist
     table = knn_table(model)
-    exists = conn.exec_driver_sql("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).scalar()
-    if not exists:
-        return [], True
-    found = conn.execute(
-        sa.text(
-            f"SELECT rowid, depth FROM {table} WHERE embedding MATCH vec_quantize_binary(:q)"
-            " AND k = :k AND chat_id = :chat AND depth < :below"
-        ),
-        {"q": query, "k": shortlist, "chat": chat_id, "below": below_depth},
-    ).all()
+    try:
+        found = conn.execute(
+            sa.text(
+                f"SELECT rowid, depth FROM {table} WHERE embedding MATCH vec_quantize_binary(:q)"
+                " AND k = :k AND chat_id = :chat AND depth < :below"
+            ),
+            {"q": query, "k": shortlist, "chat": chat_id, "below": below_depth},
+        ).all()
+    except sa.exc.OperationalError as exc:
+        if "no such table" in str(exc):  # nothing of this model indexed yet
+            return [], True
+        raise
     depths = {int(s): int(d) for s, d in found}
     if not depths:
         return [], True
-    mv = t.message_vectors
     records: list[Any] = []
     seqs = sorted(depths)
     for start in range(0, len(seqs), _IN_CHUNK):
-        records.extend(
-            conn.execute(
-                sa.select(mv.c.seq, mv.c.node_id, mv.c.vector).where(
-                    mv.c.seq.in_(seqs[start : start + _IN_CHUNK])
-                )
-            ).all()
-        )
+        records.extend(conn.execute(_RECORDS, {"seqs": seqs[start : start + _IN_CHUNK]}).all())
     q = np.frombuffer(query, dtype=np.float32)
     if records:
         matrix = np.vstack([np.frombuffer(bytes(v), dtype=np.float32) for _, _, v in records])

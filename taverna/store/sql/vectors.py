@@ -53,10 +53,21 @@ class SqlVectors(SqlBase):
         if not kind:
             return None
         with self._read() as conn:
-            late = vector_index.behind(conn, model)
-        if late:  # rows written without the index (another process, say): take them in
-            with self.engine.begin() as conn:
-                vector_index.sync(conn, kind, schema, model)
+            # One read for the usual case: the index is up to date.
+            if not vector_index.behind(conn, model):
+                return vector_index.nearest(
+                    conn,
+                    kind,
+                    schema,
+                    chat_id,
+                    model,
+                    query,
+                    below_depth=below_depth,
+                    shortlist=shortlist,
+                )
+        # Rows written without the index (another process, say): take them in first.
+        with self.engine.begin() as conn:
+            vector_index.sync(conn, kind, schema, model)
         with self._read() as conn:
             return vector_index.nearest(
                 conn,
