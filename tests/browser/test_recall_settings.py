@@ -40,9 +40,7 @@ def test_recall_settings_are_changed_in_the_page(  # type: ignore[no-untyped-def
         drawer = page.locator("#chat-settings")
         expect(drawer.get_by_role("heading", name=words["title"])).to_be_visible()
         drawer.locator("details.recall-settings > summary").click()
-        expect(drawer.locator("details.recall-settings > summary")).to_have_text(
-            words["settings"]
-        )
+        expect(drawer.locator("details.recall-settings > summary")).to_have_text(words["settings"])
         # The API's fields show only once the API is chosen.
         expect(drawer.locator("#recall-alt_endpoint_url")).to_be_hidden()
         drawer.locator("#recall-enabled_chats").check()
