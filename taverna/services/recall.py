@@ -27,7 +27,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -62,6 +62,8 @@ SHORTLIST = 1024
 # sibling's or a hidden message takes a place too), at least `STORE_SHORTLIST`.
 STORE_SHORTLIST = 64
 SHORTLIST_PER_WANTED = 8
+# The longest shortlist asked for (sqlite-vec answers at most 4,096 rows a search).
+STORE_SHORTLIST_MAX = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -406,7 +408,16 @@ class PathIndex:
         self.leaf: str | None = None
         self.ids: list[str] = []
 
-    def follow(self, store: Store, leaf: str | None) -> None:
+    def follow(
+        self, store: Store, leaf: str | None, parents: Mapping[str, str | None] = {}
+    ) -> None:
+        """Hold the path that ends at `leaf`. A turn's end may be a message not stored yet
+        (the one being sent): `parents` (id -> parent id, from the turn's own messages)
+        then leads to its nearest stored ancestor, which holds the same path above it."""
+        if leaf == self.leaf:
+            return
+        while leaf is not None and leaf in parents and not store.climb(self.chat_id, leaf, limit=1):
+            leaf = parents[leaf] or None
         if leaf == self.leaf:
             return
         if leaf is None:
@@ -480,14 +491,16 @@ class RecallService:
         found.refresh(self.store)
         return found
 
-    def path(self, chat_id: str, leaf: str | None) -> PathIndex:
+    def path(
+        self, chat_id: str, leaf: str | None, parents: Mapping[str, str | None] = {}
+    ) -> PathIndex:
         found = self._paths.get(chat_id)
         if found is None:
             found = self._paths[chat_id] = PathIndex(chat_id)
             while len(self._paths) > CHATS_KEPT:
                 self._paths.popitem(last=False)
         self._paths.move_to_end(chat_id)
-        found.follow(self.store, leaf)
+        found.follow(self.store, leaf, parents)
         return found
 
     def _text_vector(self, embedder: Embedder, text: str) -> Vectors:
@@ -549,14 +562,15 @@ class RecallService:
             query = self.query_vector(config, vectors, recent)
             if query is None:
                 return None
-            path = self.path(chat_id, leaf) if config.enabled_chats else None
+            parents = {n.id: n.parent_id for n in recent}
+            path = self.path(chat_id, leaf, parents) if config.enabled_chats else None
             entries = (
                 self._entry_scores(config, embedder, query, books)
                 if config.enabled_world_info and books
                 else {}
             )
         return TurnRecall(
-            self, config, chat_id, leaf, embedder.model, vectors, path, query, entries
+            self, config, chat_id, leaf, embedder.model, vectors, path, query, entries, parents
         )
 
     def _entry_scores(
@@ -609,6 +623,7 @@ class TurnRecall:
     path: PathIndex | None
     query: Vectors
     entry_scores: dict[tuple[str, int], float]
+    parents: dict[str, str | None] = field(default_factory=dict)  # the turn's own messages
 
     def entries_only(self) -> RecallInput:
         """The vectorized lorebook entries alone (no message recalled)."""
@@ -623,7 +638,7 @@ class TurnRecall:
             # Another turn (of this chat, on another branch perhaps) may have moved the
             # shared path index or read new vectors since: set it to this turn's end again.
             with self.service.lock, single_threaded():
-                self.path = self.service.path(self.chat_id, self.leaf)
+                self.path = self.service.path(self.chat_id, self.leaf, self.parents)
                 messages = self._messages(first_depth, placement.insert * 3)
         return RecallInput(placement, messages, dict(self.entry_scores))
 
@@ -689,6 +704,6 @@ class TurnRecall:
                     )
                     if len(picked) >= want:
                         return tuple(picked)
-            if complete:
+            if complete or shortlist >= STORE_SHORTLIST_MAX:
                 return tuple(picked)
-            shortlist *= 4
+            shortlist = min(shortlist * 4, STORE_SHORTLIST_MAX)

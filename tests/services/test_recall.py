@@ -471,3 +471,27 @@ def test_sillytavern_vector_settings_import_and_turn_recall_on(store: SqlStore) 
     assert config.placement.position.value == 1 and config.placement.depth == 4
     assert (config.placement.insert, config.query, config.max_entries) == (5, 3, 2)
     assert config.score_threshold == config.placement.score_threshold == 0.3
+
+
+def test_a_turn_whose_end_is_not_stored_yet_recalls_from_its_path(
+    store: SqlStore, embedder: LocalEmbedder
+) -> None:
+    """The message being sent is the turn's end before it is stored: recall holds the
+    path of its stored parent (and keeps doing so for the next turns)."""
+    from taverna.model.chat import Node, new_id
+
+    chat_id = _chat(store, [(NodeRole.USER, DRAGON), (NodeRole.ASSISTANT, LIGHTHOUSE)], 30)
+    EmbeddingBacklog(store, lambda: embedder).drain()
+    service = RecallService(store, lambda config: embedder)
+    config = recall_config({"extension_settings": {"vectors": {"enabled_chats": True, "query": 1}}})
+    for _ in range(2):
+        chat = store.get_chat(chat_id)
+        tail = list(store.path_tail(chat_id, chat.active_leaf_id or "", limit=5).nodes)
+        pending = Node(
+            new_id(), chat_id, chat.active_leaf_id, NodeRole.USER, "Where did the red dragon fly?"
+        )
+        found = service.for_turn(config, chat_id, pending.id, [*tail, pending])
+        assert found is not None
+        recalled = {m.id: m.text for m in found.for_window(tail[0].depth).messages}
+        assert any("dragon burned the mill" in text for text in recalled.values())
+        _ask(store, chat_id, "And then?")
