@@ -26,6 +26,10 @@ restarted before each chat size, so every size starts with a cold process. Per s
   apart, as a person's are (the last turn's follow-ups done);
 - the server's resident memory (VmRSS at rest after the measurements, VmHWM the peak).
 
+With `--recall`, recall by meaning is on and every stored message has a vector (as if the
+embedding backlog were done); the messages the measured turns add are embedded by the
+server itself with the bundled model. Compare with a run without it.
+
 With Debian's Chromium (/usr/bin/chromium) and Playwright present, a 20,000-message chat
 is opened in the page: time from navigation until the last message is visible, the DOM's
 node count, and the time from a click on the last reply's candidate arrows (‹ then ›,
@@ -72,6 +76,7 @@ if str(ROOT) not in sys.path:
 from starlette.requests import Request  # noqa: E402
 
 from taverna.model.chat import CharacterRef, Node, NodeRole, new_id  # noqa: E402
+from taverna.services.active_settings import set_active  # noqa: E402
 from taverna.services.chats import ChatService  # noqa: E402
 from taverna.services.editing import set_chat_lorebook  # noqa: E402
 from taverna.services.library import LibraryKind, LibraryService  # noqa: E402
@@ -248,11 +253,34 @@ def build_chat(
     return BuiltChat(chat.id, size, last_parent)
 
 
+RECALL_ON = {"enabled_chats": True, "insert": 3, "query": 2, "budget": 400}
+
+
+def store_recall_vectors(store: Store, rng: random.Random) -> int:
+    """Recall on, and a vector stored for every message as if the backlog had embedded them
+    all: unit vectors drawn from a pool of 1,000 (a search costs the same whatever the
+    vectors mean; embedding 100,000 messages would take hours). How many were stored."""
+    import numpy as np
+
+    from taverna.providers.embeddings import LOCAL_MODEL
+
+    set_active(store, "extension_settings", {"vectors": RECALL_ON})
+    generator = np.random.default_rng(rng.randrange(1 << 30))
+    pool = generator.standard_normal((1000, 512)).astype(np.float32)
+    pool /= np.linalg.norm(pool, axis=1, keepdims=True)
+    stored = 0
+    while due := store.messages_due(LOCAL_MODEL, limit=5000):
+        rows = [(d, pool[rng.randrange(len(pool))].tobytes()) for d in due]
+        stored += store.save_message_vectors(LOCAL_MODEL, rows)
+    return stored
+
+
 def build_library(
-    data: Path, sizes: list[int], browser_size: int | None, seed: int
+    data: Path, sizes: list[int], browser_size: int | None, seed: int, recall: bool = False
 ) -> tuple[dict[int, BuiltChat], list[str], dict[str, float]]:
     """Write the library into `data` (no server running): the chats by size, the bound
-    book's keys, and how long each part took."""
+    book's keys, and how long each part took. `recall`: recall by meaning on, every
+    message's vector stored."""
     rng = random.Random(seed)
     timings: dict[str, float] = {}
     started = time.perf_counter()
@@ -277,6 +305,10 @@ def build_library(
             began = time.perf_counter()
             chats[size] = build_chat(ws.store, card.id, book_ids[BOUND_BOOK], size, texts)
             timings[f"build_chat_{size}_s"] = time.perf_counter() - began
+        if recall:
+            began = time.perf_counter()
+            store_recall_vectors(ws.store, rng)
+            timings["store_recall_vectors_s"] = time.perf_counter() - began
     finally:
         ws.close()
     timings["build_total_s"] = time.perf_counter() - started
@@ -776,6 +808,12 @@ def main() -> None:
     parser.add_argument("--switches", type=int, default=6)
     parser.add_argument("--no-browser", action="store_true")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--recall",
+        action="store_true",
+        help="recall by meaning on (every stored message with a vector; the messages the "
+        "turns add are embedded by the server with the bundled model), to compare with off",
+    )
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
     skipped = "--no-browser" if args.no_browser else browser_available()
@@ -795,7 +833,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="taverna-turn-") as tmp:
         data = Path(tmp) / "data"
         log(f"building the library ({', '.join(f'{s:,}' for s in sizes)} messages) ...")
-        chats, keys, timings = build_library(data, sizes, browser_size, args.seed)
+        chats, keys, timings = build_library(data, sizes, browser_size, args.seed, args.recall)
+        figures["recall"] = args.recall
         figures.update({k: round(v, 2) for k, v in timings.items()})
         log(f"  built in {timings['build_total_s']:.1f} s")
         server = TavernaServer(data, Path(tmp) / "serve.log")
