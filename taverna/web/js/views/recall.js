@@ -45,7 +45,7 @@ export async function recallSection() {
   return [
     h("h3", { text: t("recall.title") }),
     h("p", { class: "muted", text: t("recall.help") }),
-    h("details", { class: "recall-settings summary-settings" },
+    h("details", { class: "recall-settings" },
       h("summary", { text: t("recall.settings") }),
       form,
       h("button", { type: "button", class: "primary", id: "recall-settings-save", text: t("common.save"), onClick: async () => {
