@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from enum import StrEnum
+from functools import lru_cache
 
 from taverna.engine.lorebook.jsregex import JsRegex, compile_js_regex
 from taverna.engine.lorebook.regex_budget import REGEX_SCRIPT, RegexBudget
@@ -59,11 +60,13 @@ def find_pattern(script: RegexScript, substitute: Substitute) -> str:
     return script.find_regex  # 0, or a number SillyTavern does not know
 
 
+@lru_cache(maxsize=1024)
 def regex_from_string(text: str) -> tuple[JsRegex, bool] | None:
     """SillyTavern `regexFromString`: `/body/flags` or a bare pattern; and whether it is global.
 
     Invalid flag letters make the whole text the pattern; a pattern JavaScript cannot
-    compile gives None (the script then does nothing).
+    compile gives None (the script then does nothing). Compiled once per text (SillyTavern
+    keeps a cache of compiled scripts too): a chat's scripts run on every message.
     """
     shape = _SHAPE.match(text)
     if shape is None:
