@@ -86,7 +86,16 @@ def test_a_chat_turn_streams_a_reply_from_the_model(client: TestClient, chat_id:
 
 def test_continue_swipe_and_impersonate(client: TestClient, chat_id: str) -> None:
     assert reply(client, chat_id, kind="normal", text="Tell me a story.")[-1][0] == "done"
-    before = client.get(f"/api/chats/{chat_id}").json()["messages"][-1]["content"]
+    # The reply cut mid-sentence, so the model has something to continue (a finished
+    # reply may rightly be continued by nothing at all).
+    chat = client.get(f"/api/chats/{chat_id}").json()
+    last = chat["messages"][-1]
+    before = "Once upon a time, in a harbour town, there lived a"
+    edited = client.patch(
+        f"/api/chats/{chat_id}/messages/{last['id']}",
+        json={"content": before, "revision": chat["revision"]},
+    )
+    assert edited.status_code == 200, edited.text
     assert reply(client, chat_id, kind="continue")[-1][0] == "done"
     after = client.get(f"/api/chats/{chat_id}").json()["messages"][-1]
     assert after["content"].startswith(before) and len(after["content"]) > len(before)
