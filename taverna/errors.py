@@ -97,3 +97,19 @@ class StaleRevision(Conflict):
 
 class ProviderError(TavernaError):
     """A model API failed or refused a request."""
+
+
+class NotLoggedIn(TavernaError):
+    """The request needs an account's session and has none (or a stale one)."""
+
+
+class Forbidden(TavernaError):
+    """The account may not do this (an admin's task, or a request without its CSRF token)."""
+
+
+class QuotaExceeded(TavernaError):
+    """The account used up its generations for the hour."""
+
+
+class StorageFull(TavernaError):
+    """The account's library would grow past its storage quota."""

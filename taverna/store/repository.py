@@ -82,6 +82,20 @@ class DocumentVersion:
 
 
 @dataclass(frozen=True, slots=True)
+class Account:
+    """A person who logs in to a server that runs with accounts; `id` is the `owner` of
+    their rows. Quotas of None are no limit."""
+
+    id: str
+    name: str
+    password_hash: str
+    admin: bool = False
+    quota_bytes: int | None = None
+    quota_generations: int | None = None
+    created: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class NewChat:
     """What creating a chat needs."""
 
@@ -595,6 +609,46 @@ class Store(
     url: str
 
     @abstractmethod
+    # ------------------------------------------------------------------ accounts
+
+    @abstractmethod
+    def add_account(self, name: str, password_hash: str, *, admin: bool = False) -> Account:
+        """A new account; Conflict if the name is taken."""
+
+    @abstractmethod
+    def accounts(self) -> list[Account]:
+        """Every account, by name."""
+
+    @abstractmethod
+    def account(self, *, id: str | None = None, name: str | None = None) -> Account:
+        """The account with that id or name; NotFound if none."""
+
+    @abstractmethod
+    def update_account(self, id: str, **values: Any) -> Account:
+        """Change an account's password hash, admin flag or quotas (a new password ends
+        its sessions)."""
+
+    @abstractmethod
+    def add_session(self, token_hash: str, user_id: str, csrf: str, expires: datetime) -> None:
+        """Keep a login session under the hash of its token."""
+
+    @abstractmethod
+    def session(self, token_hash: str) -> tuple[Account, str, datetime] | None:
+        """The account, CSRF token and end of the session with that token hash; None if none."""
+
+    @abstractmethod
+    def end_session(self, token_hash: str) -> None:
+        """Forget a session (log out)."""
+
+    @abstractmethod
+    def count_generation(self, user_id: str, since: datetime, limit: int | None) -> int:
+        """How many generations `user_id` started since `since`; records one more unless
+        that count reached `limit`."""
+
+    @abstractmethod
+    def stored_bytes(self, owner: str) -> int:
+        """The size of what an account's library holds."""
+
     def close(self) -> None:
         """Release the database connections."""
 

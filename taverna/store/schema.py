@@ -239,3 +239,40 @@ vector_indexes = sa.Table(
     sa.Column("dims", sa.Integer, nullable=False),
     sa.Column("synced_seq", sa.Integer, nullable=False),
 )
+
+# Accounts (migration 0011): who may log in when the server runs with accounts. `id` is
+# what every owned row's `owner` holds; the single user of a server without accounts is "".
+users = sa.Table(
+    "users",
+    metadata,
+    sa.Column("id", Id, primary_key=True),
+    sa.Column("name", sa.String(200), nullable=False, unique=True),
+    sa.Column("password_hash", sa.Text, nullable=False),
+    sa.Column("admin", sa.Boolean, nullable=False, server_default=sa.false()),
+    # Quotas: stored bytes of the library, generations an hour; NULL is no limit.
+    sa.Column("quota_bytes", sa.BigInteger),
+    sa.Column("quota_generations", sa.Integer),
+    sa.Column("created", Stamp, nullable=False),
+)
+
+# Logged-in sessions: the SHA-256 of the cookie's random token (a stolen database does not
+# log anyone in), the CSRF token the page sends back in a header, and when it ends.
+sessions = sa.Table(
+    "sessions",
+    metadata,
+    sa.Column("token_hash", sa.String(64), primary_key=True),
+    sa.Column("user_id", Id, sa.ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("csrf", sa.String(64), nullable=False),
+    sa.Column("expires", Stamp, nullable=False),
+    sa.Index("ix_sessions_user", "user_id"),
+)
+
+# Generations started, per account, for the hourly quota (old rows are pruned as it is read).
+generation_log = sa.Table(
+    "generation_log",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("user_id", sa.String(200), nullable=False),
+    sa.Column("started", Stamp, nullable=False),
+    sa.Index("ix_generation_log_user", "user_id", "started"),
+)

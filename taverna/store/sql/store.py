@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from taverna.store.repository import Store
+from taverna.store.sql.accounts import SqlAccounts
 from taverna.store.sql.bulk import SqlBulkImport
 from taverna.store.sql.chats import SqlChats
 from taverna.store.sql.deletion import SqlDeletion
@@ -30,6 +31,7 @@ class SqlStore(
     SqlTokenCounts,
     SqlVectors,
     SqlSearch,
+    SqlAccounts,
     Store,
 ):
     """The store on one SQLAlchemy engine (SQLite or PostgreSQL)."""

@@ -1,0 +1,194 @@
+"""Accounts of a server shared by several people: passwords, login sessions, quotas.
+
+Passwords are hashed with Argon2id (argon2-cffi). A session is a random token in an
+HttpOnly cookie; the store keeps only its SHA-256, with a second random token the page
+sends back in a header on every write (CSRF: another site's page can make the browser
+send the cookie, but cannot read the token).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+
+from taverna.errors import Conflict, NotLoggedIn, QuotaExceeded, StorageFull, TavernaError
+from taverna.store.repository import Account, Store
+
+SESSION_DAYS = 30
+MAX_NAME = 64
+MIN_PASSWORD = 8
+_HASHER = PasswordHasher()
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """A logged-in request's account and the CSRF token its writes must carry."""
+
+    account: Account
+    csrf: str
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def check_name(name: str) -> str:
+    name = name.strip()
+    if (
+        not name
+        or len(name) > MAX_NAME
+        or any(c in name for c in "/\\\x00")
+        or name != name.strip()
+    ):
+        raise TavernaError(
+            f"an account name is 1 to {MAX_NAME} characters, without slashes", field="name"
+        )
+    return name
+
+
+def check_password(password: str) -> str:
+    if len(password) < MIN_PASSWORD:
+        raise TavernaError(f"a password has at least {MIN_PASSWORD} characters", field="password")
+    return password
+
+
+class AccountService:
+    """Users, their sessions and their quotas, over the store."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    # ------------------------------------------------------------------ users
+
+    def add(self, name: str, password: str, *, admin: bool = False) -> Account:
+        return self.store.add_account(
+            check_name(name), _HASHER.hash(check_password(password)), admin=admin
+        )
+
+    def users(self) -> list[Account]:
+        return self.store.accounts()
+
+    def get(self, name: str) -> Account:
+        return self.store.account(name=name)
+
+    def any(self) -> bool:
+        return bool(self.store.accounts())
+
+    def set_password(self, name: str, password: str) -> Account:
+        """A new password for an account; its sessions end."""
+        account = self.get(name)
+        return self.store.update_account(
+            account.id, password_hash=_HASHER.hash(check_password(password))
+        )
+
+    def set_quota(
+        self, name: str, *, storage_bytes: int | None, generations_per_hour: int | None
+    ) -> Account:
+        """The account's limits (None: no limit)."""
+        for field, value in (
+            ("storage_bytes", storage_bytes),
+            ("generations_per_hour", generations_per_hour),
+        ):
+            if value is not None and value < 0:
+                raise TavernaError("a quota is a number of 0 or more", field=field)
+        account = self.get(name)
+        return self.store.update_account(
+            account.id, quota_bytes=storage_bytes, quota_generations=generations_per_hour
+        )
+
+    def set_admin(self, name: str, admin: bool) -> Account:
+        account = self.get(name)
+        if not admin and account.admin and sum(a.admin for a in self.users()) == 1:
+            raise Conflict("the last admin stays an admin", field="admin")
+        return self.store.update_account(account.id, admin=admin)
+
+    # --------------------------------------------------------------- sessions
+
+    def login(self, name: str, password: str) -> tuple[str, Session]:
+        """A new session's cookie token and the session; NotLoggedIn if the name or the
+        password is wrong (one message for both)."""
+        refused = NotLoggedIn("wrong account name or password")
+        try:
+            account = self.store.account(name=name.strip())
+        except TavernaError:
+            _HASHER.hash(password)  # as slow as a wrong password: names are not probed
+            raise refused from None
+        try:
+            _HASHER.verify(account.password_hash, password)
+        except (VerificationError, InvalidHashError):
+            raise refused from None
+        if _HASHER.check_needs_rehash(account.password_hash):
+            account = self.store.update_account(account.id, password_hash=_HASHER.hash(password))
+        token = secrets.token_urlsafe(32)
+        csrf = secrets.token_urlsafe(32)
+        expires = datetime.now(UTC) + timedelta(days=SESSION_DAYS)
+        self.store.add_session(token_hash(token), account.id, csrf, expires)
+        return token, Session(account, csrf)
+
+    def session(self, token: str) -> Session | None:
+        """The live session of a cookie token, or None."""
+        if not token:
+            return None
+        found = self.store.session(token_hash(token))
+        if found is None:
+            return None
+        account, csrf, expires = found
+        now = datetime.now(UTC)
+        if expires <= now:
+            self.store.end_session(token_hash(token))
+            return None
+        return Session(account, csrf)
+
+    def logout(self, token: str) -> None:
+        self.store.end_session(token_hash(token))
+
+    # ----------------------------------------------------------------- quotas
+
+    def count_generation(self, user_id: str) -> None:
+        """Count a generation the account starts; QuotaExceeded past its hourly limit."""
+        if not user_id:
+            return
+        account = self.store.account(id=user_id)
+        now = datetime.now(UTC)
+        limit = account.quota_generations
+        used = self.store.count_generation(user_id, now - timedelta(hours=1), limit)
+        if limit is not None and used >= limit:
+            raise QuotaExceeded(
+                f"{account.name} has used {used} of {limit} generations this hour; "
+                "try again later or ask an admin for more"
+            )
+
+    def check_storage(self, user_id: str, adding: int) -> None:
+        """StorageFull if the account's library cannot take `adding` more bytes."""
+        if not user_id:
+            return
+        account = self.store.account(id=user_id)
+        limit = account.quota_bytes
+        if limit is None:
+            return
+        used = self.store.stored_bytes(user_id)
+        if used + adding > limit:
+            raise StorageFull(
+                f"{account.name}'s library holds {used} of {limit} bytes; "
+                f"{adding} more do not fit (delete something or ask an admin for more)"
+            )
+
+
+@contextmanager
+def opened_accounts(data: Path | None) -> Iterator[AccountService]:
+    """The accounts of a data folder (for the command line), closed after."""
+    from taverna.services.data import open_data, resolve_data_dir
+
+    folder = open_data(resolve_data_dir(data))
+    try:
+        yield AccountService(folder.store)
+    finally:
+        folder.close()

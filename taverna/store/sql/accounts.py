@@ -1,0 +1,133 @@
+"""Accounts: users, their login sessions, and the generations each started (for quotas)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from taverna.errors import Conflict, NotFound
+from taverna.model.chat import new_id
+from taverna.store import schema as t
+from taverna.store.repository import Account
+from taverna.store.sql.base import SqlBase
+from taverna.store.sql.rows import _aware, _utc
+
+
+def _account(row: Any) -> Account:
+    return Account(
+        id=row["id"],
+        name=row["name"],
+        password_hash=row["password_hash"],
+        admin=bool(row["admin"]),
+        quota_bytes=row["quota_bytes"],
+        quota_generations=row["quota_generations"],
+        created=_aware(row["created"]),
+    )
+
+
+class SqlAccounts(SqlBase):
+    """The accounts of a server that runs with them."""
+
+    def add_account(self, name: str, password_hash: str, *, admin: bool = False) -> Account:
+        row = {
+            "id": new_id(),
+            "name": name,
+            "password_hash": password_hash,
+            "admin": admin,
+            "quota_bytes": None,
+            "quota_generations": None,
+            "created": _utc(self.clock()),
+        }
+        with self.engine.begin() as conn:
+            taken = conn.execute(sa.select(t.users.c.id).where(t.users.c.name == name)).first()
+            if taken is not None:
+                raise Conflict(f"an account named {name!r} already exists", field="name")
+            conn.execute(t.users.insert(), row)
+        return _account(row)
+
+    def accounts(self) -> list[Account]:
+        with self._read() as conn:
+            rows = conn.execute(sa.select(t.users).order_by(t.users.c.name)).mappings()
+            return [_account(row) for row in rows]
+
+    def account(self, *, id: str | None = None, name: str | None = None) -> Account:
+        query = sa.select(t.users)
+        query = query.where(t.users.c.id == id) if id is not None else query
+        query = query.where(t.users.c.name == name) if name is not None else query
+        with self._read() as conn:
+            row = conn.execute(query).mappings().first()
+        if row is None or (id is None and name is None):
+            raise NotFound(f"no account {name or id!r}", field="name")
+        return _account(row)
+
+    def update_account(self, id: str, **values: Any) -> Account:
+        allowed = {"password_hash", "admin", "quota_bytes", "quota_generations"}
+        unknown = set(values) - allowed
+        if unknown:
+            raise ValueError(f"not an account field: {sorted(unknown)}")
+        with self.engine.begin() as conn:
+            changed = conn.execute(t.users.update().where(t.users.c.id == id).values(**values))
+            if changed.rowcount == 0:
+                raise NotFound(f"no account {id!r}", field="id")
+            if "password_hash" in values:  # a new password ends every session
+                conn.execute(t.sessions.delete().where(t.sessions.c.user_id == id))
+        return self.account(id=id)
+
+    def add_session(self, token_hash: str, user_id: str, csrf: str, expires: datetime) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(
+                t.sessions.insert(),
+                {
+                    "token_hash": token_hash,
+                    "user_id": user_id,
+                    "csrf": csrf,
+                    "expires": _utc(expires),
+                },
+            )
+
+    def session(self, token_hash: str) -> tuple[Account, str, datetime] | None:
+        """The account, CSRF token and end of a session, or None."""
+        query = (
+            sa.select(t.users, t.sessions.c.csrf, t.sessions.c.expires)
+            .join(t.sessions, t.sessions.c.user_id == t.users.c.id)
+            .where(t.sessions.c.token_hash == token_hash)
+        )
+        with self._read() as conn:
+            row = conn.execute(query).mappings().first()
+        if row is None:
+            return None
+        expires = _aware(row["expires"])
+        assert expires is not None
+        return _account(row), row["csrf"], expires
+
+    def end_session(self, token_hash: str) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(t.sessions.delete().where(t.sessions.c.token_hash == token_hash))
+
+    def count_generation(self, user_id: str, since: datetime, limit: int | None) -> int:
+        """Record a generation started by `user_id` unless `limit` were passed since
+        `since`; the count before this one (rows older than `since` go)."""
+        now = _utc(self.clock())
+        log = t.generation_log
+        with self.engine.begin() as conn:
+            conn.execute(log.delete().where(log.c.user_id == user_id, log.c.started < _utc(since)))
+            count = conn.execute(
+                sa.select(sa.func.count()).select_from(log).where(log.c.user_id == user_id)
+            ).scalar_one()
+            if limit is None or count < limit:
+                conn.execute(log.insert(), {"user_id": user_id, "started": now})
+        return int(count)
+
+    def stored_bytes(self, owner: str) -> int:
+        """What an account's library holds: its documents' data and blobs."""
+        docs = t.documents
+        size = sa.func.length(sa.cast(docs.c.data, sa.Text)) + sa.func.coalesce(
+            sa.func.length(docs.c.blob), 0
+        )
+        with self._read() as conn:
+            total = conn.execute(
+                sa.select(sa.func.coalesce(sa.func.sum(size), 0)).where(docs.c.owner == owner)
+            ).scalar_one()
+        return int(total)
