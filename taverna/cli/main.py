@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "script": "taverna.cli.script",
     "plugins": "taverna.cli.plugins",
     "serve": "taverna.cli.serve",
+    "user": "taverna.cli.users",
 }
 COMMAND_MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 

@@ -42,11 +42,19 @@ def serve(
     config: Path | None = typer.Option(
         None, "--config", help="Server config file (default: server.toml in the data folder)."
     ),
+    accounts: bool = typer.Option(
+        False,
+        "--accounts",
+        help=(
+            "Several people, each with an account (make the first admin with `taverna user "
+            "add NAME --admin`): a login, and each sees only their own chats and library."
+        ),
+    ),
 ) -> None:
     """Start the web app (SQLite store in the data folder) and print its URL."""
     from taverna.server.config import host_names, is_loopback, load_config
 
-    if not is_loopback(host) and not insecure:
+    if not is_loopback(host) and not insecure and not accounts:
         raise TavernaError(
             f"refusing to listen on {host}: single-user mode has no login, so anyone who "
             "can reach that address could read and change everything here and use your "
@@ -69,12 +77,20 @@ def serve(
     )
 
     ctx = open_context(data_dir, settings)
+    if accounts:
+        ctx.services["accounts"] = service = ctx.accounts()
+        if not service.any():
+            ctx.close()
+            raise TavernaError(
+                "no account yet: make the first admin with `taverna user add NAME --admin`",
+                field="--accounts",
+            )
     ctx.allowed_hosts = host_names(host, [*settings.allowed_hosts, *(allow_host or ())])
     # Presets first: they are seeded only into a library that has nothing yet.
-    presets = seed_presets(ctx.library())
+    presets = [] if accounts else seed_presets(ctx.library())
     if presets:
         typer.echo(f"new data folder: added the presets and templates {', '.join(presets)}")
-    seeded = seed_samples(ctx.library())
+    seeded = [] if accounts else seed_samples(ctx.library())
     if seeded:
         typer.echo(f"new data folder: added the samples {', '.join(seeded)}")
     local = seed_local_model(ctx.connections)
@@ -102,7 +118,7 @@ def serve(
     if ":" in shown:
         shown = f"[{shown}]"
     typer.echo(f"taverna is running at http://{shown}:{port}/  (data: {data_dir})", err=False)
-    if not is_loopback(host):
+    if not is_loopback(host) and not accounts:
         names = ", ".join(sorted(ctx.allowed_hosts))
         typer.echo(
             "warning: --insecure: single-user mode has no login; anyone who can reach this "

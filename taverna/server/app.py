@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib.resources import files
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from fastapi import FastAPI, Request, Response
+from fastapi import Depends, FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.datastructures import Headers
@@ -18,8 +19,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from taverna import __version__
 from taverna.errors import TavernaError
+from taverna.server.accounts import gate, owned
+from taverna.server.accounts import router as accounts_routes
 from taverna.server.context import AppContext
-from taverna.server.errors import body_too_large, error_body, install_error_handlers
+from taverna.server.errors import body_too_large, error_body, install_error_handlers, status_of
 from taverna.server.openapi import install_openapi
 
 WEB_DIR = Path(str(files("taverna") / "web"))
@@ -134,9 +137,18 @@ class SingleUser:
         if refusal is not None:
             await refusal(scope, receive, send)
             return
-        # Single-user mode: every request acts as the local owner (""). Accounts and
-        # sessions will set this from a login; nothing below reads anything else.
-        scope.setdefault("state", {})["user"] = ""
+        accounts = self.ctx.services.get("accounts")
+        if accounts is None:
+            # Single-user mode: every request acts as the local owner ("").
+            scope.setdefault("state", {})["user"] = ""
+        else:
+            # With accounts: the session's account, or an error (401, or 403 for a write
+            # without the session's CSRF token).
+            refused = await asyncio.to_thread(gate, scope, accounts)
+            if refused is not None:
+                response = JSONResponse(error_body(refused), status_code=status_of(refused))
+                await response(scope, receive, send)
+                return
 
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -210,25 +222,24 @@ def create_app(ctx: AppContext) -> FastAPI:
 
     from taverna.server.routes import FOLDER_UPLOADS, ROUTERS, UPLOADS
 
+    # Every API route first checks that what its path names is the account's own.
+    guarded = [Depends(owned)]
+    app.include_router(accounts_routes)
     for router in ROUTERS:
-        app.include_router(router)
+        app.include_router(router, dependencies=guarded)
     route_limits: list[tuple[BaseRoute, int]] = []
     for routers, limit in (
         (UPLOADS, ctx.upload_limit + UPLOAD_FRAMING),
         (FOLDER_UPLOADS, ctx.folder_upload_limit + FOLDER_FRAMING),
     ):
         for router in routers:
-            app.include_router(router, max_body_size=limit)
+            app.include_router(router, max_body_size=limit, dependencies=guarded)
             route_limits += [(route, limit) for route in router.routes]
     app.route_limits = tuple(route_limits)
 
     @app.get("/api/health", tags=["server"])
     def health() -> dict[str, str]:
         return {"status": "ok", "version": __version__}
-
-    @app.get("/api/me", tags=["server"])
-    def me(request: Request) -> dict[str, str]:
-        return {"user": request.state.user, "mode": "single-user"}
 
     app.mount("/", PageFiles(directory=WEB_DIR, html=True), name="page")
     install_openapi(app)

@@ -9,7 +9,17 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 from starlette.middleware.body_limit import MAX_BODY_SIZE_SCOPE_KEY
 
-from taverna.errors import Conflict, FormatError, NotFound, ProviderError, TavernaError
+from taverna.errors import (
+    Conflict,
+    Forbidden,
+    FormatError,
+    NotFound,
+    NotLoggedIn,
+    ProviderError,
+    QuotaExceeded,
+    StorageFull,
+    TavernaError,
+)
 
 MIB = 1024 * 1024
 
@@ -43,6 +53,10 @@ STATUS = (
     (NotFound, 404),
     (Conflict, 409),
     (PayloadTooLarge, 413),
+    (NotLoggedIn, 401),
+    (Forbidden, 403),
+    (QuotaExceeded, 429),
+    (StorageFull, 413),
     (FormatError, 422),
     (ProviderError, 502),
     (TavernaError, 400),

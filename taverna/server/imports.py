@@ -28,6 +28,7 @@ class ImportJob:
     """One import: its events so far (`progress`, then `done` or `error`)."""
 
     id: str
+    owner: str = ""  # the account importing (only it may follow the import)
     events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     done: bool = False
     _signal: asyncio.Event = field(default_factory=asyncio.Event)
@@ -71,7 +72,7 @@ class ImportJobs:
     ) -> ImportJob:
         """Import the user data folder in `folder` (or one level in) on a thread of its own;
         `cleanup` is removed when it ends."""
-        job = ImportJob(new_id())
+        job = ImportJob(new_id(), owner=library.owner)
         self._jobs[job.id] = job
         loop = asyncio.get_running_loop()
 

@@ -6,10 +6,14 @@ so they are added here, by rules that follow from what those do:
 
 - 400: a host name the server does not answer to, or a request a route refuses (a
   `TavernaError` of no narrower kind); any operation.
-- 403: a write from another site's page; any operation that is not a read.
+- 401: with accounts, a request without a live session; any operation but the few a
+  page needs before it logs in.
+- 403: a write from another site's page or without the session's CSRF token; any
+  operation that is not a read, and the admin's reads.
 - 404: a thing the request names does not exist (a path id, an id in the body or query).
 - 409: a write that names a revision no longer current, or a name already taken.
 - 413: a body larger than the server reads.
+- 429: with accounts, a generation past the account's hourly quota; any write.
 - 422: a request that does not fit its schema (FastAPI's list of field errors), or a
   file or value that cannot be read (the project's error, naming the file and field).
 
@@ -105,11 +109,13 @@ def event_stream_responses(*events: str) -> dict[int | str, dict[str, Any]]:
 
 _DESCRIPTIONS = {
     "400": "the host name is not this server's, or the request was refused",
-    "403": "a write from another site's page",
+    "401": "with accounts: no one is logged in (or the session ended)",
+    "403": "a write from another site's page or without the session's CSRF token; an admin's task",
     "404": "a thing the request names does not exist",
     "409": "the revision named is no longer current, or the name is taken",
     "413": "the request body is too large",
     "422": "the request does not fit its schema, or a file or value cannot be read",
+    "429": "with accounts: the account used up its generations for the hour",
     "502": "the model API could not be reached, or answered with an error",
 }
 
@@ -130,12 +136,23 @@ def _names_things(operation: dict[str, Any]) -> bool:
     return bool(operation.get("parameters") or operation.get("requestBody"))
 
 
-def _document_errors(method: str, operation: dict[str, Any]) -> None:
+# With accounts, what never answers 401 (the rest does without a session; a login with
+# a wrong password does too).
+NEVER_401 = ("/api/health", "/api/logout")
+# Reads only an admin may do (writes document 403 anyway).
+ADMIN_READS = ("/api/users",)
+
+
+def _document_errors(path: str, method: str, operation: dict[str, Any]) -> None:
     responses: dict[str, Any] = operation.setdefault("responses", {})
     write = method not in READS
     statuses = ["400"]
+    if path not in NEVER_401:
+        statuses.append("401")
+    if write or path in ADMIN_READS:
+        statuses.append("403")
     if write:
-        statuses += ["403", "409", "413"]
+        statuses += ["409", "413", "429"]
     if _names_things(operation):
         statuses.append("404")
     for status in statuses:
@@ -162,10 +179,10 @@ def build_schema(app: FastAPI) -> dict[str, Any]:
         components[model.__name__] = model.model_json_schema(
             ref_template="#/components/schemas/{model}"
         )
-    for path_item in document.get("paths", {}).values():
+    for path, path_item in document.get("paths", {}).items():
         for method, operation in path_item.items():
             if isinstance(operation, dict) and "responses" in operation:
-                _document_errors(method, operation)
+                _document_errors(path, method, operation)
     return document
 
 

@@ -27,6 +27,7 @@ from taverna.model.chat import Node
 from taverna.model.prompt import Prompt
 from taverna.providers.embeddings import Embedder
 from taverna.services import local_models, presets, sent_prompts
+from taverna.services.accounts import AccountService
 from taverna.services.backups import BackupFlusher, BackupService
 from taverna.services.chats import ChatService
 from taverna.services.connections import ConnectionService
@@ -36,6 +37,7 @@ from taverna.services.images import ImageLibrary
 from taverna.services.interchange import InterchangeService
 from taverna.services.library import LibraryKind, LibraryService
 from taverna.services.message_regex import StoredRegex
+from taverna.services.ownership import Ownership
 from taverna.services.plugins import EventBus, Plugins, PluginServices
 from taverna.services.quick_reply_events import QuickReplyAutomations
 from taverna.services.quiet_generation import quiet_text
@@ -120,6 +122,14 @@ class Workspace:
         return ConnectionService(
             self.store, self.data_dir, owner=owner, key_env_allowed=key_env_allowed
         )
+
+    def accounts(self) -> AccountService:
+        """The accounts of a server run with them (users, sessions, quotas)."""
+        return AccountService(self.store)
+
+    def ownership(self, owner: str) -> Ownership:
+        """The checks that what a request names by id is `owner`'s."""
+        return Ownership(self.store, owner)
 
     def interchange(self) -> InterchangeService:
         """Chats to and from SillyTavern's files."""
