@@ -1,0 +1,46 @@
+"""Accounts in the store (SQLite and PostgreSQL): names unique, sessions by token hash,
+a new password ends sessions, the hourly generation count, an account's stored bytes."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from taverna.errors import Conflict, NotFound, QuotaExceeded, StorageFull
+from taverna.services.accounts import AccountService
+from taverna.store.sql import SqlStore
+
+
+def test_accounts_sessions_and_quotas(store: SqlStore) -> None:
+    accounts = AccountService(store)
+    alice = accounts.add("alice", "a long password", admin=True)
+    with pytest.raises(Conflict):
+        accounts.add("alice", "another password")
+    assert [a.name for a in accounts.users()] == ["alice"]
+    token, session = accounts.login("alice", "a long password")
+    found = accounts.session(token)
+    assert found is not None and found.account.id == alice.id and found.csrf == session.csrf
+    assert accounts.session("not a token") is None
+    accounts.set_password("alice", "a new password")
+    assert accounts.session(token) is None
+    with pytest.raises(NotFound):
+        store.account(name="bob")
+
+    accounts.set_quota("alice", storage_bytes=10_000, generations_per_hour=1)
+    accounts.count_generation(alice.id)
+    with pytest.raises(QuotaExceeded):
+        accounts.count_generation(alice.id)
+    # An hour later the count starts again (old rows are pruned as it is read).
+    hour_ago = datetime.now(UTC) + timedelta(hours=1, seconds=1)
+    assert store.count_generation(alice.id, hour_ago, 1) == 0
+
+    store.put_document(
+        "lorebook", "book", {"entries": {"0": {"content": "x" * 3000}}}, owner=alice.id
+    )
+    store.put_document("lorebook", "other's", {"entries": "y" * 50_000}, owner="someone")
+    used = store.stored_bytes(alice.id)
+    assert 3000 < used < 4000
+    accounts.check_storage(alice.id, 5000)
+    with pytest.raises(StorageFull):
+        accounts.check_storage(alice.id, 8000)
