@@ -9,8 +9,19 @@ export class ApiError extends Error {
   }
 }
 
+// With accounts: the session's CSRF token, sent with every write, and who is told when
+// the server answers 401 (no session, or it ended).
+let csrfToken = "";
+let onLoggedOut = null;
+
+export function setSession(csrf, loggedOut) {
+  csrfToken = csrf || "";
+  if (loggedOut) onLoggedOut = loggedOut;
+}
+
 async function request(method, path, body, { raw = false } = {}) {
   const init = { method, headers: {} };
+  if (csrfToken && method !== "GET") init.headers["X-CSRF-Token"] = csrfToken;
   if (body instanceof FormData) init.body = body;
   else if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
@@ -40,6 +51,7 @@ async function request(method, path, body, { raw = false } = {}) {
         params: first.ctx || {},
       };
     }
+    if (response.status === 401 && onLoggedOut && path !== "/login" && path !== "/me") onLoggedOut();
     throw new ApiError(response.status, detail);
   }
   if (raw) return response;

@@ -4,6 +4,7 @@ import { h, mount } from "./dom.js";
 import { explain, reportError } from "./errors.js";
 import { icon } from "./icons.js";
 import { initI18n, languages, language, setLanguage, t } from "./i18n.js";
+import { ensureSession, refreshAccount } from "./session.js";
 
 const ROUTES = [
   [/^#\/characters\/new$/, () => import("./views/character_edit.js"), () => ({ id: null })],
@@ -114,6 +115,9 @@ async function start() {
   await initI18n();
   document.getElementById("lang-select").addEventListener("change", async (event) => {
     await setLanguage(event.target.value);
+    // The login form is drawn again in the new language (the page starts over).
+    if (document.body.classList.contains("logged-out")) return location.reload();
+    refreshAccount();
     route();
   });
   document.getElementById("menu-toggle").addEventListener("click", () => {
@@ -126,6 +130,8 @@ async function start() {
   window.addEventListener("unhandledrejection", (event) => {
     reportError(event.reason);
   });
+  renderNav(); // the language list, also for the login form
+  await ensureSession();
   route();
 }
 

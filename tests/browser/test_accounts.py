@@ -1,0 +1,90 @@
+"""Two people on one `taverna serve --accounts`, each in their own browser: a login form
+first (the server answers 401), then only their own chats, their name and a logout in
+the header."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from importlib.resources import files
+from pathlib import Path
+
+import pytest
+
+from taverna.server.context import open_context
+from taverna.services.editing import start_chat
+from tests.browser.conftest import shot
+from tests.stubs.taverna_server import TavernaServer
+
+PASSWORDS = {"alice": "alice's long secret", "bob": "bob's long secret"}
+
+
+def add_user(data: Path, name: str, *extra: str) -> None:
+    taverna = str(Path(sys.executable).parent / "taverna")
+    subprocess.run(
+        [taverna, "user", "add", name, "--data", str(data), *extra],
+        input=PASSWORDS[name] + "\n",
+        text=True,
+        check=True,
+        capture_output=True,
+    )
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TavernaServer]:
+    data = tmp_path_factory.mktemp("accounts") / "data"
+    add_user(data, "alice", "--admin")
+    add_user(data, "bob")
+    card = (files("taverna") / "data" / "Ione Calder.png").read_bytes()
+    ctx = open_context(data)
+    try:
+        accounts = ctx.accounts()
+        for name in PASSWORDS:
+            owner = accounts.get(name).id
+            character = ctx.library(owner).import_bytes(card, "Ione.png")
+            start_chat(ctx.chats, character.id, title=f"{name.title()}'s own chat", owner=owner)
+    finally:
+        ctx.close()
+    server = TavernaServer(data, args=("--accounts",)).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("name", list(PASSWORDS))
+def test_each_person_logs_in_and_sees_only_their_chats(
+    chromium: object, shared: TavernaServer, name: str
+) -> None:
+    from playwright.sync_api import expect
+
+    other = next(n for n in PASSWORDS if n != name)
+    context = chromium.new_context()  # type: ignore[attr-defined]
+    page = context.new_page()
+    page.goto(f"{shared.url}/#/chats")
+    expect(page.locator("#login-form")).to_be_visible()
+    expect(page.locator("#nav")).to_be_hidden()
+    page.fill("#login-name", name)
+    page.fill("#login-password", "wrong password")
+    page.click("#login-form button[type=submit]")
+    expect(page.locator("#login-error")).to_have_text("Wrong name or password.")
+    if name == "alice":
+        shot(page, "accounts-login")
+    page.fill("#login-password", PASSWORDS[name])
+    page.click("#login-form button[type=submit]")
+    expect(page.locator("#account")).to_contain_text(f"Signed in as {name}")
+    expect(page.get_by_text(f"{name.title()}'s own chat")).to_be_visible()
+    expect(page.get_by_text(f"{other.title()}'s own chat")).to_have_count(0)
+    shot(page, f"accounts-{name}-chats")
+    # A write from the page carries the session's CSRF token: the rename is stored.
+    renamed = f"{name.title()}'s renamed chat"
+    page.once("dialog", lambda dialog: dialog.accept(renamed))
+    page.get_by_role("button", name="Rename").click()
+    expect(page.get_by_text(renamed)).to_be_visible()
+    page.reload()
+    expect(page.get_by_text(renamed)).to_be_visible()
+    # Logging out brings the login form back, and the API answers 401 again.
+    page.click("#logout")
+    expect(page.locator("#login-form")).to_be_visible()
+    context.close()
