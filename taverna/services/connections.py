@@ -29,6 +29,7 @@ from taverna.providers.registry import provider
 from taverna.providers.request import Api, PostProcessing, RequestOptions
 from taverna.providers.transport import Timeouts, fetch_json, redact, stream_events
 from taverna.services.local_models import LocalSpec, local_models
+from taverna.services.server_key import seal, server_key, unseal
 from taverna.store.repository import Store
 
 KIND = "connection"
@@ -36,10 +37,12 @@ SECRETS_FILE = "secrets.json"
 
 
 class Secrets:
-    """API keys in one owner-only JSON file of the data folder: reference -> key."""
+    """API keys in one owner-only JSON file of the data folder: reference -> key, each
+    encrypted with the server key (`server_key.py`)."""
 
     def __init__(self, folder: Path) -> None:
         self.path = Path(folder) / SECRETS_FILE
+        self.folder = Path(folder)
 
     def _read(self) -> dict[str, str]:
         if not self.path.exists():
@@ -53,7 +56,8 @@ class Secrets:
             raise FormatError(f"not valid JSON: {exc.msg}", file=str(self.path)) from None
         if not isinstance(data, dict):
             raise FormatError("expected a JSON object", file=str(self.path))
-        return {str(k): str(v) for k, v in data.items()}
+        fernet = server_key(self.folder)
+        return {str(k): unseal(fernet, str(v), file=str(self.path)) for k, v in data.items()}
 
     def _write(self, data: Mapping[str, str]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -61,8 +65,10 @@ class Secrets:
         # created 0600 from the start, so the key is never readable by others, not even briefly
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
+            fernet = server_key(self.folder)
+            sealed = {ref: seal(fernet, key) for ref, key in data.items()}
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(dict(data), handle)
+                json.dump(sealed, handle)
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(temp, self.path)

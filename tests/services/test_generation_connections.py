@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 import taverna.cli.connection  # noqa: F401 - registers the commands
 from taverna.cli.main import app
-from taverna.errors import NotFound
+from taverna.errors import FormatError, NotFound
 from taverna.services.connections import ConnectionService, Secrets
 from taverna.store.testing import temporary_store
 from tests.stubs import StubServer, start_stub
@@ -33,13 +33,32 @@ def test_a_stored_key_lives_only_in_an_owner_only_file(tmp_path: Path) -> None:
         connection = service.add("main", "anthropic", model="claude-x", key=KEY)
         secrets = tmp_path / "secrets.json"
         assert stat.S_IMODE(secrets.stat().st_mode) == 0o600
-        assert KEY in secrets.read_text()
+        # Encrypted at rest with the server key, itself owner-only.
+        assert KEY not in secrets.read_text()
+        assert stat.S_IMODE((tmp_path / "server.key").stat().st_mode) == 0o600
         assert KEY not in json.dumps(connection.public(service.key_hint(connection)))
         assert service.key_hint(connection) == "…9999"
         assert KEY not in json.dumps(store.find_documents("connection")[0].data)
         assert service.resolve_key(connection) == KEY
     for file in (tmp_path / "data").iterdir():
         assert KEY.encode() not in file.read_bytes()
+
+
+def test_keys_stored_in_the_clear_before_are_read_and_a_wrong_server_key_is_named(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "secrets.json").write_text(json.dumps({"secret:old": "k-old"}))
+    (tmp_path / "secrets.json").chmod(0o600)
+    secrets = Secrets(tmp_path)
+    assert secrets.get("secret:old") == "k-old"
+    ref = secrets.put("k-2")
+    assert "k-old" not in secrets.path.read_text()  # re-sealed on the next write
+    assert secrets.get(ref) == "k-2" and secrets.get("secret:old") == "k-old"
+    from cryptography.fernet import Fernet
+
+    (tmp_path / "server.key").write_bytes(Fernet.generate_key())
+    with pytest.raises(FormatError, match=r"server\.key"):
+        secrets.get(ref)
 
 
 def test_loosened_permissions_are_taken_back(tmp_path: Path) -> None:
