@@ -43,7 +43,9 @@ EXEMPT = {
 ADMIN_ONLY = {"/api/users", "/api/users/{account}/password", "/api/users/{account}/quota"}
 # Path parameters that name a part of something the route's other parameter names
 # (a message of a chat, an entry of a lorebook): the whole is what is checked.
-PART_PARAMS = {"node_id", "branch_id", "checkpoint_id", "uid", "identifier"}
+# A regex layer is global or one of the account's own presets or characters, named by
+# the `target` query (Alice's character here).
+PART_PARAMS = {"node_id", "branch_id", "checkpoint_id", "uid", "identifier", "layer", "script_id"}
 
 
 def sample(name: str) -> bytes:
@@ -129,6 +131,8 @@ def seed_alice(ctx: AppContext, alice: TestClient) -> dict[str, Any]:
         "uid": 0,
         "identifier": "main",
         "account": "alice",
+        "layer": "character",
+        "script_id": "alice-script-7f3",
     }
 
 
@@ -201,7 +205,7 @@ def test_every_route_as_another_user_finds_nothing_of_alices(
         if (method, path) in EXEMPT:
             continue
         url = fill(path, ids)
-        query = {"q": "ALICE", "revision": ids["revision"]}
+        query = {"q": "ALICE", "revision": ids["revision"], "target": ids["character_id"]}
         upload = any(p.name == "file" for p in route.dependant.body_params)
         if upload:
             files_ = {"file": ("x.png", sample_png((0, 90, 0)), "image/png")}
@@ -254,6 +258,10 @@ def test_each_sees_only_their_own_chats(
     assert [c["id"] for c in alice.get("/api/chats").json()] == [ids["chat_id"]]
     assert bob.get("/api/chats").json() == []
     assert bob.get("/api/characters").json() == []
+    mine = alice.get("/api/regex/character", params={"target": ids["character_id"]})
+    assert mine.status_code == 200
+    theirs = bob.get("/api/regex/character", params={"target": ids["character_id"]})
+    assert theirs.status_code == 404
     found = alice.get("/api/search", params={"q": SECRET}).json()
     assert found and SECRET in str(found)
     assert SECRET not in bob.get("/api/search", params={"q": SECRET}).text
