@@ -15,6 +15,7 @@ from typing import Any
 from taverna.errors import FormatError
 from taverna.model.injection import ExtensionPosition, InjectionRole
 from taverna.services.active_settings import ACTIVE, SETTINGS_KIND, set_active
+from taverna.services.library import LibraryService
 from taverna.services.recall import RecallConfig, recall_config
 from taverna.store.repository import Store
 
@@ -113,3 +114,17 @@ def change_recall_settings(
     part["vectors"] = merged
     set_active(store, EXTENSION_SETTINGS, part, owner)
     return read_recall_settings(store, owner)
+
+
+class RecallSettingsService:
+    """One account's recall settings, as the routes read and change them."""
+
+    def __init__(self, library: LibraryService) -> None:
+        self._store = library.store
+        self._owner = library.owner
+
+    def read(self) -> dict[str, Any]:
+        return read_recall_settings(self._store, self._owner)
+
+    def change(self, changes: Mapping[str, Any]) -> dict[str, Any]:
+        return change_recall_settings(self._store, changes, self._owner)
