@@ -6,6 +6,11 @@ such a reply and the event happens in that chat, its script runs there with `{{v
 and `{{var::message_id}}` set. Scripts run one at a time on a thread of their own, after
 the write that emitted the event; what a script writes emits events too, but those do
 not start automations again (no endless chains).
+
+SillyTavern's own "on group member draft" switch (`executeOnGroupMemberDraft`) is run here
+too: in a group round, before each member writes, on the thread that announced the member
+(so what the script does, an /inject say, is in that member's prompt), with
+`{{var::member}}` set to the member's name.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from taverna.errors import NotFound, TavernaError
+from taverna.model.quick_reply import QuickReply
 from taverna.services.chats import ChatService
 from taverna.services.plugins import Event, EventName
 from taverna.services.quick_replies import QuickReplyService
@@ -28,6 +34,12 @@ log = logging.getLogger(__name__)
 
 # events whose payload is not a chat's change (the prompt is handed round, not announced)
 _NOT_FOR_SCRIPTS = frozenset({EventName.CHAT_COMPLETION_PROMPT_READY})
+
+
+def _runs_on(reply: QuickReply, event: Event) -> bool:
+    if event.name.value in (reply.execute_on_events or ()):
+        return True
+    return event.name is EventName.GROUP_MEMBER_DRAFTED and reply.execute_on_group_member_draft
 
 
 class QuickReplyAutomations:
@@ -45,6 +57,9 @@ class QuickReplyAutomations:
     def heard(self, event: Event) -> None:
         if event.name in _NOT_FOR_SCRIPTS or getattr(self._inside, "running", False):
             return
+        if event.name is EventName.GROUP_MEMBER_DRAFTED:
+            self._run(event)  # before the member's prompt is built: see the module's docstring
+            return
         with contextlib.suppress(RuntimeError):  # closed: the workspace is shutting down
             self._worker.submit(self._run, event)
 
@@ -60,9 +75,11 @@ class QuickReplyAutomations:
             for name in dict.fromkeys([*replies.global_sets(), *replies.chat_sets(chat)]):
                 qr_set = by_name.get(name)
                 for reply in qr_set.qr_list if qr_set is not None else ():
-                    if event.name.value not in (reply.execute_on_events or ()):
+                    if not _runs_on(reply, event):
                         continue
                     arguments = {"event": event.name.value, "message_id": event.node_id or ""}
+                    if event.name is EventName.GROUP_MEMBER_DRAFTED:
+                        arguments["member"] = str(event.detail.get("member", ""))
                     try:
                         ScriptService(self.chats, owner=chat.owner).run(
                             reply.message, chat_id=chat.id, arguments=arguments

@@ -330,3 +330,45 @@ def test_a_member_with_its_own_preset_is_prompted_by_it(world: World) -> None:
     sent = [json.dumps(r.body, ensure_ascii=False) for r in world.stub.requests]
     assert "Bob's own main prompt: write Bob's reply in verse." in sent[2]
     assert "own main prompt" not in sent[0] and "own main prompt" not in sent[1]
+
+
+def test_a_quick_reply_on_member_draft_runs_before_each_member_writes(world: World) -> None:
+    from taverna.model.quick_reply import QuickReply, QuickReplySet
+    from taverna.services.quick_replies import QuickReplyService
+    from taverna.services.quick_reply_events import QuickReplyAutomations
+
+    replies = QuickReplyService(world.chats)
+    replies.save(
+        QuickReplySet(
+            name="Stage",
+            qr_list=[
+                QuickReply(
+                    id=1,
+                    label="cue",
+                    message="/inject id=cue position=chat depth=0 role=system"
+                    " Cue: {{var::member}} speaks now.",
+                    execute_on_group_member_draft=True,
+                )
+            ],
+        )
+    )
+    replies.set_global(["Stage"])
+    automations = QuickReplyAutomations(world.chats)
+    world.stub.script(Reply(tokens=["Alice here."]), Reply(tokens=["小雪在这里。"]))
+    try:
+
+        async def main() -> Any:
+            found = await world.service.round(world.chat_id, "Hi all")
+            assert found.task is not None
+            await found.task
+            return found
+
+        found = run(main())
+    finally:
+        automations.close()
+    assert found.speakers[:2] == ("Alice", "小雪")
+    first = json.dumps(world.sent(0), ensure_ascii=False)
+    second = json.dumps(world.sent(1), ensure_ascii=False)
+    assert "Cue: Alice speaks now." in first and "小雪 speaks" not in first
+    assert "Cue: 小雪 speaks now." in second and "Alice speaks" not in second
+    assert [name for name, *_ in automations.ran] == ["group_member_drafted"] * len(found.speakers)

@@ -325,6 +325,7 @@ class GenerationService:
                 )
             found.done = True
             return found
+        await self._drafted(chat_id, speakers[0])
         first = await self.send(
             chat_id, text, connection=connection, revision=revision, member=speakers[0]
         )
@@ -333,6 +334,17 @@ class GenerationService:
             self._rest_of_round(found, connection), name=f"round {found.id}"
         )
         return found
+
+    async def _drafted(self, chat_id: str, member: str) -> None:
+        """Announce that `member` writes next in a group round; what listens (the Quick
+        Replies run on a member's draft) is done before the member's prompt is built."""
+
+        def announce() -> None:
+            if self.store.get_chat(chat_id).group_id:  # only a group's members are drafted
+                event = Event(EventName.GROUP_MEMBER_DRAFTED, chat_id, detail={"member": member})
+                self.events.emit(event)
+
+        await asyncio.to_thread(announce)
 
     def _round_speakers(self, chat_id: str, text: str, user_input: bool) -> tuple[str, ...]:
         chat = self.store.get_chat(chat_id)
@@ -370,6 +382,7 @@ class GenerationService:
                 if found.stopped or result is None or result.outcome is not Ending.SAVED:
                     break
                 try:
+                    await self._drafted(found.chat_id, speaker)
                     found.add(
                         await self.send(found.chat_id, "", connection=connection, member=speaker)
                     )

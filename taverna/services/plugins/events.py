@@ -29,6 +29,7 @@ class EventName(StrEnum):
     GENERATION_ENDED = "generation_ended"  # saved or failed
     GENERATION_STOPPED = "generation_stopped"  # the person stopped it
     CHAT_CHANGED = "chat_id_changed"  # a new chat, a branch switched or a checkpoint opened
+    GROUP_MEMBER_DRAFTED = "group_member_drafted"  # a group member is about to write its reply
     CHAT_COMPLETION_PROMPT_READY = "chat_completion_prompt_ready"  # see `PromptView`
 
 

@@ -6,7 +6,7 @@ import { formWith, h, mount, toast } from "../dom.js";
 import { explain, reportError } from "../errors.js";
 import { t } from "../i18n.js";
 
-const TRIGGERS = ["startup", "new_chat", "chat_change", "user", "ai"];
+const TRIGGERS = ["startup", "new_chat", "chat_change", "user", "ai", "group_member_draft"];
 // Events the server runs a reply on by itself (in the chat where they happen).
 const EVENTS = ["message_sent", "message_received", "message_edited", "message_deleted", "message_swiped",
   "generation_started", "generation_ended", "generation_stopped", "chat_id_changed"];
