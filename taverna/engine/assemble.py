@@ -79,10 +79,11 @@ def assemble(
         # Recalled messages are listed like lorebook entries: the block itself is a part.
         items = prompt.ledger.items + turn.recalled
         prompt = replace(prompt, ledger=replace(prompt.ledger, items=items))
-    skipped = regexes.skipped()
-    if not skipped:
-        return prompt
-    return replace(prompt, ledger=replace(prompt.ledger, skipped_regexes=skipped))
+    tokenizer = tokenizer_name(context) if count_text is None else ""
+    return replace(
+        prompt,
+        ledger=replace(prompt.ledger, skipped_regexes=regexes.skipped(), tokenizer=tokenizer),
+    )
 
 
 def tokenizer_name(context: AssemblyContext) -> str:

@@ -116,7 +116,8 @@ class Ledger:
     (or no history could go in at all), so messages older than those given could not
     have gone in either: a caller that gave only the end of a long chat knows it gave
     enough. `skipped_regexes`: the user regexes (lorebook regex keys, regex scripts) a
-    time limit stopped or kept from running this turn.
+    time limit stopped or kept from running this turn. `tokenizer`: the tokenizer the
+    parts were counted with, so a caller can count other text the same way.
     """
 
     items: tuple[LedgerItem, ...] = ()
@@ -125,6 +126,7 @@ class Ledger:
     trace: tuple[EntryTrace, ...] = ()
     history_stopped: bool = False
     skipped_regexes: tuple[SkippedRegex, ...] = ()
+    tokenizer: str = ""
 
 
 @dataclass(frozen=True, slots=True)

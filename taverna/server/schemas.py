@@ -185,6 +185,24 @@ class RenameChatIn(Strict):
     revision: ChatRevision
 
 
+class ChatPersonaIn(Strict):
+    persona_id: str = Field(min_length=1, max_length=200)
+    revision: ChatRevision
+
+
+class TokenCountIn(Strict):
+    text: str = Field(default="", max_length=TEXT_MAX)
+    connection: str | None = Field(
+        default=None, max_length=NAME_MAX, description="count as for this connection's model"
+    )
+
+
+class TokenCountOut(BaseModel):
+    tokens: int = Field(description="the tokens of `text`")
+    prompt_tokens: int = Field(description="the tokens of the next prompt, as it stands")
+    tokenizer: str
+
+
 class RevisionIn(Strict):
     revision: ChatRevision
 
@@ -237,6 +255,9 @@ class GenerateIn(Strict):
     revision: ChatRevision
     member: str | None = Field(
         default=None, max_length=NAME_MAX, description="in a group chat: the member who speaks"
+    )
+    connection: str | None = Field(
+        default=None, max_length=NAME_MAX, description="the connection to use (else the default)"
     )
 
 

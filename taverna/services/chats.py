@@ -251,6 +251,14 @@ class ChatService:
             w.update_chat(title=title)
         return WriteResult(w.chat)
 
+    def set_user_name(self, chat_id: str, name: str, *, revision: int) -> WriteResult:
+        """Speak as another persona from the next turn on (the persona of that name);
+        messages already written keep the name they were written under."""
+        name = self._name(name)
+        with self.store.write(chat_id, revision=revision, label="persona") as w:
+            w.update_chat(user_name=name)
+        return WriteResult(w.chat)
+
     def set_lorebook(self, chat_id: str, name: str | None, *, revision: int) -> WriteResult:
         """Bind the chat's own lorebook by name (None or "": unbind it).
 

@@ -8,10 +8,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from taverna.engine.macros.evaluate import MacroContext, evaluate
+from taverna.errors import NotFound
 from taverna.model.chat import CharacterRef, Chat
 from taverna.model.persona import Persona
 from taverna.services.chats import ChatService
 from taverna.services.library import LibraryKind, LibraryService
+from taverna.services.library_editing import all_personas
 from taverna.store.repository import Store
 
 
@@ -51,6 +53,17 @@ def start_chat(chats: ChatService, character_id: str, *, title: str | None, owne
 def rename_chat(chats: ChatService, chat_id: str, title: str, *, revision: int) -> Chat:
     """Give a chat a new title (one revision, undoable); a blank title is refused."""
     return chats.rename_chat(chat_id, title, revision=revision).chat
+
+
+def set_chat_persona(
+    chats: ChatService, lib: LibraryService, chat_id: str, persona_id: str, *, revision: int
+) -> Chat:
+    """Have the chat's user speak as the persona `persona_id` from the next turn on
+    (one revision, undoable)."""
+    persona = dict(all_personas(lib)).get(persona_id)
+    if persona is None:
+        raise NotFound(f"no persona {persona_id!r}", field="persona_id")
+    return chats.set_user_name(chat_id, persona.name, revision=revision).chat
 
 
 def set_chat_lorebook(

@@ -20,6 +20,7 @@ from taverna.server.schemas import (
     BranchOut,
     ChatLorebookIn,
     ChatOut,
+    ChatPersonaIn,
     ChatSettingsOut,
     ChatSummaryOut,
     ChatVariablesIn,
@@ -110,6 +111,17 @@ def get_chat(
 @router.patch("/{chat_id}", response_model=ChatOut)
 def rename_chat(chat_id: str, body: RenameChatIn, ctx: AppContext = Depends(context)) -> ChatOut:
     editing.rename_chat(ctx.chats, chat_id, body.title, revision=body.revision)
+    return usecases.unchanged_view(ctx, chat_id)
+
+
+@router.put("/{chat_id}/persona", response_model=ChatOut)
+def set_chat_persona(
+    chat_id: str, body: ChatPersonaIn, ctx: AppContext = Depends(context)
+) -> ChatOut:
+    """Speak as another persona in this chat from the next turn on."""
+    chat = ctx.chats.get_chat(chat_id)
+    lib = ctx.library(chat.owner)
+    editing.set_chat_persona(ctx.chats, lib, chat_id, body.persona_id, revision=body.revision)
     return usecases.unchanged_view(ctx, chat_id)
 
 

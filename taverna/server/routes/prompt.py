@@ -6,7 +6,9 @@ from fastapi import APIRouter, Depends
 
 from taverna.server import usecases
 from taverna.server.context import AppContext, context
-from taverna.server.schemas import PromptOut
+from taverna.server.routes.generation import generation
+from taverna.server.schemas import PromptOut, TokenCountIn, TokenCountOut
+from taverna.services.generation import GenerationService
 
 router = APIRouter(prefix="/api/chats", tags=["prompt"])
 
@@ -21,3 +23,13 @@ def next_prompt(chat_id: str, ctx: AppContext = Depends(context)) -> PromptOut:
 def prompt_of_message(chat_id: str, node_id: str, ctx: AppContext = Depends(context)) -> PromptOut:
     """The prompt of the reply `node_id`: built again from the path that led to it."""
     return usecases.inspect_prompt(ctx, chat_id, node_id)
+
+
+@router.post("/{chat_id}/tokens", response_model=TokenCountOut)
+def count_tokens(
+    chat_id: str, body: TokenCountIn, service: GenerationService = Depends(generation)
+) -> TokenCountOut:
+    """The tokens of the text being typed, with the tokenizer the chat's next prompt is
+    counted with, and that prompt's total (nothing is sent or written)."""
+    found = service.count_tokens(chat_id, body.text, connection=body.connection)
+    return TokenCountOut(tokens=found.text, prompt_tokens=found.prompt, tokenizer=found.tokenizer)

@@ -19,6 +19,7 @@ import httpx
 from taverna.engine.assembly.context import GenerationType
 from taverna.engine.group import cut_at_other_speaker
 from taverna.engine.tokens.cache import CountCache
+from taverna.engine.tokens.registry import get_tokenizer
 from taverna.errors import Conflict, NotFound, StaleRevision, TavernaError
 from taverna.model.chat import Chat, GenerationInfo, Node, NodeRole, PathTail, new_id
 from taverna.model.prompt import Prompt, PromptMessage, Role
@@ -110,6 +111,19 @@ class _Plan:
     # who speaks: the character, or in a group chat the member this reply is for
     speaker: str = ""
     members: tuple[str, ...] = ()  # a group chat's members, in the group's order
+
+
+# What typed text is counted with when a prompt names no tokenizer (a builder of tests').
+FALLBACK_TOKENIZER = "cl100k_base"
+
+
+@dataclass(frozen=True, slots=True)
+class TokenCount:
+    """What the input box shows: the typed text's tokens and the next prompt's total."""
+
+    text: int
+    prompt: int
+    tokenizer: str
 
 
 class GenerationService:
@@ -422,6 +436,30 @@ class GenerationService:
     def preview(self, chat_id: str, *, connection: str | None = None) -> Prompt:
         """The prompt the next reply would be sent (a dry run: nothing is sent or written)."""
         return self._next_prompt(chat_id, self.connections.get(connection).api)
+
+    def count_tokens(self, chat_id: str, text: str, *, connection: str | None = None) -> TokenCount:
+        """The tokens of `text` (what is being typed) with the tokenizer the chat's next
+        prompt is counted with, and that prompt's total (a dry run: nothing is written)."""
+        try:
+            chosen: Connection | None = self.connections.get(connection)
+        except NotFound:
+            if connection is not None:
+                raise
+            chosen = None  # no connection yet: counted as for OpenAI, as `warm` builds
+        chat = self.store.get_chat(chat_id)
+        turn = self.turn(
+            chat,
+            chat.active_leaf_id,
+            GenerationType.NORMAL,
+            chosen.api if chosen else Api.OPENAI,
+            dry_run=True,
+            model=chosen.model if chosen else "",
+            options=chosen.options if chosen else None,
+        )
+        built = self.build_serialized(turn)
+        ledger = (built.prompt if isinstance(built, PreparedTurn) else built).ledger
+        name = ledger.tokenizer or FALLBACK_TOKENIZER
+        return TokenCount(get_tokenizer(name).count(text), ledger.total_tokens, name)
 
     def warm(self, chat_id: str) -> None:
         """Build (and throw away) a chat's next prompt, so its lorebooks are parsed and
