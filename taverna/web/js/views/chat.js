@@ -15,6 +15,7 @@ import { openChatSettings } from "./chat_settings.js";
 import { markSummaries } from "./summary.js";
 import { openChatSearch, takeJump } from "./search.js";
 import { openTree } from "./tree.js";
+import { turnBar } from "./turn_bar.js";
 
 // Messages per page read from the server, and the most kept in the page at once: farther
 // ones are dropped and read again by cursor, so a long chat keeps a small DOM.
@@ -74,6 +75,8 @@ export async function render(root, params) {
     placeholder: t(finePointer.matches ? "chat.placeholder" : "chat.placeholder_touch"),
     "aria-label": t("chat.input"),
   });
+  // Persona, connection and model of the next turn, and the typed text's tokens.
+  const turn = turnBar({ chatId: params.id, chatUrl, input, chat: () => state.chat, applyChat: (answer) => apply(answer) });
   const sendButton = h("button", { type: "button", class: "primary", id: "send", text: t("chat.send") });
   const stopButton = h("button", { type: "button", class: "danger", id: "stop", text: t("chat.stop"), hidden: true });
   const impersonateButton = iconButton(t("chat.impersonate"), "impersonate", () => generate("impersonate"));
@@ -129,6 +132,7 @@ export async function render(root, params) {
     "div",
     { class: "composer" },
     quickBar,
+    turn.bar,
     pictureChip,
     input,
     h("div", { class: "composer-actions" }, attachButton, impersonateButton, continueButton, sendButton, stopButton),
@@ -146,6 +150,7 @@ export async function render(root, params) {
       onSaved: async (saved) => {
         notice.hidden = true;
         localNotice.hidden = saved.api !== "local";
+        turn.load();
         input.focus();
       },
     }));
@@ -254,6 +259,7 @@ export async function render(root, params) {
     for (const button of chatActions) button.disabled = false;
     updateControls();
     titleText.textContent = facts.title;
+    turn.soon(); // the path or the persona changed: so did the next prompt's total
     loadBranches();
     if (facts.group_id && state.group?.id !== facts.group_id) loadGroup();
   }
@@ -1095,7 +1101,7 @@ export async function render(root, params) {
       if (next) await generate(next === "trigger" ? "normal" : next);
       return;
     }
-    const body = { kind, revision: state.chat.revision };
+    const body = { kind, revision: state.chat.revision, connection: turn.connection() };
     if (kind === "normal") {
       body.text = input.value;
       if (pendingPicture) body.image = pendingPicture.url;
@@ -1320,6 +1326,7 @@ export async function render(root, params) {
   const jump = takeJump(params.id);
   if (jump) await showHit(jump);
   await loadQuickReplies();
+  turn.load();
   askRegexConsent();
   // SillyTavern's order: the app starting, a new chat, then the chat being opened.
   runTriggered(...(firstStart() ? ["startup"] : []), ...(takeNewChat(params.id) ? ["new_chat"] : []), "chat_change");
