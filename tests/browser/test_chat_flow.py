@@ -241,6 +241,7 @@ def test_chat_story(chromium, taverna: TavernaServer, stub: StubServer, tmp_path
     expect(messages(page)).to_have_count(len(texts) - 1)
     page.get_by_role("button", name="Undo").click()
     expect(messages(page)).to_have_count(len(texts))
+    expect(fork_notes).to_have_count(1)  # read after the messages are drawn
     assert messages(page).all_inner_texts() == texts
 
     # A server restart in the middle of a reply: what streamed is kept as a draft.
