@@ -3,10 +3,12 @@ one in use; each checked by the prompt manager and stored through the library se
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from importlib.resources import files
 from typing import Any
 
-from taverna.errors import TavernaError
+from taverna.errors import Conflict, TavernaError
 from taverna.services import prompt_manager
 from taverna.services.active_settings import active_choices, set_active
 from taverna.services.library import LibraryKind, LibraryService
@@ -18,6 +20,15 @@ ACTIVE_KEY = {
     "chat": "chat_completion_preset",
     "instruct": "instruct_template",
     "context": "context_template",
+}
+
+
+# The product's own preset or template each page kind starts from (taverna/data/presets).
+DEFAULT_FILES = {
+    "chat": "Taverna Default.json",
+    "instruct": "ChatML.json",
+    "context": "Taverna Story.json",
+    "sysprompt": "Taverna Roleplay.json",
 }
 
 
@@ -84,6 +95,38 @@ def update_preset(
     else:
         changed = {**doc.data, **(data or {})}
     _save(lib, doc, changed, name=name, revision=revision)
+
+
+def create_preset(lib: LibraryService, kind: str, name: str) -> Document:
+    """A new preset (or template) of a page kind under `name`, holding the product's own
+    defaults for that kind; a name already taken by one of the kind is refused."""
+    stored_kind = library_kind(kind)
+    raw = (files("taverna") / "data" / "presets" / DEFAULT_FILES[kind]).read_bytes()
+    return _store_new(lib, stored_kind, name, json.loads(raw))
+
+
+def copy_preset(lib: LibraryService, preset_id: str, name: str) -> Document:
+    """Save a preset (or template) as a new one under `name` ("Save as"); the original is
+    left as it is; a name already taken by one of the kind is refused."""
+    doc = get_preset(lib, preset_id)
+    return _store_new(lib, LibraryKind(doc.kind), name, dict(doc.data))
+
+
+def _store_new(lib: LibraryService, kind: LibraryKind, name: str, data: dict[str, Any]) -> Document:
+    name = name.strip()
+    if not name:
+        raise TavernaError("a name is needed", field="name")
+    if lib.find(kind, name) is not None:
+        raise Conflict(
+            f"a preset or template named {name!r} exists already",
+            field="name",
+            code="name_taken",
+            params={"name": name},
+        )
+    if "name" in data:  # templates carry their name inside (SillyTavern's files do)
+        data["name"] = name
+    item = lib.put(kind, name, prompt_manager.checked(kind, data, name))
+    return lib.get(kind, item.id)
 
 
 def delete_preset(lib: LibraryService, preset_id: str) -> None:

@@ -255,3 +255,44 @@ def test_prompt_slot_bad_input(client: TestClient, st_fixtures: Path) -> None:
         assert client.delete(f"{url}/{builtin}").status_code == 400, builtin
     assert client.delete(f"{url}/nope").status_code == 404
     assert client.get(f"/api/presets/{preset_id}").json()["prompts"] == before
+
+
+def test_new_preset_starts_from_the_product_defaults(client: TestClient) -> None:
+    made = client.post("/api/presets", json={"kind": "chat", "name": "Fresh"})
+    assert made.status_code == 201, made.text
+    assert made.json()["name"] == "Fresh" and made.json()["kind"] == "chat"
+    preset = client.get(f"/api/presets/{made.json()['id']}").json()
+    assert "chatHistory" in [p["identifier"] for p in preset["prompts"]]
+    assert preset["sampling"]["temperature"] == 0.9  # Taverna Default's
+    template = client.post("/api/presets", json={"kind": "instruct", "name": "My ChatML"})
+    assert template.status_code == 201, template.text
+    data = client.get(f"/api/presets/{template.json()['id']}").json()["data"]
+    assert data["name"] == "My ChatML" and "<|im_start|>" in data["input_sequence"]
+    taken = client.post("/api/presets", json={"kind": "chat", "name": "Fresh"})
+    assert taken.status_code == 409 and taken.json()["detail"]["code"] == "name_taken"
+    assert client.post("/api/presets", json={"kind": "nope", "name": "X"}).status_code == 400
+    assert [p["name"] for p in client.get("/api/presets?kind=chat").json()] == ["Fresh"]
+
+
+def test_save_as_copies_the_preset_and_leaves_the_original(client: TestClient) -> None:
+    first = client.post("/api/presets", json={"kind": "chat", "name": "Base"}).json()
+    copy = client.post(f"/api/presets/{first['id']}/copy", json={"name": "Base 2"})
+    assert copy.status_code == 201, copy.text
+    copy_id = copy.json()["id"]
+    assert copy_id != first["id"] and copy.json()["name"] == "Base 2"
+    edited = client.get(f"/api/presets/{copy_id}").json()
+    edited["prompts"][0]["content"] = "Only in the copy."
+    saved = client.put(
+        f"/api/presets/{copy_id}",
+        json={"name": "Base 2", "prompts": edited["prompts"], "sampling": {"temperature": 0.3}},
+    )
+    assert saved.status_code == 200, saved.text
+    original = client.get(f"/api/presets/{first['id']}").json()
+    assert original["sampling"]["temperature"] == 0.9
+    assert all(p.get("content") != "Only in the copy." for p in original["prompts"])
+    taken = client.post(f"/api/presets/{first['id']}/copy", json={"name": "Base 2"})
+    assert taken.status_code == 409
+    context = client.post("/api/presets", json={"kind": "context", "name": "Story"}).json()
+    again = client.post(f"/api/presets/{context['id']}/copy", json={"name": "Story B"}).json()
+    assert again["kind"] == "context"
+    assert client.get(f"/api/presets/{again['id']}").json()["data"]["name"] == "Story B"

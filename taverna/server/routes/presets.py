@@ -84,6 +84,32 @@ def list_presets(
     ]
 
 
+class NewPresetIn(Strict):
+    kind: str = Field(default="chat", description="chat, instruct, context or sysprompt")
+    name: str = Field(min_length=1, max_length=NAME_MAX)
+
+
+class CopyPresetIn(Strict):
+    name: str = Field(min_length=1, max_length=NAME_MAX)
+
+
+@router.post("", response_model=PresetListItem, status_code=201)
+def create_preset(body: NewPresetIn, lib: LibraryService = Depends(library)) -> PresetListItem:
+    """A new preset or template holding the product's own defaults for its kind."""
+    doc = presets.create_preset(lib, body.kind, body.name)
+    return PresetListItem(id=doc.id, name=doc.name, kind=body.kind, active=False)
+
+
+@router.post("/{preset_id}/copy", response_model=PresetListItem, status_code=201)
+def copy_preset(
+    preset_id: str, body: CopyPresetIn, lib: LibraryService = Depends(library)
+) -> PresetListItem:
+    """Save as: a copy of this preset or template under a new name."""
+    doc = presets.copy_preset(lib, preset_id, body.name)
+    kind = prompt_manager.PAGE_KIND[LibraryKind(doc.kind)]
+    return PresetListItem(id=doc.id, name=doc.name, kind=kind, active=False)
+
+
 @uploads.post("/import", response_model=PresetImported, status_code=201)
 async def import_preset(
     kind: str = "chat",
