@@ -2,6 +2,7 @@
 
 import { api } from "../api.js";
 import { h, iconButton, mount, toast } from "../dom.js";
+import { explain } from "../errors.js";
 import { t } from "../i18n.js";
 import { roleLabel } from "../labels.js";
 import { fieldForm, inferFields } from "../form.js";
@@ -67,6 +68,29 @@ function editSlot(p, box) {
   });
 }
 
+/** "Save as": the preset as open (with its unsaved edits) stored under a new name, then opened. */
+function saveAs(params, body) {
+  const name = h("input", { type: "text", id: "save-as-name", maxlength: 200, placeholder: t("presets.new_name"), "aria-label": t("presets.new_name") });
+  const form = h("form", { class: "name-form save-as" }, name, h("button", { type: "submit", text: t("presets.save_as") }));
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const wanted = name.value.trim();
+    if (!wanted) { toast(t("presets.needs_name"), "error"); name.focus(); return; }
+    try {
+      const copy = await api.post(`/presets/${params.id}/copy`, { name: wanted });
+      const edits = body();
+      // A template carries its name inside too: the copy's is the new one.
+      if (edits.data && "name" in edits.data) edits.data.name = copy.name;
+      await api.put(`/presets/${copy.id}`, { ...edits, name: copy.name });
+      toast(t("presets.saved_as", { name: copy.name }));
+      location.hash = `#/presets/${copy.id}`;
+    } catch (error) {
+      toast(explain(error), "error");
+    }
+  });
+  return form;
+}
+
 export async function render(root, params) {
   const preset = await api.get(`/presets/${params.id}`);
   const back = preset.kind === "chat" ? "#/presets" : "#/templates";
@@ -100,14 +124,14 @@ export async function render(root, params) {
       h("div", { class: "split" },
         h("section", {}, h("h2", { text: t("presets.prompt_manager") }), manager, h("div", { class: "row" }, newSlot), slotBox),
         h("section", {}, h("h2", { text: t("presets.sampling") }), sampling)),
-      h("div", { class: "row sticky-actions" }, save));
+      h("div", { class: "row sticky-actions" }, save, saveAs(params, () => ({ prompts: preset.prompts, sampling: sampling.read() }))));
     save.addEventListener("click", async () => {
       await api.put(`/presets/${params.id}`, { name: preset.name, prompts: preset.prompts, sampling: sampling.read() });
       toast(t("common.saved"));
     });
   } else {
     const fields = fieldForm(inferFields(preset.data), preset.data, { prefix: "tp", labels: "template" });
-    mount(root, head, fields, h("div", { class: "row sticky-actions" }, save));
+    mount(root, head, fields, h("div", { class: "row sticky-actions" }, save, saveAs(params, () => ({ data: fields.read() }))));
     save.addEventListener("click", async () => {
       await api.put(`/presets/${params.id}`, { name: preset.name, data: fields.read() });
       toast(t("common.saved"));

@@ -1,4 +1,4 @@
-// Chat-completion presets, or instruct and context templates: list, import, open, delete.
+// Chat-completion presets, or instruct and context templates: list, new, import, open, delete.
 
 import { api } from "../api.js";
 import { formWith, h, mount, toast, toastWarnings } from "../dom.js";
@@ -10,11 +10,27 @@ export async function render(root, params) {
   const picker = h("input", { type: "file", accept: ".json,application/json", multiple: true, hidden: true });
   const kindSelect = h("select", { "aria-label": t("presets.kind") }, kinds.map((k) => h("option", { value: k, text: t(`presets.kind_${k}`) })));
   const lists = h("div", {});
+  // New: a preset (or template) holding the product's own defaults, under the name typed.
+  const newName = h("input", { type: "text", id: "new-preset-name", maxlength: 200, placeholder: t("presets.new_name"), "aria-label": t("presets.new_name") });
+  const newForm = h("form", { class: "name-form new-preset" }, newName,
+    h("button", { type: "submit", text: t("presets.new") }));
+  newForm.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const name = newName.value.trim();
+    if (!name) { toast(t("presets.needs_name"), "error"); newName.focus(); return; }
+    try {
+      const made = await api.post("/presets", { kind: kindSelect.value, name });
+      toast(t("presets.created", { name: made.name }));
+      location.hash = `#/presets/${made.id}`;
+    } catch (error) {
+      toast(explain(error), "error");
+    }
+  });
   mount(root, h("div", { class: "page-head" },
     h("h1", { text: params.kind === "templates" ? t("nav.templates") : t("nav.presets") }),
     h("div", { class: "row" }, kinds.length > 1 ? kindSelect : null,
       h("button", { type: "button", class: "primary", text: t("common.import"), onClick: () => picker.click() }))),
-  picker, lists);
+  newForm, picker, lists);
   picker.addEventListener("change", async () => {
     for (const file of picker.files) {
       try {
