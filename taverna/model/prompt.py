@@ -118,6 +118,8 @@ class Ledger:
     enough. `skipped_regexes`: the user regexes (lorebook regex keys, regex scripts) a
     time limit stopped or kept from running this turn. `tokenizer`: the tokenizer the
     parts were counted with, so a caller can count other text the same way.
+    `scanned_books`: the names of the lorebooks the scan read this turn, so an empty
+    trace can say "books attached, nothing matched" rather than nothing.
     """
 
     items: tuple[LedgerItem, ...] = ()
@@ -127,6 +129,7 @@ class Ledger:
     history_stopped: bool = False
     skipped_regexes: tuple[SkippedRegex, ...] = ()
     tokenizer: str = ""
+    scanned_books: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,6 +46,7 @@ def prompt_json(prompt: Prompt) -> dict[str, Any]:
             "budget": ledger.budget,
             "trace": [t.to_json() for t in ledger.trace],
             "skipped_regexes": [note.to_json() for note in ledger.skipped_regexes],
+            "scanned_books": list(ledger.scanned_books),
         },
     }
 

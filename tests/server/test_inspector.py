@@ -158,3 +158,35 @@ def test_the_inspector_lists_the_regexes_a_small_budget_skipped(tmp_path: Path) 
         "reason": "not run: this turn's 100 ms for user regexes was spent; counted as no match",
         "count": 1,
     }
+
+
+def book_chat(client: TestClient, name: str, greeting: str) -> str:
+    """A chat whose character has a lorebook with one entry keyed on "lighthouse"."""
+    entries = {
+        "0": {"uid": 0, "key": ["lighthouse"], "content": "The light is red.", "position": 0}
+    }
+    imported = client.post(
+        "/api/lorebooks/import",
+        files={"file": ("Harbor Lore.json", json.dumps({"entries": entries}), "application/json")},
+    )
+    assert imported.status_code == 201, imported.text
+    card = client.post("/api/characters", json={"name": name, "first_mes": greeting}).json()
+    client.put(
+        f"/api/characters/{card['id']}/lorebook", json={"lorebook_id": imported.json()["id"]}
+    )
+    return str(client.post("/api/chats", json={"character_id": card["id"]}).json()["id"])
+
+
+def test_the_trace_names_the_books_scanned_when_nothing_matched(client: TestClient) -> None:
+    quiet = book_chat(client, "Mira", "Hi.")
+    ledger = client.get(f"/api/chats/{quiet}/prompt").json()["prompt"]["ledger"]
+    assert ledger["trace"] == [] and ledger["scanned_books"] == ["Harbor Lore"]
+    lit = book_chat(client, "Ione", "See the lighthouse?")
+    ledger = client.get(f"/api/chats/{lit}/prompt").json()["prompt"]["ledger"]
+    assert ledger["scanned_books"] == ["Harbor Lore"]
+    assert [(t["book"], t["outcome"]) for t in ledger["trace"]] == [("Harbor Lore", "activated")]
+    card = client.post("/api/characters", json={"name": "Bookless", "first_mes": "Hi."}).json()
+    plain = client.post("/api/chats", json={"character_id": card["id"]}).json()["id"]
+    assert (
+        client.get(f"/api/chats/{plain}/prompt").json()["prompt"]["ledger"]["scanned_books"] == []
+    )

@@ -541,4 +541,11 @@ def _ledger(
         )
     total = 3 + sum(p.tokens for p in parts)
     stopped = layout.history_stopped or bool(error)
-    return Ledger(tuple(items), total, turn.prompt_budget, turn.world.trace, stopped)
+    return Ledger(
+        tuple(items),
+        total,
+        turn.prompt_budget,
+        turn.world.trace,
+        stopped,
+        scanned_books=turn.world.books,
+    )

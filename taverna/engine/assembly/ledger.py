@@ -68,6 +68,9 @@ def render_ledger(prompt: Prompt, width: int = 60) -> str:
         for note in ledger.skipped_regexes:
             times = f" ×{note.count}" if note.count > 1 else ""
             lines.append(f"     {note.kind} {note.source} {note.pattern}{times}: {note.reason}")
+    if ledger.scanned_books and not ledger.trace:
+        lines.append("")
+        lines.append(f"lorebooks scanned, nothing matched: {', '.join(ledger.scanned_books)}")
     if ledger.trace:
         lines.append("")
         lines.append("lorebook decisions:")

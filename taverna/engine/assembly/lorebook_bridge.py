@@ -133,6 +133,7 @@ def scan(request: ScanRequest) -> WorldInfoOutcome:
         an_bottom=placement.an_bottom,
         entries=activation.entries,
         trace=trace,
+        books=tuple(b.book.name for b in books),
         # A dry run records nothing: no state for the caller to write.
         timers=None if dry_run else activation.timers.to_json(),
         variables=None if dry_run else dict(activation.variables.local),

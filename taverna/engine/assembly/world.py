@@ -55,6 +55,7 @@ class WorldInfoOutcome:
     an_bottom: tuple[str, ...] = ()
     entries: tuple[ActivatedEntry, ...] = ()
     trace: tuple[EntryTrace, ...] = ()  # the entries the scan decided about
+    books: tuple[str, ...] = ()  # the names of the books scanned, in scan order
     timers: Mapping[str, Any] | None = None  # the lorebook timers to record after this turn
     variables: Mapping[str, Any] | None = None  # chat variables after macros in entries
 

@@ -446,6 +446,7 @@ class _Builder(TextSteps):
                 budget=self.turn.prompt_budget,
                 trace=tuple(self.turn.world.trace),
                 history_stopped=history_stopped,
+                scanned_books=self.turn.world.books,
             ),
             state=turn_state(self.turn),
         )

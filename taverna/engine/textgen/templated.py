@@ -125,6 +125,7 @@ def build_with_chat_template(
             budget=budget,
             trace=tuple(turn.world.trace),
             history_stopped=low > 0,
+            scanned_books=turn.world.books,
         ),
         state=turn_state(turn),
     )

@@ -108,3 +108,17 @@ def test_the_ledger_lists_each_activated_entry_where_it_went() -> None:
         ("Lore", uid, EntryOutcome.ACTIVATED) for uid in (1, 2, 3)
     }
     assert "Lore/2                   activated      primary key 'dragon'" in render_ledger(prompt)
+
+
+def test_books_scanned_with_nothing_matched_are_named_and_the_prompt_is_unchanged() -> None:
+    quiet = (("character", "Welcome."), ("user", "Hello there"))
+    prompt = build(_at(*quiet))
+    assert prompt.ledger.trace == () and prompt.ledger.scanned_books == ("Lore",)
+    assert "lorebooks scanned, nothing matched: Lore" in render_ledger(prompt)
+    bookless = build(context(messages=chat(*quiet)))
+    assert bookless.ledger.scanned_books == ()
+    assert bookless.messages == prompt.messages
+    assert "nothing matched" not in render_ledger(bookless)
+    lit = build(_at(*FIRST))
+    assert lit.ledger.scanned_books == ("Lore",) and lit.ledger.trace
+    assert "nothing matched" not in render_ledger(lit)
