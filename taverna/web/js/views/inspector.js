@@ -94,8 +94,15 @@ function traceClass(outcome) {
   return outcome === "budget" ? "cut" : "skip";
 }
 
-function traceView(trace, skipped) {
-  if (!trace || !trace.length) return h("div", {}, skippedRegexView(skipped), h("p", { class: "muted", text: t("inspector.no_trace") }));
+/** No decision to list: either no book was scanned, or books were and no entry matched. */
+function emptyTrace(books) {
+  if (!books || !books.length) return h("p", { class: "muted no-trace", text: t("inspector.no_trace") });
+  return h("p", { class: "muted no-trace" }, t("inspector.nothing_matched", { n: books.length }), " ",
+    h("span", { translate: "no", class: "scanned-books", text: books.join(", ") }));
+}
+
+function traceView(trace, skipped, books) {
+  if (!trace || !trace.length) return h("div", {}, skippedRegexView(skipped), emptyTrace(books));
   const cols = ["book", "uid", "comment", "outcome", "primary_key", "reason"];
   return h("div", {}, skippedRegexView(skipped), h("div", { class: "table-wrap" }, h("table", { class: "trace" },
     h("thead", {}, h("tr", {}, cols.map((c) => h("th", { scope: "col", text: t(`inspector.trace_${c}`) })))),
@@ -132,7 +139,7 @@ export async function openInspector(chatId, nodeId, labels = {}) {
   const views = {
     prompt: () => promptView(data.prompt, labels),
     ledger: () => ledgerView(data.prompt.ledger || {}, labels),
-    trace: () => traceView(data.prompt.ledger?.trace, data.prompt.ledger?.skipped_regexes),
+    trace: () => traceView(data.prompt.ledger?.trace, data.prompt.ledger?.skipped_regexes, data.prompt.ledger?.scanned_books),
     request: () => h("pre", { class: "prompt-text", translate: "no", text: JSON.stringify(data.request ?? data.prompt, null, 2) }),
   };
   const show = (name) => {

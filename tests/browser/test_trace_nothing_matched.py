@@ -1,0 +1,74 @@
+"""The inspector's lorebook trace when books are attached and no entry matched: it names the
+books scanned instead of saying that no entry was considered. Both languages, both sizes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import shot
+from tests.stubs.taverna_server import TavernaServer
+
+pytestmark = pytest.mark.browser
+
+SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 375, "height": 812}}
+WORDS = {"en": "no entry matched", "zh-CN": "没有条目被触发"}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TavernaServer]:
+    started = TavernaServer(tmp_path_factory.mktemp("trace") / "data").start()
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+def chat_with_book(server: TavernaServer, name: str, greeting: str) -> str:
+    entries = {
+        "0": {"uid": 0, "key": ["lighthouse"], "content": "The light is red.", "position": 0}
+    }
+    book = server.api(
+        "POST",
+        "/lorebooks/import",
+        files={"file": ("Harbor Lore.json", json.dumps({"entries": entries}), "application/json")},
+    ).json()
+    card = server.api("POST", "/characters", json={"name": name, "first_mes": greeting}).json()
+    server.api("PUT", f"/characters/{card['id']}/lorebook", json={"lorebook_id": book["id"]})
+    return str(server.api("POST", "/chats", json={"character_id": card["id"]}).json()["id"])
+
+
+@pytest.mark.parametrize(("size", "lang"), [("desktop", "en"), ("phone", "zh-CN")])
+def test_the_trace_says_books_attached_nothing_matched(
+    chromium,  # type: ignore[no-untyped-def]
+    server: TavernaServer,
+    size: str,
+    lang: str,
+) -> None:
+    quiet = chat_with_book(server, f"Mira {size}", "Hi.")
+    lit = chat_with_book(server, f"Ione {size}", "See the lighthouse?")
+    context = chromium.new_context(viewport=SIZES[size])
+    context.add_init_script(f"localStorage.setItem('taverna.lang', '{lang}')")
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{server.url}/#/chat/{quiet}")
+    page.locator("#open-inspector").click()
+    page.locator("#inspector [data-tab=trace]").click()
+    said = page.locator("#inspector .no-trace")
+    expect(said).to_contain_text(WORDS[lang])
+    expect(said.locator(".scanned-books")).to_have_text("Harbor Lore")
+    shot(page, f"{size}-{lang}-trace-nothing-matched")
+    page.locator("#close-inspector").click()
+
+    # An entry that matched is listed as before, with no such sentence.
+    page.goto(f"{server.url}/#/chat/{lit}")
+    page.locator("#open-inspector").click()
+    page.locator("#inspector [data-tab=trace]").click()
+    expect(page.locator("#inspector table.trace tbody tr")).to_have_count(1)
+    expect(page.locator("#inspector .no-trace")).to_have_count(0)
+    assert errors == []
+    context.close()
