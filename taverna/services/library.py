@@ -43,6 +43,7 @@ from taverna.model.quick_reply import LegacyQuickReplySet, QuickReplySet
 from taverna.model.regex_script import RegexScript
 from taverna.services.import_report import ImportReport, Progress, Skipped, StoredItem
 from taverna.services.interchange import (
+    ImportedChat,
     InterchangeService,
     file_digest,
     fingerprint,
@@ -360,6 +361,36 @@ class LibraryService:
         if kind is FileKind.SETTINGS:
             return import_settings(self, data, file=str(path), avatars=avatars)
         return ImportReport(stored=[self.import_bytes(data, path.name, file=str(path))])
+
+    def import_chat(
+        self, data: bytes, file_name: str, *, character_id: str | None = None
+    ) -> ImportedChat:
+        """Store one uploaded SillyTavern chat file as a chat with `character_id`; without
+        one, with the character of the name the file gives. A file naming no character of
+        the library is refused (code `chat_needs_character`, the name it gives in
+        `params`), so the person can choose one or create it; nothing is stored then."""
+        if character_id is None:
+            document = read_chat(data, source=file_name, flatten_chub=True)
+            wanted = (document.header.character_name if document.header else None) or ""
+            found = self.find(LibraryKind.CHARACTER, wanted) if wanted else None
+            if found is None:
+                raise TavernaError(
+                    f"no character named {wanted!r}: choose the character this chat belongs to"
+                    if wanted
+                    else "the file names no character: choose the one this chat belongs to",
+                    file=file_name,
+                    field="character_id",
+                    code="chat_needs_character",
+                    params={"name": wanted},
+                )
+            character_id = found.id
+        character = self.get(LibraryKind.CHARACTER, character_id)
+        return self.chats.import_data(
+            data,
+            file_name,
+            characters=(CharacterRef(character.name, character.id),),
+            owner=self.owner,
+        )
 
     def import_bytes(self, data: bytes, file_name: str, *, file: str = "") -> StoredItem:
         """Store one uploaded file that is not a chat (cards, lorebooks, presets, ...)."""

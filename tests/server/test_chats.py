@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -453,3 +454,44 @@ def test_every_chat_write_must_name_a_revision_it_could_have_read(
             assert response.status_code == 422, (method, url, revision, response.text)
             assert "revision" in response.text, (method, url, revision, response.text)
     assert client.get(f"/api/chats/{chat_id}").json() == before
+
+
+def _st_chat(character: str) -> bytes:
+    lines = [
+        {"user_name": "You", "character_name": character, "create_date": "2024-05-01@10h00m00s"},
+        {"name": character, "is_user": False, "send_date": "2024-05-01@10h00m01s", "mes": "Hi."},
+        {"name": "You", "is_user": True, "send_date": "2024-05-01@10h00m02s", "mes": "Hello!"},
+    ]
+    return "\n".join(json.dumps(line) for line in lines).encode()
+
+
+def test_one_chat_file_is_imported_with_its_character_or_the_one_chosen(
+    client: TestClient,
+) -> None:
+    mira = client.post("/api/characters", json={"name": "Mira", "first_mes": "Hi."}).json()
+    ione = client.post("/api/characters", json={"name": "Ione", "first_mes": "Hey."}).json()
+    upload = {"file": ("Mira - 2024-05-01.jsonl", _st_chat("Mira"), "application/jsonl")}
+    found = client.post("/api/chats/import", files=upload)
+    assert found.status_code == 201, found.text
+    assert found.json()["messages"] == 2 and found.json()["already_imported"] is False
+    chat = client.get(f"/api/chats/{found.json()['id']}").json()
+    assert [m["content"] for m in chat["messages"]] == ["Hi.", "Hello!"]
+    assert found.json()["id"] in [
+        c["id"] for c in client.get(f"/api/chats?character_id={mira['id']}").json()
+    ]
+    again = client.post("/api/chats/import", files=upload)
+    assert again.json()["already_imported"] is True and again.json()["id"] == found.json()["id"]
+    # A file naming a character the library lacks: refused, nothing stored, the name given.
+    before = len(client.get("/api/chats").json())
+    stranger = {"file": ("Nemo.jsonl", _st_chat("Nemo"), "application/jsonl")}
+    refused = client.post("/api/chats/import", files=stranger)
+    assert refused.status_code == 400
+    assert refused.json()["detail"]["code"] == "chat_needs_character"
+    assert refused.json()["detail"]["params"] == {"name": "Nemo"}
+    assert len(client.get("/api/chats").json()) == before
+    chosen = client.post("/api/chats/import", files=stranger, data={"character_id": ione["id"]})
+    assert chosen.status_code == 201, chosen.text
+    listed = client.get(f"/api/chats?character_id={ione['id']}").json()
+    assert chosen.json()["id"] in [c["id"] for c in listed]
+    bad = client.post("/api/chats/import", files={"file": ("x.jsonl", b"not json", "text/plain")})
+    assert bad.status_code in (400, 422) and "x.jsonl" in bad.text

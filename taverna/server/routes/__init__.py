@@ -49,6 +49,7 @@ ROUTERS: tuple[APIRouter, ...] = (
 # Routes that take one uploaded file (multipart/form-data).
 UPLOADS: tuple[APIRouter, ...] = (
     characters.uploads,
+    chats.uploads,
     images.uploads,
     lorebooks.uploads,
     personas.uploads,

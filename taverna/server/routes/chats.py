@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Annotated
 
 import anyio
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Depends, File, Form, Query, Request, Response, UploadFile
+from pydantic import BaseModel, Field
 
 from taverna.engine.script import Generation
 from taverna.errors import NotFound, TavernaError
 from taverna.model.chat import AuthorsNote
 from taverna.server import library_views, usecases
-from taverna.server.context import AppContext, backed_up, context, current_user
+from taverna.server.context import AppContext, backed_up, context, current_user, library
 from taverna.server.openapi import file_responses
 from taverna.server.schemas import (
     REVISION_MAX,
@@ -30,6 +31,7 @@ from taverna.server.schemas import (
     EditIn,
     HiddenIn,
     HideRangeIn,
+    ImportWarningOut,
     MessageImageIn,
     NewChatIn,
     RenameChatIn,
@@ -40,12 +42,49 @@ from taverna.server.schemas import (
     SelectIn,
     VariablesOut,
 )
+from taverna.server.uploads import read_limited
 from taverna.server.views import branch_out, chat_summary_out
 from taverna.services import chat_reads, chat_views, editing, inspector
+from taverna.services.library import LibraryService
 from taverna.services.quiet_generation import quiet_text
 from taverna.services.scripts import ScriptService
 
 router = APIRouter(prefix="/api/chats", tags=["chats"], dependencies=[Depends(backed_up)])
+# File uploads: mounted with the upload body limit (see `create_app`).
+uploads = APIRouter(prefix="/api/chats", tags=["chats"], dependencies=[Depends(backed_up)])
+
+
+class ChatImported(BaseModel):
+    id: str
+    title: str
+    messages: int
+    already_imported: bool
+    warnings: list[ImportWarningOut] = Field(
+        default_factory=list, description="values of the file read otherwise than written"
+    )
+
+
+@uploads.post("/import", response_model=ChatImported, status_code=201)
+async def import_chat(
+    file: UploadFile = File(...),
+    character_id: str | None = Form(default=None),
+    lib: LibraryService = Depends(library),
+    ctx: AppContext = Depends(context),
+) -> ChatImported:
+    """Import one SillyTavern chat file (.jsonl) as a chat with `character_id`, or with the
+    character the file names. When the library has no character of that name the answer
+    is 400 with code `chat_needs_character` and the name in `params`; nothing is stored.
+    The same file imported again gives back the chat it made (`already_imported`)."""
+    data = await read_limited(file, ctx.upload_limit)
+    name = file.filename or "chat.jsonl"
+    done = await ctx.off_loop(lib.import_chat, data, name, character_id=character_id or None)
+    return ChatImported(
+        id=done.chat.id,
+        title=done.chat.title,
+        messages=done.messages,
+        already_imported=done.already_imported,
+        warnings=ImportWarningOut.of(done.warnings),
+    )
 
 
 # A DELETE names the revision it read in its query, as a write's body does.
