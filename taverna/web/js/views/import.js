@@ -1,7 +1,7 @@
 // Import: a whole SillyTavern user data folder with progress and a report, or single files.
 
 import { api, followTask } from "../api.js";
-import { formWith, h, mount } from "../dom.js";
+import { formWith, h, mount, toast, toastWarnings } from "../dom.js";
 import { explain, reportError } from "../errors.js";
 import { t } from "../i18n.js";
 import { importKindLabel, reasonNode } from "../labels.js";
@@ -10,6 +10,55 @@ import { importCards } from "./characters.js";
 /** Why a file was skipped: in the person's language when the page knows the sentence; else
  * as the file's reader wrote it (naming the file and field), marked as not translated. */
 const reasonText = (reason) => reasonNode(reason, "span", { class: "muted" });
+
+/** One SillyTavern chat file (.jsonl): stored with the character it names, or, when the
+ * library has none of that name, with one the person chooses or creates here. */
+function chatFileSection() {
+  const picker = h("input", { type: "file", id: "chat-file", accept: ".jsonl,application/jsonl", hidden: true });
+  const choice = h("div", { class: "chat-file-choice", role: "group" });
+  const importChat = async (file, characterId) => {
+    const fields = characterId ? { file, character_id: characterId } : { file };
+    const done = await api.upload("/chats/import", formWith(fields));
+    toast(t(done.already_imported ? "import.chat_again" : "import.chat_done", { n: done.messages }));
+    toastWarnings(file.name, done.warnings || []);
+    location.hash = `#/chat/${done.id}`;
+  };
+  const askCharacter = async (file, named) => {
+    const characters = await api.get("/characters");
+    const select = h("select", { id: "chat-file-character", "aria-label": t("import.chat_character") },
+      characters.map((c) => h("option", { value: c.id, translate: "no", text: c.name })));
+    const attempt = async (work) => {
+      try { await work(); } catch (error) { toast(`${file.name}: ${explain(error)} ${t("kept.nothing_stored")}`, "error"); }
+    };
+    mount(choice,
+      h("p", {}, named ? t("import.chat_unknown") : t("import.chat_unnamed"),
+        named ? h("span", { class: "strong", translate: "no", text: named }) : null),
+      characters.length ? h("div", { class: "row" }, select,
+        h("button", { type: "button", id: "chat-file-use", text: t("import.chat_use"), onClick: () => attempt(() => importChat(file, select.value)) })) : null,
+      named ? h("div", { class: "row" }, h("button", { type: "button", id: "chat-file-create", class: "primary", text: t("import.chat_create"), onClick: () => attempt(async () => {
+        const made = await api.post("/characters", { name: named });
+        await importChat(file, made.id);
+      }) })) : null);
+    choice.scrollIntoView({ block: "nearest" });
+  };
+  picker.addEventListener("change", async () => {
+    const file = picker.files[0];
+    picker.value = "";
+    mount(choice);
+    if (!file) return;
+    try {
+      await importChat(file, null);
+    } catch (error) {
+      if (error?.detail?.code === "chat_needs_character") await askCharacter(file, error.detail.params?.name || "");
+      else toast(`${file.name}: ${explain(error)} ${t("kept.nothing_stored")}`, "error");
+    }
+  });
+  return h("section", { class: "panel" },
+    h("h2", { text: t("import.chat_file") }),
+    h("p", { class: "muted", text: t("import.chat_file_help") }),
+    h("button", { type: "button", id: "pick-chat-file", text: t("common.import"), onClick: () => picker.click() }),
+    picker, choice);
+}
 
 export async function render(root) {
   const folder = h("input", { type: "file", id: "st-folder", webkitdirectory: true, directory: true, multiple: true, hidden: true });
@@ -27,7 +76,8 @@ export async function render(root) {
       folder, bar, status, report),
     h("section", { class: "panel" },
       h("h2", { text: t("import.cards") }),
-      h("button", { type: "button", text: t("common.import"), onClick: () => cards.click() }), cards));
+      h("button", { type: "button", text: t("common.import"), onClick: () => cards.click() }), cards),
+    chatFileSection());
 
   cards.addEventListener("change", async () => {
     await importCards([...cards.files]);

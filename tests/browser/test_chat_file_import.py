@@ -1,0 +1,95 @@
+"""Importing one SillyTavern chat file from the Import page: it goes to the character it
+names; naming one the library lacks, the page asks to choose a character or create it.
+Both languages, both sizes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.browser.conftest import shot
+from tests.stubs.taverna_server import TavernaServer
+
+pytestmark = pytest.mark.browser
+
+SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 375, "height": 812}}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TavernaServer]:
+    started = TavernaServer(tmp_path_factory.mktemp("chatfile") / "data").start()
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+def st_chat(character: str, words: str) -> bytes:
+    lines = [
+        {"user_name": "You", "character_name": character, "create_date": "2024-05-01@10h00m00s"},
+        {"name": character, "is_user": False, "send_date": "2024-05-01@10h00m01s", "mes": "Hi."},
+        {"name": "You", "is_user": True, "send_date": "2024-05-01@10h00m02s", "mes": words},
+    ]
+    return "\n".join(json.dumps(line) for line in lines).encode()
+
+
+def pick(page: Page, name: str, data: bytes) -> None:
+    page.goto(page.url.split("#")[0] + "#/import")
+    page.locator("#pick-chat-file").wait_for()
+    page.locator("#chat-file").set_input_files(
+        files=[{"name": name, "mimeType": "application/jsonl", "buffer": data}]
+    )
+
+
+def chats_of(server: TavernaServer, name: str) -> list[str]:
+    found = [c for c in server.api("GET", "/characters").json() if c["name"] == name]
+    assert len(found) == 1, found
+    listed = server.api("GET", f"/chats?character_id={found[0]['id']}").json()
+    return [c["id"] for c in listed]
+
+
+@pytest.mark.parametrize(("size", "lang"), [("desktop", "en"), ("phone", "zh-CN")])
+def test_a_chat_file_is_imported_from_the_page(
+    chromium,  # type: ignore[no-untyped-def]
+    server: TavernaServer,
+    size: str,
+    lang: str,
+) -> None:
+    mira = f"Mira {size}"
+    server.api("POST", "/characters", json={"name": mira, "first_mes": "Hi."})
+    context = chromium.new_context(viewport=SIZES[size])
+    context.add_init_script(f"localStorage.setItem('taverna.lang', '{lang}')")
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{server.url}/#/import")
+    shot(page, f"{size}-{lang}-import-page")
+
+    # The file names a character of the library: the chat opens at once.
+    pick(page, f"{mira}.jsonl", st_chat(mira, "Is the lamp lit?"))
+    expect(page.locator(".message", has_text="Is the lamp lit?")).to_be_visible()
+    assert "#/chat/" in page.url
+    assert page.url.rsplit("/", 1)[1] in chats_of(server, mira)
+
+    # A character the library lacks: the page asks; create it and import.
+    nemo = f"Nemo {size}"
+    pick(page, f"{nemo}.jsonl", st_chat(nemo, "Who are you?"))
+    expect(page.locator(".chat-file-choice")).to_contain_text(nemo)
+    shot(page, f"{size}-{lang}-import-chat-choose")
+    page.locator("#chat-file-create").click()
+    expect(page.locator(".message", has_text="Who are you?")).to_be_visible()
+    assert page.url.rsplit("/", 1)[1] in chats_of(server, nemo)
+
+    # Or choose one of the library's characters for it.
+    ghost = f"Ghost {size}"
+    pick(page, f"{ghost}.jsonl", st_chat(ghost, "Anyone there?"))
+    page.locator("#chat-file-character").select_option(label=mira)
+    page.locator("#chat-file-use").click()
+    expect(page.locator(".message", has_text="Anyone there?")).to_be_visible()
+    assert page.url.rsplit("/", 1)[1] in chats_of(server, mira)
+    assert not [c for c in server.api("GET", "/characters").json() if c["name"] == ghost]
+    assert errors == []
+    context.close()
