@@ -52,23 +52,8 @@ class SqlVectors(SqlBase):
         kind, schema = self._search_kind()
         if not kind:
             return None
-        with self._read() as conn:
-            # One read for the usual case: the index is up to date.
-            if not vector_index.behind(conn, model):
-                return vector_index.nearest(
-                    conn,
-                    kind,
-                    schema,
-                    chat_id,
-                    model,
-                    query,
-                    below_depth=below_depth,
-                    shortlist=shortlist,
-                )
-        # Rows written without the index (another process, say): take them in first.
-        with self.engine.begin() as conn:
-            vector_index.sync(conn, kind, schema, model)
-        with self._read() as conn:
+
+        def nearest(conn: sa.Connection) -> tuple[list[NearMessage], bool]:
             return vector_index.nearest(
                 conn,
                 kind,
@@ -79,6 +64,16 @@ class SqlVectors(SqlBase):
                 below_depth=below_depth,
                 shortlist=shortlist,
             )
+
+        with self._read() as conn:
+            # One read for the usual case: the index is up to date.
+            if not vector_index.behind(conn, model):
+                return nearest(conn)
+        # Rows written without the index (another process, say): take them in first.
+        with self.engine.begin() as conn:
+            vector_index.sync(conn, kind, schema, model)
+        with self._read() as conn:
+            return nearest(conn)
 
     def node_vectors(self, model: str, node_ids: Sequence[str]) -> dict[str, bytes]:
         v = t.message_vectors
