@@ -225,6 +225,19 @@ class ConnectionService:
         self.environ = os.environ if environ is None else environ
         self.key_env_allowed = None if key_env_allowed is None else frozenset(key_env_allowed)
 
+    def of(self, owner: str) -> ConnectionService:
+        """The connections of account `owner`, by the same rules and keys file (this
+        service itself when it is that account's)."""
+        if owner == self.owner:
+            return self
+        return ConnectionService(
+            self.store,
+            self.secrets.folder,
+            owner=owner,
+            environ=self.environ,
+            key_env_allowed=self.key_env_allowed,
+        )
+
     def _from_document(self, doc: Any) -> Connection:
         data = doc.data
         try:

@@ -103,7 +103,7 @@ def inspect_prompt(service: GenerationService, chat_id: str, node_id: str | None
         else:
             end = node.parent_id
     try:
-        connection: Connection | None = service.connections.get(None)
+        connection: Connection | None = service.connections.of(chat.owner).get(None)
     except NotFound:
         # Without a connection the prompt is still shown, as Chat Completion builds it.
         connection = None
@@ -116,7 +116,7 @@ def inspect_prompt(service: GenerationService, chat_id: str, node_id: str | None
     prompt = built if isinstance(built, Prompt) else built.prompt
     request_json: dict[str, Any] | None = None
     if connection is not None:
-        options = service.connections.request_options(
+        options = service.connections.of(chat.owner).request_options(
             connection,
             user_name=chat.user_name or "User",
             char_name=chat.characters[0].name if chat.characters else "",

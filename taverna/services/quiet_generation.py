@@ -77,8 +77,10 @@ async def quiet_text(
 ) -> str:
     """The model's text for a script's `/gen` or `/genraw` in chat `chat_id`."""
     options = dict(request.options or {})
-    connection = generation.connections.get(connection_name)
     chat = generation.store.get_chat(chat_id)
+    # the chat's account's connections: its keys and its endpoints
+    connections = generation.connections.of(chat.owner)
+    connection = connections.get(connection_name)
     sampling = _length(options)
     stops = _stops(options)
     if request.kind == "genraw":
@@ -95,9 +97,9 @@ async def quiet_text(
         prompt = replace(prompt, sampling={**prompt.sampling, **sampling})
     if stops:
         prompt = replace(prompt, stop=tuple(prompt.stop) + stops)
-    key = generation.connections.resolve_key(connection)
+    key = connections.resolve_key(connection)
     members = tuple(c.name for c in chat.characters)
-    request_options = generation.connections.request_options(
+    request_options = connections.request_options(
         connection, user_name=chat.user_name or "User", char_name=members[0] if members else ""
     )
     sent = build_request(prompt, connection.api, request_options, base_url=connection.url, key=key)

@@ -230,8 +230,8 @@ class SummaryGenerator:
         settings = settings or self.settings(self.store.get_chat(chat_id).owner)
         if not summary_prompt(settings).strip():
             raise TavernaError("the summary prompt is empty", field="prompt")
-        connection = self.generation.connections.get(settings.connection or None)
         chat = self.store.get_chat(chat_id)
+        connection = self.generation.connections.of(chat.owner).get(settings.connection or None)
         leaf = chat.active_leaf_id
         if leaf is None:
             raise TavernaError("an empty chat has nothing to summarize", field="chat_id")
@@ -266,7 +266,7 @@ class SummaryGenerator:
         return SummaryOutcome(text, at, cut, settings.prompt_builder.is_raw)
 
     async def _ask(self, connection: Any, prompt: Prompt, chat: Any) -> tuple[str, bool]:
-        connections = self.generation.connections
+        connections = self.generation.connections.of(chat.owner)
         key = connections.resolve_key(connection)
         members = tuple(c.name for c in chat.characters)
         options = connections.request_options(

@@ -213,7 +213,15 @@ class TurnContexts:
         # Each node's message as the engine reads it, made once per node object.
         self._messages: OrderedDict[str, tuple[Node, ChatMessage]] = OrderedDict()
         self.assemblies = 0  # assemblies run, widening included (for tests and benchmarks)
-        self.images = ImageLibrary(store, owner=owner)
+        # Each account's pictures, read as its chats' prompts need them.
+        self._images: dict[str, ImageLibrary] = {owner: ImageLibrary(store, owner=owner)}
+
+    def images_of(self, owner: str) -> ImageLibrary:
+        """The pictures of account `owner` (a chat's are its owner's)."""
+        found = self._images.get(owner)
+        if found is None:
+            found = self._images[owner] = ImageLibrary(self.store, owner=owner)
+        return found
 
     def __call__(self, turn: TurnRequest) -> PreparedTurn:
         return self.build(turn)
@@ -356,7 +364,7 @@ class TurnContexts:
         }
         books_found: list[DocumentVersion] = []
         for version in self.store.versions_of(
-            owner=self.owner,
+            owner=chat.owner,
             kinds=_SMALL_KINDS,
             ids=ids,
             names={LibraryKind.LOREBOOK.value: guessed},
@@ -374,7 +382,7 @@ class TurnContexts:
         names = _applying_books(chat, characters, persona, settings)
         if set(names) - set(guessed):
             books_found = self.store.versions_of(
-                owner=self.owner, names={LibraryKind.LOREBOOK.value: names}
+                owner=chat.owner, names={LibraryKind.LOREBOOK.value: names}
             )
         self._book_names[chat.id] = tuple(names)
         books = self._lorebooks([v for v in books_found if v.name in names])
@@ -610,7 +618,7 @@ class TurnContexts:
             turn.api,
             turn.model,
             [message_image(node.extras) for node in history],
-            self.images.prompt_image,
+            self.images_of(chat.owner).prompt_image,
         )
         if turn.api is Api.LOCAL:
             context = for_local_model(context, turn.model, turn.options)

@@ -96,6 +96,7 @@ def get_group(group_id: str, service: GroupService = Depends(groups)) -> GroupOu
 def change_group(
     group_id: str,
     body: GroupChangesIn,
+    request: Request,
     ctx: AppContext = Depends(context),
     service: GroupService = Depends(groups),
 ) -> GroupOut:
@@ -122,7 +123,8 @@ def change_group(
     if body.connections is not None:
         for connection in body.connections.values():
             if connection:
-                ctx.connections.get(connection)  # a connection that does not exist: 404
+                # a connection the account does not have: 404
+                ctx.connections_of(current_user(request)).get(connection)
         changes["taverna"] = service.own_settings(group_id, "connection", body.connections)
     if body.presets is not None:
         for preset in body.presets.values():

@@ -364,7 +364,7 @@ class GenerationService:
         chat = self.store.get_chat(chat_id)
         if not chat.group_id:
             return (chat.characters[0].name,) if chat.characters else ()
-        groups = GroupService(self.chats, owner=self.owner)
+        groups = GroupService(self.chats, owner=chat.owner)
         group = groups.get(chat.group_id)
         members = groups.members(group, chat)
         want = POOL_WINDOW_PER_MEMBER * max(1, len(members)) + 2
@@ -435,18 +435,19 @@ class GenerationService:
 
     def preview(self, chat_id: str, *, connection: str | None = None) -> Prompt:
         """The prompt the next reply would be sent (a dry run: nothing is sent or written)."""
-        return self._next_prompt(chat_id, self.connections.get(connection).api)
+        owner = self.store.get_chat(chat_id).owner
+        return self._next_prompt(chat_id, self.connections.of(owner).get(connection).api)
 
     def count_tokens(self, chat_id: str, text: str, *, connection: str | None = None) -> TokenCount:
         """The tokens of `text` (what is being typed) with the tokenizer the chat's next
         prompt is counted with, and that prompt's total (a dry run: nothing is written)."""
+        chat = self.store.get_chat(chat_id)
         try:
-            chosen: Connection | None = self.connections.get(connection)
+            chosen: Connection | None = self.connections.of(chat.owner).get(connection)
         except NotFound:
             if connection is not None:
                 raise
             chosen = None  # no connection yet: counted as for OpenAI, as `warm` builds
-        chat = self.store.get_chat(chat_id)
         turn = self.turn(
             chat,
             chat.active_leaf_id,
@@ -465,7 +466,7 @@ class GenerationService:
         """Build (and throw away) a chat's next prompt, so its lorebooks are parsed and
         compiled, its tokenizer loaded and its path's end read before anyone asks."""
         try:
-            api = self.connections.get(None).api
+            api = self.connections.of(self.store.get_chat(chat_id).owner).get(None).api
         except NotFound:
             api = Api.OPENAI
         self._next_prompt(chat_id, api)
@@ -525,13 +526,9 @@ class GenerationService:
 
     def drafts(self, chat_id: str) -> list[Draft]:
         """The chat's drafts, oldest first."""
-        return [
-            d
-            for d in (
-                self._draft(doc) for doc in self.store.find_documents(DRAFT_KIND, owner=self.owner)
-            )
-            if d.chat_id == chat_id
-        ]
+        owner = self.store.get_chat(chat_id).owner
+        docs = self.store.find_documents(DRAFT_KIND, owner=owner)
+        return [d for d in (self._draft(doc) for doc in docs) if d.chat_id == chat_id]
 
     def keep_draft(self, draft_id: str, *, revision: int | None = None) -> WriteResult:
         """Store a draft where its generation would have put it, then forget the draft.
@@ -661,9 +658,9 @@ class GenerationService:
         with self._reserved(chat_id):
 
             def prepare() -> tuple[_Plan, Node | None]:
-                # a missing connection fails before any write
-                connection = self.connections.get(connection_name)
                 chat, end = self._path_end(chat_id)
+                # the chat's account's connection; a missing one fails before any write
+                connection = self.connections.of(chat.owner).get(connection_name)
                 if revision is not None and revision != chat.revision:
                     raise StaleRevision(
                         "the chat changed since it was read",
@@ -678,7 +675,7 @@ class GenerationService:
                     plan = self._plan(chat, kind, anchor, connection, member=member, end=end)
                 else:
                     if said[2] is not None:
-                        ImageLibrary(self.store, owner=self.owner).require(said[2])
+                        ImageLibrary(self.store, owner=chat.owner).require(said[2])
                     message = self._message_to_post(chat, end, *said)
                     plan = self._plan(
                         chat,
@@ -874,7 +871,7 @@ class GenerationService:
         first = chat.characters[0].name if chat.characters else ""
         if not chat.group_id:
             return first, ()
-        groups = GroupService(self.chats, owner=self.owner)
+        groups = GroupService(self.chats, owner=chat.owner)
         group = groups.get(chat.group_id)
         found = groups.members(group, chat)
         names = tuple(m.name for m in found)
@@ -903,11 +900,11 @@ class GenerationService:
 
     def _member_connection(self, chat: Chat, speaker: str, connection: Connection) -> Connection:
         """A member's own connection, when the group gives it one."""
-        groups = GroupService(self.chats, owner=self.owner)
+        groups = GroupService(self.chats, owner=chat.owner)
         assert chat.group_id is not None
         for found in groups.members(groups.get(chat.group_id), chat):
             if found.name == speaker and found.connection:
-                return self.connections.get(found.connection)
+                return self.connections.of(chat.owner).get(found.connection)
         return connection
 
     async def _run(self, plan: _Plan) -> Completed:
@@ -944,7 +941,7 @@ class GenerationService:
                 await plan.posted  # the person's message is kept, as SillyTavern keeps it
             return self._fail(plan, "", plan.aborted.message, Ending.FAILED, cause="aborted")
         try:
-            base_url, key = await self.connections.endpoint(plan.connection)
+            base_url, key = await self.connections.of(plan.chat.owner).endpoint(plan.connection)
             prompt = plan.prompt
             for round_number in range(MAX_TOOL_ROUNDS + 1):
                 offer = plan.tools if round_number < MAX_TOOL_ROUNDS else ()
@@ -1036,7 +1033,7 @@ class GenerationService:
             preset.pop("use_system_prompt", None)
         if plan.connection.post_processing is not PostProcessing.NONE:
             preset.pop("post_processing", None)
-        return self.connections.request_options(
+        return self.connections.of(chat.owner).request_options(
             plan.connection,
             user_name=chat.user_name or "User",
             char_name=plan.speaker or (members[0] if members else ""),
@@ -1136,7 +1133,7 @@ class GenerationService:
         assert outcome.node is not None
         if changed_globals is not None:
             # the reply is stored: the globals its prompt's macros set are kept too
-            write_global_variables(self.store, changed_globals, self.owner)
+            write_global_variables(self.store, changed_globals, plan.chat.owner)
         done = Completed(
             Ending.SAVED, text, node_id=outcome.node.id, revision=outcome.chat.revision
         )
@@ -1176,7 +1173,7 @@ class GenerationService:
                 "generation_id": plan.run.id,
                 "created": self.clock().isoformat(),
             },
-            owner=self.owner,
+            owner=plan.chat.owner,
         )
         return doc.id
 
