@@ -111,5 +111,14 @@ class QuotaExceeded(TavernaError):
     """The account used up its generations for the hour."""
 
 
+class TooManyLogins(TavernaError):
+    """Too many failed logins for an account name or from one address: wait `retry_after`
+    seconds."""
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message, code="too_many_logins", params={"seconds": retry_after})
+        self.retry_after = retry_after
+
+
 class StorageFull(TavernaError):
     """The account's library would grow past its storage quota."""

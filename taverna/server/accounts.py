@@ -198,7 +198,8 @@ def me(request: Request, ctx: AppContext = Depends(context)) -> MeOut:
 def login(
     body: LoginIn, request: Request, response: Response, ctx: AppContext = Depends(context)
 ) -> MeOut:
-    token, session = _accounts(ctx).login(body.name, body.password)
+    address = request.client.host if request.client else ""
+    token, session = _accounts(ctx).login(body.name, body.password, address=address)
     response.set_cookie(
         COOKIE,
         token,

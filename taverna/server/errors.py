@@ -19,6 +19,7 @@ from taverna.errors import (
     QuotaExceeded,
     StorageFull,
     TavernaError,
+    TooManyLogins,
 )
 
 MIB = 1024 * 1024
@@ -56,6 +57,7 @@ STATUS = (
     (NotLoggedIn, 401),
     (Forbidden, 403),
     (QuotaExceeded, 429),
+    (TooManyLogins, 429),
     (StorageFull, 413),
     (FormatError, 422),
     (ProviderError, 502),
@@ -87,6 +89,13 @@ def code_of(error: TavernaError) -> str:
     return next(code for kind, code in DEFAULT_CODES if isinstance(error, kind))
 
 
+def headers_of(error: TavernaError) -> dict[str, str]:
+    """The headers an error's answer carries (when to try again, for a refused login)."""
+    if isinstance(error, TooManyLogins):
+        return {"Retry-After": str(error.retry_after)}
+    return {}
+
+
 def error_body(error: TavernaError) -> dict[str, object]:
     detail: dict[str, object] = {
         "message": error.message,
@@ -110,7 +119,9 @@ def install_error_handlers(app: FastAPI) -> None:
 
     async def on_taverna_error(request: Request, error: Exception) -> JSONResponse:
         assert isinstance(error, TavernaError)
-        return JSONResponse(error_body(error), status_code=status_of(error))
+        return JSONResponse(
+            error_body(error), status_code=status_of(error), headers=headers_of(error)
+        )
 
     async def on_http_error(request: Request, error: Exception) -> Response:
         # The framework's own refusals (a body that does not parse, no such path, a

@@ -9,6 +9,7 @@ send the cookie, but cannot read the token).
 from __future__ import annotations
 
 import hashlib
+import math
 import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,13 +20,31 @@ from pathlib import Path
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
-from taverna.errors import Conflict, NotLoggedIn, QuotaExceeded, StorageFull, TavernaError
+from taverna.errors import (
+    Conflict,
+    NotLoggedIn,
+    QuotaExceeded,
+    StorageFull,
+    TavernaError,
+    TooManyLogins,
+)
 from taverna.store.repository import Account, Store
 
 SESSION_DAYS = 30
 MAX_NAME = 64
 MIN_PASSWORD = 8
 _HASHER = PasswordHasher()
+
+
+@dataclass(frozen=True, slots=True)
+class LoginLimits:
+    """How many failed logins an account name, and a client address, may have in `window`
+    before further tries are refused until the oldest of them is `window` old. An address
+    gets more: several people may log in from behind one router."""
+
+    per_name: int = 5
+    per_address: int = 20
+    window: timedelta = timedelta(minutes=15)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,8 +82,9 @@ def check_password(password: str) -> str:
 class AccountService:
     """Users, their sessions and their quotas, over the store."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, limits: LoginLimits | None = None) -> None:
         self.store = store
+        self.limits = limits or LoginLimits()
 
     # ------------------------------------------------------------------ users
 
@@ -112,19 +132,26 @@ class AccountService:
 
     # --------------------------------------------------------------- sessions
 
-    def login(self, name: str, password: str) -> tuple[str, Session]:
+    def login(self, name: str, password: str, *, address: str = "") -> tuple[str, Session]:
         """A new session's cookie token and the session; NotLoggedIn if the name or the
-        password is wrong (one message for both)."""
+        password is wrong (one message for both); TooManyLogins, before any password is
+        checked, while the name or the client `address` has too many recent failures."""
+        by_name = f"name:{name.strip().casefold()}"
+        subjects = [by_name, f"address:{address}"] if address else [by_name]
+        self._check_login_limits(subjects)
         refused = NotLoggedIn("wrong account name or password")
         try:
             account = self.store.account(name=name.strip())
         except TavernaError:
             _HASHER.hash(password)  # as slow as a wrong password: names are not probed
+            self.store.add_login_failure(subjects)
             raise refused from None
         try:
             _HASHER.verify(account.password_hash, password)
         except (VerificationError, InvalidHashError):
+            self.store.add_login_failure(subjects)
             raise refused from None
+        self.store.clear_login_failures(by_name)
         if _HASHER.check_needs_rehash(account.password_hash):
             account = self.store.update_account(account.id, password_hash=_HASHER.hash(password))
         token = secrets.token_urlsafe(32)
@@ -132,6 +159,23 @@ class AccountService:
         expires = datetime.now(UTC) + timedelta(days=SESSION_DAYS)
         self.store.add_session(token_hash(token), account.id, csrf, expires)
         return token, Session(account, csrf)
+
+    def _check_login_limits(self, subjects: list[str]) -> None:
+        limits = self.limits
+        now = datetime.now(UTC)
+        failures = self.store.login_failures(subjects, now - limits.window)
+        wait = 0.0
+        for subject, times in failures.items():
+            allowed = limits.per_name if subject.startswith("name:") else limits.per_address
+            if len(times) >= allowed:
+                # free again once enough of them are older than the window
+                freed = times[len(times) - allowed] + limits.window
+                wait = max(wait, (freed - now).total_seconds())
+        if wait > 0:
+            seconds = max(1, math.ceil(wait))
+            raise TooManyLogins(
+                f"too many failed logins; try again in {seconds} seconds", retry_after=seconds
+            )
 
     def session(self, token: str) -> Session | None:
         """The live session of a cookie token, or None."""

@@ -649,6 +649,19 @@ class Store(
     def stored_bytes(self, owner: str) -> int:
         """The size of what an account's library holds."""
 
+    @abstractmethod
+    def login_failures(self, subjects: Sequence[str], since: datetime) -> dict[str, list[datetime]]:
+        """The times of the failed logins of each subject since `since`, oldest first (rows
+        older than `since` go)."""
+
+    @abstractmethod
+    def add_login_failure(self, subjects: Sequence[str]) -> None:
+        """Record a failed login under each subject, now."""
+
+    @abstractmethod
+    def clear_login_failures(self, subject: str) -> None:
+        """Forget a subject's failed logins (after it logged in)."""
+
     def close(self) -> None:
         """Release the database connections."""
 

@@ -276,3 +276,14 @@ generation_log = sa.Table(
     sa.Column("started", Stamp, nullable=False),
     sa.Index("ix_generation_log_user", "user_id", "started"),
 )
+
+# Failed logins, each under its subject ("name:<account name>" or "address:<client>"), for
+# the login rate limit (rows older than its window are pruned as it is read).
+login_failures = sa.Table(
+    "login_failures",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("subject", sa.String(300), nullable=False),
+    sa.Column("at", Stamp, nullable=False),
+    sa.Index("ix_login_failures_subject", "subject", "at"),
+)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -119,6 +120,31 @@ class SqlAccounts(SqlBase):
             if limit is None or count < limit:
                 conn.execute(log.insert(), {"user_id": user_id, "started": now})
         return int(count)
+
+    def login_failures(self, subjects: Sequence[str], since: datetime) -> dict[str, list[datetime]]:
+        failures = t.login_failures
+        found: dict[str, list[datetime]] = {subject: [] for subject in subjects}
+        with self.engine.begin() as conn:
+            conn.execute(failures.delete().where(failures.c.at < _utc(since)))
+            rows = conn.execute(
+                sa.select(failures.c.subject, failures.c.at)
+                .where(failures.c.subject.in_(list(subjects)))
+                .order_by(failures.c.at)
+            )
+            for subject, at in rows:
+                stamp = _aware(at)
+                assert stamp is not None
+                found[subject].append(stamp)
+        return found
+
+    def add_login_failure(self, subjects: Sequence[str]) -> None:
+        now = _utc(self.clock())
+        with self.engine.begin() as conn:
+            conn.execute(t.login_failures.insert(), [{"subject": s, "at": now} for s in subjects])
+
+    def clear_login_failures(self, subject: str) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(t.login_failures.delete().where(t.login_failures.c.subject == subject))
 
     def stored_bytes(self, owner: str) -> int:
         """What an account's library holds: its documents' data and blobs."""
