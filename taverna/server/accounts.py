@@ -26,6 +26,23 @@ CSRF_HEADER = "x-csrf-token"
 OPEN_PATHS = frozenset({"/api/health", "/api/me", "/api/login", "/api/logout"})
 # Routes that start a generation: each counts against the account's hourly quota.
 GENERATING = frozenset({"generate", "edit_and_resend", "start_round", "make_summary"})
+# Writes to a chat that add what the person typed: refused when the account's storage is
+# full. The others (select, hide, delete, undo, switch) never are, so a full account can
+# still tidy up.
+GROWING_CHAT_WRITES = frozenset(
+    {
+        "generate",
+        "edit_and_resend",
+        "start_round",
+        "edit_message",
+        "set_authors_note",
+        "set_chat_variables",
+        "set_chat_lorebook",
+        "run_script",
+        "branch_from",
+        "create_checkpoint",
+    }
+)
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 NOBODY = "\x00nobody"
 
@@ -81,16 +98,13 @@ async def owned(request: Request) -> None:
         if found is not None:
             mine.chat(found.chat_id)
     if request.method not in SAFE_METHODS:
+        name = getattr(request.scope.get("route"), "name", "")
         declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > 0 and not _is_chat_write(params):
+        grows = "chat_id" not in params or name in GROWING_CHAT_WRITES
+        if declared.isdigit() and int(declared) > 0 and grows:
             accounts.check_storage(user, int(declared))
-        route = request.scope.get("route")
-        if getattr(route, "name", "") in GENERATING:
+        if name in GENERATING:
             accounts.count_generation(user)
-
-
-def _is_chat_write(params: dict[str, Any]) -> bool:
-    return "chat_id" in params
 
 
 def _require_task(ctx: AppContext, mine: Ownership, task_id: str) -> None:

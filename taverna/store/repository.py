@@ -647,7 +647,8 @@ class Store(
 
     @abstractmethod
     def stored_bytes(self, owner: str) -> int:
-        """The size of what an account's library holds."""
+        """The size of what an account holds: library documents, pictures, drafts, chats
+        and their messages."""
 
     @abstractmethod
     def login_failures(self, subjects: Sequence[str], since: datetime) -> dict[str, list[datetime]]:

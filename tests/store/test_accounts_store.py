@@ -44,3 +44,22 @@ def test_accounts_sessions_and_quotas(store: SqlStore) -> None:
     accounts.check_storage(alice.id, 5000)
     with pytest.raises(StorageFull):
         accounts.check_storage(alice.id, 8000)
+
+
+def test_stored_bytes_count_chats_messages_and_their_versions(store: SqlStore) -> None:
+    from taverna.model.chat import NodeRole
+    from taverna.services.chats import ChatService
+
+    chats = ChatService(store)
+    chat = chats.create_chat("Harbour", owner="alice").chat
+    theirs = chats.create_chat("Theirs", owner="bob").chat
+    chats.append(theirs.id, NodeRole.USER, "b" * 40_000, revision=theirs.revision)
+    start = store.stored_bytes("alice")
+    out = chats.append(chat.id, NodeRole.USER, "a" * 6000, revision=chat.revision)
+    assert out.node is not None
+    after_message = store.stored_bytes("alice")
+    assert 6000 <= after_message - start < 7000
+    # An edit keeps the old text in the history: both count.
+    chats.edit(chat.id, out.node.id, "c" * 3000, revision=out.chat.revision)
+    assert store.stored_bytes("alice") - after_message >= 3000
+    assert store.stored_bytes("bob") >= 40_000

@@ -147,13 +147,40 @@ class SqlAccounts(SqlBase):
             conn.execute(t.login_failures.delete().where(t.login_failures.c.subject == subject))
 
     def stored_bytes(self, owner: str) -> int:
-        """What an account's library holds: its documents' data and blobs."""
-        docs = t.documents
-        size = sa.func.length(sa.cast(docs.c.data, sa.Text)) + sa.func.coalesce(
-            sa.func.length(docs.c.blob), 0
-        )
+        """What an account holds: its documents' data and blobs (library, pictures,
+        drafts), its chats (title, settings) and their messages (text, metadata, every
+        version kept) with the prompts their replies were sent."""
+        docs, chats, nodes = t.documents, t.chats, t.nodes
+
+        def size(*columns: Any) -> Any:
+            return sum((sa.func.coalesce(sa.func.length(c), 0) for c in columns), sa.literal(0))
+
+        mine = sa.select(chats.c.id).where(chats.c.owner == owner).scalar_subquery()
+        queries = [
+            sa.select(sa.func.sum(size(sa.cast(docs.c.data, sa.Text), docs.c.blob))).where(
+                docs.c.owner == owner
+            ),
+            sa.select(
+                sa.func.sum(
+                    size(chats.c.title, sa.cast(chats.c.metadata, sa.Text))
+                    + size(sa.cast(chats.c.base_state, sa.Text))
+                )
+            ).where(chats.c.owner == owner),
+            sa.select(
+                sa.func.sum(
+                    size(t.contents.c.text, nodes.c.speaker, sa.cast(nodes.c.extras, sa.Text))
+                )
+            )
+            .select_from(nodes.join(t.contents, t.contents.c.hash == nodes.c.content_hash))
+            .where(nodes.c.chat_id.in_(mine)),
+            sa.select(sa.func.sum(size(t.contents.c.text)))
+            .select_from(
+                t.history_texts.join(t.contents, t.contents.c.hash == t.history_texts.c.hash)
+            )
+            .where(t.history_texts.c.chat_id.in_(mine)),
+            sa.select(sa.func.sum(size(t.sent_prompts.c.record))).where(
+                t.sent_prompts.c.chat_id.in_(mine)
+            ),
+        ]
         with self._read() as conn:
-            total = conn.execute(
-                sa.select(sa.func.coalesce(sa.func.sum(size), 0)).where(docs.c.owner == owner)
-            ).scalar_one()
-        return int(total)
+            return sum(int(conn.execute(q).scalar_one() or 0) for q in queries)
