@@ -38,12 +38,26 @@ def _password() -> str:
 def add(
     name: Annotated[str, typer.Argument(help="the account's name (what it logs in with)")],
     admin: Annotated[bool, typer.Option("--admin", help="may manage the other accounts")] = False,
+    empty: Annotated[
+        bool, typer.Option("--empty", help="start its library empty (no presets, no samples)")
+    ] = False,
     data: DataOption = None,
 ) -> None:
-    """Create an account; the password is asked for (or read from standard input)."""
-    with account_service(data) as accounts:
-        account = accounts.add(name, _password(), admin=admin)
+    """Create an account; the password is asked for (or read from standard input). Its
+    library starts with the product's presets and samples, as a new install does."""
+    from taverna.services.accounts import AccountService
+    from taverna.services.data import open_data, resolve_data_dir
+    from taverna.services.workspace import welcome_account
+
+    folder = open_data(resolve_data_dir(data))
+    try:
+        account = AccountService(folder.store).add(name, _password(), admin=admin)
+        added = [] if empty else welcome_account(folder.store, folder.path, account.id)
+    finally:
+        folder.close()
     typer.echo(f"added {'admin ' if account.admin else ''}account {account.name}")
+    if added:
+        typer.echo(f"its library starts with {', '.join(added)}")
 
 
 @user_app.command("list")

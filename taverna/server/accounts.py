@@ -19,6 +19,7 @@ from taverna.errors import Forbidden, NotFound, NotLoggedIn, TavernaError
 from taverna.server.context import AppContext, context, current_user
 from taverna.services.accounts import MAX_NAME, AccountService, Session
 from taverna.services.ownership import DOCUMENT_PARAMS, Ownership
+from taverna.services.workspace import welcome_account
 
 COOKIE = "taverna_session"
 CSRF_HEADER = "x-csrf-token"
@@ -151,6 +152,9 @@ class AccountIn(BaseModel):
     name: str = Field(min_length=1, max_length=MAX_NAME)
     password: str = Field(min_length=1, max_length=1024)
     admin: bool = False
+    empty: bool = Field(
+        default=False, description="start the library empty (no presets, no samples)"
+    )
 
 
 class PasswordIn(BaseModel):
@@ -250,7 +254,12 @@ def list_users(ctx: AppContext = Depends(context)) -> list[AccountOut]:
     "/api/users", response_model=AccountOut, status_code=201, dependencies=[Depends(_admin)]
 )
 def add_user(body: AccountIn, ctx: AppContext = Depends(context)) -> AccountOut:
-    return _out(_accounts(ctx).add(body.name, body.password, admin=body.admin))
+    """A new account, its library started with the product's presets and samples (unless
+    `empty`), as a new install's is."""
+    account = _accounts(ctx).add(body.name, body.password, admin=body.admin)
+    if not body.empty:
+        welcome_account(ctx.store, ctx.data_dir, account.id)
+    return _out(account)
 
 
 @router.put(

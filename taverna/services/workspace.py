@@ -358,6 +358,16 @@ def seed_presets(library: LibraryService) -> list[str]:
     return stored
 
 
+def welcome_account(store: Store, data_dir: Path, owner: str) -> list[str]:
+    """A new account's library, as a new single-user install starts: the product's presets
+    and templates, the sample character and lorebook, and (with the `local` extra) the
+    bundled small model as its connection. Returns what was added, by name."""
+    library = LibraryService(store, owner=owner)
+    added = [*seed_presets(library), *seed_samples(library)]
+    local = seed_local_model(ConnectionService(store, data_dir, owner=owner))
+    return [*added, local] if local else added
+
+
 def seed_samples(library: LibraryService) -> list[str]:
     """On an empty library, store the product's own sample character and lorebook."""
     if library.documents(LibraryKind.CHARACTER) or library.documents(LibraryKind.LOREBOOK):
