@@ -311,8 +311,9 @@ def plugin_services(
     def path(chat_id: str) -> tuple[Node, ...]:
         return chats.active_path(chat_id).nodes
 
-    def key(name: str | None) -> str:
-        return connections.resolve_key(connections.get(name))
+    def key(name: str | None, chat_id: str | None) -> str:
+        mine = connections.of(chats.get_chat(chat_id).owner) if chat_id else connections
+        return mine.resolve_key(mine.get(name))
 
     async def generate(chat_id: str, prompt: str, connection: str | None) -> str:
         return await quiet_text(

@@ -133,3 +133,39 @@ def test_an_account_without_a_connection_is_told_so_not_given_the_servers(
         )
         assert named.status_code == 404, named.text
     assert servers[""].requests == []
+
+
+class Oracle:
+    """A plugin granted to call models and see keys."""
+
+    TAVERNA_GRANTS = ("read_chats", "call_models", "see_keys")
+
+
+def test_a_plugin_reaches_the_chats_accounts_connection(
+    ctx: AppContext, servers: dict[str, StubServer]
+) -> None:
+    import asyncio
+
+    ctx.connections.add(
+        "Main", "openai", url=servers[""].base_url("openai"), key=servers[""].key, default=True
+    )
+    enable_accounts(ctx, "alice", "bob")
+    app = create_app(ctx)
+    with TestClient(app) as alice, TestClient(app) as bob:
+        chats = {}
+        for who, client in (("alice", alice), ("bob", bob)):
+            log_in(client, who)
+            chats[who] = _set_up(client, who, servers[who])
+        host = ctx.events.host(ctx.plugins.register(Oracle(), "oracle"))
+        for who in ("alice", "bob"):
+            assert host.api_key(chat_id=chats[who]) == servers[who].key
+            assert host.api_key("Main", chat_id=chats[who]) == servers[who].key
+            servers[who].script(Reply(tokens=[f"Forecast for {who}."]))
+            said = asyncio.run(host.generate(chats[who], "Forecast?"))
+            assert said == f"Forecast for {who}."
+            assert servers[who].requests[-1].headers["authorization"] == (
+                f"Bearer {servers[who].key}"
+            )
+        # Without a chat, the server's own connection.
+        assert host.api_key() == servers[""].key
+        assert servers[""].requests == []

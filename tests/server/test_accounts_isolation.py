@@ -265,3 +265,29 @@ def test_each_sees_only_their_own_chats(
     found = alice.get("/api/search", params={"q": SECRET}).json()
     assert found and SECRET in str(found)
     assert SECRET not in bob.get("/api/search", params={"q": SECRET}).text
+
+
+def test_why_a_plugin_failed_to_load_is_shown_to_admins_only(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from taverna.server.context import open_context
+    from tests.plugins.install import write_distribution
+
+    monkeypatch.syspath_prepend(str(write_distribution(tmp_path / "site")))
+    ctx = open_context(tmp_path / "data")
+    enable_accounts(ctx, "bob", admin="root")
+    app = create_app(ctx)
+    with TestClient(app) as root:
+        bob = TestClient(app)
+        log_in(root, "root")
+        log_in(bob, "bob")
+        seen = {
+            who: {p["name"]: p for p in client.get("/api/plugins").json()["plugins"]}
+            for who, client in (("root", root), ("bob", bob))
+        }
+    assert "read_minds" in seen["root"]["broken"]["error"]
+    assert "read_minds" not in seen["bob"]["broken"]["error"]
+    assert "admin" in seen["bob"]["broken"]["error"]
+    # What may touch a person's chats is shown to everyone alike.
+    assert seen["bob"]["mood"]["grants"] == seen["root"]["mood"]["grants"]
+    assert seen["bob"]["mood"]["error"] is None

@@ -3,7 +3,7 @@ Replies) can follow."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel
 
 from taverna.server.context import AppContext, context
@@ -31,12 +31,23 @@ class PluginsOut(BaseModel):
     events: list[str]
 
 
+# What a person who does not manage the server is told of a plugin that failed to load.
+NOT_LOADED = "it could not be loaded (an admin sees why)"
+
+
 @router.get("/api/plugins", response_model=PluginsOut)
-async def list_plugins(ctx: AppContext = Depends(context)) -> PluginsOut:
+async def list_plugins(request: Request, ctx: AppContext = Depends(context)) -> PluginsOut:
     """The installed plugins (entry points of group `taverna`), each with its declared grants
-    (none by default) and, when it could not be loaded, why."""
+    (none by default) and, when it could not be loaded, why. The plugins are the server's:
+    with accounts everyone sees what may touch their chats; why one failed to load (which
+    may name the server's files) only an admin does."""
+    session = getattr(request.state, "session", None)
+    manages = "accounts" not in ctx.services or (session is not None and session.account.admin)
+    plugins = [PluginOut(**info.to_json()) for info in ctx.plugins.list()]
+    if not manages:
+        plugins = [p.model_copy(update={"error": NOT_LOADED}) if p.error else p for p in plugins]
     return PluginsOut(
-        plugins=[PluginOut(**info.to_json()) for info in ctx.plugins.list()],
+        plugins=plugins,
         grants=[g.value for g in Grant],
         events=[e.value for e in EventName],
     )

@@ -18,13 +18,14 @@ __all__ = ["PluginHost", "PluginServices"]
 class PluginServices:
     """The services behind the capabilities, wired by whoever opens the workspace.
 
-    `path(chat_id)`: the chat's active path; `key(connection)`: a connection's API key
-    (None: the default connection's); `generate(chat_id, prompt, connection)`: a model's
-    answer to `prompt`, nothing stored.
+    `path(chat_id)`: the chat's active path; `key(connection, chat_id)`: a connection's API
+    key (None: the default connection's), of the account that owns chat `chat_id` (None:
+    the server's own); `generate(chat_id, prompt, connection)`: a model's answer to
+    `prompt` through a connection of the chat's account, nothing stored.
     """
 
     path: Callable[[str], Sequence[Node]] | None = None
-    key: Callable[[str | None], str] | None = None
+    key: Callable[[str | None, str | None], str] | None = None
     generate: Callable[[str, str, str | None], Awaitable[str]] | None = None
 
 
@@ -61,12 +62,13 @@ class PluginHost:
             for n in self._services.path(chat_id)
         ]
 
-    def api_key(self, connection: str | None = None) -> str:
-        """The API key of a connection (None: the default one)."""
+    def api_key(self, connection: str | None = None, *, chat_id: str | None = None) -> str:
+        """The API key of a connection (None: the default one): one of the account that
+        owns chat `chat_id`, or without it one of the server's own."""
         self._access.require(Grant.SEE_KEYS, "see API keys")
         if self._services.key is None:
             raise TavernaError("no connections can be read here")
-        return self._services.key(connection)
+        return self._services.key(connection, chat_id)
 
     async def generate(self, chat_id: str, prompt: str, connection: str | None = None) -> str:
         """A model's answer to `prompt` alone (no chat, no card), nothing stored."""
