@@ -102,6 +102,18 @@ def import_files(
     again: bool = typer.Option(
         False, "--again", help="Import chats again even if these files were imported before."
     ),
+    accounts: bool = typer.Option(
+        False,
+        "--accounts",
+        help="A SillyTavern install (or its data/ folder): each user's folder data/<user>/ "
+        "goes into the account of the same name.",
+    ),
+    mapping: list[str] = typer.Option(
+        [],
+        "--as",
+        metavar="HANDLE=ACCOUNT",
+        help="With --accounts: the user folder HANDLE goes into ACCOUNT (repeatable).",
+    ),
 ) -> None:
     """Import SillyTavern files into the library and chats; prints what was stored, with ids.
 
@@ -110,6 +122,9 @@ def import_files(
     for path in files:
         if not path.exists():
             raise NotFound("no such file or folder", file=str(path))
+    if accounts or mapping:
+        _import_accounts(files, data, mapping, as_json=as_json)
+        return
     with _opened(data) as folder:
         library = folder.library()
 
@@ -142,6 +157,47 @@ def import_files(
         typer.echo(f"skipped {skipped.path}: {skipped.reason}", err=True)
     if not report.stored and not report.chats:
         raise TavernaError("nothing was imported")
+
+
+def _import_accounts(
+    files: list[Path], data: Path | None, pairs: list[str], *, as_json: bool
+) -> None:
+    """`taverna import ROOT --accounts`: each SillyTavern user folder into its account."""
+    from taverna.services.account_import import import_user_folders, parse_mapping
+
+    if len(files) != 1:
+        raise TavernaError("--accounts takes one SillyTavern folder", field="--accounts")
+    mapping = parse_mapping(pairs)
+    with _opened(data) as folder:
+        done = import_user_folders(folder.store, files[0], accounts=mapping)
+    if as_json:
+        _emit_json(
+            [
+                {
+                    "handle": item.handle,
+                    "folder": str(item.folder),
+                    "account": item.account,
+                    "skipped": item.skipped or None,
+                    "report": _report_json(item.report) if item.report else None,
+                }
+                for item in done
+            ]
+        )
+    else:
+        for item in done:
+            if item.report is None:
+                typer.echo(f"skipped user folder {item.handle}: {item.skipped}", err=True)
+                continue
+            report = item.report
+            typer.echo(
+                f"user folder {item.handle} -> account {item.account}: "
+                f"{len(report.stored)} items, {len(report.chats)} chats"
+            )
+            echo_warnings(report.warnings)
+            for skipped in report.skipped:
+                typer.echo(f"  skipped {skipped.path}: {skipped.reason}", err=True)
+    if not any(item.report for item in done):
+        raise TavernaError("no user folder has an account of its name: nothing was imported")
 
 
 # ------------------------------------------------------------------- chats

@@ -1,0 +1,99 @@
+"""A SillyTavern install with several users into the accounts of a server run with them.
+
+SillyTavern keeps each user's things in a folder of their own, `data/<user-handle>/`
+(`default-user` for the first). Each such folder goes whole (cards, chats with their
+branches, lorebooks, presets, personas, settings) into the account of the same name, or
+the account a mapping names for its handle. A folder with no matching account is skipped
+and said so: accounts are made by an admin, with a password, never by an import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from taverna.errors import NotFound, TavernaError
+from taverna.services.import_report import ImportReport
+from taverna.services.library import LibraryService, ProgressCallback, is_user_data_folder
+from taverna.store.repository import Store
+
+
+@dataclass(frozen=True, slots=True)
+class UserFolderImport:
+    """What became of one user's folder: the account it went into and the import's
+    report, or why it was skipped."""
+
+    handle: str
+    folder: Path
+    account: str | None = None
+    report: ImportReport | None = None
+    skipped: str = ""
+
+
+def user_folders(root: Path) -> list[tuple[str, Path]]:
+    """The user folders of a SillyTavern install, by handle: `root` is the install's
+    folder (holding `data/`), its `data/` folder, or one user's folder."""
+    if is_user_data_folder(root):
+        return [(root.name, root)]
+    base = root / "data" if (root / "data").is_dir() else root
+    if not base.is_dir():
+        raise NotFound("no such folder", file=str(root))
+    found = [
+        (child.name, child)
+        for child in sorted(base.iterdir())
+        if not child.name.startswith(("_", ".")) and is_user_data_folder(child)
+    ]
+    if not found:
+        raise NotFound(
+            "no SillyTavern user folders here (data/<user>/ with characters/, chats/ or worlds/)",
+            file=str(root),
+        )
+    return found
+
+
+def parse_mapping(pairs: list[str]) -> dict[str, str]:
+    """`HANDLE=ACCOUNT` pairs as a mapping; FormatError-like refusal for a malformed one."""
+    mapping: dict[str, str] = {}
+    for pair in pairs:
+        handle, sep, account = pair.partition("=")
+        if not sep or not handle.strip() or not account.strip():
+            raise TavernaError(f"expected HANDLE=ACCOUNT, got {pair!r}", field="--as")
+        mapping[handle.strip()] = account.strip()
+    return mapping
+
+
+def import_user_folders(
+    store: Store,
+    root: Path,
+    *,
+    accounts: Mapping[str, str] | None = None,
+    progress: ProgressCallback | None = None,
+) -> list[UserFolderImport]:
+    """Import each user folder under `root` into its account (`accounts`: handle ->
+    account name, for the handles whose account is named otherwise)."""
+    mapping = dict(accounts or {})
+    folders = user_folders(root)
+    unknown = sorted(set(mapping) - {handle for handle, _ in folders})
+    if unknown:
+        raise NotFound(
+            f"no user folder {', '.join(unknown)} (found: "
+            f"{', '.join(handle for handle, _ in folders)})",
+            file=str(root),
+            field="--as",
+        )
+    done = []
+    for handle, folder in folders:
+        name = mapping.get(handle, handle)
+        try:
+            account = store.account(name=name)
+        except NotFound:
+            reason = (
+                f"no account named {name!r}: add it (`taverna user add {name}`) and import again"
+            )
+            done.append(UserFolderImport(handle, folder, skipped=reason))
+            continue
+        library = LibraryService(store, owner=account.id)
+        report = library.import_user_data(folder, progress=progress)
+        done.append(UserFolderImport(handle, folder, account.name, report))
+    return done
