@@ -95,14 +95,21 @@ def global_variables(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 def prompt_extension_settings(doc: Mapping[str, Any]) -> dict[str, Any]:
     """What `extension_settings` holds for prompts, in its shape: the global variables,
-    the card files allowed their own regex scripts, the recall settings (`vectors`) and the
-    summary settings (`memory`)."""
+    the card files and the presets (by API id) allowed their own regex scripts, the recall
+    settings (`vectors`) and the summary settings (`memory`)."""
     extensions = _object(doc, "extension_settings")
     allowed = extensions.get("character_allowed_regex")
     part: dict[str, Any] = {
         "variables": {"global": global_variables(doc)},
         "character_allowed_regex": allowed if isinstance(allowed, list) else [],
     }
+    presets = extensions.get("preset_allowed_regex")
+    if isinstance(presets, dict):
+        part["preset_allowed_regex"] = {
+            api: [n for n in names if isinstance(n, str)]
+            for api, names in presets.items()
+            if isinstance(names, list)
+        }
     vectors = extensions.get("vectors")
     if isinstance(vectors, dict):
         part["vectors"] = vectors  # recall by meaning (Vector Storage's settings)

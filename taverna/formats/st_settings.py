@@ -80,9 +80,13 @@ class SillyTavernSettings:
     character_notes: tuple[CharacterNote, ...] = ()
     regex_scripts: tuple[RegexScript, ...] = ()  # global scripts, in order (none if disabled)
     regex_allowed: tuple[str, ...] = ()  # card files whose own scripts may run
-    # The chosen preset's own scripts (`extensions.regex_scripts`), when the person allowed
-    # that preset's (`extension_settings.preset_allowed_regex`); they run after the global ones.
+    # The chosen Chat Completion preset's own scripts (`extensions.regex_scripts`), when the
+    # person allowed that preset's (`extension_settings.preset_allowed_regex.openai`); they
+    # run after the global ones. SillyTavern keeps preset scripts on the preset of the API
+    # in use: a Text Completion connection runs the chosen Text Completion preset's instead
+    # (`preset_allowed_regex.textgenerationwebui`), which `for_api` swaps in.
     preset_regex_scripts: tuple[RegexScript, ...] = ()
+    text_preset_regex_scripts: tuple[RegexScript, ...] = ()
     raw_regex_enabled: bool = True  # the regex extension is not switched off
     # `extension_settings.variables.global`: what `{{getglobalvar}}` reads
     global_variables: Mapping[str, Any] = field(default_factory=dict)
@@ -141,8 +145,13 @@ def summary_settings(doc: Mapping[str, Any], *, file: str | None = None) -> Summ
     return replace(settings, enabled=enabled)
 
 
+# SillyTavern's API ids that key `preset_allowed_regex`: each API's presets are its own.
+CHAT_COMPLETION_API = "openai"
+TEXT_COMPLETION_API = "textgenerationwebui"
+
+
 def preset_regex_allowed(
-    data: Mapping[str, Any], api: str = "openai", *, file: str | None = None
+    data: Mapping[str, Any], api: str = CHAT_COMPLETION_API, *, file: str | None = None
 ) -> tuple[str, ...]:
     """The presets of an API whose own regex scripts may run
     (`extension_settings.preset_allowed_regex.<api>`: preset names)."""

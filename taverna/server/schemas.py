@@ -63,6 +63,11 @@ class MessageOut(BaseModel):
         description="the text to show where display-only regex scripts change it "
         "(`content` stays the stored text)",
     )
+    shown_reasoning: str | None = Field(
+        default=None,
+        description="the reasoning to show where display-only regex scripts of the reasoning "
+        "placement change it (`generation.extras.reasoning` stays the stored text)",
+    )
     hidden: bool
     position: int
     candidate_index: int = Field(description="1-based place among the candidates (`2` in `2/3`)")

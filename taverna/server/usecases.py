@@ -69,13 +69,15 @@ def unchanged_view(ctx: AppContext, chat_id: str) -> ChatOut:
 
 
 def _chat_out(ctx: AppContext, window: PathWindow, *, changed: bool) -> ChatOut:
+    shown = shown_in_window(ctx.chats, window)
     return chat_out(
         window,
         ctx.chats.list_branches(window.chat.id),
         persona=persona_of(ctx, window.chat),
         task=running_task(ctx, window.chat.id),
         changed=changed,
-        shown=shown_in_window(ctx.chats, window),
+        shown=shown.content,
+        shown_reasoning=shown.reasoning,
     )
 
 

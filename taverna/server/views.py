@@ -25,7 +25,9 @@ def avatar_url(document_id: str | None) -> str | None:
     return f"/api/characters/{document_id}/avatar" if document_id else None
 
 
-def message_out(entry: PathEntry, chat: Chat, shown: str | None = None) -> MessageOut:
+def message_out(
+    entry: PathEntry, chat: Chat, shown: str | None = None, shown_reasoning: str | None = None
+) -> MessageOut:
     node = entry.node
     # The speaker's own picture; a member without a card gets none (a lettered circle),
     # and only a message naming no member shows the first character's.
@@ -43,6 +45,7 @@ def message_out(entry: PathEntry, chat: Chat, shown: str | None = None) -> Messa
         name=node.speaker,
         content=node.content,
         shown=shown,
+        shown_reasoning=shown_reasoning,
         hidden=node.hidden,
         position=entry.position,
         candidate_index=entry.candidate_index + 1,
@@ -99,10 +102,12 @@ def chat_out(
     task: TaskOut | None = None,
     changed: bool = False,
     shown: Mapping[str, str] | None = None,
+    shown_reasoning: Mapping[str, str] | None = None,
 ) -> ChatOut:
     """A chat with one window of its path; `changed`: the window starts where a write
     may have changed the path, so its messages replace the page's from there on;
-    `shown`: the texts display-only regex scripts make of some messages, by id."""
+    `shown`, `shown_reasoning`: what display-only regex scripts make of some messages'
+    texts and reasonings, by id."""
     chat = window.chat
     book = chat.metadata.get("world_info")
     return ChatOut(
@@ -114,7 +119,12 @@ def chat_out(
             for c in chat.characters
         ],
         persona=persona,
-        messages=[message_out(e, chat, (shown or {}).get(e.node.id)) for e in window.entries],
+        messages=[
+            message_out(
+                e, chat, (shown or {}).get(e.node.id), (shown_reasoning or {}).get(e.node.id)
+            )
+            for e in window.entries
+        ],
         window=WindowOut(
             total=window.total,
             start=window.start,

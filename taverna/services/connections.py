@@ -204,6 +204,19 @@ class ConnectionTest:
     params: dict[str, str | int] = field(default_factory=dict)
 
 
+def default_api(store: Store, owner: str = "") -> Api | None:
+    """The API of the connection used when none is named (the default one, or the only
+    one), read without its key; None when there is no such connection."""
+    docs = store.find_documents(KIND, owner=owner)
+    chosen = [d for d in docs if d.data.get("default")] or (docs if len(docs) == 1 else [])
+    if not chosen:
+        return None
+    try:
+        return Api.parse(str(chosen[0].data.get("api", "")))
+    except TavernaError:
+        return None
+
+
 class ConnectionService:
     """Add, list, pick and test connections; resolve their keys for the transport."""
 

@@ -6,7 +6,8 @@ message as it is sent (user input), a reply as it is saved (AI output, its reaso
 by the reasoning placement), a greeting as the chat starts, a message a script command
 writes (slash commands; `/sys` narration too), and an edit when the script is marked
 `runOnEdit`. Display scripts (`markdownOnly`) change only what the page shows, by the
-message's depth among the visible ones; the store keeps the original.
+message's depth among the visible ones, and a reply's reasoning by the reasoning
+placement; the store keeps the original.
 """
 
 from __future__ import annotations
@@ -25,7 +26,14 @@ from taverna.model.chat import Chat, Node, NodeRole, PathWindow
 from taverna.model.regex_script import RegexPlacement, RegexScript
 from taverna.services.active_settings import ACTIVE, SETTINGS_KIND
 from taverna.services.chats import ChatService, Rewrite
-from taverna.services.regex_library import CHARACTER_KIND, RegexLayer, RegexLibrary
+from taverna.services.connections import default_api
+from taverna.services.regex_library import (
+    CHARACTER_KIND,
+    PRESET_KIND,
+    TEXT_PRESET_KIND,
+    RegexLayer,
+    RegexLibrary,
+)
 from taverna.store.repository import Store
 
 
@@ -52,7 +60,10 @@ def chat_scripts(store: Store, chat: Chat) -> ChatScripts:
         return ChatScripts()
     regexes = RegexLibrary(store, chat.owner)
     common = list(regexes.layer(RegexLayer.GLOBAL).scripts)
-    preset = data.get("chat_completion_preset")
+    # The scripts of the preset of the API in use: the default connection's.
+    api = default_api(store, chat.owner)
+    text = api is not None and api.is_text_completion
+    preset = data.get(TEXT_PRESET_KIND if text else PRESET_KIND)
     if isinstance(preset, str) and preset:
         common.extend(_allowed(regexes, RegexLayer.PRESET, preset))
     # A card is read only when its scripts are allowed (the same key the prompt uses).
@@ -159,6 +170,15 @@ class StoredRegex:
         return Rewrite(content, reasoning if isinstance(reasoning, str) else None)
 
 
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """What display scripts make of some messages, by node id: their text and, by the
+    reasoning placement, the reasoning shown above it (only where a script changes it)."""
+
+    content: Mapping[str, str]
+    reasoning: Mapping[str, str]
+
+
 def shown_texts(
     store: Store,
     chat: Chat,
@@ -169,11 +189,24 @@ def shown_texts(
     """The text the page shows for each of `nodes` (oldest first) where display scripts
     change it: node id -> shown text. `newer_visible`: how many visible messages come after
     the last of `nodes` on the path (depth counts visible messages from the newest, 0)."""
+    return dict(displayed(store, chat, nodes, newer_visible, scripts).content)
+
+
+def displayed(
+    store: Store,
+    chat: Chat,
+    nodes: Sequence[Node],
+    newer_visible: int = 0,
+    scripts: ChatScripts | None = None,
+) -> Shown:
+    """`shown_texts` with the reasoning too: a reply's reasoning is shown through the
+    display scripts of the reasoning placement, at the reply's depth."""
     scripts = chat_scripts(store, chat) if scripts is None else scripts
     if not _display(scripts):
-        return {}
+        return Shown({}, {})
     fallback = chat.characters[0].name if chat.characters else ""
     shown: dict[str, str] = {}
+    thoughts: dict[str, str] = {}
     depth = newer_visible
     budget = RegexBudget(TURN_REGEX_BUDGET)  # one window's display scripts together
     for node in reversed(nodes):
@@ -182,20 +215,27 @@ def shown_texts(
         placement = _placement(node, slash=False)
         speaker = node.speaker if node.role is not NodeRole.USER else fallback
         chosen = scripts.for_speaker(speaker, fallback)
-        names = _substitute(chat, speaker)
-        text = regexed(
-            node.content,
-            placement or RegexPlacement.AI_OUTPUT,
-            chosen,
-            _macros(names),
-            RegexUse.DISPLAY,
-            depth=depth,
-            budget=budget,
-        )
+        substitute = _macros(_substitute(chat, speaker))
+        show = RegexUse.DISPLAY
+        where = placement or RegexPlacement.AI_OUTPUT
+        text = regexed(node.content, where, chosen, substitute, show, depth=depth, budget=budget)
         if text != node.content:
             shown[node.id] = text
+        reasoning = node.generation.extras.get("reasoning") if node.generation else None
+        if isinstance(reasoning, str) and reasoning:
+            thought = regexed(
+                reasoning,
+                RegexPlacement.REASONING,
+                chosen,
+                substitute,
+                show,
+                depth=depth,
+                budget=budget,
+            )
+            if thought != reasoning:
+                thoughts[node.id] = thought
         depth += 1
-    return shown
+    return Shown(shown, thoughts)
 
 
 def _display(scripts: ChatScripts) -> list[RegexScript]:
@@ -203,14 +243,14 @@ def _display(scripts: ChatScripts) -> list[RegexScript]:
     return [s for s in every if s.markdown_only and not s.disabled]
 
 
-def shown_in_window(chats: ChatService, window: PathWindow) -> dict[str, str]:
-    """`shown_texts` for a window of the active path (depth counted over the whole path,
+def shown_in_window(chats: ChatService, window: PathWindow) -> Shown:
+    """`displayed` for a window of the active path (depth counted over the whole path,
     which is read only when a display script has a depth limit)."""
     nodes = [entry.node for entry in window.entries]
     scripts = chat_scripts(chats.store, window.chat)
     display = _display(scripts)
     if not display or not nodes:
-        return {}
+        return Shown({}, {})
     newer = 0
     limited = any(s.min_depth is not None or s.max_depth is not None for s in display)
     if window.has_newer and limited:
@@ -218,7 +258,7 @@ def shown_in_window(chats: ChatService, window: PathWindow) -> dict[str, str]:
         ids = [n.id for n in path]
         after = path[ids.index(nodes[-1].id) + 1 :] if nodes[-1].id in ids else []
         newer = sum(1 for n in after if _visible(n))
-    return shown_texts(chats.store, window.chat, nodes, newer, scripts)
+    return displayed(chats.store, window.chat, nodes, newer, scripts)
 
 
 def _visible(node: Node) -> bool:

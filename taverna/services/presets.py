@@ -18,8 +18,15 @@ from taverna.store.repository import Document
 # active choices (a system prompt preset is chosen inside the context template instead).
 ACTIVE_KEY = {
     "chat": "chat_completion_preset",
+    "text": "text_completion_preset",
     "instruct": "instruct_template",
     "context": "context_template",
+}
+# Text Completion presets are listed and chosen (their regex scripts run on a Text
+# Completion connection) but not edited in the page.
+CHOSEN_KINDS: dict[str, LibraryKind] = {
+    **prompt_manager.KINDS,
+    "text": LibraryKind.TEXT_COMPLETION_PRESET,
 }
 
 
@@ -37,6 +44,18 @@ def library_kind(kind: str) -> LibraryKind:
     if kind not in prompt_manager.KINDS:
         raise TavernaError(f"kind must be one of {', '.join(prompt_manager.KINDS)}", field="kind")
     return prompt_manager.KINDS[kind]
+
+
+def listed_kind(kind: str) -> LibraryKind:
+    """The library kind of a kind the page lists and chooses (the page kinds, and "text")."""
+    if kind not in CHOSEN_KINDS:
+        raise TavernaError(f"kind must be one of {', '.join(CHOSEN_KINDS)}", field="kind")
+    return CHOSEN_KINDS[kind]
+
+
+def page_kind(doc: Document) -> str:
+    """The page's name for the kind of a preset or template."""
+    return next(name for name, kind in CHOSEN_KINDS.items() if kind.value == doc.kind)
 
 
 def get_preset(lib: LibraryService, preset_id: str) -> Document:
@@ -137,8 +156,8 @@ def delete_preset(lib: LibraryService, preset_id: str) -> None:
 
 def activate(lib: LibraryService, preset_id: str) -> Document:
     """Use this preset (or template) for the next generations; returns it."""
-    doc = get_preset(lib, preset_id)
-    kind = prompt_manager.PAGE_KIND[LibraryKind(doc.kind)]
+    doc = lib.get_any(preset_id, CHOSEN_KINDS.values())
+    kind = page_kind(doc)
     if kind not in ACTIVE_KEY:
         raise TavernaError("a system prompt preset is not chosen this way", field="id")
     set_active(lib.store, ACTIVE_KEY[kind], doc.id, lib.owner)

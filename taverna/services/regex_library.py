@@ -1,11 +1,12 @@
 """The person's regex scripts in their three layers, and the consent the last two need.
 
 Global scripts are library documents, run in the order kept in the active settings
-(`regex_order`). A Chat Completion preset carries its own scripts in
-`extensions.regex_scripts`, and a card in `data.extensions.regex_scripts`; SillyTavern
-runs those only once the person allowed them (`extension_settings.preset_allowed_regex`
-by preset name, `character_allowed_regex` by card file), since a downloaded preset or
-card could otherwise rewrite every message. The page and the CLI edit all three here.
+(`regex_order`). A preset carries its own scripts in `extensions.regex_scripts` (a Chat
+Completion preset, or a Text Completion one: the preset of the API in use runs), and a
+card in `data.extensions.regex_scripts`; SillyTavern runs those only once the person
+allowed them (`extension_settings.preset_allowed_regex` by API id and preset name,
+`character_allowed_regex` by card file), since a downloaded preset or card could
+otherwise rewrite every message. The page and the CLI edit all three here.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from taverna.engine.macros import MacroContext, evaluate
 from taverna.errors import FormatError, NotFound
 from taverna.formats import json_text
 from taverna.formats.regex_scripts import export_file_name
+from taverna.formats.st_settings import CHAT_COMPLETION_API, TEXT_COMPLETION_API
 from taverna.formats.validation import validate
 from taverna.model.chat import new_id
 from taverna.model.regex_script import RegexPlacement, RegexScript
@@ -31,8 +33,10 @@ from taverna.store.repository import Document, DocumentVersion, Store
 
 REGEX_KIND = "regex_script"
 PRESET_KIND = "chat_completion_preset"
+TEXT_PRESET_KIND = "text_completion_preset"
 CHARACTER_KIND = "character"
-PRESET_API = "openai"  # SillyTavern's API id for Chat Completion presets
+# Each kind of preset by SillyTavern's id of its API (the key of `preset_allowed_regex`).
+PRESET_APIS = {PRESET_KIND: CHAT_COMPLETION_API, TEXT_PRESET_KIND: TEXT_COMPLETION_API}
 ORDER_KEY = "regex_order"
 
 
@@ -111,12 +115,12 @@ class RegexLibrary:
         return sorted(docs, key=lambda d: rank.get(d.id, len(rank)))
 
     def _target(self, layer: RegexLayer, target: str) -> Document:
-        kind = PRESET_KIND if layer is RegexLayer.PRESET else CHARACTER_KIND
+        kinds = PRESET_APIS if layer is RegexLayer.PRESET else (CHARACTER_KIND,)
         try:
             doc = self.store.get_document(target)
         except NotFound:
             raise NotFound(f"no such {layer.value}", field="target") from None
-        if doc.kind != kind or doc.owner != self.owner:
+        if doc.kind not in kinds or doc.owner != self.owner:
             raise NotFound(f"no such {layer.value}", field="target")
         return doc
 
@@ -126,7 +130,7 @@ class RegexLibrary:
             allowed = extensions.get("character_allowed_regex")
             return isinstance(allowed, list) and f"{doc.name}.png" in allowed
         by_api = extensions.get("preset_allowed_regex")
-        names = by_api.get(PRESET_API) if isinstance(by_api, Mapping) else None
+        names = by_api.get(PRESET_APIS[doc.kind]) if isinstance(by_api, Mapping) else None
         return isinstance(names, list) and doc.name in names
 
     # ------------------------------------------------------------------ writing
@@ -209,14 +213,14 @@ class RegexLibrary:
         if layer is RegexLayer.CHARACTER:
             key, names = f"{doc.name}.png", extensions.get("character_allowed_regex")
         else:
-            key, names = doc.name, by_api.get(PRESET_API)
+            key, names = doc.name, by_api.get(PRESET_APIS[doc.kind])
         kept = [n for n in (names if isinstance(names, list) else []) if n != key]
         if allowed:
             kept.append(key)
         if layer is RegexLayer.CHARACTER:
             extensions["character_allowed_regex"] = kept
         else:
-            extensions["preset_allowed_regex"] = {**by_api, PRESET_API: kept}
+            extensions["preset_allowed_regex"] = {**by_api, PRESET_APIS[doc.kind]: kept}
         set_active(self.store, "extension_settings", extensions, owner=self.owner)
         return self.layer(layer, target)
 

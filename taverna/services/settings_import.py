@@ -140,6 +140,14 @@ def import_settings(
     else:
         report.stored.append(preset)
         set_active(lib.store, "chat_completion_preset", preset.id, lib.owner)
+    # The Text Completion preset SillyTavern had chosen, when the library has it (a data
+    # folder's presets are imported before its settings).
+    textgen = doc.get("textgenerationwebui_settings")
+    chosen = textgen.get("preset") if isinstance(textgen, dict) else None
+    if isinstance(chosen, str) and chosen:
+        found = lib.find(LibraryKind.TEXT_COMPLETION_PRESET, chosen)
+        if found is not None:
+            set_active(lib.store, "text_completion_preset", found.id, lib.owner)
     set_active(lib.store, WORLD_INFO_SETTINGS, part.world_info_part(doc), lib.owner)
     set_active(lib.store, POWER_USER, part.user_settings_part(doc), lib.owner)
     set_active(lib.store, EXTENSION_SETTINGS, part.prompt_extension_settings(doc), lib.owner)

@@ -42,6 +42,7 @@ from taverna.engine.tokens.cache import CountCache
 from taverna.errors import FormatError, NotFound
 from taverna.formats.card_json import card_from_json
 from taverna.formats.st_settings import (
+    TEXT_COMPLETION_API,
     SillyTavernSettings,
     chosen_chat_completion,
     chosen_context_template,
@@ -102,6 +103,7 @@ T = TypeVar("T")
 _SMALL_KINDS = (
     SETTINGS_KIND,
     LibraryKind.CHAT_COMPLETION_PRESET.value,
+    LibraryKind.TEXT_COMPLETION_PRESET.value,
     LibraryKind.INSTRUCT_TEMPLATE.value,
     LibraryKind.CONTEXT_TEMPLATE.value,
     LibraryKind.REGEX_SCRIPT.value,
@@ -408,6 +410,7 @@ class TurnContexts:
         out: dict[str, DocumentVersion] = {}
         for key, kind in (
             ("chat_completion_preset", LibraryKind.CHAT_COMPLETION_PRESET),
+            ("text_completion_preset", LibraryKind.TEXT_COMPLETION_PRESET),
             ("instruct_template", LibraryKind.INSTRUCT_TEMPLATE),
             ("context_template", LibraryKind.CONTEXT_TEMPLATE),
         ):
@@ -450,7 +453,12 @@ class TurnContexts:
                 for version in in_order(found[LibraryKind.REGEX_SCRIPT.value], active.regex_order)
             ),
             regex_allowed=active.regex_allowed,
-            preset_regex_scripts=self._preset_scripts(choices, active),
+            preset_regex_scripts=self._preset_scripts(
+                choices.get("chat_completion_preset"), active.preset_regex_allowed
+            ),
+            text_preset_regex_scripts=self._preset_scripts(
+                choices.get("text_completion_preset"), active.text_preset_regex_allowed
+            ),
             summary=active.summary,
             global_variables=active.global_variables,
         )
@@ -466,13 +474,10 @@ class TurnContexts:
         return settings, preset
 
     def _preset_scripts(
-        self,
-        choices: Mapping[str, DocumentVersion],
-        active: _ActiveSettings,
+        self, version: DocumentVersion | None, allowed: tuple[str, ...]
     ) -> tuple[RegexScript, ...]:
-        """The chosen preset's own regex scripts, if the person allowed that preset's."""
-        version = choices.get("chat_completion_preset")
-        if version is None or version.name not in active.preset_regex_allowed:
+        """A chosen preset's own regex scripts, if the person allowed that preset's."""
+        if version is None or version.name not in allowed:
             return ()
         return self.documents.get(
             "preset_regex", version, lambda d: preset_regex_scripts(dict(d.data), file=d.name)
@@ -707,6 +712,7 @@ class _ActiveSettings:
     global_variables: Mapping[str, Any] = field(default_factory=dict)
     regex_allowed: tuple[str, ...] = ()
     preset_regex_allowed: tuple[str, ...] = ()  # Chat Completion presets, by name
+    text_preset_regex_allowed: tuple[str, ...] = ()  # Text Completion presets, by name
     regex_order: tuple[str, ...] = ()  # the global scripts' ids, in the order they run
     vectors: Mapping[str, Any] = field(default_factory=dict)  # `extension_settings.vectors`
     summary: SummarySettings = field(default_factory=SummarySettings)  # `...memory`
@@ -727,6 +733,9 @@ def _active_document(doc: Document) -> _ActiveSettings:
         variables,
         allowed,
         preset_regex_allowed=preset_regex_allowed(doc.data, file=doc.name),
+        text_preset_regex_allowed=preset_regex_allowed(
+            doc.data, TEXT_COMPLETION_API, file=doc.name
+        ),
         regex_order=regex_order(doc),
         vectors=vectors if isinstance(vectors, Mapping) else {},
         summary=_summary_settings(extensions),

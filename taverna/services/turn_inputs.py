@@ -30,7 +30,11 @@ from taverna.providers.request import Api
 
 def for_api(settings: SillyTavernSettings, api: Api) -> SillyTavernSettings:
     """The settings as a request to `api` uses them: its own source's model (a preset
-    keeps one per source), not the one of the source the preset was saved with."""
+    keeps one per source), not the one of the source the preset was saved with; for a
+    Text Completion API, the Text Completion preset's own regex scripts in place of the
+    Chat Completion preset's (regex/engine.js: the scripts of the preset of the API in use)."""
+    if api.is_text_completion:
+        return replace(settings, preset_regex_scripts=settings.text_preset_regex_scripts)
     cc = settings.chat_completion
     source = api.st_source(cc.source)
     if source is None or source == cc.source:

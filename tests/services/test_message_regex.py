@@ -13,7 +13,7 @@ import pytest
 from taverna.model.chat import CharacterRef, ChatState, GenerationInfo, NodeRole
 from taverna.services.chats import ChatService
 from taverna.services.library import LibraryKind, LibraryService
-from taverna.services.message_regex import StoredRegex, shown_texts
+from taverna.services.message_regex import StoredRegex, displayed, shown_texts
 from taverna.services.regex_library import RegexLayer, RegexLibrary
 from taverna.store.sql import SqlStore, open_store
 
@@ -152,6 +152,42 @@ def test_each_kind_of_message_by_its_placement(chats: ChatService, store: SqlSto
     assert reply.node is not None and reply.node.content == "AI reply"
     assert reply.node.generation is not None
     assert reply.node.generation.extras["reasoning"] == "THOUGHT thought"
+
+
+def test_display_scripts_of_the_reasoning_placement_change_the_shown_reasoning_only(
+    chats: ChatService, store: SqlStore
+) -> None:
+    """A display-only script placed on reasoning changes the reasoning the page shows,
+    at the reply's depth; the stored reasoning and the reply's text stay as they were."""
+    _rules(
+        store,
+        rule("think", "/secret/g", "[hidden]", [6], markdownOnly=True, maxDepth=0),
+        rule("text", "/plain/g", "PLAIN", [2], markdownOnly=True),
+    )
+    chat_id = _chat(chats)
+    revision = chats.get_chat(chat_id).revision
+    sent = chats.append(chat_id, NodeRole.USER, "hi secret", revision=revision)
+    assert sent.node is not None
+    replies = []
+    parent, revision = sent.node.id, sent.chat.revision
+    for thought in ("old secret", "new secret"):
+        info = GenerationInfo(extras={"reasoning": thought})
+        reply = chats.add_reply(
+            chat_id, parent, "plain secret", revision=revision, speaker="Aria", generation=info
+        )
+        assert reply.node is not None
+        replies.append(reply.node)
+        sent = chats.append(chat_id, NodeRole.USER, "next", revision=reply.chat.revision)
+        assert sent.node is not None
+        parent, revision = sent.node.id, sent.chat.revision
+    chat = chats.get_chat(chat_id)
+    path = chats.active_path(chat_id).nodes[:-1]  # the newest reply is now at depth 0
+    shown = displayed(store, chat, path)
+    old, new = replies
+    assert shown.reasoning == {new.id: "new [hidden]"}  # the older one is past maxDepth 0
+    assert shown.content == {old.id: "PLAIN secret", new.id: "PLAIN secret"}
+    stored = chats.store.get_node(chat_id, new.id).generation
+    assert stored is not None and stored.extras["reasoning"] == "new secret"
 
 
 def test_disallowed_character_scripts_do_not_rewrite(chats: ChatService, store: SqlStore) -> None:

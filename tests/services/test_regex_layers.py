@@ -148,3 +148,74 @@ def test_the_test_box_runs_the_same_engine() -> None:
     assert (stored, shown) == ("[Aria] waves!", "Aria waves?")
     assert try_scripts(scripts, text, placement=RegexPlacement.WORLD_INFO, use=RegexUse.STORE,
                        char="Aria") == text  # fmt: skip
+
+
+def _api_prompt(store: SqlStore, tmp_path: Path, chat_id: str, api: Api) -> str:
+    turns = TurnContexts(store, clock=lambda: NOW, paths=PathEnds(store))
+    service = GenerationService(
+        store, ConnectionService(store, tmp_path), turns, paths=turns.paths, clock=lambda: NOW
+    )
+    chat = store.get_chat(chat_id)
+    prompt = turns.build(
+        service.turn(chat, chat.active_leaf_id, GenerationType.NORMAL, api, dry_run=True)
+    ).prompt
+    return prompt.text if api.is_text_completion else "\n".join(m.content for m in prompt.messages)
+
+
+def test_a_text_completion_connection_runs_the_text_completion_presets_scripts(
+    store: SqlStore, tmp_path: Path
+) -> None:
+    """SillyTavern keeps preset scripts on the preset of the API in use, each API's
+    consent under its own id (`preset_allowed_regex.openai` / `.textgenerationwebui`)."""
+    from taverna.services.message_regex import StoredRegex
+
+    lib = LibraryService(store)
+    sent_only = {"placement": [1], "promptOnly": True}
+    cc = lib.put(
+        LibraryKind.CHAT_COMPLETION_PRESET,
+        "Main",
+        {"extensions": {"regex_scripts": [rule("cc", "/zqx/g", "CCHIT", **sent_only)]}},
+    )
+    tc = lib.put(
+        LibraryKind.TEXT_COMPLETION_PRESET,
+        "Story",
+        {
+            "temp": 0.7,
+            "extensions": {
+                "regex_scripts": [
+                    rule("tc", "/zqx/g", "TCHIT", **sent_only),
+                    rule("kept", "/stored/g", "STORED", placement=[1], promptOnly=False),
+                ]
+            },
+        },
+    )
+    set_active(store, "chat_completion_preset", cc.id)
+    set_active(store, "text_completion_preset", tc.id)
+    chats = ChatService(store, rewriter=StoredRegex(store))
+    chat = chats.create_chat("c", characters=[CharacterRef("Aria")], base_state=ChatState()).chat
+    chat_id = chats.append(chat.id, NodeRole.USER, "zqx", revision=chat.revision).chat.id
+    regexes = RegexLibrary(store)
+    assert regexes.layer(RegexLayer.PRESET, tc.id).scripts[0].script_name == "tc"
+    regexes.allow(RegexLayer.PRESET, cc.id, True)
+    text = _api_prompt(store, tmp_path, chat_id, Api.LLAMACPP)
+    assert "zqx" in text and "HIT" not in text  # the Text Completion preset is not allowed yet
+    regexes.allow(RegexLayer.PRESET, tc.id, True)
+    active = store.find_documents("settings", name="active")[-1].data
+    assert active["extension_settings"]["preset_allowed_regex"] == {
+        "openai": ["Main"],
+        "textgenerationwebui": ["Story"],
+    }
+    text = _api_prompt(store, tmp_path, chat_id, Api.LLAMACPP)
+    assert "TCHIT" in text and "CCHIT" not in text and "zqx" not in text
+    chat_text = _api_prompt(store, tmp_path, chat_id, Api.OPENAI)
+    assert "CCHIT" in chat_text and "TCHIT" not in chat_text
+    # What is stored follows the default connection's API too.
+    connections = ConnectionService(store, tmp_path)
+    connections.add("cloud", "openai", url="http://127.0.0.1:9", key="", default=True)
+    revision = chats.get_chat(chat_id).revision
+    first = chats.append(chat_id, NodeRole.USER, "stored", revision=revision)
+    assert first.node is not None and first.node.content == "stored"
+    connections.add("local", "llamacpp", url="http://127.0.0.1:9", default=True)
+    connections.add("cloud", "openai", url="http://127.0.0.1:9", default=False)
+    second = chats.append(chat_id, NodeRole.USER, "stored", revision=first.chat.revision)
+    assert second.node is not None and second.node.content == "STORED"

@@ -76,7 +76,7 @@ def _view(lib: LibraryService, preset_id: str) -> PresetOut:
 def list_presets(
     kind: str = "chat", lib: LibraryService = Depends(library)
 ) -> list[PresetListItem]:
-    library_kind = presets.library_kind(kind)
+    library_kind = presets.listed_kind(kind)
     active = presets.active_ids(lib)
     return [
         PresetListItem(id=d.id, name=d.name, kind=kind, active=d.id in active)
@@ -203,8 +203,7 @@ def delete_preset(preset_id: str, lib: LibraryService = Depends(library)) -> Res
 def activate_preset(preset_id: str, lib: LibraryService = Depends(library)) -> PresetListItem:
     """Use this preset (or template) for the next generations."""
     doc = presets.activate(lib, preset_id)
-    kind = prompt_manager.PAGE_KIND[LibraryKind(doc.kind)]
-    return PresetListItem(id=doc.id, name=doc.name, kind=kind, active=True)
+    return PresetListItem(id=doc.id, name=doc.name, kind=presets.page_kind(doc), active=True)
 
 
 @router.get(

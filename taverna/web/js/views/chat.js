@@ -872,7 +872,8 @@ export async function render(root, params) {
       content.innerHTML = renderMarkdown(m.shown ?? m.content);
       decorateCode(content);
     }
-    const reasoning = reasoningBlock(m.generation?.extras?.reasoning);
+    // The reasoning as display-only regex scripts of the reasoning placement show it.
+    const reasoning = reasoningBlock(m.shown_reasoning ?? m.generation?.extras?.reasoning);
     const actions = h("div", { class: "actions" });
     const isUser = m.role === "user";
     const add = (label, glyph, fn, cls) => {

@@ -78,9 +78,15 @@ export async function render(root) {
       state.target = "";
       return;
     }
-    const items = state.layer === "preset" ? await api.get("/presets?kind=chat") : await api.get("/characters");
+    // A preset's scripts run with the API they are for: Chat Completion presets' on a
+    // Chat Completion connection, Text Completion presets' on a Text Completion one.
+    const groups = state.layer === "preset"
+      ? [[t("regex.chat_presets"), await api.get("/presets?kind=chat")], [t("regex.text_presets"), await api.get("/presets?kind=text")]]
+      : [[null, await api.get("/characters")]];
+    const items = groups.flatMap(([, found]) => found);
+    const options = (found) => found.map((item) => h("option", { value: item.id, translate: "no", text: item.name }));
     mount(targetSelect, items.length
-      ? items.map((item) => h("option", { value: item.id, text: item.name }))
+      ? groups.filter(([, found]) => found.length).map(([label, found]) => label ? h("optgroup", { label }, options(found)) : options(found)).flat()
       : h("option", { value: "", text: t("regex.no_targets") }));
     state.target = items.length ? (items.find((i) => i.id === state.target) || items[0]).id : "";
   }
