@@ -3,7 +3,8 @@
 Which sets are active is kept where SillyTavern keeps it (formats-extensions.md §2.3):
 the global list in the user's settings (`extension_settings.quickReplyV2.config.setList`),
 a chat's list in its metadata (`quickReply.setList`). A chat shows the buttons of the
-global sets first, then of its own (a set in both shows once), hidden replies left out.
+global sets first, then of its own (a set in both shows once), hidden replies and the
+replies of sets switched on as not visible (`isVisible: false`) left out.
 """
 
 from __future__ import annotations
@@ -67,22 +68,27 @@ def _triggers(reply: QuickReply) -> tuple[str, ...]:
     return tuple(name for name, on in zip(TRIGGERS, flags, strict=True) if on)
 
 
-def _names(set_list: Any) -> list[str]:
+def _links(set_list: Any) -> dict[str, bool]:
+    """A stored `setList`: each active set's name and whether its buttons are shown
+    (`isVisible`; a hidden set still runs on its triggers and by name)."""
     if not isinstance(set_list, list):
-        return []
-    names = []
+        return {}
+    links: dict[str, bool] = {}
     for item in set_list:
-        if (
-            isinstance(item, Mapping)
-            and isinstance(item.get("set"), str)
-            and item.get("isVisible", True) is not False
-        ):
-            names.append(item["set"])
-    return names
+        if isinstance(item, Mapping) and isinstance(item.get("set"), str):
+            links.setdefault(item["set"], item.get("isVisible", True) is not False)
+    return links
 
 
-def _set_list(names: Iterable[str]) -> list[dict[str, Any]]:
-    return [{"set": name, "isVisible": True} for name in dict.fromkeys(names)]
+def _set_list(
+    names: Iterable[str], visible: Mapping[str, bool], kept: Mapping[str, bool]
+) -> list[dict[str, Any]]:
+    """`names` as a `setList`: each set's visibility as `visible` says, else as it was
+    (`kept`), else shown."""
+    return [
+        {"set": name, "isVisible": visible.get(name, kept.get(name, True))}
+        for name in dict.fromkeys(names)
+    ]
 
 
 class QuickReplyService:
@@ -143,36 +149,58 @@ class QuickReplyService:
         return docs[-1].data if docs else {}
 
     def global_sets(self) -> list[str]:
+        """The sets active in every chat, shown or not."""
+        return list(self.global_links())
+
+    def global_links(self) -> dict[str, bool]:
+        """The sets active in every chat, each with whether its buttons are shown."""
         extensions = self._settings().get("extension_settings")
         if not isinstance(extensions, Mapping):
-            return []
+            return {}
         settings = extensions.get("quickReplyV2")
         config = settings.get("config") if isinstance(settings, Mapping) else None
-        return _names(config.get("setList") if isinstance(config, Mapping) else None)
+        return _links(config.get("setList") if isinstance(config, Mapping) else None)
 
-    def set_global(self, names: Sequence[str]) -> None:
-        """The sets active in every chat (SillyTavern's `quickReplyV2.config.setList`)."""
+    def set_global(self, names: Sequence[str], visible: Mapping[str, bool] | None = None) -> None:
+        """The sets active in every chat (SillyTavern's `quickReplyV2.config.setList`);
+        `visible` shows or hides some sets' buttons, the others keep their visibility."""
         self._known(names)
+        kept = self.global_links()
         found = self._settings().get("extension_settings")
         extensions = dict(found) if isinstance(found, Mapping) else {}
         settings = extensions.get("quickReplyV2")
         settings = dict(settings) if isinstance(settings, Mapping) else {"isEnabled": True}
         config = settings.get("config")
         config = dict(config) if isinstance(config, Mapping) else {}
-        config["setList"] = _set_list(names)
+        config["setList"] = _set_list(names, visible or {}, kept)
         settings["config"] = config
         extensions["quickReplyV2"] = settings
         set_active(self.chats.store, "extension_settings", extensions, owner=self.owner)
 
     def chat_sets(self, chat: Chat) -> list[str]:
-        found = chat.metadata.get(CHAT_KEY)
-        return _names(found.get("setList") if isinstance(found, Mapping) else None)
+        """The sets active in one chat besides the global ones, shown or not."""
+        return list(self.chat_links(chat))
 
-    def set_chat(self, chat_id: str, names: Sequence[str], *, revision: int) -> Chat:
-        """The sets active in one chat besides the global ones (`chat_metadata.quickReply`)."""
+    def chat_links(self, chat: Chat) -> dict[str, bool]:
+        """The chat's own sets, each with whether its buttons are shown."""
+        found = chat.metadata.get(CHAT_KEY)
+        return _links(found.get("setList") if isinstance(found, Mapping) else None)
+
+    def set_chat(
+        self,
+        chat_id: str,
+        names: Sequence[str],
+        *,
+        revision: int,
+        visible: Mapping[str, bool] | None = None,
+    ) -> Chat:
+        """The sets active in one chat besides the global ones (`chat_metadata.quickReply`);
+        `visible` as for `set_global`."""
         self._known(names)
+        kept = self.chat_links(self.chats.get_chat(chat_id))
+        set_list = _set_list(names, visible or {}, kept)
         return self.chats.update_metadata(
-            chat_id, {CHAT_KEY: {"setList": _set_list(names)}}, revision=revision
+            chat_id, {CHAT_KEY: {"setList": set_list}}, revision=revision
         ).chat
 
     def _known(self, names: Sequence[str]) -> None:
@@ -184,11 +212,16 @@ class QuickReplyService:
     # --------------------------------------------------------------- buttons
 
     def replies(self, chat_id: str) -> list[QuickReplyButton]:
-        """The replies a chat offers: global sets first, then the chat's own."""
+        """The replies a chat offers: global sets first, then the chat's own; the replies
+        of a set shown nowhere are hidden (they still run on their triggers and by name)."""
         chat = self.chats.get_chat(chat_id)
         by_name = {s.set.name: s.set for s in self.sets()}
+        shown: dict[str, bool] = {}
+        for links in (self.global_links(), self.chat_links(chat)):
+            for name, visible in links.items():
+                shown[name] = shown.get(name, False) or visible
         out = []
-        for name in dict.fromkeys([*self.global_sets(), *self.chat_sets(chat)]):
+        for name, visible in shown.items():
             qr_set = by_name.get(name)
             if qr_set is None:
                 continue
@@ -200,7 +233,7 @@ class QuickReplyService:
                         label=reply.label,
                         title=reply.title,
                         message=reply.message,
-                        hidden=reply.is_hidden,
+                        hidden=reply.is_hidden or not visible,
                         triggers=_triggers(reply),
                         automation_id=reply.automation_id,
                     )

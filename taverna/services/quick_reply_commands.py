@@ -28,6 +28,9 @@ FLAGS = {
     "group": "executeOnGroupMemberDraft",
 }
 
+# `/qr-set-create` and `/qr-set-update` options and the set fields they set.
+SET_OPTIONS = {"nosend": "disableSend", "before": "placeBeforeInput", "inject": "injectInput"}
+
 
 class QuickReplyCommandError(TavernaError):
     """A `/qr-*` command that names a set or reply that does not exist."""
@@ -137,6 +140,42 @@ class QuickReplyCommands:
         self._replace(stored, reply, None)
         return ""
 
+    def _reply(self, named: Mapping[str, str], text: str = "") -> tuple[StoredSet, QuickReply]:
+        stored = self._set(named.get("set", ""))
+        reply = _find(stored.set, named, text)
+        if reply is None:
+            raise QuickReplyCommandError(f'no Quick Reply "{_which(named, text)}" in that set')
+        return stored, reply
+
+    def _qr_contextadd(self, named: Mapping[str, str], text: str) -> str:
+        """Link another set into a reply's context menu (`chain=true`: chained)."""
+        stored, reply = self._reply(named)
+        linked = self._set(text).set.name
+        link = {"set": linked, "isChained": is_true(named.get("chain", "false"))}
+        data = reply.to_json()
+        self._replace(
+            stored, reply, {**data, "contextList": [*(data.get("contextList") or []), link]}
+        )
+        return ""
+
+    def _qr_contextdel(self, named: Mapping[str, str], text: str) -> str:
+        """Take a set's link (the first) out of a reply's context menu."""
+        stored, reply = self._reply(named)
+        linked = self._set(text).set.name
+        data = reply.to_json()
+        links = list(data.get("contextList") or [])
+        at = next((i for i, link in enumerate(links) if link.get("set") == linked), None)
+        if at is not None:
+            del links[at]
+            self._replace(stored, reply, {**data, "contextList": links})
+        return ""
+
+    def _qr_contextclear(self, named: Mapping[str, str], text: str) -> str:
+        """Empty a reply's context menu (the reply by `label=`, `id=` or the unnamed text)."""
+        stored, reply = self._reply(named, text)
+        self._replace(stored, reply, {**reply.to_json(), "contextList": []})
+        return ""
+
     def _qr_set_create(self, named: Mapping[str, str], text: str) -> str:
         name = named.get("name") or text
         if not name:
@@ -148,13 +187,25 @@ class QuickReplyCommands:
                 {
                     "version": 2,
                     "name": name,
-                    "disableSend": is_true(named.get("nosend", "false")),
-                    "placeBeforeInput": is_true(named.get("before", "false")),
-                    "injectInput": is_true(named.get("inject", "false")),
+                    **{
+                        field: is_true(named.get(arg, "false"))
+                        for arg, field in SET_OPTIONS.items()
+                    },
                     "qrList": [],
                 }
             )
         )
+        return ""
+
+    def _qr_set_update(self, named: Mapping[str, str], text: str) -> str:
+        """Change a set's send options; the options not given stay as they are."""
+        stored = self._set(named.get("name") or text)
+        changes = {
+            field: is_true(named[arg])
+            for arg, field in SET_OPTIONS.items()
+            if named.get(arg) is not None
+        }
+        self._save({**stored.set.to_json(), **changes})
         return ""
 
     def _qr_set_delete(self, named: Mapping[str, str], text: str) -> str:
@@ -177,23 +228,22 @@ class QuickReplyCommands:
 
     # --------------------------------------------------------------- activation
 
-    def _global(self, name: str, on: bool | None) -> str:
+    # SillyTavern's QuickReplyApi: a toggle adds a set absent from the list (shown or not
+    # as `visible=` says) and removes a present one; `-on` adds it or sets its visibility.
+
+    def _global(self, name: str, on: bool | None, named: Mapping[str, str]) -> str:
         self._set(name)
-        names = self.service.global_sets()
-        on = (name not in names) if on is None else on
-        kept = [n for n in names if n != name]
-        self.service.set_global([*kept, name] if on else kept)
+        names, visible = _switched(self.service.global_links(), name, on, named)
+        self.service.set_global(names, visible)
         return ""
 
-    def _in_chat(self, name: str, on: bool | None) -> str:
+    def _in_chat(self, name: str, on: bool | None, named: Mapping[str, str]) -> str:
         if self.chat is None:
             raise QuickReplyCommandError("needs a chat (run the script in one)")
         self._set(name)
-        names = self.service.chat_sets(self.chat)
-        on = (name not in names) if on is None else on
-        kept = [n for n in names if n != name]
+        names, visible = _switched(self.service.chat_links(self.chat), name, on, named)
         chat = self.service.set_chat(
-            self.chat.id, [*kept, name] if on else kept, revision=self.chat.revision
+            self.chat.id, names, revision=self.chat.revision, visible=visible
         )
         self.chat = chat
         if self.on_chat is not None:
@@ -201,22 +251,36 @@ class QuickReplyCommands:
         return ""
 
     def _qr_set(self, named: Mapping[str, str], text: str) -> str:
-        return self._global(text, None)
+        return self._global(text, None, named)
 
     def _qr_set_on(self, named: Mapping[str, str], text: str) -> str:
-        return self._global(text, True)
+        return self._global(text, True, named)
 
     def _qr_set_off(self, named: Mapping[str, str], text: str) -> str:
-        return self._global(text, False)
+        return self._global(text, False, named)
 
     def _qr_chat_set(self, named: Mapping[str, str], text: str) -> str:
-        return self._in_chat(text, None)
+        return self._in_chat(text, None, named)
 
     def _qr_chat_set_on(self, named: Mapping[str, str], text: str) -> str:
-        return self._in_chat(text, True)
+        return self._in_chat(text, True, named)
 
     def _qr_chat_set_off(self, named: Mapping[str, str], text: str) -> str:
-        return self._in_chat(text, False)
+        return self._in_chat(text, False, named)
+
+
+def _switched(
+    links: Mapping[str, bool], name: str, on: bool | None, named: Mapping[str, str]
+) -> tuple[list[str], dict[str, bool]]:
+    """A set list after `/qr-set` (`on` None: toggle), `-on` or `-off`, as SillyTavern's
+    QuickReplyApi does it: a toggle adds an absent set and removes a present one; `-on`
+    adds the set or, when present, sets its visibility; an added set is shown unless
+    `visible=false`."""
+    present = name in links
+    if on is False or (on is None and present):
+        return [n for n in links if n != name], {}
+    names = list(links) if present else [*links, name]
+    return names, {name: is_true(named.get("visible", "true"))}
 
 
 def _which(named: Mapping[str, str], text: str) -> str:

@@ -95,3 +95,73 @@ def test_sets_turned_on_everywhere_and_in_one_chat(chats: ChatService) -> None:
     run = scripts.run("/qr-chat-set-on Dice | /send after", chat_id=chat_id)
     assert chats.active_path(chat_id).nodes[-1].content == "after"
     assert "/qr-set-on" in ScriptService(chats).run("/help").result.pipe
+
+
+def test_a_set_turned_on_with_visible_false_runs_without_buttons(chats: ChatService) -> None:
+    """`visible=false` keeps a set active (its triggers and names still work) but hides its
+    buttons; `-on` on a present set changes only its visibility; a toggle removes it."""
+    chat_id = _chat(chats)
+    scripts = ScriptService(chats)
+    scripts.run(
+        "/qr-set-create Weather | /qr-create set=Weather label=Rain /echo rain |"
+        " /qr-set-create Dice | /qr-create set=Dice label=Roll /echo roll"
+    )
+    scripts.run("/qr-set visible=false Weather | /qr-chat-set visible=false Dice", chat_id=chat_id)
+    service = QuickReplyService(chats)
+    assert service.global_links() == {"Weather": False}
+    assert service.chat_links(chats.get_chat(chat_id)) == {"Dice": False}
+    buttons = {b.label: b.hidden for b in service.replies(chat_id)}
+    assert buttons == {"Rain": True, "Roll": True}
+    listed = scripts.run("/qr-set-list global", chat_id=chat_id).result.pipe
+    assert json.loads(listed) == ["Weather"]
+    scripts.run("/qr-set-on Weather | /qr-chat-set-on visible=true Dice", chat_id=chat_id)
+    assert service.global_links() == {"Weather": True}
+    assert {b.label: b.hidden for b in service.replies(chat_id)} == {"Rain": False, "Roll": False}
+    scripts.run("/qr-set-on visible=false Weather", chat_id=chat_id)
+    assert service.global_links() == {"Weather": False}
+    # The page's own list keeps each set's visibility.
+    service.set_global(["Weather", "Dice"])
+    assert service.global_links() == {"Weather": False, "Dice": True}
+    scripts.run("/qr-set Weather", chat_id=chat_id)
+    assert service.global_links() == {"Dice": True}
+
+
+def test_set_options_changed_by_qr_set_update(chats: ChatService) -> None:
+    scripts = ScriptService(chats)
+    scripts.run("/qr-set-create nosend=true Notes")
+    service = QuickReplyService(chats)
+    found = service.by_name("Notes")
+    assert found is not None and found.set.disable_send and not found.set.inject_input
+    scripts.run("/qr-set-update inject=true before=true Notes")
+    found = service.by_name("Notes")
+    assert found is not None
+    assert (found.set.disable_send, found.set.place_before_input, found.set.inject_input) == (
+        True, True, True
+    )  # fmt: skip
+    scripts.run("/qr-set-update nosend=false Notes")
+    found = service.by_name("Notes")
+    assert found is not None and not found.set.disable_send and found.set.inject_input
+
+
+def test_a_replys_context_menu_sets_added_removed_and_cleared(chats: ChatService) -> None:
+    scripts = ScriptService(chats)
+    scripts.run(
+        "/qr-set-create Main | /qr-create set=Main label=Go /echo go |"
+        " /qr-set-create Moods | /qr-set-create Dice"
+    )
+
+    def links() -> list[tuple[str, bool]]:
+        got = json.loads(scripts.run("/qr-get set=Main label=Go").result.pipe)
+        return [(link["set"], link["isChained"]) for link in got["contextList"]]
+
+    scripts.run("/qr-contextadd set=Main label=Go chain=true Moods")
+    scripts.run("/qr-contextadd set=Main id=1 Dice")
+    assert links() == [("Moods", True), ("Dice", False)]
+    scripts.run("/qr-contextdel set=Main label=Go Moods")
+    assert links() == [("Dice", False)]
+    missing = scripts.run("/qr-contextadd set=Main label=Go Nowhere")
+    assert ("error", '/qr-contextadd: no Quick Reply set named "Nowhere"') in missing.notices
+    assert links() == [("Dice", False)]
+    scripts.run("/qr-contextclear set=Main Go")
+    assert links() == []
+    assert "/qr-contextclear" in scripts.run("/help").result.pipe

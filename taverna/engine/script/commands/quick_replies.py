@@ -1,6 +1,7 @@
 """Quick Reply commands: /qr-list /qr-set-list /qr-get, /qr-create /qr-update /qr-delete,
-/qr-set-create /qr-set-delete, and /qr-set(-on/-off) /qr-chat-set(-on/-off) to turn sets on
-globally or in the chat. The host carries them out on the library's sets; a failure is told
+/qr-contextadd /qr-contextdel /qr-contextclear for a reply's context menu, /qr-set-create
+/qr-set-update /qr-set-delete, and /qr-set(-on/-off) /qr-chat-set(-on/-off) to turn sets on
+globally or in the chat (shown, or with `visible=false` running without buttons). The host carries them out on the library's sets; a failure is told
 as an error notice and the script goes on, as SillyTavern's quick-reply extension does."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from taverna.engine.script.scope import ScriptValue
 ARGUMENTS = (
     "set", "label", "id", "newlabel", "title", "icon", "showlabel", "hidden", "startup",
     "user", "bot", "load", "new", "group", "automationId", "visible", "name", "nosend",
-    "before", "inject",
+    "before", "inject", "chain",
 )  # fmt: skip
 
 _HELP = {
@@ -34,13 +35,44 @@ _HELP = {
         "/qr-update set=name label=label|id=n [newlabel=...] [script]",
     ),
     "qr-delete": ("Delete a Quick Reply from a set.", "/qr-delete set=name [label=|id=] [label]"),
-    "qr-set-create": ("Make a new, empty Quick Reply set.", "/qr-set-create name"),
+    "qr-contextadd": (
+        "Add a set to a Quick Reply's context menu (chain=true runs the reply first).",
+        "/qr-contextadd set=name label=label|id=n [chain=true] other set",
+    ),
+    "qr-contextdel": (
+        "Remove a set from a Quick Reply's context menu.",
+        "/qr-contextdel set=name label=label|id=n other set",
+    ),
+    "qr-contextclear": (
+        "Remove every set from a Quick Reply's context menu.",
+        "/qr-contextclear set=name [id=n] label",
+    ),
+    "qr-set-create": (
+        "Make a new, empty Quick Reply set (nosend, before, inject options).",
+        "/qr-set-create [nosend=true] [before=true] [inject=true] name",
+    ),
+    "qr-set-update": (
+        "Change a Quick Reply set's nosend, before and inject options.",
+        "/qr-set-update [nosend=] [before=] [inject=] name",
+    ),
     "qr-set-delete": ("Delete a Quick Reply set.", "/qr-set-delete name"),
-    "qr-set": ("Turn a set on in every chat, or off if it is on.", "/qr-set name"),
-    "qr-set-on": ("Turn a set on in every chat.", "/qr-set-on name"),
+    "qr-set": (
+        "Turn a set on in every chat, or off if it is on (visible=false: no buttons).",
+        "/qr-set [visible=false] name",
+    ),
+    "qr-set-on": (
+        "Turn a set on in every chat, or change whether its buttons show.",
+        "/qr-set-on [visible=false] name",
+    ),
     "qr-set-off": ("Turn a set off in every chat.", "/qr-set-off name"),
-    "qr-chat-set": ("Turn a set on in this chat, or off if it is on.", "/qr-chat-set name"),
-    "qr-chat-set-on": ("Turn a set on in this chat.", "/qr-chat-set-on name"),
+    "qr-chat-set": (
+        "Turn a set on in this chat, or off if it is on (visible=false: no buttons).",
+        "/qr-chat-set [visible=false] name",
+    ),
+    "qr-chat-set-on": (
+        "Turn a set on in this chat, or change whether its buttons show.",
+        "/qr-chat-set-on [visible=false] name",
+    ),
     "qr-chat-set-off": ("Turn a set off in this chat.", "/qr-chat-set-off name"),
 }
 
