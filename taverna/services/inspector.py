@@ -2,7 +2,9 @@
 
 Nothing is sent: the next prompt is built as a dry run (lorebook timers and macro
 side effects are not recorded) over the generation service's long-lived token-count
-cache, so a preview after a turn costs little more than the new messages.
+cache, so a preview after a turn costs little more than the new messages. It is shown
+as it would be sent: the interceptors and the plugins' prompt handlers have had their
+say, and the ledger places each part where it ended up.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from typing import Any
 from taverna.engine.assembly.context import GenerationType
 from taverna.errors import NotFound
 from taverna.model.chat import NodeRole
-from taverna.model.prompt import Prompt
 from taverna.providers.builders import build_request
 from taverna.providers.request import Api
 from taverna.services import sent_prompts
@@ -110,10 +111,10 @@ def inspect_prompt(service: GenerationService, chat_id: str, node_id: str | None
     api = connection.api if connection else Api.OPENAI
     model = connection.model if connection else ""
     settings = connection.options if connection else {}
-    built = service.build_serialized(
+    # As a generation sends it: after the interceptors and the prompt handlers.
+    prompt = service.prompt_to_send(
         service.turn(chat, end, kind, api, dry_run=True, model=model, options=settings)
     )
-    prompt = built if isinstance(built, Prompt) else built.prompt
     request_json: dict[str, Any] | None = None
     if connection is not None:
         options = service.connections.of(chat.owner).request_options(

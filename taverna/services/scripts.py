@@ -403,6 +403,7 @@ class ScriptService:
         arguments: Mapping[str, str] | None = None,
         ask: Callable[[Generation], str] | None = None,
         typed: str = "",
+        variables: dict[str, Any] | None = None,
     ) -> ScriptRun:
         """Run `text`; in a chat its effects and chat variables are saved on its path.
 
@@ -411,6 +412,8 @@ class ScriptService:
         SillyTavern does, but not its variable changes. `ask` answers `/gen` and `/genraw`
         (see `quiet_generation.quiet_text`); it blocks until the model has answered.
         `typed`: what the chat input holds, for `{{input}}` (a Quick Reply reads it).
+        `variables`: the chat variables to run with, changed in place instead of on the
+        chat's path (a tool's script: what it sets belongs to the reply being written).
         """
         global_before = self.global_variables()
         if chat_id is None:
@@ -431,7 +434,7 @@ class ScriptService:
             raise StaleRevision(
                 "the chat changed since it was read", current_revision=chat.revision
             )
-        local = self.chats.state_at(chat_id).variables
+        local = self.chats.state_at(chat_id).variables if variables is None else variables
         # The time limit counts the script's own work, not the wait for a model's answer.
         waited = [0.0]
 
@@ -466,7 +469,10 @@ class ScriptService:
         )
         result = run_script(text, context)
         chat = chat_host.chat
-        if dict(result.variables.local) != dict(local):
+        if variables is not None:
+            variables.clear()
+            variables.update(result.variables.local)
+        elif dict(result.variables.local) != dict(local):
             # The variables go on the active leaf: a branch before it keeps its own.
             chat = self.chats.update_state(
                 chat.id, revision=chat.revision, variables=dict(result.variables.local)

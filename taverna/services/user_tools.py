@@ -4,7 +4,9 @@ plugins' tools.
 A Quick Reply with a `tool` (name, description, JSON schema) in one of the chat's active
 sets (global or the chat's own) is a tool: a call runs the reply's script in the chat,
 in the STscript sandbox (its step and time limits, no file, network or process access),
-with each argument as a scoped variable; the script's result is the answer.
+with each argument as a scoped variable; the script's result is the answer. The chat
+variables it reads and sets are the generation's own copy: the reply records them, so
+they follow that reply (a regenerated one starts again from the message it answers).
 """
 
 from __future__ import annotations
@@ -43,13 +45,15 @@ class UserTools:
         self.chats = chats
         self.events = events
 
-    def __call__(self, chat: Chat) -> list[Tool]:
+    def __call__(self, chat: Chat, variables: dict[str, Any]) -> list[Tool]:
+        """The tools for one generation in `chat`; Quick Reply tools read and set the
+        chat variables in `variables` (the generation's copy)."""
         found = {tool.spec.name: tool for tool in self.events.tools()}
-        for tool in self.quick_reply_tools(chat):
+        for tool in self.quick_reply_tools(chat, variables):
             found[tool.spec.name] = tool  # the person's own tool wins over a plugin's
         return list(found.values())
 
-    def quick_reply_tools(self, chat: Chat) -> list[Tool]:
+    def quick_reply_tools(self, chat: Chat, variables: dict[str, Any]) -> list[Tool]:
         """The tools defined by Quick Replies of the sets active in `chat`."""
         replies = QuickReplyService(self.chats, owner=chat.owner)
         by_name = {s.set.name: s.set for s in replies.sets()}
@@ -60,17 +64,24 @@ class UserTools:
                 continue
             for reply in qr_set.qr_list:
                 if reply.tool is not None and reply.tool.name.strip():
-                    tools.append(self._tool(chat, reply.tool, reply.message))
+                    tools.append(self._tool(chat, reply.tool, reply.message, variables))
         return tools
 
-    def _tool(self, chat: Chat, spec: QuickReplyTool, script: str) -> Tool:
+    def _tool(
+        self, chat: Chat, spec: QuickReplyTool, script: str, variables: dict[str, Any]
+    ) -> Tool:
         parameters = spec.parameters or {"type": "object", "properties": {}}
         owner = chat.owner
 
         def run_script(arguments: Mapping[str, Any]) -> str:
             scripts = ScriptService(self.chats, owner=owner)
             try:
-                done = scripts.run(script, chat_id=chat.id, arguments=script_arguments(arguments))
+                done = scripts.run(
+                    script,
+                    chat_id=chat.id,
+                    arguments=script_arguments(arguments),
+                    variables=variables,
+                )
             except ScriptError as exc:
                 raise TavernaError(f"the script of tool {spec.name!r} failed: {exc}") from None
             return done.result.pipe

@@ -320,7 +320,10 @@ def plugin_services(
             generation, chat_id, Generation("genraw", prompt), connection_name=connection
         )
 
-    return PluginServices(path, key, generate)
+    def owner(chat_id: str) -> str:
+        return chats.get_chat(chat_id).owner
+
+    return PluginServices(path, key, generate, owner)
 
 
 def release_freed_memory() -> None:

@@ -9,9 +9,11 @@ import json
 from collections.abc import Iterator
 from importlib.resources import files
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from taverna.model.chat import NodeRole
 from taverna.model.quick_reply import QuickReply, QuickReplySet, QuickReplyTool
 from taverna.services.active_settings import set_active
 from taverna.services.connections import ConnectionService
@@ -177,6 +179,43 @@ def test_an_interceptor_changes_the_turns_copy_not_the_stored_chat(
     assert stored[-2].content == "The secret is under the floor"
 
 
+def test_the_inspector_shows_the_prompt_as_the_handlers_left_it(
+    ws: Workspace, stub: StubServer
+) -> None:
+    """The next prompt goes through the interceptors and the prompt handlers, and its
+    ledger places the plugin's own message where it is sent; a past reply's record has
+    the same ledger as its prompt was sent."""
+    from taverna.services.inspector import inspect_prompt
+
+    chat_id = new_chat(ws)
+    stub.script(Reply(tokens=["Noted."]))
+
+    async def sent_and_recorded():  # type: ignore[no-untyped-def]
+        # as the server sends: the prompt's record is kept once the reply is stored
+        return await ws.follow_up(await ws.generation.send(chat_id, "The secret is here"))
+
+    assert asyncio.run(sent_and_recorded()).outcome is Ending.SAVED
+    ws.chats.append(
+        chat_id, NodeRole.USER, "Another secret", revision=ws.chats.get_chat(chat_id).revision
+    )
+    view = inspect_prompt(ws.generation, chat_id, None)
+    messages = view.prompt["messages"]
+    assert messages[-1]["content"] == "Mood: keep it light."
+    assert not any("secret" in m["content"] for m in messages)  # the interceptor's copy
+    items = view.prompt["ledger"]["items"]
+    line = next(i for i in items if i["kind"] == "plugin")
+    assert (line["source"], line["position"]) == ("mood", len(messages) - 1)
+    assert line["tokens"] > 0
+    placed = [i["position"] for i in items if i["included"] and i["position"] is not None]
+    assert max(placed) == len(messages) - 1 and placed == sorted(placed)
+    reply = ws.chats.active_path(chat_id).nodes[-2]
+    past = inspect_prompt(ws.generation, chat_id, reply.id)
+    assert past.as_sent
+    sent = past.prompt["messages"]
+    line = next(i for i in past.prompt["ledger"]["items"] if i["kind"] == "plugin")
+    assert line["position"] == len(sent) - 1 and sent[-1]["content"] == "Mood: keep it light."
+
+
 def test_an_interceptor_aborts_with_its_reason_and_nothing_is_sent(
     ws: Workspace, stub: StubServer
 ) -> None:
@@ -254,6 +293,46 @@ def test_a_quick_reply_tool_is_offered_run_in_the_sandbox_and_stored(
     }
     # the script ran in the chat: its variable is there
     assert ScriptService(ws.chats).chat_variables(chat_id)["asked"] == "Oslo"
+
+
+def test_a_tools_variables_follow_its_reply_and_not_a_regenerated_one(
+    ws: Workspace, stub: StubServer
+) -> None:
+    """What a tool's script sets is recorded on the reply it served: the message replied
+    to keeps its own variables, and a regenerated reply whose model calls no tool has
+    none of the discarded reply's tool effects."""
+    tool_preset(ws)
+    weather_set(ws)
+    chat_id = new_chat(ws)
+    stub.script(
+        Reply(tokens=["Checking."], tool_calls=[("weather", {"city": "Oslo"})]),
+        Reply(tokens=["Sunny today."]),
+    )
+    done = send(ws, chat_id, "Weather in Oslo?")
+    assert done.outcome is Ending.SAVED, done.error
+    nodes = ws.chats.active_path(chat_id).nodes
+    asked = nodes[-3]
+    assert asked.content == "Weather in Oslo?"
+    assert "asked" not in ws.chats.state_at(chat_id, asked.id).variables
+    assert ws.chats.state_at(chat_id, nodes[-1].id).variables["asked"] == "Oslo"
+
+    async def regenerate():  # type: ignore[no-untyped-def]
+        return await (await ws.generation.regenerate(chat_id)).wait()
+
+    stub.script(Reply(tokens=["No need to check."]))
+    again = asyncio.run(regenerate())
+    assert again.outcome is Ending.SAVED, again.error
+    assert ws.chats.active_path(chat_id).nodes[-1].content == "No need to check."
+    assert "asked" not in ScriptService(ws.chats).chat_variables(chat_id)
+    # A regenerated reply that calls the tool again records its own call's effects.
+    stub.script(
+        Reply(tokens=["Checking."], tool_calls=[("weather", {"city": "Rome"})]),
+        Reply(tokens=["Warm."]),
+    )
+    third = asyncio.run(regenerate())
+    assert third.outcome is Ending.SAVED, third.error
+    assert ScriptService(ws.chats).chat_variables(chat_id)["asked"] == "Rome"
+    assert "asked" not in ws.chats.state_at(chat_id, asked.id).variables
 
 
 def test_a_failing_tool_script_is_reported_to_the_model_and_rounds_stop_at_five(
@@ -401,3 +480,53 @@ def test_granted_capabilities_work_and_others_are_refused(ws: Workspace, stub: S
     with pytest.raises(GrantRefused, match=r"plugin 'nosy' may not call models.*'call_models'"):
         asyncio.run(refused.generate(chat_id, "Forecast?"))
     assert len(stub.requests) == before
+
+
+def test_a_plugin_acting_for_one_account_reads_no_other_accounts_chat(ws: Workspace) -> None:
+    """The host handed over with an event acts for the account owning that event's
+    chat: another account's chat is answered as one that does not exist."""
+    from taverna.errors import NotFound
+    from taverna.model.chat import CharacterRef
+    from taverna.services.plugins import hookimpl
+
+    def chat_of(owner: str, text: str) -> str:
+        made = ws.chats.create_chat(
+            "c", characters=[CharacterRef("Mira")], greetings=(text,), owner=owner
+        )
+        return made.chat.id
+
+    ann, bob, shared = chat_of("ann", "Ann's"), chat_of("bob", "Bob's"), chat_of("", "Open")
+    oracle = ws.events.plugins.register(Oracle(), "oracle-accounts")
+    for_ann = ws.events.host(oracle, ann)
+    assert for_ann.chat_messages(ann)[0]["text"] == "Ann's"
+    for chat_id in (bob, shared):
+        with pytest.raises(NotFound, match="no chat"):
+            for_ann.chat_messages(chat_id)
+    with pytest.raises(NotFound, match="no chat"):
+        asyncio.run(for_ann.generate(bob, "Forecast?"))
+    with pytest.raises(NotFound, match="no chat"):
+        for_ann.api_key(chat_id=bob)
+    assert ws.events.host(oracle, bob).chat_messages(bob)[0]["text"] == "Bob's"
+    # Outside a chat (the tools a plugin offers) the host reads only account-less chats.
+    no_one = ws.events.host(oracle)
+    assert no_one.chat_messages(shared)[0]["text"] == "Open"
+    with pytest.raises(NotFound):
+        no_one.chat_messages(ann)
+    # An event of Ann's chat hands the plugin a host acting for Ann.
+    seen: list[str] = []
+
+    class Reader:
+        TAVERNA_GRANTS = ("read_chats",)
+
+        @hookimpl
+        def taverna_event(self, event: Any, host: Any) -> None:
+            if event.chat_id == ann:
+                for chat_id in (ann, bob):
+                    try:
+                        seen.append(host.chat_messages(chat_id)[0]["text"])
+                    except NotFound:
+                        seen.append(f"refused {chat_id == bob}")
+
+    ws.events.plugins.register(Reader(), "reader")
+    ws.chats.append(ann, NodeRole.USER, "hi", revision=ws.chats.get_chat(ann).revision)
+    assert seen[:2] == ["Ann's", "refused True"]

@@ -103,8 +103,10 @@ class _Plan:
     registry: ToolRegistry | None = None
     # an interceptor stopped it before anything was sent
     aborted: GenerationAborted | None = None
-    # the chat variables the prompt was built over, when user tools (scripts) may change them
+    # the chat variables the prompt was built over, when user tools (scripts) may change
+    # them, and the copy the tools' scripts change (the reply records the changes)
     base_variables: Mapping[str, Any] | None = None
+    tool_variables: Mapping[str, Any] | None = None
     # The person's message being written while the model is asked (a send): the reply
     # is stored only once it is.
     posted: asyncio.Future[None] | None = None
@@ -145,7 +147,7 @@ class GenerationService:
         counts: CountCache | None = None,
         paths: PathEnds | None = None,
         events: EventBus | None = None,
-        user_tools: Callable[[Chat], Sequence[Tool]] | None = None,
+        user_tools: Callable[[Chat, dict[str, Any]], Sequence[Tool]] | None = None,
     ) -> None:
         """`http`: a client to reuse across generations (kept-alive connections, no new TLS
         handshake per reply); it must belong to the event loop the generations run in.
@@ -473,12 +475,21 @@ class GenerationService:
 
     def _next_prompt(self, chat_id: str, api: Api) -> Prompt:
         chat = self.store.get_chat(chat_id)
-        built = self.build_serialized(
+        return self.prompt_to_send(
             self.turn(chat, chat.active_leaf_id, GenerationType.NORMAL, api, dry_run=True)
         )
+
+    def prompt_to_send(self, turn: TurnRequest) -> Prompt:
+        """The prompt a dry-run turn would send, as a generation builds it: over the chat
+        copy the interceptors leave (a copy one would abort is shown as it is) and after
+        the prompt handlers (they are told it is a dry run)."""
+        # An aborting copy sends nothing; the prompt as built is then what there is to show.
+        with contextlib.suppress(GenerationAborted):
+            turn = self._intercepted(turn)
+        built = self.build_serialized(turn)
         prompt = built.prompt if isinstance(built, PreparedTurn) else built
         return self.events.prompt_ready(
-            prompt, chat_id=chat.id, kind=GenerationType.NORMAL.value, dry_run=True
+            prompt, chat_id=turn.chat.id, kind=turn.kind.value, dry_run=True
         )
 
     def turn(
@@ -811,14 +822,22 @@ class GenerationService:
         tools: tuple[str, ...] = ()
         registry = None
         base_variables = None
+        tool_variables: dict[str, Any] = {}
         if kind in (GenerationType.NORMAL, GenerationType.REGENERATE):
             tools = prepared.tools
             if prepared.function_calling and not connection.api.is_text_completion:
-                own = list(self.user_tools(chat)) if self.user_tools is not None else []
+                # The tools' scripts set this generation's copy of the chat variables.
+                tool_variables = dict(turn.read(1).state.variables)
+                base = dict(tool_variables)
+                own = (
+                    list(self.user_tools(chat, tool_variables))
+                    if self.user_tools is not None
+                    else []
+                )
                 if own:
                     registry = ToolRegistry([*self.tools.tools(), *own])
                     tools = tuple(dict.fromkeys([*tools, *(t.spec.name for t in own)]))
-                    base_variables = dict(turn.read(1).state.variables)
+                    base_variables = base
         return _Plan(
             run=RunningGeneration(new_id(), chat.id, kind),
             chat=chat,
@@ -829,6 +848,7 @@ class GenerationService:
             tools=tools,
             registry=registry,
             base_variables=base_variables,
+            tool_variables=tool_variables if base_variables is not None else None,
             request=prepared.request,
             continued_text=anchor.content if anchor and kind is GenerationType.CONTINUE else "",
             continued_stripped=prefill and connection.api is Api.ANTHROPIC,
@@ -1087,8 +1107,8 @@ class GenerationService:
             text = cut_at_other_speaker(text, speaker, plan.members).strip()
         turn_state = dict(plan.prompt.state)
         changed_globals = turn_state.pop("globalVariables", None)
-        if plan.tool_steps and plan.base_variables is not None and anchor is not None:
-            turn_state = self._with_tool_variables(plan, anchor, turn_state)
+        if plan.tool_steps and plan.base_variables is not None:
+            turn_state = self._with_tool_variables(plan, turn_state)
         if kind is GenerationType.CONTINUE:
             assert anchor is not None
             outcome = self.chats.extend(
@@ -1139,19 +1159,21 @@ class GenerationService:
         )
         return self._finish(plan, done)
 
-    def _with_tool_variables(
-        self, plan: _Plan, anchor: Node, turn_state: dict[str, Any]
-    ) -> dict[str, Any]:
-        """The turn's state with the variables the tools' scripts set meanwhile (on the
-        message replied to): the reply records them too, so they follow the path."""
-        assert plan.base_variables is not None
-        now = self.chats.state_at(plan.chat.id, anchor.id).variables
-        changed = {k: v for k, v in now.items() if plan.base_variables.get(k) != v}
-        if not changed:
+    def _with_tool_variables(self, plan: _Plan, turn_state: dict[str, Any]) -> dict[str, Any]:
+        """The turn's state with what the tools' scripts set and removed: the reply
+        records it, so it follows that reply and not the message it answers (a regenerated
+        or swiped reply starts again from that message's variables)."""
+        assert plan.base_variables is not None and plan.tool_variables is not None
+        base, after = plan.base_variables, plan.tool_variables
+        changed = {k: v for k, v in after.items() if k not in base or base[k] != v}
+        removed = [k for k in base if k not in after]
+        if not changed and not removed:
             return turn_state
         variables = turn_state.get("variables")
-        merged = dict(variables) if isinstance(variables, Mapping) else dict(now)
+        merged = dict(variables) if isinstance(variables, Mapping) else dict(base)
         merged.update(changed)
+        for key in removed:
+            merged.pop(key, None)
         return {**turn_state, "variables": merged}
 
     def _keep_as_draft(

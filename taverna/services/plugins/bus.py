@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from taverna.errors import TavernaError
+from taverna.errors import NotFound, TavernaError
 from taverna.model.chat import Node
 from taverna.model.prompt import Prompt
 from taverna.services.plugins.events import Event, EventName, EventView, PluginAccess
@@ -79,9 +79,16 @@ class EventBus:
 
         return off
 
-    def host(self, plugin: PluginInfo) -> PluginHost:
-        """The capabilities handed to `plugin`, behind its grants."""
-        return PluginHost(plugin.access, self.services)
+    def host(self, plugin: PluginInfo, chat_id: str | None = None) -> PluginHost:
+        """The capabilities handed to `plugin`, behind its grants, acting for the account
+        that owns chat `chat_id` (None: for no account)."""
+        account = None
+        if chat_id and self.services.owner is not None:
+            try:
+                account = self.services.owner(chat_id)
+            except NotFound:
+                account = None
+        return PluginHost(plugin.access, self.services, account)
 
     # -------------------------------------------------------------------- events
 
@@ -89,7 +96,10 @@ class EventBus:
         """Tell every plugin and listener, in order; failures are logged, never raised."""
         for call in self.plugins.calls("taverna_event"):
             try:
-                call(event=EventView(event, call.plugin.access), host=self.host(call.plugin))
+                call(
+                    event=EventView(event, call.plugin.access),
+                    host=self.host(call.plugin, event.chat_id),
+                )
             except Exception as exc:
                 _report(call.plugin.name, event.name.value, exc)
         with self._lock:
@@ -115,7 +125,10 @@ class EventBus:
         copy = ChatCopy(chat_id, kind, list(nodes))
         for call in self.plugins.calls("taverna_generate_interceptor"):
             try:
-                call(chat=ChatCopyView(copy, call.plugin.access), host=self.host(call.plugin))
+                call(
+                    chat=ChatCopyView(copy, call.plugin.access),
+                    host=self.host(call.plugin, chat_id),
+                )
             except Exception as exc:
                 _report(call.plugin.name, "generate_interceptor", exc)
             if copy.aborted is not None:
@@ -141,7 +154,10 @@ class EventBus:
         ready = PromptReady.of(prompt, chat_id=chat_id, kind=kind, dry_run=dry_run)
         for call in calls:
             try:
-                call(prompt=PromptView(ready, call.plugin.access), host=self.host(call.plugin))
+                call(
+                    prompt=PromptView(ready, call.plugin.access),
+                    host=self.host(call.plugin, chat_id),
+                )
             except Exception as exc:
                 _report(call.plugin.name, EventName.CHAT_COMPLETION_PROMPT_READY.value, exc)
         return ready.result()

@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from taverna.errors import TavernaError
+from taverna.errors import NotFound, TavernaError
 from taverna.model.chat import Node
 from taverna.services.plugins.events import PluginAccess
 from taverna.services.plugins.grants import Grant
@@ -21,22 +21,35 @@ class PluginServices:
     `path(chat_id)`: the chat's active path; `key(connection, chat_id)`: a connection's API
     key (None: the default connection's), of the account that owns chat `chat_id` (None:
     the server's own); `generate(chat_id, prompt, connection)`: a model's answer to
-    `prompt` through a connection of the chat's account, nothing stored.
+    `prompt` through a connection of the chat's account, nothing stored; `owner(chat_id)`:
+    the account a chat belongs to (NotFound for no chat), so a plugin acting for one
+    account reaches no other's chats.
     """
 
     path: Callable[[str], Sequence[Node]] | None = None
     key: Callable[[str | None, str | None], str] | None = None
     generate: Callable[[str, str, str | None], Awaitable[str]] | None = None
+    owner: Callable[[str], str] | None = None
 
 
 class PluginHost:
-    """The capabilities one plugin holds; each checks the plugin's grants first."""
+    """The capabilities one plugin holds; each checks the plugin's grants first.
 
-    __slots__ = ("_access", "_services")
+    A host acts for one account (`account`: the owner of the chat whose event, turn or
+    prompt the plugin was handed; "" for an install without accounts): a chat of any
+    other account is answered as one that does not exist. A host handed over outside a
+    chat (the tools a plugin offers) acts for no account and reads only the chats of an
+    install without accounts.
+    """
 
-    def __init__(self, access: PluginAccess, services: PluginServices) -> None:
+    __slots__ = ("_access", "_account", "_services")
+
+    def __init__(
+        self, access: PluginAccess, services: PluginServices, account: str | None = None
+    ) -> None:
         self._access = access
         self._services = services
+        self._account = account
 
     @property
     def plugin(self) -> str:
@@ -46,11 +59,19 @@ class PluginHost:
     def grants(self) -> frozenset[Grant]:
         return self._access.grants
 
+    def _own_chat(self, chat_id: str) -> None:
+        """NotFound unless `chat_id` is a chat of the account this host acts for."""
+        if self._services.owner is None:
+            return
+        if self._services.owner(chat_id) != (self._account or ""):
+            raise NotFound(f"no chat {chat_id}", field="chat_id")
+
     def chat_messages(self, chat_id: str) -> list[dict[str, Any]]:
         """The chat's active path: `{id, role, name, text, hidden}` each, oldest first."""
         self._access.require(Grant.READ_CHATS, "read chats")
         if self._services.path is None:
             raise TavernaError("chats cannot be read here")
+        self._own_chat(chat_id)
         return [
             {
                 "id": n.id,
@@ -64,10 +85,13 @@ class PluginHost:
 
     def api_key(self, connection: str | None = None, *, chat_id: str | None = None) -> str:
         """The API key of a connection (None: the default one): one of the account that
-        owns chat `chat_id`, or without it one of the server's own."""
+        owns chat `chat_id` (a chat of the account this host acts for), or without it one
+        of the server's own."""
         self._access.require(Grant.SEE_KEYS, "see API keys")
         if self._services.key is None:
             raise TavernaError("no connections can be read here")
+        if chat_id is not None:
+            self._own_chat(chat_id)
         return self._services.key(connection, chat_id)
 
     async def generate(self, chat_id: str, prompt: str, connection: str | None = None) -> str:
@@ -75,4 +99,5 @@ class PluginHost:
         self._access.require(Grant.CALL_MODELS, "call models")
         if self._services.generate is None:
             raise TavernaError("no model can be called here")
+        self._own_chat(chat_id)
         return await self._services.generate(chat_id, prompt, connection)

@@ -1,12 +1,20 @@
 """The prompt once built and before it is sent (SillyTavern's `chat_completion_prompt_ready`):
-handlers run in order, each seeing what the ones before it changed."""
+handlers run in order, each seeing what the ones before it changed.
+
+The ledger is kept true to what is sent: a message a handler adds gets a line of its own
+(named for the plugin, its tokens counted), a removed message's parts are marked cut,
+a changed one's parts are marked and recounted, and every part's position follows its
+message to where it ended up.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from taverna.model.prompt import Prompt, PromptMessage, Role
+from taverna.engine.tokens import get_tokenizer
+from taverna.model.prompt import Ledger, LedgerItem, Prompt, PromptMessage, Role
 from taverna.services.plugins.events import PluginAccess
 from taverna.services.plugins.grants import Grant
 
@@ -26,18 +34,95 @@ class PromptReady:
     messages: list[PromptMessage] = field(default_factory=list)
     text: str = ""
     changed: bool = False
+    # For each message now, the index it had as built, or the plugin that added it; the
+    # built messages a handler changed, with the plugin that changed them.
+    origins: list[int | str] = field(default_factory=list)
+    edited: dict[int, str] = field(default_factory=dict)
+    text_changed_by: str = ""
 
     @classmethod
     def of(cls, prompt: Prompt, *, chat_id: str, kind: str, dry_run: bool) -> PromptReady:
-        return cls(chat_id, kind, dry_run, prompt, list(prompt.messages), prompt.text)
+        messages = list(prompt.messages)
+        origins: list[int | str] = list(range(len(messages)))
+        return cls(chat_id, kind, dry_run, prompt, messages, prompt.text, origins=origins)
 
     def result(self) -> Prompt:
-        """The prompt with every change made."""
+        """The prompt with every change made, its ledger placing each part where it went."""
         if not self.changed:
             return self.prompt
+        count = _counter(self.prompt.ledger)
         if self.prompt.kind == "text":
-            return replace(self.prompt, text=self.text)
-        return replace(self.prompt, messages=tuple(self.messages))
+            if self.text == self.prompt.text:
+                return self.prompt
+            delta = count(self.text) - count(self.prompt.text)
+            line = LedgerItem("plugin", self.text_changed_by, delta, reason=CHANGED)
+            ledger = _with_items(self.prompt.ledger, [*self.prompt.ledger.items, line])
+            return replace(self.prompt, text=self.text, ledger=ledger)
+        return replace(self.prompt, messages=tuple(self.messages), ledger=self._ledger(count))
+
+    def _ledger(self, count: Callable[[str], int]) -> Ledger:
+        built = self.prompt.messages
+        now = {old: new for new, old in enumerate(self.origins) if isinstance(old, int)}
+        # A changed message's recount goes on the last included part placed in it.
+        last_part = {
+            item.position: index
+            for index, item in enumerate(self.prompt.ledger.items)
+            if item.included and item.position is not None
+        }
+        items: list[LedgerItem] = []
+        for index, item in enumerate(self.prompt.ledger.items):
+            old = item.position
+            if not item.included or old is None or old >= len(built):
+                items.append(item)
+            elif old not in now:
+                items.append(replace(item, included=False, position=None, reason=REMOVED))
+            elif old in self.edited:
+                moved = replace(item, position=now[old], reason=CHANGED)
+                if last_part.get(old) == index:
+                    text = self.messages[now[old]].content
+                    delta = count(text) - count(built[old].content)
+                    moved = replace(moved, tokens=item.tokens + delta, text=text)
+                items.append(moved)
+            else:
+                items.append(replace(item, position=now[old]))
+        # Handlers only add, remove and change messages, so the parts stay in order; a
+        # message a handler added goes before the first part placed after it.
+        for position, origin in enumerate(self.origins):
+            if isinstance(origin, int):
+                continue
+            content = self.messages[position].content
+            line = LedgerItem(
+                "plugin", origin, count(content), reason=ADDED, text=content, position=position
+            )
+            at = next(
+                (
+                    i
+                    for i, item in enumerate(items)
+                    if item.position is not None and item.position > position
+                ),
+                len(items),
+            )
+            items.insert(at, line)
+        return _with_items(self.prompt.ledger, items)
+
+
+# The ledger's words for a handler's changes (the page reads them as sentences).
+ADDED = "added by a prompt handler"
+REMOVED = "removed by a prompt handler"
+CHANGED = "changed by a prompt handler"
+
+
+def _counter(ledger: Ledger) -> Callable[[str], int]:
+    """Counts text as the prompt's parts were counted (its tokenizer, or the common one)."""
+    tokenizer = get_tokenizer(ledger.tokenizer or "cl100k_base")
+    return tokenizer.count
+
+
+def _with_items(ledger: Ledger, items: list[LedgerItem]) -> Ledger:
+    """The ledger with `items`, its total moved by what they add or take away."""
+    before = sum(item.tokens for item in ledger.items if item.included)
+    after = sum(item.tokens for item in items if item.included)
+    return replace(ledger, items=tuple(items), total_tokens=ledger.total_tokens + after - before)
 
 
 class PromptView:
@@ -92,11 +177,17 @@ class PromptView:
         if self.is_chat:
             raise ValueError("this prompt is a list of messages: change them one by one")
         self._ready.text = str(text)
+        self._ready.text_changed_by = self._access.name
 
     def set_content(self, index: int, content: str) -> None:
         self._change()
-        messages = self._ready.messages
-        messages[index] = replace(messages[index], content=str(content))
+        ready = self._ready
+        messages = ready.messages
+        old = messages[index]
+        messages[index] = replace(old, content=str(content))
+        origin = ready.origins[index]
+        if isinstance(origin, int):
+            ready.edited[origin] = self._access.name
 
     def insert(self, index: int, role: str, content: str) -> None:
         """Add a message before `index` (`len(messages)` adds it last)."""
@@ -105,9 +196,9 @@ class PromptView:
             raise ValueError("this prompt is text: use set_text")
         if role not in _ROLES:
             raise ValueError(f"role must be one of {', '.join(_ROLES)}, not {role!r}")
-        self._ready.messages.insert(
-            index, PromptMessage(_ROLES[role], str(content), source="plugin")
-        )
+        message = PromptMessage(_ROLES[role], str(content), source="plugin")
+        self._ready.messages.insert(index, message)
+        self._ready.origins.insert(index, self._access.name)
 
     def append(self, role: str, content: str) -> None:
         self.insert(len(self._ready.messages), role, content)
@@ -115,3 +206,4 @@ class PromptView:
     def remove(self, index: int) -> None:
         self._change()
         del self._ready.messages[index]
+        del self._ready.origins[index]

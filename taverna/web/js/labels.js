@@ -73,6 +73,10 @@ const SENTENCES = [
   [/^removed by SillyTavern's splice\(-1\) quirk$/, "reason.group_quirk"],
   [/^stopped at its (.+) limit; counted as no match$/, "reason.regex_key_stopped", ["limit"]],
   [/^stopped at its (.+) limit; the text was left as it was$/, "reason.regex_script_stopped", ["limit"]],
+  // a plugin's prompt handler changed the prompt after it was built
+  [/^added by a prompt handler$/, "reason.prompt_handler_added"],
+  [/^removed by a prompt handler$/, "reason.prompt_handler_removed"],
+  [/^changed by a prompt handler$/, "reason.prompt_handler_changed"],
   // drafts and imports
   [/^impersonation$/, "reason.impersonation"],
   [/^stopped$/, "reason.stopped"],
