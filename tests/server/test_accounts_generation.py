@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
+from taverna.errors import NotFound
 from taverna.server.app import create_app
 from taverna.server.context import AppContext
 from tests.server.accounts_fixtures import enable_accounts, log_in
@@ -156,10 +157,15 @@ def test_a_plugin_reaches_the_chats_accounts_connection(
         for who, client in (("alice", alice), ("bob", bob)):
             log_in(client, who)
             chats[who] = _set_up(client, who, servers[who])
-        host = ctx.events.host(ctx.plugins.register(Oracle(), "oracle"))
+        oracle = ctx.plugins.register(Oracle(), "oracle")
         for who in ("alice", "bob"):
+            # the host a plugin is handed with an event of this account's chat
+            host = ctx.events.host(oracle, chats[who])
             assert host.api_key(chat_id=chats[who]) == servers[who].key
             assert host.api_key("Main", chat_id=chats[who]) == servers[who].key
+            other = chats["bob" if who == "alice" else "alice"]
+            with pytest.raises(NotFound):  # acting for one account, not for the other
+                host.api_key(chat_id=other)
             servers[who].script(Reply(tokens=[f"Forecast for {who}."]))
             said = asyncio.run(host.generate(chats[who], "Forecast?"))
             assert said == f"Forecast for {who}."
@@ -167,5 +173,6 @@ def test_a_plugin_reaches_the_chats_accounts_connection(
                 f"Bearer {servers[who].key}"
             )
         # Without a chat, the server's own connection.
+        host = ctx.events.host(oracle)
         assert host.api_key() == servers[""].key
         assert servers[""].requests == []
