@@ -42,6 +42,16 @@ def serve(
     config: Path | None = typer.Option(
         None, "--config", help="Server config file (default: server.toml in the data folder)."
     ),
+    redis_url: str | None = typer.Option(
+        None,
+        "--redis",
+        envvar="TAVERNA_REDIS_URL",
+        help=(
+            "Redis URL (redis://host:6379/0) the server processes of one deployment share "
+            "their generations through, so any of them can follow, stop and replay a reply "
+            "another started; with PostgreSQL ($TAVERNA_DATABASE_URL), run as many as needed."
+        ),
+    ),
     accounts: bool = typer.Option(
         False,
         "--accounts",
@@ -76,7 +86,7 @@ def serve(
         seed_samples,
     )
 
-    ctx = open_context(data_dir, settings)
+    ctx = open_context(data_dir, settings, redis_url=redis_url)
     if accounts:
         ctx.services["accounts"] = service = ctx.accounts()
         if not service.any():

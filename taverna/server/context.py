@@ -108,10 +108,13 @@ async def library(request: Request, ctx: AppContext = Depends(context)) -> Libra
     return ctx.library(current_user(request))
 
 
-def open_context(data_dir: Path, config: ServerConfig | None = None) -> AppContext:
+def open_context(
+    data_dir: Path, config: ServerConfig | None = None, *, redis_url: str | None = None
+) -> AppContext:
     """The server's context over the data folder's workspace (see `open_workspace`),
-    with the operator's `config` (default: the defaults)."""
-    ws = open_workspace(data_dir)
+    with the operator's `config` (default: the defaults); `redis_url`: the Redis the
+    server processes share their generations through."""
+    ws = open_workspace(data_dir, redis_url=redis_url)
     ctx = AppContext(**{f.name: getattr(ws, f.name) for f in fields(Workspace) if f.init})
     ctx.configure(config or ServerConfig())
     return ctx

@@ -32,7 +32,13 @@ from taverna.services.backups import BackupFlusher, BackupService
 from taverna.services.chats import ChatService
 from taverna.services.connections import ConnectionService
 from taverna.services.data import open_data
-from taverna.services.generation import Completed, Ending, GenerationService, RunningGeneration
+from taverna.services.generation import (
+    Completed,
+    Ending,
+    GenerationRegistry,
+    GenerationService,
+    RunningGeneration,
+)
 from taverna.services.images import ImageLibrary
 from taverna.services.interchange import InterchangeService
 from taverna.services.library import LibraryKind, LibraryService
@@ -142,6 +148,7 @@ class Workspace:
             if self._reported.get(chat_id) == revision:
                 return
             self._reported[chat_id] = revision
+            self.generation.registry.changed(chat_id)
             if self.embeddings is not None:
                 self.embeddings.wake()  # a new or edited message is embedded now
             self.backups.after_write(chat_id)
@@ -206,8 +213,10 @@ class Workspace:
         replies reuse kept-alive connections instead of a new handshake each."""
         if self.generation.http is None:
             self.generation.http = httpx.AsyncClient(timeout=None)
+        await self.generation.registry.open()
 
     async def close_http(self) -> None:
+        await self.generation.registry.close()
         client, self.generation.http = self.generation.http, None
         if client is not None:
             await client.aclose()
@@ -234,6 +243,7 @@ def open_workspace(
     background_backups: bool = True,
     regex_budget: float = TURN_REGEX_BUDGET,
     plugins: bool = True,
+    redis_url: str | None = None,
 ) -> Workspace:
     """Open the data folder's store (SQLite, migrated, unless $TAVERNA_DATABASE_URL names
     another database) and build the services over it.
@@ -243,7 +253,11 @@ def open_workspace(
     `regex_budget`: the seconds all user regexes of one turn may spend together.
     `plugins`: load the plugins installed under the `taverna` entry points (the
     environment variable TAVERNA_NO_PLUGINS=1 turns them off too).
+    `redis_url`: share generations (their events, Stop) and chat changes with the other
+    server processes on this Redis; without it they live in this process.
     """
+    # An unreachable Redis is said before anything is opened.
+    registry = shared_registry(redis_url) if redis_url else None
     folder = open_data(data_dir)
     # Temporary folders of a process that was killed mid-upload go now.
     clean_leftovers(folder.path)
@@ -266,6 +280,7 @@ def open_workspace(
         paths=paths,
         events=events,
         user_tools=UserTools(chats, events),
+        registry=registry,
     )
     events.services = plugin_services(chats, connections, generation)
     summaries = SummaryGenerator(generation)
@@ -301,6 +316,19 @@ def open_workspace(
         events,
         QuickReplyAutomations(chats),
     )
+
+
+def shared_registry(url: str) -> GenerationRegistry:
+    """The registry of generations shared through the Redis at `url` (a clear error
+    naming it when it cannot be reached)."""
+    import redis
+
+    from taverna.services.generation.shared_runs import SharedRegistry
+
+    try:
+        return SharedRegistry(url)
+    except (redis.RedisError, ValueError) as exc:
+        raise TavernaError(f"cannot reach Redis at {url}: {exc}", field="--redis") from None
 
 
 def plugin_services(

@@ -30,9 +30,11 @@ class TavernaServer:
         *,
         start_timeout: float = 60,
         args: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
     ) -> None:
         self.data = data
         self.args = args
+        self.env = env or {}
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen[bytes] | None = None
@@ -50,7 +52,7 @@ class TavernaServer:
             str(self.data),
             *self.args,
         ]
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
         began = time.perf_counter()
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
@@ -76,6 +78,13 @@ class TavernaServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        self.process = None
+
+    def kill(self) -> None:
+        """End the process at once (SIGKILL): nothing of it runs after."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
         self.process = None
 
     def restart(self) -> None:

@@ -26,8 +26,8 @@ asyncio task of its own, so it finishes and saves even if nobody listens. The
 
 Events are the provider events (`TextDelta`, `ReasoningDelta`, `ToolCall`, `Usage`,
 `Finish`, `StreamError`) plus `Started`, `ToolResult` and, always last, `Completed`.
-The registry is in-process; several processes would share it through a broker
-(ARCHITECTURE.md §7).
+The registry is in-process by default; `SharedRegistry` (shared_runs.py) shares runs,
+their events and Stop between server processes through Redis.
 """
 
 from taverna.services.generation.reply_text import trim_at_stop

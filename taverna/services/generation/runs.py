@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -88,6 +88,9 @@ class Draft:
 class RunningGeneration:
     """One generation in flight (or recently finished) and every event it has produced."""
 
+    # Run by another process (followed through the registry's broker).
+    remote = False
+
     def __init__(self, generation_id: str, chat_id: str, kind: GenerationType) -> None:
         self.id = generation_id
         self.chat_id = chat_id
@@ -101,6 +104,9 @@ class RunningGeneration:
         # The message under which the chat changes with this generation (None: from the
         # first message): what a page redraws once it starts.
         self.changed_below: str | None = None
+        # What another process needs to keep this run's text as a draft, should this
+        # process die while it streams (the message it answers, the account, ...).
+        self.draft_info: dict[str, Any] = {}
         self._signal = asyncio.Event()
 
     def publish(self, event: GenerationEvent) -> None:
@@ -129,6 +135,20 @@ class RunningGeneration:
             while index < len(self.events):
                 yield index, self.events[index]
                 index += 1
+            if self.done:
+                return
+            await signal.wait()
+
+    async def batches(self, since: int = 0) -> AsyncIterator[list[GenerationEvent]]:
+        """The events from index `since` on, in lists of what arrived together."""
+        index = max(0, since)
+        while True:
+            signal = self._signal
+            if index < len(self.events):
+                batch = self.events[index:]
+                index += len(batch)
+                yield batch
+                continue
             if self.done:
                 return
             await signal.wait()
@@ -165,6 +185,30 @@ class GenerationRegistry:
         return [
             r for r in self._runs.values() if r.chat_id == chat_id and not (running_only and r.done)
         ]
+
+    def bind(
+        self,
+        *,
+        stop: Callable[[str], Awaitable[object]],
+        orphan: Callable[[Mapping[str, str], str], str | None],
+        changed: Callable[[str], None],
+    ) -> None:
+        """What a registry shared by processes calls back: `stop` one of this process's
+        runs, keep an `orphan`'s text as a draft (its meta, its text: the draft's id),
+        drop what is kept of a chat another process `changed`. Unused in one process."""
+
+    async def stop_elsewhere(self, run: RunningGeneration) -> Completed | None:
+        """Stop a run of another process (none, in one process)."""
+        raise NotFound("no such generation in this process")
+
+    async def open(self) -> None:
+        """Start what the registry runs in the background (nothing, in one process)."""
+
+    async def close(self) -> None:
+        """Stop what `open` started."""
+
+    def changed(self, chat_id: str) -> None:
+        """A chat was written: tell the other processes (none, in one process)."""
 
     def _prune(self) -> None:
         now = time.monotonic()

@@ -188,6 +188,7 @@ class GenerationService:
         # newest task per chat, so a caller can wait for it.
         self.after_reply: list[Callable[[str], Awaitable[object]]] = []
         self.follow_ups: dict[str, asyncio.Task[None]] = {}
+        self.registry.bind(stop=self.stop, orphan=self.keep_orphan, changed=self.paths.forget)
 
     # ------------------------------------------------------------ start methods
 
@@ -424,6 +425,8 @@ class GenerationService:
     async def stop(self, generation_id: str) -> Completed | None:
         """Stop a generation: the model connection is closed, what streamed becomes a draft."""
         run = self.registry.get(generation_id)
+        if run.remote:
+            return await self.registry.stop_elsewhere(run)  # another process runs it
         if run.task is not None and not run.done:
             run.task.cancel()
             # However the task ended, it is over: its failure is its Completed event.
@@ -705,8 +708,13 @@ class GenerationService:
             run = plan.run
             if message is not None:
                 plan.posted = loop.create_future()
-            self.last_prompts[chat_id] = plan.prompt
+            run.draft_info = {
+                "anchor_id": plan.anchor.id if plan.anchor else None,
+                "owner": self.owner,
+                "continued_stripped": "1" if plan.continued_stripped else "",
+            }
             self.registry.add(run)
+            self.last_prompts[chat_id] = plan.prompt
             run.publish(
                 Started(run.id, chat_id, plan.kind, plan.anchor.id if plan.anchor else None)
             )
@@ -1196,6 +1204,30 @@ class GenerationService:
                 "created": self.clock().isoformat(),
             },
             owner=plan.chat.owner,
+        )
+        return doc.id
+
+    def keep_orphan(self, meta: Mapping[str, str], text: str) -> str | None:
+        """Keep the text of a generation whose process died as a draft (its `meta` as
+        the shared registry holds it); the draft's id, None when nothing streamed."""
+        if not text:
+            return None
+        kind = meta.get("kind", GenerationType.NORMAL.value)
+        doc = self.store.put_document(
+            DRAFT_KIND,
+            f"{kind} {meta.get('generation_id', '')}".strip(),
+            {
+                "chat_id": meta["chat_id"],
+                "kind": kind,
+                "anchor_id": meta.get("anchor_id") or None,
+                "text": text,
+                "reason": "the server stopped while it streamed",
+                "cause": "interrupted",
+                "continued_stripped": bool(meta.get("continued_stripped")),
+                "generation_id": meta.get("generation_id"),
+                "created": self.clock().isoformat(),
+            },
+            owner=meta.get("owner", self.owner),
         )
         return doc.id
 

@@ -1,0 +1,358 @@
+"""Generations shared by several server processes through Redis (redis-py).
+
+Each process runs its own generations as in one process (a `RunningGeneration` in
+memory, followed from there by its own pages) and copies every event, as it comes,
+into a Redis stream of the run, so any other process can replay and follow it:
+
+- `{prefix}run:{id}` (hash): the run's chat, kind, process, and what a draft needs;
+- `{prefix}run:{id}:events` (stream): event `i` under the entry id `0-{i+1}`, so a
+  follower resumes after index `i` by reading past `0-{i+1}`;
+- `{prefix}chat:{chat}:run`: the run generating in a chat, claimed with SET NX, so two
+  processes never start two generations in one chat;
+- `{prefix}worker:{id}`: a lease each process renews every second; a run whose process
+  lost its lease (killed, say) is *adopted* by the first process that looks: what it
+  streamed is kept as a draft in the shared store and its stream is ended;
+- channel `{prefix}stop`: a Stop asked of another process's run; channel
+  `{prefix}changed`: a chat was written, so the other processes drop what they keep of
+  its path.
+
+Finished runs' keys expire `keep_finished` seconds after the end, as the in-memory
+registry forgets them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, cast
+
+import redis
+import redis.asyncio as aredis
+
+from taverna.engine.assembly.context import GenerationType
+from taverna.errors import Conflict, NotFound
+from taverna.providers.events import ErrorKind, TextDelta
+from taverna.services.generation.event_codec import decode, encode
+from taverna.services.generation.runs import (
+    Completed,
+    Ending,
+    GenerationEvent,
+    GenerationRegistry,
+    RunningGeneration,
+)
+
+logger = logging.getLogger(__name__)
+
+# A process's lease lasts this long unless renewed (every LEASE_RENEW seconds).
+LEASE_MS = 4000
+LEASE_RENEW = 1.0
+# A follower waits this long for an event before it looks whether the run's process lives.
+FOLLOW_BLOCK_MS = 1000
+ORPHANED = "the server process running this generation stopped before it ended"
+# Release a chat's claim only if it still names this run.
+_RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end"
+
+
+class RemoteGeneration(RunningGeneration):
+    """Another process's generation, read from its Redis stream."""
+
+    remote = True
+
+    def __init__(self, registry: SharedRegistry, meta: Mapping[str, str], generation_id: str):
+        super().__init__(generation_id, meta["chat_id"], GenerationType(meta["kind"]))
+        self.registry = registry
+        self.meta = dict(meta)
+        self.worker = meta.get("worker", "")
+        self.changed_below = meta.get("changed_below") or None
+        self.done = meta.get("done") == "1"
+
+    async def follow(self, since: int = 0) -> AsyncIterator[tuple[int, GenerationEvent]]:
+        index = max(0, since)
+        key = self.registry.key("run", self.id, "events")
+        client = self.registry.async_client()
+        while True:
+            found = cast(
+                "list[tuple[str, list[tuple[str, dict[str, str]]]]]",
+                await client.xread({key: f"0-{index}"}, count=500, block=FOLLOW_BLOCK_MS),
+            )
+            if not found:
+                if not await asyncio.to_thread(self.registry.alive, self.worker):
+                    await asyncio.to_thread(self.registry.adopt, self.id)
+                    continue
+                if not await client.exists(self.registry.key("run", self.id)):
+                    return  # expired: nothing more will come
+                continue
+            for entry_id, entry in found[0][1]:
+                position = int(entry_id.split("-")[1]) - 1
+                event = decode(entry["e"])
+                if position == len(self.events):
+                    self.events.append(event)
+                index = position + 1
+                yield position, event
+                if isinstance(event, Completed):
+                    self.done = True
+                    return
+
+    async def wait(self) -> Completed:
+        async for _, event in self.follow(0):
+            if isinstance(event, Completed):
+                return event
+        result = self.result
+        if result is None:
+            raise NotFound("the generation ended without a result (it expired)")
+        return result
+
+
+class SharedRegistry(GenerationRegistry):
+    """The generations of every process on one Redis (see the module doc)."""
+
+    def __init__(self, url: str, *, keep_finished: float = 600.0, prefix: str = "taverna:") -> None:
+        super().__init__(keep_finished)
+        self.url = url
+        self.prefix = prefix
+        self.worker_id = uuid.uuid4().hex
+        self.redis = redis.Redis.from_url(url, socket_timeout=5, decode_responses=True)
+        self.redis.ping()  # an unreachable Redis is said at start, not at the first turn
+        self._async: aredis.Redis | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._mirrors: set[asyncio.Task[None]] = set()
+        # Set by the generation service: stop one of this process's runs; keep an
+        # orphaned run's text as a draft (its meta, its text: the draft's id); drop
+        # what is kept of a chat another process wrote.
+        self.on_stop: Callable[[str], Awaitable[object]] | None = None
+        self.on_orphan: Callable[[Mapping[str, str], str], str | None] | None = None
+        self.on_changed: Callable[[str], None] | None = None
+        self._renew()
+
+    def key(self, *parts: str) -> str:
+        return self.prefix + ":".join(parts)
+
+    def async_client(self) -> aredis.Redis:
+        if self._async is None:
+            self._async = aredis.Redis.from_url(self.url, decode_responses=True)
+        return self._async
+
+    # ------------------------------------------------------------ the process
+
+    async def open(self) -> None:
+        self._renew()
+        self._tasks = [
+            asyncio.create_task(self._keep_lease(), name="redis lease"),
+            asyncio.create_task(self._listen(), name="redis listener"),
+        ]
+
+    async def close(self) -> None:
+        for task in [*self._tasks, *self._mirrors]:
+            task.cancel()
+        for task in [*self._tasks, *self._mirrors]:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks = []
+        if self._async is not None:
+            await self._async.aclose()
+            self._async = None
+        with contextlib.suppress(redis.RedisError):
+            self.redis.delete(self.key("worker", self.worker_id))
+        self.redis.close()
+
+    def _renew(self) -> None:
+        self.redis.set(self.key("worker", self.worker_id), "1", px=LEASE_MS)
+
+    async def _keep_lease(self) -> None:
+        client = self.async_client()
+        while True:
+            try:
+                await client.set(self.key("worker", self.worker_id), "1", px=LEASE_MS)
+            except redis.RedisError as exc:
+                logger.warning("could not renew this process's lease in Redis: %s", exc)
+            await asyncio.sleep(LEASE_RENEW)
+
+    async def _listen(self) -> None:
+        stop, changed = self.key("stop"), self.key("changed")
+        while True:
+            try:
+                pubsub = self.async_client().pubsub()
+                await pubsub.subscribe(stop, changed)
+                async for message in pubsub.listen():
+                    if message.get("type") != "message":
+                        continue
+                    channel, data = str(message["channel"]), str(message["data"])
+                    if channel == stop:
+                        self._stop_asked(data)
+                    elif channel == changed:
+                        sender, _, chat_id = data.partition(" ")
+                        if sender != self.worker_id and self.on_changed is not None:
+                            self.on_changed(chat_id)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # Redis went away: listen again once it is back
+                logger.warning("Redis listener: %s", exc)
+                await asyncio.sleep(1)
+
+    def _stop_asked(self, generation_id: str) -> None:
+        run = self._runs.get(generation_id)
+        if run is not None and not run.done and self.on_stop is not None:
+            task = asyncio.create_task(self._stop(generation_id))
+            self._mirrors.add(task)
+            task.add_done_callback(self._mirrors.discard)
+
+    async def _stop(self, generation_id: str) -> None:
+        assert self.on_stop is not None
+        await self.on_stop(generation_id)
+
+    def alive(self, worker: str) -> bool:
+        """Whether the process `worker` holds its lease."""
+        return worker == self.worker_id or bool(self.redis.exists(self.key("worker", worker)))
+
+    def changed(self, chat_id: str) -> None:
+        with contextlib.suppress(redis.RedisError):
+            self.redis.publish(self.key("changed"), f"{self.worker_id} {chat_id}")
+
+    # ------------------------------------------------------------ the registry
+
+    def add(self, run: RunningGeneration) -> None:
+        claim = self.key("chat", run.chat_id, "run")
+        if not self.redis.set(claim, run.id, nx=True):
+            holder = cast("str | None", self.redis.get(claim))
+            if holder is not None and self._running_elsewhere(holder):
+                raise Conflict(
+                    "a generation is already running in this chat; stop it first",
+                    code="generation_running",
+                )
+            self.redis.set(claim, run.id)
+        meta = {
+            "worker": self.worker_id,
+            "chat_id": run.chat_id,
+            "kind": run.kind.value,
+            "changed_below": run.changed_below or "",
+            "done": "0",
+            "generation_id": run.id,
+            **{k: "" if v is None else str(v) for k, v in run.draft_info.items()},
+        }
+        self.redis.hset(self.key("run", run.id), mapping=cast(Any, meta))
+        super().add(run)
+        task = asyncio.create_task(self._mirror(run), name=f"mirror {run.id}")
+        self._mirrors.add(task)
+        task.add_done_callback(self._mirrors.discard)
+
+    async def _mirror(self, run: RunningGeneration) -> None:
+        """Copy the run's events into its stream as they come, in one round trip a batch."""
+        client = self.async_client()
+        stream, meta = self.key("run", run.id, "events"), self.key("run", run.id)
+        sent = 0
+        try:
+            async for batch in run.batches():
+                pipe = client.pipeline(transaction=False)
+                for event in batch:
+                    sent += 1
+                    pipe.xadd(stream, {"e": encode(event)}, id=f"0-{sent}")
+                if isinstance(batch[-1], Completed):
+                    keep = int(self.keep_finished)
+                    pipe.hset(meta, "done", "1")
+                    pipe.expire(stream, keep)
+                    pipe.expire(meta, keep)
+                    pipe.eval(_RELEASE, 1, self.key("chat", run.chat_id, "run"), run.id)
+                await pipe.execute()
+        except redis.RedisError as exc:
+            logger.warning("generation %s: its events could not be shared: %s", run.id, exc)
+
+    def get(self, generation_id: str) -> RunningGeneration:
+        run = self._runs.get(generation_id)
+        if run is not None:
+            return run
+        found = self._meta(generation_id)
+        if found is None:
+            raise NotFound("no such generation (it may have finished long ago)")
+        return RemoteGeneration(self, found, generation_id)
+
+    def for_chat(self, chat_id: str, *, running_only: bool = False) -> list[RunningGeneration]:
+        mine = super().for_chat(chat_id, running_only=running_only)
+        generation_id = cast("str | None", self.redis.get(self.key("chat", chat_id, "run")))
+        if generation_id is None or generation_id in self._runs:
+            return mine
+        meta = self._meta(generation_id)
+        if meta is None:
+            return mine
+        if meta.get("done") != "1" and not self.alive(meta.get("worker", "")):
+            self.adopt(generation_id)
+            meta = self._meta(generation_id) or meta
+        if running_only and meta.get("done") == "1":
+            return mine
+        return [*mine, RemoteGeneration(self, meta, generation_id)]
+
+    def _meta(self, generation_id: str) -> dict[str, str] | None:
+        raw = cast("dict[str, str]", self.redis.hgetall(self.key("run", generation_id)))
+        return dict(raw) if raw else None
+
+    def _running_elsewhere(self, generation_id: str) -> bool:
+        if generation_id in self._runs:
+            return not self._runs[generation_id].done
+        meta = self._meta(generation_id)
+        if meta is None or meta.get("done") == "1":
+            return False
+        if self.alive(meta.get("worker", "")):
+            return True
+        self.adopt(generation_id)
+        return False
+
+    def bind(
+        self,
+        *,
+        stop: Callable[[str], Awaitable[object]],
+        orphan: Callable[[Mapping[str, str], str], str | None],
+        changed: Callable[[str], None],
+    ) -> None:
+        self.on_stop, self.on_orphan, self.on_changed = stop, orphan, changed
+
+    async def stop_elsewhere(
+        self, run: RunningGeneration, timeout: float = 15.0
+    ) -> Completed | None:
+        """Ask the process running `run` to stop it, and wait for its last event (a run
+        whose process died is adopted meanwhile)."""
+        if not run.done:
+            await self.async_client().publish(self.key("stop"), run.id)
+        with contextlib.suppress(TimeoutError):
+            return await asyncio.wait_for(run.wait(), timeout)
+        return run.result
+
+    # ------------------------------------------------------------ orphans
+
+    def adopt(self, generation_id: str) -> None:
+        """End a run whose process died: its streamed text becomes a draft (once, by
+        whichever process gets here first) and its stream ends as a failure."""
+        if not self.redis.set(self.key("run", generation_id, "adopted"), self.worker_id, nx=True):
+            return
+        meta = self._meta(generation_id)
+        if meta is None or meta.get("done") == "1":
+            return
+        stream = self.key("run", generation_id, "events")
+        entries = cast("list[tuple[str, dict[str, str]]]", self.redis.xrange(stream))
+        events = [decode(fields["e"]) for _, fields in entries]
+        if events and isinstance(events[-1], Completed):
+            self.redis.hset(self.key("run", generation_id), "done", "1")
+            return
+        text = "".join(e.text for e in events if isinstance(e, TextDelta))
+        draft_id = None
+        error = ORPHANED
+        if self.on_orphan is not None:
+            try:
+                draft_id = self.on_orphan(meta, text)
+            except Exception as exc:
+                logger.exception("the draft of generation %s could not be kept", generation_id)
+                error = f"{ORPHANED}; its text could not be kept as a draft: {type(exc).__name__}"
+        done = Completed(
+            Ending.FAILED, text, draft_id=draft_id, error=error, cause=ErrorKind.INTERRUPTED.value
+        )
+        keep = int(self.keep_finished)
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.xadd(stream, {"e": encode(done)}, id=f"0-{len(entries) + 1}")
+        pipe.hset(self.key("run", generation_id), "done", "1")
+        pipe.expire(stream, keep)
+        pipe.expire(self.key("run", generation_id), keep)
+        pipe.expire(self.key("run", generation_id, "adopted"), keep)
+        pipe.eval(_RELEASE, 1, self.key("chat", meta["chat_id"], "run"), generation_id)
+        pipe.execute()
+        logger.warning("generation %s was orphaned; its text is kept as a draft", generation_id)

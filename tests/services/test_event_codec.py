@@ -1,0 +1,56 @@
+"""A generation's events survive the trip through text another process reads."""
+
+from __future__ import annotations
+
+import pytest
+
+from taverna.engine.assembly.context import GenerationType
+from taverna.providers.events import (
+    ErrorKind,
+    Finish,
+    FinishReason,
+    ReasoningDelta,
+    StreamError,
+    TextDelta,
+    ToolCall,
+    Usage,
+)
+from taverna.services.generation import Completed, Ending, Started, ToolResult
+from taverna.services.generation.event_codec import decode, encode
+
+EVENTS = [
+    Started("g1", "c1", GenerationType.SWIPE, "n1"),
+    Started("g2", "c1", GenerationType.NORMAL, None),
+    TextDelta("Hello, 旅人 <b>&"),
+    ReasoningDelta("thinking"),
+    ToolCall("t1", "roll", '{"sides": 6}'),
+    ToolResult("t1", "roll", "4"),
+    Usage(12, None),
+    Finish(FinishReason.LENGTH, "max_tokens"),
+    StreamError(ErrorKind.RATE_LIMITED, "slow down", 429),
+    Completed(Ending.SAVED, "Hello", node_id="n2", revision=7),
+    Completed(Ending.FAILED, "Hel", draft_id="d1", error="cut", cause="interrupted"),
+]
+
+
+@pytest.mark.parametrize("event", EVENTS, ids=lambda e: type(e).__name__)
+def test_every_event_reads_back_equal(event: object) -> None:
+    back = decode(encode(event))  # type: ignore[arg-type]
+    assert back == event
+    assert type(back) is type(event)
+
+
+def test_an_unknown_or_malformed_event_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown event type"):
+        decode('{"type": "Exploit", "text": "x"}')
+    with pytest.raises(ValueError, match="JSON object"):
+        decode("[1, 2]")
+
+
+def test_an_unreachable_redis_is_named(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from taverna.errors import TavernaError
+    from taverna.services.workspace import open_workspace
+
+    with pytest.raises(TavernaError, match=r"cannot reach Redis at redis://127\.0\.0\.1:9/0"):
+        open_workspace(tmp_path / "data", redis_url="redis://127.0.0.1:9/0")
+    assert not (tmp_path / "data").exists()  # nothing was opened
