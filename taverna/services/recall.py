@@ -26,6 +26,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +46,7 @@ from taverna.model.injection import ExtensionPosition, InjectionRole
 from taverna.model.lorebook import Lorebook
 from taverna.providers.embeddings import Embedder, LocalEmbedder, OpenAIEmbedder, normalised
 from taverna.services.active_settings import ACTIVE, SETTINGS_KIND
+from taverna.services.text_vectors import TextVectors
 from taverna.store.repository import DueMessage, Store
 
 Vectors = npt.NDArray[np.float32]
@@ -181,13 +183,28 @@ def to_bytes(vector: Vectors) -> bytes:
 # ------------------------------------------------------------------ the backlog
 
 
-def embed_due(store: Store, embedder: Embedder, *, batch: int = BACKLOG_BATCH) -> int:
-    """Embed one batch of the messages due (no vector of their current text); how many."""
+Known = Callable[[str, str], Vectors | None]  # (model, text) -> a vector made already
+
+
+def embed_due(
+    store: Store, embedder: Embedder, *, batch: int = BACKLOG_BATCH, known: Known | None = None
+) -> int:
+    """Embed one batch of the messages due (no vector of their current text); how many.
+    `known` gives the vectors made already (a sent message's, made for its turn)."""
     due = store.messages_due(embedder.model, limit=batch)
     if not due:
         return 0
-    vectors = embedder.embed([embedded_text(d.speaker, d.text) for d in due])
-    rows: list[tuple[DueMessage, bytes]] = [(d, to_bytes(vectors[i])) for i, d in enumerate(due)]
+    texts = [embedded_text(d.speaker, d.text) for d in due]
+    made = [known(embedder.model, text) if known else None for text in texts]
+    missing = [i for i, vector in enumerate(made) if vector is None]
+    if missing:
+        fresh = embedder.embed([texts[i] for i in missing])
+        for row, i in enumerate(missing):
+            made[i] = fresh[row]
+    rows: list[tuple[DueMessage, bytes]] = []
+    for d, vector in zip(due, made, strict=True):
+        assert vector is not None
+        rows.append((d, to_bytes(vector)))
     store.save_message_vectors(embedder.model, rows)
     return len(due)
 
@@ -215,10 +232,12 @@ class EmbeddingBacklog:
         embedder: Callable[[], Embedder | None],
         *,
         every: float = 30.0,
+        known: Known | None = None,
     ) -> None:
         self.store = store
         self._embedder = embedder
         self.every = every
+        self.known = known
         self.embedded = 0
         self.failure: Exception | None = None
         self._stop = threading.Event()
@@ -246,7 +265,7 @@ class EmbeddingBacklog:
             return 0
         # Background work: one core, so the BLAS threads never spin against a turn.
         with single_threaded():
-            return embed_due(self.store, embedder)
+            return embed_due(self.store, embedder, known=self.known)
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -468,15 +487,36 @@ class RecallService:
         self._embedders: dict[tuple[str, str, str], Embedder] = {}
         self._chats: OrderedDict[tuple[str, str], ChatVectors] = OrderedDict()
         self._paths: OrderedDict[str, PathIndex] = OrderedDict()
-        self._queries: OrderedDict[tuple[str, str], Vectors] = OrderedDict()
+        self.texts = TextVectors()  # texts' vectors made in this process (questions, sends)
         self.lock = threading.RLock()  # the caches are shared by the server's threads
+        self._made = threading.Lock()
 
     def embedder(self, config: RecallConfig) -> Embedder:
         key = (config.source, config.endpoint, config.model)
-        found = self._embedders.get(key)
-        if found is None:
-            found = self._embedders[key] = self._embedder_for(config)
+        with self._made:  # one model each, whichever thread asks first
+            found = self._embedders.get(key)
+            if found is None:
+                found = self._embedders[key] = self._embedder_for(config)
         return found
+
+    def foresee(self, chat_id: str, speaker: str, text: str) -> Future[None] | None:
+        """A message is being sent (or typed) in the chat: while recall is on, embed it now,
+        on a thread of its own, so the turn's question finds its vector made. `speaker`
+        empty: the chat's person."""
+        if not text.strip():
+            return None
+
+        def named() -> tuple[Embedder, str] | None:
+            chat = self.store.get_chat(chat_id)
+            config = stored_config(self.store, chat.owner)
+            if not config.enabled:
+                return None
+            return self.embedder(config), embedded_text(speaker or chat.user_name, text)
+
+        return self.texts.ahead(named)
+
+    def close(self) -> None:
+        self.texts.close()
 
     # ------------------------------------------------------------------ caches
 
@@ -504,13 +544,7 @@ class RecallService:
         return found
 
     def _text_vector(self, embedder: Embedder, text: str) -> Vectors:
-        key = (embedder.model, text)
-        found = self._queries.get(key)
-        if found is None:
-            found = self._queries[key] = embedder.embed([text])[0]
-            while len(self._queries) > 256:
-                self._queries.popitem(last=False)
-        return found
+        return self.texts.vector(embedder, text)
 
     # ------------------------------------------------------------------- a turn
 

@@ -228,6 +228,11 @@ class TurnContexts:
     def __call__(self, turn: TurnRequest) -> PreparedTurn:
         return self.build(turn)
 
+    def foresee(self, chat_id: str, speaker: str, text: str) -> None:
+        """A message is being sent or typed: recall's question will hold it, so its vector
+        is made now, beside the prompt's build (see `RecallService.foresee`)."""
+        self.recall.foresee(chat_id, speaker, text)
+
     def build(self, turn: TurnRequest) -> PreparedTurn:
         chat = turn.chat
         library = self.library(chat, turn.speaker)

@@ -229,6 +229,8 @@ class Workspace:
         if self.embeddings is not None:
             self.embeddings.stop()
             self.embeddings = None
+        if self.turns is not None:
+            self.turns.recall.close()
         if self.flusher is not None:
             self.flusher.stop()
             self.flusher = None
@@ -300,7 +302,8 @@ def open_workspace(
             config = stored_config(store)
             return recall.embedder(config) if config.enabled else None
 
-        embeddings = EmbeddingBacklog(store, current)
+        # A sent message's vector, made for its turn, is stored rather than made again.
+        embeddings = EmbeddingBacklog(store, current, known=recall.texts.get)
         embeddings.start()
     return Workspace(
         folder.path,

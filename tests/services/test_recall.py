@@ -4,9 +4,11 @@ vectorized lorebook entries activate by similarity with their score in the trace
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -495,3 +497,111 @@ def test_a_turn_whose_end_is_not_stored_yet_recalls_from_its_path(
         recalled = {m.id: m.text for m in found.for_window(tail[0].depth).messages}
         assert any("dragon burned the mill" in text for text in recalled.values())
         _ask(store, chat_id, "And then?")
+
+
+class CountingEmbedder:
+    """The local model, noting every text it embeds."""
+
+    def __init__(self, inner: LocalEmbedder) -> None:
+        self.inner = inner
+        self.texts: list[str] = []
+
+    @property
+    def model(self) -> str:
+        return self.inner.model
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        self.texts.extend(texts)
+        return self.inner.embed(texts)
+
+
+def test_a_sent_message_is_embedded_once_for_its_turn_a_regenerate_and_the_backlog(
+    tmp_path: Path, embedder: LocalEmbedder
+) -> None:
+    """The send starts embedding the person's message beside the prompt's build; the turn
+    recalls with it, a regenerate finds it made, and the backlog stores that vector."""
+    import asyncio
+
+    from tests.stubs import start_stub
+
+    counting = CountingEmbedder(embedder)
+    asked = "Where did that dragon go after it burned the mill?"
+    with temporary_store("sqlite", tmp_path) as store, start_stub() as stub:
+        _settings(store)
+        chat_id = _chat(store, [(NodeRole.USER, DRAGON), (NodeRole.ASSISTANT, LIGHTHOUSE)], 40)
+        backlog = EmbeddingBacklog(store, lambda: counting)
+        backlog.drain()
+        recall = RecallService(store, lambda config: counting)
+        backlog.known = recall.texts.get
+        turns = TurnContexts(store, paths=PathEnds(store), recall=recall)
+        connections = ConnectionService(store, tmp_path)
+        connections.add("stub", "openai", url=stub.base_url("openai"), model="stub-model")
+        service = GenerationService(store, connections, turns, paths=turns.paths)
+        counting.texts.clear()
+
+        async def main() -> None:
+            await (await service.send(chat_id, asked)).wait()
+            await (await service.regenerate(chat_id)).wait()
+
+        try:
+            asyncio.run(main())
+        finally:
+            recall.close()
+        sent = json.dumps(stub.requests[0].body)
+        assert "dragon burned the mill" in sent  # recalled with the message being sent
+        assert counting.texts.count(asked) == 1
+        assert backlog.drain() >= 2  # the message and the replies
+        assert counting.texts.count(asked) == 1
+        path = store.active_path(chat_id).nodes
+        assert path[-2].content == asked
+        assert store.node_vectors(embedder.model, [path[-2].id])
+
+
+def test_a_message_foreseen_is_embedded_ahead_and_the_turn_asks_the_model_nothing(
+    tmp_path: Path, embedder: LocalEmbedder
+) -> None:
+    import threading
+
+    from taverna.model.chat import Node, new_id
+
+    threads: list[str] = []
+
+    class Noting(CountingEmbedder):
+        def embed(self, texts: Sequence[str]) -> Any:
+            threads.append(threading.current_thread().name)
+            return super().embed(texts)
+
+    counting = Noting(embedder)
+    asked = "Where did that dragon go after it burned the mill?"
+    with temporary_store("sqlite", tmp_path) as store:
+        _settings(store)
+        chat_id = _chat(store, [(NodeRole.USER, DRAGON), (NodeRole.ASSISTANT, LIGHTHOUSE)], 40)
+        EmbeddingBacklog(store, lambda: counting).drain()
+        service = RecallService(store, lambda config: counting)
+        counting.texts.clear()
+        threads.clear()
+        try:
+            ahead = service.foresee(chat_id, "", asked)
+            assert ahead is not None
+            ahead.result(timeout=60)
+            assert service.texts.get(embedder.model, asked) is not None
+            assert counting.texts == [asked] and threads[0].startswith("embed-ahead")
+            chat = store.get_chat(chat_id)
+            tail = list(store.path_tail(chat_id, chat.active_leaf_id or "", limit=5).nodes)
+            pending = Node(new_id(), chat_id, chat.active_leaf_id, NodeRole.USER, asked)
+            config = recall_config(
+                {"extension_settings": {"vectors": {"enabled_chats": True, "query": 1}}}
+            )
+            found = service.for_turn(config, chat_id, pending.id, [*tail, pending])
+            assert found is not None
+            recalled = [m.text for m in found.for_window(tail[0].depth).messages]
+            assert DRAGON in recalled
+            assert counting.texts == [asked]  # the turn's question asked the model nothing
+            # Recall off: nothing is embedded ahead.
+            set_active(store, "extension_settings", {"vectors": {"enabled_chats": False}})
+            ahead = service.foresee(chat_id, "", "Another message entirely.")
+            assert ahead is not None
+            ahead.result(timeout=60)
+            assert counting.texts == [asked]
+        finally:
+            service.close()

@@ -220,6 +220,7 @@ class GenerationService:
                 return GenerationType.NORMAL, end.nodes[-1] if end.nodes else None
 
             return await self._begin(chat_id, connection, choose, revision=revision, member=member)
+        self._foresee(chat_id, speaker, text)
         return await self._begin(
             chat_id, connection, None, said=(text, speaker, image), revision=revision, member=member
         )
@@ -446,6 +447,7 @@ class GenerationService:
     def count_tokens(self, chat_id: str, text: str, *, connection: str | None = None) -> TokenCount:
         """The tokens of `text` (what is being typed) with the tokenizer the chat's next
         prompt is counted with, and that prompt's total (a dry run: nothing is written)."""
+        self._foresee(chat_id, "", text)  # typing has paused: the text may well be sent
         chat = self.store.get_chat(chat_id)
         try:
             chosen: Connection | None = self.connections.of(chat.owner).get(connection)
@@ -643,6 +645,13 @@ class GenerationService:
         if chat.active_leaf_id is None:
             return chat, PathTail((), 0, 0, chat.base_state)
         return chat, self.paths.tail(chat, chat.active_leaf_id, 2)
+
+    def _foresee(self, chat_id: str, speaker: str, text: str) -> None:
+        """Tell the prompt builder, if it cares, of a message about to be sent (recall
+        embeds it at once, beside the build, instead of when the build asks)."""
+        foresee = getattr(self.build_prompt, "foresee", None)
+        if foresee is not None:
+            foresee(chat_id, speaker, text)
 
     def build_serialized(self, turn: TurnRequest) -> Prompt | PreparedTurn:
         """Build a turn's prompt, one build at a time: builds share the token-count cache."""
