@@ -18,7 +18,20 @@ and follow their generation's events (SSE) to the end, as a page does:
 first and the last burst shows. Prints a table, then one line of JSON; the machine's load
 average is printed beside the figures.
 
+`--workers N` runs N `taverna serve` processes over one PostgreSQL database (a schema
+of its own in `$TAVERNA_TEST_DATABASE_URL`, dropped afterwards) and one Redis
+(`--redis`, default `$TAVERNA_TEST_REDIS_URL` or redis://127.0.0.1:6379/0), the client
+spreading the chats over them: each chat sends to one worker and follows its events on
+the next, so every stream crosses processes through Redis.
+
+`--soak MINUTES` then runs mixed traffic for that long (each chat in turn sends, swipes,
+edits a message, imports and deletes a small lorebook, and previews its next prompt)
+and reports the errors, each action's p50/p99 time and every worker's resident memory
+at the start and the end of the soak.
+
     python bench/load.py [--chats 200] [--rounds 2] [--first-delay 0.2]
+    python bench/load.py --workers 2 --chats 200 --rounds 2
+    python bench/load.py --workers 2 --chats 20 --rounds 1 --soak 30
 """
 
 from __future__ import annotations
@@ -32,6 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +57,7 @@ sys.path.insert(0, str(ROOT))
 from tests.stubs.taverna_server import TavernaServer  # noqa: E402
 
 TARGET_P99_ADDED_MS = 250.0
+SOAK_RSS_GROWTH_PCT = 10.0
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -75,14 +90,21 @@ class StubProcess:
 
 
 async def one_turn(
-    client: httpx.AsyncClient, chat_id: str, revision: int, text: str, expected: str
+    post: httpx.AsyncClient,
+    follow: httpx.AsyncClient,
+    chat_id: str,
+    revision: int,
+    text: str,
+    expected: str | None,
+    kind: str = "normal",
 ) -> dict[str, Any]:
-    """Send one message and follow its events to the end; times in seconds."""
+    """Send one message (or a swipe) on `post` and follow its events to the end on
+    `follow` (another worker, when there are several); times in seconds."""
     began = time.perf_counter()
-    response = await client.post(
-        f"/api/chats/{chat_id}/generate",
-        json={"kind": "normal", "text": text, "revision": revision},
-    )
+    body: dict[str, Any] = {"kind": kind, "revision": revision}
+    if kind == "normal":
+        body["text"] = text
+    response = await post.post(f"/api/chats/{chat_id}/generate", json=body)
     posted = time.perf_counter() - began
     if response.status_code != 202:
         return {"error": f"generate answered {response.status_code}: {response.text[:200]}"}
@@ -90,7 +112,7 @@ async def one_turn(
     first: float | None = None
     event = ""
     outcome: dict[str, Any] = {}
-    async with client.stream("GET", f"/api/tasks/{task}/events") as stream:
+    async with follow.stream("GET", f"/api/tasks/{task}/events") as stream:
         async for line in stream.aiter_lines():
             if line.startswith("event: "):
                 event = line[7:]
@@ -102,25 +124,176 @@ async def one_turn(
                     break
     if outcome.get("event") != "done":
         return {"error": f"the generation ended with {outcome or 'no end event'}"}
-    if outcome.get("text") != expected:
+    if expected is not None and outcome.get("text") != expected:
         return {"error": f"saved {outcome.get('text')!r}, the stub sent {expected!r}"}
     if first is None:
         return {"error": "no text event before the end"}
     return {"first": first, "posted": posted, "whole": time.perf_counter() - began}
 
 
-async def burst(url: str, chats: dict[str, int], text: str, expected: str) -> list[dict[str, Any]]:
-    """Every chat sends at once, each over a connection of its own."""
-    limits = httpx.Limits(max_connections=len(chats) * 2 + 10, max_keepalive_connections=0)
-    async with httpx.AsyncClient(base_url=url, timeout=300, limits=limits) as client:
+def clients(urls: list[str], streams: int) -> list[httpx.AsyncClient]:
+    limits = httpx.Limits(max_connections=streams * 2 + 10, max_keepalive_connections=0)
+    return [httpx.AsyncClient(base_url=url, timeout=300, limits=limits) for url in urls]
+
+
+async def burst(
+    urls: list[str], chats: dict[str, int], text: str, expected: str
+) -> list[dict[str, Any]]:
+    """Every chat sends at once, each over a connection of its own; chat i sends to
+    worker i and follows on worker i + 1 (the same one when there is one)."""
+    pool = clients(urls, len(chats))
+    try:
+        n = len(pool)
         return await asyncio.gather(
-            *(one_turn(client, chat, rev, text, expected) for chat, rev in chats.items()),
-            return_exceptions=False,
+            *(
+                one_turn(pool[i % n], pool[(i + 1) % n], chat, rev, text, expected)
+                for i, (chat, rev) in enumerate(chats.items())
+            )
         )
+    finally:
+        for client in pool:
+            await client.aclose()
 
 
 def revisions(client: httpx.Client) -> dict[str, int]:
     return {c["id"]: int(c["revision"]) for c in client.get("/api/chats").json()}
+
+
+# ------------------------------------------------------------------ the soak
+
+
+LOREBOOK = {
+    "entries": {
+        "0": {"uid": 0, "key": ["lantern"], "content": "The lantern never goes out.", "order": 100}
+    }
+}
+
+
+async def soak_chat(
+    pool: list[httpx.AsyncClient],
+    slot: int,
+    chat_id: str,
+    deadline: float,
+    timings: dict[str, list[float]],
+    errors: list[str],
+) -> None:
+    """One chat's mixed traffic until `deadline`: send, swipe, edit, import, preview."""
+    n = len(pool)
+    turn = 0
+    while time.monotonic() < deadline:
+        post, follow = pool[(slot + turn) % n], pool[(slot + turn + 1) % n]
+        action = ("send", "swipe", "edit", "import", "preview")[turn % 5]
+        turn += 1
+        began = time.perf_counter()
+        try:
+            view = (await follow.get(f"/api/chats/{chat_id}")).raise_for_status().json()
+            revision = int(view["revision"])
+            if action in ("send", "swipe"):
+                can_swipe = (
+                    len(view["messages"]) > 1 and view["messages"][-1]["role"] == "assistant"
+                )
+                kind = "swipe" if action == "swipe" and can_swipe else "normal"
+                found = await one_turn(post, follow, chat_id, revision, f"soak {turn}", None, kind)
+                if "error" in found:
+                    errors.append(f"{action}: {found['error']}")
+                    continue
+            elif action == "edit":
+                mine = [m for m in view["messages"] if m["role"] == "user"]
+                if mine:
+                    answer = await post.patch(
+                        f"/api/chats/{chat_id}/messages/{mine[-1]['id']}",
+                        json={"content": f"edited {turn}", "revision": revision},
+                    )
+                    answer.raise_for_status()
+            elif action == "import":
+                name = f"soak-{chat_id[-8:]}-{turn}.json"
+                data = json.dumps(LOREBOOK).encode()
+                made = await post.post(
+                    "/api/lorebooks/import", files={"file": (name, data, "application/json")}
+                )
+                made.raise_for_status()
+                (await follow.delete(f"/api/lorebooks/{made.json()['id']}")).raise_for_status()
+            else:
+                (await post.get(f"/api/chats/{chat_id}/prompt")).raise_for_status()
+        except httpx.HTTPError as exc:
+            detail = getattr(getattr(exc, "response", None), "text", "")[:200]
+            errors.append(f"{action}: {type(exc).__name__}: {exc} {detail}")
+            continue
+        timings.setdefault(action, []).append(time.perf_counter() - began)
+
+
+async def soak(urls: list[str], chats: list[str], minutes: float) -> dict[str, Any]:
+    pool = clients(urls, len(chats))
+    timings: dict[str, list[float]] = {}
+    errors: list[str] = []
+    deadline = time.monotonic() + minutes * 60
+    try:
+        await asyncio.gather(
+            *(soak_chat(pool, i, c, deadline, timings, errors) for i, c in enumerate(chats))
+        )
+    finally:
+        for client in pool:
+            await client.aclose()
+    return {"timings": timings, "errors": errors}
+
+
+# ------------------------------------------------------------------ the deployment
+
+
+class Deployment:
+    """The stub model and `workers` taverna processes (one: SQLite in the data folder;
+    several: PostgreSQL in a schema of their own, and Redis)."""
+
+    def __init__(self, folder: Path, workers: int, redis_url: str) -> None:
+        self.schema = ""
+        self.database_url = ""
+        env: dict[str, str] = {}
+        args: tuple[str, ...] = ()
+        if workers > 1:
+            base = os.environ.get("TAVERNA_TEST_DATABASE_URL", "")
+            if not base.startswith("postgresql"):
+                raise SystemExit("--workers > 1 needs TAVERNA_TEST_DATABASE_URL (PostgreSQL)")
+            import sqlalchemy as sa
+
+            self.database_url = base
+            self.schema = f"load_{uuid.uuid4().hex[:12]}"
+            engine = sa.create_engine(base)
+            with engine.begin() as conn:
+                conn.exec_driver_sql(f'CREATE SCHEMA "{self.schema}"')
+            engine.dispose()
+            joiner = "&" if "?" in base else "?"
+            env["TAVERNA_DATABASE_URL"] = f"{base}{joiner}options=-csearch_path%3D{self.schema}"
+            args = ("--redis", redis_url)
+        self.stub = StubProcess()
+        self.servers: list[TavernaServer] = []
+        try:
+            for i in range(workers):  # one after the other: the first seeds the library
+                server = TavernaServer(
+                    folder / "data", folder / f"serve-{i}.log", args=args, env=env
+                )
+                self.servers.append(server.start())
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def urls(self) -> list[str]:
+        return [s.url for s in self.servers]
+
+    def memory(self) -> list[tuple[float, float]]:
+        return [s.memory_mb() for s in self.servers]
+
+    def close(self) -> None:
+        for server in self.servers:
+            server.stop()
+        self.stub.close()
+        if self.schema:
+            import sqlalchemy as sa
+
+            engine = sa.create_engine(self.database_url)
+            with engine.begin() as conn:
+                conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
+            engine.dispose()
 
 
 def main() -> int:
@@ -130,15 +303,23 @@ def main() -> int:
     parser.add_argument("--tokens", type=int, default=20)
     parser.add_argument("--first-delay", type=float, default=0.2)
     parser.add_argument("--gap", type=float, default=0.02)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument(
+        "--redis",
+        default=os.environ.get("TAVERNA_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"),
+    )
+    parser.add_argument("--soak", type=float, default=0.0, metavar="MINUTES")
     args = parser.parse_args()
 
     tokens = [f" word{i}" for i in range(args.tokens)]
     expected = "".join(tokens).strip()
-    stub = StubProcess()
+    soaked: dict[str, Any] | None = None
     with tempfile.TemporaryDirectory() as tmp:
-        server = TavernaServer(Path(tmp) / "data", Path(tmp) / "serve.log").start()
+        deployment = Deployment(Path(tmp), args.workers, args.redis)
+        stub = deployment.stub
+        urls = deployment.urls
         try:
-            with httpx.Client(base_url=server.url, timeout=60) as client:
+            with httpx.Client(base_url=urls[0], timeout=60) as client:
                 client.post(
                     "/api/connections",
                     json={
@@ -150,23 +331,24 @@ def main() -> int:
                     },
                 ).raise_for_status()
                 character = client.get("/api/characters").raise_for_status().json()[0]["id"]
-                ours = {
+                ours = [
                     client.post(
                         "/api/chats", json={"character_id": character, "title": f"load {i}"}
                     )
                     .raise_for_status()
                     .json()["id"]
                     for i in range(args.chats)
-                }
+                ]
                 results: list[dict[str, Any]] = []
-                memory: list[tuple[float, float]] = []
+                memory: list[list[tuple[float, float]]] = []
                 for round_number in range(args.rounds):
-                    chats = {c: r for c, r in revisions(client).items() if c in ours}
+                    current = revisions(client)
+                    chats = {c: current[c] for c in ours}
                     stub.script(len(chats), tokens, args.first_delay, args.gap)
                     began = time.perf_counter()
-                    found = asyncio.run(burst(server.url, chats, f"turn {round_number}", expected))
+                    found = asyncio.run(burst(urls, chats, f"turn {round_number}", expected))
                     elapsed = time.perf_counter() - began
-                    memory.append(server.memory_mb())
+                    memory.append(deployment.memory())
                     errors = [r["error"] for r in found if "error" in r]
                     ok = [r for r in found if "error" not in r]
                     results.append(
@@ -179,22 +361,40 @@ def main() -> int:
                             "posted": [r["posted"] for r in ok],
                         }
                     )
+                if args.soak > 0:
+                    # nothing scripted: the stub answers each soak request with its
+                    # default short reply
+                    before = deployment.memory()
+                    soaked = asyncio.run(soak(urls, ours, args.soak))
+                    soaked["rss_start"] = [round(r, 1) for r, _ in before]
+                    soaked["rss_end"] = [round(r, 1) for r, _ in deployment.memory()]
         finally:
-            server.stop()
-            stub.close()
+            deployment.close()
 
-    load = os.getloadavg()[0]
+    load = os.getloadavg()
+    where = (
+        "one `taverna serve`"
+        if args.workers == 1
+        else f"{args.workers} `taverna serve` workers (PostgreSQL, Redis; each chat followed"
+        " on another worker than it sent to)"
+    )
     print(
-        f"{args.chats} chats streaming at once through one `taverna serve`, {args.rounds} bursts;"
+        f"{args.chats} chats streaming at once through {where}, {args.rounds} bursts;"
         f" stub: first token after {args.first_delay * 1000:.0f} ms, {args.tokens} tokens"
-        f" {args.gap * 1000:.0f} ms apart; load average {load:.2f} on {os.cpu_count()} CPUs"
+        f" {args.gap * 1000:.0f} ms apart; load average {load[0]:.2f} {load[1]:.2f}"
+        f" {load[2]:.2f} on {os.cpu_count()} CPUs"
     )
     print(
         f"{'burst':>5}  {'errors':>6}  {'TTFT p50':>9}  {'TTFT p99':>9}  {'added p50':>9}"
-        f"  {'added p99':>9}  {'POST p50':>8}  {'POST p99':>8}  {'RSS MB':>6}  {'seconds':>7}"
+        f"  {'added p99':>9}  {'POST p50':>8}  {'POST p99':>8}  {'RSS MB':>14}  {'seconds':>7}"
     )
-    figures: dict[str, Any] = {"load_average": load, "cpus": os.cpu_count(), "bursts": []}
-    for i, (result, (rss, peak)) in enumerate(zip(results, memory, strict=True)):
+    figures: dict[str, Any] = {
+        "load_average": load[0],
+        "cpus": os.cpu_count(),
+        "workers": args.workers,
+        "bursts": [],
+    }
+    for i, (result, rss) in enumerate(zip(results, memory, strict=True)):
         first = [t * 1000 for t in result["first"]] or [float("nan")]
         posted = [t * 1000 for t in result["posted"]] or [float("nan")]
         added = [t - args.first_delay * 1000 for t in first]
@@ -207,15 +407,16 @@ def main() -> int:
             "added_p99_ms": round(percentile(added, 99), 1),
             "post_p50_ms": round(statistics.median(posted), 1),
             "post_p99_ms": round(percentile(posted, 99), 1),
-            "rss_mb": round(rss, 1),
-            "peak_mb": round(peak, 1),
+            "rss_mb": [round(r, 1) for r, _ in rss],
+            "peak_mb": [round(p, 1) for _, p in rss],
             "seconds": round(result["seconds"], 2),
         }
         figures["bursts"].append(row)
+        shown = "/".join(f"{r:.0f}" for r in row["rss_mb"])
         print(
             f"{i + 1:>5}  {row['errors']:>6}  {row['ttft_p50_ms']:>9.1f}  {row['ttft_p99_ms']:>9.1f}"
             f"  {row['added_p50_ms']:>9.1f}  {row['added_p99_ms']:>9.1f}  {row['post_p50_ms']:>8.1f}"
-            f"  {row['post_p99_ms']:>8.1f}  {row['rss_mb']:>6.1f}  {row['seconds']:>7.2f}"
+            f"  {row['post_p99_ms']:>8.1f}  {shown:>14}  {row['seconds']:>7.2f}"
         )
         if row["first_error"]:
             print(f"       first error: {row['first_error']}")
@@ -226,6 +427,41 @@ def main() -> int:
         f"time to first token added by taverna, p99: {worst:.1f} ms"
         f" (target {TARGET_P99_ADDED_MS:.0f} ms, errors 0): {verdict}"
     )
+    if soaked is not None:
+        print(f"soak: {args.soak:g} min of mixed traffic over {args.chats} chats")
+        for action, times in sorted(soaked["timings"].items()):
+            ms = [t * 1000 for t in times]
+            print(
+                f"  {action:>8}: {len(ms):>6} done, p50 {percentile(ms, 50):8.1f} ms,"
+                f" p99 {percentile(ms, 99):8.1f} ms"
+            )
+        growth = [
+            (end - start) / start * 100
+            for start, end in zip(soaked["rss_start"], soaked["rss_end"], strict=True)
+        ]
+        flat = all(abs(g) <= SOAK_RSS_GROWTH_PCT for g in growth)
+        print(
+            f"  errors: {len(soaked['errors'])}"
+            + (f" (first: {soaked['errors'][0]})" if soaked["errors"] else "")
+        )
+        print(
+            "  RSS MB per worker, start -> end: "
+            + ", ".join(
+                f"{a:.0f} -> {b:.0f} ({g:+.1f}%)"
+                for a, b, g in zip(soaked["rss_start"], soaked["rss_end"], growth, strict=True)
+            )
+            + f" (target within {SOAK_RSS_GROWTH_PCT:.0f}%):"
+            + (" PASS" if flat and not soaked["errors"] else " MISS")
+        )
+        figures["soak"] = {
+            "minutes": args.soak,
+            "errors": len(soaked["errors"]),
+            "first_error": soaked["errors"][0] if soaked["errors"] else None,
+            "done": {k: len(v) for k, v in soaked["timings"].items()},
+            "rss_start_mb": soaked["rss_start"],
+            "rss_end_mb": soaked["rss_end"],
+            "load_average_after": os.getloadavg()[0],
+        }
     print(json.dumps(figures))
     return 0
 
