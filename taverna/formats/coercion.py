@@ -91,6 +91,8 @@ def as_number(value: Any, default: Any, *, integer: bool = False) -> tuple[Any, 
             return value, None
         if value.is_integer():  # 4.0 and 4 are one JavaScript number
             return int(value), None
+        if not math.isfinite(value):  # 1e999 in a file: no whole number to read
+            raise Unfit(f"expected a whole number, got {show(value)}")
         whole = math.trunc(value)
         return whole, f"{show(value)} is read as the whole number {whole}"
     if isinstance(value, bool):

@@ -127,6 +127,9 @@ def test_as_numbers_gives_numbers_or_refuses(value: Any) -> None:
         (lambda v: as_bool(v, False), []), (lambda v: as_text(v, ""), {"a": "b"}),
         (as_texts, {"a": 1}), (as_texts, ["a", ["b"]]), (lambda v: as_object(v, {}), [1]),
         (lambda v: as_object(v, {}), "x"),
+        # `1e999` in a file is an infinite float: no whole number to read it as
+        (lambda v: as_number(v, 0, integer=True), float("inf")),
+        (lambda v: as_numbers(v, integer=True), [float("-inf")]),
     ],
 )  # fmt: skip
 def test_a_value_no_rule_fits_is_refused(read: Any, value: Any) -> None:
