@@ -4,28 +4,15 @@ that names the field."""
 
 from __future__ import annotations
 
-import copy
 import types
-from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cache
 from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, BeforeValidator, ValidationError
 from pydantic_core import PydanticUndefined
 
 from taverna.errors import FormatError, FormatWarning
-from taverna.formats.coercion import (
-    Unfit,
-    as_bool,
-    as_number,
-    as_numbers,
-    as_object,
-    as_text,
-    as_texts,
-    show,
-)
-from taverna.model.js_number import parse_js_number
+from taverna.formats import shapes
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -145,74 +132,6 @@ def write_model(document: Any, *, indent: int = 4) -> bytes:
 # ------------------------------------------------------------------ SillyTavern's coercions
 
 
-@dataclass(frozen=True)
-class _Shape:
-    """What JSON a model field holds, as far as the coercions care."""
-
-    kind: str  # text number integer bool texts numbers object model models model_map union any
-    optional: bool = False
-    model: type[BaseModel] | None = None
-    members: tuple[_Shape, ...] = ()
-
-
-def _shape(annotation: Any) -> _Shape:
-    origin = get_origin(annotation)
-    if origin is Annotated:
-        return _shape(get_args(annotation)[0])
-    if origin is Union or origin is types.UnionType:
-        args = get_args(annotation)
-        present = [a for a in args if a is not type(None)]
-        optional = len(present) < len(args)
-        if len(present) == 1:
-            inner = _shape(present[0])
-            return _Shape(inner.kind, optional or inner.optional, inner.model, inner.members)
-        members = tuple(_shape(a) for a in present)
-        if {m.kind for m in members} == {"integer", "number"}:
-            return _Shape("number", optional)
-        return _Shape("union", optional, members=members)
-    simple = {str: "text", bool: "bool", int: "integer", float: "number"}
-    if annotation in simple:
-        return _Shape(simple[annotation])
-    if origin is list:
-        inner = _shape(get_args(annotation)[0])
-        if inner.kind == "text":
-            return _Shape("texts")
-        if inner.kind in ("integer", "number"):
-            return _Shape("numbers", members=(inner,))
-        if inner.kind == "model":
-            return _Shape("models", model=inner.model)
-        return _Shape("any")
-    if origin is dict:
-        inner = _shape(get_args(annotation)[1])
-        if inner.kind == "model":
-            return _Shape("model_map", model=inner.model)
-        return _Shape("object")
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return _Shape("model", model=annotation)
-    return _Shape("any")
-
-
-@dataclass(frozen=True)
-class _Field:
-    key: str
-    shape: _Shape
-    default: Any  # JSON value a null becomes; PydanticUndefined: the type's empty value
-
-
-@cache
-def _fields(model: type[BaseModel]) -> tuple[_Field, ...]:
-    out = []
-    for name, info in model.model_fields.items():
-        default = info.get_default(call_default_factory=True)
-        if isinstance(default, BaseModel):
-            default = default.model_dump(mode="json", by_alias=True, exclude_unset=True)
-        out.append(_Field(info.alias or name, _shape(info.annotation), default))
-    return tuple(out)
-
-
-_EMPTY = {"text": "", "number": 0, "integer": 0, "bool": False, "texts": [], "numbers": []}
-
-
 def coerce_model(
     model: type[BaseModel],
     value: Any,
@@ -222,136 +141,139 @@ def coerce_model(
     warnings: list[FormatWarning] | None = None,
 ) -> Any:
     """`value` with every field of `model` (and of the models inside) read the way
-    SillyTavern reads loose JSON (taverna.formats.coercion); unknown keys are untouched.
-
-    A value no rule fits is left as it is, for validation to refuse.
-    """
-    if not isinstance(value, dict):
-        return value
-    out = value
-    for spec in _fields(model):
-        if spec.key not in value:
-            continue
-        item = value[spec.key]
-        where = f"{path}.{spec.key}" if path else spec.key
-        new = _coerce(spec.shape, spec.default, item, file, where, warnings)
-        if new is not item:
-            if out is value:
-                out = dict(value)
-            out[spec.key] = new
-    return out
+    SillyTavern reads loose JSON (formats/shapes.py); unknown keys are untouched."""
+    return shapes.coerce(
+        described, model_name(model), value, file=file, path=path, warnings=warnings
+    )
 
 
-def _note(warnings: list[FormatWarning] | None, file: str | None, where: str, note: str) -> None:
-    if warnings is not None:
-        warnings.append(FormatWarning(note, file=file, field=where))
+def model_name(model: type[BaseModel]) -> str:
+    """The name a model's description goes by: module and class."""
+    name = f"{model.__module__}.{model.__qualname__}"
+    _MODELS[name] = model
+    return name
 
 
-def _coerce(
-    shape: _Shape,
-    default: Any,
-    value: Any,
-    file: str | None,
-    where: str,
-    warnings: list[FormatWarning] | None,
-) -> Any:
-    if value is None and shape.optional:
-        return value
-    if default is PydanticUndefined:
-        default = _EMPTY.get(shape.kind, {} if shape.kind in ("object", "model") else None)
-    kind = shape.kind
-    try:
-        if kind in _SCALARS:
-            read, note = _SCALARS[kind](value, copy.deepcopy(default))
-        elif kind == "texts":
-            read, note = as_texts(value)
-        elif kind == "numbers":
-            read, note = as_numbers(value, integer=shape.members[0].kind == "integer")
-        elif kind in ("object", "model", "model_map"):
-            read, note = as_object(value, copy.deepcopy(default))
-        elif kind == "models":
-            if value is None:
-                read, note = [], "null is read as an empty list"
-            elif isinstance(value, list):
-                read, note = value, None
-            else:
-                return value
-        elif kind == "union":
-            read, note = _union(shape, default, value)
-        else:
-            return value
-    except Unfit:
-        return value  # validation names the field
-    if note is not None:
-        _note(warnings, file, where, note)
-    if kind == "model" and isinstance(read, dict):
-        assert shape.model is not None
-        read = coerce_model(shape.model, read, file=file, path=where, warnings=warnings)
-    elif kind == "models" and isinstance(read, list):
-        assert shape.model is not None
-        model = shape.model
-        items = [
-            coerce_model(model, item, file=file, path=f"{where}[{i}]", warnings=warnings)
-            for i, item in enumerate(read)
-        ]
-        if any(new is not old for new, old in zip(items, read, strict=True)):
-            read = items
-    elif kind == "model_map" and isinstance(read, dict):
-        assert shape.model is not None
-        model = shape.model
-        entries = {
-            key: coerce_model(model, item, file=file, path=f"{where}.{key}", warnings=warnings)
-            for key, item in read.items()
-        }
-        if any(entries[key] is not read[key] for key in read):
-            read = entries
-    return read
+_MODELS: dict[str, type[BaseModel]] = {}
 
 
-def _as_integer(value: Any, default: Any) -> tuple[Any, str | None]:
-    return as_number(value, default, integer=True)
+def described(name: str) -> shapes.Model:
+    """The description of a model named by `model_name`."""
+    return _description(_MODELS[name])
 
 
-_SCALARS: dict[str, Callable[[Any, Any], tuple[Any, str | None]]] = {
-    "text": as_text,
-    "number": as_number,
-    "integer": _as_integer,
-    "bool": as_bool,
-}
+@cache
+def _description(model: type[BaseModel]) -> shapes.Model:
+    fields = []
+    for name, info in model.model_fields.items():
+        default = info.get_default(call_default_factory=True)
+        if isinstance(default, BaseModel):
+            default = default.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        elif default is PydanticUndefined:
+            default = shapes.REQUIRED
+        key = info.alias or name
+        annotation = _annotated(info.annotation, info.metadata)
+        fields.append(shapes.Field(key, name, _shape(annotation), _type(annotation), default))
+    return shapes.Model(tuple(fields), _opaque(model))
 
 
-def _fits(shape: _Shape, value: Any) -> bool:
-    kind = shape.kind
-    if kind == "text":
-        return isinstance(value, str)
-    if kind == "bool":
-        return isinstance(value, bool)
-    if kind in ("number", "integer"):
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return False
-        return kind == "number" or isinstance(value, int) or float(value).is_integer()
-    return False
+def _annotated(annotation: Any, metadata: list[Any]) -> Any:
+    """A field's annotation with the validators pydantic moved into its metadata."""
+    return Annotated[(annotation, *metadata)] if metadata else annotation
 
 
-def _union(shape: _Shape, default: Any, value: Any) -> tuple[Any, str | None]:
-    """A value of a field typed as several scalars (`bool | int`, `str | number`, ...)."""
-    members = shape.members
-    if any(_fits(member, value) for member in members) or any(
-        m.kind not in _SCALARS for m in members
-    ):
-        return value, None
-    if value is None:
-        return default, f"null is read as {show(default)}, the default"
-    kinds = {m.kind for m in members}
-    order: list[str] = []
-    if isinstance(value, str):
-        number = parse_js_number(value)
-        if value.strip() and number is not None and abs(number) != float("inf"):
-            order += [k for k in ("integer", "number") if k in kinds]
-        order.append("bool")
-    else:
-        order += ["bool", "integer", "number", "text"]
-    for kind in order:
-        if kind in kinds:
-            return _SCALARS[kind](value, default)
-    raise Unfit(f"no member of the field's type takes {show(value)}")
+def _opaque(model: type[BaseModel]) -> bool:
+    """Whether the model validates or dumps in ways the description does not say."""
+    from taverna.model.document import STDocument
+
+    decorators = model.__pydantic_decorators__
+    own = set(decorators.model_validators) - {"_remember_key_order"}
+    config = model.model_config
+    return bool(
+        not issubclass(model, STDocument)
+        or own
+        or decorators.field_validators
+        or decorators.validators
+        or decorators.root_validators
+        or decorators.field_serializers
+        or decorators.model_serializers
+        or decorators.computed_fields
+        or _own_post_init(model)
+        or config.get("extra") != "allow"
+        or config.get("strict") is not True
+    )
+
+
+def _own_post_init(model: type[BaseModel]) -> bool:
+    """Whether the model does more after validation than set its private attributes."""
+    post_init = model.model_post_init
+    return post_init is not BaseModel.model_post_init and (
+        getattr(post_init, "__qualname__", "") != "init_private_attributes"
+    )
+
+
+def _shape(annotation: Any) -> shapes.Shape:
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _shape(get_args(annotation)[0])
+    if origin is Union or origin is types.UnionType:
+        args = get_args(annotation)
+        present = [a for a in args if a is not type(None)]
+        optional = len(present) < len(args)
+        if len(present) == 1:
+            inner = _shape(present[0])
+            return shapes.Shape(inner.kind, optional or inner.optional, inner.model, inner.members)
+        members = tuple(_shape(a) for a in present)
+        if {m.kind for m in members} == {"integer", "number"}:
+            return shapes.Shape("number", optional)
+        return shapes.Shape("union", optional, members=members)
+    simple = {str: "text", bool: "bool", int: "integer", float: "number"}
+    if annotation in simple:
+        return shapes.Shape(simple[annotation])
+    if origin is list:
+        inner = _shape(get_args(annotation)[0])
+        if inner.kind == "text":
+            return shapes.Shape("texts")
+        if inner.kind in ("integer", "number"):
+            return shapes.Shape("numbers", members=(inner,))
+        if inner.kind == "model":
+            return shapes.Shape("models", model=inner.model)
+        return shapes.Shape("any")
+    if origin is dict:
+        inner = _shape(get_args(annotation)[1])
+        if inner.kind == "model":
+            return shapes.Shape("model_map", model=inner.model)
+        return shapes.Shape("object")
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return shapes.Shape("model", model=model_name(annotation))
+    return shapes.Shape("any")
+
+
+def _type(annotation: Any) -> shapes.Type:
+    """A field's exact type for `shapes.checked` (see `shapes.Type`)."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        inner, *metadata = get_args(annotation)
+        if len(metadata) == 1 and isinstance(metadata[0], BeforeValidator):
+            from taverna.model.character import GreetingList
+            from taverna.model.document import JsonInt
+
+            if metadata == list(get_args(GreetingList)[1:]):
+                return ("wrap", _type(inner))
+            if metadata == list(get_args(JsonInt)[1:]) and inner is int:
+                return ("jsonint",)
+        return ("opaque",)
+    if origin is Union or origin is types.UnionType:
+        return ("union", *(_type(arg) for arg in get_args(annotation)))
+    simple = {str: "str", bool: "bool", int: "int", float: "float", type(None): "none"}
+    if annotation in simple:
+        return (simple[annotation],)
+    if annotation is Any:
+        return ("any",)
+    if origin is list:
+        return ("list", _type(get_args(annotation)[0]))
+    if origin is dict and get_args(annotation)[0] is str:
+        return ("dict", _type(get_args(annotation)[1]))
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return ("model", model_name(annotation))
+    return ("opaque",)
