@@ -5,45 +5,26 @@ layout back (formats-character-card.md §2, §3, §5), every key where the file 
 mirror at the top level is refreshed from `data` only for what changed since the card was
 read (an untouched card keeps the values the file had, even where its two layers
 disagree); a character made or edited in code gets the whole mirror refreshed, as
-SillyTavern's save does (§10). `upgraded` turns a V1 card into a V2 or V3 one.
+SillyTavern's save does (§10). `upgraded` turns a V1 card into a V2 or V3 one. The layers
+themselves are read and laid out in formats/card_layout.py.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
 from typing import Any
 
-from taverna.errors import FormatError, FormatWarning
+from taverna.errors import FormatWarning
 from taverna.formats import json_text
-from taverna.formats.coercion import as_js_value, js_truthy, show
+from taverna.formats.card_layout import (
+    is_v1_layout,
+    laid_out,
+    mirrored,
+    read_card_object,
+    v2_layout,
+)
+from taverna.formats.card_layout import relabel as relabel
 from taverna.formats.validation import validate
-from taverna.model.character import ENVELOPE_KEY, SPEC_V2, SPEC_V3, V1_FIELDS, Character
-from taverna.model.js_number import parse_js_number
-from taverna.model.js_text import js_trim
-
-# Top-level key -> how to read its value from the character (formats-character-card.md §2.1).
-_MIRROR: dict[str, tuple[str, ...]] = {
-    "name": ("name",),
-    "description": ("description",),
-    "personality": ("personality",),
-    "scenario": ("scenario",),
-    "first_mes": ("first_mes",),
-    "mes_example": ("mes_example",),
-    "tags": ("tags",),
-    "creatorcomment": ("creator_notes",),
-    "talkativeness": ("extensions", "talkativeness"),
-    "fav": ("extensions", "fav"),
-}
-
-# Pygmalion / Gradio JSON keys -> card fields (§5).
-_PYGMALION = {
-    "char_name": "name",
-    "char_persona": "description",
-    "char_greeting": "first_mes",
-    "world_scenario": "scenario",
-    "example_dialogue": "mes_example",
-}
+from taverna.model.character import SPEC_V2, Character
 
 
 def card_from_json(
@@ -62,256 +43,36 @@ def card_from_json(
     null placeholder that marks its place, a V1 card's own fields verbatim (the character
     holds them too, and its values are the ones written).
     """
-    where = f"{field}:" if field else ""
-    if not isinstance(doc, dict):
-        raise FormatError("a character card must be a JSON object", file=file, field=field)
-    if "spec" in doc:
-        data = doc.get("data")
-        if not isinstance(data, dict):
-            raise FormatError("a V2/V3 card needs a `data` object", file=file, field=f"{where}data")
-        envelope = {key: (None if key == "data" else value) for key, value in doc.items()}
-        character = validate(
-            Character,
-            {**data, ENVELOPE_KEY: envelope},
-            file=file,
-            prefix=f"{where}data",
-            warnings=warnings,
-        )
-    elif "char_name" in doc:
-        fields = {card: doc[key] for key, card in _PYGMALION.items() if key in doc}
-        return validate(Character, fields, file=file, prefix=field, warnings=warnings)
-    elif "name" in doc:
-        character = _v1_card(doc, file=file, field=field, warnings=warnings)
-    else:
-        raise FormatError(
-            "not a character card (no `spec`, `name` or `char_name`)", file=file, field=field
-        )
-    remember_as_read(character)
-    return character
+
+    def check(
+        fields: dict[str, Any], prefix: str | None, found: list[FormatWarning] | None
+    ) -> Character:
+        return validate(Character, fields, file=file, prefix=prefix, warnings=found)
+
+    character, layout = read_card_object(doc, check, file=file, field=field, warnings=warnings)
+    return remember_as_read(character) if layout else character
 
 
 def remember_as_read(character: Character) -> Character:
     """Note the mirrored values `character` has now, so that writing it refreshes only the
     top-level keys whose value in `data` changes after this."""
-    data = character.data_json()
-    as_read = {}
-    for key, path in _MIRROR.items():
-        found, value = _mirror_value(data, path)
-        if found:
-            as_read[key] = value
-    character._mirror_as_read = as_read
+    character._mirror_as_read = mirrored(character.data_json())
     return character
-
-
-def _v1_card(
-    doc: dict[str, Any],
-    *,
-    file: str | None,
-    field: str | None,
-    warnings: list[FormatWarning] | None,
-) -> Character:
-    """A card without `spec`: its six fields, its old top-level ones moved into `data`."""
-    where = f"{field}:" if field else ""
-    fields = {key: doc[key] for key in V1_FIELDS if key in doc}
-    fields.update(_migrated_v1(doc, where, file, warnings))
-    # every top-level key in its place; the six fields are written from the character
-    envelope = dict(doc)
-    found: list[FormatWarning] = []
-
-    def source(path: str | None) -> str | None:
-        """A moved value's field in `data`, named by the top-level field it came from."""
-        rest = (path or "").removeprefix(f"{field}.") if field else path or ""
-        for target, key in _MOVED_TO.items():
-            if key in doc and (rest == target or rest.startswith((f"{target}.", f"{target}["))):
-                return f"{where}{key}"
-        return path
-
-    try:
-        character = validate(
-            Character, {**fields, ENVELOPE_KEY: envelope}, file=file, prefix=field, warnings=found
-        )
-    except FormatError as error:
-        raise FormatError(error.message, file=file, field=source(error.field)) from None
-    if warnings is not None:
-        warnings.extend(FormatWarning(w.message, w.file, source(w.field)) for w in found)
-    return character
-
-
-# A V1 card's old top-level fields, which SillyTavern's card reader moves into `data` when
-# it reads a card without `spec` (its V2 conversion of a stored card; they stay at the
-# top level too). formats-character-card.md §6 and §10.
-_DEPTH_PROMPT_FIELDS = ("depth_prompt_prompt", "depth_prompt_depth", "depth_prompt_role")
-_ABSENT = object()
-# Where each old field goes in `data`.
-_MOVED_TO = {
-    "creator_notes": "creatorcomment",
-    "creator": "creator",
-    "tags": "tags",
-    "extensions.talkativeness": "talkativeness",
-    "extensions.fav": "fav",
-    "extensions.depth_prompt.prompt": "depth_prompt_prompt",
-    "extensions.depth_prompt.depth": "depth_prompt_depth",
-    "extensions.depth_prompt.role": "depth_prompt_role",
-}
-
-
-def _migrated_v1(
-    doc: dict[str, Any], where: str, file: str | None, warnings: list[FormatWarning] | None
-) -> dict[str, Any]:
-    """The `data` fields SillyTavern makes of a V1 card's old top-level fields, each move
-    noted; nothing when the card has none of them."""
-    notes: list[FormatWarning] = []
-
-    def moved(key: str, target: str, detail: str = "") -> None:
-        message = f"moved into {target}{detail}, as SillyTavern reads a V1 card"
-        notes.append(FormatWarning(message, file=file, field=f"{where}{key}"))
-
-    out: dict[str, Any] = {}
-    extensions: dict[str, Any] = {}
-    if "creatorcomment" in doc:
-        out["creator_notes"] = doc["creatorcomment"] if js_truthy(doc["creatorcomment"]) else ""
-        moved("creatorcomment", "data.creator_notes")
-    if "creator" in doc:
-        out["creator"] = doc["creator"] if js_truthy(doc["creator"]) else ""
-        moved("creator", "data.creator")
-    if "tags" in doc:
-        tags = doc["tags"]
-        if isinstance(tags, str):
-            out["tags"] = [tag for tag in (js_trim(part) for part in tags.split(",")) if tag]
-            moved("tags", "data.tags", " (the text split at its commas)")
-        else:
-            out["tags"] = tags if js_truthy(tags) else []
-            moved("tags", "data.tags")
-    if "talkativeness" in doc:
-        extensions["talkativeness"] = doc["talkativeness"]
-        moved("talkativeness", "data.extensions.talkativeness")
-    if "fav" in doc:
-        fav = doc["fav"] == "true"  # SillyTavern's `fav == 'true'`: only that text is true
-        extensions["fav"] = fav
-        moved("fav", "data.extensions.fav", f" as {show(fav)}")
-    if any(key in doc for key in _DEPTH_PROMPT_FIELDS):
-        extensions["depth_prompt"] = _depth_prompt(doc, moved)
-    if extensions:
-        out["extensions"] = extensions
-    if warnings is not None:
-        warnings.extend(notes)
-    return out
-
-
-def _depth_prompt(doc: dict[str, Any], moved: Callable[..., None]) -> dict[str, Any]:
-    """The character's note of a V1 card's flat `depth_prompt_*` fields (§6)."""
-    prompt = doc.get("depth_prompt_prompt")
-    role = doc.get("depth_prompt_role")
-    raw = doc.get("depth_prompt_depth", _ABSENT)
-    number = _js_number_of(raw)
-    depth = 4 if number is None else as_js_value(number)  # `Number(x)`, NaN: 4
-    for key in _DEPTH_PROMPT_FIELDS:
-        if key not in doc:
-            continue
-        detail = ""
-        if key == "depth_prompt_depth" and not (type(raw) is type(depth) and raw == depth):
-            detail = f" as {show(depth)}"
-        moved(key, "data.extensions.depth_prompt." + key.removeprefix("depth_prompt_"), detail)
-    return {
-        "prompt": "" if prompt is None else prompt,
-        "depth": depth,
-        "role": "system" if role is None else role,
-    }
-
-
-def _js_number_of(value: Any) -> float | None:
-    """JavaScript's `Number(value)` for a JSON value; None where it is NaN (or infinite)."""
-    if value is None:
-        return 0.0
-    if isinstance(value, bool | int | float):
-        number = float(value)
-    elif isinstance(value, str):
-        read = parse_js_number(value)
-        if read is None:
-            return None
-        number = read
-    else:
-        return None
-    return None if math.isinf(number) or math.isnan(number) else number
-
-
-def _mirror_value(data: dict[str, Any], path: tuple[str, ...]) -> tuple[bool, Any]:
-    node: Any = data
-    for key in path:
-        if not isinstance(node, dict) or key not in node:
-            return False, None
-        node = node[key]
-    return True, node
 
 
 def is_v1_only(character: Character) -> bool:
     """Whether the character has nothing beyond the six V1 fields and no `spec`."""
-    if character.spec is not None or "spec" in character.envelope:
-        return False
-    return set(character.data_json()) <= set(V1_FIELDS)
+    return is_v1_layout(character.data_json(), character.envelope)
 
 
 def card_to_json(character: Character) -> dict[str, Any]:
-    """The card object to store: the layout it was read in, keys in their places.
-
-    The V1 mirror follows the changes made to `data` since the card was read (all of it
-    for a character made in code). A V1 character given fields beyond V1 becomes a V2
-    card (SillyTavern converts V1 cards to V2 on import, §5.2).
-    """
-    data = character.data_json()
-    if is_v1_only(character):
-        # its own top-level keys as they were; the six fields as the character has them
-        out = {key: data.get(key, value) if key in V1_FIELDS else value
-               for key, value in character.envelope.items()}  # fmt: skip
-        out.update((key, data[key]) for key in V1_FIELDS if key in data and key not in out)
-        return out
-    if "spec" not in character.envelope:
-        return _v2_layout(character, SPEC_V2)
-    out = dict(character.envelope)
-    as_read = character._mirror_as_read
-    for key, path in _MIRROR.items():
-        if key not in out:
-            continue
-        present, value = _mirror_value(data, path)
-        if present and (as_read is None or key not in as_read or as_read[key] != value):
-            out[key] = value
-    out["data"] = data  # in its place, or last as SillyTavern writes it
-    return out
-
-
-# The fields a V2 card's `data` must have (formats-character-card.md §12), with the values
-# SillyTavern's V1 conversion gives those a V1 card lacks (§10).
-_V2_DEFAULTS: dict[str, Any] = {
-    "creator_notes": "",
-    "system_prompt": "",
-    "post_history_instructions": "",
-    "tags": [],
-    "creator": "",
-    "character_version": "",
-    "alternate_greetings": [],
-    "extensions": {},
-    "group_only_greetings": [],
-}
+    """The card object to store: the layout it was read in, keys in their places
+    (`card_layout.laid_out`); all of the V1 mirror refreshed for a character made in code."""
+    return laid_out(character.data_json(), character.envelope, character._mirror_as_read)
 
 
 def _v2_layout(character: Character, spec: str) -> dict[str, Any]:
-    """A V1 character as a V2/V3 card (§10): its top-level keys kept in their places, the
-    V1 fields mirrored there; `data` holds every field the V2 spec requires, with what the
-    reader moved there from the old top-level keys (`_migrated_v1`)."""
-    top = character.envelope
-    data = character.data_json()
-    converted = {**{key: data.get(key, "") for key in V1_FIELDS}, **_V2_DEFAULTS}
-    converted.update((key, value) for key, value in data.items() if key not in V1_FIELDS)
-    out = {key: data.get(key, value) if key in V1_FIELDS else value for key, value in top.items()}
-    out.update((key, data.get(key, "")) for key in V1_FIELDS if key not in out)
-    for key, path in _MIRROR.items():  # the top-level copies the conversion refreshes
-        present, value = _mirror_value(converted, path)
-        if key in out and present:
-            out[key] = value
-    out["spec"] = spec
-    out["spec_version"] = "3.0" if spec == SPEC_V3 else "2.0"
-    out["data"] = converted
-    return out
+    return v2_layout(character.data_json(), character.envelope, spec)
 
 
 def with_fields(character: Character, **fields: Any) -> Character:
@@ -328,14 +89,6 @@ def upgraded(character: Character, spec: str = SPEC_V2) -> Character:
     if character.spec is not None or "spec" in character.envelope:
         return character
     return card_from_json(_v2_layout(character, spec))
-
-
-def relabel(doc: dict[str, Any], spec: str) -> dict[str, Any]:
-    """A card object with only its `spec`/`spec_version` labels changed (§4.3 step 3)."""
-    out = dict(doc)
-    out["spec"] = spec
-    out["spec_version"] = "3.0" if spec == SPEC_V3 else "2.0"
-    return out
 
 
 def with_spec(character: Character, spec: str) -> Character:

@@ -14,32 +14,14 @@ from typing import Annotated, Any, Self
 
 from pydantic import BeforeValidator, Field, PrivateAttr
 
+from taverna.model.card_fields import ENVELOPE_KEY as ENVELOPE_KEY
+from taverna.model.card_fields import SPEC_V2 as SPEC_V2
+from taverna.model.card_fields import SPEC_V3 as SPEC_V3
+from taverna.model.card_fields import V1_FIELDS as V1_FIELDS
+from taverna.model.card_fields import V2_FIELDS as V2_FIELDS
 from taverna.model.document import JsonInt, Number, STDocument
 from taverna.model.injection import InjectionRole
 from taverna.model.regex_script import RegexScript
-
-ENVELOPE_KEY = "_envelope"
-"""Key of the envelope in `Character.to_json()`; no card field starts with `_`, so a card
-whose `data` has an `envelope` key keeps it as an unknown field."""
-
-SPEC_V2 = "chara_card_v2"
-SPEC_V3 = "chara_card_v3"
-
-V1_FIELDS = ("name", "description", "personality", "scenario", "first_mes", "mes_example")
-"""The six fields of a V1 (TavernAI) card."""
-
-V2_FIELDS = (
-    *V1_FIELDS,
-    "creator_notes",
-    "system_prompt",
-    "post_history_instructions",
-    "alternate_greetings",
-    "tags",
-    "creator",
-    "character_version",
-    "extensions",
-)
-"""The `data` fields a V2 card must have (formats-character-card.md §12)."""
 
 
 def _wrap_single_string(value: Any) -> Any:
