@@ -162,7 +162,7 @@ def detect(data: bytes, file_name: str = "") -> FileKind:
     """The kind of a file from its bytes and name; FormatError if it is none of ours."""
     suffix = PurePath(file_name).suffix.lower()
     if data.startswith(PNG_SIGNATURE):
-        from taverna.formats.png_card import lorebook_chunk
+        from taverna.formats.png_chunks import lorebook_chunk
 
         if lorebook_chunk(data, file=file_name or None) is not None:
             return FileKind.NOVELAI_LOREBOOK
@@ -209,7 +209,7 @@ def read_any(data: bytes, file_name: str = "") -> DetectedFile:
 
 def _read_novelai_png(data: bytes, stem: str, file: str | None, found: list[FormatWarning]) -> Any:
     from taverna.formats.foreign_lorebooks import novelai_to_lorebook
-    from taverna.formats.png_card import LOREBOOK_KEYWORD, decode_chunk, lorebook_chunk
+    from taverna.formats.png_chunks import LOREBOOK_KEYWORD, decode_chunk, lorebook_chunk
 
     payload = lorebook_chunk(data, file=file)
     assert payload is not None  # detected by it

@@ -1,196 +1,46 @@
 """Character cards stored in PNG pictures: `tEXt` chunks `chara` (V2) and `ccv3` (V3).
 
-The chunk walk uses Pillow's PNG chunk reader (framing and CRC checks); the picture
-itself is never decoded, so a huge or malformed image costs nothing. Writing keeps every
-chunk of the picture and puts both card chunks right before `IEND`, as SillyTavern does
-(formats-character-card.md §4).
+The chunks are found by formats/png_chunks.py (Pillow's chunk reader, framing and CRC
+checks); the picture itself is never decoded, so a huge or malformed image costs nothing.
+Writing keeps every chunk of the picture and puts both card chunks right before `IEND`,
+as SillyTavern does (formats-character-card.md §4).
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
 import io
-import struct
 import zlib
-from dataclasses import dataclass
 
-from PIL import Image, PngImagePlugin
+from PIL import Image
 
 from taverna.errors import FormatError, FormatWarning
 from taverna.formats import json_text
 from taverna.formats.card_json import card_from_json, card_to_json, relabel
-from taverna.formats.detect import PNG_SIGNATURE
+from taverna.formats.detect import PNG_SIGNATURE as PNG_SIGNATURE
+from taverna.formats.png_chunks import CARD_KEYWORDS as CARD_KEYWORDS
+from taverna.formats.png_chunks import LOREBOOK_KEYWORD as LOREBOOK_KEYWORD
+from taverna.formats.png_chunks import MAX_CARD_CHUNK as MAX_CARD_CHUNK
+from taverna.formats.png_chunks import Chunk as Chunk
+from taverna.formats.png_chunks import card_chunks as card_chunks
+from taverna.formats.png_chunks import card_payload, rebuild
+from taverna.formats.png_chunks import decode_chunk as decode_chunk
+from taverna.formats.png_chunks import lorebook_chunk as lorebook_chunk
+from taverna.formats.png_chunks import read_chunks as read_chunks
+from taverna.formats.png_chunks import strip_card as strip_card
 from taverna.model.character import SPEC_V3, CardFile, Character
-
-MAX_CARD_CHUNK = 64 * 1024 * 1024
-"""Largest card text chunk read (base64 of the JSON). Pillow's own bound for text chunks
-is 1 MiB, too small for cards with large lorebooks, so the chunks are read here."""
 
 MAX_IMAGE_PIXELS = 64 * 1024 * 1024
 """Largest picture converted to PNG when a card is written onto a non-PNG image."""
-
-CARD_KEYWORDS = ("chara", "ccv3")
-LOREBOOK_KEYWORD = "naidata"
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """One PNG chunk: its type and where its data lies in the file."""
-
-    type: bytes
-    start: int  # offset of the length field
-    end: int  # offset just past the CRC
-    data_start: int
-    data_end: int
-
-
-def read_chunks(data: bytes, *, file: str | None = None) -> list[Chunk]:
-    """Every chunk up to and including `IEND`, with CRCs checked."""
-    if not data.startswith(PNG_SIGNATURE):
-        raise FormatError("not a PNG file (bad signature)", file=file)
-    stream = PngImagePlugin.ChunkStream(io.BytesIO(data))
-    assert stream.fp is not None
-    stream.fp.seek(len(PNG_SIGNATURE))
-    chunks: list[Chunk] = []
-    try:
-        while True:
-            start = stream.fp.tell()
-            if start + 8 > len(data):
-                raise FormatError("PNG is truncated (no IEND chunk)", file=file)
-            cid, pos, length = stream.read()
-            if length < 0 or pos + length + 4 > len(data):
-                raise FormatError(
-                    f"PNG is truncated inside chunk {cid.decode('latin-1')!r}", file=file
-                )
-            payload = stream.fp.read(length)
-            stream.crc(cid, payload)
-            chunks.append(Chunk(cid, start, pos + length + 4, pos, pos + length))
-            if cid == b"IEND":
-                return chunks
-    except (SyntaxError, struct.error, ValueError, EOFError, OSError) as exc:
-        raise FormatError(f"broken PNG file: {exc}", file=file) from None
-
-
-def _text_chunk(data: bytes, chunk: Chunk) -> tuple[str, bytes]:
-    body = data[chunk.data_start : chunk.data_end]
-    keyword, _, text = body.partition(b"\0")
-    return keyword.decode("latin-1"), text
-
-
-def card_chunks(data: bytes, *, file: str | None = None) -> dict[str, bytes]:
-    """The first `chara` and first `ccv3` text payloads (keywords matched ignoring case)."""
-    return _text_chunks(data, CARD_KEYWORDS, file=file)
-
-
-def _text_chunks(data: bytes, keywords: tuple[str, ...], *, file: str | None) -> dict[str, bytes]:
-    found: dict[str, bytes] = {}
-    for chunk in read_chunks(data, file=file):
-        if chunk.type != b"tEXt":
-            continue
-        keyword, text = _text_chunk(data, chunk)
-        key = keyword.lower()
-        if key in keywords and key not in found:
-            if len(text) > MAX_CARD_CHUNK:
-                raise FormatError(
-                    f"text chunk is {len(text):,} bytes, more than the {MAX_CARD_CHUNK:,} accepted",
-                    file=file,
-                    field=key,
-                )
-            found[key] = text
-    return found
-
-
-def lorebook_chunk(data: bytes, *, file: str | None = None) -> bytes | None:
-    """The `naidata` payload of a PNG that holds a NovelAI lorebook and no card, if any.
-
-    SillyTavern's world-info import reads a PNG's `naidata` chunk (base64 JSON) the way
-    it reads a lorebook file.
-    """
-    if LOREBOOK_KEYWORD.encode("ascii") not in data:  # most PNGs: no chunk walk needed
-        return None
-    found = _text_chunks(data, (*CARD_KEYWORDS, LOREBOOK_KEYWORD), file=file)
-    if any(keyword in found for keyword in CARD_KEYWORDS):
-        return None
-    return found.get(LOREBOOK_KEYWORD)
-
-
-def decode_chunk(text: bytes, *, file: str | None = None, field: str) -> object:
-    """A card (or `naidata`) chunk's payload: base64 of UTF-8 JSON."""
-    try:
-        # Node's decoder, which SillyTavern uses, skips characters outside the alphabet.
-        raw = base64.b64decode(text, validate=False)
-    except (binascii.Error, ValueError) as exc:
-        raise FormatError(f"invalid base64: {exc}", file=file, field=field) from None
-    return json_text.loads(raw, file=file, field=field)
 
 
 def read_png_card(
     data: bytes, *, file: str | None = None, warnings: list[FormatWarning] | None = None
 ) -> CardFile:
     """A PNG card: the character from `ccv3` if present, else `chara` (§4.2)."""
-    chunks = card_chunks(data, file=file)
-    if not chunks:
-        raise FormatError(
-            "PNG holds no character card (no `chara` or `ccv3` text chunk)", file=file
-        )
-    if "ccv3" in chunks:
-        doc = decode_chunk(chunks["ccv3"], file=file, field="ccv3")
-        keyword = "ccv3"
-        if "chara" in chunks and isinstance(doc, dict) and _same_card(chunks, file):
-            # §4.3: a writer puts the same card in both chunks, only relabelled in `ccv3`;
-            # then `chara` is that same card with its original label, which we keep.
-            doc = decode_chunk(chunks["chara"], file=file, field="chara")
-            keyword = "chara"
-    else:
-        doc = decode_chunk(chunks["chara"], file=file, field="chara")
-        keyword = "chara"
+    doc, keyword = card_payload(data, file=file)
     character = card_from_json(doc, file=file, field=keyword, warnings=warnings)
     return CardFile(character=character, avatar=strip_card(data, file=file))
-
-
-def _same_card(chunks: dict[str, bytes], file: str | None) -> bool:
-    """Whether `chara` holds the card of `ccv3` under another label (checked cheaply first)."""
-    chara, ccv3 = chunks["chara"], chunks["ccv3"]
-    if abs(len(chara) - len(ccv3)) > 8:  # relabelling changes a few characters at most
-        return False
-    try:
-        chara_text = base64.b64decode(chara)
-        ccv3_text = base64.b64decode(ccv3)
-    except (binascii.Error, ValueError):
-        return False
-    for old, new in ((b'"chara_card_v2"', b'"chara_card_v3"'), (b'"2.0"', b'"3.0"')):
-        chara_text = chara_text.replace(old, new, 1)
-    if chara_text == ccv3_text:
-        return True
-    try:
-        other = decode_chunk(chara, file=file, field="chara")
-        this = decode_chunk(ccv3, file=file, field="ccv3")
-    except FormatError:
-        return False
-    return (
-        isinstance(other, dict)
-        and isinstance(this, dict)
-        and relabel(other, SPEC_V3) == relabel(this, SPEC_V3)
-    )
-
-
-def strip_card(data: bytes, *, file: str | None = None) -> bytes:
-    """The picture without its card chunks."""
-    return _rebuild(data, [], file=file)
-
-
-def _rebuild(data: bytes, extra: list[tuple[str, bytes]], *, file: str | None) -> bytes:
-    out = io.BytesIO()
-    out.write(PNG_SIGNATURE)
-    for chunk in read_chunks(data, file=file):
-        if chunk.type == b"tEXt" and _text_chunk(data, chunk)[0].lower() in CARD_KEYWORDS:
-            continue
-        if chunk.type == b"IEND":
-            for keyword, text in extra:
-                PngImagePlugin.putchunk(out, b"tEXt", keyword.encode("latin-1"), b"\0", text)
-        out.write(data[chunk.start : chunk.end])
-    return out.getvalue()
 
 
 def as_png(image: bytes, *, file: str | None = None) -> bytes:
@@ -237,4 +87,4 @@ def write_png_card(
     chunks = [("chara", encode_chunk(doc))]
     if "spec" in doc:
         chunks.append(("ccv3", encode_chunk(relabel(doc, SPEC_V3))))
-    return _rebuild(picture, chunks, file=file)
+    return rebuild(picture, chunks, file=file)
