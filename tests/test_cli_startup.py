@@ -212,3 +212,17 @@ def test_inspect_of_a_bad_file_is_one_line_and_exit_code_2(tmp_path: Path) -> No
 def test_inspect_with_other_options_goes_through_the_full_parser() -> None:
     result = run_entry("inspect", "--help")
     assert result.returncode == 0 and "--json" in result.stdout
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+@pytest.mark.parametrize("picture", [False, True])
+def test_the_console_scripts_inspect_of_a_small_card_loads_no_pydantic(
+    tmp_path: Path, as_json: bool, picture: bool
+) -> None:
+    # the card models are not needed to show a card (formats/quick_read.py)
+    card = SAMPLE_PNG if picture else json_card(tmp_path)
+    flags = ["--json"] if as_json else []
+    modules = loaded_after("inspect", *flags, str(card), entry="taverna.cli.entry")
+    assert "taverna.formats.quick_read" in modules
+    assert not {m for m in modules if m.split(".")[0] in ("pydantic", "pydantic_core")}
+    assert "taverna.model.character" not in modules

@@ -1,6 +1,7 @@
 """What `taverna inspect` says about a file: a few rows per kind, or the parsed document.
 
-Each kind's models are imported when a file of that kind is shown.
+Each kind's models are imported when a file of that kind is shown; a card is shown from
+its JSON (formats/quick_read.py's CardView), however it was read.
 """
 
 from __future__ import annotations
@@ -8,10 +9,11 @@ from __future__ import annotations
 import io
 from typing import TYPE_CHECKING, Any
 
+from taverna.formats.card_shapes import EXTENSIONS, MODELS
 from taverna.formats.detect import LOREBOOK_KINDS, DetectedFile, FileKind
+from taverna.formats.quick_read import CardView, view_of
 
 if TYPE_CHECKING:
-    from taverna.model.character import CardFile
     from taverna.model.document import STDocument
     from taverna.model.lorebook import Lorebook
 
@@ -45,41 +47,46 @@ def _picture(image: bytes) -> str:
         return f"unreadable picture, {size_text(len(image))}"
 
 
-def _card_summary(card: CardFile) -> Rows:
-    ch = card.character
-    data = ch.data_json()
+def _card_summary(card: CardView) -> Rows:
+    data = card.data
+    extensions = data.get("extensions", {})
     text_fields = [
         k for k, v in data.items() if isinstance(v, str) and v and k not in ("name", "nickname")
     ]
+    first, alternate = data.get("first_mes", ""), data.get("alternate_greetings", [])
+    spec = card.envelope.get("spec")
     rows = [
-        ("name", ch.name),
-        ("spec", ch.spec or "V1 (no spec)"),
+        ("name", data.get("name", "")),
+        ("spec", spec if isinstance(spec, str) and spec else "V1 (no spec)"),
         ("fields filled", ", ".join(text_fields) or "(none)"),
-        ("greetings", f"{len(ch.greetings)} ({len(ch.alternate_greetings)} alternate)"),
+        ("greetings", f"{len(alternate) + (1 if first else 0)} ({len(alternate)} alternate)"),
     ]
-    if ch.group_only_greetings:
-        rows.append(("group-only greetings", str(len(ch.group_only_greetings))))
+    if data.get("group_only_greetings"):
+        rows.append(("group-only greetings", str(len(data["group_only_greetings"]))))
     text_size = sum(len(v) for v in data.values() if isinstance(v, str))
     rows.append(("text", f"{text_size:,} characters"))
-    if ch.tags:
-        rows.append(("tags", ", ".join(ch.tags)))
-    if ch.creator:
-        rows.append(("creator", ch.creator))
-    if ch.depth_prompt.prompt:
-        dp = ch.depth_prompt
+    if data.get("tags"):
+        rows.append(("tags", ", ".join(data["tags"])))
+    if data.get("creator"):
+        rows.append(("creator", data["creator"]))
+    note = extensions.get("depth_prompt") or {}
+    if note.get("prompt"):
+        depth, role = note.get("depth", 4), note.get("role", "system")
         rows.append(
-            ("depth prompt", f"{len(dp.prompt)} characters at depth {dp.depth} as {dp.role}")
+            ("depth prompt", f"{len(note['prompt'])} characters at depth {depth} as {role}")
         )
-    if ch.linked_world:
-        rows.append(("linked lorebook", ch.linked_world))
-    book = ch.character_book
+    if extensions.get("world"):
+        rows.append(("linked lorebook", extensions["world"]))
+    book = data.get("character_book")
     if book is not None:
+        entries = book.get("entries", [])
         rows.append(
-            ("embedded lorebook", f"{book.name or '(unnamed)'}: {len(book.entries)} entries")
+            ("embedded lorebook", f"{book.get('name') or '(unnamed)'}: {len(entries)} entries")
         )
-    if ch.regex_scripts:
-        rows.append(("regex scripts", str(len(ch.regex_scripts))))
-    extra = sorted(set(ch.extensions.extras))
+    if extensions.get("regex_scripts"):
+        rows.append(("regex scripts", str(len(extensions["regex_scripts"]))))
+    known = {field.key for field in MODELS[EXTENSIONS].fields}
+    extra = sorted(set(extensions) - known)
     if extra:
         rows.append(("other extensions", ", ".join(extra)))
     if card.avatar is not None:
@@ -155,13 +162,18 @@ def _chat_summary(value: Any) -> Rows:
     ]
 
 
+def _view(value: Any) -> CardView:
+    """A card read by either reader (formats/quick_read.py) as a view."""
+    return value if isinstance(value, CardView) else view_of(value)
+
+
 def summary(document: DetectedFile, size: int) -> Rows:
     """The rows `taverna inspect` prints for a file of `size` bytes."""
     value = document.value
     kind = document.kind
     rows: Rows = [("kind", kind.value), ("size", size_text(size))]
     if kind in CARD_KINDS:
-        return rows + _card_summary(value)
+        return rows + _card_summary(_view(value))
     if kind in LOREBOOK_KINDS:
         return rows + _lorebook_summary(value)
     if kind is FileKind.CHAT:
@@ -249,13 +261,12 @@ def as_json(document: DetectedFile) -> Any:
     value = document.value
     kind = document.kind
     if kind in CARD_KINDS:
-        from taverna.formats.card_json import card_to_json
-
+        card = _view(value)
         return {
-            "character": value.character.model_dump(mode="json", by_alias=True, exclude_unset=True),
-            "card": card_to_json(value.character),
-            "avatar_bytes": None if value.avatar is None else len(value.avatar),
-            "assets": {name: len(content) for name, content in value.assets.items()},
+            "character": card.dump,
+            "card": card.card,
+            "avatar_bytes": None if card.avatar is None else len(card.avatar),
+            "assets": {name: len(content) for name, content in card.assets.items()},
         }
     if kind in LOREBOOK_KINDS:
         from taverna.formats.world_info import world_info_to_json
