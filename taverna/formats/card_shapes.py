@@ -7,7 +7,7 @@ fails when a model changes and this file was not generated again.
 
 from __future__ import annotations
 
-from taverna.formats.shapes import REQUIRED, Field, Model, Shape
+from taverna.formats.shapes import Field, Model, Shape
 
 CHARACTER = "taverna.model.character.Character"
 EXTENSIONS = "taverna.model.character.CharacterExtensions"

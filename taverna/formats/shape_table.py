@@ -22,8 +22,6 @@ fails when a model changes and this file was not generated again.
 
 from __future__ import annotations
 
-from taverna.formats.shapes import REQUIRED, Field, Model, Shape
-
 '''
 
 
@@ -53,14 +51,14 @@ def source() -> str:
     """The text of formats/card_shapes.py."""
     from taverna.model.character import Character, CharacterExtensions
 
-    lines = [HEADER]
-    lines.append(f"CHARACTER = {model_name(Character)!r}\n")
-    lines.append(f"EXTENSIONS = {model_name(CharacterExtensions)!r}\n\n")
-    lines.append("MODELS: dict[str, Model] = {\n")
-    for name, model in card_models().items():
-        lines.append(f"    {name!r}: {model!r},\n")
-    lines.append("}\n")
-    return "".join(lines)
+    models = "".join(f"    {name!r}: {model!r},\n" for name, model in card_models().items())
+    names = "REQUIRED, Field, Model, Shape" if "REQUIRED" in models else "Field, Model, Shape"
+    return (
+        f"{HEADER}from taverna.formats.shapes import {names}\n\n"
+        f"CHARACTER = {model_name(Character)!r}\n"
+        f"EXTENSIONS = {model_name(CharacterExtensions)!r}\n\n"
+        f"MODELS: dict[str, Model] = {{\n{models}}}\n"
+    )
 
 
 if __name__ == "__main__":
