@@ -128,3 +128,51 @@ def test_the_test_box_stops_a_runaway_pattern(client: TestClient) -> None:
         json={"scripts": [rule("Runaway", "/(a+)+$/", "X")] * 20, "text": text},
     )
     assert tried.status_code == 200 and tried.json()["result"] == text
+
+
+def test_the_view_shows_the_reasoning_display_scripts_make(
+    client: TestClient, ctx: AppContext
+) -> None:
+    from taverna.model.chat import GenerationInfo
+
+    client.put(
+        "/api/regex/global",
+        json={"scripts": [{**rule("Thoughts", "/plan/g", "PLAN", markdownOnly=True), "placement": [6]}]},
+    )  # fmt: skip
+    chat_id, ids = make_chat(ctx)
+    info = GenerationInfo(extras={"reasoning": "the plan is simple"})
+    reply = ctx.chats.add_reply(
+        chat_id, ids[2], "plan made", revision=rev(client, chat_id), speaker="Mira",
+        generation=info,
+    )  # fmt: skip
+    assert reply.node is not None
+    shown = client.get(f"/api/chats/{chat_id}").json()["messages"][-1]
+    assert shown["id"] == reply.node.id
+    assert shown["shown_reasoning"] == "the PLAN is simple"
+    assert shown["generation"]["extras"]["reasoning"] == "the plan is simple"
+    assert shown["shown"] is None  # the reasoning placement leaves the text alone
+
+
+def test_text_completion_presets_are_listed_chosen_and_hold_their_own_scripts(
+    client: TestClient, ctx: AppContext
+) -> None:
+    from taverna.services.library import LibraryKind, LibraryService
+
+    scripts = [rule("Own", "/a/g", "b", promptOnly=True)]
+    story = LibraryService(ctx.chats.store).put(
+        LibraryKind.TEXT_COMPLETION_PRESET,
+        "Story",
+        {"temp": 0.8, "extensions": {"regex_scripts": scripts}},
+    )
+    listed = client.get("/api/presets", params={"kind": "text"}).json()
+    assert [(p["name"], p["kind"], p["active"]) for p in listed] == [("Story", "text", False)]
+    chosen = client.post(f"/api/presets/{story.id}/activate")
+    assert chosen.status_code == 200 and chosen.json()["active"] is True
+    assert client.get("/api/presets", params={"kind": "text"}).json()[0]["active"] is True
+    layer = client.get("/api/regex/preset", params={"target": story.id}).json()
+    assert layer["allowed"] is False and [s["scriptName"] for s in layer["scripts"]] == ["Own"]
+    allowed = client.put(
+        "/api/regex/preset/allowed", params={"target": story.id}, json={"allowed": True}
+    )
+    assert allowed.status_code == 200 and allowed.json()["allowed"] is True
+    assert client.get("/api/presets", params={"kind": "nope"}).status_code == 400
