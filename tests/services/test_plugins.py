@@ -335,6 +335,43 @@ def test_a_tools_variables_follow_its_reply_and_not_a_regenerated_one(
     assert "asked" not in ws.chats.state_at(chat_id, asked.id).variables
 
 
+def test_a_regenerated_replys_tool_starts_from_the_variables_before_the_old_reply(
+    ws: Workspace, stub: StubServer
+) -> None:
+    """A tool's script reads the variables the new reply starts from: a regenerate's
+    script does not see what the discarded reply's own tool call set."""
+    tool_preset(ws)
+    replies = QuickReplyService(ws.chats)
+    replies.save(
+        QuickReplySet(
+            name="Tally",
+            qr_list=[
+                QuickReply(
+                    id=1,
+                    label="tally",
+                    message="/addvar key=calls 1 | /getvar calls",
+                    tool=QuickReplyTool(name="tally", description="Counts the calls."),
+                )
+            ],
+        )
+    )
+    replies.set_global(["Tally"])
+    chat_id = new_chat(ws)
+    counted = (Reply(tokens=["Counting."], tool_calls=[("tally", {})]), Reply(tokens=["Done."]))
+    stub.script(*counted)
+    assert send(ws, chat_id, "Count").outcome is Ending.SAVED
+    assert ScriptService(ws.chats).chat_variables(chat_id)["calls"] == 1
+    before = len(stub.requests)
+
+    async def regenerate():  # type: ignore[no-untyped-def]
+        return await (await ws.generation.regenerate(chat_id)).wait()
+
+    stub.script(*counted)
+    assert asyncio.run(regenerate()).outcome is Ending.SAVED
+    assert stub.requests[before + 1].body["messages"][-1]["content"] == "1"
+    assert ScriptService(ws.chats).chat_variables(chat_id)["calls"] == 1
+
+
 def test_a_failing_tool_script_is_reported_to_the_model_and_rounds_stop_at_five(
     ws: Workspace, stub: StubServer
 ) -> None:

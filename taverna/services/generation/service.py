@@ -844,7 +844,7 @@ class GenerationService:
             tools = prepared.tools
             if prepared.function_calling and not connection.api.is_text_completion:
                 # The tools' scripts set this generation's copy of the chat variables.
-                tool_variables = dict(turn.read(1).state.variables)
+                tool_variables = self._turn_variables(prompt, turn, anchor)
                 base = dict(tool_variables)
                 own = (
                     list(self.user_tools(chat, tool_variables))
@@ -1175,6 +1175,20 @@ class GenerationService:
             Ending.SAVED, text, node_id=outcome.node.id, revision=outcome.chat.revision
         )
         return self._finish(plan, done)
+
+    def _turn_variables(
+        self, prompt: Prompt, turn: TurnRequest, anchor: Node | None
+    ) -> dict[str, Any]:
+        """The chat variables a reply starts from: the prompt's (after its macros), else
+        those in force where it goes (before the replaced reply, for a regenerate)."""
+        found = prompt.state.get("variables")
+        if isinstance(found, Mapping):
+            return dict(found)
+        if turn.kind is GenerationType.REGENERATE and anchor is not None:
+            if anchor.parent_id is None:
+                return dict(turn.chat.base_state.variables)
+            return dict(self.chats.state_at(turn.chat.id, anchor.parent_id).variables)
+        return dict(turn.read(1).state.variables)
 
     def _with_tool_variables(self, plan: _Plan, turn_state: dict[str, Any]) -> dict[str, Any]:
         """The turn's state with what the tools' scripts set and removed: the reply
