@@ -138,3 +138,35 @@ def test_a_cards_own_scripts_run_once_the_person_allows_them(  # type: ignore[no
     expect(notice).to_be_hidden()
     assert errors == []
     page.close()
+
+
+def test_a_display_script_on_reasoning_changes_the_reasoning_shown(  # type: ignore[no-untyped-def]
+    chromium, taverna: TavernaServer, stub: StubServer
+) -> None:
+    before = taverna.api("GET", "/regex/global").json()["scripts"]
+    veil = {
+        "scriptName": "Veil the plan", "findRegex": "/plan/g", "replaceString": "[…]",
+        "placement": [6], "markdownOnly": True,
+    }  # fmt: skip
+    taverna.api("PUT", "/regex/global", json={"scripts": [*before, veil]})
+    try:
+        ione = next(
+            c for c in taverna.api("GET", "/characters").json() if c["name"] == "Ione Calder"
+        )
+        chat = taverna.api("POST", "/chats", json={"character_id": ione["id"]}).json()
+        page = chromium.new_page(viewport={"width": 1280, "height": 800})
+        page.goto(f"{taverna.url}/#/chat/{chat['id']}")
+        stub.script(Reply(reasoning=["The plan: sail ", "at dawn."], tokens=["Our plan holds."]))
+        page.get_by_label("Message", exact=True).fill("What now?")
+        page.get_by_role("button", name="Send", exact=True).click()
+        saved = page.locator("li.message:not(.streaming)", has_text="Our plan holds.")
+        saved.wait_for()
+        expect(saved.locator("details.reasoning .reasoning-text")).to_have_text(
+            "The […]: sail at dawn."
+        )
+        expect(saved.locator(".content")).to_have_text("Our plan holds.")  # text left alone
+        reply = taverna.api("GET", f"/chats/{chat['id']}").json()["messages"][-1]
+        assert reply["generation"]["extras"]["reasoning"] == "The plan: sail at dawn."
+        page.close()
+    finally:
+        taverna.api("PUT", "/regex/global", json={"scripts": before})
