@@ -9,6 +9,7 @@ the `X-CSRF-Token` header.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request, Response
@@ -103,7 +104,10 @@ async def owned(request: Request) -> None:
         declared = request.headers.get("content-length", "")
         grows = "chat_id" not in params or name in GROWING_CHAT_WRITES
         if declared.isdigit() and int(declared) > 0 and grows:
-            accounts.check_storage(user, int(declared))
+            # counting may read every message of the account: off the event loop
+            await asyncio.to_thread(accounts.check_storage, user, int(declared))
+        if request.method == "DELETE":
+            accounts.forget_usage(user)  # counted afresh at the next write
         if name in GENERATING:
             accounts.count_generation(user)
 

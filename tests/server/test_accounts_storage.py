@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
+from taverna.errors import StorageFull
 from taverna.model.chat import NodeRole
 from taverna.server.app import create_app
 from taverna.server.context import AppContext
@@ -81,3 +82,18 @@ def test_a_full_account_is_refused_more_but_can_tidy_up(alice: TestClient, ctx: 
     assert hidden.status_code == 200, hidden.text
     deleted = alice.delete(f"/api/chats/{chat.id}", params={"revision": rev(alice, chat.id)})
     assert deleted.status_code == 204, deleted.text
+    # With the chat gone, the space is free again at once.
+    assert alice.put("/api/quick-replies", json=big_set).status_code == 200
+
+
+def test_writes_between_counts_add_up(alice: TestClient, ctx: AppContext) -> None:
+    owner = _owner(ctx, "alice")
+    accounts: AccountService = ctx.services["accounts"]
+    used = ctx.store.stored_bytes(owner)
+    accounts.set_quota("alice", storage_bytes=used + 1000, generations_per_hour=None)
+    accounts.check_storage(owner, 600)
+    # Nothing was stored, but the 600 bytes admitted are counted until the next count.
+    with pytest.raises(StorageFull):
+        accounts.check_storage(owner, 600)
+    accounts.forget_usage(owner)
+    accounts.check_storage(owner, 600)

@@ -155,7 +155,9 @@ class SqlAccounts(SqlBase):
         def size(*columns: Any) -> Any:
             return sum((sa.func.coalesce(sa.func.length(c), 0) for c in columns), sa.literal(0))
 
-        mine = sa.select(chats.c.id).where(chats.c.owner == owner).scalar_subquery()
+        # a deleted chat's rows go in the background: they no longer count
+        live = sa.and_(chats.c.owner == owner, chats.c.deleted == sa.false())
+        mine = sa.select(chats.c.id).where(live).scalar_subquery()
         queries = [
             sa.select(sa.func.sum(size(sa.cast(docs.c.data, sa.Text), docs.c.blob))).where(
                 docs.c.owner == owner
@@ -165,7 +167,7 @@ class SqlAccounts(SqlBase):
                     size(chats.c.title, sa.cast(chats.c.metadata, sa.Text))
                     + size(sa.cast(chats.c.base_state, sa.Text))
                 )
-            ).where(chats.c.owner == owner),
+            ).where(live),
             sa.select(
                 sa.func.sum(
                     size(t.contents.c.text, nodes.c.speaker, sa.cast(nodes.c.extras, sa.Text))
