@@ -226,3 +226,16 @@ def test_the_console_scripts_inspect_of_a_small_card_loads_no_pydantic(
     assert "taverna.formats.quick_read" in modules
     assert not {m for m in modules if m.split(".")[0] in ("pydantic", "pydantic_core")}
     assert "taverna.model.character" not in modules
+
+
+CORPUS = Path(__file__).resolve().parent / "corpus"
+
+
+@pytest.mark.parametrize(
+    "name", ["lorebooks/clean.json", "chats/clean.jsonl", "support/settings.json"]
+)
+def test_inspect_of_a_world_file_a_chat_or_settings_loads_no_pydantic(name: str) -> None:
+    # their readers are plain code; only the kinds validated with a model need pydantic
+    modules = loaded_after("inspect", str(CORPUS / name), entry="taverna.cli.entry")
+    assert "taverna.cli.inspecting" in modules
+    assert not {m for m in modules if m.split(".")[0] in ("pydantic", "pydantic_core")}

@@ -227,8 +227,8 @@ def _read_novelai_png(data: bytes, stem: str, file: str | None, found: list[Form
 def _read_json_kind(
     kind: FileKind, doc: Any, stem: str, file: str | None, found: list[FormatWarning]
 ) -> Any:
-    from taverna.formats.validation import validate
-
+    # the validation library is loaded by the kinds validated with a model: a world file,
+    # a group or a settings file is read without it
     if kind in _CONVERTERS:
         from taverna.formats import foreign_lorebooks
 
@@ -245,23 +245,27 @@ def _read_json_kind(
         return world_info_from_json(doc, name=stem, file=file, warnings=found)
     if kind is FileKind.LOREBOOK_V3:
         from taverna.formats.character_book import book_to_lorebook
+        from taverna.formats.validation import validate
         from taverna.model.character import CharacterBook
 
         book = validate(CharacterBook, doc.get("data"), file=file, prefix="data", warnings=found)
         return book_to_lorebook(book, card_name=stem, file=file, warnings=found, where="data")
     if kind is FileKind.QUICK_REPLY_SET:
+        from taverna.formats.validation import validate
         from taverna.model.quick_reply import LegacyQuickReplySet, QuickReplySet
 
         if doc.get("version") == 2 or "qrList" in doc:
             return validate(QuickReplySet, doc, file=file, warnings=found)
         return validate(LegacyQuickReplySet, doc, file=file, warnings=found)
     if kind is FileKind.PERSONAS:
+        from taverna.formats.validation import validate
         from taverna.model.persona import PersonaSet
 
         # a persona backup, every key kept
         return validate(PersonaSet, doc, file=file, warnings=found)
     if kind in (FileKind.GROUP, FileKind.SETTINGS):
         return doc  # kept whole; settings_file.py finds a settings file's parts
+    from taverna.formats.validation import validate
     from taverna.model.presets import (
         ChatCompletionPreset,
         ContextTemplate,
