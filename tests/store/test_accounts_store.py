@@ -63,3 +63,18 @@ def test_stored_bytes_count_chats_messages_and_their_versions(store: SqlStore) -
     chats.edit(chat.id, out.node.id, "c" * 3000, revision=out.chat.revision)
     assert store.stored_bytes("alice") - after_message >= 3000
     assert store.stored_bytes("bob") >= 40_000
+
+
+def test_login_failures_by_subject(store: SqlStore) -> None:
+    long_ago = datetime.now(UTC) - timedelta(hours=1)
+    store.add_login_failure(["name:alice", "address:192.0.2.1"])
+    store.add_login_failure(["name:bob", "address:192.0.2.1"])
+    found = store.login_failures(["name:alice", "address:192.0.2.1", "name:carol"], long_ago)
+    assert [len(found[s]) for s in ("name:alice", "address:192.0.2.1", "name:carol")] == [1, 2, 0]
+    assert all(t.tzinfo is not None and t > long_ago for t in found["address:192.0.2.1"])
+    store.clear_login_failures("name:alice")
+    assert store.login_failures(["name:alice"], long_ago) == {"name:alice": []}
+    # Rows older than the window asked for go.
+    later = datetime.now(UTC) + timedelta(seconds=1)
+    assert store.login_failures(["name:bob"], later) == {"name:bob": []}
+    assert store.login_failures(["name:bob"], long_ago) == {"name:bob": []}
