@@ -22,6 +22,7 @@ recalled block's own token limit.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import threading
 from collections import OrderedDict
@@ -29,7 +30,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -47,9 +48,10 @@ from taverna.model.lorebook import Lorebook
 from taverna.providers.embeddings import Embedder, LocalEmbedder, OpenAIEmbedder, normalised
 from taverna.services.active_settings import ACTIVE, SETTINGS_KIND
 from taverna.services.text_vectors import TextVectors
-from taverna.store.repository import DueMessage, Store
+from taverna.store.repository import DueMessage, NearMessage, Store
 
 Vectors = npt.NDArray[np.float32]
+log = logging.getLogger(__name__)
 
 BACKLOG_BATCH = 32
 # A chat's vectors kept in memory, for this many chats (the most recently used).
@@ -66,6 +68,8 @@ STORE_SHORTLIST = 64
 SHORTLIST_PER_WANTED = 8
 # The longest shortlist asked for (sqlite-vec answers at most 4,096 rows a search).
 STORE_SHORTLIST_MAX = 4096
+# A chat's sign bits are read this many rows at a time (each row read holds its floats).
+BITS_READ = 5000
 
 
 @dataclass(frozen=True, slots=True)
@@ -398,6 +402,117 @@ class ChatVectors:
                 yield int(shortlist[i]), float(exact[i])
 
 
+class ChatBits:
+    """One chat's sign bits for one model, in memory (64 bytes a message of 512
+    dimensions: 6.4 MB for 100,000), kept up to date by `seq`, beside the database's
+    search. The shortlist by Hamming distance that the database's search makes
+    (`Store.nearest_messages`) is made here from these bits in a few milliseconds, and
+    scored exactly from the floats the store holds for just those rows.
+    """
+
+    def __init__(self, chat_id: str, model: str) -> None:
+        self.chat_id = chat_id
+        self.model = model
+        self.seq = 0
+        self.ids: list[str] = []
+        self.rows: dict[str, int] = {}
+        self.depths = np.zeros(0, dtype=np.int64)
+        self.seqs = np.zeros(0, dtype=np.int64)
+        self.bits = np.zeros((0, 0), dtype=np.uint64)
+        self._size = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    def refresh(self, store: Store) -> None:
+        """Read the vectors written since the last look, a block at a time (a changed
+        message's replace its row)."""
+        while True:
+            fresh = store.message_vectors(self.chat_id, self.model, after=self.seq, limit=BITS_READ)
+            if not fresh:
+                return
+            self._take(fresh)
+            if len(fresh) < BITS_READ:
+                return
+
+    def _take(self, fresh: Sequence[Any]) -> None:
+        dims = len(fresh[0].vector) // 4
+        words = (dims + 63) // 64
+        if self.bits.shape[1] != words:
+            self._grow(max(len(fresh), 64), words, keep=False)
+        new = len({s.node_id for s in fresh if s.node_id not in self.rows})
+        if self._size + new > self.bits.shape[0]:
+            self._grow(max(self._size + new, self.bits.shape[0] * 2), words, keep=True)
+        rows = np.empty(len(fresh), dtype=np.intp)
+        for i, stored in enumerate(fresh):
+            row = self.rows.get(stored.node_id)
+            if row is None:
+                row = self._size
+                self._size += 1
+                self.rows[stored.node_id] = row
+                self.ids.append(stored.node_id)
+            rows[i] = row
+        floats = np.frombuffer(b"".join(s.vector for s in fresh), dtype=np.float32)
+        packed = np.zeros((len(fresh), words * 8), dtype=np.uint8)
+        signs = np.packbits(floats.reshape(len(fresh), dims) > 0, axis=1)
+        packed[:, : signs.shape[1]] = signs
+        self.bits[rows] = packed.view(np.uint64)
+        self.depths[rows] = [s.depth for s in fresh]
+        self.seqs[rows] = [s.seq for s in fresh]
+        self.seq = fresh[-1].seq
+
+    def _grow(self, rows: int, words: int, *, keep: bool) -> None:
+        size = self._size if keep else 0
+        bits = np.zeros((rows, words), dtype=np.uint64)
+        depths = np.zeros(rows, dtype=np.int64)
+        seqs = np.zeros(rows, dtype=np.int64)
+        if size:
+            bits[:size] = self.bits[:size]
+            depths[:size] = self.depths[:size]
+            seqs[:size] = self.seqs[:size]
+        if not keep:
+            self.ids, self.rows, self._size = [], {}, 0
+        self.bits, self.depths, self.seqs = bits, depths, seqs
+
+    def nearest(
+        self, store: Store, query: Vectors, *, below_depth: int, shortlist: int
+    ) -> tuple[list[NearMessage], bool]:
+        """As `Store.nearest_messages`: the `shortlist` rows above `below_depth` nearest
+        `query` by sign bits, scored exactly from the stored floats, best first; and
+        whether there were no more rows to offer."""
+        size = self._size
+        words = self.bits.shape[1]
+        if not size or below_depth <= 0 or shortlist <= 0 or words * 64 < len(query):
+            return [], True
+        signs = np.zeros(words * 8, dtype=np.uint8)
+        packed = np.packbits(query > 0)
+        signs[: len(packed)] = packed
+        counts = np.bitwise_count(self.bits[:size] ^ signs.view(np.uint64))
+        # Column by column: numpy's row sum over a few small columns is slower than this.
+        distance = counts[:, 0].astype(np.int32)
+        for column in range(1, words):
+            distance += counts[:, column]
+        shallow = np.flatnonzero(self.depths[:size] < below_depth)
+        complete = len(shallow) <= shortlist
+        if not complete:
+            shallow = shallow[np.argpartition(distance[shallow], shortlist - 1)[:shortlist]]
+        stored = store.vectors_at([int(self.seqs[row]) for row in shallow])
+        kept = [int(row) for row in shallow if int(self.seqs[row]) in stored]
+        if not kept:
+            return [], complete
+        matrix = np.vstack(
+            [np.frombuffer(stored[int(self.seqs[row])], dtype=np.float32) for row in kept]
+        )
+        scores = matrix @ query if matrix.shape[1] == len(query) else np.zeros(len(kept))
+        # Exact scores, best first; ties by the order the messages were embedded.
+        order = sorted(range(len(kept)), key=lambda i: (-scores[i], int(self.seqs[kept[i]])))
+        hits = [
+            NearMessage(self.ids[kept[i]], int(self.depths[kept[i]]), float(scores[i]))
+            for i in order
+        ]
+        return hits, complete
+
+
 def _best_first(
     scores: npt.NDArray[Any], batch: int = 64, *, ascending: bool = False
 ) -> Iterator[npt.NDArray[np.intp]]:
@@ -480,12 +595,23 @@ class RecallService:
     """Finds, for one turn, the messages and vectorized lorebook entries to recall."""
 
     def __init__(
-        self, store: Store, embedder_for: Callable[[RecallConfig], Embedder] = embedder_for
+        self,
+        store: Store,
+        embedder_for: Callable[[RecallConfig], Embedder] = embedder_for,
+        *,
+        bits: Literal["background", "at once", "never"] = "background",
     ) -> None:
+        """`bits`: how a chat's sign bits come into memory beside the database's search
+        (`ChatBits`): read on a thread of their own while the database searches (a
+        100,000-message chat's take seconds), read at once, or never (the database
+        searches every turn)."""
         self.store = store
         self._embedder_for = embedder_for
         self._embedders: dict[tuple[str, str, str], Embedder] = {}
         self._chats: OrderedDict[tuple[str, str], ChatVectors] = OrderedDict()
+        self.bits_mode = bits
+        self._bits: OrderedDict[tuple[str, str], ChatBits] = OrderedDict()
+        self._loading: set[tuple[str, str]] = set()
         self._paths: OrderedDict[str, PathIndex] = OrderedDict()
         self.texts = TextVectors()  # texts' vectors made in this process (questions, sends)
         self.lock = threading.RLock()  # the caches are shared by the server's threads
@@ -530,6 +656,51 @@ class RecallService:
         self._chats.move_to_end(key)
         found.refresh(self.store)
         return found
+
+    def chat_bits(self, chat_id: str, model: str) -> ChatBits | None:
+        """The chat's sign bits, up to date, if they are in memory (else, in the
+        background mode, their read is started and the database searches meanwhile)."""
+        key = (chat_id, model)
+        with self.lock:
+            found = self._bits.get(key)
+            if found is not None:
+                self._bits.move_to_end(key)
+                found.refresh(self.store)
+                return found
+            if self.bits_mode == "never":
+                return None
+            if self.bits_mode == "at once":
+                return self._keep_bits(key, self._read_bits(chat_id, model))
+            if key not in self._loading:
+                self._loading.add(key)
+                threading.Thread(
+                    target=self._load_bits, args=key, name="recall-bits", daemon=True
+                ).start()
+        return None
+
+    def _read_bits(self, chat_id: str, model: str) -> ChatBits:
+        bits = ChatBits(chat_id, model)
+        with single_threaded():
+            bits.refresh(self.store)
+        return bits
+
+    def _keep_bits(self, key: tuple[str, str], bits: ChatBits) -> ChatBits:
+        self._bits[key] = bits
+        while len(self._bits) > CHATS_KEPT:
+            self._bits.popitem(last=False)
+        return bits
+
+    def _load_bits(self, chat_id: str, model: str) -> None:
+        key = (chat_id, model)
+        try:
+            bits = self._read_bits(chat_id, model)  # outside the lock: turns go on meanwhile
+            with self.lock:
+                self._keep_bits(key, bits)
+        except Exception:  # the store closed, the chat gone: the database searches
+            log.debug("reading the sign bits of chat %s failed", chat_id, exc_info=True)
+        finally:
+            with self.lock:
+                self._loading.discard(key)
 
     def path(
         self, chat_id: str, leaf: str | None, parents: Mapping[str, str | None] = {}
@@ -593,6 +764,11 @@ class RecallService:
             embedder = self.embedder(config)
             in_store = bool(self.store.vector_search())
             vectors = None if in_store else self.chat_vectors(chat_id, embedder.model)
+            bits = (
+                self.chat_bits(chat_id, embedder.model)
+                if in_store and config.enabled_chats
+                else None
+            )
             query = self.query_vector(config, vectors, recent)
             if query is None:
                 return None
@@ -604,7 +780,17 @@ class RecallService:
                 else {}
             )
         return TurnRecall(
-            self, config, chat_id, leaf, embedder.model, vectors, path, query, entries, parents
+            self,
+            config,
+            chat_id,
+            leaf,
+            embedder.model,
+            vectors,
+            path,
+            query,
+            entries,
+            parents,
+            bits,
         )
 
     def _entry_scores(
@@ -658,6 +844,7 @@ class TurnRecall:
     query: Vectors
     entry_scores: dict[tuple[str, int], float]
     parents: dict[str, str | None] = field(default_factory=dict)  # the turn's own messages
+    bits: ChatBits | None = None  # the chat's sign bits in memory, beside the store's search
 
     def entries_only(self) -> RecallInput:
         """The vectorized lorebook entries alone (no message recalled)."""
@@ -717,8 +904,12 @@ class TurnRecall:
         query = to_bytes(self.query)
         shortlist = max(STORE_SHORTLIST, want * SHORTLIST_PER_WANTED)
         while True:
-            found = store.nearest_messages(
-                self.chat_id, self.model, query, below_depth=below, shortlist=shortlist
+            found = (
+                self.bits.nearest(store, self.query, below_depth=below, shortlist=shortlist)
+                if self.bits is not None
+                else store.nearest_messages(
+                    self.chat_id, self.model, query, below_depth=below, shortlist=shortlist
+                )
             )
             if found is None:
                 return ()

@@ -529,8 +529,15 @@ class VectorRepository(ABC):
         are skipped. How many were stored."""
 
     @abstractmethod
-    def message_vectors(self, chat_id: str, model: str, *, after: int = 0) -> list[StoredVector]:
-        """The chat's vectors written after `seq` number `after`, in `seq` order."""
+    def message_vectors(
+        self, chat_id: str, model: str, *, after: int = 0, limit: int | None = None
+    ) -> list[StoredVector]:
+        """The chat's vectors written after `seq` number `after`, in `seq` order (the
+        first `limit` of them, if given)."""
+
+    @abstractmethod
+    def vectors_at(self, seqs: Sequence[int]) -> dict[int, bytes]:
+        """The stored vectors of these `seq` numbers (those still stored), by `seq`."""
 
     @abstractmethod
     def vector_search(self) -> str:

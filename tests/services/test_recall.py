@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -48,16 +48,24 @@ def embedder() -> LocalEmbedder:
     return LocalEmbedder()
 
 
-# Each database with its own vector search (sqlite-vec, pgvector where the server has it)
-# and with the search in the process (exact), forced.
-SEARCHES = [(b, True) for b in backends()] + [(b, False) for b in backends()]
+# Each database with its own vector search (sqlite-vec, pgvector where the server has it),
+# that search's shortlist made from the chat's sign bits in memory instead ("bits"), and
+# the search in the process (exact), forced.
+SEARCHES = [(b, m) for m in ("store", "bits", "exact") for b in backends()]
+BITS: dict[int, Literal["at once", "never"]] = {}  # id(store) -> how its service reads bits
 
 
-@pytest.fixture(params=SEARCHES, ids=lambda p: f"{p[0]}-{'store' if p[1] else 'exact'}")
+@pytest.fixture(params=SEARCHES, ids=lambda p: f"{p[0]}-{p[1]}")
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlStore]:
-    backend, search = request.param
-    with temporary_store(backend, tmp_path, vector_search=search) as opened:
+    backend, mode = request.param
+    with temporary_store(backend, tmp_path, vector_search=mode != "exact") as opened:
+        BITS[id(opened)] = "at once" if mode == "bits" else "never"
         yield opened
+        del BITS[id(opened)]
+
+
+def _service(store: SqlStore, embedder: Any) -> RecallService:
+    return RecallService(store, lambda config: embedder, bits=BITS.get(id(store), "never"))
 
 
 def _settings(store: SqlStore, **vectors: object) -> None:
@@ -87,7 +95,7 @@ def _chat(store: SqlStore, opening: list[tuple[NodeRole, str]], filler: int) -> 
 
 
 def _turn(store: SqlStore, tmp_path: Path, chat_id: str, embedder: LocalEmbedder) -> Prompt:
-    recall = RecallService(store, lambda config: embedder)
+    recall = _service(store, embedder)
     turns = TurnContexts(store, clock=lambda: NOW, paths=PathEnds(store), recall=recall)
     service = GenerationService(
         store, ConnectionService(store, tmp_path), turns, paths=turns.paths, clock=lambda: NOW
@@ -184,7 +192,7 @@ def test_a_branch_never_recalls_a_sibling_branchs_message(
     assert all("dragon" not in text for text in recalled.values())
 
     # Two turns at once in one process, one on each branch: each keeps to its own path.
-    service = RecallService(store, lambda config: embedder)
+    service = _service(store, embedder)
     config = recall_config({"extension_settings": {"vectors": {"enabled_chats": True, "query": 1}}})
     b_leaf = store.get_chat(chat_id).active_leaf_id
     b_nodes = store.path_tail(chat_id, b_leaf or "", limit=5).nodes
@@ -309,7 +317,7 @@ def test_the_next_turn_recalls_the_same_with_one_assembly(
     chat_id = _chat(store, [(NodeRole.USER, DRAGON), (NodeRole.ASSISTANT, LIGHTHOUSE)], 40)
     EmbeddingBacklog(store, lambda: embedder).drain()
     _ask(store, chat_id, "Where did that dragon go after it burned the mill?")
-    recall = RecallService(store, lambda config: embedder)
+    recall = _service(store, embedder)
     turns = TurnContexts(store, clock=lambda: NOW, paths=PathEnds(store), recall=recall)
     service = GenerationService(
         store, ConnectionService(store, tmp_path), turns, paths=turns.paths, clock=lambda: NOW
@@ -484,7 +492,7 @@ def test_a_turn_whose_end_is_not_stored_yet_recalls_from_its_path(
 
     chat_id = _chat(store, [(NodeRole.USER, DRAGON), (NodeRole.ASSISTANT, LIGHTHOUSE)], 30)
     EmbeddingBacklog(store, lambda: embedder).drain()
-    service = RecallService(store, lambda config: embedder)
+    service = _service(store, embedder)
     config = recall_config({"extension_settings": {"vectors": {"enabled_chats": True, "query": 1}}})
     for _ in range(2):
         chat = store.get_chat(chat_id)
@@ -605,3 +613,24 @@ def test_a_message_foreseen_is_embedded_ahead_and_the_turn_asks_the_model_nothin
             assert counting.texts == [asked]
         finally:
             service.close()
+
+
+def test_a_chats_sign_bits_are_read_in_the_background_while_the_database_searches(
+    tmp_path: Path, embedder: LocalEmbedder
+) -> None:
+    import time
+
+    with temporary_store("sqlite", tmp_path) as store:
+        chat_id = _chat(store, [(NodeRole.USER, DRAGON)], 20)
+        EmbeddingBacklog(store, lambda: embedder).drain()
+        service = RecallService(store, lambda config: embedder)
+        assert service.chat_bits(chat_id, embedder.model) is None  # the read starts
+        deadline = time.monotonic() + 60
+        while (bits := service.chat_bits(chat_id, embedder.model)) is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        assert len(bits) == 22
+        _ask(store, chat_id, "And then?")
+        EmbeddingBacklog(store, lambda: embedder).drain()
+        refreshed = service.chat_bits(chat_id, embedder.model)
+        assert refreshed is bits and len(bits) == 23  # only the new row is read

@@ -158,16 +158,31 @@ class SqlVectors(SqlBase):
             vector_index.sync(conn, kind, schema, model)
         return len(rows)
 
-    def message_vectors(self, chat_id: str, model: str, *, after: int = 0) -> list[StoredVector]:
+    def message_vectors(
+        self, chat_id: str, model: str, *, after: int = 0, limit: int | None = None
+    ) -> list[StoredVector]:
         v, n = t.message_vectors, t.nodes
         query = (
             sa.select(v.c.seq, v.c.node_id, n.c.depth, v.c.vector)
             .select_from(v.join(n, n.c.id == v.c.node_id))
             .where(v.c.chat_id == chat_id, v.c.model == model, v.c.seq > after)
             .order_by(v.c.seq)
+            .limit(limit)
         )
         with self._read() as conn:
             return [StoredVector(int(s), i, int(d), bytes(b)) for s, i, d, b in conn.execute(query)]
+
+    def vectors_at(self, seqs: Sequence[int]) -> dict[int, bytes]:
+        v = t.message_vectors
+        keys = sorted({int(s) for s in seqs})
+        found: dict[int, bytes] = {}
+        with self._read() as conn:
+            for start in range(0, len(keys), _CHUNK):
+                rows = conn.execute(
+                    sa.select(v.c.seq, v.c.vector).where(v.c.seq.in_(keys[start : start + _CHUNK]))
+                )
+                found.update((int(s), bytes(b)) for s, b in rows)
+        return found
 
     def climb(self, chat_id: str, start: str, *, limit: int) -> list[tuple[str, int]]:
         sql = sa.text(
