@@ -53,6 +53,11 @@ def listed_kind(kind: str) -> LibraryKind:
     return CHOSEN_KINDS[kind]
 
 
+def chosen_preset(lib: LibraryService, preset_id: str) -> Document:
+    """A preset or template of a kind the page lists (Text Completion presets too), by id."""
+    return lib.get_any(preset_id, CHOSEN_KINDS.values())
+
+
 def page_kind(doc: Document) -> str:
     """The page's name for the kind of a preset or template."""
     return next(name for name, kind in CHOSEN_KINDS.items() if kind.value == doc.kind)
@@ -150,13 +155,13 @@ def _store_new(lib: LibraryService, kind: LibraryKind, name: str, data: dict[str
 
 def delete_preset(lib: LibraryService, preset_id: str) -> None:
     """Remove a preset or template."""
-    doc = get_preset(lib, preset_id)
+    doc = chosen_preset(lib, preset_id)
     lib.delete(LibraryKind(doc.kind), doc.id)
 
 
 def activate(lib: LibraryService, preset_id: str) -> Document:
     """Use this preset (or template) for the next generations; returns it."""
-    doc = lib.get_any(preset_id, CHOSEN_KINDS.values())
+    doc = chosen_preset(lib, preset_id)
     kind = page_kind(doc)
     if kind not in ACTIVE_KEY:
         raise TavernaError("a system prompt preset is not chosen this way", field="id")

@@ -170,3 +170,38 @@ def test_a_display_script_on_reasoning_changes_the_reasoning_shown(  # type: ign
         page.close()
     finally:
         taverna.api("PUT", "/regex/global", json={"scripts": before})
+
+
+def test_a_text_completion_preset_is_chosen_and_its_scripts_allowed_in_the_page(  # type: ignore[no-untyped-def]
+    chromium, taverna: TavernaServer
+) -> None:
+    story = {
+        "temp": 0.7, "rep_pen": 1.1,
+        "extensions": {"regex_scripts": [{"scriptName": "Tidy", "findRegex": "/ +/g",
+                                          "replaceString": " ", "placement": [2]}]},
+    }  # fmt: skip
+    made = taverna.api(
+        "POST",
+        "/presets/import?kind=text",
+        files={"file": ("Story Mode.json", json.dumps(story).encode(), "application/json")},
+    ).json()
+    page = chromium.new_page(viewport={"width": 1280, "height": 800})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(taverna.url + "/#/presets")
+    expect(page.locator("main h2", has_text="Text completion presets")).to_be_visible()
+    row = page.locator("main li", has_text="Story Mode")
+    row.get_by_role("button", name="Use").click()
+    expect(row.locator(".badge")).to_be_visible()
+    page.goto(taverna.url + "/#/regex")
+    page.locator("#regex-layer").select_option("preset")
+    group = page.locator("#regex-target optgroup[label='Text Completion presets']")
+    expect(group.locator("option", has_text="Story Mode")).to_have_count(1)
+    page.locator("#regex-target").select_option(made["id"])
+    expect(page.locator("#regex-list")).to_contain_text("Tidy")
+    page.locator("#regex-allowed").check()
+    expect(page.locator("#regex-allowed")).to_be_checked()
+    layer = taverna.api("GET", "/regex/preset", params={"target": made["id"]}).json()
+    assert layer["allowed"] is True
+    assert errors == []
+    page.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from fastapi.testclient import TestClient
@@ -296,3 +297,31 @@ def test_save_as_copies_the_preset_and_leaves_the_original(client: TestClient) -
     again = client.post(f"/api/presets/{context['id']}/copy", json={"name": "Story B"}).json()
     assert again["kind"] == "context"
     assert client.get(f"/api/presets/{again['id']}").json()["data"]["name"] == "Story B"
+
+
+def test_text_completion_presets_are_imported_chosen_exported_and_deleted(
+    client: TestClient,
+) -> None:
+    """The presets page keeps Text Completion presets beside the chat ones: imported as
+    `kind=text`, chosen, exported as they came, deleted; not opened for editing."""
+    story = {"temp": 0.7, "rep_pen": 1.1, "top_k": 40, "extensions": {"regex_scripts": []}}
+    imported = client.post(
+        "/api/presets/import?kind=text",
+        files={"file": ("Story.json", json.dumps(story).encode(), "application/json")},
+    )
+    assert imported.status_code == 201, imported.text
+    made = imported.json()
+    assert (made["name"], made["kind"]) == ("Story", "text")
+    wrong = client.post(
+        "/api/presets/import?kind=chat",
+        files={"file": ("Story.json", json.dumps(story).encode(), "application/json")},
+    )
+    assert wrong.status_code == 422 and "not a chat preset" in wrong.text
+    assert client.post(f"/api/presets/{made['id']}/activate").json()["active"] is True
+    assert client.get("/api/presets?kind=text").json()[0]["active"] is True
+    exported = client.get(f"/api/presets/{made['id']}/export")
+    assert exported.status_code == 200 and json.loads(exported.content)["top_k"] == 40
+    assert client.get(f"/api/presets/{made['id']}").status_code == 404  # not edited here
+    assert client.post("/api/presets", json={"kind": "text", "name": "New"}).status_code == 400
+    assert client.delete(f"/api/presets/{made['id']}").status_code == 204
+    assert client.get("/api/presets?kind=text").json() == []

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from taverna.errors import FormatError
 from taverna.formats import json_text
-from taverna.formats.detect import detect
+from taverna.formats.detect import FileKind, detect
 from taverna.server import library_views
 from taverna.server.context import AppContext, context, library
 from taverna.server.openapi import file_responses
@@ -122,13 +122,14 @@ async def import_preset(
     Values SillyTavern reads loosely (`"openai_max_context": "512"`) are read the same way
     and listed in `warnings`.
     """
-    presets.library_kind(kind)
+    presets.listed_kind(kind)
     data = await read_limited(file, ctx.upload_limit)
     return await ctx.off_loop(_import_preset, lib, kind, data, file.filename or "preset.json")
 
 
 def _import_preset(lib: LibraryService, kind: str, data: bytes, name: str) -> PresetImported:
-    if detect(data, name) is not prompt_manager.FILE_KINDS[kind]:
+    wanted = FileKind.TEXT_COMPLETION_PRESET if kind == "text" else prompt_manager.FILE_KINDS[kind]
+    if detect(data, name) is not wanted:
         raise FormatError(f"this file is not a {kind} preset", file=name)
     item = lib.import_bytes(data, name)
     return PresetImported(
@@ -212,7 +213,7 @@ def activate_preset(preset_id: str, lib: LibraryService = Depends(library)) -> P
     responses=file_responses("application/json"),
 )
 def export_preset(preset_id: str, lib: LibraryService = Depends(library)) -> Response:
-    doc = presets.get_preset(lib, preset_id)
+    doc = presets.chosen_preset(lib, preset_id)
     return Response(
         json_text.dumps(dict(doc.data), indent=4).encode("utf-8"),
         media_type="application/json",

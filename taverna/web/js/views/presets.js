@@ -1,4 +1,6 @@
 // Chat-completion presets, or instruct and context templates: list, new, import, open, delete.
+// Text Completion presets are listed with the chat ones: imported, chosen (their own regex
+// scripts run on a Text Completion connection), exported and deleted, not edited here.
 
 import { api } from "../api.js";
 import { formWith, h, mount, toast, toastWarnings } from "../dom.js";
@@ -6,7 +8,8 @@ import { explain } from "../errors.js";
 import { t } from "../i18n.js";
 
 export async function render(root, params) {
-  const kinds = params.kind === "templates" ? ["instruct", "context", "sysprompt"] : ["chat"];
+  const kinds = params.kind === "templates" ? ["instruct", "context", "sysprompt"] : ["chat", "text"];
+  const editable = (kind) => kind !== "text";
   const picker = h("input", { type: "file", accept: ".json,application/json", multiple: true, hidden: true });
   const kindSelect = h("select", { "aria-label": t("presets.kind") }, kinds.map((k) => h("option", { value: k, text: t(`presets.kind_${k}`) })));
   const lists = h("div", {});
@@ -14,6 +17,8 @@ export async function render(root, params) {
   const newName = h("input", { type: "text", id: "new-preset-name", maxlength: 200, placeholder: t("presets.new_name"), "aria-label": t("presets.new_name") });
   const newForm = h("form", { class: "name-form new-preset" }, newName,
     h("button", { type: "submit", text: t("presets.new") }));
+  // A Text Completion preset is imported, not made here.
+  kindSelect.addEventListener("change", () => { newForm.hidden = !editable(kindSelect.value); });
   newForm.addEventListener("submit", async (event) => {
     event.preventDefault();
     const name = newName.value.trim();
@@ -50,7 +55,9 @@ export async function render(root, params) {
       const presets = await api.get(`/presets?kind=${kind}`);
       lists.append(h("h2", { text: t(`presets.kind_${kind}`) }),
         h("ul", { class: "list" }, presets.length ? presets.map((p) => h("li", {},
-          h("a", { translate: "no", href: `#/presets/${p.id}`, class: "grow", text: p.name }),
+          editable(kind)
+            ? h("a", { translate: "no", href: `#/presets/${p.id}`, class: "grow", text: p.name })
+            : h("span", { translate: "no", class: "grow", text: p.name }),
           p.active ? h("span", { class: "badge", text: t("presets.active") }) : kind === "sysprompt" ? null : h("button", { type: "button", class: "small", text: t("presets.use"), onClick: async () => {
             await api.post(`/presets/${p.id}/activate`);
             reload();
