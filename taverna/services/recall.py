@@ -7,11 +7,15 @@
 - **Search.** Each turn the last `query` messages' vectors, averaged, are the query. The
   database searches where it can (sqlite-vec, pgvector: `Store.nearest_messages`), for a
   shortlist above the turn's window, made longer while too few of it qualify; nothing
-  of the chat is loaded. Without such a search the chat's vectors are held in memory per
+  of the chat is loaded. Once a chat's sign bits are in memory (`ChatBits`, read on a
+  thread of their own), that shortlist is made from them instead, and only its floats
+  are read. Without such a search the chat's vectors are held in memory per
   process (`ChatVectors`, reading only rows added since) and searched exactly. A hit
   counts only when it is on the active path (its depth's node on the path is itself:
   `PathIndex`), above the turn's window, and neither hidden nor deleted as stored now.
   So a branch never recalls a sibling's messages.
+- **The question** needs the model only for a message not embedded yet, usually the one
+  being sent: `foresee` starts embedding it when the send arrives (`TextVectors`).
 - **Lorebook entries marked vectorized** are embedded once per text (stored by hash) and
   activate when near the same query, up to `max_entries`, above `score_threshold`.
 
