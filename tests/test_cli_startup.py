@@ -216,7 +216,7 @@ def test_inspect_with_other_options_goes_through_the_full_parser() -> None:
 
 @pytest.mark.parametrize("as_json", [False, True])
 @pytest.mark.parametrize("picture", [False, True])
-def test_the_console_scripts_inspect_of_a_small_card_loads_no_pydantic(
+def test_the_console_scripts_inspect_of_a_small_card_loads_no_pydantic_nor_pillow(
     tmp_path: Path, as_json: bool, picture: bool
 ) -> None:
     # the card models are not needed to show a card (formats/quick_read.py)
@@ -226,6 +226,8 @@ def test_the_console_scripts_inspect_of_a_small_card_loads_no_pydantic(
     assert "taverna.formats.quick_read" in modules
     assert not {m for m in modules if m.split(".")[0] in ("pydantic", "pydantic_core")}
     assert "taverna.model.character" not in modules
+    # a plain PNG's chunks and header are read without Pillow (formats/png_chunks.py)
+    assert not {m for m in modules if m.split(".")[0] == "PIL"}
 
 
 CORPUS = Path(__file__).resolve().parent / "corpus"

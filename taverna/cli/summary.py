@@ -36,7 +36,15 @@ def _filled(doc: dict[str, Any]) -> list[str]:
 
 
 def _picture(image: bytes) -> str:
-    """Dimensions and size of a picture; only the header is read, nothing is decoded."""
+    """Dimensions and size of a picture; only the header is read, nothing is decoded.
+
+    A plain PNG's header is read here; any other picture is opened with Pillow.
+    """
+    from taverna.formats.png_chunks import picture_size
+
+    size = picture_size(image)
+    if size is not None:
+        return f"{size[0]}x{size[1]} PNG, {size_text(len(image))}"
     from PIL import Image
 
     try:

@@ -1,8 +1,10 @@
 """The card chunks of a PNG file: `tEXt` chunks `chara` (V2) and `ccv3` (V3), and a
 NovelAI lorebook's `naidata`.
 
-The chunk walk uses Pillow's PNG chunk reader (framing and CRC checks); the picture
-itself is never decoded, so a huge or malformed image costs nothing. Nothing here knows
+The chunks are walked with framing and CRC checks; the picture itself is never decoded,
+so a huge or malformed image costs nothing. A well-formed file is walked here; a file
+this walk refuses is walked again with Pillow's PNG chunk reader, which says what is
+wrong (so Pillow is loaded only for broken files, and for writing). Nothing here knows
 the character model: formats/png_card.py reads and writes cards with it, and
 `taverna inspect` reads a card's chunks without it.
 """
@@ -12,11 +14,11 @@ from __future__ import annotations
 import base64
 import binascii
 import io
+import re
 import struct
+import zlib
 from dataclasses import dataclass
 from typing import Any
-
-from PIL import PngImagePlugin
 
 from taverna.errors import FormatError
 from taverna.formats import json_text
@@ -45,6 +47,44 @@ class Chunk:
 
 def read_chunks(data: bytes, *, file: str | None = None) -> list[Chunk]:
     """Every chunk up to and including `IEND`, with CRCs checked."""
+    if not data.startswith(PNG_SIGNATURE):
+        raise FormatError("not a PNG file (bad signature)", file=file)
+    chunks = plain_chunks(data)
+    return chunks if chunks is not None else pillow_chunks(data, file=file)
+
+
+_CHUNK_TYPE = re.compile(rb"\w{4}")  # what Pillow's reader takes as a chunk type
+_HEADER = struct.Struct(">I4s")
+_CRC = struct.Struct(">I")
+
+
+def plain_chunks(data: bytes) -> list[Chunk] | None:
+    """The chunks of a well-formed PNG file, as `pillow_chunks` finds them; None for any
+    file that reader would refuse (or might: then it names the fault)."""
+    chunks: list[Chunk] = []
+    start = len(PNG_SIGNATURE)
+    size = len(data)
+    while start + 8 <= size:
+        length, kind = _HEADER.unpack_from(data, start)
+        data_start = start + 8
+        data_end = data_start + length
+        if not _CHUNK_TYPE.fullmatch(kind) or data_end + 4 > size:
+            return None
+        crc = zlib.crc32(data[data_start:data_end], zlib.crc32(kind))
+        if crc != _CRC.unpack_from(data, data_end)[0]:
+            return None
+        chunks.append(Chunk(kind, start, data_end + 4, data_start, data_end))
+        if kind == b"IEND":
+            return chunks
+        start = data_end + 4
+    return None
+
+
+def pillow_chunks(data: bytes, *, file: str | None = None) -> list[Chunk]:
+    """Every chunk up to and including `IEND` by Pillow's chunk reader, whose errors name
+    what is wrong with a broken file."""
+    from PIL import PngImagePlugin
+
     if not data.startswith(PNG_SIGNATURE):
         raise FormatError("not a PNG file (bad signature)", file=file)
     stream = PngImagePlugin.ChunkStream(io.BytesIO(data))
@@ -179,8 +219,55 @@ def rebuild(data: bytes, extra: list[tuple[str, bytes]], *, file: str | None) ->
     for chunk in read_chunks(data, file=file):
         if chunk.type == b"tEXt" and _text_chunk(data, chunk)[0].lower() in CARD_KEYWORDS:
             continue
-        if chunk.type == b"IEND":
+        if chunk.type == b"IEND" and extra:
+            from PIL import PngImagePlugin
+
             for keyword, text in extra:
                 PngImagePlugin.putchunk(out, b"tEXt", keyword.encode("latin-1"), b"\0", text)
         out.write(data[chunk.start : chunk.end])
     return out.getvalue()
+
+
+# The bit depth and colour type pairs of a valid PNG header (all of them have a mode in
+# Pillow's reader).
+_PNG_MODES = frozenset(
+    [(1, 0), (2, 0), (4, 0), (8, 0), (16, 0), (8, 2), (16, 2), (1, 3), (2, 3), (4, 3),
+     (8, 3), (8, 4), (16, 4), (8, 6), (16, 6)]
+)  # fmt: skip
+# Chunks before the image data that Pillow's reader opens without fail, with the least
+# length it needs of each; any other chunk there is left to Pillow.
+_PLAIN_HEADERS = {
+    b"tEXt": 0, b"PLTE": 0, b"pHYs": 9, b"gAMA": 4, b"cHRM": 32, b"sRGB": 1,
+    b"bKGD": 0, b"tIME": 0, b"sBIT": 0,
+}  # fmt: skip
+_MOST_PIXELS = 1024 * 1024 * 1024 // 4 // 3  # Pillow's default warning bound for a picture
+_MOST_TEXT = 1024 * 1024
+
+
+def picture_size(image: bytes) -> tuple[int, int] | None:
+    """Width and height of a plain PNG picture, read from its header as Pillow reads it;
+    None where Pillow might say otherwise (or warn), for Pillow to open it."""
+    if not image.startswith(PNG_SIGNATURE):
+        return None
+    chunks = plain_chunks(image)
+    if not chunks or chunks[0].type != b"IHDR" or chunks[0].data_end - chunks[0].data_start != 13:
+        return None
+    header = image[chunks[0].data_start : chunks[0].data_end]
+    width, height = struct.unpack_from(">II", header)
+    if (header[8], header[9]) not in _PNG_MODES or header[11] != 0:
+        return None
+    if not (width >= 1 and height >= 1 and width * height <= _MOST_PIXELS):
+        return None
+    text = 0
+    for chunk in chunks[1:]:
+        if chunk.type in (b"IDAT", b"IEND"):
+            return width, height
+        length = chunk.data_end - chunk.data_start
+        least = _PLAIN_HEADERS.get(chunk.type)
+        if least is None or length < least:
+            return None
+        if chunk.type == b"tEXt":
+            text += length
+            if text > _MOST_TEXT:
+                return None
+    return None
