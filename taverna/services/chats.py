@@ -58,6 +58,11 @@ class WriteResult:
     node: Node | None = None
 
 
+def _is_tool_step(node: Node) -> bool:
+    """A hidden message recording the tool calls the model made on the way to a reply."""
+    return node.role is NodeRole.SYSTEM and node.hidden and "tool_invocations" in node.extras
+
+
 def _utcnow() -> datetime:
     return datetime.now(UTC)
 
@@ -459,6 +464,7 @@ class ChatService:
         turn_state: Mapping[str, Any] | None = None,
         replaces: bool = False,
         label: str | None = None,
+        tool_steps: Sequence[ToolStep] = (),
     ) -> WriteResult:
         """Store a generated candidate beside the reply `beside` (a swipe); with
         `replaces` (a regenerate) `beside` is then deleted, restorably.
@@ -467,20 +473,60 @@ class ChatService:
         It speaks as `beside` did unless `speaker` names another (a group member
         answering in another's place), and records the
         turn's state over the state before `beside`: a swipe replays that turn.
+
+        A regenerated reply goes below the `tool_steps` it took, branching where the old
+        reply's own tool steps began (they are deleted with it, restorably): the path
+        shows the calls of the reply it leads to, never those of the discarded one.
         """
         label = label or ("regenerate" if replaces else "swipe")
         with self.store.write(chat_id, revision=revision, label=label) as w:
             old = w.get_node(beside)
-            node = w.insert_node(
-                old.parent_id,
-                NodeRole.ASSISTANT,
-                content,
-                speaker=speaker or old.speaker,
-                generation=generation,
-                state=self._recorded(w, turn_state, old.parent_id),
-                created=self.clock(),
-            )
-            self._arrive(w, node, at=beside)
+            parent = old.parent_id
+            discarded: list[str] = []
+            while replaces and parent is not None and _is_tool_step(step := w.get_node(parent)):
+                discarded.append(step.id)
+                parent = step.parent_id
+            if discarded or (replaces and tool_steps):
+                followed = w.chat.active_leaf_id == beside
+                at = parent
+                for tool_step in tool_steps:
+                    inserted = w.insert_node(
+                        at,
+                        NodeRole.SYSTEM,
+                        tool_step.content,
+                        speaker=tool_step.name,
+                        hidden=True,
+                        extras=tool_step.extras,
+                        created=self.clock(),
+                    )
+                    if followed:
+                        w.set_selection(at, inserted.id)
+                    at = inserted.id
+                for step_id in discarded:
+                    w.update_node(step_id, deleted=True)
+                node = w.insert_node(
+                    at,
+                    NodeRole.ASSISTANT,
+                    content,
+                    speaker=speaker or old.speaker,
+                    generation=generation,
+                    state=self._recorded(w, turn_state, parent),
+                    created=self.clock(),
+                )
+                if followed:
+                    w.set_selection(at, node.id)
+                    w.set_active(node.id)
+            else:
+                node = w.insert_node(
+                    parent,
+                    NodeRole.ASSISTANT,
+                    content,
+                    speaker=speaker or old.speaker,
+                    generation=generation,
+                    state=self._recorded(w, turn_state, parent),
+                    created=self.clock(),
+                )
+                self._arrive(w, node, at=beside)
             if replaces:
                 w.update_node(beside, deleted=True)
         result = self._rewritten(WriteResult(w.chat, node))

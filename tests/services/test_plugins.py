@@ -319,10 +319,17 @@ def test_a_tools_variables_follow_its_reply_and_not_a_regenerated_one(
     async def regenerate():  # type: ignore[no-untyped-def]
         return await (await ws.generation.regenerate(chat_id)).wait()
 
+    def steps() -> list[str]:
+        path = ws.chats.active_path(chat_id).nodes
+        return [c["arguments"] for n in path for c in n.extras.get("tool_invocations", [])]
+
+    assert steps() == [json.dumps({"city": "Oslo"})]
     stub.script(Reply(tokens=["No need to check."]))
     again = asyncio.run(regenerate())
     assert again.outcome is Ending.SAVED, again.error
-    assert ws.chats.active_path(chat_id).nodes[-1].content == "No need to check."
+    path = ws.chats.active_path(chat_id).nodes
+    assert path[-1].content == "No need to check." and path[-2].id == asked.id
+    assert steps() == []  # the discarded reply's tool step went with it
     assert "asked" not in ScriptService(ws.chats).chat_variables(chat_id)
     # A regenerated reply that calls the tool again records its own call's effects.
     stub.script(
@@ -332,6 +339,9 @@ def test_a_tools_variables_follow_its_reply_and_not_a_regenerated_one(
     third = asyncio.run(regenerate())
     assert third.outcome is Ending.SAVED, third.error
     assert ScriptService(ws.chats).chat_variables(chat_id)["asked"] == "Rome"
+    path = ws.chats.active_path(chat_id).nodes
+    assert path[-1].content == "Warm." and path[-3].id == asked.id
+    assert steps() == [json.dumps({"city": "Rome"})]  # the regenerated reply's own call
     assert "asked" not in ws.chats.state_at(chat_id, asked.id).variables
 
 

@@ -1150,12 +1150,9 @@ class GenerationService:
                 turn_state=turn_state,
                 replaces=kind is GenerationType.REGENERATE,
                 label=kind.value,
+                tool_steps=_tool_steps(plan),
             )
         else:
-            steps = [
-                ToolStep(said, call.id, call.name, call.arguments, result)
-                for said, call, result in plan.tool_steps
-            ]
             outcome = self.chats.add_reply(
                 chat.id,
                 anchor.id if anchor else None,
@@ -1164,7 +1161,7 @@ class GenerationService:
                 speaker=speaker,
                 generation=info,
                 turn_state=turn_state,
-                tool_steps=steps,
+                tool_steps=_tool_steps(plan),
                 label=kind.value,
             )
         assert outcome.node is not None
@@ -1320,3 +1317,11 @@ def _info_extras(
     if plan.tool_steps:
         extras["tool_rounds"] = len(plan.tool_steps)
     return extras
+
+
+def _tool_steps(plan: _Plan) -> list[ToolStep]:
+    """The tool calls the model made for this reply, to store before it."""
+    return [
+        ToolStep(said, call.id, call.name, call.arguments, result)
+        for said, call, result in plan.tool_steps
+    ]
