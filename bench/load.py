@@ -98,6 +98,22 @@ async def one_turn(
     expected: str | None,
     kind: str = "normal",
 ) -> dict[str, Any]:
+    """`a_turn`, a failed request counted as an error rather than ending the run."""
+    try:
+        return await a_turn(post, follow, chat_id, revision, text, expected, kind)
+    except httpx.HTTPError as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+async def a_turn(
+    post: httpx.AsyncClient,
+    follow: httpx.AsyncClient,
+    chat_id: str,
+    revision: int,
+    text: str,
+    expected: str | None,
+    kind: str = "normal",
+) -> dict[str, Any]:
     """Send one message (or a swipe) on `post` and follow its events to the end on
     `follow` (another worker, when there are several); times in seconds."""
     began = time.perf_counter()
@@ -283,6 +299,14 @@ class Deployment:
     def memory(self) -> list[tuple[float, float]]:
         return [s.memory_mb() for s in self.servers]
 
+    def log_tails(self, lines: int = 40) -> str:
+        """The end of every worker's log (printed when a run had errors)."""
+        return "\n".join(
+            f"--- {s.log.name}\n"
+            + "\n".join(s.log.read_text(errors="replace").splitlines()[-lines:])
+            for s in self.servers
+        )
+
     def close(self) -> None:
         for server in self.servers:
             server.stop()
@@ -317,6 +341,7 @@ def main() -> int:
     tokens = [f" word{i}" for i in range(args.tokens)]
     expected = "".join(tokens).strip()
     soaked: dict[str, Any] | None = None
+    results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         deployment = Deployment(Path(tmp), args.workers, args.redis)
         stub = deployment.stub
@@ -342,7 +367,6 @@ def main() -> int:
                     .json()["id"]
                     for i in range(args.chats)
                 ]
-                results: list[dict[str, Any]] = []
                 memory: list[list[tuple[float, float]]] = []
                 for round_number in range(args.rounds):
                     current = revisions(client)
@@ -372,6 +396,8 @@ def main() -> int:
                     soaked["rss_start"] = [round(r, 1) for r, _ in before]
                     soaked["rss_end"] = [round(r, 1) for r, _ in deployment.memory()]
         finally:
+            if any(r["errors"] for r in results) or (soaked and soaked["errors"]):
+                print(deployment.log_tails(), file=sys.stderr)
             deployment.close()
 
     load = os.getloadavg()

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, cast
@@ -46,8 +47,10 @@ from taverna.services.generation.runs import (
 
 logger = logging.getLogger(__name__)
 
-# A process's lease lasts this long unless renewed (every LEASE_RENEW seconds).
-LEASE_MS = 4000
+# A process's lease lasts this long unless renewed (every LEASE_RENEW seconds, by a
+# thread of its own: an event loop slowed by a burst of requests must not let it lapse,
+# or another process would take over runs that are still streaming).
+LEASE_MS = 6000
 LEASE_RENEW = 1.0
 # A follower waits this long for an event before it looks whether the run's process lives.
 FOLLOW_BLOCK_MS = 1000
@@ -119,6 +122,8 @@ class SharedRegistry(GenerationRegistry):
         self._async: aredis.Redis | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._mirrors: set[asyncio.Task[None]] = set()
+        self._leasing = threading.Event()  # set: the lease thread stops
+        self._lease_thread: threading.Thread | None = None
         # Set by the generation service: stop one of this process's runs; keep an
         # orphaned run's text as a draft (its meta, its text: the draft's id); drop
         # what is kept of a chat another process wrote.
@@ -139,12 +144,18 @@ class SharedRegistry(GenerationRegistry):
 
     async def open(self) -> None:
         self._renew()
-        self._tasks = [
-            asyncio.create_task(self._keep_lease(), name="redis lease"),
-            asyncio.create_task(self._listen(), name="redis listener"),
-        ]
+        self._leasing.clear()
+        self._lease_thread = threading.Thread(
+            target=self._keep_lease, name="redis lease", daemon=True
+        )
+        self._lease_thread.start()
+        self._tasks = [asyncio.create_task(self._listen(), name="redis listener")]
 
     async def close(self) -> None:
+        self._leasing.set()
+        if self._lease_thread is not None:
+            await asyncio.to_thread(self._lease_thread.join)
+            self._lease_thread = None
         for task in [*self._tasks, *self._mirrors]:
             task.cancel()
         for task in [*self._tasks, *self._mirrors]:
@@ -161,14 +172,12 @@ class SharedRegistry(GenerationRegistry):
     def _renew(self) -> None:
         self.redis.set(self.key("worker", self.worker_id), "1", px=LEASE_MS)
 
-    async def _keep_lease(self) -> None:
-        client = self.async_client()
-        while True:
+    def _keep_lease(self) -> None:
+        while not self._leasing.wait(LEASE_RENEW):
             try:
-                await client.set(self.key("worker", self.worker_id), "1", px=LEASE_MS)
+                self._renew()
             except redis.RedisError as exc:
                 logger.warning("could not renew this process's lease in Redis: %s", exc)
-            await asyncio.sleep(LEASE_RENEW)
 
     async def _listen(self) -> None:
         stop, changed = self.key("stop"), self.key("changed")
