@@ -491,15 +491,24 @@ class ChatBits:
         signs = np.zeros(words * 8, dtype=np.uint8)
         packed = np.packbits(query > 0)
         signs[: len(packed)] = packed
-        counts = np.bitwise_count(self.bits[:size] ^ signs.view(np.uint64))
+        counts = np.bitwise_count(np.bitwise_xor(self.bits[:size], signs.view(np.uint64)))
         # Column by column: numpy's row sum over a few small columns is slower than this.
-        distance = counts[:, 0].astype(np.int32)
+        distance = counts[:, 0].astype(np.int16)
         for column in range(1, words):
             distance += counts[:, column]
-        shallow = np.flatnonzero(self.depths[:size] < below_depth)
-        complete = len(shallow) <= shortlist
-        if not complete:
-            shallow = shallow[np.argpartition(distance[shallow], shortlist - 1)[:shortlist]]
+        # Rows in the window are past every real distance; the distances are small whole
+        # numbers, so the shortlist's bound comes from their histogram (no partial sort).
+        past = words * 64 + 1
+        distance[self.depths[:size] >= below_depth] = past
+        histogram = np.bincount(distance, minlength=past + 1)
+        complete = size - int(histogram[past]) <= shortlist
+        if complete:
+            shallow = np.flatnonzero(distance < past)
+        else:
+            bound = int(np.searchsorted(np.cumsum(histogram), shortlist))
+            nearer = np.flatnonzero(distance < bound)
+            tied = np.flatnonzero(distance == bound)[: shortlist - len(nearer)]
+            shallow = np.concatenate([nearer, tied])
         stored = store.vectors_at([int(self.seqs[row]) for row in shallow])
         kept = [int(row) for row in shallow if int(self.seqs[row]) in stored]
         if not kept:

@@ -22,6 +22,10 @@ from taverna.store.sql.base import SqlBase
 log = logging.getLogger(__name__)
 
 _CHUNK = 500
+# Built once: a warm search runs it every turn.
+_AT_SEQS = sa.select(t.message_vectors.c.seq, t.message_vectors.c.vector).where(
+    t.message_vectors.c.seq.in_(sa.bindparam("seqs", expanding=True))
+)
 
 
 class SqlVectors(SqlBase):
@@ -173,14 +177,11 @@ class SqlVectors(SqlBase):
             return [StoredVector(int(s), i, int(d), bytes(b)) for s, i, d, b in conn.execute(query)]
 
     def vectors_at(self, seqs: Sequence[int]) -> dict[int, bytes]:
-        v = t.message_vectors
         keys = sorted({int(s) for s in seqs})
         found: dict[int, bytes] = {}
         with self._read() as conn:
             for start in range(0, len(keys), _CHUNK):
-                rows = conn.execute(
-                    sa.select(v.c.seq, v.c.vector).where(v.c.seq.in_(keys[start : start + _CHUNK]))
-                )
+                rows = conn.execute(_AT_SEQS, {"seqs": keys[start : start + _CHUNK]})
                 found.update((int(s), bytes(b)) for s, b in rows)
         return found
 
