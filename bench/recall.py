@@ -280,8 +280,14 @@ def main() -> None:
                     text = f"{texts[next(sent) % len(texts)]} (turn {next(sent)})"
                     if send == "foreseen":
                         turns.foresee(chat_id, "", text)
+                    # As the server posts it: the person's name as its speaker.
                     pending = Node(
-                        new_id(), chat_id, chat.active_leaf_id, NodeRole.USER, text, speaker=""
+                        new_id(),
+                        chat_id,
+                        chat.active_leaf_id,
+                        NodeRole.USER,
+                        text,
+                        speaker=chat.user_name,
                     )
                 turn = generation.turn(
                     chat,
