@@ -191,19 +191,31 @@ def to_bytes(vector: Vectors) -> bytes:
 # ------------------------------------------------------------------ the backlog
 
 
-Known = Callable[[str, str], Vectors | None]  # (model, text) -> a vector made already
+# Up to this many messages due, the backlog embeds them one by one through the texts'
+# vectors kept in memory: a turn that needs one of them (a reply just saved) waits for it
+# there instead of embedding it a second time. A longer batch (catching up) is one call.
+SHARED_BATCH = 2
 
 
 def embed_due(
-    store: Store, embedder: Embedder, *, batch: int = BACKLOG_BATCH, known: Known | None = None
+    store: Store,
+    embedder: Embedder,
+    *,
+    batch: int = BACKLOG_BATCH,
+    shared: TextVectors | None = None,
 ) -> int:
     """Embed one batch of the messages due (no vector of their current text); how many.
-    `known` gives the vectors made already (a sent message's, made for its turn)."""
+    `shared`: the texts' vectors kept in memory (a sent message's, made for its turn, is
+    taken from there)."""
     due = store.messages_due(embedder.model, limit=batch)
     if not due:
         return 0
     texts = [embedded_text(d.speaker, d.text) for d in due]
-    made = [known(embedder.model, text) if known else None for text in texts]
+    made: list[Vectors | None]
+    if shared is not None and len(due) <= SHARED_BATCH:
+        made = [shared.vector(embedder, text) for text in texts]
+    else:
+        made = [shared.get(embedder.model, text) if shared else None for text in texts]
     missing = [i for i, vector in enumerate(made) if vector is None]
     if missing:
         fresh = embedder.embed([texts[i] for i in missing])
@@ -230,8 +242,10 @@ class EmbeddingBacklog:
     then waits for `wake()` (the workspace wakes it after every chat write) or `every`
     seconds (a write by another process).
 
-    `embedder` names the model in use now (None: recall is off, nothing is embedded). Every batch is saved in its own transaction: a crash
-    loses at most the batch being embedded, which is due again at the next start.
+    `embedder` names the model in use now (None: recall is off, nothing is embedded). Every
+    batch is saved in its own transaction: a crash loses at most the batch being embedded,
+    which is due again at the next start. `shared`: the texts' vectors the turns read (see
+    `embed_due`).
     """
 
     def __init__(
@@ -240,12 +254,12 @@ class EmbeddingBacklog:
         embedder: Callable[[], Embedder | None],
         *,
         every: float = 30.0,
-        known: Known | None = None,
+        shared: TextVectors | None = None,
     ) -> None:
         self.store = store
         self._embedder = embedder
         self.every = every
-        self.known = known
+        self.shared = shared
         self.embedded = 0
         self.failure: Exception | None = None
         self._stop = threading.Event()
@@ -273,7 +287,7 @@ class EmbeddingBacklog:
             return 0
         # Background work: one core, so the BLAS threads never spin against a turn.
         with single_threaded():
-            return embed_due(self.store, embedder, known=self.known)
+            return embed_due(self.store, embedder, shared=self.shared)
 
     def _run(self) -> None:
         while not self._stop.is_set():

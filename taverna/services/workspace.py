@@ -303,7 +303,7 @@ def open_workspace(
             return recall.embedder(config) if config.enabled else None
 
         # A sent message's vector, made for its turn, is stored rather than made again.
-        embeddings = EmbeddingBacklog(store, current, known=recall.texts.get)
+        embeddings = EmbeddingBacklog(store, current, shared=recall.texts)
         embeddings.start()
     return Workspace(
         folder.path,

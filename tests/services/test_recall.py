@@ -540,7 +540,7 @@ def test_a_sent_message_is_embedded_once_for_its_turn_a_regenerate_and_the_backl
         backlog = EmbeddingBacklog(store, lambda: counting)
         backlog.drain()
         recall = RecallService(store, lambda config: counting)
-        backlog.known = recall.texts.get
+        backlog.shared = recall.texts
         turns = TurnContexts(store, paths=PathEnds(store), recall=recall)
         connections = ConnectionService(store, tmp_path)
         connections.add("stub", "openai", url=stub.base_url("openai"), model="stub-model")
@@ -634,3 +634,29 @@ def test_a_chats_sign_bits_are_read_in_the_background_while_the_database_searche
         EmbeddingBacklog(store, lambda: embedder).drain()
         refreshed = service.chat_bits(chat_id, embedder.model)
         assert refreshed is bits and len(bits) == 23  # only the new row is read
+
+
+def test_the_backlog_shares_a_few_new_messages_vectors_with_the_turns(
+    tmp_path: Path, embedder: LocalEmbedder
+) -> None:
+    """A reply just saved is embedded by the backlog through the texts' vectors the turns
+    read, so the next turn's question finds it there (or waits for it) instead of
+    embedding it again; a long batch (catching up) is embedded in one call."""
+    counting = CountingEmbedder(embedder)
+    with temporary_store("sqlite", tmp_path) as store:
+        _settings(store)
+        chat_id = _chat(store, [(NodeRole.USER, DRAGON)], 6)
+        service = RecallService(store, lambda config: counting)
+        backlog = EmbeddingBacklog(store, lambda: counting, shared=service.texts)
+        assert backlog.drain() == 8
+        assert service.texts.get(embedder.model, DRAGON) is None  # a batch of 8: one call
+        chat = store.get_chat(chat_id)
+        ChatService(store).append(chat_id, NodeRole.ASSISTANT, LIGHTHOUSE, revision=chat.revision)
+        assert backlog.drain() == 1
+        assert service.texts.get(embedder.model, LIGHTHOUSE) is not None
+        counting.texts.clear()
+        config = recall_config({"extension_settings": {"vectors": {"enabled_chats": True}}})
+        chat = store.get_chat(chat_id)
+        tail = store.path_tail(chat_id, chat.active_leaf_id or "", limit=4).nodes
+        assert service.for_turn(config, chat_id, chat.active_leaf_id, tail) is not None
+        assert counting.texts == []
