@@ -96,7 +96,10 @@ async def owned(request: Request) -> None:
     if "task_id" in params:
         _require_task(ctx, mine, str(params["task_id"]))
     if "round_id" in params:
-        found = ctx.generation.rounds.get(str(params["round_id"]))
+        try:
+            found = ctx.generation.round_state(str(params["round_id"]))
+        except NotFound:
+            found = None
         if found is not None:
             mine.chat(found.chat_id)
     if request.method not in SAFE_METHODS:

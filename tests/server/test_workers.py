@@ -195,6 +195,44 @@ def test_a_run_is_stopped_from_the_other_worker_and_its_text_kept_as_a_draft(
     assert _events(a, task)[-1][1] == "cancelled"
 
 
+def test_a_group_round_is_read_and_stopped_from_the_other_worker(
+    workers: list[TavernaServer], stub: StubServer, chat_setup: str
+) -> None:
+    a, b = workers
+    ids = [
+        a.api("POST", "/characters", json={"name": name, "first_mes": f"{name} waves."}).json()[
+            "id"
+        ]
+        for name in ("Mira", "小雪")
+    ]
+    group = a.api(
+        "POST",
+        "/groups",
+        json={"name": "Harbour", "character_ids": ids, "activation_strategy": "list"},
+    ).json()
+    chat = a.api("POST", f"/groups/{group['id']}/chats", json={}).json()
+    revision = a.api("GET", f"/chats/{chat['id']}").json()["revision"]
+    stub.script(Reply(tokens=[f" m{i}" for i in range(200)], delay=0.05))
+    started = a.api(
+        "POST", f"/chats/{chat['id']}/round", json={"text": "Hello", "revision": revision}
+    ).json()
+    round_id = started["round"]["id"]
+    seen = b.api("GET", f"/rounds/{round_id}").json()
+    assert seen["speakers"] == ["Mira", "小雪"]
+    assert [t["id"] for t in seen["tasks"]] == [started["task"]["id"]]
+    assert not seen["done"]
+    _events(b, started["task"]["id"], until_deltas=2)
+    b.api("POST", f"/rounds/{round_id}/stop")
+    deadline = time.monotonic() + 15
+    while not seen["done"] and time.monotonic() < deadline:
+        time.sleep(0.2)
+        seen = b.api("GET", f"/rounds/{round_id}").json()
+    assert seen["done"]
+    assert len(seen["tasks"]) == 1  # nobody spoke after the stop
+    assert _events(b, started["task"]["id"])[-1][1] == "cancelled"
+    assert a.api("GET", f"/rounds/{round_id}").json()["done"]
+
+
 def test_a_worker_killed_mid_stream_leaves_its_draft_for_the_other(
     workers: list[TavernaServer], stub: StubServer, chat_setup: str
 ) -> None:

@@ -7,7 +7,6 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Request, Response
 
-from taverna.errors import NotFound
 from taverna.server import library_views, usecases
 from taverna.server.context import AppContext, backed_up, context, current_user
 from taverna.server.openapi import file_responses
@@ -201,14 +200,11 @@ async def start_round(
 
 @router.get("/api/rounds/{round_id}", response_model=RoundOut)
 def get_round(round_id: str, service: GenerationService = Depends(generation)) -> RoundOut:
-    found = service.rounds.get(round_id)
-    if found is None:
-        raise NotFound("no such round")
-    return round_out(found)
+    return round_out(service.round_state(round_id))
 
 
 @router.post("/api/rounds/{round_id}/stop", response_model=RoundOut)
 async def stop_round(round_id: str, service: GenerationService = Depends(generation)) -> RoundOut:
     """End a round: the running generation stops (what streamed is kept as a draft)."""
     await service.stop_round(round_id)
-    return round_out(service.rounds[round_id])
+    return round_out(service.round_state(round_id))

@@ -27,12 +27,22 @@ class GroupRound:
     stopped: bool = False
     task: asyncio.Task[None] | None = None
     started: Callable[[RunningGeneration], object] | None = None  # told of each start
+    # told of every change (a start, the end): what shares rounds between processes
+    changed: Callable[[GroupRound], object] | None = None
 
     def add(self, run: RunningGeneration) -> None:
         """A speaker's generation has started."""
         self.runs.append(run)
         if self.started is not None:
             self.started(run)
+        if self.changed is not None:
+            self.changed(self)
+
+    def finish(self) -> None:
+        """The round has ended (its last speaker done, stopped, or nobody to answer)."""
+        self.done = True
+        if self.changed is not None:
+            self.changed(self)
 
     @property
     def current(self) -> RunningGeneration | None:

@@ -8,7 +8,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from taverna.engine.assembly.context import GenerationType
 from taverna.errors import NotFound
@@ -16,6 +16,9 @@ from taverna.providers.events import (
     Event,
     TextDelta,
 )
+
+if TYPE_CHECKING:
+    from taverna.services.generation.rounds import GroupRound
 
 # ------------------------------------------------------------------ events
 
@@ -192,14 +195,27 @@ class GenerationRegistry:
         stop: Callable[[str], Awaitable[object]],
         orphan: Callable[[Mapping[str, str], str], str | None],
         changed: Callable[[str], None],
+        stop_round: Callable[[str], Awaitable[object]] | None = None,
     ) -> None:
         """What a registry shared by processes calls back: `stop` one of this process's
-        runs, keep an `orphan`'s text as a draft (its meta, its text: the draft's id),
-        drop what is kept of a chat another process `changed`. Unused in one process."""
+        runs (`stop_round`: one of its group rounds), keep an `orphan`'s text as a draft
+        (its meta, its text: the draft's id), drop what is kept of a chat another process
+        `changed`. Unused in one process."""
 
     async def stop_elsewhere(self, run: RunningGeneration) -> Completed | None:
         """Stop a run of another process (none, in one process)."""
         raise NotFound("no such generation in this process")
+
+    def round_changed(self, found: GroupRound) -> None:
+        """A group round of this process started a speaker or ended (shared, if shared)."""
+
+    def round(self, round_id: str) -> GroupRound | None:
+        """A group round of another process, as last shared (None in one process)."""
+        return None
+
+    async def stop_round_elsewhere(self, round_id: str) -> None:
+        """Ask the process running a group round to stop it (none, in one process)."""
+        raise NotFound("no such round")
 
     async def open(self) -> None:
         """Start what the registry runs in the background (nothing, in one process)."""

@@ -188,7 +188,12 @@ class GenerationService:
         # newest task per chat, so a caller can wait for it.
         self.after_reply: list[Callable[[str], Awaitable[object]]] = []
         self.follow_ups: dict[str, asyncio.Task[None]] = {}
-        self.registry.bind(stop=self.stop, orphan=self.keep_orphan, changed=self.paths.forget)
+        self.registry.bind(
+            stop=self.stop,
+            orphan=self.keep_orphan,
+            changed=self.paths.forget,
+            stop_round=self.stop_round,
+        )
 
     # ------------------------------------------------------------ start methods
 
@@ -321,8 +326,11 @@ class GenerationService:
             speakers = await loop.run_in_executor(
                 self._builder, self._round_speakers, chat_id, text, user_input
             )
-        found = GroupRound(new_id(), chat_id, speakers, started=started)
+        found = GroupRound(
+            new_id(), chat_id, speakers, started=started, changed=self.registry.round_changed
+        )
         self.rounds[found.id] = found
+        self.registry.round_changed(found)
         # finished rounds are kept for a page that asks after them, a bounded number
         finished = [k for k, r in self.rounds.items() if r.done]
         while len(self.rounds) > ROUNDS_KEPT and finished:
@@ -341,7 +349,7 @@ class GenerationService:
                         speaker=chat.user_name,
                     ),
                 )
-            found.done = True
+            found.finish()
             return found
         await self._drafted(chat_id, speakers[0])
         first = await self.send(
@@ -412,13 +420,28 @@ class GenerationService:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await last.task
         finally:
-            found.done = True
+            found.finish()
+
+    def round_state(self, round_id: str) -> GroupRound:
+        """A group round of this process, or of another one sharing the registry."""
+        found = self.rounds.get(round_id) or self.registry.round(round_id)
+        if found is None:
+            raise NotFound("no such round")
+        return found
 
     async def stop_round(self, round_id: str) -> None:
         """End a round: its running generation stops (kept as a draft) and nobody follows."""
         found = self.rounds.get(round_id)
         if found is None:
-            raise NotFound("no such round")
+            shared = self.registry.round(round_id)
+            if shared is None:
+                raise NotFound("no such round")
+            await self.registry.stop_round_elsewhere(round_id)  # its process stops it
+            current = shared.current
+            if current is not None and not current.done:
+                with contextlib.suppress(TimeoutError, NotFound):
+                    await asyncio.wait_for(current.wait(), 15)
+            return
         found.stopped = True
         if found.current is not None:
             await self.stop(found.current.id)

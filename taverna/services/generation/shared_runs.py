@@ -12,7 +12,10 @@ into a Redis stream of the run, so any other process can replay and follow it:
 - `{prefix}worker:{id}`: a lease each process renews every second; a run whose process
   lost its lease (killed, say) is *adopted* by the first process that looks: what it
   streamed is kept as a draft in the shared store and its stream is ended;
-- channel `{prefix}stop`: a Stop asked of another process's run; channel
+- `{prefix}round:{id}` (hash): a group round's chat, speakers, runs so far and end, so
+  any process reads it; its Stop reaches the process running it;
+- channel `{prefix}stop`: a Stop asked of another process's run (or `round:{id}`, of a
+  round); channel
   `{prefix}changed`: a chat was written, so the other processes drop what they keep of
   its path.
 
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import threading
 import uuid
@@ -37,6 +41,7 @@ from taverna.engine.assembly.context import GenerationType
 from taverna.errors import Conflict, NotFound
 from taverna.providers.events import ErrorKind, TextDelta
 from taverna.services.generation.event_codec import decode, encode
+from taverna.services.generation.rounds import GroupRound
 from taverna.services.generation.runs import (
     Completed,
     Ending,
@@ -130,6 +135,8 @@ class SharedRegistry(GenerationRegistry):
         self.on_stop: Callable[[str], Awaitable[object]] | None = None
         self.on_orphan: Callable[[Mapping[str, str], str], str | None] | None = None
         self.on_changed: Callable[[str], None] | None = None
+        self.on_stop_round: Callable[[str], Awaitable[object]] | None = None
+        self._rounds_here: set[str] = set()
         self._renew()
 
     def key(self, *parts: str) -> str:
@@ -201,16 +208,26 @@ class SharedRegistry(GenerationRegistry):
                 logger.warning("Redis listener: %s", exc)
                 await asyncio.sleep(1)
 
-    def _stop_asked(self, generation_id: str) -> None:
-        run = self._runs.get(generation_id)
+    def _stop_asked(self, name: str) -> None:
+        kind, _, round_id = name.partition(":")
+        if kind == "round" and round_id:
+            if round_id in self._rounds_here and self.on_stop_round is not None:
+                self._spawn(self.on_stop_round(round_id))
+            return
+        run = self._runs.get(name)
         if run is not None and not run.done and self.on_stop is not None:
-            task = asyncio.create_task(self._stop(generation_id))
-            self._mirrors.add(task)
-            task.add_done_callback(self._mirrors.discard)
+            self._spawn(self.on_stop(name))
 
-    async def _stop(self, generation_id: str) -> None:
-        assert self.on_stop is not None
-        await self.on_stop(generation_id)
+    def _spawn(self, work: Awaitable[object]) -> None:
+        async def run() -> None:
+            try:
+                await work
+            except Exception:
+                logger.exception("a Stop asked by another process failed")
+
+        task = asyncio.create_task(run())
+        self._mirrors.add(task)
+        task.add_done_callback(self._mirrors.discard)
 
     def alive(self, worker: str) -> bool:
         """Whether the process `worker` holds its lease."""
@@ -313,8 +330,48 @@ class SharedRegistry(GenerationRegistry):
         stop: Callable[[str], Awaitable[object]],
         orphan: Callable[[Mapping[str, str], str], str | None],
         changed: Callable[[str], None],
+        stop_round: Callable[[str], Awaitable[object]] | None = None,
     ) -> None:
         self.on_stop, self.on_orphan, self.on_changed = stop, orphan, changed
+        self.on_stop_round = stop_round
+
+    # ------------------------------------------------------------ group rounds
+
+    def round_changed(self, found: GroupRound) -> None:
+        self._rounds_here.add(found.id)
+        if found.done:
+            self._rounds_here.discard(found.id)
+        key = self.key("round", found.id)
+        fields = {
+            "worker": self.worker_id,
+            "chat_id": found.chat_id,
+            "speakers": json.dumps(list(found.speakers), ensure_ascii=False),
+            "runs": json.dumps([run.id for run in found.runs]),
+            "done": "1" if found.done else "0",
+        }
+        try:
+            pipe = self.redis.pipeline(transaction=False)
+            pipe.hset(key, mapping=cast(Any, fields))
+            # a round lasts minutes; it is forgotten as its runs are once it has ended
+            pipe.expire(key, int(self.keep_finished) * (1 if found.done else 6))
+            pipe.execute()
+        except redis.RedisError as exc:
+            logger.warning("group round %s could not be shared: %s", found.id, exc)
+
+    def round(self, round_id: str) -> GroupRound | None:
+        meta = cast("dict[str, str]", self.redis.hgetall(self.key("round", round_id)))
+        if not meta:
+            return None
+        found = GroupRound(round_id, meta["chat_id"], tuple(json.loads(meta["speakers"])))
+        for run_id in json.loads(meta["runs"]):
+            with contextlib.suppress(NotFound):
+                found.runs.append(self.get(run_id))
+        # a round whose process died ends with it
+        found.done = meta.get("done") == "1" or not self.alive(meta.get("worker", ""))
+        return found
+
+    async def stop_round_elsewhere(self, round_id: str) -> None:
+        await self.async_client().publish(self.key("stop"), f"round:{round_id}")
 
     async def stop_elsewhere(
         self, run: RunningGeneration, timeout: float = 15.0
