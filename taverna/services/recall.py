@@ -60,7 +60,10 @@ log = logging.getLogger(__name__)
 BACKLOG_BATCH = 32
 # A chat's vectors kept in memory, for this many chats (the most recently used).
 CHATS_KEPT = 4
-# How far a path's end is climbed to find where it joins the path kept in memory.
+# How far a path's end is climbed to find where it joins the path kept in memory: first
+# a few rows (a turn's end is usually a message or two below the last), then four times
+# more a climb, up to this many.
+CLIMB_FIRST = 8
 CLIMB_STEP = 256
 # Up to this many rows a chat's search scores every row exactly; past it, a shortlist of
 # this many rows by sign bits is scored exactly at a time (see `ChatVectors`).
@@ -594,8 +597,10 @@ class PathIndex:
         climbed: list[tuple[str, int]] = []
         above: int | None = None  # the shallowest depth climbed so far
         joined = -1  # the depth where the new end meets the path held (-1: at no node)
+        step = min(CLIMB_FIRST, CLIMB_STEP)
         while joined < 0:
-            steps = store.climb(self.chat_id, start, limit=CLIMB_STEP)
+            steps = store.climb(self.chat_id, start, limit=step)
+            step = min(step * 4, CLIMB_STEP)
             if above is not None:
                 steps = [s for s in steps if s[1] < above]
             if not steps:
