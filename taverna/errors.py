@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
 class TavernaError(Exception):
@@ -47,8 +47,7 @@ class FormatError(TavernaError):
     """A file could not be read as the kind it claims to be."""
 
 
-@dataclass(frozen=True)
-class FormatWarning:
+class FormatWarning(NamedTuple):
     """A value read otherwise than it is written: SillyTavern opens the file, and so do we.
 
     Raised never; collected by the readers and shown wherever an import or an inspection

@@ -7,10 +7,9 @@ the file with the matching reader; the CLI's `inspect` and the import service us
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import PurePath
-from typing import Any
+from typing import Any, NamedTuple
 
 from taverna.errors import FormatError, FormatWarning
 from taverna.formats import json_text
@@ -70,8 +69,7 @@ _CONVERTERS = {
 }
 
 
-@dataclass(frozen=True)
-class DetectedFile:
+class DetectedFile(NamedTuple):
     """A file read as its kind: `value` is the model the kind's reader returns.
 
     `warnings` says which values were read otherwise than written (formats/coercion.py).
@@ -82,7 +80,7 @@ class DetectedFile:
     kind: FileKind
     value: Any
     file: str | None = None
-    warnings: tuple[FormatWarning, ...] = field(default_factory=tuple)
+    warnings: tuple[FormatWarning, ...] = ()
     layout: json_text.TextLayout | None = None
 
 

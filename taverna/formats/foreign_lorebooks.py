@@ -230,7 +230,7 @@ class _Conversion:
     def _in_source_terms(self, note: FormatWarning) -> FormatWarning:
         """A note about a converted entry's field, named by the source entry's field."""
         field = self._source_field(note.field)
-        return note if field is None else dataclasses.replace(note, field=field)
+        return note if field is None else note._replace(field=field)
 
 
 def _get(entry: Mapping[str, Any], name: str) -> Any:

@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from taverna.errors import FormatError
 from taverna.model.js_number import js_number_text
@@ -169,8 +168,7 @@ def dumps(value: Any, *, indent: int | str | None = None) -> str:
     return "".join(parts)
 
 
-@dataclass(frozen=True, slots=True)
-class TextLayout:
+class TextLayout(NamedTuple):
     """How a JSON file is laid out: indentation, line breaks, what follows the value (a
     final newline), a byte-order mark.
 

@@ -17,8 +17,7 @@ import io
 import re
 import struct
 import zlib
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from taverna.errors import FormatError
 from taverna.formats import json_text
@@ -34,8 +33,7 @@ CARD_KEYWORDS = ("chara", "ccv3")
 LOREBOOK_KEYWORD = "naidata"
 
 
-@dataclass(frozen=True)
-class Chunk:
+class Chunk(NamedTuple):
     """One PNG chunk: its type and where its data lies in the file."""
 
     type: bytes

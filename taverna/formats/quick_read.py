@@ -12,9 +12,10 @@ None: the caller reads the file with `detect.read_any`, which says what is wrong
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import PurePath
-from typing import TYPE_CHECKING, Any
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from taverna.errors import FormatError, FormatWarning
 from taverna.formats import json_text, shapes
@@ -33,8 +34,7 @@ if TYPE_CHECKING:
     from taverna.model.character import CardFile
 
 
-@dataclass(frozen=True)
-class CardView:
+class CardView(NamedTuple):
     """A card as plain JSON: what `taverna inspect` shows of a card, from either reader.
 
     `data` is the character's `data` object and `envelope` the keys around it (as
@@ -47,7 +47,7 @@ class CardView:
     dump: dict[str, Any]
     as_read: dict[str, Any] | None
     avatar: bytes | None = None
-    assets: dict[str, bytes] = field(default_factory=dict)
+    assets: Mapping[str, bytes] = MappingProxyType({})
 
     @property
     def card(self) -> dict[str, Any]:

@@ -15,8 +15,7 @@ import copy
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from taverna.errors import FormatWarning
 from taverna.formats.coercion import (
@@ -42,8 +41,7 @@ class _Required:
 REQUIRED: Any = _Required()
 
 
-@dataclass(frozen=True)
-class Shape:
+class Shape(NamedTuple):
     """What JSON a field holds, as far as the coercions care.
 
     `kind`: text number integer bool texts numbers object model models model_map union any.
@@ -63,8 +61,7 @@ Type = tuple[Any, ...]
 single string wrapped into a list first) and `("opaque",)`: a type `checked` cannot tell."""
 
 
-@dataclass(frozen=True)
-class Field:
+class Field(NamedTuple):
     """One field of a model: its JSON key, its Python name, its shape and exact type, and
     the JSON value a null becomes (REQUIRED: the type's empty value)."""
 
@@ -75,8 +72,7 @@ class Field:
     default: Any
 
 
-@dataclass(frozen=True)
-class Model:
+class Model(NamedTuple):
     """A model's fields in declaration order; `opaque` when it validates in ways `checked`
     cannot follow (its own validators, serializers, other handling of unknown keys)."""
 
@@ -246,8 +242,7 @@ class Undecided(Exception):
     """`checked` cannot be sure what the model makes of a value: validate with the model."""
 
 
-@dataclass(frozen=True)
-class Checked:
+class Checked(NamedTuple):
     """A document as its model holds it: `value` with every key where the document had it
     (the model's `to_json()`), `dump` with each object's known fields first, in
     declaration order, then its unknown keys (the model's `model_dump()`)."""

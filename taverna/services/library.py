@@ -403,7 +403,7 @@ class LibraryService:
             )
         item = self._store_read(kind, document.value, file_name, source)
         # named by the path the import was given, not just the file name
-        named = tuple(dataclasses.replace(w, file=source) for w in document.warnings)
+        named = tuple(w._replace(file=source) for w in document.warnings)
         return dataclasses.replace(item, warnings=named)
 
     def _store_read(self, kind: LibraryKind, value: Any, file_name: str, source: str) -> StoredItem:
