@@ -163,13 +163,13 @@ def _import_accounts(
     files: list[Path], data: Path | None, pairs: list[str], *, as_json: bool
 ) -> None:
     """`taverna import ROOT --accounts`: each SillyTavern user folder into its account."""
-    from taverna.services.account_import import import_user_folders, parse_mapping
+    from taverna.services.account_import import parse_mapping
 
     if len(files) != 1:
         raise TavernaError("--accounts takes one SillyTavern folder", field="--accounts")
     mapping = parse_mapping(pairs)
     with _opened(data) as folder:
-        done = import_user_folders(folder.store, files[0], accounts=mapping)
+        done = folder.import_accounts(files[0], accounts=mapping)
     if as_json:
         _emit_json(
             [

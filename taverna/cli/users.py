@@ -45,16 +45,9 @@ def add(
 ) -> None:
     """Create an account; the password is asked for (or read from standard input). Its
     library starts with the product's presets and samples, as a new install does."""
-    from taverna.services.accounts import AccountService
-    from taverna.services.data import open_data, resolve_data_dir
-    from taverna.services.workspace import welcome_account
+    from taverna.services.workspace import create_account
 
-    folder = open_data(resolve_data_dir(data))
-    try:
-        account = AccountService(folder.store).add(name, _password(), admin=admin)
-        added = [] if empty else welcome_account(folder.store, folder.path, account.id)
-    finally:
-        folder.close()
+    account, added = create_account(data, name, _password(), admin=admin, empty=empty)
     typer.echo(f"added {'admin ' if account.admin else ''}account {account.name}")
     if added:
         typer.echo(f"its library starts with {', '.join(added)}")

@@ -20,7 +20,6 @@ from taverna.errors import Forbidden, NotFound, NotLoggedIn, TavernaError
 from taverna.server.context import AppContext, context, current_user
 from taverna.services.accounts import MAX_NAME, AccountService, Session
 from taverna.services.ownership import DOCUMENT_PARAMS, Ownership
-from taverna.services.workspace import welcome_account
 
 COOKIE = "taverna_session"
 CSRF_HEADER = "x-csrf-token"
@@ -265,7 +264,7 @@ def add_user(body: AccountIn, ctx: AppContext = Depends(context)) -> AccountOut:
     `empty`), as a new install's is."""
     account = _accounts(ctx).add(body.name, body.password, admin=body.admin)
     if not body.empty:
-        welcome_account(ctx.store, ctx.data_dir, account.id)
+        ctx.welcome_account(account.id)
     return _out(account)
 
 

@@ -12,7 +12,7 @@ import ctypes
 import logging
 import os
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.resources import files
@@ -27,11 +27,12 @@ from taverna.model.chat import Node
 from taverna.model.prompt import Prompt
 from taverna.providers.embeddings import Embedder
 from taverna.services import local_models, presets, sent_prompts
+from taverna.services.account_import import UserFolderImport, import_user_folders
 from taverna.services.accounts import AccountService
 from taverna.services.backups import BackupFlusher, BackupService
 from taverna.services.chats import ChatService
 from taverna.services.connections import ConnectionService
-from taverna.services.data import open_data
+from taverna.services.data import open_data, resolve_data_dir
 from taverna.services.generation import (
     Completed,
     Ending,
@@ -54,7 +55,7 @@ from taverna.services.summary_generation import SummaryGenerator
 from taverna.services.turn_context import TurnContexts
 from taverna.services.turn_paths import PathEnds
 from taverna.services.user_tools import UserTools
-from taverna.store.repository import Store
+from taverna.store.repository import Account, Store
 
 log = logging.getLogger(__name__)
 
@@ -132,6 +133,16 @@ class Workspace:
     def accounts(self) -> AccountService:
         """The accounts of a server run with them (users, sessions, quotas)."""
         return AccountService(self.store)
+
+    def welcome_account(self, owner: str) -> list[str]:
+        """Start a new account's library as a new install's (see `welcome_account`)."""
+        return welcome_account(self.store, self.data_dir, owner)
+
+    def import_accounts(
+        self, root: Path, *, accounts: Mapping[str, str] | None = None
+    ) -> list[UserFolderImport]:
+        """Each SillyTavern user folder under `root` into its account (`account_import`)."""
+        return import_user_folders(self.store, root, accounts=accounts)
 
     def ownership(self, owner: str) -> Ownership:
         """The checks that what a request names by id is `owner`'s."""
@@ -391,6 +402,20 @@ def seed_presets(library: LibraryService) -> list[str]:
             presets.activate(library, item.id)
         stored.append(item.name)
     return stored
+
+
+def create_account(
+    data: Path | None, name: str, password: str, *, admin: bool = False, empty: bool = False
+) -> tuple[Account, list[str]]:
+    """Add an account to the data folder `data` (None: the default one), its library
+    started as a new install's unless `empty`; the account and what its library got."""
+    folder = open_data(resolve_data_dir(data))
+    try:
+        account = AccountService(folder.store).add(name, password, admin=admin)
+        added = [] if empty else welcome_account(folder.store, folder.path, account.id)
+    finally:
+        folder.close()
+    return account, added
 
 
 def welcome_account(store: Store, data_dir: Path, owner: str) -> list[str]:
