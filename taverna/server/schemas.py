@@ -130,6 +130,11 @@ class WindowOut(BaseModel):
     )
 
 
+class ChatConnectionOut(BaseModel):
+    name: str
+    model: str = Field(description="the model the chat asks for; empty: the connection's own")
+
+
 class ChatOut(BaseModel):
     """A chat with one window of its active path: by default its last messages; a write
     answers with the messages it may have changed and those after them."""
@@ -145,6 +150,9 @@ class ChatOut(BaseModel):
     lorebook: str | None = Field(default=None, description="the chat's own lorebook, by name")
     task: TaskOut | None = None
     group_id: str | None = Field(default=None, description="a group chat's group")
+    connection: ChatConnectionOut | None = Field(
+        default=None, description="the connection the chat chose (none: it follows the default)"
+    )
 
 
 class ChatSummaryOut(BaseModel):
@@ -192,6 +200,16 @@ class RenameChatIn(Strict):
 
 class ChatPersonaIn(Strict):
     persona_id: str = Field(min_length=1, max_length=200)
+    revision: ChatRevision
+
+
+class ChatConnectionIn(Strict):
+    connection: str | None = Field(
+        max_length=NAME_MAX, description="the connection by name; null: follow the default"
+    )
+    model: str | None = Field(
+        default=None, max_length=NAME_MAX, description="the model to ask for; null: the connection's"
+    )
     revision: ChatRevision
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from taverna.model.chat import BranchSummary, Chat, ChatListing, PathEntry, PathWindow
 from taverna.server.schemas import (
     BranchOut,
+    ChatConnectionOut,
     ChatOut,
     ChatSummaryOut,
     MessageOut,
@@ -18,6 +19,7 @@ from taverna.server.schemas import (
     ToolCallOut,
     WindowOut,
 )
+from taverna.services.chat_connection import chat_choice
 from taverna.services.images import shown_image
 
 
@@ -110,6 +112,7 @@ def chat_out(
     texts and reasonings, by id."""
     chat = window.chat
     book = chat.metadata.get("world_info")
+    choice = chat_choice(chat)
     return ChatOut(
         id=chat.id,
         title=chat.title,
@@ -136,6 +139,7 @@ def chat_out(
         lorebook=book if isinstance(book, str) and book else None,
         task=task,
         group_id=chat.group_id,
+        connection=ChatConnectionOut(name=choice.name, model=choice.model) if choice else None,
     )
 
 

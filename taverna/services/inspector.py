@@ -18,6 +18,7 @@ from taverna.model.chat import NodeRole
 from taverna.providers.builders import build_request
 from taverna.providers.request import Api
 from taverna.services import sent_prompts
+from taverna.services.chat_connection import connection_for
 from taverna.services.chats import ChatService
 from taverna.services.connections import Connection
 from taverna.services.generation import GenerationService
@@ -104,7 +105,7 @@ def inspect_prompt(service: GenerationService, chat_id: str, node_id: str | None
         else:
             end = node.parent_id
     try:
-        connection: Connection | None = service.connections.of(chat.owner).get(None)
+        connection: Connection | None = connection_for(service.connections.of(chat.owner), chat)
     except NotFound:
         # Without a connection the prompt is still shown, as Chat Completion builds it.
         connection = None

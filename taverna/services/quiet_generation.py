@@ -20,6 +20,7 @@ from taverna.model.prompt import Prompt, PromptMessage, Role
 from taverna.providers.builders import build_request, stream_parser
 from taverna.providers.events import StreamError, TextDelta
 from taverna.providers.transport import stream_events
+from taverna.services.chat_connection import connection_for
 from taverna.services.generation import PreparedTurn
 from taverna.services.generation.service import GenerationService
 
@@ -80,7 +81,7 @@ async def quiet_text(
     chat = generation.store.get_chat(chat_id)
     # the chat's account's connections: its keys and its endpoints
     connections = generation.connections.of(chat.owner)
-    connection = connections.get(connection_name)
+    connection = connection_for(connections, chat, connection_name)
     sampling = _length(options)
     stops = _stops(options)
     if request.kind == "genraw":

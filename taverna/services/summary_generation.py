@@ -33,6 +33,7 @@ from taverna.providers.builders import build_request, stream_parser
 from taverna.providers.events import Finish, FinishReason, StreamError, TextDelta
 from taverna.providers.transport import stream_events
 from taverna.services.active_settings import ACTIVE, SETTINGS_KIND, set_active
+from taverna.services.chat_connection import connection_for
 from taverna.services.generation import PreparedTurn
 from taverna.services.generation.service import GenerationService
 from taverna.services.summaries import SummaryService, carries_summary
@@ -231,7 +232,10 @@ class SummaryGenerator:
         if not summary_prompt(settings).strip():
             raise TavernaError("the summary prompt is empty", field="prompt")
         chat = self.store.get_chat(chat_id)
-        connection = self.generation.connections.of(chat.owner).get(settings.connection or None)
+        # the summary's own connection, else the one the chat talks to
+        connection = connection_for(
+            self.generation.connections.of(chat.owner), chat, settings.connection or None
+        )
         leaf = chat.active_leaf_id
         if leaf is None:
             raise TavernaError("an empty chat has nothing to summarize", field="chat_id")

@@ -19,6 +19,7 @@ from taverna.server.schemas import (
     AuthorsNoteIn,
     BranchIn,
     BranchOut,
+    ChatConnectionIn,
     ChatLorebookIn,
     ChatOut,
     ChatPersonaIn,
@@ -44,7 +45,7 @@ from taverna.server.schemas import (
 )
 from taverna.server.uploads import read_limited
 from taverna.server.views import branch_out, chat_summary_out
-from taverna.services import chat_reads, chat_views, editing, inspector
+from taverna.services import chat_connection, chat_reads, chat_views, editing, inspector
 from taverna.services.library import LibraryService
 from taverna.services.quiet_generation import quiet_text
 from taverna.services.scripts import ScriptService
@@ -161,6 +162,23 @@ def set_chat_persona(
     chat = ctx.chats.get_chat(chat_id)
     lib = ctx.library(chat.owner)
     editing.set_chat_persona(ctx.chats, lib, chat_id, body.persona_id, revision=body.revision)
+    return usecases.unchanged_view(ctx, chat_id)
+
+
+@router.put("/{chat_id}/connection", response_model=ChatOut)
+def set_chat_connection(
+    chat_id: str, body: ChatConnectionIn, request: Request, ctx: AppContext = Depends(context)
+) -> ChatOut:
+    """Talk to another connection (and model) in this chat from the next turn on; other
+    chats and the default stay as they are. `connection` null: follow the default."""
+    chat_connection.choose(
+        ctx.chats,
+        ctx.connections_of(current_user(request)),
+        chat_id,
+        body.connection,
+        body.model,
+        revision=body.revision,
+    )
     return usecases.unchanged_view(ctx, chat_id)
 
 

@@ -37,6 +37,7 @@ from taverna.providers.registry import provider
 from taverna.providers.request import Api, PostProcessing, RequestOptions
 from taverna.providers.transport import Timeouts, stream_events
 from taverna.services.active_settings import write_global_variables
+from taverna.services.chat_connection import connection_for
 from taverna.services.chats import ChatService, WriteResult
 from taverna.services.connections import Connection, ConnectionService
 from taverna.services.generated_reply import ToolStep
@@ -464,8 +465,10 @@ class GenerationService:
 
     def preview(self, chat_id: str, *, connection: str | None = None) -> Prompt:
         """The prompt the next reply would be sent (a dry run: nothing is sent or written)."""
-        owner = self.store.get_chat(chat_id).owner
-        return self._next_prompt(chat_id, self.connections.of(owner).get(connection).api)
+        chat = self.store.get_chat(chat_id)
+        return self._next_prompt(
+            chat_id, connection_for(self.connections.of(chat.owner), chat, connection).api
+        )
 
     def count_tokens(self, chat_id: str, text: str, *, connection: str | None = None) -> TokenCount:
         """The tokens of `text` (what is being typed) with the tokenizer the chat's next
@@ -473,7 +476,9 @@ class GenerationService:
         self._foresee(chat_id, "", text)  # typing has paused: the text may well be sent
         chat = self.store.get_chat(chat_id)
         try:
-            chosen: Connection | None = self.connections.of(chat.owner).get(connection)
+            chosen: Connection | None = connection_for(
+                self.connections.of(chat.owner), chat, connection
+            )
         except NotFound:
             if connection is not None:
                 raise
@@ -495,8 +500,9 @@ class GenerationService:
     def warm(self, chat_id: str) -> None:
         """Build (and throw away) a chat's next prompt, so its lorebooks are parsed and
         compiled, its tokenizer loaded and its path's end read before anyone asks."""
+        chat = self.store.get_chat(chat_id)
         try:
-            api = self.connections.of(self.store.get_chat(chat_id).owner).get(None).api
+            api = connection_for(self.connections.of(chat.owner), chat).api
         except NotFound:
             api = Api.OPENAI
         self._next_prompt(chat_id, api)
@@ -705,8 +711,9 @@ class GenerationService:
 
             def prepare() -> tuple[_Plan, Node | None]:
                 chat, end = self._path_end(chat_id)
-                # the chat's account's connection; a missing one fails before any write
-                connection = self.connections.of(chat.owner).get(connection_name)
+                # the chat's own connection unless the caller names one; a missing
+                # connection fails before any write
+                connection = connection_for(self.connections.of(chat.owner), chat, connection_name)
                 if revision is not None and revision != chat.revision:
                     raise StaleRevision(
                         "the chat changed since it was read",
