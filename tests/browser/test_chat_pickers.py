@@ -79,20 +79,22 @@ def test_token_count_persona_and_connection_by_the_input(  # type: ignore[no-unt
         page.wait_for_timeout(100)
     assert seen is not None and seen["persona"]["name"] == "Bo"
 
-    # The connection and its model, from the model list its API gives.
+    # The connection and its model, from the model list its API gives: the chat's own
+    # choice, kept with the chat; the connection itself and the default stay as they were.
     page.locator("#connection-picker").select_option("other")
     model = page.locator("#model-picker")
     expect(model.locator("option")).to_have_count(len(MODELS))
-    current = taverna.api("GET", "/connections").json()
-    was = next(c["model"] for c in current if c["name"] == "other")
-    wanted = next(m for m in MODELS if m != was)
+    wanted = MODELS[1]
     model.select_option(wanted)
+    chosen = None
     for _ in range(50):
-        found = taverna.api("GET", "/connections").json()
-        if next(c["model"] for c in found if c["name"] == "other") == wanted:
+        chosen = taverna.api("GET", f"/chats/{chat_id}").json()["connection"]
+        if chosen == {"name": "other", "model": wanted}:
             break
         page.wait_for_timeout(100)
-    assert next(c["model"] for c in found if c["name"] == "other") == wanted
+    assert chosen == {"name": "other", "model": wanted}
+    listed = {c["name"]: c for c in taverna.api("GET", "/connections").json()}
+    assert listed["other"]["model"] == MODELS[0] and not listed["other"]["default"]
     shot(page, f"chat-pickers-{size}-{lang}")
 
     # Nothing wider than the screen, the bar included.
@@ -112,9 +114,14 @@ def test_token_count_persona_and_connection_by_the_input(  # type: ignore[no-unt
     assert other.requests[-1].body["model"] == wanted
     expect(page.locator("#chat-input")).to_have_value("")
 
-    # After a reload the chat keeps its connection.
+    # After a reload the chat keeps its connection and model; a new chat has the default.
     page.reload()
     expect(page.locator("#connection-picker")).to_have_value("other")
+    expect(page.locator("#model-picker")).to_have_value(wanted)
     expect(page.locator("#persona-picker option:checked")).to_have_text("Bo")
+    fresh = new_chat(taverna)
+    page.goto(f"{taverna.url}/#/chat/{fresh}")
+    default = next(c["name"] for c in listed.values() if c["default"])
+    expect(page.locator("#connection-picker")).to_have_value(default)
     assert not errors, errors
     context.close()

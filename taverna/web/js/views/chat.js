@@ -76,7 +76,7 @@ export async function render(root, params) {
     "aria-label": t("chat.input"),
   });
   // Persona, connection and model of the next turn, and the typed text's tokens.
-  const turn = turnBar({ chatId: params.id, chatUrl, input, chat: () => state.chat, applyChat: (answer) => apply(answer) });
+  const turn = turnBar({ chatUrl, input, chat: () => state.chat, applyChat: (answer) => apply(answer) });
   const sendButton = h("button", { type: "button", class: "primary", id: "send", text: t("chat.send") });
   const stopButton = h("button", { type: "button", class: "danger", id: "stop", text: t("chat.stop"), hidden: true });
   const impersonateButton = iconButton(t("chat.impersonate"), "impersonate", () => generate("impersonate"));
@@ -1102,7 +1102,7 @@ export async function render(root, params) {
       if (next) await generate(next === "trigger" ? "normal" : next);
       return;
     }
-    const body = { kind, revision: state.chat.revision, connection: turn.connection() };
+    const body = { kind, revision: state.chat.revision };
     if (kind === "normal") {
       body.text = input.value;
       if (pendingPicture) body.image = pendingPicture.url;

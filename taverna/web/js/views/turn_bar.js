@@ -1,5 +1,6 @@
 // The chat's turn bar, by the input: who the person speaks as, which connection and model
-// the next turn goes to, and what the typed text costs in tokens (counted by the server
+// the chat talks to (its own choice, kept with the chat on the server: other chats and the
+// default stay as they are), and what the typed text costs in tokens (counted by the server
 // with the tokenizer the chat's prompt is counted with), beside the next prompt's total.
 
 import { api } from "../api.js";
@@ -11,16 +12,15 @@ import { personaLabel } from "../labels.js";
 // Quiet typing this long (ms) before the server counts: one request a pause, not a key.
 const COUNT_DELAY = 400;
 
-const connectionKey = (chatId) => `taverna.chat-connection.${chatId}`;
 const connectionUrl = (name) => `/connections/${encodeURIComponent(name)}`;
 
 /**
  * The bar and its hooks. `chat()` gives the chat's facts as last read (persona, revision,
- * group); `applyChat(answer)` takes a chat answer the server gave to a persona change.
- * `connection()` names the connection the next turn goes to (null: the default one);
- * `load()` reads the choices (again, after a connection was made); `soon()` counts again.
+ * group, connection); `applyChat(answer)` takes a chat answer the server gave to a persona
+ * or connection change. `load()` reads the choices (again, after a connection was made);
+ * `soon()` counts again.
  */
-export function turnBar({ chatId, chatUrl, input, chat, applyChat }) {
+export function turnBar({ chatUrl, input, chat, applyChat }) {
   const persona = h("select", { id: "persona-picker", class: "turn-persona", translate: "no", "aria-label": t("chat.persona"), title: t("chat.persona") });
   const connection = h("select", { id: "connection-picker", class: "turn-connection", translate: "no", "aria-label": t("chat.connection"), title: t("chat.connection") });
   const model = h("select", { id: "model-picker", class: "turn-model", translate: "no", "aria-label": t("chat.model"), title: t("chat.model") });
@@ -48,14 +48,17 @@ export function turnBar({ chatId, chatUrl, input, chat, applyChat }) {
 
   const chosen = () => connections.find((c) => c.name === connection.value);
 
-  /** The connections, the one this chat last chose (else the default) selected. */
+  /** The chat's own choice for the connection `name`, if it chose that one. */
+  const ownChoice = (name) => (chat().connection && chat().connection.name === name ? chat().connection : null);
+
+  /** The connections, the one this chat chose (else the default, as the server takes it). */
   async function loadConnections() {
     connections = await api.get("/connections");
-    const kept = localStorage.getItem(connectionKey(chatId));
+    const kept = chat().connection?.name;
     const pick = connections.find((c) => c.name === kept) || connections.find((c) => c.default) || connections[0];
     connection.replaceChildren(...connections.map((c) => option(c.name, c.name, c === pick)));
-    // A group chat's members each have their connection: the group's own settings choose.
-    connection.hidden = model.hidden = !connections.length || !!chat().group_id;
+    // In a group chat a member the group gives a connection of its own keeps it.
+    connection.hidden = model.hidden = !connections.length;
     await loadModels();
   }
 
@@ -63,6 +66,7 @@ export function turnBar({ chatId, chatUrl, input, chat, applyChat }) {
   async function loadModels() {
     const current = chosen();
     if (!current) return model.replaceChildren();
+    const wanted = ownChoice(current.name)?.model || current.model;
     let names = [];
     try {
       names = await api.get(`${connectionUrl(current.name)}/models`);
@@ -70,8 +74,8 @@ export function turnBar({ chatId, chatUrl, input, chat, applyChat }) {
       names = []; // an API that lists nothing (or is not reachable now): the model it has
     }
     if (chosen() !== current) return; // another connection was chosen meanwhile
-    if (current.model && !names.includes(current.model)) names = [current.model, ...names];
-    model.replaceChildren(...names.map((name) => option(name, name, name === current.model)));
+    if (wanted && !names.includes(wanted)) names = [wanted, ...names];
+    model.replaceChildren(...names.map((name) => option(name, name, name === wanted)));
     model.disabled = names.length < 2;
   }
 
@@ -80,7 +84,7 @@ export function turnBar({ chatId, chatUrl, input, chat, applyChat }) {
     timer = null;
     const mine = ++asked;
     try {
-      const found = await api.post(`${chatUrl}/tokens`, { text: input.value, connection: connection.value || null });
+      const found = await api.post(`${chatUrl}/tokens`, { text: input.value });
       if (mine !== asked) return;
       count.textContent = t("chat.tokens", { n: found.tokens, total: found.prompt_tokens });
       count.title = t("chat.tokenizer", { name: found.tokenizer });
@@ -106,8 +110,21 @@ export function turnBar({ chatId, chatUrl, input, chat, applyChat }) {
     }
   });
 
+  /** Keep the chat's choice on the server (one undoable change of the chat); on a
+   * refusal the bar shows the chat's choice as it stands. */
+  async function keep(name, modelName) {
+    try {
+      applyChat(await api.put(`${chatUrl}/connection`, { connection: name, model: modelName, revision: chat().revision }));
+      return true;
+    } catch (error) {
+      reportError(error);
+      await loadConnections().catch(() => {});
+      return false;
+    }
+  }
+
   connection.addEventListener("change", async () => {
-    localStorage.setItem(connectionKey(chatId), connection.value);
+    if (!(await keep(connection.value, null))) return;
     await loadModels();
     recount();
   });
@@ -115,20 +132,13 @@ export function turnBar({ chatId, chatUrl, input, chat, applyChat }) {
   model.addEventListener("change", async () => {
     const current = chosen();
     if (!current) return;
-    try {
-      const changed = await api.patch(connectionUrl(current.name), { model: model.value });
-      connections = connections.map((c) => (c.name === changed.name ? changed : c));
-      recount();
-    } catch (error) {
-      reportError(error);
-      model.value = current.model;
-    }
+    // the connection's own model is asked for as "": the chat then follows its changes
+    const picked = model.value === current.model ? null : model.value;
+    if (await keep(current.name, picked)) recount();
   });
 
   return {
     bar,
-    /** The connection the next turn goes to; null: the default one. */
-    connection: () => (connection.hidden ? null : connection.value || null),
     async load() {
       await Promise.all([loadPersonas(), loadConnections()]).catch(() => {});
       recount();
