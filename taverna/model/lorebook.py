@@ -142,6 +142,65 @@ class EntryOutcome(StrEnum):
     NOT_REACHED = "not reached"
 
 
+# Why an entry fired or not, by a stable code, and the English sentence of each code (with
+# its params in braces). A page says the reason in its language by the code; the English
+# is for the command line and the API.
+REASON_TEXTS: Mapping[str, str] = {
+    "activated": "activated",
+    "disabled": "disabled",
+    "constant": "constant",
+    "sticky": "sticky",
+    "on_cooldown": "on cooldown",
+    "no_primary_keys": "has no primary keys",
+    "no_primary_key": "no primary key found in the scanned text",
+    "primary_key": "primary key '{key}'",
+    "secondary_fail": "primary key '{key}' found but secondary keys fail {logic}",
+    "secondary_pass": "primary key '{key}' and secondary keys satisfy {logic}",
+    "character_filter": "filtered out for this character",
+    "tag_filter": "filtered out by the character's tags",
+    "delay": "delayed until the chat has {n} messages",
+    "waits_recursion": "waits for a recursion pass",
+    "waits_level": "waits for recursion level {level} (now {now})",
+    "exclude_recursion": "cannot be activated by other entries",
+    "activate_decorator": "@@activate decorator",
+    "dont_activate_decorator": "@@dont_activate decorator",
+    "forced": "activated from outside the scan",
+    "similarity": "similarity {score} (vectorized)",
+    "after_budget": "after the budget overflowed",
+    "probability": "rolled {roll} > probability {chance}",
+    "budget": "budget of {budget} tokens reached; the scan stops here",
+    "group_sticky": "lost group '{group}' to a sticky member",
+    "group_prioritized": "lost group '{group}' to a prioritized member",
+    "group_cooldown": "on cooldown inside group '{group}'",
+    "group_delay": "delayed inside group '{group}'",
+    "group_score": "scored {score} < {best} in group '{group}'",
+    "group_earlier": "group '{group}' already activated in an earlier pass",
+    "group_draw": "lost the weighted draw of group '{group}' ({roll} of {total})",
+    "group_quirk": "removed by SillyTavern's splice(-1) quirk",
+}
+
+# Said after a no-match reason whose param `stopped` is 1: a regex key ran out of time.
+REGEX_KEY_STOPPED = " (a regex key was stopped by a time limit and counted as no match)"
+
+
+@dataclass(frozen=True, slots=True)
+class Reason:
+    """Why the scan decided as it did: a code of `REASON_TEXTS` and the values its
+    sentence names. `given`: a sentence from outside the scan, with no code of its own."""
+
+    code: str
+    params: Mapping[str, str | int] = field(default_factory=_empty)
+    given: str = ""
+
+    @property
+    def text(self) -> str:
+        """The reason in English."""
+        if not self.code:
+            return self.given
+        text = REASON_TEXTS[self.code].format_map(self.params)
+        return text + REGEX_KEY_STOPPED if self.params.get("stopped") else text
+
+
 @dataclass(frozen=True, slots=True)
 class EntryTrace:
     """Why one entry fired or not, for the prompt inspector.
@@ -160,6 +219,9 @@ class EntryTrace:
     primary_key: str | None = None
     secondary_keys: tuple[str, ...] = ()
     roll: float | None = None
+    # the reason's code and params (`Reason`), for a page to say it in its language
+    code: str = ""
+    params: Mapping[str, str | int] = field(default_factory=_empty)
 
     def to_json(self) -> dict[str, Any]:
         """The record as plain JSON (a stored prompt's ledger keeps it so)."""
@@ -169,6 +231,8 @@ class EntryTrace:
             "comment": self.comment,
             "outcome": self.outcome.value,
             "reason": self.reason,
+            "code": self.code,
+            "params": dict(self.params),
             "loop": self.loop,
             "primary_key": self.primary_key,
             "secondary_keys": list(self.secondary_keys),

@@ -45,6 +45,8 @@ def test_a_record_reads_back_the_prompt_and_the_request() -> None:
             "comment": "",
             "outcome": "activated",
             "reason": "constant",
+            "code": "",
+            "params": {},
             "loop": 0,
             "primary_key": None,
             "secondary_keys": [],

@@ -22,7 +22,7 @@ from taverna.engine.lorebook import (
     activate,
 )
 from taverna.engine.macros import MacroContext, Variables
-from taverna.model.lorebook import Position, TimedEffects
+from taverna.model.lorebook import Position, Reason, TimedEffects
 
 
 class _ScanView(Sequence[ScanMessage]):
@@ -65,13 +65,14 @@ def _macros(request: ScanRequest) -> MacroContext:
     return replace(macros, variables=Variables(local=local, global_=macros.variables.global_))
 
 
-def _vector_hits(context: AssemblyContext) -> dict[tuple[str, int], str]:
+def _vector_hits(context: AssemblyContext) -> dict[tuple[str, int], Reason]:
     """Vectorized entries the recall service found near the chat's end, with their score."""
     recall = context.recall
     if recall is None:
         return {}
     return {
-        ref: f"similarity {score:.3f} (vectorized)" for ref, score in recall.entry_scores.items()
+        ref: Reason("similarity", {"score": f"{score:.3f}"})
+        for ref, score in recall.entry_scores.items()
     }
 
 

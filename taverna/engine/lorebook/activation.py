@@ -18,6 +18,24 @@ from taverna.engine.lorebook.groups import GroupMember, filter_groups
 from taverna.engine.lorebook.index import compile_book
 from taverna.engine.lorebook.inputs import BookInPlay, BookSource, CharacterIdentity, ScanMessage
 from taverna.engine.lorebook.placement import ActivatedEntry
+from taverna.engine.lorebook.reasons import (
+    ACTIVATE_DECORATOR,
+    ACTIVATED,
+    AFTER_BUDGET,
+    CHARACTER_FILTER,
+    CONSTANT,
+    DISABLED,
+    DONT_ACTIVATE_DECORATOR,
+    EXCLUDE_RECURSION,
+    FORCED,
+    NO_PRIMARY_KEY,
+    NO_PRIMARY_KEY_STOPPED,
+    NO_PRIMARY_KEYS,
+    ON_COOLDOWN,
+    STICKY,
+    TAG_FILTER,
+    WAITS_RECURSION,
+)
 from taverna.engine.lorebook.regex_budget import RegexBudget
 from taverna.engine.lorebook.results import Activation
 from taverna.engine.lorebook.scan import (
@@ -33,13 +51,11 @@ from taverna.engine.macros import MacroContext, evaluate
 from taverna.model.lorebook import (
     CharacterStrategy,
     EntryOutcome,
+    Reason,
     SelectiveLogic,
     TimedEffects,
     WorldInfoSettings,
 )
-
-# Said of an entry whose regex key a time limit stopped (the ledger lists which and why).
-STOPPED = " (a regex key was stopped by a time limit and counted as no match)"
 
 
 def _ordered_books(
@@ -282,7 +298,7 @@ def _run(scan: Scan, budget: int, clock: int) -> tuple[dict[EntryRef, int], bool
                     scan.note(
                         ref,
                         EntryOutcome.PROBABILITY,
-                        f"rolled {roll:.1f} > probability {chance:g}",
+                        Reason("probability", {"roll": f"{roll:.1f}", "chance": f"{chance:g}"}),
                         count,
                         roll=roll,
                     )
@@ -303,7 +319,7 @@ def _run(scan: Scan, budget: int, clock: int) -> tuple[dict[EntryRef, int], bool
                 scan.note(
                     ref,
                     EntryOutcome.BUDGET,
-                    f"budget of {budget} tokens reached; the scan stops here",
+                    Reason("budget", {"budget": budget}),
                     count,
                     roll=roll,
                 )
@@ -313,11 +329,11 @@ def _run(scan: Scan, budget: int, clock: int) -> tuple[dict[EntryRef, int], bool
             if previous is not None and previous[0] is EntryOutcome.ACTIVATED:
                 scan.trace[(item.book, entry.uid)] = (*previous[:5], roll, previous[6])
             else:
-                scan.note(ref, EntryOutcome.ACTIVATED, "activated", count, roll=roll)
+                scan.note(ref, EntryOutcome.ACTIVATED, ACTIVATED, count, roll=roll)
         if stopped_at is not None:
             for ref in new_entries[stopped_at + 1 :]:
                 if ref not in failed:
-                    scan.note(ref, EntryOutcome.NOT_REACHED, "after the budget overflowed", count)
+                    scan.note(ref, EntryOutcome.NOT_REACHED, AFTER_BUDGET, count)
 
         successful = [ref for ref in new_entries if ref not in failed]
         for_recursion = [
@@ -398,34 +414,34 @@ def _consider(
     entry = item.entry
     note = scan.note
     if entry.disable:
-        note(ref, EntryOutcome.DISABLED, "disabled", loop)
+        note(ref, EntryOutcome.DISABLED, DISABLED, loop)
         return False
     flt = entry.character_filter
     if flt is not None and flt.names:
         included = scan.character.file_name in flt.names
         if included if flt.is_exclude else not included:
-            note(ref, EntryOutcome.CHARACTER_FILTER, "filtered out for this character", loop)
+            note(ref, EntryOutcome.CHARACTER_FILTER, CHARACTER_FILTER, loop)
             return False
     if flt is not None and flt.tags and scan.character.tags is not None:
         has_tag = any(tag in flt.tags for tag in scan.character.tags)
         if has_tag if flt.is_exclude else not has_tag:
-            note(ref, EntryOutcome.TAG_FILTER, "filtered out by the character's tags", loop)
+            note(ref, EntryOutcome.TAG_FILTER, TAG_FILTER, loop)
             return False
     sticky = ref in scan.sticky
     if is_delayed(scan, entry, clock):
-        note(ref, EntryOutcome.DELAY, f"delayed until the chat has {entry.delay} messages", loop)
+        note(ref, EntryOutcome.DELAY, Reason("delay", {"n": entry.delay or 0}), loop)
         return False
     if ref in scan.cooldown and not sticky:
-        note(ref, EntryOutcome.COOLDOWN, "on cooldown", loop)
+        note(ref, EntryOutcome.COOLDOWN, ON_COOLDOWN, loop)
         return False
     if state is not ScanState.RECURSION and entry.delay_level and not sticky:
-        note(ref, EntryOutcome.DELAY_UNTIL_RECURSION, "waits for a recursion pass", loop)
+        note(ref, EntryOutcome.DELAY_UNTIL_RECURSION, WAITS_RECURSION, loop)
         return False
     if state is ScanState.RECURSION and entry.delay_level > level and not sticky:
         note(
             ref,
             EntryOutcome.DELAY_UNTIL_RECURSION,
-            f"waits for recursion level {entry.delay_level} (now {level})",
+            Reason("waits_level", {"level": entry.delay_level, "now": level}),
             loop,
         )
         return False
@@ -435,26 +451,26 @@ def _consider(
         and entry.exclude_recursion
         and not sticky
     ):
-        note(ref, EntryOutcome.EXCLUDE_RECURSION, "cannot be activated by other entries", loop)
+        note(ref, EntryOutcome.EXCLUDE_RECURSION, EXCLUDE_RECURSION, loop)
         return False
     if "@@activate" in item.decorators:
-        note(ref, EntryOutcome.ACTIVATED, "@@activate decorator", loop)
+        note(ref, EntryOutcome.ACTIVATED, ACTIVATE_DECORATOR, loop)
         return True
     if "@@dont_activate" in item.decorators:
-        note(ref, EntryOutcome.DONT_ACTIVATE, "@@dont_activate decorator", loop)
+        note(ref, EntryOutcome.DONT_ACTIVATE, DONT_ACTIVATE_DECORATOR, loop)
         return False
     if entry.constant:
-        note(ref, EntryOutcome.ACTIVATED, "constant", loop)
+        note(ref, EntryOutcome.ACTIVATED, CONSTANT, loop)
         return True
     if forced:
         why = scan.forced_reasons.get((item.book, entry.uid))
-        note(ref, EntryOutcome.ACTIVATED, why or "activated from outside the scan", loop)
+        note(ref, EntryOutcome.ACTIVATED, why or FORCED, loop)
         return True
     if sticky:
-        note(ref, EntryOutcome.ACTIVATED, "sticky", loop)
+        note(ref, EntryOutcome.ACTIVATED, STICKY, loop)
         return True
     if not entry.key:
-        note(ref, EntryOutcome.NO_KEYS, "has no primary keys", loop)
+        note(ref, EntryOutcome.NO_KEYS, NO_PRIMARY_KEYS, loop)
         return False
     primary = next(
         (
@@ -465,13 +481,19 @@ def _consider(
         None,
     )
     if primary is None:
-        reason = "no primary key found in the scanned text"
-        if scan.stopped_keys(slot, item.primary):
-            reason += STOPPED
-        note(ref, EntryOutcome.NO_MATCH, reason, loop)
+        stopped = scan.stopped_keys(slot, item.primary)
+        note(
+            ref, EntryOutcome.NO_MATCH, NO_PRIMARY_KEY_STOPPED if stopped else NO_PRIMARY_KEY, loop
+        )
         return False
     if not (entry.selective and entry.keysecondary):
-        note(ref, EntryOutcome.ACTIVATED, f"primary key '{primary}'", loop, primary_key=primary)
+        note(
+            ref,
+            EntryOutcome.ACTIVATED,
+            Reason("primary_key", {"key": primary}),
+            loop,
+            primary_key=primary,
+        )
         return True
     logic = entry.selective_logic
     found: list[str] = []
@@ -493,13 +515,13 @@ def _consider(
             passed = True
     label = logic.name.replace("_", " ")
     if not passed:
-        reason = f"primary key '{primary}' found but secondary keys fail {label}"
+        params: dict[str, str | int] = {"key": primary, "logic": label}
         if scan.stopped_keys(slot, item.secondary):
-            reason += STOPPED
+            params["stopped"] = 1
         note(
             ref,
             EntryOutcome.SECONDARY,
-            reason,
+            Reason("secondary_fail", params),
             loop,
             primary_key=primary,
             secondary_keys=tuple(found),
@@ -508,7 +530,7 @@ def _consider(
     note(
         ref,
         EntryOutcome.ACTIVATED,
-        f"primary key '{primary}' and secondary keys satisfy {label}",
+        Reason("secondary_pass", {"key": primary, "logic": label}),
         loop,
         primary_key=primary,
         secondary_keys=tuple(found),

@@ -13,6 +13,8 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from taverna.model.lorebook import Reason
+
 __all__ = ["GroupMember", "GroupRemoval", "filter_groups", "js_key_order"]
 
 T = TypeVar("T", bound=Hashable)
@@ -40,7 +42,7 @@ class GroupRemoval(Generic[T]):
 
     ref: T
     group: str
-    reason: str
+    reason: Reason
 
 
 def js_key_order(names: Sequence[str]) -> list[str]:
@@ -79,16 +81,14 @@ def filter_groups(
         return remaining, removed
     order = js_key_order(list(grouped))
 
-    def remove(member: GroupMember[T] | None, group: str, reason: str) -> None:
+    def remove(member: GroupMember[T] | None, group: str, reason: Reason) -> None:
         if member is not None and member in remaining:
             remaining.remove(member)
             removed.append(GroupRemoval(member.ref, group, reason))
         elif remaining:
             # algo-world-info.md §6 known bug: indexOf gives -1, splice(-1, 1) drops the last
             victim = remaining.pop()
-            removed.append(
-                GroupRemoval(victim.ref, group, "removed by SillyTavern's splice(-1) quirk")
-            )
+            removed.append(GroupRemoval(victim.ref, group, Reason("group_quirk")))
 
     has_sticky: dict[str, bool] = {}
     for name in order:
@@ -98,12 +98,12 @@ def filter_groups(
         if stickies:
             for member in group:
                 if not member.sticky:
-                    remove(member, name, f"lost group '{name}' to a sticky member")
+                    remove(member, name, Reason("group_sticky", {"group": name}))
             has_sticky[name] = True
         for member in [m for m in group if m.cooldown]:
-            remove(member, name, f"on cooldown inside group '{name}'")
+            remove(member, name, Reason("group_cooldown", {"group": name}))
         for member in [m for m in group if m.delayed]:
-            remove(member, name, f"delayed inside group '{name}'")
+            remove(member, name, Reason("group_delay", {"group": name}))
 
     for name in order:
         group = grouped[name]
@@ -118,7 +118,11 @@ def filter_groups(
             member = group[i]
             scored = member.use_scoring if member.use_scoring is not None else scoring
             if scored and scores[i] < best:
-                remove(member, name, f"scored {scores[i]} < {best} in group '{name}'")
+                remove(
+                    member,
+                    name,
+                    Reason("group_score", {"score": scores[i], "best": best, "group": name}),
+                )
                 del group[i]
                 del scores[i]
                 continue
@@ -131,14 +135,14 @@ def filter_groups(
             continue
         if name in earlier:
             for member in group:
-                remove(member, name, f"group '{name}' already activated in an earlier pass")
+                remove(member, name, Reason("group_earlier", {"group": name}))
             continue
         if len(group) <= 1:
             continue
         prioritized = sorted((m for m in group if m.override), key=lambda m: -m.order)
         if prioritized:
             winner: GroupMember[T] | None = prioritized[0]
-            reason = f"lost group '{name}' to a prioritized member"
+            reason = Reason("group_prioritized", {"group": name})
         else:
             total = sum(m.weight for m in group)
             roll = random() * total
@@ -151,7 +155,8 @@ def filter_groups(
                     break
             if winner is None:
                 continue
-            reason = f"lost the weighted draw of group '{name}' ({roll:.2f} of {total:g})"
+            drawn = {"group": name, "roll": f"{roll:.2f}", "total": f"{total:g}"}
+            reason = Reason("group_draw", drawn)
         for member in group:
             if member is not winner:
                 remove(member, name, reason)

@@ -7,11 +7,39 @@ from dataclasses import dataclass
 
 from taverna.engine.lorebook.inputs import BookInPlay
 from taverna.engine.lorebook.placement import ActivatedEntry, Placement, place
+from taverna.engine.lorebook.reasons import DISABLED, NO_PRIMARY_KEY, NO_PRIMARY_KEYS
 from taverna.engine.macros import Variables
-from taverna.model.lorebook import EntryOutcome, EntryTrace, TimedEffects
+from taverna.model.lorebook import EntryOutcome, EntryTrace, Reason, TimedEffects
 
 # (outcome, reason, loop, primary key, secondary keys, roll, comment)
-TraceNote = tuple[EntryOutcome, str, int, str | None, tuple[str, ...], float | None, str]
+TraceNote = tuple[EntryOutcome, Reason, int, str | None, tuple[str, ...], float | None, str]
+
+
+def _record(
+    book: str,
+    uid: int,
+    comment: str,
+    outcome: EntryOutcome,
+    reason: Reason,
+    loop: int = 0,
+    primary: str | None = None,
+    secondary: tuple[str, ...] = (),
+    roll: float | None = None,
+) -> EntryTrace:
+    """A trace record with the reason in English and by its code."""
+    return EntryTrace(
+        book,
+        uid,
+        comment,
+        outcome,
+        reason.text,
+        loop,
+        primary,
+        secondary,
+        roll,
+        code=reason.code,
+        params=reason.params,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +71,7 @@ class Activation:
         """
         for (book, uid), note in self.trace_records.items():
             outcome, reason, loop, primary, secondary, roll, comment = note
-            yield EntryTrace(book, uid, comment, outcome, reason, loop, primary, secondary, roll)
+            yield _record(book, uid, comment, outcome, reason, loop, primary, secondary, roll)
 
     def trace(self) -> Iterator[EntryTrace]:
         """A record for every entry of every book in play, in book and file order."""
@@ -53,7 +81,7 @@ class Activation:
                 record: EntryTrace
                 if note is not None:
                     outcome, reason, loop, primary, secondary, roll, _comment = note
-                    record = EntryTrace(
+                    record = _record(
                         played.book.name,
                         entry.uid,
                         entry.comment,
@@ -66,27 +94,27 @@ class Activation:
                     )
                 else:
                     if entry.disable:
-                        record = EntryTrace(
+                        record = _record(
                             played.book.name,
                             entry.uid,
                             entry.comment,
                             EntryOutcome.DISABLED,
-                            "disabled",
+                            DISABLED,
                         )
                     elif not entry.key and not entry.constant:
-                        record = EntryTrace(
+                        record = _record(
                             played.book.name,
                             entry.uid,
                             entry.comment,
                             EntryOutcome.NO_KEYS,
-                            "has no primary keys",
+                            NO_PRIMARY_KEYS,
                         )
                     else:
-                        record = EntryTrace(
+                        record = _record(
                             played.book.name,
                             entry.uid,
                             entry.comment,
                             EntryOutcome.NO_MATCH,
-                            "no primary key found in the scanned text",
+                            NO_PRIMARY_KEY,
                         )
                 yield record

@@ -13,7 +13,7 @@ from taverna.engine.lorebook.regex_budget import RegexBudget
 from taverna.engine.lorebook.results import TraceNote
 from taverna.engine.macros import MacroContext, SeededRandom, Variables, evaluate, string_hash
 from taverna.model.js_text import js_trim
-from taverna.model.lorebook import EntryOutcome, SelectiveLogic, WorldInfoSettings
+from taverna.model.lorebook import EntryOutcome, Reason, SelectiveLogic, WorldInfoSettings
 
 MAX_SCAN_DEPTH = 1000
 
@@ -72,8 +72,8 @@ class Scan:
         self.random = SeededRandom(string_hash(f"world-info-{seed}")).random
         self.forced = set(forced)
         # `forced` as a mapping: why each was activated from outside (a similarity score).
-        self.forced_reasons: dict[tuple[str, int], str] = (
-            {k: str(v) for k, v in forced.items()} if isinstance(forced, Mapping) else {}
+        self.forced_reasons: dict[tuple[str, int], Reason] = (
+            {k: _reason(v) for k, v in forced.items()} if isinstance(forced, Mapping) else {}
         )
         self.dry_run = dry_run
         self.rule = settings.boundaries
@@ -291,7 +291,7 @@ class Scan:
         self,
         ref: EntryRef,
         outcome: EntryOutcome,
-        reason: str,
+        reason: Reason,
         loop: int,
         primary_key: str | None = None,
         secondary_keys: tuple[str, ...] = (),
@@ -317,3 +317,8 @@ def with_variables(context: MacroContext, variables: Variables) -> MacroContext:
     from dataclasses import replace
 
     return replace(context, variables=variables)
+
+
+def _reason(value: object) -> Reason:
+    """Why an entry was activated from outside: a Reason as given, other text as it is."""
+    return value if isinstance(value, Reason) else Reason("", given=str(value))

@@ -92,6 +92,28 @@ const INNER = { logic: "logic" };
 // Values inside a sentence that are the person's own words (a key, a group's name).
 const OWN = new Set(["key", "group"]);
 
+// The params of a coded reason that are the person's words or values shown as they are.
+const CODED_OWN = new Set(["key", "group", "score", "roll", "chance", "total", "best", "budget", "n", "level", "now"]);
+
+/** A reason the server gave by its code (`reason.<code>` in the catalog) with its params;
+ * null when the page does not know the code (then the English is parsed, as for a record
+ * stored before reasons had codes). */
+function coded({ code, params = {} } = {}) {
+  if (!code || !has(`reason.${code}`)) return null;
+  const out = {};
+  const own = new Set();
+  for (const [name, value] of Object.entries(params)) {
+    if (name === "stopped") continue;
+    if (INNER[name]) out[name] = word(INNER[name], value);
+    else {
+      out[name] = String(value);
+      if (CODED_OWN.has(name)) own.add(name);
+    }
+  }
+  out.stopped = params.stopped ? t("reason.stopped_note") : "";
+  return { key: `reason.${code}`, params: out, own };
+}
+
 /** The catalog key and params of a sentence the server wrote; `own` names the params that
  * are the person's words or text the page cannot read (shown as they are). Null when the
  * sentence's shape is not known. */
@@ -130,12 +152,12 @@ export function sentence(text) {
 /** `sentence(text)`, or the text as it came when its shape is not known. */
 export const reasonLabel = (text) => sentence(text) ?? String(text ?? "");
 
-/** The sentence as an element `tag`: the person's words inside it (and the whole of a
- * sentence the page cannot read) marked translate="no", so no checker or translator takes
- * them for the page's own words. */
-export function reasonNode(text, tag = "span", attrs = {}) {
+/** The sentence as an element `tag` (by its `code`, `{code, params}`, when the server gave
+ * one): the person's words inside it (and the whole of a sentence the page cannot read)
+ * marked translate="no", so no checker or translator takes them for the page's own words. */
+export function reasonNode(text, tag = "span", attrs = {}, code = null) {
   if (!text) return h(tag, attrs);
-  const parsed = parse(text);
+  const parsed = coded(code || {}) || parse(text);
   if (!parsed) return h(tag, { ...attrs, translate: "no", text: String(text) });
   const held = Object.fromEntries([...parsed.own].map((name) => [name, `{${name}}`]));
   const template = t(parsed.key, { ...parsed.params, ...held });

@@ -110,7 +110,7 @@ function traceView(trace, skipped, books) {
       const v = row[c];
       const label = t(`inspector.trace_${c}`);
       if (c === "outcome") return h("td", { "data-label": label, text: outcomeLabel(v) });
-      if (c === "reason") return reasonNode(v, "td", { "data-label": label });
+      if (c === "reason") return reasonNode(v, "td", { "data-label": label }, { code: row.code, params: row.params });
       // The book, the entry's title and the key found are the person's own words.
       return h("td", { "data-label": label, translate: "no", text: typeof v === "boolean" ? (v ? "✓" : "—") : Array.isArray(v) ? v.join(", ") : v == null ? "" : String(v) });
     })))),
