@@ -65,11 +65,21 @@ def read_card_object(
     """
     where = f"{field}:" if field else ""
     if not isinstance(doc, dict):
-        raise FormatError("a character card must be a JSON object", file=file, field=field)
+        raise FormatError(
+            "a character card must be a JSON object",
+            file=file,
+            field=field,
+            code="character_card_must_be_json",
+        )
     if "spec" in doc:
         data = doc.get("data")
         if not isinstance(data, dict):
-            raise FormatError("a V2/V3 card needs a `data` object", file=file, field=f"{where}data")
+            raise FormatError(
+                "a V2/V3 card needs a `data` object",
+                file=file,
+                field=f"{where}data",
+                code="v2_v3_card_needs_data",
+            )
         envelope = {key: (None if key == "data" else value) for key, value in doc.items()}
         return check({**data, ENVELOPE_KEY: envelope}, f"{where}data", warnings), True
     if "char_name" in doc:
@@ -78,7 +88,10 @@ def read_card_object(
     if "name" in doc:
         return _v1_card(doc, check, file=file, field=field, warnings=warnings), True
     raise FormatError(
-        "not a character card (no `spec`, `name` or `char_name`)", file=file, field=field
+        "not a character card (no `spec`, `name` or `char_name`)",
+        file=file,
+        field=field,
+        code="not_character_card_no_spec",
     )
 
 
@@ -109,7 +122,13 @@ def _v1_card(
     try:
         checked = check({**fields, ENVELOPE_KEY: envelope}, field, found)
     except FormatError as error:
-        raise FormatError(error.message, file=file, field=source(error.field)) from None
+        raise FormatError(
+            error.message,
+            file=file,
+            field=source(error.field),
+            code=error.code,
+            params=error.params,
+        ) from None
     if warnings is not None:
         warnings.extend(FormatWarning(w.message, w.file, source(w.field)) for w in found)
     return checked

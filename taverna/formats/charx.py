@@ -31,6 +31,8 @@ def _unpack(
             f"unpacks to {info.file_size:,} bytes, more than the {limit:,} accepted",
             file=file,
             field=info.filename,
+            code="unpacks_to_bytes_more_than",
+            params={"file_size": format(info.file_size, ","), "limit": format(limit, ",")},
         )
     parts: list[bytes] = []
     size = 0
@@ -45,6 +47,8 @@ def _unpack(
                     f"unpacks to more than the {limit:,} bytes accepted (zip bomb?)",
                     file=file,
                     field=info.filename,
+                    code="unpacks_to_more_than_bytes",
+                    params={"limit": format(limit, ",")},
                 )
             parts.append(block)
     return b"".join(parts)
@@ -71,11 +75,21 @@ def read_charx(
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
     except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
-        raise FormatError(f"not a readable zip file: {exc}", file=file) from None
+        raise FormatError(
+            f"not a readable zip file: {exc}",
+            file=file,
+            code="not_readable_zip_file",
+            params={"exc": str(exc)},
+        ) from None
     with archive:
         infos = [i for i in archive.infolist() if not i.is_dir()]
         if len(infos) > MAX_ENTRIES:
-            raise FormatError(f"zip has {len(infos):,} files, more than {MAX_ENTRIES:,}", file=file)
+            raise FormatError(
+                f"zip has {len(infos):,} files, more than {MAX_ENTRIES:,}",
+                file=file,
+                code="zip_has_files_more_than",
+                params={"n": format(len(infos), ","), "max_entries": format(MAX_ENTRIES, ",")},
+            )
         files: dict[str, bytes] = {}
         budget = MAX_TOTAL_BYTES
         try:
@@ -89,13 +103,23 @@ def read_charx(
             raise
         except (zipfile.BadZipFile, RuntimeError, NotImplementedError, zlib.error, OSError,
                 EOFError, ValueError) as exc:  # fmt: skip
-            raise FormatError(f"broken zip file: {exc}", file=file) from None
+            raise FormatError(
+                f"broken zip file: {exc}",
+                file=file,
+                code="broken_zip_file",
+                params={"exc": str(exc)},
+            ) from None
     card_name = next((name for name in files if name.endswith("card.json")), None)
     if card_name is None:
-        raise FormatError("CHARX holds no card.json", file=file)
+        raise FormatError("CHARX holds no card.json", file=file, code="charx_holds_no_card_json")
     doc = json_text.loads(files.pop(card_name), file=file, field=card_name)
     if not isinstance(doc, dict) or "spec" not in doc:
-        raise FormatError("card.json is not a V2/V3 card (no `spec`)", file=file, field=card_name)
+        raise FormatError(
+            "card.json is not a V2/V3 card (no `spec`)",
+            file=file,
+            field=card_name,
+            code="card_json_is_not_v2",
+        )
     character = card_from_json(doc, file=file, field=card_name, warnings=warnings)
     icon = _icon_path(character, list(files))
     avatar = files.pop(icon) if icon else None

@@ -42,7 +42,11 @@ def _check(
         ok = False
     if not ok:
         raise FormatError(
-            f"line {line}: expected {what}, found {describe(item)}", file=source, field=key
+            f"line {line}: expected {what}, found {describe(item)}",
+            file=source,
+            field=key,
+            code="line_expected_found",
+            params={"line": str(line), "what": str(what), "item": str(describe(item))},
         )
 
 
@@ -77,7 +81,13 @@ def _loose(
     try:
         read_value, note = read(item)
     except Unfit as exc:
-        raise FormatError(f"line {line}: {exc}", file=source, field=key) from None
+        raise FormatError(
+            f"line {line}: {exc}",
+            file=source,
+            field=key,
+            code="line_unreadable",
+            params={"line": str(line), "exc": str(exc)},
+        ) from None
     if note is None:
         return value
     if warnings is not None:
@@ -133,6 +143,8 @@ def _coerce_fields(
             f"line {line}: `mes` is an object (a Chub export?); expected the message text",
             file=source,
             field="mes",
+            code="line_mes_is_object_chub",
+            params={"line": str(line)},
         )
     loose = {"mes": _text, "name": _text, "is_user": _flag, "is_system": _flag,
              "swipe_id": _index, "swipes": _texts_or_nulls}  # fmt: skip
@@ -149,6 +161,8 @@ def _validate_fields(value: dict[str, Any], *, source: str, line: int) -> None:
             f"line {line}: `mes` is an object (a Chub export?); expected the message text",
             file=source,
             field="mes",
+            code="line_mes_is_object_chub",
+            params={"line": str(line)},
         )
     nothing = type(None)
     _check(value, "mes", (str, nothing), "a string", source=source, line=line)
@@ -171,6 +185,8 @@ def _validate_fields(value: dict[str, Any], *, source: str, line: int) -> None:
                     f"line {line}: swipe {index} is {describe(item)}, expected a string",
                     file=source,
                     field="swipes",
+                    code="line_swipe_is_expected_string",
+                    params={"line": str(line), "index": str(index), "item": str(describe(item))},
                 )
 
 
@@ -187,6 +203,8 @@ def _validate_forks(value: dict[str, Any], *, source: str, line: int) -> None:
                 f"line {line}: expected a list of message lists, found {describe(item)}",
                 file=source,
                 field=FORKS,
+                code="line_expected_list_of_message",
+                params={"line": str(line), "item": str(describe(item))},
             )
         for branch in item:
             assert isinstance(branch, list)
@@ -196,6 +214,8 @@ def _validate_forks(value: dict[str, Any], *, source: str, line: int) -> None:
                         f"line {line}: a forked message is {describe(message)}",
                         file=source,
                         field=FORKS,
+                        code="line_forked_message_is",
+                        params={"line": str(line), "message_name": str(describe(message))},
                     )
                 _validate_fields(message, source=source, line=line)
                 if message.get(FORKS) is not None:

@@ -36,7 +36,13 @@ _MAX_SAFE = 2**53
 
 
 class Unfit(ValueError):
-    """No rule reads the value as its field's type."""
+    """No rule reads the value as its field's type: `code` and `params` say which, for a
+    page to say it in its language (the English is the exception's text)."""
+
+    def __init__(self, message: str, code: str, **params: str | int) -> None:
+        super().__init__(message)
+        self.code = code
+        self.params = params
 
 
 def js_truthy(value: Any) -> bool:
@@ -108,7 +114,7 @@ def as_number(value: Any, default: Any, *, integer: bool = False) -> tuple[Any, 
             read = math.trunc(read)
             return read, f"{show(value)} is read as the whole number {read}"
         return read, f"the text {show(value)} is read as the number {show(read)}"
-    raise Unfit(f"expected a number, got {show(value)}")
+    raise Unfit(f"expected a number, got {show(value)}", "unfit_number", value=show(value))
 
 
 def as_bool(value: Any, default: Any) -> tuple[Any, str | None]:
@@ -127,7 +133,7 @@ def as_bool(value: Any, default: Any) -> tuple[Any, str | None]:
     if _is_number(value):
         truth = value != 0 and not (isinstance(value, float) and math.isnan(value))
         return truth, f"{show(value)} is read as {show(truth)}"
-    raise Unfit(f"expected true or false, got {show(value)}")
+    raise Unfit(f"expected true or false, got {show(value)}", "unfit_bool", value=show(value))
 
 
 def as_text(value: Any, default: Any) -> tuple[Any, str | None]:
@@ -139,7 +145,7 @@ def as_text(value: Any, default: Any) -> tuple[Any, str | None]:
     if isinstance(value, bool | int | float):
         text = show(value)
         return text, f"{show(value)} is read as the text {show(text)}"
-    raise Unfit(f"expected a string, got {show(value)}")
+    raise Unfit(f"expected a string, got {show(value)}", "unfit_text", value=show(value))
 
 
 def as_texts(value: Any) -> tuple[list[str], str | None]:
@@ -156,7 +162,12 @@ def as_texts(value: Any) -> tuple[list[str], str | None]:
             elif isinstance(item, bool | int | float):
                 out.append(show(item))
             else:
-                raise Unfit(f"item {index} is {show(item)}, expected a string")
+                raise Unfit(
+                    f"item {index} is {show(item)}, expected a string",
+                    "unfit_text_item",
+                    index=index,
+                    value=show(item),
+                )
         return out, "items that were not text are read as text (nulls left out)"
     if value is None:
         return [], "null is read as an empty list"
@@ -168,7 +179,7 @@ def as_texts(value: Any) -> tuple[list[str], str | None]:
         return [show(value)], f"{show(value)} is read as a list of one text"
     if isinstance(value, dict) and not value:
         return [], "an empty object is read as an empty list"
-    raise Unfit(f"expected a list of strings, got {show(value)}")
+    raise Unfit(f"expected a list of strings, got {show(value)}", "unfit_texts", value=show(value))
 
 
 def as_numbers(value: Any, *, integer: bool = False) -> tuple[list[Any], str | None]:
@@ -183,9 +194,19 @@ def as_numbers(value: Any, *, integer: bool = False) -> tuple[list[Any], str | N
             try:
                 read, note = as_number(item, None, integer=integer)
             except Unfit:
-                raise Unfit(f"item {index} is {show(item)}, expected a number") from None
+                raise Unfit(
+                    f"item {index} is {show(item)}, expected a number",
+                    "unfit_number_item",
+                    index=index,
+                    value=show(item),
+                ) from None
             if read is None:
-                raise Unfit(f"item {index} is {show(item)}, expected a number")
+                raise Unfit(
+                    f"item {index} is {show(item)}, expected a number",
+                    "unfit_number_item",
+                    index=index,
+                    value=show(item),
+                )
             changed = changed or note is not None
             out.append(read)
         if not changed:
@@ -196,9 +217,13 @@ def as_numbers(value: Any, *, integer: bool = False) -> tuple[list[Any], str | N
     if isinstance(value, str | int | float) and not isinstance(value, bool):
         read, _ = as_number(value, None, integer=integer)
         if read is None:
-            raise Unfit(f"expected a list of numbers, got {show(value)}")
+            raise Unfit(
+                f"expected a list of numbers, got {show(value)}", "unfit_numbers", value=show(value)
+            )
         return [read], f"{show(value)} is read as a list of one number"
-    raise Unfit(f"expected a list of numbers, got {show(value)}")
+    raise Unfit(
+        f"expected a list of numbers, got {show(value)}", "unfit_numbers", value=show(value)
+    )
 
 
 def as_object(value: Any, default: Any) -> tuple[Any, str | None]:
@@ -211,4 +236,4 @@ def as_object(value: Any, default: Any) -> tuple[Any, str | None]:
         )
     if isinstance(value, list) and not value:
         return {}, "an empty list is read as an empty object"
-    raise Unfit(f"expected an object, got {show(value)}")
+    raise Unfit(f"expected an object, got {show(value)}", "unfit_object", value=show(value))

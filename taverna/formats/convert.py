@@ -44,13 +44,20 @@ def convert(
     if document.kind in CARD_KINDS:
         return _card(document, suffix, spec, target)
     if spec is not None:
-        raise FormatError("--spec applies to character cards", field="spec")
+        raise FormatError(
+            "--spec applies to character cards",
+            field="spec",
+            code="spec_applies_to_character_cards",
+        )
     if suffix == ".json" and document.kind is not FileKind.CHAT:
         return Converted(write_document(document))
     if suffix == ".jsonl" and document.kind is FileKind.CHAT:
         return Converted(write_document(document))
     raise FormatError(
-        f"cannot convert a {document.kind.value} file to {suffix or 'that'}", file=target
+        f"cannot convert a {document.kind.value} file to {suffix or 'that'}",
+        file=target,
+        code="cannot_convert_file_to",
+        params={"value": str(document.kind.value), "value2": str(suffix or "that")},
     )
 
 
@@ -60,12 +67,18 @@ def _book_of(document: DetectedFile) -> bytes:
 
     if document.kind not in CARD_KINDS:
         raise FormatError(
-            f"expected a character card, found a {document.kind.value} file", file=document.file
+            f"expected a character card, found a {document.kind.value} file",
+            file=document.file,
+            code="expected_character_card_found_file",
+            params={"value": str(document.kind.value)},
         )
     character = document.value.character
     if character.character_book is None:
         raise FormatError(
-            "the card has no embedded lorebook", file=document.file, field="data.character_book"
+            "the card has no embedded lorebook",
+            file=document.file,
+            field="data.character_book",
+            code="card_has_no_embedded_lorebook",
         )
     lorebook = book_to_lorebook(
         character.character_book, card_name=character.name, file=document.file
@@ -79,14 +92,18 @@ def _card(document: DetectedFile, suffix: str, spec: str | None, target: str | N
 
     kind = CARD_SUFFIXES.get(suffix)
     if kind is None:
-        raise FormatError("a card can be written as .png, .json or .charx", file=target)
+        raise FormatError(
+            "a card can be written as .png, .json or .charx",
+            file=target,
+            code="card_can_be_written_as",
+        )
     card: CardFile = document.value
     character = card.character
     v1 = character.spec is None and "spec" not in character.envelope
     notes: list[str] = []
     if spec is not None:
         if spec.lower() not in SPECS:
-            raise FormatError("--spec must be v2 or v3", field="spec")
+            raise FormatError("--spec must be v2 or v3", field="spec", code="spec_must_be_v2_or")
         character = with_spec(character, SPEC_V3 if spec.lower() == "v3" else SPEC_V2)
         if v1:
             notes.append(f"the V1 card was upgraded to {spec.upper()}")

@@ -172,7 +172,11 @@ def detect(data: bytes, file_name: str = "") -> FileKind:
     doc = json_text.loads(data, file=file_name or None)
     kind = kind_of_json(doc, file_name)
     if kind is None:
-        raise FormatError("not a SillyTavern file taverna knows", file=file_name or None)
+        raise FormatError(
+            "not a SillyTavern file taverna knows",
+            file=file_name or None,
+            code="not_sillytavern_file_taverna_knows",
+        )
     return kind
 
 
@@ -217,6 +221,7 @@ def _read_novelai_png(data: bytes, stem: str, file: str | None, found: list[Form
             "the PNG's lorebook chunk holds no NovelAI lorebook (no `lorebookVersion`)",
             file=file,
             field=LOREBOOK_KEYWORD,
+            code="png_s_lorebook_chunk_holds",
         )
     prefix = f"{LOREBOOK_KEYWORD}:"
     return novelai_to_lorebook(doc, name=stem, file=file, warnings=found, prefix=prefix)

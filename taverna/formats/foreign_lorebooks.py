@@ -129,8 +129,12 @@ class _Conversion:
     def where(self, rest: str) -> str:
         return f"{self.prefix}{rest}"
 
-    def fail(self, message: str, rest: str) -> FormatError:
-        return FormatError(message, file=self.file, field=self.where(rest))
+    def fail(
+        self, message: str, rest: str, code: str, params: Mapping[str, str | int]
+    ) -> FormatError:
+        return FormatError(
+            message, file=self.file, field=self.where(rest), code=code, params=params
+        )
 
     def note(self, message: str, rest: str) -> None:
         self.notes.append(FormatWarning(message, file=self.file, field=self.where(rest)))
@@ -140,11 +144,19 @@ class _Conversion:
         raw = doc.get(self.list_key, _UNDEFINED)
         if not isinstance(raw, list):
             got = "nothing" if raw is _UNDEFINED else show(raw)
-            raise self.fail(f"{self.source} needs a list of entries, got {got}", self.list_key)
+            raise self.fail(
+                f"{self.source} needs a list of entries, got {got}",
+                self.list_key,
+                "entries_list_needed",
+                {"source": self.source, "value": got},
+            )
         for index, item in enumerate(raw):
             if not isinstance(item, Mapping):
                 raise self.fail(
-                    f"expected an object, got {show(item)}", f"{self.list_key}[{index}]"
+                    f"expected an object, got {show(item)}",
+                    f"{self.list_key}[{index}]",
+                    "unfit_object",
+                    {"value": show(item)},
                 )
         return raw
 
@@ -153,7 +165,7 @@ class _Conversion:
         try:
             read, note = as_text(value, "")
         except Unfit as exc:
-            raise self.fail(str(exc), rest) from None
+            raise self.fail(str(exc), rest, exc.code, exc.params) from None
         if note is not None:
             self.note(note, rest)
         result: str = read
@@ -195,7 +207,9 @@ class _Conversion:
             )
         except FormatError as error:  # a value no rule reads, named by the source's field
             field = self._source_field(error.field) or error.field
-            raise FormatError(error.message, file=self.file, field=field) from None
+            raise FormatError(
+                error.message, file=self.file, field=field, code=error.code, params=error.params
+            ) from None
         if warnings is not None:
             summary = self._summary(doc, len(converted), used, marker)
             warnings.append(FormatWarning(summary, file=self.file, field=self.where(marker)))
@@ -245,7 +259,11 @@ def _coalesce(value: Any, default: Any) -> Any:
 def _object(doc: Any, file: str | None, prefix: str) -> Mapping[str, Any]:
     if not isinstance(doc, Mapping):
         raise FormatError(
-            f"expected a JSON object, got {show(doc)}", file=file, field=prefix or None
+            f"expected a JSON object, got {show(doc)}",
+            file=file,
+            field=prefix or None,
+            code="expected_json_object_got",
+            params={"doc": str(show(doc))},
         )
     return doc
 

@@ -41,7 +41,11 @@ def decode_text(data: bytes, *, file: str | None = None, field: str | None = Non
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise FormatError(
-            f"not valid UTF-8 text (byte {exc.start}: {exc.reason})", file=file, field=field
+            f"not valid UTF-8 text (byte {exc.start}: {exc.reason})",
+            file=file,
+            field=field,
+            code="not_valid_utf_8_text",
+            params={"start": str(exc.start), "reason": str(exc.reason)},
         ) from None
     return text.removeprefix("\ufeff")
 
@@ -59,6 +63,8 @@ def loads(
             f"document is {len(data):,} bytes, more than the {max_bytes:,} accepted",
             file=file,
             field=field or _largest_field(data),
+            code="document_is_bytes_more_than",
+            params={"n": format(len(data), ","), "max_bytes": format(max_bytes, ",")},
         )
     text = decode_text(data, file=file, field=field) if isinstance(data, bytes) else data
     try:
@@ -68,11 +74,21 @@ def loads(
             f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
             file=file,
             field=field,
+            code="invalid_json_at_line_column",
+            params={"lineno": str(exc.lineno), "colno": str(exc.colno), "msg": str(exc.msg)},
         ) from None
     except ValueError as exc:
-        raise FormatError(f"invalid JSON: {exc}", file=file, field=field) from None
+        raise FormatError(
+            f"invalid JSON: {exc}",
+            file=file,
+            field=field,
+            code="invalid_json",
+            params={"exc": str(exc)},
+        ) from None
     except RecursionError:
-        raise FormatError("JSON nested too deeply", file=file, field=field) from None
+        raise FormatError(
+            "JSON nested too deeply", file=file, field=field, code="json_nested_too_deeply"
+        ) from None
     check_depth(value, file=file, field=field)
     return value
 
@@ -113,7 +129,11 @@ def check_depth(value: Any, *, file: str | None = None, field: str | None = None
         item, path = stack.pop()
         if len(path) - base >= MAX_DEPTH:
             raise FormatError(
-                f"JSON nested deeper than {MAX_DEPTH} levels", file=file, field=_path(path)
+                f"JSON nested deeper than {MAX_DEPTH} levels",
+                file=file,
+                field=_path(path),
+                code="json_nested_deeper_than_levels",
+                params={"max_depth": str(MAX_DEPTH)},
             )
         if isinstance(item, str):
             if len(item) > MAX_TEXT_FIELD:
@@ -121,6 +141,11 @@ def check_depth(value: Any, *, file: str | None = None, field: str | None = None
                     f"text is {len(item):,} characters, more than the {MAX_TEXT_FIELD:,} accepted",
                     file=file,
                     field=_path(path) or None,
+                    code="text_is_characters_more_than",
+                    params={
+                        "n": format(len(item), ","),
+                        "max_text_field": format(MAX_TEXT_FIELD, ","),
+                    },
                 )
         elif isinstance(item, dict):
             stack.extend((child, (*path, str(key))) for key, child in item.items())

@@ -19,7 +19,10 @@ def _persona_part(doc: dict[str, Any]) -> tuple[dict[str, Any], str]:
         return power_user, "power_user"
     if "personas" in doc or "persona_descriptions" in doc:
         return doc, ""
-    raise FormatError("no personas here (neither `power_user` nor `personas`)")
+    raise FormatError(
+        "no personas here (neither `power_user` nor `personas`)",
+        code="no_personas_here_neither_power",
+    )
 
 
 def read_personas(
@@ -28,11 +31,11 @@ def read_personas(
     """The personas of a `settings.json` or of a `personas_*.json` backup."""
     doc = json_text.loads(data, file=file)
     if not isinstance(doc, dict):
-        raise FormatError("expected a JSON object", file=file)
+        raise FormatError("expected a JSON object", file=file, code="expected_json_object")
     try:
         part, prefix = _persona_part(doc)
     except FormatError as exc:
-        raise FormatError(exc.message, file=file) from None
+        raise FormatError(exc.message, file=file, code=exc.code, params=exc.params) from None
     fields = {key: part[key] for key in PERSONA_KEYS if key in part}
     return validate(PersonaSet, fields, file=file, prefix=prefix or None, warnings=warnings)
 
@@ -46,7 +49,9 @@ def write_personas_into_settings(settings: bytes, personas: PersonaSet) -> bytes
     """`settings.json` with its persona keys replaced; every other key left as it was."""
     doc = json_text.loads(settings, file="settings.json")
     if not isinstance(doc, dict):
-        raise FormatError("expected a JSON object", file="settings.json")
+        raise FormatError(
+            "expected a JSON object", file="settings.json", code="expected_json_object"
+        )
     power_user = doc.get("power_user")
     if not isinstance(power_user, dict):
         power_user = {}

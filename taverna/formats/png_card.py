@@ -51,14 +51,24 @@ def as_png(image: bytes, *, file: str | None = None) -> bytes:
         with Image.open(io.BytesIO(image)) as picture:
             width, height = picture.size
             if width * height > MAX_IMAGE_PIXELS:
-                raise FormatError(f"picture is too large ({width}x{height})", file=file)
+                raise FormatError(
+                    f"picture is too large ({width}x{height})",
+                    file=file,
+                    code="picture_is_too_large_x",
+                    params={"width": str(width), "height": str(height)},
+                )
             out = io.BytesIO()
             picture.save(out, format="PNG")
             return out.getvalue()
     except FormatError:
         raise
     except (OSError, ValueError, SyntaxError, zlib.error, Image.DecompressionBombError) as exc:
-        raise FormatError(f"not a picture that can hold a card: {exc}", file=file) from None
+        raise FormatError(
+            f"not a picture that can hold a card: {exc}",
+            file=file,
+            code="not_picture_that_can_hold",
+            params={"exc": str(exc)},
+        ) from None
 
 
 def default_avatar() -> bytes:

@@ -46,7 +46,9 @@ class Chunk(NamedTuple):
 def read_chunks(data: bytes, *, file: str | None = None) -> list[Chunk]:
     """Every chunk up to and including `IEND`, with CRCs checked."""
     if not data.startswith(PNG_SIGNATURE):
-        raise FormatError("not a PNG file (bad signature)", file=file)
+        raise FormatError(
+            "not a PNG file (bad signature)", file=file, code="not_png_file_bad_signature"
+        )
     chunks = plain_chunks(data)
     return chunks if chunks is not None else pillow_chunks(data, file=file)
 
@@ -84,7 +86,9 @@ def pillow_chunks(data: bytes, *, file: str | None = None) -> list[Chunk]:
     from PIL import PngImagePlugin
 
     if not data.startswith(PNG_SIGNATURE):
-        raise FormatError("not a PNG file (bad signature)", file=file)
+        raise FormatError(
+            "not a PNG file (bad signature)", file=file, code="not_png_file_bad_signature"
+        )
     stream = PngImagePlugin.ChunkStream(io.BytesIO(data))
     assert stream.fp is not None
     stream.fp.seek(len(PNG_SIGNATURE))
@@ -93,11 +97,16 @@ def pillow_chunks(data: bytes, *, file: str | None = None) -> list[Chunk]:
         while True:
             start = stream.fp.tell()
             if start + 8 > len(data):
-                raise FormatError("PNG is truncated (no IEND chunk)", file=file)
+                raise FormatError(
+                    "PNG is truncated (no IEND chunk)", file=file, code="png_is_truncated_no_iend"
+                )
             cid, pos, length = stream.read()
             if length < 0 or pos + length + 4 > len(data):
                 raise FormatError(
-                    f"PNG is truncated inside chunk {cid.decode('latin-1')!r}", file=file
+                    f"PNG is truncated inside chunk {cid.decode('latin-1')!r}",
+                    file=file,
+                    code="png_is_truncated_inside_chunk",
+                    params={"decode": str(cid.decode("latin-1"))},
                 )
             payload = stream.fp.read(length)
             stream.crc(cid, payload)
@@ -105,7 +114,9 @@ def pillow_chunks(data: bytes, *, file: str | None = None) -> list[Chunk]:
             if cid == b"IEND":
                 return chunks
     except (SyntaxError, struct.error, ValueError, EOFError, OSError) as exc:
-        raise FormatError(f"broken PNG file: {exc}", file=file) from None
+        raise FormatError(
+            f"broken PNG file: {exc}", file=file, code="broken_png_file", params={"exc": str(exc)}
+        ) from None
 
 
 def _text_chunk(data: bytes, chunk: Chunk) -> tuple[str, bytes]:
@@ -132,6 +143,11 @@ def _text_chunks(data: bytes, keywords: tuple[str, ...], *, file: str | None) ->
                     f"text chunk is {len(text):,} bytes, more than the {MAX_CARD_CHUNK:,} accepted",
                     file=file,
                     field=key,
+                    code="text_chunk_is_bytes_more",
+                    params={
+                        "n": format(len(text), ","),
+                        "max_card_chunk": format(MAX_CARD_CHUNK, ","),
+                    },
                 )
             found[key] = text
     return found
@@ -157,7 +173,13 @@ def decode_chunk(text: bytes, *, file: str | None = None, field: str) -> object:
         # Node's decoder, which SillyTavern uses, skips characters outside the alphabet.
         raw = base64.b64decode(text, validate=False)
     except (binascii.Error, ValueError) as exc:
-        raise FormatError(f"invalid base64: {exc}", file=file, field=field) from None
+        raise FormatError(
+            f"invalid base64: {exc}",
+            file=file,
+            field=field,
+            code="invalid_base64",
+            params={"exc": str(exc)},
+        ) from None
     return json_text.loads(raw, file=file, field=field)
 
 
@@ -167,7 +189,9 @@ def card_payload(data: bytes, *, file: str | None = None) -> tuple[Any, str]:
     chunks = card_chunks(data, file=file)
     if not chunks:
         raise FormatError(
-            "PNG holds no character card (no `chara` or `ccv3` text chunk)", file=file
+            "PNG holds no character card (no `chara` or `ccv3` text chunk)",
+            file=file,
+            code="png_holds_no_character_card",
         )
     if "ccv3" in chunks:
         doc = decode_chunk(chunks["ccv3"], file=file, field="ccv3")

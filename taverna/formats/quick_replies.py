@@ -14,12 +14,16 @@ def read_quick_reply_set(
     """A set file as stored: version 2, or a version-1 set (see `.migrated()`)."""
     doc = json_text.loads(data, file=file)
     if not isinstance(doc, dict):
-        raise FormatError("expected a JSON object", file=file)
+        raise FormatError("expected a JSON object", file=file, code="expected_json_object")
     if doc.get("version") == 2 or "qrList" in doc:
         return validate(QuickReplySet, doc, file=file, warnings=warnings)
     if "quickReplySlots" in doc:
         return validate(LegacyQuickReplySet, doc, file=file, warnings=warnings)
-    raise FormatError("not a Quick Reply set (no `qrList` or `quickReplySlots`)", file=file)
+    raise FormatError(
+        "not a Quick Reply set (no `qrList` or `quickReplySlots`)",
+        file=file,
+        code="not_quick_reply_set_no",
+    )
 
 
 def write_quick_reply_set(qr_set: QuickReplySet | LegacyQuickReplySet) -> bytes:

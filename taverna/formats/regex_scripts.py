@@ -17,7 +17,12 @@ def read_regex_script(
     """A regex script file; SillyTavern refuses files without a `scriptName`."""
     script = read_model(RegexScript, data, file=file, warnings=warnings)
     if "script_name" not in script.model_fields_set:
-        raise FormatError("a regex script needs a `scriptName`", file=file, field="scriptName")
+        raise FormatError(
+            "a regex script needs a `scriptName`",
+            file=file,
+            field="scriptName",
+            code="regex_script_needs_scriptname",
+        )
     return script
 
 

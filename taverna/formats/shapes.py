@@ -232,7 +232,9 @@ def _union(shape: Shape, default: Any, value: Any) -> tuple[Any, str | None]:
     for kind in order:
         if kind in kinds:
             return _SCALARS[kind](value, default)
-    raise Unfit(f"no member of the field's type takes {show(value)}")
+    raise Unfit(
+        f"no member of the field's type takes {show(value)}", "unfit_union", value=show(value)
+    )
 
 
 # ------------------------------------------------------------------ the strict check

@@ -292,6 +292,9 @@ class SkippedLine:
 
     line: int
     reason: str
+    # the reason's code and params, for a page to say it in its language
+    code: str = ""
+    params: Mapping[str, str | int] = field(default_factory=dict)
 
 
 JSONL_LAYOUT = TextLayout(indent=None)
@@ -399,7 +402,12 @@ def read_chat(
     try:
         lines = list(iter_lines(data))
     except UnicodeDecodeError as exc:
-        raise FormatError(f"not UTF-8 text ({exc.reason})", file=source) from None
+        raise FormatError(
+            f"not UTF-8 text ({exc.reason})",
+            file=source,
+            code="not_utf_8_text",
+            params={"reason": str(exc.reason)},
+        ) from None
     header: ChatHeader | None = None
     messages: list[MessageLine] = []
     skipped: list[SkippedLine] = []
@@ -410,7 +418,10 @@ def read_chat(
             value = _loads(raw)
             if not isinstance(value, dict):
                 raise FormatError(
-                    f"line {number}: expected a JSON object, found {describe(value)}", file=source
+                    f"line {number}: expected a JSON object, found {describe(value)}",
+                    file=source,
+                    code="line_expected_json_object_found",
+                    params={"number": str(number), "value": str(describe(value))},
                 )
             if first and _is_header(value):
                 value = check_header(value, source=source, line=number, warnings=found)
@@ -422,12 +433,19 @@ def read_chat(
                 messages.append(MessageLine(value))
         except ValueError as exc:
             if not lenient:
-                raise FormatError(f"line {number}: not valid JSON ({exc})", file=source) from None
-            skipped.append(SkippedLine(number, f"not valid JSON ({exc})"))
+                raise FormatError(
+                    f"line {number}: not valid JSON ({exc})",
+                    file=source,
+                    code="line_not_valid_json",
+                    params={"number": str(number), "exc": str(exc)},
+                ) from None
+            skipped.append(
+                SkippedLine(number, f"not valid JSON ({exc})", "json_unreadable", {"exc": str(exc)})
+            )
         except FormatError as exc:
             if not lenient:
                 raise
-            skipped.append(SkippedLine(number, exc.message))
+            skipped.append(SkippedLine(number, exc.message, exc.code or "", exc.params))
         first = False
     if warnings is not None:
         warnings.extend(found)
@@ -450,9 +468,19 @@ def read_chat_messages(data: str | bytes, *, source: str = "<chat>") -> Iterator
         try:
             value = _loads(raw)
         except ValueError as exc:
-            raise FormatError(f"line {number}: not valid JSON ({exc})", file=source) from None
+            raise FormatError(
+                f"line {number}: not valid JSON ({exc})",
+                file=source,
+                code="line_not_valid_json",
+                params={"number": str(number), "exc": str(exc)},
+            ) from None
         if not isinstance(value, dict):
-            raise FormatError(f"line {number}: expected a JSON object", file=source)
+            raise FormatError(
+                f"line {number}: expected a JSON object",
+                file=source,
+                code="line_expected_json_object",
+                params={"number": str(number)},
+            )
         yield value
 
 

@@ -99,7 +99,9 @@ def read_settings(data: bytes | str, *, file: str | None = None) -> SillyTavernS
     """Read SillyTavern's `settings.json`; a malformed part raises FormatError naming it."""
     doc = loads(data, file=file)
     if not isinstance(doc, dict):
-        raise FormatError("settings must be a JSON object", file=file)
+        raise FormatError(
+            "settings must be a JSON object", file=file, code="settings_must_be_json_object"
+        )
     reader = _SettingsReader(file)
     power = reader.obj(doc, "power_user")
     # Files of 1.9 and before keep these at the top level (settings_file.py).
@@ -222,7 +224,12 @@ T = TypeVar("T", InstructTemplate, ContextTemplate, SystemPromptPreset)
 
 def _document(data: Any, what: str, file: str | None) -> Mapping[str, Any]:
     if not isinstance(data, Mapping):
-        raise FormatError(f"{what} must be a JSON object", file=file)
+        raise FormatError(
+            f"{what} must be a JSON object",
+            file=file,
+            code="must_be_json_object",
+            params={"what": str(what)},
+        )
     return data
 
 
@@ -234,7 +241,11 @@ class _SettingsReader:
 
     def _fail(self, path: str, expected: str, value: Any) -> FormatError:
         return FormatError(
-            f"expected {expected}, found {type(value).__name__}", file=self.file, field=path
+            f"expected {expected}, found {type(value).__name__}",
+            file=self.file,
+            field=path,
+            code="expected_found",
+            params={"expected": str(expected), "name": str(type(value).__name__)},
         )
 
     def obj(self, doc: Mapping[str, Any], key: str, path: str = "") -> dict[str, Any]:
@@ -612,6 +623,8 @@ class _SettingsReader:
                     f"not a regex script: {error.errors()[0]['msg']}",
                     file=self.file,
                     field=f"{path}[{i}]",
+                    code="not_regex_script",
+                    params={"value": str(error.errors()[0]["msg"])},
                 ) from None
         return tuple(out)
 

@@ -65,6 +65,8 @@ def validate(
             f"{message}, got {_json_type(got)}{more}",
             file=file,
             field=field_path(loc, prefix) or prefix,
+            code="value_got",
+            params={"message_name": str(message), "got": str(_json_type(got)), "more": str(more)},
         ) from None
 
 
@@ -118,7 +120,7 @@ def read_model(
 
     doc = json_text.loads(data, file=file)
     if not isinstance(doc, dict):
-        raise FormatError("expected a JSON object", file=file)
+        raise FormatError("expected a JSON object", file=file, code="expected_json_object")
     return validate(model, doc, file=file, warnings=warnings)
 
 

@@ -57,8 +57,11 @@ class _Reader:
         self.path = path
         self.warnings = warnings
 
-    def fail(self, name: str, message: str) -> FormatError:
-        return FormatError(message, file=self.file, field=f"{self.path}.{name}")
+    def fail(
+        self, name: str, message: str, code: str, params: Mapping[str, str | int]
+    ) -> FormatError:
+        field = f"{self.path}.{name}"
+        return FormatError(message, file=self.file, field=field, code=code, params=params)
 
     def note(self, name: str, message: str) -> None:
         if self.warnings is not None:
@@ -70,7 +73,7 @@ class _Reader:
         try:
             value, note = read()
         except Unfit as exc:
-            raise self.fail(name, str(exc)) from None
+            raise self.fail(name, str(exc), exc.code, exc.params) from None
         if note is not None:
             self.note(name, note)
         return value
@@ -115,7 +118,12 @@ class _Reader:
             return kind(number)
         except ValueError:
             allowed = ", ".join(str(int(member)) for member in kind)
-            raise self.fail(name, f"{number} is not one of {allowed}") from None
+            raise self.fail(
+                name,
+                f"{number} is not one of {allowed}",
+                "not_one_of",
+                {"value": number, "allowed": allowed},
+            ) from None
 
     def bool_or_int(self, name: str, value: Any) -> bool | int:
         if isinstance(value, bool | int):
@@ -128,7 +136,12 @@ class _Reader:
 
     def character_filter(self, name: str, value: Any) -> CharacterFilter:
         if not isinstance(value, Mapping):
-            raise self.fail(name, f"expected an object, got {_describe(value)}")
+            raise self.fail(
+                name,
+                f"expected an object, got {_describe(value)}",
+                "unfit_object",
+                {"value": _describe(value)},
+            )
         sub = _Reader(self.file, f"{self.path}.{name}", self.warnings)
         known = {"isExclude", "names", "tags"}
         missing = frozenset(k for k in known if k not in value)
@@ -261,7 +274,13 @@ def entry_from_json(
     are read as SillyTavern reads them, each noted in `warnings`.
     """
     if not isinstance(data, Mapping):
-        raise FormatError(f"expected an object, got {_describe(data)}", file=file, field=path)
+        raise FormatError(
+            f"expected an object, got {_describe(data)}",
+            file=file,
+            field=path,
+            code="expected_object_got",
+            params={"data": str(_describe(data))},
+        )
     values: dict[str, Any] = {}
     extras: dict[str, Any] = {}
     slow: list[str] = []
@@ -302,7 +321,7 @@ def entry_from_json(
     )
     if "uid" not in values:
         if uid is None:
-            raise reader.fail("uid", "the entry has no uid")
+            raise reader.fail("uid", "the entry has no uid", "entry_has_no_uid", {})
         values["uid"] = uid
     if missing:
         for attr, json_name in ENTRY_FIELDS:
@@ -364,9 +383,19 @@ def world_info_from_json(
     entry has, are kept and numbered by `assign_uids`; each change is noted in `warnings`.
     """
     if not isinstance(data, Mapping):
-        raise FormatError(f"expected a JSON object, got {_describe(data)}", file=file)
+        raise FormatError(
+            f"expected a JSON object, got {_describe(data)}",
+            file=file,
+            code="expected_json_object_got_data",
+            params={"data": str(_describe(data))},
+        )
     if "entries" not in data:
-        raise FormatError("a world info file needs an 'entries' object", file=file, field="entries")
+        raise FormatError(
+            "a world info file needs an 'entries' object",
+            file=file,
+            field="entries",
+            code="world_info_file_needs_entries",
+        )
     raw_entries = data["entries"]
     if isinstance(raw_entries, list) and not raw_entries:
         # some tools write no entries as `[]`; SillyTavern reads it as none
@@ -382,6 +411,8 @@ def world_info_from_json(
             f"expected an object keyed by uid, got {_describe(raw_entries)}",
             file=file,
             field="entries",
+            code="expected_object_keyed_by_uid",
+            params={"raw_entries": str(_describe(raw_entries))},
         )
     keys: list[str] = []
     parsed: list[Entry] = []
@@ -433,12 +464,20 @@ def read_world_info(
         try:
             text = text.decode("utf-8-sig")
         except UnicodeDecodeError as error:
-            raise FormatError(f"not UTF-8 text ({error.reason})", file=file) from None
+            raise FormatError(
+                f"not UTF-8 text ({error.reason})",
+                file=file,
+                code="not_utf_8_text",
+                params={"reason": str(error.reason)},
+            ) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
         raise FormatError(
-            f"not valid JSON: {error.msg} at line {error.lineno} column {error.colno}", file=file
+            f"not valid JSON: {error.msg} at line {error.lineno} column {error.colno}",
+            file=file,
+            code="not_valid_json_at_line",
+            params={"msg": str(error.msg), "lineno": str(error.lineno), "colno": str(error.colno)},
         ) from None
     return world_info_from_json(data, name=name, file=file, warnings=warnings)
 

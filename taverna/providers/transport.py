@@ -316,20 +316,39 @@ async def fetch_json(
     try:
         response = await http.request(request.method, request.url, headers=dict(request.headers))
     except httpx.TimeoutException:
-        raise ProviderError(f"timed out waiting for {request.url}") from None
-    except httpx.HTTPError as exc:
-        raise ProviderError(redact(f"could not reach {request.url}: {exc}", secret)) from None
-    except (httpx.InvalidURL, UnicodeEncodeError) as exc:
         raise ProviderError(
-            redact(f"the request cannot be sent: {_unsendable(exc)}", secret)
+            f"timed out waiting for {request.url}",
+            code="timed_out_waiting_for",
+            params={"url": str(request.url)},
+        ) from None
+    except httpx.HTTPError as exc:
+        raise ProviderError(
+            redact(f"could not reach {request.url}: {exc}", secret),
+            code="unreachable",
+            params={"url": redact(str(request.url), secret), "exc": redact(str(exc), secret)},
+        ) from None
+    except (httpx.InvalidURL, UnicodeEncodeError) as exc:
+        why = redact(_unsendable(exc), secret)
+        raise ProviderError(
+            redact(f"the request cannot be sent: {why}", secret),
+            code="unsendable",
+            params={"why": why},
         ) from None
     finally:
         if own:
             await http.aclose()
     if response.status_code >= 400:
         error = classify_status(response.status_code, _error_detail(response.content), request)
-        raise ProviderError(redact(error.message, secret))
+        raise ProviderError(
+            redact(error.message, secret),
+            code="api_refused",
+            params={"status": response.status_code},
+        )
     try:
         return response.json()
     except ValueError:
-        raise ProviderError(f"the answer from {request.url} was not JSON") from None
+        raise ProviderError(
+            f"the answer from {request.url} was not JSON",
+            code="answer_from_was_not_json",
+            params={"url": str(request.url)},
+        ) from None

@@ -67,13 +67,16 @@ def gate(scope: Scope, accounts: AccountService) -> TavernaError | None:
     if not path.startswith("/api/") or path in OPEN_PATHS:
         return None
     if session is None:
-        return NotLoggedIn("log in first")
+        return NotLoggedIn("log in first", code="log_in_first")
     method = scope.get("method", "GET")
     if method not in SAFE_METHODS:
         from starlette.datastructures import Headers
 
         if Headers(scope=scope).get(CSRF_HEADER, "") != session.csrf:
-            return Forbidden("this write lacks the session's CSRF token (reload the page)")
+            return Forbidden(
+                "this write lacks the session's CSRF token (reload the page)",
+                code="this_write_lacks_session_s",
+            )
     return None
 
 
@@ -126,12 +129,12 @@ def _require_task(ctx: AppContext, mine: Ownership, task_id: str) -> None:
             except TavernaError:
                 job = None
         if job is not None and getattr(job, "owner", "") != mine.owner:
-            raise NotFound("no such task", field="task_id") from None
+            raise NotFound("no such task", field="task_id", code="no_such_task") from None
         return
     try:
         mine.chat(run.chat_id)
     except NotFound:
-        raise NotFound("no such task", field="task_id") from None
+        raise NotFound("no such task", field="task_id", code="no_such_task") from None
 
 
 # ----------------------------------------------------------------------- routes
@@ -182,16 +185,21 @@ class AccountOut(BaseModel):
 def _accounts(ctx: AppContext) -> AccountService:
     accounts: AccountService | None = ctx.services.get("accounts")
     if accounts is None:
-        raise NotFound("this server runs without accounts")
+        raise NotFound(
+            "this server runs without accounts", code="this_server_runs_without_accounts"
+        )
     return accounts
 
 
 def _admin(request: Request) -> None:
     if "accounts" not in request.app.state.context.services:
-        raise Forbidden("this server runs without accounts: there is no one to manage")
+        raise Forbidden(
+            "this server runs without accounts: there is no one to manage",
+            code="no_accounts_to_manage",
+        )
     session: Session | None = getattr(request.state, "session", None)
     if session is None or not session.account.admin:
-        raise Forbidden("only an admin may do this")
+        raise Forbidden("only an admin may do this", code="only_admin_may_do_this")
 
 
 def _out(account: Any) -> AccountOut:
@@ -211,7 +219,7 @@ def me(request: Request, ctx: AppContext = Depends(context)) -> MeOut:
         return MeOut(user=current_user(request), mode="single-user")
     session: Session | None = getattr(request.state, "session", None)
     if session is None:
-        raise NotLoggedIn("log in first")
+        raise NotLoggedIn("log in first", code="log_in_first")
     account = session.account
     return MeOut(
         user=account.id, mode="accounts", name=account.name, admin=account.admin, csrf=session.csrf

@@ -99,14 +99,32 @@ def load_config(path: Path | None, data_dir: Path) -> ServerConfig:
     try:
         raw = tomllib.loads(chosen.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise FormatError("no such config file", file=str(chosen)) from None
+        raise FormatError(
+            "no such config file", file=str(chosen), code="no_such_config_file"
+        ) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise FormatError(f"cannot read the config: {exc}", file=str(chosen)) from None
+        raise FormatError(
+            f"cannot read the config: {exc}",
+            file=str(chosen),
+            code="cannot_read_config",
+            params={"exc": str(exc)},
+        ) from None
     except tomllib.TOMLDecodeError as exc:
-        raise FormatError(f"not valid TOML: {exc}", file=str(chosen)) from None
+        raise FormatError(
+            f"not valid TOML: {exc}",
+            file=str(chosen),
+            code="not_valid_toml",
+            params={"exc": str(exc)},
+        ) from None
     try:
         return ServerConfig.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(part) for part in first["loc"])
-        raise FormatError(first["msg"], file=str(chosen), field=field) from None
+        raise FormatError(
+            first["msg"],
+            file=str(chosen),
+            field=field,
+            code="config_value_invalid",
+            params={"why": first["msg"]},
+        ) from None

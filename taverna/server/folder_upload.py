@@ -27,9 +27,16 @@ def safe_relative(name: str) -> PurePosixPath:
         p for p in PurePosixPath(name.replace("\\", "/")).parts if p not in ("", ".", "..", "/")
     ]
     if not parts:
-        raise TavernaError("an uploaded file has no name", field="files")
+        raise TavernaError(
+            "an uploaded file has no name", field="files", code="uploaded_file_has_no_name"
+        )
     if any(ord(c) < 0x20 or c == "\x7f" for p in parts for c in p):
-        raise FormatError("a file name holds a control character", file=name, field="files")
+        raise FormatError(
+            "a file name holds a control character",
+            file=name,
+            field="files",
+            code="file_name_holds_control_character",
+        )
     return PurePosixPath(*parts)
 
 
@@ -41,6 +48,7 @@ def multipart_boundary(content_type: str) -> bytes:
         raise TavernaError(
             "upload the folder's files as multipart/form-data (a field `files` per file)",
             field="files",
+            code="upload_folder_s_files_as",
         )
     return boundary
 
@@ -86,14 +94,21 @@ class FolderWriter:
         try:
             self._parser.write(data)
         except MultipartParseError as exc:
-            raise FormatError(f"the upload is not valid multipart data: {exc}") from None
+            raise FormatError(
+                f"the upload is not valid multipart data: {exc}",
+                code="upload_is_not_valid_multipart",
+                params={"exc": str(exc)},
+            ) from None
 
     def finish(self) -> int:
         """After the whole body: the number of files written. A body cut short is refused."""
         self._parser.finalize()
         self._close_file()
         if not self._ended:
-            raise FormatError("the upload ended before its last file was complete")
+            raise FormatError(
+                "the upload ended before its last file was complete",
+                code="upload_ended_before_its_last",
+            )
         return self.files
 
     def abort(self) -> None:
@@ -123,7 +138,12 @@ class FolderWriter:
             return  # another field: not part of the folder
         self.files += 1
         if self.files > self.max_files:
-            raise PayloadTooLarge(f"the folder has more than {self.max_files} files", field="files")
+            raise PayloadTooLarge(
+                f"the folder has more than {self.max_files} files",
+                field="files",
+                code="folder_has_more_than_files",
+                params={"max_files": str(self.max_files)},
+            )
         name = filename.decode("utf-8", "replace")
         relative = safe_relative(name)
         target = self.root / relative
@@ -136,11 +156,16 @@ class FolderWriter:
                 "the folder holds a file and a folder of the same name, or the same file twice",
                 file=self._path,
                 field="files",
+                code="folder_holds_file_and_folder",
             ) from None
         except (OSError, ValueError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise FormatError(
-                f"this file cannot be written: {reason}", file=self._path, field="files"
+                f"this file cannot be written: {reason}",
+                file=self._path,
+                field="files",
+                code="this_file_cannot_be_written",
+                params={"reason": str(reason)},
             ) from None
 
     def _part_data(self, data: bytes, start: int, end: int) -> None:
@@ -149,7 +174,10 @@ class FolderWriter:
         self.size += end - start
         if self.size > self.max_bytes:
             raise PayloadTooLarge(
-                f"the folder's files are larger than {self.max_bytes / MIB:g} MiB", field="files"
+                f"the folder's files are larger than {self.max_bytes / MIB:g} MiB",
+                field="files",
+                code="folder_s_files_are_larger",
+                params={"value": format(self.max_bytes / MIB, "g")},
             )
         self._out.write(data[start:end])
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,7 +64,7 @@ class ImportJobs:
     def get(self, job_id: str) -> ImportJob:
         job = self._jobs.get(job_id)
         if job is None:
-            raise NotFound("no such import")
+            raise NotFound("no such import", code="no_such_import")
         return job
 
     def start(
@@ -129,12 +129,28 @@ def report_json(report: ImportReport, root: Path) -> dict[str, Any]:
             }
             for c in report.chats
         ],
-        "skipped": [{"path": _relative(s.path, root), "reason": s.reason} for s in report.skipped],
+        "skipped": [
+            {
+                "path": _relative(s.path, root),
+                "reason": s.reason,
+                "code": s.code or None,
+                "params": _shown_params(s.params, root),
+            }
+            for s in report.skipped
+        ],
         "warnings": [
             {"path": _relative(w.file or "", root), "field": w.field, "message": w.message}
             for w in report.warnings
         ],
     }
+
+
+def _shown_params(params: Mapping[str, str | int], root: Path) -> dict[str, str | int]:
+    """A skip reason's params as a page shows them: a file named relative to the folder."""
+    shown = dict(params)
+    if shown.get("file"):
+        shown["file"] = _relative(str(shown["file"]), root)
+    return shown
 
 
 def import_root(folder: Path) -> Path:

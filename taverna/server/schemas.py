@@ -208,7 +208,9 @@ class ChatConnectionIn(Strict):
         max_length=NAME_MAX, description="the connection by name; null: follow the default"
     )
     model: str | None = Field(
-        default=None, max_length=NAME_MAX, description="the model to ask for; null: the connection's"
+        default=None,
+        max_length=NAME_MAX,
+        description="the model to ask for; null: the connection's",
     )
     revision: ChatRevision
 

@@ -18,7 +18,10 @@ async def read_limited(upload: UploadFile, limit: int) -> bytes:
         size += len(chunk)
         if size > limit:
             raise PayloadTooLarge(
-                f"the file is larger than {limit / MIB:g} MiB", file=upload.filename or None
+                f"the file is larger than {limit / MIB:g} MiB",
+                file=upload.filename or None,
+                code="file_is_larger_than_mib",
+                params={"value": format(limit / MIB, "g")},
             )
         parts.append(chunk)
     return b"".join(parts)

@@ -38,7 +38,7 @@ def user_folders(root: Path) -> list[tuple[str, Path]]:
         return [(root.name, root)]
     base = root / "data" if (root / "data").is_dir() else root
     if not base.is_dir():
-        raise NotFound("no such folder", file=str(root))
+        raise NotFound("no such folder", file=str(root), code="no_such_folder")
     found = [
         (child.name, child)
         for child in sorted(base.iterdir())
@@ -48,6 +48,7 @@ def user_folders(root: Path) -> list[tuple[str, Path]]:
         raise NotFound(
             "no SillyTavern user folders here (data/<user>/ with characters/, chats/ or worlds/)",
             file=str(root),
+            code="no_sillytavern_user_folders_here",
         )
     return found
 
@@ -58,7 +59,12 @@ def parse_mapping(pairs: list[str]) -> dict[str, str]:
     for pair in pairs:
         handle, sep, account = pair.partition("=")
         if not sep or not handle.strip() or not account.strip():
-            raise TavernaError(f"expected HANDLE=ACCOUNT, got {pair!r}", field="--as")
+            raise TavernaError(
+                f"expected HANDLE=ACCOUNT, got {pair!r}",
+                field="--as",
+                code="expected_handle_account_got",
+                params={"pair": str(pair)},
+            )
         mapping[handle.strip()] = account.strip()
     return mapping
 
@@ -81,6 +87,11 @@ def import_user_folders(
             f"{', '.join(handle for handle, _ in folders)})",
             file=str(root),
             field="--as",
+            code="no_user_folder_found",
+            params={
+                "unknown": str(", ".join(unknown)),
+                "names": str(", ".join((handle for handle, _ in folders))),
+            },
         )
     done = []
     for handle, folder in folders:

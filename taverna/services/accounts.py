@@ -75,14 +75,22 @@ def check_name(name: str) -> str:
         or name != name.strip()
     ):
         raise TavernaError(
-            f"an account name is 1 to {MAX_NAME} characters, without slashes", field="name"
+            f"an account name is 1 to {MAX_NAME} characters, without slashes",
+            field="name",
+            code="account_name_is_1_to",
+            params={"max_name": str(MAX_NAME)},
         )
     return name
 
 
 def check_password(password: str) -> str:
     if len(password) < MIN_PASSWORD:
-        raise TavernaError(f"a password has at least {MIN_PASSWORD} characters", field="password")
+        raise TavernaError(
+            f"a password has at least {MIN_PASSWORD} characters",
+            field="password",
+            code="password_has_at_least_characters",
+            params={"min_password": str(MIN_PASSWORD)},
+        )
     return password
 
 
@@ -131,7 +139,9 @@ class AccountService:
             ("generations_per_hour", generations_per_hour),
         ):
             if value is not None and value < 0:
-                raise TavernaError("a quota is a number of 0 or more", field=field)
+                raise TavernaError(
+                    "a quota is a number of 0 or more", field=field, code="quota_is_number_of_0"
+                )
         account = self.get(name)
         self.forget_usage(account.id)
         return self.store.update_account(
@@ -141,7 +151,9 @@ class AccountService:
     def set_admin(self, name: str, admin: bool) -> Account:
         account = self.get(name)
         if not admin and account.admin and sum(a.admin for a in self.users()) == 1:
-            raise Conflict("the last admin stays an admin", field="admin")
+            raise Conflict(
+                "the last admin stays an admin", field="admin", code="last_admin_stays_admin"
+            )
         return self.store.update_account(account.id, admin=admin)
 
     # --------------------------------------------------------------- sessions
@@ -153,7 +165,9 @@ class AccountService:
         by_name = f"name:{name.strip().casefold()}"
         subjects = [by_name, f"address:{address}"] if address else [by_name]
         self._check_login_limits(subjects)
-        refused = NotLoggedIn("wrong account name or password")
+        refused = NotLoggedIn(
+            "wrong account name or password", code="wrong_account_name_or_password"
+        )
         try:
             account = self.store.account(name=name.strip())
         except TavernaError:
@@ -221,7 +235,9 @@ class AccountService:
         if limit is not None and used >= limit:
             raise QuotaExceeded(
                 f"{account.name} has used {used} of {limit} generations this hour; "
-                "try again later or ask an admin for more"
+                "try again later or ask an admin for more",
+                code="has_used_of_generations_this",
+                params={"name": str(account.name), "used": str(used), "limit": str(limit)},
             )
 
     def check_storage(self, user_id: str, adding: int) -> None:
@@ -236,7 +252,14 @@ class AccountService:
         if used + adding > limit:
             raise StorageFull(
                 f"{account.name} holds {used} of {limit} bytes; "
-                f"{adding} more do not fit (delete something or ask an admin for more)"
+                f"{adding} more do not fit (delete something or ask an admin for more)",
+                code="holds_of_bytes_more_do",
+                params={
+                    "name": str(account.name),
+                    "used": str(used),
+                    "limit": str(limit),
+                    "adding": str(adding),
+                },
             )
         with self._usage_lock:
             counted = self._usage.get(user_id)

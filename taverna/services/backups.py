@@ -257,7 +257,12 @@ class BackupService:
         matches = exact or [b for b in backups if b.name.startswith(name)]
         if len(matches) != 1:
             what = "no backup" if not matches else f"{len(matches)} backups"
-            raise NotFound(f"{what} named {name!r}", file=str(self.folder))
+            raise NotFound(
+                f"{what} named {name!r}",
+                file=str(self.folder),
+                code="what_named",
+                params={"what": str(what), "name": str(name)},
+            )
         return matches[0]
 
     def restore(self, name: str, *, title: str | None = None, owner: str = "") -> ImportedChat:

@@ -27,7 +27,7 @@ def listing(chats: ChatService, chat_id: str, *, owner: str = "") -> ChatListing
     for found in listings(chats, owner=owner):
         if found.chat.id == chat_id:
             return found
-    raise NotFound("no such chat", field="chat_id")
+    raise NotFound("no such chat", field="chat_id", code="no_such_chat")
 
 
 def newest_with(chats: ChatService, character: str, *, owner: str = "") -> ChatListing | None:
@@ -49,8 +49,18 @@ def chat_id(chats: ChatService, given: str, *, owner: str = "") -> str:
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        raise NotFound(f"no chat with id {given!r} (see `taverna chats list`)", field="id")
-    raise NotFound(f"{len(matches)} chats start with {given!r}; give more of the id", field="id")
+        raise NotFound(
+            f"no chat with id {given!r} (see `taverna chats list`)",
+            field="id",
+            code="no_chat_with_id_see",
+            params={"given": str(given)},
+        )
+    raise NotFound(
+        f"{len(matches)} chats start with {given!r}; give more of the id",
+        field="id",
+        code="chats_start_with_give_more",
+        params={"n": str(len(matches)), "given": str(given)},
+    )
 
 
 def parent_of(chats: ChatService, chat_id: str, node_id: str) -> str | None:
@@ -58,7 +68,9 @@ def parent_of(chats: ChatService, chat_id: str, node_id: str) -> str | None:
     `node_id` is a message of this chat."""
     node = chats.store.get_node(chat_id, node_id)
     if node.chat_id != chat_id:
-        raise NotFound("no such message in this chat", field="node_id")
+        raise NotFound(
+            "no such message in this chat", field="node_id", code="no_such_message_in_this"
+        )
     return node.parent_id
 
 

@@ -385,7 +385,9 @@ class ChatService:
         siblings = self.store.children(chat_id, node.parent_id)
         ids = [s.id for s in siblings]
         if node.id not in ids:
-            raise NotFound("that message is deleted", field="node_id")
+            raise NotFound(
+                "that message is deleted", field="node_id", code="that_message_is_deleted"
+            )
         target = ids[(ids.index(node.id) + step) % len(ids)]
         return self.select_candidate(chat_id, target, revision=revision)
 
@@ -555,7 +557,10 @@ class ChatService:
         with self.store.write(chat_id, revision=revision, label=label) as w:
             current = w.get_node(node_id)
             if expected is not None and (current.content != expected or current.deleted):
-                raise Conflict("the message changed while it was being continued")
+                raise Conflict(
+                    "the message changed while it was being continued",
+                    code="message_changed_while_it_was",
+                )
             base = current.content.rstrip() if trim_end else current.content
             state = self._recorded(w, turn_state, node_id)
             if state is None:
@@ -589,7 +594,11 @@ class ChatService:
             old = w.get_node(node_id)
             self._require_alive(old)
             if old.role is not NodeRole.USER:
-                raise TavernaError("only a user message can be edited and resent", field="node_id")
+                raise TavernaError(
+                    "only a user message can be edited and resent",
+                    field="node_id",
+                    code="only_user_message_can_be",
+                )
             node = w.insert_node(
                 old.parent_id,
                 old.role,
@@ -638,7 +647,10 @@ class ChatService:
             visible = [n for n in w.active_nodes() if not n.deleted]
             if start < 0 or start > end or end >= len(visible):
                 raise TavernaError(
-                    f"range {start}-{end} is outside 0-{len(visible) - 1}", field="range"
+                    f"range {start}-{end} is outside 0-{len(visible) - 1}",
+                    field="range",
+                    code="range_is_outside_0",
+                    params={"start": str(start), "end": str(end), "value": str(len(visible) - 1)},
                 )
             for node in visible[start : end + 1]:
                 if node.hidden != hidden:
@@ -669,7 +681,11 @@ class ChatService:
             path = w.active_nodes()
             ids = [n.id for n in path]
             if node_id not in ids:
-                raise TavernaError("that message is not on the active path", field="node_id")
+                raise TavernaError(
+                    "that message is not on the active path",
+                    field="node_id",
+                    code="that_message_is_not_on",
+                )
             start = ids.index(node_id)
             for node in path[start:]:
                 if not node.deleted:
@@ -686,7 +702,11 @@ class ChatService:
         with self.store.write(chat_id, revision=revision, label="restore") as w:
             node = w.get_node(node_id)
             if not node.deleted:
-                raise TavernaError("that message is not deleted", field="node_id")
+                raise TavernaError(
+                    "that message is not deleted",
+                    field="node_id",
+                    code="that_message_is_not_deleted",
+                )
             node = w.update_node(node_id, deleted=False)
         return WriteResult(w.chat, node)
 
@@ -736,7 +756,11 @@ class ChatService:
         with self.store.write(chat_id, revision=revision, label="delete branch") as w:
             self._branch(w, branch_id)
             if w.chat.active_branch_id == branch_id:
-                raise TavernaError("switch to another branch first", field="branch_id")
+                raise TavernaError(
+                    "switch to another branch first",
+                    field="branch_id",
+                    code="switch_to_another_branch_first",
+                )
             w.remove_branch(branch_id)
         return WriteResult(w.chat)
 
@@ -749,7 +773,12 @@ class ChatService:
             node = w.get_node(node_id)
             self._require_alive(node)
             if any(c.name == name for c in w.checkpoints()):
-                raise TavernaError(f"a checkpoint named {name!r} exists", field="name")
+                raise TavernaError(
+                    f"a checkpoint named {name!r} exists",
+                    field="name",
+                    code="checkpoint_named_exists",
+                    params={"name": str(name)},
+                )
             checkpoint = Checkpoint(new_id(), chat_id, name, node_id, self.clock())
             w.put_checkpoint(checkpoint)
         return WriteResult(w.chat, node), checkpoint
@@ -764,7 +793,9 @@ class ChatService:
         with self.store.write(chat_id, revision=revision, label="open checkpoint") as w:
             found = next((c for c in w.checkpoints() if c.id == checkpoint_id), None)
             if found is None:
-                raise NotFound("no such checkpoint", field="checkpoint_id")
+                raise NotFound(
+                    "no such checkpoint", field="checkpoint_id", code="no_such_checkpoint"
+                )
             node = w.get_node(found.node_id)
             self._require_alive(node)
             self._activate(w, node.id, branch_id=None)
@@ -774,7 +805,9 @@ class ChatService:
     def delete_checkpoint(self, chat_id: str, checkpoint_id: str, *, revision: int) -> WriteResult:
         with self.store.write(chat_id, revision=revision, label="delete checkpoint") as w:
             if not any(c.id == checkpoint_id for c in w.checkpoints()):
-                raise NotFound("no such checkpoint", field="checkpoint_id")
+                raise NotFound(
+                    "no such checkpoint", field="checkpoint_id", code="no_such_checkpoint"
+                )
             w.remove_checkpoint(checkpoint_id)
         return WriteResult(w.chat)
 
@@ -879,13 +912,17 @@ class ChatService:
     @staticmethod
     def _require_alive(node: Node) -> None:
         if node.deleted:
-            raise TavernaError("that message is deleted; restore it first", field="node_id")
+            raise TavernaError(
+                "that message is deleted; restore it first",
+                field="node_id",
+                code="that_message_is_deleted_restore",
+            )
 
     @staticmethod
     def _name(name: str) -> str:
         name = name.strip()
         if not name:
-            raise TavernaError("a name is required", field="name")
+            raise TavernaError("a name is required", field="name", code="name_is_required")
         return name
 
     @staticmethod
@@ -893,12 +930,17 @@ class ChatService:
         for branch in w.branches():
             if branch.id == branch_id:
                 return branch
-        raise NotFound("no such branch", field="branch_id")
+        raise NotFound("no such branch", field="branch_id", code="no_such_branch")
 
     @staticmethod
     def _unique_branch_name(w: ChatWriter, name: str) -> None:
         if any(b.name == name for b in w.branches()):
-            raise TavernaError(f"a branch named {name!r} exists", field="name")
+            raise TavernaError(
+                f"a branch named {name!r} exists",
+                field="name",
+                code="branch_named_exists",
+                params={"name": str(name)},
+            )
 
     @staticmethod
     def _activate(w: ChatWriter, leaf_id: str | None, *, branch_id: str | None = UNSET) -> None:

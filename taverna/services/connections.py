@@ -53,9 +53,16 @@ class Secrets:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
-            raise FormatError(f"not valid JSON: {exc.msg}", file=str(self.path)) from None
+            raise FormatError(
+                f"not valid JSON: {exc.msg}",
+                file=str(self.path),
+                code="not_valid_json",
+                params={"msg": str(exc.msg)},
+            ) from None
         if not isinstance(data, dict):
-            raise FormatError("expected a JSON object", file=str(self.path))
+            raise FormatError(
+                "expected a JSON object", file=str(self.path), code="expected_json_object"
+            )
         fernet = server_key(self.folder)
         return {str(k): unseal(fernet, str(v), file=str(self.path)) for k, v in data.items()}
 
@@ -88,7 +95,11 @@ class Secrets:
     def get(self, ref: str) -> str:
         data = self._read()
         if ref not in data:
-            raise NotFound("the stored key is missing from the secrets file", file=str(self.path))
+            raise NotFound(
+                "the stored key is missing from the secrets file",
+                file=str(self.path),
+                code="stored_key_is_missing_from",
+            )
         return data[ref]
 
     def delete(self, ref: str) -> None:
@@ -103,15 +114,23 @@ def check_url(url: str) -> str:
     if not url:
         return url
     if any(ord(c) < 0x21 or c == "\x7f" for c in url):
-        raise FormatError("the URL holds a space or a control character", field="url")
+        raise FormatError(
+            "the URL holds a space or a control character",
+            field="url",
+            code="url_holds_space_or_control",
+        )
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - reading it checks it
     except ValueError as exc:
-        raise FormatError(f"not a URL: {exc}", field="url") from None
+        raise FormatError(
+            f"not a URL: {exc}", field="url", code="not_url", params={"exc": str(exc)}
+        ) from None
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         raise FormatError(
-            "the URL must start with http:// or https:// and name a host", field="url"
+            "the URL must start with http:// or https:// and name a host",
+            field="url",
+            code="url_must_start_with_http",
         )
     return url
 
@@ -122,6 +141,7 @@ def check_key(key: str) -> str:
         raise FormatError(
             "an API key holds only printable ASCII characters (no accents, no line breaks)",
             field="key",
+            code="api_key_holds_only_printable",
         )
     return key
 
@@ -267,7 +287,9 @@ class ConnectionService:
                 revision=doc.revision,
             )
         except TavernaError as exc:
-            raise FormatError(exc.message, file=f"connection {doc.name!r}") from None
+            raise FormatError(
+                exc.message, file=f"connection {doc.name!r}", code=exc.code, params=exc.params
+            ) from None
 
     def list(self) -> list[Connection]:
         docs = self.store.find_documents(KIND, owner=self.owner)
@@ -321,9 +343,14 @@ class ConnectionService:
         """
         name = name.strip()
         if not name:
-            raise TavernaError("a connection needs a name", field="name")
+            raise TavernaError(
+                "a connection needs a name", field="name", code="connection_needs_name"
+            )
         if key is not None and key_env is not None:
-            raise TavernaError("give the key either from the environment or directly, not both")
+            raise TavernaError(
+                "give the key either from the environment or directly, not both",
+                code="give_key_either_from_environment",
+            )
         chosen = api if isinstance(api, Api) else Api.parse(api)
         mode = (
             post_processing
@@ -334,7 +361,9 @@ class ConnectionService:
         if chosen is Api.LOCAL:
             if url or key or key_env:
                 raise TavernaError(
-                    "a local model runs here: it takes no URL and no key", field="url"
+                    "a local model runs here: it takes no URL and no key",
+                    field="url",
+                    code="local_model_runs_here_it",
                 )
             LocalSpec.of(model, options or {})  # a missing file or a bad setting, named now
         if key:
@@ -353,6 +382,8 @@ class ConnectionService:
                 f"the connection now leads to another site ({_shown(chosen, url)}), so its key "
                 "is not sent there: give the key again with the new URL, or remove the key",
                 field="key",
+                code="connection_now_leads_to_another",
+                params={"chosen": str(_shown(chosen, url))},
             )
         key_ref = ""
         if key_env:
@@ -396,6 +427,8 @@ class ConnectionService:
             f"this server does not let a connection read its key from ${variable} "
             f"(allowed: {allowed}; the operator lists them under key_env in server.toml)",
             field="key_env",
+            code="this_server_does_not_let",
+            params={"variable": str(variable), "allowed": str(allowed)},
         )
 
     def _clear_other_defaults(self, name: str) -> None:
@@ -444,6 +477,7 @@ class ConnectionService:
                 "the key holds characters an HTTP header cannot carry; give it again",
                 file=f"connection {connection.name!r}",
                 field="key",
+                code="key_holds_characters_http_header",
             ) from None
 
     def key_hint(self, connection: Connection) -> str:

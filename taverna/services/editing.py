@@ -62,7 +62,12 @@ def set_chat_persona(
     (one revision, undoable)."""
     persona = dict(all_personas(lib)).get(persona_id)
     if persona is None:
-        raise NotFound(f"no persona {persona_id!r}", field="persona_id")
+        raise NotFound(
+            f"no persona {persona_id!r}",
+            field="persona_id",
+            code="no_persona",
+            params={"persona_id": str(persona_id)},
+        )
     return chats.set_user_name(chat_id, persona.name, revision=revision).chat
 
 

@@ -60,7 +60,11 @@ def read_group(data: Mapping[str, Any], *, file: str = "") -> Group:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first.get("loc", ()))
         raise FormatError(
-            f"not a group definition: {first.get('msg')}", file=file, field=field
+            f"not a group definition: {first.get('msg')}",
+            file=file,
+            field=field,
+            code="not_group_definition",
+            params={"get": str(first.get("msg"))},
         ) from None
 
 
@@ -113,7 +117,7 @@ class GroupService:
     def document(self, group_id: str) -> Document:
         doc = self.store.get_document(group_id)
         if doc.kind != LibraryKind.GROUP.value or (self.owner and doc.owner != self.owner):
-            raise NotFound("no such group", field="group")
+            raise NotFound("no such group", field="group", code="no_such_group")
         return doc
 
     def get(self, group_id: str) -> Group:
@@ -128,7 +132,12 @@ class GroupService:
             pass
         docs = self.store.find_documents(LibraryKind.GROUP.value, name=name_or_id, owner=self.owner)
         if not docs:
-            raise NotFound(f"no group named {name_or_id!r}", field="group")
+            raise NotFound(
+                f"no group named {name_or_id!r}",
+                field="group",
+                code="no_group_named",
+                params={"name_or_id": str(name_or_id)},
+            )
         return docs[-1]
 
     def all(self) -> list[Document]:
@@ -187,9 +196,13 @@ class GroupService:
     ) -> Document:
         """A new group of these stored characters, in this order."""
         if not name.strip():
-            raise TavernaError("a group needs a name", field="name")
+            raise TavernaError("a group needs a name", field="name", code="group_needs_name")
         if not character_ids:
-            raise TavernaError("a group needs at least one member", field="members")
+            raise TavernaError(
+                "a group needs at least one member",
+                field="members",
+                code="group_needs_at_least_one",
+            )
         files = self.member_files(character_ids)
         data: dict[str, Any] = {
             "id": str(int(datetime.now(UTC).timestamp() * 1000)),
@@ -283,7 +296,12 @@ class GroupService:
         for m in self.members(group):
             if member in (m.name, m.file, PurePath(m.file).stem):
                 return m.file
-        raise NotFound(f"no member named {member!r} in the group", field="member")
+        raise NotFound(
+            f"no member named {member!r} in the group",
+            field="member",
+            code="no_member_named_in_group",
+            params={"member": str(member)},
+        )
 
     def start_chat(
         self, group_id: str, *, title: str | None = None, user_name: str | None = None
@@ -350,11 +368,11 @@ class GroupService:
         try:
             doc = self.store.get_document(preset_id)
         except NotFound:
-            raise NotFound("no such preset", field="presets") from None
+            raise NotFound("no such preset", field="presets", code="no_such_preset") from None
         if doc.kind != LibraryKind.CHAT_COMPLETION_PRESET.value or (
             self.owner and doc.owner != self.owner
         ):
-            raise NotFound("no such preset", field="presets")
+            raise NotFound("no such preset", field="presets", code="no_such_preset")
         return doc
 
     def delete(self, group_id: str) -> None:
@@ -369,9 +387,11 @@ class GroupService:
             try:
                 doc = self.store.get_document(character_id)
             except NotFound:
-                raise NotFound("no such character", field="character_ids") from None
+                raise NotFound(
+                    "no such character", field="character_ids", code="no_such_character"
+                ) from None
             if doc.kind != LibraryKind.CHARACTER.value or (self.owner and doc.owner != self.owner):
-                raise NotFound("no such character", field="character_ids")
+                raise NotFound("no such character", field="character_ids", code="no_such_character")
             files.append(f"{doc.name}.png")
         return files
 

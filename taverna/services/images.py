@@ -73,13 +73,26 @@ def _inspect(data: bytes, file: str) -> tuple[str, int, int]:
             kind = picture.format or ""
             width, height = picture.size
     except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
-        raise FormatError(f"not a picture a model can read ({exc})", file=file) from None
+        raise FormatError(
+            f"not a picture a model can read ({exc})",
+            file=file,
+            code="not_picture_model_can_read",
+            params={"exc": str(exc)},
+        ) from None
     if kind not in MEDIA_TYPES:
         raise FormatError(
-            f"a {kind or 'unknown'} picture; models take PNG, JPEG, GIF or WebP", file=file
+            f"a {kind or 'unknown'} picture; models take PNG, JPEG, GIF or WebP",
+            file=file,
+            code="picture_models_take_png_jpeg",
+            params={"value": str(kind or "unknown")},
         )
     if width * height > MAX_PIXELS:
-        raise FormatError(f"the picture is {width}x{height}, too large", file=file)
+        raise FormatError(
+            f"the picture is {width}x{height}, too large",
+            file=file,
+            code="picture_is_x_too_large",
+            params={"width": str(width), "height": str(height)},
+        )
     return MEDIA_TYPES[kind], width, height
 
 
@@ -199,15 +212,20 @@ class ImageLibrary:
         if not _NAME.match(name) or not self.store.find_documents(
             IMAGE_KIND, name=name, owner=self.owner
         ):
-            raise NotFound(f"no stored picture at {url!r}; upload it first", field="image")
+            raise NotFound(
+                f"no stored picture at {url!r}; upload it first",
+                field="image",
+                code="no_stored_picture_at_upload",
+                params={"url": str(url)},
+            )
 
     def load(self, name: str) -> tuple[bytes, str]:
         """A stored picture's bytes and media type; NotFound when there is none."""
         if not _NAME.match(name):
-            raise NotFound(f"no picture {name!r}")
+            raise NotFound(f"no picture {name!r}", code="no_picture", params={"name": str(name)})
         found = self.store.find_documents(IMAGE_KIND, name=name, owner=self.owner, with_blobs=True)
         if not found or found[0].blob is None:
-            raise NotFound(f"no picture {name!r}")
+            raise NotFound(f"no picture {name!r}", code="no_picture", params={"name": str(name)})
         doc = found[0]
         return doc.blob or b"", str(doc.data.get("media_type") or "application/octet-stream")
 

@@ -3,9 +3,11 @@ than its files wrote them."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from taverna.errors import FormatWarning
+from taverna.errors import FormatWarning, TavernaError
+from taverna.formats.st_chat import SkippedLine
 from taverna.services.interchange import ImportedChat
 
 
@@ -24,10 +26,25 @@ class StoredItem:
 
 @dataclass(frozen=True)
 class Skipped:
-    """A file or folder an import left out, and why."""
+    """A file or folder an import left out, and why: in English (`reason`) and by a code
+    with its params, for a page to say it in its language."""
 
     path: str
     reason: str
+    code: str = ""
+    params: Mapping[str, str | int] = field(default_factory=dict)
+
+    @classmethod
+    def because(cls, path: str, error: TavernaError) -> Skipped:
+        """Left out because reading it failed with `error` (its code, the place it names)."""
+        params = {**error.params, "file": error.file or "", "field": error.field or ""}
+        return cls(path, str(error), error.code or "", params)
+
+    @classmethod
+    def line(cls, path: str, line: SkippedLine) -> Skipped:
+        """A line of a chat file a lenient read left out (`why_code`: the code of why)."""
+        params: dict[str, str | int] = {**line.params, "line": line.line, "why_code": line.code}
+        return cls(f"{path}:{line.line}", f"line left out: {line.reason}", "line_left_out", params)
 
 
 @dataclass(frozen=True)

@@ -131,7 +131,12 @@ def _read_bytes(path: Path) -> bytes:
     try:
         return path.read_bytes()
     except OSError as exc:
-        raise FormatError(f"cannot read ({exc.strerror})", file=str(path)) from None
+        raise FormatError(
+            f"cannot read ({exc.strerror})",
+            file=str(path),
+            code="cannot_read",
+            params={"strerror": str(exc.strerror)},
+        ) from None
 
 
 def is_user_data_folder(folder: Path) -> bool:
@@ -242,14 +247,21 @@ class LibraryService:
     def get(self, kind: LibraryKind, id: str) -> Document:
         doc = self.store.get_document(id)
         if doc.kind != kind.value or doc.owner != self.owner:
-            raise NotFound(f"no {kind.value} with id {id}", field="id")
+            raise NotFound(
+                f"no {kind.value} with id {id}",
+                field="id",
+                code="no_with_id",
+                params={"value": str(kind.value), "id": str(id)},
+            )
         return doc
 
     def get_any(self, id: str, kinds: Iterable[LibraryKind]) -> Document:
         """An item of one of these kinds, by id (NotFound for any other document)."""
         doc = self.store.get_document(id)
         if doc.kind not in {kind.value for kind in kinds} or doc.owner != self.owner:
-            raise NotFound(f"no item with id {id}", field="id")
+            raise NotFound(
+                f"no item with id {id}", field="id", code="no_item_with_id", params={"id": str(id)}
+            )
         return doc
 
     def find(self, kind: LibraryKind, name: str) -> Document | None:
@@ -300,7 +312,7 @@ class LibraryService:
                 report.extend(self._import_file_reporting(file, lenient=True))
             return report
         if not path.exists():
-            raise NotFound("no such file", file=str(path))
+            raise NotFound("no such file", file=str(path), code="no_such_file")
         return self.import_file(path, lenient=lenient)
 
     def import_paths(
@@ -325,7 +337,7 @@ class LibraryService:
                 except TavernaError as exc:
                     if strict:
                         raise
-                    report.skipped.append(Skipped(str(path), str(exc)))
+                    report.skipped.append(Skipped.because(str(path), exc))
                     continue
                 chat_files.append(path)
                 continue
@@ -334,7 +346,7 @@ class LibraryService:
             except TavernaError as exc:
                 if strict:
                     raise
-                report.skipped.append(Skipped(str(path), str(exc)))
+                report.skipped.append(Skipped.because(str(path), exc))
         if chat_files:
             report.chats.extend(self.chats.import_files(chat_files, owner=self.owner, again=again))
         return report
@@ -343,7 +355,7 @@ class LibraryService:
         try:
             return self.import_file(path, lenient=lenient)
         except TavernaError as exc:
-            return ImportReport(skipped=[Skipped(str(path), str(exc))])
+            return ImportReport(skipped=[Skipped.because(str(path), exc)])
 
     def import_file(self, path: Path, *, lenient: bool = False) -> ImportReport:
         """Import one file after detecting its kind; a chat brings its branch files along."""
@@ -399,7 +411,10 @@ class LibraryService:
         kind = _FILE_KINDS.get(document.kind)
         if kind is None:
             raise FormatError(
-                f"a {document.kind.value} file is not stored in the library this way", file=source
+                f"a {document.kind.value} file is not stored in the library this way",
+                file=source,
+                code="file_is_not_stored_in",
+                params={"value": str(document.kind.value)},
             )
         item = self._store_read(kind, document.value, file_name, source)
         # named by the path the import was given, not just the file name
@@ -444,18 +459,32 @@ class LibraryService:
         try:
             bundle = zipfile.ZipFile(source)
         except (zipfile.BadZipFile, OSError) as exc:
-            raise FormatError(f"not a zip file ({exc})", file=file) from None
+            raise FormatError(
+                f"not a zip file ({exc})", file=file, code="not_zip_file", params={"exc": str(exc)}
+            ) from None
         with bundle, tempfile.TemporaryDirectory(prefix="taverna-import-") as temp:
             root = Path(temp).resolve()
             entries = bundle.infolist()
             if len(entries) > MAX_ZIP_ENTRIES:
-                raise FormatError(f"more than {MAX_ZIP_ENTRIES} files in the zip", file=file)
+                raise FormatError(
+                    f"more than {MAX_ZIP_ENTRIES} files in the zip",
+                    file=file,
+                    code="more_than_files_in_zip",
+                    params={"max_zip_entries": str(MAX_ZIP_ENTRIES)},
+                )
             if sum(e.file_size for e in entries) > MAX_ZIP_BYTES:
-                raise FormatError("the zip unpacks to more than 8 GiB", file=file)
+                raise FormatError(
+                    "the zip unpacks to more than 8 GiB", file=file, code="zip_unpacks_to_more_than"
+                )
             for entry in entries:
                 target = (root / entry.filename).resolve()
                 if not target.is_relative_to(root):
-                    raise FormatError(f"entry {entry.filename!r} points outside the zip", file=file)
+                    raise FormatError(
+                        f"entry {entry.filename!r} points outside the zip",
+                        file=file,
+                        code="entry_points_outside_zip",
+                        params={"filename": str(entry.filename)},
+                    )
                 if entry.is_dir():
                     target.mkdir(parents=True, exist_ok=True)
                     continue
@@ -500,7 +529,7 @@ class LibraryService:
             try:
                 item = self.import_bytes(_read_bytes(path), path.name, file=str(path))
             except TavernaError as exc:
-                report.skipped.append(Skipped(str(path), str(exc)))
+                report.skipped.append(Skipped.because(str(path), exc))
                 continue
             card_ids[path.stem] = item
             report.stored.append(item)
@@ -518,6 +547,7 @@ class LibraryService:
                         Skipped(
                             str(chat_folder),
                             "no character card of this name; chats imported without one",
+                            "chats_without_card",
                         )
                     )
                 report.extend(self._import_chat_folder(files, refs))
@@ -532,11 +562,13 @@ class LibraryService:
                 avatars = folder / "User Avatars"
                 report.extend(import_settings(self, data, file=str(settings), avatars=avatars))
             except TavernaError as exc:
-                report.skipped.append(Skipped(str(settings), str(exc)))
+                report.skipped.append(Skipped.because(str(settings), exc))
 
         for entry in sorted(folder.iterdir()):
             if entry.is_dir() and entry.name not in _KNOWN_FOLDERS:
-                report.skipped.append(Skipped(str(entry), "not something taverna imports"))
+                report.skipped.append(
+                    Skipped(str(entry), "not something taverna imports", "not_imported")
+                )
         if progress:
             progress(Progress(total, total, ""))
         return report
@@ -576,13 +608,16 @@ class LibraryService:
                     stored=[item],
                     skipped=[
                         Skipped(
-                            str(path), f"found in a {kind.value} folder but read as {item.kind}"
+                            str(path),
+                            f"found in a {kind.value} folder but read as {item.kind}",
+                            "read_as_other_kind",
+                            {"folder_kind": kind.value, "kind": item.kind},
                         )
                     ],
                 )
             return ImportReport(stored=[item])
         except TavernaError as exc:
-            return ImportReport(skipped=[Skipped(str(path), str(exc))])
+            return ImportReport(skipped=[Skipped.because(str(path), exc)])
 
     def _import_chat_folder(
         self, files: Sequence[Path], refs: tuple[CharacterRef, ...]
@@ -594,16 +629,14 @@ class LibraryService:
             try:
                 data = _read_bytes(path)
                 if not data.strip():
-                    report.skipped.append(Skipped(str(path), "empty chat file"))
+                    report.skipped.append(Skipped(str(path), "empty chat file", "empty_chat"))
                     continue
                 document = read_chat(data, source=str(path), lenient=True, flatten_chub=True)
             except TavernaError as exc:
-                report.skipped.append(Skipped(str(path), str(exc)))
+                report.skipped.append(Skipped.because(str(path), exc))
                 continue
             for line in document.skipped:
-                report.skipped.append(
-                    Skipped(f"{path}:{line.line}", f"line left out: {line.reason}")
-                )
+                report.skipped.append(Skipped.line(str(path), line))
             documents[path.stem] = document
             digests[path.stem] = file_digest(data)
         for main, linked in group_chat_files(documents):
@@ -620,7 +653,7 @@ class LibraryService:
                     )
                 )
             except TavernaError as exc:
-                report.skipped.append(Skipped(main, str(exc)))
+                report.skipped.append(Skipped.because(main, exc))
         return report
 
     def _import_groups(
@@ -634,11 +667,13 @@ class LibraryService:
             try:
                 group = json_text.loads(_read_bytes(path), file=str(path))
                 if not isinstance(group, dict):
-                    raise FormatError("expected a JSON object", file=str(path))
+                    raise FormatError(
+                        "expected a JSON object", file=str(path), code="expected_json_object"
+                    )
                 name = str(group.get("name") or path.stem)
                 item = self.put(LibraryKind.GROUP, name, group, file=str(path))
             except TavernaError as exc:
-                report.skipped.append(Skipped(str(path), str(exc)))
+                report.skipped.append(Skipped.because(str(path), exc))
                 continue
             report.stored.append(item)
             refs = tuple(_member_ref(m, card_ids) for m in group.get("members") or [])
@@ -646,7 +681,11 @@ class LibraryService:
             for chat_id in [str(c) for c in group.get("chats") or []]:
                 chat_path = chats_folder / f"{chat_id}.jsonl"
                 if not chat_path.is_file():
-                    report.skipped.append(Skipped(str(chat_path), "listed by the group, not found"))
+                    report.skipped.append(
+                        Skipped(
+                            str(chat_path), "listed by the group, not found", "group_chat_missing"
+                        )
+                    )
                     continue
                 claimed.add(chat_path.name)
                 step(chat_path)
@@ -677,11 +716,9 @@ class LibraryService:
                 data = _read_bytes(path)
                 document = read_chat(data, source=str(path), lenient=True, flatten_chub=True)
             except TavernaError as exc:
-                report.skipped.append(Skipped(str(path), str(exc)))
+                report.skipped.append(Skipped.because(str(path), exc))
                 continue
-            report.skipped += [
-                Skipped(f"{path}:{s.line}", f"line left out: {s.reason}") for s in document.skipped
-            ]
+            report.skipped += [Skipped.line(str(path), s) for s in document.skipped]
             documents[chat_id] = document
             digests[chat_id] = file_digest(data)
             if group is not None and document.header is None:
@@ -711,7 +748,7 @@ class LibraryService:
                     )
                 )
             except TavernaError as exc:
-                report.skipped.append(Skipped(main, str(exc)))
+                report.skipped.append(Skipped.because(main, exc))
         return report
 
 

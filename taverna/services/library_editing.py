@@ -52,7 +52,12 @@ def import_card(lib: LibraryService, data: bytes, file_name: str) -> StoredItem:
     """Store an uploaded card file; a file that is no card is refused before anything is stored."""
     kind = detect(data, file_name)
     if kind not in CARD_KINDS:
-        raise FormatError(f"this is a {kind.value} file, not a character card", file=file_name)
+        raise FormatError(
+            f"this is a {kind.value} file, not a character card",
+            file=file_name,
+            code="this_is_file_not_character",
+            params={"value": str(kind.value)},
+        )
     return lib.import_bytes(data, file_name)
 
 
@@ -111,7 +116,12 @@ def import_card_lorebook(lib: LibraryService, character_id: str) -> StoredItem:
     that name is replaced, as SillyTavern overwrites the world file) and linked to the card."""
     card = lib.character(character_id).character
     if card.character_book is None:
-        raise NotFound(f"{card.name}'s card has no embedded lorebook", field="character_book")
+        raise NotFound(
+            f"{card.name}'s card has no embedded lorebook",
+            field="character_book",
+            code="s_card_has_no_embedded",
+            params={"name": str(card.name)},
+        )
     item = lib.put_lorebook(book_to_lorebook(card.character_book, card_name=card.name))
     link_lorebook(lib, character_id, item.id)
     return item
@@ -175,7 +185,12 @@ def apply_fields(character: Character, edit: Mapping[str, Any], *, world: str | 
 def import_lorebook(lib: LibraryService, data: bytes, file_name: str) -> StoredItem:
     kind = detect(data, file_name)
     if kind not in LOREBOOK_KINDS:
-        raise FormatError(f"this is a {kind.value} file, not a lorebook", file=file_name)
+        raise FormatError(
+            f"this is a {kind.value} file, not a lorebook",
+            file=file_name,
+            code="this_is_file_not_lorebook",
+            params={"value": str(kind.value)},
+        )
     return lib.import_bytes(data, file_name)
 
 
@@ -202,7 +217,12 @@ def _write_book(lib: LibraryService, lorebook_id: str, data: dict[str, Any]) -> 
     book = world_info_from_json(data, name=doc.name, file=doc.name, warnings=loose)
     if loose:
         first = loose[0]
-        raise FormatError(f"not of the field's type: {first.message}", field=first.field)
+        raise FormatError(
+            f"not of the field's type: {first.message}",
+            field=first.field,
+            code="not_of_field_s_type",
+            params={"message_name": str(first.message)},
+        )
     lib.store.put_document(
         doc.kind,
         doc.name,
@@ -216,7 +236,12 @@ def _write_book(lib: LibraryService, lorebook_id: str, data: dict[str, Any]) -> 
 def add_entry(lib: LibraryService, lorebook_id: str) -> int:
     book = lib.lorebook(lorebook_id)
     if len(book.entries) >= ENTRY_LIMIT:
-        raise TavernaError(f"a lorebook holds at most {ENTRY_LIMIT} entries", field="entries")
+        raise TavernaError(
+            f"a lorebook holds at most {ENTRY_LIMIT} entries",
+            field="entries",
+            code="lorebook_holds_at_most_entries",
+            params={"entry_limit": str(ENTRY_LIMIT)},
+        )
     uid = book.free_uid()
     entry = Entry(uid=uid, display_index=uid)
     grown = Lorebook(
@@ -240,7 +265,12 @@ def replace_entry(
         (k for k, v in entries.items() if isinstance(v, Mapping) and v.get("uid") == uid), None
     )
     if key is None:
-        raise NotFound(f"no entry {uid} in this lorebook", field="uid")
+        raise NotFound(
+            f"no entry {uid} in this lorebook",
+            field="uid",
+            code="no_entry_in_this_lorebook",
+            params={"uid": str(uid)},
+        )
     if entry is None:
         del entries[key]
     else:

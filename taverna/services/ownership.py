@@ -35,7 +35,9 @@ class Ownership:
 def require_chat(store: Store, owner: str, chat_id: str) -> None:
     """NotFound unless chat `chat_id` is `owner`'s."""
     if store.get_chat(chat_id).owner != owner:
-        raise NotFound(f"no chat {chat_id}", field="chat_id")
+        raise NotFound(
+            f"no chat {chat_id}", field="chat_id", code="no_chat", params={"chat_id": str(chat_id)}
+        )
 
 
 def require_document(store: Store, owner: str, document_id: str, field: str) -> None:
@@ -51,7 +53,17 @@ def require_document(store: Store, owner: str, document_id: str, field: str) -> 
         try:
             require_chat(store, owner, chat_id)
         except NotFound:
-            raise NotFound(f"no draft {document_id}", field=field) from None
+            raise NotFound(
+                f"no draft {document_id}",
+                field=field,
+                code="no_draft",
+                params={"document_id": str(document_id)},
+            ) from None
         return
     if doc.owner != owner:
-        raise NotFound(f"no such item {document_id}", field=field)
+        raise NotFound(
+            f"no such item {document_id}",
+            field=field,
+            code="no_such_item",
+            params={"document_id": str(document_id)},
+        )

@@ -42,14 +42,24 @@ DEFAULT_FILES = {
 def library_kind(kind: str) -> LibraryKind:
     """The library kind of a page kind ("chat", "instruct", "context", "sysprompt")."""
     if kind not in prompt_manager.KINDS:
-        raise TavernaError(f"kind must be one of {', '.join(prompt_manager.KINDS)}", field="kind")
+        raise TavernaError(
+            f"kind must be one of {', '.join(prompt_manager.KINDS)}",
+            field="kind",
+            code="kind_must_be_one_of",
+            params={"kinds": str(", ".join(prompt_manager.KINDS))},
+        )
     return prompt_manager.KINDS[kind]
 
 
 def listed_kind(kind: str) -> LibraryKind:
     """The library kind of a kind the page lists and chooses (the page kinds, and "text")."""
     if kind not in CHOSEN_KINDS:
-        raise TavernaError(f"kind must be one of {', '.join(CHOSEN_KINDS)}", field="kind")
+        raise TavernaError(
+            f"kind must be one of {', '.join(CHOSEN_KINDS)}",
+            field="kind",
+            code="kind_must_be_one_of_2",
+            params={"chosen_kinds": str(", ".join(CHOSEN_KINDS))},
+        )
     return CHOSEN_KINDS[kind]
 
 
@@ -72,7 +82,11 @@ def chat_preset(lib: LibraryService, preset_id: str) -> Document:
     """A chat completion preset (the one kind with prompt slots), by id."""
     doc = get_preset(lib, preset_id)
     if doc.kind != LibraryKind.CHAT_COMPLETION_PRESET.value:
-        raise TavernaError("only a chat completion preset has prompt slots", field="preset_id")
+        raise TavernaError(
+            "only a chat completion preset has prompt slots",
+            field="preset_id",
+            code="only_chat_completion_preset_has",
+        )
     return doc
 
 
@@ -139,7 +153,7 @@ def copy_preset(lib: LibraryService, preset_id: str, name: str) -> Document:
 def _store_new(lib: LibraryService, kind: LibraryKind, name: str, data: dict[str, Any]) -> Document:
     name = name.strip()
     if not name:
-        raise TavernaError("a name is needed", field="name")
+        raise TavernaError("a name is needed", field="name", code="name_is_needed")
     if lib.find(kind, name) is not None:
         raise Conflict(
             f"a preset or template named {name!r} exists already",
@@ -164,7 +178,11 @@ def activate(lib: LibraryService, preset_id: str) -> Document:
     doc = chosen_preset(lib, preset_id)
     kind = page_kind(doc)
     if kind not in ACTIVE_KEY:
-        raise TavernaError("a system prompt preset is not chosen this way", field="id")
+        raise TavernaError(
+            "a system prompt preset is not chosen this way",
+            field="id",
+            code="system_prompt_preset_is_not",
+        )
     set_active(lib.store, ACTIVE_KEY[kind], doc.id, lib.owner)
     return doc
 

@@ -124,11 +124,18 @@ def delete_slot(data: Mapping[str, Any], identifier: str) -> dict[str, Any]:
     prompts = [p for p in data.get("prompts") or [] if isinstance(p, Mapping)]
     found = next((p for p in prompts if p.get("identifier") == identifier), None)
     if found is None:
-        raise NotFound(f"no prompt {identifier!r} in this preset", field="identifier")
+        raise NotFound(
+            f"no prompt {identifier!r} in this preset",
+            field="identifier",
+            code="no_prompt_in_this_preset",
+            params={"identifier": str(identifier)},
+        )
     if not deletable(found):
         raise TavernaError(
             f"{found.get('name') or identifier!r} is SillyTavern's own slot and stays",
             field="identifier",
+            code="is_sillytavern_s_own_slot",
+            params={"value": str(found.get("name") or identifier)},
         )
     out = dict(data)
     out["prompts"] = [p for p in prompts if p.get("identifier") != identifier]

@@ -116,7 +116,9 @@ class QuickReplyService:
     def save(self, qr_set: QuickReplySet) -> StoredSet:
         """Store a set under its name (replacing the one of that name)."""
         if not qr_set.name.strip():
-            raise TavernaError("a Quick Reply set needs a name", field="name")
+            raise TavernaError(
+                "a Quick Reply set needs a name", field="name", code="quick_reply_set_needs_name"
+            )
         data = qr_set.model_dump(by_alias=True, mode="json", exclude_none=True)
         item = self.library.put(LibraryKind.QUICK_REPLY_SET, qr_set.name, data)
         return StoredSet(item.id, qr_set)
@@ -207,7 +209,12 @@ class QuickReplyService:
         known = {s.set.name for s in self.sets()}
         for name in names:
             if name not in known:
-                raise NotFound(f"no Quick Reply set named {name!r}", field="sets")
+                raise NotFound(
+                    f"no Quick Reply set named {name!r}",
+                    field="sets",
+                    code="no_quick_reply_set_named",
+                    params={"name": str(name)},
+                )
 
     # --------------------------------------------------------------- buttons
 

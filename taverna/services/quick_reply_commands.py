@@ -56,7 +56,9 @@ class QuickReplyCommands:
     def run(self, command: str, named: Mapping[str, str], text: str) -> str:
         handler = getattr(self, "_" + command.replace("-", "_"), None)
         if handler is None:
-            raise QuickReplyCommandError(f"no command /{command}")
+            raise QuickReplyCommandError(
+                f"no command /{command}", code="no_command", params={"command": str(command)}
+            )
         try:
             result: str = handler(named, text.strip())
         except TavernaError as error:
@@ -69,7 +71,11 @@ class QuickReplyCommands:
     def _set(self, name: str) -> StoredSet:
         found = self.service.by_name(name)
         if found is None:
-            raise QuickReplyCommandError(f'no Quick Reply set named "{name}"')
+            raise QuickReplyCommandError(
+                f'no Quick Reply set named "{name}"',
+                code="no_quick_reply_set_quoted",
+                params={"name": str(name)},
+            )
         return found
 
     def _qr_list(self, named: Mapping[str, str], text: str) -> str:
@@ -116,7 +122,11 @@ class QuickReplyCommands:
         stored = self._set(named.get("set", ""))
         reply = _find(stored.set, named, "")
         if reply is None:
-            raise QuickReplyCommandError(f'no Quick Reply "{_which(named, "")}" in that set')
+            raise QuickReplyCommandError(
+                f'no Quick Reply "{_which(named, "")}" in that set',
+                code="no_quick_reply_in_that",
+                params={"named": str(_which(named, ""))},
+            )
         changes: dict[str, Any] = {
             field: is_true(named[flag]) for flag, field in FLAGS.items() if flag in named
         }
@@ -136,7 +146,11 @@ class QuickReplyCommands:
         stored = self._set(named.get("set", ""))
         reply = _find(stored.set, named, text)
         if reply is None:
-            raise QuickReplyCommandError(f'no Quick Reply "{_which(named, text)}" in that set')
+            raise QuickReplyCommandError(
+                f'no Quick Reply "{_which(named, text)}" in that set',
+                code="no_quick_reply_in_that",
+                params={"named": str(_which(named, text))},
+            )
         self._replace(stored, reply, None)
         return ""
 
@@ -144,7 +158,11 @@ class QuickReplyCommands:
         stored = self._set(named.get("set", ""))
         reply = _find(stored.set, named, text)
         if reply is None:
-            raise QuickReplyCommandError(f'no Quick Reply "{_which(named, text)}" in that set')
+            raise QuickReplyCommandError(
+                f'no Quick Reply "{_which(named, text)}" in that set',
+                code="no_quick_reply_in_that",
+                params={"named": str(_which(named, text))},
+            )
         return stored, reply
 
     def _qr_contextadd(self, named: Mapping[str, str], text: str) -> str:
@@ -179,9 +197,15 @@ class QuickReplyCommands:
     def _qr_set_create(self, named: Mapping[str, str], text: str) -> str:
         name = named.get("name") or text
         if not name:
-            raise QuickReplyCommandError("a Quick Reply set needs a name")
+            raise QuickReplyCommandError(
+                "a Quick Reply set needs a name", code="quick_reply_set_needs_name"
+            )
         if self.service.by_name(name) is not None:
-            raise QuickReplyCommandError(f'a Quick Reply set named "{name}" exists already')
+            raise QuickReplyCommandError(
+                f'a Quick Reply set named "{name}" exists already',
+                code="quick_reply_set_named_exists",
+                params={"name": str(name)},
+            )
         self.service.save(
             QuickReplySet.from_json(
                 {
@@ -239,7 +263,9 @@ class QuickReplyCommands:
 
     def _in_chat(self, name: str, on: bool | None, named: Mapping[str, str]) -> str:
         if self.chat is None:
-            raise QuickReplyCommandError("needs a chat (run the script in one)")
+            raise QuickReplyCommandError(
+                "needs a chat (run the script in one)", code="command_needs_chat"
+            )
         self._set(name)
         names, visible = _switched(self.service.chat_links(self.chat), name, on, named)
         chat = self.service.set_chat(

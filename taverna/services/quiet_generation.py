@@ -34,9 +34,16 @@ def _length(options: Mapping[str, str]) -> dict[str, Any]:
     try:
         limit = int(raw)
     except ValueError:
-        raise TavernaError(f"length={raw!r} is not a number of tokens", field="length") from None
+        raise TavernaError(
+            f"length={raw!r} is not a number of tokens",
+            field="length",
+            code="length_is_not_number_of",
+            params={"raw": str(raw)},
+        ) from None
     if limit < 1:
-        raise TavernaError("length must be at least 1", field="length")
+        raise TavernaError(
+            "length must be at least 1", field="length", code="length_must_be_at_least"
+        )
     return {"openai_max_tokens": limit, "genamt": limit}
 
 
@@ -52,7 +59,11 @@ def _stops(options: Mapping[str, str]) -> tuple[str, ...]:
         return (parsed,)
     if isinstance(parsed, list) and all(isinstance(s, str) for s in parsed):
         return tuple(parsed)
-    raise TavernaError('stop must be a JSON list of texts, e.g. ["\\n"]', field="stop")
+    raise TavernaError(
+        'stop must be a JSON list of texts, e.g. ["\\n"]',
+        field="stop",
+        code="stop_must_be_json_list",
+    )
 
 
 def _raw_prompt(system: str, text: str, as_text: bool, sampling: Mapping[str, Any]) -> Prompt:
@@ -115,5 +126,9 @@ async def quiet_text(
         if isinstance(event, TextDelta):
             said.append(event.text)
         elif isinstance(event, StreamError):
-            raise ProviderError(f"/{request.kind} failed: {event.message}")
+            raise ProviderError(
+                f"/{request.kind} failed: {event.message}",
+                code="generation_command_failed",
+                params={"kind": str(request.kind), "message_name": str(event.message)},
+            )
     return _trim_at_stop("".join(said), prompt.stop).strip()

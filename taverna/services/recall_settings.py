@@ -65,25 +65,46 @@ def read_recall_settings(store: Store, owner: str = "") -> dict[str, Any]:
 def _check(changes: Mapping[str, Any]) -> None:
     for key, value in changes.items():
         if key in _FLAGS and not isinstance(value, bool):
-            raise FormatError(f"{key} must be true or false", field=key)
+            raise FormatError(
+                f"{key} must be true or false",
+                field=key,
+                code="must_be_true_or_false",
+                params={"key": str(key)},
+            )
         if key in _COUNTS and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-            raise FormatError(f"{key} must be a whole number, 0 or more", field=key)
+            raise FormatError(
+                f"{key} must be a whole number, 0 or more",
+                field=key,
+                code="must_be_whole_number_0",
+                params={"key": str(key)},
+            )
         if key in _TEXTS and not isinstance(value, str):
-            raise FormatError(f"{key} must be a text", field=key)
+            raise FormatError(
+                f"{key} must be a text", field=key, code="must_be_text", params={"key": str(key)}
+            )
     if "query" in changes and changes["query"] < 1:
-        raise FormatError("query must be 1 or more", field="query")
+        raise FormatError("query must be 1 or more", field="query", code="query_must_be_1_or")
     if "source" in changes and changes["source"] not in SOURCES:
-        raise FormatError(f"source must be one of {', '.join(SOURCES)}", field="source")
+        raise FormatError(
+            f"source must be one of {', '.join(SOURCES)}",
+            field="source",
+            code="source_must_be_one_of",
+            params={"sources": str(", ".join(SOURCES))},
+        )
     if "position" in changes and (
         isinstance(changes["position"], bool)
         or changes["position"] not in {int(p) for p in ExtensionPosition}
     ):
-        raise FormatError("position must be -1, 0, 1 or 2", field="position")
+        raise FormatError(
+            "position must be -1, 0, 1 or 2", field="position", code="position_must_be_1_0"
+        )
     if "depth_role" in changes and (
         isinstance(changes["depth_role"], bool)
         or changes["depth_role"] not in {int(r) for r in InjectionRole}
     ):
-        raise FormatError("depth_role must be 0, 1 or 2", field="depth_role")
+        raise FormatError(
+            "depth_role must be 0, 1 or 2", field="depth_role", code="depth_role_must_be_0"
+        )
     if "score_threshold" in changes:
         value = changes["score_threshold"]
         if (
@@ -93,12 +114,16 @@ def _check(changes: Mapping[str, Any]) -> None:
             or not -1 <= value <= 1
         ):
             raise FormatError(
-                "score_threshold must be a number from -1 to 1", field="score_threshold"
+                "score_threshold must be a number from -1 to 1",
+                field="score_threshold",
+                code="score_threshold_must_be_number",
             )
     url = changes.get("alt_endpoint_url")
     if url and not str(url).startswith(("http://", "https://")):
         raise FormatError(
-            "alt_endpoint_url must start with http:// or https://", field="alt_endpoint_url"
+            "alt_endpoint_url must start with http:// or https://",
+            field="alt_endpoint_url",
+            code="alt_endpoint_url_must_start",
         )
 
 

@@ -80,10 +80,16 @@ def _extension_settings(store: Store, owner: str) -> dict[str, Any]:
 def read_script(data: Any, *, where: str) -> RegexScript:
     """A script as the page or a file gives it; needs a `scriptName`, gets an id if none."""
     if not isinstance(data, Mapping):
-        raise FormatError("a regex script must be a JSON object", field=where)
+        raise FormatError(
+            "a regex script must be a JSON object", field=where, code="regex_script_must_be_json"
+        )
     script = validate(RegexScript, dict(data), prefix=where)
     if not script.script_name.strip():
-        raise FormatError("a regex script needs a `scriptName`", field=f"{where}.scriptName")
+        raise FormatError(
+            "a regex script needs a `scriptName`",
+            field=f"{where}.scriptName",
+            code="regex_script_needs_scriptname",
+        )
     if not script.id:
         script = RegexScript.from_json({**script.to_json(), "id": new_id()})
     return script.migrated()
@@ -119,9 +125,19 @@ class RegexLibrary:
         try:
             doc = self.store.get_document(target)
         except NotFound:
-            raise NotFound(f"no such {layer.value}", field="target") from None
+            raise NotFound(
+                f"no such {layer.value}",
+                field="target",
+                code="no_such_kind",
+                params={"value": str(layer.value)},
+            ) from None
         if doc.kind not in kinds or doc.owner != self.owner:
-            raise NotFound(f"no such {layer.value}", field="target")
+            raise NotFound(
+                f"no such {layer.value}",
+                field="target",
+                code="no_such_kind",
+                params={"value": str(layer.value)},
+            )
         return doc
 
     def _allowed(self, layer: RegexLayer, doc: Document) -> bool:
@@ -188,7 +204,10 @@ class RegexLibrary:
             where = f"{file_name}[{index}]" if isinstance(found, list) else file_name
             if not isinstance(item, Mapping) or "scriptName" not in item:
                 raise FormatError(
-                    "a regex script needs a `scriptName`", file=where, field="scriptName"
+                    "a regex script needs a `scriptName`",
+                    file=where,
+                    field="scriptName",
+                    code="regex_script_needs_scriptname",
                 )
             added.append({**dict(item), "id": new_id()})
         current = [s.to_json() for s in self.layer(layer, target).scripts]
@@ -200,12 +219,14 @@ class RegexLibrary:
             if script.id == script_id:
                 text = json.dumps(script.to_json(), indent=4, ensure_ascii=False)
                 return export_file_name(script), text.encode("utf-8")
-        raise NotFound("no such regex script", field="script_id")
+        raise NotFound("no such regex script", field="script_id", code="no_such_regex_script")
 
     def allow(self, layer: RegexLayer, target: str, allowed: bool) -> LayerScripts:
         """Let a preset's or a character's own scripts run (or stop them)."""
         if layer is RegexLayer.GLOBAL:
-            raise FormatError("global scripts always run", field="layer")
+            raise FormatError(
+                "global scripts always run", field="layer", code="global_scripts_always_run"
+            )
         doc = self._target(layer, target)
         extensions = _extension_settings(self.store, self.owner)
         found = extensions.get("preset_allowed_regex")
@@ -234,7 +255,12 @@ def _script_of(doc: Document) -> RegexScript:
     try:
         script = RegexScript.from_json(dict(doc.data)).migrated()
     except ValueError as error:
-        raise FormatError(f"not a regex script: {error}", file=doc.name) from None
+        raise FormatError(
+            f"not a regex script: {error}",
+            file=doc.name,
+            code="not_regex_script_error",
+            params={"error": str(error)},
+        ) from None
     # A script imported without an id is known by its document's.
     return script if script.id else RegexScript.from_json({**script.to_json(), "id": doc.id})
 

@@ -98,7 +98,10 @@ class ChatScriptHost:
         slash: bool = False,
     ) -> str:
         if at is not None:
-            raise ScriptError("at= (adding a message in the middle of the chat) is not supported")
+            raise ScriptError(
+                "at= (adding a message in the middle of the chat) is not supported",
+                code="at_adding_message_in_middle",
+            )
         self._mark(self.chat.active_leaf_id)
         outcome = self.chats.append(
             self.chat.id,
@@ -143,20 +146,24 @@ class ChatScriptHost:
         if request.kind in FOLLOW_UPS:
             if self.follow_up is not None:
                 raise ScriptError(
-                    f"a script starts one reply at most (/{self.follow_up} came first)"
+                    f"a script starts one reply at most (/{self.follow_up} came first)",
+                    code="script_starts_one_reply_at",
+                    params={"follow_up": str(self.follow_up)},
                 )
             self.follow_up = request.kind
             return ""
         if self.ask is None:
             raise ScriptError(
-                f"/{request.kind} needs a connection to a model, which this run has not"
+                f"/{request.kind} needs a connection to a model, which this run has not",
+                code="needs_connection_to_model_which",
+                params={"kind": str(request.kind)},
             )
         try:
             return self.ask(request)
         except ScriptError:
             raise
         except TavernaError as error:
-            raise ScriptError(str(error)) from None
+            raise ScriptError(str(error), code=error.code, params=error.params) from None
 
     def _injects(self) -> dict[str, Any]:
         found = self.chat.metadata.get(SCRIPT_INJECTS)
@@ -213,7 +220,9 @@ class ChatScriptHost:
     def _lorebook(self, book: str) -> Any:
         doc = self.library.find(LibraryKind.LOREBOOK, book)
         if doc is None:
-            raise ScriptError(f'no lorebook named "{book}"')
+            raise ScriptError(
+                f'no lorebook named "{book}"', code="no_lorebook_named", params={"book": str(book)}
+            )
         return self.library.lorebook(doc.id)
 
     def find_entry(self, book: str, field: str, text: str) -> str:
@@ -244,7 +253,11 @@ class ChatScriptHost:
         from taverna.services.groups import GroupService
 
         if not self.chat.group_id:
-            raise ScriptError(f"/member-{action} needs a group chat")
+            raise ScriptError(
+                f"/member-{action} needs a group chat",
+                code="member_needs_group_chat",
+                params={"action": str(action)},
+            )
         groups = GroupService(self.chats, owner=self.library.owner)
         group_id = self.chat.group_id
         group = groups.get(group_id)
@@ -252,10 +265,18 @@ class ChatScriptHost:
         if action == "add":
             doc = self.library.find(LibraryKind.CHARACTER, member)
             if doc is None:
-                raise ScriptError(f"no character named {member!r} in the library")
+                raise ScriptError(
+                    f"no character named {member!r} in the library",
+                    code="no_character_named_in_library",
+                    params={"member": str(member)},
+                )
             file = f"{doc.name}.png"
             if file in files:
-                raise ScriptError(f"{member} is already in the group")
+                raise ScriptError(
+                    f"{member} is already in the group",
+                    code="is_already_in_group",
+                    params={"member": str(member)},
+                )
             groups.update(group_id, {"members": [*files, file]})
             return ""
         members = groups.members(group, self.chat)
@@ -266,14 +287,20 @@ class ChatScriptHost:
             if i == index or member in (m.name, m.file, PurePath(m.file).stem)
         ]
         if not found:
-            raise ScriptError(f"no member {member!r} in the group")
+            raise ScriptError(
+                f"no member {member!r} in the group",
+                code="no_member_in_group",
+                params={"member": str(member)},
+            )
         file = found[0].file
         at = files.index(file)
         if action in ("disable", "enable"):
             groups.set_muted(group_id, file, action == "disable")
         elif action == "remove":
             if len(files) == 1:
-                raise ScriptError("a group keeps at least one member")
+                raise ScriptError(
+                    "a group keeps at least one member", code="group_keeps_at_least_one"
+                )
             groups.update(group_id, {"members": [f for f in files if f != file]})
         elif action in ("up", "down"):
             to = at - 1 if action == "up" else at + 1
@@ -281,7 +308,11 @@ class ChatScriptHost:
                 files[at], files[to] = files[to], files[at]
                 groups.update(group_id, {"members": files})
         else:
-            raise ScriptError(f"unknown member action {action!r}")
+            raise ScriptError(
+                f"unknown member action {action!r}",
+                code="unknown_member_action",
+                params={"action": str(action)},
+            )
         return ""
 
     def notify(self, text: str, severity: str) -> None:
@@ -303,7 +334,11 @@ def _int(value: Any, default: int) -> int:
 def _entry_value(entry: Any, field: str) -> Any:
     name = re.sub(r"(?<!^)([A-Z])", r"_\1", field).lower()
     if name.startswith("_") or not hasattr(entry, name):
-        raise ScriptError(f"lorebook entries have no field {field!r}")
+        raise ScriptError(
+            f"lorebook entries have no field {field!r}",
+            code="lorebook_entries_have_no_field",
+            params={"field_name": str(field)},
+        )
     return getattr(entry, name)
 
 
@@ -389,7 +424,9 @@ class ScriptService:
         branches keep theirs)."""
         for name in values:
             if not name.strip():
-                raise TavernaError("a variable needs a name", field="local")
+                raise TavernaError(
+                    "a variable needs a name", field="local", code="variable_needs_name"
+                )
         return self.chats.update_state(chat_id, revision=revision, variables=dict(values)).chat
 
     # ------------------------------------------------------------------- running

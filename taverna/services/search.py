@@ -96,12 +96,24 @@ class SearchService:
         """The newest messages (of every live chat of `owner`, or of chat `chat_id`) whose
         text holds every word of `query`, case and accents aside; deleted ones never."""
         if len(query) > MAX_QUERY:
-            raise TavernaError(f"a search is at most {MAX_QUERY} characters", field="q")
+            raise TavernaError(
+                f"a search is at most {MAX_QUERY} characters",
+                field="q",
+                code="search_is_at_most_characters",
+                params={"max_query": str(MAX_QUERY)},
+            )
         terms = search_terms(query)
         if not terms:
-            raise TavernaError("type a word to search for", field="q")
+            raise TavernaError(
+                "type a word to search for", field="q", code="type_word_to_search_for"
+            )
         if len(terms) > MAX_TERMS:
-            raise TavernaError(f"search for at most {MAX_TERMS} words at once", field="q")
+            raise TavernaError(
+                f"search for at most {MAX_TERMS} words at once",
+                field="q",
+                code="search_for_at_most_words",
+                params={"max_terms": str(MAX_TERMS)},
+            )
         if chat_id is not None:
             self.store.get_chat(chat_id)  # NotFound for a chat that is not there
         hits = self.store.search_messages(

@@ -36,7 +36,11 @@ def server_key(folder: Path) -> Fernet:
     try:
         return Fernet(path.read_bytes().strip())
     except ValueError:
-        raise FormatError("not a server key (32 url-safe base64 bytes)", file=str(path)) from None
+        raise FormatError(
+            "not a server key (32 url-safe base64 bytes)",
+            file=str(path),
+            code="not_server_key_32_url",
+        ) from None
 
 
 def seal(fernet: Fernet, value: str) -> str:
@@ -53,4 +57,6 @@ def unseal(fernet: Fernet, stored: str, *, file: str) -> str:
         raise FormatError(
             f"a stored key cannot be decrypted with {KEY_FILE} (was the file replaced?)",
             file=file,
+            code="stored_key_cannot_be_decrypted",
+            params={"key_file": str(KEY_FILE)},
         ) from None

@@ -64,7 +64,11 @@ def import_personas(
                 picture = candidate.read_bytes()
             else:
                 report.skipped.append(
-                    Skipped(str(candidate), "avatar picture not found; persona kept without it")
+                    Skipped(
+                        str(candidate),
+                        "avatar picture not found; persona kept without it",
+                        "avatar_missing",
+                    )
                 )
         stored = lib.put_persona(persona, avatar=picture)
         report.stored.append(stored)
@@ -92,7 +96,7 @@ def import_regex_scripts(lib: LibraryService, doc: Mapping[str, Any], *, file: s
                 warnings=found,
             )
         except TavernaError as exc:
-            report.skipped.append(Skipped(f"{file}#regex/{index}", str(exc)))
+            report.skipped.append(Skipped.because(f"{file}#regex/{index}", exc))
             continue
         name = script.script_name or f"Regex {index + 1}"
         item = lib.put(LibraryKind.REGEX_SCRIPT, name, script.to_json(), file=file)
@@ -108,7 +112,9 @@ def import_settings(
 
     doc = json_text.loads(data, file=file)
     if not isinstance(doc, dict):
-        raise TavernaError("settings must be a JSON object", file=file)
+        raise TavernaError(
+            "settings must be a JSON object", file=file, code="settings_must_be_json_object"
+        )
     report = ImportReport()
     if any(key in part.power_user_part(doc) for key in part.PERSONA_KEYS):
         report.extend(import_personas(lib, data, file=file, avatars=avatars))
@@ -127,7 +133,7 @@ def import_settings(
         try:
             item = _template(lib, kind, model, template, file=file, field=f"power_user.{key}")
         except TavernaError as exc:
-            report.skipped.append(Skipped(f"{file}#power_user.{key}", str(exc)))
+            report.skipped.append(Skipped.because(f"{file}#power_user.{key}", exc))
             continue
         report.stored.append(item)
         # an instruct template SillyTavern had switched off is kept, not chosen
@@ -136,7 +142,7 @@ def import_settings(
     try:
         preset = _chat_completion_preset(lib, doc, file=file)
     except TavernaError as exc:
-        report.skipped.append(Skipped(f"{file}#oai_settings", str(exc)))
+        report.skipped.append(Skipped.because(f"{file}#oai_settings", exc))
     else:
         report.stored.append(preset)
         set_active(lib.store, "chat_completion_preset", preset.id, lib.owner)

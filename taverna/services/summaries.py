@@ -141,7 +141,11 @@ class SummaryService:
         if current is None or current.node_id is None:
             leaf = self.chats.get_chat(chat_id).active_leaf_id
             if leaf is None:
-                raise TavernaError("an empty chat has nothing to summarize", field="chat_id")
+                raise TavernaError(
+                    "an empty chat has nothing to summarize",
+                    field="chat_id",
+                    code="empty_chat_has_nothing_to",
+                )
             return self.record(chat_id, leaf, text, revision=revision)
         return self.record(chat_id, current.node_id, text, revision=revision)
 
@@ -149,14 +153,20 @@ class SummaryService:
         """Remove the summary in force; the one before it (if any) is in force again."""
         current = self.current(chat_id)
         if current is None or current.node_id is None:
-            raise NotFound("this chat has no summary to remove", field="summary")
+            raise NotFound(
+                "this chat has no summary to remove",
+                field="summary",
+                code="this_chat_has_no_summary",
+            )
         return self.chats.write_summary(chat_id, current.node_id, None, revision=revision)
 
 
 def _clean(text: str) -> str:
     text = text.strip()
     if not text:
-        raise TavernaError("a summary needs some text", field="text")
+        raise TavernaError(
+            "a summary needs some text", field="text", code="summary_needs_some_text"
+        )
     return text
 
 

@@ -205,7 +205,12 @@ class SummaryGenerator:
         merged = {**summary_settings(self.store, owner).to_st(), **changes}
         for key in ("prompt", "template", "connection"):
             if key in merged and not isinstance(merged[key], str):
-                raise FormatError(f"{key} must be a text", field=key)
+                raise FormatError(
+                    f"{key} must be a text",
+                    field=key,
+                    code="must_be_text",
+                    params={"key": str(key)},
+                )
         settings = SummarySettings.from_st(merged)
         save_summary_settings(self.store, settings, owner)
         return settings
@@ -230,7 +235,9 @@ class SummaryGenerator:
         `settings` are given)."""
         settings = settings or self.settings(self.store.get_chat(chat_id).owner)
         if not summary_prompt(settings).strip():
-            raise TavernaError("the summary prompt is empty", field="prompt")
+            raise TavernaError(
+                "the summary prompt is empty", field="prompt", code="summary_prompt_is_empty"
+            )
         chat = self.store.get_chat(chat_id)
         # the summary's own connection, else the one the chat talks to
         connection = connection_for(
@@ -238,7 +245,11 @@ class SummaryGenerator:
         )
         leaf = chat.active_leaf_id
         if leaf is None:
-            raise TavernaError("an empty chat has nothing to summarize", field="chat_id")
+            raise TavernaError(
+                "an empty chat has nothing to summarize",
+                field="chat_id",
+                code="empty_chat_has_nothing_to",
+            )
         limit = settings.override_response_length or SUMMARY_REPLY_TOKENS
         sampling = {"openai_max_tokens": limit, "genamt": limit}
         turn = self.generation.turn(chat, leaf, GenerationType.QUIET, connection.api, dry_run=True)
@@ -264,7 +275,9 @@ class SummaryGenerator:
             text += more
         text = text.strip()
         if not text:
-            raise ProviderError("the model gave an empty summary", field="summary")
+            raise ProviderError(
+                "the model gave an empty summary", field="summary", code="model_gave_empty_summary"
+            )
         revision = self.store.get_chat(chat_id).revision
         self.summaries.record(chat_id, at, text, revision=revision)
         return SummaryOutcome(text, at, cut, settings.prompt_builder.is_raw)
@@ -293,7 +306,12 @@ class SummaryGenerator:
             elif isinstance(event, Finish):
                 cut = event.reason is FinishReason.LENGTH
             elif isinstance(event, StreamError):
-                raise ProviderError(f"the summary failed: {event.message}", field="summary")
+                raise ProviderError(
+                    f"the summary failed: {event.message}",
+                    field="summary",
+                    code="summary_failed",
+                    params={"message_name": str(event.message)},
+                )
         text = "".join(said)
         if prompt.stop:
             text = _trim_at_stop(text, prompt.stop)

@@ -42,7 +42,9 @@ class ToolRegistry:
     def register(self, tool: Tool) -> None:
         if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", tool.spec.name):
             raise TavernaError(
-                "a tool name is 1-64 letters, digits, _ or -", field=f"tool {tool.spec.name!r}"
+                "a tool name is 1-64 letters, digits, _ or -",
+                field=f"tool {tool.spec.name!r}",
+                code="tool_name_is_1_64",
             )
         self._tools[tool.spec.name] = tool
 
@@ -59,7 +61,11 @@ class ToolRegistry:
         for name in names:
             if name not in self._tools:
                 known = ", ".join(self.names()) or "none"
-                raise NotFound(f"no tool named {name!r} is registered (known: {known})")
+                raise NotFound(
+                    f"no tool named {name!r} is registered (known: {known})",
+                    code="no_tool_named_is_registered",
+                    params={"name": str(name), "known": str(known)},
+                )
             out.append(self._tools[name].spec)
         return tuple(out)
 
@@ -133,5 +139,7 @@ def declared_tools(preset: Mapping[str, Any]) -> tuple[str, ...]:
         return ()
     names = preset.get("tools") or ()
     if isinstance(names, str) or not all(isinstance(n, str) for n in names):
-        raise TavernaError("expected a list of tool names", field="tools")
+        raise TavernaError(
+            "expected a list of tool names", field="tools", code="expected_list_of_tool_names"
+        )
     return tuple(names)

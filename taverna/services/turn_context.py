@@ -764,7 +764,12 @@ def _regex_script(doc: Document) -> RegexScript:
     try:
         return RegexScript.from_json(dict(doc.data)).migrated()
     except ValueError as error:
-        raise FormatError(f"not a regex script: {error}", file=doc.name) from None
+        raise FormatError(
+            f"not a regex script: {error}",
+            file=doc.name,
+            code="not_regex_script_error",
+            params={"error": str(error)},
+        ) from None
 
 
 def _lorebook(version: DocumentVersion) -> Callable[[Document], _Book]:

@@ -83,7 +83,11 @@ class UserTools:
                     variables=variables,
                 )
             except ScriptError as exc:
-                raise TavernaError(f"the script of tool {spec.name!r} failed: {exc}") from None
+                raise TavernaError(
+                    f"the script of tool {spec.name!r} failed: {exc}",
+                    code="script_of_tool_failed",
+                    params={"name": str(spec.name), "exc": str(exc)},
+                ) from None
             return done.result.pipe
 
         async def call(arguments: Mapping[str, Any]) -> str:

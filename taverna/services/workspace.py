@@ -342,7 +342,12 @@ def shared_registry(url: str) -> GenerationRegistry:
     try:
         return SharedRegistry(url)
     except (redis.RedisError, ValueError) as exc:
-        raise TavernaError(f"cannot reach Redis at {url}: {exc}", field="--redis") from None
+        raise TavernaError(
+            f"cannot reach Redis at {url}: {exc}",
+            field="--redis",
+            code="cannot_reach_redis_at",
+            params={"url": str(url), "exc": str(exc)},
+        ) from None
 
 
 def plugin_services(

@@ -8,7 +8,9 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
+from taverna.errors import FormatError, NotFound
 from taverna.server.context import AppContext
+from taverna.server.errors import code_of
 from tests.server.conftest import rev
 from tests.server.test_chats import make_chat
 from tests.stubs.model_server import StubServer, start_stub
@@ -49,9 +51,14 @@ def test_an_error_names_its_code_and_keeps_the_english_message(
 
 
 def test_an_error_of_a_kind_with_no_code_of_its_own_names_its_kind(client: TestClient) -> None:
+    # every error the product raises names its own code (test_error_catalog.py); one made
+    # without (a plugin's, say) is answered with its kind's
+    assert code_of(NotFound("gone")) == "not_found"
+    assert code_of(FormatError("bad")) == "unreadable"
     missing = client.get("/api/chats/no-such-chat")
     assert missing.status_code == 404
-    assert detail(missing)["code"] == "not_found"
+    assert detail(missing)["code"] == "no_chat"
+    assert detail(missing)["params"] == {"chat_id": "no-such-chat"}
     nowhere = client.get("/api/no-such-path")
     assert detail(nowhere)["code"] == "http_404"
 

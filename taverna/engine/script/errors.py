@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from taverna.errors import TavernaError
 
 
@@ -28,12 +30,14 @@ class ScriptError(TavernaError):
         command: str | None = None,
         line: int | None = None,
         column: int | None = None,
+        code: str | None = None,
+        params: Mapping[str, str | int] | None = None,
     ) -> None:
         self.reason = message
         self.command = command
         self.line = line
         self.column = column
-        super().__init__(self._located())
+        super().__init__(self._located(), code=code, params=params)
 
     def _located(self) -> str:
         where = []

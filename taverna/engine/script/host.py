@@ -95,7 +95,12 @@ class NoChat:
         self.notices: list[tuple[str, str]] = []
 
     def _none(self, command: str) -> ScriptError:
-        return ScriptError(f"/{command} needs a chat (run the script in one)", command=command)
+        return ScriptError(
+            f"/{command} needs a chat (run the script in one)",
+            command=command,
+            code="needs_chat_run_script_in",
+            params={"command": str(command)},
+        )
 
     def send(self, text: str, *, at: int | None, name: str | None) -> str:
         raise self._none("send")

@@ -145,7 +145,11 @@ class Call:
         if value is None:
             return default
         if isinstance(value, ClosureValue):
-            raise ScriptError(f"argument {name!r} cannot be a closure")
+            raise ScriptError(
+                f"argument {name!r} cannot be a closure",
+                code="argument_cannot_be_closure",
+                params={"name": str(name)},
+            )
         return value
 
     def text(self) -> str:
@@ -201,7 +205,9 @@ class Run:
             raise self.located(
                 ScriptError(
                     f"the script ran more than {self.limits.max_steps} commands "
-                    "(an endless loop?) and was stopped"
+                    "(an endless loop?) and was stopped",
+                    code="script_ran_more_than_commands",
+                    params={"max_steps": str(self.limits.max_steps)},
                 ),
                 executor,
             )
@@ -209,7 +215,9 @@ class Run:
             raise self.located(
                 ScriptError(
                     f"the script ran longer than {self.limits.max_seconds:g} seconds "
-                    "and was stopped"
+                    "and was stopped",
+                    code="script_ran_longer_than_seconds",
+                    params={"max_seconds": format(self.limits.max_seconds, "g")},
                 ),
                 executor,
             )
@@ -235,7 +243,11 @@ class Run:
         self.depth += 1
         if self.depth > self.limits.max_depth:
             self.depth -= 1
-            raise ScriptError(f"closures called one another more than {self.limits.max_depth} deep")
+            raise ScriptError(
+                f"closures called one another more than {self.limits.max_depth} deep",
+                code="closures_called_one_another_more",
+                params={"max_depth": str(self.limits.max_depth)},
+            )
         try:
             scope = Scope(parent if parent is not None else closure.parent)
             if macros:
@@ -269,7 +281,12 @@ class Run:
         name = "run" if executor.kind == "run" else executor.name
         command = self.commands.get(name)
         if command is None:  # the parser checked; kept for scripts parsed elsewhere
-            raise self.located(ScriptError(f"unknown command /{name}"), executor)
+            raise self.located(
+                ScriptError(
+                    f"unknown command /{name}", code="unknown_command", params={"name": str(name)}
+                ),
+                executor,
+            )
         self.flags = executor.flags
         try:
             named = {
@@ -284,7 +301,12 @@ class Run:
         except ScriptError as error:
             raise self.located(error, executor) from None
         except (ValueError, ArithmeticError, IndexError, KeyError) as error:
-            raise self.located(ScriptError(f"failed: {error}"), executor) from None
+            raise self.located(
+                ScriptError(
+                    f"failed: {error}", code="command_failed", params={"error": str(error)}
+                ),
+                executor,
+            ) from None
         if result is None:
             return ""
         if isinstance(result, ClosureValue):
@@ -292,7 +314,11 @@ class Run:
         if isinstance(result, str):
             if len(result) > self.limits.max_text:
                 raise self.located(
-                    ScriptError(f"a value longer than {self.limits.max_text} characters"),
+                    ScriptError(
+                        f"a value longer than {self.limits.max_text} characters",
+                        code="value_longer_than_characters",
+                        params={"max_text": str(self.limits.max_text)},
+                    ),
                     executor,
                 )
             return result
@@ -413,7 +439,11 @@ class Run:
         inner.steps = self.steps
         inner.depth = self.depth + 1
         if inner.depth > self.limits.max_depth:
-            raise ScriptError(f"commands ran one another more than {self.limits.max_depth} deep")
+            raise ScriptError(
+                f"commands ran one another more than {self.limits.max_depth} deep",
+                code="commands_ran_one_another_more",
+                params={"max_depth": str(self.limits.max_depth)},
+            )
         inner.deadline = self.deadline
         child = Scope(scope)
         if macros:
@@ -461,7 +491,9 @@ def run(text: str, context: ScriptContext, commands: Mapping[str, Command]) -> S
     try:
         script = parse(text, shape_of, max_depth=context.limits.max_depth)
     except RecursionError:
-        raise ScriptError("the script nests too deeply to read") from None
+        raise ScriptError(
+            "the script nests too deeply to read", code="script_nests_too_deeply_to_read"
+        ) from None
     state = Run(script, context, commands)
     scope = Scope()
     for name, value in context.arguments.items():
@@ -477,7 +509,9 @@ def run(text: str, context: ScriptContext, commands: Mapping[str, Command]) -> S
     except _Return as done:
         pipe = done.value
     except RecursionError:
-        raise ScriptError("the script nests too deeply to run") from None
+        raise ScriptError(
+            "the script nests too deeply to run", code="script_nests_too_deeply_to_run"
+        ) from None
     notices: tuple[tuple[str, str], ...] = ()
     if isinstance(context.host, NoChat):
         notices = tuple(context.host.notices)

@@ -80,7 +80,11 @@ class Scope:
 
     def let(self, name: str, value: ScriptValue = None) -> None:
         if name in self.variables:
-            raise ScriptError(f'variable "{name}" already exists in this scope')
+            raise ScriptError(
+                f'variable "{name}" already exists in this scope',
+                code="variable_already_exists_in_this",
+                params={"name": str(name)},
+            )
         self.variables[name] = value
 
     def set(
@@ -88,7 +92,11 @@ class Scope:
     ) -> None:
         owner = self._owner(name)
         if owner is None:
-            raise ScriptError(f'no such variable: "{name}" (declare it with /let)')
+            raise ScriptError(
+                f'no such variable: "{name}" (declare it with /let)',
+                code="no_such_variable_declare_it",
+                params={"name": str(name)},
+            )
         if index is None:
             owner.variables[name] = value
             return
@@ -100,7 +108,11 @@ class Scope:
     def get(self, name: str, index: str | None = None) -> ReadValue:
         owner = self._owner(name)
         if owner is None:
-            raise ScriptError(f'no such variable: "{name}" (declare it with /let)')
+            raise ScriptError(
+                f'no such variable: "{name}" (declare it with /let)',
+                code="no_such_variable_declare_it",
+                params={"name": str(name)},
+            )
         value = owner.variables[name]
         if index is not None:
             if isinstance(value, str) and _parse(value) is _INVALID:
@@ -153,13 +165,20 @@ def set_at_index(stored: str | None, index: str, value: ScriptValue, as_type: st
     data: Any = _parse(stored) if stored else None
     if data is _INVALID:
         # SillyTavern leaves such a variable unchanged without a word; say why instead.
-        raise ScriptError("index= needs a variable holding a JSON list or object, not text")
+        raise ScriptError(
+            "index= needs a variable holding a JSON list or object, not text",
+            code="index_needs_variable_holding_json",
+        )
     item = convert_value(value if isinstance(value, str) else str(value or ""), as_type)
     number = read_number(index)
     if isinstance(number, float) and number.is_integer() and number >= 0:
         position = int(number)
         if position > 100_000:
-            raise ScriptError(f"index {index} is too large")
+            raise ScriptError(
+                f"index {index} is too large",
+                code="index_is_too_large",
+                params={"index": str(index)},
+            )
         if isinstance(data, dict):
             data[index] = item
         else:

@@ -37,7 +37,10 @@ class ChatTemplateError(TavernaError):
 
 def _raise_exception(message: str) -> None:
     raise ChatTemplateError(
-        f"the chat template refused the messages: {message}", field="chat_template"
+        f"the chat template refused the messages: {message}",
+        field="chat_template",
+        code="chat_template_refused_messages",
+        params={"message_name": str(message)},
     )
 
 
@@ -54,7 +57,11 @@ class _Budget:
     def take(self, count: int) -> None:
         self.items += count
         if self.items > MAX_LOOP_ITEMS:
-            raise ChatTemplateError("the chat template loops too much", field="chat_template")
+            raise ChatTemplateError(
+                "the chat template loops too much",
+                field="chat_template",
+                code="chat_template_loops_too_much",
+            )
 
 
 class _Environment(ImmutableSandboxedEnvironment):
@@ -116,9 +123,15 @@ class ChatTemplate:
         try:
             config = json.loads(text)
         except ValueError as error:
-            raise FormatError(f"not JSON: {error}", file=file) from error
+            raise FormatError(
+                f"not JSON: {error}", file=file, code="not_json", params={"error": str(error)}
+            ) from error
         if not isinstance(config, dict):
-            raise FormatError("a tokenizer config is a JSON object", file=file)
+            raise FormatError(
+                "a tokenizer config is a JSON object",
+                file=file,
+                code="tokenizer_config_is_json_object",
+            )
         template = config.get("chat_template")
         if isinstance(template, list):
             named = {
@@ -131,11 +144,16 @@ class ChatTemplate:
                     f"no chat template named '{variant}' (there are: {', '.join(named)})",
                     file=file,
                     field="chat_template",
+                    code="no_chat_template_named_there",
+                    params={"variant": str(variant), "named": str(", ".join(named))},
                 )
             template = named[variant]
         if not isinstance(template, str) or not template:
             raise FormatError(
-                "the tokenizer config has no chat_template", file=file, field="chat_template"
+                "the tokenizer config has no chat_template",
+                file=file,
+                field="chat_template",
+                code="tokenizer_config_has_no_chat",
             )
         specials: dict[str, str] = {}
         for key in ("bos_token", "eos_token", "unk_token", "pad_token", "sep_token", "cls_token"):
@@ -179,7 +197,9 @@ class ChatTemplate:
                 size += len(chunk)
                 if size > MAX_OUTPUT_CHARS:
                     raise ChatTemplateError(
-                        "the chat template's output is too long", field="chat_template"
+                        "the chat template's output is too long",
+                        field="chat_template",
+                        code="chat_template_s_output_is",
                     )
                 out.append(chunk)
             return "".join(out)
@@ -187,15 +207,23 @@ class ChatTemplate:
             raise
         except SecurityError as error:
             raise ChatTemplateError(
-                f"the chat template did something unsafe: {error}", field="chat_template"
+                f"the chat template did something unsafe: {error}",
+                field="chat_template",
+                code="chat_template_did_something_unsafe",
+                params={"error": str(error)},
             ) from error
         except TemplateError as error:
             raise ChatTemplateError(
-                f"the chat template is broken: {error}", field="chat_template"
+                f"the chat template is broken: {error}",
+                field="chat_template",
+                code="chat_template_is_broken",
+                params={"error": str(error)},
             ) from error
         except RecursionError as error:
             raise ChatTemplateError(
-                "the chat template recurses too deeply", field="chat_template"
+                "the chat template recurses too deeply",
+                field="chat_template",
+                code="chat_template_recurses_too_deeply",
             ) from error
         except (
             TypeError,
@@ -206,7 +234,10 @@ class ChatTemplate:
             ZeroDivisionError,
         ) as error:
             raise ChatTemplateError(
-                f"the chat template failed: {error}", field="chat_template"
+                f"the chat template failed: {error}",
+                field="chat_template",
+                code="chat_template_failed",
+                params={"error": str(error)},
             ) from error
 
     def render_adapted(
@@ -237,7 +268,10 @@ def _check_recursion(env: _Environment, source: str) -> None:
         for call in macro.find_all(nodes.Call):
             if isinstance(call.node, nodes.Name) and call.node.name == macro.name:
                 raise ChatTemplateError(
-                    f"the chat template's macro '{macro.name}' calls itself", field="chat_template"
+                    f"the chat template's macro '{macro.name}' calls itself",
+                    field="chat_template",
+                    code="chat_template_s_macro_calls",
+                    params={"name": str(macro.name)},
                 )
 
 

@@ -196,7 +196,12 @@ def _read_tag(template: str, start: int) -> tuple[_Tag, int]:
 
 
 def _error(message: str, position: int) -> FormatError:
-    return FormatError(f"story string: {message} (at character {position})", field="story_string")
+    return FormatError(
+        f"story string: {message} (at character {position})",
+        field="story_string",
+        code="story_string_at_character",
+        params={"message_name": str(message), "position": str(position)},
+    )
 
 
 def _split_expression(text: str, position: int) -> tuple[str, tuple[str, ...], dict[str, str]]:
@@ -513,7 +518,10 @@ def _render_block(block: _Block, frame: _Frame, missing: MacroHook, out: list[st
     if helper in ("if", "unless"):
         if len(block.params) != 1:
             raise FormatError(
-                f"story string: #{helper} needs exactly one value", field="story_string"
+                f"story string: #{helper} needs exactly one value",
+                field="story_string",
+                code="story_string_needs_exactly_one",
+                params={"helper": str(helper)},
             )
         value = _param_value(block.params[0], frame)
         include_zero = _param_value(block.hash.get("includeZero", "false"), frame) is True

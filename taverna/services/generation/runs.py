@@ -180,7 +180,10 @@ class GenerationRegistry:
     def get(self, generation_id: str) -> RunningGeneration:
         run = self._runs.get(generation_id)
         if run is None:
-            raise NotFound("no such generation (it may have finished long ago)")
+            raise NotFound(
+                "no such generation (it may have finished long ago)",
+                code="no_such_generation_it_may",
+            )
         return run
 
     def for_chat(self, chat_id: str, *, running_only: bool = False) -> list[RunningGeneration]:
@@ -204,7 +207,7 @@ class GenerationRegistry:
 
     async def stop_elsewhere(self, run: RunningGeneration) -> Completed | None:
         """Stop a run of another process (none, in one process)."""
-        raise NotFound("no such generation in this process")
+        raise NotFound("no such generation in this process", code="no_such_generation_in_this")
 
     def round_changed(self, found: GroupRound) -> None:
         """A group round of this process started a speaker or ended (shared, if shared)."""
@@ -215,7 +218,7 @@ class GenerationRegistry:
 
     async def stop_round_elsewhere(self, round_id: str) -> None:
         """Ask the process running a group round to stop it (none, in one process)."""
-        raise NotFound("no such round")
+        raise NotFound("no such round", code="no_such_round")
 
     async def open(self) -> None:
         """Start what the registry runs in the background (nothing, in one process)."""

@@ -262,11 +262,16 @@ class GenerationService:
         def choose(end: PathTail) -> tuple[GenerationType, Node | None]:
             leaf = end.nodes[-1] if end.nodes else None
             if leaf is None or leaf.role is not NodeRole.ASSISTANT:
-                raise TavernaError("only a reply of the character can be swiped", field="chat")
+                raise TavernaError(
+                    "only a reply of the character can be swiped",
+                    field="chat",
+                    code="only_reply_of_character_can",
+                )
             if _length(end) == 1:
                 # algo-chat-ops.md §1.2: a greeting's candidates are its alternate greetings
                 raise TavernaError(
-                    "the greeting has no generated swipes; pick an alternate greeting"
+                    "the greeting has no generated swipes; pick an alternate greeting",
+                    code="greeting_has_no_generated_swipes",
                 )
             return GenerationType.SWIPE, leaf
 
@@ -284,7 +289,11 @@ class GenerationService:
 
         def choose(end: PathTail) -> tuple[GenerationType, Node | None]:
             if not end.nodes:
-                raise TavernaError("there is nothing to continue", field="chat")
+                raise TavernaError(
+                    "there is nothing to continue",
+                    field="chat",
+                    code="there_is_nothing_to_continue",
+                )
             return GenerationType.CONTINUE, end.nodes[-1]
 
         return await self._begin(chat_id, connection, choose, revision=revision, member=member)
@@ -427,7 +436,7 @@ class GenerationService:
         """A group round of this process, or of another one sharing the registry."""
         found = self.rounds.get(round_id) or self.registry.round(round_id)
         if found is None:
-            raise NotFound("no such round")
+            raise NotFound("no such round", code="no_such_round")
         return found
 
     async def stop_round(self, round_id: str) -> None:
@@ -436,7 +445,7 @@ class GenerationService:
         if found is None:
             shared = self.registry.round(round_id)
             if shared is None:
-                raise NotFound("no such round")
+                raise NotFound("no such round", code="no_such_round")
             await self.registry.stop_round_elsewhere(round_id)  # its process stops it
             current = shared.current
             if current is not None and not current.done:
@@ -632,7 +641,7 @@ class GenerationService:
     def drop_draft(self, draft_id: str) -> None:
         doc = self.store.get_document(draft_id)
         if doc.kind != DRAFT_KIND:
-            raise NotFound("no such draft")
+            raise NotFound("no such draft", code="no_such_draft")
         self.store.delete_document(draft_id, revision=doc.revision)
 
     def _draft(self, doc: Any) -> Draft:
@@ -944,7 +953,12 @@ class GenerationService:
         names = tuple(m.name for m in found)
         if member:
             if member not in names:
-                raise NotFound(f"no member named {member!r} in the group", field="member")
+                raise NotFound(
+                    f"no member named {member!r} in the group",
+                    field="member",
+                    code="no_member_named_in_group",
+                    params={"member": str(member)},
+                )
             return member, names
         if (
             kind in (GenerationType.SWIPE, GenerationType.REGENERATE, GenerationType.CONTINUE)

@@ -110,7 +110,10 @@ class RemoteGeneration(RunningGeneration):
                 return event
         result = self.result
         if result is None:
-            raise NotFound("the generation ended without a result (it expired)")
+            raise NotFound(
+                "the generation ended without a result (it expired)",
+                code="generation_ended_without_result_it",
+            )
         return result
 
 
@@ -291,7 +294,10 @@ class SharedRegistry(GenerationRegistry):
             return run
         found = self._meta(generation_id)
         if found is None:
-            raise NotFound("no such generation (it may have finished long ago)")
+            raise NotFound(
+                "no such generation (it may have finished long ago)",
+                code="no_such_generation_it_may",
+            )
         return RemoteGeneration(self, found, generation_id)
 
     def for_chat(self, chat_id: str, *, running_only: bool = False) -> list[RunningGeneration]:

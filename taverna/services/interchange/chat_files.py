@@ -21,11 +21,16 @@ def read_chat_file(path: Path, *, lenient: bool = False) -> tuple[ChatDocument, 
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise FormatError(f"cannot read ({exc.strerror})", file=str(path)) from None
+        raise FormatError(
+            f"cannot read ({exc.strerror})",
+            file=str(path),
+            code="cannot_read",
+            params={"strerror": str(exc.strerror)},
+        ) from None
     document = read_chat(data, source=str(path), lenient=lenient, flatten_chub=True)
     if document.header is None and not document.messages and not document.skipped:
         # formats-chat.md §2: SillyTavern leaves empty chat files out as well.
-        raise FormatError("the chat file is empty", file=str(path))
+        raise FormatError("the chat file is empty", file=str(path), code="chat_file_is_empty")
     return document, file_digest(data)
 
 

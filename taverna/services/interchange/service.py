@@ -222,7 +222,7 @@ class InterchangeService:
         with bulk():
             document = read_chat(data, source=file_name, flatten_chub=True)
         if document.header is None and not document.messages:
-            raise FormatError("the chat file is empty", file=file_name)
+            raise FormatError("the chat file is empty", file=file_name, code="chat_file_is_empty")
         return self.import_documents(
             document,
             name=name,
@@ -279,7 +279,12 @@ class InterchangeService:
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise NotFound(f"cannot create the folder ({exc.strerror})", file=str(folder)) from None
+            raise NotFound(
+                f"cannot create the folder ({exc.strerror})",
+                file=str(folder),
+                code="cannot_create_folder",
+                params={"strerror": str(exc.strerror)},
+            ) from None
         written = []
         with bulk():
             tree = self.store.tree(chat_id)

@@ -172,7 +172,11 @@ class EventBus:
                 offered: Any = call(host=self.host(call.plugin)) or []
                 for tool in offered:
                     if not isinstance(tool, Tool):
-                        raise TavernaError(f"{tool!r} is not a taverna.services.tools.Tool")
+                        raise TavernaError(
+                            f"{tool!r} is not a taverna.services.tools.Tool",
+                            code="is_not_taverna_services_tools",
+                            params={"tool": str(tool)},
+                        )
                     found.append(tool)
             except Exception as exc:
                 _report(call.plugin.name, "tools", exc)

@@ -35,6 +35,8 @@ class GrantRefused(TavernaError):
             f"plugin {plugin!r} may not {action}: it has not declared the grant "
             f"{grant.value!r} (add it to TAVERNA_GRANTS if the plugin needs it)",
             field="grants",
+            code="grant_refused",
+            params={"plugin": plugin, "action": action, "grant": grant.value},
         )
 
 
@@ -44,7 +46,10 @@ def parse_grants(plugin: str, declared: object) -> frozenset[Grant]:
         return frozenset()
     if isinstance(declared, str) or not isinstance(declared, Iterable):
         raise TavernaError(
-            "TAVERNA_GRANTS must be a list of grant names", file=f"plugin {plugin}", field="grants"
+            "TAVERNA_GRANTS must be a list of grant names",
+            file=f"plugin {plugin}",
+            field="grants",
+            code="taverna_grants_must_be_list",
         )
     found = set()
     known = ", ".join(g.value for g in Grant)
@@ -53,6 +58,10 @@ def parse_grants(plugin: str, declared: object) -> frozenset[Grant]:
             found.add(Grant(item))
         except ValueError:
             raise TavernaError(
-                f"unknown grant {item!r} (known: {known})", file=f"plugin {plugin}", field="grants"
+                f"unknown grant {item!r} (known: {known})",
+                file=f"plugin {plugin}",
+                field="grants",
+                code="unknown_grant_known",
+                params={"item": str(item), "known": str(known)},
             ) from None
     return frozenset(found)

@@ -64,13 +64,18 @@ class PluginHost:
         if self._services.owner is None:
             return
         if self._services.owner(chat_id) != (self._account or ""):
-            raise NotFound(f"no chat {chat_id}", field="chat_id")
+            raise NotFound(
+                f"no chat {chat_id}",
+                field="chat_id",
+                code="no_chat",
+                params={"chat_id": str(chat_id)},
+            )
 
     def chat_messages(self, chat_id: str) -> list[dict[str, Any]]:
         """The chat's active path: `{id, role, name, text, hidden}` each, oldest first."""
         self._access.require(Grant.READ_CHATS, "read chats")
         if self._services.path is None:
-            raise TavernaError("chats cannot be read here")
+            raise TavernaError("chats cannot be read here", code="chats_cannot_be_read_here")
         self._own_chat(chat_id)
         return [
             {
@@ -89,7 +94,7 @@ class PluginHost:
         of the server's own."""
         self._access.require(Grant.SEE_KEYS, "see API keys")
         if self._services.key is None:
-            raise TavernaError("no connections can be read here")
+            raise TavernaError("no connections can be read here", code="no_connections_can_be_read")
         if chat_id is not None:
             self._own_chat(chat_id)
         return self._services.key(connection, chat_id)
@@ -98,6 +103,6 @@ class PluginHost:
         """A model's answer to `prompt` alone (no chat, no card), nothing stored."""
         self._access.require(Grant.CALL_MODELS, "call models")
         if self._services.generate is None:
-            raise TavernaError("no model can be called here")
+            raise TavernaError("no model can be called here", code="no_model_can_be_called")
         self._own_chat(chat_id)
         return await self._services.generate(chat_id, prompt, connection)

@@ -25,7 +25,11 @@ class GenerationAborted(TavernaError):
     def __init__(self, by: str, reason: str) -> None:
         self.by = by
         self.reason = reason
-        super().__init__(f"the generation was aborted by {by}: {reason or 'no reason given'}")
+        super().__init__(
+            f"the generation was aborted by {by}: {reason or 'no reason given'}",
+            code="generation_aborted",
+            params={"by": by, "reason": reason},
+        )
 
 
 @dataclass

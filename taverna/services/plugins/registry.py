@@ -100,7 +100,11 @@ class Plugins:
         module = getattr(target, "__name__", type(target).__module__)
         try:
             if name in self._infos:
-                raise TavernaError("a plugin of this name is already loaded", file=f"plugin {name}")
+                raise TavernaError(
+                    "a plugin of this name is already loaded",
+                    file=f"plugin {name}",
+                    code="plugin_of_this_name_is",
+                )
             declared = grants if grants is not None else getattr(target, "TAVERNA_GRANTS", None)
             found = parse_grants(name, declared)
             self.manager.register(target, name=name)

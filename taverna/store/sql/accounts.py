@@ -44,7 +44,12 @@ class SqlAccounts(SqlBase):
         with self.engine.begin() as conn:
             taken = conn.execute(sa.select(t.users.c.id).where(t.users.c.name == name)).first()
             if taken is not None:
-                raise Conflict(f"an account named {name!r} already exists", field="name")
+                raise Conflict(
+                    f"an account named {name!r} already exists",
+                    field="name",
+                    code="account_named_already_exists",
+                    params={"name": str(name)},
+                )
             conn.execute(t.users.insert(), row)
         return _account(row)
 
@@ -60,7 +65,12 @@ class SqlAccounts(SqlBase):
         with self._read() as conn:
             row = conn.execute(query).mappings().first()
         if row is None or (id is None and name is None):
-            raise NotFound(f"no account {name or id!r}", field="name")
+            raise NotFound(
+                f"no account {name or id!r}",
+                field="name",
+                code="no_account",
+                params={"value": str(name or id)},
+            )
         return _account(row)
 
     def update_account(self, id: str, **values: Any) -> Account:
@@ -71,7 +81,9 @@ class SqlAccounts(SqlBase):
         with self.engine.begin() as conn:
             changed = conn.execute(t.users.update().where(t.users.c.id == id).values(**values))
             if changed.rowcount == 0:
-                raise NotFound(f"no account {id!r}", field="id")
+                raise NotFound(
+                    f"no account {id!r}", field="id", code="no_account_id", params={"id": str(id)}
+                )
             if "password_hash" in values:  # a new password ends every session
                 conn.execute(t.sessions.delete().where(t.sessions.c.user_id == id))
         return self.account(id=id)

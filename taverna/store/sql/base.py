@@ -50,7 +50,9 @@ def update_live_chat(
         )
     ).scalar()
     if current is None:
-        raise NotFound(f"no chat {chat_id}", field="chat_id")
+        raise NotFound(
+            f"no chat {chat_id}", field="chat_id", code="no_chat", params={"chat_id": str(chat_id)}
+        )
     raise StaleRevision(
         f"the chat is at revision {current}, not {revision}{hint}",
         current_revision=current,
@@ -85,5 +87,10 @@ class SqlBase:
     def _chat_row(conn: Connection, chat_id: str) -> Mapping[Any, Any]:
         row = conn.execute(_CHAT_ROW, {"chat_id": chat_id}).mappings().first()
         if row is None or row["deleted"]:
-            raise NotFound(f"no chat {chat_id}", field="chat_id")
+            raise NotFound(
+                f"no chat {chat_id}",
+                field="chat_id",
+                code="no_chat",
+                params={"chat_id": str(chat_id)},
+            )
         return row

@@ -43,10 +43,18 @@ class SqlBulkImport(SqlBase):
             parent = node.parent_id or ""
             if parent and parent not in info:
                 raise TavernaError(
-                    f"message {node.id} comes before its parent {parent}", field="nodes"
+                    f"message {node.id} comes before its parent {parent}",
+                    field="nodes",
+                    code="message_comes_before_its_parent",
+                    params={"id": str(node.id), "parent": str(parent)},
                 )
             if node.id in info:
-                raise TavernaError(f"message id {node.id} appears twice", field="nodes")
+                raise TavernaError(
+                    f"message id {node.id} appears twice",
+                    field="nodes",
+                    code="message_id_appears_twice",
+                    params={"id": str(node.id)},
+                )
             depth, inherited = info[parent] if parent else (-1, None)
             state_from = node.id if node.state is not None else inherited
             info[node.id] = (depth + 1, state_from)
@@ -72,21 +80,34 @@ class SqlBulkImport(SqlBase):
                 }
             )
         if active_leaf_id is not None and active_leaf_id not in info:
-            raise TavernaError("the active leaf is not among the messages", field="active_leaf_id")
+            raise TavernaError(
+                "the active leaf is not among the messages",
+                field="active_leaf_id",
+                code="active_leaf_is_not_among",
+            )
         for branch in branches:
             if branch.head_id is not None and branch.head_id not in info:
                 raise TavernaError(
-                    f"branch {branch.name!r} points at no message of the chat", field="branches"
+                    f"branch {branch.name!r} points at no message of the chat",
+                    field="branches",
+                    code="branch_points_at_no_message",
+                    params={"name": str(branch.name)},
                 )
         for checkpoint in checkpoints:
             if checkpoint.node_id not in info:
                 raise TavernaError(
                     f"checkpoint {checkpoint.name!r} points at no message of the chat",
                     field="checkpoints",
+                    code="checkpoint_points_at_no_message",
+                    params={"name": str(checkpoint.name)},
                 )
         for parent_key, child in (selections or {}).items():
             if child not in info or (parent_key and parent_key not in info):
-                raise TavernaError("a selection names no message of the chat", field="selections")
+                raise TavernaError(
+                    "a selection names no message of the chat",
+                    field="selections",
+                    code="selection_names_no_message_of",
+                )
         chosen = dict(selections) if selections is not None else {}
         if selections is None:
             for row in node_rows:  # newest child wins, then the active path overrides

@@ -46,7 +46,10 @@ def _put_content(conn: Connection, text: str) -> str:
             index_texts(conn, {key: text})
         if conn.execute(lock).first() is not None:
             return key
-    raise TavernaError("a message text kept being deleted while it was stored; try again")
+    raise TavernaError(
+        "a message text kept being deleted while it was stored; try again",
+        code="message_text_kept_being_deleted",
+    )
 
 
 def _drop_unused_texts(conn: Connection, hashes: Iterable[str]) -> int:

@@ -104,7 +104,9 @@ class SqlDocuments(SqlBase):
                 .first()
             )
         if row is None:
-            raise NotFound(f"no document {id}", field="id")
+            raise NotFound(
+                f"no document {id}", field="id", code="no_document", params={"id": str(id)}
+            )
         return _document_from_row(row)
 
     def find_documents(
@@ -124,7 +126,9 @@ class SqlDocuments(SqlBase):
                 sa.select(t.documents.c.revision).where(t.documents.c.id == id)
             ).scalar()
             if current is None:
-                raise NotFound(f"no document {id}", field="id")
+                raise NotFound(
+                    f"no document {id}", field="id", code="no_document", params={"id": str(id)}
+                )
             if current != revision:
                 raise StaleRevision(
                     f"the document is at revision {current}, not {revision}",

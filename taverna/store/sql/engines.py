@@ -29,7 +29,12 @@ def _postgres_engine(url: str, schema: str | None) -> Engine:
     args: dict[str, Any] = {}
     if schema:
         if not schema.replace("_", "").isalnum():
-            raise TavernaError(f"bad schema name {schema!r}", field="schema")
+            raise TavernaError(
+                f"bad schema name {schema!r}",
+                field="schema",
+                code="bad_schema_name",
+                params={"schema": str(schema)},
+            )
         args["options"] = f"-c search_path={schema}"
         bootstrap = sa.create_engine(url)
         with bootstrap.begin() as conn:

@@ -35,7 +35,12 @@ class SqlHistory(SqlBase):
                 .first()
             )
             if node is None:
-                raise NotFound(f"no message {node_id} in this chat", field="node_id")
+                raise NotFound(
+                    f"no message {node_id} in this chat",
+                    field="node_id",
+                    code="no_message_in_this_chat",
+                    params={"node_id": str(node_id)},
+                )
             logged = conn.execute(
                 sa.select(
                     t.changes.c.revision, t.changes.c.field, t.changes.c.before, t.changes.c.after

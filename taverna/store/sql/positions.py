@@ -83,7 +83,12 @@ def _node_place(conn: Connection, chat_id: str, node_id: str) -> tuple[int, bool
         )
     ).first()
     if row is None:
-        raise NotFound(f"no message {node_id} in this chat", field="node_id")
+        raise NotFound(
+            f"no message {node_id} in this chat",
+            field="node_id",
+            code="no_message_in_this_chat",
+            params={"node_id": str(node_id)},
+        )
     return int(row[0]), bool(row[1])
 
 

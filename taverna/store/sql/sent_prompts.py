@@ -18,7 +18,12 @@ class SqlSentPrompts(SqlBase):
                 sa.select(t.nodes.c.id).where(t.nodes.c.id == node_id, t.nodes.c.chat_id == chat_id)
             ).first()
             if found is None:
-                raise NotFound(f"no message {node_id} in chat {chat_id}", field="node_id")
+                raise NotFound(
+                    f"no message {node_id} in chat {chat_id}",
+                    field="node_id",
+                    code="no_message_in_chat",
+                    params={"node_id": str(node_id), "chat_id": str(chat_id)},
+                )
             conn.execute(t.sent_prompts.delete().where(t.sent_prompts.c.node_id == node_id))
             conn.execute(
                 t.sent_prompts.insert().values(node_id=node_id, chat_id=chat_id, record=record)

@@ -56,7 +56,12 @@ def _path_to(conn: Connection, chat_id: str, node_id: str) -> list[Node]:
     )
     rows = conn.execute(sql, {"leaf": node_id, "chat": chat_id}).all()
     if not rows:
-        raise NotFound(f"no message {node_id} in this chat", field="node_id")
+        raise NotFound(
+            f"no message {node_id} in this chat",
+            field="node_id",
+            code="no_message_in_this_chat",
+            params={"node_id": str(node_id)},
+        )
     return [_node_from_raw(r, r[13]) for r in rows]
 
 
@@ -69,7 +74,12 @@ def _state_at(
         sa.select(t.nodes.c.state_from).where(t.nodes.c.id == node_id, t.nodes.c.chat_id == chat_id)
     ).first()
     if source is None:
-        raise NotFound(f"no message {node_id} in this chat", field="node_id")
+        raise NotFound(
+            f"no message {node_id} in this chat",
+            field="node_id",
+            code="no_message_in_this_chat",
+            params={"node_id": str(node_id)},
+        )
     if source[0] is None:
         return ChatState.from_json(base or {})
     state = conn.execute(sa.select(t.nodes.c.state).where(t.nodes.c.id == source[0])).scalar()
@@ -112,7 +122,12 @@ class SqlTree(SqlBase):
                 .first()
             )
         if row is None:
-            raise NotFound(f"no message {node_id} in this chat", field="node_id")
+            raise NotFound(
+                f"no message {node_id} in this chat",
+                field="node_id",
+                code="no_message_in_this_chat",
+                params={"node_id": str(node_id)},
+            )
         return _node_from_row(row, row["text"])
 
     def children(self, chat_id: str, parent_id: str | None) -> list[Node]:

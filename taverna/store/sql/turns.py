@@ -64,7 +64,12 @@ class SqlTurnReads(SqlBase):
                 {"start": node_id, "chat": chat_id, "no": False, "limit": max(limit, 1)},
             ).all()
             if not rows:
-                raise NotFound(f"no message {node_id} in this chat", field="node_id")
+                raise NotFound(
+                    f"no message {node_id} in this chat",
+                    field="node_id",
+                    code="no_message_in_this_chat",
+                    params={"node_id": str(node_id)},
+                )
             before = hidden = 0
             first = rows[0]
             if counted and first[2]:  # messages above the tail: count them

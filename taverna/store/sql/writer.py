@@ -95,7 +95,12 @@ class SqlChatWriter(ChatWriter):
             .first()
         )
         if row is None:
-            raise NotFound(f"no message {node_id} in this chat", field="node_id")
+            raise NotFound(
+                f"no message {node_id} in this chat",
+                field="node_id",
+                code="no_message_in_this_chat",
+                params={"node_id": str(node_id)},
+            )
         return row
 
     def get_node(self, node_id: str) -> Node:
@@ -107,7 +112,12 @@ class SqlChatWriter(ChatWriter):
             .first()
         )
         if row is None:
-            raise NotFound(f"no message {node_id} in this chat", field="node_id")
+            raise NotFound(
+                f"no message {node_id} in this chat",
+                field="node_id",
+                code="no_message_in_this_chat",
+                params={"node_id": str(node_id)},
+            )
         return _node_from_row(row, row["text"])
 
     def children(self, parent_id: str | None, *, include_deleted: bool = False) -> list[Node]:
@@ -378,7 +388,12 @@ class SqlChatWriter(ChatWriter):
         """Delete a branch or checkpoint row and log it; NotFound names `<kind>_id`."""
         before = self._entity_row(table, key)
         if before is None:
-            raise NotFound(f"no such {kind}", field=f"{kind}_id")
+            raise NotFound(
+                f"no such {kind}",
+                field=f"{kind}_id",
+                code="no_such_entity",
+                params={"kind": str(kind)},
+            )
         self._replace_row(table, key, None)
         self._log(kind, key, "*", before, None)
 
@@ -483,7 +498,11 @@ class SqlChatWriter(ChatWriter):
         elif entity == "checkpoint":
             self._replace_row(t.checkpoints, key, value)
         else:  # pragma: no cover - the log only holds the kinds above
-            raise TavernaError(f"unknown change kind {entity!r}")
+            raise TavernaError(
+                f"unknown change kind {entity!r}",
+                code="unknown_change_kind",
+                params={"entity": str(entity)},
+            )
 
     # ---- commit
 

@@ -20,6 +20,13 @@ function serverWords(error, detail) {
 // A place the server did not name leaves "(field )" behind: drop it.
 const tidy = (text) => text.replace(/\s*[（(](field|字段)?\s*[)）]/g, "");
 
+/** The server's words for `code` with `params` in the person's language (server.<code> in
+ * the catalog); null when the catalog does not know the code (the caller shows the English). */
+export function serverText(code, params = {}) {
+  const key = code && `server.${code}`;
+  return key && has(key) ? tidy(t(key, { file: "", field: "", ...params })) : null;
+}
+
 /** Why a failed check (a connection test) failed, from the server's answer: the model API's
  * failure kind, else the code of the error that stopped it, else its English message. */
 export function explainOutcome({ message = "", cause = null, code = null, params = {} }) {

@@ -23,14 +23,20 @@ def _at(call: Call) -> int | None:
         return None
     number = js_number(raw)
     if number is None or not number.is_integer():
-        raise ScriptError(f"at={raw!r} is not a message number")
+        raise ScriptError(
+            f"at={raw!r} is not a message number",
+            code="at_is_not_message_number",
+            params={"raw": str(raw)},
+        )
     return int(number)
 
 
 def _text(call: Call, command: str) -> str:
     text = call.text()
     if not text.strip():
-        raise ScriptError(f"/{command} needs a text")
+        raise ScriptError(
+            f"/{command} needs a text", code="needs_text", params={"command": str(command)}
+        )
     return text
 
 
@@ -46,7 +52,7 @@ def send_as(call: Call) -> ScriptValue:
         first, _, rest = text.strip().partition(" ")
         name, text = first, rest
     if not name or not text.strip():
-        raise ScriptError("/sendas needs name= and a text")
+        raise ScriptError("/sendas needs name= and a text", code="sendas_needs_name_and_text")
     return call.run.host.send_as(name, text, at=_at(call))
 
 
@@ -61,7 +67,11 @@ def comment(call: Call) -> ScriptValue:
 def _range(text: str) -> tuple[int, int]:
     match = _RANGE.match(text)
     if match is None:
-        raise ScriptError(f"{text!r} is not a message number or range (5 or 2-7)")
+        raise ScriptError(
+            f"{text!r} is not a message number or range (5 or 2-7)",
+            code="is_not_message_number_or",
+            params={"text": str(text)},
+        )
     start = int(match.group(1))
     end = int(match.group(2)) if match.group(2) is not None else start
     return start, end
@@ -81,7 +91,9 @@ def _generation(kind: str, *, needs_prompt: bool = False) -> Command:
     def generate(call: Call) -> ScriptValue:
         prompt = call.text()
         if needs_prompt and not prompt.strip():
-            raise ScriptError(f"/{kind} needs a prompt")
+            raise ScriptError(
+                f"/{kind} needs a prompt", code="needs_prompt", params={"kind": str(kind)}
+            )
         options = {key: str(value) for key, value in call.named.items()}
         return call.run.host.generate(Generation(kind, prompt, options))
 
@@ -106,17 +118,29 @@ def _generation(kind: str, *, needs_prompt: bool = False) -> Command:
 def inject(call: Call) -> ScriptValue:
     injection_id = call.arg("id")
     if not injection_id:
-        raise ScriptError("/inject needs id=")
+        raise ScriptError("/inject needs id=", code="inject_needs_id")
     position = (call.arg("position", "after") or "after").lower()
     if position not in _POSITIONS:
-        raise ScriptError(f"position must be before, after, chat or none, not {position!r}")
+        raise ScriptError(
+            f"position must be before, after, chat or none, not {position!r}",
+            code="position_must_be_before_after",
+            params={"position": str(position)},
+        )
     depth_text = call.arg("depth", "4") or "4"
     depth = js_number(depth_text)
     if depth is None or not depth.is_integer() or depth < 0:
-        raise ScriptError(f"depth={depth_text!r} is not a whole number of messages")
+        raise ScriptError(
+            f"depth={depth_text!r} is not a whole number of messages",
+            code="depth_is_not_whole_number",
+            params={"depth_text": str(depth_text)},
+        )
     role = (call.arg("role", "system") or "system").lower()
     if role not in _ROLES:
-        raise ScriptError(f"role must be system, user or assistant, not {role!r}")
+        raise ScriptError(
+            f"role must be system, user or assistant, not {role!r}",
+            code="role_must_be_system_user",
+            params={"role": str(role)},
+        )
     return call.run.host.inject(
         Injection(
             id=injection_id,
@@ -156,21 +180,21 @@ def list_injections(call: Call) -> ScriptValue:
 def _book(call: Call) -> str:
     book = call.arg("file") or call.arg("book") or ""
     if not book:
-        raise ScriptError("name the lorebook with file=")
+        raise ScriptError("name the lorebook with file=", code="name_lorebook_with_file")
     return book
 
 
 def find_entry(call: Call) -> ScriptValue:
     query = call.text().strip()
     if not query:
-        raise ScriptError("give the text to look up")
+        raise ScriptError("give the text to look up", code="give_text_to_look_up")
     return call.run.host.find_entry(_book(call), call.arg("field", "key") or "key", query)
 
 
 def entry_field(call: Call) -> ScriptValue:
     uid = call.text().strip()
     if not uid:
-        raise ScriptError("give the entry's uid")
+        raise ScriptError("give the entry's uid", code="give_entry_s_uid")
     return call.run.host.entry_field(_book(call), uid, call.arg("field", "content") or "content")
 
 
@@ -188,7 +212,11 @@ def _member(action: str) -> Command:
     def change(call: Call) -> ScriptValue:
         member = call.text().strip()
         if not member:
-            raise ScriptError(f"/member-{action} needs a member's name (or its 0-based index)")
+            raise ScriptError(
+                f"/member-{action} needs a member's name (or its 0-based index)",
+                code="member_needs_member_s_name",
+                params={"action": str(action)},
+            )
         return call.run.host.group_member(action, member)
 
     return Command(

@@ -16,10 +16,10 @@ def _declare_or_assign(call: Call, *, declare: bool) -> ScriptValue:
     parts = call.parts()
     if key is None:
         if not parts:
-            raise ScriptError("name the variable")
+            raise ScriptError("name the variable", code="name_variable")
         first = parts.pop(0)
         if not isinstance(first, str):
-            raise ScriptError("a variable name must be text")
+            raise ScriptError("a variable name must be text", code="variable_name_must_be_text")
         key = first
         has_value = bool(parts)
     else:
@@ -78,7 +78,10 @@ def condition(call: Call) -> bool:
     right = _operand(call, _first(call, "b", "right", "second", "y"))
     rule = call.arg("rule")
     if not rule:
-        raise ScriptError("the rule must be given (eq, neq, lt, gt, lte, gte, not, in, nin)")
+        raise ScriptError(
+            "the rule must be given (eq, neq, lt, gt, lte, gte, not, in, nin)",
+            code="rule_must_be_given_eq",
+        )
     if isinstance(left, float) and isinstance(right, float):
         numeric = {
             "not": lambda: not left,
@@ -90,7 +93,11 @@ def condition(call: Call) -> bool:
             "neq": lambda: left != right,
         }
         if rule not in numeric:
-            raise ScriptError(f"unknown rule {rule!r} for numbers (eq neq lt gt lte gte not)")
+            raise ScriptError(
+                f"unknown rule {rule!r} for numbers (eq neq lt gt lte gte not)",
+                code="unknown_rule_for_numbers_eq",
+                params={"rule": str(rule)},
+            )
         return numeric[rule]()
     a = (left if isinstance(left, str) else js_value_text(left)).lower()
     b = (right if isinstance(right, str) else js_value_text(right)).lower()
@@ -101,7 +108,11 @@ def condition(call: Call) -> bool:
         "neq": lambda: a != b,
     }
     if rule not in textual:
-        raise ScriptError(f"unknown rule {rule!r} for text (eq neq in nin)")
+        raise ScriptError(
+            f"unknown rule {rule!r} for text (eq neq in nin)",
+            code="unknown_rule_for_text_eq",
+            params={"rule": str(rule)},
+        )
     return textual[rule]()
 
 
@@ -131,7 +142,11 @@ def if_(call: Call) -> ScriptValue:
 def _turns(call: Call, name: str) -> int:
     guard = call.named.get("guard")
     if isinstance(guard, ClosureValue):
-        raise ScriptError(f"argument 'guard' cannot be a closure for /{name}")
+        raise ScriptError(
+            f"argument 'guard' cannot be a closure for /{name}",
+            code="argument_guard_cannot_be_closure",
+            params={"name": str(name)},
+        )
     return 2**53 if is_false(guard) else call.run.limits.max_loop
 
 
@@ -174,7 +189,9 @@ def run(call: Call) -> ScriptValue:
     if isinstance(target, list):
         target = target[0] if target else None
     if not target:
-        raise ScriptError("name a closure or a Quick Reply to run")
+        raise ScriptError(
+            "name a closure or a Quick Reply to run", code="name_closure_or_quick_reply"
+        )
     if isinstance(target, ClosureValue):
         result, _ = call.run.loop(target, call.scope)
         return result
@@ -182,7 +199,9 @@ def run(call: Call) -> ScriptValue:
     if call.scope.exists(name):
         closure = call.scope.get(name)
         if not isinstance(closure, ClosureValue):
-            raise ScriptError(f'"{name}" is not a closure')
+            raise ScriptError(
+                f'"{name}" is not a closure', code="is_not_closure", params={"name": str(name)}
+            )
         wanted = {parameter.name for parameter in closure.node.parameters}
         provided: dict[str, ScriptValue] = {
             key: value for key, value in call.named.items() if key in wanted
@@ -191,7 +210,11 @@ def run(call: Call) -> ScriptValue:
         return result
     script = call.run.host.quick_reply(name)
     if script is None:
-        raise ScriptError(f'no closure or Quick Reply named "{name}"')
+        raise ScriptError(
+            f'no closure or Quick Reply named "{name}"',
+            code="no_closure_or_quick_reply",
+            params={"name": str(name)},
+        )
     macros = {f"arg::{key}": str(value) for key, value in call.named.items()}
     result, _ = call.run.loop(script, call.scope, macros)
     return result

@@ -133,7 +133,8 @@ def random_item(call: Call) -> ScriptValue:
     if not text:
         raise ScriptError(
             'give a list to pick from, e.g. /random ["a","b"] or /random a, b '
-            "(SillyTavern's /random that opens a chat with a random character is not here)"
+            "(SillyTavern's /random that opens a chat with a random character is not here)",
+            code="give_list_to_pick_from",
         )
     items: list[str]
     parsed = parse_json(text) if text.startswith("[") else None
@@ -152,16 +153,26 @@ _DICE = re.compile(r"^\s*(\d*)\s*d\s*(\d+)\s*(?:([+-])\s*(\d+))?\s*$", re.IGNORE
 def roll(call: Call) -> ScriptValue:
     formula = call.text().strip()
     if not formula:
-        raise ScriptError("give a dice formula such as 1d20 or 2d6+3")
+        raise ScriptError(
+            "give a dice formula such as 1d20 or 2d6+3", code="give_dice_formula_such_as"
+        )
     if formula.isdigit():
         formula = f"1d{formula}"
     match = _DICE.match(formula)
     if match is None:
-        raise ScriptError(f"{formula!r} is not a dice formula (NdM+K)")
+        raise ScriptError(
+            f"{formula!r} is not a dice formula (NdM+K)",
+            code="is_not_dice_formula_ndm",
+            params={"formula": str(formula)},
+        )
     count = int(match.group(1) or "1")
     sides = int(match.group(2))
     if count > 1000 or sides > 1_000_000 or sides < 1:
-        raise ScriptError(f"{formula!r}: at most 1000 dice of at most 1000000 sides")
+        raise ScriptError(
+            f"{formula!r}: at most 1000 dice of at most 1000000 sides",
+            code="at_most_1000_dice_of",
+            params={"formula": str(formula)},
+        )
     rolls = [call.run.random.randint(1, sides) for _ in range(count)]
     modifier = int(match.group(4) or "0") * (-1 if match.group(3) == "-" else 1)
     total = sum(rolls) + modifier

@@ -90,7 +90,11 @@ def _integer(call: Call, name: str) -> int | None:
         return None
     number = js_number(raw)
     if number is None or number != number:
-        raise ScriptError(f"{name}={raw!r} is not a number")
+        raise ScriptError(
+            f"{name}={raw!r} is not a number",
+            code="is_not_number",
+            params={"name": str(name), "raw": str(raw)},
+        )
     return int(number)
 
 
@@ -105,18 +109,26 @@ def replace(call: Call) -> ScriptValue:
     text = call.text()
     pattern = call.arg("pattern")
     if pattern is None:
-        raise ScriptError("give pattern=")
+        raise ScriptError("give pattern=", code="give_pattern")
     replacer = call.arg("replacer", "") or ""
     mode = (call.arg("mode", "literal") or "literal").lower()
     if mode == "literal":
         return text.replace(pattern, replacer) if pattern else text
     if mode != "regex":
-        raise ScriptError(f"mode must be literal or regex, not {mode!r}")
+        raise ScriptError(
+            f"mode must be literal or regex, not {mode!r}",
+            code="mode_must_be_literal_or",
+            params={"mode": str(mode)},
+        )
     match = _REGEX.match(pattern)
     source, flags = (match.group(1), match.group(2)) if match else (pattern, "")
     compiled = compile_js_regex(source, flags.replace("g", "").replace("d", ""))
     if compiled is None:
-        raise ScriptError(f"{pattern!r} is not a valid regular expression")
+        raise ScriptError(
+            f"{pattern!r} is not a valid regular expression",
+            code="is_not_valid_regular_expression",
+            params={"pattern": str(pattern)},
+        )
 
     def expand(found: regex.Match[str]) -> str:
         def group(reference: re.Match[str]) -> str:
@@ -137,9 +149,17 @@ def replace(call: Call) -> ScriptValue:
             )
         )
     except TimeoutError:
-        raise ScriptError(f"the pattern {pattern!r} took too long on this text") from None
+        raise ScriptError(
+            f"the pattern {pattern!r} took too long on this text",
+            code="pattern_took_too_long_on",
+            params={"pattern": str(pattern)},
+        ) from None
     except (regex.error, IndexError) as error:
-        raise ScriptError(f"cannot replace with {replacer!r}: {error}") from None
+        raise ScriptError(
+            f"cannot replace with {replacer!r}: {error}",
+            code="cannot_replace_with",
+            params={"replacer": str(replacer), "error": str(error)},
+        ) from None
 
 
 def upper(call: Call) -> ScriptValue:

@@ -27,7 +27,7 @@ def _name(call: Call, *, from_value: bool) -> str:
             result = call.run.call(value, parent=call.scope)
             return "" if result is None else str(result).strip()
         return call.text().strip()
-    raise ScriptError("name the variable with key=")
+    raise ScriptError("name the variable with key=", code="name_variable_with_key")
 
 
 def _store(call: Call, name: str, value: object, *, is_global: bool) -> None:
@@ -61,7 +61,7 @@ def _set(call: Call, *, is_global: bool) -> ScriptValue:
 
 def _add(call: Call, name: str, amount: str, *, is_global: bool) -> str:
     if not name:
-        raise ScriptError("name the variable")
+        raise ScriptError("name the variable", code="name_variable")
     variables, value = add_to_variable(call.variables, name, amount, is_global=is_global)
     call.variables = variables
     # `String(value)`: a list that was pushed onto prints as its items joined by commas.

@@ -2,14 +2,18 @@
 
 import { api, followTask } from "../api.js";
 import { formWith, h, mount, toast, toastWarnings } from "../dom.js";
-import { explain, reportError } from "../errors.js";
+import { explain, reportError, serverText } from "../errors.js";
 import { t } from "../i18n.js";
 import { importKindLabel, reasonNode } from "../labels.js";
 import { importCards } from "./characters.js";
 
 /** Why a file was skipped: in the person's language when the page knows the sentence; else
  * as the file's reader wrote it (naming the file and field), marked as not translated. */
-const reasonText = (reason) => reasonNode(reason, "span", { class: "muted" });
+const reasonText = (skip) => {
+  const why = skip.code === "line_left_out" ? serverText(skip.params?.why_code, skip.params) : null;
+  const said = skip.code === "line_left_out" ? why && t("reason.line_left_out", { why }) : serverText(skip.code, skip.params);
+  return said ? h("span", { class: "muted", text: said }) : reasonNode(skip.reason, "span", { class: "muted" });
+};
 
 /** One SillyTavern chat file (.jsonl): stored with the character it names, or, when the
  * library has none of that name, with one the person chooses or creates here. */
@@ -123,7 +127,7 @@ export async function render(root) {
       h("h3", { text: t("import.stored", { n: stored.length }) }),
       h("ul", { class: "list compact" }, stored.map((s) => h("li", {}, `${importKindLabel(s.kind)}${t("import.colon")}`, h("span", { translate: "no", text: s.name })))),
       h("h3", { text: t("import.skipped", { n: skipped.length }) }),
-      h("ul", { class: "list compact" }, skipped.map((s) => h("li", {}, h("span", { class: "strong", translate: "no", text: s.path }), " ", reasonText(s.reason)))),
+      h("ul", { class: "list compact" }, skipped.map((s) => h("li", {}, h("span", { class: "strong", translate: "no", text: s.path }), " ", reasonText(s)))),
       h("h3", { text: t("import.warnings", { n: loose.length }) }),
       h("ul", { class: "list compact warnings" }, loose.map((w) => h("li", {}, h("span", { class: "strong", text: w.path }), h("span", { class: "muted", translate: "no", text: ` ${w.field ? `${w.field}: ` : ""}${w.message}` })))));
   }
