@@ -58,6 +58,17 @@ class FormatWarning(NamedTuple):
     file: str | None = None
     field: str | None = None
 
+    @property
+    def code(self) -> str:
+        """What was done, by a code a page says in its language: the code the note carries
+        (formats/coercion.py's Said), "" for a note with none."""
+        return str(getattr(self.message, "__dict__", {}).get("code") or "")
+
+    @property
+    def params(self) -> dict[str, str | int]:
+        """The values the code's sentence names."""
+        return dict(getattr(self.message, "__dict__", {}).get("params") or {})
+
     def __str__(self) -> str:
         return _located(self.message, self.file, self.field)
 

@@ -35,6 +35,29 @@ _FALSE_WORDS = frozenset({"false", "0", "no", "off", ""})
 _MAX_SAFE = 2**53
 
 
+class Said(str):
+    """A note with a code and params, for a page to say it in its language (the text
+    itself is the English)."""
+
+    code: str
+    params: dict[str, str | int]
+
+    def __new__(cls, text: str, code: str = "", /, **params: str | int) -> Said:
+        said = super().__new__(cls, text)
+        said.code = code
+        said.params = params
+        return said
+
+
+def neutral(value: Any) -> str:
+    """A value as a note's param names it, in no language: JSON-like and short."""
+    if isinstance(value, list):
+        return "[…]" if value else "[]"
+    if isinstance(value, dict):
+        return "{…}" if value else "{}"
+    return show(value)
+
+
 class Unfit(ValueError):
     """No rule reads the value as its field's type: `code` and `params` say which, for a
     page to say it in its language (the English is the exception's text)."""
@@ -83,7 +106,9 @@ def show(value: Any) -> str:
 
 def _default_note(value: Any, default: Any, what: str = "") -> str:
     reason = f"{show(value)} is {what}: " if what else f"{show(value)} is "
-    return f"{reason}read as {show(default)}, the default"
+    code = "not_a_number_read_as_default" if what else "read_as_default"
+    text = f"{reason}read as {show(default)}, the default"
+    return Said(text, code, value=neutral(value), default=neutral(default))
 
 
 def _is_number(value: Any) -> bool:
@@ -98,11 +123,25 @@ def as_number(value: Any, default: Any, *, integer: bool = False) -> tuple[Any, 
         if value.is_integer():  # 4.0 and 4 are one JavaScript number
             return int(value), None
         if not math.isfinite(value):  # 1e999 in a file: no whole number to read
-            raise Unfit(f"expected a whole number, got {show(value)}")
+            raise Unfit(
+                f"expected a whole number, got {show(value)}",
+                "unfit_whole_number",
+                value=show(value),
+            )
         whole = math.trunc(value)
-        return whole, f"{show(value)} is read as the whole number {whole}"
+        return whole, Said(
+            f"{show(value)} is read as the whole number {whole}",
+            "read_as_whole_number",
+            value=neutral(value),
+            whole=whole,
+        )
     if isinstance(value, bool):
-        return int(value), f"{show(value)} is read as {int(value)}"
+        return int(value), Said(
+            f"{show(value)} is read as {int(value)}",
+            "read_as",
+            value=neutral(value),
+            read=int(value),
+        )
     if value is None:
         return default, _default_note(value, default)
     if isinstance(value, str):
@@ -112,8 +151,18 @@ def as_number(value: Any, default: Any, *, integer: bool = False) -> tuple[Any, 
         read = as_js_value(number)
         if integer and not isinstance(read, int):
             read = math.trunc(read)
-            return read, f"{show(value)} is read as the whole number {read}"
-        return read, f"the text {show(value)} is read as the number {show(read)}"
+            return read, Said(
+                f"{show(value)} is read as the whole number {read}",
+                "read_as_whole_number",
+                value=neutral(value),
+                whole=read,
+            )
+        return read, Said(
+            f"the text {show(value)} is read as the number {show(read)}",
+            "text_read_as_number",
+            value=neutral(value),
+            number=show(read),
+        )
     raise Unfit(f"expected a number, got {show(value)}", "unfit_number", value=show(value))
 
 
@@ -126,13 +175,28 @@ def as_bool(value: Any, default: Any) -> tuple[Any, str | None]:
     if isinstance(value, str):
         word = js_trim(value).lower()
         if word in _TRUE_WORDS:
-            return True, f"the text {show(value)} is read as true"
+            return True, Said(
+                f"the text {show(value)} is read as true", "text_read_as_true", value=neutral(value)
+            )
         if word in _FALSE_WORDS:
-            return False, f"the text {show(value)} is read as false"
-        return True, f"the text {show(value)} is read as true, as JavaScript reads any text"
+            return False, Said(
+                f"the text {show(value)} is read as false",
+                "text_read_as_false",
+                value=neutral(value),
+            )
+        return True, Said(
+            f"the text {show(value)} is read as true, as JavaScript reads any text",
+            "text_read_as_true_as_javascript",
+            value=neutral(value),
+        )
     if _is_number(value):
         truth = value != 0 and not (isinstance(value, float) and math.isnan(value))
-        return truth, f"{show(value)} is read as {show(truth)}"
+        return truth, Said(
+            f"{show(value)} is read as {show(truth)}",
+            "read_as",
+            value=neutral(value),
+            read=show(truth),
+        )
     raise Unfit(f"expected true or false, got {show(value)}", "unfit_bool", value=show(value))
 
 
@@ -144,7 +208,12 @@ def as_text(value: Any, default: Any) -> tuple[Any, str | None]:
         return default, _default_note(value, default)
     if isinstance(value, bool | int | float):
         text = show(value)
-        return text, f"{show(value)} is read as the text {show(text)}"
+        return text, Said(
+            f"{show(value)} is read as the text {show(text)}",
+            "read_as_text",
+            value=neutral(value),
+            text=show(text),
+        )
     raise Unfit(f"expected a string, got {show(value)}", "unfit_text", value=show(value))
 
 
@@ -168,17 +237,27 @@ def as_texts(value: Any) -> tuple[list[str], str | None]:
                     index=index,
                     value=show(item),
                 )
-        return out, "items that were not text are read as text (nulls left out)"
+        return out, Said(
+            "items that were not text are read as text (nulls left out)", "items_read_as_text"
+        )
     if value is None:
-        return [], "null is read as an empty list"
+        return [], Said("null is read as an empty list", "null_read_as_empty_list")
     if isinstance(value, str):
         if not value:
-            return [], 'the empty text "" is read as an empty list'
-        return [value], "a single text is read as a list of one"
+            return [], Said(
+                'the empty text "" is read as an empty list', "empty_text_read_as_empty_list"
+            )
+        return [value], Said("a single text is read as a list of one", "text_read_as_list_of_one")
     if isinstance(value, bool | int | float):
-        return [show(value)], f"{show(value)} is read as a list of one text"
+        return [show(value)], Said(
+            f"{show(value)} is read as a list of one text",
+            "read_as_list_of_one_text",
+            value=neutral(value),
+        )
     if isinstance(value, dict) and not value:
-        return [], "an empty object is read as an empty list"
+        return [], Said(
+            "an empty object is read as an empty list", "empty_object_read_as_empty_list"
+        )
     raise Unfit(f"expected a list of strings, got {show(value)}", "unfit_texts", value=show(value))
 
 
@@ -211,16 +290,23 @@ def as_numbers(value: Any, *, integer: bool = False) -> tuple[list[Any], str | N
             out.append(read)
         if not changed:
             return value, None
-        return out, "items that were not numbers are read as numbers (nulls left out)"
+        return out, Said(
+            "items that were not numbers are read as numbers (nulls left out)",
+            "items_read_as_numbers",
+        )
     if value is None:
-        return [], "null is read as an empty list"
+        return [], Said("null is read as an empty list", "null_read_as_empty_list")
     if isinstance(value, str | int | float) and not isinstance(value, bool):
         read, _ = as_number(value, None, integer=integer)
         if read is None:
             raise Unfit(
                 f"expected a list of numbers, got {show(value)}", "unfit_numbers", value=show(value)
             )
-        return [read], f"{show(value)} is read as a list of one number"
+        return [read], Said(
+            f"{show(value)} is read as a list of one number",
+            "read_as_list_of_one_number",
+            value=neutral(value),
+        )
     raise Unfit(
         f"expected a list of numbers, got {show(value)}", "unfit_numbers", value=show(value)
     )
@@ -231,9 +317,11 @@ def as_object(value: Any, default: Any) -> tuple[Any, str | None]:
     if isinstance(value, dict):
         return value, None
     if value is None:
-        return default, "null is read as " + (
-            "an empty object" if default == {} else show(default) + ", the default"
-        )
+        if default == {}:
+            return default, Said("null is read as an empty object", "null_read_as_empty_object")
+        return default, _default_note(value, default)
     if isinstance(value, list) and not value:
-        return {}, "an empty list is read as an empty object"
+        return {}, Said(
+            "an empty list is read as an empty object", "empty_list_read_as_empty_object"
+        )
     raise Unfit(f"expected an object, got {show(value)}", "unfit_object", value=show(value))

@@ -139,7 +139,13 @@ def report_json(report: ImportReport, root: Path) -> dict[str, Any]:
             for s in report.skipped
         ],
         "warnings": [
-            {"path": _relative(w.file or "", root), "field": w.field, "message": w.message}
+            {
+                "path": _relative(w.file or "", root),
+                "field": w.field,
+                "message": w.message,
+                "code": w.code or None,
+                "params": dict(w.params),
+            }
             for w in report.warnings
         ],
     }

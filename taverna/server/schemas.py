@@ -28,10 +28,21 @@ class ImportWarningOut(BaseModel):
     file: str | None
     field: str | None
     message: str
+    code: str | None = Field(default=None, description="what was done, for a page to translate")
+    params: dict[str, str | int] = {}
 
     @classmethod
     def of(cls, warnings: Iterable[FormatWarning]) -> list[ImportWarningOut]:
-        return [cls(file=w.file, field=w.field, message=w.message) for w in warnings]
+        return [
+            cls(
+                file=w.file,
+                field=w.field,
+                message=w.message,
+                code=w.code or None,
+                params=dict(w.params),
+            )
+            for w in warnings
+        ]
 
 
 class Strict(BaseModel):

@@ -105,7 +105,8 @@ def _folder(root: Path) -> Path:
     """A SillyTavern user folder with one good card and files the import leaves out."""
     folder = root / "default-user"
     (folder / "characters").mkdir(parents=True)
-    card = {"name": "小雪", "description": "画家。", "first_mes": "你好。"}
+    # a loose value SillyTavern reads anyway: the report tells how it was read
+    card = {"name": "小雪", "description": "画家。", "first_mes": "你好。", "talkativeness": "0.5"}
     (folder / "characters" / "小雪.json").write_text(json.dumps(card), encoding="utf-8")
     (folder / "characters" / "broken.png").write_bytes(b"this is no picture")
     (folder / "chats" / "小雪").mkdir(parents=True)
@@ -132,6 +133,7 @@ def test_the_folder_import_report_says_why_in_chinese(
     expect(report).to_contain_text("JSON 无效，位于第 1 行第 1 列")
     expect(report).to_contain_text("空的聊天文件")
     expect(report).to_contain_text("taverna 不导入这类文件")
+    expect(report).to_contain_text('文本 "0.5" 按数字 0.5 读取')
     no_english(page, "folder import report")
     shot(page, f"zh-{viewport['width']}-import-report")
     assert errors == []

@@ -1,6 +1,6 @@
 // Element builders: every text goes in through textContent, never as HTML.
 
-import { t } from "./i18n.js";
+import { has, t } from "./i18n.js";
 import { icon } from "./icons.js";
 
 /**
@@ -88,12 +88,19 @@ export function toast(message, kind = "info") {
 }
 
 /** After an import: say how many values of the file were read loosely, and the first one. */
+/** What an import did with a loose value, in the person's language when the catalog knows
+ * its code (server.<code>); else the server's English. */
+export function warningText(warning) {
+  const key = warning.code && `server.${warning.code}`;
+  return key && has(key) ? t(key, warning.params || {}) : warning.message;
+}
+
 export function toastWarnings(file, warnings) {
   if (!warnings || !warnings.length) return;
   const first = warnings[0];
   const where = first.field ? `${first.field}: ` : "";
   const key = warnings.length === 1 ? "import.read_loosely_one" : "import.read_loosely";
-  toast(t(key, { file, n: warnings.length, first: `${where}${first.message}` }), "warning");
+  toast(t(key, { file, n: warnings.length, first: `${where}${warningText(first)}` }), "warning");
 }
 
 /** Copy text to the clipboard, with a fallback for pages served over plain http. */
