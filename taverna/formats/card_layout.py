@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from taverna.errors import FormatError, FormatWarning
-from taverna.formats.coercion import as_js_value, js_truthy, show
+from taverna.formats.coercion import Said, as_js_value, js_truthy, show
 from taverna.model.card_fields import ENVELOPE_KEY, SPEC_V2, SPEC_V3, V1_FIELDS
 from taverna.model.js_number import parse_js_number
 from taverna.model.js_text import js_trim
@@ -160,7 +160,11 @@ def _migrated_v1(
     notes: list[FormatWarning] = []
 
     def moved(key: str, target: str, detail: str = "") -> None:
-        message = f"moved into {target}{detail}, as SillyTavern reads a V1 card"
+        text = f"moved into {target}{detail}, as SillyTavern reads a V1 card"
+        if detail.startswith(" as "):
+            message = Said(text, "moved_v1_as", target=target, value=detail.removeprefix(" as "))
+        else:
+            message = Said(text, "moved_v1_split" if detail else "moved_v1", target=target)
         notes.append(FormatWarning(message, file=file, field=f"{where}{key}"))
 
     out: dict[str, Any] = {}

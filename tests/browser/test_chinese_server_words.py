@@ -133,7 +133,7 @@ def test_the_folder_import_report_says_why_in_chinese(
     expect(report).to_contain_text("JSON 无效，位于第 1 行第 1 列")
     expect(report).to_contain_text("空的聊天文件")
     expect(report).to_contain_text("taverna 不导入这类文件")
-    expect(report).to_contain_text('文本 "0.5" 按数字 0.5 读取')
+    expect(report).to_contain_text("已移入 data.extensions.talkativeness")
     no_english(page, "folder import report")
     shot(page, f"zh-{viewport['width']}-import-report")
     assert errors == []

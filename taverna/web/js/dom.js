@@ -95,6 +95,18 @@ export function warningText(warning) {
   return key && has(key) ? t(key, warning.params || {}) : warning.message;
 }
 
+/** `warningText` as an element: the values inside the sentence (a field, a file's value)
+ * marked translate="no", being the file's own words. */
+export function warningNode(warning, attrs = {}) {
+  const key = warning.code && `server.${warning.code}`;
+  if (!key || !has(key)) return h("span", { ...attrs, translate: "no", text: warning.message });
+  const params = warning.params || {};
+  const parts = t(key, Object.fromEntries(Object.keys(params).map((name) => [name, `{${name}}`])))
+    .split(/\{(\w+)\}/)
+    .map((piece, i) => (i % 2 === 0 ? piece : h("span", { translate: "no", text: String(params[piece] ?? "") })));
+  return h("span", attrs, parts);
+}
+
 export function toastWarnings(file, warnings) {
   if (!warnings || !warnings.length) return;
   const first = warnings[0];

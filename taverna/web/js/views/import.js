@@ -1,7 +1,7 @@
 // Import: a whole SillyTavern user data folder with progress and a report, or single files.
 
 import { api, followTask } from "../api.js";
-import { formWith, h, mount, toast, toastWarnings, warningText } from "../dom.js";
+import { formWith, h, mount, toast, toastWarnings, warningNode } from "../dom.js";
 import { explain, reportError, serverText } from "../errors.js";
 import { t } from "../i18n.js";
 import { importKindLabel, reasonNode } from "../labels.js";
@@ -129,7 +129,7 @@ export async function render(root) {
       h("h3", { text: t("import.skipped", { n: skipped.length }) }),
       h("ul", { class: "list compact" }, skipped.map((s) => h("li", {}, h("span", { class: "strong", translate: "no", text: s.path }), " ", reasonText(s)))),
       h("h3", { text: t("import.warnings", { n: loose.length }) }),
-      h("ul", { class: "list compact warnings" }, loose.map((w) => h("li", {}, h("span", { class: "strong", text: w.path }), h("span", { class: "muted", translate: "no", text: ` ${w.field ? `${w.field}:` : ""}` }), " ", h("span", { class: "muted", ...(w.code ? {} : { translate: "no" }), text: warningText(w) })))));
+      h("ul", { class: "list compact warnings" }, loose.map((w) => h("li", {}, h("span", { class: "strong", translate: "no", text: w.path }), h("span", { class: "muted", translate: "no", text: ` ${w.field ? `${w.field}:` : ""}` }), " ", warningNode(w, { class: "muted" })))));
   }
   return () => close && close();
 }
