@@ -476,19 +476,20 @@ class ChatService:
         answering in another's place), and records the
         turn's state over the state before `beside`: a swipe replays that turn.
 
-        A regenerated reply goes below the `tool_steps` it took, branching where the old
-        reply's own tool steps began (they are deleted with it, restorably): the path
-        shows the calls of the reply it leads to, never those of the discarded one.
+        The candidate goes below the `tool_steps` it took, branching where the old
+        reply's own tool steps began: the path shows the calls of the reply it leads to,
+        never those of the other. A regenerate deletes the old reply's steps with it
+        (restorably); a swipe keeps them on the old reply's branch.
         """
         label = label or ("regenerate" if replaces else "swipe")
         with self.store.write(chat_id, revision=revision, label=label) as w:
             old = w.get_node(beside)
             parent = old.parent_id
-            discarded: list[str] = []
-            while replaces and parent is not None and _is_tool_step(step := w.get_node(parent)):
-                discarded.append(step.id)
+            steps_above: list[str] = []
+            while parent is not None and _is_tool_step(step := w.get_node(parent)):
+                steps_above.append(step.id)
                 parent = step.parent_id
-            if discarded or (replaces and tool_steps):
+            if steps_above or tool_steps:
                 followed = w.chat.active_leaf_id == beside
                 at = parent
                 for tool_step in tool_steps:
@@ -504,7 +505,7 @@ class ChatService:
                     if followed:
                         w.set_selection(at, inserted.id)
                     at = inserted.id
-                for step_id in discarded:
+                for step_id in steps_above if replaces else ():
                     w.update_node(step_id, deleted=True)
                 node = w.insert_node(
                     at,

@@ -295,6 +295,50 @@ def test_a_quick_reply_tool_is_offered_run_in_the_sandbox_and_stored(
     assert ScriptService(ws.chats).chat_variables(chat_id)["asked"] == "Oslo"
 
 
+def test_a_swipe_branches_above_the_tool_steps_of_the_reply_it_stands_beside(
+    ws: Workspace, stub: StubServer
+) -> None:
+    """A swipe of a reply that called tools goes where that reply's steps began, beside
+    them: its path has none of the old reply's calls, and the old reply keeps its steps
+    on its branch."""
+    tool_preset(ws)
+    weather_set(ws)
+    chat_id = new_chat(ws)
+    stub.script(
+        Reply(tokens=["Checking."], tool_calls=[("weather", {"city": "Oslo"})]),
+        Reply(tokens=["Sunny today."]),
+    )
+    assert send(ws, chat_id, "Weather in Oslo?").outcome is Ending.SAVED
+    first = ws.chats.active_path(chat_id).nodes
+    asked, old_step, old_reply = first[-3], first[-2], first[-1]
+
+    async def swipe():  # type: ignore[no-untyped-def]
+        return await (await ws.generation.swipe(chat_id)).wait()
+
+    def steps() -> list[str]:
+        path = ws.chats.active_path(chat_id).nodes
+        return [c["arguments"] for n in path for c in n.extras.get("tool_invocations", [])]
+
+    stub.script(Reply(tokens=["No need to check."]))
+    assert asyncio.run(swipe()).outcome is Ending.SAVED
+    path = ws.chats.active_path(chat_id).nodes
+    assert path[-1].content == "No need to check." and path[-2].id == asked.id
+    assert steps() == []
+    entry = ws.chats.active_path(chat_id).entries[-1]
+    assert (entry.candidate_index, entry.candidate_count) == (1, 2)
+    # the old reply is still there, below its own step
+    kept = ws.store.get_node(chat_id, old_reply.id)
+    assert not kept.deleted and kept.parent_id == old_step.id
+    assert not ws.store.get_node(chat_id, old_step.id).deleted
+
+    # back to the first candidate: the old reply with its own call
+    revision = ws.chats.get_chat(chat_id).revision
+    ws.chats.select_candidate(chat_id, old_step.id, revision=revision)
+    path = ws.chats.active_path(chat_id).nodes
+    assert [n.id for n in path[-3:]] == [asked.id, old_step.id, old_reply.id]
+    assert steps() == [json.dumps({"city": "Oslo"})]
+
+
 def test_a_tools_variables_follow_its_reply_and_not_a_regenerated_one(
     ws: Workspace, stub: StubServer
 ) -> None:
