@@ -120,6 +120,8 @@ class Ledger:
     parts were counted with, so a caller can count other text the same way.
     `scanned_books`: the names of the lorebooks the scan read this turn, so an empty
     trace can say "books attached, nothing matched" rather than nothing.
+    `aborted`: (by whom, why) when a generation interceptor would stop this turn; a dry
+    run still shows the prompt as built, though nothing would be sent.
     """
 
     items: tuple[LedgerItem, ...] = ()
@@ -130,6 +132,7 @@ class Ledger:
     skipped_regexes: tuple[SkippedRegex, ...] = ()
     tokenizer: str = ""
     scanned_books: tuple[str, ...] = ()
+    aborted: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

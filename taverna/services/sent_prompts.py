@@ -47,6 +47,9 @@ def prompt_json(prompt: Prompt) -> dict[str, Any]:
             "trace": [t.to_json() for t in ledger.trace],
             "skipped_regexes": [note.to_json() for note in ledger.skipped_regexes],
             "scanned_books": list(ledger.scanned_books),
+            "aborted": (
+                {"by": ledger.aborted[0], "reason": ledger.aborted[1]} if ledger.aborted else None
+            ),
         },
     }
 

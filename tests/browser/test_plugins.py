@@ -164,5 +164,15 @@ def test_a_quick_reply_tool_is_called_and_shown_in_the_chat(  # type: ignore[no-
     expect(page.locator("ol.messages > li.message.user").last).to_contain_text("FORBIDDEN")
     assert len(stub.requests) == before
     shot(page, "desktop-plugin-abort")
+    # The inspector shows the next turn as built, and says it would be aborted and by whom.
+    page.get_by_role("button", name="Prompt inspector").click()
+    note = page.locator("#inspector .prompt-aborted")
+    expect(note).to_have_text(
+        "This turn would be aborted before anything is sent: plugin 'mood' stops it"
+        " (the last message says a forbidden word)."
+    )
+    page.locator("#inspector [data-tab=ledger]").click()
+    expect(note).to_have_count(1)
+    page.locator("#close-inspector").click()
     assert errors == []
     page.close()

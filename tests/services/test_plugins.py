@@ -232,6 +232,25 @@ def test_an_interceptor_aborts_with_its_reason_and_nothing_is_sent(
     assert [n for n, _, _ in mood.seen if n.startswith("generation")][-1] == "generation_ended"
 
 
+def test_the_inspector_says_who_would_abort_the_next_turn(ws: Workspace) -> None:
+    """A turn an interceptor would abort is still shown as built, and its ledger says
+    that nothing would be sent, by whom and why; a turn that goes ahead names no one."""
+    from taverna.services.inspector import inspect_prompt
+
+    chat_id = new_chat(ws)
+    revision = ws.chats.get_chat(chat_id).revision
+    ws.chats.append(chat_id, NodeRole.USER, "All calm here", revision=revision)
+    assert inspect_prompt(ws.generation, chat_id, None).prompt["ledger"]["aborted"] is None
+    revision = ws.chats.get_chat(chat_id).revision
+    ws.chats.append(chat_id, NodeRole.USER, "Say the FORBIDDEN thing", revision=revision)
+    view = inspect_prompt(ws.generation, chat_id, None)
+    assert view.prompt["ledger"]["aborted"] == {
+        "by": "plugin 'mood'",
+        "reason": "the last message says a forbidden word",
+    }
+    assert any("FORBIDDEN" in m["content"] for m in view.prompt["messages"])
+
+
 def tool_preset(ws: Workspace) -> None:
     preset = ws.store.put_document(
         LibraryKind.CHAT_COMPLETION_PRESET.value, "With tools", {"function_calling": True}

@@ -524,16 +524,22 @@ class GenerationService:
 
     def prompt_to_send(self, turn: TurnRequest) -> Prompt:
         """The prompt a dry-run turn would send, as a generation builds it: over the chat
-        copy the interceptors leave (a copy one would abort is shown as it is) and after
-        the prompt handlers (they are told it is a dry run)."""
-        # An aborting copy sends nothing; the prompt as built is then what there is to show.
-        with contextlib.suppress(GenerationAborted):
+        copy the interceptors leave and after the prompt handlers (they are told it is a
+        dry run). A copy an interceptor would abort is shown as it is, its ledger naming
+        who would stop the turn and why: nothing would be sent."""
+        aborted: tuple[str, str] | None = None
+        try:
             turn = self._intercepted(turn)
+        except GenerationAborted as stop:
+            aborted = (stop.by, stop.reason)
         built = self.build_serialized(turn)
         prompt = built.prompt if isinstance(built, PreparedTurn) else built
-        return self.events.prompt_ready(
+        ready = self.events.prompt_ready(
             prompt, chat_id=turn.chat.id, kind=turn.kind.value, dry_run=True
         )
+        if aborted is None:
+            return ready
+        return replace(ready, ledger=replace(ready.ledger, aborted=aborted))
 
     def turn(
         self,

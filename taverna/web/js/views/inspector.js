@@ -117,6 +117,13 @@ function traceView(trace, skipped, books) {
   )));
 }
 
+/** An interceptor would stop this turn: the prompt shown would never be sent. */
+function abortedNote(aborted) {
+  if (!aborted) return null;
+  const key = aborted.reason ? "inspector.aborted" : "inspector.aborted_no_reason";
+  return h("p", { class: "error prompt-aborted", role: "alert", text: t(key, { by: aborted.by, reason: aborted.reason }) });
+}
+
 /** Open the inspector for the next generation of a chat, or for the generation of message `nodeId`. */
 export async function openInspector(chatId, nodeId, labels = {}) {
   const body = h("div", { class: "inspector-body" }, h("p", { class: "muted", text: t("inspector.loading") }));
@@ -137,8 +144,8 @@ export async function openInspector(chatId, nodeId, labels = {}) {
   // A stored reply's record is the prompt as it was sent; without one it was built again.
   if (nodeId && data.as_sent) panel.heading.textContent = t("inspector.title_sent");
   const views = {
-    prompt: () => promptView(data.prompt, labels),
-    ledger: () => ledgerView(data.prompt.ledger || {}, labels),
+    prompt: () => h("div", {}, abortedNote(data.prompt.ledger?.aborted), promptView(data.prompt, labels)),
+    ledger: () => h("div", {}, abortedNote(data.prompt.ledger?.aborted), ledgerView(data.prompt.ledger || {}, labels)),
     trace: () => traceView(data.prompt.ledger?.trace, data.prompt.ledger?.skipped_regexes, data.prompt.ledger?.scanned_books),
     request: () => h("pre", { class: "prompt-text", translate: "no", text: JSON.stringify(data.request ?? data.prompt, null, 2) }),
   };
