@@ -225,3 +225,73 @@ def test_quick_replies_run_on_a_new_chat_and_on_opening_it(  # type: ignore[no-u
         page.wait_for_timeout(100)
     assert local() == {"opened": "new", "visits": 2}
     page.close()
+
+
+def test_a_set_is_shown_or_hidden_everywhere_and_per_chat(  # type: ignore[no-untyped-def]
+    chromium, taverna: TavernaServer
+) -> None:
+    """A set active with its buttons hidden stays active (its replies run by name and on
+    their triggers) and shows no button; the switch is kept for every chat and per chat."""
+    # No set of the other tests runs on opening the chat (a chat change) meanwhile.
+    before = [s["name"] for s in taverna.api("GET", "/quick-replies").json() if s["active"]]
+    taverna.api("PUT", "/quick-replies-active", json={"sets": []}).raise_for_status()
+    ione = next(c for c in taverna.api("GET", "/characters").json() if c["name"] == "Ione Calder")
+    chat = taverna.api("POST", "/chats", json={"character_id": ione["id"], "title": "Lamps"}).json()
+    taverna.api(
+        "PUT",
+        "/quick-replies",
+        json={"name": "Bells", "replies": [{"label": "Ring", "message": "/pass ding"}]},
+    ).raise_for_status()
+    page = chromium.new_page(viewport={"width": 1280, "height": 800})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on(
+        "dialog", lambda d: d.accept(prompt_text="Lanterns") if d.type == "prompt" else d.accept()
+    )
+
+    # Every chat: active, its buttons hidden.
+    page.goto(taverna.url + "/#/quick-replies")
+    page.locator("#qr-new").click()
+    page.locator("#qr-add").click()
+    page.locator(".qr-label").fill("Glow")
+    page.locator(".qr-message").fill("/pass glow")
+    page.locator("#qr-active").check()
+    expect(page.locator("#qr-visible")).to_be_checked()
+    page.locator("#qr-visible").uncheck()
+    page.locator("#qr-save").click()
+    expect(page.locator(".toast").last).to_contain_text("Saved")
+    [stored] = [s for s in taverna.api("GET", "/quick-replies").json() if s["name"] == "Lanterns"]
+    assert stored["active"] and stored["visible"] is False
+    expect(page.locator("#qr-visible")).not_to_be_checked()
+
+    page.goto(f"{taverna.url}/#/chat/{chat['id']}")
+    page.locator("#send").wait_for()
+    bar = page.locator(".quick-replies")
+    expect(bar.get_by_role("button", name="Glow")).to_have_count(0)
+
+    # This chat: Bells switched on with its buttons hidden, then shown.
+    page.get_by_role("button", name="Chat settings").click()
+    choice = page.locator('#chat-qr-sets .qr-choice[data-set="Bells"]')
+    choice.locator(".qr-on").check()
+    choice.locator(".qr-shown").uncheck()
+    page.locator("#chat-qr-sets + button").click()
+    expect(page.locator(".toast").last).to_contain_text("Saved")
+    found = taverna.api("GET", f"/chats/{chat['id']}/quick-replies").json()
+    assert found["chat_sets"] == ["Bells"] and found["chat_visible"] == {"Bells": False}
+    assert [r["hidden"] for r in found["replies"] if r["set"] == "Bells"] == [True]
+    page.locator("#close-settings").click()
+    expect(bar.get_by_role("button", name="Ring")).to_have_count(0)
+
+    page.get_by_role("button", name="Chat settings").click()
+    expect(choice.locator(".qr-on")).to_be_checked()
+    expect(choice.locator(".qr-shown")).not_to_be_checked()
+    choice.locator(".qr-shown").check()
+    page.locator("#chat-qr-sets + button").click()
+    expect(page.locator(".toast").last).to_contain_text("Saved")
+    page.locator("#close-settings").click()
+    expect(bar.get_by_role("button", name="Ring")).to_have_count(1)
+    expect(bar.get_by_role("button", name="Glow")).to_have_count(0)
+    assert errors == []
+    page.close()
+    # The other tests' sets active again.
+    taverna.api("PUT", "/quick-replies-active", json={"sets": before}).raise_for_status()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import APIRouter, Depends, File, Request, Response, UploadFile
@@ -81,6 +82,9 @@ class QuickReplySetIn(Strict):
     name: str = Field(min_length=1, max_length=NAME_MAX)
     replies: list[QuickReplyIn] = Field(default_factory=list, max_length=1000)
     active: bool | None = None
+    # Whether its buttons show where it is active in every chat (hidden: its replies
+    # still run on their triggers and by name).
+    visible: bool | None = None
 
 
 class QuickReplyOut(BaseModel):
@@ -100,6 +104,7 @@ class QuickReplySetOut(BaseModel):
     id: str
     name: str
     active: bool
+    visible: bool
     replies: list[QuickReplyOut]
 
 
@@ -109,6 +114,8 @@ class ActiveSetsIn(Strict):
 
 class ChatActiveSetsIn(Strict):
     sets: list[str] = Field(max_length=1000)
+    # Some sets' buttons shown or hidden in this chat; the others keep theirs.
+    visible: dict[str, bool] = Field(default_factory=dict, max_length=1000)
     revision: ChatRevision
 
 
@@ -117,6 +124,8 @@ class ChatQuickRepliesOut(BaseModel):
 
     replies: list[QuickReplyOut]
     chat_sets: list[str]
+    # Whether each of the chat's own sets shows its buttons.
+    chat_visible: dict[str, bool]
     revision: int
 
 
@@ -133,12 +142,15 @@ def _reply_out(button: QuickReplyButton) -> QuickReplyOut:
     )
 
 
-def _set_out(stored: StoredSet, active: list[str]) -> QuickReplySetOut:
+def _set_out(stored: StoredSet, active: Mapping[str, bool]) -> QuickReplySetOut:
+    """A set, with whether it is active in every chat (`active`: the global sets, each
+    with whether its buttons show) and shown there."""
     qr_set = stored.set
     return QuickReplySetOut(
         id=stored.id,
         name=qr_set.name,
         active=qr_set.name in active,
+        visible=active.get(qr_set.name, True),
         replies=[
             QuickReplyOut(
                 set=qr_set.name,
@@ -173,7 +185,7 @@ def _service(request: Request, ctx: AppContext) -> QuickReplyService:
 def list_sets(request: Request, ctx: AppContext = Depends(context)) -> list[QuickReplySetOut]:
     """Every Quick Reply set, with whether it is active in every chat."""
     service = _service(request, ctx)
-    active = service.global_sets()
+    active = service.global_links()
     return [_set_out(s, active) for s in service.sets()]
 
 
@@ -226,10 +238,14 @@ def save_set(
         }
     )
     saved = service.save(qr_set)
-    active = service.global_sets()
+    active = service.global_links()
+    names = list(active)
     if body.active is not None and (body.name in active) != body.active:
-        active = [n for n in active if n != body.name] + ([body.name] if body.active else [])
-        service.set_global(active)
+        names = [n for n in names if n != body.name] + ([body.name] if body.active else [])
+    shown = {body.name: body.visible} if body.visible is not None else {}
+    if names != list(active) or (body.name in names and shown):
+        service.set_global(names, shown)
+        active = service.global_links()
     return _set_out(saved, active)
 
 
@@ -241,7 +257,7 @@ async def import_set(
     data = await read_limited(file, ctx.upload_limit)
     service = _service(request, ctx)
     stored = await ctx.off_loop(service.import_file, data, file.filename or "Quick Replies.json")
-    return _set_out(stored, service.global_sets())
+    return _set_out(stored, service.global_links())
 
 
 @router.get(
@@ -286,6 +302,7 @@ def chat_replies(
     return ChatQuickRepliesOut(
         replies=[_reply_out(b) for b in service.replies(chat_id)],
         chat_sets=service.chat_sets(chat),
+        chat_visible=service.chat_links(chat),
         revision=chat.revision,
     )
 
@@ -299,7 +316,9 @@ def set_chat_sets(
     chat_id: str, body: ChatActiveSetsIn, request: Request, ctx: AppContext = Depends(context)
 ) -> ChatQuickRepliesOut:
     """The sets active in this chat besides the global ones."""
-    _service(request, ctx).set_chat(chat_id, body.sets, revision=body.revision)
+    _service(request, ctx).set_chat(
+        chat_id, body.sets, revision=body.revision, visible=body.visible
+    )
     return chat_replies(chat_id, request, ctx)
 
 

@@ -53,8 +53,14 @@ export async function openChatSettings(chatId, revision, onSaved) {
   const fill = (box, values) => mount(box, Object.entries(values).map(([k, v]) => variableRow(k, v)));
   fill(localRows, variables.local);
   fill(globalRows, variables.global);
-  const qrBoxes = qrSets.filter((s) => !s.active).map((s) => h("label", { class: "inline" },
-    h("input", { type: "checkbox", value: s.name, checked: chatQr.chat_sets.includes(s.name) ? "checked" : null }), " ", s.name));
+  // Each set the chat may choose, and whether its buttons show (a hidden set's replies
+  // still run on their triggers and by name).
+  const qrBoxes = qrSets.filter((s) => !s.active).map((s) => h("span", { class: "qr-choice", "data-set": s.name },
+    h("label", { class: "inline" },
+      h("input", { type: "checkbox", class: "qr-on", value: s.name, checked: chatQr.chat_sets.includes(s.name) ? "checked" : null }), " ",
+      h("span", { translate: "no", text: s.name })),
+    h("label", { class: "inline muted" },
+      h("input", { type: "checkbox", class: "qr-shown", checked: chatQr.chat_visible?.[s.name] !== false ? "checked" : null }), " ", t("qr.show_buttons"))));
   const summaryParts = await summarySection(chatId, panel, () => revision, (answer) => {
     revision = answer.revision;
     onSaved({ revision, summary: true });
@@ -125,8 +131,9 @@ export async function openChatSettings(chatId, revision, onSaved) {
     qrBoxes.length ? h("h3", { text: t("qr.chat_sets") }) : null,
     qrBoxes.length ? h("div", { class: "row wrap", id: "chat-qr-sets" }, ...qrBoxes) : null,
     qrBoxes.length ? h("button", { type: "button", text: t("common.save"), onClick: async () => {
-      const sets = qrBoxes.map((b) => b.querySelector("input")).filter((i) => i.checked).map((i) => i.value);
-      const saved = await panel.write(() => api.put(`/chats/${chatId}/quick-replies`, { sets, revision }));
+      const sets = qrBoxes.map((b) => b.querySelector(".qr-on")).filter((i) => i.checked).map((i) => i.value);
+      const visible = Object.fromEntries(qrBoxes.map((b) => [b.dataset.set, b.querySelector(".qr-shown").checked]));
+      const saved = await panel.write(() => api.put(`/chats/${chatId}/quick-replies`, { sets, visible, revision }));
       if (!saved) return;
       revision = saved.revision;
       toast(t("common.saved"));

@@ -101,9 +101,13 @@ export async function render(root) {
   const edit = (set) => {
     const rows = h("ol", { class: "qr-rows" }, set.replies.map((r) => replyRow(r)));
     const active = h("input", { type: "checkbox", id: "qr-active", checked: set.active ? "checked" : null });
+    // A set active but not shown keeps its replies running on their triggers and by name.
+    const visible = h("input", { type: "checkbox", id: "qr-visible", checked: set.visible !== false ? "checked" : null });
     mount(editor,
       h("h2", { translate: "no", text: set.name }),
-      h("label", { class: "inline" }, active, " ", t("qr.active_everywhere")),
+      h("div", { class: "row wrap" },
+        h("label", { class: "inline" }, active, " ", t("qr.active_everywhere")),
+        h("label", { class: "inline" }, visible, " ", t("qr.show_buttons"))),
       rows,
       h("div", { class: "row" },
         h("button", { type: "button", id: "qr-add", text: t("qr.add"), onClick: () => rows.append(replyRow()) }),
@@ -112,6 +116,7 @@ export async function render(root) {
             const saved = await api.put("/quick-replies", {
               name: set.name,
               active: active.checked,
+              visible: visible.checked,
               replies: [...rows.children].map((row) => row.read()),
             });
             toast(t("common.saved"));
@@ -133,7 +138,7 @@ export async function render(root) {
     const sets = await api.get("/quick-replies");
     mount(list, sets.length ? sets.map((s) => h("li", {},
       h("button", { translate: "no", type: "button", class: "link", text: s.name, onClick: () => edit(s) }),
-      h("span", { class: "muted", text: `${t("qr.count", { n: s.replies.length })}${s.active ? ` · ${t("qr.active")}` : ""}` }))) : h("li", { class: "muted", text: t("qr.none") }));
+      h("span", { class: "muted", text: `${t("qr.count", { n: s.replies.length })}${s.active ? ` · ${t("qr.active")}` : ""}${s.active && s.visible === false ? ` · ${t("qr.buttons_hidden")}` : ""}` }))) : h("li", { class: "muted", text: t("qr.none") }));
   };
   await reload();
 }
