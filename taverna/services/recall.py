@@ -8,7 +8,7 @@
   database searches where it can (sqlite-vec, pgvector: `Store.nearest_messages`), for a
   shortlist above the turn's window, made longer while too few of it qualify; nothing
   of the chat is loaded. Once a chat's sign bits are in memory (`ChatBits`, read on a
-  thread of their own), that shortlist is made from them instead, and only its floats
+  thread of their own from the bits stored beside each vector), that shortlist is made from them instead, and only its floats
   are read. Without such a search the chat's vectors are held in memory per
   process (`ChatVectors`, reading only rows added since) and searched exactly. A hit
   counts only when it is on the active path (its depth's node on the path is itself:
@@ -75,7 +75,8 @@ STORE_SHORTLIST = 64
 SHORTLIST_PER_WANTED = 8
 # The longest shortlist asked for (sqlite-vec answers at most 4,096 rows a search).
 STORE_SHORTLIST_MAX = 4096
-# A chat's sign bits are read this many rows at a time (each row read holds its floats).
+# A chat's sign bits are read this many rows at a time (64 bytes a row; a row stored
+# without its bits brings its floats instead).
 BITS_READ = 5000
 
 
@@ -446,10 +447,10 @@ class ChatBits:
         return self._size
 
     def refresh(self, store: Store) -> None:
-        """Read the vectors written since the last look, a block at a time (a changed
-        message's replace its row)."""
+        """Read the sign bits of the vectors written since the last look, a block at a
+        time (a changed message's replace its row)."""
         while True:
-            fresh = store.message_vectors(self.chat_id, self.model, after=self.seq, limit=BITS_READ)
+            fresh = store.message_signs(self.chat_id, self.model, after=self.seq, limit=BITS_READ)
             if not fresh:
                 return
             self._take(fresh)
@@ -457,8 +458,7 @@ class ChatBits:
                 return
 
     def _take(self, fresh: Sequence[Any]) -> None:
-        dims = len(fresh[0].vector) // 4
-        words = (dims + 63) // 64
+        words = (len(fresh[0].signs) + 7) // 8
         if self.bits.shape[1] != words:
             self._grow(max(len(fresh), 64), words, keep=False)
         new = len({s.node_id for s in fresh if s.node_id not in self.rows})
@@ -473,10 +473,11 @@ class ChatBits:
                 self.rows[stored.node_id] = row
                 self.ids.append(stored.node_id)
             rows[i] = row
-        floats = np.frombuffer(b"".join(s.vector for s in fresh), dtype=np.float32)
+        width = len(fresh[0].signs)
         packed = np.zeros((len(fresh), words * 8), dtype=np.uint8)
-        signs = np.packbits(floats.reshape(len(fresh), dims) > 0, axis=1)
-        packed[:, : signs.shape[1]] = signs
+        packed[:, :width] = np.frombuffer(b"".join(s.signs for s in fresh), dtype=np.uint8).reshape(
+            len(fresh), width
+        )
         self.bits[rows] = packed.view(np.uint64)
         self.depths[rows] = [s.depth for s in fresh]
         self.seqs[rows] = [s.seq for s in fresh]

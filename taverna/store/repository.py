@@ -507,6 +507,17 @@ class StoredVector:
 
 
 @dataclass(frozen=True, slots=True)
+class StoredSigns:
+    """One message's stored embedding as its sign bits (packed, bit i set: component i
+    is above zero; 64 bytes for 512 floats): its `seq`, the message, its depth."""
+
+    seq: int
+    node_id: str
+    depth: int
+    signs: bytes
+
+
+@dataclass(frozen=True, slots=True)
 class NearMessage:
     """A message found near a query by the store's own search: its depth in the tree and
     its score (the dot product of its stored unit vector with the query: the cosine)."""
@@ -534,6 +545,12 @@ class VectorRepository(ABC):
     ) -> list[StoredVector]:
         """The chat's vectors written after `seq` number `after`, in `seq` order (the
         first `limit` of them, if given)."""
+
+    @abstractmethod
+    def message_signs(
+        self, chat_id: str, model: str, *, after: int = 0, limit: int | None = None
+    ) -> list[StoredSigns]:
+        """As `message_vectors`, each vector's sign bits instead of its floats."""
 
     @abstractmethod
     def vectors_at(self, seqs: Sequence[int]) -> dict[int, bytes]:

@@ -215,6 +215,8 @@ message_vectors = sa.Table(
     sa.Column("model", sa.String(64), nullable=False),
     sa.Column("content_hash", sa.String(64), nullable=False),
     sa.Column("vector", sa.LargeBinary, nullable=False),
+    # The vector's sign bits, packed (migration 0013; NULL in rows written before it).
+    sa.Column("signs", sa.LargeBinary, nullable=True),
     sa.Index("ix_message_vectors_node", "node_id", "model", unique=True),
     sa.Index("ix_message_vectors_chat", "chat_id", "model", "seq"),
     sqlite_autoincrement=True,

@@ -46,6 +46,13 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlStore]:
         yield opened
 
 
+@pytest.fixture(params=backends())
+def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlStore]:
+    """A store with or without the database's vector search."""
+    with temporary_store(request.param, tmp_path) as opened:
+        yield opened
+
+
 def _chat(store: SqlStore, count: int) -> tuple[str, list[Node]]:
     nodes: list[Node] = []
     parent: str | None = None
@@ -130,6 +137,32 @@ def test_a_replaced_vector_is_found_by_its_new_value_only(store: SqlStore) -> No
     ) or ([], True)
     assert [h.node_id for h in near].count(nodes[2].id) == 1
     assert near[0].node_id == nodes[2].id and near[0].score == pytest.approx(1.0, abs=1e-5)
+
+
+def test_the_stored_sign_bits_are_the_floats_signs(any_store: SqlStore) -> None:
+    """Bits stored with each vector equal bits made from its floats; rows stored before
+    the bits were (NULL) have theirs made from the floats when read."""
+    store = any_store
+    chat_id, _ = _chat(store, 40)
+    vectors = _unit(np.random.default_rng(5).standard_normal((40, DIMS)))
+    vectors[7, :5] = 0.0  # zero is not above zero
+    _save(store, chat_id, vectors)
+    mv = sa.table("message_vectors", sa.column("seq"), sa.column("signs"))
+    stored = store.message_vectors(chat_id, MODEL)
+    with store.engine.begin() as conn:  # as if written before the bits were stored
+        conn.execute(
+            mv.update().where(mv.c.seq.in_([v.seq for v in stored[::3]])).values(signs=None)
+        )
+    signs = store.message_signs(chat_id, MODEL)
+    assert [(s.seq, s.node_id, s.depth) for s in signs] == [
+        (v.seq, v.node_id, v.depth) for v in stored
+    ]
+    for s, v in zip(signs, stored, strict=True):
+        floats = np.frombuffer(v.vector, dtype=np.float32)
+        assert s.signs == np.packbits(floats > 0).tobytes()
+        assert len(s.signs) == DIMS // 8
+    after = store.message_signs(chat_id, MODEL, after=signs[9].seq, limit=5)
+    assert after == signs[10:15]
 
 
 def test_a_deleted_chats_vectors_leave_the_search(store: SqlStore) -> None:

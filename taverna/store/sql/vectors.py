@@ -12,10 +12,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 
+import numpy as np
 import sqlalchemy as sa
 
 from taverna.store import schema as t
-from taverna.store.repository import DueMessage, NearMessage, StoredVector
+from taverna.store.repository import DueMessage, NearMessage, StoredSigns, StoredVector
 from taverna.store.sql import vector_index
 from taverna.store.sql.base import SqlBase
 
@@ -26,6 +27,12 @@ _CHUNK = 500
 _AT_SEQS = sa.select(t.message_vectors.c.seq, t.message_vectors.c.vector).where(
     t.message_vectors.c.seq.in_(sa.bindparam("seqs", expanding=True))
 )
+
+
+def sign_bits(vector: bytes) -> bytes:
+    """A float32 vector's sign bits, packed: bit i (most significant first) set when
+    component i is above zero; 64 bytes for 512 floats."""
+    return np.packbits(np.frombuffer(vector, dtype=np.float32) > 0).tobytes()
 
 
 class SqlVectors(SqlBase):
@@ -154,6 +161,7 @@ class SqlVectors(SqlBase):
                     "model": model,
                     "content_hash": due.content_hash,
                     "vector": vector,
+                    "signs": sign_bits(vector),
                 }
                 for due, vector in rows
             ],
@@ -175,6 +183,25 @@ class SqlVectors(SqlBase):
         )
         with self._read() as conn:
             return [StoredVector(int(s), i, int(d), bytes(b)) for s, i, d, b in conn.execute(query)]
+
+    def message_signs(
+        self, chat_id: str, model: str, *, after: int = 0, limit: int | None = None
+    ) -> list[StoredSigns]:
+        v, n = t.message_vectors, t.nodes
+        # The floats only where a row has no bits yet (written before they were stored).
+        floats = sa.case((v.c.signs.is_(None), v.c.vector), else_=sa.null())
+        query = (
+            sa.select(v.c.seq, v.c.node_id, n.c.depth, v.c.signs, floats)
+            .select_from(v.join(n, n.c.id == v.c.node_id))
+            .where(v.c.chat_id == chat_id, v.c.model == model, v.c.seq > after)
+            .order_by(v.c.seq)
+            .limit(limit)
+        )
+        with self._read() as conn:
+            return [
+                StoredSigns(int(s), i, int(d), bytes(b) if b is not None else sign_bits(bytes(f)))
+                for s, i, d, b, f in conn.execute(query)
+            ]
 
     def vectors_at(self, seqs: Sequence[int]) -> dict[int, bytes]:
         keys = sorted({int(s) for s in seqs})
