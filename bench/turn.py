@@ -31,6 +31,10 @@ embedding backlog were done); the messages the measured turns add are embedded b
 server itself with the bundled model. After the turns, the same number of turns is sent
 with recall turned off through the API (then on again), on the same server and chat:
 the difference of the two medians is recall's cost, printed with its ratio to 30 ms.
+Before the server starts, each chat's sign bits are read cold as a server reads them
+(`bits_read_*_s`, beside making them from the floats: `bits_from_floats_*_s`); the
+warm turns' start, counted from the first prompt built (which starts that read), says
+whether they ran with the bits in memory or the database's search.
 
 With Debian's Chromium (/usr/bin/chromium) and Playwright present, a 20,000-message chat
 is opened in the page: time from navigation until the last message is visible, the DOM's
@@ -278,6 +282,30 @@ def store_recall_vectors(store: Store, rng: random.Random) -> int:
     return stored
 
 
+def time_bits_read(store: Store, chat_id: str, size: int) -> dict[str, float]:
+    """How long a server takes to have a chat's sign bits in memory (`ChatBits`, read
+    from the bits stored with each vector), beside reading the chat's floats and making
+    the bits from them (as a chat's bits were made before the bits were stored)."""
+    import numpy as np
+
+    from taverna.providers.embeddings import LOCAL_MODEL
+    from taverna.services.recall import BITS_READ, ChatBits
+
+    began = time.perf_counter()
+    bits = ChatBits(chat_id, LOCAL_MODEL)
+    bits.refresh(store)
+    read = time.perf_counter() - began
+    began = time.perf_counter()
+    after, made = 0, 0
+    while fresh := store.message_vectors(chat_id, LOCAL_MODEL, after=after, limit=BITS_READ):
+        floats = np.frombuffer(b"".join(v.vector for v in fresh), dtype=np.float32)
+        made += len(np.packbits(floats.reshape(len(fresh), -1) > 0, axis=1))
+        after = fresh[-1].seq
+    from_floats = time.perf_counter() - began
+    assert made == len(bits), (made, len(bits))
+    return {f"bits_read_{size}_s": read, f"bits_from_floats_{size}_s": from_floats}
+
+
 def build_library(
     data: Path, sizes: list[int], browser_size: int | None, seed: int, recall: bool = False
 ) -> tuple[dict[int, BuiltChat], list[str], dict[str, float]]:
@@ -312,6 +340,8 @@ def build_library(
             began = time.perf_counter()
             store_recall_vectors(ws.store, rng)
             timings["store_recall_vectors_s"] = time.perf_counter() - began
+            for size, built in chats.items():
+                timings.update(time_bits_read(ws.store, built.id, size))
     finally:
         ws.close()
     timings["build_total_s"] = time.perf_counter() - started
@@ -438,6 +468,9 @@ def measure_size(
     out["ready_ms"] = server.ready_ms
     with httpx.Client(base_url=server.url, timeout=600) as client:
         prompt_url = f"/api/chats/{chat.id}/prompt"
+        # The first request that builds a prompt starts reading the chat's sign bits
+        # (recall on); turns before they are in memory search with the database.
+        recall_asked = time.perf_counter()
         first, response = timed_get(client, prompt_url)
         out["prompt_first_ms"] = ms(first)
         # a sanity check: the bound book's entries take part (by key, not only the constant ones)
@@ -504,12 +537,16 @@ def measure_size(
         answered: list[float] = []
         for turn in itertools.chain([-1], to_request):
             text = f"Tell me about {rng.choice(keys)} and the {rng.choice(keys)}."
+            sent = time.perf_counter()
             to_model, to_answer = send_turn(client, stub, chat.id, text)
             if turn >= 0:
                 to_request.add(to_model)
                 answered.append(to_answer)
             else:
                 out["ttr_first_ms"] = ms(to_model)
+                # When the warm turns start, counted from the first prompt built: past
+                # the sign bits' cold read time (`bits_read_*_s`), they are in memory.
+                out["warm_turns_start_s"] = sent + to_model - recall_asked
         out["ttr_warm_ms"] = to_request.median_ms
         out["ttr_max_ms"] = ms(max(to_request.samples))
         out["ttr_n"] = len(to_request.samples)
@@ -531,6 +568,12 @@ def measure_size(
             def recall_on(on: bool) -> None:
                 client.put("/api/recall-settings", json={"enabled_chats": on}).raise_for_status()
 
+            log(
+                f"  recall on: the warm turns began {out['warm_turns_start_s']:.1f} s after the "
+                "first prompt built (their sign bits are in memory if that is past the cold "
+                "read, bits_read_*_s); turns in ms: "
+                + ", ".join(f"{ms(x):.0f}" for x in to_request.samples)
+            )
             recall_on(False)
             try:
                 off = Series(args.turns, args.budget)
@@ -753,6 +796,7 @@ ROWS = [
     ("time to request, slowest turn", "ttr_max_ms", "ms"),
     ("time to request, turns 1 s apart", "ttr_paced_ms", "ms"),
     ("time to request, turns counted", "ttr_n", ""),
+    ("warm turns began, s after 1st prompt", "warm_turns_start_s", "s"),
     ("generate POST answered, median", "generate_post_ms", "ms"),
     ("server RSS at rest", "rss_rest_mb", "MB"),
     ("server RSS peak (VmHWM)", "rss_peak_mb", "MB"),
@@ -864,6 +908,13 @@ def main() -> None:
         figures["recall"] = args.recall
         figures.update({k: round(v, 2) for k, v in timings.items()})
         log(f"  built in {timings['build_total_s']:.1f} s")
+        for size in sizes:
+            if f"bits_read_{size}_s" in timings:
+                log(
+                    f"  {size:,} messages' sign bits, cold: read "
+                    f"{timings[f'bits_read_{size}_s']:.2f} s; made from the floats "
+                    f"{timings[f'bits_from_floats_{size}_s']:.2f} s"
+                )
         server = TavernaServer(data, Path(tmp) / "serve.log")
         try:
             with running_stub() as stub:
