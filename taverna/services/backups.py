@@ -240,11 +240,15 @@ class BackupService:
             if match is None or (key is not None and match["key"] != key):
                 continue
             created = datetime.strptime(match["stamp"], "%Y%m%d-%H%M%S").replace(tzinfo=UTC)
+            try:
+                size = path.stat().st_size
+            except FileNotFoundError:
+                continue  # pruned meanwhile by another server process sharing the folder
             found.append(
                 (
                     created,
                     int(match["n"] or 1),
-                    Backup(path, match["title"], match["key"], created, path.stat().st_size),
+                    Backup(path, match["title"], match["key"], created, size),
                 )
             )
         found.sort(key=lambda item: (item[0], item[1]), reverse=True)

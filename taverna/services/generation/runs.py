@@ -188,8 +188,11 @@ class GenerationRegistry:
 
     def for_chat(self, chat_id: str, *, running_only: bool = False) -> list[RunningGeneration]:
         """A chat's generations, oldest first (running ones only if asked)."""
+        # a copy first: routes on worker threads ask while the event loop adds runs
         return [
-            r for r in self._runs.values() if r.chat_id == chat_id and not (running_only and r.done)
+            r
+            for r in list(self._runs.values())
+            if r.chat_id == chat_id and not (running_only and r.done)
         ]
 
     def bind(
