@@ -145,7 +145,7 @@ def test_a_run_started_on_one_worker_is_followed_and_resumed_from_the_other(
 ) -> None:
     a, b = workers
     chat_id, revision = _new_chat(a, chat_setup)
-    tokens = [f" w{i}" for i in range(12)]
+    tokens = [f" w{i}" for i in range(40)]
     stub.script(Reply(tokens=tokens, delay=0.05))
     task = _send(a, chat_id, revision, "hello from a")
     # b sees the chat busy with a's run, and follows it live to its end
