@@ -1,10 +1,9 @@
 """The windowed chat API: the last messages, older and newer pages by cursor, writes that
-answer with what they changed, the recorded context start, and the cost at 100,000."""
+answer with what they changed, the recorded context start, and a 100,000-message chat."""
 
 from __future__ import annotations
 
 import json
-import time
 import zlib
 from typing import Any
 
@@ -184,34 +183,19 @@ def test_the_context_line_comes_from_the_last_reply_record(
     }
 
 
-def test_a_window_of_a_100000_message_chat_costs_the_window(
+def test_a_window_of_a_100000_message_chat_is_the_window(
     client: TestClient, ctx: AppContext
 ) -> None:
+    """What the window of a long chat holds; what it costs is bench/chat_window.py's."""
     chat_id, path = long_chat(ctx, 100_000, text="The lamp burns low over the map table. " * 8)
-    timings = []
-    for _ in range(5):
-        started = time.perf_counter()
-        usecases.chat_view(ctx, chat_id)
-        timings.append(time.perf_counter() - started)
     response = client.get(f"/api/chats/{chat_id}")
-    body = response.content
     data = response.json()
     assert data["window"]["total"] == 100_000 and len(data["messages"]) == usecases.WINDOW
     assert data["messages"][-1]["position"] == 99_999
-    print(f"window at 100,000: {min(timings) * 1000:.1f} ms, {len(body) / 1000:.1f} KB")
-    assert min(timings) <= 0.030, timings
-    assert len(body) <= 100_000
-    # A page from the middle and a write's answer cost about the same. (The write goes
-    # through the service: over HTTP, the test client also waits for the backup.)
-    started = time.perf_counter()
+    assert len(response.content) <= 100_000
     middle = client.get(f"/api/chats/{chat_id}?before={path[50_000].id}").json()
     assert [m["position"] for m in middle["messages"]] == list(range(49_950, 50_000))
-    paged = time.perf_counter() - started
     ctx.chats.edit(chat_id, path[-2].id, "changed", revision=data["revision"])
-    started = time.perf_counter()
     edited = usecases.changed_view(ctx, chat_id, below=path[-3].id)
-    answered = time.perf_counter() - started
     assert [m.position for m in edited.messages] == [99_998, 99_999]
     assert edited.messages[0].content == "changed" and edited.window.changed_from == 99_998
-    print(f"page from the middle: {paged * 1000:.1f} ms, edit's answer {answered * 1000:.1f} ms")
-    assert paged < 0.5 and answered < 0.5
