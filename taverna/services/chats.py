@@ -423,15 +423,7 @@ class ChatService:
         with self.store.write(chat_id, revision=revision, label=label) as w:
             parent = after
             for step in tool_steps:
-                node = w.insert_node(
-                    parent,
-                    NodeRole.SYSTEM,
-                    step.content,
-                    speaker=step.name,
-                    hidden=True,
-                    extras=step.extras,
-                    created=self.clock(),
-                )
+                node = self._insert_tool_step(w, parent, step)
                 self._arrive(w, node, at=parent)
                 parent = node.id
             node = w.insert_node(
@@ -493,15 +485,7 @@ class ChatService:
                 followed = w.chat.active_leaf_id == beside
                 at = parent
                 for tool_step in tool_steps:
-                    inserted = w.insert_node(
-                        at,
-                        NodeRole.SYSTEM,
-                        tool_step.content,
-                        speaker=tool_step.name,
-                        hidden=True,
-                        extras=tool_step.extras,
-                        created=self.clock(),
-                    )
+                    inserted = self._insert_tool_step(w, at, tool_step)
                     if followed:
                         w.set_selection(at, inserted.id)
                     at = inserted.id
@@ -535,6 +519,18 @@ class ChatService:
         result = self._rewritten(WriteResult(w.chat, node))
         self._emit(EventName.MESSAGE_RECEIVED, chat_id, result.node, kind=label)
         return result
+
+    def _insert_tool_step(self, w: ChatWriter, parent: str | None, step: ToolStep) -> Node:
+        """A tool call and its result, stored as a hidden system message under `parent`."""
+        return w.insert_node(
+            parent,
+            NodeRole.SYSTEM,
+            step.content,
+            speaker=step.name,
+            hidden=True,
+            extras=step.extras,
+            created=self.clock(),
+        )
 
     def extend(
         self,
