@@ -22,6 +22,27 @@ from taverna.store.sql.base import SqlBase
 from taverna.store.sql.rows import _aware, _document_from_row, _utc
 
 
+def _find_statement(*, named: bool, with_blobs: bool) -> sa.Select[Any]:
+    columns = [c for c in t.documents.c if with_blobs or c.name != "blob"]
+    d = t.documents.c
+    query = sa.select(*columns).where(
+        d.kind == sa.bindparam("kind"), d.owner == sa.bindparam("owner")
+    )
+    if named:
+        query = query.where(d.name == sa.bindparam("name"))
+    return query.order_by(d.created, d.id)
+
+
+# Built once: settings, connections and regex scripts are looked up several times a
+# turn, and building a statement costs more than running it.
+_FIND = {
+    (named, blobs): _find_statement(named=named, with_blobs=blobs)
+    for named in (False, True)
+    for blobs in (False, True)
+}
+_GET = sa.select(t.documents).where(t.documents.c.id == sa.bindparam("id"))
+
+
 class SqlDocuments(SqlBase):
     """The document library."""
 
@@ -98,11 +119,7 @@ class SqlDocuments(SqlBase):
 
     def get_document(self, id: str) -> Document:
         with self._read() as conn:
-            row = (
-                conn.execute(sa.select(t.documents).where(t.documents.c.id == id))
-                .mappings()
-                .first()
-            )
+            row = conn.execute(_GET, {"id": id}).mappings().first()
         if row is None:
             raise NotFound(
                 f"no document {id}", field="id", code="no_document", params={"id": str(id)}
@@ -112,12 +129,12 @@ class SqlDocuments(SqlBase):
     def find_documents(
         self, kind: str, *, name: str | None = None, owner: str = "", with_blobs: bool = False
     ) -> list[Document]:
-        columns = [c for c in t.documents.c if with_blobs or c.name != "blob"]
-        query = sa.select(*columns).where(t.documents.c.kind == kind, t.documents.c.owner == owner)
+        query = _FIND[name is not None, with_blobs]
+        values = {"kind": kind, "owner": owner}
         if name is not None:
-            query = query.where(t.documents.c.name == name)
+            values["name"] = name
         with self._read() as conn:
-            rows = conn.execute(query.order_by(t.documents.c.created, t.documents.c.id)).mappings()
+            rows = conn.execute(query, values).mappings()
             return [_document_from_row(r, with_blobs) for r in rows]
 
     def delete_document(self, id: str, *, revision: int) -> None:
