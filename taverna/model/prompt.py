@@ -80,6 +80,50 @@ class LedgerItem:
     reason: str = ""
     text: str = ""
     position: int | None = None
+    # the reason's code of `LEDGER_REASONS` and its values, for a page to say it in its
+    # language; given a code and no reason, the reason is the code's English sentence
+    code: str = ""
+    params: Mapping[str, str | int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.code and not self.reason:
+            object.__setattr__(self, "reason", ledger_reason(self.code, self.params))
+
+
+# What a ledger line says of itself, by code: its English words; a page has its own.
+LEDGER_REASONS: dict[str, str] = {
+    "context_full": "context full",
+    "not_placed": "not placed",
+    "older_not_sent": "{why}: {n} older message(s) not sent",
+    "required_does_not_fit": "budget: a required part does not fit",
+    "history_did_not_fit": "budget: history is filled newest to oldest; this message did not fit",
+    "history_stops": (
+        "budget: history is filled newest to oldest and stops at the first message that "
+        "does not fit"
+    ),
+    "examples_after_history": "budget: examples take what is left after the history",
+    "no_history_slot": "no chatHistory slot in the order",
+    "reply_primed": "every reply is primed",
+    "token_padding": "added to every count to allow for a tokenizer's error (token_padding)",
+    "joins": "tokens merged or split where the parts meet",
+    "template_markers": "the chat template's role markers and special tokens",
+    "placed": "{place}",
+    "recall_score": "score {score}",
+    "recall_below": "score {score}; below the threshold of {threshold}",
+    "recall_past": "score {score}; past {insert}",
+    "recall_over_budget": "score {score}; over the recall budget of {budget} tokens",
+    "prompt_handler_added": "added by a prompt handler",
+    "prompt_handler_removed": "removed by a prompt handler",
+    "prompt_handler_changed": "changed by a prompt handler",
+}
+
+
+def ledger_reason(code: str, params: Mapping[str, str | int]) -> str:
+    """A ledger code's sentence in English, its values put in."""
+    params = dict(params)
+    if "why" in params:
+        params["why"] = LEDGER_REASONS.get(str(params["why"]), str(params["why"]))
+    return LEDGER_REASONS[code].format_map(params)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +140,10 @@ class SkippedRegex:
     pattern: str
     reason: str
     count: int = 1
+    # the reason's code (`regex_key_stopped`, `regex_script_stopped`, `regex_key_not_run`,
+    # `regex_script_not_run`) and its time in milliseconds (`ms`), for a page's own words
+    code: str = ""
+    params: Mapping[str, str | int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The record as plain JSON (a stored prompt's ledger keeps it so)."""
@@ -104,6 +152,8 @@ class SkippedRegex:
             "source": self.source,
             "pattern": self.pattern,
             "reason": self.reason,
+            "code": self.code,
+            "params": dict(self.params),
             "count": self.count,
         }
 

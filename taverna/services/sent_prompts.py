@@ -38,6 +38,8 @@ def prompt_json(prompt: Prompt) -> dict[str, Any]:
                     "tokens": i.tokens,
                     "included": i.included,
                     "reason": i.reason,
+                    "code": i.code,
+                    "params": dict(i.params),
                     "position": i.position,
                 }
                 for i in ledger.items

@@ -70,12 +70,13 @@ def test_positions_follow_the_messages_a_handler_moved() -> None:
     assert by_source[("slot", "main")].position == 1
     assert by_source[("history", "m2")].position == 2
     removed = by_source[("history", "m1")]
-    assert (removed.included, removed.position, removed.reason) == (False, None, REMOVED)
+    assert (removed.included, removed.position, removed.code) == (False, None, REMOVED)
+    assert removed.reason == "removed by a prompt handler"
     changed = by_source[("history", "m3")]
-    assert changed.position == 3 and changed.reason == CHANGED
+    assert changed.position == 3 and changed.code == CHANGED
     assert changed.tokens == COUNT(contents[3])
     added = [i for i in items if i.kind == "plugin"]
-    assert [(i.source, i.position, i.reason, i.text) for i in added] == [
+    assert [(i.source, i.position, i.code, i.text) for i in added] == [
         ("mood", 0, ADDED, "Keep it light."),
         ("mood", 4, ADDED, "Mood: cheerful."),
     ]
@@ -107,4 +108,4 @@ def test_a_text_prompt_rewritten_by_a_handler_counts_the_change() -> None:
     assert after.text == "Once upon a time."
     assert after.ledger.total_tokens == COUNT("Once upon a time.")
     line = after.ledger.items[-1]
-    assert (line.kind, line.source, line.reason) == ("plugin", "mood", CHANGED)
+    assert (line.kind, line.source, line.code) == ("plugin", "mood", CHANGED)

@@ -506,7 +506,7 @@ def _squash(parts: list[Part], cost: MessageCost) -> list[Part]:
 def _ledger(
     turn: Turn, parts: Sequence[Part], layout: Layout, error: str, cost: MessageCost
 ) -> Ledger:
-    items = [LedgerItem("overhead", "reply priming", 3, True, "every reply is primed", "")]
+    items = [LedgerItem("overhead", "reply priming", 3, True, code="reply_primed")]
     for position, part in enumerate(parts):
         items.append(
             LedgerItem(
@@ -522,7 +522,12 @@ def _ledger(
     for part, reason in layout.dropped:
         items.append(
             LedgerItem(
-                part.kind, part.source or part.identifier, part.tokens, False, reason, part.content
+                part.kind,
+                part.source or part.identifier,
+                part.tokens,
+                False,
+                text=part.content,
+                code=reason,
             )
         )
     if error:
@@ -536,7 +541,13 @@ def _ledger(
         tokens = cost.text(entry.content)
         items.append(
             LedgerItem(
-                "lorebook_entry", f"{entry.book}/{entry.uid}", tokens, True, place, entry.content
+                "lorebook_entry",
+                f"{entry.book}/{entry.uid}",
+                tokens,
+                True,
+                text=entry.content,
+                code="placed",
+                params={"place": place},
             )
         )
     total = 3 + sum(p.tokens for p in parts)

@@ -92,7 +92,7 @@ def populate_examples(
                     layout.dropped.append(
                         (
                             layout.part("example", "system", rest[1], rest[0], kind="example"),
-                            "budget: examples take what is left after the history",
+                            "examples_after_history",
                         )
                     )
                 break

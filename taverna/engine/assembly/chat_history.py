@@ -164,7 +164,7 @@ def populate_history(
                         kind="history",
                         source=f"{len(history)} messages",
                     ),
-                    "no chatHistory slot in the order",
+                    "no_history_slot",
                 )
             )
         return
@@ -216,9 +216,7 @@ def populate_history(
         else:
             part = _history_part(layout, entry, context, turn)
         if not layout.affordable(part):
-            layout.dropped.append(
-                (part, "budget: history is filled newest to oldest; this message did not fit")
-            )
+            layout.dropped.append((part, "history_did_not_fit"))
             layout.history_stopped = True
             # Messages the caller left out (a long chat given by its end) are older too.
             older = total - position - 1 + context.earlier.visible
@@ -233,7 +231,7 @@ def populate_history(
                             kind="history",
                             source=f"{older} older messages",
                         ),
-                        "budget: history is filled newest to oldest and stops at the first message that does not fit",
+                        "history_stops",
                     )
                 )
             break

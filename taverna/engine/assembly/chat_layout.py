@@ -53,6 +53,7 @@ class Layout:
     budget: int
     cost: MessageCost
     collections: dict[int, tuple[str, list[Part]]] = field(default_factory=dict)
+    # a part left out and its reason's code (LEDGER_REASONS)
     dropped: list[tuple[Part, str]] = field(default_factory=list)
     history_stopped: bool = False  # see Ledger.history_stopped
 
@@ -65,14 +66,14 @@ class Layout:
 
     def _check(self, part: Part) -> None:
         if not self.affordable(part):
-            self.dropped.append((part, "budget: a required part does not fit"))
+            self.dropped.append((part, "required_does_not_fit"))
             raise BudgetExceeded(part.identifier)
 
     def add(self, identifier: str, parts: list[Part], index: int | None) -> None:
         tokens = sum(p.tokens for p in parts)
         if self.budget - tokens < 0:
             for p in parts:
-                self.dropped.append((p, "budget: a required part does not fit"))
+                self.dropped.append((p, "required_does_not_fit"))
             raise BudgetExceeded(identifier)
         if index is None or index == -1:
             index = max(self.collections) + 1 if self.collections else 0

@@ -85,7 +85,7 @@ def recall_injection(
     used = 0
     for message in recall.messages:
         line = recalled_line(message)
-        score = f"score {message.score:.3f}"
+        score = f"{message.score:.3f}"
         if not line:
             continue
         tokens = count_text(line)
@@ -96,8 +96,9 @@ def recall_injection(
                     message.id,
                     tokens,
                     False,
-                    f"{score}; below the threshold of {settings.score_threshold:g}",
-                    line,
+                    text=line,
+                    code="recall_below",
+                    params={"score": score, "threshold": f"{settings.score_threshold:g}"},
                 )
             )
             continue
@@ -108,8 +109,9 @@ def recall_injection(
                     message.id,
                     tokens,
                     False,
-                    f"{score}; past {settings.insert}",
-                    line,
+                    text=line,
+                    code="recall_past",
+                    params={"score": score, "insert": settings.insert},
                 )
             )
             continue
@@ -120,8 +122,9 @@ def recall_injection(
                     message.id,
                     tokens,
                     False,
-                    f"{score}; over the recall budget of {settings.budget} tokens",
-                    line,
+                    text=line,
+                    code="recall_over_budget",
+                    params={"score": score, "budget": settings.budget},
                 )
             )
             continue
@@ -133,7 +136,15 @@ def recall_injection(
     ordered = sorted(chosen, key=lambda item: item[0].score)
     text = settings.template.replace("{{text}}", "\n\n".join(line for _, line, _ in ordered))
     placed = [
-        LedgerItem(RECALLED_KIND, m.id, tokens, True, f"score {m.score:.3f}", line)
+        LedgerItem(
+            RECALLED_KIND,
+            m.id,
+            tokens,
+            True,
+            text=line,
+            code="recall_score",
+            params={"score": f"{m.score:.3f}"},
+        )
         for m, line, tokens in ordered
     ]
     injection = Injection(

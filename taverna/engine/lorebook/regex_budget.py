@@ -36,6 +36,8 @@ _EFFECTS = {
     LOREBOOK_KEY: "counted as no match",
     REGEX_SCRIPT: "the text was left as it was",
 }
+# the code of a note's reason, by the kind of regex: `<kind>_stopped`, `<kind>_not_run`
+_CODES = {LOREBOOK_KEY: "regex_key", REGEX_SCRIPT: "regex_script"}
 
 T = TypeVar("T")
 
@@ -44,6 +46,13 @@ def _duration(seconds: float) -> str:
     if seconds < 1:
         return f"{seconds * 1000:g} ms"
     return f"{seconds:g} s"
+
+
+def _reason(kind: str, stopped: bool, seconds: float) -> str:
+    """Why a regex was stopped (its own limit) or not run (the turn's time was spent)."""
+    if stopped:
+        return f"stopped at its {_duration(seconds)} limit; {_EFFECTS[kind]}"
+    return f"not run: this turn's {_duration(seconds)} for user regexes was spent; {_EFFECTS[kind]}"
 
 
 class RegexBudget:
@@ -62,7 +71,8 @@ class RegexBudget:
         self.seconds = seconds
         self.clock = clock
         self.spent = 0.0
-        self._notes: dict[tuple[str, str, str, str], int] = {}
+        # (kind, source, pattern, stopped, seconds): how often
+        self._notes: dict[tuple[str, str, str, bool, float], int] = {}
 
     @property
     def left(self) -> float:
@@ -85,7 +95,7 @@ class RegexBudget:
         """
         left = self.seconds - self.spent
         if left <= 0:
-            self._note(kind, source, pattern, self._spent_reason(kind))
+            self._note(kind, source, pattern, False, self.seconds)
             return None
         timeout = min(limit, left)
         began = self.clock()
@@ -93,10 +103,9 @@ class RegexBudget:
             return call(timeout)
         except TimeoutError:
             if timeout < limit:
-                reason = self._spent_reason(kind)
+                self._note(kind, source, pattern, False, self.seconds)
             else:
-                reason = f"stopped at its {_duration(limit)} limit; {_EFFECTS[kind]}"
-            self._note(kind, source, pattern, reason)
+                self._note(kind, source, pattern, True, limit)
             return None
         finally:
             self.spent += max(0.0, self.clock() - began)
@@ -108,16 +117,18 @@ class RegexBudget:
     def skipped(self) -> tuple[SkippedRegex, ...]:
         """What the limits stopped since `begin`, in the order first seen."""
         return tuple(
-            SkippedRegex(kind, source, pattern, reason, count)
-            for (kind, source, pattern, reason), count in self._notes.items()
+            SkippedRegex(
+                kind,
+                source,
+                pattern,
+                _reason(kind, stopped, seconds),
+                count,
+                f"{_CODES[kind]}_{'stopped' if stopped else 'not_run'}",
+                {"ms": f"{seconds * 1000:g}"},
+            )
+            for (kind, source, pattern, stopped, seconds), count in self._notes.items()
         )
 
-    def _spent_reason(self, kind: str) -> str:
-        return (
-            f"not run: this turn's {_duration(self.seconds)} for user regexes was spent; "
-            f"{_EFFECTS[kind]}"
-        )
-
-    def _note(self, kind: str, source: str, pattern: str, reason: str) -> None:
-        key = (kind, source, pattern, reason)
+    def _note(self, kind: str, source: str, pattern: str, stopped: bool, seconds: float) -> None:
+        key = (kind, source, pattern, stopped, seconds)
         self._notes[key] = self._notes.get(key, 0) + 1

@@ -33,9 +33,10 @@ class TextLedger:
         text: str,
         tokens: int,
         included: bool = True,
-        reason: str = "",
+        code: str = "",
     ) -> None:
-        self.items.append(LedgerItem(kind, source, tokens, included, reason, text))
+        """A line; `code` names its reason (`LEDGER_REASONS`) when it has one."""
+        self.items.append(LedgerItem(kind, source, tokens, included, text=text, code=code))
 
     def accounted(self, text: str, padding: int, *, pieces: bool) -> tuple[LedgerItem, ...]:
         """The ledger's items, with what makes their tokens add up to the prompt's total.
@@ -68,7 +69,7 @@ class TextLedger:
                     "token padding",
                     padding,
                     True,
-                    "added to every count to allow for a tokenizer's error (token_padding)",
+                    code="token_padding",
                 )
             )
         rest = self.tokens(text) - counted
@@ -79,9 +80,7 @@ class TextLedger:
                     "joins" if pieces else "template",
                     rest,
                     True,
-                    "tokens merged or split where the parts meet"
-                    if pieces
-                    else "the chat template's role markers and special tokens",
+                    code="joins" if pieces else "template_markers",
                 )
             )
         return tuple(items)
@@ -108,14 +107,15 @@ class TextLedger:
             else entry_source(newest)
         )
         first = history.text(newest_index)
-        why = "context full" if stopped_at is not None else "not placed"
+        why = "context_full" if stopped_at is not None else "not_placed"
         self.dropped.append(
             LedgerItem(
                 "history",
                 span,
                 self.tokens(first),
                 included=False,
-                reason=f"{why}: {dropped + earlier} older message(s) not sent",
+                code="older_not_sent",
+                params={"why": why, "n": dropped + earlier},
                 text=first,
             )
         )
@@ -156,7 +156,7 @@ class TextLedger:
                 example,
                 self.tokens(example),
                 included=kept,
-                reason="" if kept else "context full",
+                code="" if kept else "context_full",
             )
 
     def record_sent(self, final: list[str], sources: list[Entry | None]) -> None:

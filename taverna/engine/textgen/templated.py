@@ -101,7 +101,7 @@ def build_with_chat_template(
             history[index]["content"],
             steps.tokens(history[index]["content"]),
             included=kept,
-            reason="" if kept else "context full",
+            code="" if kept else "context_full",
         )
     stop = stopping_strings(
         user=steps.user,

@@ -55,7 +55,7 @@ class PromptReady:
             if self.text == self.prompt.text:
                 return self.prompt
             delta = count(self.text) - count(self.prompt.text)
-            line = LedgerItem("plugin", self.text_changed_by, delta, reason=CHANGED)
+            line = LedgerItem("plugin", self.text_changed_by, delta, code=CHANGED)
             ledger = _with_items(self.prompt.ledger, [*self.prompt.ledger.items, line])
             return replace(self.prompt, text=self.text, ledger=ledger)
         return replace(self.prompt, messages=tuple(self.messages), ledger=self._ledger(count))
@@ -75,9 +75,11 @@ class PromptReady:
             if not item.included or old is None or old >= len(built):
                 items.append(item)
             elif old not in now:
-                items.append(replace(item, included=False, position=None, reason=REMOVED))
+                items.append(
+                    replace(item, included=False, position=None, reason="", code=REMOVED, params={})
+                )
             elif old in self.edited:
-                moved = replace(item, position=now[old], reason=CHANGED)
+                moved = replace(item, position=now[old], reason="", code=CHANGED, params={})
                 if last_part.get(old) == index:
                     text = self.messages[now[old]].content
                     delta = count(text) - count(built[old].content)
@@ -92,7 +94,7 @@ class PromptReady:
                 continue
             content = self.messages[position].content
             line = LedgerItem(
-                "plugin", origin, count(content), reason=ADDED, text=content, position=position
+                "plugin", origin, count(content), text=content, position=position, code=ADDED
             )
             at = next(
                 (
@@ -106,10 +108,10 @@ class PromptReady:
         return _with_items(self.prompt.ledger, items)
 
 
-# The ledger's words for a handler's changes (the page reads them as sentences).
-ADDED = "added by a prompt handler"
-REMOVED = "removed by a prompt handler"
-CHANGED = "changed by a prompt handler"
+# The ledger's codes for a handler's changes (LEDGER_REASONS).
+ADDED = "prompt_handler_added"
+REMOVED = "prompt_handler_removed"
+CHANGED = "prompt_handler_changed"
 
 
 def _counter(ledger: Ledger) -> Callable[[str], int]:

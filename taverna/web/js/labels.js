@@ -71,8 +71,8 @@ const SENTENCES = [
   [/^group '(.*)' already activated in an earlier pass$/s, "reason.group_earlier", ["group"]],
   [/^lost the weighted draw of group '(.*)' \(([\d.]+) of ([\d.]+)\)$/s, "reason.group_draw", ["group", "roll", "total"]],
   [/^removed by SillyTavern's splice\(-1\) quirk$/, "reason.group_quirk"],
-  [/^stopped at its (.+) limit; counted as no match$/, "reason.regex_key_stopped", ["limit"]],
-  [/^stopped at its (.+) limit; the text was left as it was$/, "reason.regex_script_stopped", ["limit"]],
+  [/^stopped at its ([\d.]+) ms limit; counted as no match$/, "reason.regex_key_stopped", ["ms"]],
+  [/^stopped at its ([\d.]+) ms limit; the text was left as it was$/, "reason.regex_script_stopped", ["ms"]],
   // a plugin's prompt handler changed the prompt after it was built
   [/^added by a prompt handler$/, "reason.prompt_handler_added"],
   [/^removed by a prompt handler$/, "reason.prompt_handler_removed"],
@@ -112,6 +112,39 @@ function coded({ code, params = {} } = {}) {
   }
   out.stopped = params.stopped ? t("reason.stopped_note") : "";
   return { key: `reason.${code}`, params: out, own };
+}
+
+// Where a lorebook entry went (a ledger line's `place`: the position's name, `@depth` after
+// an at-depth one), by the names the entry editor gives the positions.
+const PLACES = {
+  before: "entry.position_before_char", after: "entry.position_after_char",
+  an_top: "entry.position_before_an", an_bottom: "entry.position_after_an",
+  em_top: "entry.position_before_examples", em_bottom: "entry.position_after_examples",
+  at_depth: "entry.position_at_depth", outlet: "entry.position_outlet", none: "reason.place_none",
+};
+
+function placeLabel(place) {
+  const [name, depth] = String(place).split("@");
+  if (!PLACES[name]) return null;
+  return depth === undefined ? t(PLACES[name]) : t("reason.place_depth", { place: t(PLACES[name]), depth });
+}
+
+/** A prompt ledger line's reason in the person's language, by its code and params (a
+ * line stored before lines had codes is read by its English shape); null when neither is
+ * known, so the caller shows the original marked as not translated. */
+export function ledgerReason(item) {
+  const { code, params = {} } = item || {};
+  if (!code || !has(`reason.${code}`)) return item?.reason ? sentence(item.reason) : "";
+  const out = {};
+  for (const [name, value] of Object.entries(params)) {
+    if (name === "why") out.why = has(`reason.${value}`) ? t(`reason.${value}`) : String(value);
+    else if (name === "place") {
+      const place = placeLabel(value);
+      if (place === null) return null;
+      out.place = place;
+    } else out[name] = String(value);
+  }
+  return t(`reason.${code}`, out);
 }
 
 /** The catalog key and params of a sentence the server wrote; `own` names the params that

@@ -115,6 +115,7 @@ def test_history_fills_newest_first_without_holes_section_3_5() -> None:
     assert [i.source for i in cut] == [messages[-3].id, f"{len(messages) - 3} older messages"]
     assert cut[0].tokens > 0 and "did not fit" in cut[0].reason
     assert "stops at the first message" in cut[1].reason
+    assert [i.code for i in cut] == ["history_did_not_fit", "history_stops"]
 
 
 def test_history_before_examples_unless_pinned_section_3_3() -> None:

@@ -64,10 +64,17 @@ def test_a_stopped_run_says_which_limit_stopped_it() -> None:
     (note,) = budget.skipped()
     assert note.count == 2
     assert note.reason == "stopped at its 50 ms limit; the text was left as it was"
+    # the page says it by its code, the time in milliseconds
+    assert (note.code, dict(note.params)) == ("regex_script_stopped", {"ms": "50"})
+    assert note.to_json()["code"] == "regex_script_stopped"
     # A run cut short by the turn's time (less left than its own limit) says so.
     short = RegexBudget(0.02, clock=ticking(0.0))
     assert short.run(runaway, limit=0.05, kind=LOREBOOK_KEY, source="B/1", pattern="/p/") is None
     assert "this turn's 20 ms for user regexes was spent" in short.skipped()[0].reason
+    assert (short.skipped()[0].code, dict(short.skipped()[0].params)) == (
+        "regex_key_not_run",
+        {"ms": "20"},
+    )
     # A new assembly of the same turn starts new notes; the time spent stays spent.
     budget.begin()
     assert budget.skipped() == () and budget.spent == pytest.approx(0.2)

@@ -171,6 +171,9 @@ def test_history_is_fitted_newest_first_without_holes() -> None:
     dropped = [item for item in prompt.ledger.items if not item.included and item.kind == "history"]
     assert len(dropped) == 1 and dropped[0].reason.startswith("context full")
     assert f"{kept[0]} older message(s)" in dropped[0].reason
+    # the page says it by its code: why, and how many
+    assert dropped[0].code == "older_not_sent"
+    assert dict(dropped[0].params) == {"why": "context_full", "n": kept[0]}
     assert dropped[0].source == f"0..{kept[0] - 1}"
     assert prompt.ledger.budget == 600
 

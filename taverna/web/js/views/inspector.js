@@ -4,7 +4,7 @@ import { api } from "../api.js";
 import { h, mount, openDrawer } from "../dom.js";
 import { explain } from "../errors.js";
 import { t } from "../i18n.js";
-import { outcomeLabel, partLabel, reasonLabel, reasonNode, roleLabel, sentence, word } from "../labels.js";
+import { ledgerReason, outcomeLabel, partLabel, reasonNode, roleLabel, word } from "../labels.js";
 
 /** A message's source as a person reads it: a chat message by its number and speaker, a
  * prompt slot by its name in the person's language. */
@@ -35,13 +35,13 @@ function skippedRegexView(notes) {
     h("div", { class: "table-wrap" }, h("table", { class: "trace" },
       h("thead", {}, h("tr", {}, cols.map((c) => h("th", { scope: "col", text: t(`inspector.regex_${c}`) })))),
       h("tbody", {}, notes.map((note) => h("tr", {}, cols.map((c) =>
-        h("td", { "data-label": t(`inspector.regex_${c}`), class: c === "pattern" ? "src" : "", translate: ["source", "pattern"].includes(c) ? "no" : null, text: regexCell(c, note[c]) }))))))));
+        h("td", { "data-label": t(`inspector.regex_${c}`), class: c === "pattern" ? "src" : "", translate: ["source", "pattern"].includes(c) ? "no" : null, text: regexCell(c, note[c], note) }))))))));
 }
 
 /** A cell of the skipped regexes: the kind and the reason in words, the rest as written. */
-function regexCell(column, value) {
+function regexCell(column, value, note) {
   if (column === "kind") return word("kind", value);
-  if (column === "reason") return reasonLabel(value);
+  if (column === "reason") return ledgerReason(note) ?? String(value ?? "");
   return String(value ?? "");
 }
 
@@ -82,7 +82,7 @@ function ledgerView(ledger, labels) {
 /** A ledger row's status: included, or cut and why (a reason the page cannot read in the
  * person's language is shown as the server wrote it, marked so). */
 function statusText(item) {
-  const reason = item.reason ? sentence(item.reason) : "";
+  const reason = item.reason ? ledgerReason(item) : "";
   if (reason === null) return { translate: "no", text: item.included ? item.reason : `${t("inspector.cut", { reason: "" })}${item.reason}` };
   return { text: item.included ? reason || t("inspector.included") : t("inspector.cut", { reason }) };
 }
