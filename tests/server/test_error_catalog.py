@@ -151,31 +151,30 @@ def test_every_code_has_english_and_chinese_words_with_its_params() -> None:
 
 
 def _literal_codes() -> Iterator[tuple[str, str]]:
-    """Every code written as a literal: `code="..."` anywhere, a reader's `fail(..., code,
-    ...)`, and the code an `Unfit` value carries."""
+    """Every code written as a literal, as its catalog key: `code="..."` anywhere (a
+    prompt ledger line's is a `reason.` key, the rest `server.`), a reader's `fail(...,
+    code, ...)`, and the code an `Unfit` value carries."""
     for path, tree in _modules():
         for node in ast.walk(tree):
             if not isinstance(node, ast.Call):
                 continue
             where = f"{path.relative_to(ROOT)}:{node.lineno}"
-            for word in node.keywords:
-                if word.arg == "code" and isinstance(word.value, ast.Constant):
-                    yield where, str(word.value.value)
             name = node.func.attr if isinstance(node.func, ast.Attribute) else None
             name = node.func.id if isinstance(node.func, ast.Name) else name
+            group = "reason" if name == "LedgerItem" else "server"
+            for word in node.keywords:
+                if word.arg == "code" and isinstance(word.value, ast.Constant) and word.value.value:
+                    yield where, f"{group}.{word.value.value}"
             at = {"fail": 2, "Unfit": 1}.get(name or "")
             if at is not None and len(node.args) > at and isinstance(node.args[at], ast.Constant):
-                yield where, str(node.args[at].value)
+                yield where, f"server.{node.args[at].value}"
 
 
 def test_every_literal_code_has_words_in_both_languages() -> None:
     found = list(_literal_codes())
-    assert any(code == "unfit_number" for _where, code in found)
-    missing = [
-        f"{where}: {code}"
-        for where, code in found
-        if f"server.{code}" not in EN or f"server.{code}" not in ZH
-    ]
+    assert any(key == "server.unfit_number" for _where, key in found)
+    assert any(key == "reason.reply_primed" for _where, key in found)
+    missing = [f"{where}: {key}" for where, key in found if key not in EN or key not in ZH]
     assert not missing, missing
 
 
@@ -206,7 +205,7 @@ def test_every_skip_reason_has_words() -> None:
                 and isinstance(node.args[2], ast.Constant)
             ):
                 codes.add(node.args[2].value)
-    assert {"not_imported", "empty_chat", "json_unreadable"} <= codes
+    assert {"not_imported", "empty_chat", "json_unreadable", "json_unreadable_at"} <= codes
     codes.add("line_left_out")
     missing = sorted(c for c in codes if f"server.{c}" not in EN or f"server.{c}" not in ZH)
     assert not missing, missing
