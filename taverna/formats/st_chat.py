@@ -432,16 +432,20 @@ def read_chat(
                 value = check_message(value, source=source, line=number, warnings=found)
                 messages.append(MessageLine(value))
         except ValueError as exc:
+            # the parser's own words stay in the English text; a page says where by column
+            params = {"number": str(number), "exc": str(exc)}
+            skip = SkippedLine(number, f"not valid JSON ({exc})", "json_unreadable", params)
+            if isinstance(exc, json.JSONDecodeError):
+                params["column"] = str(exc.colno)
+                skip = SkippedLine(number, skip.reason, "json_unreadable_at", params)
             if not lenient:
                 raise FormatError(
                     f"line {number}: not valid JSON ({exc})",
                     file=source,
-                    code="line_not_valid_json",
-                    params={"number": str(number), "exc": str(exc)},
+                    code="line_not_valid_json_at" if "column" in params else "line_not_valid_json",
+                    params=params,
                 ) from None
-            skipped.append(
-                SkippedLine(number, f"not valid JSON ({exc})", "json_unreadable", {"exc": str(exc)})
-            )
+            skipped.append(skip)
         except FormatError as exc:
             if not lenient:
                 raise

@@ -1,6 +1,6 @@
 // Element builders: every text goes in through textContent, never as HTML.
 
-import { has, t } from "./i18n.js";
+import { has, t, valueWords } from "./i18n.js";
 import { icon } from "./icons.js";
 
 /**
@@ -92,7 +92,7 @@ export function toast(message, kind = "info") {
  * its code (server.<code>); else the server's English. */
 export function warningText(warning) {
   const key = warning.code && `server.${warning.code}`;
-  return key && has(key) ? t(key, warning.params || {}) : warning.message;
+  return key && has(key) ? t(key, valueWords(warning.params || {})) : warning.message;
 }
 
 /** `warningText` as an element: the values inside the sentence (a field, a file's value)
@@ -101,7 +101,8 @@ export function warningNode(warning, attrs = {}) {
   const key = warning.code && `server.${warning.code}`;
   if (!key || !has(key)) return h("span", { ...attrs, translate: "no", text: warning.message });
   const params = warning.params || {};
-  const parts = t(key, Object.fromEntries(Object.keys(params).map((name) => [name, `{${name}}`])))
+  const said = valueWords(params);
+  const parts = t(key, Object.fromEntries(Object.keys(params).map((name) => [name, said[name] === params[name] ? `{${name}}` : said[name]])))
     .split(/\{(\w+)\}/)
     .map((piece, i) => (i % 2 === 0 ? piece : h("span", { translate: "no", text: String(params[piece] ?? "") })));
   return h("span", attrs, parts);

@@ -2,14 +2,14 @@
 
 import { ApiError } from "./api.js";
 import { toast } from "./dom.js";
-import { has, language, t } from "./i18n.js";
+import { has, language, t, valueWords } from "./i18n.js";
 
 /** The server's own words for a failure, in the person's language: its code (with its
  * params) through the catalog (server.*); the English message where the page reads English
  * or the code is not in the catalog. */
 function serverWords(error, detail) {
   const code = detail.code;
-  const params = { ...(detail.params || {}), file: detail.file || "", field: detail.field || "" };
+  const params = { ...valueWords(detail.params || {}), file: detail.file || "", field: detail.field || "" };
   const key = code && `server.${code}`;
   // English readers get the server's own sentence: it says more than a code's.
   if (language() !== "en" && key && has(key)) return tidy(t(key, params));
@@ -24,7 +24,7 @@ const tidy = (text) => text.replace(/\s*[（(](field|字段)?\s*[)）]/g, "");
  * the catalog); null when the catalog does not know the code (the caller shows the English). */
 export function serverText(code, params = {}) {
   const key = code && `server.${code}`;
-  return key && has(key) ? tidy(t(key, { file: "", field: "", ...params })) : null;
+  return key && has(key) ? tidy(t(key, { file: "", field: "", ...valueWords(params) })) : null;
 }
 
 /** Why a failed check (a connection test) failed, from the server's answer: the model API's
@@ -32,7 +32,7 @@ export function serverText(code, params = {}) {
 export function explainOutcome({ message = "", cause = null, code = null, params = {} }) {
   if (cause) return failureCause(cause, message);
   const key = code && `server.${code}`;
-  if (language() !== "en" && key && has(key)) return tidy(t(key, params));
+  if (language() !== "en" && key && has(key)) return tidy(t(key, valueWords(params)));
   return message;
 }
 

@@ -37,3 +37,17 @@ export function t(key, params = {}) {
   const text = catalog[key] ?? fallback[key] ?? key;
   return text.replace(/\{(\w+)\}/g, (m, name) => (name in params ? String(params[name]) : m));
 }
+
+// What the server writes for a value by its kind ("a list", "null"...), in a sentence's params.
+const VALUE_WORDS = new Set(["null", "true", "false", "a boolean", "a number", "a string", "a list", "an object", "an empty list", "an empty object"]);
+// Params that name a place or a value of the file as written, never a kind of value.
+const AS_WRITTEN = new Set(["file", "field", "name", "key"]);
+
+/** `params` with each value the server names by its kind said in the person's language
+ * (value.* in the catalog); every other value as it came. */
+export function valueWords(params = {}) {
+  return Object.fromEntries(Object.entries(params).map(([name, value]) => {
+    const key = `value.${String(value).replace(/ /g, "_")}`;
+    return [name, !AS_WRITTEN.has(name) && VALUE_WORDS.has(value) && has(key) ? t(key) : value];
+  }));
+}
