@@ -13,6 +13,7 @@ placement; the store keeps the original.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,15 +27,17 @@ from taverna.model.chat import Chat, Node, NodeRole, PathWindow
 from taverna.model.regex_script import RegexPlacement, RegexScript
 from taverna.services.active_settings import ACTIVE, SETTINGS_KIND
 from taverna.services.chats import ChatService, Rewrite
+from taverna.services.connections import KIND as CONNECTION_KIND
 from taverna.services.connections import default_api
 from taverna.services.regex_library import (
     CHARACTER_KIND,
     PRESET_KIND,
+    REGEX_KIND,
     TEXT_PRESET_KIND,
     RegexLayer,
     RegexLibrary,
 )
-from taverna.store.repository import Store
+from taverna.store.repository import DocumentVersion, Store
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,30 +55,87 @@ class ChatScripts:
 
 def chat_scripts(store: Store, chat: Chat) -> ChatScripts:
     """The scripts that apply in `chat` now, in the order they run."""
-    active = store.find_documents(SETTINGS_KIND, name=ACTIVE, owner=chat.owner)
+    common = _common_scripts(store, chat.owner)
+    if common.disabled:
+        return ChatScripts()
+    regexes = RegexLibrary(store, chat.owner)
+    # A card is read only when its scripts are allowed (the same key the prompt uses).
+    wanted = {
+        ref.document_id: ref.name
+        for ref in chat.characters
+        if ref.document_id and f"{ref.name}.png" in common.allowed
+    }
+    own = {wanted[i]: scripts for i, scripts in _card_scripts(regexes, list(wanted)).items()}
+    return ChatScripts(common.scripts, own)
+
+
+@dataclass(frozen=True, slots=True)
+class _Common:
+    """What one person's settings, global scripts, connections and preset make of every
+    chat's scripts: whether regex is off, the global and preset scripts, the cards allowed."""
+
+    disabled: bool
+    scripts: tuple[RegexScript, ...]
+    allowed: frozenset[str]
+    preset: str  # the preset document read, "" for none
+
+
+# Each person's common scripts and the versions of the documents they were made from:
+# a message is stored or shown several times a turn, and one query for the versions
+# costs less than reading and parsing the documents again. Versions are read from the
+# store each time, so a change made anywhere (another worker too) is seen.
+_Stamped = tuple[tuple[DocumentVersion, ...] | None, _Common]
+_COMMON: weakref.WeakKeyDictionary[Store, OrderedDict[str, _Stamped]] = weakref.WeakKeyDictionary()
+_COMMON_KEEP = 256
+
+
+def _common_scripts(store: Store, owner: str) -> _Common:
+    with _PARSED_LOCK:
+        kept = _COMMON.setdefault(store, OrderedDict())
+        cached = kept.get(owner)
+    preset = cached[1].preset if cached is not None else ""
+    # read before the documents: a change after this is seen at the next call
+    stamp = tuple(
+        store.versions_of(
+            owner=owner,
+            kinds=(REGEX_KIND, CONNECTION_KIND),
+            ids=(preset,) if preset else (),
+            names={SETTINGS_KIND: (ACTIVE,)},
+        )
+    )
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    found = _read_common(store, owner)
+    with _PARSED_LOCK:
+        # made with another preset than the versions name: kept, but not trusted
+        kept[owner] = (stamp if found.preset == preset else None, found)
+        kept.move_to_end(owner)
+        while len(kept) > _COMMON_KEEP:
+            kept.popitem(last=False)
+    return found
+
+
+def _read_common(store: Store, owner: str) -> _Common:
+    active = store.find_documents(SETTINGS_KIND, name=ACTIVE, owner=owner)
     data = active[-1].data if active else {}
     extensions = data.get("extension_settings")
     disabled = extensions.get("disabledExtensions") if isinstance(extensions, Mapping) else None
     if isinstance(disabled, list) and "regex" in disabled:
-        return ChatScripts()
-    regexes = RegexLibrary(store, chat.owner)
+        return _Common(True, (), frozenset(), "")
+    regexes = RegexLibrary(store, owner)
     common = list(regexes.layer(RegexLayer.GLOBAL).scripts)
     # The scripts of the preset of the API in use: the default connection's.
-    api = default_api(store, chat.owner)
+    api = default_api(store, owner)
     text = api is not None and api.is_text_completion
     preset = data.get(TEXT_PRESET_KIND if text else PRESET_KIND)
-    if isinstance(preset, str) and preset:
+    preset = preset if isinstance(preset, str) else ""
+    if preset:
         common.extend(_allowed(regexes, RegexLayer.PRESET, preset))
-    # A card is read only when its scripts are allowed (the same key the prompt uses).
     allowed = extensions.get("character_allowed_regex") if isinstance(extensions, Mapping) else None
     allowed = allowed if isinstance(allowed, list) else []
-    wanted = {
-        ref.document_id: ref.name
-        for ref in chat.characters
-        if ref.document_id and f"{ref.name}.png" in allowed
-    }
-    own = {wanted[i]: scripts for i, scripts in _card_scripts(regexes, list(wanted)).items()}
-    return ChatScripts(tuple(common), own)
+    return _Common(
+        False, tuple(common), frozenset(a for a in allowed if isinstance(a, str)), preset
+    )
 
 
 # Cards' own scripts, parsed once per card revision: a card is read (with its picture)

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from taverna.model.chat import CharacterRef, ChatState, GenerationInfo, NodeRole
+from taverna.services.active_settings import set_active
 from taverna.services.chats import ChatService
 from taverna.services.library import LibraryKind, LibraryService
 from taverna.services.message_regex import StoredRegex, displayed, shown_texts
@@ -216,3 +217,42 @@ def test_a_changed_card_script_is_used_at_once(chats: ChatService, store: SqlSto
     regexes.save(RegexLayer.CHARACTER, [rule("own", "/a/g", "c", [1])], target=aria)
     second = chats.append(chat_id, NodeRole.USER, "a", revision=first.chat.revision)
     assert second.node is not None and second.node.content == "c"
+
+
+def test_each_change_to_the_scripts_in_force_is_seen_at_the_next_message(
+    chats: ChatService, store: SqlStore
+) -> None:
+    """The scripts are kept between messages only while the documents they come from
+    stay at the same versions: a global script, a preset's script, the preset in use and
+    the regex extension switched off each change the next stored message."""
+    chat_id = _chat(chats)
+    revision = chats.get_chat(chat_id).revision
+
+    def sent(text: str) -> str:
+        nonlocal revision
+        written = chats.append(chat_id, NodeRole.USER, text, revision=revision)
+        assert written.node is not None
+        revision = written.chat.revision
+        return written.node.content
+
+    assert sent("abc") == "abc"
+    _rules(store, rule("g", "/a/g", "A", [1]))
+    assert sent("abc") == "Abc"
+    _rules(store, rule("g", "/b/g", "B", [1]))
+    assert sent("abc") == "aBc"
+    lib = LibraryService(store)
+    regexes = RegexLibrary(store)
+    one = lib.put(LibraryKind.CHAT_COMPLETION_PRESET, "One", {"openai_max_context": 4000})
+    two = lib.put(LibraryKind.CHAT_COMPLETION_PRESET, "Two", {"openai_max_context": 4000})
+    for preset, letter in ((one, "1"), (two, "2")):
+        regexes.save(RegexLayer.PRESET, [rule("p", "/c/g", letter, [1])], target=preset.id)
+        regexes.allow(RegexLayer.PRESET, preset.id, True)
+    set_active(store, "chat_completion_preset", one.id)
+    assert sent("abc") == "aB1"
+    regexes.save(RegexLayer.PRESET, [rule("p", "/c/g", "one", [1])], target=one.id)
+    assert sent("abc") == "aBone"
+    set_active(store, "chat_completion_preset", two.id)
+    assert sent("abc") == "aB2"
+    assert sent("abc") == "aB2"
+    set_active(store, "extension_settings", {"disabledExtensions": ["regex"]})
+    assert sent("abc") == "abc"
