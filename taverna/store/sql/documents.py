@@ -8,6 +8,7 @@ before as objects are still read.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -41,6 +42,42 @@ _FIND = {
     for blobs in (False, True)
 }
 _GET = sa.select(t.documents).where(t.documents.c.id == sa.bindparam("id"))
+
+
+@functools.lru_cache(maxsize=32)
+def _versions_statement(kinds: bool, ids: bool, named: int) -> sa.Select[Any]:
+    """`versions_of`'s query for one shape of request, its values bound when it runs (a
+    turn asks for the versions of the documents it reads, each turn in the same shape)."""
+    d = t.documents.c
+    columns = (d.id, d.kind, d.name, d.revision, d.updated, d.created)
+    owner: sa.BindParameter[str] = sa.bindparam("owner")
+    # One query of index lookups, a part each: as one WHERE of ORs, a library whose
+    # documents share one owner would be read whole.
+    parts: list[sa.Select[Any]] = []
+    if kinds:
+        parts.append(
+            sa.select(*columns).where(
+                d.owner == owner, d.kind.in_(sa.bindparam("kinds", expanding=True))
+            )
+        )
+    if ids:
+        parts.append(
+            sa.select(*columns).where(
+                d.id.in_(sa.bindparam("ids", expanding=True)), d.owner == owner
+            )
+        )
+    for i in range(named):
+        parts.append(
+            sa.select(*columns).where(
+                d.owner == owner,
+                d.kind == sa.bindparam(f"kind_{i}"),
+                d.name.in_(sa.bindparam(f"names_{i}", expanding=True)),
+            )
+        )
+    found = sa.union(*parts).subquery() if len(parts) > 1 else parts[0].subquery()
+    return sa.select(
+        found.c.id, found.c.kind, found.c.name, found.c.revision, found.c.updated
+    ).order_by(found.c.created, found.c.id)
 
 
 class SqlDocuments(SqlBase):
@@ -191,30 +228,18 @@ class SqlDocuments(SqlBase):
         ids: Sequence[str] = (),
         names: Mapping[str, Sequence[str]] | None = None,
     ) -> list[DocumentVersion]:
-        d = t.documents.c
-        columns = (d.id, d.kind, d.name, d.revision, d.updated, d.created)
-        # One query of index lookups, a part each: as one WHERE of ORs, a library whose
-        # documents share one owner would be read whole.
-        parts: list[sa.Select[Any]] = []
-        if kinds:
-            parts.append(
-                sa.select(*columns).where(d.owner == owner, d.kind.in_(sorted(set(kinds))))
-            )
-        if ids:
-            parts.append(sa.select(*columns).where(d.id.in_(sorted(set(ids))), d.owner == owner))
-        for kind, chosen in (names or {}).items():
-            if chosen:
-                parts.append(
-                    sa.select(*columns).where(
-                        d.owner == owner, d.kind == kind, d.name.in_(sorted(set(chosen)))
-                    )
-                )
-        if not parts:
+        named = [(kind, sorted(set(chosen))) for kind, chosen in (names or {}).items() if chosen]
+        if not kinds and not ids and not named:
             return []
-        found = sa.union(*parts).subquery() if len(parts) > 1 else parts[0].subquery()
-        query = sa.select(
-            found.c.id, found.c.kind, found.c.name, found.c.revision, found.c.updated
-        ).order_by(found.c.created, found.c.id)
+        query = _versions_statement(bool(kinds), bool(ids), len(named))
+        values: dict[str, Any] = {"owner": owner}
+        if kinds:
+            values["kinds"] = sorted(set(kinds))
+        if ids:
+            values["ids"] = sorted(set(ids))
+        for i, (kind, chosen) in enumerate(named):
+            values[f"kind_{i}"] = kind
+            values[f"names_{i}"] = chosen
         with self._read() as conn:
-            rows = conn.execute(query).all()
+            rows = conn.execute(query, values).all()
         return [DocumentVersion(r[0], r[1], r[2], r[3], _aware(r[4])) for r in rows]
