@@ -69,10 +69,13 @@ class QuickReplyAutomations:
         except NotFound:
             return
         replies = QuickReplyService(self.chats, owner=chat.owner)
+        names = dict.fromkeys([*replies.global_sets(), *replies.chat_sets(chat)])
+        if not names:
+            return  # no set active here: the sets are not read (every event of a turn asks)
         by_name = {s.set.name: s.set for s in replies.sets()}
         self._inside.running = True
         try:
-            for name in dict.fromkeys([*replies.global_sets(), *replies.chat_sets(chat)]):
+            for name in names:
                 qr_set = by_name.get(name)
                 for reply in qr_set.qr_list if qr_set is not None else ():
                     if not _runs_on(reply, event):
