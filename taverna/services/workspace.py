@@ -183,12 +183,15 @@ class Workspace:
             # Encoding, writing and backing up take milliseconds to seconds: off the loop,
             # so the next request (the person's next turn) is not kept waiting.
             await asyncio.to_thread(self._keep_record, run, done, prompt)
+        else:
+            run.requests = []
         return done
 
     def _keep_record(self, run: RunningGeneration, done: Completed, prompt: Prompt | None) -> None:
-        if prompt is not None and done.node_id and run.requests:
-            url = run.requests[-1][0]
-            bodies = [body for _, body in run.requests]
+        requests, run.requests = run.requests, []  # whole prompts: not kept with the run
+        if prompt is not None and done.node_id and requests:
+            url = requests[-1][0]
+            bodies = [body for _, body in requests]
             record = sent_prompts.encode(prompt, url=url, bodies=bodies)
             try:
                 self.store.save_sent_prompt(run.chat_id, done.node_id, record)

@@ -166,11 +166,18 @@ class RunningGeneration:
         return result
 
 
-class GenerationRegistry:
-    """Generations of this process by id; finished ones stay `keep_finished` seconds."""
+# Finished runs kept for re-attaching at most, whatever their age: a busy server finishes
+# thousands in `keep_finished` seconds, each holding its events.
+MAX_FINISHED = 256
 
-    def __init__(self, keep_finished: float = 600.0) -> None:
+
+class GenerationRegistry:
+    """Generations of this process by id; finished ones stay `keep_finished` seconds, the
+    newest `max_finished` of them at most (running ones always stay)."""
+
+    def __init__(self, keep_finished: float = 600.0, *, max_finished: int = MAX_FINISHED) -> None:
         self.keep_finished = keep_finished
+        self.max_finished = max_finished
         self._runs: dict[str, RunningGeneration] = {}
 
     def add(self, run: RunningGeneration) -> None:
@@ -232,8 +239,22 @@ class GenerationRegistry:
     def changed(self, chat_id: str) -> None:
         """A chat was written: tell the other processes (none, in one process)."""
 
+    @property
+    def kept(self) -> int:
+        """How many runs this process keeps, running and finished."""
+        return len(self._runs)
+
     def _prune(self) -> None:
         now = time.monotonic()
+        finished: list[tuple[float, str]] = []
         for key, run in list(self._runs.items()):
-            if run.finished_at is not None and now - run.finished_at > self.keep_finished:
+            if run.finished_at is None:
+                continue
+            if now - run.finished_at > self.keep_finished:
+                del self._runs[key]
+            else:
+                finished.append((run.finished_at, key))
+        if len(finished) > self.max_finished:
+            finished.sort()
+            for _, key in finished[: len(finished) - self.max_finished]:
                 del self._runs[key]

@@ -1,0 +1,46 @@
+"""The registry of generations stays bounded however many finish, and never drops one
+still running."""
+
+from __future__ import annotations
+
+import asyncio
+
+from taverna.engine.assembly.context import GenerationType
+from taverna.services.generation.runs import (
+    Completed,
+    Ending,
+    GenerationRegistry,
+    RunningGeneration,
+)
+
+
+def finished(number: int) -> RunningGeneration:
+    run = RunningGeneration(f"g{number}", f"chat{number % 7}", GenerationType.NORMAL)
+    run.publish(Completed(Ending.SAVED, "reply " * 50, node_id=f"n{number}", revision=1))
+    return run
+
+
+def test_finished_runs_are_bounded_and_the_newest_stay() -> None:
+    async def go() -> None:
+        registry = GenerationRegistry(keep_finished=600.0, max_finished=32)
+        running = RunningGeneration("live", "chat0", GenerationType.NORMAL)
+        registry.add(running)
+        for number in range(2000):
+            registry.add(finished(number))
+            assert registry.kept <= 32 + 2  # the bound, the live run, the one just added
+        assert registry.get("live") is running  # a running one is never dropped
+        assert registry.get("g1999").result is not None  # the newest can be re-attached to
+        assert [r.id for r in registry.for_chat("chat0", running_only=True)] == ["live"]
+
+    asyncio.run(go())
+
+
+def test_old_finished_runs_expire() -> None:
+    async def go() -> None:
+        registry = GenerationRegistry(keep_finished=0.0)
+        registry.add(finished(1))
+        await asyncio.sleep(0.01)
+        registry.add(finished(2))
+        assert [r.id for r in registry.for_chat("chat1")] == []
+
+    asyncio.run(go())
