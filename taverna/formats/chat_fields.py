@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from taverna.errors import FormatError, FormatWarning
-from taverna.formats.coercion import Unfit, as_bool, as_number, as_text
+from taverna.formats.coercion import Said, Unfit, as_bool, as_number, as_text
 
 # A message key of this product's own (SillyTavern keeps unknown keys and never writes it):
 # the continuations that fork off beside this message and have no file of their own, each a
@@ -91,7 +91,10 @@ def _loose(
     if note is None:
         return value
     if warnings is not None:
-        warnings.append(FormatWarning(f"line {line}: {note}", file=source, field=key))
+        # the note's code and params go with it, the line beside them
+        params = {**getattr(note, "params", {}), "line": line}
+        said = Said(f"line {line}: {note}", getattr(note, "code", ""), **params)
+        warnings.append(FormatWarning(said, file=source, field=key))
     return {**value, key: read_value}
 
 

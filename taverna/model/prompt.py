@@ -96,6 +96,7 @@ LEDGER_REASONS: dict[str, str] = {
     "not_placed": "not placed",
     "older_not_sent": "{why}: {n} older message(s) not sent",
     "required_does_not_fit": "budget: a required part does not fit",
+    "budget_exceeded": "token budget exceeded at {at}",
     "history_did_not_fit": "budget: history is filled newest to oldest; this message did not fit",
     "history_stops": (
         "budget: history is filled newest to oldest and stops at the first message that "

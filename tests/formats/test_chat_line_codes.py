@@ -51,3 +51,13 @@ def test_the_codes_and_the_kinds_of_value_have_words(language: str) -> None:
     assert (
         words["value.an_object"] and words["value.an_empty_list"] and words["value.an_empty_object"]
     )
+
+
+def test_a_loose_value_of_a_line_keeps_its_code_and_names_the_line() -> None:
+    data = HEADER + b'{"name":"U","is_user":"yes","mes":"hi"}'
+    (warning,) = read_chat(data, source="x.jsonl").warnings
+    assert str(warning.message).startswith("line 2: ")
+    assert warning.code and warning.params["line"] == 2
+    for language in ("en", "zh-CN"):
+        assert f"server.{warning.code}" in catalog(language)
+    assert catalog("zh-CN")["import.at_line"] == "第 {line} 行："

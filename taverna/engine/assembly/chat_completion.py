@@ -96,7 +96,7 @@ def build_chat_completion(context: AssemblyContext, turn: Turn, cost: MessageCos
     try:
         _populate(context, turn, collection, order, layout, bias, cost)
     except BudgetExceeded as exceeded:
-        error = f"token budget exceeded at {exceeded}"
+        error = str(exceeded)  # the slot that did not fit
 
     parts = [p for _, ps in layout.ordered() for p in ps if p.content]
     if context.cache_friendly:
@@ -531,7 +531,9 @@ def _ledger(
             )
         )
     if error:
-        items.append(LedgerItem("error", "budget", 0, False, error, ""))
+        items.append(
+            LedgerItem("error", "budget", 0, False, code="budget_exceeded", params={"at": error})
+        )
     for entry in turn.world.entries:
         # where it went: the position's name, and an @depth entry's depth
         place = entry.position.name.lower() if entry.position is not None else "none"

@@ -78,11 +78,12 @@ export function openDrawer({ id, title, label = title, closeId, onStale }, ...pa
   return panel;
 }
 
-/** Show a short message at the bottom of the screen. */
+/** Show a short message at the bottom of the screen (text, or nodes: a name marked as such). */
 export function toast(message, kind = "info") {
   const box = document.getElementById("toasts");
   if (!box) return;
-  const item = h("div", { class: `toast ${kind}`, role: kind === "error" ? "alert" : "status", text: message });
+  const attrs = { class: `toast ${kind}`, role: kind === "error" ? "alert" : "status" };
+  const item = typeof message === "string" ? h("div", { ...attrs, text: message }) : h("div", attrs, message);
   box.append(item);
   setTimeout(() => item.remove(), kind === "info" ? 3500 : 8000);
 }
@@ -92,8 +93,11 @@ export function toast(message, kind = "info") {
  * its code (server.<code>); else the server's English. */
 export function warningText(warning) {
   const key = warning.code && `server.${warning.code}`;
-  return key && has(key) ? t(key, valueWords(warning.params || {})) : warning.message;
+  return key && has(key) ? atLine(warning) + t(key, valueWords(warning.params || {})) : warning.message;
 }
+
+// A chat file's warning names its line (param `line`) where its sentence does not.
+const atLine = (warning) => (warning.params?.line !== undefined && !t(`server.${warning.code}`).includes("{line}") ? t("import.at_line", { line: warning.params.line }) : "");
 
 /** `warningText` as an element: the values inside the sentence (a field, a file's value)
  * marked translate="no", being the file's own words. */
@@ -105,7 +109,7 @@ export function warningNode(warning, attrs = {}) {
   const parts = t(key, Object.fromEntries(Object.keys(params).map((name) => [name, said[name] === params[name] ? `{${name}}` : said[name]])))
     .split(/\{(\w+)\}/)
     .map((piece, i) => (i % 2 === 0 ? piece : h("span", { translate: "no", text: String(params[piece] ?? "") })));
-  return h("span", attrs, parts);
+  return h("span", attrs, atLine(warning), parts);
 }
 
 export function toastWarnings(file, warnings) {
@@ -113,7 +117,10 @@ export function toastWarnings(file, warnings) {
   const first = warnings[0];
   const where = first.field ? `${first.field}: ` : "";
   const key = warnings.length === 1 ? "import.read_loosely_one" : "import.read_loosely";
-  toast(t(key, { file, n: warnings.length, first: `${where}${warningText(first)}` }), "warning");
+  // the file's name and the field are the person's own words, marked so
+  const nodes = { file: h("span", { translate: "no", text: file }), first: h("span", {}, where ? h("span", { translate: "no", text: where }) : null, warningNode(first)) };
+  const said = t(key, { file: "{file}", n: warnings.length, first: "{first}" });
+  toast(said.split(/\{(file|first)\}/).map((piece, i) => (i % 2 === 0 ? piece : nodes[piece])), "warning");
 }
 
 /** Copy text to the clipboard, with a fallback for pages served over plain http. */

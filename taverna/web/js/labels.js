@@ -138,6 +138,7 @@ export function ledgerReason(item) {
   const out = {};
   for (const [name, value] of Object.entries(params)) {
     if (name === "why") out.why = has(`reason.${value}`) ? t(`reason.${value}`) : String(value);
+    else if (name === "at") out.at = word("source", value);
     else if (name === "place") {
       const place = placeLabel(value);
       if (place === null) return null;

@@ -15,6 +15,11 @@ const reasonText = (skip) => {
   return said ? h("span", { class: "muted", text: said }) : reasonNode(skip.reason, "span", { class: "muted" });
 };
 
+/** A chat file the server refused: its name (the person's own words), why, and that
+ * nothing was stored. */
+const failed = (file, error) =>
+  toast([h("span", { translate: "no", text: file.name }), `: ${explain(error)} ${t("kept.nothing_stored")}`], "error");
+
 /** One SillyTavern chat file (.jsonl): stored with the character it names, or, when the
  * library has none of that name, with one the person chooses or creates here. */
 function chatFileSection() {
@@ -32,7 +37,7 @@ function chatFileSection() {
     const select = h("select", { id: "chat-file-character", "aria-label": t("import.chat_character") },
       characters.map((c) => h("option", { value: c.id, translate: "no", text: c.name })));
     const attempt = async (work) => {
-      try { await work(); } catch (error) { toast(`${file.name}: ${explain(error)} ${t("kept.nothing_stored")}`, "error"); }
+      try { await work(); } catch (error) { failed(file, error); }
     };
     mount(choice,
       h("p", {}, named ? t("import.chat_unknown") : t("import.chat_unnamed"),
@@ -54,7 +59,7 @@ function chatFileSection() {
       await importChat(file, null);
     } catch (error) {
       if (error?.detail?.code === "chat_needs_character") await askCharacter(file, error.detail.params?.name || "");
-      else toast(`${file.name}: ${explain(error)} ${t("kept.nothing_stored")}`, "error");
+      else failed(file, error);
     }
   });
   return h("section", { class: "panel" },
