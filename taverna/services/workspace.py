@@ -81,6 +81,10 @@ _SEEDED_BEFORE = (LibraryKind.CHARACTER, LibraryKind.LOREBOOK)
 LOCAL_CONNECTION = "Local model"
 # Chats this long or longer are backed up by a process of their own.
 LONG_CHAT = 2000
+# How often a server hands memory its threads freed back to the system (see
+# `release_freed_memory`): the C allocator keeps each thread's freed pages, and a server
+# answering on many threads otherwise creeps up for hours.
+RELEASE_MEMORY_EVERY = 60.0
 
 
 @dataclass
@@ -108,6 +112,7 @@ class Workspace:
     # The revision of each chat last handed to the backups, so a change is backed up once
     # however many callers report it (a route, then the generation that followed it).
     _reported: dict[str, int] = field(default_factory=dict, init=False, repr=False)
+    _releasing: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
 
     def images(self, owner: str = "") -> ImageLibrary:
         """The pictures attached to messages, of one account."""
@@ -228,8 +233,20 @@ class Workspace:
         if self.generation.http is None:
             self.generation.http = httpx.AsyncClient(timeout=None)
         await self.generation.registry.open()
+        if self._releasing is None:
+            self._releasing = asyncio.create_task(self._release_memory(), name="memory release")
+
+    async def _release_memory(self) -> None:
+        while True:
+            await asyncio.sleep(RELEASE_MEMORY_EVERY)
+            await asyncio.to_thread(release_freed_memory)
 
     async def close_http(self) -> None:
+        task, self._releasing = self._releasing, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         await self.generation.registry.close()
         client, self.generation.http = self.generation.http, None
         if client is not None:

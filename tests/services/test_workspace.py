@@ -164,3 +164,33 @@ def test_a_library_in_use_gets_no_presets(tmp_path: Path) -> None:
         assert not lib.documents(LibraryKind.INSTRUCT_TEMPLATE)
     finally:
         ws.close()
+
+
+def test_the_server_hands_freed_memory_back_while_open_and_stops_when_closed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    import taverna.services.workspace as workspace
+
+    released: list[float] = []
+    monkeypatch.setattr(workspace, "release_freed_memory", lambda: released.append(1.0))
+    monkeypatch.setattr(workspace, "RELEASE_MEMORY_EVERY", 0.01)
+    ws = open_workspace(tmp_path / "data", background_backups=False)
+
+    async def go() -> None:
+        await ws.open_http()
+        task = ws._releasing
+        assert task is not None
+        for _ in range(500):
+            if released:
+                break
+            await asyncio.sleep(0.01)
+        await ws.close_http()
+        assert task.done() and ws._releasing is None
+
+    try:
+        asyncio.run(go())
+    finally:
+        ws.close()
+    assert released
