@@ -169,7 +169,7 @@ class GenerationService:
         self.tools = tools if tools is not None else default_tools()
         self.events = events if events is not None else self.chats.events
         self.user_tools = user_tools
-        self.registry = registry or GenerationRegistry()
+        self.registry = registry if registry is not None else GenerationRegistry()
         self.timeouts = timeouts or Timeouts()
         self.clock = clock
         self.owner = owner
