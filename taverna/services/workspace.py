@@ -233,8 +233,11 @@ class Workspace:
         if self.generation.http is None:
             self.generation.http = httpx.AsyncClient(timeout=None)
         await self.generation.registry.open()
-        if self._releasing is None:
-            self._releasing = asyncio.create_task(self._release_memory(), name="memory release")
+        loop = asyncio.get_running_loop()
+        task = self._releasing
+        if task is None or task.done() or task.get_loop() is not loop:
+            _stop_elsewhere(task)
+            self._releasing = loop.create_task(self._release_memory(), name="memory release")
 
     async def _release_memory(self) -> None:
         while True:
@@ -243,10 +246,12 @@ class Workspace:
 
     async def close_http(self) -> None:
         task, self._releasing = self._releasing, None
-        if task is not None:
+        if task is not None and task.get_loop() is asyncio.get_running_loop():
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        else:
+            _stop_elsewhere(task)
         await self.generation.registry.close()
         client, self.generation.http = self.generation.http, None
         if client is not None:
@@ -462,3 +467,12 @@ def seed_samples(library: LibraryService) -> list[str]:
         data = (files("taverna") / "data" / name).read_bytes()
         stored.append(library.import_bytes(data, name).name)
     return stored
+
+
+def _stop_elsewhere(task: asyncio.Task[None] | None) -> None:
+    """Cancel a task of another event loop (a server's earlier life) from its own loop."""
+    if task is None or task.done():
+        return
+    loop = task.get_loop()
+    if not loop.is_closed():
+        loop.call_soon_threadsafe(task.cancel)

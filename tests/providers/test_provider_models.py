@@ -112,4 +112,7 @@ def test_a_chat_completion_preset_reads_every_source_model() -> None:
 
 def test_text_completion_apis_leave_the_preset_alone() -> None:
     read = read_settings(json.dumps(settings("claude", **MODELS)))
-    assert for_api(read, Api.LLAMACPP) is read
+    text = for_api(read, Api.LLAMACPP)
+    assert text.chat_completion is read.chat_completion
+    # The regex scripts in force are the Text Completion preset's own.
+    assert text.preset_regex_scripts == read.text_preset_regex_scripts

@@ -156,6 +156,8 @@ def test_the_inspector_lists_the_regexes_a_small_budget_skipped(tmp_path: Path) 
         "source": f"Traps/{len(TRAPS) - 1}",
         "pattern": TRAPS[-1],
         "reason": "not run: this turn's 100 ms for user regexes was spent; counted as no match",
+        "code": "regex_key_not_run",
+        "params": {"ms": "100"},
         "count": 1,
     }
 
