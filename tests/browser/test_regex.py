@@ -199,7 +199,8 @@ def test_a_text_completion_preset_is_chosen_and_its_scripts_allowed_in_the_page(
     expect(group.locator("option", has_text="Story Mode")).to_have_count(1)
     page.locator("#regex-target").select_option(made["id"])
     expect(page.locator("#regex-list")).to_contain_text("Tidy")
-    page.locator("#regex-allowed").check()
+    with page.expect_response(lambda r: "/api/regex/" in r.url and r.request.method != "GET"):
+        page.locator("#regex-allowed").check()
     expect(page.locator("#regex-allowed")).to_be_checked()
     layer = taverna.api("GET", "/regex/preset", params={"target": made["id"]}).json()
     assert layer["allowed"] is True
