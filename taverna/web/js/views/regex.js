@@ -91,11 +91,16 @@ export async function render(root) {
     state.target = items.length ? (items.find((i) => i.id === state.target) || items[0]).id : "";
   }
 
+  // Only the latest choice's answer is drawn: a layer's first target may answer after the
+  // target the person chose meanwhile.
+  let loading = 0;
   async function loadLayer() {
+    const ticket = ++loading;
     if (state.layer !== "global" && !state.target) {
       Object.assign(state, { scripts: [], allowed: false, selected: -1, dirty: false });
     } else {
       const found = await api.get(`/regex/${state.layer}${query()}`);
+      if (ticket !== loading) return;
       Object.assign(state, { scripts: found.scripts, allowed: found.allowed, selected: -1, dirty: false });
     }
     allowed.checked = state.allowed;
