@@ -325,7 +325,34 @@ class EmbeddingBacklog:
 # ------------------------------------------------------------- in-memory search
 
 
-class ChatVectors:
+class _RowsByMessage:
+    """Message ids and their rows in a chat's in-memory arrays: a message read again keeps
+    its row, a new one takes the next."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.rows: dict[str, int] = {}
+        self._size = 0
+
+    def _unseen(self, fresh: Sequence[Any]) -> int:
+        """How many messages of `fresh` have no row yet."""
+        return len({stored.node_id for stored in fresh if stored.node_id not in self.rows})
+
+    def _place(self, fresh: Sequence[Any]) -> np.ndarray[Any, np.dtype[np.intp]]:
+        """The row of each of `fresh`, new messages given the next free rows."""
+        rows = np.empty(len(fresh), dtype=np.intp)
+        for i, stored in enumerate(fresh):
+            row = self.rows.get(stored.node_id)
+            if row is None:
+                row = self._size
+                self._size += 1
+                self.rows[stored.node_id] = row
+                self.ids.append(stored.node_id)
+            rows[i] = row
+        return rows
+
+
+class ChatVectors(_RowsByMessage):
     """One chat's message vectors for one model, in memory, kept up to date by `seq`.
 
     Beside each vector its sign bits (one bit a dimension): past `EXACT_ROWS` rows a
@@ -334,15 +361,13 @@ class ChatVectors:
     """
 
     def __init__(self, chat_id: str, model: str) -> None:
+        super().__init__()
         self.chat_id = chat_id
         self.model = model
         self.seq = 0
-        self.ids: list[str] = []
         self.depths = np.zeros(0, dtype=np.int64)
         self.matrix = np.zeros((0, 0), dtype=np.float32)
         self.bits = np.zeros((0, 0), dtype=np.uint8)
-        self.rows: dict[str, int] = {}
-        self._size = 0
 
     def refresh(self, store: Store) -> None:
         """Read the vectors written since the last look (a changed message's replace its row)."""
@@ -353,18 +378,10 @@ class ChatVectors:
         if self.matrix.shape[1] != dims:
             self._allocate(max(len(fresh), 64), dims)
             self.ids, self.rows, self._size = [], {}, 0
-        new = len({s.node_id for s in fresh if s.node_id not in self.rows})
+        new = self._unseen(fresh)
         if self._size + new > self.matrix.shape[0]:
             self._allocate(max(self._size + new, self.matrix.shape[0] * 2), dims)
-        rows = np.empty(len(fresh), dtype=np.intp)
-        for i, stored in enumerate(fresh):
-            row = self.rows.get(stored.node_id)
-            if row is None:
-                row = self._size
-                self._size += 1
-                self.rows[stored.node_id] = row
-                self.ids.append(stored.node_id)
-            rows[i] = row
+        rows = self._place(fresh)
         # One copy for all rows read (a chat's first read holds every vector it has).
         block = np.frombuffer(b"".join(s.vector for s in fresh), dtype=np.float32)
         self.matrix[rows] = block.reshape(len(fresh), dims)
@@ -424,7 +441,7 @@ class ChatVectors:
                 yield int(shortlist[i]), float(exact[i])
 
 
-class ChatBits:
+class ChatBits(_RowsByMessage):
     """One chat's sign bits for one model, in memory (64 bytes a message of 512
     dimensions: 6.4 MB for 100,000), kept up to date by `seq`, beside the database's
     search. The shortlist by Hamming distance that the database's search makes
@@ -433,15 +450,13 @@ class ChatBits:
     """
 
     def __init__(self, chat_id: str, model: str) -> None:
+        super().__init__()
         self.chat_id = chat_id
         self.model = model
         self.seq = 0
-        self.ids: list[str] = []
-        self.rows: dict[str, int] = {}
         self.depths = np.zeros(0, dtype=np.int64)
         self.seqs = np.zeros(0, dtype=np.int64)
         self.bits = np.zeros((0, 0), dtype=np.uint64)
-        self._size = 0
 
     def __len__(self) -> int:
         return self._size
@@ -461,18 +476,10 @@ class ChatBits:
         words = (len(fresh[0].signs) + 7) // 8
         if self.bits.shape[1] != words:
             self._grow(max(len(fresh), 64), words, keep=False)
-        new = len({s.node_id for s in fresh if s.node_id not in self.rows})
+        new = self._unseen(fresh)
         if self._size + new > self.bits.shape[0]:
             self._grow(max(self._size + new, self.bits.shape[0] * 2), words, keep=True)
-        rows = np.empty(len(fresh), dtype=np.intp)
-        for i, stored in enumerate(fresh):
-            row = self.rows.get(stored.node_id)
-            if row is None:
-                row = self._size
-                self._size += 1
-                self.rows[stored.node_id] = row
-                self.ids.append(stored.node_id)
-            rows[i] = row
+        rows = self._place(fresh)
         width = len(fresh[0].signs)
         packed = np.zeros((len(fresh), words * 8), dtype=np.uint8)
         packed[:, :width] = np.frombuffer(b"".join(s.signs for s in fresh), dtype=np.uint8).reshape(
