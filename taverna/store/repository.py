@@ -11,7 +11,7 @@ optional binary blob (a card's PNG, say).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -531,8 +531,16 @@ class VectorRepository(ABC):
     """Embeddings for recall by meaning: messages' per chat, other texts' by hash."""
 
     @abstractmethod
-    def messages_due(self, model: str, *, limit: int) -> list[DueMessage]:
-        """Up to `limit` live messages (any chat) with no embedding of their current text."""
+    def messages_due(
+        self, model: str, *, limit: int, owners: Collection[str] | None = None
+    ) -> list[DueMessage]:
+        """Up to `limit` live messages with no embedding of their current text: of any
+        chat, or (`owners`) of the chats these accounts own."""
+
+    @abstractmethod
+    def fill_signs(self, *, limit: int) -> int:
+        """Store the sign bits of up to `limit` vectors stored without them (written
+        before the bits were); how many (0: none is left)."""
 
     @abstractmethod
     def save_message_vectors(self, model: str, rows: Sequence[tuple[DueMessage, bytes]]) -> int:

@@ -221,6 +221,14 @@ message_vectors = sa.Table(
     sa.Index("ix_message_vectors_chat", "chat_id", "model", "seq"),
     sqlite_autoincrement=True,
 )
+# The rows still without their sign bits (migration 0014): the background backlog fills
+# them; the index is empty once it has.
+sa.Index(
+    "ix_message_vectors_unsigned",
+    message_vectors.c.seq,
+    sqlite_where=message_vectors.c.signs.is_(None),
+    postgresql_where=message_vectors.c.signs.is_(None),
+)
 
 # Embeddings of other texts (lorebook entries marked vectorized), by model and text hash.
 text_vectors = sa.Table(

@@ -212,3 +212,69 @@ def test_vectors_written_without_the_index_are_taken_in_before_a_search(tmp_path
         ) or ([], True)
         assert near and near[0].node_id == nodes[i].id
     indexed.close()
+
+
+def _unsigned(store: SqlStore) -> int:
+    with store.engine.connect() as conn:
+        found = conn.exec_driver_sql(
+            "SELECT count(*) FROM message_vectors WHERE signs IS NULL"
+        ).scalar()
+    return int(found or 0)
+
+
+def test_vectors_stored_without_sign_bits_are_given_them(any_store: SqlStore) -> None:
+    """Rows written before the bits were stored (NULL) get them a batch at a time, equal
+    to bits made from their floats; rows that had them are left alone."""
+    store = any_store
+    chat_id, _ = _chat(store, 30)
+    vectors = _unit(np.random.default_rng(7).standard_normal((30, DIMS)))
+    _save(store, chat_id, vectors)
+    stored = store.message_vectors(chat_id, MODEL)
+    mv = sa.table("message_vectors", sa.column("seq"), sa.column("signs"))
+    with store.engine.begin() as conn:  # as if written before the bits were stored
+        conn.execute(
+            mv.update().where(mv.c.seq.in_([v.seq for v in stored[::2]])).values(signs=None)
+        )
+    assert _unsigned(store) == 15
+    assert store.fill_signs(limit=10) == 10
+    assert _unsigned(store) == 5
+    assert store.fill_signs(limit=10) == 5
+    assert store.fill_signs(limit=10) == 0
+    with store.engine.connect() as conn:
+        rows = dict(conn.exec_driver_sql("SELECT seq, signs FROM message_vectors").all())
+    for v in stored:
+        floats = np.frombuffer(v.vector, dtype=np.float32)
+        assert bytes(rows[v.seq]) == np.packbits(floats > 0).tobytes()
+
+
+def test_the_vectors_without_sign_bits_are_found_by_their_own_index(tmp_path: Path) -> None:
+    """Once every row has its bits, looking for one without reads no table row."""
+    with temporary_store("sqlite", tmp_path) as store:
+        with store.engine.connect() as conn:
+            plan = " ".join(
+                str(row[-1])
+                for row in conn.exec_driver_sql(
+                    "EXPLAIN QUERY PLAN SELECT seq, vector FROM message_vectors"
+                    " WHERE signs IS NULL LIMIT 500"
+                )
+            )
+        assert "ix_message_vectors_unsigned" in plan, plan
+
+
+def test_the_messages_due_of_some_accounts_only(any_store: SqlStore) -> None:
+    store = any_store
+
+    def chat(owner: str) -> str:
+        node = Node(new_id(), "", None, NodeRole.USER, f"{owner}'s message")
+        new = NewChat(title=owner, owner=owner)
+        return store.import_tree(new, [node], active_leaf_id=node.id).id
+
+    mine, theirs, local = chat("a1"), chat("b2"), chat("")
+
+    def due(owners: list[str] | None) -> set[str]:
+        return {d.chat_id for d in store.messages_due(MODEL, limit=10, owners=owners)}
+
+    assert due(None) == {mine, theirs, local}
+    assert due(["a1"]) == {mine}
+    assert due(["", "b2"]) == {theirs, local}
+    assert due([]) == set()

@@ -10,7 +10,7 @@ Where the database has a nearest-neighbour search (sqlite-vec, pgvector: see
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import numpy as np
 import sqlalchemy as sa
@@ -100,7 +100,9 @@ class SqlVectors(SqlBase):
                 found.update((i, bytes(b)) for i, b in rows)
         return found
 
-    def messages_due(self, model: str, *, limit: int) -> list[DueMessage]:
+    def messages_due(
+        self, model: str, *, limit: int, owners: Collection[str] | None = None
+    ) -> list[DueMessage]:
         n, v, c = t.nodes, t.message_vectors, t.contents
         query = (
             sa.select(n.c.chat_id, n.c.id, n.c.content_hash, n.c.role, n.c.speaker, c.c.text)
@@ -118,8 +120,30 @@ class SqlVectors(SqlBase):
             # No order: the first `limit` found will do, and the search stops there.
             .limit(limit)
         )
+        if owners is not None:
+            if not owners:
+                return []
+            owned = sa.select(t.chats.c.id).where(t.chats.c.owner.in_(sorted(set(owners))))
+            query = query.where(n.c.chat_id.in_(owned))
         with self._read() as conn:
             return [DueMessage(*row) for row in conn.execute(query)]
+
+    def fill_signs(self, *, limit: int) -> int:
+        v = t.message_vectors
+        # The partial index `ix_message_vectors_unsigned` holds just these rows: finding
+        # them reads nothing once every row has its bits.
+        with self.engine.begin() as conn:
+            rows = conn.execute(
+                sa.select(v.c.seq, v.c.vector).where(v.c.signs.is_(None)).limit(limit)
+            ).all()
+            if rows:
+                conn.execute(
+                    v.update()
+                    .where(v.c.seq == sa.bindparam("at"), v.c.signs.is_(None))
+                    .values(signs=sa.bindparam("bits")),
+                    [{"at": int(seq), "bits": sign_bits(bytes(vector))} for seq, vector in rows],
+                )
+        return len(rows)
 
     def save_message_vectors(self, model: str, rows: Sequence[tuple[DueMessage, bytes]]) -> int:
         if not rows:
