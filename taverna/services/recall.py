@@ -29,8 +29,9 @@ import hashlib
 import logging
 import os
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -207,11 +208,12 @@ def embed_due(
     *,
     batch: int = BACKLOG_BATCH,
     shared: TextVectors | None = None,
+    owners: Collection[str] | None = None,
 ) -> int:
     """Embed one batch of the messages due (no vector of their current text); how many.
     `shared`: the texts' vectors kept in memory (a sent message's, made for its turn, is
-    taken from there)."""
-    due = store.messages_due(embedder.model, limit=batch)
+    taken from there). `owners`: only the chats of these accounts (None: every chat)."""
+    due = store.messages_due(embedder.model, limit=batch, owners=owners)
     if not due:
         return 0
     texts = [embedded_text(d.speaker, d.text) for d in due]
@@ -241,38 +243,85 @@ def stored_config(store: Store, owner: str = "") -> RecallConfig:
     return recall_config(docs[-1].data)
 
 
+# What the backlog embeds now: each model with the accounts whose chats it embeds (None:
+# every chat's). Empty while recall is off.
+EmbeddingPlan = Sequence[tuple[Embedder, Collection[str] | None]]
+
+
+def accounts_plan(store: Store, recall: RecallService) -> list[tuple[Embedder, tuple[str, ...]]]:
+    """Each account's chats embedded with the model of that account's own recall settings
+    (the single user "" is one account here), for the accounts whose recall is on; the
+    accounts that chose the same model share its batches."""
+    owners = ["", *(account.id for account in store.accounts())]
+    groups: dict[int, tuple[Embedder, list[str]]] = {}
+    for owner in owners:
+        config = stored_config(store, owner)
+        if not config.enabled:
+            continue
+        embedder = recall.embedder(config)
+        groups.setdefault(id(embedder), (embedder, []))[1].append(owner)
+    return [(embedder, tuple(chosen)) for embedder, chosen in groups.values()]
+
+
+def _every_chat(embedder: Callable[[], Embedder | None]) -> Callable[[], EmbeddingPlan]:
+    """The plan of one model (or none) for every chat."""
+
+    def plan() -> EmbeddingPlan:
+        found = embedder()
+        return [] if found is None else [(found, None)]
+
+    return plan
+
+
+# Vectors stored without their sign bits (before they were) are given them this many at
+# a time: a short write, so a turn waiting to write is not held up.
+SIGNS_BATCH = 500
+
+
 class EmbeddingBacklog:
     """Embeds the messages due in the background, one batch at a time, until none is left;
     then waits for `wake()` (the workspace wakes it after every chat write) or `every`
     seconds (a write by another process).
 
-    `embedder` names the model in use now (None: recall is off, nothing is embedded). Every
-    batch is saved in its own transaction: a crash loses at most the batch being embedded,
-    which is due again at the next start. `shared`: the texts' vectors the turns read (see
-    `embed_due`).
+    `embedder` names the model in use now for every chat (None: recall is off, nothing is
+    embedded); or `plan` names each model in use and whose chats it embeds (see
+    `accounts_plan`). Every batch is saved in its own transaction: a crash loses at most
+    the batch being embedded, which is due again at the next start. A model that fails (an
+    endpoint away) rests `every` seconds while the others go on. `shared`: the texts'
+    vectors the turns read (see `embed_due`).
+
+    Before embedding, the vectors stored without their sign bits (written before the bits
+    were stored) are given them, once per process: a chat's bits are then read, not made
+    from its floats, when recall first searches it.
     """
 
     def __init__(
         self,
         store: Store,
-        embedder: Callable[[], Embedder | None],
+        embedder: Callable[[], Embedder | None] | None = None,
         *,
+        plan: Callable[[], EmbeddingPlan] | None = None,
         every: float = 30.0,
         shared: TextVectors | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.store = store
-        self._embedder = embedder
+        self._plan = plan if plan is not None else _every_chat(embedder or (lambda: None))
         self.every = every
         self.shared = shared
+        self._clock = clock
         self.embedded = 0
+        self.signed = 0  # vectors given their sign bits
+        self._signs_done = False
         self.failure: Exception | None = None
+        self._resting: dict[str, float] = {}  # a failed model -> when it is tried again
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def embedder(self) -> Embedder | None:
-        """The model to embed with now, if any."""
-        return self._embedder()
+    def plan(self) -> EmbeddingPlan:
+        """The models to embed with now, and whose chats each embeds."""
+        return self._plan()
 
     def start(self) -> None:
         if self._thread is None:
@@ -284,24 +333,48 @@ class EmbeddingBacklog:
     def wake(self) -> None:
         self._wake.set()
 
-    def step(self) -> int:
-        """Embed one batch of what is due (none while recall is off); how many."""
-        embedder = self.embedder()
-        if embedder is None:
+    def fill_signs(self) -> int:
+        """Give one batch of the vectors stored without sign bits theirs; how many (0 once
+        none is left, and from then on in this process without asking the store)."""
+        if self._signs_done:
             return 0
-        # Background work: one core, so the BLAS threads never spin against a turn.
-        with single_threaded():
-            return embed_due(self.store, embedder, shared=self.shared)
+        done = self.store.fill_signs(limit=SIGNS_BATCH)
+        self.signed += done
+        self._signs_done = done < SIGNS_BATCH
+        return done
+
+    def step(self) -> int:
+        """Embed one batch of what is due for each model in use (none while recall is
+        off); how many. A model that fails rests while the others go on; the failure is
+        raised when no model embedded anything."""
+        done = 0
+        failure: Exception | None = None
+        now = self._clock()
+        for embedder, owners in self.plan():
+            if self._resting.get(embedder.model, now) > now:
+                continue
+            try:
+                # Background work: one core, so the BLAS threads never spin against a turn.
+                with single_threaded():
+                    done += embed_due(self.store, embedder, shared=self.shared, owners=owners)
+            except Exception as exc:  # a model or the database away: try again later
+                self._resting[embedder.model] = now + self.every
+                failure = failure or exc
+        if failure is not None and not done:
+            raise failure
+        return done
 
     def _run(self) -> None:
         while not self._stop.is_set():
+            done = 0
             try:
-                done = self.step()
+                done = self.fill_signs()
+                embedded = self.step()
+                self.embedded += embedded
+                done += embedded
                 self.failure = None
             except Exception as exc:  # a model or the database away: try again later
                 self.failure = exc
-                done = 0
-            self.embedded += done
             if done:
                 continue
             self._wake.wait(self.every)
@@ -315,7 +388,10 @@ class EmbeddingBacklog:
             self._thread = None
 
     def drain(self) -> int:
-        """Embed everything due now, in this thread (for a command or a test); how many."""
+        """Give every vector its sign bits and embed everything due now, in this thread
+        (for a command or a test); how many messages were embedded."""
+        while self.fill_signs():
+            pass
         total = 0
         while done := self.step():
             total += done

@@ -25,7 +25,6 @@ from taverna.engine.script import Generation
 from taverna.errors import NotFound, TavernaError
 from taverna.model.chat import Node
 from taverna.model.prompt import Prompt
-from taverna.providers.embeddings import Embedder
 from taverna.services import local_models, presets, sent_prompts
 from taverna.services.account_import import UserFolderImport, import_user_folders
 from taverna.services.accounts import AccountService
@@ -48,7 +47,7 @@ from taverna.services.ownership import Ownership
 from taverna.services.plugins import EventBus, Plugins, PluginServices
 from taverna.services.quick_reply_events import QuickReplyAutomations
 from taverna.services.quiet_generation import quiet_text
-from taverna.services.recall import EmbeddingBacklog, stored_config
+from taverna.services.recall import EmbeddingBacklog, EmbeddingPlan, accounts_plan
 from taverna.services.scratch import clean_leftovers
 from taverna.services.search import SearchService
 from taverna.services.summary_generation import SummaryGenerator
@@ -331,15 +330,15 @@ def open_workspace(
         flusher.start()
     embeddings = None
     if background_backups:
-        # Messages are embedded once, in the background, while recall is on in the settings.
+        # Messages are embedded once, in the background, for each account whose recall is
+        # on, with the model its own settings name.
         recall = turns.recall
 
-        def current() -> Embedder | None:
-            config = stored_config(store)
-            return recall.embedder(config) if config.enabled else None
+        def plan() -> EmbeddingPlan:
+            return accounts_plan(store, recall)
 
         # A sent message's vector, made for its turn, is stored rather than made again.
-        embeddings = EmbeddingBacklog(store, current, shared=recall.texts)
+        embeddings = EmbeddingBacklog(store, plan=plan, shared=recall.texts)
         embeddings.start()
     return Workspace(
         folder.path,
