@@ -84,10 +84,17 @@ class LedgerItem:
     # language; given a code and no reason, the reason is the code's English sentence
     code: str = ""
     params: Mapping[str, str | int] = field(default_factory=dict)
+    # the source's code of `LEDGER_SOURCES` and its values (names stay as written), for a
+    # page to say in its language what `source` says in English; empty for a source that
+    # is itself a name or an identifier (a slot id, `book/uid`, a message id)
+    source_code: str = ""
+    source_params: Mapping[str, str | int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.code and not self.reason:
             object.__setattr__(self, "reason", ledger_reason(self.code, self.params))
+        if self.source_code and not self.source:
+            object.__setattr__(self, "source", ledger_source(self.source_code, self.source_params))
 
 
 # What a ledger line says of itself, by code: its English words; a page has its own.
@@ -117,6 +124,37 @@ LEDGER_REASONS: dict[str, str] = {
     "prompt_handler_removed": "removed by a prompt handler",
     "prompt_handler_changed": "changed by a prompt handler",
 }
+
+
+# What a ledger line's source says, by code: the English words `LedgerItem.source` keeps
+# (the prompt command, the CLI and API clients read them); a page has its own. The values
+# named `names` and `name` are the person's names, shown as they are; `role` is a
+# chat role (system, user, assistant); `summary`, when given, is the id of the message a
+# summary among the names belongs to.
+LEDGER_SOURCES: dict[str, str] = {
+    "reply_priming": "reply priming",
+    "token_padding": "token padding",
+    "joins": "joins",
+    "template": "template",
+    "messages": "{n} messages",
+    "older_messages": "{n} older messages",
+    "depth_injection": "depth {depth} {role}: {names}",
+    "example_turn": "block {block} turn {turn}",
+    "example_block": "block {block}",
+    "moved_to_end": "lorebook and extension prompts",
+    "before_story_string": "before story string",
+    "after_story_string": "after story string",
+    "before_story_string_named": "before story string: {name}",
+    "after_story_string_named": "after story string: {name}",
+    "context_template": "context template",
+    "continued_message": "message being continued",
+    "system_message": "system message",
+}
+
+
+def ledger_source(code: str, params: Mapping[str, str | int]) -> str:
+    """A ledger source code's English words, its values put in."""
+    return LEDGER_SOURCES[code].format_map(params)
 
 
 def ledger_reason(code: str, params: Mapping[str, str | int]) -> str:

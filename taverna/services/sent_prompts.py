@@ -40,6 +40,8 @@ def prompt_json(prompt: Prompt) -> dict[str, Any]:
                     "reason": i.reason,
                     "code": i.code,
                     "params": dict(i.params),
+                    "source_code": i.source_code,
+                    "source_params": dict(i.source_params),
                     "position": i.position,
                 }
                 for i in ledger.items

@@ -506,7 +506,7 @@ def _squash(parts: list[Part], cost: MessageCost) -> list[Part]:
 def _ledger(
     turn: Turn, parts: Sequence[Part], layout: Layout, error: str, cost: MessageCost
 ) -> Ledger:
-    items = [LedgerItem("overhead", "reply priming", 3, True, code="reply_primed")]
+    items = [LedgerItem("overhead", "", 3, True, code="reply_primed", source_code="reply_priming")]
     for position, part in enumerate(parts):
         items.append(
             LedgerItem(
@@ -517,6 +517,8 @@ def _ledger(
                 "",
                 part.content,
                 position,
+                source_code=part.source_code,
+                source_params=part.source_params or {},
             )
         )
     for part, reason in layout.dropped:
@@ -528,6 +530,8 @@ def _ledger(
                 False,
                 text=part.content,
                 code=reason,
+                source_code=part.source_code,
+                source_params=part.source_params or {},
             )
         )
     if error:

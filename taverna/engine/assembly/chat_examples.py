@@ -86,6 +86,8 @@ def populate_examples(
                 name,
                 kind="example",
                 source=f"block {number} turn {position}",
+                source_code="example_turn",
+                source_params={"block": number, "turn": position},
             )
             if not layout.affordable(part):
                 for rest in block[position:]:

@@ -11,7 +11,7 @@ from taverna.engine.assembly.chat_layout import Layout, Part, Slot
 from taverna.engine.assembly.context import AssemblyContext, GenerationType, Speaker
 from taverna.engine.assembly.images import image_tokens
 from taverna.engine.assembly.injections import InjectedBlock, Injection, newest_first
-from taverna.engine.assembly.summary import ledger_name
+from taverna.engine.assembly.summary import depth_source, summary_of
 from taverna.engine.assembly.turn import Turn, speaker_role
 from taverna.engine.macros import has_macros
 from taverna.model.presets import NamesBehavior
@@ -163,6 +163,8 @@ def populate_history(
                         0,
                         kind="history",
                         source=f"{len(history)} messages",
+                        source_code="messages",
+                        source_params={"n": len(history)},
                     ),
                     "no_history_slot",
                 )
@@ -230,6 +232,8 @@ def populate_history(
                             0,
                             kind="history",
                             source=f"{older} older messages",
+                            source_code="older_messages",
+                            source_params={"n": older},
                         ),
                         "history_stops",
                     )
@@ -266,19 +270,25 @@ def _history_part(layout: Layout, entry: ChatEntry, context: AssemblyContext, tu
         name = _sanitize_name(entry.name)
     if entry.injected is not None:
         block = entry.injected
-        sources = ",".join(
-            (ledger_name(s) if s.kind == "summary" else s.source or s.key)
-            if isinstance(s, Injection)
-            else s.identifier
-            for s in block.sources
+        source, params = depth_source(
+            block.depth,
+            block.role.chat_role,
+            [
+                ((s.key if s.kind == "summary" else s.source or s.key), summary_of(s))
+                if isinstance(s, Injection)
+                else (s.identifier, "")
+                for s in block.sources
+            ],
         )
         return layout.part(
             f"injection@{block.depth}:{block.role.chat_role}",
             entry.role,
             content,
             kind="injection",
-            source=f"depth {block.depth} {block.role.chat_role}: {sources}",
+            source=source,
             volatile=True,
+            source_code="depth_injection",
+            source_params=params,
         )
     part = layout.part(
         f"chatHistory:{entry.message_id}",

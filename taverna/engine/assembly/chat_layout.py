@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +45,9 @@ class Part:
     volatile: bool = False
     message: PromptMessage | None = None  # built once for a part kept across turns
     images: tuple[PromptImage, ...] = ()  # sent with the text (their tokens are counted in)
+    # the code of `source`'s words (LEDGER_SOURCES) and its values, for a page's language
+    source_code: str = ""
+    source_params: Mapping[str, str | int] | None = None
 
 
 @dataclass(slots=True)

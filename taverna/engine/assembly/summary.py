@@ -9,7 +9,7 @@ placement every other source shares.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from taverna.engine.assembly.context import AssemblyContext
 from taverna.engine.assembly.injections import SUMMARY_KEY, Injection, InjectionTable
@@ -52,8 +52,29 @@ def with_summary(
     )
 
 
-def ledger_name(injection: Injection) -> str:
-    """How the ledger names an extension prompt: its key; the summary with its message."""
-    if injection.kind == "summary" and injection.source:
-        return f"{injection.key} (summary of message {injection.source})"
-    return injection.key
+def summary_of(injection: Injection) -> str:
+    """The message a summary belongs to; "" for any other extension prompt."""
+    return injection.source if injection.kind == "summary" and injection.source else ""
+
+
+def named_source(names: Sequence[tuple[str, str]]) -> tuple[str, dict[str, str | int]]:
+    """Prompts named in a ledger source: the English words and the values a page reads.
+
+    `names` holds each prompt's name and, for a summary, its message (`summary_of`): the
+    words name a summary with its message; the values keep the names as written
+    (`names`) and the summaries' messages apart (`summary`), for the page's own words.
+    """
+    words = ",".join(f"{name} (summary of message {of})" if of else name for name, of in names)
+    params: dict[str, str | int] = {"names": ",".join(name for name, _ in names)}
+    summaries = [of for _, of in names if of]
+    if summaries:
+        params["summary"] = ",".join(summaries)
+    return words, params
+
+
+def depth_source(
+    depth: int, role: str, names: Sequence[tuple[str, str]]
+) -> tuple[str, dict[str, str | int]]:
+    """A depth injection's ledger source (`depth_injection`): its words and values."""
+    words, params = named_source(names)
+    return f"depth {depth} {role}: {words}", {"depth": depth, "role": role, **params}

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from taverna.engine.assembly.context import AssemblyContext
 from taverna.engine.assembly.injections import SUMMARY_KEY
-from taverna.engine.assembly.summary import ledger_name
+from taverna.engine.assembly.summary import summary_of
 from taverna.engine.assembly.turn import Turn, turn_state
 from taverna.engine.textgen.chat_template import ChatTemplate
 from taverna.engine.textgen.history import Entry, History, Item
@@ -382,12 +382,12 @@ class _Builder(TextSteps):
             text = _NEWLINES.sub("\n", text)
         return final, generated, text
 
-    def _summary_anchor(self) -> tuple[ExtensionPosition, str] | None:
-        """Which anchor holds the summary, and the ledger's name for it."""
+    def _summary_anchor(self) -> tuple[ExtensionPosition, str, str] | None:
+        """Which anchor holds the summary, its key and its message (`summary_of`)."""
         found = self.turn.injections.get(SUMMARY_KEY)
         if found is None or not found.text:
             return None
-        return found.position, ledger_name(found)
+        return found.position, found.key, summary_of(found)
 
     def record(
         self, layout: _Layout, final: list[str], sources: list[Entry | None], generated: str
@@ -407,12 +407,18 @@ class _Builder(TextSteps):
         chat_start_line = layout.chat_start_line
         if chat_start_line:
             ledger.add(
-                "chat_start", "context template", chat_start_line, self.tokens(chat_start_line)
+                "chat_start",
+                "",
+                chat_start_line,
+                self.tokens(chat_start_line),
+                source_code="context_template",
             )
         ledger.items.extend(ledger.dropped)
         ledger.record_sent(final, sources)
         if generated:
-            ledger.add("continue", "message being continued", generated, self.tokens(generated))
+            ledger.add(
+                "continue", "", generated, self.tokens(generated), source_code="continued_message"
+            )
 
     def prompt(self, text: str, history_stopped: bool) -> Prompt:
         """The prompt with its stop strings, sampling and ledger."""

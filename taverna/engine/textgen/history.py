@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from taverna.engine.assembly.context import ChatMessage, Speaker
@@ -21,6 +21,9 @@ class Item:
     injected: bool = False
     source: str = ""
     kind: str = "history"
+    # the code of `source`'s words (LEDGER_SOURCES) and its values, for a page's language
+    source_code: str = ""
+    source_params: Mapping[str, str | int] | None = None
 
 
 Entry = ChatMessage | Item

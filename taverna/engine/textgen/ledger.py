@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 
+from taverna.engine.assembly.summary import named_source
 from taverna.engine.textgen.history import Entry, History, Item, entry_source
 from taverna.model.injection import ExtensionPosition
-from taverna.model.prompt import LedgerItem
+from taverna.model.prompt import LedgerItem, ledger_source
 
 _NEWLINES = re.compile(r"\n+")
 
@@ -34,9 +35,40 @@ class TextLedger:
         tokens: int,
         included: bool = True,
         code: str = "",
+        source_code: str = "",
+        source_params: Mapping[str, str | int] | None = None,
     ) -> None:
-        """A line; `code` names its reason (`LEDGER_REASONS`) when it has one."""
-        self.items.append(LedgerItem(kind, source, tokens, included, text=text, code=code))
+        """A line; `code` names its reason (`LEDGER_REASONS`) when it has one, and
+        `source_code` the words of its source (`LEDGER_SOURCES`), `source` when empty."""
+        self.items.append(
+            LedgerItem(
+                kind,
+                source,
+                tokens,
+                included,
+                text=text,
+                code=code,
+                source_code=source_code,
+                source_params=source_params or {},
+            )
+        )
+
+    def add_entry(
+        self, entry: Entry | None, text: str, tokens: int, included: bool = True, code: str = ""
+    ) -> None:
+        """The line of a message of the prompt: a chat message or an item the steps made."""
+        kind = entry.kind if isinstance(entry, Item) else "history"
+        coded = entry if isinstance(entry, Item) else None
+        self.add(
+            kind,
+            entry_source(entry),
+            text,
+            tokens,
+            included,
+            code,
+            coded.source_code if coded else "",
+            coded.source_params if coded else None,
+        )
 
     def accounted(self, text: str, padding: int, *, pieces: bool) -> tuple[LedgerItem, ...]:
         """The ledger's items, with what makes their tokens add up to the prompt's total.
@@ -66,10 +98,11 @@ class TextLedger:
             items.append(
                 LedgerItem(
                     "overhead",
-                    "token padding",
+                    "",
                     padding,
                     True,
                     code="token_padding",
+                    source_code="token_padding",
                 )
             )
         rest = self.tokens(text) - counted
@@ -77,10 +110,11 @@ class TextLedger:
             items.append(
                 LedgerItem(
                     "overhead",
-                    "joins" if pieces else "template",
+                    "",
                     rest,
                     True,
                     code="joins" if pieces else "template_markers",
+                    source_code="joins" if pieces else "template",
                 )
             )
         return tuple(items)
@@ -129,38 +163,41 @@ class TextLedger:
         examples: list[str],
         example_count: int,
         pinned: str | None,
-        summary_at: tuple[ExtensionPosition, str] | None = None,
+        summary_at: tuple[ExtensionPosition, str, str] | None = None,
     ) -> None:
         """The lines of the parts before the chat: anchors, story string, example blocks.
 
-        `summary_at`: the anchor that holds the chat's summary and its name, so the ledger
-        says which summary went in."""
+        `summary_at`: the anchor that holds the chat's summary, its key and its message
+        (`summary_of`), so the ledger says which summary went in."""
 
-        def named(where: str, position: ExtensionPosition) -> str:
+        def anchor(where: str, position: ExtensionPosition, text: str) -> None:
+            code, words = where, ledger_source(where, {})
+            params: dict[str, str | int] = {}
             if summary_at is not None and summary_at[0] is position:
-                return f"{where}: {summary_at[1]}"
-            return where
+                named, values = named_source([(summary_at[1], summary_at[2])])
+                code, words = f"{where}_named", f"{words}: {named}"
+                params = {"name": values.pop("names"), **values}
+            self.add("anchor", words, text, self.tokens(text), True, "", code, params)
 
         if before_anchor:
-            where = named("before story string", ExtensionPosition.BEFORE_PROMPT)
-            self.add("anchor", where, before_anchor, self.tokens(before_anchor))
+            anchor("before_story_string", ExtensionPosition.BEFORE_PROMPT, before_anchor)
         self.add("story_string", story_source, story, self.tokens(story))
         if after_anchor:
-            where = named("after story string", ExtensionPosition.IN_PROMPT)
-            self.add("anchor", where, after_anchor, self.tokens(after_anchor))
+            anchor("after_story_string", ExtensionPosition.IN_PROMPT, after_anchor)
         for index, example in enumerate(examples):
             kept = pinned is not None or index < example_count
             self.add(
                 "example",
-                f"block {index + 1}",
+                "",
                 example,
                 self.tokens(example),
                 included=kept,
                 code="" if kept else "context_full",
+                source_code="example_block",
+                source_params={"block": index + 1},
             )
 
     def record_sent(self, final: list[str], sources: list[Entry | None]) -> None:
         """The lines of the messages sent, in prompt order."""
         for text, item in zip(final, sources, strict=True):
-            kind = item.kind if isinstance(item, Item) else "history"
-            self.add(kind, entry_source(item), text, self.tokens(text))
+            self.add_entry(item, text, self.tokens(text))

@@ -14,7 +14,7 @@ from typing import Any
 
 from taverna.engine.assembly.context import AssemblyContext, GenerationType
 from taverna.engine.assembly.injections import MAX_INJECTION_DEPTH, Injection, depth_blocks
-from taverna.engine.assembly.summary import ledger_name
+from taverna.engine.assembly.summary import depth_source, summary_of
 from taverna.engine.assembly.turn import Turn, base_chat_replace, prompt_bias_text
 from taverna.engine.macros import has_macros
 from taverna.engine.textgen.history import Entry, Item, as_item
@@ -22,6 +22,7 @@ from taverna.engine.textgen.instruct import InstructFormat, SequenceVariant
 from taverna.engine.textgen.ledger import TextLedger
 from taverna.engine.textgen.story_string import render_story_template
 from taverna.model.injection import ExtensionPosition, InjectionRole
+from taverna.model.prompt import ledger_source
 
 CountText = Callable[[str], int]
 
@@ -137,8 +138,13 @@ class TextSteps:
         inserted = 0
         by_depth: dict[int, list[Entry]] = {}
         for block in blocks:
-            source = ",".join(
-                ledger_name(s) if isinstance(s, Injection) else s.identifier for s in block.sources
+            source, params = depth_source(
+                block.depth,
+                block.role.chat_role,
+                [
+                    (s.key, summary_of(s)) if isinstance(s, Injection) else (s.identifier, "")
+                    for s in block.sources
+                ],
             )
             by_depth.setdefault(block.depth, []).append(
                 Item(
@@ -147,8 +153,10 @@ class TextSteps:
                     is_user=block.role is InjectionRole.USER,
                     is_narrator=block.role is InjectionRole.SYSTEM,
                     injected=True,
-                    source=f"depth {block.depth} {block.role.chat_role}: {source}",
+                    source=source,
                     kind="injection",
+                    source_code="depth_injection",
+                    source_params=params,
                 )
             )
         if self.context.cache_friendly:
@@ -180,8 +188,9 @@ class TextSteps:
                     is_user=False,
                     is_narrator=True,
                     injected=True,
-                    source="lorebook and extension prompts",
+                    source=ledger_source("moved_to_end", {}),
                     kind="volatile",
+                    source_code="moved_to_end",
                 )
             )
         # At one depth SillyTavern's splice reverses the blocks; deeper ones come first.

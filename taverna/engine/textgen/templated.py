@@ -5,7 +5,7 @@ from __future__ import annotations
 from taverna.engine.assembly.context import AssemblyContext
 from taverna.engine.assembly.turn import Turn, turn_state
 from taverna.engine.textgen.chat_template import ChatTemplate, ChatTemplateError
-from taverna.engine.textgen.history import Entry, Item, as_item, entry_source
+from taverna.engine.textgen.history import Entry, as_item
 from taverna.engine.textgen.steps import CountText, TextSteps
 from taverna.engine.textgen.stop import stopping_strings
 from taverna.model.injection import ExtensionPosition
@@ -92,12 +92,17 @@ def build_with_chat_template(
             low = middle + 1
     text = render(low)
     if system_text:
-        steps.ledger.add("story_string", "system message", system_text, steps.tokens(system_text))
+        steps.ledger.add(
+            "story_string",
+            "",
+            system_text,
+            steps.tokens(system_text),
+            source_code="system_message",
+        )
     for index, item in enumerate(items):
         kept = index >= low
-        steps.ledger.add(
-            item.kind if isinstance(item, Item) else "history",
-            entry_source(item),
+        steps.ledger.add_entry(
+            item,
             history[index]["content"],
             steps.tokens(history[index]["content"]),
             included=kept,
