@@ -6,14 +6,16 @@ their own content aside). Screenshots go to tests/artifacts/."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import expect
+from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import shot
 from tests.browser.test_chinese_server_words import DESKTOP, PHONE, no_english, open_zh
 from tests.browser.test_pages import small_context
+from tests.stubs.model_server import StubServer
 from tests.stubs.taverna_server import TavernaServer
 
 pytestmark = pytest.mark.browser
@@ -71,6 +73,166 @@ def test_the_ledger_of_a_chat_longer_than_its_context_is_chinese(
     rows.first.scroll_into_view_if_needed()
     shot(page, f"zh-{viewport['width']}-ledger-context-full")
     assert errors == []
+    context.close()
+
+
+KEEPER = "守灯人"
+
+
+def _keeper_chat(taverna: TavernaServer, width: int) -> str:
+    """A chat with a character who has two blocks of example dialogue and a character's
+    note at depth 2, whose history the context cannot hold: one long message stops it, so
+    the example blocks fit after it."""
+    found = [c for c in taverna.api("GET", "/characters").json() if c["name"] == KEEPER]
+    character = (
+        found[0]
+        if found
+        else taverna.api(
+            "POST",
+            "/characters",
+            json={
+                "name": KEEPER,
+                "description": "守着海边灯塔的老人。",
+                "first_mes": "潮水来了。",
+                "mes_example": (
+                    "<START>\n{{user}}: 灯还亮着吗？\n{{char}}: 一直亮着。\n"
+                    "<START>\n{{user}}: 今晚有船吗？\n{{char}}: 有两条。"
+                ),
+                "depth_prompt": "记得看潮汐表。",
+                "depth_prompt_depth": 2,
+                "depth_prompt_role": "system",
+            },
+        ).json()
+    )
+    lines = [
+        message(
+            "用户" if i % 2 == 0 else KEEPER,
+            i % 2 == 0,
+            ("雾很浓，灯塔的光一圈圈扫过海面。" * 400) if i == 25 else f"第{i}段：海浪拍岸。",
+        )
+        for i in range(30)
+    ]
+    files = {"file": (f"守灯{width}.jsonl", chat_file(KEEPER, lines), "application/jsonl")}
+    made = taverna.api("POST", "/chats/import", files=files, data={"character_id": character["id"]})
+    assert made.status_code == 201, made.text
+    chat_id: str = made.json()["id"]
+    return chat_id
+
+
+# The engine's English words for where a part came from (its `source`).
+ENGINE_WORDS = re.compile(
+    r"reply priming|token padding|older messages|\d+ messages|block \d|depth \d|story string"
+    r"|lorebook and extension|context template|being continued|system message"
+)
+
+
+def _no_words_hidden_as_names(page: Page) -> None:
+    """What the page marks as a name (left as written) holds no words of the engine's."""
+    named = page.locator(
+        '#inspector table.ledger td.src [translate="no"], '
+        '#inspector table.ledger td.src[translate="no"]'
+    ).all_inner_texts()
+    hidden = [text for text in named if ENGINE_WORDS.search(text)]
+    assert not hidden, hidden
+
+
+def _codes(taverna: TavernaServer, chat_id: str) -> set[str]:
+    ledger = taverna.api("GET", f"/chats/{chat_id}/prompt").json()["prompt"]["ledger"]
+    return {i["source_code"] for i in ledger["items"] if i["source_code"]}
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_where_each_part_came_from_is_said_in_chinese(
+    chromium,  # type: ignore[no-untyped-def]
+    taverna: TavernaServer,
+    stub: StubServer,
+    st_fixtures: Path,
+    viewport: dict[str, int],
+) -> None:
+    """The inspector's source column and the prompt's message heads, for a Chat Completion
+    prompt (older messages cut, example blocks, a character's note at depth) and the same
+    chat as a Text Completion prompt (token padding, example blocks, the note at depth)."""
+    small_context(taverna, st_fixtures, 1500)
+    chat_id = _keeper_chat(taverna, viewport["width"])
+    codes = _codes(taverna, chat_id)
+    assert {"reply_priming", "older_messages", "depth_injection", "example_turn"} <= codes, codes
+
+    context, page, errors = open_zh(chromium, viewport)
+    page.goto(f"{taverna.url}/#/chat/{chat_id}")
+    page.locator("ol.messages .message").first.wait_for()
+    page.locator("#open-inspector").click()
+    heads = page.locator("#inspector .prompt-messages .pm-source")
+    expect(heads.filter(has_text="示例第 1 组，第 2 轮")).to_have_count(1)
+    expect(heads.filter(has_text=f"深度 2，系统：{KEEPER}")).to_have_count(1)
+    no_english(page, "inspector prompt, Chat Completion")
+    shot(page, f"zh-{viewport['width']}-prompt-sources")
+    page.locator("#inspector [data-tab=ledger]").click()
+    table = page.locator("#inspector table.ledger")
+    expect(table).to_contain_text("回复引导")
+    expect(table).to_contain_text("条更早的消息")
+    expect(table).to_contain_text("示例第 2 组，第 1 轮")
+    expect(table).to_contain_text(f"深度 2，系统：{KEEPER}")
+    no_english(page, "inspector ledger, Chat Completion")
+    _no_words_hidden_as_names(page)
+    table.locator("tr", has_text="条更早的消息").scroll_into_view_if_needed()
+    shot(page, f"zh-{viewport['width']}-ledger-sources")
+    page.locator("#close-inspector").click()
+
+    # The same chat through a Text Completion connection.
+    name = f"文本{viewport['width']}"
+    made = taverna.api(
+        "POST",
+        "/connections",
+        json={
+            "name": name,
+            "api": "openai-text",
+            "url": stub.base_url("openai-text"),
+            "model": "m",
+        },
+    )
+    assert made.status_code == 201, made.text
+    revision = taverna.api("GET", f"/chats/{chat_id}?limit=1").json()["revision"]
+    chosen = taverna.api(
+        "PUT", f"/chats/{chat_id}/connection", json={"connection": name, "revision": revision}
+    )
+    assert chosen.status_code == 200, chosen.text
+    prompt = taverna.api("GET", f"/chats/{chat_id}/prompt").json()["prompt"]
+    assert prompt["kind"] == "text"
+    codes = {i["source_code"] for i in prompt["ledger"]["items"] if i["source_code"]}
+    assert {"token_padding", "depth_injection", "example_block"} <= codes, codes
+    page.locator("#open-inspector").click()
+    page.locator("#inspector [data-tab=ledger]").click()
+    table = page.locator("#inspector table.ledger")
+    expect(table).to_contain_text("词元余量")
+    expect(table).to_contain_text("示例第 1 组")
+    expect(table).to_contain_text("深度 2，系统：角色注释")
+    no_english(page, "inspector ledger, Text Completion")
+    _no_words_hidden_as_names(page)
+    shot(page, f"zh-{viewport['width']}-ledger-sources-text")
+    assert errors == []
+    context.close()
+
+
+def test_where_each_part_came_from_reads_in_english_on_an_english_page(
+    chromium,  # type: ignore[no-untyped-def]
+    taverna: TavernaServer,
+    st_fixtures: Path,
+) -> None:
+    small_context(taverna, st_fixtures, 1500)
+    chat_id = _keeper_chat(taverna, 0)
+    context = chromium.new_context(viewport=DESKTOP)
+    context.add_init_script("localStorage.setItem('taverna.lang', 'en')")
+    page = context.new_page()
+    page.goto(f"{taverna.url}/#/chat/{chat_id}")
+    page.locator("ol.messages .message").first.wait_for()
+    page.locator("#open-inspector").click()
+    page.locator("#inspector [data-tab=ledger]").click()
+    table = page.locator("#inspector table.ledger")
+    expect(table).to_contain_text("reply priming")
+    expect(table).to_contain_text("25 older messages")
+    expect(table).to_contain_text("example block 2, turn 1")
+    expect(table).to_contain_text(f"depth 2 system: {KEEPER}")
+    shot(page, "en-1280-ledger-sources")
     context.close()
 
 

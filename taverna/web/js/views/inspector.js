@@ -3,7 +3,7 @@
 import { api } from "../api.js";
 import { h, mount, openDrawer } from "../dom.js";
 import { explain } from "../errors.js";
-import { t } from "../i18n.js";
+import { has, t } from "../i18n.js";
 import { ledgerReason, outcomeLabel, partLabel, reasonNode, roleLabel, word } from "../labels.js";
 
 /** A message's source as a person reads it: a chat message by its number and speaker, a
@@ -17,12 +17,24 @@ function promptView(prompt, labels) {
   if (prompt.kind === "text") {
     return h("pre", { class: "prompt-text", translate: "no", text: prompt.text });
   }
-  return h("ol", { class: "prompt-messages" }, (prompt.messages || []).map((m) =>
+  // A message's ledger line (the part placed at its index) says its source by code.
+  const lines = new Map((prompt.ledger?.items || []).filter((i) => i.included && i.position != null).map((i) => [i.position, i]));
+  return h("ol", { class: "prompt-messages" }, (prompt.messages || []).map((m, index) =>
     h("li", { class: `pm role-${m.role}`, "data-source": m.source || "" },
       h("div", { class: "pm-head" }, h("span", { class: "role", text: roleLabel(m.role) }), m.name ? h("span", { class: "pm-name", translate: "no", text: m.name }) : null,
-        m.source ? sourceCell("span", { class: "pm-source", title: m.source }, sourceLabel(m.source, labels)) : null),
+        m.source ? messageSource(m.source, lines.get(index), labels) : null),
       h("pre", { class: "pm-content", translate: "no", text: m.content })),
   ));
+}
+
+/** A message's source: by its ledger line's code when the page knows it, else as a slot,
+ * a chat message or a name. */
+function messageSource(source, line, labels) {
+  const attrs = { class: "pm-source", title: source };
+  const coded = line && codedSource(line, labels);
+  if (coded) return h("span", attrs, coded);
+  const text = sourceLabel(source, labels);
+  return h("span", { ...attrs, translate: Object.values(SOURCE_WORDS()).includes(text) ? null : "no", text });
 }
 
 /** The user regexes (lorebook regex keys, regex scripts) a time limit stopped this turn:
@@ -45,10 +57,15 @@ function regexCell(column, value, note) {
   return String(value ?? "");
 }
 
-/** A source as shown: words of the catalog read as words; a name (a book's, an entry's, a
- * message's speaker) is marked as a name. */
-function sourceCell(tag, attrs, text) {
-  const named = !Object.values(SOURCE_WORDS()).includes(text);
+/** A ledger line's source as shown: by its code in the person's language when the page
+ * knows it; else words of the catalog read as words, and a name (a book's, an entry's, a
+ * message's speaker) marked as a name. */
+function sourceCell(tag, attrs, item, labels) {
+  const coded = codedSource(item, labels);
+  // one child: a phone lays a cell's children out as a row with gaps
+  if (coded) return h(tag, attrs, h("span", {}, coded));
+  const text = readable(item.source, labels);
+  const named = !Object.values(SOURCE_WORDS()).includes(text) && !squashed(item.source);
   return h(tag, { ...attrs, translate: named ? "no" : null, text });
 }
 const SOURCE_WORDS = () => Object.fromEntries(SOURCES.map((s) => [s, word("source", s)]));
@@ -56,11 +73,85 @@ const SOURCE_WORDS = () => Object.fromEntries(SOURCES.map((s) => [s, word("sourc
 const SOURCES = ["main", "nsfw", "jailbreak", "enhanceDefinitions", "charDescription", "charPersonality", "scenario", "personaDescription",
   "worldInfoBefore", "worldInfoAfter", "dialogueExamples", "chatHistory", "before", "after", "description", "personality", "persona",
   "authors_note", "quiet", "recall", "impersonate", "quietPrompt", "bias", "newChat", "groupNudge", "continueNudge", "emptyUserMessageReplacement",
-  "budget", "story_string", "system_prompt", "example"];
+  "budget", "story_string", "system_prompt", "example", "newMainChat", "continuePrefill", "tool-call", "tool-result"];
 
 // A message id inside a source (a summary names the message it belongs to) reads as the message.
 const MESSAGE_ID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
-const readable = (source, labels) => labels[source] || (SOURCES.includes(source) ? word("source", source) : source.replace(MESSAGE_ID, (id) => labels[id] || id));
+// System messages merged into one (the preset's squash) name their slots joined by "+".
+const squashed = (source) => source.includes("+") && source.split("+").every((s) => SOURCES.includes(s));
+const readable = (source, labels) => labels[source] || (SOURCES.includes(source) ? word("source", source)
+  : squashed(source) ? source.split("+").map((s) => word("source", s)).join(" + ") : source.replace(MESSAGE_ID, (id) => labels[id] || id));
+
+// Values of a coded source that are names as written (shown as they are, marked so).
+const NAMED_VALUES = new Set(["names", "name"]);
+// Values the engine's words count from 0, which a person reads counted from 1.
+const FROM_ZERO = { example_turn: ["block", "turn"] };
+
+/** A ledger line's source in the person's language from its code (`ledger_source.<code>`)
+ * and values: a role read as a role, a slot's name as the slot, a summary's message as the
+ * message; the person's names as they are, marked as names. Null when the page does not
+ * know the code (the English `source` is shown then). */
+function codedSource(item, labels) {
+  const { code, params } = item?.source_code ? { code: item.source_code, params: item.source_params || {} } : shapeOf(item?.source);
+  if (!code || !has(`ledger_source.${code}`)) return null;
+  const values = {};
+  for (const [name, value] of Object.entries(params)) {
+    if (name === "role") values.role = roleLabel(value);
+    else if (NAMED_VALUES.has(name)) values[name] = namesNode(String(value), labels);
+    else values[name] = String((FROM_ZERO[code] || []).includes(name) ? Number(value) + 1 : value);
+  }
+  const parts = fill(t(`ledger_source.${code}`), values);
+  if (params.summary) {
+    const messages = String(params.summary).split(",").map((id) => labels[id] || id).join(", ");
+    parts.push(...fill(t("ledger_source.summary_of"), { message: h("span", { translate: "no", text: messages }) }));
+  }
+  return parts;
+}
+
+// SillyTavern's keys of the extension prompts a depth injection names, by their words.
+const EXTENSION_KEYS = { "1_memory": "part.summary", "2_floating_prompt": "source.authors_note", "3_vectors": "source.recall",
+  DEPTH_PROMPT: "part.depth_prompt", PERSONA_DESCRIPTION: "source.persona", QUIET_PROMPT: "source.quiet" };
+
+/** A name inside a source: a slot's or an extension prompt's in the person's language
+ * (a lorebook's at-depth group as the lorebook), null for one as written. */
+function knownName(name) {
+  if (SOURCES.includes(name)) return word("source", name);
+  if (EXTENSION_KEYS[name]) return t(EXTENSION_KEYS[name]);
+  return /^customDepthWI-\d+-\d+$/.test(name) ? t("part.lorebook") : null;
+}
+
+// The engine's words of a source, by their shape: a prompt kept before sources had codes.
+const SOURCE_SHAPES = [
+  [/^reply priming$/, "reply_priming"], [/^token padding$/, "token_padding"],
+  [/^(\d+) messages$/, "messages", ["n"]], [/^(\d+) older messages$/, "older_messages", ["n"]],
+  [/^block (\d+) turn (\d+)$/, "example_turn", ["block", "turn"]], [/^block (\d+)$/, "example_block", ["block"]],
+  [/^depth (\d+) (system|user|assistant): (.*)$/s, "depth_injection", ["depth", "role", "names"]],
+  [/^lorebook and extension prompts$/, "moved_to_end"],
+  [/^before story string$/, "before_story_string"], [/^after story string$/, "after_story_string"],
+  [/^context template$/, "context_template"], [/^message being continued$/, "continued_message"],
+];
+
+function shapeOf(source) {
+  for (const [pattern, code, names = []] of SOURCE_SHAPES) {
+    const match = String(source ?? "").match(pattern);
+    if (match) return { code, params: Object.fromEntries(names.map((name, i) => [name, match[i + 1]])) };
+  }
+  return { code: null, params: {} };
+}
+
+/** Names joined by commas: a known one in the person's language, any other as written. */
+function namesNode(names, labels) {
+  return names.split(",").flatMap((name, i) => {
+    const known = knownName(name);
+    const piece = h("span", { translate: known === null ? "no" : null, text: known ?? readable(name, labels) });
+    return i ? [", ", piece] : [piece];
+  });
+}
+
+/** A catalog sentence with `{name}` filled: the values' text or nodes, in order. */
+function fill(template, values) {
+  return template.split(/\{(\w+)\}/).map((piece, i) => (i % 2 === 0 ? piece : values[piece] ?? `{${piece}}`)).filter((p) => p !== "");
+}
 
 function ledgerView(ledger, labels) {
   const items = ledger.items || [];
@@ -72,7 +163,7 @@ function ledgerView(ledger, labels) {
       h("tbody", {}, items.map((item) =>
         h("tr", { class: item.included ? "in" : "cut" },
           h("td", { "data-label": t("inspector.part"), text: partLabel(item.kind) }),
-          sourceCell("td", { "data-label": t("inspector.source"), class: "src", title: item.source }, readable(item.source, labels)),
+          sourceCell("td", { "data-label": t("inspector.source"), class: "src", title: item.source }, item, labels),
           h("td", { "data-label": t("inspector.tokens"), class: "num", text: String(item.tokens) }),
           h("td", { "data-label": t("inspector.status"), ...statusText(item) })),
       )))),
