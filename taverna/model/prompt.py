@@ -142,6 +142,7 @@ LEDGER_SOURCES: dict[str, str] = {
     "example_turn": "block {block} turn {turn}",
     "example_block": "block {block}",
     "moved_to_end": "lorebook and extension prompts",
+    "parts": "{names}",
     "before_story_string": "before story string",
     "after_story_string": "after story string",
     "before_story_string_named": "before story string: {name}",

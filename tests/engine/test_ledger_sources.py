@@ -53,6 +53,7 @@ def test_the_chinese_source_words_are_chinese() -> None:
         key
         for key, text in catalog.items()
         if key.startswith("ledger_source.")
+        and FIELDS.sub("", text)  # not only names
         and not re.search(r"[\u4e00-\u9fff]", FIELDS.sub("", text))
     ]
     assert not english, english
@@ -133,6 +134,16 @@ def test_chat_completion_lines_say_their_source_by_code() -> None:
         {"block": 0, "turn": 1},
     ]
     assert [i.source for i in examples] == ["block 0 turn 0", "block 0 turn 1"]
+
+
+def test_cache_friendly_chat_names_the_parts_it_moved_after_the_chat() -> None:
+    character = replace(
+        context().characters[0], depth_prompt=DepthPrompt(prompt="NOTE", depth=1, role="system")
+    )
+    prompt = build(context(character=character, messages=_long_cc_chat(6), cache_friendly=True))
+    [line] = _coded(prompt)["parts"]
+    assert line.source == "injection@1:system" and line.included
+    assert dict(line.source_params) == {"names": "injection@1:system"}
 
 
 def test_a_chat_without_a_history_slot_says_how_many_messages_were_left_out() -> None:

@@ -466,13 +466,16 @@ def _volatile_last(parts: list[Part]) -> list[Part]:
         default=len(stable) - 1,
     )
     merged = "\n".join(p.content for p in volatile)
+    names = ",".join(p.identifier for p in volatile)
     moved = Part(
         "volatile",
         "system",
         merged,
         sum(p.tokens for p in volatile),
         kind="volatile",
-        source=",".join(p.identifier for p in volatile),
+        source=names,
+        source_code="parts",
+        source_params={"names": names},
     )
     return [*stable[: last_history + 1], moved, *stable[last_history + 1 :]]
 

@@ -117,6 +117,9 @@ const EXTENSION_KEYS = { "1_memory": "part.summary", "2_floating_prompt": "sourc
 function knownName(name) {
   if (SOURCES.includes(name)) return word("source", name);
   if (EXTENSION_KEYS[name]) return t(EXTENSION_KEYS[name]);
+  // a depth injection among the parts moved after the chat (cache-friendly prompts)
+  const injection = name.match(/^injection@(\d+):(system|user|assistant)$/);
+  if (injection) return t("ledger_source.at_depth", { depth: injection[1], role: roleLabel(injection[2]) });
   return /^customDepthWI-\d+-\d+$/.test(name) ? t("part.lorebook") : null;
 }
 
