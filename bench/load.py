@@ -12,7 +12,10 @@ and follow their generation's events (SSE) to the end, as a page does:
 - the POST's own answer time;
 - errors: any request that failed, any stream that did not end with the reply saved,
   any saved reply whose text is not what the stub sent;
-- the server's resident memory after the burst (VmRSS) and its peak (VmHWM).
+- the server's resident memory after the burst (VmRSS) and its peak (VmHWM);
+- CPU time per turn (user + system, from /proc/PID/stat before and after the burst):
+  of the taverna processes together, of the stub model process, and of this client.
+  Unlike the times above it hardly depends on what else the machine runs.
 
 `--rounds N` repeats the burst (each chat sends again), so memory growth between the
 first and the last burst shows. Prints a table, then one line of JSON; the machine's load
@@ -58,6 +61,13 @@ from tests.stubs.taverna_server import TavernaServer  # noqa: E402
 
 TARGET_P99_ADDED_MS = 250.0
 SOAK_RSS_GROWTH_PCT = 10.0
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used so far, all its threads (/proc/PID/stat)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()  # after the command name, which may hold spaces
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -299,6 +309,11 @@ class Deployment:
     def memory(self) -> list[tuple[float, float]]:
         return [s.memory_mb() for s in self.servers]
 
+    def cpu(self) -> tuple[list[float], float, float]:
+        """CPU seconds so far: each worker's, the stub model's, and this client's."""
+        workers = [cpu_seconds(s.process.pid) for s in self.servers if s.process is not None]
+        return workers, cpu_seconds(self.stub.process.pid), cpu_seconds(os.getpid())
+
     def log_tails(self, lines: int = 40) -> str:
         """The end of every worker's log (printed when a run had errors)."""
         return "\n".join(
@@ -372,9 +387,11 @@ def main() -> int:
                     current = revisions(client)
                     chats = {c: current[c] for c in ours}
                     stub.script(len(chats), tokens, args.first_delay, args.gap)
+                    cpu_before = deployment.cpu()
                     began = time.perf_counter()
                     found = asyncio.run(burst(urls, chats, f"turn {round_number}", expected))
                     elapsed = time.perf_counter() - began
+                    cpu_after = deployment.cpu()
                     memory.append(deployment.memory())
                     errors = [r["error"] for r in found if "error" in r]
                     ok = [r for r in found if "error" not in r]
@@ -386,6 +403,11 @@ def main() -> int:
                             "first_error": errors[0] if errors else None,
                             "first": [r["first"] for r in ok],
                             "posted": [r["posted"] for r in ok],
+                            "cpu_workers": [
+                                b - a for a, b in zip(cpu_before[0], cpu_after[0], strict=True)
+                            ],
+                            "cpu_stub": cpu_after[1] - cpu_before[1],
+                            "cpu_client": cpu_after[2] - cpu_before[2],
                         }
                     )
                 if args.soak > 0:
@@ -416,6 +438,7 @@ def main() -> int:
     print(
         f"{'burst':>5}  {'errors':>6}  {'TTFT p50':>9}  {'TTFT p99':>9}  {'added p50':>9}"
         f"  {'added p99':>9}  {'POST p50':>8}  {'POST p99':>8}  {'RSS MB':>14}  {'seconds':>7}"
+        f"  {'CPU ms/turn: taverna':>20}  {'stub':>5}  {'client':>6}"
     )
     figures: dict[str, Any] = {
         "load_average": load[0],
@@ -439,6 +462,13 @@ def main() -> int:
             "rss_mb": [round(r, 1) for r, _ in rss],
             "peak_mb": [round(p, 1) for _, p in rss],
             "seconds": round(result["seconds"], 2),
+            # CPU per turn: every worker's together (and each one's), the stub's, the client's
+            "cpu_ms_per_turn": round(sum(result["cpu_workers"]) * 1000 / result["chats"], 2),
+            "cpu_ms_per_turn_workers": [
+                round(c * 1000 / result["chats"], 2) for c in result["cpu_workers"]
+            ],
+            "stub_cpu_ms_per_turn": round(result["cpu_stub"] * 1000 / result["chats"], 2),
+            "client_cpu_ms_per_turn": round(result["cpu_client"] * 1000 / result["chats"], 2),
         }
         figures["bursts"].append(row)
         shown = "/".join(f"{r:.0f}" for r in row["rss_mb"])
@@ -446,6 +476,8 @@ def main() -> int:
             f"{i + 1:>5}  {row['errors']:>6}  {row['ttft_p50_ms']:>9.1f}  {row['ttft_p99_ms']:>9.1f}"
             f"  {row['added_p50_ms']:>9.1f}  {row['added_p99_ms']:>9.1f}  {row['post_p50_ms']:>8.1f}"
             f"  {row['post_p99_ms']:>8.1f}  {shown:>14}  {row['seconds']:>7.2f}"
+            f"  {row['cpu_ms_per_turn']:>20.1f}  {row['stub_cpu_ms_per_turn']:>5.1f}"
+            f"  {row['client_cpu_ms_per_turn']:>6.1f}"
         )
         if row["first_error"]:
             print(f"       first error: {row['first_error']}")
