@@ -85,6 +85,12 @@ LONG_CHAT = 2000
 # answering on many threads otherwise creeps up for hours.
 RELEASE_MEMORY_EVERY = 60.0
 
+# The model connections the server's one HTTP client holds: no cap on those in use (every
+# streaming reply holds one for its whole length; httpx's default of 100 made the 101st
+# reply of a busy server wait for a free one and fail as a time-out), and a bounded
+# number kept alive between replies, so the next turns skip the handshake.
+MODEL_CONNECTIONS = httpx.Limits(max_connections=None, max_keepalive_connections=256)
+
 
 @dataclass
 class Workspace:
@@ -230,7 +236,7 @@ class Workspace:
         """Give the generation service one HTTP client for this event loop's life, so
         replies reuse kept-alive connections instead of a new handshake each."""
         if self.generation.http is None:
-            self.generation.http = httpx.AsyncClient(timeout=None)
+            self.generation.http = httpx.AsyncClient(timeout=None, limits=MODEL_CONNECTIONS)
         await self.generation.registry.open()
         loop = asyncio.get_running_loop()
         task = self._releasing

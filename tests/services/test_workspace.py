@@ -194,3 +194,58 @@ def test_the_server_hands_freed_memory_back_while_open_and_stops_when_closed(
     finally:
         ws.close()
     assert released
+
+
+def test_the_servers_model_client_streams_more_replies_at_once_than_httpx_pools_by_default(
+    tmp_path: Path,
+) -> None:
+    """120 replies streaming at once through the server's one client all start: none
+    waits for a pooled connection (httpx's default pool holds 100) and times out."""
+    import asyncio
+
+    import httpx
+
+    streams = 120
+    ws = open_workspace(tmp_path / "data", background_backups=False)
+    body = {"model": "stub-model", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+
+    async def first_line(
+        client: httpx.AsyncClient, url: str, started: list[int], everyone: asyncio.Event
+    ) -> None:
+        timeout = httpx.Timeout(30, pool=3)
+        async with client.stream("POST", url, json=body, timeout=timeout) as response:
+            async for line in response.aiter_lines():
+                if line.startswith("data: "):
+                    started.append(1)
+                    if len(started) == streams:
+                        everyone.set()
+                    await everyone.wait()  # the connection stays in use until all started
+                    break
+
+    async def go(stub: StubServer) -> list[int]:
+        await ws.open_http()
+        try:
+            client = ws.generation.http
+            assert client is not None
+            started: list[int] = []
+            everyone = asyncio.Event()
+            url = f"{stub.base_url('openai')}/chat/completions"
+            tasks = [
+                asyncio.create_task(first_line(client, url, started, everyone))
+                for _ in range(streams)
+            ]
+            try:
+                # every reply holds its connection after its first chunk until released
+                await asyncio.wait_for(asyncio.gather(*tasks), 60)
+            finally:
+                stub.release()
+            return started
+        finally:
+            await ws.close_http()
+
+    try:
+        with start_stub() as stub:
+            stub.script(*[Reply(tokens=["a", "b"], hold_after=1) for _ in range(streams)])
+            assert len(asyncio.run(go(stub))) == streams
+    finally:
+        ws.close()
