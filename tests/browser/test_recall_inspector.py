@@ -94,9 +94,13 @@ def test_the_inspector_shows_recalled_messages_with_scores(  # type: ignore[no-u
     assert "Past events:" in page.locator("#inspector .inspector-body").inner_text()
     assert "dragon burned the mill" in page.locator("#inspector .inspector-body").inner_text()
     page.locator("#inspector [data-tab=ledger]").click()
-    rows = page.locator("#inspector table.ledger tbody tr", has_text="recalled_message")
+    rows = page.locator("#inspector table.ledger tbody tr[data-kind=recalled_message]")
     rows.first.wait_for()
+    assert rows.count() == len(recalled)
     assert "score 0." in rows.first.inner_text()
+    # the part column names the kind in words, never by its code
+    part = rows.first.locator("td").first.inner_text()
+    assert part == "recalled message" and "recalled_message" not in rows.first.inner_text()
     rows.first.scroll_into_view_if_needed()
     shot(page, "desktop-inspector-recall")
     assert not errors

@@ -164,7 +164,7 @@ function ledgerView(ledger, labels) {
     h("div", { class: "table-wrap" }, h("table", { class: "ledger" },
       h("thead", {}, h("tr", {}, [t("inspector.part"), t("inspector.source"), t("inspector.tokens"), t("inspector.status")].map((c) => h("th", { scope: "col", text: c })))),
       h("tbody", {}, items.map((item) =>
-        h("tr", { class: item.included ? "in" : "cut" },
+        h("tr", { class: item.included ? "in" : "cut", "data-kind": item.kind, "data-source-code": item.source_code || null },
           h("td", { "data-label": t("inspector.part"), text: partLabel(item.kind) }),
           sourceCell("td", { "data-label": t("inspector.source"), class: "src", title: item.source }, item, labels),
           h("td", { "data-label": t("inspector.tokens"), class: "num", text: String(item.tokens) }),
