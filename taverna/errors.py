@@ -132,3 +132,74 @@ class TooManyLogins(TavernaError):
 
 class StorageFull(TavernaError):
     """The account's library would grow past its storage quota."""
+
+
+# What a library's exception says, by a code of its own: a page says the code's sentence
+# (cause.<code> in its catalogs) in place of the library's English words. Each code with the
+# params its sentence names.
+CAUSES: dict[str, tuple[str, ...]] = {
+    "json_syntax": ("json_line", "json_column"),
+    "json_constant": (),
+    "utf8_invalid_start": ("byte",),
+    "utf8_invalid_continuation": ("byte",),
+    "utf8_ends_early": ("byte",),
+    "utf8_invalid": ("byte",),
+    "unknown_encoding": ("encoding",),
+    "not_zip": (),
+    "truncated": (),
+    "not_image": (),
+    "not_png": (),
+    "bad_checksum": (),
+    "bad_compression": (),
+    "bad_base64": (),
+    "image_too_large": (),
+}
+
+_UTF8_REASONS = {
+    "invalid start byte": "utf8_invalid_start",
+    "invalid continuation byte": "utf8_invalid_continuation",
+    "unexpected end of data": "utf8_ends_early",
+}
+
+
+def library_cause(exc: BaseException) -> dict[str, str]:
+    """The cause code (and its values) of a JSON, zip, picture or text decoder's exception,
+    for an error's params beside the raw text; {} when the exception is none of those."""
+    words = str(exc)
+    lower = words.lower()
+    kind = type(exc).__name__
+    if kind == "JSONDecodeError":
+        return {
+            "cause": "json_syntax",
+            "json_line": str(getattr(exc, "lineno", "")),
+            "json_column": str(getattr(exc, "colno", "")),
+        }
+    if isinstance(exc, UnicodeDecodeError):
+        code = _UTF8_REASONS.get(exc.reason, "utf8_invalid")
+        return {"cause": code, "byte": str(exc.start)}
+    if isinstance(exc, LookupError) and lower.startswith("unknown encoding"):
+        return {"cause": "unknown_encoding", "encoding": words.partition(":")[2].strip()}
+    if kind == "DecompressionBombError" or "decompression bomb" in lower:
+        return {"cause": "image_too_large"}
+    if kind == "UnidentifiedImageError" or "cannot identify image file" in lower:
+        return {"cause": "not_image"}
+    if "not a png file" in lower:
+        return {"cause": "not_png"}
+    if kind == "BadZipFile" and "not a zip file" in lower:
+        return {"cause": "not_zip"}
+    if "crc" in lower or "checksum" in lower:
+        return {"cause": "bad_checksum"}
+    if isinstance(exc, EOFError) or "truncated" in lower or "end of data" in lower:
+        return {"cause": "truncated"}
+    if kind == "error" and type(exc).__module__ == "zlib":
+        return {"cause": "bad_compression"}
+    if kind == "Error" and type(exc).__module__ == "binascii":
+        return {"cause": "bad_base64"}
+    if lower.endswith("is not valid json"):
+        return {"cause": "json_constant"}
+    return {}
+
+
+def raw_words(exc: BaseException) -> dict[str, str]:
+    """An error's params for a library's exception: its own words (`exc`) and its cause."""
+    return {"exc": str(exc), **library_cause(exc)}

@@ -11,7 +11,7 @@ import io
 import zipfile
 import zlib
 
-from taverna.errors import FormatError, FormatWarning
+from taverna.errors import FormatError, FormatWarning, raw_words
 from taverna.formats import json_text
 from taverna.formats.card_json import card_from_json, card_to_json, upgraded, with_fields
 from taverna.model.character import SPEC_V3, CardFile, Character
@@ -79,7 +79,7 @@ def read_charx(
             f"not a readable zip file: {exc}",
             file=file,
             code="not_readable_zip_file",
-            params={"exc": str(exc)},
+            params=raw_words(exc),
         ) from None
     with archive:
         infos = [i for i in archive.infolist() if not i.is_dir()]
@@ -107,7 +107,7 @@ def read_charx(
                 f"broken zip file: {exc}",
                 file=file,
                 code="broken_zip_file",
-                params={"exc": str(exc)},
+                params=raw_words(exc),
             ) from None
     card_name = next((name for name in files if name.endswith("card.json")), None)
     if card_name is None:

@@ -13,7 +13,7 @@ import math
 import re
 from typing import Any, NamedTuple
 
-from taverna.errors import FormatError
+from taverna.errors import FormatError, library_cause, raw_words
 from taverna.model.js_number import js_number_text
 
 MAX_JSON_BYTES = 64 * 1024 * 1024
@@ -45,7 +45,7 @@ def decode_text(data: bytes, *, file: str | None = None, field: str | None = Non
             file=file,
             field=field,
             code="not_valid_utf_8_text",
-            params={"start": str(exc.start), "reason": str(exc.reason)},
+            params={"start": str(exc.start), "reason": str(exc.reason), **library_cause(exc)},
         ) from None
     return text.removeprefix("\ufeff")
 
@@ -75,7 +75,12 @@ def loads(
             file=file,
             field=field,
             code="invalid_json_at_line_column",
-            params={"lineno": str(exc.lineno), "colno": str(exc.colno), "msg": str(exc.msg)},
+            params={
+                "lineno": str(exc.lineno),
+                "colno": str(exc.colno),
+                "msg": str(exc.msg),
+                **library_cause(exc),
+            },
         ) from None
     except ValueError as exc:
         raise FormatError(
@@ -83,7 +88,7 @@ def loads(
             file=file,
             field=field,
             code="invalid_json",
-            params={"exc": str(exc)},
+            params=raw_words(exc),
         ) from None
     except RecursionError:
         raise FormatError(

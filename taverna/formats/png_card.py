@@ -14,7 +14,7 @@ import zlib
 
 from PIL import Image
 
-from taverna.errors import FormatError, FormatWarning
+from taverna.errors import FormatError, FormatWarning, raw_words
 from taverna.formats import json_text
 from taverna.formats.card_json import card_from_json, card_to_json, relabel
 from taverna.formats.detect import PNG_SIGNATURE as PNG_SIGNATURE
@@ -66,8 +66,8 @@ def as_png(image: bytes, *, file: str | None = None) -> bytes:
         raise FormatError(
             f"not a picture that can hold a card: {exc}",
             file=file,
-            code="not_picture_that_can_hold",
-            params={"exc": str(exc)},
+            code="card_picture_unreadable",
+            params=raw_words(exc),
         ) from None
 
 

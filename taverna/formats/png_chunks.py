@@ -19,7 +19,7 @@ import struct
 import zlib
 from typing import Any, NamedTuple
 
-from taverna.errors import FormatError
+from taverna.errors import FormatError, raw_words
 from taverna.formats import json_text
 from taverna.formats.card_layout import relabel
 from taverna.formats.detect import PNG_SIGNATURE
@@ -115,7 +115,7 @@ def pillow_chunks(data: bytes, *, file: str | None = None) -> list[Chunk]:
                 return chunks
     except (SyntaxError, struct.error, ValueError, EOFError, OSError) as exc:
         raise FormatError(
-            f"broken PNG file: {exc}", file=file, code="broken_png_file", params={"exc": str(exc)}
+            f"broken PNG file: {exc}", file=file, code="broken_png_file", params=raw_words(exc)
         ) from None
 
 
@@ -178,7 +178,7 @@ def decode_chunk(text: bytes, *, file: str | None = None, field: str) -> object:
             file=file,
             field=field,
             code="invalid_base64",
-            params={"exc": str(exc)},
+            params=raw_words(exc),
         ) from None
     return json_text.loads(raw, file=file, field=field)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TypeAlias, cast
 
-from taverna.errors import FormatError, FormatWarning
+from taverna.errors import FormatError, FormatWarning, library_cause, raw_words
 from taverna.formats.chat_fields import FORKS as FORKS
 from taverna.formats.chat_fields import check_header, check_message, describe
 from taverna.formats.json_text import TextLayout, json_number, layout_of
@@ -406,7 +406,7 @@ def read_chat(
             f"not UTF-8 text ({exc.reason})",
             file=source,
             code="not_utf_8_text",
-            params={"reason": str(exc.reason)},
+            params={"reason": str(exc.reason), **library_cause(exc)},
         ) from None
     header: ChatHeader | None = None
     messages: list[MessageLine] = []
@@ -433,14 +433,17 @@ def read_chat(
                 messages.append(MessageLine(value))
         except ValueError as exc:
             # the parser's own words stay in the English text; a page says where by column
-            params = {"number": str(number), "exc": str(exc)}
+            params = {"number": str(number), **raw_words(exc)}
             skip = SkippedLine(number, f"not valid JSON ({exc})", "json_unreadable", params)
             if isinstance(exc, json.JSONDecodeError):
+                # the file's line and the column in it: the parser's own count of lines
+                # (always 1, for one line read alone) is left out
                 params["column"] = str(exc.colno)
-                skip = SkippedLine(number, skip.reason, "json_unreadable_at", params)
+                why = f"not valid JSON at column {exc.colno} ({exc.msg})"
+                skip = SkippedLine(number, why, "json_unreadable_at", params)
             if not lenient:
                 raise FormatError(
-                    f"line {number}: not valid JSON ({exc})",
+                    f"line {number}: {skip.reason}",
                     file=source,
                     code="line_not_valid_json_at" if "column" in params else "line_not_valid_json",
                     params=params,
@@ -476,7 +479,7 @@ def read_chat_messages(data: str | bytes, *, source: str = "<chat>") -> Iterator
                 f"line {number}: not valid JSON ({exc})",
                 file=source,
                 code="line_not_valid_json",
-                params={"number": str(number), "exc": str(exc)},
+                params={"number": str(number), **raw_words(exc)},
             ) from None
         if not isinstance(value, dict):
             raise FormatError(

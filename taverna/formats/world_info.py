@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from taverna.errors import FormatError, FormatWarning
+from taverna.errors import FormatError, FormatWarning, library_cause
 from taverna.formats.coercion import Unfit, as_bool, as_number, as_text, as_texts
 from taverna.model.injection import InjectionRole
 from taverna.model.js_number import parse_js_number
@@ -468,7 +468,7 @@ def read_world_info(
                 f"not UTF-8 text ({error.reason})",
                 file=file,
                 code="not_utf_8_text",
-                params={"reason": str(error.reason)},
+                params={"reason": str(error.reason), **library_cause(error)},
             ) from None
     try:
         data = json.loads(text)

@@ -153,7 +153,7 @@ class OpenAIEmbedder:
         except httpx.HTTPError as exc:
             raise ProviderError(
                 f"embeddings request to {url} failed: {exc}",
-                code="embeddings_request_to_failed",
+                code="embeddings_unreachable",
                 params={"url": str(url), "exc": str(exc)},
             ) from exc
         if response.status_code != 200:

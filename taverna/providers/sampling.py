@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from taverna.errors import FormatError
+from taverna.errors import FormatError, raw_words
 
 # canonical name -> the SillyTavern names that carry it, first match wins
 _ALIASES: dict[str, tuple[str, ...]] = {
@@ -187,7 +187,7 @@ def _coerce(name: str, alias: str, value: Any) -> Any:
                     f"not a JSON array of strings: {exc}",
                     field=alias,
                     code="not_json_array_of_strings",
-                    params={"exc": str(exc)},
+                    params=raw_words(exc),
                 ) from None
         if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
             raise FormatError(

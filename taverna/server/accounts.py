@@ -75,7 +75,7 @@ def gate(scope: Scope, accounts: AccountService) -> TavernaError | None:
         if Headers(scope=scope).get(CSRF_HEADER, "") != session.csrf:
             return Forbidden(
                 "this write lacks the session's CSRF token (reload the page)",
-                code="this_write_lacks_session_s",
+                code="csrf_token_missing",
             )
     return None
 

@@ -107,7 +107,7 @@ class FolderWriter:
         if not self._ended:
             raise FormatError(
                 "the upload ended before its last file was complete",
-                code="upload_ended_before_its_last",
+                code="upload_cut_short",
             )
         return self.files
 
@@ -156,7 +156,7 @@ class FolderWriter:
                 "the folder holds a file and a folder of the same name, or the same file twice",
                 file=self._path,
                 field="files",
-                code="folder_holds_file_and_folder",
+                code="folder_names_clash",
             ) from None
         except (OSError, ValueError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)

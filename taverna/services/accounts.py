@@ -77,7 +77,7 @@ def check_name(name: str) -> str:
         raise TavernaError(
             f"an account name is 1 to {MAX_NAME} characters, without slashes",
             field="name",
-            code="account_name_is_1_to",
+            code="account_name_invalid",
             params={"max_name": str(MAX_NAME)},
         )
     return name
@@ -88,7 +88,7 @@ def check_password(password: str) -> str:
         raise TavernaError(
             f"a password has at least {MIN_PASSWORD} characters",
             field="password",
-            code="password_has_at_least_characters",
+            code="password_too_short",
             params={"min_password": str(MIN_PASSWORD)},
         )
     return password
@@ -140,7 +140,7 @@ class AccountService:
         ):
             if value is not None and value < 0:
                 raise TavernaError(
-                    "a quota is a number of 0 or more", field=field, code="quota_is_number_of_0"
+                    "a quota is a number of 0 or more", field=field, code="quota_negative"
                 )
         account = self.get(name)
         self.forget_usage(account.id)
@@ -236,7 +236,7 @@ class AccountService:
             raise QuotaExceeded(
                 f"{account.name} has used {used} of {limit} generations this hour; "
                 "try again later or ask an admin for more",
-                code="has_used_of_generations_this",
+                code="generation_quota_used",
                 params={"name": str(account.name), "used": str(used), "limit": str(limit)},
             )
 
@@ -253,7 +253,7 @@ class AccountService:
             raise StorageFull(
                 f"{account.name} holds {used} of {limit} bytes; "
                 f"{adding} more do not fit (delete something or ask an admin for more)",
-                code="holds_of_bytes_more_do",
+                code="storage_quota_full",
                 params={
                     "name": str(account.name),
                     "used": str(used),

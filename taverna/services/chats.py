@@ -594,7 +594,7 @@ class ChatService:
                 raise TavernaError(
                     "only a user message can be edited and resent",
                     field="node_id",
-                    code="only_user_message_can_be",
+                    code="resend_needs_user_message",
                 )
             node = w.insert_node(
                 old.parent_id,
@@ -681,7 +681,7 @@ class ChatService:
                 raise TavernaError(
                     "that message is not on the active path",
                     field="node_id",
-                    code="that_message_is_not_on",
+                    code="message_not_on_active_path",
                 )
             start = ids.index(node_id)
             for node in path[start:]:

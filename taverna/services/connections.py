@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from taverna.errors import FormatError, NotFound, TavernaError
+from taverna.errors import FormatError, NotFound, TavernaError, library_cause
 from taverna.model.chat import new_id
 from taverna.model.prompt import Prompt, PromptMessage, Role
 from taverna.providers.builders import build_request, stream_parser
@@ -57,7 +57,7 @@ class Secrets:
                 f"not valid JSON: {exc.msg}",
                 file=str(self.path),
                 code="not_valid_json",
-                params={"msg": str(exc.msg)},
+                params={"msg": str(exc.msg), **library_cause(exc)},
             ) from None
         if not isinstance(data, dict):
             raise FormatError(
@@ -141,7 +141,7 @@ def check_key(key: str) -> str:
         raise FormatError(
             "an API key holds only printable ASCII characters (no accents, no line breaks)",
             field="key",
-            code="api_key_holds_only_printable",
+            code="api_key_not_printable_ascii",
         )
     return key
 
@@ -382,7 +382,7 @@ class ConnectionService:
                 f"the connection now leads to another site ({_shown(chosen, url)}), so its key "
                 "is not sent there: give the key again with the new URL, or remove the key",
                 field="key",
-                code="connection_now_leads_to_another",
+                code="connection_moved_key_withheld",
                 params={"chosen": str(_shown(chosen, url))},
             )
         key_ref = ""
@@ -427,7 +427,7 @@ class ConnectionService:
             f"this server does not let a connection read its key from ${variable} "
             f"(allowed: {allowed}; the operator lists them under key_env in server.toml)",
             field="key_env",
-            code="this_server_does_not_let",
+            code="key_variable_not_allowed",
             params={"variable": str(variable), "allowed": str(allowed)},
         )
 
@@ -477,7 +477,7 @@ class ConnectionService:
                 "the key holds characters an HTTP header cannot carry; give it again",
                 file=f"connection {connection.name!r}",
                 field="key",
-                code="key_holds_characters_http_header",
+                code="api_key_not_header_safe",
             ) from None
 
     def key_hint(self, connection: Connection) -> str:

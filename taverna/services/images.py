@@ -23,7 +23,7 @@ from typing import Any
 from PIL import Image, UnidentifiedImageError
 
 from taverna.engine.assembly.context import AssemblyContext
-from taverna.errors import FormatError, NotFound
+from taverna.errors import FormatError, NotFound, raw_words
 from taverna.model.prompt import PromptImage
 from taverna.providers.request import Api
 from taverna.providers.vision import sends_pictures
@@ -76,14 +76,14 @@ def _inspect(data: bytes, file: str) -> tuple[str, int, int]:
         raise FormatError(
             f"not a picture a model can read ({exc})",
             file=file,
-            code="not_picture_model_can_read",
-            params={"exc": str(exc)},
+            code="picture_unreadable",
+            params=raw_words(exc),
         ) from None
     if kind not in MEDIA_TYPES:
         raise FormatError(
             f"a {kind or 'unknown'} picture; models take PNG, JPEG, GIF or WebP",
             file=file,
-            code="picture_models_take_png_jpeg",
+            code="picture_kind_not_accepted",
             params={"value": str(kind or "unknown")},
         )
     if width * height > MAX_PIXELS:

@@ -19,7 +19,7 @@ from enum import StrEnum
 from pathlib import Path, PurePath
 from typing import Any, BinaryIO
 
-from taverna.errors import FormatError, FormatWarning, NotFound, TavernaError
+from taverna.errors import FormatError, FormatWarning, NotFound, TavernaError, raw_words
 from taverna.formats import json_text
 from taverna.formats.card_json import card_from_json, card_to_json
 from taverna.formats.detect import LOREBOOK_KINDS, FileKind, detect, read_any
@@ -460,7 +460,7 @@ class LibraryService:
             bundle = zipfile.ZipFile(source)
         except (zipfile.BadZipFile, OSError) as exc:
             raise FormatError(
-                f"not a zip file ({exc})", file=file, code="not_zip_file", params={"exc": str(exc)}
+                f"not a zip file ({exc})", file=file, code="not_zip_file", params=raw_words(exc)
             ) from None
         with bundle, tempfile.TemporaryDirectory(prefix="taverna-import-") as temp:
             root = Path(temp).resolve()

@@ -119,7 +119,7 @@ def import_card_lorebook(lib: LibraryService, character_id: str) -> StoredItem:
         raise NotFound(
             f"{card.name}'s card has no embedded lorebook",
             field="character_book",
-            code="s_card_has_no_embedded",
+            code="named_card_has_no_lorebook",
             params={"name": str(card.name)},
         )
     item = lib.put_lorebook(book_to_lorebook(card.character_book, card_name=card.name))

@@ -131,13 +131,13 @@ def _int(options: Mapping[str, Any], key: str, default: int) -> int:
     except (TypeError, ValueError):
         raise ProviderError(
             f"the connection's {key} must be a whole number",
-            code="connection_s_must_be_whole",
+            code="connection_value_not_whole",
             params={"key": str(key)},
         ) from None
     if number < 0:
         raise ProviderError(
             f"the connection's {key} must not be negative",
-            code="connection_s_must_not_be",
+            code="connection_value_negative",
             params={"key": str(key)},
         )
     return number or default

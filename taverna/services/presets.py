@@ -85,7 +85,7 @@ def chat_preset(lib: LibraryService, preset_id: str) -> Document:
         raise TavernaError(
             "only a chat completion preset has prompt slots",
             field="preset_id",
-            code="only_chat_completion_preset_has",
+            code="prompt_slots_need_chat_preset",
         )
     return doc
 

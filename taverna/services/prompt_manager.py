@@ -134,7 +134,7 @@ def delete_slot(data: Mapping[str, Any], identifier: str) -> dict[str, Any]:
         raise TavernaError(
             f"{found.get('name') or identifier!r} is SillyTavern's own slot and stays",
             field="identifier",
-            code="is_sillytavern_s_own_slot",
+            code="builtin_slot_stays",
             params={"value": str(found.get("name") or identifier)},
         )
     out = dict(data)

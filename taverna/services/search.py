@@ -99,19 +99,17 @@ class SearchService:
             raise TavernaError(
                 f"a search is at most {MAX_QUERY} characters",
                 field="q",
-                code="search_is_at_most_characters",
+                code="search_too_long",
                 params={"max_query": str(MAX_QUERY)},
             )
         terms = search_terms(query)
         if not terms:
-            raise TavernaError(
-                "type a word to search for", field="q", code="type_word_to_search_for"
-            )
+            raise TavernaError("type a word to search for", field="q", code="search_empty")
         if len(terms) > MAX_TERMS:
             raise TavernaError(
                 f"search for at most {MAX_TERMS} words at once",
                 field="q",
-                code="search_for_at_most_words",
+                code="search_too_many_words",
                 params={"max_terms": str(MAX_TERMS)},
             )
         if chat_id is not None:

@@ -144,7 +144,7 @@ class SummaryService:
                 raise TavernaError(
                     "an empty chat has nothing to summarize",
                     field="chat_id",
-                    code="empty_chat_has_nothing_to",
+                    code="summary_of_empty_chat",
                 )
             return self.record(chat_id, leaf, text, revision=revision)
         return self.record(chat_id, current.node_id, text, revision=revision)

@@ -248,7 +248,7 @@ class SummaryGenerator:
             raise TavernaError(
                 "an empty chat has nothing to summarize",
                 field="chat_id",
-                code="empty_chat_has_nothing_to",
+                code="summary_of_empty_chat",
             )
         limit = settings.override_response_length or SUMMARY_REPLY_TOKENS
         sampling = {"openai_max_tokens": limit, "genamt": limit}

@@ -375,7 +375,7 @@ def shared_registry(url: str) -> GenerationRegistry:
         raise TavernaError(
             f"cannot reach Redis at {url}: {exc}",
             field="--redis",
-            code="cannot_reach_redis_at",
+            code="redis_unreachable",
             params={"url": str(url), "exc": str(exc)},
         ) from None
 

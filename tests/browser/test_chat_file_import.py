@@ -93,3 +93,26 @@ def test_a_chat_file_is_imported_from_the_page(
     assert not [c for c in server.api("GET", "/characters").json() if c["name"] == ghost]
     assert errors == []
     context.close()
+
+
+def test_a_refused_chat_file_names_its_file_and_line_once(chromium, server: TavernaServer) -> None:  # type: ignore[no-untyped-def]
+    """In English too: the file named once, the line of the file once (never the parser's
+    own count of lines), and a loose value's line before its field."""
+    name = "Mira once"
+    server.api("POST", "/characters", json={"name": name, "first_mes": "Hi."})
+    head = st_chat(name, "Fine.").decode().splitlines()
+    context = chromium.new_context(viewport=SIZES["desktop"])
+    context.add_init_script("localStorage.setItem('taverna.lang', 'en')")
+    page = context.new_page()
+    page.goto(f"{server.url}/#/import")
+    pick(page, "broken.jsonl", "\n".join([*head, '{"name": x}']).encode())
+    toast = page.locator("#toasts .toast.error", has_text="broken.jsonl")
+    expect(toast).to_contain_text("line 4: not valid JSON at column 10")
+    said = toast.inner_text()
+    assert said.count("broken.jsonl") == 1 and "line 1" not in said, said
+    loose = json.loads(head[1])
+    loose["is_user"] = "yes"
+    pick(page, "loose.jsonl", "\n".join([*head, json.dumps(loose)]).encode())
+    warning = page.locator("#toasts .toast.warning", has_text="loose.jsonl")
+    expect(warning).to_contain_text('line 4, is_user: the text "yes" is read as true')
+    context.close()

@@ -260,6 +260,9 @@ def test_a_chat_file_with_a_bad_line_is_told_in_chinese(
     toast = page.locator("#toasts .toast.error").last
     expect(toast).to_contain_text("第 3 行：不是有效的 JSON，位于第 10 列")
     expect(toast).to_contain_text("坏行.jsonl")
+    # the file and the line are each named once
+    said = toast.inner_text()
+    assert said.count("坏行.jsonl") == 1 and said.count("3") == 1, said
     no_english(page, "chat file with a line that is not JSON")
     shot(page, f"zh-{viewport['width']}-chat-file-bad-line")
 
@@ -272,9 +275,58 @@ def test_a_chat_file_with_a_bad_line_is_told_in_chinese(
     # the warning is told for 8 seconds, as the chat opens
     warning = page.locator("#toasts .toast.warning").last
     expect(warning).to_contain_text("松散.jsonl")
-    expect(warning).to_contain_text("第 3 行：")
+    # the line named once, before the field
+    expect(warning).to_contain_text("第 3 行 is_user：文本")
+    assert warning.inner_text().count("3") == 1, warning.inner_text()
     no_english(page, "chat file read loosely")
     shot(page, f"zh-{viewport['width']}-chat-file-loose")
     page.wait_for_url("**/#/chat/**")
+    assert errors == []
+    context.close()
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_a_broken_file_is_told_in_chinese_with_the_readers_words_folded(
+    chromium,  # type: ignore[no-untyped-def]
+    taverna: TavernaServer,
+    tmp_path: Path,
+    viewport: dict[str, int],
+) -> None:
+    """Cards and chat files a library cannot read (not a zip, JSON with a syntax error, text
+    that is not UTF-8): the sentence says why in Chinese, the library's
+    English is a fold away, marked as the original."""
+    name = taverna.api("GET", "/characters").json()[0]["name"]
+    files = {
+        "不是压缩包.charx": (b"PK\x03\x04" + b"\0" * 64, "文件不是 zip 压缩包"),
+        "坏编码.json": (b'{"name": "\xff"}', "第 10 字节不能作为 UTF-8 字符的开头"),
+        "坏卡.json": (
+            b'{"spec": "chara_card_v2", "data": {"name": x}}',
+            "JSON 无效，位于第 1 行第 44 列",
+        ),
+    }
+    context, page, errors = open_zh(chromium, viewport)
+    page.goto(f"{taverna.url}/#/import")
+    for file, (data, said) in files.items():
+        path = tmp_path / file
+        path.write_bytes(data)
+        page.locator("#card-files").set_input_files(str(path))
+        toast = page.locator("#toasts .toast.error", has_text=file)
+        expect(toast).to_contain_text(said)
+        fold = toast.locator("details.raw-detail")
+        expect(fold.locator("summary")).to_have_text("原始信息（英文）")
+        no_english(page, f"card {file}")
+        fold.locator("summary").click()
+        expect(fold.locator("[translate=no]")).to_be_visible()
+        shot(page, f"zh-{viewport['width']}-broken-{path.suffix[1:]}")
+        page.evaluate("document.getElementById('toasts').replaceChildren()")
+
+    # a chat file whose text is not UTF-8
+    latin = tmp_path / "旧编码.jsonl"
+    latin.write_bytes(chat_file(name, [message(name, False, "你好。")]) + b"\n" + b"\xff\xfe")
+    page.locator("#chat-file").set_input_files(str(latin))
+    toast = page.locator("#toasts .toast.error", has_text="旧编码.jsonl")
+    expect(toast).to_contain_text("字节不能作为 UTF-8 字符的开头")
+    no_english(page, "chat file not UTF-8")
+    shot(page, f"zh-{viewport['width']}-chat-file-not-utf8")
     assert errors == []
     context.close()

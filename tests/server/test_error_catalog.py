@@ -9,14 +9,19 @@ line speaks English and is left out."""
 from __future__ import annotations
 
 import ast
+import base64
+import io
 import json
 import re
-from collections.abc import Iterator
+import zipfile
+import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from taverna.errors import CAUSES, library_cause
 from taverna.model.lorebook import REASON_TEXTS
 from taverna.server.errors import DEFAULT_CODES
 
@@ -112,6 +117,15 @@ def _sites() -> list[Site]:
 SITES = _sites()
 
 
+def _raw_words(node: ast.expr | None) -> bool:
+    """Whether `node` is a call of raw_words(exc), the params of a library's failure."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "raw_words"
+    )
+
+
 def _placeholders(text: str) -> set[str]:
     return set(re.findall(r"\{(\w+)\}", text))
 
@@ -138,6 +152,14 @@ def test_every_code_has_english_and_chinese_words_with_its_params() -> None:
         given = set(ALWAYS)
         if isinstance(site.params, ast.Dict):
             given |= {k.value for k in site.params.keys if isinstance(k, ast.Constant)}
+            if any(
+                _raw_words(v)
+                for k, v in zip(site.params.keys, site.params.values, strict=True)
+                if k is None
+            ):
+                given.add("exc")
+        elif _raw_words(site.params):
+            given.add("exc")
         elif site.params is not None:
             continue  # params built elsewhere: their names are not known here
         for lang, text in (("en", EN[key]), ("zh-CN", ZH[key])):
@@ -219,3 +241,48 @@ def test_chinese_words_are_chinese() -> None:
         if key.startswith("server.") and not re.search(r"[\u4e00-\u9fff]", text)
     ]
     assert not english_only, english_only
+
+
+@pytest.mark.parametrize("cause", sorted(CAUSES))
+def test_every_library_cause_has_words_with_its_params(cause: str) -> None:
+    key = f"cause.{cause}"
+    assert EN[key] and ZH[key]
+    assert _placeholders(EN[key]) == set(CAUSES[cause]) == _placeholders(ZH[key])
+    assert re.search(r"[\u4e00-\u9fff]", ZH[key])
+
+
+def _failure(work: Callable[[], object]) -> BaseException:
+    try:
+        work()
+    except Exception as exc:  # the library's own exception, whatever its kind
+        return exc
+    raise AssertionError("no failure")
+
+
+def test_the_common_library_failures_are_named_by_a_cause() -> None:
+    """JSON, text, zip and picture readers' failures each get a code of their own, with the
+    values its sentence names; an unknown one gets none (its words stay)."""
+    from PIL import Image
+
+    png = (SOURCE / "data" / "Ione Calder.png").read_bytes()
+    cases = {
+        "json_syntax": lambda: json.loads('{"a": x}'),
+        "utf8_invalid_start": lambda: b"ok \xff".decode("utf-8"),
+        "utf8_ends_early": lambda: b"ok \xc3".decode("utf-8"),
+        "unknown_encoding": lambda: b"a".decode("no-such-encoding"),
+        "not_zip": lambda: zipfile.ZipFile(io.BytesIO(b"not a zip at all")),
+        "not_image": lambda: Image.open(io.BytesIO(b"not a picture")),
+        "truncated": lambda: Image.open(io.BytesIO(png[: len(png) // 2])).load(),
+        "bad_compression": lambda: zlib.decompress(b"not zlib"),
+        "bad_base64": lambda: base64.b64decode("abc", validate=True),
+    }
+    for cause, work in cases.items():
+        found = library_cause(_failure(work))
+        assert found.get("cause") == cause, (cause, found)
+        assert set(found) - {"cause"} == set(CAUSES[cause]), (cause, found)
+    assert library_cause(_failure(lambda: json.loads("[1,"))) == {
+        "cause": "json_syntax",
+        "json_line": "1",
+        "json_column": "4",
+    }
+    assert library_cause(RuntimeError("something else")) == {}

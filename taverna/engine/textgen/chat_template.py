@@ -23,7 +23,7 @@ from jinja2.exceptions import SecurityError
 from jinja2.ext import loopcontrols
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from taverna.errors import FormatError, TavernaError
+from taverna.errors import FormatError, TavernaError, library_cause
 
 # Limits that keep a template's work proportional to its input.
 MAX_OUTPUT_CHARS = 4_000_000
@@ -124,7 +124,10 @@ class ChatTemplate:
             config = json.loads(text)
         except ValueError as error:
             raise FormatError(
-                f"not JSON: {error}", file=file, code="not_json", params={"error": str(error)}
+                f"not JSON: {error}",
+                file=file,
+                code="not_json",
+                params={"error": str(error), **library_cause(error)},
             ) from error
         if not isinstance(config, dict):
             raise FormatError(
@@ -199,7 +202,7 @@ class ChatTemplate:
                     raise ChatTemplateError(
                         "the chat template's output is too long",
                         field="chat_template",
-                        code="chat_template_s_output_is",
+                        code="chat_template_output_too_long",
                     )
                 out.append(chunk)
             return "".join(out)
@@ -270,7 +273,7 @@ def _check_recursion(env: _Environment, source: str) -> None:
                 raise ChatTemplateError(
                     f"the chat template's macro '{macro.name}' calls itself",
                     field="chat_template",
-                    code="chat_template_s_macro_calls",
+                    code="chat_template_macro_calls_itself",
                     params={"name": str(macro.name)},
                 )
 

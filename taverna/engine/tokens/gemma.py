@@ -42,7 +42,7 @@ def _processor() -> Any:
             "the Gemma 3 model file's metadata does not have its known checksum",
             file=path.name,
             field="tokenizer",
-            code="gemma_3_model_file_s",
+            code="gemma_metadata_checksum_differs",
         )
     proto = sentencepiece_model(metadata, file=path.name, control_in_text=True)
     return sentencepiece.SentencePieceProcessor(model_proto=proto)

@@ -145,7 +145,7 @@ def get_chat(
         raise TavernaError(
             "ask for messages before one message or after one, not both",
             field="after",
-            code="ask_for_messages_before_one",
+            code="page_before_or_after",
         )
     return usecases.chat_view(ctx, chat_id, limit=limit, before=before, after=after)
 
@@ -248,7 +248,7 @@ def select_candidate(
         raise NotFound(
             f"there are {len(candidates)} candidates here",
             field="index",
-            code="there_are_candidates_here",
+            code="candidate_index_too_large",
             params={"n": str(len(candidates))},
         )
     target = candidates[body.index - 1].id

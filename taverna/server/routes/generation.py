@@ -44,7 +44,7 @@ async def generation(ctx: AppContext = Depends(context)) -> GenerationService:
     service = ctx.services.get("generation")
     if service is None:
         raise TavernaError(
-            "generation is not available in this server", code="generation_is_not_available_in"
+            "generation is not available in this server", code="generation_unavailable"
         )
     assert isinstance(service, GenerationService)
     return service

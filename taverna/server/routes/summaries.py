@@ -111,6 +111,6 @@ def write_summary_settings(
 def _generator(ctx: AppContext) -> SummaryGenerator:
     if ctx.summaries is None:
         raise TavernaError(
-            "summaries are not available in this server", code="summaries_are_not_available_in"
+            "summaries are not available in this server", code="summaries_unavailable"
         )
     return ctx.summaries

@@ -189,7 +189,7 @@ class GenerationRegistry:
         if run is None:
             raise NotFound(
                 "no such generation (it may have finished long ago)",
-                code="no_such_generation_it_may",
+                code="no_such_generation_expired",
             )
         return run
 
@@ -217,7 +217,7 @@ class GenerationRegistry:
 
     async def stop_elsewhere(self, run: RunningGeneration) -> Completed | None:
         """Stop a run of another process (none, in one process)."""
-        raise NotFound("no such generation in this process", code="no_such_generation_in_this")
+        raise NotFound("no such generation in this process", code="no_such_generation_here")
 
     def round_changed(self, found: GroupRound) -> None:
         """A group round of this process started a speaker or ended (shared, if shared)."""

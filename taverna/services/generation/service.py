@@ -265,13 +265,13 @@ class GenerationService:
                 raise TavernaError(
                     "only a reply of the character can be swiped",
                     field="chat",
-                    code="only_reply_of_character_can",
+                    code="swipe_needs_character_reply",
                 )
             if _length(end) == 1:
                 # algo-chat-ops.md §1.2: a greeting's candidates are its alternate greetings
                 raise TavernaError(
                     "the greeting has no generated swipes; pick an alternate greeting",
-                    code="greeting_has_no_generated_swipes",
+                    code="greeting_has_no_swipes",
                 )
             return GenerationType.SWIPE, leaf
 

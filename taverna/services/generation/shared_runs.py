@@ -112,7 +112,7 @@ class RemoteGeneration(RunningGeneration):
         if result is None:
             raise NotFound(
                 "the generation ended without a result (it expired)",
-                code="generation_ended_without_result_it",
+                code="generation_expired",
             )
         return result
 
@@ -296,7 +296,7 @@ class SharedRegistry(GenerationRegistry):
         if found is None:
             raise NotFound(
                 "no such generation (it may have finished long ago)",
-                code="no_such_generation_it_may",
+                code="no_such_generation_expired",
             )
         return RemoteGeneration(self, found, generation_id)
 

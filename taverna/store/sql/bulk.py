@@ -106,7 +106,7 @@ class SqlBulkImport(SqlBase):
                 raise TavernaError(
                     "a selection names no message of the chat",
                     field="selections",
-                    code="selection_names_no_message_of",
+                    code="selection_has_no_message",
                 )
         chosen = dict(selections) if selections is not None else {}
         if selections is None:

@@ -48,7 +48,7 @@ def _put_content(conn: Connection, text: str) -> str:
             return key
     raise TavernaError(
         "a message text kept being deleted while it was stored; try again",
-        code="message_text_kept_being_deleted",
+        code="message_text_deleted_while_stored",
     )
 
 

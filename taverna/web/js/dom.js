@@ -88,39 +88,58 @@ export function toast(message, kind = "info") {
   setTimeout(() => item.remove(), kind === "info" ? 3500 : 8000);
 }
 
-/** After an import: say how many values of the file were read loosely, and the first one. */
 /** What an import did with a loose value, in the person's language when the catalog knows
  * its code (server.<code>); else the server's English. */
 export function warningText(warning) {
   const key = warning.code && `server.${warning.code}`;
-  return key && has(key) ? atLine(warning) + t(key, valueWords(warning.params || {})) : warning.message;
+  const line = lineOf(warning);
+  return key && has(key) ? (line === null ? "" : t("import.at_line", { line })) + t(key, valueWords(warning.params || {})) : warning.message;
 }
 
 // A chat file's warning names its line (param `line`) where its sentence does not.
-const atLine = (warning) => (warning.params?.line !== undefined && !t(`server.${warning.code}`).includes("{line}") ? t("import.at_line", { line: warning.params.line }) : "");
+const lineOf = (warning) => (warning.params?.line !== undefined && !t(`server.${warning.code}`).includes("{line}") ? warning.params.line : null);
+
+/** Where a warning is, before its sentence: the line first, then the field (the file's own
+ * word, marked translate="no"), each named once. */
+function whereNodes(warning, field) {
+  const line = lineOf(warning);
+  const named = field ? h("span", { translate: "no", text: field }) : null;
+  const key = line === null ? (named ? "import.at_field" : null) : (named ? "import.at_line_field" : "import.at_line");
+  if (!key) return [];
+  return t(key, { line, field: "{field}" }).split("{field}").flatMap((piece, i) => (i ? [named, piece] : [piece]));
+}
 
 /** `warningText` as an element: the values inside the sentence (a field, a file's value)
- * marked translate="no", being the file's own words. */
-export function warningNode(warning, attrs = {}) {
+ * marked translate="no", being the file's own words; `field`, when given, said once where
+ * the warning is. */
+export function warningNode(warning, attrs = {}, field = null) {
   const key = warning.code && `server.${warning.code}`;
-  if (!key || !has(key)) return h("span", { ...attrs, translate: "no", text: warning.message });
+  if (!key || !has(key)) {
+    return h("span", attrs, field ? [h("span", { translate: "no", text: field }), ": "] : null, h("span", { translate: "no", text: warning.message }));
+  }
   const params = warning.params || {};
   const said = valueWords(params);
   const parts = t(key, Object.fromEntries(Object.keys(params).map((name) => [name, said[name] === params[name] ? `{${name}}` : said[name]])))
     .split(/\{(\w+)\}/)
     .map((piece, i) => (i % 2 === 0 ? piece : h("span", { translate: "no", text: String(params[piece] ?? "") })));
-  return h("span", attrs, atLine(warning), parts);
+  return h("span", attrs, whereNodes(warning, field), parts);
 }
 
+/** After an import: say how many values of the file were read loosely, and the first one. */
 export function toastWarnings(file, warnings) {
   if (!warnings || !warnings.length) return;
   const first = warnings[0];
-  const where = first.field ? `${first.field}: ` : "";
   const key = warnings.length === 1 ? "import.read_loosely_one" : "import.read_loosely";
   // the file's name and the field are the person's own words, marked so
-  const nodes = { file: h("span", { translate: "no", text: file }), first: h("span", {}, where ? h("span", { translate: "no", text: where }) : null, warningNode(first)) };
+  const nodes = { file: h("span", { translate: "no", text: file }), first: warningNode(first, {}, first.field) };
   const said = t(key, { file: "{file}", n: warnings.length, first: "{first}" });
   toast(said.split(/\{(file|first)\}/).map((piece, i) => (i % 2 === 0 ? piece : nodes[piece])), "warning");
+}
+
+/** `text` with each macro it names ({{match}}, {{summary}}...) as code a person types as
+ * written, marked translate="no". */
+export function withMacros(text) {
+  return String(text).split(/(\{\{\w+\}\})/).map((piece, i) => (i % 2 ? h("code", { translate: "no", text: piece }) : piece));
 }
 
 /** Copy text to the clipboard, with a fallback for pages served over plain http. */

@@ -1,19 +1,20 @@
 // Failures in words: what happened (from the server's own message) and what was kept.
 
 import { ApiError } from "./api.js";
-import { toast } from "./dom.js";
-import { has, language, t, valueWords } from "./i18n.js";
+import { h, toast } from "./dom.js";
+import { causeWords, has, language, t, valueWords } from "./i18n.js";
 
 /** The server's own words for a failure, in the person's language: its code (with its
  * params) through the catalog (server.*); the English message where the page reads English
  * or the code is not in the catalog. */
-function serverWords(error, detail) {
+function serverWords(error, detail, fileNamed = false) {
   const code = detail.code;
   const params = { ...valueWords(detail.params || {}), file: detail.file || "", field: detail.field || "" };
   const key = code && `server.${code}`;
   // English readers get the server's own sentence: it says more than a code's.
   if (language() !== "en" && key && has(key)) return tidy(t(key, params));
-  const where = [detail.file, detail.field].filter(Boolean).join(", ");
+  // the file is named once: not again when the caller's sentence names it already
+  const where = [fileNamed ? null : detail.file, detail.field].filter(Boolean).join(", ");
   return where ? `${error.message} (${where})` : error.message;
 }
 
@@ -36,11 +37,12 @@ export function explainOutcome({ message = "", cause = null, code = null, params
   return message;
 }
 
-/** What went wrong, as a sentence a person can act on. */
-export function explain(error) {
+/** What went wrong, as a sentence a person can act on; `fileNamed` when the caller names
+ * the file itself (the server's file is then not said again). */
+export function explain(error, { fileNamed = false } = {}) {
   if (!(error instanceof ApiError)) return t("error.unexpected", { message: error?.message || String(error) });
   const detail = error.detail && typeof error.detail === "object" ? error.detail : {};
-  const message = serverWords(error, detail);
+  const message = serverWords(error, detail, fileNamed);
   if (error.status === 0) return t("error.network");
   if (error.status === 409 && (!detail.code || detail.code === "stale_revision" || detail.code === "conflict")) return t("error.conflict");
   if (error.status === 409) return t("error.refused", { message });
@@ -52,9 +54,22 @@ export function explain(error) {
   return t("error.refused", { message });
 }
 
+/** The server's English words for a failure whose library cause the page said in its own
+ * language: folded away, marked as the original, for a person who wants them (null when
+ * nothing was put in other words). */
+export function rawDetail(error) {
+  const detail = error instanceof ApiError && error.detail && typeof error.detail === "object" ? error.detail : {};
+  if (!causeWords(detail.params || {})) return null;
+  return h("details", { class: "raw-detail" },
+    h("summary", { text: t("error.raw_detail") }),
+    h("span", { translate: "no", lang: "en", text: error.message }));
+}
+
 /** Tell of a failure in a toast: what happened, then what was kept (`kept`, a sentence). */
 export function reportError(error, kept = t("kept.page")) {
-  toast(`${explain(error)} ${kept}`.trim(), "error");
+  const said = `${explain(error)} ${kept}`.trim();
+  const raw = rawDetail(error);
+  toast(raw ? [said, raw] : said, "error");
 }
 
 // The causes a model API failure is sorted into by the server (its ErrorKind).

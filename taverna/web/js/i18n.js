@@ -43,10 +43,23 @@ const VALUE_WORDS = new Set(["null", "true", "false", "a boolean", "a number", "
 // Params that name a place or a value of the file as written, never a kind of value.
 const AS_WRITTEN = new Set(["file", "field", "name", "key"]);
 
+// Params that carry a library's own English words (a JSON parser's, a zip reader's...).
+const LIBRARY_WORDS = ["exc", "error", "msg", "reason"];
+
+/** The sentence for a library failure's cause (param `cause`, cause.* in the catalog) in
+ * the person's language; null in English, where the library's own words say more. */
+export function causeWords(params = {}) {
+  const key = params.cause && `cause.${params.cause}`;
+  return key && current !== "en" && has(key) ? t(key, params) : null;
+}
+
 /** `params` with each value the server names by its kind said in the person's language
- * (value.* in the catalog); every other value as it came. */
+ * (value.* in the catalog), a library's own words by their cause; every other value as it
+ * came. */
 export function valueWords(params = {}) {
+  const cause = causeWords(params);
   return Object.fromEntries(Object.entries(params).map(([name, value]) => {
+    if (cause && LIBRARY_WORDS.includes(name)) return [name, cause];
     const key = `value.${String(value).replace(/ /g, "_")}`;
     return [name, !AS_WRITTEN.has(name) && VALUE_WORDS.has(value) && has(key) ? t(key) : value];
   }));

@@ -2,7 +2,7 @@
 
 import { api, markNewChat } from "../api.js";
 import { formWith, h, mount, toast, toastWarnings } from "../dom.js";
-import { explain, reportError } from "../errors.js";
+import { explain, rawDetail, reportError } from "../errors.js";
 import { t } from "../i18n.js";
 
 const ACCEPT = ".png,.json,.charx,image/png,application/json";
@@ -20,7 +20,10 @@ export async function importCards(files) {
       toastWarnings(file.name, result.warnings);
       await offerCardLorebook(result);
     } catch (error) {
-      toast(t("characters.import_failed", { file: file.name, message: `${explain(error)} ${t("kept.nothing_stored")}` }), "error");
+      // the file's name is the person's own; the reader's English a fold away
+      const said = t("characters.import_failed", { file: "{file}", message: `${explain(error, { fileNamed: true })} ${t("kept.nothing_stored")}` });
+      const parts = said.split("{file}").flatMap((piece, i) => (i ? [h("span", { translate: "no", text: file.name }), piece] : [piece]));
+      toast([...parts, rawDetail(error)], "error");
     }
   }
   return stored;

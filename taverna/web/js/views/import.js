@@ -2,8 +2,8 @@
 
 import { api, followTask } from "../api.js";
 import { formWith, h, mount, toast, toastWarnings, warningNode } from "../dom.js";
-import { explain, reportError, serverText } from "../errors.js";
-import { t } from "../i18n.js";
+import { explain, rawDetail, reportError, serverText } from "../errors.js";
+import { causeWords, t } from "../i18n.js";
 import { importKindLabel, reasonNode } from "../labels.js";
 import { importCards } from "./characters.js";
 
@@ -12,13 +12,17 @@ import { importCards } from "./characters.js";
 const reasonText = (skip) => {
   const why = skip.code === "line_left_out" ? serverText(skip.params?.why_code, skip.params) : null;
   const said = skip.code === "line_left_out" ? why && t("reason.line_left_out", { why }) : serverText(skip.code, skip.params);
-  return said ? h("span", { class: "muted", text: said }) : reasonNode(skip.reason, "span", { class: "muted" });
+  if (!said) return reasonNode(skip.reason, "span", { class: "muted" });
+  // a library's words said by their cause: its own English stays a fold away
+  const raw = causeWords(skip.params || {}) && h("details", { class: "raw-detail" },
+    h("summary", { text: t("error.raw_detail") }), h("span", { translate: "no", lang: "en", text: skip.reason }));
+  return h("span", { class: "muted" }, said, raw || null);
 };
 
 /** A chat file the server refused: its name (the person's own words), why, and that
  * nothing was stored. */
 const failed = (file, error) =>
-  toast([h("span", { translate: "no", text: file.name }), `: ${explain(error)} ${t("kept.nothing_stored")}`], "error");
+  toast([h("span", { translate: "no", text: file.name }), `${t("import.colon")}${explain(error, { fileNamed: true })} ${t("kept.nothing_stored")}`, rawDetail(error)], "error");
 
 /** One SillyTavern chat file (.jsonl): stored with the character it names, or, when the
  * library has none of that name, with one the person chooses or creates here. */
@@ -134,7 +138,7 @@ export async function render(root) {
       h("h3", { text: t("import.skipped", { n: skipped.length }) }),
       h("ul", { class: "list compact" }, skipped.map((s) => h("li", {}, h("span", { class: "strong", translate: "no", text: s.path }), " ", reasonText(s)))),
       h("h3", { text: t("import.warnings", { n: loose.length }) }),
-      h("ul", { class: "list compact warnings" }, loose.map((w) => h("li", {}, h("span", { class: "strong", translate: "no", text: w.path }), h("span", { class: "muted", translate: "no", text: ` ${w.field ? `${w.field}:` : ""}` }), " ", warningNode(w, { class: "muted" })))));
+      h("ul", { class: "list compact warnings" }, loose.map((w) => h("li", {}, h("span", { class: "strong", translate: "no", text: w.path }), " ", warningNode(w, { class: "muted" }, w.field)))));
   }
   return () => close && close();
 }
