@@ -4,6 +4,7 @@ the header."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -87,4 +88,58 @@ def test_each_person_logs_in_and_sees_only_their_chats(
     # Logging out brings the login form back, and the API answers 401 again.
     page.click("#logout")
     expect(page.locator("#login-form")).to_be_visible()
+    context.close()
+
+
+@pytest.mark.parametrize("size", ["desktop", "phone"])
+def test_the_login_form_and_the_account_header_are_chinese_and_fit(
+    chromium: object, shared: TavernaServer, size: str
+) -> None:
+    """A server with accounts, walked in Chinese: the login form, a wrong password, then a
+    page with the account's name and logout in the header. No English word but names, and
+    at 375 px nothing wider than the screen."""
+    from playwright.sync_api import expect
+
+    from tests.browser.test_phone_and_language import (
+        ALLOWED,
+        DESKTOP,
+        ENGLISH_WORDS,
+        PHONE,
+        TOO_WIDE,
+    )
+
+    phone = size == "phone"
+    context = chromium.new_context(  # type: ignore[attr-defined]
+        viewport=PHONE if phone else DESKTOP, has_touch=phone, is_mobile=phone
+    )
+    context.add_init_script("localStorage.setItem('taverna.lang', 'zh-CN')")
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    found: dict[str, list[str]] = {}
+
+    def check(step: str) -> None:
+        page.wait_for_timeout(150)
+        words = page.evaluate(ENGLISH_WORDS, ALLOWED)
+        wide = page.evaluate(TOO_WIDE) if phone else []
+        if words or wide:
+            found[step] = words + wide
+        shot(page, f"accounts-{size}-zh-{step}")
+
+    page.goto(f"{shared.url}/#/chats")
+    expect(page.locator("#login-form")).to_be_visible()
+    check("login")
+    page.fill("#login-name", "bob")
+    page.fill("#login-password", "wrong password")
+    page.click("#login-form button[type=submit]")
+    expect(page.locator("#login-error")).to_have_text("用户名或密码错误。")
+    check("login-failed")
+    page.fill("#login-password", PASSWORDS["bob"])
+    page.click("#login-form button[type=submit]")
+    expect(page.locator("#account")).to_contain_text("bob")
+    # the chat's title as the person named it (the walk above may have renamed it)
+    expect(page.get_by_text(re.compile("^Bob's .* chat$"))).to_be_visible()
+    check("chats")
+    assert not found, "\n".join(f"{step}: {sorted(set(f))}" for step, f in found.items())
+    assert errors == []
     context.close()

@@ -34,9 +34,14 @@ ALLOWED = [
     "JSONL",
     "PNG",
     "CHARX",
+    "zip",
+    "UTF-8",
+    "base64",
     "GGUF",
     "gguf",
     "OpenAI",
+    "JavaScript",
+    "AI",
     "Anthropic",
     "Google",
     "Mistral",
@@ -163,7 +168,21 @@ def seed(taverna: TavernaServer, stub: StubServer) -> dict[str, str]:
             "revision": view["revision"],
         },
     )
+    view = taverna.api("GET", f"/chats/{chat_id}").json()
+    taverna.api(
+        "POST",
+        f"/chats/{chat_id}/checkpoints",
+        json={"name": "渡口", "node_id": view["messages"][1]["id"], "revision": view["revision"]},
+    )
     characters = taverna.api("GET", "/characters").json()
+    others = [
+        taverna.api("POST", "/characters", json={"name": name, "first_mes": f"{name}挥手。"}).json()
+        for name in ("阿岚", "白露")
+    ]
+    group = taverna.api(
+        "POST", "/groups", json={"name": "港口", "character_ids": [c["id"] for c in others]}
+    ).json()
+    group_chat = taverna.api("POST", f"/groups/{group['id']}/chats", json={}).json()
     books = taverna.api("GET", "/lorebooks").json()
     chat_preset = taverna.api("GET", "/presets?kind=chat").json()[0]
     templates = [
@@ -173,6 +192,7 @@ def seed(taverna: TavernaServer, stub: StubServer) -> dict[str, str]:
     ]
     return {
         "chat": chat_id,
+        "group-chat": group_chat["id"],
         "character": characters[0]["id"],
         "lorebook": books[0]["id"],
         "preset": chat_preset["id"],
@@ -199,6 +219,30 @@ def search(page: Page) -> None:
     page.locator("#chat-search .search-hit").first.wait_for()
 
 
+def search_all(page: Page) -> None:
+    page.locator("#message-search").fill("ferry")
+    page.locator("#message-search").press("Enter")
+    page.locator(".message-search .search-hit").first.wait_for()
+
+
+def new_reply_set(page: Page) -> None:
+    """A new Quick Reply set (its name asked in a dialog) with one empty reply row."""
+    page.once("dialog", lambda dialog: dialog.accept("晨间"))
+    click("#qr-new", "#qr-add")(page)
+    click("#qr-add", ".qr-rows > *")(page)
+
+
+def fold_open(fold: str) -> Callable[[Page], None]:
+    """Open the chat settings and unfold one of its sections."""
+
+    def act(page: Page) -> None:
+        click("#open-settings", "#chat-settings")(page)
+        page.locator(f"{fold} > summary").first.click()
+        page.locator(f"{fold}[open]").first.wait_for()
+
+    return act
+
+
 def steps(ids: dict[str, str]) -> list[Step]:
     """(name, address, what to do there): every view, and each dialog opened in place."""
     chat = f"#/chat/{ids['chat']}"
@@ -223,7 +267,12 @@ def steps(ids: dict[str, str]) -> list[Step]:
         ),
         ("templates", "#/templates", None),
         ("quick-replies", "#/quick-replies", None),
+        ("quick-reply-set", "#/quick-replies", new_reply_set),
         ("regex", "#/regex", None),
+        ("regex-script", "#/regex", click("#regex-new", "#regex-name")),
+        ("group-new", "#/groups", click("#new-group", "#group-name")),
+        ("group-chat", f"#/chat/{ids['group-chat']}", None),
+        ("search-across", "#/chats", search_all),
         ("plugins", "#/plugins", None),
         ("connections", "#/connections", None),
         ("import", "#/import", None),
@@ -245,8 +294,10 @@ def steps(ids: dict[str, str]) -> list[Step]:
                 click("#inspector [data-tab=trace]", "table.trace")(p),
             ),
         ),
-        ("tree", chat, click("#open-tree", "#tree")),
+        ("tree", chat, click("#open-tree", "#tree .checkpoint-row")),
         ("settings", chat, click("#open-settings", "#chat-settings")),
+        ("summary-settings", chat, fold_open(".summary-settings")),
+        ("recall-settings", chat, fold_open(".recall-settings")),
         ("search", chat, search),
     ]
     for key, value in ids.items():

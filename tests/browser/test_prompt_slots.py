@@ -56,8 +56,19 @@ def test_add_a_slot_see_it_in_the_inspector_then_delete_it(
 
     page.goto(f"{taverna.url}/#/chat/{chat['id']}")
     page.locator("#open-inspector").click()
-    expect(page.locator("#inspector .inspector-body")).to_contain_text(CONTENT)
+    body = page.locator("#inspector .inspector-body")
+    expect(body).to_contain_text(CONTENT)
     page.locator("#close-inspector").click()
+
+    # the same on a Chinese page
+    page.evaluate("localStorage.setItem('taverna.lang', 'zh-CN')")
+    page.reload()
+    page.locator("#open-inspector").click()
+    expect(body).to_contain_text(CONTENT)
+    shot(page, "prompt-slot-inspector-zh")
+    page.locator("#close-inspector").click()
+    page.evaluate("localStorage.setItem('taverna.lang', 'en')")
+    page.reload()
 
     page.set_viewport_size({"width": 375, "height": 812})
     page.goto(f"{taverna.url}/#/presets/{preset['id']}")

@@ -21,7 +21,7 @@
 // id (else `${prefix}-${name}`), placeholder, attrs (more attributes for the control),
 // wide (the field spans the whole row).
 
-import { h } from "./dom.js";
+import { h, withMacros } from "./dom.js";
 import { t } from "./i18n.js";
 
 const labelOf = (labels, name) => {
@@ -110,8 +110,8 @@ export function fieldForm(fields, values, { prefix = "f", labels = "field", box 
     } else {
       el = control(kind, id, value, options);
       row = kind === "bool"
-        ? h("label", { class: "check", for: id }, el, h("span", { text: label }))
-        : h("label", { class: `field ${kind}${options.wide ? " wide" : ""}`, for: id }, h("span", { text: label }), el);
+        ? h("label", { class: "check", for: id }, el, h("span", {}, withMacros(label)))
+        : h("label", { class: `field ${kind}${options.wide ? " wide" : ""}`, for: id }, h("span", {}, withMacros(label)), el);
     }
     box.append(row);
     box.fields[name] = { label: row, control: el };

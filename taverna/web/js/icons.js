@@ -22,6 +22,7 @@ const PATHS = {
   down: "M6 9l6 6 6-6",
   back: "M15 5l-7 7 7 7",
   menu: "M4 6h16 M4 12h16 M4 18h16",
+  logout: "M10 4H5v16h5 M14 8l4 4-4 4 M18 12H9",
   note: "M5 4h14v16H5z M8 8h8 M8 12h8 M8 16h5",
   undo: "M9 14L4 9l5-5 M4 9h10a6 6 0 0 1 0 12h-3",
   redo: "M15 14l5-5-5-5 M20 9H10a6 6 0 0 0 0 12h3",

@@ -4,6 +4,7 @@
 
 import { api, setSession } from "./api.js";
 import { h, mount } from "./dom.js";
+import { icon } from "./icons.js";
 import { explain } from "./errors.js";
 import { t } from "./i18n.js";
 
@@ -25,9 +26,15 @@ export async function ensureSession() {
 function renderAccount() {
   document.getElementById("account")?.remove();
   if (!current || current.mode !== "accounts") return;
+  // the account's name as its person wrote it, not a word of the page
+  // (a phone shows the name alone, and logout as an icon: the header holds no more)
+  const words = (text) => (text ? h("span", { class: "account-words", text }) : null);
+  const said = t("account.signed_in", { name: "{name}" }).split("{name}")
+    .flatMap((piece, i) => (i ? [h("span", { translate: "no", text: current.name }), words(piece)] : [words(piece)]));
   const chip = h("span", { id: "account", class: "account" },
-    h("span", { class: "account-name", text: t("account.signed_in", { name: current.name }) }),
-    h("button", { type: "button", id: "logout", text: t("account.logout"), onClick: logout }),
+    h("span", { class: "account-name", title: current.name }, said),
+    h("button", { type: "button", id: "logout", "aria-label": t("account.logout"), title: t("account.logout"), onClick: logout },
+      icon("logout"), h("span", { class: "account-words", text: t("account.logout") })),
   );
   document.querySelector(".topbar .lang").before(chip);
 }

@@ -34,7 +34,7 @@ function groupItem(g) {
 function newGroupForm(characters, done) {
   const chosen = []; // character ids in the order they were ticked: the speaking order
   const order = h("ol", { class: "group-order", "aria-label": t("groups.order") });
-  const drawOrder = () => mount(order, chosen.map((id) => h("li", { text: characters.find((c) => c.id === id)?.name || id })));
+  const drawOrder = () => mount(order, chosen.map((id) => h("li", { translate: "no", text: characters.find((c) => c.id === id)?.name || id })));
   const name = h("input", { type: "text", id: "group-name", required: true, "aria-label": t("groups.name") });
   const strategy = h("select", { id: "group-strategy", "aria-label": t("groups.strategy") },
     STRATEGIES.map((s) => h("option", { value: s, text: t(`groups.strategy.${s}`) })));
@@ -48,7 +48,7 @@ function newGroupForm(characters, done) {
       if (!box.checked && at >= 0) chosen.splice(at, 1);
       drawOrder();
     });
-    return h("li", {}, h("label", {}, box, " ", c.name));
+    return h("li", {}, h("label", {}, box, " ", h("span", { translate: "no", text: c.name })));
   }));
   const create = h("button", { type: "submit", class: "primary", id: "create-group", text: t("groups.create") });
   const form = h("form", { class: "group-form", "aria-label": t("groups.new") },

@@ -10,6 +10,7 @@ import { fieldForm } from "../form.js";
 import { reportError } from "../errors.js";
 
 const ROLES = [[0, "system"], [1, "user"], [2, "assistant"]];
+const roleChoices = () => ROLES.map(([value, role]) => [value, t(`role.${role}`)]);
 const count = { empty: 0, attrs: { min: "0", step: "1" } };
 
 /** The recall part of the chat settings panel (its settings are the person's, every chat's). */
@@ -24,7 +25,7 @@ export async function recallSection() {
     ["template", "text", { rows: 2, wide: true, label: t("recall.template") }],
     ["position", "choice", { label: t("recall.position"), choices: [[0, t("settings.after_main")], [2, t("settings.before_main")], [1, t("settings.in_chat")], [-1, t("summary.nowhere")]] }],
     ["depth", "number", { ...count, label: t("recall.depth") }],
-    ["depth_role", "choice", { label: t("recall.role"), choices: ROLES }],
+    ["depth_role", "choice", { label: t("recall.role"), choices: roleChoices() }],
     ["source", "choice", { label: t("recall.source"), choices: [["transformers", t("recall.bundled")], ["openai", t("recall.api")]] }],
     ["alt_endpoint_url", "line", { label: t("recall.endpoint"), placeholder: "http://127.0.0.1:8080/v1" }],
     ["openai_model", "line", { label: t("recall.model") }],

@@ -3,7 +3,7 @@
 // computes with the engine the chat uses, as you type.
 
 import { api } from "../api.js";
-import { formWith, h, mount, toast } from "../dom.js";
+import { formWith, h, mount, toast, withMacros } from "../dom.js";
 import { explain, reportError } from "../errors.js";
 import { t } from "../i18n.js";
 
@@ -131,7 +131,7 @@ export async function render(root) {
         changed();
       };
       return h("li", { class: `regex-item${index === state.selected ? " selected" : ""}` },
-        enabled,
+        h("label", { class: "regex-check" }, enabled),
         h("button", { type: "button", class: "link regex-name", text: script.scriptName || t("regex.unnamed"), onClick: () => select(index) }),
         h("button", { type: "button", class: "small", text: "↑", title: t("regex.up"), "aria-label": t("regex.up"), disabled: index === 0, onClick: () => move(-1) }),
         h("button", { type: "button", class: "small", text: "↓", title: t("regex.down"), "aria-label": t("regex.down"), disabled: index === state.scripts.length - 1, onClick: () => move(1) }),
@@ -152,7 +152,7 @@ export async function render(root) {
     state.selected = index;
     drawList();
     const script = state.scripts[index];
-    const field = (label, control) => h("label", { class: "field" }, h("span", { text: label }), control);
+    const field = (label, control) => h("label", { class: "field" }, h("span", {}, withMacros(label)), control);
     const name = h("input", { type: "text", id: "regex-name", value: script.scriptName });
     const find = h("input", { type: "text", id: "regex-find", value: script.findRegex, placeholder: "/pattern/flags", spellcheck: "false" });
     const replace = h("textarea", { id: "regex-replace", rows: 2, spellcheck: "false" });
