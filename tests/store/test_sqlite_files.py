@@ -91,3 +91,20 @@ def test_a_writer_kept_waiting_too_long_gives_up_and_leaves_the_line_moving() ->
     turns.give_back()
     turns.take()  # the abandoned ticket is passed over
     turns.give_back()
+
+
+def test_every_pooled_connection_keeps_a_small_page_cache(tmp_path: Path) -> None:
+    """Each connection's page cache is memory it holds for the server's life, one per
+    thread that reads: kept small, the system's file cache serves the rest."""
+    store = open_store(tmp_path / "data")
+    try:
+        pooled = [store.engine.raw_connection() for _ in range(2)]
+        try:
+            sizes = [conn.cursor().execute("PRAGMA cache_size").fetchone()[0] for conn in pooled]
+        finally:
+            for conn in pooled:
+                conn.close()
+        # negative: KiB; at most 8 MB each
+        assert all(isinstance(size, int) and -8192 <= size < 0 for size in sizes), sizes
+    finally:
+        store.close()
