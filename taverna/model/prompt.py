@@ -130,7 +130,8 @@ LEDGER_REASONS: dict[str, str] = {
 # (the prompt command, the CLI and API clients read them); a page has its own. The values
 # named `names` and `name` are the person's names, shown as they are; `role` is a
 # chat role (system, user, assistant); `summary`, when given, is the id of the message a
-# summary among the names belongs to.
+# summary among the names belongs to. Example blocks and their turns count from 1, in
+# either kind of prompt.
 LEDGER_SOURCES: dict[str, str] = {
     "reply_priming": "reply priming",
     "token_padding": "token padding",
@@ -139,7 +140,7 @@ LEDGER_SOURCES: dict[str, str] = {
     "messages": "{n} messages",
     "older_messages": "{n} older messages",
     "depth_injection": "depth {depth} {role}: {names}",
-    "example_turn": "block {block} turn {turn}",
+    "example_block_turn": "block {block} turn {turn}",
     "example_block": "block {block}",
     "moved_to_end": "lorebook and extension prompts",
     "parts": "{names}",

@@ -155,7 +155,9 @@ def test_where_each_part_came_from_is_said_in_chinese(
     small_context(taverna, st_fixtures, 1500)
     chat_id = _keeper_chat(taverna, viewport["width"])
     codes = _codes(taverna, chat_id)
-    assert {"reply_priming", "older_messages", "depth_injection", "example_turn"} <= codes, codes
+    assert {"reply_priming", "older_messages", "depth_injection", "example_block_turn"} <= codes, (
+        codes
+    )
 
     context, page, errors = open_zh(chromium, viewport)
     page.goto(f"{taverna.url}/#/chat/{chat_id}")

@@ -128,12 +128,13 @@ def test_chat_completion_lines_say_their_source_by_code() -> None:
         "names": "authors_note,Seraphina",
     }
     assert depth.source == "depth 1 system: authors_note,Seraphina"
-    examples = coded["example_turn"]
+    # counted from 1, as a Text Completion prompt's example blocks are
+    examples = coded["example_block_turn"]
     assert [dict(i.source_params) for i in examples] == [
-        {"block": 0, "turn": 0},
-        {"block": 0, "turn": 1},
+        {"block": 1, "turn": 1},
+        {"block": 1, "turn": 2},
     ]
-    assert [i.source for i in examples] == ["block 0 turn 0", "block 0 turn 1"]
+    assert [i.source for i in examples] == ["block 1 turn 1", "block 1 turn 2"]
 
 
 def test_cache_friendly_chat_names_the_parts_it_moved_after_the_chat() -> None:

@@ -85,9 +85,9 @@ def populate_examples(
                 content,
                 name,
                 kind="example",
-                source=f"block {number} turn {position}",
-                source_code="example_turn",
-                source_params={"block": number, "turn": position},
+                source=f"block {number + 1} turn {position + 1}",
+                source_code="example_block_turn",
+                source_params={"block": number + 1, "turn": position + 1},
             )
             if not layout.affordable(part):
                 for rest in block[position:]:

@@ -84,7 +84,8 @@ const readable = (source, labels) => labels[source] || (SOURCES.includes(source)
 
 // Values of a coded source that are names as written (shown as they are, marked so).
 const NAMED_VALUES = new Set(["names", "name"]);
-// Values the engine's words count from 0, which a person reads counted from 1.
+// Values counted from 0, which a person reads counted from 1: a Chat Completion example
+// turn of a prompt kept before the engine counted them from 1 (example_block_turn).
 const FROM_ZERO = { example_turn: ["block", "turn"] };
 
 /** A ledger line's source in the person's language from its code (`ledger_source.<code>`)
