@@ -68,6 +68,7 @@ class TavernaServer:
             except httpx.HTTPError:
                 pass
             time.sleep(0.05)
+        self.kill()  # not left running unwatched after the caller gives up on it
         raise RuntimeError(f"taverna serve did not start:\n{self.log.read_text()[-3000:]}")
 
     def stop(self) -> None:
