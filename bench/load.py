@@ -61,6 +61,8 @@ from tests.stubs.taverna_server import TavernaServer  # noqa: E402
 
 TARGET_P99_ADDED_MS = 250.0
 SOAK_RSS_GROWTH_PCT = 10.0
+# A first start migrates a new database and seeds it: on a busy machine, over a minute.
+START_TIMEOUT = 300.0
 
 
 def cpu_seconds(pid: int) -> float:
@@ -295,7 +297,11 @@ class Deployment:
         try:
             for i in range(workers):  # one after the other: the first seeds the library
                 server = TavernaServer(
-                    folder / "data", folder / f"serve-{i}.log", args=args, env=env
+                    folder / "data",
+                    folder / f"serve-{i}.log",
+                    args=args,
+                    env=env,
+                    start_timeout=START_TIMEOUT,
                 )
                 self.servers.append(server.start())
         except BaseException:
