@@ -18,12 +18,16 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections import deque
+from collections import OrderedDict, deque
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
 
 from taverna.errors import NotFound, TavernaError
+from taverna.model.chat import Chat
 from taverna.model.quick_reply import QuickReply
+from taverna.services.active_settings import ACTIVE, SETTINGS_KIND
 from taverna.services.chats import ChatService
+from taverna.services.library import LibraryKind
 from taverna.services.plugins import Event, EventName
 from taverna.services.quick_replies import QuickReplyService
 from taverna.services.scripts import ScriptService
@@ -31,6 +35,10 @@ from taverna.services.scripts import ScriptService
 __all__ = ["QuickReplyAutomations"]
 
 log = logging.getLogger(__name__)
+
+# Chats whose account is remembered (a chat's owner never changes), at most.
+OWNERS_KEPT = 4096
+_SETS = LibraryKind.QUICK_REPLY_SET.value
 
 # events whose payload is not a chat's change (the prompt is handed round, not announced)
 _NOT_FOR_SCRIPTS = frozenset({EventName.CHAT_COMPLETION_PROMPT_READY})
@@ -53,6 +61,11 @@ class QuickReplyAutomations:
         # the latest runs (event, chat, set.label) and failures, newest last
         self.ran: deque[tuple[str, str, str]] = deque(maxlen=100)
         self.failures: deque[str] = deque(maxlen=100)
+        # Every event of a turn comes here: what they all ask is kept. A chat's account,
+        # and each account's global sets by the version of the settings naming them.
+        self._owners: OrderedDict[str, str] = OrderedDict()
+        self._globals: dict[str, tuple[Any, list[str]]] = {}
+        self._kept_lock = threading.Lock()  # a group member's draft runs on another thread
 
     def heard(self, event: Event) -> None:
         if event.name in _NOT_FOR_SCRIPTS or getattr(self._inside, "running", False):
@@ -64,12 +77,34 @@ class QuickReplyAutomations:
             self._worker.submit(self._run, event)
 
     def _run(self, event: Event) -> None:
-        try:
-            chat = self.chats.get_chat(event.chat_id)
-        except NotFound:
+        chat: Chat | None = None
+        owner = self._owners.get(event.chat_id)
+        if owner is None:
+            try:
+                chat = self.chats.get_chat(event.chat_id)
+            except NotFound:
+                return
+            owner = self._remember_owner(chat)
+        # One light query (versions, not data): an account with no stored set has nothing
+        # to run, and its global sets are read again only when its settings changed.
+        versions = self.chats.store.versions_of(owner=owner, kinds=(SETTINGS_KIND, _SETS))
+        if not any(v.kind == _SETS for v in versions):
             return
-        replies = QuickReplyService(self.chats, owner=chat.owner)
-        names = dict.fromkeys([*replies.global_sets(), *replies.chat_sets(chat)])
+        if chat is None:
+            try:
+                chat = self.chats.get_chat(event.chat_id)
+            except NotFound:
+                return
+        replies = QuickReplyService(self.chats, owner=owner)
+        settings = [v for v in versions if v.kind == SETTINGS_KIND and v.name == ACTIVE]
+        version = (
+            (settings[-1].id, settings[-1].revision, settings[-1].updated) if settings else None
+        )
+        kept = self._globals.get(owner)
+        if kept is None or kept[0] != version:
+            kept = (version, replies.global_sets() if version is not None else [])
+            self._globals[owner] = kept
+        names = dict.fromkeys([*kept[1], *replies.chat_sets(chat)])
         if not names:
             return  # no set active here: the sets are not read (every event of a turn asks)
         by_name = {s.set.name: s.set for s in replies.sets()}
@@ -94,6 +129,13 @@ class QuickReplyAutomations:
                         log.warning("Quick Reply %s", failure)
         finally:
             self._inside.running = False
+
+    def _remember_owner(self, chat: Chat) -> str:
+        with self._kept_lock:
+            self._owners[chat.id] = chat.owner
+            while len(self._owners) > OWNERS_KEPT:
+                self._owners.popitem(last=False)
+        return chat.owner
 
     def wait(self) -> None:
         """Return once every event heard so far has run its replies."""

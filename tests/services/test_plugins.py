@@ -507,6 +507,47 @@ def test_a_quick_reply_runs_on_an_event_but_not_on_its_own_writes(
     assert list(ws.automations.ran) == [("message_edited", chat_id, "Watch.on edit")]
 
 
+def test_a_quick_reply_set_made_global_later_runs_on_the_next_event(
+    ws: Workspace, stub: StubServer
+) -> None:
+    """What the automations keep between events (the chat's account, the global sets of
+    a settings version) follows a set stored, then made global, then taken off."""
+    assert ws.automations is not None
+    chat_id = new_chat(ws)
+    greeting = ws.chats.active_path(chat_id)
+    node = greeting.nodes[0].id
+    ws.chats.edit(chat_id, node, "One.", revision=greeting.chat.revision)
+    ws.automations.wait()  # no set stored yet: nothing ran
+    replies = QuickReplyService(ws.chats)
+    replies.save(
+        QuickReplySet(
+            name="Watch",
+            qr_list=[
+                QuickReply(
+                    id=1,
+                    label="on edit",
+                    message="/addvar key=edits 1",
+                    execute_on_events=["message_edited"],
+                )
+            ],
+        )
+    )
+    revision = ws.chats.get_chat(chat_id).revision
+    ws.chats.edit(chat_id, node, "Two.", revision=revision)
+    ws.automations.wait()  # stored, active nowhere: nothing ran
+    assert list(ws.automations.ran) == []
+    replies.set_global(["Watch"])
+    revision = ws.chats.get_chat(chat_id).revision
+    ws.chats.edit(chat_id, node, "Three.", revision=revision)
+    ws.automations.wait()
+    assert list(ws.automations.ran) == [("message_edited", chat_id, "Watch.on edit")]
+    replies.set_global([])
+    revision = ws.chats.get_chat(chat_id).revision
+    ws.chats.edit(chat_id, node, "Four.", revision=revision)
+    ws.automations.wait()
+    assert len(ws.automations.ran) == 1
+
+
 def test_a_failing_listener_does_not_undo_the_write(ws: Workspace) -> None:
     def explode(event: Event) -> None:
         raise RuntimeError("listener bug")
