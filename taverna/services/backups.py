@@ -234,11 +234,17 @@ class BackupService:
         if not self.folder.is_dir():
             return []
         key = chat_key(chat_id) if chat_id else None
+        # A chat's own are picked by a substring test before any pattern runs: every
+        # backup written lists the folder, which holds every chat's.
+        marker = f"_{key}_" if key is not None else ""
         found = []
-        for path in self.folder.iterdir():
-            match = _NAME.match(path.name)
+        with os.scandir(self.folder) as entries:
+            names = [entry.name for entry in entries if marker in entry.name]
+        for name in names:
+            match = _NAME.match(name)
             if match is None or (key is not None and match["key"] != key):
                 continue
+            path = self.folder / name
             created = datetime.strptime(match["stamp"], "%Y%m%d-%H%M%S").replace(tzinfo=UTC)
             try:
                 size = path.stat().st_size
