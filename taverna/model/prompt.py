@@ -144,6 +144,10 @@ LEDGER_SOURCES: dict[str, str] = {
     "example_block": "block {block}",
     "moved_to_end": "lorebook and extension prompts",
     "parts": "{names}",
+    # system messages merged into one (squashed): `joined` is their sources' English
+    # joined by "+"; `parts` is the list of the merged parts' sources as JSON, each
+    # {"source", "code", "params"} (a piece without a code is a slot id or a name)
+    "merged": "{joined}",
     "before_story_string": "before story string",
     "after_story_string": "after story string",
     "before_story_string_named": "before story string: {name}",

@@ -332,3 +332,58 @@ def test_a_broken_file_is_told_in_chinese_with_the_readers_words_folded(
     shot(page, f"zh-{viewport['width']}-chat-file-not-utf8")
     assert errors == []
     context.close()
+
+
+def test_merged_system_messages_name_each_part_in_chinese(
+    chromium,  # type: ignore[no-untyped-def]
+    taverna: TavernaServer,
+    st_fixtures: Path,
+) -> None:
+    """Squashed system messages: each merged part in the page's language (a character's
+    note at depth 0 by its depth and role, the post-history instructions by the slot's
+    name), the character's name as written."""
+    path = st_fixtures / "presets" / "openai" / "Default.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data.update(squash_system_messages=True, openai_max_context=4000)
+    files = {"file": ("合并.json", json.dumps(data).encode(), "application/json")}
+    preset = taverna.api("POST", "/presets/import?kind=chat", files=files).json()
+    taverna.api("POST", f"/presets/{preset['id']}/activate")
+    name = "合并守灯人"
+    character = taverna.api(
+        "POST",
+        "/characters",
+        json={
+            "name": name,
+            "first_mes": "潮水来了。",
+            "post_history_instructions": "只写一段。",
+            "depth_prompt": "记得看潮汐表。",
+            "depth_prompt_depth": 0,
+            "depth_prompt_role": "system",
+        },
+    ).json()
+    lines = [message("用户" if i % 2 == 0 else name, i % 2 == 0, f"第{i}段。") for i in range(4)]
+    files = {"file": ("合并.jsonl", chat_file(name, lines), "application/jsonl")}
+    made = taverna.api("POST", "/chats/import", files=files, data={"character_id": character["id"]})
+    assert made.status_code == 201, made.text
+    chat_id = made.json()["id"]
+    ledger = taverna.api("GET", f"/chats/{chat_id}/prompt").json()["prompt"]["ledger"]
+    merged = [i for i in ledger["items"] if i["source_code"] == "merged"]
+    assert any(i["source"] == f"depth 0 system: {name}+jailbreak:character" for i in merged), [
+        i["source"] for i in ledger["items"]
+    ]
+
+    context, page, errors = open_zh(chromium, DESKTOP)
+    page.goto(f"{taverna.url}/#/chat/{chat_id}")
+    page.locator("ol.messages .message").first.wait_for()
+    page.locator("#open-inspector").click()
+    page.locator("#inspector [data-tab=ledger]").click()
+    table = page.locator("#inspector table.ledger")
+    row = table.locator("tr[data-source-code=merged]", has_text=name)
+    expect(row).to_have_count(1)
+    expect(row.locator("td.src")).to_have_text(f"深度 0，系统：{name} + 历史后指令")
+    no_english(page, "inspector ledger, merged system messages")
+    _no_words_hidden_as_names(page)
+    row.scroll_into_view_if_needed()
+    shot(page, "zh-1280-ledger-merged")
+    assert errors == []
+    context.close()

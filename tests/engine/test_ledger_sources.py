@@ -244,3 +244,34 @@ def test_a_context_template_with_a_chat_start_names_it() -> None:
     # the pieces counted apart cost a few tokens more or less than the text counted whole
     assert [i.source for i in coded["joins"]] == ["joins"]
     assert "context_template" not in _coded(assemble(chatml(seraphina())))
+
+
+def test_merged_system_messages_name_each_part_by_its_code() -> None:
+    """Squashed system messages keep the English joined by "+" and list each part's own
+    code and values, so a page names every part in its language."""
+    character = replace(context().characters[0], post_history_instructions="PHI")
+    note = AuthorsNote(prompt="AN", depth=0, position=ExtensionPosition.IN_CHAT)
+    prompt = build(
+        context(
+            character=character,
+            messages=_long_cc_chat(2),
+            metadata=ChatMetadata(authors_note=note),
+            cc={"squash_system_messages": True},
+        )
+    )
+    merged = _coded(prompt)["merged"]
+    by_source = {i.source: i for i in merged}
+    line = by_source["depth 0 system: authors_note+jailbreak:character"]
+    assert json.loads(str(line.source_params["parts"])) == [
+        {
+            "source": "depth 0 system: authors_note",
+            "code": "depth_injection",
+            "params": {"depth": 0, "role": "system", "names": "authors_note"},
+        },
+        {"source": "jailbreak:character"},
+    ]
+    # the slots before the chat merge too, three and more into one list
+    [head] = [i for i in merged if i.source.startswith("main+")]
+    pieces = json.loads(str(head.source_params["parts"]))
+    assert len(pieces) >= 3 and "+".join(p["source"] for p in pieces) == head.source
+    assert all("code" not in p for p in pieces)

@@ -10,6 +10,7 @@ dialogue in `chat_examples`.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -493,17 +494,33 @@ def _squash(parts: list[Part], cost: MessageCost) -> list[Part]:
         if squashable(part) and out and squashable(out[-1]):
             last = out[-1]
             content = last.content + "\n" + part.content
+            source = f"{last.source}+{part.source}"
+            merged = [*_merged_parts(last), *_merged_parts(part)]
             out[-1] = Part(
                 last.identifier,
                 last.role,
                 content,
                 cost.message(last.role, content),
                 kind=last.kind,
-                source=f"{last.source}+{part.source}",
+                source=source,
+                source_code="merged",
+                source_params={"joined": source, "parts": json.dumps(merged, ensure_ascii=False)},
             )
         else:
             out.append(part)
     return out
+
+
+def _merged_parts(part: Part) -> list[dict[str, Any]]:
+    """The pieces of a merged message's source, each with its own code and values (a piece
+    without a code is a slot's identifier or a name, kept as written)."""
+    if part.source_code == "merged" and part.source_params:
+        pieces: list[dict[str, Any]] = json.loads(str(part.source_params["parts"]))
+        return pieces
+    piece: dict[str, Any] = {"source": part.source or part.identifier}
+    if part.source_code:
+        piece.update(code=part.source_code, params=dict(part.source_params or {}))
+    return [piece]
 
 
 def _ledger(

@@ -94,6 +94,7 @@ const FROM_ZERO = { example_turn: ["block", "turn"] };
  * know the code (the English `source` is shown then). */
 function codedSource(item, labels) {
   const { code, params } = item?.source_code ? { code: item.source_code, params: item.source_params || {} } : shapeOf(item?.source);
+  if (code === "merged") return mergedSource(params, labels);
   if (!code || !has(`ledger_source.${code}`)) return null;
   const values = {};
   for (const [name, value] of Object.entries(params)) {
@@ -107,6 +108,29 @@ function codedSource(item, labels) {
     parts.push(...fill(t("ledger_source.summary_of"), { message: h("span", { translate: "no", text: messages }) }));
   }
   return parts;
+}
+
+/** System messages merged into one (squashed): each part by its own code in the person's
+ * language, a slot by its name, any other name as written; joined by " + ". Null when the
+ * parts cannot be read (the English is shown then). */
+function mergedSource(params, labels) {
+  let pieces;
+  try {
+    pieces = JSON.parse(String(params.parts ?? ""));
+  } catch {
+    return null;
+  }
+  if (!Array.isArray(pieces) || !pieces.length) return null;
+  return pieces.flatMap((piece, i) => {
+    const coded = piece?.code && piece.code !== "merged" ? codedSource({ source_code: piece.code, source_params: piece.params || {} }, labels) : null;
+    const source = String(piece?.source ?? "");
+    // a slot filled from the card ("jailbreak:character") reads as the slot
+    const slot = source.split(":")[0];
+    const known = SOURCES.includes(slot) || labels[source];
+    const text = SOURCES.includes(slot) && !labels[source] ? word("source", slot) : readable(source, labels);
+    const node = coded ? h("span", {}, coded) : h("span", { translate: known ? null : "no", text });
+    return i ? [" + ", node] : [node];
+  });
 }
 
 // SillyTavern's keys of the extension prompts a depth injection names, by their words.
