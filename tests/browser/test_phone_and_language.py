@@ -404,3 +404,20 @@ def test_the_input_hint_follows_the_device(chromium, taverna: TavernaServer, ids
     assert len(taverna.api("GET", f"/chats/{ids['chat']}").json()["messages"]) == before
     shot(page, "phone-input-hint")
     touch.close()
+
+
+@pytest.mark.parametrize("size", ["desktop", "phone"])
+def test_a_search_hit_names_the_default_persona_in_chinese(
+    chromium, taverna: TavernaServer, ids, size: str
+) -> None:  # type: ignore[no-untyped-def]
+    """The default persona's messages read "用户" in the chat; a search hit on one says the
+    same, never the stored "User"."""
+    context = chromium.new_context(viewport=DESKTOP if size == "desktop" else PHONE)
+    context.add_init_script("localStorage.setItem('taverna.lang', 'zh-CN')")
+    page = context.new_page()
+    visit(page, taverna.url, f"#/chat/{ids['chat']}", search)
+    heads = page.locator("#chat-search .search-hit .search-head")
+    said = " | ".join(heads.all_inner_texts())
+    assert "#1 用户" in said and "User" not in said, said
+    shot(page, f"search-hit-persona-{size}-zh")
+    context.close()

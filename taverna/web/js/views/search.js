@@ -5,6 +5,7 @@
 import { api } from "../api.js";
 import { h, mount, openDrawer } from "../dom.js";
 import { t } from "../i18n.js";
+import { personaLabel } from "../labels.js";
 
 const JUMP = "taverna.jump-to";
 
@@ -29,7 +30,7 @@ export function hitList(hits, onOpen, { withChat }) {
       h("button", { type: "button", class: "link", onClick: () => onOpen(hit) },
         h("span", { class: "search-head" },
           withChat ? h("span", { class: "strong", translate: "no", text: hit.chat_title }) : null,
-          h("span", { class: "muted" }, `#${hit.position} `, hit.speaker ? h("span", { translate: "no", text: hit.speaker }) : t(`search.role_${hit.role}`)),
+          h("span", { class: "muted" }, `#${hit.position} `, hit.speaker ? h("span", { translate: "no", text: hit.role === "user" ? personaLabel(hit.speaker) : hit.speaker }) : t(`search.role_${hit.role}`)),
           hit.on_path ? null : h("span", { class: "badge", text: t("search.other_branch") })),
         h("span", { class: "search-snippet", translate: "no" }, hit.snippet.map((piece) =>
           piece.match ? h("mark", { text: piece.text }) : piece.text))))));
