@@ -421,3 +421,24 @@ def test_a_search_hit_names_the_default_persona_in_chinese(
     assert "#1 用户" in said and "User" not in said, said
     shot(page, f"search-hit-persona-{size}-zh")
     context.close()
+
+
+@pytest.mark.parametrize(("size", "lang"), [("desktop", "en"), ("phone", "zh-CN")])
+def test_sillytaverns_own_prompt_slots_read_in_the_page_language(
+    chromium, taverna: TavernaServer, ids, size: str, lang: str
+) -> None:  # type: ignore[no-untyped-def]
+    """The prompt manager's built-in slots under SillyTavern's names read in Chinese on a
+    Chinese page (as the inspector says them); English keeps SillyTavern's names."""
+    context = chromium.new_context(viewport=DESKTOP if size == "desktop" else PHONE)
+    context.add_init_script(f"localStorage.setItem('taverna.lang', '{lang}')")
+    page = context.new_page()
+    visit(page, taverna.url, f"#/presets/{ids['preset']}", None)
+    main = page.locator(".prompt-order .slot[data-identifier=main] button.link")
+    history = page.locator(".prompt-order .slot[data-identifier=chatHistory] button.link")
+    if lang == "en":
+        assert (main.inner_text(), history.inner_text()) == ("Main Prompt", "Chat History")
+    else:
+        assert (main.inner_text(), history.inner_text()) == ("主提示词", "聊天记录")
+        assert "Main Prompt" not in page.locator(".prompt-order").inner_text()
+    shot(page, f"prompt-slots-{size}-{lang}")
+    context.close()

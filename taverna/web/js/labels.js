@@ -3,7 +3,7 @@
 // it came, so nothing is ever hidden.
 
 import { h } from "./dom.js";
-import { has, t } from "./i18n.js";
+import { has, language, t } from "./i18n.js";
 
 const slug = (value) => String(value).trim().toLowerCase().replace(/[^a-z0-9]+/g, "_").replace(/^_|_$/g, "");
 
@@ -31,6 +31,22 @@ export const branchLabel = (name) => (name === "main" ? t(DEFAULT_NAMES.main) : 
 
 /** A persona's name as shown: the default persona, "User", reads in the person's language. */
 export const personaLabel = (name) => (name === "User" ? t(DEFAULT_NAMES.User) : name);
+
+// SillyTavern's own prompt slots, by the names it gives them.
+const SLOT_NAMES = {
+  main: "Main Prompt", nsfw: "Auxiliary Prompt", jailbreak: "Post-History Instructions",
+  enhanceDefinitions: "Enhance Definitions", worldInfoBefore: "World Info (before)",
+  personaDescription: "Persona Description", charDescription: "Char Description",
+  charPersonality: "Char Personality", scenario: "Scenario", worldInfoAfter: "World Info (after)",
+  dialogueExamples: "Chat Examples", chatHistory: "Chat History",
+};
+
+/** Whether a prompt slot still has SillyTavern's own name (said in the page's language
+ * outside English); a name the person gave is theirs and shown as written. */
+export const slotNamed = (slot) => language() !== "en" && SLOT_NAMES[slot.identifier] === slot.name && knows("source", slot.identifier);
+
+/** A prompt slot's name as shown. */
+export const slotLabel = (slot) => (slotNamed(slot) ? word("source", slot.identifier) : slot.name || slot.identifier);
 
 // Sentences the server writes, by their shape: [pattern, catalog key, names of the groups].
 // Quoted names and numbers pass through; the rest is said in the person's language.

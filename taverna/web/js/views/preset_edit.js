@@ -4,14 +4,14 @@ import { api } from "../api.js";
 import { h, iconButton, mount, toast } from "../dom.js";
 import { explain } from "../errors.js";
 import { t } from "../i18n.js";
-import { roleLabel } from "../labels.js";
+import { roleLabel, slotLabel, slotNamed } from "../labels.js";
 import { fieldForm, inferFields } from "../form.js";
 
 function promptManager(prompts, onEdit, onDelete) {
   const list = h("ol", { class: "prompt-order" });
   const draw = () => {
     mount(list, prompts.map((p, i) => {
-      const label = p.name || p.identifier;
+      const label = slotLabel(p);
       const toggle = h("input", { type: "checkbox", checked: p.enabled, "aria-label": t("presets.enable_slot", { name: label }) });
       toggle.addEventListener("change", () => { p.enabled = toggle.checked; });
       const up = iconButton(t("presets.move_up"), "up", () => { [prompts[i - 1], prompts[i]] = [prompts[i], prompts[i - 1]]; draw(); });
@@ -23,7 +23,7 @@ function promptManager(prompts, onEdit, onDelete) {
         : null;
       return h("li", { class: `slot${p.marker ? " marker" : ""}`, "data-identifier": p.identifier },
         h("label", { class: "slot-toggle" }, toggle),
-        h("button", { type: "button", class: "link grow", translate: "no", text: label, disabled: p.marker ? true : null, onClick: () => onEdit(p) }),
+        h("button", { type: "button", class: "link grow", translate: slotNamed(p) ? null : "no", text: label, disabled: p.marker ? true : null, onClick: () => onEdit(p) }),
         h("span", { class: "muted", text: p.marker ? t("presets.marker") : roleLabel(p.role || "system") }),
         up, down, remove);
     }));
@@ -48,7 +48,7 @@ const SLOT_DEFAULTS = { name: "", role: "system", injection_position: 0, injecti
 
 /** The fields of one slot; `onDone(values)` gets them when the button is pressed. */
 function slotEditor(p, box, { title, button, withEnabled }, onDone) {
-  mount(box, h("h3", { translate: p.identifier ? "no" : null, text: title }));
+  mount(box, h("h3", { translate: p.identifier && !slotNamed(p) ? "no" : null, text: title }));
   const values = { ...p };
   for (const [name, value] of Object.entries(SLOT_DEFAULTS)) values[name] ??= value;
   const form = fieldForm(slotFields(withEnabled), values, { prefix: "slot", box, shownOnly: true });
@@ -62,7 +62,7 @@ function slotEditor(p, box, { title, button, withEnabled }, onDone) {
 }
 
 function editSlot(p, box) {
-  slotEditor(p, box, { title: p.name || p.identifier, button: t("presets.apply_slot"), withEnabled: false }, (values) => {
+  slotEditor(p, box, { title: slotLabel(p), button: t("presets.apply_slot"), withEnabled: false }, (values) => {
     Object.assign(p, values);
     toast(t("presets.slot_applied"));
   });
