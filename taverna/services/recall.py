@@ -47,6 +47,7 @@ from taverna.engine.assembly.recall import (
     RecallInput,
     RecallSettings,
 )
+from taverna.errors import NotFound
 from taverna.model.chat import Node
 from taverna.model.injection import ExtensionPosition, InjectionRole
 from taverna.model.lorebook import Lorebook
@@ -209,11 +210,13 @@ def embed_due(
     batch: int = BACKLOG_BATCH,
     shared: TextVectors | None = None,
     owners: Collection[str] | None = None,
+    written: tuple[str, int] | None = None,
 ) -> int:
     """Embed one batch of the messages due (no vector of their current text); how many.
     `shared`: the texts' vectors kept in memory (a sent message's, made for its turn, is
-    taken from there). `owners`: only the chats of these accounts (None: every chat)."""
-    due = store.messages_due(embedder.model, limit=batch, owners=owners)
+    taken from there). `owners`: only the chats of these accounts (None: every chat).
+    `written` (chat id, revision): only that chat's messages written after it."""
+    due = store.messages_due(embedder.model, limit=batch, owners=owners, written=written)
     if not due:
         return 0
     texts = [embedded_text(d.speaker, d.text) for d in due]
@@ -293,6 +296,13 @@ class EmbeddingBacklog:
     Before embedding, the vectors stored without their sign bits (written before the bits
     were stored) are given them, once per process: a chat's bits are then read, not made
     from its floats, when recall first searches it.
+
+    Looking for what is due in every chat reads every message (a 100,000-message chat's
+    took about 300 ms of CPU): it is done at the start, when the models in use change, and
+    every `every` seconds (another process's writes). A write in this process names its
+    chat (`wake(chat_id)`), and then only what that chat's writes since the last look
+    added or changed is looked for (through `ix_nodes_revision`); a chat's first look in
+    the process reads it whole once.
     """
 
     def __init__(
@@ -315,6 +325,12 @@ class EmbeddingBacklog:
         self._signs_done = False
         self.failure: Exception | None = None
         self._resting: dict[str, float] = {}  # a failed model -> when it is tried again
+        self._scan_all = True  # look in every chat (at the start, new models)
+        self._next_scan = 0.0  # when every chat is looked at again (by `clock`)
+        self._models: frozenset[tuple[str, tuple[str, ...] | None]] = frozenset()
+        self._written: set[str] = set()  # chats written since their last look
+        self._looked: dict[str, int] = {}  # chat -> the revision its last look covered
+        self._written_lock = threading.Lock()
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
@@ -330,7 +346,13 @@ class EmbeddingBacklog:
             )
             self._thread.start()
 
-    def wake(self) -> None:
+    def wake(self, chat_id: str | None = None) -> None:
+        """Look for what is due now: in the chat written (`chat_id`), or in every chat."""
+        with self._written_lock:
+            if chat_id is None:
+                self._scan_all = True
+            else:
+                self._written.add(chat_id)
         self._wake.set()
 
     def fill_signs(self) -> int:
@@ -350,16 +372,63 @@ class EmbeddingBacklog:
         done = 0
         failure: Exception | None = None
         now = self._clock()
-        for embedder, owners in self.plan():
-            if self._resting.get(embedder.model, now) > now:
-                continue
-            try:
-                # Background work: one core, so the BLAS threads never spin against a turn.
-                with single_threaded():
-                    done += embed_due(self.store, embedder, shared=self.shared, owners=owners)
-            except Exception as exc:  # a model or the database away: try again later
-                self._resting[embedder.model] = now + self.every
-                failure = failure or exc
+        plan = list(self.plan())
+        models = frozenset((e.model, None if o is None else tuple(sorted(o))) for e, o in plan)
+        with self._written_lock:
+            if models != self._models:
+                self._models, self._scan_all = models, True
+            if now >= self._next_scan:  # another process's writes, a failed model's chats
+                self._scan_all = True
+            scan_all = self._scan_all
+            self._scan_all = False
+            if scan_all:
+                self._next_scan = now + self.every
+            written = set() if scan_all else set(self._written)
+            self._written -= written
+        if scan_all:
+            looks: list[tuple[str, int] | None] = [None]
+        else:
+            looks = []
+            for chat_id in sorted(written):
+                try:
+                    revision = self.store.get_chat(chat_id).revision
+                except NotFound:
+                    continue
+                looks.append((chat_id, self._looked.get(chat_id, -1)))
+                self._looked[chat_id] = revision
+        more: set[str | None] = set()  # where more may be due: look there again
+        for look in looks:
+            key = None if look is None else look[0]
+            for embedder, owners in plan:
+                if self._resting.get(embedder.model, now) > now:
+                    if key is not None:  # every chat is looked at again once it has rested
+                        more.add(key)
+                    continue
+                try:
+                    # Background work: one core, so the BLAS threads never spin against a turn.
+                    with single_threaded():
+                        found = embed_due(
+                            self.store, embedder, shared=self.shared, owners=owners, written=look
+                        )
+                except Exception as exc:  # a model or the database away: try again later
+                    self._resting[embedder.model] = now + self.every
+                    failure = failure or exc
+                    if key is not None:
+                        more.add(key)
+                    continue
+                done += found
+                if found >= BACKLOG_BATCH:
+                    more.add(key)
+        with self._written_lock:
+            # Where a batch was full (or a model failed), look again from where it began.
+            for again in more:
+                if again is None:
+                    self._scan_all = True
+                else:
+                    self._written.add(again)
+        for look in looks:
+            if look is not None and look[0] in more:
+                self._looked[look[0]] = look[1]
         if failure is not None and not done:
             raise failure
         return done
@@ -388,10 +457,12 @@ class EmbeddingBacklog:
             self._thread = None
 
     def drain(self) -> int:
-        """Give every vector its sign bits and embed everything due now, in this thread
-        (for a command or a test); how many messages were embedded."""
+        """Give every vector its sign bits and embed everything due now in every chat, in
+        this thread (for a command or a test); how many messages were embedded."""
         while self.fill_signs():
             pass
+        with self._written_lock:
+            self._scan_all = True
         total = 0
         while done := self.step():
             total += done

@@ -171,7 +171,7 @@ class Workspace:
             self._reported[chat_id] = revision
             self.generation.registry.changed(chat_id)
             if self.embeddings is not None:
-                self.embeddings.wake()  # a new or edited message is embedded now
+                self.embeddings.wake(chat_id)  # a new or edited message is embedded now
             self.backups.after_write(chat_id)
         except NotFound:
             pass  # the write deleted the chat; its earlier backups stay

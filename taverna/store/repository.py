@@ -532,10 +532,16 @@ class VectorRepository(ABC):
 
     @abstractmethod
     def messages_due(
-        self, model: str, *, limit: int, owners: Collection[str] | None = None
+        self,
+        model: str,
+        *,
+        limit: int,
+        owners: Collection[str] | None = None,
+        written: tuple[str, int] | None = None,
     ) -> list[DueMessage]:
         """Up to `limit` live messages with no embedding of their current text: of any
-        chat, or (`owners`) of the chats these accounts own."""
+        chat, or (`owners`) of the chats these accounts own; `written` (chat id,
+        revision): only that chat's messages written after that revision."""
 
     @abstractmethod
     def fill_signs(self, *, limit: int) -> int:

@@ -73,6 +73,8 @@ nodes = sa.Table(
     sa.Column("state_from", sa.String(36)),
     sa.Column("revision", sa.Integer, nullable=False),
     sa.Index("ix_nodes_siblings", "chat_id", "parent_id", "id"),
+    # What a write added or changed in a chat (migration 0015): the embedding backlog.
+    sa.Index("ix_nodes_revision", "chat_id", "revision"),
     # Whether a text is still used (and the foreign key's own check when a text goes).
     sa.Index("ix_nodes_content", "content_hash"),
     # Deleted messages only: see migration 0003 for why not a full index.

@@ -231,3 +231,42 @@ def test_a_server_gives_vectors_stored_before_their_sign_bits_theirs(tmp_path: P
             assert signs[v.seq] == np.packbits(np.frombuffer(v.vector, np.float32) > 0).tobytes()
     finally:
         workspace.close()
+
+
+def test_a_write_is_looked_for_in_its_chat_alone_and_every_chat_now_and_then(
+    store: SqlStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After the first look in every chat, a write named by its chat is looked for in what
+    that chat's writes since added; a write not named (another process's) is found when
+    every chat is looked at again, `every` seconds later."""
+    embedder = Fake("m")
+    now = [0.0]
+    backlog = EmbeddingBacklog(store, lambda: embedder, every=30.0, clock=lambda: now[0])
+    first = _chat(store, "", ["one", "two"])
+    second = _chat(store, "", ["three"])
+    assert backlog.step() == 3
+    asked: list[object] = []
+    inner = store.messages_due
+
+    def due(model: str, **kwargs: object) -> object:
+        asked.append(kwargs.get("written"))
+        return inner(model, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store, "messages_due", due)
+    chats = ChatService(store)
+    before = store.get_chat(first).revision
+    chats.append(first, NodeRole.USER, "four", revision=before)
+    backlog.wake(first)
+    assert backlog.step() == 1
+    assert asked == [(first, -1)]  # its first look in this process: the whole chat
+    chats.append(first, NodeRole.USER, "five", revision=store.get_chat(first).revision)
+    backlog.wake(first)
+    assert backlog.step() == 1
+    assert asked[-1] == (first, before + 1)  # then only what was written since
+    chats.append(second, NodeRole.USER, "six", revision=store.get_chat(second).revision)
+    assert backlog.step() == 0  # not named: not looked for yet
+    now[0] += 31
+    assert backlog.step() == 1
+    assert asked[-1] is None
+    assert len(store.message_vectors(first, "m")) == 4
+    assert len(store.message_vectors(second, "m")) == 2

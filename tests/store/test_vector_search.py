@@ -278,3 +278,33 @@ def test_the_messages_due_of_some_accounts_only(any_store: SqlStore) -> None:
     assert due(["a1"]) == {mine}
     assert due(["", "b2"]) == {theirs, local}
     assert due([]) == set()
+
+
+def test_the_messages_a_write_added_are_found_on_their_own_index(tmp_path: Path) -> None:
+    """Only what a chat's writes after a revision added or changed, read through
+    `ix_nodes_revision`: a long chat's last write, not the whole chat."""
+    with temporary_store("sqlite", tmp_path) as store:
+        chat_id, nodes = _chat(store, 50)
+        chat = store.get_chat(chat_id)
+        with store.write(chat_id, revision=chat.revision, label="append") as w:
+            node = w.insert_node(nodes[-1].id, NodeRole.USER, "the newest")
+            w.set_selection(nodes[-1].id, node.id)
+            w.set_active(node.id)
+        due = store.messages_due(MODEL, limit=10, written=(chat_id, chat.revision))
+        assert [d.node_id for d in due] == [node.id]
+        assert len(store.messages_due(MODEL, limit=100, written=(chat_id, -1))) == 51
+        statements: list[tuple[str, object]] = []
+
+        def seen(_c: object, _cur: object, sql: str, params: object, *_: object) -> None:
+            statements.append((sql, params))
+
+        sa.event.listen(store.engine, "before_cursor_execute", seen)
+        store.messages_due(MODEL, limit=10, written=(chat_id, chat.revision))
+        sa.event.remove(store.engine, "before_cursor_execute", seen)
+        sql, params = next((s, p) for s, p in statements if "nodes" in s)
+        with store.engine.connect() as conn:
+            plan = " ".join(
+                str(row[-1])
+                for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", params)  # type: ignore[arg-type]
+            )
+        assert "ix_nodes_revision" in plan, plan

@@ -101,7 +101,12 @@ class SqlVectors(SqlBase):
         return found
 
     def messages_due(
-        self, model: str, *, limit: int, owners: Collection[str] | None = None
+        self,
+        model: str,
+        *,
+        limit: int,
+        owners: Collection[str] | None = None,
+        written: tuple[str, int] | None = None,
     ) -> list[DueMessage]:
         n, v, c = t.nodes, t.message_vectors, t.contents
         query = (
@@ -125,6 +130,9 @@ class SqlVectors(SqlBase):
                 return []
             owned = sa.select(t.chats.c.id).where(t.chats.c.owner.in_(sorted(set(owners))))
             query = query.where(n.c.chat_id.in_(owned))
+        if written is not None:
+            # On `ix_nodes_revision`: a long chat's last write, not the whole chat.
+            query = query.where(n.c.chat_id == written[0], n.c.revision > written[1])
         with self._read() as conn:
             return [DueMessage(*row) for row in conn.execute(query)]
 
