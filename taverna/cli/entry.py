@@ -7,9 +7,15 @@ line (help, other options, other commands) goes through typer as usual.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
 import sys
 from collections.abc import Sequence
+
+# glibc's mallopt parameter for the most arenas a process's threads allocate from.
+_M_ARENA_MAX = -8
+SERVER_ARENAS = 2
 
 
 def _quick_inspect(args: Sequence[str]) -> tuple[str, bool] | None:
@@ -25,8 +31,25 @@ def _quick_inspect(args: Sequence[str]) -> tuple[str, bool] | None:
     return rest[0], as_json
 
 
+def few_arenas() -> None:
+    """Let a server's threads share `SERVER_ARENAS` allocator arenas.
+
+    glibc gives each new thread an arena of its own, up to eight per core, and memory
+    freed in one arena serves only that arena: a server answering on dozens of threads
+    creeps up as it runs (bench/load.py's 30-minute soak of two workers: +9% and +11%
+    with the default, +8% and +8% with two). Runs before any thread starts, and leaves a
+    MALLOC_ARENA_MAX the operator set alone. Only where glibc is the allocator.
+    """
+    if "MALLOC_ARENA_MAX" in os.environ:
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").mallopt(_M_ARENA_MAX, SERVER_ARENAS)
+
+
 def main() -> None:
     args = sys.argv[1:]
+    if args[:1] == ["serve"]:
+        few_arenas()
     if args in (["version"], ["--version"]):
         from taverna import __version__
 
