@@ -44,3 +44,19 @@ def test_old_finished_runs_expire() -> None:
         assert [r.id for r in registry.for_chat("chat1")] == []
 
     asyncio.run(go())
+
+
+def test_last_prompts_are_kept_for_the_newest_chats_only() -> None:
+    from taverna.model.prompt import Prompt
+    from taverna.services.generation.runs import RecentPrompts
+
+    kept = RecentPrompts(size=3)
+    prompts = {f"chat{n}": Prompt(kind="chat") for n in range(10)}
+    for chat_id, prompt in prompts.items():
+        kept[chat_id] = prompt
+        assert len(kept) <= 3
+    kept["chat7"] = prompts["chat7"]  # generating again makes a chat the newest
+    kept["chat0"] = prompts["chat0"]
+    assert list(kept) == ["chat9", "chat7", "chat0"]
+    assert kept.get("chat7") is prompts["chat7"]
+    assert kept.get("chat1") is None

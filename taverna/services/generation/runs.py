@@ -18,6 +18,7 @@ from taverna.providers.events import (
 )
 
 if TYPE_CHECKING:
+    from taverna.model.prompt import Prompt
     from taverna.services.generation.rounds import GroupRound
 
 # ------------------------------------------------------------------ events
@@ -258,3 +259,22 @@ class GenerationRegistry:
             finished.sort()
             for _, key in finished[: len(finished) - self.max_finished]:
                 del self._runs[key]
+
+
+# Chats whose last prompt sent is kept.
+PROMPTS_KEPT = 256
+
+
+class RecentPrompts(dict[str, "Prompt"]):
+    """Each chat's last prompt sent, for the `size` chats that generated most recently: a
+    server that has answered thousands of chats keeps a whole prompt for these only."""
+
+    def __init__(self, size: int = PROMPTS_KEPT) -> None:
+        super().__init__()
+        self.size = size
+
+    def __setitem__(self, chat_id: str, prompt: Prompt) -> None:
+        self.pop(chat_id, None)  # to the newest end
+        super().__setitem__(chat_id, prompt)
+        while len(self) > self.size:
+            del self[next(iter(self))]

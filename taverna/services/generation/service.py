@@ -48,6 +48,7 @@ from taverna.services.generation.runs import (
     Draft,
     Ending,
     GenerationRegistry,
+    RecentPrompts,
     RunningGeneration,
     Started,
     ToolResult,
@@ -173,7 +174,7 @@ class GenerationService:
         self.timeouts = timeouts or Timeouts()
         self.clock = clock
         self.owner = owner
-        self.last_prompts: dict[str, Prompt] = {}
+        self.last_prompts = RecentPrompts()
         # A cold build of a long chat takes most of a second: it runs on this one
         # thread so the event loop keeps answering. One thread, and the lock, because
         # the builds share the token-count cache, which is not safe to use from two
