@@ -442,3 +442,26 @@ def test_sillytaverns_own_prompt_slots_read_in_the_page_language(
         assert "Main Prompt" not in page.locator(".prompt-order").inner_text()
     shot(page, f"prompt-slots-{size}-{lang}")
     context.close()
+
+
+def test_a_trace_reason_reads_as_one_sentence_on_a_phone(
+    chromium, taverna: TavernaServer, ids
+) -> None:  # type: ignore[no-untyped-def]
+    """A phone lays a table cell's children side by side: a reason naming a key (主关键词
+    “ferry”…) is one run of text, never the key in a column of its own."""
+    context = chromium.new_context(viewport=PHONE, has_touch=True, is_mobile=True)
+    context.add_init_script("localStorage.setItem('taverna.lang', 'zh-CN')")
+    page = context.new_page()
+    chat = f"#/chat/{ids['chat']}"
+    visit(page, taverna.url, chat, None)
+    click("#open-inspector", "#inspector .pm")(page)
+    click("#inspector [data-tab=trace]", "table.trace")(page)
+    cells = page.locator("table.trace td[data-label]", has=page.locator("[translate=no]"))
+    assert cells.count() > 0
+    runs = cells.evaluate_all(
+        """(cells) => cells.map((td) => [...td.childNodes].filter(
+             (n) => n.nodeType === 1 || n.textContent.trim()).length)"""
+    )
+    assert set(runs) == {1}, runs
+    shot(page, "trace-reason-phone-zh")
+    context.close()

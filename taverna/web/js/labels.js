@@ -213,5 +213,6 @@ export function reasonNode(text, tag = "span", attrs = {}, code = null) {
   const template = t(parsed.key, { ...parsed.params, ...held });
   const parts = template.split(/\{(\w+)\}/).map((piece, i) =>
     i % 2 === 0 ? piece : h("span", { translate: "no", text: String(parsed.params[piece] ?? "") }));
-  return h(tag, attrs, parts);
+  // one run of text: a phone's table cell lays out its children side by side
+  return h(tag, attrs, h("span", {}, parts));
 }
