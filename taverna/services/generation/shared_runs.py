@@ -30,6 +30,7 @@ import contextlib
 import json
 import logging
 import threading
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, cast
@@ -59,6 +60,10 @@ LEASE_MS = 6000
 LEASE_RENEW = 1.0
 # A follower waits this long for an event before it looks whether the run's process lives.
 FOLLOW_BLOCK_MS = 1000
+# After Redis answered a follower late (a time-out), the pause before it reads again,
+# and how long it keeps trying before the stream ends with the error.
+FOLLOW_RETRY = 0.1
+FOLLOW_GIVE_UP = 60.0
 ORPHANED = "the server process running this generation stopped before it ended"
 # Release a chat's claim only if it still names this run.
 _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end"
@@ -81,17 +86,30 @@ class RemoteGeneration(RunningGeneration):
         index = max(0, since)
         key = self.registry.key("run", self.id, "events")
         client = self.registry.async_client()
+        failing_since: float | None = None
         while True:
-            found = cast(
-                "list[tuple[str, list[tuple[str, dict[str, str]]]]]",
-                await client.xread({key: f"0-{index}"}, count=500, block=FOLLOW_BLOCK_MS),
-            )
-            if not found:
-                if not await asyncio.to_thread(self.registry.alive, self.worker):
-                    await asyncio.to_thread(self.registry.adopt, self.id)
+            try:
+                found = cast(
+                    "list[tuple[str, list[tuple[str, dict[str, str]]]]]",
+                    await client.xread({key: f"0-{index}"}, count=500, block=FOLLOW_BLOCK_MS),
+                )
+                failing_since = None
+                if not found:
+                    if not await asyncio.to_thread(self.registry.alive, self.worker):
+                        await asyncio.to_thread(self.registry.adopt, self.id)
+                        continue
+                    if not await client.exists(self.registry.key("run", self.id)):
+                        return  # expired: nothing more will come
                     continue
-                if not await client.exists(self.registry.key("run", self.id)):
-                    return  # expired: nothing more will come
+            except (redis.TimeoutError, redis.ConnectionError) as exc:
+                # A busy machine or Redis answered late: the stream is read again from
+                # where it was, rather than the page's stream breaking off.
+                now = time.monotonic()
+                failing_since = failing_since if failing_since is not None else now
+                if now - failing_since > FOLLOW_GIVE_UP:
+                    raise
+                logger.info("generation %s: reading its events again after %s", self.id, exc)
+                await asyncio.sleep(FOLLOW_RETRY)
                 continue
             for entry_id, entry in found[0][1]:
                 position = int(entry_id.split("-")[1]) - 1
