@@ -10,6 +10,8 @@ the `X-CSRF-Token` header.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request, Response
@@ -18,7 +20,10 @@ from starlette.types import Scope
 
 from taverna.errors import Forbidden, NotFound, NotLoggedIn, TavernaError
 from taverna.server.context import AppContext, context, current_user
-from taverna.services.accounts import MAX_NAME, AccountService, Session
+from taverna.server.schemas import TaskOut
+from taverna.services.account_import import UserFolderImport
+from taverna.services.accounts import MAX_NAME, AccountService, AccountStatus, Session
+from taverna.services.import_report import Progress
 from taverna.services.ownership import DOCUMENT_PARAMS, Ownership
 
 COOKIE = "taverna_session"
@@ -176,10 +181,68 @@ class QuotaIn(BaseModel):
 
 
 class AccountOut(BaseModel):
+    """An account as its admin sees it: its quotas (None: no limit), what it uses of them,
+    whether it is disabled, and the seconds its name is still locked out of logging in
+    after failed tries (0: not locked)."""
+
+    name: str
+    admin: bool
+    disabled: bool = False
+    storage_bytes: int | None
+    generations_per_hour: int | None
+    used_bytes: int = 0
+    generations_last_hour: int = 0
+    locked_seconds: int = 0
+
+
+class DisabledIn(BaseModel):
+    disabled: bool
+
+
+class RemovedOut(BaseModel):
+    """What went with a deleted account."""
+
+    name: str
+    chats: int
+    documents: int
+
+
+class MyPasswordIn(BaseModel):
+    old_password: str = Field(min_length=1, max_length=1024)
+    password: str = Field(min_length=1, max_length=1024)
+
+
+class MyAccountOut(BaseModel):
+    """The logged-in account's own limits and what it uses of them (None: no limit)."""
+
     name: str
     admin: bool
     storage_bytes: int | None
+    used_bytes: int
     generations_per_hour: int | None
+    generations_last_hour: int
+
+
+class ImportAccountsIn(BaseModel):
+    path: str = Field(
+        min_length=1,
+        max_length=4096,
+        description="a SillyTavern folder on the server machine (the install, its data/ "
+        "folder, or one user's folder), as `taverna import PATH --accounts` takes",
+    )
+    accounts: dict[str, str] = Field(
+        default_factory=dict, description="user folder handle -> account name, where they differ"
+    )
+
+
+class UserFolderOut(BaseModel):
+    handle: str
+    account: str
+
+
+class ImportAccountsOut(BaseModel):
+    task: TaskOut
+    folders: list[UserFolderOut]
 
 
 def _accounts(ctx: AppContext) -> AccountService:
@@ -202,12 +265,34 @@ def _admin(request: Request) -> None:
         raise Forbidden("only an admin may do this", code="only_admin_may_do_this")
 
 
-def _out(account: Any) -> AccountOut:
+def _acting(request: Request) -> str:
+    session: Session | None = getattr(request.state, "session", None)
+    return session.account.id if session else ""
+
+
+def _out(status: AccountStatus) -> AccountOut:
+    account = status.account
     return AccountOut(
         name=account.name,
         admin=account.admin,
+        disabled=account.disabled,
         storage_bytes=account.quota_bytes,
         generations_per_hour=account.quota_generations,
+        used_bytes=status.stored_bytes,
+        generations_last_hour=status.generations_last_hour,
+        locked_seconds=status.locked_seconds,
+    )
+
+
+def _set_cookie(request: Request, response: Response, token: str) -> None:
+    response.set_cookie(
+        COOKIE,
+        token,
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+        max_age=30 * 24 * 3600,
+        path="/",
     )
 
 
@@ -232,15 +317,7 @@ def login(
 ) -> MeOut:
     address = request.client.host if request.client else ""
     token, session = _accounts(ctx).login(body.name, body.password, address=address)
-    response.set_cookie(
-        COOKIE,
-        token,
-        httponly=True,
-        samesite="strict",
-        secure=request.url.scheme == "https",
-        max_age=30 * 24 * 3600,
-        path="/",
-    )
+    _set_cookie(request, response, token)
     account = session.account
     return MeOut(
         user=account.id, mode="accounts", name=account.name, admin=account.admin, csrf=session.csrf
@@ -259,9 +336,42 @@ def logout(request: Request, ctx: AppContext = Depends(context)) -> Response:
     return response
 
 
+@router.get("/api/me/account", response_model=MyAccountOut)
+def my_account(request: Request, ctx: AppContext = Depends(context)) -> MyAccountOut:
+    """The logged-in account's limits and what it uses of them."""
+    accounts = _accounts(ctx)
+    status = accounts.status(accounts.store.account(id=current_user(request)))
+    account = status.account
+    return MyAccountOut(
+        name=account.name,
+        admin=account.admin,
+        storage_bytes=account.quota_bytes,
+        used_bytes=status.stored_bytes,
+        generations_per_hour=account.quota_generations,
+        generations_last_hour=status.generations_last_hour,
+    )
+
+
+@router.put("/api/me/password", response_model=MeOut)
+def change_my_password(
+    body: MyPasswordIn, request: Request, response: Response, ctx: AppContext = Depends(context)
+) -> MeOut:
+    """A new password for the logged-in account, given its current one: every session of
+    the account ends (a stolen one too) and this browser gets a new one."""
+    accounts = _accounts(ctx)
+    account = accounts.change_password(current_user(request), body.old_password, body.password)
+    token, session = accounts.new_session(account)
+    _set_cookie(request, response, token)
+    return MeOut(
+        user=account.id, mode="accounts", name=account.name, admin=account.admin, csrf=session.csrf
+    )
+
+
 @router.get("/api/users", response_model=list[AccountOut], dependencies=[Depends(_admin)])
 def list_users(ctx: AppContext = Depends(context)) -> list[AccountOut]:
-    return [_out(a) for a in _accounts(ctx).users()]
+    """Every account with its quotas, what it uses of them, and whether it is disabled or
+    locked out after failed logins."""
+    return [_out(s) for s in _accounts(ctx).statuses()]
 
 
 @router.post(
@@ -270,10 +380,96 @@ def list_users(ctx: AppContext = Depends(context)) -> list[AccountOut]:
 def add_user(body: AccountIn, ctx: AppContext = Depends(context)) -> AccountOut:
     """A new account, its library started with the product's presets and samples (unless
     `empty`), as a new install's is."""
-    account = _accounts(ctx).add(body.name, body.password, admin=body.admin)
+    accounts = _accounts(ctx)
+    account = accounts.add(body.name, body.password, admin=body.admin)
     if not body.empty:
         ctx.welcome_account(account.id)
-    return _out(account)
+    return _out(accounts.status(account))
+
+
+@router.post(
+    "/api/users/import",
+    response_model=ImportAccountsOut,
+    status_code=202,
+    dependencies=[Depends(_admin)],
+)
+async def import_accounts(
+    body: ImportAccountsIn, request: Request, ctx: AppContext = Depends(context)
+) -> ImportAccountsOut:
+    """Import a SillyTavern install's user folders (data/<handle>/) from a folder on the
+    server machine into the accounts of the same names (or those `accounts` names), as
+    `taverna import PATH --accounts` does; follow it at `/api/tasks/{id}/events`. A folder
+    with no account is skipped and said so."""
+    from taverna.server.imports import import_jobs
+    from taverna.services.account_import import check_mapping, import_user_folders, user_folders
+
+    root = Path(body.path).expanduser()
+    if not root.is_absolute():
+        raise TavernaError(
+            "give the folder's whole path on the server machine (from /)",
+            file=body.path,
+            field="path",
+            code="folder_path_not_absolute",
+        )
+    folders = await asyncio.to_thread(user_folders, root)
+    check_mapping(root, folders, body.accounts, field="accounts")
+    store = ctx.store
+
+    def work(publish: Callable[[str, dict[str, Any]], None]) -> dict[str, Any]:
+        current = {"handle": "", "index": 0, "count": len(folders)}
+
+        def starting(index: int, count: int, handle: str) -> None:
+            current.update(handle=handle, index=index, count=count)
+            publish("progress", {"folder": handle, "folders": count, "folder_index": index})
+
+        def progress(step: Progress) -> None:
+            publish(
+                "progress",
+                {
+                    "done": step.done,
+                    "total": step.total,
+                    "item": _relative(step.current, root),
+                    "folder": current["handle"],
+                    "folders": current["count"],
+                    "folder_index": current["index"],
+                },
+            )
+
+        done = import_user_folders(
+            store, root, accounts=body.accounts, progress=progress, starting=starting
+        )
+        return {"folders": [_folder_json(item) for item in done]}
+
+    job = import_jobs(ctx.services).run(_acting(request), work)
+    return ImportAccountsOut(
+        task=TaskOut(id=job.id, kind="import", status="running"),
+        folders=[
+            UserFolderOut(handle=handle, account=body.accounts.get(handle, handle))
+            for handle, _ in folders
+        ],
+    )
+
+
+def _relative(path: str, root: Path) -> str:
+    try:
+        return str(Path(path).relative_to(root))
+    except ValueError:
+        return path
+
+
+def _folder_json(item: UserFolderImport) -> dict[str, Any]:
+    from taverna.server.imports import report_json
+
+    return {
+        "handle": item.handle,
+        "account": item.account,
+        "skipped": (
+            {"reason": item.skipped, "code": item.code or None, "params": dict(item.params)}
+            if item.report is None
+            else None
+        ),
+        "report": report_json(item.report, item.folder) if item.report is not None else None,
+    }
 
 
 @router.put(
@@ -282,15 +478,54 @@ def add_user(body: AccountIn, ctx: AppContext = Depends(context)) -> AccountOut:
 def reset_password(
     account: str, body: PasswordIn, ctx: AppContext = Depends(context)
 ) -> AccountOut:
-    return _out(_accounts(ctx).set_password(account, body.password))
+    """A new password for an account; its sessions end."""
+    accounts = _accounts(ctx)
+    return _out(accounts.status(accounts.set_password(account, body.password)))
 
 
 @router.put("/api/users/{account}/quota", response_model=AccountOut, dependencies=[Depends(_admin)])
 def set_quota(account: str, body: QuotaIn, ctx: AppContext = Depends(context)) -> AccountOut:
-    return _out(
-        _accounts(ctx).set_quota(
-            account,
-            storage_bytes=body.storage_bytes,
-            generations_per_hour=body.generations_per_hour,
-        )
+    """An account's limits: library size in bytes, generations an hour (null: none)."""
+    accounts = _accounts(ctx)
+    changed = accounts.set_quota(
+        account,
+        storage_bytes=body.storage_bytes,
+        generations_per_hour=body.generations_per_hour,
     )
+    return _out(accounts.status(changed))
+
+
+@router.put(
+    "/api/users/{account}/disabled", response_model=AccountOut, dependencies=[Depends(_admin)]
+)
+def set_disabled(
+    account: str, body: DisabledIn, request: Request, ctx: AppContext = Depends(context)
+) -> AccountOut:
+    """Disable an account (its data kept; its sessions end and it may not log in) or
+    enable it again. An admin may not disable their own account."""
+    accounts = _accounts(ctx)
+    changed = accounts.set_disabled(account, body.disabled, acting=_acting(request))
+    return _out(accounts.status(changed))
+
+
+@router.delete(
+    "/api/users/{account}/lockout", response_model=AccountOut, dependencies=[Depends(_admin)]
+)
+def unlock(account: str, ctx: AppContext = Depends(context)) -> AccountOut:
+    """Forget the failed logins of an account's name: it may log in again at once (a
+    client address locked out keeps its own wait)."""
+    accounts = _accounts(ctx)
+    found = accounts.get(account)
+    accounts.unlock(found.name)
+    return _out(accounts.status(found))
+
+
+@router.delete("/api/users/{account}", response_model=RemovedOut, dependencies=[Depends(_admin)])
+def delete_user(account: str, request: Request, ctx: AppContext = Depends(context)) -> RemovedOut:
+    """Delete an account and everything it owns (characters, chats, lorebooks, presets,
+    personas, pictures, connections) for good; its sessions end. An admin may not delete
+    their own account."""
+    accounts = _accounts(ctx)
+    found = accounts.get(account)
+    removed = accounts.remove(found.name, acting=_acting(request))
+    return RemovedOut(name=found.name, chats=removed.chats, documents=removed.documents)

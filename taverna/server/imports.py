@@ -72,22 +72,41 @@ class ImportJobs:
     ) -> ImportJob:
         """Import the user data folder in `folder` (or one level in) on a thread of its own;
         `cleanup` is removed when it ends."""
-        job = ImportJob(new_id(), owner=library.owner)
+
+        def work(publish: Publish) -> dict[str, Any]:
+            def progress(step: Progress) -> None:
+                publish("progress", {"done": step.done, "total": step.total, "item": step.current})
+
+            report, root = _import(library, folder, progress)
+            return {"report": report_json(report, root)}
+
+        return self.run(library.owner, work, cleanup=cleanup)
+
+    def run(
+        self,
+        owner: str,
+        work: Callable[[Publish], dict[str, Any]],
+        *,
+        cleanup: ScratchFolder | None = None,
+    ) -> ImportJob:
+        """Run `work` on a thread of its own as an import of `owner`'s: it publishes its
+        progress through the function it is given, and what it returns is the `done`
+        event's data (a failure, the `error` event's: the message, its code and the file
+        and field it names). `cleanup` is removed when it ends."""
+        job = ImportJob(new_id(), owner=owner)
         self._jobs[job.id] = job
         loop = asyncio.get_running_loop()
 
-        def progress(step: Progress) -> None:
-            data = {"done": step.done, "total": step.total, "item": step.current}
-            loop.call_soon_threadsafe(job.publish, "progress", data)
+        def publish(name: str, data: dict[str, Any]) -> None:
+            loop.call_soon_threadsafe(job.publish, name, data)
 
         async def run() -> None:
             # The uploaded folder goes before the end is told, so nothing is left after it.
             ending: tuple[str, dict[str, Any]]
             try:
-                report, root = await asyncio.to_thread(_import, library, folder, progress)
-                ending = ("done", {"report": report_json(report, root)})
+                ending = ("done", await asyncio.to_thread(work, publish))
             except TavernaError as exc:
-                ending = ("error", {"message": str(exc)})
+                ending = ("error", error_json(exc))
             except Exception as exc:
                 log.exception("the import %s failed", job.id)
                 ending = ("error", {"message": f"the import failed: {exc}"})
@@ -100,6 +119,28 @@ class ImportJobs:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return job
+
+
+Publish = Callable[[str, dict[str, Any]], None]
+
+
+def error_json(error: TavernaError) -> dict[str, Any]:
+    """An import's failure as its `error` event: the English message, and the code, its
+    params and the file and field it names, for a page to say it in its language."""
+    return {
+        "message": str(error),
+        "code": error.code or None,
+        "params": dict(error.params),
+        "file": error.file,
+        "field": error.field,
+    }
+
+
+def import_jobs(services: dict[str, Any]) -> ImportJobs:
+    """The server's imports (made on first use)."""
+    found = services.setdefault("imports", ImportJobs())
+    assert isinstance(found, ImportJobs)
+    return found
 
 
 def _import(

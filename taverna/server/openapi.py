@@ -141,6 +141,8 @@ def _names_things(operation: dict[str, Any]) -> bool:
 NEVER_401 = ("/api/health", "/api/logout")
 # Reads only an admin may do (writes document 403 anyway).
 ADMIN_READS = ("/api/users",)
+# Reads of the logged-in account's own: 404 on a server without accounts.
+ACCOUNT_READS = ("/api/me/account",)
 
 
 def _document_errors(path: str, method: str, operation: dict[str, Any]) -> None:
@@ -153,7 +155,7 @@ def _document_errors(path: str, method: str, operation: dict[str, Any]) -> None:
         statuses.append("403")
     if write:
         statuses += ["409", "413", "429"]
-    if _names_things(operation):
+    if _names_things(operation) or path in ACCOUNT_READS:
         statuses.append("404")
     for status in statuses:
         responses.setdefault(status, _error(status))

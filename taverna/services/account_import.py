@@ -9,8 +9,8 @@ and said so: accounts are made by an admin, with a password, never by an import.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from taverna.errors import NotFound, TavernaError
@@ -29,6 +29,9 @@ class UserFolderImport:
     account: str | None = None
     report: ImportReport | None = None
     skipped: str = ""
+    # why it was skipped by a code and its params, for a page to say in its language
+    code: str = ""
+    params: Mapping[str, str] = field(default_factory=dict)
 
 
 def user_folders(root: Path) -> list[tuple[str, Path]]:
@@ -69,32 +72,44 @@ def parse_mapping(pairs: list[str]) -> dict[str, str]:
     return mapping
 
 
-def import_user_folders(
-    store: Store,
-    root: Path,
-    *,
-    accounts: Mapping[str, str] | None = None,
-    progress: ProgressCallback | None = None,
-) -> list[UserFolderImport]:
-    """Import each user folder under `root` into its account (`accounts`: handle ->
-    account name, for the handles whose account is named otherwise)."""
-    mapping = dict(accounts or {})
-    folders = user_folders(root)
+def check_mapping(
+    root: Path, folders: list[tuple[str, Path]], mapping: Mapping[str, str], field: str = "--as"
+) -> None:
+    """NotFound if `mapping` names a handle that is none of `folders`' (`field`: where the
+    mapping was given)."""
     unknown = sorted(set(mapping) - {handle for handle, _ in folders})
     if unknown:
         raise NotFound(
             f"no user folder {', '.join(unknown)} (found: "
             f"{', '.join(handle for handle, _ in folders)})",
             file=str(root),
-            field="--as",
+            field=field,
             code="no_user_folder_found",
             params={
                 "unknown": str(", ".join(unknown)),
                 "names": str(", ".join((handle for handle, _ in folders))),
             },
         )
+
+
+def import_user_folders(
+    store: Store,
+    root: Path,
+    *,
+    accounts: Mapping[str, str] | None = None,
+    progress: ProgressCallback | None = None,
+    starting: Callable[[int, int, str], None] | None = None,
+) -> list[UserFolderImport]:
+    """Import each user folder under `root` into its account (`accounts`: handle ->
+    account name, for the handles whose account is named otherwise); `starting(index,
+    count, handle)` is told before each folder."""
+    mapping = dict(accounts or {})
+    folders = user_folders(root)
+    check_mapping(root, folders, mapping)
     done = []
-    for handle, folder in folders:
+    for index, (handle, folder) in enumerate(folders):
+        if starting is not None:
+            starting(index, len(folders), handle)
         name = mapping.get(handle, handle)
         try:
             account = store.account(name=name)
@@ -102,7 +117,15 @@ def import_user_folders(
             reason = (
                 f"no account named {name!r}: add it (`taverna user add {name}`) and import again"
             )
-            done.append(UserFolderImport(handle, folder, skipped=reason))
+            done.append(
+                UserFolderImport(
+                    handle,
+                    folder,
+                    skipped=reason,
+                    code="no_account_for_user_folder",
+                    params={"name": name, "handle": handle},
+                )
+            )
             continue
         library = LibraryService(store, owner=account.id)
         report = library.import_user_data(folder, progress=progress)

@@ -30,7 +30,7 @@ from taverna.errors import (
     TavernaError,
     TooManyLogins,
 )
-from taverna.store.repository import Account, Store
+from taverna.store.repository import Account, AccountRemoval, Store
 
 SESSION_DAYS = 30
 MAX_NAME = 64
@@ -60,6 +60,22 @@ class Session:
 
     account: Account
     csrf: str
+
+
+@dataclass(frozen=True, slots=True)
+class AccountStatus:
+    """An account as its admin's page shows it: what it stores, the generations it started
+    in the last hour, and how long its name is still locked out of logging in (0: not)."""
+
+    account: Account
+    stored_bytes: int
+    generations_last_hour: int
+    locked_seconds: int
+
+
+def name_subject(name: str) -> str:
+    """The login limit's subject for an account name (as typed at the login form)."""
+    return f"name:{name.strip().casefold()}"
 
 
 def token_hash(token: str) -> str:
@@ -156,13 +172,88 @@ class AccountService:
             )
         return self.store.update_account(account.id, admin=admin)
 
+    def set_disabled(self, name: str, disabled: bool, *, acting: str = "") -> Account:
+        """Disable an account (its data kept, its sessions ended, no login) or enable it
+        again; `acting` is the admin's own account id, which may not disable itself."""
+        account = self.get(name)
+        if disabled:
+            self._may_remove(account, acting)
+        return self.store.update_account(account.id, disabled=disabled)
+
+    def remove(self, name: str, *, acting: str = "") -> AccountRemoval:
+        """Delete an account and everything it owns, for good."""
+        account = self.get(name)
+        self._may_remove(account, acting)
+        removed = self.store.delete_account(account.id)
+        self.forget_usage(account.id)
+        self.unlock(account.name)
+        return removed
+
+    def _may_remove(self, account: Account, acting: str) -> None:
+        if account.id == acting:
+            raise Conflict(
+                "an admin may not disable or delete their own account",
+                field="name",
+                code="not_your_own_account",
+            )
+        admins = [a for a in self.users() if a.admin and not a.disabled]
+        if account.admin and admins == [account]:
+            raise Conflict(
+                "the last admin stays an admin", field="admin", code="last_admin_stays_admin"
+            )
+
+    def change_password(self, user_id: str, old: str, new: str) -> Account:
+        """The account's own new password, given its current one (tries of a wrong one
+        count against the name's login limit); its sessions end."""
+        account = self.store.account(id=user_id)
+        subject = name_subject(account.name)
+        self._check_login_limits([subject])
+        try:
+            _HASHER.verify(account.password_hash, old)
+        except (VerificationError, InvalidHashError):
+            self.store.add_login_failure([subject])
+            raise TavernaError(
+                "the current password is not right",
+                field="old_password",
+                code="current_password_wrong",
+            ) from None
+        return self.store.update_account(
+            account.id, password_hash=_HASHER.hash(check_password(new))
+        )
+
+    # ---------------------------------------------------------------- status
+
+    def statuses(self) -> list[AccountStatus]:
+        """Every account with what it uses and whether its name is locked out."""
+        return self._statuses(self.users())
+
+    def status(self, account: Account) -> AccountStatus:
+        return self._statuses([account])[0]
+
+    def _statuses(self, accounts: list[Account]) -> list[AccountStatus]:
+        locked = self.locked_seconds([name_subject(a.name) for a in accounts])
+        since = datetime.now(UTC) - timedelta(hours=1)
+        return [
+            AccountStatus(
+                account=a,
+                stored_bytes=self.stored_bytes(a.id),
+                generations_last_hour=self.store.generations_since(a.id, since),
+                locked_seconds=locked.get(name_subject(a.name), 0),
+            )
+            for a in accounts
+        ]
+
+    def unlock(self, name: str) -> None:
+        """Forget the failed logins of an account name: it may log in again at once."""
+        self.store.clear_login_failures(name_subject(name))
+
     # --------------------------------------------------------------- sessions
 
     def login(self, name: str, password: str, *, address: str = "") -> tuple[str, Session]:
         """A new session's cookie token and the session; NotLoggedIn if the name or the
         password is wrong (one message for both); TooManyLogins, before any password is
         checked, while the name or the client `address` has too many recent failures."""
-        by_name = f"name:{name.strip().casefold()}"
+        by_name = name_subject(name)
         subjects = [by_name, f"address:{address}"] if address else [by_name]
         self._check_login_limits(subjects)
         refused = NotLoggedIn(
@@ -180,30 +271,39 @@ class AccountService:
             self.store.add_login_failure(subjects)
             raise refused from None
         self.store.clear_login_failures(by_name)
+        if account.disabled:
+            raise NotLoggedIn(
+                f"the account {account.name} is disabled; ask an admin",
+                code="account_disabled",
+                params={"name": account.name},
+            )
         if _HASHER.check_needs_rehash(account.password_hash):
             account = self.store.update_account(account.id, password_hash=_HASHER.hash(password))
-        token = secrets.token_urlsafe(32)
-        csrf = secrets.token_urlsafe(32)
-        expires = datetime.now(UTC) + timedelta(days=SESSION_DAYS)
-        self.store.add_session(token_hash(token), account.id, csrf, expires)
-        return token, Session(account, csrf)
+        return self.new_session(account)
 
     def _check_login_limits(self, subjects: list[str]) -> None:
+        wait = max(self.locked_seconds(subjects).values(), default=0)
+        if wait > 0:
+            raise TooManyLogins(
+                f"too many failed logins; try again in {wait} seconds", retry_after=wait
+            )
+
+    def locked_seconds(self, subjects: list[str]) -> dict[str, int]:
+        """For each subject (`name:…`, `address:…`), the seconds until it may try to log in
+        again: 0 unless its failures in the window reached its limit."""
         limits = self.limits
         now = datetime.now(UTC)
         failures = self.store.login_failures(subjects, now - limits.window)
-        wait = 0.0
+        locked = {}
         for subject, times in failures.items():
             allowed = limits.per_name if subject.startswith("name:") else limits.per_address
+            wait = 0.0
             if len(times) >= allowed:
                 # free again once enough of them are older than the window
                 freed = times[len(times) - allowed] + limits.window
-                wait = max(wait, (freed - now).total_seconds())
-        if wait > 0:
-            seconds = max(1, math.ceil(wait))
-            raise TooManyLogins(
-                f"too many failed logins; try again in {seconds} seconds", retry_after=seconds
-            )
+                wait = (freed - now).total_seconds()
+            locked[subject] = max(1, math.ceil(wait)) if wait > 0 else 0
+        return locked
 
     def session(self, token: str) -> Session | None:
         """The live session of a cookie token, or None."""
@@ -213,6 +313,8 @@ class AccountService:
         if found is None:
             return None
         account, csrf, expires = found
+        if account.disabled:
+            return None
         now = datetime.now(UTC)
         if expires <= now:
             self.store.end_session(token_hash(token))
@@ -221,6 +323,14 @@ class AccountService:
 
     def logout(self, token: str) -> None:
         self.store.end_session(token_hash(token))
+
+    def new_session(self, account: Account) -> tuple[str, Session]:
+        """A fresh session for an account that has just proven who it is."""
+        token = secrets.token_urlsafe(32)
+        csrf = secrets.token_urlsafe(32)
+        expires = datetime.now(UTC) + timedelta(days=SESSION_DAYS)
+        self.store.add_session(token_hash(token), account.id, csrf, expires)
+        return token, Session(account, csrf)
 
     # ----------------------------------------------------------------- quotas
 

@@ -93,6 +93,17 @@ class Account:
     quota_bytes: int | None = None
     quota_generations: int | None = None
     created: datetime | None = None
+    # A disabled account keeps its data but may not log in (its sessions end).
+    disabled: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AccountRemoval:
+    """What went with a removed account: its chats and its library documents (pictures,
+    connections and drafts among them)."""
+
+    chats: int
+    documents: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -663,8 +674,14 @@ class Store(
 
     @abstractmethod
     def update_account(self, id: str, **values: Any) -> Account:
-        """Change an account's password hash, admin flag or quotas (a new password ends
-        its sessions)."""
+        """Change an account's password hash, admin flag, quotas or disabled flag (a new
+        password, or disabling it, ends its sessions)."""
+
+    @abstractmethod
+    def delete_account(self, id: str) -> AccountRemoval:
+        """Remove an account and everything it owns: its chats go from every read at once
+        (their rows are removed in the background), its library documents, pictures and
+        connections at once, its sessions and counts too."""
 
     @abstractmethod
     def add_session(self, token_hash: str, user_id: str, csrf: str, expires: datetime) -> None:
@@ -684,6 +701,10 @@ class Store(
         that count reached `limit`."""
 
     @abstractmethod
+    def generations_since(self, user_id: str, since: datetime) -> int:
+        """How many generations `user_id` started since `since` (nothing recorded)."""
+
+    @abstractmethod
     def stored_bytes(self, owner: str) -> int:
         """The size of what an account holds: library documents, pictures, drafts, chats
         and their messages."""
@@ -699,7 +720,7 @@ class Store(
 
     @abstractmethod
     def clear_login_failures(self, subject: str) -> None:
-        """Forget a subject's failed logins (after it logged in)."""
+        """Forget a subject's failed logins (after it logged in, or an admin unlocked it)."""
 
     def close(self) -> None:
         """Release the database connections."""

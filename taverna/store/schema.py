@@ -265,6 +265,8 @@ users = sa.Table(
     sa.Column("quota_bytes", sa.BigInteger),
     sa.Column("quota_generations", sa.Integer),
     sa.Column("created", Stamp, nullable=False),
+    # A disabled account keeps its data but may not log in (migration 0015).
+    sa.Column("disabled", sa.Boolean, nullable=False, server_default=sa.false()),
 )
 
 # Logged-in sessions: the SHA-256 of the cookie's random token (a stolen database does not

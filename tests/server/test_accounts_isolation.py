@@ -40,7 +40,15 @@ EXEMPT = {
     ("POST", "/api/login"): "names an account and its password, no one's data",
 }
 # Routes only an admin may call: Bob is refused with 403.
-ADMIN_ONLY = {"/api/users", "/api/users/{account}/password", "/api/users/{account}/quota"}
+ADMIN_ONLY = {
+    "/api/users",
+    "/api/users/import",
+    "/api/users/{account}",
+    "/api/users/{account}/password",
+    "/api/users/{account}/quota",
+    "/api/users/{account}/disabled",
+    "/api/users/{account}/lockout",
+}
 # Path parameters that name a part of something the route's other parameter names
 # (a message of a chat, an entry of a lorebook): the whole is what is checked.
 # A regex layer is global or one of the account's own presets or characters, named by

@@ -25,6 +25,7 @@ def _account(row: Any) -> Account:
         quota_bytes=row["quota_bytes"],
         quota_generations=row["quota_generations"],
         created=_aware(row["created"]),
+        disabled=bool(row["disabled"]),
     )
 
 
@@ -40,6 +41,7 @@ class SqlAccounts(SqlBase):
             "quota_bytes": None,
             "quota_generations": None,
             "created": _utc(self.clock()),
+            "disabled": False,
         }
         with self.engine.begin() as conn:
             taken = conn.execute(sa.select(t.users.c.id).where(t.users.c.name == name)).first()
@@ -74,7 +76,7 @@ class SqlAccounts(SqlBase):
         return _account(row)
 
     def update_account(self, id: str, **values: Any) -> Account:
-        allowed = {"password_hash", "admin", "quota_bytes", "quota_generations"}
+        allowed = {"password_hash", "admin", "quota_bytes", "quota_generations", "disabled"}
         unknown = set(values) - allowed
         if unknown:
             raise ValueError(f"not an account field: {sorted(unknown)}")
@@ -84,7 +86,8 @@ class SqlAccounts(SqlBase):
                 raise NotFound(
                     f"no account {id!r}", field="id", code="no_account_id", params={"id": str(id)}
                 )
-            if "password_hash" in values:  # a new password ends every session
+            # a new password, or disabling the account, ends every session
+            if "password_hash" in values or values.get("disabled"):
                 conn.execute(t.sessions.delete().where(t.sessions.c.user_id == id))
         return self.account(id=id)
 
@@ -132,6 +135,16 @@ class SqlAccounts(SqlBase):
             if limit is None or count < limit:
                 conn.execute(log.insert(), {"user_id": user_id, "started": now})
         return int(count)
+
+    def generations_since(self, user_id: str, since: datetime) -> int:
+        log = t.generation_log
+        query = (
+            sa.select(sa.func.count())
+            .select_from(log)
+            .where(log.c.user_id == user_id, log.c.started >= _utc(since))
+        )
+        with self._read() as conn:
+            return int(conn.execute(query).scalar_one())
 
     def login_failures(self, subjects: Sequence[str], since: datetime) -> dict[str, list[datetime]]:
         failures = t.login_failures

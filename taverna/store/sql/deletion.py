@@ -18,7 +18,9 @@ import threading
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from taverna.errors import NotFound
 from taverna.store import schema as t
+from taverna.store.repository import AccountRemoval
 from taverna.store.sql.base import SqlBase, update_live_chat
 from taverna.store.sql.contents import _drop_unused_texts
 from taverna.store.sql.vector_index import SQLITE_VEC, forget
@@ -149,6 +151,28 @@ class SqlDeletion(SqlBase):
             whole = False
         if not whole:
             self.purge_in_background()
+
+    def delete_account(self, id: str) -> AccountRemoval:
+        """Remove the account, its sessions and counts, its documents; mark its chats
+        deleted (their rows go batch by batch on the purge thread, as a deleted chat's)."""
+        chats, docs = t.chats, t.documents
+        with self.engine.begin() as conn:
+            conn.execute(t.sessions.delete().where(t.sessions.c.user_id == id))
+            conn.execute(t.generation_log.delete().where(t.generation_log.c.user_id == id))
+            # Marked now (gone from every read), their rows removed by the purge.
+            marked = conn.execute(
+                chats.update()
+                .where(chats.c.owner == id, chats.c.deleted == sa.false())
+                .values(deleted=True)
+            ).rowcount
+            documents = conn.execute(docs.delete().where(docs.c.owner == id)).rowcount
+            gone = conn.execute(t.users.delete().where(t.users.c.id == id))
+            if gone.rowcount == 0:  # nothing above is kept
+                raise NotFound(
+                    f"no account {id!r}", field="id", code="no_account_id", params={"id": str(id)}
+                )
+        self.purge_in_background()
+        return AccountRemoval(chats=int(marked or 0), documents=int(documents or 0))
 
     def purge_step(self, chat_id: str, *, batch: int | None = None) -> bool:
         """Remove up to `batch` (default `purge_batch`) rows of a deleted chat, and the
