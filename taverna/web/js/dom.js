@@ -78,6 +78,14 @@ export function openDrawer({ id, title, label = title, closeId, onStale }, ...pa
   return panel;
 }
 
+/** `t(key, params)` as nodes: the values of the params in `own` (names people gave) marked
+ * translate="no", as their own words. */
+export function phrase(key, params, own = ["name"]) {
+  const held = Object.fromEntries(Object.entries(params).map(([k, v]) => [k, own.includes(k) ? `{${k}}` : v]));
+  return t(key, held).split(/\{(\w+)\}/).map((piece, i) =>
+    (i % 2 === 0 ? piece : h("span", { translate: "no", text: String(params[piece] ?? "") })));
+}
+
 /** Show a short message at the bottom of the screen (text, or nodes: a name marked as such). */
 export function toast(message, kind = "info") {
   const box = document.getElementById("toasts");

@@ -4,7 +4,7 @@ import { h, mount } from "./dom.js";
 import { explain, reportError } from "./errors.js";
 import { icon } from "./icons.js";
 import { initI18n, languages, language, setLanguage, t } from "./i18n.js";
-import { ensureSession, refreshAccount } from "./session.js";
+import { ensureSession, me, refreshAccount } from "./session.js";
 
 const ROUTES = [
   [/^#\/characters\/new$/, () => import("./views/character_edit.js"), () => ({ id: null })],
@@ -24,6 +24,8 @@ const ROUTES = [
   [/^#\/connections$/, () => import("./views/connections.js"), () => ({})],
   [/^#\/plugins$/, () => import("./views/plugins.js"), () => ({})],
   [/^#\/import$/, () => import("./views/import.js"), () => ({})],
+  [/^#\/account$/, () => import("./views/account.js"), () => ({})],
+  [/^#\/accounts$/, () => import("./views/accounts.js"), () => ({})],
 ];
 
 const NAV = [
@@ -40,6 +42,13 @@ const NAV = [
   ["#/plugins", "nav.plugins"],
   ["#/import", "nav.import"],
 ];
+
+/** The navigation's links: with accounts, the person's own page, and the admin's. */
+function links() {
+  const who = me();
+  if (!who || who.mode !== "accounts") return NAV;
+  return [...NAV, ["#/account", "nav.my_account"], ...(who.admin ? [["#/accounts", "nav.accounts"]] : [])];
+}
 
 let cleanup = null;
 
@@ -68,8 +77,8 @@ function renderNav() {
   const here = location.hash || "#/characters";
   mount(
     nav,
-    h("ul", {}, NAV.map(([href, key]) =>
-      h("li", {}, h("a", { href, "aria-current": here.startsWith(href) ? "page" : null, text: t(key) })),
+    h("ul", {}, links().map(([href, key]) =>
+      h("li", {}, h("a", { href, "aria-current": here === href || here.startsWith(`${href}/`) ? "page" : null, text: t(key) })),
     )),
     themeChoice(),
   );

@@ -10,6 +10,15 @@ import { t } from "./i18n.js";
 
 let current = null; // /api/me's answer
 
+/** Who the page acts for (/api/me's answer): `mode`, and with accounts `name` and `admin`. */
+export const me = () => current;
+
+/** Take a new session's CSRF token (after a password change the server starts one). */
+export function renewSession(answer) {
+  current = { ...current, ...answer };
+  setSession(current.csrf);
+}
+
 /** Make sure someone is logged in (showing the login form until then); resolves with /api/me. */
 export async function ensureSession() {
   try {
@@ -72,7 +81,9 @@ function loginForm() {
         document.body.classList.remove("logged-out");
         resolve(me);
       } catch (error) {
-        message.textContent = error.status === 401 ? t("login.failed") : explain(error);
+        // a disabled account is told so (only once its password was right)
+        const plain = error.status === 401 && error.detail?.code !== "account_disabled";
+        message.textContent = plain ? t("login.failed") : explain(error);
       }
     });
     mount(view, form);

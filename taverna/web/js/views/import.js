@@ -73,6 +73,21 @@ function chatFileSection() {
     picker, choice);
 }
 
+/** What an import stored, what it skipped and why, and the values it read loosely. */
+export function reportNode(r) {
+  const stored = r.stored || [];
+  const skipped = r.skipped || [];
+  const loose = r.warnings || [];
+  return [
+    h("h3", { text: t("import.stored", { n: stored.length }) }),
+    h("ul", { class: "list compact" }, stored.map((s) => h("li", {}, `${importKindLabel(s.kind)}${t("import.colon")}`, h("span", { translate: "no", text: s.name })))),
+    h("h3", { text: t("import.skipped", { n: skipped.length }) }),
+    h("ul", { class: "list compact" }, skipped.map((s) => h("li", {}, h("span", { class: "strong", translate: "no", text: s.path }), " ", reasonText(s)))),
+    h("h3", { text: t("import.warnings", { n: loose.length }) }),
+    h("ul", { class: "list compact warnings" }, loose.map((w) => h("li", {}, h("span", { class: "strong", translate: "no", text: w.path }), " ", warningNode(w, { class: "muted" }, w.field)))),
+  ];
+}
+
 export async function render(root) {
   const folder = h("input", { type: "file", id: "st-folder", webkitdirectory: true, directory: true, multiple: true, hidden: true });
   const cards = h("input", { type: "file", id: "card-files", accept: ".png,.json,.charx", multiple: true, hidden: true });
@@ -129,16 +144,7 @@ export async function render(root) {
   });
 
   function showReport(r) {
-    const stored = r.stored || [];
-    const skipped = r.skipped || [];
-    const loose = r.warnings || [];
-    mount(report,
-      h("h3", { text: t("import.stored", { n: stored.length }) }),
-      h("ul", { class: "list compact" }, stored.map((s) => h("li", {}, `${importKindLabel(s.kind)}${t("import.colon")}`, h("span", { translate: "no", text: s.name })))),
-      h("h3", { text: t("import.skipped", { n: skipped.length }) }),
-      h("ul", { class: "list compact" }, skipped.map((s) => h("li", {}, h("span", { class: "strong", translate: "no", text: s.path }), " ", reasonText(s)))),
-      h("h3", { text: t("import.warnings", { n: loose.length }) }),
-      h("ul", { class: "list compact warnings" }, loose.map((w) => h("li", {}, h("span", { class: "strong", translate: "no", text: w.path }), " ", warningNode(w, { class: "muted" }, w.field)))));
+    mount(report, reportNode(r));
   }
   return () => close && close();
 }
