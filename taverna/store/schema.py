@@ -265,7 +265,7 @@ users = sa.Table(
     sa.Column("quota_bytes", sa.BigInteger),
     sa.Column("quota_generations", sa.Integer),
     sa.Column("created", Stamp, nullable=False),
-    # A disabled account keeps its data but may not log in (migration 0015).
+    # A disabled account keeps its data but may not log in (migration 0016).
     sa.Column("disabled", sa.Boolean, nullable=False, server_default=sa.false()),
 )
 
