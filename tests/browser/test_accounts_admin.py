@@ -265,3 +265,40 @@ def test_the_admin_imports_sillytavern_users_from_a_folder_on_the_server(
     expect(bob.locator("#account")).to_be_visible()
     bob.goto(f"{server.url}/#/lorebooks")
     expect(bob.get_by_text("Brasswater")).to_be_visible()
+
+
+@pytest.mark.parametrize(("lang", "viewport"), [("en", DESKTOP)], ids=["en-desktop"])
+def test_a_person_changes_their_own_password(
+    chromium: Any, server: TavernaServer, lang: str, viewport: dict[str, int]
+) -> None:
+    mine = open_page(chromium, server, lang, viewport)
+    log_in(mine, "bob", PASSWORDS["bob"])
+    elsewhere = open_page(chromium, server, lang, viewport)
+    log_in(elsewhere, "bob", PASSWORDS["bob"])
+    expect(elsewhere.locator("#account")).to_be_visible()
+    mine.goto(f"{server.url}/#/account")
+    form = mine.locator("#my-password-form")
+    form.locator("#my-old-password").fill(PASSWORDS["bob"])
+    form.locator("#my-new-password").fill("bob's newer secret")
+    form.locator("#my-new-password-again").fill("bob's other secret")
+    form.locator("button[type=submit]").click()
+    expect(mine.locator("#my-password-error")).to_have_text("The two new passwords differ.")
+    form.locator("#my-old-password").fill("not bob's password")
+    form.locator("#my-new-password-again").fill("bob's newer secret")
+    form.locator("button[type=submit]").click()
+    expect(mine.locator("#my-password-error")).to_contain_text("current password is not right")
+    form.locator("#my-old-password").fill(PASSWORDS["bob"])
+    form.locator("button[type=submit]").click()
+    expect(mine.locator(".toast", has_text="Password changed")).to_be_visible()
+    shot(mine, "admin-desktop-en-own-password")
+    # this browser stays logged in (its writes carry the new session's token); the other
+    # one is logged out
+    mine.goto(f"{server.url}/#/lorebooks")
+    mine.once("dialog", lambda dialog: dialog.accept("Bob's tides"))
+    mine.locator("main .page-head button").nth(1).click()
+    expect(mine.locator(".toast.error")).to_have_count(0)
+    expect(mine.locator("main h1")).not_to_have_text("Lorebooks")
+    elsewhere.reload()
+    expect(elsewhere.locator("#login-form")).to_be_visible()
+    log_in(elsewhere, "bob", "bob's newer secret")
+    expect(elsewhere.locator("#account")).to_be_visible()
