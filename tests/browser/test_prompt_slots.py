@@ -58,6 +58,11 @@ def test_add_a_slot_see_it_in_the_inspector_then_delete_it(
     page.locator("#open-inspector").click()
     body = page.locator("#inspector .inspector-body")
     expect(body).to_contain_text(CONTENT)
+    # the ledger names the slot as the person named it, never by its identifier
+    page.locator("#inspector [data-tab=ledger]").click()
+    injection = body.locator("tr[data-kind=injection]")
+    expect(injection.filter(has_text="Weather")).to_have_count(1)
+    expect(body).not_to_contain_text(weather["identifier"])
     page.locator("#close-inspector").click()
 
     # the same on a Chinese page
@@ -65,6 +70,9 @@ def test_add_a_slot_see_it_in_the_inspector_then_delete_it(
     page.reload()
     page.locator("#open-inspector").click()
     expect(body).to_contain_text(CONTENT)
+    page.locator("#inspector [data-tab=ledger]").click()
+    expect(injection.filter(has_text="Weather")).to_have_count(1)
+    expect(body).not_to_contain_text(weather["identifier"])
     shot(page, "prompt-slot-inspector-zh")
     page.locator("#close-inspector").click()
     page.evaluate("localStorage.setItem('taverna.lang', 'en')")

@@ -434,7 +434,9 @@ def _populate(
 
     # §3.3 step 6: in-chat injections go into the history.
     in_chat = [
-        InChatPrompt(s.identifier, InjectionRole.parse(s.role), s.injection_depth, s.content)
+        InChatPrompt(
+            s.identifier, InjectionRole.parse(s.role), s.injection_depth, s.content, s.source
+        )
         for s in absolute
     ]
     blocks = depth_blocks(turn.injections, lambda t: turn.substitute(t, {}), in_chat, True)

@@ -276,7 +276,7 @@ def _history_part(layout: Layout, entry: ChatEntry, context: AssemblyContext, tu
             [
                 ((s.key if s.kind == "summary" else s.source or s.key), summary_of(s))
                 if isinstance(s, Injection)
-                else (s.identifier, "")
+                else (s.source or s.identifier, "")
                 for s in block.sources
             ],
         )

@@ -352,6 +352,8 @@ class InChatPrompt:
     role: InjectionRole
     depth: int
     text: str
+    # how the ledger names it: a custom slot by the name the person gave it
+    source: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -293,6 +293,28 @@ def test_a_custom_prompt_is_named_in_the_ledger_by_its_name() -> None:
     assert "main" in sources
 
 
+def test_a_custom_prompt_in_the_chat_is_named_in_the_ledger_by_its_name() -> None:
+    """Beyond ST: a custom slot placed in the chat at a depth is named as the person named
+    it in its depth injection's ledger line; a built-in slot there keeps its identifier."""
+    custom = PromptSlot(
+        "0f6c1d2e-7a4b-4c55-9d3e-2b1a0c9d8e7f",
+        "House rules",
+        "user",
+        "RULES",
+        injection_position=1,
+        injection_depth=1,
+    )
+    main = next(p for p in default_prompts() if p.identifier == "nsfw")
+    placed = replace(main, injection_position=1, injection_depth=2, content="AUX")
+    prompts = tuple(placed if p.identifier == "nsfw" else p for p in default_prompts())
+    order = (*default_prompt_order(), PromptOrderItem(identifier=custom.identifier))
+    prompt = build(context(cc={"prompts": (*prompts, custom), "order": order}))
+    depth = {i.source_params.get("depth"): i for i in prompt.ledger.items if i.kind == "injection"}
+    assert depth[1].source == "depth 1 user: House rules"
+    assert depth[1].source_params["names"] == "House rules"
+    assert depth[2].source == "depth 2 system: nsfw"
+
+
 def test_authors_note_after_main_when_in_prompt_section_3_3() -> None:
     """§3.3 step 5: a relative author's note goes right after (IN_PROMPT) the main prompt."""
     ctx = context(
