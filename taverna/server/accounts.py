@@ -340,7 +340,7 @@ def logout(request: Request, ctx: AppContext = Depends(context)) -> Response:
 def my_account(request: Request, ctx: AppContext = Depends(context)) -> MyAccountOut:
     """The logged-in account's limits and what it uses of them."""
     accounts = _accounts(ctx)
-    status = accounts.status(accounts.store.account(id=current_user(request)))
+    status = accounts.status_of(current_user(request))
     account = status.account
     return MyAccountOut(
         name=account.name,
@@ -401,7 +401,7 @@ async def import_accounts(
     `taverna import PATH --accounts` does; follow it at `/api/tasks/{id}/events`. A folder
     with no account is skipped and said so."""
     from taverna.server.imports import import_jobs
-    from taverna.services.account_import import check_mapping, import_user_folders, user_folders
+    from taverna.services.account_import import check_mapping, user_folders
 
     root = Path(body.path).expanduser()
     if not root.is_absolute():
@@ -413,7 +413,6 @@ async def import_accounts(
         )
     folders = await asyncio.to_thread(user_folders, root)
     check_mapping(root, folders, body.accounts, field="accounts")
-    store = ctx.store
 
     def work(publish: Callable[[str, dict[str, Any]], None]) -> dict[str, Any]:
         current = {"handle": "", "index": 0, "count": len(folders)}
@@ -435,8 +434,8 @@ async def import_accounts(
                 },
             )
 
-        done = import_user_folders(
-            store, root, accounts=body.accounts, progress=progress, starting=starting
+        done = ctx.import_accounts(
+            root, accounts=body.accounts, progress=progress, starting=starting
         )
         return {"folders": [_folder_json(item) for item in done]}
 

@@ -230,6 +230,10 @@ class AccountService:
     def status(self, account: Account) -> AccountStatus:
         return self._statuses([account])[0]
 
+    def status_of(self, account_id: str) -> AccountStatus:
+        """The status of the account with this id (the logged-in person's own)."""
+        return self.status(self.store.account(id=account_id))
+
     def _statuses(self, accounts: list[Account]) -> list[AccountStatus]:
         locked = self.locked_seconds([name_subject(a.name) for a in accounts])
         since = datetime.now(UTC) - timedelta(hours=1)

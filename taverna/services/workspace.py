@@ -12,7 +12,7 @@ import ctypes
 import logging
 import os
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.resources import files
@@ -41,7 +41,7 @@ from taverna.services.generation import (
 )
 from taverna.services.images import ImageLibrary
 from taverna.services.interchange import InterchangeService
-from taverna.services.library import LibraryKind, LibraryService
+from taverna.services.library import LibraryKind, LibraryService, ProgressCallback
 from taverna.services.message_regex import StoredRegex
 from taverna.services.ownership import Ownership
 from taverna.services.plugins import EventBus, Plugins, PluginServices
@@ -149,10 +149,17 @@ class Workspace:
         return welcome_account(self.store, self.data_dir, owner)
 
     def import_accounts(
-        self, root: Path, *, accounts: Mapping[str, str] | None = None
+        self,
+        root: Path,
+        *,
+        accounts: Mapping[str, str] | None = None,
+        progress: ProgressCallback | None = None,
+        starting: Callable[[int, int, str], None] | None = None,
     ) -> list[UserFolderImport]:
         """Each SillyTavern user folder under `root` into its account (`account_import`)."""
-        return import_user_folders(self.store, root, accounts=accounts)
+        return import_user_folders(
+            self.store, root, accounts=accounts, progress=progress, starting=starting
+        )
 
     def ownership(self, owner: str) -> Ownership:
         """The checks that what a request names by id is `owner`'s."""
