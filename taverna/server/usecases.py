@@ -51,16 +51,18 @@ def chat_view(
     after: str | None = None,
 ) -> ChatOut:
     """The chat with one window of its path: the last messages, or a page by cursor."""
-    window = ctx.chats.window(chat_id, limit=limit, before=before, after=after)
-    return _chat_out(ctx, window, changed=False)
+    with ctx.chats.reading():
+        window = ctx.chats.window(chat_id, limit=limit, before=before, after=after)
+        return _chat_out(ctx, window, changed=False)
 
 
 def changed_view(ctx: AppContext, chat_id: str, *, below: str | None) -> ChatOut:
     """The chat after a write that may have changed its path below message `below`
     (None: from its first message): those messages to the end, or the last window when
     more than a window follows."""
-    window, reaches = ctx.chats.window_from(chat_id, below, limit=WINDOW)
-    return _chat_out(ctx, window, changed=reaches)
+    with ctx.chats.reading():
+        window, reaches = ctx.chats.window_from(chat_id, below, limit=WINDOW)
+        return _chat_out(ctx, window, changed=reaches)
 
 
 def unchanged_view(ctx: AppContext, chat_id: str) -> ChatOut:

@@ -23,6 +23,7 @@ made it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -105,6 +106,11 @@ class ChatService:
         )
 
     # ----------------------------------------------------------------- reading
+
+    def reading(self) -> AbstractContextManager[None]:
+        """A span of reads only (a view of a chat, a turn's prompt): they share one
+        connection to the database (`Store.reading`)."""
+        return self.store.reading()
 
     def get_chat(self, chat_id: str) -> Chat:
         return self.store.get_chat(chat_id)

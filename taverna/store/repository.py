@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -724,6 +724,11 @@ class Store(
 
     def close(self) -> None:
         """Release the database connections."""
+
+    def reading(self) -> AbstractContextManager[None]:
+        """A span of reads only, on one thread: its reads may share one connection and
+        transaction (fewer round trips, one consistent view). Nothing inside may write."""
+        return nullcontext()
 
     def __enter__(self) -> Store:
         return self

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -18,6 +22,25 @@ from taverna.store.sql.rows import _utcnow
 _CHAT_ROW = sa.select(t.chats).where(t.chats.c.id == sa.bindparam("chat_id"))
 # Revisions are 32-bit integers in both databases: a number past them names no revision.
 MAX_REVISION = 2**31 - 1
+
+
+@dataclass(slots=True)
+class _ReadSpan:
+    """One thread's span of reads on one connection (`SqlBase.reading`), with the chat
+    rows it read (a chat's row is read several times a turn; inside one span, once)."""
+
+    engine: Engine
+    conn: Connection
+    thread: int
+    chat_rows: dict[str, Mapping[Any, Any]] = field(default_factory=dict)
+
+
+_SPAN: ContextVar[_ReadSpan | None] = ContextVar("taverna_read_span", default=None)
+
+
+def _span_of(conn: Connection) -> _ReadSpan | None:
+    span = _SPAN.get()
+    return span if span is not None and span.conn is conn else None
 
 
 def revision_in_range(revision: int) -> bool:
@@ -79,13 +102,38 @@ class SqlBase:
     def close(self) -> None:
         self.engine.dispose()
 
-    def _read(self) -> Connection:
-        """A connection for reading only (SQLite: a deferred transaction, no write lock)."""
+    def _read(self) -> AbstractContextManager[Connection]:
+        """A connection for reading only (SQLite: a deferred transaction, no write lock):
+        inside `reading()` on its thread, the span's own."""
+        span = _SPAN.get()
+        if span is not None and span.engine is self.engine and span.thread == threading.get_ident():
+            return nullcontext(span.conn)
         return self.engine.connect().execution_options(taverna_read=True)
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Reads on this thread share one connection and transaction until the end: each
+        read otherwise checks a connection out of the pool and back (a rollback), which
+        costs more than most of a turn's reads themselves."""
+        span = _SPAN.get()
+        if span is not None and span.thread == threading.get_ident():
+            yield  # already inside a span
+            return
+        with self.engine.connect().execution_options(taverna_read=True) as conn:
+            token = _SPAN.set(_ReadSpan(self.engine, conn, threading.get_ident()))
+            try:
+                yield
+            finally:
+                _SPAN.reset(token)
 
     @staticmethod
     def _chat_row(conn: Connection, chat_id: str) -> Mapping[Any, Any]:
-        row = conn.execute(_CHAT_ROW, {"chat_id": chat_id}).mappings().first()
+        span = _span_of(conn)
+        row = span.chat_rows.get(chat_id) if span is not None else None
+        if row is None:
+            row = conn.execute(_CHAT_ROW, {"chat_id": chat_id}).mappings().first()
+            if span is not None and row is not None:
+                span.chat_rows[chat_id] = row
         if row is None or row["deleted"]:
             raise NotFound(
                 f"no chat {chat_id}",
