@@ -679,3 +679,56 @@ def test_a_stream_of_lines_that_are_not_json_fails_naming_them(world: World) -> 
     assert done.error and "not JSON" in done.error and "Rate limit page" in done.error
     # No empty reply was stored.
     assert world.path() == [("assistant", "Welcome."), ("user", "Hi")]
+
+
+def test_the_reply_is_stored_off_the_event_loop(world: World) -> None:
+    """A reply's write (tens of statements) runs on the writer's thread: while it runs,
+    the event loop goes on serving every other stream."""
+    world.stub.script(Reply(tokens=["Hi."]))
+    threads: list[int] = []
+    add_reply = world.chats.add_reply
+
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        threads.append(threading.get_ident())
+        return add_reply(*args, **kwargs)
+
+    world.chats.add_reply = watched  # type: ignore[method-assign]
+
+    async def main() -> tuple[Completed, int]:
+        generation = await world.service.send(world.chat_id, "Hello")
+        return await generation.wait(), threading.get_ident()
+
+    done, loop_thread = run(main())
+    assert done.outcome is Ending.SAVED
+    assert len(threads) == 1 and threads[0] != loop_thread
+
+
+def test_a_stop_while_the_reply_is_being_stored_keeps_the_reply(world: World) -> None:
+    """Stop arriving during the write: the reply is stored and the run says so; no draft
+    repeats it."""
+    world.stub.script(Reply(tokens=["Kept", " whole."]))
+    writing = threading.Event()
+    go_on = threading.Event()
+    add_reply = world.chats.add_reply
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        writing.set()
+        go_on.wait(10)
+        return add_reply(*args, **kwargs)
+
+    world.chats.add_reply = slow  # type: ignore[method-assign]
+
+    async def main() -> tuple[Completed | None, Completed]:
+        generation = await world.service.send(world.chat_id, "Hello")
+        while not writing.is_set():
+            await asyncio.sleep(0.01)
+        stopping = asyncio.create_task(world.service.stop(generation.id))
+        await asyncio.sleep(0.05)
+        go_on.set()
+        return await stopping, await generation.wait()
+
+    stopped, done = run(main())
+    assert done.outcome is Ending.SAVED and done.text == "Kept whole."
+    assert stopped is None or stopped.outcome is Ending.SAVED
+    assert world.path()[-1] == ("assistant", "Kept whole.")
+    assert world.service.drafts(world.chat_id) == []

@@ -726,6 +726,11 @@ class GenerationService:
         with self._reserved(chat_id):
 
             def prepare() -> tuple[_Plan, Node | None]:
+                # one connection for the turn's reads (the chat, its path, the library)
+                with self.store.reading():
+                    return prepare_reading()
+
+            def prepare_reading() -> tuple[_Plan, Node | None]:
                 chat, end = self._path_end(chat_id)
                 # the chat's own connection unless the caller names one; a missing
                 # connection fails before any write
@@ -1095,7 +1100,7 @@ class GenerationService:
         try:
             if plan.posted is not None:
                 await plan.posted  # the message this replies to is stored first
-            return self._save(plan, "".join(reply), info)
+            return self._finish(plan, await self._save(plan, "".join(reply), info))
         except TavernaError as exc:
             return self._fail(
                 plan, "".join(streamed), f"could not save: {exc.message}", Ending.FAILED
@@ -1157,7 +1162,19 @@ class GenerationService:
             )
         return replace(prompt, messages=tuple(messages), prefill="")
 
-    def _save(self, plan: _Plan, text: str, info: GenerationInfo) -> Completed:
+    async def _save(self, plan: _Plan, text: str, info: GenerationInfo) -> Completed:
+        """Store the result on the writer's thread, off the event loop (a write's tens of
+        statements would hold up every other stream's events and first token). A Stop
+        that comes while it is being written waits for it: the reply is stored, and says so."""
+        loop = asyncio.get_running_loop()
+        stored = loop.run_in_executor(self._writer, self._store_result, plan, text, info)
+        try:
+            return await asyncio.shield(stored)
+        except asyncio.CancelledError:
+            self._finish(plan, await stored)
+            raise
+
+    def _store_result(self, plan: _Plan, text: str, info: GenerationInfo) -> Completed:
         """Have the chat service store the result, in one transaction at the chat's
         current revision (the person may have moved on; the rules say where it lands)."""
         kind, anchor = plan.kind, plan.anchor
@@ -1165,7 +1182,7 @@ class GenerationService:
         if kind is GenerationType.IMPERSONATE:
             text = text.strip()
             draft_id = self._keep_as_draft(plan, text, "impersonation")
-            return self._finish(plan, Completed(Ending.IMPERSONATED, text, draft_id=draft_id))
+            return Completed(Ending.IMPERSONATED, text, draft_id=draft_id)
         if kind is not GenerationType.CONTINUE:
             text = text.strip()
         chat = self.chats.get_chat(plan.chat.id)
@@ -1219,10 +1236,9 @@ class GenerationService:
         if changed_globals is not None:
             # the reply is stored: the globals its prompt's macros set are kept too
             write_global_variables(self.store, changed_globals, plan.chat.owner)
-        done = Completed(
+        return Completed(
             Ending.SAVED, text, node_id=outcome.node.id, revision=outcome.chat.revision
         )
-        return self._finish(plan, done)
 
     def _turn_variables(
         self, prompt: Prompt, turn: TurnRequest, anchor: Node | None
