@@ -97,6 +97,10 @@ class StubServer:
         self.key = key
         self.models = models
         self.requests: list[Recorded] = []
+        # False: requests are checked but not kept (a load run sends thousands)
+        self.record = True
+        self.request_count = 0
+        self._unkept_problems: list[str] = []
         self.default = Reply()
         self._queue: deque[Reply] = deque()
         self._gate = threading.Event()
@@ -145,7 +149,7 @@ class StubServer:
     @property
     def problems(self) -> list[str]:
         """Every schema problem seen so far, across all requests."""
-        return [p for r in self.requests for p in r.problems]
+        return [p for r in self.requests for p in r.problems] + self._unkept_problems
 
     @staticmethod
     def _offered(reply: Reply, body: Any) -> Reply:
@@ -206,6 +210,7 @@ class StubServer:
                 Route("/api/extra/generate/stream", self._kobold_stream, methods=["POST"]),
                 Route("/api/v1/model", self._kobold_model, methods=["GET"]),
                 Route("/_stub/script", self._control_script, methods=["POST"]),
+                Route("/_stub/default", self._control_default, methods=["POST"]),
                 Route("/_stub/release", self._control_release, methods=["POST"]),
                 Route("/_stub/state", self._control_state, methods=["GET"]),
             ]
@@ -225,6 +230,19 @@ class StubServer:
         self.script(*replies)
         return JSONResponse({"queued": len(replies)})
 
+    async def _control_default(self, request: Request) -> Response:
+        """Set the reply given whenever the queue is empty, as a JSON object with `Reply`'s
+        fields, so any number of requests get the same answer; `"record": false` beside
+        them stops keeping each request (still checked, counted in `requests_seen`)."""
+        payload = dict(await request.json())
+        record = payload.pop("record", None)
+        if "tool_calls" in payload:
+            payload["tool_calls"] = [tuple(call) for call in payload["tool_calls"]]
+        self.default = Reply(**payload)
+        if record is not None:
+            self.record = bool(record)
+        return JSONResponse({"default": True, "record": self.record})
+
     async def _control_release(self, request: Request) -> Response:
         self.release()
         return JSONResponse({"released": True})
@@ -233,6 +251,7 @@ class StubServer:
         """What a test in another process may check (`?requests=1` adds every request seen)."""
         state: dict[str, Any] = {
             "request_count": len(self.requests),
+            "requests_seen": self.request_count,
             "problems": self.problems,
             "chunk_times": self.chunk_times,
             "disconnects": self.disconnects,
@@ -254,7 +273,11 @@ class StubServer:
         else:
             problems = check(body)
         path = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-        self.requests.append(Recorded(path, dict(request.headers), body, problems))
+        self.request_count += 1
+        if not self.record:
+            self._unkept_problems += problems
+        else:
+            self.requests.append(Recorded(path, dict(request.headers), body, problems))
         return body, problems
 
     def _key_ok(self, given: str | None) -> bool:
