@@ -6,6 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+# Scripts run again with these arguments after their default run: load.py's default is
+# the burst (the stress figure); a short steady run gives the figure of real use.
+AGAIN: dict[str, list[list[str]]] = {"load.py": [["--steady", "30"]]}
+
 
 def main() -> int:
     here = Path(__file__).resolve().parent
@@ -13,9 +17,10 @@ def main() -> int:
     for script in sorted(here.glob("*.py")):
         if script.name == Path(__file__).name or script.name.startswith("_"):
             continue
-        print(f"== {script.name}", flush=True)
-        result = subprocess.run([sys.executable, str(script)], check=False)
-        failed += result.returncode != 0
+        for extra in [[], *AGAIN.get(script.name, [])]:
+            print(f"== {' '.join([script.name, *extra])}", flush=True)
+            result = subprocess.run([sys.executable, str(script), *extra], check=False)
+            failed += result.returncode != 0
     return 1 if failed else 0
 
 
