@@ -30,7 +30,9 @@ the next, so every stream crosses processes through Redis.
 `--soak MINUTES` then runs mixed traffic for that long over `--soak-chats` chats at once
 (default 20; each chat in turn sends, swipes, edits a message, imports and deletes a
 small lorebook, and previews its next prompt) and reports the errors, each action's
-p50/p99 time and every worker's resident memory at the start and the end of the soak.
+p50/p99 time and every worker's resident memory at the start and the end of the soak,
+with a sample every minute between (its anonymous and file-backed parts too) to tell a
+warm-up that levels off from a steady leak.
 
 `--steady SECONDS` replaces the bursts with steady traffic, the figure of real use: every
 chat loops for SECONDS (reads its chat, sends, follows its stream to the end, sends again
@@ -275,19 +277,45 @@ async def soak_chat(
         timings.setdefault(action, []).append(time.perf_counter() - began)
 
 
-async def soak(urls: list[str], chats: list[str], minutes: float) -> dict[str, Any]:
-    pool = clients(urls, len(chats))
+def rss_parts(pid: int) -> dict[str, float]:
+    """A process's resident memory in MB: all of it, and its anonymous (heap) and
+    file-backed (mapped files, such as a memory-mapped database) parts."""
+    values: dict[str, float] = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, rest = line.partition(":")
+        if name in ("VmRSS", "RssAnon", "RssFile", "RssShmem"):
+            values[name] = int(rest.split()[0]) / 1024
+    return values
+
+
+async def rss_curve(
+    deployment: Deployment, deadline: float, curve: list[list[dict[str, float]]]
+) -> None:
+    """Every worker's memory once a minute until `deadline` (time.monotonic())."""
+    while True:
+        await asyncio.sleep(min(60.0, max(0.0, deadline - time.monotonic())))
+        if time.monotonic() >= deadline:
+            return
+        curve.append(
+            [rss_parts(s.process.pid) for s in deployment.servers if s.process is not None]
+        )
+
+
+async def soak(deployment: Deployment, chats: list[str], minutes: float) -> dict[str, Any]:
+    pool = clients(deployment.urls, len(chats))
     timings: dict[str, list[float]] = {}
     errors: list[str] = []
+    curve: list[list[dict[str, float]]] = []
     deadline = time.monotonic() + minutes * 60
     try:
         await asyncio.gather(
-            *(soak_chat(pool, i, c, deadline, timings, errors) for i, c in enumerate(chats))
+            rss_curve(deployment, deadline, curve),
+            *(soak_chat(pool, i, c, deadline, timings, errors) for i, c in enumerate(chats)),
         )
     finally:
         for client in pool:
             await client.aclose()
-    return {"timings": timings, "errors": errors}
+    return {"timings": timings, "errors": errors, "curve": curve}
 
 
 # ------------------------------------------------------------------ steady traffic
@@ -722,7 +750,18 @@ def main() -> int:
                     # nothing scripted: the stub answers each soak request with its
                     # default short reply
                     before = deployment.memory()
-                    soaked = asyncio.run(soak(urls, ours[: args.soak_chats], args.soak))
+                    parts = [
+                        rss_parts(s.process.pid)
+                        for s in deployment.servers
+                        if s.process is not None
+                    ]
+                    soaked = asyncio.run(soak(deployment, ours[: args.soak_chats], args.soak))
+                    ending = [
+                        rss_parts(s.process.pid)
+                        for s in deployment.servers
+                        if s.process is not None
+                    ]
+                    soaked["curve"] = [parts, *soaked["curve"], ending]
                     soaked["rss_start"] = [round(r, 1) for r, _ in before]
                     soaked["rss_end"] = [round(r, 1) for r, _ in deployment.memory()]
         finally:
@@ -823,6 +862,14 @@ def main() -> int:
             + f" (target within {SOAK_RSS_GROWTH_PCT:.0f}%):"
             + (" PASS" if flat and not soaked["errors"] else " MISS")
         )
+        print("  RSS MB per worker each minute (anonymous + file-backed):")
+        for minute, sample in enumerate(soaked["curve"]):
+            print(
+                f"  {minute:>5} min  "
+                + "   ".join(
+                    f"{w['VmRSS']:6.1f} ({w['RssAnon']:6.1f} + {w['RssFile']:5.1f})" for w in sample
+                )
+            )
         figures["soak"] = {
             "minutes": args.soak,
             "errors": len(soaked["errors"]),
@@ -830,6 +877,10 @@ def main() -> int:
             "done": {k: len(v) for k, v in soaked["timings"].items()},
             "rss_start_mb": soaked["rss_start"],
             "rss_end_mb": soaked["rss_end"],
+            "rss_curve_mb": [[round(w["VmRSS"], 1) for w in sample] for sample in soaked["curve"]],
+            "rss_anon_curve_mb": [
+                [round(w["RssAnon"], 1) for w in sample] for sample in soaked["curve"]
+            ],
             "load_average_after": os.getloadavg()[0],
         }
     print(json.dumps(figures))
