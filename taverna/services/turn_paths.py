@@ -24,6 +24,11 @@ __all__ = ["PathEnds"]
 
 # How far a splice climbs from the new leaf looking for a node it already holds.
 _SPLICE_CLIMB = 4
+# What stays: the ends of the chats used most recently, up to this many messages in all
+# (a server with many people keeps every active chat's end; one 100,000-message chat
+# keeps the few hundred its turns read), and never more than this many chats.
+MESSAGES_HELD = 20_000
+CHATS_HELD = 1_024
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,12 +45,17 @@ class _Kept:
 
 
 class PathEnds:
-    """Path ends per chat, bounded to the `max_chats` most recently used chats."""
+    """Path ends per chat, of the most recently used chats: at most `max_chats` chats
+    and `max_messages` messages in all (the newest chat's end is kept whatever its size)."""
 
-    def __init__(self, store: Store, *, max_chats: int = 16) -> None:
+    def __init__(
+        self, store: Store, *, max_chats: int = CHATS_HELD, max_messages: int = MESSAGES_HELD
+    ) -> None:
         self.store = store
         self.max_chats = max_chats
+        self.max_messages = max_messages
         self._kept: OrderedDict[str, _Kept] = OrderedDict()
+        self._held = 0  # messages in all the kept ends
         self._lock = threading.Lock()
         self.reads = 0  # full reads of a path end (for tests and benchmarks)
         self.splices = 0
@@ -65,11 +75,21 @@ class PathEnds:
         if found is None or (len(found.nodes) < want and found.before > 0):
             found = self._read(chat, leaf_id, max(want, 2 * len(found.nodes) if found else want))
         with self._lock:
-            self._kept[chat.id] = found
-            self._kept.move_to_end(chat.id)
-            while len(self._kept) > self.max_chats:
-                self._kept.popitem(last=False)
+            self._keep(chat.id, found)
         return _trimmed(found, want)
+
+    def _keep(self, chat_id: str, found: _Kept) -> None:
+        """Keep a chat's end as the most recent, letting the oldest go past the bounds."""
+        old = self._kept.pop(chat_id, None)
+        if old is not None:
+            self._held -= len(old.nodes)
+        self._kept[chat_id] = found
+        self._held += len(found.nodes)
+        while len(self._kept) > 1 and (
+            len(self._kept) > self.max_chats or self._held > self.max_messages
+        ):
+            _, gone = self._kept.popitem(last=False)
+            self._held -= len(gone.nodes)
 
     def user_messages_before(self, chat: Chat, tail: PathTail) -> int:
         """The person's messages above `tail` on its path (a walk of the path, done once
@@ -83,7 +103,9 @@ class PathEnds:
             if kept.user_before is None:
                 kept = replace(kept, user_before=self._users_above(chat.id, first))
                 with self._lock:
-                    if self._kept.get(chat.id) is not None:
+                    held = self._kept.get(chat.id)
+                    if held is not None:
+                        self._held += len(kept.nodes) - len(held.nodes)
                         self._kept[chat.id] = kept
             assert kept.user_before is not None
             return kept.user_before
@@ -91,7 +113,9 @@ class PathEnds:
 
     def forget(self, chat_id: str) -> None:
         with self._lock:
-            self._kept.pop(chat_id, None)
+            gone = self._kept.pop(chat_id, None)
+            if gone is not None:
+                self._held -= len(gone.nodes)
 
     # ------------------------------------------------------------------ internals
 

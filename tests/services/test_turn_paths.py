@@ -108,3 +108,31 @@ def test_user_messages_before_counts_the_persons_messages_above_the_end(store: S
     tail = ends.tail(chat, chat.active_leaf_id, 5)
     assert tail.before == 25
     assert ends.user_messages_before(chat, tail) == 9  # m0, m3, ..., m24
+
+
+def test_many_chats_stay_kept_within_a_bound_on_messages(store: SqlStore) -> None:
+    """A server with many people keeps every active chat's end (not only the last few
+    chats'), up to a number of messages in all; the oldest used go first."""
+    chats = ChatService(store)
+    made = []
+    for i in range(40):
+        chat = chats.create_chat(f"c{i}", greetings=["hello"]).chat
+        for j in range(4):
+            role = NodeRole.USER if j % 2 == 0 else NodeRole.ASSISTANT
+            chat = chats.append(chat.id, role, f"m{j}", revision=chat.revision).chat
+        made.append(chat)
+    ends = PathEnds(store, max_messages=5 * 30)
+    for chat in made:
+        assert chat.active_leaf_id is not None
+        ends.tail(chat, chat.active_leaf_id, 5)
+    assert ends.reads == 40
+    # the 30 used last are kept whole (5 messages each): asking again reads nothing
+    for chat in made[10:]:
+        assert chat.active_leaf_id is not None
+        ends.tail(chat, chat.active_leaf_id, 5)
+    assert ends.reads == 40
+    # the first ten went to stay within the bound
+    first = made[0]
+    assert first.active_leaf_id is not None
+    ends.tail(first, first.active_leaf_id, 5)
+    assert ends.reads == 41
