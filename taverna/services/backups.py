@@ -2,8 +2,12 @@
 
 After a write, a chat is backed up at once unless it was backed up less than `interval`
 seconds ago; then it is marked pending and `flush()` writes it once the interval has
-passed, so the newest state is never left without a backup for long. The newest `keep`
-backups of each chat are kept. File names are safe for any title:
+passed, so the newest state is never left without a backup for long. With `deferred`
+(a server, whose `BackupFlusher` flushes every second) only a chat's first write in the
+process is backed up at once: later writes are left pending, and a chat's changes within
+`interval` seconds of the first of them are written together by the flusher, once (a
+turn's message and its reply in one backup, none of it on the thread that wrote them).
+The newest `keep` backups of each chat are kept. File names are safe for any title:
 `chat_<title>_<chat key>_<YYYYMMDD-HHMMSS>.jsonl`, with a hash of the title added where
 the title is not ASCII, so titles in any script stay apart.
 """
@@ -24,7 +28,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from taverna.errors import NotFound
+from taverna.errors import NotFound, TavernaError
 from taverna.formats.st_chat import read_chat
 from taverna.services.interchange import ImportedChat, InterchangeService
 from taverna.store.repository import Store
@@ -82,11 +86,14 @@ class BackupService:
         clock: Callable[[], float] = time.monotonic,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
         separate_above: int | None = None,
+        deferred: bool = False,
     ) -> None:
         """`separate_above`: chats with at least this many messages on their path are
         backed up by a process of their own (`backup_process`), so a server neither holds
-        a long chat's whole tree in memory nor waits for its export."""
+        a long chat's whole tree in memory nor waits for its export. `deferred`: writes
+        after a chat's first are backed up by `flush()` only (see the module's doc)."""
         self.separate_above = separate_above
+        self.deferred = deferred
         self._children: dict[str, subprocess.Popen[bytes]] = {}
         self.store = store
         self.folder = folder
@@ -97,37 +104,59 @@ class BackupService:
         self.interchange = InterchangeService(store)
         self._last: dict[str, float] = {}
         self._pending: set[str] = set()
+        self._since: dict[str, float] = {}  # deferred: a pending chat -> its first change
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------- writing
 
     def after_write(self, chat_id: str) -> Path | None:
-        """Call after a chat changed: backs it up now, or marks it pending if it was just done."""
+        """Call after a chat changed: backs it up now, or marks it pending if it was just
+        done (`deferred`: if it was ever done in this process)."""
         with self._lock:
+            now = self.clock()
             last = self._last.get(chat_id)
-            if last is not None and self.clock() - last < self.interval:
+            if last is not None and (self.deferred or now - last < self.interval):
+                if self.deferred:
+                    self._since.setdefault(chat_id, now)
                 self._pending.add(chat_id)
                 return None
-            self._last[chat_id] = self.clock()
+            self._last[chat_id] = now
             self._pending.discard(chat_id)
+            self._since.pop(chat_id, None)
         return self._write(chat_id)
 
     def flush(self, *, force: bool = False) -> list[Path]:
-        """Write the pending backups whose interval has passed (all of them with `force`)."""
+        """Write the pending backups whose interval has passed (all of them with `force`):
+        since the chat's last backup, or (`deferred`) since the first change pending."""
         due: list[str] = []
         with self._lock:
+            now = self.clock()
             for chat_id in sorted(self._pending):
-                last = self._last.get(chat_id, float("-inf"))
-                if force or self.clock() - last >= self.interval:
+                if self.deferred:
+                    start = self._since.get(chat_id, self._last.get(chat_id, float("-inf")))
+                else:
+                    start = self._last.get(chat_id, float("-inf"))
+                if force or now - start >= self.interval:
                     due.append(chat_id)
                     self._pending.discard(chat_id)
-                    self._last[chat_id] = self.clock()
+                    self._since.pop(chat_id, None)
+                    self._last[chat_id] = now
         written = []
         for chat_id in due:
             try:
                 path = self._write(chat_id)
             except NotFound:
                 continue  # the chat was deleted meanwhile
+            except (OSError, TavernaError) as exc:
+                # A full disk, the database away: the change stays pending, tried again
+                # after the interval (on shutdown, reported, not retried for ever).
+                log.warning("could not back up chat %s: %s", chat_id, exc)
+                if not force:
+                    with self._lock:
+                        self._pending.add(chat_id)
+                        if self.deferred:
+                            self._since.setdefault(chat_id, self.clock())
+                continue
             if path is not None:
                 written.append(path)
         if force:
@@ -171,6 +200,8 @@ class BackupService:
             if chat_id in self._children:
                 # One backup of a chat at a time: this change is written after it.
                 self._pending.add(chat_id)
+                if self.deferred:
+                    self._since.setdefault(chat_id, self.clock())
                 return None
             command = [
                 sys.executable,
@@ -313,7 +344,10 @@ class BackupFlusher:
 
     def _run(self) -> None:
         while not self._stop.wait(self.every):
-            self.backups.flush()
+            try:
+                self.backups.flush()
+            except Exception:  # the thread goes on: what is pending is written later
+                log.exception("writing the pending chat backups failed")
 
     def stop(self) -> list[Path]:
         """Stop the thread and write what is still pending."""

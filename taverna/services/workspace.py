@@ -298,8 +298,9 @@ def open_workspace(
     """Open the data folder's store (SQLite, migrated, unless $TAVERNA_DATABASE_URL names
     another database) and build the services over it.
 
-    `background_backups` starts a thread that writes the backups a burst of writes left
-    pending; without it they are written on the next write after the interval, or on close.
+    `background_backups` starts a thread that writes the backups: a chat's writes after
+    its first are backed up by it, together, at most `interval` seconds after the first of
+    them; without it they are written on the next write after the interval, or on close.
     `regex_budget`: the seconds all user regexes of one turn may spend together.
     `plugins`: load the plugins installed under the `taverna` entry points (the
     environment variable TAVERNA_NO_PLUGINS=1 turns them off too).
@@ -337,7 +338,10 @@ def open_workspace(
     generation.after_reply.append(summaries.after_reply)
     # A long chat's backup reads its whole tree: a server hands it to a process of its own.
     separate = LONG_CHAT if background_backups else None
-    backups = BackupService(store, folder.backups_dir, separate_above=separate)
+    # With the flusher, a turn's writes are backed up by it, together, off the turn's path.
+    backups = BackupService(
+        store, folder.backups_dir, separate_above=separate, deferred=background_backups
+    )
     flusher = BackupFlusher(backups) if background_backups else None
     if flusher is not None:
         flusher.start()

@@ -101,8 +101,8 @@ def test_a_stored_reply_is_backed_up(
     started = generate(client, chat_id, kind="normal", text="Hi")
     seen = events(client, started["task"]["id"])
     assert seen[-1][0] == "done", seen[-1][1]
-    # The user's message was backed up as it was sent; the reply, within the interval,
-    # is pending once the server has settled the generation.
+    # The user's message and the reply, within the interval, are pending once the server
+    # has settled the generation: one backup, written by the flusher.
     deadline = time.monotonic() + 5
     while ctx.services.get("settling") and time.monotonic() < deadline:
         time.sleep(0.01)

@@ -195,3 +195,68 @@ def test_backups_and_their_folder_are_the_owners_alone(
         os.umask(old_umask)
     assert stat.S_IMODE(written.stat().st_mode) == 0o600
     assert stat.S_IMODE((tmp_path / "backups").stat().st_mode) == 0o700
+
+
+@pytest.fixture
+def deferred(store: SqlStore, tmp_path: Path, clocks: Clocks) -> BackupService:
+    return BackupService(
+        store,
+        tmp_path / "backups",
+        keep=3,
+        clock=lambda: clocks.seconds,
+        now=lambda: clocks.wall,
+        deferred=True,
+    )
+
+
+def append(store: SqlStore, chat_id: str, text: str, role: NodeRole = NodeRole.USER) -> None:
+    chats = ChatService(store)
+    chats.append(chat_id, role, text, revision=chats.get_chat(chat_id).revision)
+
+
+def test_deferred_a_turn_is_one_backup_written_by_the_flush_within_the_interval(
+    deferred: BackupService, store: SqlStore, clocks: Clocks
+) -> None:
+    chat = new_chat(store)
+    assert deferred.after_write(chat) is not None  # its first write here: at once
+    clocks.tick(60)
+    append(store, chat, "Where are we?")
+    assert deferred.after_write(chat) is None  # the message: left to the flush
+    clocks.tick(4)
+    append(store, chat, "The harbour.", NodeRole.ASSISTANT)
+    assert deferred.after_write(chat) is None  # the reply: with it
+    assert deferred.pending == {chat}
+    clocks.tick(5)
+    assert deferred.flush() == []  # 9 s after the message: not yet
+    clocks.tick(1)
+    (written,) = deferred.flush()  # 10 s after the message: both, in one backup
+    assert deferred.pending == frozenset()
+    assert len(deferred.backups(chat)) == 2
+    text = written.read_text(encoding="utf-8")
+    assert "Where are we?" in text and "The harbour." in text
+    clocks.tick(30)
+    assert deferred.flush() == []  # nothing changed since: nothing more
+
+
+def test_deferred_changes_are_written_on_shutdown_and_after_a_failed_write(
+    deferred: BackupService, store: SqlStore, clocks: Clocks, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chat = new_chat(store)
+    deferred.after_write(chat)
+    append(store, chat, "One.")
+    deferred.after_write(chat)
+    clocks.tick(10)
+    real = deferred.backup
+
+    def full_disk(chat_id: str) -> Path:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(deferred, "backup", full_disk)
+    assert deferred.flush() == []
+    assert deferred.pending == {chat}  # not lost: tried again
+    monkeypatch.setattr(deferred, "backup", real)
+    append(store, chat, "Two.")
+    deferred.after_write(chat)
+    (written,) = deferred.flush(force=True)  # shutdown: whatever is pending, now
+    assert "Two." in written.read_text(encoding="utf-8")
+    assert deferred.pending == frozenset()
