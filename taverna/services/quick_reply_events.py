@@ -28,6 +28,7 @@ from taverna.model.quick_reply import QuickReply
 from taverna.services.active_settings import ACTIVE, SETTINGS_KIND
 from taverna.services.chats import ChatService
 from taverna.services.library import LibraryKind
+from taverna.services.library_watch import Kept, LibraryWatch
 from taverna.services.plugins import Event, EventName
 from taverna.services.quick_replies import QuickReplyService
 from taverna.services.scripts import ScriptService
@@ -53,8 +54,11 @@ def _runs_on(reply: QuickReply, event: Event) -> bool:
 class QuickReplyAutomations:
     """Listens on the chat service's bus and runs the replies bound to each event."""
 
-    def __init__(self, chats: ChatService) -> None:
+    def __init__(self, chats: ChatService, *, watch: LibraryWatch | None = None) -> None:
         self.chats = chats
+        # Whether an account has any reply that runs on an event, read again only once
+        # the library changed: most have none, and every event of a turn asks.
+        self._automated: Kept[str, bool] = Kept(watch or LibraryWatch().watch(chats.store))
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="qr-events")
         self._inside = threading.local()
         self._off = chats.events.on(None, self.heard)
@@ -85,6 +89,8 @@ class QuickReplyAutomations:
             except NotFound:
                 return
             owner = self._remember_owner(chat)
+        if not self._automated.get(owner, lambda: self._has_automations(owner)):
+            return
         # One light query (versions, not data): an account with no stored set has nothing
         # to run, and its global sets are read again only when its settings changed.
         versions = self.chats.store.versions_of(owner=owner, kinds=(SETTINGS_KIND, _SETS))
@@ -129,6 +135,14 @@ class QuickReplyAutomations:
                         log.warning("Quick Reply %s", failure)
         finally:
             self._inside.running = False
+
+    def _has_automations(self, owner: str) -> bool:
+        """Whether any stored set of the account has a reply that runs on some event."""
+        for stored in QuickReplyService(self.chats, owner=owner).sets():
+            for reply in stored.set.qr_list:
+                if reply.execute_on_events or reply.execute_on_group_member_draft:
+                    return True
+        return False
 
     def _remember_owner(self, chat: Chat) -> str:
         with self._kept_lock:

@@ -377,6 +377,11 @@ class EmbeddingBacklog:
         with self._written_lock:
             if models != self._models:
                 self._models, self._scan_all = models, True
+            if not plan:
+                # Recall off: nothing is looked for. The chats written meanwhile are looked
+                # at with every other once a model is in use (the plan changed: all chats).
+                self._written.clear()
+                return 0
             if now >= self._next_scan:  # another process's writes, a failed model's chats
                 self._scan_all = True
             scan_all = self._scan_all

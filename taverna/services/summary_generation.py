@@ -18,6 +18,7 @@ tree rolls it back when that message leaves the path.
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -36,6 +37,7 @@ from taverna.services.active_settings import ACTIVE, SETTINGS_KIND, set_active
 from taverna.services.chat_connection import connection_for
 from taverna.services.generation import PreparedTurn
 from taverna.services.generation.service import GenerationService
+from taverna.services.library_watch import Kept, LibraryWatch
 from taverna.services.summaries import SummaryService, carries_summary
 from taverna.store.repository import Store
 
@@ -44,6 +46,8 @@ EXTENSION_SETTINGS = "extension_settings"
 RAW_PADDING = 64
 # Raw mode counts with this tokenizer when the chat's own is not at hand.
 RAW_TOKENIZER = "cl100k_base"
+# Chats whose account is remembered (a chat's owner never changes), at most.
+OWNERS_KEPT = 4096
 _WORD = re.compile(r"\b\w+\b", re.ASCII)
 _WORDS_MACRO = re.compile(r"\{\{words\}\}", re.IGNORECASE)
 
@@ -186,12 +190,16 @@ class SummaryGenerator:
     """Makes summaries for the chats of one generation service (its connections, its
     prompt builder) and records them through `SummaryService`."""
 
-    def __init__(self, generation: GenerationService) -> None:
+    def __init__(self, generation: GenerationService, *, watch: LibraryWatch | None = None) -> None:
         self.generation = generation
         self.store = generation.store
         self.chats = generation.chats
         self.summaries = SummaryService(generation.chats)
         self.owner = generation.owner
+        # After every reply: each account's settings, read again once the library changed,
+        # and each chat's account (which never changes).
+        self._settings: Kept[str, SummarySettings] = Kept(watch or LibraryWatch().watch(self.store))
+        self._owners: OrderedDict[str, str] = OrderedDict()
 
     def settings(self, owner: str | None = None) -> SummarySettings:
         """The Summarize settings of an account (None: this service's)."""
@@ -217,7 +225,13 @@ class SummaryGenerator:
 
     async def after_reply(self, chat_id: str) -> SummaryOutcome:
         """The automatic summary: made when one is due (§3.2), else skipped with a reason."""
-        settings = self.settings(self.store.get_chat(chat_id).owner)
+        owner = self._owners.get(chat_id)
+        if owner is None:
+            owner = self.store.get_chat(chat_id).owner
+            self._owners[chat_id] = owner
+            while len(self._owners) > OWNERS_KEPT:
+                self._owners.popitem(last=False)
+        settings = self._settings.get(owner, lambda: self.settings(owner))
         if settings.frozen or settings.prompt_interval <= 0 or not settings.places_summary:
             return SummaryOutcome(skipped="automatic summaries are off")
         # Only the end of the path decides: past `promptInterval` messages back, a summary

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.resources import files
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 
@@ -35,13 +36,13 @@ from taverna.services.data import open_data, resolve_data_dir
 from taverna.services.generation import (
     Completed,
     Ending,
-    GenerationRegistry,
     GenerationService,
     RunningGeneration,
 )
 from taverna.services.images import ImageLibrary
 from taverna.services.interchange import InterchangeService
 from taverna.services.library import LibraryKind, LibraryService, ProgressCallback
+from taverna.services.library_watch import Kept, LibraryWatch
 from taverna.services.message_regex import StoredRegex
 from taverna.services.ownership import Ownership
 from taverna.services.plugins import EventBus, Plugins, PluginServices
@@ -55,6 +56,9 @@ from taverna.services.turn_context import TurnContexts
 from taverna.services.turn_paths import PathEnds
 from taverna.services.user_tools import UserTools
 from taverna.store.repository import Account, Store
+
+if TYPE_CHECKING:  # Redis is imported only where it is used
+    from taverna.services.generation.shared_runs import SharedRegistry
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +113,8 @@ class Workspace:
     # the bus the services announce on, with the plugins loaded from entry points
     events: EventBus = field(default_factory=EventBus)
     automations: QuickReplyAutomations | None = None  # Quick Replies run on events
+    # when what the background work keeps of the stored settings is read again
+    watch: LibraryWatch = field(default_factory=LibraryWatch)
 
     @property
     def plugins(self) -> Plugins:
@@ -315,6 +321,12 @@ def open_workspace(
     store = folder.store
     # Chats deleted before a crash or a shutdown that left rows behind: finish them.
     store.purge_in_background()
+    # What the work after each turn keeps of the settings is read again after any write of
+    # the library, here or (through Redis) in another process.
+    watch = LibraryWatch().watch(store)
+    if registry is not None:
+        watch.announce = registry.documents_changed
+        registry.on_documents = watch.heard
     found = Plugins()
     if plugins and os.environ.get("TAVERNA_NO_PLUGINS", "") in ("", "0"):
         found.load_entry_points()
@@ -334,7 +346,7 @@ def open_workspace(
         registry=registry,
     )
     events.services = plugin_services(chats, connections, generation)
-    summaries = SummaryGenerator(generation)
+    summaries = SummaryGenerator(generation, watch=watch)
     generation.after_reply.append(summaries.after_reply)
     # A long chat's backup reads its whole tree: a server hands it to a process of its own.
     separate = LONG_CHAT if background_backups else None
@@ -350,9 +362,10 @@ def open_workspace(
         # Messages are embedded once, in the background, for each account whose recall is
         # on, with the model its own settings name.
         recall = turns.recall
+        plans: Kept[str, EmbeddingPlan] = Kept(watch)
 
         def plan() -> EmbeddingPlan:
-            return accounts_plan(store, recall)
+            return plans.get("", lambda: accounts_plan(store, recall))
 
         # A sent message's vector, made for its turn, is stored rather than made again.
         embeddings = EmbeddingBacklog(store, plan=plan, shared=recall.texts)
@@ -369,11 +382,12 @@ def open_workspace(
         summaries,
         embeddings,
         events,
-        QuickReplyAutomations(chats),
+        QuickReplyAutomations(chats, watch=watch),
+        watch,
     )
 
 
-def shared_registry(url: str) -> GenerationRegistry:
+def shared_registry(url: str) -> SharedRegistry:
     """The registry of generations shared through the Redis at `url` (a clear error
     naming it when it cannot be reached)."""
     import redis

@@ -11,7 +11,7 @@ optional binary blob (a card's PNG, say).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -492,6 +492,11 @@ class DocumentRepository(ABC):
     @abstractmethod
     def delete_document(self, id: str, *, revision: int) -> None:
         """Remove a document that is still at `revision`."""
+
+    @abstractmethod
+    def watch_documents(self, listener: Callable[[], None]) -> None:
+        """Call `listener` after every committed write of this store object that adds,
+        changes or removes documents (an account's removal too)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,8 @@ into a Redis stream of the run, so any other process can replay and follow it:
 - channel `{prefix}stop`: a Stop asked of another process's run (or `round:{id}`, of a
   round); channel
   `{prefix}changed`: a chat was written, so the other processes drop what they keep of
-  its path.
+  its path; channel `{prefix}documents`: stored documents (settings, say) were written,
+  so the other processes read again what they keep of them.
 
 Finished runs' keys expire `keep_finished` seconds after the end, as the in-memory
 registry forgets them.
@@ -157,6 +158,9 @@ class SharedRegistry(GenerationRegistry):
         self.on_orphan: Callable[[Mapping[str, str], str], str | None] | None = None
         self.on_changed: Callable[[str], None] | None = None
         self.on_stop_round: Callable[[str], Awaitable[object]] | None = None
+        # Called when another process wrote documents, and whenever this one listens
+        # again after Redis was away (what was announced meanwhile is lost).
+        self.on_documents: Callable[[], None] | None = None
         self._rounds_here: set[str] = set()
         self._renew()
 
@@ -208,11 +212,13 @@ class SharedRegistry(GenerationRegistry):
                 logger.warning("could not renew this process's lease in Redis: %s", exc)
 
     async def _listen(self) -> None:
-        stop, changed = self.key("stop"), self.key("changed")
+        stop, changed, documents = self.key("stop"), self.key("changed"), self.key("documents")
         while True:
             try:
                 pubsub = self.async_client().pubsub()
-                await pubsub.subscribe(stop, changed)
+                await pubsub.subscribe(stop, changed, documents)
+                if self.on_documents is not None:
+                    self.on_documents()  # what was announced before listening was missed
                 async for message in pubsub.listen():
                     if message.get("type") != "message":
                         continue
@@ -223,6 +229,12 @@ class SharedRegistry(GenerationRegistry):
                         sender, _, chat_id = data.partition(" ")
                         if sender != self.worker_id and self.on_changed is not None:
                             self.on_changed(chat_id)
+                    elif (
+                        channel == documents
+                        and data != self.worker_id
+                        and self.on_documents is not None
+                    ):
+                        self.on_documents()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # Redis went away: listen again once it is back
@@ -257,6 +269,11 @@ class SharedRegistry(GenerationRegistry):
     def changed(self, chat_id: str) -> None:
         with contextlib.suppress(redis.RedisError):
             self.redis.publish(self.key("changed"), f"{self.worker_id} {chat_id}")
+
+    def documents_changed(self) -> None:
+        """Tell the other processes that this one wrote stored documents."""
+        with contextlib.suppress(redis.RedisError):
+            self.redis.publish(self.key("documents"), self.worker_id)
 
     # ------------------------------------------------------------ the registry
 

@@ -134,6 +134,15 @@ class SqlBase:
         self.url = url
         self.schema = schema  # the PostgreSQL schema the tables are in (None: the default)
         self.clock = clock
+        self._document_listeners: list[Callable[[], None]] = []
+
+    def watch_documents(self, listener: Callable[[], None]) -> None:
+        self._document_listeners.append(listener)
+
+    def _documents_changed(self) -> None:
+        """After a committed write of documents: tell who watches them."""
+        for listener in self._document_listeners:
+            listener()
 
     def close(self) -> None:
         self.engine.dispose()

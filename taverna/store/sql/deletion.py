@@ -171,6 +171,7 @@ class SqlDeletion(SqlBase):
                 raise NotFound(
                     f"no account {id!r}", field="id", code="no_account_id", params={"id": str(id)}
                 )
+        self._documents_changed()
         self.purge_in_background()
         return AccountRemoval(chats=int(marked or 0), documents=int(documents or 0))
 

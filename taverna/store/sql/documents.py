@@ -100,6 +100,23 @@ class SqlDocuments(SqlBase):
         revision: int | None = None,
         owner: str = "",
     ) -> Document:
+        stored = self._put_document(
+            kind, name, data, blob=blob, id=id, revision=revision, owner=owner
+        )
+        self._documents_changed()  # committed: what is kept of the library is read again
+        return stored
+
+    def _put_document(
+        self,
+        kind: str,
+        name: str,
+        data: Mapping[str, Any],
+        *,
+        blob: bytes | None,
+        id: str | None,
+        revision: int | None,
+        owner: str,
+    ) -> Document:
         now = _utc(self.clock())
         with self.engine.begin() as conn:
             current = None
@@ -190,6 +207,7 @@ class SqlDocuments(SqlBase):
                     expected=revision,
                 )
             conn.execute(t.documents.delete().where(t.documents.c.id == id))
+        self._documents_changed()
 
     def document_versions(
         self,
