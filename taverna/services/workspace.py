@@ -175,10 +175,12 @@ class Workspace:
         """Chats to and from SillyTavern's files."""
         return InterchangeService(self.store)
 
-    def chat_written(self, chat_id: str) -> None:
-        """Call after a chat changed: its backup is written now or soon (throttled)."""
+    def chat_written(self, chat_id: str, revision: int | None = None) -> None:
+        """Call after a chat changed (to `revision`, when the caller knows it): its backup
+        is written now or soon (throttled)."""
         try:
-            revision = self.store.get_chat(chat_id).revision
+            if revision is None:
+                revision = self.store.get_chat(chat_id).revision
             if self._reported.get(chat_id) == revision:
                 return
             self._reported[chat_id] = revision
@@ -220,7 +222,8 @@ class Workspace:
                 self.store.save_sent_prompt(run.chat_id, done.node_id, record)
             except TavernaError as exc:
                 log.warning("could not keep the prompt of reply %s: %s", done.node_id, exc)
-        self.chat_written(run.chat_id)
+        # The reply's revision is known: the chat is not read again for it.
+        self.chat_written(run.chat_id, done.revision)
 
     def warm_up(self, *, chats: int = 3, budget: float = 10.0) -> list[str]:
         """Prepare the next prompt of the most recently used chats (their lorebooks parsed
