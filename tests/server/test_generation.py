@@ -481,3 +481,35 @@ def test_a_failed_reply_names_its_cause(
     assert name == "error"
     assert data["cause"] == cause
     assert data["message"]
+
+
+def test_every_event_is_a_frame_of_its_own_id_however_they_are_sent(
+    client: TestClient, stub: StubServer, chat_id: str
+) -> None:
+    """Events sent together (a replay, or tokens that came at once) are still one SSE
+    frame each, numbered by the event's index (those a page is not sent leave gaps), so
+    a page resumes after any of them."""
+    stub.script(Reply(tokens=["A ", "quiet ", "tide ", '"rolls" ', "in.\n"]))
+    started = generate(client, chat_id, kind="normal", text="The sea?")
+    task = started["task"]["id"]
+    assert events(client, task)[-1][0] == "done"
+
+    def frames(since: int) -> list[tuple[int, str, dict]]:  # type: ignore[type-arg]
+        url = f"/api/tasks/{task}/events?since={since}"
+        with client.stream("GET", url) as response:
+            body = response.read().decode()
+        out = []
+        for block in body.split("\n\n"):
+            fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
+            if "id" in fields:
+                out.append((int(fields["id"]), fields["event"], json.loads(fields["data"])))
+        return out
+
+    whole = frames(0)
+    ids = [index for index, _, _ in whole]
+    assert ids == sorted(set(ids)) and ids[0] == 0
+    deltas = [data["text"] for _, name, data in whole if name == "delta"]
+    assert "".join(deltas) == 'A quiet tide "rolls" in.\n'
+    assert whole[-1][1] == "done"
+    middle = ids[len(ids) // 2]
+    assert frames(middle) == [frame for frame in whole if frame[0] >= middle]

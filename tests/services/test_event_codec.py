@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from taverna.engine.assembly.context import GenerationType
@@ -54,3 +56,14 @@ def test_an_unreachable_redis_is_named(tmp_path) -> None:  # type: ignore[no-unt
     with pytest.raises(TavernaError, match=r"cannot reach Redis at redis://127\.0\.0\.1:9/0"):
         open_workspace(tmp_path / "data", redis_url="redis://127.0.0.1:9/0")
     assert not (tmp_path / "data").exists()  # nothing was opened
+
+
+@pytest.mark.parametrize(
+    "text", ["", "plain", 'quote " back\\slash', "line\nbreak\ttab", "旅人 \u2028 😀"]
+)
+def test_a_text_delta_is_written_as_the_general_way_writes_it(text: str) -> None:
+    """Text deltas (one a token) take a short way to JSON: the same object, read back equal."""
+    written = encode(TextDelta(text))
+    assert json.loads(written) == {"type": "TextDelta", "text": text}
+    assert written == json.dumps({"type": "TextDelta", "text": text}, ensure_ascii=False)
+    assert decode(written) == TextDelta(text)

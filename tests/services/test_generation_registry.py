@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from taverna.engine.assembly.context import GenerationType
+from taverna.providers.events import TextDelta
 from taverna.services.generation.runs import (
     Completed,
     Ending,
@@ -60,3 +61,32 @@ def test_last_prompts_are_kept_for_the_newest_chats_only() -> None:
     assert list(kept) == ["chat9", "chat7", "chat0"]
     assert kept.get("chat7") is prompts["chat7"]
     assert kept.get("chat1") is None
+
+
+def test_a_follower_gets_what_is_there_at_once_together_each_with_its_index() -> None:
+    """Events published before a follower looks come in one batch; later ones as they
+    come; from any index on, each event once with its own index."""
+
+    async def go() -> tuple[list[list[tuple[int, object]]], list[list[tuple[int, object]]]]:
+        run = RunningGeneration("g", "chat", GenerationType.NORMAL)
+        for piece in ("a", "b", "c"):
+            run.publish(TextDelta(piece))
+
+        async def gather(since: int) -> list[list[tuple[int, object]]]:
+            return [list(batch) async for batch in run.batches(since)]
+
+        whole, resumed = asyncio.create_task(gather(0)), asyncio.create_task(gather(2))
+        await asyncio.sleep(0)
+        run.publish(TextDelta("d"))
+        await asyncio.sleep(0)
+        run.publish(Completed(Ending.SAVED, "abcd"))
+        return await whole, await resumed
+
+    whole, resumed = asyncio.run(go())
+    done = Completed(Ending.SAVED, "abcd")
+    assert whole == [
+        [(0, TextDelta("a")), (1, TextDelta("b")), (2, TextDelta("c"))],
+        [(3, TextDelta("d"))],
+        [(4, done)],
+    ]
+    assert resumed == [[(2, TextDelta("c"))], [(3, TextDelta("d"))], [(4, done)]]

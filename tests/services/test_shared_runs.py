@@ -60,3 +60,109 @@ def test_a_follower_reads_on_when_redis_answers_it_late(monkeypatch: pytest.Monk
 
     seen = asyncio.run(go())
     assert seen == [TextDelta("Hel"), TextDelta("lo"), Completed(Ending.SAVED, "Hello")]
+
+
+def test_events_published_together_reach_redis_in_one_round_trip() -> None:
+    """What several runs published in one turn of the loop is written in one pipeline,
+    each event under its index's entry id, and another process reads every one of them
+    from any index on."""
+
+    async def go() -> None:
+        prefix = f"test-{uuid.uuid4().hex[:12]}:"
+        running, following = SharedRegistry(URL, prefix=prefix), SharedRegistry(URL, prefix=prefix)
+        try:
+            client = running.async_client()
+            real = client.pipeline
+            writes: list[int] = []
+
+            def counted(*args: Any, **kwargs: Any) -> Any:
+                pipe = real(*args, **kwargs)
+                execute = pipe.execute
+
+                async def counting(*a: Any, **k: Any) -> Any:
+                    writes.append(len(pipe.command_stack))
+                    return await execute(*a, **k)
+
+                pipe.execute = counting  # type: ignore[method-assign]
+                return pipe
+
+            client.pipeline = counted  # type: ignore[method-assign]
+            runs = [
+                RunningGeneration(uuid.uuid4().hex, f"chat-{n}", GenerationType.NORMAL)
+                for n in (1, 2)
+            ]
+            for run in runs:
+                running.add(run)
+            for run in runs:
+                for piece in ("a", "b", "c"):
+                    run.publish(TextDelta(piece))
+            await asyncio.sleep(0.2)
+            assert writes == [6]  # six events, one round trip
+            for run in runs:
+                run.publish(Completed(Ending.SAVED, "abc"))
+            for run in runs:
+                remote = following.get(run.id)
+                assert remote.remote
+                seen = [pair async for pair in remote.follow(1)]
+                assert seen == [
+                    (1, TextDelta("b")),
+                    (2, TextDelta("c")),
+                    (3, Completed(Ending.SAVED, "abc")),
+                ]
+                entries = await client.xrange(running.key("run", run.id, "events"))
+                assert [entry_id for entry_id, _ in entries] == ["0-1", "0-2", "0-3", "0-4"]
+                meta = await client.hgetall(running.key("run", run.id))
+                assert meta["done"] == "1"
+                assert await client.get(running.key("chat", run.chat_id, "run")) is None
+        finally:
+            await running.close()
+            await following.close()
+
+    asyncio.run(go())
+
+
+def test_a_failed_write_is_said_and_later_runs_are_still_shared(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Redis refusing one write stops sharing the runs it held (as said in the log); the
+    process goes on sharing the runs that start afterwards."""
+
+    async def go() -> None:
+        prefix = f"test-{uuid.uuid4().hex[:12]}:"
+        running, following = SharedRegistry(URL, prefix=prefix), SharedRegistry(URL, prefix=prefix)
+        try:
+            client = running.async_client()
+            real = client.pipeline
+            failures = [1]
+
+            def failing(*args: Any, **kwargs: Any) -> Any:
+                pipe = real(*args, **kwargs)
+                if failures:
+                    failures.pop()
+
+                    async def refused(*a: Any, **k: Any) -> Any:
+                        raise redis.ConnectionError("Redis went away")
+
+                    pipe.execute = refused  # type: ignore[method-assign]
+                return pipe
+
+            client.pipeline = failing  # type: ignore[method-assign]
+            lost = RunningGeneration(uuid.uuid4().hex, "chat-1", GenerationType.NORMAL)
+            running.add(lost)
+            lost.publish(TextDelta("gone"))
+            await asyncio.sleep(0.2)
+            assert f"generation {lost.id}: its events could not be shared" in caplog.text
+            kept = RunningGeneration(uuid.uuid4().hex, "chat-2", GenerationType.NORMAL)
+            running.add(kept)
+            kept.publish(TextDelta("here"))
+            kept.publish(Completed(Ending.SAVED, "here"))
+            remote = following.get(kept.id)
+            seen = await asyncio.wait_for(remote.wait(), 10)
+            assert seen == Completed(Ending.SAVED, "here")
+            replayed = [e async for _, e in following.get(kept.id).follow(0)]
+            assert replayed == [TextDelta("here"), Completed(Ending.SAVED, "here")]
+        finally:
+            await running.close()
+            await following.close()
+
+    asyncio.run(go())

@@ -163,6 +163,10 @@ async def edit_and_resend(
 def _event(index: int, event: Any) -> str | None:
     """One generation event as an SSE frame; `id` lets a reconnecting browser resume."""
     data: dict[str, Any]
+    if type(event) is TextDelta:
+        # the commonest by far: its JSON written directly
+        text = json.dumps(event.text, ensure_ascii=False)
+        return f'id: {index}\nevent: delta\ndata: {{"text": {text}}}\n\n'
     if isinstance(event, TextDelta):
         name, data = "delta", {"text": event.text}
     elif isinstance(event, ReasoningDelta):
@@ -224,10 +228,12 @@ async def follow_task(
 
     async def frames() -> AsyncIterator[str]:
         yield "retry: 1000\n\n"
-        async for index, event in run.follow(start):
-            frame = _event(index, event)
-            if frame:
-                yield frame
+        # What is there at once goes out in one write: each event still a frame with
+        # its own id, so a page resumes after any of them.
+        async for batch in run.batches(start):
+            text = "".join([frame for index, event in batch if (frame := _event(index, event))])
+            if text:
+                yield text
 
     return StreamingResponse(frames(), media_type="text/event-stream", headers=SSE_HEADERS)
 

@@ -51,6 +51,9 @@ _ENUMS: dict[tuple[str, str], type[Enum]] = {
 
 def encode(event: GenerationEvent) -> str:
     """One event as a JSON object naming its type."""
+    if type(event) is TextDelta:
+        # the commonest by far (one a token): written directly, as the general way would
+        return '{"type": "TextDelta", "text": ' + json.dumps(event.text, ensure_ascii=False) + "}"
     data: dict[str, Any] = {"type": type(event).__name__}
     for item in fields(event):
         value = getattr(event, item.name)

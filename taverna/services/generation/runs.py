@@ -111,6 +111,9 @@ class RunningGeneration:
         # What another process needs to keep this run's text as a draft, should this
         # process die while it streams (the message it answers, the account, ...).
         self.draft_info: dict[str, Any] = {}
+        # Told of each event as it is published (a registry shared by processes copies
+        # the run's new events to the others).
+        self.on_publish: Callable[[RunningGeneration], None] | None = None
         self._signal = asyncio.Event()
 
     def publish(self, event: GenerationEvent) -> None:
@@ -120,6 +123,8 @@ class RunningGeneration:
             self.finished_at = time.monotonic()
         signal, self._signal = self._signal, asyncio.Event()
         signal.set()
+        if self.on_publish is not None:
+            self.on_publish(self)
 
     @property
     def result(self) -> Completed | None:
@@ -143,14 +148,16 @@ class RunningGeneration:
                 return
             await signal.wait()
 
-    async def batches(self, since: int = 0) -> AsyncIterator[list[GenerationEvent]]:
-        """The events from index `since` on, in lists of what arrived together."""
+    async def batches(self, since: int = 0) -> AsyncIterator[list[tuple[int, GenerationEvent]]]:
+        """The events from index `since` on, each with its index, in lists of what is
+        there at once (a follower sends them together)."""
         index = max(0, since)
         while True:
             signal = self._signal
-            if index < len(self.events):
-                batch = self.events[index:]
-                index += len(batch)
+            end = len(self.events)
+            if index < end:
+                batch = list(zip(range(index, end), self.events[index:end], strict=True))
+                index = end
                 yield batch
                 continue
             if self.done:

@@ -84,6 +84,11 @@ class RemoteGeneration(RunningGeneration):
         self.done = meta.get("done") == "1"
 
     async def follow(self, since: int = 0) -> AsyncIterator[tuple[int, GenerationEvent]]:
+        async for batch in self.batches(since):
+            for found in batch:
+                yield found
+
+    async def batches(self, since: int = 0) -> AsyncIterator[list[tuple[int, GenerationEvent]]]:
         index = max(0, since)
         key = self.registry.key("run", self.id, "events")
         client = self.registry.async_client()
@@ -112,16 +117,21 @@ class RemoteGeneration(RunningGeneration):
                 logger.info("generation %s: reading its events again after %s", self.id, exc)
                 await asyncio.sleep(FOLLOW_RETRY)
                 continue
+            batch: list[tuple[int, GenerationEvent]] = []
+            ended = False
             for entry_id, entry in found[0][1]:
                 position = int(entry_id.split("-")[1]) - 1
                 event = decode(entry["e"])
                 if position == len(self.events):
                     self.events.append(event)
                 index = position + 1
-                yield position, event
+                batch.append((position, event))
                 if isinstance(event, Completed):
-                    self.done = True
-                    return
+                    self.done = ended = True
+                    break
+            yield batch
+            if ended:
+                return
 
     async def wait(self) -> Completed:
         async for _, event in self.follow(0):
@@ -149,6 +159,12 @@ class SharedRegistry(GenerationRegistry):
         self._async: aredis.Redis | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._mirrors: set[asyncio.Task[None]] = set()
+        # Runs of this process with events not yet in their streams, and how many of
+        # each run's events are there; one task copies them all (see `_share`).
+        self._unsent: dict[str, RunningGeneration] = {}
+        self._sent: dict[str, int] = {}
+        self._woken = asyncio.Event()
+        self._sharing: asyncio.Task[None] | None = None
         self._leasing = threading.Event()  # set: the lease thread stops
         self._lease_thread: threading.Thread | None = None
         # Set by the generation service: stop one of this process's runs; keep an
@@ -298,30 +314,63 @@ class SharedRegistry(GenerationRegistry):
         }
         self.redis.hset(self.key("run", run.id), mapping=cast(Any, meta))
         super().add(run)
-        task = asyncio.create_task(self._mirror(run), name=f"mirror {run.id}")
-        self._mirrors.add(task)
-        task.add_done_callback(self._mirrors.discard)
+        self._sent[run.id] = 0
+        run.on_publish = self._published
+        self._published(run)
+        if self._sharing is None or self._sharing.done():
+            self._woken = asyncio.Event()  # of this event loop
+            self._woken.set()
+            self._sharing = asyncio.create_task(self._share(), name="share generations")
+            self._mirrors.add(self._sharing)
+            self._sharing.add_done_callback(self._mirrors.discard)
 
-    async def _mirror(self, run: RunningGeneration) -> None:
-        """Copy the run's events into its stream as they come, in one round trip a batch."""
+    def _published(self, run: RunningGeneration) -> None:
+        if run.id in self._sent:
+            self._unsent[run.id] = run
+            self._woken.set()
+
+    async def _share(self) -> None:
+        """Copy the runs' new events into their streams: whatever every run published
+        since the last write goes in one pipelined round trip (while it is under way,
+        the next batch gathers), rather than one round trip a token."""
         client = self.async_client()
-        stream, meta = self.key("run", run.id, "events"), self.key("run", run.id)
-        sent = 0
-        try:
-            async for batch in run.batches():
-                pipe = client.pipeline(transaction=False)
-                for event in batch:
-                    sent += 1
-                    pipe.xadd(stream, {"e": encode(event)}, id=f"0-{sent}")
-                if isinstance(batch[-1], Completed):
-                    keep = int(self.keep_finished)
+        while True:
+            await self._woken.wait()
+            self._woken.clear()
+            runs, self._unsent = self._unsent, {}
+            pipe = client.pipeline(transaction=False)
+            ends: list[tuple[RunningGeneration, int]] = []
+            for run in runs.values():
+                sent, events = self._sent[run.id], run.events
+                end = len(events)
+                stream = self.key("run", run.id, "events")
+                for index in range(sent, end):
+                    pipe.xadd(stream, {"e": encode(events[index])}, id=f"0-{index + 1}")
+                if end and isinstance(events[end - 1], Completed):
+                    keep, meta = int(self.keep_finished), self.key("run", run.id)
                     pipe.hset(meta, "done", "1")
                     pipe.expire(stream, keep)
                     pipe.expire(meta, keep)
                     pipe.eval(_RELEASE, 1, self.key("chat", run.chat_id, "run"), run.id)
+                ends.append((run, end))
+            try:
                 await pipe.execute()
-        except redis.RedisError as exc:
-            logger.warning("generation %s: its events could not be shared: %s", run.id, exc)
+            except redis.RedisError as exc:
+                # as if each run had failed alone: those runs are no longer shared
+                for run, _ in ends:
+                    logger.warning("generation %s: its events could not be shared: %s", run.id, exc)
+                    self._forget(run)
+                continue
+            for run, end in ends:
+                if run.done and end == len(run.events):
+                    self._forget(run)
+                elif run.id in self._sent:
+                    self._sent[run.id] = end
+
+    def _forget(self, run: RunningGeneration) -> None:
+        self._sent.pop(run.id, None)
+        self._unsent.pop(run.id, None)
+        run.on_publish = None
 
     def get(self, generation_id: str) -> RunningGeneration:
         run = self._runs.get(generation_id)
