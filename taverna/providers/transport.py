@@ -253,6 +253,8 @@ class StreamWatch:
     def saw(self, data: str, events: list[Event]) -> None:
         """Note one event's data and what the parser made of it."""
         self.events += 1
+        if self.replied:
+            return  # the stream carried a reply: what else it held is never said
         if any(isinstance(e, TextDelta | ReasoningDelta | ToolCall) for e in events):
             self.replied = True
         elif not events and data.strip() and data.strip() != "[DONE]" and not _is_json(data):

@@ -63,7 +63,7 @@ def test_a_follower_reads_on_when_redis_answers_it_late(monkeypatch: pytest.Monk
 
 
 def test_events_published_together_reach_redis_in_one_round_trip() -> None:
-    """What several runs published in one turn of the loop is written in one pipeline,
+    """What several runs published in one turn of the loop is written in one round trip,
     each event under its index's entry id, and another process reads every one of them
     from any index on."""
 
@@ -97,7 +97,7 @@ def test_events_published_together_reach_redis_in_one_round_trip() -> None:
                 for piece in ("a", "b", "c"):
                     run.publish(TextDelta(piece))
             await asyncio.sleep(0.2)
-            assert writes == [6]  # six events, one round trip
+            assert len(writes) == 1  # six events of two runs, one round trip
             for run in runs:
                 run.publish(Completed(Ending.SAVED, "abc"))
             for run in runs:

@@ -68,6 +68,21 @@ FOLLOW_GIVE_UP = 60.0
 ORPHANED = "the server process running this generation stopped before it ended"
 # Release a chat's claim only if it still names this run.
 _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end"
+# Append events to several runs' streams in one command: KEYS are the streams; ARGV holds,
+# for each in turn, the index of its first event, how many, then the events (event `i`
+# under the entry id `0-{i+1}`).
+_APPEND = """
+local at = 1
+for k = 1, #KEYS do
+  local first, count = tonumber(ARGV[at]), tonumber(ARGV[at + 1])
+  at = at + 2
+  for i = 0, count - 1 do
+    redis.call('xadd', KEYS[k], '0-' .. (first + i + 1), 'e', ARGV[at + i])
+  end
+  at = at + count
+end
+return #KEYS
+"""
 
 
 class RemoteGeneration(RunningGeneration):
@@ -331,37 +346,44 @@ class SharedRegistry(GenerationRegistry):
 
     async def _share(self) -> None:
         """Copy the runs' new events into their streams: whatever every run published
-        since the last write goes in one pipelined round trip (while it is under way,
-        the next batch gathers), rather than one round trip a token."""
+        since the last write goes in one command (`_APPEND`) and one round trip (while
+        it is under way, the next batch gathers), rather than one round trip a token."""
         client = self.async_client()
         while True:
             await self._woken.wait()
             self._woken.clear()
             runs, self._unsent = self._unsent, {}
             pipe = client.pipeline(transaction=False)
-            ends: list[tuple[RunningGeneration, int]] = []
+            ends: list[tuple[RunningGeneration, int, int]] = []
+            streams: list[str] = []
+            appended: list[str | int] = []
             for run in runs.values():
                 sent, events = self._sent[run.id], run.events
                 end = len(events)
-                stream = self.key("run", run.id, "events")
-                for index in range(sent, end):
-                    pipe.xadd(stream, {"e": encode(events[index])}, id=f"0-{index + 1}")
-                if end and isinstance(events[end - 1], Completed):
+                if end > sent:
+                    streams.append(self.key("run", run.id, "events"))
+                    appended += (sent, end - sent)
+                    appended += [encode(event) for event in events[sent:end]]
+                ends.append((run, sent, end))
+            if streams:
+                pipe.eval(_APPEND, len(streams), *streams, *appended)
+            for run, sent, end in ends:
+                if end > sent and isinstance(run.events[end - 1], Completed):
+                    stream = self.key("run", run.id, "events")
                     keep, meta = int(self.keep_finished), self.key("run", run.id)
                     pipe.hset(meta, "done", "1")
                     pipe.expire(stream, keep)
                     pipe.expire(meta, keep)
                     pipe.eval(_RELEASE, 1, self.key("chat", run.chat_id, "run"), run.id)
-                ends.append((run, end))
             try:
                 await pipe.execute()
             except redis.RedisError as exc:
                 # as if each run had failed alone: those runs are no longer shared
-                for run, _ in ends:
+                for run, _, _ in ends:
                     logger.warning("generation %s: its events could not be shared: %s", run.id, exc)
                     self._forget(run)
                 continue
-            for run, end in ends:
+            for run, _, end in ends:
                 if run.done and end == len(run.events):
                     self._forget(run)
                 elif run.id in self._sent:
