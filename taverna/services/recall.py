@@ -53,6 +53,7 @@ from taverna.model.injection import ExtensionPosition, InjectionRole
 from taverna.model.lorebook import Lorebook
 from taverna.providers.embeddings import Embedder, LocalEmbedder, OpenAIEmbedder, normalised
 from taverna.services.active_settings import ACTIVE, SETTINGS_KIND
+from taverna.services.library_watch import Kept, LibraryWatch
 from taverna.services.text_vectors import TextVectors
 from taverna.store.repository import DueMessage, NearMessage, Store
 
@@ -62,6 +63,8 @@ log = logging.getLogger(__name__)
 BACKLOG_BATCH = 32
 # A chat's vectors kept in memory, for this many chats (the most recently used).
 CHATS_KEPT = 4
+# Chats whose account a send remembers (an account never changes), at most.
+OWNERS_KEPT = 4096
 # How far a path's end is climbed to find where it joins the path kept in memory: first
 # a few rows (a turn's end is usually a message or two below the last), then four times
 # more a climb, up to this many.
@@ -792,12 +795,18 @@ class RecallService:
         embedder_for: Callable[[RecallConfig], Embedder] = embedder_for,
         *,
         bits: Literal["background", "at once", "never"] = "background",
+        watch: LibraryWatch | None = None,
     ) -> None:
         """`bits`: how a chat's sign bits come into memory beside the database's search
         (`ChatBits`): read on a thread of their own while the database searches (a
         100,000-message chat's take seconds), read at once, or never (the database
-        searches every turn)."""
+        searches every turn). `watch`: when what a send's early embedding keeps of the
+        settings is read again (without one, they are read at every send)."""
         self.store = store
+        # A send asks whether its account's recall is on: the answer is kept until the
+        # library changes, with each chat's account (which never changes).
+        self._enabled: Kept[str, RecallConfig] | None = Kept(watch) if watch else None
+        self._owners: OrderedDict[str, str] = OrderedDict()
         self._embedder_for = embedder_for
         self._embedders: dict[tuple[str, str, str], Embedder] = {}
         self._chats: OrderedDict[tuple[str, str], ChatVectors] = OrderedDict()
@@ -825,13 +834,27 @@ class RecallService:
             return None
 
         def named() -> tuple[Embedder, str] | None:
-            chat = self.store.get_chat(chat_id)
-            config = stored_config(self.store, chat.owner)
+            config = self._config_of(chat_id)
             if not config.enabled:
                 return None
-            return self.embedder(config), embedded_text(speaker or chat.user_name, text)
+            name = speaker or self.store.get_chat(chat_id).user_name
+            return self.embedder(config), embedded_text(name, text)
 
         return self.texts.ahead(named)
+
+    def _config_of(self, chat_id: str) -> RecallConfig:
+        """The recall settings of the chat's account (kept while the library is unchanged)."""
+        if self._enabled is None:
+            return stored_config(self.store, self.store.get_chat(chat_id).owner)
+        with self.lock:
+            owner = self._owners.get(chat_id)
+        if owner is None:
+            owner = self.store.get_chat(chat_id).owner
+            with self.lock:
+                self._owners[chat_id] = owner
+                while len(self._owners) > OWNERS_KEPT:
+                    self._owners.popitem(last=False)
+        return self._enabled.get(owner, lambda: stored_config(self.store, owner))
 
     def close(self) -> None:
         self.texts.close()

@@ -48,7 +48,12 @@ from taverna.services.ownership import Ownership
 from taverna.services.plugins import EventBus, Plugins, PluginServices
 from taverna.services.quick_reply_events import QuickReplyAutomations
 from taverna.services.quiet_generation import quiet_text
-from taverna.services.recall import EmbeddingBacklog, EmbeddingPlan, accounts_plan
+from taverna.services.recall import (
+    EmbeddingBacklog,
+    EmbeddingPlan,
+    RecallService,
+    accounts_plan,
+)
 from taverna.services.scratch import clean_leftovers
 from taverna.services.search import SearchService
 from taverna.services.summary_generation import SummaryGenerator
@@ -337,7 +342,9 @@ def open_workspace(
     chats = ChatService(store, rewriter=StoredRegex(store), events=events)
     connections = ConnectionService(store, folder.path)
     paths = PathEnds(store)
-    turns = TurnContexts(store, paths=paths, regex_budget=regex_budget)
+    turns = TurnContexts(
+        store, paths=paths, regex_budget=regex_budget, recall=RecallService(store, watch=watch)
+    )
     generation = GenerationService(
         store,
         connections,

@@ -660,3 +660,42 @@ def test_the_backlog_shares_a_few_new_messages_vectors_with_the_turns(
         tail = store.path_tail(chat_id, chat.active_leaf_id or "", limit=4).nodes
         assert service.for_turn(config, chat_id, chat.active_leaf_id, tail) is not None
         assert counting.texts == []
+
+
+def test_a_send_with_recall_off_reads_nothing_until_the_settings_change(
+    tmp_path: Path, embedder: LocalEmbedder
+) -> None:
+    """With a library watch, a send asks the store nothing while recall stays off; turning
+    it on (a settings write) is seen at the next send, which embeds ahead again."""
+    import sqlalchemy as sa
+
+    from taverna.services.library_watch import LibraryWatch
+
+    counting = CountingEmbedder(embedder)
+    with temporary_store("sqlite", tmp_path) as store:
+        _settings(store, enabled_chats=False)
+        chat_id = _chat(store, [(NodeRole.USER, DRAGON)], 4)
+        service = RecallService(store, lambda config: counting, watch=LibraryWatch().watch(store))
+        statements: list[str] = []
+
+        def note(_c: Any, _cur: Any, text: str, *_: Any) -> None:
+            statements.append(text)
+
+        try:
+            first = service.foresee(chat_id, "", "A first message.")
+            assert first is not None
+            first.result(timeout=60)
+            sa.event.listen(store.engine, "before_cursor_execute", note)
+            for i in range(3):
+                ahead = service.foresee(chat_id, "", f"Message {i}.")
+                assert ahead is not None
+                ahead.result(timeout=60)
+            sa.event.remove(store.engine, "before_cursor_execute", note)
+            assert statements == [] and counting.texts == []
+            _settings(store)  # recall on
+            ahead = service.foresee(chat_id, "", "Now it counts.")
+            assert ahead is not None
+            ahead.result(timeout=60)
+            assert len(counting.texts) == 1 and "Now it counts." in counting.texts[0]
+        finally:
+            service.close()
