@@ -166,3 +166,38 @@ def test_a_failed_write_is_said_and_later_runs_are_still_shared(
             await following.close()
 
     asyncio.run(go())
+
+
+def test_a_worker_following_many_streams_still_shares_its_own() -> None:
+    """Each follower waits on a Redis connection of its own. Two workers each run 150
+    generations and follow the other's 150 (past redis-py's default pool of 100, which
+    refused the connections a worker then needed to share its own runs' events): every
+    follower reads every event."""
+
+    async def go() -> list[list[Any]]:
+        prefix = f"test-{uuid.uuid4().hex[:12]}:"
+        one, two = SharedRegistry(URL, prefix=prefix), SharedRegistry(URL, prefix=prefix)
+        try:
+            runs: list[tuple[SharedRegistry, RunningGeneration]] = []
+            for owner, n in [(one, i) for i in range(150)] + [(two, i) for i in range(150, 300)]:
+                run = RunningGeneration(uuid.uuid4().hex, f"chat-{n}", GenerationType.NORMAL)
+                owner.add(run)
+                runs.append((owner, run))
+
+            async def follow(owner: SharedRegistry, run: RunningGeneration) -> list[Any]:
+                remote = (two if owner is one else one).get(run.id)
+                assert remote.remote
+                return [event async for _, event in remote.follow(0)]
+
+            reading = [asyncio.create_task(follow(owner, run)) for owner, run in runs]
+            await asyncio.sleep(0.5)  # every follower waits on Redis now
+            for _, run in runs:
+                run.publish(TextDelta("hi"))
+                run.publish(Completed(Ending.SAVED, "hi"))
+            return await asyncio.wait_for(asyncio.gather(*reading), 60)
+        finally:
+            await one.close()
+            await two.close()
+
+    seen = asyncio.run(go())
+    assert all(events == [TextDelta("hi"), Completed(Ending.SAVED, "hi")] for events in seen)

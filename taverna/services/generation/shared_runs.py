@@ -65,6 +65,11 @@ FOLLOW_BLOCK_MS = 1000
 # and how long it keeps trying before the stream ends with the error.
 FOLLOW_RETRY = 0.1
 FOLLOW_GIVE_UP = 60.0
+# Each follower holds a connection while it waits for events: the async client's pool
+# is sized for many streams at once (redis-py's own default, 100, refused the 101st
+# follower), and past that a follower waits for a connection rather than failing.
+ASYNC_CONNECTIONS = 2048
+ASYNC_CONNECTION_WAIT = 30.0
 ORPHANED = "the server process running this generation stopped before it ended"
 # Release a chat's claim only if it still names this run.
 _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end"
@@ -200,7 +205,13 @@ class SharedRegistry(GenerationRegistry):
 
     def async_client(self) -> aredis.Redis:
         if self._async is None:
-            self._async = aredis.Redis.from_url(self.url, decode_responses=True)
+            pool = aredis.BlockingConnectionPool.from_url(
+                self.url,
+                decode_responses=True,
+                max_connections=ASYNC_CONNECTIONS,
+                timeout=ASYNC_CONNECTION_WAIT,
+            )
+            self._async = aredis.Redis(connection_pool=pool)
         return self._async
 
     # ------------------------------------------------------------ the process
