@@ -46,10 +46,26 @@ def few_arenas() -> None:
         ctypes.CDLL("libc.so.6").mallopt(_M_ARENA_MAX, SERVER_ARENAS)
 
 
+def more_open_files() -> None:
+    """Raise a server's limit of open files to the most the system allows it.
+
+    Each stream a page follows holds a socket, and with several workers each follower
+    another to Redis: the usual limit of 1,024 would refuse connections at a few hundred
+    streams. Unix only; a limit the operator lowered on purpose (a hard one) is kept."""
+    with contextlib.suppress(ImportError, OSError, ValueError):
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard == resource.RLIM_INFINITY or hard > soft:
+            wanted = 65_536 if hard == resource.RLIM_INFINITY else hard
+            resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, wanted), hard))
+
+
 def main() -> None:
     args = sys.argv[1:]
     if args[:1] == ["serve"]:
         few_arenas()
+        more_open_files()
     if args in (["version"], ["--version"]):
         from taverna import __version__
 
