@@ -111,10 +111,14 @@ _SMALL_KINDS = (
 )
 # The first window of a chat not seen before; later turns start from what it needed.
 FIRST_WINDOW = 96
-# Chats whose token costs (and the prompt parts they keep) stay between turns, and how
-# much a chat's kept work may grow before it starts afresh.
-MAX_CHATS_KEPT = 16
-COST_MEMO_LIMIT = 20_000
+# Chats whose token costs (and the prompt parts they keep) stay between turns: the most
+# recently used, up to COSTS_HELD kept entries in all. A chat's kept work starts afresh
+# once it holds several times what its window needs: its entries are keyed by message
+# object, so edits, swipes and messages gone past the window leave old ones behind.
+MAX_CHATS_KEPT = 1_024
+COSTS_HELD = 40_000
+COST_MEMO_FLOOR = 2_000
+COST_MEMO_PER_MESSAGE = 8
 # Messages kept as the engine reads them, across chats (a few windows' worth).
 MESSAGES_KEPT = 20_000
 # Newly counted message texts are stored from this many on (one write per cold build).
@@ -305,13 +309,17 @@ class TurnContexts:
         """The chat's token costs, kept from turn to turn: unchanged messages' prompt parts
         and name-only macro texts are reused (the engine keys them by what they depend on)."""
         key = (tokenizer_name(context), context.chat_completion.model, id(counts))
+        window = self._windows.get(chat_id, FIRST_WINDOW)
+        limit = max(COST_MEMO_FLOOR, COST_MEMO_PER_MESSAGE * window)
         kept = self._costs.get(chat_id)
-        if kept is None or kept[0] != key or len(kept[1].memo) > COST_MEMO_LIMIT:
+        if kept is None or kept[0] != key or len(kept[1].memo) > limit:
             kept = (key, message_cost(context, counts))
-            self._costs[chat_id] = kept
-            self._costs.move_to_end(chat_id)
-            while len(self._costs) > MAX_CHATS_KEPT:
-                self._costs.popitem(last=False)
+        self._costs[chat_id] = kept
+        self._costs.move_to_end(chat_id)
+        held = sum(len(cost.memo) for _, cost in self._costs.values())
+        while len(self._costs) > 1 and (len(self._costs) > MAX_CHATS_KEPT or held > COSTS_HELD):
+            _, (_, gone) = self._costs.popitem(last=False)
+            held -= len(gone.memo)
         return kept[1]
 
     def _message(self, node: Node) -> ChatMessage:

@@ -366,3 +366,35 @@ def test_every_lorebook_source_at_once_in_each_strategy(
     text = "\n".join(m.content for m in prompt.messages)
     assert f"{expected[0]} lore." in text
     assert sorted(expected, key=lambda name: text.index(f"{name} lore.")) == expected
+
+
+def test_many_chats_keep_their_costs_and_edits_do_not_pile_up(
+    store: SqlStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server with many people keeps every active chat's token costs between turns (not
+    only the last 16 chats'); a chat edited again and again keeps a bounded memo (each
+    edit makes a new message object, which the memo is keyed by)."""
+    from taverna.services import turn_context
+
+    monkeypatch.setattr(turn_context, "COST_MEMO_FLOOR", 50)
+    monkeypatch.setattr(turn_context, "COST_MEMO_PER_MESSAGE", 1)
+    _library(store, max_context=2000)
+    turns = TurnContexts(store, clock=lambda: NOW, paths=PathEnds(store))
+    service = _service(store, tmp_path, turns)
+    ids = [_chat(store, 6) for _ in range(24)]
+    for chat_id in ids:
+        chat = store.get_chat(chat_id)
+        turns.build(service.turn(chat, chat.active_leaf_id, GenerationType.NORMAL, Api.OPENAI))
+    assert len(turns._costs) == 24
+    chats = ChatService(store)
+    chat_id = ids[0]
+    most = 0
+    for i in range(300):
+        chat = store.get_chat(chat_id)
+        assert chat.active_leaf_id is not None
+        chats.edit(chat_id, chat.active_leaf_id, f"edited {i} lantern", revision=chat.revision)
+        chat = store.get_chat(chat_id)
+        turns.build(service.turn(chat, chat.active_leaf_id, GenerationType.NORMAL, Api.OPENAI))
+        most = max(most, len(turns._costs[chat_id][1].memo))
+    # the window's limit (its messages, at least the first window's 96) and one turn's own
+    assert 0 < most <= turn_context.FIRST_WINDOW + 16
