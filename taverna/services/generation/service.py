@@ -182,6 +182,9 @@ class GenerationService:
         self._builder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prompt-build")
         # The person's message is written here while its prompt is built.
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chat-write")
+        # Replies are stored on a thread of their own: a person's message, which the
+        # first token waits for, never queues behind other chats' finished replies.
+        self._reply_writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reply-write")
         self._build_lock = threading.Lock()
         self._starting: set[str] = set()  # chats whose prompt is being built
         self.rounds: dict[str, GroupRound] = {}  # group rounds, by id
@@ -1163,11 +1166,11 @@ class GenerationService:
         return replace(prompt, messages=tuple(messages), prefill="")
 
     async def _save(self, plan: _Plan, text: str, info: GenerationInfo) -> Completed:
-        """Store the result on the writer's thread, off the event loop (a write's tens of
+        """Store the result on the reply writer's thread, off the event loop (a write's tens of
         statements would hold up every other stream's events and first token). A Stop
         that comes while it is being written waits for it: the reply is stored, and says so."""
         loop = asyncio.get_running_loop()
-        stored = loop.run_in_executor(self._writer, self._store_result, plan, text, info)
+        stored = loop.run_in_executor(self._reply_writer, self._store_result, plan, text, info)
         try:
             return await asyncio.shield(stored)
         except asyncio.CancelledError:
