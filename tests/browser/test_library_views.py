@@ -3,6 +3,7 @@ and reorder and switch prompt-manager slots, each checked through the API afterw
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -176,8 +177,14 @@ def test_authors_note_from_the_chat_settings(chromium, taverna: TavernaServer) -
     expect(page.locator(".toast").last).to_contain_text("Saved")
     page.locator("#chat-lorebook").select_option(label="Brasswater")
     page.get_by_role("button", name="Save the lorebook").click()
+    # the save is a request of its own: wait for it to be stored before closing
+    deadline = time.monotonic() + 30
+    while True:
+        settings = taverna.api("GET", f"/chats/{chat['id']}/settings").json()
+        if settings["lorebook"] == "Brasswater" or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
     page.locator("#close-settings").click()
-    settings = taverna.api("GET", f"/chats/{chat['id']}/settings").json()
     assert (
         settings["authors_note"]["prompt"] == "[Keep it short.]"
         and settings["lorebook"] == "Brasswater"
