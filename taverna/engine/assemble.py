@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
 
 from taverna.engine.assembly.budget import MessageCost
 from taverna.engine.assembly.chat_completion import build_chat_completion
 from taverna.engine.assembly.context import AssemblyContext
 from taverna.engine.assembly.lorebook_bridge import scan as lorebook_scan
 from taverna.engine.assembly.macros_bridge import substitute_for
+from taverna.engine.assembly.memo import TurnMemo
 from taverna.engine.assembly.turn import Substitute, Turn, prepare_turn
 from taverna.engine.assembly.world import LorebookScan
 from taverna.engine.lorebook.regex_budget import RegexBudget
@@ -123,6 +123,6 @@ def default_text_builder() -> TextBuilder:
     return build_text_completion
 
 
-def default_substitute(context: AssemblyContext, memo: dict[Any, Any] | None = None) -> Substitute:
+def default_substitute(context: AssemblyContext, memo: TurnMemo | None = None) -> Substitute:
     """The macro engine bound to this turn's context (name-only texts kept in `memo`)."""
     return substitute_for(context, memo)

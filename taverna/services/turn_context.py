@@ -211,10 +211,13 @@ class TurnContexts:
         self.paths = paths or PathEnds(store)
         self.documents = documents or ParsedDocuments(store)
         self.recall = recall or RecallService(store)
-        # (chat, API) -> depth its last history began at; per API, as each fits its own context
-        self._recall_starts: dict[tuple[str, str], int] = {}
-        self._windows: dict[str, int] = {}  # chat -> messages its last prompt needed
-        self._book_names: dict[str, tuple[str, ...]] = {}  # chat -> books its last turn used
+        # What each recently built chat's next turn starts from, for the MAX_CHATS_KEPT
+        # chats built most recently: the messages its last prompt needed, the books its
+        # last turn used, and per API the depth its last history began at (each API fits
+        # its own context).
+        self._windows: OrderedDict[str, int] = OrderedDict()
+        self._book_names: dict[str, tuple[str, ...]] = {}
+        self._recall_starts: dict[str, dict[str, int]] = {}
         self._costs: OrderedDict[str, tuple[tuple[str, str, int], MessageCost]] = OrderedDict()
         # Each node's message as the engine reads it, made once per node object.
         self._messages: OrderedDict[str, tuple[Node, ChatMessage]] = OrderedDict()
@@ -242,6 +245,10 @@ class TurnContexts:
         library = self.library(chat, turn.speaker)
         now = self.clock() if self.clock else datetime.now(UTC)
         want = self._windows.get(chat.id, FIRST_WINDOW)
+        kept = self._costs.get(chat.id)
+        if kept is not None:
+            kept[1].next_turn()  # what the last turn did not use of the chat's kept work goes
+        starts = self._recall_starts.setdefault(chat.id, {})
         floor = _scan_floor(library)
         # One turn's time for user regexes, however many assemblies widening takes.
         regexes = RegexBudget(self.regex_budget)
@@ -258,7 +265,7 @@ class TurnContexts:
             if isinstance(recall, TurnRecall):
                 # Where the last turn's history began: what is above it fell outside the
                 # context (checked after; a first turn assembles again once it knows).
-                start = self._recall_starts.get((chat.id, turn.api.value))
+                start = starts.get(turn.api.value)
                 found = recall.entries_only() if start is None else recall.for_window(start)
                 context = replace(context, recall=found)
             # A chat new to this process: its messages' counts come from the store.
@@ -273,7 +280,7 @@ class TurnContexts:
             want = _widened(want, tail, prompt)
         if isinstance(recall, TurnRecall):
             oldest = _oldest_included(prompt, tail) if prompt.ledger.history_stopped else 0
-            start = self._recall_starts.get((chat.id, turn.api.value))
+            start = starts.get(turn.api.value)
             if start is None or oldest < start:
                 # Messages fell outside the context (or the history now reaches above the
                 # start used): those nearest in meaning come back, from above its start.
@@ -282,9 +289,17 @@ class TurnContexts:
                     context = replace(context, recall=found)
                     prompt = assemble(context, cost=cost, regexes=regexes)
                     self.assemblies += 1
-            self._recall_starts[(chat.id, turn.api.value)] = oldest
+            starts[turn.api.value] = oldest
         # The next turn starts where this one ended, with room for the new messages.
         self._windows[chat.id] = max(FIRST_WINDOW, len(tail.nodes) + 8)
+        self._windows.move_to_end(chat.id)
+        while len(self._windows) > MAX_CHATS_KEPT:
+            gone, _ = self._windows.popitem(last=False)
+            self._book_names.pop(gone, None)
+            self._recall_starts.pop(gone, None)
+        for other in (self._book_names, self._recall_starts):
+            while len(other) > MAX_CHATS_KEPT:  # chats read but never built, say
+                del other[next(iter(other))]
         request = provider(turn.api).preset_options(library.preset)
         return PreparedTurn(
             prompt,

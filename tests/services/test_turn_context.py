@@ -398,3 +398,26 @@ def test_many_chats_keep_their_costs_and_edits_do_not_pile_up(
         most = max(most, len(turns._costs[chat_id][1].memo))
     # the window's limit (its messages, at least the first window's 96) and one turn's own
     assert 0 < most <= turn_context.FIRST_WINDOW + 16
+
+
+def test_a_chat_edited_again_and_again_keeps_about_two_turns_of_work(
+    store: SqlStore, tmp_path: Path
+) -> None:
+    """The memo lets go of what the last turn did not use: each edit's old message
+    object, and its parts, go at the next turn, not when the chat's memo fills up."""
+    _library(store, max_context=2000)
+    turns = TurnContexts(store, clock=lambda: NOW, paths=PathEnds(store))
+    service = _service(store, tmp_path, turns)
+    chat_id = _chat(store, 6)
+    chats = ChatService(store)
+    sizes = []
+    for i in range(120):
+        chat = store.get_chat(chat_id)
+        assert chat.active_leaf_id is not None
+        chats.edit(chat_id, chat.active_leaf_id, f"edited {i} lantern", revision=chat.revision)
+        chat = store.get_chat(chat_id)
+        turns.build(service.turn(chat, chat.active_leaf_id, GenerationType.NORMAL, Api.OPENAI))
+        sizes.append(len(turns._costs[chat_id][1].memo))
+    # a handful of entries per message of the 6-message window, for two turns at most
+    assert max(sizes) <= 60
+    assert sizes[-1] <= max(sizes[10:20])  # flat: no growth turn after turn

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+
+from taverna.engine.assembly.memo import TurnMemo
 
 CountText = Callable[[str], int]
 
@@ -31,17 +32,22 @@ class MessageCost:
     count_text: CountText
     family: str = "tiktoken"
     always_full: bool = False
-    _cache: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    _cache: TurnMemo = field(default_factory=TurnMemo)
     # Work on unchanged chat messages kept for the next turn (prompt parts, scan views),
     # keyed by what it is and the message object's id (checked against the object).
-    memo: dict[Any, Any] = field(default_factory=dict)
+    memo: TurnMemo = field(default_factory=TurnMemo)
+
+    def next_turn(self) -> None:
+        """A new turn begins: counts and work the last turn did not use are let go."""
+        self._cache.next_turn()
+        self.memo.next_turn()
 
     def message(self, role: str, content: str, name: str = "") -> int:
         """Tokens of one message as the budget sees it; empty content costs nothing."""
         if not content:
             return 0
         key = (role, content, name)
-        cached = self._cache.get(key)
+        cached: int | None = self._cache.get(key)
         if cached is not None:
             return cached
         tokens = self._count(role, content, name, full=False)
@@ -55,7 +61,7 @@ class MessageCost:
         Chat Completion (algo-prompt-assembly.md §3.7).
         """
         key = ("", text, "\x00full")
-        cached = self._cache.get(key)
+        cached: int | None = self._cache.get(key)
         if cached is None:
             cached = self._cache[key] = self._count("system", text, "", full=True)
         return cached

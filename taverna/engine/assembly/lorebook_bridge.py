@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, overload
+from typing import overload
 
 from taverna.engine.assembly.context import AssemblyContext, ChatMessage
 from taverna.engine.assembly.macros_bridge import macro_context
+from taverna.engine.assembly.memo import TurnMemo
 from taverna.engine.assembly.world import ScanRequest, WorldInfoOutcome
 from taverna.engine.lorebook import (
     DEFAULT_DEPTH,
@@ -29,11 +30,11 @@ class _ScanView(Sequence[ScanMessage]):
     """The visible chat as the lorebook engine reads it, built per message on access."""
 
     def __init__(
-        self, chat: Sequence[ChatMessage], include_names: bool, memo: dict[Any, Any] | None
+        self, chat: Sequence[ChatMessage], include_names: bool, memo: TurnMemo | None
     ) -> None:
         self.chat = chat
         self.include_names = include_names
-        self.memo = memo if memo is not None else {}
+        self.memo = memo if memo is not None else TurnMemo()
 
     def __len__(self) -> int:
         return len(self.chat)

@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from taverna.engine.assembly.context import AssemblyContext
+from taverna.engine.assembly.memo import TurnMemo
 from taverna.engine.macros import MacroContext, Variables, chat_seed, evaluate, has_macros
 
 if TYPE_CHECKING:
@@ -104,7 +105,7 @@ def _names_only(text: str) -> bool:
     )
 
 
-def substitute_for(context: AssemblyContext, memo: dict[Any, Any] | None = None) -> TurnMacros:
+def substitute_for(context: AssemblyContext, memo: TurnMemo | None = None) -> TurnMacros:
     """A substitution function for this turn; variable changes carry to the next call.
 
     With a `memo` kept across turns, texts whose only macros are names ({{char}},
@@ -120,7 +121,7 @@ class TurnMacros:
     takes over the variables the lorebook scan left (its entries run macros too).
     """
 
-    def __init__(self, context: AssemblyContext, memo: dict[Any, Any] | None = None) -> None:
+    def __init__(self, context: AssemblyContext, memo: TurnMemo | None = None) -> None:
         self._base = macro_context(context)
         self._memo = memo
         self._globals_before = dict(context.global_variables)

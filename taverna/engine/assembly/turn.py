@@ -26,6 +26,7 @@ from taverna.engine.assembly.injections import (
     base_table,
     with_lorebook,
 )
+from taverna.engine.assembly.memo import TurnMemo
 from taverna.engine.assembly.recall import recall_injection
 from taverna.engine.assembly.regex_scripts import regexed_for_prompt
 from taverna.engine.assembly.summary import with_summary
@@ -278,7 +279,7 @@ def prepare_turn(
     substitute: Substitute,
     scan: LorebookScan = no_lorebooks,
     count_text: Callable[[str], int] = len,
-    memo: dict[Any, Any] | None = None,
+    memo: TurnMemo | None = None,
     regexes: RegexBudget | None = None,
 ) -> Turn:
     """Everything both APIs need before building their prompt.

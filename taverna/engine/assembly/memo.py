@@ -1,0 +1,46 @@
+"""Work kept from one turn to the next, holding only what recent turns used.
+
+A chat's prompt parts, scan views and message counts are reused while their message is
+unchanged. Kept in a plain dict they would pile up: every edit, swipe and message that
+scrolls out of the window leaves its old entry behind for as long as the chat is used.
+Here an entry lives while turns use it: `next_turn()` lets go of whatever the turn
+before it did not read or write, so the memo holds about two windows' worth.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_MISSING: Any = object()
+
+
+class TurnMemo:
+    """A map whose entries last while each turn (see `next_turn`) reads them."""
+
+    __slots__ = ("_before", "_now")
+
+    def __init__(self) -> None:
+        self._now: dict[Any, Any] = {}
+        self._before: dict[Any, Any] = {}
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        """The entry under `key`, kept on for the next turn; `default` when none."""
+        found = self._now.get(key, _MISSING)
+        if found is not _MISSING:
+            return found
+        found = self._before.pop(key, _MISSING)
+        if found is _MISSING:
+            return default
+        self._now[key] = found
+        return found
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._now[key] = value
+
+    def __len__(self) -> int:
+        return len(self._now) + len(self._before)
+
+    def next_turn(self) -> None:
+        """A new turn begins: entries the last turn did not use go."""
+        self._before = self._now
+        self._now = {}
