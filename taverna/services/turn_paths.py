@@ -29,6 +29,9 @@ _SPLICE_CLIMB = 4
 # keeps the few hundred its turns read), and never more than this many chats.
 MESSAGES_HELD = 20_000
 CHATS_HELD = 1_024
+# A kept end grows by a splice each turn; past twice what turns read (and this much) its
+# oldest messages go, so a long-running chat keeps about its window, not its whole story.
+TRIM_SLACK = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +77,8 @@ class PathEnds:
         found = self._current(chat, leaf_id, kept)
         if found is None or (len(found.nodes) < want and found.before > 0):
             found = self._read(chat, leaf_id, max(want, 2 * len(found.nodes) if found else want))
+        elif len(found.nodes) > 2 * want + TRIM_SLACK:
+            found = _cut(found, want + TRIM_SLACK)
         with self._lock:
             self._keep(chat.id, found)
         return _trimmed(found, want)
@@ -179,13 +184,20 @@ class PathEnds:
 
 def _trimmed(kept: _Kept, want: int) -> PathTail:
     """The last `want` messages of a kept end, counting the rest as above them."""
+    last = _cut(kept, want)
+    return PathTail(last.nodes, last.before, last.visible_before, last.state)
+
+
+def _cut(kept: _Kept, want: int) -> _Kept:
+    """A kept end's last `want` messages, the rest counted as above them."""
     if len(kept.nodes) <= want:
-        return PathTail(kept.nodes, kept.before, kept.visible_before, kept.state)
+        return kept
     cut = len(kept.nodes) - want
     left = kept.nodes[:cut]
-    return PathTail(
-        kept.nodes[cut:],
-        kept.before + cut,
-        kept.visible_before + sum(1 for node in left if not node.hidden),
-        kept.state,
+    return replace(
+        kept,
+        nodes=kept.nodes[cut:],
+        before=kept.before + cut,
+        visible_before=kept.visible_before + sum(1 for node in left if not node.hidden),
+        user_before=None,  # counted again, from the new first message, when asked
     )

@@ -136,3 +136,27 @@ def test_many_chats_stay_kept_within_a_bound_on_messages(store: SqlStore) -> Non
     assert first.active_leaf_id is not None
     ends.tail(first, first.active_leaf_id, 5)
     assert ends.reads == 41
+
+
+def test_a_long_running_chat_keeps_about_its_window(store: SqlStore) -> None:
+    """Turn after turn, a splice adds each new message to the kept end; its oldest go
+    once it holds twice what turns read, so it does not grow into the whole story."""
+    from taverna.services import turn_paths
+
+    chats = ChatService(store)
+    chat = chats.create_chat("t").chat
+    ends = PathEnds(store)
+    want = 10
+    for i in range(200):
+        role = NodeRole.USER if i % 2 == 0 else NodeRole.ASSISTANT
+        chat = chats.append(chat.id, role, f"m{i}", revision=chat.revision).chat
+        assert chat.active_leaf_id is not None
+        tail = ends.tail(chat, chat.active_leaf_id, want)
+        assert _same(tail, store.path_tail(chat.id, chat.active_leaf_id, limit=want))
+        assert ends.user_messages_before(chat, tail) == sum(
+            1 for j in range(i + 1 - len(tail.nodes)) if j % 2 == 0
+        )
+        held = len(ends._kept[chat.id].nodes)
+        assert held <= 2 * want + turn_paths.TRIM_SLACK
+    # a chat shorter than a splice's climb is read whole; after that, only splices
+    assert ends.reads <= 4
