@@ -189,7 +189,6 @@ class Workspace:
             if self._reported.get(chat_id) == revision:
                 return
             self._reported[chat_id] = revision
-            self.generation.registry.changed(chat_id)
             if self.embeddings is not None:
                 self.embeddings.wake(chat_id)  # a new or edited message is embedded now
             self.backups.after_write(chat_id)

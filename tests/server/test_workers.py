@@ -168,6 +168,32 @@ def test_a_run_started_on_one_worker_is_followed_and_resumed_from_the_other(
     assert b.api("GET", f"/tasks/{task}").json()["status"] == "done"
 
 
+def test_a_chat_written_on_one_worker_is_what_the_others_next_prompt_holds(
+    workers: list[TavernaServer], stub: StubServer, chat_setup: str
+) -> None:
+    """No message between the workers is needed: what b keeps of the chat's path is
+    brought up to date from the store when its next prompt is built."""
+    a, b = workers
+    chat_id, revision = _new_chat(a, chat_setup)
+    stub.script(Reply(tokens=["First", " reply."]))
+    assert _events(a, _send(a, chat_id, revision, "the lantern"))[-1][1] == "done"
+    assert "the lantern" in b.api("GET", f"/chats/{chat_id}/prompt").text  # b keeps it now
+    chat = a.api("GET", f"/chats/{chat_id}").json()
+    mine = [m for m in chat["messages"] if m["role"] == "user"][-1]
+    a.api(
+        "PATCH",
+        f"/chats/{chat_id}/messages/{mine['id']}",
+        json={"content": "the candle", "revision": chat["revision"]},
+    )
+    shown = b.api("GET", f"/chats/{chat_id}/prompt").text
+    assert "the candle" in shown and "the lantern" not in shown
+    revision = int(a.api("GET", f"/chats/{chat_id}").json()["revision"])
+    stub.script(Reply(tokens=["Second", " reply."]))
+    assert _events(a, _send(a, chat_id, revision, "and then"))[-1][1] == "done"
+    shown = b.api("GET", f"/chats/{chat_id}/prompt").text
+    assert "Second reply." in shown and "and then" in shown
+
+
 def test_a_run_is_stopped_from_the_other_worker_and_its_text_kept_as_a_draft(
     workers: list[TavernaServer], stub: StubServer, chat_setup: str
 ) -> None:

@@ -215,13 +215,11 @@ class GenerationRegistry:
         *,
         stop: Callable[[str], Awaitable[object]],
         orphan: Callable[[Mapping[str, str], str], str | None],
-        changed: Callable[[str], None],
         stop_round: Callable[[str], Awaitable[object]] | None = None,
     ) -> None:
         """What a registry shared by processes calls back: `stop` one of this process's
         runs (`stop_round`: one of its group rounds), keep an `orphan`'s text as a draft
-        (its meta, its text: the draft's id), drop what is kept of a chat another process
-        `changed`. Unused in one process."""
+        (its meta, its text: the draft's id). Unused in one process."""
 
     async def stop_elsewhere(self, run: RunningGeneration) -> Completed | None:
         """Stop a run of another process (none, in one process)."""
@@ -243,9 +241,6 @@ class GenerationRegistry:
 
     async def close(self) -> None:
         """Stop what `open` started."""
-
-    def changed(self, chat_id: str) -> None:
-        """A chat was written: tell the other processes (none, in one process)."""
 
     @property
     def kept(self) -> int:

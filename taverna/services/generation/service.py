@@ -190,13 +190,12 @@ class GenerationService:
         self.rounds: dict[str, GroupRound] = {}  # group rounds, by id
         # Hooks run after a reply is saved (the automatic summary), each as a task of its
         # own: the reply is done and shown whatever they do. `follow_ups` holds the
-        # newest task per chat, so a caller can wait for it.
+        # newest task per chat while it runs, so a caller can wait for it.
         self.after_reply: list[Callable[[str], Awaitable[object]]] = []
         self.follow_ups: dict[str, asyncio.Task[None]] = {}
         self.registry.bind(
             stop=self.stop,
             orphan=self.keep_orphan,
-            changed=self.paths.forget,
             stop_round=self.stop_round,
         )
 
@@ -1008,7 +1007,16 @@ class GenerationService:
         try:
             done = await self._generate(plan)
             if done.outcome is Ending.SAVED and self.after_reply:
-                self.follow_ups[plan.chat.id] = asyncio.create_task(self._follow_up(plan.chat.id))
+                chat_id = plan.chat.id
+                task = self.follow_ups[chat_id] = asyncio.create_task(self._follow_up(chat_id))
+                # a finished one is let go: a server sees thousands of chats
+                task.add_done_callback(
+                    lambda ended: (
+                        self.follow_ups.pop(chat_id, None)
+                        if self.follow_ups.get(chat_id) is ended
+                        else None
+                    )
+                )
             return done
         except asyncio.CancelledError:
             if not plan.run.done:  # stopped before the stream began, or while saving

@@ -15,10 +15,12 @@ into a Redis stream of the run, so any other process can replay and follow it:
 - `{prefix}round:{id}` (hash): a group round's chat, speakers, runs so far and end, so
   any process reads it; its Stop reaches the process running it;
 - channel `{prefix}stop`: a Stop asked of another process's run (or `round:{id}`, of a
-  round); channel
-  `{prefix}changed`: a chat was written, so the other processes drop what they keep of
-  its path; channel `{prefix}documents`: stored documents (settings, say) were written,
+  round); channel `{prefix}documents`: stored documents (settings, say) were written,
   so the other processes read again what they keep of them.
+
+A chat written by another process needs no message: what a process keeps of a chat's
+path is named by the chat's revision and brought up to date from the store's change
+log when a turn reads it (`turn_paths`).
 
 Finished runs' keys expire `keep_finished` seconds after the end, as the in-memory
 registry forgets them.
@@ -188,11 +190,9 @@ class SharedRegistry(GenerationRegistry):
         self._leasing = threading.Event()  # set: the lease thread stops
         self._lease_thread: threading.Thread | None = None
         # Set by the generation service: stop one of this process's runs; keep an
-        # orphaned run's text as a draft (its meta, its text: the draft's id); drop
-        # what is kept of a chat another process wrote.
+        # orphaned run's text as a draft (its meta, its text: the draft's id).
         self.on_stop: Callable[[str], Awaitable[object]] | None = None
         self.on_orphan: Callable[[Mapping[str, str], str], str | None] | None = None
-        self.on_changed: Callable[[str], None] | None = None
         self.on_stop_round: Callable[[str], Awaitable[object]] | None = None
         # Called when another process wrote documents, and whenever this one listens
         # again after Redis was away (what was announced meanwhile is lost).
@@ -254,11 +254,11 @@ class SharedRegistry(GenerationRegistry):
                 logger.warning("could not renew this process's lease in Redis: %s", exc)
 
     async def _listen(self) -> None:
-        stop, changed, documents = self.key("stop"), self.key("changed"), self.key("documents")
+        stop, documents = self.key("stop"), self.key("documents")
         while True:
             try:
                 pubsub = self.async_client().pubsub()
-                await pubsub.subscribe(stop, changed, documents)
+                await pubsub.subscribe(stop, documents)
                 if self.on_documents is not None:
                     self.on_documents()  # what was announced before listening was missed
                 async for message in pubsub.listen():
@@ -267,10 +267,6 @@ class SharedRegistry(GenerationRegistry):
                     channel, data = str(message["channel"]), str(message["data"])
                     if channel == stop:
                         self._stop_asked(data)
-                    elif channel == changed:
-                        sender, _, chat_id = data.partition(" ")
-                        if sender != self.worker_id and self.on_changed is not None:
-                            self.on_changed(chat_id)
                     elif (
                         channel == documents
                         and data != self.worker_id
@@ -307,10 +303,6 @@ class SharedRegistry(GenerationRegistry):
     def alive(self, worker: str) -> bool:
         """Whether the process `worker` holds its lease."""
         return worker == self.worker_id or bool(self.redis.exists(self.key("worker", worker)))
-
-    def changed(self, chat_id: str) -> None:
-        with contextlib.suppress(redis.RedisError):
-            self.redis.publish(self.key("changed"), f"{self.worker_id} {chat_id}")
 
     def documents_changed(self) -> None:
         """Tell the other processes that this one wrote stored documents."""
@@ -452,10 +444,9 @@ class SharedRegistry(GenerationRegistry):
         *,
         stop: Callable[[str], Awaitable[object]],
         orphan: Callable[[Mapping[str, str], str], str | None],
-        changed: Callable[[str], None],
         stop_round: Callable[[str], Awaitable[object]] | None = None,
     ) -> None:
-        self.on_stop, self.on_orphan, self.on_changed = stop, orphan, changed
+        self.on_stop, self.on_orphan = stop, orphan
         self.on_stop_round = stop_round
 
     # ------------------------------------------------------------ group rounds
