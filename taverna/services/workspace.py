@@ -188,7 +188,10 @@ class Workspace:
                 revision = self.store.get_chat(chat_id).revision
             if self._reported.get(chat_id) == revision:
                 return
-            self._reported[chat_id] = revision
+            self._reported.pop(chat_id, None)
+            self._reported[chat_id] = revision  # the newest last; the oldest go past 4,096
+            if len(self._reported) > 4096:
+                del self._reported[next(iter(self._reported))]
             if self.embeddings is not None:
                 self.embeddings.wake(chat_id)  # a new or edited message is embedded now
             self.backups.after_write(chat_id)
