@@ -7,7 +7,10 @@ passed, so the newest state is never left without a backup for long. With `defer
 process is backed up at once: later writes are left pending, and a chat's changes within
 `interval` seconds of the first of them are written together by the flusher, once (a
 turn's message and its reply in one backup, none of it on the thread that wrote them).
-The newest `keep` backups of each chat are kept. File names are safe for any title:
+The newest `keep` backups of each chat are kept: a backup prunes from the names of its
+chat's backups that this process last saw (the folder, which holds every chat's, is listed
+again after `keep` more backups of the chat, so another process's are pruned too), deleting
+an old one only once `keep` newer ones are seen to be there. File names are safe for any title:
 `chat_<title>_<chat key>_<YYYYMMDD-HHMMSS>.jsonl`, with a hash of the title added where
 the title is not ASCII, so titles in any script stay apart.
 """
@@ -73,6 +76,23 @@ class Backup:
         return self.path.name
 
 
+@dataclass
+class _SeenBackups:
+    """The names of one chat's backups as this process last saw them, and how many it
+    wrote since it last listed the folder."""
+
+    names: set[str]
+    written: int = 0
+
+
+def _age(name: str) -> tuple[str, int]:
+    """A backup name's place in time: its stamp, then its number within the second."""
+    match = _NAME.match(name)
+    if match is None:
+        return ("", 0)
+    return (match["stamp"], int(match["n"] or 1))
+
+
 class BackupService:
     """Writes, lists, prunes and restores chat backups in one folder."""
 
@@ -106,6 +126,8 @@ class BackupService:
         self._pending: set[str] = set()
         self._since: dict[str, float] = {}  # deferred: a pending chat -> its first change
         self._lock = threading.Lock()
+        self._seen: dict[str, _SeenBackups] = {}  # a chat -> its backups' names, as last seen
+        self._seen_lock = threading.Lock()
 
     # ------------------------------------------------------------- writing
 
@@ -247,7 +269,7 @@ class BackupService:
             handle.flush()
             os.fsync(handle.fileno())
         tmp.replace(target)
-        self.prune(chat_id)
+        self._prune_after(chat_id, target.name)
         return target
 
     def prune(self, chat_id: str) -> list[Path]:
@@ -257,6 +279,37 @@ class BackupService:
             old.path.unlink(missing_ok=True)
             removed.append(old.path)
         return removed
+
+    def _prune_after(self, chat_id: str, written: str) -> list[Path]:
+        """`prune` after writing `written`, without listing the folder each time.
+
+        The names seen are those of the last listing plus the backups written here since;
+        the folder is listed again after `keep` backups (another process's are then seen).
+        An old backup is deleted only once `keep` newer ones of the names seen are found
+        to be there, so however stale the names, no backup among the newest `keep` in the
+        folder is deleted; a name gone meanwhile (pruned elsewhere) is forgotten.
+        """
+        with self._seen_lock:
+            seen = self._seen.get(chat_id)
+            if seen is None or seen.written >= self.keep:
+                seen = _SeenBackups({b.name for b in self.backups(chat_id)})
+                self._seen[chat_id] = seen
+            seen.names.add(written)
+            seen.written += 1
+            if len(seen.names) <= self.keep:
+                return []
+            kept: set[str] = set()
+            removed = []
+            for name in sorted(seen.names, key=_age, reverse=True):
+                path = self.folder / name
+                if len(kept) < self.keep:
+                    if path.exists():
+                        kept.add(name)
+                    continue
+                path.unlink(missing_ok=True)
+                removed.append(path)
+            seen.names = kept
+            return removed
 
     # ------------------------------------------------------------- reading
 

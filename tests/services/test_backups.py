@@ -13,7 +13,7 @@ import pytest
 from taverna.errors import NotFound
 from taverna.formats.st_chat import read_chat
 from taverna.model.chat import CharacterRef, NodeRole
-from taverna.services.backups import BackupService, title_slug
+from taverna.services.backups import Backup, BackupService, chat_key, title_slug
 from taverna.services.chats import ChatService
 from taverna.services.interchange import InterchangeService
 from taverna.store.sql import SqlStore
@@ -260,3 +260,58 @@ def test_deferred_changes_are_written_on_shutdown_and_after_a_failed_write(
     (written,) = deferred.flush(force=True)  # shutdown: whatever is pending, now
     assert "Two." in written.read_text(encoding="utf-8")
     assert deferred.pending == frozenset()
+
+
+def test_pruning_leaves_other_chats_and_the_newest_of_every_process(
+    store: SqlStore, tmp_path: Path, clocks: Clocks, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two processes back one chat up into one folder that holds other chats' backups:
+    each prunes without listing the folder every time, never deletes one of the newest
+    `keep` in the folder, and the folder comes back to `keep` once each lists it again."""
+    folder = tmp_path / "shared"
+    chat = new_chat(store)
+    one, two = (BackupService(store, folder, keep=3, now=lambda: clocks.wall) for _ in range(2))
+    listings = 0
+    real_listing = one.backups
+
+    def counted(chat_id: str | None = None) -> list[Backup]:
+        nonlocal listings
+        listings += 1
+        return real_listing(chat_id)
+
+    monkeypatch.setattr(one, "backups", counted)
+    folder.mkdir(mode=0o700)
+    others = [folder / f"chat_kael_0000abcd_20240101-00000{n}.jsonl" for n in range(5)]
+    for other in others:
+        other.write_text("{}\n", encoding="utf-8")
+    written: list[Path] = []  # oldest first: the clock moves on after each
+    for round in range(12):
+        written.append(one.backup(chat))
+        clocks.tick(1)
+        if round % 3 == 0:
+            written.append(two.backup(chat))
+            clocks.tick(1)
+        assert all(path.exists() for path in written[-3:])
+    assert listings <= 12 // 3 + 1  # not once a backup: after every `keep` of them
+    assert all(other.exists() for other in others)
+    # Both list the folder again within `keep` backups: the surplus is pruned.
+    for _ in range(3):
+        one.backup(chat)
+        clocks.tick(1)
+    assert len(real_listing(chat)) == 3
+    assert real_listing(chat)[0].path == sorted(folder.glob(f"*_{chat_key(chat)}_*"))[-1]
+
+
+def test_a_backup_deleted_elsewhere_does_not_make_a_newer_one_go(
+    backups: BackupService, store: SqlStore, clocks: Clocks
+) -> None:
+    chat = new_chat(store)
+    written = []
+    for _ in range(3):
+        written.append(backups.backup(chat))
+        clocks.tick(1)
+    for gone in written[1:]:  # the newest two, deleted by hand or by another process
+        gone.unlink()
+    newest = backups.backup(chat)
+    # Of the three newest names seen two are gone: the oldest is still among the newest three.
+    assert [b.path for b in backups.backups(chat)] == [newest, written[0]]
