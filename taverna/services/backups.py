@@ -26,6 +26,7 @@ import sys
 import threading
 import time
 import unicodedata
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -33,13 +34,16 @@ from pathlib import Path
 
 from taverna.errors import NotFound, TavernaError
 from taverna.formats.st_chat import read_chat
-from taverna.services.interchange import ImportedChat, InterchangeService
+from taverna.services.interchange import ImportedChat, InterchangeService, LineMemo
 from taverna.store.repository import Store
 
 log = logging.getLogger(__name__)
 
 DEFAULT_INTERVAL = 10.0  # formats-chat.md §8: chatBackupThrottleInterval
 DEFAULT_KEEP = 50  # formats-chat.md §8: numberOfBackups
+# The lines of the chats backed up last, kept to be reused by their next backups: at most
+# about this many characters in all (a short chat's lines are a few kilobytes).
+MEMO_CHARACTERS = 8_000_000
 _NAME = re.compile(
     r"^chat_(?P<title>[a-z0-9_]*)_(?P<key>[0-9a-f]{8})_(?P<stamp>\d{8}-\d{6})(?:-(?P<n>\d+))?\.jsonl$"
 )
@@ -126,6 +130,7 @@ class BackupService:
         self._pending: set[str] = set()
         self._since: dict[str, float] = {}  # deferred: a pending chat -> its first change
         self._lock = threading.Lock()
+        self._memos: OrderedDict[str, tuple[LineMemo, int]] = OrderedDict()  # with sizes
         self._seen: dict[str, _SeenBackups] = {}  # a chat -> its backups' names, as last seen
         self._seen_lock = threading.Lock()
 
@@ -250,7 +255,10 @@ class BackupService:
     def backup(self, chat_id: str) -> Path:
         """Write a backup of a chat now (no throttling) and prune its oldest ones."""
         chat = self.store.get_chat(chat_id)
-        text = self.interchange.export_jsonl(chat_id)
+        with self._lock:  # a chat written on two threads at once: the second starts afresh
+            memo, _ = self._memos.pop(chat_id, (LineMemo(), 0))
+        text = self.interchange.export_jsonl(chat_id, memo)
+        self._keep_memo(chat_id, memo)
         if not self.folder.is_dir():
             # A chat's words, like the database's: the owner's alone.
             self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -271,6 +279,17 @@ class BackupService:
         tmp.replace(target)
         self._prune_after(chat_id, target.name)
         return target
+
+    def _keep_memo(self, chat_id: str, memo: LineMemo) -> None:
+        """Keep a chat's lines for its next backup, forgetting the chats backed up longest
+        ago beyond MEMO_CHARACTERS."""
+        size = memo.size
+        with self._lock:
+            self._memos[chat_id] = (memo, size)
+            total = sum(kept for _, kept in self._memos.values())
+            while total > MEMO_CHARACTERS and self._memos:
+                _, (_, dropped) = self._memos.popitem(last=False)
+                total -= dropped
 
     def prune(self, chat_id: str) -> list[Path]:
         """Delete all but the newest `keep` backups of a chat."""

@@ -315,3 +315,67 @@ def test_a_backup_deleted_elsewhere_does_not_make_a_newer_one_go(
     newest = backups.backup(chat)
     # Of the three newest names seen two are gone: the oldest is still among the newest three.
     assert [b.path for b in backups.backups(chat)] == [newest, written[0]]
+
+
+def test_each_backup_is_the_full_exports_main_file_as_the_chat_changes(
+    backups: BackupService, store: SqlStore, clocks: Clocks, tmp_path: Path
+) -> None:
+    """Swipes, a resent message with its old turn, a named branch and a checkpoint, edits,
+    a deletion, an undo: after each change the backup (which reuses the lines of the one
+    before where they are unchanged) is byte for byte the main file of a full export."""
+    chats = ChatService(store)
+    chat = new_chat(store)
+
+    def rev() -> int:
+        return chats.get_chat(chat).revision
+
+    def turn(text: str) -> tuple[str, str]:
+        asked = chats.append(chat, NodeRole.USER, text, speaker="Traveler", revision=rev())
+        assert asked.node is not None
+        reply = chats.add_reply(chat, asked.node.id, f"Re: {text}", revision=rev(), speaker="Sera")
+        assert reply.node is not None
+        return asked.node.id, reply.node.id
+
+    exports = 0
+
+    def same_as_a_full_export() -> None:
+        nonlocal exports
+        exports += 1
+        written = backups.backup(chat)
+        clocks.tick(11)
+        main = InterchangeService(store).export_to(chat, tmp_path / f"export-{exports}")[0]
+        assert written.read_bytes() == main.read_bytes()
+
+    asked, replied = turn("Where are we?")
+    same_as_a_full_export()
+    for i in range(3):
+        chats.add_candidate(chat, replied, f"Another answer {i}.", revision=rev(), speaker="Sera")
+    same_as_a_full_export()
+    tide, tide_reply = turn("And the tide?")
+    wind, _ = turn("And the wind?")
+    old, _ = turn("Then we wait.")
+    same_as_a_full_export()
+    chats.edit_and_resend(chat, wind, "And the rain?", revision=rev())
+    same_as_a_full_export()  # the old turn under `taverna_forks`
+    chats.edit(chat, old, "Then we wait, still.", revision=rev())
+    same_as_a_full_export()  # a change inside the old turn only
+    later, later_reply = turn("Shall we go?")
+    chats.branch_from(chat, tide_reply, "harbour", revision=rev(), switch=False)
+    chats.create_checkpoint(chat, asked, "before the storm", revision=rev())
+    same_as_a_full_export()  # links on the main file's lines
+    chats.edit(chat, later, "Shall we go now?", revision=rev())
+    same_as_a_full_export()
+    chats.swipe(chat, later_reply, "Not yet.", revision=rev(), select=False)
+    same_as_a_full_export()  # the same message, one more candidate beside it
+    chats.add_candidate(chat, later_reply, "Soon.", revision=rev(), speaker="Sera")
+    same_as_a_full_export()
+    chats.set_hidden(chat, [tide], True, revision=rev())
+    same_as_a_full_export()
+    chats.select_candidate(chat, replied, revision=rev())
+    same_as_a_full_export()
+    chats.delete(chat, tide, revision=rev())
+    same_as_a_full_export()
+    chats.undo(chat, revision=rev())
+    same_as_a_full_export()
+    chats.redo(chat, revision=rev())
+    same_as_a_full_export()

@@ -9,6 +9,7 @@ files need back, and `service` is the use case the CLI and the server call.
 from taverna.services.interchange.chat_export import (
     MAX_FORK_NESTING,
     ExportedFile,
+    LineMemo,
     StreamedFile,
     export_stream,
     export_tree,
@@ -29,6 +30,7 @@ __all__ = [
     "ExportedFile",
     "ImportedChat",
     "InterchangeService",
+    "LineMemo",
     "LinkedFile",
     "StreamedFile",
     "TreeImport",

@@ -90,6 +90,25 @@ class _FilePlan:
     checkpoint: bool
 
 
+class LineMemo:
+    """The main file's message lines of a chat's last export, for the next one to reuse.
+
+    A chat backed up again after a turn has a message or two changed: a line whose message
+    and candidates are the same nodes at the same revisions (a node's revision moves with
+    every change to it) is the same text, so it is not made again. Lines that carry links
+    or forks, and a group chat's first, are made every time.
+    """
+
+    def __init__(self) -> None:
+        self.lines: dict[str, tuple[tuple[tuple[str, int], ...], str]] = {}
+        self.group_id: str | None = None
+
+    @property
+    def size(self) -> int:
+        """The characters held."""
+        return sum(len(text) for _, text in self.lines.values())
+
+
 @dataclass
 class StreamedFile:
     """One file of an export, its lines made only when read (header first, no line breaks).
@@ -103,10 +122,15 @@ class StreamedFile:
     header: ChatHeader | None
     messages: Iterator[MessageLine]
     layout: TextLayout = JSONL_LAYOUT
+    # The message lines as text instead of `messages` (some of them a memo's).
+    texts: Iterator[str] | None = None
 
     def lines(self) -> Iterator[str]:
         if self.header is not None:
             yield dump_json(self.header.fields)
+        if self.texts is not None:
+            yield from self.texts
+            return
         for message in self.messages:
             yield dump_json(message.fields)
 
@@ -129,8 +153,9 @@ class _Exporter:
     while it is written, so memory does not grow with the number of leaves or files.
     """
 
-    def __init__(self, tree: ChatTree) -> None:
+    def __init__(self, tree: ChatTree, memo: LineMemo | None = None) -> None:
         self.chat = tree.chat
+        self.memo = memo
         # Tombstones are not exported: a live message under one hangs from the nearest live
         # ancestor, as it reads on the path (and as an import of the files rebuilds it).
         every = {n.id: n for n in tree.nodes}
@@ -281,6 +306,9 @@ class _Exporter:
         )
         header = header_for(chat, state, metadata, own=own)
         record = state_record(state) if own else chat_record(chat)
+        if plan.main and self.memo is not None:
+            texts = self._main_texts(plan, path, header, self.memo)
+            return StreamedFile(plan.name, True, header, iter(()), layout_from(record), texts)
         return StreamedFile(
             plan.name,
             plan.main,
@@ -295,40 +323,82 @@ class _Exporter:
         on_path = {n.id for n in path}
         fork = self.fork_at.get(index, -1)
         for position, node in enumerate(path):
-            message = message_for(node, self.kids, on_path)
-            if (
-                position == 0
-                and header is None
-                and self.chat.group_id
-                and not chat_record(self.chat)
-            ):
-                # formats-chat.md §6.2: the first line of a group chat carries `is_group`.
-                message = message.with_fields(is_group=True)
-            if (
-                self.chat.group_id
-                and node.role is NodeRole.ASSISTANT
-                and node.speaker
-                and "original_avatar" not in message.fields
-            ):
-                # formats-chat.md §6.2: a member's message names its card file, which
-                # SillyTavern shows the avatar of (a member made here: its name's file)
-                card = f"{node.speaker}.png"
-                message = message.with_fields(
-                    original_avatar=card, force_avatar=f"/thumbnail?type=avatar&file={card}"
+            yield self._message_at(index, plan, position, node, on_path, fork, header)
+
+    def _main_texts(
+        self, plan: _FilePlan, path: list[Node], header: ChatHeader | None, memo: LineMemo
+    ) -> Iterator[str]:
+        """The main file's message lines, each taken from `memo` where its nodes are
+        unchanged; `memo` then holds this export's lines."""
+        if memo.group_id != self.chat.group_id:
+            memo.lines, memo.group_id = {}, self.chat.group_id
+        on_path = {n.id for n in path}
+        lines: dict[str, tuple[tuple[tuple[str, int], ...], str]] = {}
+        for position, node in enumerate(path):
+            group = swipe_group(node, self.kids, on_path)
+            varies = (
+                position in self.links
+                or (self.first_file.get(node.id) == 0 and node.id in self.forks)
+                or (position == 0 and self.chat.group_id is not None)
+                or any(c.created is None for c in group)  # dated as it is written
+            )
+            if varies:
+                yield dump_json(
+                    self._message_at(0, plan, position, node, on_path, -1, header).fields
                 )
-            if plan.main:
-                for name, checkpoint in self.links.get(position, ()):
-                    message = with_link(message, name, checkpoint=checkpoint)
-            elif position == fork:
-                message = without_link(message, plan.name)
-            if self.first_file.get(node.id) == index and node.id in self.forks:
-                branches: list[JsonValue] = []
-                taken = self.taken
-                for root in self.forks[node.id]:
-                    if root.id not in taken:
-                        branches.append(self._fork(root, taken))
-                message = message.with_fields(**{FORKS: branches})
-            yield message
+                continue
+            key = tuple((c.id, c.revision) for c in group)
+            kept = memo.lines.get(node.id)
+            if kept is not None and kept[0] == key:
+                text = kept[1]
+            else:
+                message = self._message_at(0, plan, position, node, on_path, -1, header, group)
+                text = dump_json(message.fields)
+            lines[node.id] = (key, text)
+            yield text
+        memo.lines = lines
+
+    def _message_at(
+        self,
+        index: int,
+        plan: _FilePlan,
+        position: int,
+        node: Node,
+        on_path: set[str],
+        fork: int,
+        header: ChatHeader | None,
+        group: list[Node] | None = None,
+    ) -> MessageLine:
+        """The line of the `position`th message of a file's path."""
+        message = message_for(node, self.kids, on_path, group=group)
+        if position == 0 and header is None and self.chat.group_id and not chat_record(self.chat):
+            # formats-chat.md §6.2: the first line of a group chat carries `is_group`.
+            message = message.with_fields(is_group=True)
+        if (
+            self.chat.group_id
+            and node.role is NodeRole.ASSISTANT
+            and node.speaker
+            and "original_avatar" not in message.fields
+        ):
+            # formats-chat.md §6.2: a member's message names its card file, which
+            # SillyTavern shows the avatar of (a member made here: its name's file)
+            card = f"{node.speaker}.png"
+            message = message.with_fields(
+                original_avatar=card, force_avatar=f"/thumbnail?type=avatar&file={card}"
+            )
+        if plan.main:
+            for name, checkpoint in self.links.get(position, ()):
+                message = with_link(message, name, checkpoint=checkpoint)
+        elif position == fork:
+            message = without_link(message, plan.name)
+        if self.first_file.get(node.id) == index and node.id in self.forks:
+            branches: list[JsonValue] = []
+            taken = self.taken
+            for root in self.forks[node.id]:
+                if root.id not in taken:
+                    branches.append(self._fork(root, taken))
+            message = message.with_fields(**{FORKS: branches})
+        return message
 
     def _fork(self, root: Node, taken: set[str], nesting: int = 1) -> list[JsonValue]:
         """A leftover subtree as message objects: its newest line, its own forks inside."""
@@ -387,9 +457,12 @@ class _Exporter:
         return StreamedFile(name, False, header, messages())
 
 
-def export_stream(tree: ChatTree) -> Iterator[StreamedFile]:
-    """The SillyTavern files of a chat, each made line by line as it is read (main first)."""
-    return _Exporter(tree).files()
+def export_stream(tree: ChatTree, memo: LineMemo | None = None) -> Iterator[StreamedFile]:
+    """The SillyTavern files of a chat, each made line by line as it is read (main first).
+
+    With `memo`, the main file reuses the lines of the export `memo` last saw.
+    """
+    return _Exporter(tree, memo).files()
 
 
 def export_tree(tree: ChatTree) -> list[ExportedFile]:

@@ -13,7 +13,12 @@ from typing import Any
 from taverna.errors import FormatError, FormatWarning, NotFound
 from taverna.formats.st_chat import ChatDocument, chat_as_text, read_chat
 from taverna.model.chat import CharacterRef, Chat
-from taverna.services.interchange.chat_export import ExportedFile, export_stream, export_tree
+from taverna.services.interchange.chat_export import (
+    ExportedFile,
+    LineMemo,
+    export_stream,
+    export_tree,
+)
 from taverna.services.interchange.chat_files import (
     file_digest,
     fingerprint,
@@ -256,10 +261,11 @@ class InterchangeService:
         with bulk():
             return export_tree(self.store.tree(chat_id))
 
-    def export_jsonl(self, chat_id: str) -> str:
-        """The active path as one SillyTavern JSONL text (the other files are not made)."""
+    def export_jsonl(self, chat_id: str, memo: LineMemo | None = None) -> str:
+        """The active path as one SillyTavern JSONL text (the other files are not made);
+        `memo`: the lines of this chat's last export, reused where unchanged."""
         with bulk():
-            main = next(export_stream(self.store.tree(chat_id)))
+            main = next(export_stream(self.store.tree(chat_id), memo))
             return "".join(main.text())
 
     def export_text_to(self, chat_id: str, folder: Path) -> Path:
