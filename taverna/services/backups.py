@@ -34,7 +34,13 @@ from pathlib import Path
 
 from taverna.errors import NotFound, TavernaError
 from taverna.formats.st_chat import read_chat
-from taverna.services.interchange import ImportedChat, InterchangeService, LineMemo
+from taverna.services.interchange import (
+    ImportedChat,
+    InterchangeService,
+    LineMemo,
+    bulk,
+    main_jsonl,
+)
 from taverna.store.repository import Store
 
 log = logging.getLogger(__name__)
@@ -254,11 +260,13 @@ class BackupService:
 
     def backup(self, chat_id: str) -> Path:
         """Write a backup of a chat now (no throttling) and prune its oldest ones."""
-        chat = self.store.get_chat(chat_id)
         with self._lock:  # a chat written on two threads at once: the second starts afresh
             memo, _ = self._memos.pop(chat_id, (LineMemo(), 0))
-        text = self.interchange.export_jsonl(chat_id, memo)
+        with bulk():
+            tree = self.store.tree(chat_id)
+            text = main_jsonl(tree, memo)
         self._keep_memo(chat_id, memo)
+        chat = tree.chat
         if not self.folder.is_dir():
             # A chat's words, like the database's: the owner's alone.
             self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)

@@ -13,6 +13,7 @@ from taverna.services.interchange.chat_export import (
     StreamedFile,
     export_stream,
     export_tree,
+    main_jsonl,
     safe_file_name,
 )
 from taverna.services.interchange.chat_files import (
@@ -42,6 +43,7 @@ __all__ = [
     "fingerprint",
     "group_chat_files",
     "linked_files_beside",
+    "main_jsonl",
     "read_chat_file",
     "safe_file_name",
 ]

@@ -465,6 +465,11 @@ def export_stream(tree: ChatTree, memo: LineMemo | None = None) -> Iterator[Stre
     return _Exporter(tree, memo).files()
 
 
+def main_jsonl(tree: ChatTree, memo: LineMemo | None = None) -> str:
+    """The active path as one SillyTavern JSONL text (the other files are not made)."""
+    return "".join(next(export_stream(tree, memo)).text())
+
+
 def export_tree(tree: ChatTree) -> list[ExportedFile]:
     """The SillyTavern files of a chat: the active path first, then branches and checkpoints."""
     return [

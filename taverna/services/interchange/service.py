@@ -18,6 +18,7 @@ from taverna.services.interchange.chat_export import (
     LineMemo,
     export_stream,
     export_tree,
+    main_jsonl,
 )
 from taverna.services.interchange.chat_files import (
     file_digest,
@@ -265,8 +266,7 @@ class InterchangeService:
         """The active path as one SillyTavern JSONL text (the other files are not made);
         `memo`: the lines of this chat's last export, reused where unchanged."""
         with bulk():
-            main = next(export_stream(self.store.tree(chat_id), memo))
-            return "".join(main.text())
+            return main_jsonl(self.store.tree(chat_id), memo)
 
     def export_text_to(self, chat_id: str, folder: Path) -> Path:
         """Write the active path as SillyTavern's plain-text export; returns its path."""
