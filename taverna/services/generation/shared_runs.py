@@ -12,6 +12,8 @@ into a Redis stream of the run, so any other process can replay and follow it:
 - `{prefix}worker:{id}`: a lease each process renews every second; a run whose process
   lost its lease (killed, say) is *adopted* by the first process that looks: what it
   streamed is kept as a draft in the shared store and its stream is ended;
+- `{prefix}worker:{id}:wake` (stream): wakes the process's one reader of the runs it
+  follows when it follows a new one (`follow_hub`);
 - `{prefix}round:{id}` (hash): a group round's chat, speakers, runs so far and end, so
   any process reads it; its Stop reaches the process running it;
 - channel `{prefix}stop`: a Stop asked of another process's run (or `round:{id}`, of a
@@ -45,6 +47,7 @@ from taverna.engine.assembly.context import GenerationType
 from taverna.errors import Conflict, NotFound
 from taverna.providers.events import ErrorKind, TextDelta
 from taverna.services.generation.event_codec import decode, encode
+from taverna.services.generation.follow_hub import FollowHub, Place, position, raise_if_cancelled
 from taverna.services.generation.rounds import GroupRound
 from taverna.services.generation.runs import (
     Completed,
@@ -61,15 +64,18 @@ logger = logging.getLogger(__name__)
 # or another process would take over runs that are still streaming).
 LEASE_MS = 6000
 LEASE_RENEW = 1.0
-# A follower waits this long for an event before it looks whether the run's process lives.
+# A follower waits this long for an event before it looks whether the run's process lives
+# (and the process's one reader of followed runs blocks this long at most).
 FOLLOW_BLOCK_MS = 1000
+# Events read at once from one run's stream.
+FOLLOW_COUNT = 500
 # After Redis answered a follower late (a time-out), the pause before it reads again,
 # and how long it keeps trying before the stream ends with the error.
 FOLLOW_RETRY = 0.1
 FOLLOW_GIVE_UP = 60.0
-# Each follower holds a connection while it waits for events: the async client's pool
-# is sized for many streams at once (redis-py's own default, 100, refused the 101st
-# follower), and past that a follower waits for a connection rather than failing.
+# The async client's pool is sized for many commands at once (followers reading what a
+# run has streamed so far, runs shared, pub/sub), and past that a command waits for a
+# connection rather than failing.
 ASYNC_CONNECTIONS = 2048
 ASYNC_CONNECTION_WAIT = 30.0
 ORPHANED = "the server process running this generation stopped before it ended"
@@ -114,46 +120,73 @@ class RemoteGeneration(RunningGeneration):
         index = max(0, since)
         key = self.registry.key("run", self.id, "events")
         client = self.registry.async_client()
+        hub = self.registry.follow_hub()
+        place: Place | None = None
+        backlog = True  # what is there already is read here, not waited for from the hub
+        from_hub = False
         failing_since: float | None = None
-        while True:
-            try:
-                found = cast(
-                    "list[tuple[str, list[tuple[str, dict[str, str]]]]]",
-                    await client.xread({key: f"0-{index}"}, count=500, block=FOLLOW_BLOCK_MS),
-                )
-                failing_since = None
-                if not found:
-                    if not await asyncio.to_thread(self.registry.alive, self.worker):
-                        await asyncio.to_thread(self.registry.adopt, self.id)
-                        continue
-                    if not await client.exists(self.registry.key("run", self.id)):
-                        return  # expired: nothing more will come
+        try:
+            while True:
+                try:
+                    if place is None:
+                        place = await hub.join(key, index)
+                    if backlog:
+                        found = cast(
+                            "list[tuple[str, list[tuple[str, dict[str, str]]]]]",
+                            await client.xread({key: f"0-{index}"}, count=FOLLOW_COUNT),
+                        )
+                        entries = found[0][1] if found else []
+                        backlog = len(entries) == FOLLOW_COUNT  # more may wait
+                        handed = [(position(i), decode(entry["e"])) for i, entry in entries]
+                        from_hub = False
+                    else:
+                        handed = await place.take(FOLLOW_BLOCK_MS / 1000)
+                        from_hub = True
+                        if hub.closed:
+                            return  # the process is shutting down
+                        if not handed:
+                            failure = hub.failed()
+                            if failure is not None:
+                                raise failure  # given up on below as this follower's own
+                            if not await asyncio.to_thread(self.registry.alive, self.worker):
+                                await asyncio.to_thread(self.registry.adopt, self.id)
+                                continue
+                            if not await client.exists(self.registry.key("run", self.id)):
+                                return  # expired: nothing more will come
+                            continue
+                    failing_since = None
+                except (redis.TimeoutError, redis.ConnectionError) as exc:
+                    # A busy machine or Redis answered late: the stream is read again from
+                    # where it was, rather than the page's stream breaking off.
+                    now = time.monotonic()
+                    failing_since = failing_since if failing_since is not None else now
+                    if now - failing_since > FOLLOW_GIVE_UP:
+                        raise
+                    logger.info("generation %s: reading its events again after %s", self.id, exc)
+                    await asyncio.sleep(FOLLOW_RETRY)
                     continue
-            except (redis.TimeoutError, redis.ConnectionError) as exc:
-                # A busy machine or Redis answered late: the stream is read again from
-                # where it was, rather than the page's stream breaking off.
-                now = time.monotonic()
-                failing_since = failing_since if failing_since is not None else now
-                if now - failing_since > FOLLOW_GIVE_UP:
-                    raise
-                logger.info("generation %s: reading its events again after %s", self.id, exc)
-                await asyncio.sleep(FOLLOW_RETRY)
-                continue
-            batch: list[tuple[int, GenerationEvent]] = []
-            ended = False
-            for entry_id, entry in found[0][1]:
-                position = int(entry_id.split("-")[1]) - 1
-                event = decode(entry["e"])
-                if position == len(self.events):
-                    self.events.append(event)
-                index = position + 1
-                batch.append((position, event))
-                if isinstance(event, Completed):
-                    self.done = ended = True
-                    break
-            yield batch
-            if ended:
-                return
+                batch: list[tuple[int, GenerationEvent]] = []
+                ended = False
+                for at, event in handed:
+                    if at < index:
+                        continue  # read already
+                    if at > index and from_hub:
+                        backlog = True  # a gap: what is missing is read from the stream
+                        break
+                    if at == len(self.events):
+                        self.events.append(event)
+                    index = at + 1
+                    batch.append((at, event))
+                    if isinstance(event, Completed):
+                        self.done = ended = True
+                        break
+                if batch:
+                    yield batch
+                if ended:
+                    return
+        finally:
+            if place is not None:
+                hub.leave(place)
 
     async def wait(self) -> Completed:
         async for _, event in self.follow(0):
@@ -198,6 +231,7 @@ class SharedRegistry(GenerationRegistry):
         # again after Redis was away (what was announced meanwhile is lost).
         self.on_documents: Callable[[], None] | None = None
         self._rounds_here: set[str] = set()
+        self._hub: FollowHub | None = None
         self._renew()
 
     def key(self, *parts: str) -> str:
@@ -213,6 +247,18 @@ class SharedRegistry(GenerationRegistry):
             )
             self._async = aredis.Redis(connection_pool=pool)
         return self._async
+
+    def follow_hub(self) -> FollowHub:
+        """The one reader of the runs followed in this process (see `follow_hub`)."""
+        if self._hub is None or self._hub.closed:
+            self._hub = FollowHub(
+                self.async_client,
+                self.key("worker", self.worker_id, "wake"),  # deleted by `close`
+                block_ms=FOLLOW_BLOCK_MS,
+                count=FOLLOW_COUNT,
+                retry=FOLLOW_RETRY,
+            )
+        return self._hub
 
     # ------------------------------------------------------------ the process
 
@@ -236,11 +282,15 @@ class SharedRegistry(GenerationRegistry):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks = []
+        hub, self._hub = self._hub, None
+        if hub is not None:
+            await hub.close()
         if self._async is not None:
             await self._async.aclose()
             self._async = None
         with contextlib.suppress(redis.RedisError):
-            self.redis.delete(self.key("worker", self.worker_id))
+            worker = self.key("worker", self.worker_id)
+            self.redis.delete(worker, f"{worker}:wake")
         self.redis.close()
 
     def _renew(self) -> None:
@@ -386,6 +436,8 @@ class SharedRegistry(GenerationRegistry):
                     logger.warning("generation %s: its events could not be shared: %s", run.id, exc)
                     self._forget(run)
                 continue
+            finally:
+                raise_if_cancelled()
             for run, _, end in ends:
                 if run.done and end == len(run.events):
                     self._forget(run)
