@@ -6,12 +6,12 @@ import hashlib
 from collections.abc import Iterable
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from taverna.errors import TavernaError
 from taverna.store import schema as t
-from taverna.store.sql.search import index_texts, unindex_texts
+from taverna.store.sql.search import index_text, unindex_texts
 
 
 def content_hash(text: str) -> str:
@@ -19,32 +19,36 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+# Insert a text unless it is stored already; built once (see `taverna.store.sql.writer`).
+_ADD_TEXT_SQLITE = sqlite.insert(t.contents).on_conflict_do_nothing()
+_ADD_TEXT_POSTGRES = (
+    postgresql.insert(t.contents).on_conflict_do_nothing().returning(t.contents.c.hash)
+)
+_HOLD_TEXT = (
+    sa.select(t.contents.c.hash)
+    .where(t.contents.c.hash == sa.bindparam("hash"))
+    .with_for_update(key_share=True)
+)
+
+
 def _put_content(conn: Connection, text: str) -> str:
     key = content_hash(text)
+    row = {"hash": key, "text": text}
     if conn.dialect.name == "sqlite":
         # SQLite runs one write at a time: nothing can delete the row before we commit.
-        found = conn.execute(sa.select(t.contents.c.hash).where(t.contents.c.hash == key)).first()
-        if found is None:
-            conn.execute(t.contents.insert().values(hash=key, text=text))
-            index_texts(conn, {key: text})
+        if conn.execute(_ADD_TEXT_SQLITE, row).rowcount:
+            index_text(conn, key, text)
         return key
     # PostgreSQL: another transaction may be inserting the same text, or deleting it as
-    # its last chat goes. Insert if absent, then hold a key-share lock on the row until
-    # commit so no delete can take it away under our messages; a row deleted while we
-    # waited for that lock is simply inserted again.
-    insert = (
-        postgresql.insert(t.contents)
-        .values(hash=key, text=text)
-        .on_conflict_do_nothing()
-        .returning(t.contents.c.hash)
-    )
-    lock = (
-        sa.select(t.contents.c.hash).where(t.contents.c.hash == key).with_for_update(key_share=True)
-    )
+    # its last chat goes. Insert if absent: a row this transaction inserted is seen by no
+    # other until commit, so none can delete it. A row found instead is held with a
+    # key-share lock until commit so no delete can take it away under our messages; one
+    # deleted while we waited for that lock is simply inserted again.
     for _ in range(5):
-        if conn.execute(insert).first() is not None:  # new here: index it
-            index_texts(conn, {key: text})
-        if conn.execute(lock).first() is not None:
+        if conn.execute(_ADD_TEXT_POSTGRES, row).first() is not None:  # new here: index it
+            index_text(conn, key, text)
+            return key
+        if conn.execute(_HOLD_TEXT, {"hash": key}).first() is not None:
             return key
     raise TavernaError(
         "a message text kept being deleted while it was stored; try again",

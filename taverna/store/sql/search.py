@@ -26,16 +26,32 @@ SEARCH_TABLES = ("search_texts", "search_index")
 _TRIGRAM = 3
 
 
+# Built once: a message's write indexes its text.
+_NUMBER_TEXT = sa.text("INSERT INTO search_texts (hash) VALUES (:hash)")
+_INDEX_NUMBERED = sa.text("INSERT INTO search_index (rowid, text) VALUES (:id, :text)")
+# A text deleted and stored again meanwhile may be indexed already.
+_INDEX_POSTGRES = sa.text(
+    "INSERT INTO search_texts (hash, text) VALUES (:hash, :text) ON CONFLICT (hash) DO NOTHING"
+)
+
+
+def index_text(conn: Connection, key: str, text: str) -> None:
+    """Add one new text to the search index (SQLite: numbered as it is inserted, with no
+    read of its number back)."""
+    if conn.dialect.name == "sqlite":
+        number = conn.execute(_NUMBER_TEXT, {"hash": key}).lastrowid
+        conn.execute(_INDEX_NUMBERED, {"id": number, "text": fold(text)})
+        return
+    conn.execute(_INDEX_POSTGRES, {"hash": key, "text": fold(text)})
+
+
 def index_texts(conn: Connection, texts: Mapping[str, str]) -> None:
     """Add new texts (by hash) to the search index."""
     if not texts:
         return
     if conn.dialect.name == "sqlite":
         keys = list(texts)
-        conn.execute(
-            sa.text("INSERT INTO search_texts (hash) VALUES (:hash)"),
-            [{"hash": key} for key in keys],
-        )
+        conn.execute(_NUMBER_TEXT, [{"hash": key} for key in keys])
         for start in range(0, len(keys), 500):
             chunk = keys[start : start + 500]
             listed = ", ".join(f":h{i}" for i in range(len(chunk)))
@@ -44,17 +60,12 @@ def index_texts(conn: Connection, texts: Mapping[str, str]) -> None:
                 {f"h{i}": key for i, key in enumerate(chunk)},
             ).all()
             conn.execute(
-                sa.text("INSERT INTO search_index (rowid, text) VALUES (:id, :text)"),
+                _INDEX_NUMBERED,
                 [{"id": number, "text": fold(texts[key])} for number, key in numbered],
             )
         return
     conn.execute(
-        # A text deleted and stored again meanwhile may be indexed already.
-        sa.text(
-            "INSERT INTO search_texts (hash, text) VALUES (:hash, :text)"
-            " ON CONFLICT (hash) DO NOTHING"
-        ),
-        [{"hash": key, "text": fold(text)} for key, text in texts.items()],
+        _INDEX_POSTGRES, [{"hash": key, "text": fold(text)} for key, text in texts.items()]
     )
 
 
