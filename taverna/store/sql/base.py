@@ -49,37 +49,6 @@ def revision_in_range(revision: int) -> bool:
     return 0 <= revision < MAX_REVISION
 
 
-# A write's first statement: the chat's row moves to its next revision if it is still
-# at the one the writer read, and comes back changed (one statement, not two).
-_CLAIM_CHAT = (
-    t.chats.update()
-    .where(
-        t.chats.c.id == sa.bindparam("claim_id"),
-        t.chats.c.revision == sa.bindparam("claim_revision"),
-        t.chats.c.deleted == sa.false(),
-    )
-    .returning(*t.chats.c)
-)
-
-
-def claim_live_chat(
-    conn: Connection, chat_id: str, revision: int, values: Mapping[str, Any], *, hint: str = ""
-) -> Mapping[Any, Any]:
-    """`update_live_chat`, returning the chat's row as it is now."""
-    if revision_in_range(revision):
-        row = (
-            conn.execute(
-                _CLAIM_CHAT.values(**values),
-                {"claim_id": chat_id, "claim_revision": revision},
-            )
-            .mappings()
-            .first()
-        )
-        if row is not None:
-            return row
-    _refuse(conn, chat_id, revision, hint)
-
-
 def update_live_chat(
     conn: Connection, chat_id: str, revision: int, values: Mapping[str, Any], *, hint: str = ""
 ) -> None:
@@ -98,10 +67,10 @@ def update_live_chat(
         ).rowcount
     if changed == 1:
         return
-    _refuse(conn, chat_id, revision, hint)
+    refuse_write(conn, chat_id, revision, hint)
 
 
-def _refuse(conn: Connection, chat_id: str, revision: int, hint: str) -> NoReturn:
+def refuse_write(conn: Connection, chat_id: str, revision: int, hint: str) -> NoReturn:
     """NotFound (no such live chat) or StaleRevision naming the revision it is at."""
     current = conn.execute(
         sa.select(t.chats.c.revision).where(

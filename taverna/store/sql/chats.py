@@ -13,7 +13,7 @@ from sqlalchemy.engine import Connection
 from taverna.model.chat import Chat, ChatListing, RevisionKind, new_id
 from taverna.store import schema as t
 from taverna.store.repository import NewChat
-from taverna.store.sql.base import SqlBase, claim_live_chat
+from taverna.store.sql.base import SqlBase
 from taverna.store.sql.rows import _chars_json, _chat_from_row, _utc
 from taverna.store.sql.writer import SqlChatWriter
 
@@ -74,14 +74,7 @@ class SqlChats(SqlBase):
     def write(self, chat_id: str, *, revision: int, label: str) -> Iterator[SqlChatWriter]:
         now = _utc(self.clock())
         with self.engine.begin() as conn:
-            row = claim_live_chat(
-                conn,
-                chat_id,
-                revision,
-                {"revision": revision + 1, "updated": now},
-                hint=": reload and retry",
-            )
-            writer = SqlChatWriter(conn, row, revision + 1, label, now)
+            writer = SqlChatWriter.claim(conn, chat_id, revision, label, now)
             yield writer
             writer.finish()
 

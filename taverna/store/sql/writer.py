@@ -25,6 +25,7 @@ from taverna.model.chat import (
 )
 from taverna.store import schema as t
 from taverna.store.repository import UNSET, ChatWriter
+from taverna.store.sql.base import refuse_write, revision_in_range
 from taverna.store.sql.contents import _put_content
 from taverna.store.sql.rows import (
     _chars_json,
@@ -38,28 +39,168 @@ from taverna.store.sql.rows import (
     _to_json_value,
     _utc,
 )
-from taverna.store.sql.tree import _branches, _checkpoints, _children, _path_to, _state_at
+from taverna.store.sql.tree import _branches, _checkpoints, _children, _path_to
+
+# The statements of the writes every turn makes, built once: building one (and its key in
+# SQLAlchemy's compiled cache) costs more than running it. Values go as parameters; an
+# UPDATE without `.values()` sets the columns its parameters name.
+_CHAT_KEY: sa.BindParameter[str] = sa.bindparam("chat_key")
+_NODE_KEY: sa.BindParameter[str] = sa.bindparam("node_key")
+_NODE_ROW = sa.select(t.nodes).where(t.nodes.c.id == _NODE_KEY, t.nodes.c.chat_id == _CHAT_KEY)
+_NODE = _node_select().where(t.nodes.c.id == _NODE_KEY, t.nodes.c.chat_id == _CHAT_KEY)
+_STATE_SOURCE = t.nodes.alias("source")
+# A node's place (depth, the node whose state applies) and that state, in one read.
+_PLACE = (
+    sa.select(t.nodes.c.depth, t.nodes.c.state_from, _STATE_SOURCE.c.state)
+    .select_from(t.nodes.outerjoin(_STATE_SOURCE, _STATE_SOURCE.c.id == t.nodes.c.state_from))
+    .where(t.nodes.c.id == _NODE_KEY, t.nodes.c.chat_id == _CHAT_KEY)
+)
+_INSERT_NODE = t.nodes.insert()
+_UPDATE_NODE = t.nodes.update().where(t.nodes.c.id == _NODE_KEY)
+_SELECTION_WHERE = (
+    t.selections.c.chat_id == _CHAT_KEY,
+    t.selections.c.parent_id == sa.bindparam("parent_key"),
+)
+_SELECTION = sa.select(t.selections.c.child_id).where(*_SELECTION_WHERE)
+_INSERT_SELECTION = t.selections.insert()
+_UPDATE_SELECTION = t.selections.update().where(*_SELECTION_WHERE)
+_DELETE_SELECTION = t.selections.delete().where(*_SELECTION_WHERE)
+_BRANCH_HEAD = sa.select(t.branches.c.head_id).where(t.branches.c.id == sa.bindparam("branch_key"))
+_UPDATE_BRANCH = t.branches.update().where(t.branches.c.id == sa.bindparam("branch_key"))
+_UPDATE_CHAT = t.chats.update().where(t.chats.c.id == _CHAT_KEY)
+_END_REDO = (
+    t.revisions.update()
+    .where(
+        t.revisions.c.chat_id == _CHAT_KEY,
+        t.revisions.c.undone == sa.true(),
+        t.revisions.c.redoable == sa.true(),
+    )
+    .values(redoable=False)
+)
+_INSERT_REVISION = t.revisions.insert()
+_INSERT_CHANGES = t.changes.insert()
+_DESCEND = sa.text(
+    """
+    WITH RECURSIVE down(id, lvl) AS (
+        SELECT id, 0 FROM nodes WHERE id = :start
+        UNION ALL
+        SELECT s.child_id, down.lvl + 1
+        FROM down
+        JOIN selections s ON s.chat_id = :chat AND s.parent_id = down.id
+        JOIN nodes n ON n.id = s.child_id
+        WHERE n.deleted = :no AND down.lvl < 10000000
+    )
+    SELECT id FROM down ORDER BY lvl DESC LIMIT 1
+    """
+)
+_REFRESH_STATE_FROM = sa.text(
+    """
+    UPDATE nodes SET state_from = :source WHERE id IN (
+        WITH RECURSIVE sub(id) AS (
+            SELECT id FROM nodes WHERE id = :node
+            UNION ALL
+            SELECT n.id FROM nodes n JOIN sub ON n.chat_id = :chat AND n.parent_id = sub.id
+            WHERE n.state IS NULL
+        )
+        SELECT id FROM sub
+    )
+    """
+)
+# A write's first statement: the chat's row moves to its next revision if it is still at
+# the one the writer read (which also takes the chat's write lock) and comes back changed,
+# with what a turn's writes would otherwise each read on their own: the active branch's
+# head, whether an undone revision waits to be redone, the active leaf's place and the
+# choice remembered below it. (The chat's columns are named in full inside the
+# subqueries: SQLite's RETURNING would leave them unqualified.)
+_CHATS_ID: sa.ColumnClause[str] = sa.literal_column("chats.id")
+_CHATS_LEAF: sa.ColumnClause[str] = sa.literal_column("chats.active_leaf_id")
+_CLAIMED = {
+    "branch_head": sa.select(t.branches.c.head_id)
+    .where(t.branches.c.id == sa.literal_column("chats.active_branch_id"))
+    .scalar_subquery(),
+    "redo_pending": sa.exists().where(
+        t.revisions.c.chat_id == _CHATS_ID,
+        t.revisions.c.undone == sa.true(),
+        t.revisions.c.redoable == sa.true(),
+    ),
+    "leaf_depth": sa.select(t.nodes.c.depth).where(t.nodes.c.id == _CHATS_LEAF).scalar_subquery(),
+    "leaf_state_from": sa.select(t.nodes.c.state_from)
+    .where(t.nodes.c.id == _CHATS_LEAF)
+    .scalar_subquery(),
+    "leaf_choice": sa.select(t.selections.c.child_id)
+    .where(
+        t.selections.c.chat_id == _CHATS_ID,
+        t.selections.c.parent_id == sa.func.coalesce(_CHATS_LEAF, ""),
+    )
+    .scalar_subquery(),
+}
+_CLAIM = (
+    t.chats.update()
+    .where(
+        t.chats.c.id == sa.bindparam("claim_id"),
+        t.chats.c.revision == sa.bindparam("claim_revision"),
+        t.chats.c.deleted == sa.false(),
+    )
+    .returning(*t.chats.c, *(value.label(name) for name, value in _CLAIMED.items()))
+)
 
 
 class SqlChatWriter(ChatWriter):
     """A unit of work on one chat inside one SQL transaction."""
 
+    @classmethod
+    def claim(
+        cls, conn: Connection, chat_id: str, revision: int, label: str, now: datetime
+    ) -> SqlChatWriter:
+        """Move the live chat from `revision` to the next and write it (first statement
+        of the transaction); NotFound or StaleRevision if it is not at `revision`."""
+        if revision_in_range(revision):
+            row = (
+                conn.execute(
+                    _CLAIM,
+                    {
+                        "revision": revision + 1,
+                        "updated": now,
+                        "claim_id": chat_id,
+                        "claim_revision": revision,
+                    },
+                )
+                .mappings()
+                .first()
+            )
+            if row is not None:
+                return cls(conn, row, revision + 1, label, now)
+        refuse_write(conn, chat_id, revision, ": reload and retry")
+
     def __init__(
         self,
         conn: Connection,
-        chat_row: Mapping[Any, Any],
+        claimed: Mapping[Any, Any],
         revision: int,
         label: str,
         now: datetime,
     ) -> None:
         self.conn = conn
-        self.chat_id = chat_row["id"]
+        self.chat_id = claimed["id"]
         self.revision = revision
         self.label = label
         self.now = now
         self.kind = RevisionKind.OPERATION
         self.target: int | None = None
-        self._chat_row = dict(chat_row)
+        self._chat_row = {column.name: claimed[column.name] for column in t.chats.c}
+        self._chat: Chat | None = None  # the row as a Chat, until the row changes
+        # What this write knows of the rows it reads, kept as it writes them: branch heads,
+        # choices (by parent key), and the place (depth, state_from) of each message it read
+        # or wrote (a reply reads its parent's place for its state, then to go under it).
+        self._redo_pending = bool(claimed["redo_pending"])
+        leaf = self._chat_row["active_leaf_id"]
+        self._branch_heads: dict[str, str | None] = {}
+        if self._chat_row["active_branch_id"]:
+            self._branch_heads[self._chat_row["active_branch_id"]] = claimed["branch_head"]
+        self._choices: dict[str, str | None] = {leaf or "": claimed["leaf_choice"]}
+        self._places: dict[str, tuple[int, str | None]] = {}
+        if leaf and claimed["leaf_depth"] is not None:
+            self._places[leaf] = (claimed["leaf_depth"], claimed["leaf_state_from"])
         self._changes: list[dict[str, Any]] = []
         self._chat_dirty: dict[str, Any] = {}
         self._history_texts: set[str] = set()  # texts the change log now keeps
@@ -84,40 +225,46 @@ class SqlChatWriter(ChatWriter):
 
     @property
     def chat(self) -> Chat:
-        return _chat_from_row(self._chat_row)
+        if self._chat is None:
+            self._chat = _chat_from_row(self._chat_row)
+        return self._chat
 
     def _node_row(self, node_id: str) -> Mapping[Any, Any]:
         row = (
-            self.conn.execute(
-                sa.select(t.nodes).where(t.nodes.c.id == node_id, t.nodes.c.chat_id == self.chat_id)
-            )
+            self.conn.execute(_NODE_ROW, {"node_key": node_id, "chat_key": self.chat_id})
             .mappings()
             .first()
         )
         if row is None:
-            raise NotFound(
-                f"no message {node_id} in this chat",
-                field="node_id",
-                code="no_message_in_this_chat",
-                params={"node_id": str(node_id)},
-            )
+            raise _no_message(node_id)
         return row
+
+    def _place(self, node_id: str) -> tuple[int, str | None]:
+        """A node's depth and `state_from`."""
+        place = self._places.get(node_id)
+        if place is None:
+            self._read_place(node_id)
+            place = self._places[node_id]
+        return place
+
+    def _read_place(self, node_id: str) -> Mapping[str, Any] | None:
+        """Read a node's place (noted) and the state in force at it (returned)."""
+        row = self.conn.execute(_PLACE, {"node_key": node_id, "chat_key": self.chat_id}).first()
+        if row is None:
+            raise _no_message(node_id)
+        depth, source, state = row
+        self._places[node_id] = (depth, source)
+        found: Mapping[str, Any] | None = state if source else self._chat_row["base_state"]
+        return found
 
     def get_node(self, node_id: str) -> Node:
         row = (
-            self.conn.execute(
-                _node_select().where(t.nodes.c.id == node_id, t.nodes.c.chat_id == self.chat_id)
-            )
+            self.conn.execute(_NODE, {"node_key": node_id, "chat_key": self.chat_id})
             .mappings()
             .first()
         )
         if row is None:
-            raise NotFound(
-                f"no message {node_id} in this chat",
-                field="node_id",
-                code="no_message_in_this_chat",
-                params={"node_id": str(node_id)},
-            )
+            raise _no_message(node_id)
         return _node_from_row(row, row["text"])
 
     def children(self, parent_id: str | None, *, include_deleted: bool = False) -> list[Node]:
@@ -131,15 +278,18 @@ class SqlChatWriter(ChatWriter):
         return _path_to(self.conn, self.chat_id, leaf) if leaf else []
 
     def state_at(self, node_id: str | None) -> ChatState:
-        return _state_at(self.conn, self.chat_id, node_id, self._chat_row["base_state"])
+        place = self._places.get(node_id) if node_id is not None else (0, None)
+        if node_id is None or (place is not None and place[1] is None):
+            return ChatState.from_json(self._chat_row["base_state"] or {})  # nothing recorded
+        return ChatState.from_json(self._read_place(node_id) or {})
 
     def selection(self, parent_id: str | None) -> str | None:
-        return self.conn.execute(
-            sa.select(t.selections.c.child_id).where(
-                t.selections.c.chat_id == self.chat_id,
-                t.selections.c.parent_id == (parent_id or ""),
-            )
-        ).scalar()
+        key = parent_id or ""
+        if key not in self._choices:
+            self._choices[key] = self.conn.execute(
+                _SELECTION, {"chat_key": self.chat_id, "parent_key": key}
+            ).scalar()
+        return self._choices[key]
 
     def selections(self) -> dict[str, str]:
         rows = self.conn.execute(
@@ -151,21 +301,7 @@ class SqlChatWriter(ChatWriter):
 
     def descend(self, node_id: str) -> str:
         # Follow the remembered choices down, stopping at a deleted child.
-        sql = sa.text(
-            """
-            WITH RECURSIVE down(id, lvl) AS (
-                SELECT id, 0 FROM nodes WHERE id = :start
-                UNION ALL
-                SELECT s.child_id, down.lvl + 1
-                FROM down
-                JOIN selections s ON s.chat_id = :chat AND s.parent_id = down.id
-                JOIN nodes n ON n.id = s.child_id
-                WHERE n.deleted = :no AND down.lvl < 10000000
-            )
-            SELECT id FROM down ORDER BY lvl DESC LIMIT 1
-            """
-        )
-        found = self.conn.execute(sql, {"start": node_id, "chat": self.chat_id, "no": False})
+        found = self.conn.execute(_DESCEND, {"start": node_id, "chat": self.chat_id, "no": False})
         return found.scalar() or node_id
 
     def branches(self) -> list[Branch]:
@@ -191,9 +327,8 @@ class SqlChatWriter(ChatWriter):
         node_id: str | None = None,
     ) -> Node:
         if parent_id:
-            parent = self._node_row(parent_id)
-            depth = parent["depth"] + 1
-            inherited = parent["state_from"]
+            parent_depth, inherited = self._place(parent_id)
+            depth = parent_depth + 1
         else:
             depth, inherited = 0, None
         node_id = node_id or new_id()
@@ -215,7 +350,8 @@ class SqlChatWriter(ChatWriter):
             "state_from": node_id if state is not None else inherited,
             "revision": self.revision,
         }
-        self.conn.execute(t.nodes.insert(), row)
+        self.conn.execute(_INSERT_NODE, row)
+        self._places[node_id] = (depth, node_id if state is not None else inherited)
         self._log("node", node_id, "*", None, _row_json(row))
         return _node_from_row(row, content)
 
@@ -257,11 +393,10 @@ class SqlChatWriter(ChatWriter):
 
     def _set_node_field(self, node_id: str, column: str, value: Any) -> None:
         self.conn.execute(
-            t.nodes.update()
-            .where(t.nodes.c.id == node_id)
-            .values({column: value, "revision": self.revision})
+            _UPDATE_NODE, {column: value, "revision": self.revision, "node_key": node_id}
         )
         if column == "state":
+            self._places.clear()  # `state_from` moves below this node
             self._refresh_state_from(node_id)
 
     def _refresh_state_from(self, node_id: str) -> None:
@@ -273,40 +408,35 @@ class SqlChatWriter(ChatWriter):
             source = self._node_row(row["parent_id"])["state_from"]
         else:
             source = None
-        sql = sa.text(
-            """
-            UPDATE nodes SET state_from = :source WHERE id IN (
-                WITH RECURSIVE sub(id) AS (
-                    SELECT id FROM nodes WHERE id = :node
-                    UNION ALL
-                    SELECT n.id FROM nodes n JOIN sub ON n.chat_id = :chat AND n.parent_id = sub.id
-                    WHERE n.state IS NULL
-                )
-                SELECT id FROM sub
-            )
-            """
+        self.conn.execute(
+            _REFRESH_STATE_FROM, {"source": source, "node": node_id, "chat": self.chat_id}
         )
-        self.conn.execute(sql, {"source": source, "node": node_id, "chat": self.chat_id})
 
     def set_selection(self, parent_id: str | None, child_id: str | None) -> None:
         before = self.selection(parent_id)
         if before == child_id:
             return
-        self._apply_selection(parent_id or "", child_id)
+        self._apply_selection(parent_id or "", child_id, exists=before is not None)
         self._log("selection", parent_id or "", "child_id", before, child_id)
 
-    def _apply_selection(self, parent_key: str, child_id: str | None) -> None:
-        where = (t.selections.c.chat_id == self.chat_id, t.selections.c.parent_id == parent_key)
+    def _apply_selection(
+        self, parent_key: str, child_id: str | None, *, exists: bool | None = None
+    ) -> None:
+        """Set or remove the choice at `parent_key`; `exists`: whether it has a row (None:
+        not known, an update is tried first)."""
+        self._choices[parent_key] = child_id
+        key = {"chat_key": self.chat_id, "parent_key": parent_key}
         if child_id is None:
-            self.conn.execute(t.selections.delete().where(*where))
+            self.conn.execute(_DELETE_SELECTION, key)
             return
-        done = self.conn.execute(t.selections.update().where(*where).values(child_id=child_id))
-        if done.rowcount == 0:
-            self.conn.execute(
-                t.selections.insert().values(
-                    chat_id=self.chat_id, parent_id=parent_key, child_id=child_id
-                )
-            )
+        if exists is not False:
+            done = self.conn.execute(_UPDATE_SELECTION, {**key, "child_id": child_id})
+            if done.rowcount:
+                return
+        self.conn.execute(
+            _INSERT_SELECTION,
+            {"chat_id": self.chat_id, "parent_id": parent_key, "child_id": child_id},
+        )
 
     def _set_chat(self, column: str, value: Any) -> None:
         before = self._chat_row[column]
@@ -314,6 +444,7 @@ class SqlChatWriter(ChatWriter):
             return
         self._chat_row[column] = value
         self._chat_dirty[column] = value
+        self._chat = None
         self._log("chat", self.chat_id, column, _to_json_value(column, before), value)
 
     def set_active(self, leaf_id: str | None, *, branch_id: str | None = UNSET) -> None:
@@ -322,14 +453,14 @@ class SqlChatWriter(ChatWriter):
         self._set_chat("active_leaf_id", leaf_id)
         active = self._chat_row["active_branch_id"]
         if active:
-            before = self.conn.execute(
-                sa.select(t.branches.c.head_id).where(t.branches.c.id == active)
-            ).scalar()
+            if active in self._branch_heads:
+                before = self._branch_heads[active]
+            else:
+                before = self.conn.execute(_BRANCH_HEAD, {"branch_key": active}).scalar()
             if before != leaf_id:
-                self.conn.execute(
-                    t.branches.update().where(t.branches.c.id == active).values(head_id=leaf_id)
-                )
+                self.conn.execute(_UPDATE_BRANCH, {"branch_key": active, "head_id": leaf_id})
                 self._log("branch", active, "head_id", before, leaf_id)
+            self._branch_heads[active] = leaf_id
 
     def update_chat(
         self,
@@ -402,6 +533,8 @@ class SqlChatWriter(ChatWriter):
         return _row_json(row) if row is not None else None
 
     def _replace_row(self, table: sa.Table, key: str, row: Mapping[Any, Any] | None) -> None:
+        if table is t.branches:
+            self._branch_heads.pop(key, None)
         self.conn.execute(table.delete().where(table.c.id == key))
         if row is not None:
             self.conn.execute(table.insert(), _row_from_json(row))
@@ -477,24 +610,25 @@ class SqlChatWriter(ChatWriter):
                 for row in (change["before"]["v"], change["after"]["v"]):
                     if row is not None:
                         self._history_texts.add(row["content_hash"])
+                self._places.clear()
                 self.conn.execute(t.nodes.delete().where(t.nodes.c.id == key))
                 if value is not None:
-                    self.conn.execute(t.nodes.insert(), _row_from_json(value))
+                    self.conn.execute(_INSERT_NODE, _row_from_json(value))
             else:
                 self._set_node_field(key, column, value)
         elif entity == "chat":
             value = _from_json_value(column, value)
             self._chat_row[column] = value
             self._chat_dirty[column] = value
+            self._chat = None
         elif entity == "selection":
             self._apply_selection(key, value)
         elif entity == "branch":
             if column == "*":
                 self._replace_row(t.branches, key, value)
             else:
-                self.conn.execute(
-                    t.branches.update().where(t.branches.c.id == key).values({column: value})
-                )
+                self._branch_heads.pop(key, None)
+                self.conn.execute(_UPDATE_BRANCH, {"branch_key": key, column: value})
         elif entity == "checkpoint":
             self._replace_row(t.checkpoints, key, value)
         else:  # pragma: no cover - the log only holds the kinds above
@@ -508,36 +642,37 @@ class SqlChatWriter(ChatWriter):
 
     def finish(self) -> None:
         """Write the chat row, the revision and its change log (inside the transaction)."""
-        values = dict(self._chat_dirty)
-        if values:
-            self.conn.execute(t.chats.update().where(t.chats.c.id == self.chat_id).values(values))
-        if self.kind is RevisionKind.OPERATION:
+        if self._chat_dirty:
+            self.conn.execute(_UPDATE_CHAT, {**self._chat_dirty, "chat_key": self.chat_id})
+        if self.kind is RevisionKind.OPERATION and self._redo_pending:
             # A new operation ends what could be redone (git-like: no branching history).
-            self.conn.execute(
-                t.revisions.update()
-                .where(
-                    t.revisions.c.chat_id == self.chat_id,
-                    t.revisions.c.undone == sa.true(),
-                    t.revisions.c.redoable == sa.true(),
-                )
-                .values(redoable=False)
-            )
+            self.conn.execute(_END_REDO, {"chat_key": self.chat_id})
         self.conn.execute(
-            t.revisions.insert().values(
-                chat_id=self.chat_id,
-                number=self.revision,
-                kind=self.kind.value,
-                label=self.label,
-                created=self.now,
-                target=self.target,
-                undone=False,
-                redoable=True,
-            )
+            _INSERT_REVISION,
+            {
+                "chat_id": self.chat_id,
+                "number": self.revision,
+                "kind": self.kind.value,
+                "label": self.label,
+                "created": self.now,
+                "target": self.target,
+                "undone": False,
+                "redoable": True,
+            },
         )
         if self._changes:
-            self.conn.execute(t.changes.insert(), self._changes)
+            self.conn.execute(_INSERT_CHANGES, self._changes)
         if self._history_texts:
             _keep_history_texts(self.conn, self.chat_id, self._history_texts)
+
+
+def _no_message(node_id: str) -> NotFound:
+    return NotFound(
+        f"no message {node_id} in this chat",
+        field="node_id",
+        code="no_message_in_this_chat",
+        params={"node_id": str(node_id)},
+    )
 
 
 def _keep_history_texts(conn: Connection, chat_id: str, hashes: set[str]) -> None:
