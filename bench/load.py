@@ -32,7 +32,12 @@ the next, so every stream crosses processes through Redis.
 small lorebook, and previews its next prompt) and reports the errors, each action's
 p50/p99 time and every worker's resident memory at the start and the end of the soak,
 with a sample every minute between (its anonymous and file-backed parts too) to tell a
-warm-up that levels off from a steady leak.
+warm-up that levels off from a steady leak. A soak's chats grow all the while, and with
+them what each turn reads and keeps (the messages its prompt holds, until the context is
+full). `--soak-long N` starts each soak chat instead as an imported SillyTavern chat of N
+messages like the soak's own (default 0: new chats), so every prompt is cut by the context
+from the first turn and what a turn keeps stays the same size; each is read once by every
+worker before the memory at the start is taken. Then RSS growth is what stays behind.
 
 `--steady SECONDS` replaces the bursts with steady traffic, the figure of real use: every
 chat loops for SECONDS (reads its chat, sends, follows its stream to the end, sends again
@@ -299,6 +304,43 @@ async def rss_curve(
         curve.append(
             [rss_parts(s.process.pid) for s in deployment.servers if s.process is not None]
         )
+
+
+def long_chat(messages: int, character: str, label: str) -> bytes:
+    """A SillyTavern chat file of `messages` lines as short as the soak's own."""
+    lines = [{"user_name": "User", "character_name": character, "chat_metadata": {}}]
+    for i in range(messages):
+        mine = i % 2 == 0
+        lines.append(
+            {
+                "name": "User" if mine else character,
+                "is_user": mine,
+                "send_date": "2026-01-01T00:00:00.000Z",
+                "mes": f"{label} {i}" if mine else "Hello, traveller.",
+            }
+        )
+    return "".join(json.dumps(line) + "\n" for line in lines).encode()
+
+
+def long_chats(deployment: Deployment, character: str, count: int, messages: int) -> list[str]:
+    """`count` imported chats of `messages` lines, each read once by every worker (its
+    prompt previewed), so the soak starts from their kept windows."""
+    made = []
+    with httpx.Client(base_url=deployment.urls[0], timeout=300) as client:
+        name = client.get(f"/api/characters/{character}").raise_for_status().json()["name"]
+        for i in range(count):
+            data = long_chat(messages, name, f"long {i}")
+            answer = client.post(
+                "/api/chats/import",
+                files={"file": (f"long-{i}.jsonl", data, "application/jsonl")},
+                data={"character_id": character},
+            )
+            made.append(answer.raise_for_status().json()["id"])
+    for url in deployment.urls:
+        with httpx.Client(base_url=url, timeout=300) as client:
+            for chat_id in made:
+                client.get(f"/api/chats/{chat_id}/prompt").raise_for_status()
+    return made
 
 
 async def soak(deployment: Deployment, chats: list[str], minutes: float) -> dict[str, Any]:
@@ -661,6 +703,13 @@ def main() -> int:
         "--soak-chats", type=int, default=20, help="chats busy at once during the soak"
     )
     parser.add_argument(
+        "--soak-long",
+        type=int,
+        default=0,
+        metavar="MESSAGES",
+        help="soak imported chats of this many messages instead of new ones",
+    )
+    parser.add_argument(
         "--steady",
         type=float,
         default=0.0,
@@ -749,13 +798,16 @@ def main() -> int:
                 if args.soak > 0:
                     # nothing scripted: the stub answers each soak request with its
                     # default short reply
+                    soaking = ours[: args.soak_chats]
+                    if args.soak_long:
+                        soaking = long_chats(deployment, character, len(soaking), args.soak_long)
                     before = deployment.memory()
                     parts = [
                         rss_parts(s.process.pid)
                         for s in deployment.servers
                         if s.process is not None
                     ]
-                    soaked = asyncio.run(soak(deployment, ours[: args.soak_chats], args.soak))
+                    soaked = asyncio.run(soak(deployment, soaking, args.soak))
                     ending = [
                         rss_parts(s.process.pid)
                         for s in deployment.servers
@@ -837,7 +889,8 @@ def main() -> int:
     )
     if soaked is not None:
         shown = min(args.soak_chats, args.chats)
-        print(f"soak: {args.soak:g} min of mixed traffic over {shown} chats at once")
+        grown = f", imported with {args.soak_long} messages each" if args.soak_long else ""
+        print(f"soak: {args.soak:g} min of mixed traffic over {shown} chats at once{grown}")
         for action, times in sorted(soaked["timings"].items()):
             ms = [t * 1000 for t in times]
             print(
@@ -872,6 +925,7 @@ def main() -> int:
             )
         figures["soak"] = {
             "minutes": args.soak,
+            "imported_messages": args.soak_long,
             "errors": len(soaked["errors"]),
             "first_error": soaked["errors"][0] if soaked["errors"] else None,
             "done": {k: len(v) for k, v in soaked["timings"].items()},
