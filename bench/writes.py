@@ -22,7 +22,6 @@ import statistics
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -33,7 +32,8 @@ import sqlalchemy as sa
 
 from taverna.model.chat import CharacterRef, GenerationInfo, NodeRole
 from taverna.services.chats import ChatService
-from taverna.store.sql import SqlStore, open_store
+from taverna.store.sql import SqlStore
+from taverna.store.testing import temporary_store
 
 # What a turn's prompt leaves in its state when nothing set a variable or a timer.
 TURN_STATE: dict[str, Any] = {"variables": {}, "timedWorldInfo": {}}
@@ -41,25 +41,12 @@ TURN_STATE: dict[str, Any] = {"variables": {}, "timedWorldInfo": {}}
 
 @contextmanager
 def opened(backend: str, database: str | None) -> Iterator[SqlStore]:
-    if backend == "sqlite":
-        with tempfile.TemporaryDirectory() as folder:
-            store = open_store(Path(folder) / "data")
-            try:
-                yield store
-            finally:
-                store.close()
-        return
-    assert database is not None
-    schema = f"bench_writes_{uuid.uuid4().hex[:12]}"
-    store = open_store(database, schema=schema)
-    try:
+    """A throw-away store, SQLite with the server's own durability (fsync at commit)."""
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        temporary_store(backend, Path(folder), url=database, durability="full") as store,
+    ):
         yield store
-    finally:
-        store.close()
-        engine = sa.create_engine(database)
-        with engine.begin() as conn:
-            conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-        engine.dispose()
 
 
 class Counter:

@@ -386,18 +386,26 @@ def test_many_chats_keep_their_costs_and_edits_do_not_pile_up(
         chat = store.get_chat(chat_id)
         turns.build(service.turn(chat, chat.active_leaf_id, GenerationType.NORMAL, Api.OPENAI))
     assert len(turns._costs) == 24
+    most = max(_memo_sizes_while_edited(store, turns, service, ids[0], 300))
+    # the window's limit (its messages, at least the first window's 96) and one turn's own
+    assert 0 < most <= turn_context.FIRST_WINDOW + 16
+
+
+def _memo_sizes_while_edited(
+    store: SqlStore, turns: TurnContexts, service: GenerationService, chat_id: str, times: int
+) -> list[int]:
+    """Edit the chat's last message and build its next prompt, `times` times; the size
+    of the chat's memo after each build."""
     chats = ChatService(store)
-    chat_id = ids[0]
-    most = 0
-    for i in range(300):
+    sizes = []
+    for i in range(times):
         chat = store.get_chat(chat_id)
         assert chat.active_leaf_id is not None
         chats.edit(chat_id, chat.active_leaf_id, f"edited {i} lantern", revision=chat.revision)
         chat = store.get_chat(chat_id)
         turns.build(service.turn(chat, chat.active_leaf_id, GenerationType.NORMAL, Api.OPENAI))
-        most = max(most, len(turns._costs[chat_id][1].memo))
-    # the window's limit (its messages, at least the first window's 96) and one turn's own
-    assert 0 < most <= turn_context.FIRST_WINDOW + 16
+        sizes.append(len(turns._costs[chat_id][1].memo))
+    return sizes
 
 
 def test_a_chat_edited_again_and_again_keeps_about_two_turns_of_work(
@@ -408,16 +416,7 @@ def test_a_chat_edited_again_and_again_keeps_about_two_turns_of_work(
     _library(store, max_context=2000)
     turns = TurnContexts(store, clock=lambda: NOW, paths=PathEnds(store))
     service = _service(store, tmp_path, turns)
-    chat_id = _chat(store, 6)
-    chats = ChatService(store)
-    sizes = []
-    for i in range(120):
-        chat = store.get_chat(chat_id)
-        assert chat.active_leaf_id is not None
-        chats.edit(chat_id, chat.active_leaf_id, f"edited {i} lantern", revision=chat.revision)
-        chat = store.get_chat(chat_id)
-        turns.build(service.turn(chat, chat.active_leaf_id, GenerationType.NORMAL, Api.OPENAI))
-        sizes.append(len(turns._costs[chat_id][1].memo))
+    sizes = _memo_sizes_while_edited(store, turns, service, _chat(store, 6), 120)
     # a handful of entries per message of the 6-message window, for two turns at most
     assert max(sizes) <= 60
     assert sizes[-1] <= max(sizes[10:20])  # flat: no growth turn after turn

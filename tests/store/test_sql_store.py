@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -29,6 +27,7 @@ from taverna.store import NewChat, StaleRevision
 from taverna.store import schema as t
 from taverna.store.sql import MIGRATIONS, SqlStore, open_store
 from taverna.store.sql.search import SEARCH_TABLES
+from taverna.store.testing import counting_statements
 
 
 def _append(
@@ -40,20 +39,6 @@ def _append(
         w.set_selection(parent, node.id)
         w.set_active(node.id)
     return node
-
-
-@contextmanager
-def counting_statements(store: SqlStore) -> Iterator[list[str]]:
-    seen: list[str] = []
-
-    def count(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        seen.append(statement)
-
-    sa.event.listen(store.engine, "before_cursor_execute", count)
-    try:
-        yield seen
-    finally:
-        sa.event.remove(store.engine, "before_cursor_execute", count)
 
 
 def test_migrations_reach_head_and_reopen_is_harmless(tmp_path: Path) -> None:

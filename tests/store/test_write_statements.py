@@ -4,38 +4,21 @@ writes them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
-import sqlalchemy as sa
 
 from taverna.errors import NotFound
 from taverna.model.chat import Branch, CharacterRef, ChatState, GenerationInfo, NodeRole
 from taverna.services.chats import ChatService
 from taverna.store.sql import SqlStore
+from taverna.store.testing import counting_statements
 
 # Statements of each write as sent (BEGIN included where the driver sends it as one):
 # SQLite sends BEGIN IMMEDIATE; psycopg begins on its own. Before the statements were
 # counted the message took 18 on SQLite and 15 on PostgreSQL, the reply 19 and 16.
 MESSAGE = {"sqlite": 11, "postgresql": 9}
 REPLY = {"sqlite": 11, "postgresql": 9}
-
-
-@contextmanager
-def statements(store: SqlStore) -> Iterator[list[str]]:
-    seen: list[str] = []
-
-    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        seen.append(statement)
-
-    sa.event.listen(store.engine, "before_cursor_execute", record)
-    try:
-        yield seen
-    finally:
-        sa.event.remove(store.engine, "before_cursor_execute", record)
 
 
 def _chat(store: SqlStore) -> tuple[ChatService, str]:
@@ -55,14 +38,14 @@ def test_a_turns_writes_send_few_statements(store: SqlStore) -> None:
     dialect = store.engine.dialect.name
     for turn in range(3):
         revision = chats.get_chat(chat_id).revision
-        with statements(store) as message:
+        with counting_statements(store) as message:
             sent = chats.append(
                 chat_id, NodeRole.USER, f"hello {turn}", revision=revision, speaker="Ann"
             )
         chat = sent.chat
         assert sent.node is not None
         now = datetime.now(UTC)
-        with statements(store) as reply:
+        with counting_statements(store) as reply:
             answered = chats.add_reply(
                 chat_id,
                 chat.active_leaf_id,
