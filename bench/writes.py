@@ -28,12 +28,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import sqlalchemy as sa
-
 from taverna.model.chat import CharacterRef, GenerationInfo, NodeRole
 from taverna.services.chats import ChatService
 from taverna.store.sql import SqlStore
-from taverna.store.testing import temporary_store
+from taverna.store.testing import counting_statements, temporary_store
 
 # What a turn's prompt leaves in its state when nothing set a variable or a timer.
 TURN_STATE: dict[str, Any] = {"variables": {}, "timedWorldInfo": {}}
@@ -49,26 +47,11 @@ def opened(backend: str, database: str | None) -> Iterator[SqlStore]:
         yield store
 
 
-class Counter:
-    """Statements sent on the store's engine since the last `take`."""
-
-    def __init__(self, store: SqlStore) -> None:
-        self.count = 0
-        sa.event.listen(store.engine, "before_cursor_execute", self._seen)
-
-    def _seen(self, *_: Any) -> None:
-        self.count += 1
-
-    def take(self) -> int:
-        count, self.count = self.count, 0
-        return count
-
-
 def measure(backend: str, database: str | None, turns: int, warm: int) -> dict[str, Any]:
     figures: dict[str, dict[str, list[float]]] = {
         kind: {"statements": [], "cpu": [], "wall": []} for kind in ("message", "reply")
     }
-    with opened(backend, database) as store:
+    with opened(backend, database) as store, counting_statements(store) as seen:
         chats = ChatService(store)
         chat = chats.create_chat(
             "bench",
@@ -77,15 +60,14 @@ def measure(backend: str, database: str | None, turns: int, warm: int) -> dict[s
             greetings=["Seraphina looks up from the fire."],
             greeting_speaker="Seraphina",
         ).chat
-        counter = Counter(store)
         revision = chat.revision
 
         def timed(kind: str, write: Callable[[], int], counted: bool) -> int:
-            counter.take()
+            seen.clear()
             cpu, wall = time.thread_time(), time.perf_counter()
             result = write()
             cpu, wall = time.thread_time() - cpu, time.perf_counter() - wall
-            statements = counter.take()
+            statements = len(seen)
             if counted:
                 figures[kind]["statements"].append(statements)
                 figures[kind]["cpu"].append(cpu * 1e6)
