@@ -50,11 +50,14 @@ def test_a_new_data_folder_has_presets_and_templates_to_open(
         expect(page.locator("main li", has_text=name)).to_be_visible()
     shot(page, f"{size}-{lang}-first-start-templates")
     page.locator("main li", has_text="ChatML").get_by_role("link", name="ChatML").click()
-    page.locator("main textarea, main input").first.wait_for(state="attached")
-    values = page.locator("main textarea, main input").evaluate_all(
-        "(els) => els.map((el) => el.value)"
+    # The list page has inputs of its own: wait for the editor's field, not for any field.
+    page.wait_for_function(
+        """(want) => [...document.querySelectorAll('main textarea, main input')]
+            .some((el) => el.value === want)""",
+        arg="<|im_start|>user\n",
+        timeout=15_000,
     )
-    assert "<|im_start|>user\n" in values
+    expect(page.locator("#save-as-name")).to_be_attached()
     # The system prompt is a template kind of its own, on the same page.
     templates = fresh.api("GET", "/presets?kind=sysprompt").json()
     assert [t["name"] for t in templates] == ["Taverna Roleplay"]
