@@ -38,6 +38,10 @@ full). `--soak-long N` starts each soak chat instead as an imported SillyTavern 
 messages like the soak's own (default 0: new chats), so every prompt is cut by the context
 from the first turn and what a turn keeps stays the same size; each is read once by every
 worker before the memory at the start is taken. Then RSS growth is what stays behind.
+`--soak-warm MINUTES` runs the same traffic for that long first and takes the start figure
+after it, so what a worker sets up once (a first backup of each chat, the first lorebook
+import, its connections) is not counted as growth; the growth from before the warm-up is
+printed too.
 
 `--steady SECONDS` replaces the bursts with steady traffic, the figure of real use: every
 chat loops for SECONDS (reads its chat, sends, follows its stream to the end, sends again
@@ -56,6 +60,7 @@ each worker's RSS at the end. The same 250 ms bound gives PASS or MISS.
     python bench/load.py [--chats 200] [--rounds 2] [--first-delay 0.2]
     python bench/load.py --workers 2 --chats 200 --rounds 2
     python bench/load.py --workers 2 --chats 20 --rounds 1 --soak 30
+    python bench/load.py --workers 2 --chats 20 --rounds 1 --soak 30 --soak-long 1000 --soak-warm 2
     python bench/load.py --workers 2 --chats 200 --steady 60
 """
 
@@ -710,6 +715,13 @@ def main() -> int:
         help="soak imported chats of this many messages instead of new ones",
     )
     parser.add_argument(
+        "--soak-warm",
+        type=float,
+        default=0.0,
+        metavar="MINUTES",
+        help="the soak's traffic for this long before its start figure (default 0)",
+    )
+    parser.add_argument(
         "--steady",
         type=float,
         default=0.0,
@@ -801,6 +813,10 @@ def main() -> int:
                     soaking = ours[: args.soak_chats]
                     if args.soak_long:
                         soaking = long_chats(deployment, character, len(soaking), args.soak_long)
+                    cold = [round(r, 1) for r, _ in deployment.memory()]
+                    warmed: dict[str, Any] | None = None
+                    if args.soak_warm > 0:
+                        warmed = asyncio.run(soak(deployment, soaking, args.soak_warm))
                     before = deployment.memory()
                     parts = [
                         rss_parts(s.process.pid)
@@ -815,6 +831,9 @@ def main() -> int:
                     ]
                     soaked["curve"] = [parts, *soaked["curve"], ending]
                     soaked["rss_start"] = [round(r, 1) for r, _ in before]
+                    soaked["rss_cold"] = cold
+                    if warmed is not None:
+                        soaked["errors"] = warmed["errors"] + soaked["errors"]
                     soaked["rss_end"] = [round(r, 1) for r, _ in deployment.memory()]
         finally:
             if any(r["errors"] for r in results) or (soaked and soaked["errors"]):
@@ -891,6 +910,13 @@ def main() -> int:
         shown = min(args.soak_chats, args.chats)
         grown = f", imported with {args.soak_long} messages each" if args.soak_long else ""
         print(f"soak: {args.soak:g} min of mixed traffic over {shown} chats at once{grown}")
+        if args.soak_warm > 0:
+            print(
+                f"  after {args.soak_warm:g} min of the same traffic to warm up (its errors are"
+                " counted below; RSS MB per worker before it: "
+                + ", ".join(f"{r:.0f}" for r in soaked["rss_cold"])
+                + ")"
+            )
         for action, times in sorted(soaked["timings"].items()):
             ms = [t * 1000 for t in times]
             print(
@@ -915,6 +941,14 @@ def main() -> int:
             + f" (target within {SOAK_RSS_GROWTH_PCT:.0f}%):"
             + (" PASS" if flat and not soaked["errors"] else " MISS")
         )
+        if args.soak_warm > 0:
+            print(
+                "  RSS MB per worker, before the warm-up -> end: "
+                + ", ".join(
+                    f"{a:.0f} -> {b:.0f} ({(b - a) / a * 100:+.1f}%)"
+                    for a, b in zip(soaked["rss_cold"], soaked["rss_end"], strict=True)
+                )
+            )
         print("  RSS MB per worker each minute (anonymous + file-backed):")
         for minute, sample in enumerate(soaked["curve"]):
             print(
@@ -926,6 +960,8 @@ def main() -> int:
         figures["soak"] = {
             "minutes": args.soak,
             "imported_messages": args.soak_long,
+            "warm_up_minutes": args.soak_warm,
+            "rss_before_warm_up_mb": soaked["rss_cold"],
             "errors": len(soaked["errors"]),
             "first_error": soaked["errors"][0] if soaked["errors"] else None,
             "done": {k: len(v) for k, v in soaked["timings"].items()},
