@@ -116,6 +116,12 @@ class PathEnds:
             return kept.user_before
         return self._users_above(chat.id, first)
 
+    def messages_held(self, chat_id: str) -> int:
+        """The messages kept of a chat's path end (0: none kept)."""
+        with self._lock:
+            kept = self._kept.get(chat_id)
+        return len(kept.nodes) if kept is not None else 0
+
     def forget(self, chat_id: str) -> None:
         with self._lock:
             gone = self._kept.pop(chat_id, None)
