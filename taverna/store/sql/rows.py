@@ -130,9 +130,43 @@ _ROLES = {role.value: role for role in NodeRole}
 
 def _raw_json(value: Any) -> Any:
     """A JSON column as the driver gave it: text from SQLite, objects from PostgreSQL."""
-    if value is None or value.__class__ is dict:
+    if value.__class__ is not str:
         return value
     return {} if value == "{}" else json.loads(value)
+
+
+# The extras of every node read without any (most nodes made here): nothing writes a
+# node's extras in place, a change stores a new mapping, so one empty mapping serves all.
+_NO_EXTRAS: dict[str, Any] = {}
+# Strings that repeat from node to node (JSON keys, speaker names, model names): a path
+# end kept between turns holds one object of each, not one a node. Bounded: emptied when
+# full, as one a chat of distinct values would otherwise fill.
+_SHARED_MAX = 4096
+_SHARED_LONGEST = 64
+_shared: dict[str, str] = {}
+
+
+def _shared_text(text: str) -> str:
+    """`text` as the one object kept for its value (a long text as it is)."""
+    if len(text) > _SHARED_LONGEST:
+        return text
+    found = _shared.get(text)
+    if found is None:
+        if len(_shared) >= _SHARED_MAX:
+            _shared.clear()
+        found = _shared.setdefault(text, text)
+    return found
+
+
+def _shared_json(value: Any) -> Any:
+    """A JSON value whose keys and short strings are the shared objects (see _shared_text)."""
+    if value.__class__ is str:
+        return _shared_text(value)
+    if value.__class__ is dict:
+        return {_shared_text(k): _shared_json(v) for k, v in value.items()}
+    if value.__class__ is list:
+        return [_shared_json(v) for v in value]
+    return value
 
 
 def _raw_time(value: Any) -> datetime | None:
@@ -161,10 +195,42 @@ def _node_from_raw(row: Sequence[Any], text: str) -> Node:
         created=_raw_time(created),
         depth=depth,
         generation=GenerationInfo.from_json(gen) if gen is not None else None,
-        extras=extras or {},
+        extras=extras or _NO_EXTRAS,
         state=ChatState.from_json(state) if state is not None else None,
         revision=revision,
     )
+
+
+def _kept_nodes(rows: Sequence[Sequence[Any]], chat_id: str) -> tuple[Node, ...]:
+    """The live nodes of path rows (root side first) as a turn keeps them between turns:
+    sharing what repeats from node to node rather than holding a copy each. Every node
+    holds `chat_id` itself, its parent's id as the parent's own id object, and its
+    speaker and the keys and short strings of its extras and generation record as the
+    shared objects (`_shared_text`); values are unchanged."""
+    nodes: list[Node] = []
+    above: str | None = None
+    for row in rows:
+        node_id, parent = row[0], row[2]
+        if not row[6]:
+            gen, extras = row[9], row[10]
+            shared = (
+                node_id,
+                chat_id,
+                above if parent is not None and parent == above else parent,
+                row[3],
+                _shared_text(row[4]),
+                row[5],
+                row[6],
+                row[7],
+                row[8],
+                None if gen is None else _shared_json(_raw_json(gen)),
+                None if extras is None else _shared_json(_raw_json(extras)),
+                row[11],
+                row[12],
+            )
+            nodes.append(_node_from_raw(shared, row[13]))
+        above = node_id
+    return tuple(nodes)
 
 
 def _node_select() -> sa.Select[Any]:

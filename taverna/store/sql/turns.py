@@ -13,7 +13,7 @@ from taverna.store.sql.base import SqlBase
 from taverna.store.sql.positions import _hidden_above, _live_above, _shallowest_tombstone
 from taverna.store.sql.rows import (
     _RAW_NODE_SQL,
-    _node_from_raw,
+    _kept_nodes,
     _node_from_row,
     _node_select,
     _raw_json,
@@ -83,7 +83,7 @@ class SqlTurnReads(SqlBase):
             else:
                 base = self._chat_row(conn, chat_id)["base_state"]
                 state = _state_at(conn, chat_id, node_id, base)
-        nodes = tuple(_node_from_raw(r, r[13]) for r in rows if not r[6])
+        nodes = _kept_nodes(rows, chat_id)
         return PathTail(nodes, before, before - hidden, state)
 
     def user_messages_to(self, chat_id: str, node_id: str) -> int:
