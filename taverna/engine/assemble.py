@@ -69,7 +69,7 @@ def assemble(
     world_count: CountText = cost.text if context.api != "textgen" else counter
     regexes = regexes if regexes is not None else RegexBudget()
     regexes.begin()
-    turn = prepare_turn(context, substitute, scan, world_count, cost.memo, regexes)
+    turn = prepare_turn(context, substitute, scan, world_count, regexes)
     if context.api == "textgen":
         builder = text_builder or default_text_builder()
         prompt = builder(context, turn, counter)

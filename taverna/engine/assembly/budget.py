@@ -33,8 +33,8 @@ class MessageCost:
     family: str = "tiktoken"
     always_full: bool = False
     _cache: TurnMemo = field(default_factory=TurnMemo)
-    # Work on unchanged chat messages kept for the next turn (prompt parts, scan views),
-    # keyed by what it is and the message object's id (checked against the object).
+    # Work on unchanged chat messages kept for the next turn (prompt parts, macro texts),
+    # keyed by what it depends on (a part by its message's id, checked against the object).
     memo: TurnMemo = field(default_factory=TurnMemo)
 
     def next_turn(self) -> None:

@@ -75,14 +75,16 @@ class ChatView(Sequence[ChatEntry]):
     def part(self, index: int, layout: Layout) -> Part:
         """The budgeted part of one chat message; unchanged messages come from the memo."""
         message = self.chat[index]
-        found = self.memo.get(id(message))
+        # Keyed by the message's id (a string the message holds anyway): an edited
+        # message's new object takes its old one's entry, checked by identity.
+        found = self.memo.get(message.id)
         if found is not None and found[0] is message and found[1] == self.settings:
             part: Part = found[2]
             return part
         part = _history_part(layout, self[index], self.context, self.turn)
         if not has_macros(message.text):
             # Text without macros gives the same part every turn; keep it with its message.
-            self.memo[id(message)] = (message, self.settings, part)
+            self.memo[message.id] = (message, self.settings, part)
         return part
 
     def __len__(self) -> int:

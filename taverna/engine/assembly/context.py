@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Any
 
 from taverna.model.character import CharacterBook, DepthPrompt
@@ -74,6 +75,8 @@ class CharacterInfo:
 
 # ---------------------------------------------------------------------- chat
 
+_NO_EXTRAS: Mapping[str, Any] = MappingProxyType({})
+
 
 @dataclass(frozen=True, slots=True)
 class ChatMessage:
@@ -93,7 +96,9 @@ class ChatMessage:
     swipe_count: int = 1
     forced_avatar: bool = False
     bias: str = ""
-    extras: Mapping[str, Any] = field(default_factory=dict)
+    # One empty mapping for every message without extras (nearly all): a turn keeps its
+    # window's messages between turns, and an empty dict each would cost 64 bytes apiece.
+    extras: Mapping[str, Any] = field(default_factory=lambda: _NO_EXTRAS)
     # The picture attached to the message (SillyTavern `extra.image`), read by the caller;
     # sent only when `AssemblyContext.inline_images` is on.
     image: PromptImage | None = None

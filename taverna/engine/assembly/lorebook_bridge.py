@@ -14,7 +14,6 @@ from typing import overload
 
 from taverna.engine.assembly.context import AssemblyContext, ChatMessage
 from taverna.engine.assembly.macros_bridge import macro_context
-from taverna.engine.assembly.memo import TurnMemo
 from taverna.engine.assembly.world import ScanRequest, WorldInfoOutcome
 from taverna.engine.lorebook import (
     DEFAULT_DEPTH,
@@ -27,14 +26,15 @@ from taverna.model.lorebook import Position, Reason, TimedEffects
 
 
 class _ScanView(Sequence[ScanMessage]):
-    """The visible chat as the lorebook engine reads it, built per message on access."""
+    """The visible chat as the lorebook engine reads it, built per message on access.
 
-    def __init__(
-        self, chat: Sequence[ChatMessage], include_names: bool, memo: TurnMemo | None
-    ) -> None:
+    Not kept between turns: a view is one small object, cheaper to build again than a
+    memo entry (its key, its value, its slot) is to keep and to look up.
+    """
+
+    def __init__(self, chat: Sequence[ChatMessage], include_names: bool) -> None:
         self.chat = chat
         self.include_names = include_names
-        self.memo = memo if memo is not None else TurnMemo()
 
     def __len__(self) -> int:
         return len(self.chat)
@@ -47,14 +47,7 @@ class _ScanView(Sequence[ScanMessage]):
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         message = self.chat[index]
-        key = ("scan", id(message), self.include_names)
-        found = self.memo.get(key)
-        if found is not None and found[0] is message:
-            scanned: ScanMessage = found[1]
-            return scanned
-        scanned = ScanMessage(text=message.text, name=message.name if self.include_names else "")
-        self.memo[key] = (message, scanned)
-        return scanned
+        return ScanMessage(text=message.text, name=message.name if self.include_names else "")
 
 
 def _macros(request: ScanRequest) -> MacroContext:
@@ -93,7 +86,7 @@ def scan(request: ScanRequest) -> WorldInfoOutcome:
     recorded = None if dry_run else context.metadata.extras.get("timedWorldInfo")
     activation = activate(
         books,
-        _ScanView(request.messages, context.world_info.include_names, request.memo),
+        _ScanView(request.messages, context.world_info.include_names),
         max_context=request.budget_context,
         count_tokens=request.count_text,
         settings=context.world_info,

@@ -1,6 +1,6 @@
 """Work kept from one turn to the next, holding only what recent turns used.
 
-A chat's prompt parts, scan views and message counts are reused while their message is
+A chat's prompt parts and message counts are reused while their message is
 unchanged. Kept in a plain dict they would pile up: every edit, swipe and message that
 scrolls out of the window leaves its old entry behind for as long as the chat is used.
 Here an entry lives while turns use it: `next_turn()` lets go of whatever the turn

@@ -26,7 +26,6 @@ from taverna.engine.assembly.injections import (
     base_table,
     with_lorebook,
 )
-from taverna.engine.assembly.memo import TurnMemo
 from taverna.engine.assembly.recall import recall_injection
 from taverna.engine.assembly.regex_scripts import regexed_for_prompt
 from taverna.engine.assembly.summary import with_summary
@@ -279,7 +278,6 @@ def prepare_turn(
     substitute: Substitute,
     scan: LorebookScan = no_lorebooks,
     count_text: Callable[[str], int] = len,
-    memo: TurnMemo | None = None,
     regexes: RegexBudget | None = None,
 ) -> Turn:
     """Everything both APIs need before building their prompt.
@@ -324,7 +322,6 @@ def prepare_turn(
                 budget_context=budget,
                 books=books,
                 count_text=count_text,
-                memo=memo,
                 regex=(
                     _world_regex(context, substitute, regexes) if context.regex_scripts else None
                 ),

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from taverna.engine.assembly.context import AssemblyContext, ChatMessage
-from taverna.engine.assembly.memo import TurnMemo
 from taverna.engine.lorebook import ActivatedEntry, BookInPlay, BookSource, DepthGroup
 from taverna.engine.lorebook.regex_budget import RegexBudget
 from taverna.model.lorebook import EntryTrace
@@ -33,7 +32,6 @@ class ScanRequest:
     budget_context: int
     books: tuple[BookInPlay, ...]
     count_text: Callable[[str], int]
-    memo: TurnMemo | None = None  # work kept across turns (see MessageCost.memo)
     # Prompt-time regex for an entry's content and its depth (None unless @depth).
     regex: Callable[[str, int | None], str] | None = None
     # The chat variables macros left before the scan (None: the chat's recorded ones).
