@@ -219,8 +219,9 @@ class TurnContexts:
         self._book_names: dict[str, tuple[str, ...]] = {}
         self._recall_starts: dict[str, dict[str, int]] = {}
         self._costs: OrderedDict[str, tuple[tuple[str, str, int], MessageCost]] = OrderedDict()
-        # Each node's message as the engine reads it, made once per node object.
-        self._messages: OrderedDict[str, tuple[Node, ChatMessage]] = OrderedDict()
+        # Each node's message as the engine reads it, made again only when the node's
+        # message changed (the message object lasts, so the engine's memo finds it).
+        self._messages: OrderedDict[str, ChatMessage] = OrderedDict()
         self.assemblies = 0  # assemblies run, widening included (for tests and benchmarks)
         # Each account's pictures, read as its chats' prompts need them.
         self._images: dict[str, ImageLibrary] = {owner: ImageLibrary(store, owner=owner)}
@@ -339,10 +340,10 @@ class TurnContexts:
 
     def _message(self, node: Node) -> ChatMessage:
         kept = self._messages.get(node.id)
-        if kept is not None and kept[0] is node:
-            return kept[1]
+        if kept is not None and _made_from(kept, node):
+            return kept
         message = _message(node)
-        self._messages[node.id] = (node, message)
+        self._messages[node.id] = message
         if len(self._messages) > MESSAGES_KEPT:
             self._messages.popitem(last=False)
         return message
@@ -724,6 +725,16 @@ def _message(node: Node) -> ChatMessage:
         name=node.speaker,
         text=node.content,
         hidden=node.hidden,
+    )
+
+
+def _made_from(message: ChatMessage, node: Node) -> bool:
+    """Whether `message` is what `_message(node)` makes (the node read again, unchanged)."""
+    return (
+        message.text == node.content
+        and message.hidden == node.hidden
+        and message.name == node.speaker
+        and message.speaker is _SPEAKERS.get(node.role, Speaker.CHARACTER)
     )
 
 
