@@ -3,12 +3,13 @@ document versions and stored token counts (SQLite and, when configured, PostgreS
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 
-from taverna.model.chat import ChatState, Node, NodeRole
+from taverna.model.chat import ChatState, GenerationInfo, Node, NodeRole
 from taverna.store import NewChat
 from taverna.store.sql import SqlStore
 
@@ -45,6 +46,40 @@ def test_path_tail_reads_only_the_last_live_messages(store: SqlStore) -> None:
     ]
     whole = store.path_tail(chat_id, nodes[-1].id, limit=100)
     assert len(whole.nodes) == 12 and whole.before == 0
+
+
+def test_path_tail_nodes_share_what_repeats_from_node_to_node(store: SqlStore) -> None:
+    """A turn's path end is kept between turns: its nodes hold one object of each string
+    that repeats (the chat's id, each parent's id, a speaker's name, the keys and short
+    values of their extras and generation records), not a copy each, with the same values."""
+    chat = store.create_chat(NewChat(title="t"))
+    with store.write(chat.id, revision=chat.revision, label="append") as w:
+        parent = None
+        for i in range(8):
+            mine = i % 2 == 0
+            node = w.insert_node(
+                parent,
+                NodeRole.USER if mine else NodeRole.ASSISTANT,
+                f"m{i}",
+                speaker="Ann" if mine else "Bo",
+                extras={"send_date": f"2026-01-01T00:0{i}:00Z", "_st": {"order": ["name", "mes"]}}
+                if i < 4
+                else None,
+                generation=None if mine else GenerationInfo(provider="openai", model="gpt-4o"),
+            )
+            w.set_selection(parent, node.id)
+            parent = node.id
+        w.set_active(parent)
+    tail = store.path_tail(chat.id, parent, limit=8).nodes
+    assert tail == tuple(store.get_nodes(chat.id, [n.id for n in tail]))  # the same values
+    assert len({id(n.chat_id) for n in tail}) == 1
+    assert all(b.parent_id is a.id for a, b in itertools.pairwise(tail))
+    assert len({id(n.speaker) for n in tail if n.speaker == "Bo"}) == 1
+    listed = [n.extras for n in tail[:4]]
+    assert len({id(k) for e in listed for k in e if k == "send_date"}) == 1
+    assert len({id(e["_st"]["order"][1]) for e in listed}) == 1
+    assert len({id(n.extras) for n in tail[4:]}) == 1  # one empty mapping
+    assert len({id(n.generation.model) for n in tail if n.generation is not None}) == 1
 
 
 def test_path_tail_skips_deleted_messages_and_counts_live_ones_above(store: SqlStore) -> None:
