@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 
 from taverna.model.chat import Chat, ChatState, Node, PathTail
@@ -180,12 +182,33 @@ class PathEnds:
             return _Kept(
                 chat.revision,
                 leaf_id,
-                kept_prefix + above.nodes[joint:],
+                _joined(kept_prefix, above.nodes[joint:], kept, held, changed),
                 kept.before,
                 kept.visible_before,
                 above.state,
             )
         return None  # nothing of the kept end lies above the joint: read again
+
+
+def _joined(
+    prefix: tuple[Node, ...],
+    climbed: Sequence[Node],
+    kept: _Kept,
+    held: Mapping[str, int],
+    changed: AbstractSet[str],
+) -> tuple[Node, ...]:
+    """The kept prefix and the climb below it, as one path end. A climbed node the kept end
+    holds unchanged stays the kept object (what was made of it last turn is found again,
+    and its strings are not held twice); a new node below it holds its parent's id object."""
+    nodes = list(prefix)
+    for node in climbed:
+        index = held.get(node.id)
+        if index is not None and node.id not in changed:
+            node = kept.nodes[index]
+        elif nodes and node.parent_id is not nodes[-1].id and node.parent_id == nodes[-1].id:
+            node = replace(node, parent_id=nodes[-1].id)
+        nodes.append(node)
+    return tuple(nodes)
 
 
 def _trimmed(kept: _Kept, want: int) -> PathTail:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 from pathlib import Path
 
@@ -16,8 +17,7 @@ from taverna.store.testing import backends, temporary_store
 
 def _same(a: PathTail, b: PathTail) -> bool:
     return (
-        [(n.id, n.content, n.hidden) for n in a.nodes]
-        == [(n.id, n.content, n.hidden) for n in b.nodes]
+        a.nodes == b.nodes  # every field of every node
         and (a.before, a.visible_before) == (b.before, b.visible_before)
         and a.state == b.state
     )
@@ -160,3 +160,26 @@ def test_a_long_running_chat_keeps_about_its_window(store: SqlStore) -> None:
         assert held <= 2 * want + turn_paths.TRIM_SLACK
     # a chat shorter than a splice's climb is read whole; after that, only splices
     assert ends.reads <= 4
+
+
+def test_a_splice_keeps_the_unchanged_nodes_it_holds(store: SqlStore) -> None:
+    """An append re-reads the few messages above it; those the kept end holds unchanged
+    stay the kept objects (what the last turn made of them is found again by identity),
+    and every node holds its parent's id object rather than a copy of it."""
+    chats = ChatService(store)
+    chat = chats.create_chat("t", greetings=["hello"]).chat
+    for i in range(12):
+        role = NodeRole.USER if i % 2 == 0 else NodeRole.ASSISTANT
+        chat = chats.append(chat.id, role, f"m{i}", revision=chat.revision).chat
+    ends = PathEnds(store)
+    assert chat.active_leaf_id is not None
+    before = ends.tail(chat, chat.active_leaf_id, 20).nodes
+    for i in range(2):
+        role = NodeRole.USER if i % 2 == 0 else NodeRole.ASSISTANT
+        chat = chats.append(chat.id, role, f"new {i}", revision=chat.revision).chat
+    assert chat.active_leaf_id is not None
+    after = ends.tail(chat, chat.active_leaf_id, 20).nodes
+    assert ends.splices == 1
+    assert all(a is b for a, b in zip(before, after, strict=False))
+    assert [n.content for n in after[len(before) :]] == ["new 0", "new 1"]
+    assert all(b.parent_id is a.id for a, b in itertools.pairwise(after))
