@@ -17,21 +17,28 @@ _MISSING: Any = object()
 class TurnMemo:
     """A map whose entries last while each turn (see `next_turn`) reads them."""
 
-    __slots__ = ("_before", "_now")
+    __slots__ = ("_before", "_compact_at", "_now")
 
     def __init__(self) -> None:
         self._now: dict[Any, Any] = {}
         self._before: dict[Any, Any] = {}
+        self._compact_at = 0
 
     def get(self, key: Any, default: Any = None) -> Any:
         """The entry under `key`, kept on for the next turn; `default` when none."""
         found = self._now.get(key, _MISSING)
         if found is not _MISSING:
             return found
-        found = self._before.pop(key, _MISSING)
+        before = self._before
+        found = before.pop(key, _MISSING)
         if found is _MISSING:
             return default
         self._now[key] = found
+        if len(before) == self._compact_at:
+            # Most of the last turn's entries moved on: a dict does not shrink as entries
+            # leave it, so the few left move to a table of their own size (an empty one
+            # when none is left), rather than holding the last turn's table until the next.
+            self._before = dict(before)
         return found
 
     def __setitem__(self, key: Any, value: Any) -> None:
@@ -44,3 +51,4 @@ class TurnMemo:
         """A new turn begins: entries the last turn did not use go."""
         self._before = self._now
         self._now = {}
+        self._compact_at = len(self._before) // 8
