@@ -20,25 +20,30 @@ SPLIT_ABOVE = 2048
 class CountCache:
     """A bounded least-recently-used map from (tokenizer name, text) to a count.
 
-    One cache can serve several tokenizers; `max_entries` bounds its memory. It is
-    the one mutable thing the engine keeps between turns, and it changes no result:
-    a count is a pure function of its key.
+    One cache can serve several tokenizers; `max_entries` bounds its memory (texts of
+    all tokenizers together; past it, the text used least recently with the tokenizer
+    being counted goes). It is the one mutable thing the engine keeps between turns,
+    and it changes no result: a count is a pure function of its key.
     """
 
     max_entries: int = 50_000
     hits: int = 0
     misses: int = 0
-    _counts: OrderedDict[tuple[str, str], int] = field(default_factory=OrderedDict)
+    # Per tokenizer name, its texts least recently used first: a text is its own key, not
+    # held in a (name, text) pair for each of the many texts a server keeps counted.
+    _counts: dict[str, OrderedDict[str, int]] = field(default_factory=dict)
+    _size: int = 0
 
     def count(self, tokenizer: Tokenizer, text: str) -> int:
         """The token count of `text` with `tokenizer`, from the cache when known."""
         if not text:
             return 0
-        key = (tokenizer.name, text)
-        counts = self._counts
-        found = counts.get(key)
+        counts = self._counts.get(tokenizer.name)
+        if counts is None:
+            counts = self._counts[tokenizer.name] = OrderedDict()
+        found = counts.get(text)
         if found is not None:
-            counts.move_to_end(key)
+            counts.move_to_end(text)
             self.hits += 1
             return found
         self.misses += 1
@@ -53,24 +58,34 @@ class CountCache:
             )
         else:
             value = tokenizer.count(text)
-        counts[key] = value
-        if len(counts) > self.max_entries:
-            counts.popitem(last=False)
+        self._add(counts, text, value)
         return value
 
     def known(self, tokenizer: str, text: str) -> int | None:
         """The count of `text` with the tokenizer named `tokenizer`, if already known."""
-        return self._counts.get((tokenizer, text))
+        counts = self._counts.get(tokenizer)
+        return counts.get(text) if counts is not None else None
 
     def remember(self, tokenizer: str, text: str, count: int) -> None:
         """Take a count known from elsewhere (a store keeps counts across processes)."""
-        if text and (tokenizer, text) not in self._counts:
-            self._counts[(tokenizer, text)] = count
-            if len(self._counts) > self.max_entries:
-                self._counts.popitem(last=False)
+        if text:
+            counts = self._counts.setdefault(tokenizer, OrderedDict())
+            if text not in counts:
+                self._add(counts, text, count)
+
+    def _add(self, counts: OrderedDict[str, int], text: str, value: int) -> None:
+        """Keep a count, letting the least recently used go past `max_entries`."""
+        if text not in counts:
+            self._size += 1
+        counts[text] = value
+        while self._size > self.max_entries:
+            # the tokenizer's own oldest text, else (it holds only this one) another's
+            losing = counts if len(counts) > 1 else max(self._counts.values(), key=len)
+            losing.popitem(last=False)
+            self._size -= 1
 
     def __len__(self) -> int:
-        return len(self._counts)
+        return self._size
 
 
 @dataclass(slots=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from taverna.engine.assemble import assemble
 from taverna.engine.tokens.cache import CountCache
@@ -44,3 +44,31 @@ def test_text_completion_uses_it_too() -> None:
     before = counts.misses
     assemble(ctx, counts=counts)
     assert counts.misses == before
+
+
+@dataclass(frozen=True)
+class _Letters:
+    """A tokenizer of one token per letter, or two (another vocabulary, same texts)."""
+
+    name: str
+    per_letter: int
+    exact: bool = True
+
+    def count(self, text: str) -> int:
+        return self.per_letter * len(text)
+
+
+def test_tokenizers_keep_their_own_counts_within_one_bound() -> None:
+    one, two = _Letters("one", 1), _Letters("two", 2)
+    counts = CountCache(max_entries=6)
+    for i in range(5):
+        assert counts.count(one, f"text {i}") == 6
+        assert counts.count(two, f"text {i}") == 12
+        assert len(counts) <= 6
+    assert len(counts) == 6
+    assert counts.known("one", "text 4") == 6 and counts.known("two", "text 4") == 12
+    assert counts.known("one", "text 0") is None  # the least recently used went
+    counts.remember("three", "text 9", 3)
+    assert counts.known("three", "text 9") == 3 and len(counts) == 6
+    hits = counts.hits
+    assert counts.count(two, "text 4") == 12 and counts.hits == hits + 1
