@@ -79,25 +79,30 @@ def workspace() -> Iterator[Workspace]:
 
 def chat_file(messages: int, character: str, label: str) -> bytes:
     """A SillyTavern chat file of `messages` lines of about 40 characters, each its own
-    (text and time, as a real chat's)."""
+    (text and time), the character's with what SillyTavern writes of a generated reply."""
     lines: list[dict[str, Any]] = [
         {"user_name": "User", "character_name": character, "chat_metadata": {}}
     ]
     for i in range(messages):
-        mine = i % 2 == 0
-        text = (
-            f"{label} line {i}: I walk on to the harbour."
-            if mine
-            else f"{label} line {i}: The lantern swings, traveller."
-        )
-        lines.append(
-            {
-                "name": "User" if mine else character,
-                "is_user": mine,
-                "send_date": f"2026-01-{1 + i // 1440:02d}T{i // 60 % 24:02d}:{i % 60:02d}:00.000Z",
-                "mes": text,
+        sent = f"2026-01-{1 + i // 1440:02d}T{i // 60 % 24:02d}:{i % 60:02d}:00.000Z"
+        if i % 2 == 0:
+            line = {
+                "name": "User",
+                "is_user": True,
+                "send_date": sent,
+                "mes": f"{label} line {i}: I walk on to the harbour.",
             }
-        )
+        else:
+            line = {
+                "name": character,
+                "is_user": False,
+                "send_date": sent,
+                "mes": f"{label} line {i}: The lantern swings, traveller.",
+                "gen_started": sent,
+                "gen_finished": sent,
+                "extra": {"api": "openai", "model": "gpt-4o-mini"},
+            }
+        lines.append(line)
     return "".join(json.dumps(line) + "\n" for line in lines).encode()
 
 
