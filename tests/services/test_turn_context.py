@@ -420,3 +420,28 @@ def test_a_chat_edited_again_and_again_keeps_about_two_turns_of_work(
     # a handful of entries per message of the 6-message window, for two turns at most
     assert max(sizes) <= 60
     assert sizes[-1] <= max(sizes[10:20])  # flat: no growth turn after turn
+
+
+def test_a_chat_keeps_one_entry_of_work_per_message_of_its_window(
+    store: SqlStore, tmp_path: Path
+) -> None:
+    """Between turns a chat keeps, per message its prompt holds, one prompt part (scan
+    views are made again, not kept); an edited message's part takes its old one's place
+    at once. The messages as the engine reads them share one empty extras mapping."""
+    _library(store, max_context=100_000)
+    turns = TurnContexts(store, clock=lambda: NOW, paths=PathEnds(store))
+    service = _service(store, tmp_path, turns)
+    chat_id = _chat(store, 40)
+    for edit in (False, False, True):
+        chat = store.get_chat(chat_id)
+        assert chat.active_leaf_id is not None
+        if edit:
+            ChatService(store).edit(chat_id, chat.active_leaf_id, "lantern", revision=chat.revision)
+            chat = store.get_chat(chat_id)
+        kind = GenerationType.NORMAL
+        prompt = turns.build(service.turn(chat, chat.active_leaf_id, kind, Api.OPENAI)).prompt
+        history = [i for i in prompt.ledger.items if i.kind == "history" and i.included]
+        assert len(history) == 41  # the greeting and the 40 messages
+        # one part a message, and the few name-only macro texts of the prompt's other parts
+        assert len(turns._costs[chat_id][1].memo) <= len(history) + 4
+    assert len({id(m.extras) for m in turns._messages.values()}) == 1
