@@ -10,16 +10,19 @@ The services are built over a temporary SQLite data folder as `taverna serve` bu
 (`open_workspace`, the new install's presets and sample character, an OpenAI-compatible
 connection that is never called). For each size in `--sizes`, `--chats` SillyTavern chats
 of that many short messages (about 40 characters, as short as `bench/load.py`'s soak) are
-imported. A small chat's prompt is previewed first, so the tokenizer, the library's parsed
-documents and the compiled lorebook are made before measuring. Then, under tracemalloc,
-each chat gets `--turns` turns: a person's message and a reply are appended and the next
-prompt is previewed (a dry run, as the soak's and a page's previews are). What is still
+imported; with `--written`, written instead one turn at a time as a server's turns write
+them (the person's message, then a reply with its generation record; slower). A small
+chat's prompt is previewed first, so the tokenizer, the library's parsed documents and the
+compiled lorebook are made before measuring. Then, under tracemalloc, each chat gets
+`--turns` turns: a turn is written and the next prompt is previewed (a dry run, as the
+soak's and a page's previews are). What is still
 allocated after a garbage collection is what the turns keep; it is divided by the messages
 the kept path ends hold, and attributed to the innermost `taverna` frame that allocated it.
 Prints, for each size, the bytes per kept message and the sites that keep the most, then
 one line of JSON.
 
     python bench/kept_bytes.py [--sizes 200,2000] [--chats 4] [--turns 3] [--top 12]
+    python bench/kept_bytes.py --written --sizes 200
 """
 
 from __future__ import annotations
@@ -36,13 +39,14 @@ import tracemalloc
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from taverna.model.chat import NodeRole  # noqa: E402
+from taverna.model.chat import CharacterRef, GenerationInfo, NodeRole  # noqa: E402
 from taverna.services.library import LibraryKind  # noqa: E402
 from taverna.services.workspace import (  # noqa: E402
     Workspace,
@@ -119,16 +123,58 @@ def import_chats(ws: Workspace, count: int, messages: int, prefix: str) -> list[
     ]
 
 
-def turn(ws: Workspace, chat_id: str, number: int) -> int:
-    """A person's message and a reply appended, then the next prompt previewed; the
-    messages the prompt's history holds."""
+def written_chats(ws: Workspace, count: int, messages: int, prefix: str) -> list[str]:
+    """`count` chats of `messages` messages written one turn at a time, as a server's
+    turns write them (see `write_turn`)."""
+    character = ws.library().documents(LibraryKind.CHARACTER)[0]
+    made = []
+    for i in range(count):
+        chat = ws.chats.create_chat(
+            f"{prefix}{i}",
+            characters=(CharacterRef(character.name, character.id),),
+            user_name="User",
+        ).chat
+        for number in range(messages // 2):
+            write_turn(ws, chat.id, f"{prefix}{i} {number}")
+        made.append(chat.id)
+    return made
+
+
+def write_turn(ws: Workspace, chat_id: str, label: str) -> None:
+    """A person's message, then a reply with its generation record, as a turn stores them."""
     chat = ws.chats.get_chat(chat_id)
-    character = chat.characters[0].name
-    for role, speaker, text in (
-        (NodeRole.USER, "User", f"turn {number}: I ask about the tide."),
-        (NodeRole.ASSISTANT, character, f"turn {number}: It turns at dusk, traveller."),
-    ):
-        chat = ws.chats.append(chat.id, role, text, revision=chat.revision, speaker=speaker).chat
+    chat = ws.chats.append(
+        chat.id,
+        NodeRole.USER,
+        f"{label}: I ask about the tide.",
+        revision=chat.revision,
+        speaker=chat.user_name,
+    ).chat
+    now = datetime.now(UTC)
+    ws.chats.add_reply(
+        chat.id,
+        chat.active_leaf_id,
+        f"{label}: It turns at dusk, traveller.",
+        revision=chat.revision,
+        speaker=chat.characters[0].name,
+        generation=GenerationInfo(
+            provider="openai-compatible",
+            model="stub-model",
+            started=now,
+            finished=now,
+            prompt_tokens=900,
+            completion_tokens=12,
+            finish_reason="stop",
+            extras={"connection": "stub", "kind": "normal", "seconds": 0.21},
+        ),
+        label="normal",
+    )
+
+
+def turn(ws: Workspace, chat_id: str, number: int) -> int:
+    """A turn written (see `write_turn`), then the next prompt previewed; the messages
+    the prompt's history holds."""
+    write_turn(ws, chat_id, f"turn {number}")
     prompt = ws.generation.preview(chat_id)
     return sum(1 for item in prompt.ledger.items if item.kind == "history" and item.included)
 
@@ -142,9 +188,10 @@ def site(traceback: tracemalloc.Traceback) -> str:
     return f"{frame.filename}:{frame.lineno}"
 
 
-def measure(size: int, chats: int, turns: int) -> dict[str, Any]:
+def measure(size: int, chats: int, turns: int, written: bool) -> dict[str, Any]:
     with workspace() as ws:
-        ids = import_chats(ws, chats, size, f"s{size}-")
+        made = written_chats if written else import_chats
+        ids = made(ws, chats, size, f"s{size}-")
         (warm,) = import_chats(ws, 1, 20, "warm-")
         ws.generation.preview(warm)
         paths = ws.generation.paths
@@ -169,6 +216,7 @@ def measure(size: int, chats: int, turns: int) -> dict[str, Any]:
     return {
         "messages": size,
         "chats": chats,
+        "written": written,
         "turns": turns,
         "kept_messages": kept,
         "prompt_messages": in_prompt,
@@ -191,12 +239,23 @@ def main() -> None:
     parser.add_argument("--chats", type=int, default=4, help="chats of each size")
     parser.add_argument("--turns", type=int, default=3, help="turns of each chat measured")
     parser.add_argument("--top", type=int, default=12, help="allocation sites shown")
+    parser.add_argument(
+        "--written",
+        action="store_true",
+        help="chats written turn by turn as a server writes them, not imported (slower)",
+    )
     args = parser.parse_args()
-    results = [measure(int(size), args.chats, args.turns) for size in args.sizes.split(",") if size]
+    results = [
+        measure(int(size), args.chats, args.turns, args.written)
+        for size in args.sizes.split(",")
+        if size
+    ]
     for result in results:
         kept = max(result["kept_messages"], 1)
+        made = "written" if result["written"] else "imported"
         print(
-            f"{result['chats']} chats of {result['messages']} messages, {result['turns']} turns"
+            f"{result['chats']} {made} chats of {result['messages']} messages,"
+            f" {result['turns']} turns"
             f" ({result['seconds']} s under tracemalloc): {result['kept_messages']} messages"
             f" kept, {result['prompt_messages']} in the prompts,"
             f" {result['retained_bytes'] / 1e6:.2f} MB retained,"
