@@ -106,12 +106,15 @@ class FollowHub:
         block_ms: int,
         count: int,
         retry: float,
+        gather: float = 0.0,
     ) -> None:
         self._client = client
         self.wake_key = wake_key
         self.block_ms = block_ms
         self.count = count
         self.retry = retry
+        # After a read that found events, the pause before the next (see `_read`).
+        self.gather = gather
         self._streams: dict[str, _Stream] = {}
         self._woken_at = "0-0"
         self._reading = False  # a blocking read is under way
@@ -245,6 +248,11 @@ class FollowHub:
                 if stream is None or self._streams.get(key) is not stream or not entries:
                     continue
                 self._hand(key, stream, entries)
+            if found and self.gather > 0:
+                # Each read returns as soon as any followed run has a new event; a short
+                # pause lets every run's next events gather for the next read, rather
+                # than a read (naming every followed stream) per event.
+                await asyncio.sleep(self.gather)
 
     def _hand(self, key: str, stream: _Stream, entries: list[tuple[str, dict[str, str]]]) -> None:
         batch: Batch = []

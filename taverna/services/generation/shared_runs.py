@@ -69,6 +69,11 @@ LEASE_RENEW = 1.0
 FOLLOW_BLOCK_MS = 1000
 # Events read at once from one run's stream.
 FOLLOW_COUNT = 500
+# After each copy of events into Redis, and after each read of the followed streams that
+# found some, the process waits this long before the next, so one command carries what
+# all its runs streamed meanwhile rather than one token each (a model streams a token per
+# few tens of milliseconds per run; a hundred runs make thousands of commands a second).
+GATHER_S = 0.01
 # After Redis answered a follower late (a time-out), the pause before it reads again,
 # and how long it keeps trying before the stream ends with the error.
 FOLLOW_RETRY = 0.1
@@ -257,6 +262,7 @@ class SharedRegistry(GenerationRegistry):
                 block_ms=FOLLOW_BLOCK_MS,
                 count=FOLLOW_COUNT,
                 retry=FOLLOW_RETRY,
+                gather=GATHER_S,
             )
         return self._hub
 
@@ -400,7 +406,8 @@ class SharedRegistry(GenerationRegistry):
     async def _share(self) -> None:
         """Copy the runs' new events into their streams: whatever every run published
         since the last write goes in one command (`_APPEND`) and one round trip (while
-        it is under way, the next batch gathers), rather than one round trip a token."""
+        it is under way and `GATHER_S` after, the next batch gathers), rather than one
+        round trip a token."""
         client = self.async_client()
         while True:
             await self._woken.wait()
@@ -443,6 +450,7 @@ class SharedRegistry(GenerationRegistry):
                     self._forget(run)
                 elif run.id in self._sent:
                     self._sent[run.id] = end
+            await asyncio.sleep(GATHER_S)  # what is published meanwhile goes in the next
 
     def _forget(self, run: RunningGeneration) -> None:
         self._sent.pop(run.id, None)
