@@ -445,3 +445,33 @@ def test_a_chat_keeps_one_entry_of_work_per_message_of_its_window(
         # one part a message, and the few name-only macro texts of the prompt's other parts
         assert len(turns._costs[chat_id][1].memo) <= len(history) + 4
     assert len({id(m.extras) for m in turns._messages.values()}) == 1
+
+
+def test_a_message_sent_under_another_name_and_a_bias_reach_the_prompt(
+    store: SqlStore, tmp_path: Path
+) -> None:
+    """An imported SillyTavern message keeps `force_avatar` (a `/sendas`) and `extra.bias`
+    in its extras: the turn's prompt prefixes the forced name as the default names
+    behaviour does, and the person's last message's bias goes in."""
+    chats = ChatService(store)
+    chat = chats.create_chat("c", greetings=["Hello."], base_state=ChatState()).chat
+    chat = chats.append(chat.id, NodeRole.USER, "Who is there?", revision=chat.revision).chat
+    chat = chats.append(
+        chat.id,
+        NodeRole.ASSISTANT,
+        "Only me.",
+        speaker="Bob",
+        extras={"force_avatar": "/thumbnail?type=avatar&file=Bob.png"},
+        revision=chat.revision,
+    ).chat
+    chat = chats.append(
+        chat.id,
+        NodeRole.USER,
+        "Go on.",
+        extras={"extra": {"bias": "In rhyme:"}},
+        revision=chat.revision,
+    ).chat
+    prompt, _ = _build(store, tmp_path, chat.id, GenerationType.NORMAL, whole=True, dry=True)
+    contents = [m.content for m in prompt.messages]
+    assert "Bob: Only me." in contents
+    assert contents[-1] == "In rhyme:", contents  # the bias, as SillyTavern ends with it
