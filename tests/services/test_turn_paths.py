@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from taverna.model.chat import ChatState, NodeRole, PathTail
+from taverna.model.chat import Chat, ChatState, NodeRole, PathTail
 from taverna.services.chats import ChatService
 from taverna.services.turn_paths import PathEnds
 from taverna.store.sql import SqlStore
@@ -23,6 +23,15 @@ def _same(a: PathTail, b: PathTail) -> bool:
     )
 
 
+def _talk(chats: ChatService, count: int) -> Chat:
+    """A chat with a greeting and `count` messages, the person's and the character's in turn."""
+    chat = chats.create_chat("t", greetings=["hello"]).chat
+    for i in range(count):
+        role = NodeRole.USER if i % 2 == 0 else NodeRole.ASSISTANT
+        chat = chats.append(chat.id, role, f"m{i}", revision=chat.revision).chat
+    return chat
+
+
 @pytest.fixture(params=backends())
 def store(request: pytest.FixtureRequest, tmp_path: Path):  # type: ignore[no-untyped-def]
     with temporary_store(request.param, tmp_path) as opened:
@@ -32,10 +41,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path):  # type: ignore[no-un
 @pytest.mark.parametrize("seed", [5, 11, 23])
 def test_path_ends_match_fresh_reads_through_random_changes(store: SqlStore, seed: int) -> None:
     chats = ChatService(store)
-    chat = chats.create_chat("t", greetings=["hello"]).chat
-    for i in range(40):
-        role = NodeRole.USER if i % 2 == 0 else NodeRole.ASSISTANT
-        chat = chats.append(chat.id, role, f"m{i}", revision=chat.revision).chat
+    chat = _talk(chats, 40)
     ends = PathEnds(store)
     rng = random.Random(seed)
     for step in range(120):
@@ -167,10 +173,7 @@ def test_a_splice_keeps_the_unchanged_nodes_it_holds(store: SqlStore) -> None:
     stay the kept objects (what the last turn made of them is found again by identity),
     and every node holds its parent's id object rather than a copy of it."""
     chats = ChatService(store)
-    chat = chats.create_chat("t", greetings=["hello"]).chat
-    for i in range(12):
-        role = NodeRole.USER if i % 2 == 0 else NodeRole.ASSISTANT
-        chat = chats.append(chat.id, role, f"m{i}", revision=chat.revision).chat
+    chat = _talk(chats, 12)
     ends = PathEnds(store)
     assert chat.active_leaf_id is not None
     before = ends.tail(chat, chat.active_leaf_id, 20).nodes
