@@ -1,4 +1,5 @@
-"""Sending a request and streaming the answer back as normalised events (httpx + httpx-sse)."""
+"""Sending a request and streaming the answer back as normalised events (httpx; the
+event stream decoded by `event_stream`)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-from httpx_sse import EventSource
 
 from taverna.errors import ProviderError
+from taverna.providers.event_stream import EventStreamDecoder
 from taverna.providers.events import (
     ErrorKind,
     Event,
@@ -178,18 +179,21 @@ async def _exchange(
                 return
             kind = response.headers.get("content-type", "")
             if request.stream and "text/event-stream" in kind:
-                watch = StreamWatch(response)
-                async for sse in EventSource(response).aiter_sse():
-                    started = True
-                    events = parser.feed(sse.event, sse.data)
-                    watch.saw(sse.data, events)
-                    for event in events:
-                        if isinstance(event, Finish) and watch.said_nothing():
-                            yield watch.error(request.url)
+                watch = StreamWatch()
+                decoder = EventStreamDecoder()
+                async for chunk in response.aiter_bytes():
+                    watch.tap(chunk)
+                    for sse in decoder.feed(chunk):
+                        started = True
+                        events = parser.feed(sse.event, sse.data)
+                        watch.saw(sse.data, events)
+                        for event in events:
+                            if isinstance(event, Finish) and watch.said_nothing():
+                                yield watch.error(request.url)
+                                return
+                            yield event
+                        if parser.finished:
                             return
-                        yield event
-                    if parser.finished:
-                        return
                 if watch.said_nothing():
                     yield watch.error(request.url)
                     return
@@ -240,15 +244,17 @@ class StreamWatch:
 
     KEEP = 200
 
-    def __init__(self, response: httpx.Response) -> None:
+    def __init__(self) -> None:
         self.events = 0
         self.not_json = 0
         self.first_not_json = ""
         self.replied = False
         self.head = bytearray()
-        source = response.stream
-        if isinstance(source, httpx.AsyncByteStream):
-            response.stream = _Tapped(source, self.head, self.KEEP)
+
+    def tap(self, chunk: bytes) -> None:
+        """Keep the body's first bytes."""
+        if len(self.head) < self.KEEP:
+            self.head += chunk[: self.KEEP - len(self.head)]
 
     def saw(self, data: str, events: list[Event]) -> None:
         """Note one event's data and what the parser made of it."""
@@ -285,24 +291,6 @@ def _is_json(data: str) -> bool:
     except json.JSONDecodeError:
         return False
     return True
-
-
-class _Tapped(httpx.AsyncByteStream):
-    """A response body passed on unchanged, its first `keep` bytes copied to `head`."""
-
-    def __init__(self, source: httpx.AsyncByteStream, head: bytearray, keep: int) -> None:
-        self.source = source
-        self.head = head
-        self.keep = keep
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in self.source:
-            if len(self.head) < self.keep:
-                self.head += chunk[: self.keep - len(self.head)]
-            yield chunk
-
-    async def aclose(self) -> None:
-        await self.source.aclose()
 
 
 async def fetch_json(
