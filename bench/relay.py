@@ -5,7 +5,8 @@ share this one's interpreter) streaming in each provider's real SSE format:
 
 - first token: from the moment the stub hands its first text chunk to the HTTP server
   to the moment the caller gets the first `TextDelta` event; the same is measured for a
-  bare httpx client reading raw bytes, and the difference is what taverna adds
+  bare aiohttp client (the one taverna streams with) reading raw bytes, and the
+  difference is what taverna adds
   (SSE framing, JSON decoding, event building).
 - per token, paced: over 1,000 tokens sent 2 ms apart (a fast model is 10-50 ms), the
   delivery delay of every token through taverna minus the raw client's median delay.
@@ -29,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -37,7 +39,7 @@ from taverna.model.prompt import Prompt, PromptMessage, Role
 from taverna.providers.builders import build_request, stream_parser
 from taverna.providers.events import TextDelta
 from taverna.providers.request import Api, HttpRequest, RequestOptions
-from taverna.providers.transport import stream_events
+from taverna.providers.transport import Timeouts, model_session, stream_events
 
 APIS = (Api.OPENAI, Api.ANTHROPIC, Api.GOOGLE, Api.LLAMACPP)
 TOKENS = 1000
@@ -96,7 +98,9 @@ def request_for(stub: RemoteStub, api: Api) -> HttpRequest:
     return build_request(prompt, api, options, base_url=stub.base_url(api.value), key="k")
 
 
-async def through_taverna(client: httpx.AsyncClient, request: HttpRequest, api: Api) -> list[float]:
+async def through_taverna(
+    client: aiohttp.ClientSession, request: HttpRequest, api: Api
+) -> list[float]:
     """Arrival time of every text event at the caller."""
     times: list[float] = []
     async for event in stream_events(request, stream_parser(api), client=client, secret="k"):
@@ -106,16 +110,14 @@ async def through_taverna(client: httpx.AsyncClient, request: HttpRequest, api: 
 
 
 async def raw_bytes(
-    client: httpx.AsyncClient, request: HttpRequest, tokens: list[str]
+    client: aiohttp.ClientSession, request: HttpRequest, tokens: list[str]
 ) -> list[float]:
-    """Arrival time of every token's bytes at a bare httpx client (the baseline)."""
+    """Arrival time of every token's bytes at a bare aiohttp client (the baseline)."""
     times: list[float] = []
     needles = [t.encode() for t in tokens]
     headers = {"Content-Type": "application/json", **request.headers}
-    async with client.stream(
-        "POST", request.url, json=dict(request.body), headers=headers
-    ) as response:
-        async for chunk in response.aiter_raw():
+    async with client.post(request.url, json=dict(request.body), headers=headers) as response:
+        async for chunk in response.content.iter_any():
             now = time.perf_counter()
             while len(times) < len(needles) and needles[len(times)] in chunk:
                 times.append(now)
@@ -130,7 +132,7 @@ def delays(stub: RemoteStub, arrivals: list[float]) -> list[float]:
 
 async def measure(stub: RemoteStub, api: Api) -> dict[str, float]:
     request = request_for(stub, api)
-    async with httpx.AsyncClient(timeout=30) as client:
+    async with model_session(Timeouts(read=30)) as client:
         first_taverna: list[float] = []
         first_raw: list[float] = []
         short = [f"t{i}x " for i in range(3)]

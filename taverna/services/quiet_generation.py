@@ -119,7 +119,7 @@ async def quiet_text(
     async for event in stream_events(
         sent,
         stream_parser(connection.api),
-        client=generation.http,
+        client=generation.model_client(),
         secret=key,
         timeouts=generation.timeouts,
     ):

@@ -311,7 +311,7 @@ class SummaryGenerator:
         async for event in stream_events(
             request,
             stream_parser(connection.api),
-            client=self.generation.http,
+            client=self.generation.model_client(),
             secret=key,
             timeouts=self.generation.timeouts,
         ):

@@ -19,8 +19,6 @@ from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import httpx
-
 from taverna.engine.lorebook.regex_budget import TURN_REGEX_BUDGET
 from taverna.engine.script import Generation
 from taverna.errors import NotFound, TavernaError
@@ -93,12 +91,6 @@ LONG_CHAT = 2000
 # `release_freed_memory`): the C allocator keeps each thread's freed pages, and a server
 # answering on many threads otherwise creeps up for hours.
 RELEASE_MEMORY_EVERY = 60.0
-
-# The model connections the server's one HTTP client holds: no cap on those in use (every
-# streaming reply holds one for its whole length; httpx's default of 100 made the 101st
-# reply of a busy server wait for a free one and fail as a time-out), and a bounded
-# number kept alive between replies, so the next turns skip the handshake.
-MODEL_CONNECTIONS = httpx.Limits(max_connections=None, max_keepalive_connections=256)
 
 
 @dataclass
@@ -258,8 +250,7 @@ class Workspace:
     async def open_http(self) -> None:
         """Give the generation service one HTTP client for this event loop's life, so
         replies reuse kept-alive connections instead of a new handshake each."""
-        if self.generation.http is None:
-            self.generation.http = httpx.AsyncClient(timeout=None, limits=MODEL_CONNECTIONS)
+        self.generation.sessions.open()
         await self.generation.registry.open()
         loop = asyncio.get_running_loop()
         task = self._releasing
@@ -281,9 +272,7 @@ class Workspace:
         else:
             _stop_elsewhere(task)
         await self.generation.registry.close()
-        client, self.generation.http = self.generation.http, None
-        if client is not None:
-            await client.aclose()
+        await self.generation.sessions.close()
 
     def close(self) -> None:
         """Write pending backups and close the store."""

@@ -278,3 +278,14 @@ def test_an_empty_reply_in_the_api_s_own_words_is_still_an_empty_reply(stub: Stu
     stub.script(Reply(tokens=[]))
     events = run(stub, Api.OPENAI)
     assert isinstance(events[-1], Finish) and text_of(events) == ""
+
+
+def test_a_key_with_characters_http_cannot_carry_is_refused_before_sending(
+    stub: StubServer,
+) -> None:
+    before = stub.request_count
+    events = run(stub, Api.OPENAI, key="sk-ключ-0123456789")
+    error = events[-1]
+    assert isinstance(error, StreamError) and error.kind is ErrorKind.BAD_REQUEST
+    assert "cannot carry" in error.message and "ключ" not in error.message
+    assert stub.request_count == before

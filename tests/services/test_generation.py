@@ -433,16 +433,16 @@ def test_an_unexpected_error_inside_a_run_still_completes_it(world: World) -> No
 
 
 def test_a_shared_http_client_is_used_and_left_open(world: World) -> None:
-    import httpx
+    from taverna.providers.transport import model_session
 
     world.stub.script(Reply(tokens=["One."]), Reply(tokens=["Two."]))
 
     async def main() -> bool:
-        async with httpx.AsyncClient() as client:
+        async with model_session() as client:
             world.service.http = client
             await (await world.service.send(world.chat_id, "a")).wait()
             await (await world.service.send(world.chat_id, "b")).wait()
-            return client.is_closed
+            return client.closed
 
     assert run(main()) is False
     assert [c for _, c in world.path()][-2:] == ["b", "Two."]

@@ -196,26 +196,27 @@ def test_the_server_hands_freed_memory_back_while_open_and_stops_when_closed(
     assert released
 
 
-def test_the_servers_model_client_streams_more_replies_at_once_than_httpx_pools_by_default(
+def test_the_servers_model_client_streams_more_replies_at_once_than_a_default_pool(
     tmp_path: Path,
 ) -> None:
     """120 replies streaming at once through the server's one client all start: none
-    waits for a pooled connection (httpx's default pool holds 100) and times out."""
+    waits for a pooled connection (httpx's default pool held 100, aiohttp's holds 100)
+    and times out."""
     import asyncio
 
-    import httpx
+    import aiohttp
 
     streams = 120
     ws = open_workspace(tmp_path / "data", background_backups=False)
     body = {"model": "stub-model", "messages": [{"role": "user", "content": "hi"}], "stream": True}
 
     async def first_line(
-        client: httpx.AsyncClient, url: str, started: list[int], everyone: asyncio.Event
+        client: aiohttp.ClientSession, url: str, started: list[int], everyone: asyncio.Event
     ) -> None:
-        timeout = httpx.Timeout(30, pool=3)
-        async with client.stream("POST", url, json=body, timeout=timeout) as response:
-            async for line in response.aiter_lines():
-                if line.startswith("data: "):
+        timeout = aiohttp.ClientTimeout(total=30, connect=3)
+        async with client.post(url, json=body, timeout=timeout) as response:
+            async for line in response.content:
+                if line.startswith(b"data: "):
                     started.append(1)
                     if len(started) == streams:
                         everyone.set()
@@ -225,7 +226,7 @@ def test_the_servers_model_client_streams_more_replies_at_once_than_httpx_pools_
     async def go(stub: StubServer) -> list[int]:
         await ws.open_http()
         try:
-            client = ws.generation.http
+            client = ws.generation.model_client()
             assert client is not None
             started: list[int] = []
             everyone = asyncio.Event()

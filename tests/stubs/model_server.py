@@ -33,6 +33,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -164,15 +165,21 @@ class StubServer:
 
     # --------------------------------------------------------------- lifecycle
 
-    def start(self, port: int = 0) -> StubServer:
-        """Serve on 127.0.0.1 (`port` 0: a free one) from a background thread."""
+    def start(self, port: int = 0, tls: tuple[Path, Path] | None = None) -> StubServer:
+        """Serve on 127.0.0.1 (`port` 0: a free one) from a background thread; with
+        `tls` (certificate and key files), over HTTPS."""
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", port))
         port = sock.getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
         config = uvicorn.Config(
-            self._app(), log_level="error", lifespan="off", timeout_graceful_shutdown=1
+            self._app(),
+            log_level="error",
+            lifespan="off",
+            timeout_graceful_shutdown=1,
+            ssl_certfile=str(tls[0]) if tls else None,
+            ssl_keyfile=str(tls[1]) if tls else None,
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(

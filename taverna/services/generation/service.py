@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-import httpx
+import aiohttp
 
 from taverna.engine.assembly.context import GenerationType
 from taverna.engine.group import cut_at_other_speaker
@@ -35,7 +35,7 @@ from taverna.providers.events import (
 )
 from taverna.providers.registry import provider
 from taverna.providers.request import Api, PostProcessing, RequestOptions
-from taverna.providers.transport import Timeouts, stream_events
+from taverna.providers.transport import ModelSessions, Timeouts, stream_events
 from taverna.services.active_settings import write_global_variables
 from taverna.services.chat_connection import connection_for
 from taverna.services.chats import ChatService, WriteResult
@@ -145,15 +145,16 @@ class GenerationService:
         timeouts: Timeouts | None = None,
         clock: Callable[[], datetime] = _utcnow,
         owner: str = "",
-        http: httpx.AsyncClient | None = None,
+        http: aiohttp.ClientSession | None = None,
         counts: CountCache | None = None,
         paths: PathEnds | None = None,
         events: EventBus | None = None,
         user_tools: Callable[[Chat, dict[str, Any]], Sequence[Tool]] | None = None,
     ) -> None:
-        """`http`: a client to reuse across generations (kept-alive connections, no new TLS
+        """`http`: a session to reuse across generations (kept-alive connections, no new TLS
         handshake per reply); it must belong to the event loop the generations run in.
-        Without one, each generation opens and closes its own. `counts`: the token-count
+        Without one, the session `sessions` opened for the running loop is used, and
+        without that each generation opens and closes its own. `counts`: the token-count
         cache every prompt builder call gets (bounded; one is made when not given).
         `paths`: the path ends kept between turns (share the prompt builder's).
         `events`: the bus generations are announced on and intercepted through (the chat
@@ -162,6 +163,7 @@ class GenerationService:
         function calling on."""
         self.paths = paths if paths is not None else PathEnds(store)
         self.http = http
+        self.sessions = ModelSessions()
         self.counts = counts if counts is not None else CountCache()
         self.store = store
         self.chats = chats or ChatService(store, clock=clock)
@@ -508,6 +510,10 @@ class GenerationService:
         ledger = (built.prompt if isinstance(built, PreparedTurn) else built).ledger
         name = ledger.tokenizer or FALLBACK_TOKENIZER
         return TokenCount(get_tokenizer(name).count(text), ledger.total_tokens, name)
+
+    def model_client(self) -> aiohttp.ClientSession | None:
+        """The session model requests go through in the running loop, if one is kept."""
+        return self.http or self.sessions.current()
 
     def warm(self, chat_id: str) -> None:
         """Build (and throw away) a chat's next prompt, so its lorebooks are parsed and
@@ -1062,7 +1068,7 @@ class GenerationService:
                 async for event in stream_events(
                     request,
                     stream_parser(plan.connection.api),
-                    client=self.http,
+                    client=self.model_client(),
                     secret=key,
                     timeouts=self.timeouts,
                 ):
