@@ -74,7 +74,7 @@ def _chat_out(ctx: AppContext, window: PathWindow, *, changed: bool) -> ChatOut:
     shown = shown_in_window(ctx.chats, window)
     return chat_out(
         window,
-        ctx.chats.list_branches(window.chat.id),
+        ctx.chats.list_branches(window.chat.id, revision=window.chat.revision),
         persona=persona_of(ctx, window.chat),
         task=running_task(ctx, window.chat.id),
         changed=changed,

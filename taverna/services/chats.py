@@ -22,6 +22,8 @@ made it.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
@@ -84,6 +86,10 @@ class Rewriter(Protocol):
     def __call__(self, chat: Chat, node: Node, *, edit: bool, slash: bool) -> Rewrite | None: ...
 
 
+# Branch lists kept, each with the chat revision it was read at: the chats viewed last.
+BRANCH_LISTS_KEPT = 512
+
+
 class ChatService:
     """The use cases of a conversation tree, shared by the CLI, the server and generation."""
 
@@ -99,6 +105,8 @@ class ChatService:
         self.clock = clock
         self.rewriter = rewriter
         self.events = events if events is not None else EventBus()
+        self._branches: OrderedDict[str, tuple[int, list[BranchSummary]]] = OrderedDict()
+        self._branches_lock = threading.Lock()
 
     def _emit(self, name: EventName, chat_id: str, node: Node | None, *, kind: str = "") -> None:
         self.events.emit(
@@ -185,8 +193,26 @@ class ChatService:
             return self.store.state_at(chat_id, chat.active_leaf_id)
         return self.store.state_at(chat_id, node_id)
 
-    def list_branches(self, chat_id: str) -> list[BranchSummary]:
-        return self.store.branches(chat_id)
+    def list_branches(self, chat_id: str, *, revision: int | None = None) -> list[BranchSummary]:
+        """The chat's branches. `revision`: the revision the caller read the chat at; the
+        list made at that revision is kept and given again (every write to a chat moves its
+        revision on, on any worker), so a page's view after each reply costs no queries."""
+        if revision is None:
+            return self.store.branches(chat_id)
+        with self._branches_lock:
+            kept = self._branches.get(chat_id)
+            if kept is not None and kept[0] == revision:
+                self._branches.move_to_end(chat_id)
+                return list(kept[1])
+        branches = self.store.branches(chat_id)
+        with self._branches_lock:
+            kept = self._branches.get(chat_id)
+            if kept is None or kept[0] <= revision:
+                self._branches[chat_id] = (revision, branches)
+                self._branches.move_to_end(chat_id)
+            while len(self._branches) > BRANCH_LISTS_KEPT:
+                self._branches.popitem(last=False)
+        return list(branches)
 
     def list_checkpoints(self, chat_id: str) -> list[Checkpoint]:
         return self.store.checkpoints(chat_id)

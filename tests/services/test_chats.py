@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from taverna.errors import Conflict, NotFound, TavernaError
-from taverna.model.chat import AuthorsNote, ChatState, NodeRole
+from taverna.model.chat import AuthorsNote, BranchSummary, ChatState, NodeRole
 from taverna.services.chats import ChatService, WriteResult
 from taverna.store.sql import SqlStore
 from taverna.store.testing import backends, temporary_store
@@ -502,3 +502,39 @@ def test_swipe_arrows_cost_the_same_at_any_length(chats: ChatService) -> None:
         return len(seen)
 
     assert statements_for_a_swipe_round(5) == statements_for_a_swipe_round(60)
+
+
+def test_branch_lists_kept_by_revision_follow_every_write(chats: ChatService) -> None:
+    """The list kept for a revision is what the store says at that revision, after each
+    kind of write, and asking again at the same revision reads nothing."""
+    out = conversation(chats, "a", "b", "c", "d")
+    cid = out.chat.id
+    reads: list[str] = []
+    store_branches = chats.store.branches
+
+    def counted(chat_id: str) -> list[BranchSummary]:
+        reads.append(chat_id)
+        return store_branches(chat_id)
+
+    chats.store.branches = counted  # type: ignore[method-assign]
+
+    def check(result: WriteResult) -> WriteResult:
+        kept = chats.list_branches(cid, revision=result.chat.revision)
+        assert kept == store_branches(cid)
+        before = len(reads)
+        assert chats.list_branches(cid, revision=result.chat.revision) == kept
+        assert len(reads) == before
+        return result
+
+    check(out)
+    path = chats.active_path(cid).entries
+    out = check(chats.edit(cid, path[-1].node.id, "d, edited", revision=out.chat.revision))
+    out = check(chats.set_hidden(cid, [path[-1].node.id], True, revision=out.chat.revision))
+    out = check(chats.branch_from(cid, path[2].node.id, "what if", revision=out.chat.revision))
+    out = check(chats.append(cid, USER, "other c", revision=out.chat.revision))
+    last = chats.active_path(cid).entries[-1].node
+    out = check(chats.delete(cid, last.id, revision=out.chat.revision))
+    main = next(b for b in chats.list_branches(cid) if b.branch.name == "main")
+    out = check(chats.switch_branch(cid, main.branch.id, revision=out.chat.revision))
+    out = check(chats.rename_branch(cid, main.branch.id, "first", revision=out.chat.revision))
+    check(chats.undo(cid, revision=out.chat.revision))
