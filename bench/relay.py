@@ -39,7 +39,7 @@ from taverna.model.prompt import Prompt, PromptMessage, Role
 from taverna.providers.builders import build_request, stream_parser
 from taverna.providers.events import TextDelta
 from taverna.providers.request import Api, HttpRequest, RequestOptions
-from taverna.providers.transport import Timeouts, model_session, stream_events
+from taverna.providers.transport import model_session, stream_events
 
 APIS = (Api.OPENAI, Api.ANTHROPIC, Api.GOOGLE, Api.LLAMACPP)
 TOKENS = 1000
@@ -132,7 +132,7 @@ def delays(stub: RemoteStub, arrivals: list[float]) -> list[float]:
 
 async def measure(stub: RemoteStub, api: Api) -> dict[str, float]:
     request = request_for(stub, api)
-    async with model_session(Timeouts(read=30)) as client:
+    async with model_session() as client:
         first_taverna: list[float] = []
         first_raw: list[float] = []
         short = [f"t{i}x " for i in range(3)]

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-import os
 import ssl
 import weakref
 from collections.abc import AsyncIterator
@@ -19,7 +18,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
-import certifi
 import httpx
 
 from taverna.errors import ProviderError
@@ -59,23 +57,18 @@ class Timeouts:
 
 @functools.cache
 def _certificates() -> ssl.SSLContext:
-    """The certificate authorities httpx trusts, so a model API reachable by one client is
-    reachable by the other: those SSL_CERT_FILE or SSL_CERT_DIR name, else certifi's."""
-    cafile, capath = os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")
-    if cafile and os.path.isfile(cafile):
-        return ssl.create_default_context(cafile=cafile)
-    if capath and os.path.isdir(capath):
-        return ssl.create_default_context(capath=capath)
-    return ssl.create_default_context(cafile=certifi.where())
+    """The certificate authorities httpx trusts (SSL_CERT_FILE or SSL_CERT_DIR, else
+    certifi's), so a model API reachable by one client is reachable by the other."""
+    return httpx.create_ssl_context()
 
 
-def model_session(timeouts: Timeouts | None = None) -> aiohttp.ClientSession:
+def model_session() -> aiohttp.ClientSession:
     """A client session for model streams, with no cap on connections at once (a server
-    streams a reply per chat) and the proxy settings of the environment, as httpx reads
-    them. Open it inside the event loop that uses it."""
+    streams a reply per chat; a cap of 100 made the 101st wait and time out) and the proxy
+    settings of the environment, as httpx reads them. Open it inside the event loop that
+    uses it; each request gives its own timeouts."""
     return aiohttp.ClientSession(
         connector=aiohttp.TCPConnector(limit=0, limit_per_host=0, ssl=_certificates()),
-        timeout=(timeouts or Timeouts()).to_aiohttp(),
         trust_env=True,
     )
 
@@ -208,7 +201,7 @@ async def stream_events(
     consuming task closes the connection, so the model stops writing.
     """
     own = client is None
-    http = client or model_session(timeouts)
+    http = client or model_session()
     try:
         async for event in _exchange(http, request, parser, timeouts):
             if isinstance(event, StreamError):
