@@ -12,6 +12,7 @@ import asyncio
 import functools
 import json
 import ssl
+import time
 import weakref
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -62,15 +63,33 @@ def _certificates() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
+# How many times a request goes again after a kept-alive connection turned out closed,
+# and how soon after sending that must show (see `_send`).
+STALE_RETRIES = 2
+STALE_WITHIN = 5.0
+
+
 def model_session() -> aiohttp.ClientSession:
     """A client session for model streams, with no cap on connections at once (a server
     streams a reply per chat; a cap of 100 made the 101st wait and time out) and the proxy
     settings of the environment, as httpx reads them. Open it inside the event loop that
     uses it; each request gives its own timeouts."""
+    reuse = aiohttp.TraceConfig()
+    reuse.on_connection_reuseconn.append(_mark_reused)
     return aiohttp.ClientSession(
         connector=aiohttp.TCPConnector(limit=0, limit_per_host=0, ssl=_certificates()),
         trust_env=True,
+        trace_configs=[reuse],
     )
+
+
+async def _mark_reused(
+    session: aiohttp.ClientSession, context: Any, params: aiohttp.TraceConnectionReuseconnParams
+) -> None:
+    """Note on the request's own mapping that it went out on a kept-alive connection."""
+    marks = context.trace_request_ctx
+    if isinstance(marks, dict):
+        marks["reused"] = True
 
 
 class ModelSessions:
@@ -230,14 +249,7 @@ async def _exchange(
             headers["Accept"] = "text/event-stream"
         for value in headers.values():
             value.encode("ascii")  # what HTTP headers carry; a key pasted with more is refused
-        async with http.request(
-            request.method,
-            request.url,
-            data=_body(request),
-            headers=headers,
-            timeout=timeouts.to_aiohttp(),
-            allow_redirects=False,
-        ) as response:
+        async with await _send(http, request, headers, timeouts) as response:
             if response.status >= 400:
                 raw = await response.read()
                 yield classify_status(
@@ -302,6 +314,44 @@ async def _exchange(
             )
     except aiohttp.ClientError as exc:
         yield StreamError(ErrorKind.NETWORK, f"the request to {request.url} failed: {_said(exc)}")
+
+
+async def _send(
+    http: aiohttp.ClientSession,
+    request: HttpRequest,
+    headers: dict[str, str],
+    timeouts: Timeouts,
+) -> aiohttp.ClientResponse:
+    """Send the request and wait for the answer's head.
+
+    A server closes a connection it kept alive once it has been idle a while (uvicorn,
+    llama.cpp's server and Node after 5 s, the client keeps it 15 s); one that closes it
+    as a request goes out leaves that request unanswered. Browsers send it again on a new
+    connection, and so does this, but only when the failed attempt went out on a reused
+    connection and failed with nothing of an answer within STALE_WITHIN seconds: the sign
+    of a connection closed before the request reached it, not of a request the server
+    took and dropped (that one is not sent twice).
+    """
+    body = _body(request)
+    retries = 0
+    while True:
+        marks: dict[str, bool] = {"reused": False}
+        sent = time.monotonic()
+        try:
+            return await http.request(
+                request.method,
+                request.url,
+                data=body,
+                headers=headers,
+                timeout=timeouts.to_aiohttp(),
+                allow_redirects=False,
+                trace_request_ctx=marks,
+            )
+        except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError):
+            stale = marks["reused"] and time.monotonic() - sent < STALE_WITHIN
+            if not stale or retries >= STALE_RETRIES:
+                raise
+            retries += 1
 
 
 def _said(exc: Exception) -> str:
