@@ -250,7 +250,8 @@ class SharedRegistry(GenerationRegistry):
                 max_connections=ASYNC_CONNECTIONS,
                 timeout=ASYNC_CONNECTION_WAIT,
             )
-            self._async = aredis.Redis(connection_pool=pool)
+            # the client owns its pool: closing it closes the pool's connections too
+            self._async = aredis.Redis.from_pool(pool)
         return self._async
 
     def follow_hub(self) -> FollowHub:
