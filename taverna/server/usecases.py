@@ -26,7 +26,10 @@ def running_task(ctx: AppContext, chat_id: str) -> TaskOut | None:
 
 def persona_of(ctx: AppContext, chat: Chat) -> PersonaRef:
     """Who the user is in a chat: the persona of the chat's user name, else the default one."""
-    chosen = library_editing.chat_persona(ctx.library(chat.owner), chat.user_name)
+    if ctx.turns is not None:  # kept parsed between turns: no persona read again
+        chosen = library_editing.chosen_persona(ctx.turns.personas(chat.owner), chat.user_name)
+    else:
+        chosen = library_editing.chat_persona(ctx.library(chat.owner), chat.user_name)
     if chosen is None:
         return PersonaRef(name=chat.user_name or "User")
     doc_id, persona = chosen

@@ -3,7 +3,7 @@ entries, a persona; each checked and stored through the library service."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from taverna.errors import Conflict, FormatError, FormatWarning, NotFound, TavernaError
@@ -291,7 +291,14 @@ def all_personas(lib: LibraryService) -> list[tuple[str, Persona]]:
 def chat_persona(lib: LibraryService, user_name: str) -> tuple[str, Persona] | None:
     """The persona a chat speaks as, with its id: the one named as the chat's user, else
     the default one (None: neither)."""
-    personas = all_personas(lib)
+    return chosen_persona(all_personas(lib), user_name)
+
+
+def chosen_persona(
+    personas: Sequence[tuple[str, Persona]], user_name: str
+) -> tuple[str, Persona] | None:
+    """Of `personas` (with their ids, oldest first), the one named `user_name`, else the
+    default one (None: neither)."""
     named = next(((i, p) for i, p in personas if user_name and p.name == user_name), None)
     return named or next(((i, p) for i, p in personas if p.is_default), None)
 

@@ -532,6 +532,13 @@ class TurnContexts:
             characters.append(CharacterInfo(name=name))
         return tuple(characters)
 
+    def personas(self, owner: str) -> list[tuple[str, Persona]]:
+        """An account's personas with their ids, oldest first, as parsed and kept for turns:
+        a chat view names the chat's persona after every reply, with one look at the
+        versions rather than every persona read and parsed again."""
+        versions = self.store.versions_of(owner=owner, kinds=(LibraryKind.PERSONA.value,))
+        return [(v.id, self.documents.get("persona", v, _persona)) for v in versions]
+
     def _persona(self, user_name: str, versions: Sequence[DocumentVersion]) -> PersonaInfo:
         personas = [self.documents.get("persona", v, _persona) for v in versions]
         chosen = next((p for p in personas if p.name == user_name), None)

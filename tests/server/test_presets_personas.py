@@ -325,3 +325,29 @@ def test_text_completion_presets_are_imported_chosen_exported_and_deleted(
     assert client.post("/api/presets", json={"kind": "text", "name": "New"}).status_code == 400
     assert client.delete(f"/api/presets/{made['id']}").status_code == 204
     assert client.get("/api/presets?kind=text").json() == []
+
+
+def test_a_chat_view_names_its_persona_without_reading_every_persona_again(
+    client: TestClient, ctx: AppContext
+) -> None:
+    made = [
+        client.post("/api/personas", json={"name": f"P{i}", "is_default": i == 3}).json()
+        for i in range(6)
+    ]
+    card = client.post("/api/characters", json={"name": "Mira", "first_mes": "Hi."}).json()
+    chat = client.post("/api/chats", json={"character_id": card["id"]}).json()
+    assert client.get(f"/api/chats/{chat['id']}").json()["persona"]["name"] == "P3"
+    assert ctx.turns is not None
+    parsed = ctx.turns.documents.parses
+    for _ in range(3):
+        assert client.get(f"/api/chats/{chat['id']}").json()["persona"]["id"] == made[3]["id"]
+    assert ctx.turns.documents.parses == parsed
+    # the library's changes are seen at once: the default mark moves to another persona,
+    # and the persona the chat speaks as (by its user name) goes: the default stands in
+    client.put(f"/api/personas/{made[5]['id']}", json={"name": "Wren", "is_default": True})
+    assert client.get(f"/api/chats/{chat['id']}").json()["persona"]["id"] == made[3]["id"]
+    assert client.delete(f"/api/personas/{made[3]['id']}").status_code == 204
+    view = client.get(f"/api/chats/{chat['id']}").json()
+    assert view["persona"]["id"] == made[5]["id"]
+    assert view["persona"]["avatar_url"] == f"/api/personas/{made[5]['id']}/avatar"
+    assert ctx.turns.documents.parses > parsed
