@@ -34,10 +34,12 @@ p50/p99 time and every worker's resident memory at the start and the end of the 
 with a sample every minute between (its anonymous and file-backed parts too) to tell a
 warm-up that levels off from a steady leak. A soak's chats grow all the while, and with
 them what each turn reads and keeps (the messages its prompt holds, until the context is
-full). `--soak-long N` starts each soak chat instead as an imported SillyTavern chat of N
-messages like the soak's own (default 0: new chats), so every prompt is cut by the context
-from the first turn and what a turn keeps stays the same size; each is read once by every
-worker before the memory at the start is taken. Then RSS growth is what stays behind.
+full): the report gives the chat messages the previews' prompts held in the first and the
+last minute, and how many of the last minute's the context cut. `--soak-long N` starts
+each soak chat instead as an imported SillyTavern chat of N messages like the soak's own
+(default 0: new chats), so every prompt is cut by the context from the first turn and what
+a turn keeps stays the same size; each is read once by every worker before the memory at
+the start is taken. Then RSS growth is what stays behind.
 `--soak-warm MINUTES` runs the same traffic for that long first and takes the start figure
 after it, so what a worker sets up once (a first backup of each chat, the first lorebook
 import, its connections) is not counted as growth; the growth from before the warm-up is
@@ -244,8 +246,11 @@ async def soak_chat(
     deadline: float,
     timings: dict[str, list[float]],
     errors: list[str],
+    windows: list[tuple[float, int, bool]],
 ) -> None:
-    """One chat's mixed traffic until `deadline`: send, swipe, edit, import, preview."""
+    """One chat's mixed traffic until `deadline`: send, swipe, edit, import, preview. Each
+    preview notes in `windows` its time, the chat's messages in the prompt, and whether
+    the context cut older ones."""
     n = len(pool)
     turn = 0
     while time.monotonic() < deadline:
@@ -282,7 +287,9 @@ async def soak_chat(
                 made.raise_for_status()
                 (await follow.delete(f"/api/lorebooks/{made.json()['id']}")).raise_for_status()
             else:
-                (await post.get(f"/api/chats/{chat_id}/prompt")).raise_for_status()
+                shown = (await post.get(f"/api/chats/{chat_id}/prompt")).raise_for_status().json()
+                cut = shown["first_message_in_context"] is not None
+                windows.append((time.monotonic(), len(shown["included_message_ids"]), cut))
         except httpx.HTTPError as exc:
             detail = getattr(getattr(exc, "response", None), "text", "")[:200]
             errors.append(f"{action}: {type(exc).__name__}: {exc} {detail}")
@@ -356,16 +363,43 @@ async def soak(deployment: Deployment, chats: list[str], minutes: float) -> dict
     timings: dict[str, list[float]] = {}
     errors: list[str] = []
     curve: list[list[dict[str, float]]] = []
-    deadline = time.monotonic() + minutes * 60
+    windows: list[tuple[float, int, bool]] = []
+    began = time.monotonic()
+    deadline = began + minutes * 60
     try:
         await asyncio.gather(
             rss_curve(deployment, deadline, curve),
-            *(soak_chat(pool, i, c, deadline, timings, errors) for i, c in enumerate(chats)),
+            *(
+                soak_chat(pool, i, c, deadline, timings, errors, windows)
+                for i, c in enumerate(chats)
+            ),
         )
     finally:
         for client in pool:
             await client.aclose()
-    return {"timings": timings, "errors": errors, "curve": curve}
+    return {
+        "timings": timings,
+        "errors": errors,
+        "curve": curve,
+        "windows": [(at - began, size, cut) for at, size, cut in windows],
+    }
+
+
+def window_growth(windows: list[tuple[float, int, bool]]) -> dict[str, float] | None:
+    """The chat messages a prompt held in the soak's first and last minute (median of the
+    previews), and the share of the last minute's prompts the context cut."""
+    if not windows:
+        return None
+    end = max(at for at, _, _ in windows)
+    first = [size for at, size, _ in windows if at < 60]
+    last = [(size, cut) for at, size, cut in windows if at >= end - 60]
+    if not first or not last:
+        return None
+    return {
+        "first_minute_p50": statistics.median(first),
+        "last_minute_p50": statistics.median(size for size, _ in last),
+        "last_minute_cut_pct": round(100 * sum(cut for _, cut in last) / len(last), 1),
+    }
 
 
 # ------------------------------------------------------------------ steady traffic
@@ -963,6 +997,14 @@ def main() -> int:
                     for a, b in zip(soaked["rss_cold"], soaked["rss_end"], strict=True)
                 )
             )
+        grew = window_growth(soaked["windows"])
+        if grew is not None:
+            print(
+                "  chat messages in each prompt previewed (what a turn reads and keeps), "
+                f"p50: {grew['first_minute_p50']:.0f} in the first minute, "
+                f"{grew['last_minute_p50']:.0f} in the last "
+                f"(cut by the context in {grew['last_minute_cut_pct']:.0f}% of the last minute's)"
+            )
         print("  RSS MB per worker each minute (anonymous + file-backed):")
         for minute, sample in enumerate(soaked["curve"]):
             print(
@@ -985,6 +1027,7 @@ def main() -> int:
             "rss_anon_curve_mb": [
                 [round(w["RssAnon"], 1) for w in sample] for sample in soaked["curve"]
             ],
+            "prompt_messages": window_growth(soaked["windows"]),
             "load_average_after": os.getloadavg()[0],
         }
     print(json.dumps(figures))
