@@ -4,6 +4,12 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# llama.cpp is compiled for x86-64's AVX2 level rather than for every feature of this
+# processor: its AVX-512 build ends in a general protection fault in libggml-cpu on some
+# (a prompt past a few tokens kills the local model's process). A CMAKE_ARGS of your own
+# wins. Elsewhere (ARM) llama.cpp's own defaults stand. It is built with no pip cache, so
+# a wheel built earlier for this processor's every feature is not taken instead.
+LLAMA_CMAKE_ARGS := $(if $(filter x86_64,$(shell uname -m)),-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON)
 
 .PHONY: serve test lint layers typecheck unit browser-deps bench clean
 
@@ -12,6 +18,8 @@ $(STAMP): pyproject.toml
 	@echo "compiled on the first set-up: a few minutes on a small machine; later runs start at once)"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	CMAKE_ARGS="$${CMAKE_ARGS:-$(LLAMA_CMAKE_ARGS)}" $(BIN)/python -m pip install --quiet \
+	  --no-cache-dir 'llama-cpp-python>=0.3.16'
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
