@@ -1027,7 +1027,7 @@ def main() -> int:
             "rss_anon_curve_mb": [
                 [round(w["RssAnon"], 1) for w in sample] for sample in soaked["curve"]
             ],
-            "prompt_messages": window_growth(soaked["windows"]),
+            "prompt_messages": grew,
             "load_average_after": os.getloadavg()[0],
         }
     print(json.dumps(figures))
