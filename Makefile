@@ -1,4 +1,5 @@
 # Two entry points: `make serve` runs the app, `make test` runs every check.
+# `make docs` builds the documentation site from docs/ into site/.
 # Each one creates the virtual environment on first use.
 PYTHON ?= python3
 VENV := .venv
@@ -11,7 +12,7 @@ STAMP := $(VENV)/.installed
 # a wheel built earlier for this processor's every feature is not taken instead.
 LLAMA_CMAKE_ARGS := $(if $(filter x86_64,$(shell uname -m)),-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON)
 
-.PHONY: serve test lint layers typecheck unit browser-deps bench clean
+.PHONY: serve test lint layers typecheck unit browser-deps docs docs-strict bench clean
 
 $(STAMP): pyproject.toml
 	@echo "setting up taverna in $(VENV): its packages, and the local model (llama.cpp is"
@@ -45,10 +46,19 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest -q
 
-test: $(STAMP) browser-deps lint layers typecheck unit
+# The documentation site (MkDocs, Material theme): the command and server.toml reference
+# is written from the code as it builds. Strict in `make test`: a broken link, or a command,
+# option or server.toml key the code no longer has, fails.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build
+
+docs-strict: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+test: $(STAMP) browser-deps lint layers typecheck docs-strict unit
 
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build site *.egg-info .pytest_cache .mypy_cache .ruff_cache
