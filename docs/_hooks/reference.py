@@ -278,8 +278,7 @@ def server_config_markdown() -> str:
         if key not in keys:
             log.warning("config.py's docstring names %s, which ServerConfig does not have", key)
     lines = [
-        f"`taverna serve` reads `{CONFIG_FILE}` in the data folder when it is there (or the file "
-        "`--config` names). Every key, from `taverna/server/config.py`:",
+        f"Every key of `{CONFIG_FILE}`:",
         "",
         "| key | where | type | default | what it sets |",
         "|---|---|---|---|---|",
