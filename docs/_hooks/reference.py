@@ -10,7 +10,7 @@ against it, so a renamed command, option or server.toml key fails `mkdocs build 
 - `<!-- generated: workers -->` becomes `deploy/workers.sh`'s usage, from its header.
 - Every `taverna ...` command line in the pages and in the README (inline code and code
   blocks) must name commands and options that exist, every TOML block must be a valid
-  `server.toml`, every source path named in inline code (`engine/...`, `bench/...`) must
+  `server.toml` (unless its title names another file), every source path named in inline code (`engine/...`, `bench/...`) must
   exist, and the README's links into docs/ must lead somewhere; anything else is a warning,
   which strict mode turns into a failure.
 """
@@ -31,7 +31,7 @@ log = logging.getLogger("mkdocs.hooks.taverna_reference")
 ROOT = Path(__file__).resolve().parents[2]
 MARKER = re.compile(r"<!-- generated: ([a-z-]+) -->")
 INLINE_CODE = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
-FENCE = re.compile(r"^```([A-Za-z]*)[^\n]*\n(.*?)^```", re.M | re.S)
+FENCE = re.compile(r"^```([A-Za-z]*)([^\n]*)\n(.*?)^```", re.M | re.S)
 COMMAND_LINE = re.compile(r"(?:^|[\s(])(?:\.venv/bin/)?taverna((?:\s+[^\s`]+)*)")
 OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 
@@ -136,7 +136,7 @@ def _check_command_line(words: list[str], where: str) -> None:
 
 def check_commands(markdown: str, where: str) -> None:
     spans = INLINE_CODE.findall(FENCE.sub("", markdown))
-    for _, block in FENCE.findall(markdown):
+    for _, _, block in FENCE.findall(markdown):
         spans.extend(block.splitlines())
     for span in spans:
         for match in COMMAND_LINE.finditer(span):
@@ -298,9 +298,9 @@ def check_toml(markdown: str, where: str) -> None:
 
     from taverna.server.config import ServerConfig
 
-    for language, block in FENCE.findall(markdown):
-        if language != "toml":
-            continue
+    for language, info, block in FENCE.findall(markdown):
+        if language != "toml" or ("title=" in info and "server.toml" not in info):
+            continue  # another file's TOML (```toml title="pyproject.toml")
         try:
             ServerConfig.model_validate(tomllib.loads(block))
         except (tomllib.TOMLDecodeError, ValidationError) as exc:
