@@ -14,7 +14,10 @@
 #
 # Workers start one after the other (the first one migrates the database and seeds a new
 # library). nginx spreads requests over them with no stickiness: any worker can follow, stop
-# or replay a generation another started. Ctrl-C stops everything this script started.
+# or replay a generation another started. nginx appends the client's address to
+# X-Forwarded-For, and the workers trust that header from 127.0.0.1 alone (--trust-proxy),
+# so the login limits count each real client, not nginx. Ctrl-C stops everything this
+# script started.
 set -euo pipefail
 
 workers="$(nproc 2>/dev/null || echo 2)"
@@ -67,7 +70,7 @@ upstream=""
 for i in $(seq 1 "$workers"); do
   p=$((port + i))
   "$taverna" serve --host 127.0.0.1 --port "$p" --data "$data" --redis "$redis_url" \
-    "${serve_args[@]}" >"$run/worker-$i.log" 2>&1 &
+    --trust-proxy 127.0.0.1 "${serve_args[@]}" >"$run/worker-$i.log" 2>&1 &
   pids+=("$!")
   for _ in $(seq 600); do
     curl -fsS "http://127.0.0.1:$p/api/health" >/dev/null 2>&1 && break
@@ -97,6 +100,8 @@ $upstream    keepalive 64;
       proxy_http_version 1.1;
       proxy_set_header Connection "";
       proxy_set_header Host \$http_host;
+      proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
+      proxy_set_header X-Real-IP \$remote_addr;
       proxy_buffering off;
       proxy_request_buffering off;
       proxy_read_timeout 1h;

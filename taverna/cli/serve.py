@@ -39,6 +39,15 @@ def serve(
             "also `allowed_hosts` in the config)."
         ),
     ),
+    trust_proxy: list[str] | None = typer.Option(
+        None,
+        "--trust-proxy",
+        help=(
+            "The address (or network) of a reverse proxy in front of the server: its "
+            "X-Forwarded-For / X-Real-IP headers name the client, for the login limits "
+            "(repeatable; also `trusted_proxies` in the config; none by default)."
+        ),
+    ),
     config: Path | None = typer.Option(
         None, "--config", help="Server config file (default: server.toml in the data folder)."
     ),
@@ -62,7 +71,7 @@ def serve(
     ),
 ) -> None:
     """Start the web app (SQLite store in the data folder) and print its URL."""
-    from taverna.server.config import host_names, is_loopback, load_config
+    from taverna.server.config import host_names, is_loopback, load_config, proxy_network
 
     if not is_loopback(host) and not insecure and not accounts:
         raise TavernaError(
@@ -73,6 +82,10 @@ def serve(
         )
     data_dir = (data or default_data_dir()).expanduser()
     settings = load_config(config, data_dir)
+    try:
+        proxies = tuple(proxy_network(proxy) for proxy in trust_proxy or ())
+    except ValueError as exc:
+        raise TavernaError(str(exc), field="--trust-proxy") from None
 
     import uvicorn
 
@@ -96,6 +109,7 @@ def serve(
                 field="--accounts",
             )
     ctx.allowed_hosts = host_names(host, [*settings.allowed_hosts, *(allow_host or ())])
+    ctx.trusted_proxies += proxies
     # Presets first: they are seeded only into a library that has nothing yet.
     presets = [] if accounts else seed_presets(ctx.library())
     if presets:
@@ -137,8 +151,16 @@ def serve(
             err=True,
         )
     try:
+        # uvicorn's own reading of X-Forwarded-For is off: the client's address is
+        # taken from the headers of the proxies the operator trusts, and no others
+        # (taverna/server/client_address.py).
         uvicorn.run(
-            application, host=host, port=port, log_level="warning", timeout_graceful_shutdown=3
+            application,
+            host=host,
+            port=port,
+            log_level="warning",
+            timeout_graceful_shutdown=3,
+            proxy_headers=False,
         )
     finally:
         local_models().stop()

@@ -19,10 +19,17 @@ from pydantic import BaseModel, Field
 from starlette.types import Scope
 
 from taverna.errors import Forbidden, NotFound, NotLoggedIn, TavernaError
+from taverna.server.client_address import client_address
 from taverna.server.context import AppContext, context, current_user
 from taverna.server.schemas import TaskOut
 from taverna.services.account_import import UserFolderImport
-from taverna.services.accounts import MAX_NAME, AccountService, AccountStatus, Session
+from taverna.services.accounts import (
+    MAX_NAME,
+    AccountService,
+    AccountStatus,
+    AddressLockout,
+    Session,
+)
 from taverna.services.import_report import Progress
 from taverna.services.ownership import DOCUMENT_PARAMS, Ownership
 
@@ -195,6 +202,15 @@ class AccountOut(BaseModel):
     locked_seconds: int = 0
 
 
+class AddressLockoutOut(BaseModel):
+    """A client address with failed logins in the last window: how many, and the seconds
+    it is still locked out of logging in (0: not locked)."""
+
+    address: str
+    failures: int
+    locked_seconds: int
+
+
 class DisabledIn(BaseModel):
     disabled: bool
 
@@ -315,7 +331,7 @@ def me(request: Request, ctx: AppContext = Depends(context)) -> MeOut:
 def login(
     body: LoginIn, request: Request, response: Response, ctx: AppContext = Depends(context)
 ) -> MeOut:
-    address = request.client.host if request.client else ""
+    address = client_address(request, ctx.trusted_proxies)
     token, session = _accounts(ctx).login(body.name, body.password, address=address)
     _set_cookie(request, response, token)
     account = session.account
@@ -517,6 +533,45 @@ def unlock(account: str, ctx: AppContext = Depends(context)) -> AccountOut:
     found = accounts.get(account)
     accounts.unlock(found.name)
     return _out(accounts.status(found))
+
+
+def _lockout_out(item: AddressLockout) -> AddressLockoutOut:
+    return AddressLockoutOut(
+        address=item.address, failures=item.failures, locked_seconds=item.locked_seconds
+    )
+
+
+@router.get(
+    "/api/address-lockouts",
+    response_model=list[AddressLockoutOut],
+    dependencies=[Depends(_admin)],
+)
+def address_lockouts(ctx: AppContext = Depends(context)) -> list[AddressLockoutOut]:
+    """The client addresses with failed logins in the last window (as the server tells
+    clients apart: their own, or behind a trusted proxy the one it names), locked ones
+    first."""
+    return [_lockout_out(item) for item in _accounts(ctx).address_lockouts()]
+
+
+@router.delete(
+    "/api/address-lockouts/{address}",
+    response_model=list[AddressLockoutOut],
+    dependencies=[Depends(_admin)],
+)
+def unlock_address(address: str, ctx: AppContext = Depends(context)) -> list[AddressLockoutOut]:
+    """Forget the failed logins from a client address: it may log in again at once (the
+    names tried from it keep their own wait). The addresses left."""
+    accounts = _accounts(ctx)
+    known = {item.address for item in accounts.address_lockouts()}
+    if address not in known:
+        raise NotFound(
+            "no failed logins from this address",
+            field="address",
+            code="no_failed_logins_from_address",
+            params={"address": address},
+        )
+    accounts.unlock_address(address)
+    return [_lockout_out(item) for item in accounts.address_lockouts()]
 
 
 @router.delete("/api/users/{account}", response_model=RemovedOut, dependencies=[Depends(_admin)])

@@ -3,6 +3,7 @@
 ```toml
 allowed_hosts = ["taverna.home.arpa"]  # Host names answered besides the loopback ones
 key_env = ["OPENROUTER_API_KEY"]       # variables a connection made through the page may read
+trusted_proxies = ["127.0.0.1"]        # proxies whose X-Forwarded-For / X-Real-IP name the client
 
 [limits]                               # MiB; a larger request is refused (HTTP 413)
 body_mib = 16                          # any request body (JSON and everything else)
@@ -20,7 +21,7 @@ import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from taverna.errors import FormatError
 from taverna.services.turn_context import TURN_REGEX_BUDGET
@@ -50,6 +51,20 @@ def host_names(bind: str, allowed: Iterable[str]) -> frozenset[str]:
     if bind not in WILDCARDS:
         names.add(bind.lower().strip("[]"))
     return frozenset(names)
+
+
+ProxyNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def proxy_network(value: str) -> ProxyNetwork:
+    """A trusted proxy's address ("127.0.0.1", "::1") or network ("10.0.0.0/8");
+    ValueError naming it when it is neither."""
+    try:
+        return ipaddress.ip_network(value.strip().strip("[]"), strict=False)
+    except ValueError:
+        raise ValueError(
+            f"{value!r} is not an IP address or network (such as 127.0.0.1 or 10.0.0.0/8)"
+        ) from None
 
 
 class Limits(BaseModel):
@@ -85,7 +100,16 @@ class ServerConfig(BaseModel):
 
     allowed_hosts: tuple[str, ...] = ()
     key_env: tuple[str, ...] = ()
+    # Addresses or networks of the reverse proxies in front of the server: only a request
+    # from one of them has its forwarded headers read for the client's address (none: the
+    # peer's own address is the client's, whatever the headers say).
+    trusted_proxies: tuple[str, ...] = ()
     limits: Limits = Limits()
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxy_networks(cls, values: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(str(proxy_network(value)) for value in values)
 
 
 def load_config(path: Path | None, data_dir: Path) -> ServerConfig:

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from fastapi import Depends, Request
 
-from taverna.server.config import ServerConfig
+from taverna.server.config import ProxyNetwork, ServerConfig, proxy_network
 from taverna.services.connections import ConnectionService
 from taverna.services.library import LibraryService
 from taverna.services.workspace import Workspace, open_workspace
@@ -36,6 +36,8 @@ class AppContext(Workspace):
     # names and those the operator named: a page on another site cannot reach the server
     # by DNS rebinding.
     allowed_hosts: frozenset[str] | None = None
+    # The reverse proxies whose forwarded headers name the client (none: the peer is).
+    trusted_proxies: tuple[ProxyNetwork, ...] = ()
     # Environment variables a connection made through the API may take its key from.
     key_env_allowed: frozenset[str] = frozenset()
     # The thread that parses and stores uploads and imports, so the event loop keeps
@@ -57,6 +59,7 @@ class AppContext(Workspace):
         self.folder_upload_limit = config.limits.folder_upload
         self.folder_files = config.limits.folder_files
         self.key_env_allowed = frozenset(config.key_env)
+        self.trusted_proxies = tuple(proxy_network(proxy) for proxy in config.trusted_proxies)
         if self.turns is not None:
             self.turns.regex_budget = config.limits.regex_turn_seconds
 

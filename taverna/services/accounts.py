@@ -73,6 +73,24 @@ class AccountStatus:
     locked_seconds: int
 
 
+@dataclass(frozen=True, slots=True)
+class AddressLockout:
+    """A client address with failed logins in the window: how many, and the seconds it is
+    still locked out of logging in (0: not, yet)."""
+
+    address: str
+    failures: int
+    locked_seconds: int
+
+
+ADDRESS = "address:"
+
+
+def address_subject(address: str) -> str:
+    """The login limit's subject for a client address."""
+    return f"{ADDRESS}{address}"
+
+
 def name_subject(name: str) -> str:
     """The login limit's subject for an account name (as typed at the login form)."""
     return f"name:{name.strip().casefold()}"
@@ -258,7 +276,7 @@ class AccountService:
         password is wrong (one message for both); TooManyLogins, before any password is
         checked, while the name or the client `address` has too many recent failures."""
         by_name = name_subject(name)
-        subjects = [by_name, f"address:{address}"] if address else [by_name]
+        subjects = [by_name, address_subject(address)] if address else [by_name]
         self._check_login_limits(subjects)
         refused = NotLoggedIn(
             "wrong account name or password", code="wrong_account_name_or_password"
@@ -295,9 +313,26 @@ class AccountService:
     def locked_seconds(self, subjects: list[str]) -> dict[str, int]:
         """For each subject (`name:…`, `address:…`), the seconds until it may try to log in
         again: 0 unless its failures in the window reached its limit."""
-        limits = self.limits
         now = datetime.now(UTC)
-        failures = self.store.login_failures(subjects, now - limits.window)
+        return self._waits(self.store.login_failures(subjects, now - self.limits.window), now)
+
+    def address_lockouts(self) -> list[AddressLockout]:
+        """Every client address with failed logins in the window, the locked ones first."""
+        now = datetime.now(UTC)
+        failures = self.store.login_failures_from(ADDRESS, now - self.limits.window)
+        waits = self._waits(failures, now)
+        found = [
+            AddressLockout(subject.removeprefix(ADDRESS), len(times), waits[subject])
+            for subject, times in failures.items()
+        ]
+        return sorted(found, key=lambda item: (-item.locked_seconds, -item.failures, item.address))
+
+    def unlock_address(self, address: str) -> None:
+        """Forget the failed logins from a client address: it may log in again at once."""
+        self.store.clear_login_failures(address_subject(address))
+
+    def _waits(self, failures: dict[str, list[datetime]], now: datetime) -> dict[str, int]:
+        limits = self.limits
         locked = {}
         for subject, times in failures.items():
             allowed = limits.per_name if subject.startswith("name:") else limits.per_address

@@ -720,6 +720,11 @@ class Store(
         older than `since` go)."""
 
     @abstractmethod
+    def login_failures_from(self, prefix: str, since: datetime) -> dict[str, list[datetime]]:
+        """The times of the failed logins since `since` of every subject that starts with
+        `prefix` (`address:`), oldest first."""
+
+    @abstractmethod
     def add_login_failure(self, subjects: Sequence[str]) -> None:
         """Record a failed login under each subject, now."""
 

@@ -128,6 +128,9 @@ class SqlAccounts(SqlBase):
         now = _utc(self.clock())
         log = t.generation_log
         with self.engine.begin() as conn:
+            # one count at a time per account, across processes: two requests at once
+            # must not both take the last place (SQLite's write lock does this already)
+            conn.execute(sa.select(t.users.c.id).where(t.users.c.id == user_id).with_for_update())
             conn.execute(log.delete().where(log.c.user_id == user_id, log.c.started < _utc(since)))
             count = conn.execute(
                 sa.select(sa.func.count()).select_from(log).where(log.c.user_id == user_id)
@@ -160,6 +163,24 @@ class SqlAccounts(SqlBase):
                 stamp = _aware(at)
                 assert stamp is not None
                 found[subject].append(stamp)
+        return found
+
+    def login_failures_from(self, prefix: str, since: datetime) -> dict[str, list[datetime]]:
+        failures = t.login_failures
+        found: dict[str, list[datetime]] = {}
+        with self._read() as conn:
+            rows = conn.execute(
+                sa.select(failures.c.subject, failures.c.at)
+                .where(
+                    failures.c.subject.startswith(prefix, autoescape=True),
+                    failures.c.at >= _utc(since),
+                )
+                .order_by(failures.c.at)
+            )
+            for subject, at in rows:
+                stamp = _aware(at)
+                assert stamp is not None
+                found.setdefault(subject, []).append(stamp)
         return found
 
     def add_login_failure(self, subjects: Sequence[str]) -> None:

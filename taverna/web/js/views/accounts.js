@@ -1,6 +1,7 @@
 // Accounts (admins only): every account with what it uses of its quotas and whether its
 // name is locked out after failed logins; add an account, reset a password, set quotas,
-// unlock, disable or delete; import a SillyTavern install's user folders from the server.
+// unlock, disable or delete; the client addresses with failed logins, each unlocked
+// apart; import a SillyTavern install's user folders from the server.
 
 import { api, followTask } from "../api.js";
 import { h, mount, phrase, toast } from "../dom.js";
@@ -47,13 +48,18 @@ export async function render(root) {
     return null;
   }
   const list = h("ul", { class: "list accounts", id: "account-list", "aria-label": t("nav.accounts") });
+  const addresses = h("ul", { class: "list address-lockouts", id: "address-lockouts", "aria-label": t("accounts.addresses") });
   let close = null;
   mount(root,
     h("div", { class: "page-head" }, h("h1", { text: t("nav.accounts") }),
       h("button", { type: "button", id: "accounts-refresh", text: t("accounts.refresh"), onClick: () => reload() })),
     h("p", { class: "muted", text: t("accounts.lockout_help") }),
     h("div", { class: "split" },
-      h("div", {}, list),
+      h("div", {}, list,
+        h("section", { class: "panel", id: "address-lockouts-panel" },
+          h("h2", { text: t("accounts.addresses") }),
+          h("p", { class: "muted", text: t("accounts.addresses_help") }),
+          addresses)),
       h("div", {}, addForm(), importPanel((stop) => { close = stop; }))));
 
   async function reload() {
@@ -65,6 +71,28 @@ export async function render(root) {
       return;
     }
     mount(list, users.map(item));
+    let failing;
+    try {
+      failing = await api.get("/address-lockouts");
+    } catch (error) {
+      mount(addresses, h("li", { class: "error", role: "alert", text: explain(error) }));
+      return;
+    }
+    mount(addresses, failing.length ? failing.map(addressItem) : h("li", { class: "muted", text: t("accounts.addresses_none") }));
+  }
+
+  /** A client address with failed logins: how many, whether it is locked out, and a
+   * button that forgets them. */
+  function addressItem(entry) {
+    const locked = entry.locked_seconds > 0;
+    return h("li", { class: "account-row", "data-address": entry.address },
+      h("div", { class: "grow" },
+        h("div", { class: "row wrap" }, h("span", { class: "strong", translate: "no", text: entry.address }),
+          locked ? h("span", { class: "badge warn", text: t("accounts.locked", { minutes: minutes(entry.locked_seconds) }) }) : null),
+        h("div", { class: "muted", text: t("accounts.address_failures", { n: entry.failures }) })),
+      h("div", { class: "row wrap actions-row" },
+        h("button", { type: "button", class: "small unlock-address", text: t("accounts.unlock"), onClick: () =>
+          act(() => api.del(`/address-lockouts/${encodeURIComponent(entry.address)}`), phrase("accounts.address_unlocked", { address: entry.address }, ["address"])) })));
   }
 
   /** Run an admin's write; on success redraw the list and say `done`. */
