@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from http import HTTPStatus
 
 from fastapi import FastAPI, Request
@@ -23,6 +24,8 @@ from taverna.errors import (
 )
 
 MIB = 1024 * 1024
+# What an OSError says when the disk (or the file size the process may write) is full.
+_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 class PayloadTooLarge(TavernaError):
@@ -113,6 +116,40 @@ def error_body(error: TavernaError) -> dict[str, object]:
     return {"detail": detail}
 
 
+def _causes(error: BaseException) -> list[BaseException]:
+    """The error and what it was raised from, outermost first."""
+    found: list[BaseException] = []
+    while error is not None and error not in found and len(found) < 8:
+        found.append(error)
+        error = error.__cause__ or error.__context__  # type: ignore[assignment]
+    return found
+
+
+def unexpected_body(error: BaseException) -> tuple[int, dict[str, object]]:
+    """The status and JSON body of an error no route turned into a TavernaError: a full
+    disk (507), a database or Redis that does not answer (503), else a bug (500); each in
+    the shape of every other error answer, never the framework's plain text."""
+    status, code = 500, "internal"
+    message = "unexpected server error (the server's log has the details)"
+    for cause in _causes(error):
+        text = str(cause).lower()
+        if (isinstance(cause, OSError) and cause.errno in _FULL) or "disk is full" in text:
+            status, code = 507, "disk_full"
+            message = "the server's disk is full: nothing was stored; try again once there is room"
+            break
+        module = type(cause).__module__
+        if module.startswith(("sqlalchemy", "psycopg", "sqlite3", "redis")) and (
+            "Operational" in type(cause).__name__
+            or "Connection" in type(cause).__name__
+            or "Interface" in type(cause).__name__
+            or "Timeout" in type(cause).__name__
+        ):
+            status, code = 503, "store_unavailable"
+            message = "the database is not answering just now; try again in a moment"
+    kind = HTTPStatus(status).phrase.replace(" ", "")
+    return status, {"detail": {"message": message, "kind": kind, "code": code, "params": {}}}
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Map TavernaError and its kinds to HTTP statuses with a JSON body naming file and field;
     the framework's own HTTP errors get the same shape."""
@@ -146,5 +183,12 @@ def install_error_handlers(app: FastAPI) -> None:
         }
         return JSONResponse(body, status_code=error.status_code, headers=headers)
 
+    async def on_unexpected(request: Request, error: Exception) -> JSONResponse:
+        # Starlette logs the error and its traceback after this answer is sent.
+        status, body = unexpected_body(error)
+        headers = {"Retry-After": "5"} if status == 503 else {}
+        return JSONResponse(body, status_code=status, headers=headers)
+
     app.add_exception_handler(TavernaError, on_taverna_error)
     app.add_exception_handler(HTTPException, on_http_error)
+    app.add_exception_handler(Exception, on_unexpected)

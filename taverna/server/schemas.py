@@ -417,6 +417,9 @@ class DraftOut(BaseModel):
     reason: str
     # Why the reply failed, as the model API's failure kind (`reason` is the English).
     cause: str | None = None
+    # A finished reply (or a draft) the database could not take yet: it waits on the
+    # server's disk and is stored as soon as the database answers ("saving…").
+    saving: bool = False
 
 
 class StopOut(BaseModel):

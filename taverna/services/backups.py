@@ -280,11 +280,16 @@ class BackupService:
             n += 1
         tmp = self.folder / f".{target.name}.tmp"
         descriptor = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        tmp.replace(target)
+        try:
+            with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            tmp.replace(target)
+        except BaseException:
+            # a full disk: no half-written (or empty) backup is left behind
+            tmp.unlink(missing_ok=True)
+            raise
         self._prune_after(chat_id, target.name)
         return target
 

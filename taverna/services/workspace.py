@@ -37,6 +37,7 @@ from taverna.services.generation import (
     GenerationService,
     RunningGeneration,
 )
+from taverna.services.generation.journal import ReplyJournal
 from taverna.services.images import ImageLibrary
 from taverna.services.interchange import InterchangeService
 from taverna.services.library import LibraryKind, LibraryService, ProgressCallback
@@ -91,6 +92,8 @@ LONG_CHAT = 2000
 # `release_freed_memory`): the C allocator keeps each thread's freed pages, and a server
 # answering on many threads otherwise creeps up for hours.
 RELEASE_MEMORY_EVERY = 60.0
+# The data folder's folder of replies waiting for the database (see generation.journal).
+JOURNAL_FOLDER = "journal"
 
 
 @dataclass
@@ -121,6 +124,7 @@ class Workspace:
     # however many callers report it (a route, then the generation that followed it).
     _reported: dict[str, int] = field(default_factory=dict, init=False, repr=False)
     _releasing: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
+    _journaling: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
 
     def images(self, owner: str = "") -> ImageLibrary:
         """The pictures attached to messages, of one account."""
@@ -257,6 +261,13 @@ class Workspace:
         if task is None or task.done() or task.get_loop() is not loop:
             _stop_elsewhere(task)
             self._releasing = loop.create_task(self._release_memory(), name="memory release")
+        task = self._journaling
+        if task is None or task.done() or task.get_loop() is not loop:
+            _stop_elsewhere(task)
+            # replies the database could not take wait in the journal: moved now, and
+            # every few seconds while any wait (and backed up as any reply is)
+            self.generation.on_moved = self.chat_written
+            self._journaling = loop.create_task(self.generation.keep_journal(), name="journal")
 
     async def _release_memory(self) -> None:
         while True:
@@ -264,6 +275,13 @@ class Workspace:
             await asyncio.to_thread(release_freed_memory)
 
     async def close_http(self) -> None:
+        journaling, self._journaling = self._journaling, None
+        if journaling is not None and journaling.get_loop() is asyncio.get_running_loop():
+            journaling.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await journaling
+        else:
+            _stop_elsewhere(journaling)
         task, self._releasing = self._releasing, None
         if task is not None and task.get_loop() is asyncio.get_running_loop():
             task.cancel()
@@ -289,6 +307,8 @@ class Workspace:
             self.flusher = None
         else:
             self.backups.flush(force=True)
+        if self.generation.journal is not None:
+            self.generation.journal.close()
         self.store.close()
 
 
@@ -324,6 +344,7 @@ def open_workspace(
     # the library, here or (through Redis) in another process.
     watch = LibraryWatch().watch(store)
     if registry is not None:
+        registry.use_leases(store)  # a busy chat stays busy while Redis is away
         watch.announce = registry.documents_changed
         registry.on_documents = watch.heard
     found = Plugins()
@@ -345,6 +366,7 @@ def open_workspace(
         events=events,
         user_tools=UserTools(chats, events),
         registry=registry,
+        journal=ReplyJournal(folder.path / JOURNAL_FOLDER),
     )
     events.services = plugin_services(chats, connections, generation)
     summaries = SummaryGenerator(generation, watch=watch)

@@ -379,3 +379,20 @@ def test_each_backup_is_the_full_exports_main_file_as_the_chat_changes(
     same_as_a_full_export()
     chats.redo(chat, revision=rev())
     same_as_a_full_export()
+
+
+def test_a_full_disk_leaves_no_half_written_backup_behind(
+    backups: BackupService, store: SqlStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chat_id = new_chat(store)
+    backups.backup(chat_id)
+    before = sorted(p.name for p in (tmp_path / "backups").iterdir())
+
+    def full(descriptor: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError, match="No space left"):
+        backups.backup(chat_id)
+    # the earlier backup stays, and no empty or partial .tmp file is left
+    assert sorted(p.name for p in (tmp_path / "backups").iterdir()) == before

@@ -174,7 +174,8 @@ def _event(index: int, event: Any) -> str | None:
     elif isinstance(event, ToolCall | ToolResult | Started):
         name, data = "status", {"type": type(event).__name__, **_plain(event)}
     elif isinstance(event, Completed):
-        if event.outcome in (Ending.SAVED, Ending.IMPERSONATED):
+        # a reply waiting in the journal for the database is done: the page says "saving…"
+        if event.outcome in (Ending.SAVED, Ending.IMPERSONATED, Ending.SAVING):
             name = "done"
         elif event.outcome is Ending.STOPPED:
             name = "cancelled"
@@ -277,7 +278,10 @@ def list_drafts(
     service: GenerationService = Depends(generation),
 ) -> list[DraftOut]:
     ctx.chats.get_chat(chat_id)
-    return [
+    # What waits in the journal first: the database is back (it answered), so the
+    # journal is replayed now rather than at its next look.
+    waiting = service.waiting(chat_id)
+    drafts = [
         DraftOut(
             id=d.id,
             kind=d.kind.value,
@@ -287,6 +291,18 @@ def list_drafts(
             cause=d.cause,
         )
         for d in service.drafts(chat_id)
+    ]
+    return drafts + [
+        DraftOut(
+            id=entry["id"],
+            kind=entry["kind"],
+            anchor_id=entry.get("anchor_id"),
+            text=entry["text"],
+            reason=entry.get("reason") or "",
+            cause=entry.get("cause"),
+            saving=True,
+        )
+        for entry in waiting
     ]
 
 

@@ -47,6 +47,9 @@ class Ending(StrEnum):
     """How a generation ended."""
 
     SAVED = "saved"
+    # Finished, but the database could not take it: it waits in the journal (on local
+    # disk) and is stored as soon as the database answers again.
+    SAVING = "saving"
     IMPERSONATED = "impersonated"
     FAILED = "failed"
     STOPPED = "stopped"

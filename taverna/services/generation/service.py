@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -41,6 +41,7 @@ from taverna.services.chat_connection import connection_for
 from taverna.services.chats import ChatService, WriteResult
 from taverna.services.connections import Connection, ConnectionService
 from taverna.services.generated_reply import ToolStep
+from taverna.services.generation.journal import ReplyJournal, Unsettled
 from taverna.services.generation.reply_text import trim_at_stop
 from taverna.services.generation.rounds import GroupRound
 from taverna.services.generation.runs import (
@@ -76,6 +77,20 @@ DRAFT_KIND = "draft"
 MAX_TOOL_ROUNDS = 5
 # Loop turns a generation's task gets to send its request before its message is written.
 _YIELDS_BEFORE_WRITE = 4
+# Seconds between two looks at the journal of replies the database could not take.
+JOURNAL_EVERY = 3.0
+# What a draft document holds.
+_DRAFT_DATA = (
+    "chat_id",
+    "kind",
+    "anchor_id",
+    "text",
+    "reason",
+    "cause",
+    "continued_stripped",
+    "generation_id",
+    "created",
+)
 
 
 # -------------------------------------------------------------- the service
@@ -150,6 +165,7 @@ class GenerationService:
         paths: PathEnds | None = None,
         events: EventBus | None = None,
         user_tools: Callable[[Chat, dict[str, Any]], Sequence[Tool]] | None = None,
+        journal: ReplyJournal | None = None,
     ) -> None:
         """`http`: a session to reuse across generations (kept-alive connections, no new TLS
         handshake per reply); it must belong to the event loop the generations run in.
@@ -160,7 +176,8 @@ class GenerationService:
         `events`: the bus generations are announced on and intercepted through (the chat
         service's by default). `user_tools`: the tools a chat offers besides the
         process's (Quick Reply tools, plugins' tools), offered when the preset turns
-        function calling on."""
+        function calling on. `journal`: where a finished reply the database cannot take
+        waits on local disk until it can (see `journal`)."""
         self.paths = paths if paths is not None else PathEnds(store)
         self.http = http
         self.sessions = ModelSessions()
@@ -195,6 +212,9 @@ class GenerationService:
         # newest task per chat while it runs, so a caller can wait for it.
         self.after_reply: list[Callable[[str], Awaitable[object]]] = []
         self.follow_ups: dict[str, asyncio.Task[None]] = {}
+        self.journal = journal
+        # Told of each chat a journalled reply was moved into (its backup is written).
+        self.on_moved: Callable[[str], None] | None = None
         self.registry.bind(
             stop=self.stop,
             orphan=self.keep_orphan,
@@ -1114,17 +1134,20 @@ class GenerationService:
             finish_reason=(finish.reason.value if finish else FinishReason.STOP.value),
             extras=_info_extras(plan, started_clock, first_token, reasoning),
         )
+        record = self._reply_record(plan, "".join(reply), info)
         try:
             if plan.posted is not None:
                 await plan.posted  # the message this replies to is stored first
-            return self._finish(plan, await self._save(plan, "".join(reply), info))
+            return self._finish(plan, await self._save(plan, record))
         except TavernaError as exc:
             return self._fail(
                 plan, "".join(streamed), f"could not save: {exc.message}", Ending.FAILED
             )
-        except Exception as exc:  # the database refused, say: the reply is kept as a draft
+        except Exception as exc:  # the database is away: the reply waits in the journal
             logger.exception("generation %s could not be saved", run.id)
             reason = f"could not save: {type(exc).__name__}: {exc}"
+            if self._journal_entry("reply", record):
+                return self._finish(plan, Completed(Ending.SAVING, record["text"], error=reason))
             return self._fail(plan, "".join(streamed), reason, Ending.FAILED)
 
     async def _follow_up(self, chat_id: str) -> None:
@@ -1179,80 +1202,102 @@ class GenerationService:
             )
         return replace(prompt, messages=tuple(messages), prefill="")
 
-    async def _save(self, plan: _Plan, text: str, info: GenerationInfo) -> Completed:
+    async def _save(self, plan: _Plan, record: dict[str, Any]) -> Completed:
         """Store the result on the reply writer's thread, off the event loop (a write's tens of
         statements would hold up every other stream's events and first token). A Stop
         that comes while it is being written waits for it: the reply is stored, and says so."""
         loop = asyncio.get_running_loop()
-        stored = loop.run_in_executor(self._reply_writer, self._store_result, plan, text, info)
+        stored = loop.run_in_executor(self._reply_writer, self._store_record, record)
         try:
             return await asyncio.shield(stored)
         except asyncio.CancelledError:
             self._finish(plan, await stored)
             raise
 
-    def _store_result(self, plan: _Plan, text: str, info: GenerationInfo) -> Completed:
-        """Have the chat service store the result, in one transaction at the chat's
-        current revision (the person may have moved on; the rules say where it lands)."""
-        kind, anchor = plan.kind, plan.anchor
+    def _reply_record(self, plan: _Plan, text: str, info: GenerationInfo) -> dict[str, Any]:
+        """What storing a finished reply takes, as plain data: what the journal keeps when
+        the database cannot take it now (read from the plan only, never from the store)."""
+        kind = plan.kind
         text = trim_at_stop(text, plan.prompt.stop)
-        if kind is GenerationType.IMPERSONATE:
-            text = text.strip()
-            draft_id = self._keep_as_draft(plan, text, "impersonation")
-            return Completed(Ending.IMPERSONATED, text, draft_id=draft_id)
         if kind is not GenerationType.CONTINUE:
             text = text.strip()
-        chat = self.chats.get_chat(plan.chat.id)
+        chat = plan.chat
         speaker = plan.speaker or (chat.characters[0].name if chat.characters else "")
-        if plan.members:
+        if plan.members and kind is not GenerationType.IMPERSONATE:
             # algo-chat-ops.md §5.4: a group reply ends where another member's line starts
             text = cut_at_other_speaker(text, speaker, plan.members).strip()
         turn_state = dict(plan.prompt.state)
         changed_globals = turn_state.pop("globalVariables", None)
         if plan.tool_steps and plan.base_variables is not None:
             turn_state = self._with_tool_variables(plan, turn_state)
+        return {
+            **self._draft_fields(plan, text, "", None),
+            "owner": chat.owner,
+            "speaker": speaker,
+            "group": bool(plan.members),
+            "generation": info.to_json(),
+            "turn_state": turn_state,
+            "globals": changed_globals,
+            "continued_text": plan.continued_text,
+            "tool_steps": [asdict(step) for step in _tool_steps(plan)],
+        }
+
+    def _store_record(self, record: Mapping[str, Any]) -> Completed:
+        """Have the chat service store a reply (`_reply_record`), in one transaction at the
+        chat's current revision (the person may have moved on; the rules say where it lands)."""
+        kind = GenerationType(record["kind"])
+        text: str = record["text"]
+        anchor_id: str | None = record.get("anchor_id")
+        if kind is GenerationType.IMPERSONATE:
+            draft_id = self._put_draft({**record, "reason": "impersonation"})
+            return Completed(Ending.IMPERSONATED, text, draft_id=draft_id)
+        chat = self.chats.get_chat(record["chat_id"])
+        info = GenerationInfo.from_json(record["generation"])
+        turn_state = record["turn_state"]
+        steps = [ToolStep(**step) for step in record.get("tool_steps") or ()]
         if kind is GenerationType.CONTINUE:
-            assert anchor is not None
+            assert anchor_id is not None
             outcome = self.chats.extend(
                 chat.id,
-                anchor.id,
+                anchor_id,
                 text,
                 revision=chat.revision,
-                expected=plan.continued_text,
-                trim_end=plan.continued_stripped,
+                expected=record["continued_text"],
+                trim_end=bool(record["continued_stripped"]),
                 turn_state=turn_state,
                 label=kind.value,
             )
         elif kind in (GenerationType.SWIPE, GenerationType.REGENERATE):
-            assert anchor is not None
+            assert anchor_id is not None
             outcome = self.chats.add_candidate(
                 chat.id,
-                anchor.id,
+                anchor_id,
                 text,
                 revision=chat.revision,
-                speaker=speaker if plan.members else "",  # a solo reply speaks as before
+                # a solo reply speaks as before
+                speaker=record["speaker"] if record["group"] else "",
                 generation=info,
                 turn_state=turn_state,
                 replaces=kind is GenerationType.REGENERATE,
                 label=kind.value,
-                tool_steps=_tool_steps(plan),
+                tool_steps=steps,
             )
         else:
             outcome = self.chats.add_reply(
                 chat.id,
-                anchor.id if anchor else None,
+                anchor_id,
                 text,
                 revision=chat.revision,
-                speaker=speaker,
+                speaker=record["speaker"],
                 generation=info,
                 turn_state=turn_state,
-                tool_steps=_tool_steps(plan),
+                tool_steps=steps,
                 label=kind.value,
             )
         assert outcome.node is not None
-        if changed_globals is not None:
+        if record.get("globals") is not None:
             # the reply is stored: the globals its prompt's macros set are kept too
-            write_global_variables(self.store, changed_globals, plan.chat.owner)
+            write_global_variables(self.store, record["globals"], record["owner"])
         return Completed(
             Ending.SAVED, text, node_id=outcome.node.id, revision=outcome.chat.revision
         )
@@ -1288,52 +1333,139 @@ class GenerationService:
             merged.pop(key, None)
         return {**turn_state, "variables": merged}
 
+    def _draft_fields(
+        self, plan: _Plan, text: str, reason: str, cause: str | None
+    ) -> dict[str, Any]:
+        return {
+            "chat_id": plan.chat.id,
+            "owner": plan.chat.owner,
+            "kind": plan.kind.value,
+            "anchor_id": plan.anchor.id if plan.anchor else None,
+            "text": text,
+            "reason": reason,
+            "cause": cause,
+            "continued_stripped": plan.continued_stripped,
+            "generation_id": plan.run.id,
+            "created": self.clock().isoformat(),
+        }
+
+    def _put_draft(self, fields: Mapping[str, Any]) -> str:
+        """Store a draft (its fields as `_draft_fields` gives them); its id."""
+        doc = self.store.put_document(
+            DRAFT_KIND,
+            f"{fields['kind']} {fields.get('generation_id') or ''}".strip(),
+            {key: fields.get(key) for key in _DRAFT_DATA},
+            owner=fields.get("owner") or "",
+        )
+        return doc.id
+
     def _keep_as_draft(
         self, plan: _Plan, text: str, reason: str, cause: str | None = None
     ) -> str | None:
         if not text:
             return None
-        doc = self.store.put_document(
-            DRAFT_KIND,
-            f"{plan.kind.value} {plan.run.id}",
-            {
-                "chat_id": plan.chat.id,
-                "kind": plan.kind.value,
-                "anchor_id": plan.anchor.id if plan.anchor else None,
-                "text": text,
-                "reason": reason,
-                "cause": cause,
-                "continued_stripped": plan.continued_stripped,
-                "generation_id": plan.run.id,
-                "created": self.clock().isoformat(),
-            },
-            owner=plan.chat.owner,
-        )
-        return doc.id
+        fields = self._draft_fields(plan, text, reason, cause)
+        try:
+            return self._put_draft(fields)
+        except TavernaError:
+            raise
+        except Exception:
+            # the database is away: the draft waits in the journal
+            if not self._journal_entry("draft", fields):
+                raise
+            return None
+
+    def _journal_entry(self, op: str, fields: Mapping[str, Any]) -> bool:
+        """Keep what the database could not take in the journal; False when there is no
+        journal or it could not be written either."""
+        if self.journal is None:
+            return False
+        try:
+            self.journal.write(op, fields)
+        except Exception:
+            logger.exception(
+                "could not write generation %s to the journal", fields.get("generation_id")
+            )
+            return False
+        return True
+
+    def replay_journal(self) -> tuple[int, int]:
+        """Move what waits in the journal into the database (see `journal`): how many
+        entries were moved and how many wait still. Run on the reply writer's thread."""
+        if self.journal is None:
+            return 0, 0
+        return self.journal.replay(self._move)
+
+    def waiting(self, chat_id: str) -> list[dict[str, Any]]:
+        """A chat's replies and drafts that wait in the journal for the database, after
+        one more try to move them there (the caller has just read the database)."""
+        if self.journal is None or not self.journal.pending(chat_id):
+            return []
+        try:
+            self.replay_journal()
+        except Exception:
+            logger.exception("the journal could not be replayed")
+        return self.journal.pending(chat_id)
+
+    async def keep_journal(self, every: float = JOURNAL_EVERY) -> None:
+        """Replay the journal now and every `every` seconds while anything waits there."""
+        loop = asyncio.get_running_loop()
+        while self.journal is not None:
+            if self.journal.has_pending():
+                try:
+                    await loop.run_in_executor(self._reply_writer, self.replay_journal)
+                except Exception:
+                    logger.exception("the journal could not be replayed")
+            await asyncio.sleep(every)
+
+    def _move(self, entry: dict[str, Any]) -> None:
+        """Store one journal entry: a reply where it goes (or, when the chat moved on so
+        it fits no more, as a draft), a draft as a draft."""
+        try:
+            if entry.get("op") == "draft":
+                self._put_draft(entry)
+            else:
+                self._store_record(entry)
+        except TavernaError as exc:
+            try:
+                self._put_draft({**entry, "reason": f"saved late: {exc.message}"})
+            except TavernaError as refused:
+                logger.error("journal entry %s dropped: %s", entry["id"], refused.message)
+                return
+            except Exception as away:
+                raise Unsettled(f"{type(away).__name__}: {away}") from away
+        except Exception as exc:
+            raise Unsettled(f"{type(exc).__name__}: {exc}") from exc
+        if self.on_moved is not None:
+            with contextlib.suppress(Exception):
+                self.on_moved(entry["chat_id"])
 
     def keep_orphan(self, meta: Mapping[str, str], text: str) -> str | None:
         """Keep the text of a generation whose process died as a draft (its `meta` as
-        the shared registry holds it); the draft's id, None when nothing streamed."""
+        the shared registry holds it); the draft's id, None when nothing streamed (or when
+        it waits in the journal for the database)."""
         if not text:
             return None
-        kind = meta.get("kind", GenerationType.NORMAL.value)
-        doc = self.store.put_document(
-            DRAFT_KIND,
-            f"{kind} {meta.get('generation_id', '')}".strip(),
-            {
-                "chat_id": meta["chat_id"],
-                "kind": kind,
-                "anchor_id": meta.get("anchor_id") or None,
-                "text": text,
-                "reason": "the server stopped while it streamed",
-                "cause": "interrupted",
-                "continued_stripped": bool(meta.get("continued_stripped")),
-                "generation_id": meta.get("generation_id"),
-                "created": self.clock().isoformat(),
-            },
-            owner=meta.get("owner", self.owner),
-        )
-        return doc.id
+        fields = {
+            "chat_id": meta["chat_id"],
+            "owner": meta.get("owner", self.owner),
+            "kind": meta.get("kind", GenerationType.NORMAL.value),
+            "anchor_id": meta.get("anchor_id") or None,
+            "text": text,
+            "reason": "the server stopped while it streamed",
+            "cause": "interrupted",
+            "continued_stripped": bool(meta.get("continued_stripped")),
+            "generation_id": meta.get("generation_id"),
+            "created": self.clock().isoformat(),
+        }
+        try:
+            return self._put_draft(fields)
+        except TavernaError:
+            raise
+        except Exception:
+            if not self._journal_entry("draft", fields):
+                raise
+            return None
 
     def _fail(
         self, plan: _Plan, text: str, error: str, outcome: Ending, *, cause: str | None = None

@@ -26,6 +26,12 @@ log when a turn reads it (`turn_paths`).
 
 Finished runs' keys expire `keep_finished` seconds after the end, as the in-memory
 registry forgets them.
+
+When Redis is away, each process goes on with its own runs: its pages follow them, its
+chat views answer (they list its own runs only), and a chat stays busy through the run's
+lease in the database (`leases`, when the registry has one), not through Redis. The
+events not yet copied are copied, and the runs' keys and claims written again, once
+Redis answers (after a restart that lost them, too).
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ from taverna.errors import Conflict, NotFound
 from taverna.providers.events import ErrorKind, TextDelta
 from taverna.services.generation.event_codec import decode, encode
 from taverna.services.generation.follow_hub import FollowHub, Place, position, raise_if_cancelled
+from taverna.services.generation.leases import BEAT, ChatLeases
 from taverna.services.generation.rounds import GroupRound
 from taverna.services.generation.runs import (
     Completed,
@@ -56,6 +63,7 @@ from taverna.services.generation.runs import (
     GenerationRegistry,
     RunningGeneration,
 )
+from taverna.store.repository import Store
 
 logger = logging.getLogger(__name__)
 
@@ -84,6 +92,8 @@ FOLLOW_GIVE_UP = 60.0
 ASYNC_CONNECTIONS = 2048
 ASYNC_CONNECTION_WAIT = 30.0
 ORPHANED = "the server process running this generation stopped before it ended"
+# After a copy into Redis failed, the pause before the next try.
+SHARE_RETRY = 1.0
 # Release a chat's claim only if it still names this run.
 _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end"
 # Append events to several runs' streams in one command: KEYS are the streams; ARGV holds,
@@ -237,6 +247,11 @@ class SharedRegistry(GenerationRegistry):
         self.on_documents: Callable[[], None] | None = None
         self._rounds_here: set[str] = set()
         self._hub: FollowHub | None = None
+        # The chats' leases in the database (set by the workspace, which has the store).
+        self.leases: ChatLeases | None = None
+        # Runs of this process whose keys and claim Redis may lack (it was away when they
+        # started, or it came back empty): written again with their next events.
+        self._rejoin: set[str] = set()
         self._renew()
 
     def key(self, *parts: str) -> str:
@@ -303,12 +318,31 @@ class SharedRegistry(GenerationRegistry):
     def _renew(self) -> None:
         self.redis.set(self.key("worker", self.worker_id), "1", px=LEASE_MS)
 
+    def use_leases(self, store: Store) -> None:
+        """Hold each run's chat in `store`, the database, too (see the module doc)."""
+        self.leases = ChatLeases(store, self.worker_id, self._running_here)
+        try:
+            self.leases.beat()
+        except Exception as exc:
+            logger.warning("could not beat this process's heart in the database: %s", exc)
+
+    def _running_here(self, run_id: str) -> bool:
+        run = self._runs.get(run_id)
+        return run is not None and not run.done
+
     def _keep_lease(self) -> None:
+        beaten = time.monotonic()
         while not self._leasing.wait(LEASE_RENEW):
             try:
                 self._renew()
             except redis.RedisError as exc:
                 logger.warning("could not renew this process's lease in Redis: %s", exc)
+            if self.leases is not None and time.monotonic() - beaten >= BEAT:
+                beaten = time.monotonic()
+                try:
+                    self.leases.beat()
+                except Exception as exc:
+                    logger.warning("could not renew this process's heartbeat: %s", exc)
 
     async def _listen(self) -> None:
         stop, documents = self.key("stop"), self.key("documents")
@@ -369,8 +403,37 @@ class SharedRegistry(GenerationRegistry):
     # ------------------------------------------------------------ the registry
 
     def add(self, run: RunningGeneration) -> None:
+        if self.leases is not None:
+            self.leases.take(run.chat_id, run.id, owner=str(run.draft_info.get("owner") or ""))
+        try:
+            self._claim(run)
+        except redis.RedisError as exc:
+            # Redis is away: the run is this process's alone until Redis is back (the
+            # database's lease keeps the chat busy meanwhile)
+            logger.warning("generation %s runs unshared until Redis is back: %s", run.id, exc)
+            self._rejoin.add(run.id)
+        except BaseException:
+            if self.leases is not None:
+                self.leases.release(run.chat_id, run.id)
+            raise
+        super().add(run)
+        self._sent[run.id] = 0
+        run.on_publish = self._published
+        self._published(run)
+        if self._sharing is None or self._sharing.done():
+            self._woken = asyncio.Event()  # of this event loop
+            self._woken.set()
+            self._sharing = asyncio.create_task(self._share(), name="share generations")
+            self._mirrors.add(self._sharing)
+            self._sharing.add_done_callback(self._mirrors.discard)
+
+    def _claim(self, run: RunningGeneration, *, again: bool = False) -> None:
+        """Claim the run's chat in Redis (Conflict if another live run holds it) and write
+        the run's keys; `again`: after Redis was away, for a run that holds the chat."""
         claim = self.key("chat", run.chat_id, "run")
-        if not self.redis.set(claim, run.id, nx=True):
+        if again:
+            self.redis.set(claim, run.id)
+        elif not self.redis.set(claim, run.id, nx=True):
             holder = cast("str | None", self.redis.get(claim))
             if holder is not None and self._running_elsewhere(holder):
                 raise Conflict(
@@ -388,21 +451,18 @@ class SharedRegistry(GenerationRegistry):
             **{k: "" if v is None else str(v) for k, v in run.draft_info.items()},
         }
         self.redis.hset(self.key("run", run.id), mapping=cast(Any, meta))
-        super().add(run)
-        self._sent[run.id] = 0
-        run.on_publish = self._published
-        self._published(run)
-        if self._sharing is None or self._sharing.done():
-            self._woken = asyncio.Event()  # of this event loop
-            self._woken.set()
-            self._sharing = asyncio.create_task(self._share(), name="share generations")
-            self._mirrors.add(self._sharing)
-            self._sharing.add_done_callback(self._mirrors.discard)
 
     def _published(self, run: RunningGeneration) -> None:
         if run.id in self._sent:
             self._unsent[run.id] = run
             self._woken.set()
+        if run.done and self.leases is not None:
+            # the chat is free again: its lease goes back, off the event loop
+            leases = self.leases
+            with contextlib.suppress(RuntimeError):
+                asyncio.get_running_loop().run_in_executor(
+                    None, leases.release, run.chat_id, run.id
+                )
 
     async def _share(self) -> None:
         """Copy the runs' new events into their streams: whatever every run published
@@ -414,6 +474,14 @@ class SharedRegistry(GenerationRegistry):
             await self._woken.wait()
             self._woken.clear()
             runs, self._unsent = self._unsent, {}
+            rejoin = [run for run in runs.values() if run.id in self._rejoin]
+            if rejoin:
+                try:
+                    await asyncio.to_thread(self._claim_again, rejoin)
+                except redis.RedisError as exc:
+                    logger.info("Redis still away: %s", exc)
+                    await self._share_later(runs)
+                    continue
             pipe = client.pipeline(transaction=False)
             ends: list[tuple[RunningGeneration, int, int]] = []
             streams: list[str] = []
@@ -439,10 +507,11 @@ class SharedRegistry(GenerationRegistry):
             try:
                 await pipe.execute()
             except redis.RedisError as exc:
-                # as if each run had failed alone: those runs are no longer shared
-                for run, _, _ in ends:
-                    logger.warning("generation %s: its events could not be shared: %s", run.id, exc)
-                    self._forget(run)
+                # Redis is away: this process's pages follow its runs meanwhile; what they
+                # published is copied once Redis is back, their keys written again
+                logger.warning("the events of %d runs wait for Redis: %s", len(ends), exc)
+                self._rejoin.update(run.id for run, _, _ in ends)
+                await self._share_later(runs)
                 continue
             finally:
                 raise_if_cancelled()
@@ -452,6 +521,36 @@ class SharedRegistry(GenerationRegistry):
                 elif run.id in self._sent:
                     self._sent[run.id] = end
             await asyncio.sleep(GATHER_S)  # what is published meanwhile goes in the next
+
+    async def _share_later(self, runs: Mapping[str, RunningGeneration]) -> None:
+        """Try `runs` again after a pause (their new events join them meanwhile)."""
+        self._unsent = {**runs, **self._unsent}
+        await asyncio.sleep(SHARE_RETRY)
+        self._woken.set()
+
+    def _claim_again(self, runs: list[RunningGeneration]) -> None:
+        """Write again the keys and claims of runs Redis may have lost; a finished run's
+        stream is written from its start (its followers elsewhere read it whole)."""
+        for run in runs:
+            if not self.redis.exists(self.key("run", run.id)):
+                self._sent[run.id] = 0  # Redis came back empty: the whole stream again
+            if not run.done:
+                self._claim(run, again=True)
+            else:
+                self.redis.hset(
+                    self.key("run", run.id),
+                    mapping=cast(
+                        Any,
+                        {
+                            "worker": self.worker_id,
+                            "chat_id": run.chat_id,
+                            "kind": run.kind.value,
+                            "done": "0",
+                            "generation_id": run.id,
+                        },
+                    ),
+                )
+            self._rejoin.discard(run.id)
 
     def _forget(self, run: RunningGeneration) -> None:
         self._sent.pop(run.id, None)
@@ -472,6 +571,17 @@ class SharedRegistry(GenerationRegistry):
 
     def for_chat(self, chat_id: str, *, running_only: bool = False) -> list[RunningGeneration]:
         mine = super().for_chat(chat_id, running_only=running_only)
+        try:
+            return self._for_chat(chat_id, mine, running_only=running_only)
+        except redis.RedisError as exc:
+            # Redis is away: this process's own runs (a run elsewhere keeps the chat busy
+            # through its lease in the database)
+            logger.info("chat %s: Redis away, its runs here only: %s", chat_id, exc)
+            return mine
+
+    def _for_chat(
+        self, chat_id: str, mine: list[RunningGeneration], *, running_only: bool
+    ) -> list[RunningGeneration]:
         generation_id = cast("str | None", self.redis.get(self.key("chat", chat_id, "run")))
         if generation_id is None or generation_id in self._runs:
             return mine
@@ -534,7 +644,10 @@ class SharedRegistry(GenerationRegistry):
             logger.warning("group round %s could not be shared: %s", found.id, exc)
 
     def round(self, round_id: str) -> GroupRound | None:
-        meta = cast("dict[str, str]", self.redis.hgetall(self.key("round", round_id)))
+        try:
+            meta = cast("dict[str, str]", self.redis.hgetall(self.key("round", round_id)))
+        except redis.RedisError:
+            return None  # Redis is away: only this process's rounds are known
         if not meta:
             return None
         found = GroupRound(round_id, meta["chat_id"], tuple(json.loads(meta["speakers"])))
@@ -564,10 +677,12 @@ class SharedRegistry(GenerationRegistry):
     def adopt(self, generation_id: str) -> None:
         """End a run whose process died: its streamed text becomes a draft (once, by
         whichever process gets here first) and its stream ends as a failure."""
-        if not self.redis.set(self.key("run", generation_id, "adopted"), self.worker_id, nx=True):
-            return
         meta = self._meta(generation_id)
         if meta is None or meta.get("done") == "1":
+            return
+        if self.leases is not None and self.leases.beats(meta.get("worker", "")):
+            return  # it still beats in the database: Redis lost its lease (a restart)
+        if not self.redis.set(self.key("run", generation_id, "adopted"), self.worker_id, nx=True):
             return
         stream = self.key("run", generation_id, "events")
         entries = cast("list[tuple[str, dict[str, str]]]", self.redis.xrange(stream))
@@ -596,4 +711,6 @@ class SharedRegistry(GenerationRegistry):
         pipe.expire(self.key("run", generation_id, "adopted"), keep)
         pipe.eval(_RELEASE, 1, self.key("chat", meta["chat_id"], "run"), generation_id)
         pipe.execute()
+        if self.leases is not None:
+            self.leases.release(meta["chat_id"], generation_id)
         logger.warning("generation %s was orphaned; its text is kept as a draft", generation_id)

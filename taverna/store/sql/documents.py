@@ -80,6 +80,11 @@ def _versions_statement(kinds: bool, ids: bool, named: int) -> sa.Select[Any]:
     ).order_by(found.c.created, found.c.id)
 
 
+# Documents no turn reads (which process generates in a chat, and its heartbeat): their
+# writes, every few seconds, leave what is kept of the library as it is.
+QUIET_KINDS = frozenset({"generation_lease", "generation_worker"})
+
+
 class SqlDocuments(SqlBase):
     """The document library."""
 
@@ -103,7 +108,8 @@ class SqlDocuments(SqlBase):
         stored = self._put_document(
             kind, name, data, blob=blob, id=id, revision=revision, owner=owner
         )
-        self._documents_changed()  # committed: what is kept of the library is read again
+        if kind not in QUIET_KINDS:
+            self._documents_changed()  # committed: what is kept of the library is read again
         return stored
 
     def _put_document(

@@ -626,14 +626,31 @@ export async function render(root, params) {
     }
   }
 
+  // A finished reply the server could not store yet waits on its disk ("saving…"): the
+  // drafts are read again every few seconds until it is stored, then the chat.
+  let savingTimer = null;
   async function loadDrafts() {
     let found = [];
     try {
-      found = (await api.get(`${chatUrl}/drafts`)).filter((d) => d.kind !== "impersonate");
+      found = (await api.get(`${chatUrl}/drafts`)).filter((d) => d.kind !== "impersonate" || d.saving);
     } catch {
       found = [];
     }
-    mount(drafts, found.map((d) => h("div", { class: "draft", "data-id": d.id },
+    const saving = found.filter((d) => d.saving);
+    clearTimeout(savingTimer);
+    savingTimer = null;
+    if (saving.length && !closed) {
+      savingTimer = setTimeout(async () => {
+        const before = drafts.querySelectorAll(".draft.saving").length;
+        await loadDrafts();
+        if (drafts.querySelectorAll(".draft.saving").length < before) await recover();
+      }, 3000);
+    }
+    mount(drafts, saving.map((d) => h("div", { class: "draft saving", "data-id": d.id, "aria-busy": "true" },
+      h("div", { class: "draft-head" }, h("span", { class: "strong", text: t("chat.saving") }),
+        h("span", { class: "muted", text: t("chat.saving_note") })),
+      h("div", { class: "draft-text", translate: "no", text: d.text }))),
+    found.filter((d) => !d.saving).map((d) => h("div", { class: "draft", "data-id": d.id },
       h("div", { class: "draft-head" }, h("span", { class: "strong", text: t("chat.draft_title") }), draftReason(d)),
       h("div", { class: "draft-text", text: d.text }),
       h("div", { class: "row" },
@@ -1243,8 +1260,11 @@ export async function render(root, params) {
         if (kind === "lost" || !(await refreshEnd())) await recover();
         placeFailure();
         // Quick Replies on the person's message and on the reply run once the turn is saved.
-        if (kind === "done" && finished) await runTriggered(...finished);
-        if (kind === "done" && finished) await runAutomations();
+        // a reply still being saved (the server keeps it until its database answers) has
+        // no message yet for Quick Replies to run on
+        const stored = kind === "done" && data.outcome !== "saving";
+        if (stored && finished) await runTriggered(...finished);
+        if (stored && finished) await runAutomations();
         // A round goes on with its next speaker; a stop or a failure has ended it.
         if (state.round && kind === "done") await followRound();
         else {
