@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
@@ -302,3 +303,39 @@ def test_a_person_changes_their_own_password(
     expect(elsewhere.locator("#login-form")).to_be_visible()
     log_in(elsewhere, "bob", "bob's newer secret")
     expect(elsewhere.locator("#account")).to_be_visible()
+
+
+@pytest.mark.parametrize(
+    ("lang", "viewport"), [("en", DESKTOP), ("zh-CN", PHONE)], ids=["en-desktop", "zh-phone"]
+)
+def test_the_admin_lifts_a_client_addresss_lockout(
+    chromium: Any, server: TavernaServer, lang: str, viewport: dict[str, int]
+) -> None:
+    phone = viewport["width"] < 700
+    size = "phone" if phone else "desktop"
+    admin = open_page(chromium, server, lang, viewport)
+    errors: list[str] = []
+    admin.on("pageerror", lambda e: errors.append(str(e)))
+    log_in(admin, "alice", PASSWORDS["alice"])
+    expect(admin.locator("#account")).to_be_visible()
+    admin.goto(f"{server.url}/#/accounts")
+    expect(admin.locator("#address-lockouts")).to_be_visible()
+    # Someone on this machine guesses at 20 names: the address is locked out, so even
+    # bob's right password is refused from it.
+    for i in range(20):
+        guess = {"name": f"guess-{i}", "password": "a guess that is wrong"}
+        assert httpx.post(f"{server.url}/api/login", json=guess, timeout=30).status_code == 401
+    bob = {"name": "bob", "password": PASSWORDS["bob"]}
+    assert httpx.post(f"{server.url}/api/login", json=bob, timeout=30).status_code == 429
+    admin.click("#accounts-refresh")
+    entry = admin.locator("#address-lockouts li[data-address='127.0.0.1']")
+    expect(entry).to_contain_text(WORDS[lang]["locked"])
+    expect(entry).to_contain_text("20")
+    check_page(admin, lang, phone, "address lockouts")
+    entry.scroll_into_view_if_needed()
+    shot(admin, f"admin-{size}-{lang}-address-locked")
+    entry.locator(".unlock-address").click()
+    expect(entry).to_have_count(0)
+    expect(admin.locator(".toast", has_text="127.0.0.1")).to_be_visible()
+    assert httpx.post(f"{server.url}/api/login", json=bob, timeout=30).status_code == 200
+    assert errors == []
