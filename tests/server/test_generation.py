@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,58 +12,8 @@ from fastapi.testclient import TestClient
 
 from taverna.server.context import AppContext
 from tests.server.conftest import rev
-from tests.stubs.model_server import Reply, StubServer, start_stub
-
-
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubServer]:
-    with start_stub() as server:
-        yield server
-
-
-@pytest.fixture
-def chat_id(client: TestClient, stub: StubServer) -> str:
-    connection = {
-        "name": "stub",
-        "api": "openai",
-        "url": stub.base_url("openai"),
-        "model": "stub-model",
-    }
-    assert client.post("/api/connections", json=connection).status_code == 201
-    card = client.post(
-        "/api/characters",
-        json={
-            "name": "Mira",
-            "description": "A lighthouse keeper.",
-            "first_mes": "Welcome, {{user}}.",
-        },
-    ).json()
-    return str(client.post("/api/chats", json={"character_id": card["id"]}).json()["id"])
-
-
-def events(client: TestClient, task_id: str, **headers: str) -> list[tuple[str, dict]]:  # type: ignore[type-arg]
-    """Every SSE event of a task until it ends."""
-    out = []
-    with client.stream("GET", f"/api/tasks/{task_id}/events", headers=headers) as response:
-        assert response.status_code == 200
-        assert response.headers["content-type"].startswith("text/event-stream")
-        name = None
-        for line in response.iter_lines():
-            if line.startswith("event: "):
-                name = line[7:]
-            elif line.startswith("data: ") and name:
-                out.append((name, json.loads(line[6:])))
-                if name in ("done", "error", "cancelled"):
-                    break
-    return out
-
-
-def generate(client: TestClient, chat_id: str, **body: object) -> dict:  # type: ignore[type-arg]
-    """Start a generation at the chat's revision as read now (or the one given)."""
-    body.setdefault("revision", rev(client, chat_id))
-    response = client.post(f"/api/chats/{chat_id}/generate", json=body)
-    assert response.status_code == 202, response.text
-    return response.json()  # type: ignore[no-any-return]
+from tests.stubs.model_server import Reply, StubServer
+from tests.support.api import events, generate
 
 
 def test_send_streams_and_saves(client: TestClient, stub: StubServer, chat_id: str) -> None:
@@ -325,7 +274,7 @@ class SaveRefused(Exception):
     """What the database (or anything else) might raise while a reply is stored."""
 
 
-def test_a_reply_that_cannot_be_saved_ends_the_generation_with_its_draft(
+def test_a_reply_that_cannot_be_saved_waits_in_the_journal_until_it_can(
     client: TestClient, ctx: AppContext, stub: StubServer, chat_id: str, monkeypatch: Any
 ) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
@@ -335,14 +284,18 @@ def test_a_reply_that_cannot_be_saved_ends_the_generation_with_its_draft(
     stub.script(Reply(tokens=["Lost ", "words."]))
     task = generate(client, chat_id, kind="normal", text="Hello?")["task"]["id"]
     seen = events(client, task)
-    assert seen[-1][0] == "error"
+    # finished and kept on the server's disk: done, being saved
+    assert seen[-1][0] == "done" and seen[-1][1]["outcome"] == "saving"
     assert "could not save" in seen[-1][1]["message"] and "SaveRefused" in seen[-1][1]["message"]
     assert client.get(f"/api/tasks/{task}").json()["status"] == "done"
     assert client.post(f"/api/tasks/{task}/stop").status_code == 200
-    [draft] = client.get(f"/api/chats/{chat_id}/drafts").json()
-    assert draft["text"] == "Lost words." and draft["id"] == seen[-1][1]["draft_id"]
-    # The chat is free: the next generation runs and is saved.
+    [saving] = client.get(f"/api/chats/{chat_id}/drafts").json()
+    assert saving["text"] == "Lost words." and saving["saving"] is True
+    # The database takes it again: the page's next look finds the reply in the chat.
     monkeypatch.undo()
+    assert client.get(f"/api/chats/{chat_id}/drafts").json() == []
+    assert client.get(f"/api/chats/{chat_id}").json()["messages"][-1]["content"] == "Lost words."
+    # The chat is free: the next generation runs and is saved.
     stub.script(Reply(tokens=["Saved."]))
     again = generate(client, chat_id, kind="normal", text="Again?")["task"]["id"]
     assert events(client, again)[-1][0] == "done"
@@ -357,6 +310,8 @@ def test_a_reply_whose_draft_cannot_be_kept_either_still_ends(
 
     monkeypatch.setattr(ctx.chats, "add_reply", refuse)
     monkeypatch.setattr(ctx.store, "put_document", refuse)
+    assert ctx.generation.journal is not None
+    monkeypatch.setattr(ctx.generation.journal, "write", refuse)  # its disk is full too
     stub.script(Reply(tokens=["Lost."]))
     task = generate(client, chat_id, kind="normal", text="Hello?")["task"]["id"]
     seen = events(client, task)
