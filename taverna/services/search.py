@@ -102,7 +102,9 @@ class SearchService:
                 code="search_too_long",
                 params={"max_query": str(MAX_QUERY)},
             )
-        terms = search_terms(query)
+        # A U+0000 in a query separates words, as a space does: SQLite's full-text
+        # query cannot hold one.
+        terms = search_terms(query.replace("\x00", " "))
         if not terms:
             raise TavernaError("type a word to search for", field="q", code="search_empty")
         if len(terms) > MAX_TERMS:

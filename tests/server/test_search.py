@@ -42,3 +42,16 @@ def test_bad_searches_are_refused_with_the_field(client: TestClient) -> None:
     assert client.get("/api/search").status_code == 422
     assert client.get("/api/search", params={"q": "x" * 201}).status_code == 422
     assert client.get("/api/chats/nope/search", params={"q": "x"}).status_code == 404
+
+
+def test_a_nul_in_a_query_separates_words(client: TestClient, ctx: AppContext) -> None:
+    """U+0000 in a query (SQLite's full-text query cannot hold one) is read as a space:
+    the words on either side are searched for, and the answer is never a 500."""
+    out = ctx.chats.create_chat("harbour", greetings=["The lighthouse\x00keeper waits."])
+    for path in ("/api/search", f"/api/chats/{out.chat.id}/search"):
+        found = client.get(path, params={"q": "lighthouse\x00keeper"})
+        assert found.status_code == 200, found.text
+        assert [hit["chat_id"] for hit in found.json()] == [out.chat.id]
+        assert client.get(path, params={"q": "lighthouse\x00harpoon"}).json() == []
+        nothing = client.get(path, params={"q": "\x00\x00"})
+        assert nothing.status_code == 400 and nothing.json()["detail"]["field"] == "q"
