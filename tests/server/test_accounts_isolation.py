@@ -48,6 +48,8 @@ ADMIN_ONLY = {
     "/api/users/{account}/quota",
     "/api/users/{account}/disabled",
     "/api/users/{account}/lockout",
+    "/api/address-lockouts",
+    "/api/address-lockouts/{address}",
 }
 # Path parameters that name a part of something the route's other parameter names
 # (a message of a chat, an entry of a lorebook): the whole is what is checked.
@@ -139,6 +141,7 @@ def seed_alice(ctx: AppContext, alice: TestClient) -> dict[str, Any]:
         "uid": 0,
         "identifier": "main",
         "account": "alice",
+        "address": "testclient",
         "layer": "character",
         "script_id": "alice-script-7f3",
     }
