@@ -37,8 +37,6 @@ COOKIE = "taverna_session"
 CSRF_HEADER = "x-csrf-token"
 # API paths a request without a session may reach: the page asks who it is, and logs in.
 OPEN_PATHS = frozenset({"/api/health", "/api/me", "/api/login", "/api/logout"})
-# Routes that start a generation: each counts against the account's hourly quota.
-GENERATING = frozenset({"generate", "edit_and_resend", "start_round", "make_summary"})
 # Writes to a chat that add what the person typed: refused when the account's storage is
 # full. The others (select, hide, delete, undo, switch) never are, so a full account can
 # still tidy up.
@@ -94,8 +92,9 @@ def gate(scope: Scope, accounts: AccountService) -> TavernaError | None:
 
 async def owned(request: Request) -> None:
     """A dependency of every API route: with accounts, what a path names by id must be the
-    requesting account's (else 404, as if it did not exist); a generation counts against
-    the hourly quota; a write may not grow a full library."""
+    requesting account's (else 404, as if it did not exist); a write may not grow a full
+    library. (Each request to a model counts against the hourly quota where it is sent:
+    `services/model_gate.py`.)"""
     ctx: AppContext = request.app.state.context
     accounts: AccountService | None = ctx.services.get("accounts")
     if accounts is None:
@@ -125,8 +124,6 @@ async def owned(request: Request) -> None:
             await asyncio.to_thread(accounts.check_storage, user, int(declared))
         if request.method == "DELETE":
             accounts.forget_usage(user)  # counted afresh at the next write
-        if name in GENERATING:
-            accounts.count_generation(user)
 
 
 def _require_task(ctx: AppContext, mine: Ownership, task_id: str) -> None:

@@ -25,11 +25,11 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from taverna.errors import (
     Conflict,
     NotLoggedIn,
-    QuotaExceeded,
     StorageFull,
     TavernaError,
     TooManyLogins,
 )
+from taverna.services.model_gate import ModelGate
 from taverna.store.repository import Account, AccountRemoval, Store
 
 SESSION_DAYS = 30
@@ -374,20 +374,9 @@ class AccountService:
     # ----------------------------------------------------------------- quotas
 
     def count_generation(self, user_id: str) -> None:
-        """Count a generation the account starts; QuotaExceeded past its hourly limit."""
-        if not user_id:
-            return
-        account = self.store.account(id=user_id)
-        now = datetime.now(UTC)
-        limit = account.quota_generations
-        used = self.store.count_generation(user_id, now - timedelta(hours=1), limit)
-        if limit is not None and used >= limit:
-            raise QuotaExceeded(
-                f"{account.name} has used {used} of {limit} generations this hour; "
-                "try again later or ask an admin for more",
-                code="generation_quota_used",
-                params={"name": str(account.name), "used": str(used), "limit": str(limit)},
-            )
+        """Count a request to a model the account sends; QuotaExceeded past its hourly
+        limit (the rule every model request passes: `model_gate`)."""
+        ModelGate(self.store).admit(user_id)
 
     def check_storage(self, user_id: str, adding: int) -> None:
         """StorageFull if the account's library cannot take `adding` more bytes."""

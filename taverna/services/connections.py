@@ -14,21 +14,25 @@ import builtins
 import json
 import os
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import AsyncIterator, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import aiohttp
+
 from taverna.errors import FormatError, NotFound, TavernaError, library_cause
 from taverna.model.chat import new_id
 from taverna.model.prompt import Prompt, PromptMessage, Role
 from taverna.providers.builders import build_request, stream_parser
-from taverna.providers.events import StreamError, TextDelta
+from taverna.providers.events import Event, StreamError, TextDelta
 from taverna.providers.registry import provider
-from taverna.providers.request import Api, PostProcessing, RequestOptions
-from taverna.providers.transport import Timeouts, fetch_json, redact, stream_events
+from taverna.providers.request import Api, HttpRequest, PostProcessing, RequestOptions
+from taverna.providers.transport import Timeouts, fetch_json, redact
+from taverna.providers.wire import StreamParser
 from taverna.services.local_models import LocalSpec, local_models
+from taverna.services.model_gate import ModelGate
 from taverna.services.server_key import seal, server_key, unseal
 from taverna.store.repository import Store
 
@@ -248,11 +252,15 @@ class ConnectionService:
         owner: str = "",
         environ: Mapping[str, str] | None = None,
         key_env_allowed: Collection[str] | None = None,
+        gate: ModelGate | None = None,
     ) -> None:
         """`key_env_allowed`: the environment variables a new key may be read from (None:
         any, for the operator's own command line; the server passes the ones its config
-        names, so a page cannot have a connection send the server's other secrets)."""
+        names, so a page cannot have a connection send the server's other secrets).
+        `gate`: what counts each model request against its account's quota (one over
+        `store` when not given; the connections of other accounts share it)."""
         self.store = store
+        self.gate = gate if gate is not None else ModelGate(store)
         self.secrets = Secrets(data_dir)
         self.owner = owner
         self.environ = os.environ if environ is None else environ
@@ -269,6 +277,7 @@ class ConnectionService:
             owner=owner,
             environ=self.environ,
             key_env_allowed=self.key_env_allowed,
+            gate=self.gate,
         )
 
     def _from_document(self, doc: Any) -> Connection:
@@ -509,6 +518,31 @@ class ConnectionService:
             return await asyncio.to_thread(local_models().endpoint, spec)
         return connection.url, self.resolve_key(connection)
 
+    async def stream(
+        self,
+        request: HttpRequest,
+        parser: StreamParser,
+        *,
+        client: aiohttp.ClientSession | None = None,
+        secret: str = "",
+        timeouts: Timeouts = Timeouts(),
+        **transport: Any,
+    ) -> AsyncIterator[Event]:
+        """Send a request to a model for this account and yield its answer's events: the
+        one way a model request goes out, counted against the account's hourly quota
+        (QuotaExceeded past it, before anything is sent; see `model_gate`). `transport`:
+        what else `stream_events` takes."""
+        async for event in self.gate.stream(
+            self.owner,
+            request,
+            parser,
+            client=client,
+            secret=secret,
+            timeouts=timeouts,
+            **transport,
+        ):
+            yield event
+
     async def list_models(self, name: str | None = None) -> builtins.list[str]:
         """The models the connection's API offers (ProviderError if it cannot say)."""
         connection = self.get(name)
@@ -545,7 +579,7 @@ class ConnectionService:
             key=key,
         )
         text: list[str] = []
-        async for event in stream_events(
+        async for event in self.stream(
             request,
             stream_parser(connection.api),
             secret=key,

@@ -19,7 +19,6 @@ from taverna.errors import ProviderError, TavernaError
 from taverna.model.prompt import Prompt, PromptMessage, Role
 from taverna.providers.builders import build_request, stream_parser
 from taverna.providers.events import StreamError, TextDelta
-from taverna.providers.transport import stream_events
 from taverna.services.chat_connection import connection_for
 from taverna.services.generation import PreparedTurn
 from taverna.services.generation.service import GenerationService
@@ -116,7 +115,7 @@ async def quiet_text(
     )
     sent = build_request(prompt, connection.api, request_options, base_url=connection.url, key=key)
     said: list[str] = []
-    async for event in stream_events(
+    async for event in connections.stream(
         sent,
         stream_parser(connection.api),
         client=generation.model_client(),

@@ -31,7 +31,7 @@ from taverna.engine.script import (
     ScriptResult,
     run_script,
 )
-from taverna.errors import StaleRevision, TavernaError
+from taverna.errors import QuotaExceeded, StaleRevision, TavernaError
 from taverna.model.chat import Chat, NodeRole
 from taverna.model.quick_reply import LegacyQuickReplySet, QuickReplySet
 from taverna.services.active_settings import global_variables, write_global_variables
@@ -47,6 +47,11 @@ FOLLOW_UPS = ("trigger", "continue", "impersonate", "swipe")
 _INJECT_POSITIONS = {"none": -1, "after": 0, "chat": 1, "before": 2}
 _INJECT_ROLES = {"system": 0, "user": 1, "assistant": 2}
 SCRIPT_INJECTS = "script_injects"
+
+
+class ScriptQuotaExceeded(ScriptError, QuotaExceeded):
+    """A script's `/gen` or `/genraw` past the account's hourly quota: a script error
+    (naming the command and where it stands) that a server answers as a used-up quota."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +167,8 @@ class ChatScriptHost:
             return self.ask(request)
         except ScriptError:
             raise
+        except QuotaExceeded as error:  # nothing was sent: the script stops here
+            raise ScriptQuotaExceeded(str(error), code=error.code, params=error.params) from None
         except TavernaError as error:
             raise ScriptError(str(error), code=error.code, params=error.params) from None
 

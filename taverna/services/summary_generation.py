@@ -26,13 +26,12 @@ from typing import Any
 from taverna.engine.assembly.context import GenerationType
 from taverna.engine.macros import MacroContext, evaluate
 from taverna.engine.tokens.registry import get_tokenizer
-from taverna.errors import FormatError, ProviderError, TavernaError
+from taverna.errors import FormatError, ProviderError, QuotaExceeded, TavernaError
 from taverna.model.chat import Node
 from taverna.model.prompt import Prompt, PromptMessage, Role
 from taverna.model.summary import SUMMARY_REPLY_TOKENS, SummarySettings
 from taverna.providers.builders import build_request, stream_parser
 from taverna.providers.events import Finish, FinishReason, StreamError, TextDelta
-from taverna.providers.transport import stream_events
 from taverna.services.active_settings import ACTIVE, SETTINGS_KIND, set_active
 from taverna.services.chat_connection import connection_for
 from taverna.services.generation import PreparedTurn
@@ -240,7 +239,10 @@ class SummaryGenerator:
         nodes = self.chats.active_path(chat_id, tail=tail).nodes
         if not summary_due(nodes, settings):
             return SummaryOutcome(skipped="not due")
-        return await self.summarize(chat_id, settings=settings)
+        try:
+            return await self.summarize(chat_id, settings=settings)
+        except QuotaExceeded as exc:  # nothing was sent; the next reply tries again
+            return SummaryOutcome(skipped=exc.message)
 
     async def summarize(
         self, chat_id: str, *, settings: SummarySettings | None = None
@@ -308,7 +310,7 @@ class SummaryGenerator:
         request = build_request(prompt, connection.api, options, base_url=connection.url, key=key)
         said: list[str] = []
         cut = False
-        async for event in stream_events(
+        async for event in connections.stream(
             request,
             stream_parser(connection.api),
             client=self.generation.model_client(),

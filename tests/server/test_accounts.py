@@ -140,7 +140,7 @@ def test_the_generation_quota_answers_429(app_client: TestClient, ctx: AppContex
     accounts.count_generation(alice)
     with pytest.raises(Exception) as refused:
         accounts.count_generation(alice)
-    assert "2 of 2 generations this hour" in str(refused.value)
+    assert "2 of 2 model requests this hour" in str(refused.value)
     # Over HTTP: the route answers 429 before any work.
     client = other(app_client)
     log_in(client, "alice")
@@ -149,4 +149,4 @@ def test_the_generation_quota_answers_429(app_client: TestClient, ctx: AppContex
         f"/api/chats/{chat.id}/generate", json={"text": "hi", "revision": chat.revision}
     )
     assert response.status_code == 429
-    assert "generations this hour" in response.json()["detail"]["message"]
+    assert "model requests this hour" in response.json()["detail"]["message"]

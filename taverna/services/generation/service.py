@@ -35,7 +35,7 @@ from taverna.providers.events import (
 )
 from taverna.providers.registry import provider
 from taverna.providers.request import Api, PostProcessing, RequestOptions
-from taverna.providers.transport import ModelSessions, Timeouts, stream_events
+from taverna.providers.transport import ModelSessions, Timeouts
 from taverna.services.active_settings import write_global_variables
 from taverna.services.chat_connection import connection_for
 from taverna.services.chats import ChatService, WriteResult
@@ -386,10 +386,14 @@ class GenerationService:
                 )
             found.finish()
             return found
-        await self._drafted(chat_id, speakers[0])
-        first = await self.send(
-            chat_id, text, connection=connection, revision=revision, member=speakers[0]
-        )
+        try:
+            await self._drafted(chat_id, speakers[0])
+            first = await self.send(
+                chat_id, text, connection=connection, revision=revision, member=speakers[0]
+            )
+        except BaseException:
+            found.finish()  # refused (a busy chat, a used-up quota): the round is over
+            raise
         found.add(first)
         found.task = asyncio.create_task(
             self._rest_of_round(found, connection), name=f"round {found.id}"
@@ -760,6 +764,8 @@ class GenerationService:
 
             def prepare_reading() -> tuple[_Plan, Node | None]:
                 chat, end = self._path_end(chat_id)
+                # an account whose hour's quota is used up is refused before any work
+                self.connections.gate.check(chat.owner)
                 # the chat's own connection unless the caller names one; a missing
                 # connection fails before any write
                 connection = connection_for(self.connections.of(chat.owner), chat, connection_name)
@@ -1071,7 +1077,8 @@ class GenerationService:
                 await plan.posted  # the person's message is kept, as SillyTavern keeps it
             return self._fail(plan, "", plan.aborted.message, Ending.FAILED, cause="aborted")
         try:
-            base_url, key = await self.connections.of(plan.chat.owner).endpoint(plan.connection)
+            connections = self.connections.of(plan.chat.owner)
+            base_url, key = await connections.endpoint(plan.connection)
             prompt = plan.prompt
             for round_number in range(MAX_TOOL_ROUNDS + 1):
                 offer = plan.tools if round_number < MAX_TOOL_ROUNDS else ()
@@ -1085,7 +1092,8 @@ class GenerationService:
                     key=key,
                 )
                 run.requests.append((request.url, request.body))
-                async for event in stream_events(
+                # each round is a request of its own, counted against the account's quota
+                async for event in connections.stream(
                     request,
                     stream_parser(plan.connection.api),
                     client=self.model_client(),
