@@ -1,11 +1,17 @@
-"""Shared test fixtures: where SillyTavern's sample files are, and the test database URL."""
+"""Shared test fixtures: where SillyTavern's sample files are, a store on every backend, and
+a stub model server."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from taverna.store.sql import SqlStore
+from taverna.store.testing import backends, temporary_store
+from tests.stubs.model_server import StubServer, start_stub
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -38,3 +44,29 @@ def oracle_cases(shared: Path) -> Path:
     if not path.is_dir():
         pytest.skip("oracle cases are not present")
     return path
+
+
+@pytest.fixture(params=backends())
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlStore]:
+    """A new store on SQLite and, when TAVERNA_TEST_DATABASE_URL is set, on PostgreSQL."""
+    with temporary_store(request.param, tmp_path) as opened:
+        yield opened
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "stub_model(key=None, models=('stub-model',)): the key and models of the module's `stub`",
+    )
+
+
+@pytest.fixture(scope="module")
+def stub(request: pytest.FixtureRequest) -> Iterator[StubServer]:
+    """A stub model server on 127.0.0.1, one for the whole module (see tests/stubs).
+
+    It asks for no key and lists `stub-model` unless the module says otherwise with
+    `pytestmark = pytest.mark.stub_model(key=..., models=(...))`.
+    """
+    marker = request.node.get_closest_marker("stub_model")
+    with start_stub(**(marker.kwargs if marker else {})) as server:
+        yield server

@@ -10,6 +10,10 @@ from fastapi.testclient import TestClient
 
 from taverna.server.app import create_app
 from taverna.server.context import AppContext, open_context
+from tests.stubs.model_server import StubServer
+from tests.support.api import connect, rev, start_chat
+
+__all__ = ["rev"]  # where many modules import it from
 
 
 @pytest.fixture
@@ -24,6 +28,10 @@ def client(ctx: AppContext) -> Iterator[TestClient]:
         yield test_client
 
 
-def rev(client: TestClient, chat_id: str) -> int:
-    """The chat's revision as a page reads it, to name in a write."""
-    return int(client.get(f"/api/chats/{chat_id}").json()["revision"])
+@pytest.fixture
+def chat_id(client: TestClient, stub: StubServer) -> str:
+    """A chat with Mira, the lighthouse keeper, over the stub model (the default connection)."""
+    connect(client, stub)
+    return start_chat(
+        client, name="Mira", description="A lighthouse keeper.", first_mes="Welcome, {{user}}."
+    )
