@@ -112,6 +112,12 @@ class ReplyJournal:
             self._descriptor = descriptor
         return self._descriptor
 
+    def prepare(self) -> None:
+        """Make this process's file now, its space reserved, while the disk has room (a
+        server does at start)."""
+        with self._lock:
+            self._own()
+
     def _append(self, descriptor: int, record: Mapping[str, Any]) -> None:
         line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
         data = line.encode("utf-8")
@@ -215,7 +221,8 @@ class ReplyJournal:
         if own:
             self._pending = left
             if not left:
-                os.ftruncate(descriptor, 0)  # emptied; its reserved space stays
+                os.ftruncate(descriptor, 0)  # emptied (which frees what was reserved)
+                _reserve(descriptor, RESERVED)
         elif not left:
             path.unlink(missing_ok=True)
         if moved:

@@ -1418,6 +1418,12 @@ class GenerationService:
     async def keep_journal(self, every: float = JOURNAL_EVERY) -> None:
         """Replay the journal now and every `every` seconds while anything waits there."""
         loop = asyncio.get_running_loop()
+        if self.journal is not None:
+            try:
+                # its space is reserved now, while the disk has room
+                await asyncio.to_thread(self.journal.prepare)
+            except OSError as exc:
+                logger.warning("the journal of replies could not be made: %s", exc)
         while self.journal is not None:
             if self.journal.has_pending():
                 try:
