@@ -40,30 +40,31 @@ def require_chat(store: Store, owner: str, chat_id: str) -> None:
         )
 
 
+def no_item(document_id: str, field: str) -> NotFound:
+    """The one answer for a library id that is not the account's: there is no such
+    document, it is another account's, or it is a draft of another account's chat."""
+    return NotFound(
+        f"no such item {document_id}",
+        field=field,
+        code="no_such_item",
+        params={"document_id": str(document_id)},
+    )
+
+
 def require_document(store: Store, owner: str, document_id: str, field: str) -> None:
-    """NotFound if `document_id` is a document of another account. An id that names no
-    document passes: the route looks it up (by name, in the account's own library) and
-    answers itself. A draft belongs to whoever owns its chat."""
+    """NotFound (`no_item`) unless `document_id` is a document of `owner`'s; a draft
+    belongs to whoever owns its chat. An id that names no document is answered the same,
+    so another account's ids cannot be told from ids that do not exist."""
     try:
         doc = store.get_document(document_id)
     except NotFound:
-        return
+        raise no_item(document_id, field) from None
     if doc.kind == "draft":
         chat_id = str(doc.data.get("chat_id", ""))
         try:
             require_chat(store, owner, chat_id)
         except NotFound:
-            raise NotFound(
-                f"no draft {document_id}",
-                field=field,
-                code="no_draft",
-                params={"document_id": str(document_id)},
-            ) from None
+            raise no_item(document_id, field) from None
         return
     if doc.owner != owner:
-        raise NotFound(
-            f"no such item {document_id}",
-            field=field,
-            code="no_such_item",
-            params={"document_id": str(document_id)},
-        )
+        raise no_item(document_id, field)
