@@ -22,6 +22,8 @@ import numpy as np
 import numpy.typing as npt
 
 from taverna.errors import ProviderError
+from taverna.providers.outbound import OutboundPolicy, describe_failure, policed_transport
+from taverna.providers.transport import _certificates
 
 Vectors = npt.NDArray[np.float32]
 
@@ -108,7 +110,8 @@ class OpenAIEmbedder:
 
     `base_url` is the API root (`http://127.0.0.1:8080/v1`); the request goes to
     `{base_url}/embeddings` with `{"model", "input": [...]}` and the answer's
-    `data[i].embedding` rows are put back in input order by their `index`.
+    `data[i].embedding` rows are put back in input order by their `index`. Under an
+    outbound `policy` its requests go only to the addresses the policy admits.
     """
 
     def __init__(
@@ -119,7 +122,9 @@ class OpenAIEmbedder:
         api_key: str = "",
         timeout: float = 60.0,
         batch: int = 64,
+        policy: OutboundPolicy | None = None,
     ) -> None:
+        self.policy = policy
         self.base_url = base_url.rstrip("/")
         self._model = model
         self.api_key = api_key
@@ -143,19 +148,21 @@ class OpenAIEmbedder:
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         url = f"{self.base_url}/embeddings"
+        body = {"model": self._model, "input": texts, "encoding_format": "float"}
         try:
-            response = httpx.post(
-                url,
-                json={"model": self._model, "input": texts, "encoding_format": "float"},
-                headers=headers,
-                timeout=self.timeout,
-            )
-        except httpx.HTTPError as exc:
+            if self.policy is None:
+                response = httpx.post(url, json=body, headers=headers, timeout=self.timeout)
+            else:
+                transport = policed_transport(self.policy, _certificates())
+                with httpx.Client(transport=transport, timeout=self.timeout) as client:
+                    response = client.post(url, json=body, headers=headers)
+        except (httpx.HTTPError, OSError) as exc:
+            said = describe_failure(exc, url)
             raise ProviderError(
-                f"embeddings request to {url} failed: {exc}",
+                f"embeddings request failed: {said}",
                 code="embeddings_unreachable",
-                params={"url": str(url), "exc": str(exc)},
-            ) from exc
+                params={"url": str(url), "exc": said},
+            ) from None
         if response.status_code != 200:
             detail = response.text[:300]
             if self.api_key:

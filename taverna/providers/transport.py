@@ -32,6 +32,12 @@ from taverna.providers.events import (
     TextDelta,
     ToolCall,
 )
+from taverna.providers.outbound import (
+    OutboundPolicy,
+    PolicedConnector,
+    describe_failure,
+    policed_async_transport,
+)
 from taverna.providers.request import HttpRequest
 from taverna.providers.wire import StreamParser
 
@@ -69,16 +75,22 @@ STALE_RETRIES = 2
 STALE_WITHIN = 5.0
 
 
-def model_session() -> aiohttp.ClientSession:
+def model_session(policy: OutboundPolicy | None = None) -> aiohttp.ClientSession:
     """A client session for model streams, with no cap on connections at once (a server
     streams a reply per chat; a cap of 100 made the 101st wait and time out) and the proxy
     settings of the environment, as httpx reads them. Open it inside the event loop that
-    uses it; each request gives its own timeouts."""
+    uses it; each request gives its own timeouts. Under an outbound `policy` it connects
+    only to the addresses the policy admits, and never through a proxy."""
     reuse = aiohttp.TraceConfig()
     reuse.on_connection_reuseconn.append(_mark_reused)
+    connector: aiohttp.TCPConnector
+    if policy is None:
+        connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, ssl=_certificates())
+    else:
+        connector = PolicedConnector(policy, limit=0, limit_per_host=0, ssl=_certificates())
     return aiohttp.ClientSession(
-        connector=aiohttp.TCPConnector(limit=0, limit_per_host=0, ssl=_certificates()),
-        trust_env=True,
+        connector=connector,
+        trust_env=policy is None,
         trace_configs=[reuse],
     )
 
@@ -213,14 +225,17 @@ async def stream_events(
     client: aiohttp.ClientSession | None = None,
     secret: str = "",
     timeouts: Timeouts = Timeouts(),
+    policy: OutboundPolicy | None = None,
 ) -> AsyncIterator[Event]:
     """Send `request` and yield its answer as events; the last one is a Finish or a StreamError.
 
     Failures are yielded, not raised, and never contain `secret`. Cancelling the
-    consuming task closes the connection, so the model stops writing.
+    consuming task closes the connection, so the model stops writing. Without `client`,
+    a session of its own is opened (under the outbound `policy`, if one is given; a
+    `client` given must be one opened under that policy).
     """
     own = client is None
-    http = client or model_session()
+    http = client or model_session(policy)
     try:
         async for event in _exchange(http, request, parser, timeouts):
             if isinstance(event, StreamError):
@@ -298,7 +313,10 @@ async def _exchange(
         what = "between two pieces of the answer" if started else "for the model's answer"
         yield StreamError(ErrorKind.TIMEOUT, f"timed out waiting {what} from {request.url}")
     except aiohttp.ClientConnectorError as exc:
-        yield StreamError(ErrorKind.NETWORK, f"could not connect to {request.url}: {exc}")
+        yield StreamError(ErrorKind.NETWORK, describe_failure(exc, request.url))
+    except aiohttp.ClientResponseError as exc:
+        # an answer that is not HTTP (a database's banner): said as such, never quoted
+        yield StreamError(ErrorKind.PROTOCOL, describe_failure(exc, request.url))
     except (aiohttp.InvalidURL, UnicodeEncodeError) as exc:
         # A URL or a key stored before they were checked: say which, never crash the turn.
         yield StreamError(ErrorKind.BAD_REQUEST, f"the request cannot be sent: {_unsendable(exc)}")
@@ -309,11 +327,9 @@ async def _exchange(
                 f"the connection broke in the middle of the answer: {_said(exc)}",
             )
         else:
-            yield StreamError(
-                ErrorKind.NETWORK, f"the connection to {request.url} failed: {_said(exc)}"
-            )
+            yield StreamError(ErrorKind.NETWORK, describe_failure(exc, request.url))
     except aiohttp.ClientError as exc:
-        yield StreamError(ErrorKind.NETWORK, f"the request to {request.url} failed: {_said(exc)}")
+        yield StreamError(ErrorKind.NETWORK, describe_failure(exc, request.url))
 
 
 async def _send(
@@ -427,10 +443,19 @@ async def fetch_json(
     client: httpx.AsyncClient | None = None,
     secret: str = "",
     timeouts: Timeouts = Timeouts(connect=5, read=15),
+    policy: OutboundPolicy | None = None,
 ) -> Any:
-    """GET a JSON document (a model listing); failures raise ProviderError without the key."""
+    """GET a JSON document (a model listing); failures raise ProviderError without the key
+    (and without what a peer that does not speak HTTP sent). Under the outbound `policy`
+    its connection goes only where the policy admits."""
     own = client is None
-    http = client or httpx.AsyncClient(timeout=timeouts.to_httpx())
+    if client is not None:
+        http = client
+    elif policy is None:
+        http = httpx.AsyncClient(timeout=timeouts.to_httpx())
+    else:
+        transport = policed_async_transport(policy, _certificates())
+        http = httpx.AsyncClient(timeout=timeouts.to_httpx(), transport=transport)
     try:
         response = await http.request(request.method, request.url, headers=dict(request.headers))
     except httpx.TimeoutException:
@@ -439,11 +464,12 @@ async def fetch_json(
             code="timed_out_waiting_for",
             params={"url": str(request.url)},
         ) from None
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, OSError) as exc:
+        said = describe_failure(exc, request.url)
         raise ProviderError(
-            redact(f"could not reach {request.url}: {exc}", secret),
+            redact(said, secret),
             code="unreachable",
-            params={"url": redact(str(request.url), secret), "exc": redact(str(exc), secret)},
+            params={"url": redact(str(request.url), secret), "exc": redact(said, secret)},
         ) from None
     except (httpx.InvalidURL, UnicodeEncodeError) as exc:
         why = redact(_unsendable(exc), secret)

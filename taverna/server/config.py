@@ -3,6 +3,7 @@
 ```toml
 allowed_hosts = ["taverna.home.arpa"]  # Host names answered besides the loopback ones
 key_env = ["OPENROUTER_API_KEY"]       # variables a connection made through the page may read
+outbound_allow = ["127.0.0.1:5001"]    # internal addresses accounts' model URLs may reach
 trusted_proxies = ["127.0.0.1"]        # proxies whose X-Forwarded-For / X-Real-IP name the client
 
 [limits]                               # MiB; a larger request is refused (HTTP 413)
@@ -24,6 +25,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from taverna.errors import FormatError
+from taverna.providers.outbound import Allowed
 from taverna.services.turn_context import TURN_REGEX_BUDGET
 
 CONFIG_FILE = "server.toml"
@@ -105,6 +107,17 @@ class ServerConfig(BaseModel):
     # peer's own address is the client's, whatever the headers say).
     trusted_proxies: tuple[str, ...] = ()
     limits: Limits = Limits()
+    # With accounts, the model and embeddings URLs of people who are not admins reach
+    # public addresses only, and these: addresses or networks, each with a port or not
+    # ("127.0.0.1:5001", "10.0.0.0/8", "[::1]:8080").
+    outbound_allow: tuple[str, ...] = ()
+
+    @field_validator("outbound_allow")
+    @classmethod
+    def _outbound_entries(cls, values: tuple[str, ...]) -> tuple[str, ...]:
+        for value in values:
+            Allowed.parse(value)
+        return values
 
     @field_validator("trusted_proxies")
     @classmethod

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from fastapi import Depends, Request
 
+from taverna.providers.outbound import OutboundPolicy
 from taverna.server.config import ProxyNetwork, ServerConfig, proxy_network
 from taverna.services.connections import ConnectionService
 from taverna.services.library import LibraryService
@@ -50,6 +51,9 @@ class AppContext(Workspace):
     def __post_init__(self) -> None:
         self.services.setdefault("generation", self.generation)
         self.services.setdefault("connections", self.connections)
+        if self.outbound is not None:
+            # the policy holds with accounts, which a server turns on after it is made
+            self.outbound.accounts_on = lambda: "accounts" in self.services
 
     def configure(self, config: ServerConfig) -> None:
         """Take the operator's limits (the regex time of a turn among them) and allowed
@@ -59,6 +63,8 @@ class AppContext(Workspace):
         self.folder_upload_limit = config.limits.folder_upload
         self.folder_files = config.limits.folder_files
         self.key_env_allowed = frozenset(config.key_env)
+        if self.outbound is not None:
+            self.outbound.policy = OutboundPolicy.of(config.outbound_allow)
         self.trusted_proxies = tuple(proxy_network(proxy) for proxy in config.trusted_proxies)
         if self.turns is not None:
             self.turns.regex_budget = config.limits.regex_turn_seconds

@@ -27,12 +27,14 @@ from taverna.model.chat import new_id
 from taverna.model.prompt import Prompt, PromptMessage, Role
 from taverna.providers.builders import build_request, stream_parser
 from taverna.providers.events import Event, StreamError, TextDelta
+from taverna.providers.outbound import OutboundPolicy
 from taverna.providers.registry import provider
 from taverna.providers.request import Api, HttpRequest, PostProcessing, RequestOptions
 from taverna.providers.transport import Timeouts, fetch_json, redact
 from taverna.providers.wire import StreamParser
 from taverna.services.local_models import LocalSpec, local_models
 from taverna.services.model_gate import ModelGate
+from taverna.services.outbound_rules import OutboundRules
 from taverna.services.server_key import seal, server_key, unseal
 from taverna.store.repository import Store
 
@@ -253,13 +255,16 @@ class ConnectionService:
         environ: Mapping[str, str] | None = None,
         key_env_allowed: Collection[str] | None = None,
         gate: ModelGate | None = None,
+        outbound: OutboundRules | None = None,
     ) -> None:
         """`key_env_allowed`: the environment variables a new key may be read from (None:
         any, for the operator's own command line; the server passes the ones its config
         names, so a page cannot have a connection send the server's other secrets).
         `gate`: what counts each model request against its account's quota (one over
-        `store` when not given; the connections of other accounts share it)."""
+        `store` when not given; the connections of other accounts share it).
+        `outbound`: whose requests go out under the outbound policy (None: nobody's)."""
         self.store = store
+        self.outbound = outbound
         self.gate = gate if gate is not None else ModelGate(store)
         self.secrets = Secrets(data_dir)
         self.owner = owner
@@ -278,7 +283,15 @@ class ConnectionService:
             environ=self.environ,
             key_env_allowed=self.key_env_allowed,
             gate=self.gate,
+            outbound=self.outbound,
         )
+
+    def policy(self, connection: Connection) -> OutboundPolicy | None:
+        """The outbound policy the connection's requests go out under (None: none). A local
+        model is the server's own process, never policed."""
+        if self.outbound is None or connection.api is Api.LOCAL:
+            return None
+        return self.outbound.for_owner(self.owner)
 
     def _from_document(self, doc: Any) -> Connection:
         data = doc.data
@@ -531,7 +544,12 @@ class ConnectionService:
         """Send a request to a model for this account and yield its answer's events: the
         one way a model request goes out, counted against the account's hourly quota
         (QuotaExceeded past it, before anything is sent; see `model_gate`). `transport`:
-        what else `stream_events` takes."""
+        what else `stream_events` takes. An account under the outbound policy sends it on
+        a session of its own under the policy (`client`'s connections are not policed)."""
+        policy = self._request_policy(request)
+        if policy is not None:
+            client = None
+            transport = {**transport, "policy": policy}
         async for event in self.gate.stream(
             self.owner,
             request,
@@ -543,6 +561,13 @@ class ConnectionService:
         ):
             yield event
 
+    def _request_policy(self, request: HttpRequest) -> OutboundPolicy | None:
+        """The policy a request of this account goes out under: none to the server's own
+        local model process."""
+        if self.outbound is None or local_models().serves(request.url):
+            return None
+        return self.outbound.for_owner(self.owner)
+
     async def list_models(self, name: str | None = None) -> builtins.list[str]:
         """The models the connection's API offers (ProviderError if it cannot say)."""
         connection = self.get(name)
@@ -551,7 +576,8 @@ class ConnectionService:
         key = self.resolve_key(connection)
         api = provider(connection.api)
         request = api.models_request(connection.url, key)
-        return api.model_names(await fetch_json(request, secret=key))
+        policy = self.policy(connection)
+        return api.model_names(await fetch_json(request, secret=key, policy=policy))
 
     async def test(
         self, name: str | None = None, *, timeouts: Timeouts | None = None

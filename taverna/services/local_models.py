@@ -203,6 +203,12 @@ class LocalModels:
             if self._running is not None:
                 self._running.last_used = time.monotonic()
 
+    def serves(self, url: str) -> bool:
+        """Whether `url` is on the running local model process (the server's own)."""
+        with self._lock:
+            running = self._running
+        return running is not None and url.startswith(running.url + "/")
+
     def running(self) -> LocalSpec | None:
         """What runs now, if anything."""
         with self._lock:

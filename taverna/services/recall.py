@@ -27,14 +27,13 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -52,8 +51,11 @@ from taverna.model.chat import Node
 from taverna.model.injection import ExtensionPosition, InjectionRole
 from taverna.model.lorebook import Lorebook
 from taverna.providers.embeddings import Embedder, LocalEmbedder, OpenAIEmbedder, normalised
+from taverna.providers.outbound import OutboundPolicy
 from taverna.services.active_settings import ACTIVE, SETTINGS_KIND
 from taverna.services.library_watch import Kept, LibraryWatch
+from taverna.services.outbound_rules import OutboundRules
+from taverna.services.recall_keys import RecallKeys, operator_endpoint, operator_key, same_endpoint
 from taverna.services.text_vectors import TextVectors
 from taverna.store.repository import DueMessage, NearMessage, Store
 
@@ -99,6 +101,11 @@ class RecallConfig:
     source: str = "transformers"
     endpoint: str = ""  # an OpenAI-compatible API root, for source "openai"
     model: str = "text-embedding-3-small"
+    owner: str = ""  # the account whose settings these are
+    # The account's own key for `endpoint` (`recall_keys.py`) and the outbound policy its
+    # requests go out under, both filled in by RecallService.
+    key: str = field(default="", repr=False)
+    policy: OutboundPolicy | None = None
 
     @property
     def enabled(self) -> bool:
@@ -163,12 +170,15 @@ def recall_config(raw_settings: Mapping[str, Any]) -> RecallConfig:
 
 def embedder_for(config: RecallConfig) -> Embedder:
     """The embedding model the settings name: an OpenAI-compatible endpoint for source
-    `openai` (key from $TAVERNA_EMBEDDINGS_KEY), else the bundled local model."""
+    `openai`, else the bundled local model. The server's key ($TAVERNA_EMBEDDINGS_KEY)
+    goes only to the operator's endpoint ($TAVERNA_EMBEDDINGS_URL, the default one); an
+    endpoint the account named gets the account's own key, or none."""
     if config.source == "openai":
-        base = config.endpoint or "https://api.openai.com/v1"
-        return OpenAIEmbedder(
-            base, config.model, api_key=os.environ.get("TAVERNA_EMBEDDINGS_KEY", "")
-        )
+        operator = operator_endpoint()
+        base = config.endpoint or operator
+        if same_endpoint(base, operator):
+            return OpenAIEmbedder(base, config.model, api_key=operator_key())
+        return OpenAIEmbedder(base, config.model, api_key=config.key, policy=config.policy)
     return LocalEmbedder()
 
 
@@ -246,7 +256,7 @@ def stored_config(store: Store, owner: str = "") -> RecallConfig:
     docs = store.find_documents(SETTINGS_KIND, name=ACTIVE, owner=owner)
     if not docs:
         return RecallConfig()
-    return recall_config(docs[-1].data)
+    return replace(recall_config(docs[-1].data), owner=owner)
 
 
 # What the backlog embeds now: each model with the accounts whose chats it embeds (None:
@@ -796,19 +806,26 @@ class RecallService:
         *,
         bits: Literal["background", "at once", "never"] = "background",
         watch: LibraryWatch | None = None,
+        keys: RecallKeys | None = None,
+        outbound: OutboundRules | None = None,
     ) -> None:
         """`bits`: how a chat's sign bits come into memory beside the database's search
         (`ChatBits`): read on a thread of their own while the database searches (a
         100,000-message chat's take seconds), read at once, or never (the database
         searches every turn). `watch`: when what a send's early embedding keeps of the
-        settings is read again (without one, they are read at every send)."""
+        settings is read again (without one, they are read at every send). `keys`: the
+        accounts' own keys for the endpoints they name (without it, none is sent).
+        `outbound`: whose requests to the endpoints they name go out under the outbound
+        policy (without it, nobody's)."""
         self.store = store
+        self.keys = keys
+        self.outbound = outbound
         # A send asks whether its account's recall is on: the answer is kept until the
         # library changes, with each chat's account (which never changes).
         self._enabled: Kept[str, RecallConfig] | None = Kept(watch) if watch else None
         self._owners: OrderedDict[str, str] = OrderedDict()
         self._embedder_for = embedder_for
-        self._embedders: dict[tuple[str, str, str], Embedder] = {}
+        self._embedders: dict[tuple[str, str, str, str, OutboundPolicy | None], Embedder] = {}
         self._chats: OrderedDict[tuple[str, str], ChatVectors] = OrderedDict()
         self.bits_mode = bits
         self._bits: OrderedDict[tuple[str, str], ChatBits] = OrderedDict()
@@ -819,7 +836,16 @@ class RecallService:
         self._made = threading.Lock()
 
     def embedder(self, config: RecallConfig) -> Embedder:
-        key = (config.source, config.endpoint, config.model)
+        """The embedding model of the settings `config`, with the account's own key and
+        policy for an endpoint it named (one made per model, key and policy)."""
+        if config.source == "openai" and not same_endpoint(
+            config.endpoint or operator_endpoint(), operator_endpoint()
+        ):
+            own_key = self.keys.key_for(config.owner, config.endpoint) if self.keys else ""
+            policy = self.outbound.for_owner(config.owner) if self.outbound else None
+            config = replace(config, key=own_key, policy=policy)
+        own = hashlib.sha256(config.key.encode()).hexdigest() if config.key else ""
+        key = (config.source, config.endpoint, config.model, own, config.policy)
         with self._made:  # one model each, whichever thread asks first
             found = self._embedders.get(key)
             if found is None:

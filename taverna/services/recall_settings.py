@@ -4,6 +4,10 @@
 A change names only the keys it changes; the others, SillyTavern's keys this product
 does not use among them, are kept. A value of the wrong kind is refused with the key
 named, and nothing is stored.
+
+`api_key` is the person's own key for the endpoint they name (`recall_keys.py`): written,
+never read back (a read shows `api_key_hint`, its last characters) and never stored in
+the settings document.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from taverna.model.injection import ExtensionPosition, InjectionRole
 from taverna.services.active_settings import ACTIVE, SETTINGS_KIND, set_active
 from taverna.services.library import LibraryService
 from taverna.services.recall import RecallConfig, recall_config
+from taverna.services.recall_keys import RecallKeys
 from taverna.store.repository import Store
 
 EXTENSION_SETTINGS = "extension_settings"
@@ -24,7 +29,9 @@ SOURCES = ("transformers", "openai")  # the bundled model; an OpenAI-compatible 
 
 _FLAGS = ("enabled_chats", "enabled_world_info", "include_wi")
 _COUNTS = ("query", "insert", "protect", "depth", "budget", "max_entries")
-_TEXTS = ("template", "alt_endpoint_url", "openai_model")
+_TEXTS = ("template", "alt_endpoint_url", "openai_model", "api_key")
+# Read-only or write-only: never stored in the settings document.
+_NOT_STORED = ("api_key", "api_key_hint")
 
 
 def _raw(store: Store, owner: str) -> dict[str, Any]:
@@ -132,6 +139,7 @@ def change_recall_settings(
 ) -> dict[str, Any]:
     """Change some recall settings (SillyTavern's names); the settings in force after."""
     _check(changes)
+    changes = {k: v for k, v in changes.items() if k not in _NOT_STORED}
     merged = {**_raw(store, owner), **changes}
     docs = store.find_documents(SETTINGS_KIND, name=ACTIVE, owner=owner)
     extensions = docs[-1].data.get(EXTENSION_SETTINGS) if docs else None
@@ -142,14 +150,39 @@ def change_recall_settings(
 
 
 class RecallSettingsService:
-    """One account's recall settings, as the routes read and change them."""
+    """One account's recall settings, as the routes read and change them, with the hint
+    of the account's own key for its endpoint (`keys`: where those keys are kept)."""
 
-    def __init__(self, library: LibraryService) -> None:
+    def __init__(self, library: LibraryService, keys: RecallKeys | None = None) -> None:
         self._store = library.store
         self._owner = library.owner
+        self._keys = keys
 
     def read(self) -> dict[str, Any]:
-        return read_recall_settings(self._store, self._owner)
+        settings = read_recall_settings(self._store, self._owner)
+        return self._hinted(settings)
+
+    def _hinted(self, settings: dict[str, Any]) -> dict[str, Any]:
+        if self._keys is not None:
+            hint = self._keys.hint(self._owner, str(settings["alt_endpoint_url"]))
+            settings["api_key_hint"] = hint
+        return settings
 
     def change(self, changes: Mapping[str, Any]) -> dict[str, Any]:
-        return change_recall_settings(self._store, changes, self._owner)
+        """Change the settings; `api_key` keeps the account's key for the endpoint in
+        force after the change ("" removes it). A key is checked before anything is stored."""
+        _check(changes)
+        key = changes.get("api_key")
+        if key is not None:
+            if self._keys is None:
+                raise FormatError(
+                    "this server keeps no keys for recall", field="api_key", code="recall_no_keys"
+                )
+            if str(key).strip():
+                endpoint = changes.get("alt_endpoint_url")
+                if endpoint is None:
+                    endpoint = read_recall_settings(self._store, self._owner)["alt_endpoint_url"]
+                self._keys.put(self._owner, str(endpoint), str(key))
+            else:
+                self._keys.remove(self._owner)
+        return self._hinted(change_recall_settings(self._store, changes, self._owner))

@@ -43,6 +43,7 @@ from taverna.services.interchange import InterchangeService
 from taverna.services.library import LibraryKind, LibraryService, ProgressCallback
 from taverna.services.library_watch import Kept, LibraryWatch
 from taverna.services.message_regex import StoredRegex
+from taverna.services.outbound_rules import OutboundRules
 from taverna.services.ownership import Ownership
 from taverna.services.plugins import EventBus, Plugins, PluginServices
 from taverna.services.quick_reply_events import QuickReplyAutomations
@@ -53,6 +54,7 @@ from taverna.services.recall import (
     RecallService,
     accounts_plan,
 )
+from taverna.services.recall_keys import RecallKeys
 from taverna.services.scratch import clean_leftovers
 from taverna.services.search import SearchService
 from taverna.services.summary_generation import SummaryGenerator
@@ -115,6 +117,8 @@ class Workspace:
     automations: QuickReplyAutomations | None = None  # Quick Replies run on events
     # when what the background work keeps of the stored settings is read again
     watch: LibraryWatch = field(default_factory=LibraryWatch)
+    # whose model and embeddings requests go out under the outbound policy
+    outbound: OutboundRules | None = None
 
     @property
     def plugins(self) -> Plugins:
@@ -144,7 +148,11 @@ class Workspace:
         """The model API connections of an account ("": the single user's); a new key may
         come only from the environment variables in `key_env_allowed` (None: any)."""
         return ConnectionService(
-            self.store, self.data_dir, owner=owner, key_env_allowed=key_env_allowed
+            self.store,
+            self.data_dir,
+            owner=owner,
+            key_env_allowed=key_env_allowed,
+            outbound=self.outbound,
         )
 
     def accounts(self) -> AccountService:
@@ -352,11 +360,11 @@ def open_workspace(
         found.load_entry_points()
     events = EventBus(found)
     chats = ChatService(store, rewriter=StoredRegex(store), events=events)
-    connections = ConnectionService(store, folder.path)
+    outbound = OutboundRules(store)
+    connections = ConnectionService(store, folder.path, outbound=outbound)
     paths = PathEnds(store)
-    turns = TurnContexts(
-        store, paths=paths, regex_budget=regex_budget, recall=RecallService(store, watch=watch)
-    )
+    recall = RecallService(store, watch=watch, keys=RecallKeys(folder.path), outbound=outbound)
+    turns = TurnContexts(store, paths=paths, regex_budget=regex_budget, recall=recall)
     generation = GenerationService(
         store,
         connections,
@@ -384,7 +392,6 @@ def open_workspace(
     if background_backups:
         # Messages are embedded once, in the background, for each account whose recall is
         # on, with the model its own settings name.
-        recall = turns.recall
         plans: Kept[str, EmbeddingPlan] = Kept(watch)
 
         def plan() -> EmbeddingPlan:
@@ -407,6 +414,7 @@ def open_workspace(
         events,
         QuickReplyAutomations(chats, watch=watch),
         watch,
+        outbound,
     )
 
 

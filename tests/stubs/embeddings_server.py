@@ -31,6 +31,8 @@ class EmbeddingsStub:
     url: str = ""
     delay: float = 0.0
     requests: list[tuple[str, list[str]]] = field(default_factory=list)  # (model, texts)
+    # Each request's Authorization header ("" when it had none), in order.
+    authorizations: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def texts_of(self, model: str) -> set[str]:
@@ -50,6 +52,7 @@ def embeddings_stub(delay: float = 0.0) -> Iterator[EmbeddingsStub]:
                 return
             with stub.lock:
                 stub.requests.append((str(body["model"]), list(body["input"])))
+                stub.authorizations.append(self.headers.get("Authorization", ""))
             if stub.delay:
                 time.sleep(stub.delay)
             data = [

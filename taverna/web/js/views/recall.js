@@ -29,6 +29,8 @@ export async function recallSection() {
     ["source", "choice", { label: t("recall.source"), choices: [["transformers", t("recall.bundled")], ["openai", t("recall.api")]] }],
     ["alt_endpoint_url", "line", { label: t("recall.endpoint"), placeholder: "http://127.0.0.1:8080/v1" }],
     ["openai_model", "line", { label: t("recall.model") }],
+    // Written, never read back: the server shows only the key's last characters.
+    ["api_key", "line", { label: t("recall.key"), placeholder: settings.api_key_hint ? t("recall.key_kept", { hint: settings.api_key_hint }) : "", attrs: { type: "password", autocomplete: "off" } }],
     ["enabled_world_info", "bool", { label: t("recall.lorebook") }],
     ["max_entries", "number", { ...count, label: t("recall.max_entries") }],
   ], settings, { prefix: "recall", shownOnly: true });
@@ -37,11 +39,11 @@ export async function recallSection() {
   const source = form.fields.source.control;
   const showApi = () => {
     const api = source.value === "openai";
-    for (const name of ["alt_endpoint_url", "openai_model"]) form.fields[name].label.hidden = !api;
+    for (const name of ["alt_endpoint_url", "openai_model", "api_key"]) form.fields[name].label.hidden = !api;
     apiHelp.hidden = !api;
   };
   source.addEventListener("change", showApi);
-  form.fields.openai_model.label.after(apiHelp);
+  form.fields.api_key.label.after(apiHelp);
   showApi();
   return [
     h("h3", { text: t("recall.title") }),
@@ -49,9 +51,25 @@ export async function recallSection() {
     h("details", { class: "recall-settings" },
       h("summary", { text: t("recall.settings") }),
       form,
+      h("button", { type: "button", id: "recall-key-forget", text: t("recall.key_forget"), onClick: async () => {
+        try {
+          await api.put("/recall-settings", { api_key: "" });
+          form.fields.api_key.control.value = "";
+          form.fields.api_key.control.placeholder = "";
+          toast(t("recall.key_forgotten"));
+        } catch (error) {
+          reportError(error, t("recall.kept"));
+        }
+      } }),
       h("button", { type: "button", class: "primary", id: "recall-settings-save", text: t("common.save"), onClick: async () => {
         try {
-          await api.put("/recall-settings", form.read());
+          const changes = form.read();
+          delete changes.api_key_hint;
+          // An empty key field keeps the key stored; "Forget my key" removes it.
+          if (!changes.api_key) delete changes.api_key;
+          const saved = await api.put("/recall-settings", changes);
+          form.fields.api_key.control.value = "";
+          form.fields.api_key.control.placeholder = saved.api_key_hint ? t("recall.key_kept", { hint: saved.api_key_hint }) : "";
           toast(t("common.saved"));
         } catch (error) {
           reportError(error, t("recall.kept"));
