@@ -55,7 +55,7 @@ class Alice:
 
 @pytest.fixture
 def alice(ctx: AppContext) -> Iterator[Alice]:
-    accounts = enable_accounts(ctx, admin="alice")
+    accounts = enable_accounts(ctx, "alice")
     accounts.set_quota("alice", storage_bytes=None, generations_per_hour=QUOTA)
     with start_stub(key=KEY) as stub, TestClient(create_app(ctx)) as client:
         log_in(client, "alice")

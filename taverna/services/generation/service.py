@@ -804,7 +804,9 @@ class GenerationService:
                 plan.posted = loop.create_future()
             run.draft_info = {
                 "anchor_id": plan.anchor.id if plan.anchor else None,
-                "owner": self.owner,
+                # the chat's account: whichever process adopts the run if this one dies
+                # keeps its draft for the owner, whose chat lists it
+                "owner": plan.chat.owner,
                 "continued_stripped": "1" if plan.continued_stripped else "",
             }
             self.registry.add(run)
@@ -1462,7 +1464,9 @@ class GenerationService:
             return None
         fields = {
             "chat_id": meta["chat_id"],
-            "owner": meta.get("owner", self.owner),
+            # the chat's account, whichever process adopts the run (a run shared
+            # before its meta held the owner says "": its chat says whose it is)
+            "owner": meta.get("owner") or self._owner_of(meta["chat_id"]),
             "kind": meta.get("kind", GenerationType.NORMAL.value),
             "anchor_id": meta.get("anchor_id") or None,
             "text": text,
@@ -1480,6 +1484,13 @@ class GenerationService:
             if not self._journal_entry("draft", fields):
                 raise
             return None
+
+    def _owner_of(self, chat_id: str) -> str:
+        """The account of a chat (this service's own when the chat is gone)."""
+        try:
+            return self.store.get_chat(chat_id).owner
+        except NotFound:
+            return self.owner
 
     def _fail(
         self, plan: _Plan, text: str, error: str, outcome: Ending, *, cause: str | None = None
