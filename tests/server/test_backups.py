@@ -4,7 +4,6 @@ throttled per chat, and what is pending is written when the server shuts down.""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,8 +12,8 @@ from fastapi.testclient import TestClient
 from taverna.server.app import create_app
 from taverna.server.context import AppContext, open_context
 from tests.server.conftest import rev
-from tests.server.test_generation import events, generate
-from tests.stubs.model_server import Reply, StubServer, start_stub
+from tests.stubs.model_server import Reply, StubServer
+from tests.support.api import connect, events, generate, start_chat
 
 
 class Clock:
@@ -34,20 +33,13 @@ def clock(ctx: AppContext) -> Clock:
     return clock
 
 
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubServer]:
-    with start_stub() as server:
-        yield server
-
-
 def files(ctx: AppContext) -> list[Path]:
     folder = ctx.data_dir / "backups"
     return sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
 
 
 def new_chat(client: TestClient) -> str:
-    card = client.post("/api/characters", json={"name": "Mira", "first_mes": "Hello."}).json()
-    return str(client.post("/api/chats", json={"character_id": card["id"]}).json()["id"])
+    return start_chat(client, name="Mira", first_mes="Hello.")
 
 
 def test_a_new_chat_is_backed_up_at_once(client: TestClient, ctx: AppContext, clock: Clock) -> None:
@@ -87,13 +79,7 @@ def test_a_failed_write_backs_nothing_up(client: TestClient, ctx: AppContext, cl
 def test_a_stored_reply_is_backed_up(
     client: TestClient, ctx: AppContext, clock: Clock, stub: StubServer
 ) -> None:
-    connection = {
-        "name": "stub",
-        "api": "openai",
-        "url": stub.base_url("openai"),
-        "model": "stub-model",
-    }
-    assert client.post("/api/connections", json=connection).status_code == 201
+    connect(client, stub)
     chat_id = new_chat(client)
     clock.now += ctx.backups.interval
     # Slow enough that the reply lands well after the request that started it returned.

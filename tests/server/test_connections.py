@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from urllib.parse import quote
 
 import pytest
 from fastapi.testclient import TestClient
 
 from taverna.server.context import AppContext
-from tests.stubs.model_server import StubServer, start_stub
+from tests.stubs.model_server import StubServer
 
-
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubServer]:
-    with start_stub(key="sk-test-secret-1234", models=("stub-model", "stub-large")) as server:
-        yield server
+pytestmark = pytest.mark.stub_model(key="sk-test-secret-1234", models=("stub-model", "stub-large"))
 
 
 def test_add_list_test_models_default_remove(client: TestClient, stub: StubServer) -> None:

@@ -3,41 +3,23 @@ the reply is stored, as SillyTavern saves them; a preview (dry run) keeps nothin
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from fastapi.testclient import TestClient
 
-from tests.server.test_generation import events, generate
-from tests.stubs.model_server import Reply, StubServer, start_stub
-
-
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubServer]:
-    with start_stub() as server:
-        yield server
+from tests.stubs.model_server import Reply, StubServer
+from tests.support.api import connect, events, generate, start_chat
 
 
 def test_macros_keep_global_variables_after_a_stored_reply(
     client: TestClient, stub: StubServer
 ) -> None:
-    connection = {
-        "name": "stub",
-        "api": "openai",
-        "url": stub.base_url("openai"),
-        "model": "stub-model",
-    }
-    assert client.post("/api/connections", json=connection).status_code == 201
-    card = client.post(
-        "/api/characters",
-        json={
-            "name": "Wren",
-            "description": "Visits before this one: {{getglobalvar::visits}}.",
-            "personality": "{{addglobalvar::visits::1}}curious",
-            "first_mes": "Hi.",
-        },
-    ).json()
-    chat_id = client.post("/api/chats", json={"character_id": card["id"]}).json()["id"]
+    connect(client, stub)
+    chat_id = start_chat(
+        client,
+        name="Wren",
+        description="Visits before this one: {{getglobalvar::visits}}.",
+        personality="{{addglobalvar::visits::1}}curious",
+        first_mes="Hi.",
+    )
     assert client.get(f"/api/chats/{chat_id}/prompt").status_code == 200  # a preview
     assert client.get("/api/variables").json() == {}
     for visit in (1, 2):

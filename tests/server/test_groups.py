@@ -5,31 +5,18 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 
 import pytest
 from fastapi.testclient import TestClient
 
 from tests.server.conftest import rev
-from tests.server.test_generation import events
-from tests.stubs.model_server import Reply, StubServer, start_stub
-
-
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubServer]:
-    with start_stub() as server:
-        yield server
+from tests.stubs.model_server import Reply, StubServer
+from tests.support.api import connect, events
 
 
 @pytest.fixture
 def group(client: TestClient, stub: StubServer) -> dict:  # type: ignore[type-arg]
-    connection = {
-        "name": "stub",
-        "api": "openai",
-        "url": stub.base_url("openai"),
-        "model": "stub-model",
-    }
-    assert client.post("/api/connections", json=connection).status_code == 201
+    connect(client, stub)
     ids = []
     for name, description in (("Mira", "A keeper."), ("Élodie", "A pilot."), ("小雪", "画家。")):
         card = {"name": name, "description": description, "first_mes": f"{name} waves."}

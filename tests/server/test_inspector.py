@@ -5,18 +5,16 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from fastapi.testclient import TestClient
 
 from taverna.server.app import create_app
 from taverna.server.cards import CharacterFields
 from taverna.server.config import Limits, ServerConfig
 from taverna.server.context import AppContext, open_context
-from tests.server.test_generation import events, generate
-from tests.stubs.model_server import Reply, StubServer, start_stub
+from tests.stubs.model_server import Reply, StubServer
+from tests.support.api import connect, events, generate, start_chat
 
 # Regex keys that each stay within their 50 ms limit on LONG, 200 of them: without the
 # turn's time for user regexes, opening such a chat took 10-40 s. The bound is loose.
@@ -28,10 +26,7 @@ BOUND = 10.0
 def test_the_preview_counts_each_text_once_for_the_whole_process(
     client: TestClient, ctx: AppContext
 ) -> None:
-    card = client.post(
-        "/api/characters", json={"name": "Mira", "description": "A keeper.", "first_mes": "Hi."}
-    ).json()
-    chat_id = client.post("/api/chats", json={"character_id": card["id"]}).json()["id"]
+    chat_id = start_chat(client, name="Mira", description="A keeper.", first_mes="Hi.")
     counts = ctx.generation.counts
     first = client.get(f"/api/chats/{chat_id}/prompt")
     assert first.status_code == 200
@@ -40,12 +35,6 @@ def test_the_preview_counts_each_text_once_for_the_whole_process(
     again = client.get(f"/api/chats/{chat_id}/prompt")
     assert again.json()["prompt"] == first.json()["prompt"]
     assert counts.misses == misses and counts.hits > 0
-
-
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubServer]:
-    with start_stub() as server:
-        yield server
 
 
 def settled(ctx: AppContext) -> None:
@@ -59,13 +48,7 @@ def settled(ctx: AppContext) -> None:
 def test_a_past_reply_shows_the_prompt_as_it_was_sent(
     client: TestClient, ctx: AppContext, stub: StubServer
 ) -> None:
-    connection = {
-        "name": "stub",
-        "api": "openai",
-        "url": stub.base_url("openai"),
-        "model": "stub-model",
-    }
-    assert client.post("/api/connections", json=connection).status_code == 201
+    connect(client, stub)
     card = client.post(
         "/api/characters",
         json={"name": "Mira", "description": "Keeper of the old lamp.", "first_mes": "Hi."},
@@ -99,8 +82,7 @@ def test_a_past_reply_shows_the_prompt_as_it_was_sent(
 def test_a_reply_without_a_record_gets_its_prompt_built_again(
     client: TestClient, ctx: AppContext
 ) -> None:
-    card = client.post("/api/characters", json={"name": "Mira", "first_mes": "Hi."}).json()
-    chat_id = client.post("/api/chats", json={"character_id": card["id"]}).json()["id"]
+    chat_id = start_chat(client, name="Mira", first_mes="Hi.")
     greeting = client.get(f"/api/chats/{chat_id}").json()["messages"][0]["id"]
     rebuilt = client.get(f"/api/chats/{chat_id}/messages/{greeting}/prompt").json()
     assert rebuilt["as_sent"] is False and rebuilt["prompt"]["ledger"]["items"]

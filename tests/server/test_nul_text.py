@@ -18,8 +18,8 @@ from fastapi.testclient import TestClient
 from taverna.server.context import AppContext, open_context
 from taverna.services.data import DATABASE_URL_ENV as STORE_URL_ENV
 from taverna.store.testing import DATABASE_URL_ENV, backends
-from tests.server.test_generation import events
-from tests.stubs.model_server import Reply, StubServer, start_stub
+from tests.stubs.model_server import Reply, StubServer
+from tests.support.api import connect, events
 
 NUL = "\x00"
 
@@ -46,25 +46,13 @@ def ctx(
         engine.dispose()
 
 
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubServer]:
-    with start_stub() as server:
-        yield server
-
-
 def _ok(response: Any, status: int = 200) -> Any:
     assert response.status_code == status, response.text
     return response.json()
 
 
 def test_names_titles_messages_and_edits_keep_nul(client: TestClient, stub: StubServer) -> None:
-    connection = {
-        "name": "stub",
-        "api": "openai",
-        "url": stub.base_url("openai"),
-        "model": "stub-model",
-    }
-    _ok(client.post("/api/connections", json=connection), 201)
+    connect(client, stub)
     card = _ok(
         client.post(
             "/api/characters",

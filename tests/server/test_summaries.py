@@ -2,35 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from fastapi.testclient import TestClient
 
 from tests.server.conftest import rev
-from tests.server.test_generation import events
-from tests.stubs.model_server import Reply, StubServer, start_stub
-
-
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubServer]:
-    with start_stub() as server:
-        yield server
+from tests.stubs.model_server import Reply, StubServer
+from tests.support.api import connect, events, start_chat
 
 
 @pytest.fixture
 def chat_id(client: TestClient, stub: StubServer) -> str:
-    connection = {
-        "name": "stub",
-        "api": "openai",
-        "url": stub.base_url("openai"),
-        "model": "stub-model",
-    }
-    assert client.post("/api/connections", json=connection).status_code == 201
-    card = client.post(
-        "/api/characters", json={"name": "Mira", "first_mes": "Welcome, {{user}}."}
-    ).json()
-    return str(client.post("/api/chats", json={"character_id": card["id"]}).json()["id"])
+    connect(client, stub)
+    return start_chat(client, name="Mira", first_mes="Welcome, {{user}}.")
 
 
 def test_a_summary_is_made_read_edited_and_removed(
