@@ -1249,6 +1249,7 @@ export async function render(root, params) {
         updateControls();
         if (kind === "error") showFailure({ kind: failedKind, message: data.message || "", cause: data.cause || null });
         if (kind === "cancelled") toast(t("chat.stopped"));
+        if (kind === "done" && data.outcome === "saving") toast(t("chat.saving_note"), "warning");
         if (impersonated !== null) {
           input.value = data.text ?? impersonated;
           keepUnsent();
