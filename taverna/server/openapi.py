@@ -13,7 +13,7 @@ so they are added here, by rules that follow from what those do:
 - 404: a thing the request names does not exist (a path id, an id in the body or query).
 - 409: a write that names a revision no longer current, or a name already taken.
 - 413: a body larger than the server reads.
-- 429: with accounts, a generation past the account's hourly quota; any write.
+- 429: with accounts, a request to a model past the account's hourly quota; any write.
 - 422: a request that does not fit its schema (FastAPI's list of field errors), or a
   file or value that cannot be read (the project's error, naming the file and field).
 
@@ -115,7 +115,7 @@ _DESCRIPTIONS = {
     "409": "the revision named is no longer current, or the name is taken",
     "413": "the request body is too large",
     "422": "the request does not fit its schema, or a file or value cannot be read",
-    "429": "with accounts: the account used up its generations for the hour",
+    "429": "with accounts: the account used up its model requests for the hour",
     "502": "the model API could not be reached, or answered with an error",
 }
 
