@@ -12,8 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import shot
-from tests.faults.stores import fill, small_volume
-from tests.faults.test_full_disk import _wal_emptied
+from tests.faults.stores import fill, small_volume, wal_emptied
 from tests.stubs.model_server import Reply, StubServer
 from tests.stubs.taverna_server import TavernaServer
 from tests.support.browser import connect_served, new_page
@@ -58,7 +57,7 @@ def test_a_reply_kept_through_a_full_disk_shows_saving_then_lands(
     page.locator("#chat-input").fill("Is the tide in?")
     page.locator("#send").click()
     expect(page.locator("#streaming")).to_contain_text("The tide is out")
-    _wal_emptied(served.data)
+    wal_emptied(served.data)
     filler = fill(volume)
     try:
         stub.release()

@@ -9,6 +9,7 @@ import glob
 import os
 import pwd
 import shutil
+import sqlite3
 import subprocess
 import tempfile
 import time
@@ -188,3 +189,14 @@ def fill(volume: Path) -> Path:
     finally:
         os.close(descriptor)
     return filler
+
+
+def wal_emptied(data: Path) -> None:
+    """Checkpoint the SQLite write-ahead log of the data folder `data` and cut it to nothing,
+    so the server's next write needs new space (a log still holding earlier writes' pages
+    would take it in place)."""
+    database = sqlite3.connect(data / "taverna.db", timeout=10)
+    try:
+        database.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        database.close()

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.faults.stores import fill, small_volume
+from tests.faults.stores import fill, small_volume, wal_emptied
 from tests.faults.turns import Follower, connect, json_error, new_chat, send, settled
 from tests.stubs.model_server import Reply, StubServer, start_stub
 from tests.stubs.taverna_server import TavernaServer
@@ -49,16 +48,6 @@ def server(
         found.stop()
 
 
-def _wal_emptied(data: Path) -> None:
-    """Checkpoint SQLite's write-ahead log and cut it to nothing, so the next write needs
-    new space (a log still holding earlier writes' pages would take it in place)."""
-    database = sqlite3.connect(data / "taverna.db", timeout=10)
-    try:
-        database.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    finally:
-        database.close()
-
-
 def test_a_full_disk_at_the_save_loses_no_reply(
     server: tuple[TavernaServer, str], volume: Path, stub: StubServer
 ) -> None:
@@ -72,7 +61,7 @@ def test_a_full_disk_at_the_save_loses_no_reply(
         assert started.status_code == 202, started.text
         follower = Follower(taverna, started.json()["task"]["id"])
         follower.wait_for(len(tokens) - 1)
-        _wal_emptied(taverna.data)
+        wal_emptied(taverna.data)
         filler = fill(volume)
         try:
             stub.release()
