@@ -81,7 +81,10 @@ def quota(
         int | None, typer.Option("--storage-bytes", help="library size limit (omit: none)")
     ] = None,
     generations_per_hour: Annotated[
-        int | None, typer.Option("--generations-per-hour", help="hourly limit (omit: none)")
+        int | None,
+        typer.Option(
+            "--generations-per-hour", help="requests to models an hour, each counted (omit: none)"
+        ),
     ] = None,
     data: DataOption = None,
 ) -> None:
