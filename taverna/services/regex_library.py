@@ -19,6 +19,7 @@ from typing import Any
 
 from taverna.engine.assembly.regex_scripts import RegexUse as RegexUse
 from taverna.engine.assembly.regex_scripts import regexed
+from taverna.engine.lorebook.regex_budget import RegexBudget
 from taverna.engine.macros import MacroContext, evaluate
 from taverna.errors import FormatError, NotFound
 from taverna.formats import json_text
@@ -298,8 +299,12 @@ def try_scripts(
     depth: int | None = None,
     user: str = "User",
     char: str = "",
+    budget: RegexBudget | None = None,
 ) -> str:
     """What `scripts` make of `text` at one moment, as the page's test box shows it;
-    `{{user}}` and `{{char}}` print the given names."""
+    `{{user}}` and `{{char}}` print the given names. Within `budget` when one is given,
+    as a turn's scripts are: what it stopped or kept from running is in its notes."""
     names = MacroContext(user=user, char=char)
-    return regexed(text, placement, scripts, lambda t: evaluate(t, names).text, use, depth=depth)
+    return regexed(
+        text, placement, scripts, lambda t: evaluate(t, names).text, use, depth=depth, budget=budget
+    )

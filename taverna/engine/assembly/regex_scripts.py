@@ -112,8 +112,12 @@ def run_script(
         return substitute(_GROUP.sub(group, template))
 
     def run(timeout: float) -> str:
+        # concurrent: the GIL is let go while the pattern matches, so a pattern that runs
+        # to its limit holds up no other request of the server meanwhile
         return str(
-            compiled.pattern.sub(replacement, text, count=0 if every else 1, timeout=timeout)
+            compiled.pattern.sub(
+                replacement, text, count=0 if every else 1, timeout=timeout, concurrent=True
+            )
         )
 
     if budget is None:

@@ -4,11 +4,14 @@ and try scripts on a text with the engine the chat uses."""
 
 from __future__ import annotations
 
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, File, Query, Request, Response, UploadFile
 from pydantic import BaseModel, Field
 
+from taverna.engine.lorebook.regex_budget import TURN_REGEX_BUDGET, RegexBudget
 from taverna.model.regex_script import RegexPlacement
 from taverna.server import library_views
 from taverna.server.context import AppContext, context, current_user
@@ -30,6 +33,8 @@ router = APIRouter(tags=["regex"])
 uploads = APIRouter(tags=["regex"])
 
 SCRIPTS_MAX = 1000
+# Scripts one try may run: the page tries the one being edited.
+TRY_SCRIPTS_MAX = 100
 
 
 class LayerOut(BaseModel):
@@ -51,7 +56,7 @@ class AllowIn(Strict):
 class TryIn(Strict):
     """Scripts to try on a text, as the editor holds them (saved or not)."""
 
-    scripts: list[dict[str, Any]] = Field(max_length=SCRIPTS_MAX)
+    scripts: list[dict[str, Any]] = Field(max_length=TRY_SCRIPTS_MAX)
     text: str = Field(max_length=TEXT_MAX)
     placement: Literal[1, 2, 3, 5, 6] = Field(
         default=2,
@@ -63,8 +68,19 @@ class TryIn(Strict):
     user: str = Field(default="User", max_length=NAME_MAX)
 
 
+class SkippedOut(BaseModel):
+    """A script a time limit stopped, or kept from running once the try's time was spent:
+    it left the text as it was."""
+
+    script: str
+    reason: str
+    code: str
+    params: dict[str, str]
+
+
 class TryOut(BaseModel):
     result: str
+    skipped: list[SkippedOut] = Field(default_factory=list)
 
 
 def _out(found: LayerScripts) -> LayerOut:
@@ -118,20 +134,49 @@ def allow_layer(
 
 
 @router.post("/api/regex/try", response_model=TryOut)
-def try_layer(body: TryIn) -> TryOut:
+async def try_layer(body: TryIn, ctx: AppContext = Depends(context)) -> TryOut:
     """What the scripts make of a text at one moment (stored, shown or sent), by the
-    engine the chat uses, time limits included."""
+    engine the chat uses, time limits included: the scripts of one try spend at most a
+    turn's time for regexes together (`regex_turn_seconds`), and the tries of the whole
+    server run one at a time on a thread of their own, so the event loop goes on
+    answering everyone else."""
     scripts = [read_script(s, where=f"scripts[{i}]") for i, s in enumerate(body.scripts)]
-    result = try_scripts(
-        scripts,
-        body.text,
-        placement=RegexPlacement(body.placement),
-        use=RegexUse(body.use),
-        depth=body.depth,
-        user=body.user,
-        char=body.char,
-    )
-    return TryOut(result=result)
+    seconds = ctx.turns.regex_budget if ctx.turns is not None else TURN_REGEX_BUDGET
+
+    def run() -> TryOut:
+        budget = RegexBudget(seconds)
+        result = try_scripts(
+            scripts,
+            body.text,
+            placement=RegexPlacement(body.placement),
+            use=RegexUse(body.use),
+            depth=body.depth,
+            user=body.user,
+            char=body.char,
+            budget=budget,
+        )
+        skipped = [
+            SkippedOut(
+                script=note.source,
+                reason=note.reason,
+                code=note.code,
+                params={k: str(v) for k, v in note.params.items()},
+            )
+            for note in budget.skipped()
+        ]
+        return TryOut(result=result, skipped=skipped)
+
+    return await asyncio.get_running_loop().run_in_executor(_tries(), run)
+
+
+_TRIES: list[ThreadPoolExecutor] = []
+
+
+def _tries() -> ThreadPoolExecutor:
+    """The one thread the server's regex tries take turns on (made at the first)."""
+    if not _TRIES:
+        _TRIES.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="regex-try"))
+    return _TRIES[0]
 
 
 @uploads.post("/api/regex/{layer}/import", response_model=LayerOut, status_code=201)
