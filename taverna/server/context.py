@@ -16,6 +16,7 @@ from taverna.providers.outbound import OutboundPolicy
 from taverna.server.config import ProxyNetwork, ServerConfig, proxy_network
 from taverna.services.connections import ConnectionService
 from taverna.services.library import LibraryService
+from taverna.services.local_models import local_models
 from taverna.services.workspace import Workspace, open_workspace
 
 T = TypeVar("T")
@@ -54,6 +55,9 @@ class AppContext(Workspace):
         if self.outbound is not None:
             # the policy holds with accounts, which a server turns on after it is made
             self.outbound.accounts_on = lambda: "accounts" in self.services
+        # With accounts, a local model is named by its file in the models folder, never by
+        # a path (no answer may tell which paths exist on the server).
+        local_models().paths_allowed = lambda: "accounts" not in self.services
 
     def configure(self, config: ServerConfig) -> None:
         """Take the operator's limits (the regex time of a turn among them) and allowed

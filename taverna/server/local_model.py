@@ -229,6 +229,29 @@ def create_app(generator: Generator, secret: str) -> Any:
     )
 
 
+def check_model_file(path: str) -> None:
+    """Read the file's header and metadata before llama.cpp loads it: a file that is not a
+    GGUF model ends this process with the reason on its last line (the server that
+    started it reports that line, naming the model)."""
+    from taverna.engine.tokens.gguf import read_metadata
+    from taverna.errors import FormatError
+
+    try:
+        with open(path, "rb") as stream:
+            if stream.read(4) != b"GGUF":
+                raise SystemExit("not a GGUF model file")
+            stream.seek(0)
+            read_metadata(stream, file=os.path.basename(path))
+    except OSError as exc:
+        raise SystemExit(f"cannot read the model file: {exc.strerror}") from None
+    except FormatError as exc:
+        raise SystemExit(f"not a valid GGUF model file: {exc.message}") from None
+    except SystemExit:
+        raise
+    except Exception as exc:
+        raise SystemExit(f"not a valid GGUF model file ({type(exc).__name__})") from None
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="taverna-local-model", description=__doc__)
     parser.add_argument("--model", required=True)
@@ -242,7 +265,11 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"{SECRET_ENV} must hold the secret requests carry")
     import uvicorn
 
-    generator = Generator(args.model, args.n_ctx, args.threads or None, args.max_tokens)
+    check_model_file(args.model)
+    try:
+        generator = Generator(args.model, args.n_ctx, args.threads or None, args.max_tokens)
+    except Exception as exc:  # llama.cpp refused the file: said on the last line, for the server
+        raise SystemExit(f"llama.cpp cannot load the model: {exc}") from None
     uvicorn.run(
         create_app(generator, secret),
         host="127.0.0.1",

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from taverna.errors import FormatError, NotFound, TavernaError, library_cause
+from taverna.errors import Forbidden, FormatError, NotFound, TavernaError, library_cause
 from taverna.model.chat import new_id
 from taverna.model.prompt import Prompt, PromptMessage, Role
 from taverna.providers.builders import build_request, stream_parser
@@ -387,6 +387,7 @@ class ConnectionService:
                     field="url",
                     code="local_model_runs_here_it",
                 )
+            self._check_local_model(model.strip())
             LocalSpec.of(model, options or {})  # a missing file or a bad setting, named now
         if key:
             key = check_key(key.strip())
@@ -440,6 +441,21 @@ class ConnectionService:
         if connection.default:
             self._clear_other_defaults(name)
         return self._from_document(doc)
+
+    def _check_local_model(self, model: str) -> None:
+        """With accounts, a local model other than the bundled one is an admin's to add
+        (from the models folder, by file name): the same refusal whatever `model` names,
+        so nobody learns which files the server has."""
+        rules = self.outbound
+        if rules is None or not rules.accounts_on() or not model:
+            return
+        if rules.for_owner(self.owner) is not None:
+            raise Forbidden(
+                "only an admin adds a local model from the server's models folder; "
+                "leave the model empty for the bundled one",
+                field="model",
+                code="local_model_admin_only",
+            )
 
     def _check_key_env(self, variable: str) -> None:
         if self.key_env_allowed is None or variable in self.key_env_allowed:

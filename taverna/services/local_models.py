@@ -5,6 +5,14 @@ extra installs). The first request starts `taverna.server.local_model` on a free
 127.0.0.1 with a fresh secret; later requests reuse it; another model or other settings
 restart it; a process nobody used for `idle_seconds` is stopped (its memory freed) and
 started again on the next request. One model runs at a time, as one person chats at a time.
+
+A model is named by its file name in the data folder's `models/` folder. A path names it
+only where the server allows paths (no accounts: the person owns the machine); with
+accounts no answer tells whether a path exists, and `~` is never expanded. A file is
+opened and checked first by the model's own process, never by the server's: a file that
+is not a GGUF model, or one llama.cpp cannot load, ends that process, and the error (a
+4xx naming the model) says why. Only once that process has loaded a file does the server
+read its chat template and vocabulary (for counting), and again after the file changes.
 """
 
 from __future__ import annotations
@@ -21,7 +29,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
@@ -33,7 +41,7 @@ from taverna.engine.assembly.context import AssemblyContext
 from taverna.engine.textgen.chat_template import ChatTemplate
 from taverna.engine.tokens import llama_vocab
 from taverna.engine.tokens.gguf import read_metadata
-from taverna.errors import FormatError, NotFound, ProviderError
+from taverna.errors import FormatError, NotFound, ProviderError, TavernaError
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +53,7 @@ DEFAULT_MODEL_NAME = "SmolLM2-135M-Instruct"
 SECRET_ENV = "TAVERNA_LOCAL_SECRET"  # the worker reads its secret here
 DEFAULT_N_CTX = 4096
 IDLE_SECONDS = 600.0
+MODELS_FOLDER = "models"  # in the data folder: the models a connection names by file name
 _PR_SET_PDEATHSIG = 1
 START_SECONDS = 120.0
 
@@ -81,34 +90,10 @@ class LocalSpec:
 
     @classmethod
     def of(cls, model: str, options: Mapping[str, Any]) -> LocalSpec:
-        """The spec of a connection: its model path ("" for the bundled one) and options."""
+        """The spec of a connection: its model ("" for the bundled one; a file name in the
+        models folder; a path where paths are allowed) and options. Nothing is opened."""
         if model.strip():
-            path = Path(model).expanduser()
-            try:
-                is_file = path.is_file()
-            except (OSError, ValueError):  # a name too long for the system, a NUL in it
-                is_file = False
-            if not is_file:
-                raise NotFound(
-                    f"no model file at {model[:200]!r}",
-                    field="model",
-                    code="no_model_file_at",
-                    params={"model": str(model[:200])},
-                )
-            try:
-                with path.open("rb") as stream:
-                    magic = stream.read(4)
-            except OSError as exc:
-                raise FormatError(
-                    f"cannot read the model file: {exc.strerror}",
-                    file=model,
-                    code="cannot_read_model_file",
-                    params={"strerror": str(exc.strerror)},
-                ) from None
-            if magic != b"GGUF":
-                raise FormatError(
-                    "not a GGUF model file", file=model, field="model", code="not_gguf_model_file"
-                )
+            path = model_file(model.strip())
         else:
             found = default_model_path()
             if found is None:
@@ -122,6 +107,76 @@ class LocalSpec:
         return cls(
             path.resolve(), _int(options, "n_ctx", DEFAULT_N_CTX), _int(options, "threads", 0)
         )
+
+
+def is_file_name(model: str) -> bool:
+    """Whether `model` is a bare file name (of the models folder), not a path."""
+    return (
+        bool(model)
+        and model not in (".", "..")
+        and not any(c in model for c in "/\\\x00")
+        and not model.startswith("~")
+    )
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except (OSError, ValueError):  # a name too long for the system, a NUL in it
+        return False
+
+
+def models_in(folder: Path | None) -> list[str]:
+    """The GGUF files of the models folder, by name."""
+    if folder is None:
+        return []
+    try:
+        found = [p.name for p in folder.iterdir() if p.suffix.lower() == ".gguf" and _is_file(p)]
+    except OSError:
+        return []
+    return sorted(found)
+
+
+def model_file(model: str) -> Path:
+    """The file a connection's model names: a file of the models folder by its name, or,
+    where the server allows paths, a path as written (`~` is not expanded)."""
+    manager = local_models()
+    if is_file_name(model):
+        folder = manager.models_dir
+        if folder is not None and _is_file(folder / model):
+            return folder / model
+        if not manager.paths_allowed():
+            raise NotFound(
+                f"no model named {model[:200]!r} in the models folder",
+                field="model",
+                code="no_model_in_folder",
+                params={"model": model[:200]},
+            )
+    elif not manager.paths_allowed():
+        # the same answer whether the path exists or not
+        raise FormatError(
+            "a local model is named by its file name in the server's models folder, not by a path",
+            field="model",
+            code="local_model_by_name_only",
+        )
+    path = Path(model)
+    if not _is_file(path):
+        raise NotFound(
+            f"no model file at {model[:200]!r}",
+            field="model",
+            code="no_model_file_at",
+            params={"model": str(model[:200])},
+        )
+    return path
+
+
+def _identity(path: Path) -> tuple[int, int, int, int] | None:
+    """What tells a file from the same file changed or replaced."""
+    try:
+        found = path.stat()
+    except OSError:
+        return None
+    return (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns)
 
 
 def _int(options: Mapping[str, Any], key: str, default: int) -> int:
@@ -184,6 +239,12 @@ class LocalModels:
         self._running: _Running | None = None
         self._watch: threading.Thread | None = None
         self.starts = 0  # processes started (for tests and benchmarks)
+        # The data folder's models folder (set by the workspace), and whether a model may
+        # be named by a path (a server with accounts allows none).
+        self.models_dir: Path | None = None
+        self.paths_allowed: Callable[[], bool] = lambda: True
+        # The files a model process of this server loaded, as they were then.
+        self._loaded: dict[Path, tuple[int, int, int, int] | None] = {}
 
     def endpoint(self, spec: LocalSpec) -> tuple[str, str]:
         """The URL and secret of a process running `spec`, started (blocking) if needed."""
@@ -196,6 +257,15 @@ class LocalModels:
             self._running = self._start(spec)
             self._ensure_watch()
             return self._running.url, self._running.secret
+
+    def checked(self, spec: LocalSpec) -> None:
+        """Make sure a model process has loaded `spec`'s file as it is now (starting one if
+        none has), before the server reads anything of it; the error naming the model
+        when it cannot be loaded."""
+        with self._lock:
+            if spec.model in self._loaded and self._loaded[spec.model] == _identity(spec.model):
+                return
+        self.endpoint(spec)
 
     def touch(self) -> None:
         """Note a use (a generation still streaming keeps the process)."""
@@ -222,9 +292,10 @@ class LocalModels:
 
     def _start(self, spec: LocalSpec) -> _Running:
         if not runtime_available():
-            raise ProviderError(
+            raise TavernaError(
                 "llama.cpp is not installed: install taverna's `local` extra "
                 "(pip install 'taverna[local]') to run models on this machine",
+                field="model",
                 code="llama_cpp_is_not_installed",
             )
         port = _free_port()
@@ -264,13 +335,15 @@ class LocalModels:
                     said = errors.read()[-4000:].decode(errors="replace")
                     lines = [line for line in said.splitlines() if line.strip()]
                     last = lines[-1] if lines else f"exit code {process.returncode}"
-                    raise ProviderError(
+                    raise FormatError(
                         f"the local model {spec.model.name} did not start: {last}",
+                        field="model",
                         code="local_model_failed",
                         params={"name": spec.model.name, "why": last},
                     )
                 try:
                     if httpx.get(f"{url}/health", timeout=1.0).status_code == 200:
+                        self._loaded[spec.model] = _identity(spec.model)
                         self.starts += 1
                         log.info("local model ready in %.1f s", time.monotonic() - started)
                         return _Running(spec, process, url, secret, time.monotonic())
@@ -279,8 +352,9 @@ class LocalModels:
                 time.sleep(0.05)
             process.kill()
             process.wait()
-        raise ProviderError(
+        raise TavernaError(
             f"the local model {spec.model.name} did not start in time",
+            field="model",
             code="local_model_did_not_start",
             params={"name": str(spec.model.name)},
         )
@@ -322,7 +396,7 @@ def model_chat_template(path: Path, modified: float = 0.0) -> ChatTemplate | Non
     try:
         with path.open("rb") as stream:
             metadata, _digest = read_metadata(stream, file=path.name)
-    except (OSError, FormatError):
+    except Exception:  # a file its model's process loaded, yet whose metadata is odd
         return None
     source = metadata.get("tokenizer.chat_template")
     if not isinstance(source, str) or not source.strip():
@@ -352,6 +426,7 @@ def for_local_model(
     vocabulary, within the context it runs with, and formatted with the model's own chat
     template unless the person chose an instruct template (instruct mode on)."""
     spec = LocalSpec.of(model, options)
+    local_models().checked(spec)  # loaded by its own process first, never first here
     text = context.text_completion
     extras = dict(text.extras)
     if not text.instruct_enabled and "chat_template" not in extras:

@@ -361,6 +361,8 @@ def open_workspace(
     events = EventBus(found)
     chats = ChatService(store, rewriter=StoredRegex(store), events=events)
     outbound = OutboundRules(store)
+    # A local model is named by its file name in the data folder's models folder.
+    local_models.local_models().models_dir = folder.path / local_models.MODELS_FOLDER
     connections = ConnectionService(store, folder.path, outbound=outbound)
     paths = PathEnds(store)
     recall = RecallService(store, watch=watch, keys=RecallKeys(folder.path), outbound=outbound)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from taverna.errors import FormatError, NotFound, ProviderError
-from taverna.server.local_model import completion_arguments
+from taverna.errors import NotFound, ProviderError
+from taverna.server.local_model import check_model_file, completion_arguments
 from taverna.services.local_models import LocalSpec
 
 
@@ -55,10 +55,12 @@ def test_a_connection_names_a_gguf_file(tmp_path: Path) -> None:
     for odd in ("0" * 5000, "a\x00b.gguf"):  # too long for the system, a NUL inside
         with pytest.raises(NotFound, match="no model file"):
             LocalSpec.of(odd, {})
+    # The file is opened and checked by the model's own process, never by the server's.
     other = tmp_path / "notes.gguf"
     other.write_text("hello")
-    with pytest.raises(FormatError, match="not a GGUF"):
-        LocalSpec.of(str(other), {})
+    assert LocalSpec.of(str(other), {}).model == other.resolve()
+    with pytest.raises(SystemExit, match="not a GGUF"):
+        check_model_file(str(other))
     model = tmp_path / "tiny.gguf"
     model.write_bytes(b"GGUF" + bytes(20))
     spec = LocalSpec.of(str(model), {"n_ctx": 2048, "threads": "2", "max_tokens": 0})

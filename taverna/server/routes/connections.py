@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request, Response
 
+from taverna.errors import Forbidden
 from taverna.server.context import AppContext, context, current_user
 from taverna.server.openapi import upstream_error
 from taverna.server.schemas import ConnectionIn, ConnectionOut, ConnectionPatch, ConnectionTestOut
 from taverna.services.connections import Connection, ConnectionService
+from taverna.services.local_models import local_models, models_in
 
 router = APIRouter(prefix="/api/connections", tags=["connections"])
 
@@ -31,6 +33,19 @@ def out(connections: ConnectionService, connection: Connection) -> ConnectionOut
         has_key=bool(connection.key_ref),
         key=str(shown.get("key", "none")),
     )
+
+
+@router.get("/local-models", response_model=list[str])
+def list_local_models(request: Request, ctx: AppContext = Depends(context)) -> list[str]:
+    """The GGUF files of the server's models folder (`models/` in its data folder), by the
+    file name a `local` connection names one. With accounts, an admin's list only."""
+    session = getattr(request.state, "session", None)
+    if "accounts" in ctx.services and (session is None or not session.account.admin):
+        raise Forbidden(
+            "only an admin adds a local model from the server's models folder",
+            code="local_model_admin_only",
+        )
+    return models_in(local_models().models_dir)
 
 
 @router.get("", response_model=list[ConnectionOut])

@@ -23,6 +23,7 @@ export function connectionForm({ id, title, first = false, onSaved }) {
     ...(first ? [] : [["default", "bool"]]),
   ];
   const form = fieldForm(fields, {}, { prefix: first ? "first" : "c", labels: "connections", box: h("form", { class: "editor", id }, h("h2", { text: title })) });
+  offerLocalModels(form.fields.model.control, `${id}-local-models`);
   form.append(h("button", { type: "submit", class: "primary", text: t("common.save") }));
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
@@ -40,6 +41,19 @@ export function connectionForm({ id, title, first = false, onSaved }) {
     await onSaved(saved);
   });
   return form;
+}
+
+/**
+ * The models folder's GGUF files, offered as the model of a local connection (a local
+ * model is named by its file name there; with accounts, only an admin may list them).
+ */
+function offerLocalModels(input, listId) {
+  const names = h("datalist", { id: listId });
+  input.setAttribute("list", listId);
+  input.after(names);
+  api.get("/connections/local-models").then((found) => {
+    for (const name of found) names.append(h("option", { value: name }));
+  }).catch(() => {});
 }
 
 export async function render(root) {
@@ -117,6 +131,7 @@ export async function render(root) {
       labels: "connections",
       box: h("form", { class: "editor connection-editor", hidden: true, "aria-label": t("connections.edit_named", { name: c.name }) }),
     });
+    if (c.api === "local") offerLocalModels(form.fields.model.control, `edit-${safe}-local-models`);
     form.append(h("div", { class: "row" },
       h("button", { type: "submit", class: "primary small", text: t("common.save") }),
       h("button", { type: "button", class: "small", text: t("chat.cancel"), onClick: () => {
