@@ -3,8 +3,6 @@ says in its own language; the English message stays for the API and the command 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from fastapi.testclient import TestClient
 
@@ -13,13 +11,9 @@ from taverna.server.context import AppContext
 from taverna.server.errors import code_of
 from tests.server.conftest import rev
 from tests.server.test_chats import make_chat
-from tests.stubs.model_server import StubServer, start_stub
+from tests.stubs.model_server import StubServer
 
-
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubServer]:
-    with start_stub(key="sk-test-secret-1234") as server:
-        yield server
+pytestmark = pytest.mark.stub_model(key="sk-test-secret-1234")
 
 
 def detail(response: object) -> dict[str, object]:

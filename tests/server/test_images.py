@@ -5,27 +5,22 @@ from __future__ import annotations
 import base64
 import io
 import json
-from collections.abc import Iterator
 
 import pytest
 from fastapi.testclient import TestClient
 from PIL import Image
 
 from tests.server.conftest import rev
-from tests.server.test_generation import events, generate
-from tests.stubs.model_server import Reply, StubServer, start_stub
+from tests.stubs.model_server import Reply, StubServer
+from tests.support.api import events, generate
+
+pytestmark = pytest.mark.stub_model(models=("gpt-4o", "gpt-3.5-turbo"))
 
 
 def png_bytes(width: int = 8, height: int = 6) -> bytes:
     out = io.BytesIO()
     Image.new("RGB", (width, height), (20, 90, 160)).save(out, format="PNG")
     return out.getvalue()
-
-
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubServer]:
-    with start_stub(models=("gpt-4o", "gpt-3.5-turbo")) as server:
-        yield server
 
 
 def setup_chat(client: TestClient, stub: StubServer, *, inlining: bool, model: str) -> str:
