@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,11 +17,13 @@ from taverna.providers.events import Event, Finish, TextDelta, ToolCall, Usage
 from taverna.providers.mistral import convert_messages
 from taverna.providers.request import Api, RequestOptions, ToolSpec
 from taverna.providers.transport import stream_events
-from tests.stubs import Reply, StubServer, start_stub
+from tests.stubs import Reply, StubServer
 from tests.stubs.schemas import check_mistral_chat
 
 KEY = "sk-mistral-test-0123456789"
 OPTIONS = RequestOptions(model="mistral-large-latest", user_name="Alex", char_name="Aria")
+
+pytestmark = pytest.mark.stub_model(key=KEY)
 
 
 def m(role: Role, text: str, name: str = "") -> PromptMessage:
@@ -143,12 +144,6 @@ def test_the_openai_body_would_be_refused_by_mistral() -> None:
     """Why Mistral needs its own body: the OpenAI-compatible one breaks its schema."""
     body = request_body(STORY, Api.OPENAI_COMPATIBLE, OPTIONS)
     assert check_mistral_chat(body) != []
-
-
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubServer]:
-    with start_stub(key=KEY) as server:
-        yield server
 
 
 def collect(stub: StubServer, prompt: Prompt, options: RequestOptions) -> list[Event]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-from collections.abc import Iterator
 
 import pytest
 
@@ -24,7 +23,7 @@ from taverna.providers.events import (
 )
 from taverna.providers.request import Api, RequestOptions, ToolSpec
 from taverna.providers.transport import Timeouts, redact, stream_events
-from tests.stubs import Reply, StubServer, start_stub
+from tests.stubs import Reply, StubServer
 
 KEY = "sk-test-0123456789abcdef"
 CHAT = Prompt(
@@ -35,11 +34,7 @@ CHAT = Prompt(
 )
 TEXT = Prompt(kind="text", text="User: Hello\nAria:", sampling={"temp": 0.7, "genamt": 100})
 
-
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubServer]:
-    with start_stub(key=KEY) as server:
-        yield server
+pytestmark = pytest.mark.stub_model(key=KEY)
 
 
 def run(
