@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from dataclasses import asdict, is_dataclass
 from typing import Any
 
-from fastapi import APIRouter, Depends, Header, Query, Response
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
 from taverna.errors import NotFound, TavernaError
@@ -26,6 +26,7 @@ from taverna.server.schemas import (
     StopOut,
     TaskOut,
 )
+from taverna.server.session_streams import while_signed_in
 from taverna.services import chat_reads
 from taverna.services.generation import (
     Completed,
@@ -210,6 +211,7 @@ def _plain(event: Any) -> dict[str, Any]:
 )
 async def follow_task(
     task_id: str,
+    request: Request,
     since: int | None = Query(
         None, ge=0, le=10_000_000, description="the index of the first event to send"
     ),
@@ -225,7 +227,7 @@ async def follow_task(
     try:
         run = service.registry.get(task_id)
     except NotFound:
-        return _import_stream(ctx, task_id, start)
+        return _import_stream(request, ctx, task_id, start)
 
     async def frames() -> AsyncIterator[str]:
         yield "retry: 1000\n\n"
@@ -236,13 +238,17 @@ async def follow_task(
             if text:
                 yield text
 
-    return StreamingResponse(frames(), media_type="text/event-stream", headers=SSE_HEADERS)
+    return StreamingResponse(
+        while_signed_in(request, frames()), media_type="text/event-stream", headers=SSE_HEADERS
+    )
 
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
-def _import_stream(ctx: AppContext, task_id: str, start: int) -> StreamingResponse:
+def _import_stream(
+    request: Request, ctx: AppContext, task_id: str, start: int
+) -> StreamingResponse:
     jobs = ctx.services.get("imports")
     if jobs is None:
         raise NotFound("no such task", code="no_such_task")
@@ -253,7 +259,9 @@ def _import_stream(ctx: AppContext, task_id: str, start: int) -> StreamingRespon
         async for index, name, data in job.follow(start):
             yield f"id: {index}\nevent: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
 
-    return StreamingResponse(frames(), media_type="text/event-stream", headers=SSE_HEADERS)
+    return StreamingResponse(
+        while_signed_in(request, frames()), media_type="text/event-stream", headers=SSE_HEADERS
+    )
 
 
 @router.get("/api/tasks/{task_id}", response_model=TaskOut)
