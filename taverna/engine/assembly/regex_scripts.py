@@ -30,7 +30,11 @@ Substitute = Callable[[str], str]
 _SHAPE = re.compile(r"(/?)(.+)\1([a-z]*)", re.IGNORECASE)
 _VALID_FLAGS = re.compile(r"^(?!.*?(.).*?\1)[gmixXsuUAJ]+$")
 _MATCH_MACRO = re.compile(r"\{\{match\}\}", re.IGNORECASE)
-_GROUP = re.compile(r"\$(\d+)|\$<([^>]+)>")
+# 1.12.6 reads only `$` and digits in a replacement (`$<name>`, `$&`, `$$` stay as written).
+_GROUP = re.compile(r"\$(\d+)")
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+_LONE = re.compile("[\ud800-\udfff]")
 _MACRO = re.compile(r"\{\{.*?\}\}", re.DOTALL)
 _REGEX_SPECIAL = re.compile(r"[\n\r\t\v\f\0.^$*+?{}\[\]\\/|()]")
 _CONTROL_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v", "\f": "\\f", "\0": "\\0"}
@@ -80,11 +84,40 @@ def regex_from_string(text: str) -> tuple[JsRegex, bool] | None:
     return compiled, "g" in flags
 
 
+def code_units(text: str) -> str:
+    """`text` as a JavaScript string holds it: each character outside the BMP as its two
+    UTF-16 surrogates, which a pattern without the `u` flag sees one by one."""
+
+    def split(found: re.Match[str]) -> str:
+        value = ord(found.group(0)) - 0x10000
+        return chr(0xD800 + (value >> 10)) + chr(0xDC00 + (value & 0x3FF))
+
+    return _ASTRAL.sub(split, text)
+
+
+def characters(text: str) -> str:
+    """`code_units` undone: surrogate pairs joined again. A surrogate left alone (a pattern
+    without `u` replaced half of a pair) becomes U+FFFD: stored text cannot hold it."""
+
+    def join(found: re.Match[str]) -> str:
+        pair = found.group(0)
+        return chr(0x10000 + ((ord(pair[0]) - 0xD800) << 10) + ord(pair[1]) - 0xDC00)
+
+    return _LONE.sub("\ufffd", _PAIR.sub(join, text))
+
+
 def run_script(
     script: RegexScript, text: str, substitute: Substitute, budget: RegexBudget | None = None
 ) -> str:
     """One script over one text (SillyTavern `runRegexScript`), within the turn's `budget`
-    when one is given: a script a time limit stops leaves the text as it was."""
+    when one is given: a script a time limit stops leaves the text as it was.
+
+    Without the `u` flag a JavaScript pattern matches UTF-16 code units, so a text or
+    pattern with characters outside the BMP is matched as code units (`.` takes half an
+    emoji). In the replacement only `$` and digits are read: `$0` (and `{{match}}`) the
+    match, `$1`... a group, and past the last group what 1.12.6's replacer receives next:
+    the match's offset (in code units; nothing at 0), then the whole text.
+    """
     if script.disabled or not script.find_regex or not text:
         return text
     find = find_pattern(script, substitute)
@@ -92,33 +125,47 @@ def run_script(
     if parsed is None:
         return text
     compiled, every = parsed
+    units = "u" not in compiled.flags and bool(_ASTRAL.search(find) or _ASTRAL.search(text))
+    subject = text
+    if units:
+        parsed = regex_from_string(code_units(find))
+        if parsed is None:
+            return text
+        compiled, every = parsed
+        subject = code_units(text)
     template = _MATCH_MACRO.sub("$0", script.replace_string)
     trims = [substitute(t) for t in script.trim_strings]
+    if units:
+        trims = [code_units(t) for t in trims]
+
+    def trimmed(value: str) -> str:
+        for trim in trims:
+            value = value.replace(trim, "")
+        return value
 
     def replacement(match: re.Match[str]) -> str:
+        groups = match.re.groups or 0
+
         def group(reference: re.Match[str]) -> str:
-            value: str | None = None
-            if reference.group(1) is not None:
-                index = int(reference.group(1))
-                value = match.group(index) if index <= (match.re.groups or 0) else None
-            elif reference.group(2) in match.re.groupindex:
-                value = match.group(reference.group(2))
-            if not value:
-                return ""
-            for trim in trims:
-                value = value.replace(trim, "")
-            return value
+            index = int(reference.group(1))
+            if index <= groups:
+                return trimmed(match.group(index) or "")
+            if index == groups + 1:  # the offset, in code units as JavaScript counts
+                offset = match.start() if units else len(code_units(subject[: match.start()]))
+                return str(offset) if offset else ""
+            if index == groups + 2:
+                return trimmed(subject)
+            return ""
 
         return substitute(_GROUP.sub(group, template))
 
     def run(timeout: float) -> str:
         # concurrent: the GIL is let go while the pattern matches, so a pattern that runs
         # to its limit holds up no other request of the server meanwhile
-        return str(
-            compiled.pattern.sub(
-                replacement, text, count=0 if every else 1, timeout=timeout, concurrent=True
-            )
+        found = compiled.pattern.sub(
+            replacement, subject, count=0 if every else 1, timeout=timeout, concurrent=True
         )
+        return characters(str(found)) if units else str(found)
 
     if budget is None:
         try:

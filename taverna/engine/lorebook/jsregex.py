@@ -45,6 +45,7 @@ _OUTSIDE_ESCAPES = {
     "b": f"(?:(?<=[{_WORD}])(?![{_WORD}])|(?<![{_WORD}])(?=[{_WORD}]))",
     "B": f"(?:(?<=[{_WORD}])(?=[{_WORD}])|(?<![{_WORD}])(?![{_WORD}]))",
 }
+_HEX = {"u": re.compile("[0-9A-Fa-f]{4}"), "x": re.compile("[0-9A-Fa-f]{2}")}
 # Escapes whose meaning is the same in both engines.
 _PASS_THROUGH = set("tnrvf0123456789xuc^$\\.*+?()[]{}|/-")
 
@@ -127,6 +128,8 @@ def _translate(source: str, flags: str) -> str:
                     raise ValueError("unterminated code point")
                 out.append(re.escape(chr(int(source[i + 1 : end], 16))))
                 i = end + 1
+            elif not unicode and nxt in "ux" and not _HEX[nxt].match(source, i):
+                out.append(nxt)  # without `u`, `\u{...}` or a short `\x` is the letter
             elif nxt in _OUTSIDE_ESCAPES:
                 out.append(_OUTSIDE_ESCAPES[nxt])
             elif nxt == "k" and i < n and source[i] == "<":

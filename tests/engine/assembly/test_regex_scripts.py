@@ -51,7 +51,7 @@ def test_groups_match_trim_and_macros_section_6_3() -> None:
     """§6.3: {{match}} is $0, groups lose their trim strings, macros run on the result."""
     rule = script(
         findRegex=r"/\[(\w+)\]/g",
-        replaceString="<{{match}}|$1|$2|{{char}}>",
+        replaceString="<{{match}}|$1|$5|{{char}}>",
         trimStrings=["x"],
     )
     macros = lambda text: text.replace("{{char}}", "Sera")  # noqa: E731
@@ -226,9 +226,36 @@ def test_macros_in_the_find_pattern_raw_and_escaped() -> None:
     assert escaped_for_regex("a.b\n(c)/") == "a\\.b\\n\\(c\\)\\/"
 
 
-def test_named_groups_in_the_replacement() -> None:
-    rule = script(findRegex=r"/(?<who>\w+) waves/g", replaceString="$<who> nods ($<none>)")
-    assert run_script(rule, "Kael waves", same) == "Kael nods ()"
+def test_only_dollar_digits_are_read_in_the_replacement() -> None:
+    """1.12.6 (recorded, tests/oracle/st126/regex): `$<name>`, `$&`, `$$` stay as written;
+    a named group is reached by its number."""
+    rule = script(findRegex=r"/(?<who>\w+) waves/g", replaceString="$<who> $1 $& $$ nods")
+    assert run_script(rule, "Kael waves", same) == "$<who> Kael $& $$ nods"
+
+
+def test_a_group_past_the_last_is_the_offset_then_the_text() -> None:
+    """What 1.12.6's replacer receives after the groups: the offset in UTF-16 code units
+    (nothing at 0), then the whole text; further numbers print nothing."""
+    offset = script(findRegex="/(fox)/", replaceString="[$2]")
+    whole = script(findRegex="/(fox)/", replaceString="[$3|$4]")
+    assert run_script(offset, "a fox", same) == "a [2]"
+    assert run_script(offset, "fox", same) == "[]"
+    assert run_script(offset, "\U0001f600 fox", same) == "\U0001f600 [3]"
+    assert run_script(whole, "a fox", same) == "a [a fox|]"
+
+
+def test_without_u_a_pattern_matches_utf16_code_units() -> None:
+    """Outside the BMP a character is two code units to a pattern without `u`."""
+    smile = "\U0001f600"
+    assert run_script(script(findRegex="/./g", replaceString="x"), f"a{smile}b", same) == "xxxx"
+    assert run_script(script(findRegex="/./gu", replaceString="x"), f"a{smile}b", same) == "xxx"
+    assert run_script(script(findRegex="/^.$/", replaceString="1"), smile, same) == smile
+    cls = script(findRegex=f"/[{smile}]/g", replaceString="x")
+    assert run_script(cls, f"a{smile}b", same) == "axxb"
+    half = script(findRegex="/\\uDE00/", replaceString="")
+    assert run_script(half, f"{smile}!", same) == "\ufffd!"
+    literal = script(findRegex="/\\u{1F600}/g", replaceString="x")
+    assert run_script(literal, f"{smile} u{{1F600}}", same) == f"{smile} x"
 
 
 def test_storage_scripts_also_shape_the_prompt_section_6_1() -> None:
