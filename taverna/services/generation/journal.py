@@ -119,7 +119,9 @@ class ReplyJournal:
             self._own()
 
     def _append(self, descriptor: int, record: Mapping[str, Any]) -> None:
-        line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+        # a value JSON lacks (a date in a chat's variables, say) is kept as its text
+        line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
+        line += "\n"
         data = line.encode("utf-8")
         while data:
             written = os.write(descriptor, data)
