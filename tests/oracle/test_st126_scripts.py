@@ -4,7 +4,8 @@ Each case under `st126/script/` was recorded from a real SillyTavern 1.12.6 (see
 `st126/README.md`): the script ran in SillyTavern's page, in a chat with the card
 `_base/Mara.json`, the persona "Rowan" (the chat file's `user_name` is "Sam"), the chat
 `_base/chat.jsonl` and the global variables `_base/global_variables.json`. Here the same
-script runs through `ScriptService.run` (what `taverna script run --chat` and the chat
+script runs (the chat given the persona Rowan, as SillyTavern's page spoke as Rowan in
+every chat) through `ScriptService.run` (what `taverna script run --chat` and the chat
 input call) on that chat imported into a store, and its final pipe, whether it failed or
 was aborted, the chat after it (as the export writes it) and the chat and global
 variables are compared with the recording.
@@ -26,8 +27,10 @@ import pytest
 from taverna.engine.script import ScriptError
 from taverna.errors import TavernaError
 from taverna.services.chats import ChatService
+from taverna.services.editing import set_chat_persona
 from taverna.services.interchange import InterchangeService
 from taverna.services.library import LibraryService
+from taverna.services.library_editing import all_personas
 from taverna.services.regex_library import RegexLayer, RegexLibrary
 from taverna.services.scripts import ScriptService
 from taverna.services.settings_import import import_settings
@@ -40,6 +43,7 @@ BASE = CASES / "_base"
 KNOWN_FILE = ROOT / "known_differences.json"
 KNOWN: dict[str, str] = json.loads(KNOWN_FILE.read_text()) if KNOWN_FILE.exists() else {}
 AVATAR = "Mara.png"
+PERSONA = "Rowan"
 
 
 def _names() -> list[str]:
@@ -109,6 +113,10 @@ def replay(name: str, store: SqlStore, character: str) -> tuple[dict[str, Any], 
     chat_file = CASES / name / case["chat"]
     imported = lib.import_chat(chat_file.read_bytes(), f"{name}.jsonl", character_id=character)
     chat_id = imported.chat.id
+    # The page had the persona Rowan selected; taverna keeps a persona per chat (its
+    # user_name), so this chat is given the persona the page spoke as.
+    rowan = next(i for i, p in all_personas(lib) if p.name == PERSONA)
+    set_chat_persona(chats, lib, chat_id, rowan, revision=imported.chat.revision)
     scripts = ScriptService(chats)
     scripts.write_global_variables(_read(CASES / name / case["global_variables"]))
     regex = _read(CASES / name / case["regex_scripts"]) if case.get("regex_scripts") else []
