@@ -15,7 +15,6 @@ The single user (owner "") and owners that are no account have no quota.
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -44,9 +43,6 @@ class ModelGate:
     def __init__(self, store: Store, *, clock: Callable[[], datetime] = _utcnow) -> None:
         self.store = store
         self.clock = clock
-        # One count at a time in this process: two of an account's requests at once must
-        # not both read the last free place (the store locks across processes).
-        self._counting = threading.Lock()
 
     def _account(self, owner: str) -> Account | None:
         if not owner:
@@ -73,8 +69,9 @@ class ModelGate:
         if account is None:
             return
         limit = account.quota_generations
-        with self._counting:
-            used = self.store.count_generation(owner, self.clock() - QUOTA_WINDOW, limit)
+        # the store counts one request of an account at a time, across processes (its
+        # row is locked), so two at once never both take the last place
+        used = self.store.count_generation(owner, self.clock() - QUOTA_WINDOW, limit)
         if limit is not None and used >= limit:
             raise _refusal(account, used)
 
