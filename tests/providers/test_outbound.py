@@ -254,3 +254,12 @@ def test_a_blocking_client_under_the_policy_is_refused_too() -> None:
         with pytest.raises(OutboundRefused):
             client.get(f"{stub.base_url('openai')}/models")
         assert stub.requests == []
+
+
+def test_tls_to_a_port_that_does_not_speak_it_is_said_as_tls() -> None:
+    with start_stub() as stub:
+        url = stub.base_url("openai").replace("http://", "https://") + "/chat/completions"
+        errors = asyncio.run(_errors(url, None))
+        assert "TLS" in errors[0].message, errors[0].message
+        with pytest.raises(ProviderError, match="TLS"):
+            asyncio.run(fetch_json(HttpRequest(url, {}, method="GET")))
