@@ -14,6 +14,7 @@ import zlib
 from taverna.errors import FormatError, FormatWarning, raw_words
 from taverna.formats import json_text
 from taverna.formats.card_json import card_from_json, card_to_json, upgraded, with_fields
+from taverna.formats.png_card import check_picture_size
 from taverna.model.character import SPEC_V3, CardFile, Character
 
 MAX_ENTRIES = 4096
@@ -123,6 +124,8 @@ def read_charx(
     character = card_from_json(doc, file=file, field=card_name, warnings=warnings)
     icon = _icon_path(character, list(files))
     avatar = files.pop(icon) if icon else None
+    if avatar is not None:
+        check_picture_size(avatar, file=file)
     assets = dict(files)
     if icon and avatar is not None:
         assets = {icon: avatar, **assets}

@@ -30,33 +30,68 @@ from taverna.formats.png_chunks import read_chunks as read_chunks
 from taverna.formats.png_chunks import strip_card as strip_card
 from taverna.model.character import SPEC_V3, CardFile, Character
 
-MAX_IMAGE_PIXELS = 64 * 1024 * 1024
-"""Largest picture converted to PNG when a card is written onto a non-PNG image."""
+MAX_IMAGE_PIXELS = 40_000_000
+"""Largest picture (width times height) a card or a persona may carry, as for a chat's
+pictures: a larger one is refused, on upload and on import, and never decoded."""
+
+
+def _too_large(width: int, height: int, file: str | None) -> FormatError:
+    return FormatError(
+        f"picture is too large ({width}x{height})",
+        file=file,
+        code="picture_is_too_large_x",
+        params={"width": str(width), "height": str(height)},
+    )
+
+
+def check_picture_size(image: bytes, *, file: str | None = None) -> None:
+    """FormatError if a picture is larger than MAX_IMAGE_PIXELS: a PNG's size is read from
+    its header, another kind's by Pillow (which reads no more than its header either).
+    A picture that cannot be read is left to whoever reads it."""
+    if image.startswith(PNG_SIGNATURE):
+        if len(image) >= 24 and image[12:16] == b"IHDR":
+            width, height = int.from_bytes(image[16:20]), int.from_bytes(image[20:24])
+            if width * height > MAX_IMAGE_PIXELS:
+                raise _too_large(width, height, file)
+        return
+    try:
+        with Image.open(io.BytesIO(image)) as picture:
+            width, height = picture.size
+    except Image.DecompressionBombError as exc:
+        raise FormatError(
+            f"not a picture that can hold a card: {exc}",
+            file=file,
+            code="card_picture_unreadable",
+            params=raw_words(exc),
+        ) from None
+    except (OSError, ValueError, SyntaxError, zlib.error):
+        return
+    if width * height > MAX_IMAGE_PIXELS:
+        raise _too_large(width, height, file)
 
 
 def read_png_card(
     data: bytes, *, file: str | None = None, warnings: list[FormatWarning] | None = None
 ) -> CardFile:
-    """A PNG card: the character from `ccv3` if present, else `chara` (§4.2)."""
+    """A PNG card: the character from `ccv3` if present, else `chara` (§4.2); a picture
+    over MAX_IMAGE_PIXELS is refused."""
+    check_picture_size(data, file=file)
     doc, keyword = card_payload(data, file=file)
     character = card_from_json(doc, file=file, field=keyword, warnings=warnings)
     return CardFile(character=character, avatar=strip_card(data, file=file))
 
 
 def as_png(image: bytes, *, file: str | None = None) -> bytes:
-    """A picture as PNG bytes: PNG unchanged, anything Pillow can read converted."""
+    """A picture as PNG bytes: PNG unchanged, anything Pillow can read converted; one
+    over MAX_IMAGE_PIXELS is refused either way."""
     if image.startswith(PNG_SIGNATURE):
+        check_picture_size(image, file=file)
         return image
     try:
         with Image.open(io.BytesIO(image)) as picture:
             width, height = picture.size
             if width * height > MAX_IMAGE_PIXELS:
-                raise FormatError(
-                    f"picture is too large ({width}x{height})",
-                    file=file,
-                    code="picture_is_too_large_x",
-                    params={"width": str(width), "height": str(height)},
-                )
+                raise _too_large(width, height, file)
             out = io.BytesIO()
             picture.save(out, format="PNG")
             return out.getvalue()

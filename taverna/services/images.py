@@ -24,6 +24,7 @@ from PIL import Image, UnidentifiedImageError
 
 from taverna.engine.assembly.context import AssemblyContext
 from taverna.errors import FormatError, NotFound, raw_words
+from taverna.formats.png_card import MAX_IMAGE_PIXELS
 from taverna.model.prompt import PromptImage
 from taverna.providers.request import Api
 from taverna.providers.vision import sends_pictures
@@ -41,7 +42,8 @@ MEDIA_TYPES: Mapping[str, str] = {
 EXTENSIONS: Mapping[str, str] = {
     v: k.lower().replace("jpeg", "jpg") for k, v in MEDIA_TYPES.items()
 }
-MAX_PIXELS = 40_000_000  # a picture larger than this is refused, not decoded
+# a picture larger than this is refused, not decoded (as a card's or a persona's is)
+MAX_PIXELS = MAX_IMAGE_PIXELS
 _NAME = re.compile(r"^[0-9a-f]{64}\.(png|jpg|gif|webp)$")
 _KEPT = 64  # pictures kept read for the next turns
 
