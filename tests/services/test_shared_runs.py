@@ -72,21 +72,14 @@ def test_events_published_together_reach_redis_in_one_round_trip() -> None:
         running, following = SharedRegistry(URL, prefix=prefix), SharedRegistry(URL, prefix=prefix)
         try:
             client = running.async_client()
-            real = client.pipeline
+            real = client.eval
             writes: list[int] = []
 
-            def counted(*args: Any, **kwargs: Any) -> Any:
-                pipe = real(*args, **kwargs)
-                execute = pipe.execute
+            async def counted(*args: Any, **kwargs: Any) -> Any:
+                writes.append(1)
+                return await real(*args, **kwargs)
 
-                async def counting(*a: Any, **k: Any) -> Any:
-                    writes.append(len(pipe.command_stack))
-                    return await execute(*a, **k)
-
-                pipe.execute = counting  # type: ignore[method-assign]
-                return pipe
-
-            client.pipeline = counted  # type: ignore[method-assign]
+            client.eval = counted  # type: ignore[method-assign]
             runs = [
                 RunningGeneration(uuid.uuid4().hex, f"chat-{n}", GenerationType.NORMAL)
                 for n in (1, 2)
@@ -132,21 +125,16 @@ def test_a_failed_write_is_said_and_its_runs_shared_once_redis_answers(
         running, following = SharedRegistry(URL, prefix=prefix), SharedRegistry(URL, prefix=prefix)
         try:
             client = running.async_client()
-            real = client.pipeline
+            real = client.eval
             failures = [1]
 
-            def failing(*args: Any, **kwargs: Any) -> Any:
-                pipe = real(*args, **kwargs)
+            async def failing(*args: Any, **kwargs: Any) -> Any:
                 if failures:
                     failures.pop()
+                    raise redis.ConnectionError("Redis went away")
+                return await real(*args, **kwargs)
 
-                    async def refused(*a: Any, **k: Any) -> Any:
-                        raise redis.ConnectionError("Redis went away")
-
-                    pipe.execute = refused  # type: ignore[method-assign]
-                return pipe
-
-            client.pipeline = failing  # type: ignore[method-assign]
+            client.eval = failing  # type: ignore[method-assign]
             lost = RunningGeneration(uuid.uuid4().hex, "chat-1", GenerationType.NORMAL)
             running.add(lost)
             lost.publish(TextDelta("gone"))

@@ -96,20 +96,35 @@ ORPHANED = "the server process running this generation stopped before it ended"
 SHARE_RETRY = 1.0
 # Release a chat's claim only if it still names this run.
 _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end"
-# Append events to several runs' streams in one command: KEYS are the streams; ARGV holds,
-# for each in turn, the index of its first event, how many, then the events (event `i`
-# under the entry id `0-{i+1}`).
+# Append events to several runs' streams in one command. ARGV[1]: how long a finished run's
+# keys are kept; then, for each stream of KEYS in turn, the index of its first event, how
+# many, whether the last ends the run, the chat's claim and the run's id, then the events
+# (event `i` under the entry id `0-{i+1}`). A run that ended is marked done and its chat's
+# claim released. A run whose hash Redis lacks (it came back empty from a restart) is left
+# alone: the indexes (from 1) of those are returned, to be written again from the start.
 _APPEND = """
-local at = 1
+local keep, at, missing = tonumber(ARGV[1]), 2, {}
 for k = 1, #KEYS do
-  local first, count = tonumber(ARGV[at]), tonumber(ARGV[at + 1])
-  at = at + 2
-  for i = 0, count - 1 do
-    redis.call('xadd', KEYS[k], '0-' .. (first + i + 1), 'e', ARGV[at + i])
+  local first, count, ends = tonumber(ARGV[at]), tonumber(ARGV[at + 1]), ARGV[at + 2]
+  local claim, run = ARGV[at + 3], ARGV[at + 4]
+  at = at + 5
+  local meta = string.sub(KEYS[k], 1, -8)
+  if redis.call('exists', meta) == 0 then
+    table.insert(missing, k)
+  else
+    for i = 0, count - 1 do
+      redis.call('xadd', KEYS[k], '0-' .. (first + i + 1), 'e', ARGV[at + i])
+    end
+    if ends == '1' then
+      redis.call('hset', meta, 'done', '1')
+      redis.call('expire', KEYS[k], keep)
+      redis.call('expire', meta, keep)
+      if redis.call('get', claim) == run then redis.call('del', claim) end
+    end
   end
   at = at + count
 end
-return #KEYS
+return missing
 """
 
 
@@ -441,6 +456,11 @@ class SharedRegistry(GenerationRegistry):
                     code="generation_running",
                 )
             self.redis.set(claim, run.id)
+        self._write_meta(run)
+
+    def _write_meta(self, run: RunningGeneration) -> None:
+        """The run's hash: its chat, kind, process, and what a draft of it needs ("done"
+        is set with its last event)."""
         meta = {
             "worker": self.worker_id,
             "chat_id": run.chat_id,
@@ -480,32 +500,30 @@ class SharedRegistry(GenerationRegistry):
                     await asyncio.to_thread(self._claim_again, rejoin)
                 except redis.RedisError as exc:
                     logger.info("Redis still away: %s", exc)
+                    self._rejoin.update(runs)  # Redis may come back without any of them
                     await self._share_later(runs)
                     continue
-            pipe = client.pipeline(transaction=False)
             ends: list[tuple[RunningGeneration, int, int]] = []
             streams: list[str] = []
+            carried: list[RunningGeneration] = []
             appended: list[str | int] = []
             for run in runs.values():
                 sent, events = self._sent[run.id], run.events
                 end = len(events)
                 if end > sent:
                     streams.append(self.key("run", run.id, "events"))
-                    appended += (sent, end - sent)
+                    carried.append(run)
+                    last = "1" if isinstance(events[end - 1], Completed) else "0"
+                    claim = self.key("chat", run.chat_id, "run")
+                    appended += (sent, end - sent, last, claim, run.id)
                     appended += [encode(event) for event in events[sent:end]]
                 ends.append((run, sent, end))
-            if streams:
-                pipe.eval(_APPEND, len(streams), *streams, *appended)
-            for run, sent, end in ends:
-                if end > sent and isinstance(run.events[end - 1], Completed):
-                    stream = self.key("run", run.id, "events")
-                    keep, meta = int(self.keep_finished), self.key("run", run.id)
-                    pipe.hset(meta, "done", "1")
-                    pipe.expire(stream, keep)
-                    pipe.expire(meta, keep)
-                    pipe.eval(_RELEASE, 1, self.key("chat", run.chat_id, "run"), run.id)
+            missing: list[int] = []
             try:
-                await pipe.execute()
+                if streams:
+                    keep = int(self.keep_finished)
+                    found = await client.eval(_APPEND, len(streams), *streams, keep, *appended)
+                    missing = [int(k) for k in cast("list[Any]", found or [])]
             except redis.RedisError as exc:
                 # Redis is away: this process's pages follow its runs meanwhile; what they
                 # published is copied once Redis is back, their keys written again
@@ -515,8 +533,15 @@ class SharedRegistry(GenerationRegistry):
                 continue
             finally:
                 raise_if_cancelled()
+            lost = {carried[k - 1].id for k in missing}
             for run, _, end in ends:
-                if run.done and end == len(run.events):
+                if run.id in lost:
+                    # Redis came back without it: written again, whole, with the next batch
+                    self._rejoin.add(run.id)
+                    self._sent[run.id] = 0
+                    self._unsent[run.id] = run
+                    self._woken.set()
+                elif run.done and end == len(run.events):
                     self._forget(run)
                 elif run.id in self._sent:
                     self._sent[run.id] = end
@@ -537,19 +562,7 @@ class SharedRegistry(GenerationRegistry):
             if not run.done:
                 self._claim(run, again=True)
             else:
-                self.redis.hset(
-                    self.key("run", run.id),
-                    mapping=cast(
-                        Any,
-                        {
-                            "worker": self.worker_id,
-                            "chat_id": run.chat_id,
-                            "kind": run.kind.value,
-                            "done": "0",
-                            "generation_id": run.id,
-                        },
-                    ),
-                )
+                self._write_meta(run)  # its end, in the same batch, marks it done
             self._rejoin.discard(run.id)
 
     def _forget(self, run: RunningGeneration) -> None:
