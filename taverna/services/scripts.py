@@ -452,8 +452,8 @@ class ScriptService:
         """Run `text`; in a chat its effects and chat variables are saved on its path.
 
         `revision`: the chat's revision as the caller read it (a stale one is a conflict).
-        A script that fails keeps the chat changes made before the failing command, as
-        SillyTavern does, but not its variable changes. `ask` answers `/gen` and `/genraw`
+        A script that fails keeps the chat changes and the variables made before the
+        failing command, as SillyTavern does. `ask` answers `/gen` and `/genraw`
         (see `quiet_generation.quiet_text`); it blocks until the model has answered.
         `typed`: what the chat input holds, for `{{input}}` (a Quick Reply reads it).
         `variables`: the chat variables to run with, changed in place instead of on the
@@ -470,8 +470,13 @@ class ScriptService:
                 seed=int(self.clock() * 1000),
                 arguments=dict(arguments or {}),
             )
-            result = run_script(text, context)
-            self._keep_globals(global_before, result)
+            try:
+                result = run_script(text, context)
+            except ScriptError as error:
+                if error.variables is not None:
+                    self._keep_globals(global_before, error.variables)
+                raise
+            self._keep_globals(global_before, result.variables)
             return ScriptRun(result, None, result.notices)
         chat = self.chats.get_chat(chat_id)
         if revision is not None and revision != chat.revision:
@@ -511,19 +516,16 @@ class ScriptService:
             seed=int(self.clock() * 1000),
             arguments=dict(arguments or {}),
         )
-        result = run_script(text, context)
-        chat = chat_host.chat
-        if variables is not None:
-            variables.clear()
-            variables.update(result.variables.local)
-        elif dict(result.variables.local) != dict(local):
-            # The variables go on the active leaf: a branch before it keeps its own.
-            chat = self.chats.update_state(
-                chat.id, revision=chat.revision, variables=dict(result.variables.local)
-            ).chat
-            if not chat_host.changed:
-                chat_host.first_changed = chat.active_leaf_id
-        self._keep_globals(global_before, result)
+        try:
+            result = run_script(text, context)
+        except ScriptError as error:
+            # The variables set before the failing command stay set, as in SillyTavern.
+            if error.variables is not None:
+                self._keep_variables(chat_host, local, variables, error.variables)
+                self._keep_globals(global_before, error.variables)
+            raise
+        chat = self._keep_variables(chat_host, local, variables, result.variables)
+        self._keep_globals(global_before, result.variables)
         return ScriptRun(
             result,
             chat,
@@ -533,7 +535,29 @@ class ScriptService:
             chat_host.first_changed,
         )
 
-    def _keep_globals(self, before: Mapping[str, Any], result: ScriptResult) -> None:
-        after = dict(result.variables.global_)
-        if after != dict(before):
-            self.write_global_variables(after)
+    def _keep_variables(
+        self,
+        host: ChatScriptHost,
+        before: Mapping[str, Any],
+        into: dict[str, Any] | None,
+        after: Variables,
+    ) -> Chat:
+        """Store the chat variables a script left (in `into` when the caller holds them)."""
+        chat = host.chat
+        if into is not None:
+            into.clear()
+            into.update(after.local)
+        elif dict(after.local) != dict(before):
+            # The variables go on the active leaf: a branch before it keeps its own.
+            chat = self.chats.update_state(
+                chat.id, revision=chat.revision, variables=dict(after.local)
+            ).chat
+            host.chat = chat
+            if not host.changed:
+                host.first_changed = chat.active_leaf_id
+        return chat
+
+    def _keep_globals(self, before: Mapping[str, Any], after: Variables) -> None:
+        values = dict(after.global_)
+        if values != dict(before):
+            self.write_global_variables(values)

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from taverna.engine.script import Generation, Limits, ScriptError
@@ -14,19 +11,6 @@ from taverna.model.quick_reply import QuickReply, QuickReplySet
 from taverna.services.chats import ChatService
 from taverna.services.library import LibraryKind, LibraryService
 from taverna.services.scripts import ScriptService
-from taverna.store.sql import SqlStore
-from taverna.store.testing import backends, temporary_store
-
-
-@pytest.fixture(params=backends())
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlStore]:
-    with temporary_store(request.param, tmp_path) as opened:
-        yield opened
-
-
-@pytest.fixture
-def chats(store: SqlStore) -> ChatService:
-    return ChatService(store)
 
 
 def _chat(chats: ChatService) -> str:
@@ -121,13 +105,22 @@ def test_a_stale_revision_is_refused(chats: ChatService) -> None:
         ScriptService(chats).run("/send hi", chat_id=chat_id, revision=1)
 
 
-def test_a_failing_script_keeps_no_variables(chats: ChatService) -> None:
+def test_a_failing_script_keeps_the_variables_set_before_the_failure(
+    chats: ChatService,
+) -> None:
+    """As SillyTavern 1.12.6 does (oracle cases error_*): a script that does not parse
+    runs nothing; one that fails as it runs keeps what the commands before it set."""
     chat_id = _chat(chats)
+    scripts = ScriptService(chats)
     with pytest.raises(ScriptError):
-        ScriptService(chats).run("/setvar key=x 1 | /nosuch", chat_id=chat_id)
-    with pytest.raises(ScriptError):
-        ScriptService(chats).run("/setvar key=x 1 | /var y", chat_id=chat_id)
+        scripts.run("/setvar key=x 1 | /nosuch", chat_id=chat_id)
     assert dict(chats.state_at(chat_id).variables) == {}
+    with pytest.raises(ScriptError):
+        scripts.run(
+            "/setvar key=x 1 | /setglobalvar key=g 2 | /var y | /setvar key=z 3", chat_id=chat_id
+        )
+    assert dict(chats.state_at(chat_id).variables) == {"x": "1"}
+    assert scripts.global_variables() == {"g": "2"}
 
 
 def test_the_time_limit_does_not_count_the_wait_for_a_model(chats: ChatService) -> None:

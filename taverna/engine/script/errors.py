@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from taverna.errors import TavernaError
+
+if TYPE_CHECKING:
+    from taverna.engine.macros import Variables
 
 
 def line_column(text: str, index: int) -> tuple[int, int]:
@@ -20,8 +24,12 @@ class ScriptError(TavernaError):
 
     `command` names the command (without the slash) when one is to blame; `line` and
     `column` point into the script's text (1-based). `reason` is the bare message;
-    `message` (and `str()`) lead with the command and the position.
+    `message` (and `str()`) lead with the command and the position. `variables`: the
+    chat and global variables as the script left them when it failed (None when it
+    failed before running), which SillyTavern keeps.
     """
+
+    variables: Variables | None
 
     def __init__(
         self,
@@ -37,6 +45,7 @@ class ScriptError(TavernaError):
         self.command = command
         self.line = line
         self.column = column
+        self.variables = None
         super().__init__(self._located(), code=code, params=params)
 
     def _located(self) -> str:

@@ -509,9 +509,15 @@ def run(text: str, context: ScriptContext, commands: Mapping[str, Command]) -> S
     except _Return as done:
         pipe = done.value
     except RecursionError:
-        raise ScriptError(
+        error = ScriptError(
             "the script nests too deeply to run", code="script_nests_too_deeply_to_run"
-        ) from None
+        )
+        error.variables = state.variables
+        raise error from None
+    except ScriptError as error:
+        # What the commands before the failing one set stays set, as in SillyTavern.
+        error.variables = state.variables
+        raise
     notices: tuple[tuple[str, str], ...] = ()
     if isinstance(context.host, NoChat):
         notices = tuple(context.host.notices)
