@@ -6,6 +6,8 @@ phone-sized screen."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -90,5 +92,62 @@ def test_recall_settings_are_changed_in_the_page(  # type: ignore[no-untyped-def
             "PUT",
             "/recall-settings",
             json={"enabled_chats": False, "source": "transformers", "alt_endpoint_url": ""},
+        )
+        context.close()
+
+
+def test_a_person_gives_their_own_key_for_their_endpoint_and_it_is_never_shown(  # type: ignore[no-untyped-def]
+    chromium, taverna: TavernaServer
+) -> None:
+    """The key field shows with the API's address; a key saved is stored (its last
+    characters shown as a hint), the field empties, and the key is never in the page
+    again; Forget my key removes it."""
+    key = "sk-my-own-embeddings-9Z7Q"
+    characters = taverna.api("GET", "/characters").json()
+    ione = next(c for c in characters if c["name"] == "Ione Calder")
+    chat = taverna.api("POST", "/chats", json={"character_id": ione["id"]}).json()
+    context = chromium.new_context(viewport=SIZES["desktop"])
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(f"{taverna.url}/#/chat/{chat['id']}")
+        page.locator("ol.messages > li.message").first.wait_for()
+        page.locator("#open-settings").click()
+        drawer = page.locator("#chat-settings")
+        drawer.locator("details.recall-settings > summary").click()
+        expect(drawer.locator("#recall-api_key")).to_be_hidden()
+        drawer.locator("#recall-source").select_option("openai")
+        expect(drawer.locator("#recall-api_key")).to_be_visible()
+        expect(drawer.locator("#recall-api_key")).to_have_attribute("type", "password")
+        drawer.locator("#recall-alt_endpoint_url").fill("http://127.0.0.1:9/v1")
+        drawer.locator("#recall-api_key").fill(key)
+        drawer.locator("#recall-settings-save").click()
+        expect(page.locator(".toast").last).to_contain_text("Saved")
+        assert taverna.api("GET", "/recall-settings").json()["api_key_hint"] == "…9Z7Q"
+        expect(drawer.locator("#recall-api_key")).to_have_value("")
+        expect(drawer.locator("#recall-api_key")).to_have_attribute(
+            "placeholder", re.compile("9Z7Q")
+        )
+
+        # Saved again without a key: the key stays; opened again: never in the page.
+        drawer.locator("#recall-settings-save").click()
+        assert taverna.api("GET", "/recall-settings").json()["api_key_hint"] == "…9Z7Q"
+        page.reload()
+        page.locator("ol.messages > li.message").first.wait_for()
+        page.locator("#open-settings").click()
+        drawer.locator("details.recall-settings > summary").click()
+        expect(drawer.locator("#recall-api_key")).to_have_value("")
+        assert key not in page.content()
+
+        drawer.locator("#recall-key-forget").click()
+        expect(page.locator(".toast").last).to_contain_text("removed")
+        assert taverna.api("GET", "/recall-settings").json()["api_key_hint"] == ""
+        assert errors == []
+    finally:
+        taverna.api(
+            "PUT",
+            "/recall-settings",
+            json={"source": "transformers", "alt_endpoint_url": "", "api_key": ""},
         )
         context.close()
