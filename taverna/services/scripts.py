@@ -134,9 +134,15 @@ class ChatScriptHost:
         return self._append(NodeRole.NARRATOR, text, at=at, speaker=speaker)
 
     def comment(self, text: str, *, at: int | None) -> str:
-        # SillyTavern's comment: shown, `is_system` (never sent), `extra.type = comment`.
+        # SillyTavern's comment: shown, `is_system` (never sent), `extra.type = comment`
+        # (the export writes a node's extras as the message's own fields).
         return self._append(
-            NodeRole.SYSTEM, text, at=at, speaker="Note", hidden=True, extras={"type": "comment"}
+            NodeRole.SYSTEM,
+            text,
+            at=at,
+            speaker="Note",
+            hidden=True,
+            extras={"extra": {"type": "comment"}},
         )
 
     def hide(self, start: int, end: int, *, hidden: bool) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from taverna.engine.script import Generation, Limits, ScriptError
@@ -137,3 +139,16 @@ def test_the_time_limit_does_not_count_the_wait_for_a_model(chats: ChatService) 
     with pytest.raises(ScriptError) as raised:
         scripts.run("/genraw x", chat_id=chat_id)
     assert "needs a connection" in str(raised.value)
+
+
+def test_a_comment_is_exported_with_its_type_in_extra(chats: ChatService) -> None:
+    """SillyTavern 1.12.6 writes `/comment` as `is_system` with `extra.type = comment`."""
+    from taverna.services.interchange import InterchangeService
+
+    chat_id = _chat(chats)
+    ScriptService(chats).run("/comment a note", chat_id=chat_id)
+    lines = InterchangeService(chats.store).export_jsonl(chat_id).splitlines()
+    row = json.loads(lines[-1])
+    assert (row["name"], row["mes"], row["is_system"]) == ("Note", "a note", True)
+    assert row["extra"]["type"] == "comment"
+    assert "type" not in row
