@@ -14,7 +14,7 @@ import redis
 
 from taverna.engine.assembly.context import GenerationType
 from taverna.providers.events import ErrorKind, TextDelta
-from taverna.services.generation import shared_runs
+from taverna.services.generation import remote_runs, shared_runs
 from taverna.services.generation.runs import Completed, Ending, GenerationEvent, RunningGeneration
 from taverna.services.generation.shared_runs import ORPHANED, SharedRegistry
 
@@ -111,7 +111,8 @@ def test_a_follower_of_a_new_run_does_not_wait_for_the_read_under_way(
 ) -> None:
     """The hub blocks on one run's stream; a run followed meanwhile wakes it, so its
     first event arrives at once, not at the end of the hub's blocking read."""
-    monkeypatch.setattr(shared_runs, "FOLLOW_BLOCK_MS", 5000)  # a margin on a busy machine
+    for module in (shared_runs, remote_runs):  # a margin on a busy machine
+        monkeypatch.setattr(module, "FOLLOW_BLOCK_MS", 5000)
 
     async def test(running: SharedRegistry, following: SharedRegistry) -> None:
         quiet, new = start(running, 1), start(running, 2)
@@ -237,7 +238,7 @@ def test_a_followed_run_whose_process_died_is_adopted() -> None:
 def test_followers_give_up_when_the_hub_cannot_read(monkeypatch: pytest.MonkeyPatch) -> None:
     """Redis refusing the hub's reads for longer than FOLLOW_GIVE_UP ends each follower
     with the error; the hub itself keeps trying."""
-    monkeypatch.setattr(shared_runs, "FOLLOW_GIVE_UP", 1.5)
+    monkeypatch.setattr(remote_runs, "FOLLOW_GIVE_UP", 1.5)
 
     async def test(running: SharedRegistry, following: SharedRegistry) -> None:
         run = start(running, 1)

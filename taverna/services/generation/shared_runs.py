@@ -43,26 +43,31 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, cast
 
 import redis
 import redis.asyncio as aredis
 
-from taverna.engine.assembly.context import GenerationType
 from taverna.errors import Conflict, NotFound
 from taverna.providers.events import ErrorKind, TextDelta
 from taverna.services.generation.event_codec import decode, encode
-from taverna.services.generation.follow_hub import FollowHub, Place, position, raise_if_cancelled
+from taverna.services.generation.follow_hub import FollowHub, raise_if_cancelled
 from taverna.services.generation.leases import BEAT, ChatLeases
+from taverna.services.generation.remote_runs import (
+    FOLLOW_BLOCK_MS,
+    FOLLOW_COUNT,
+    FOLLOW_RETRY,
+    RemoteGeneration,
+)
 from taverna.services.generation.rounds import GroupRound
 from taverna.services.generation.runs import (
     Completed,
     Ending,
-    GenerationEvent,
     GenerationRegistry,
     RunningGeneration,
 )
+from taverna.services.generation.shared_scripts import APPEND, RELEASE
 from taverna.store.repository import Store
 
 logger = logging.getLogger(__name__)
@@ -72,20 +77,11 @@ logger = logging.getLogger(__name__)
 # or another process would take over runs that are still streaming).
 LEASE_MS = 6000
 LEASE_RENEW = 1.0
-# A follower waits this long for an event before it looks whether the run's process lives
-# (and the process's one reader of followed runs blocks this long at most).
-FOLLOW_BLOCK_MS = 1000
-# Events read at once from one run's stream.
-FOLLOW_COUNT = 500
 # After each copy of events into Redis, and after each read of the followed streams that
 # found some, the process waits this long before the next, so one command carries what
 # all its runs streamed meanwhile rather than one token each (a model streams a token per
 # few tens of milliseconds per run; a hundred runs make thousands of commands a second).
 GATHER_S = 0.01
-# After Redis answered a follower late (a time-out), the pause before it reads again,
-# and how long it keeps trying before the stream ends with the error.
-FOLLOW_RETRY = 0.1
-FOLLOW_GIVE_UP = 60.0
 # The async client's pool is sized for many commands at once (followers reading what a
 # run has streamed so far, runs shared, pub/sub), and past that a command waits for a
 # connection rather than failing.
@@ -94,141 +90,6 @@ ASYNC_CONNECTION_WAIT = 30.0
 ORPHANED = "the server process running this generation stopped before it ended"
 # After a copy into Redis failed, the pause before the next try.
 SHARE_RETRY = 1.0
-# Release a chat's claim only if it still names this run.
-_RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end"
-# Append events to several runs' streams in one command. ARGV[1]: how long a finished run's
-# keys are kept; then, for each stream of KEYS in turn, the index of its first event, how
-# many, whether the last ends the run, the chat's claim and the run's id, then the events
-# (event `i` under the entry id `0-{i+1}`). A run that ended is marked done and its chat's
-# claim released. A run whose hash Redis lacks (it came back empty from a restart) is left
-# alone: the indexes (from 1) of those are returned, to be written again from the start.
-_APPEND = """
-local keep, at, missing = tonumber(ARGV[1]), 2, {}
-for k = 1, #KEYS do
-  local first, count, ends = tonumber(ARGV[at]), tonumber(ARGV[at + 1]), ARGV[at + 2]
-  local claim, run = ARGV[at + 3], ARGV[at + 4]
-  at = at + 5
-  local meta = string.sub(KEYS[k], 1, -8)
-  if redis.call('exists', meta) == 0 then
-    table.insert(missing, k)
-  else
-    for i = 0, count - 1 do
-      redis.call('xadd', KEYS[k], '0-' .. (first + i + 1), 'e', ARGV[at + i])
-    end
-    if ends == '1' then
-      redis.call('hset', meta, 'done', '1')
-      redis.call('expire', KEYS[k], keep)
-      redis.call('expire', meta, keep)
-      if redis.call('get', claim) == run then redis.call('del', claim) end
-    end
-  end
-  at = at + count
-end
-return missing
-"""
-
-
-class RemoteGeneration(RunningGeneration):
-    """Another process's generation, read from its Redis stream."""
-
-    remote = True
-
-    def __init__(self, registry: SharedRegistry, meta: Mapping[str, str], generation_id: str):
-        super().__init__(generation_id, meta["chat_id"], GenerationType(meta["kind"]))
-        self.registry = registry
-        self.meta = dict(meta)
-        self.worker = meta.get("worker", "")
-        self.changed_below = meta.get("changed_below") or None
-        self.done = meta.get("done") == "1"
-
-    async def follow(self, since: int = 0) -> AsyncIterator[tuple[int, GenerationEvent]]:
-        async for batch in self.batches(since):
-            for found in batch:
-                yield found
-
-    async def batches(self, since: int = 0) -> AsyncIterator[list[tuple[int, GenerationEvent]]]:
-        index = max(0, since)
-        key = self.registry.key("run", self.id, "events")
-        client = self.registry.async_client()
-        hub = self.registry.follow_hub()
-        place: Place | None = None
-        backlog = True  # what is there already is read here, not waited for from the hub
-        from_hub = False
-        failing_since: float | None = None
-        try:
-            while True:
-                try:
-                    if place is None:
-                        place = await hub.join(key, index)
-                    if backlog:
-                        found = cast(
-                            "list[tuple[str, list[tuple[str, dict[str, str]]]]]",
-                            await client.xread({key: f"0-{index}"}, count=FOLLOW_COUNT),
-                        )
-                        entries = found[0][1] if found else []
-                        backlog = len(entries) == FOLLOW_COUNT  # more may wait
-                        handed = [(position(i), decode(entry["e"])) for i, entry in entries]
-                        from_hub = False
-                    else:
-                        handed = await place.take(FOLLOW_BLOCK_MS / 1000)
-                        from_hub = True
-                        if hub.closed:
-                            return  # the process is shutting down
-                        if not handed:
-                            failure = hub.failed()
-                            if failure is not None:
-                                raise failure  # given up on below as this follower's own
-                            if not await asyncio.to_thread(self.registry.alive, self.worker):
-                                await asyncio.to_thread(self.registry.adopt, self.id)
-                                continue
-                            if not await client.exists(self.registry.key("run", self.id)):
-                                return  # expired: nothing more will come
-                            continue
-                    failing_since = None
-                except (redis.TimeoutError, redis.ConnectionError) as exc:
-                    # A busy machine or Redis answered late: the stream is read again from
-                    # where it was, rather than the page's stream breaking off.
-                    now = time.monotonic()
-                    failing_since = failing_since if failing_since is not None else now
-                    if now - failing_since > FOLLOW_GIVE_UP:
-                        raise
-                    logger.info("generation %s: reading its events again after %s", self.id, exc)
-                    await asyncio.sleep(FOLLOW_RETRY)
-                    continue
-                batch: list[tuple[int, GenerationEvent]] = []
-                ended = False
-                for at, event in handed:
-                    if at < index:
-                        continue  # read already
-                    if at > index and from_hub:
-                        backlog = True  # a gap: what is missing is read from the stream
-                        break
-                    if at == len(self.events):
-                        self.events.append(event)
-                    index = at + 1
-                    batch.append((at, event))
-                    if isinstance(event, Completed):
-                        self.done = ended = True
-                        break
-                if batch:
-                    yield batch
-                if ended:
-                    return
-        finally:
-            if place is not None:
-                hub.leave(place)
-
-    async def wait(self) -> Completed:
-        async for _, event in self.follow(0):
-            if isinstance(event, Completed):
-                return event
-        result = self.result
-        if result is None:
-            raise NotFound(
-                "the generation ended without a result (it expired)",
-                code="generation_expired",
-            )
-        return result
 
 
 class SharedRegistry(GenerationRegistry):
@@ -486,7 +347,7 @@ class SharedRegistry(GenerationRegistry):
 
     async def _share(self) -> None:
         """Copy the runs' new events into their streams: whatever every run published
-        since the last write goes in one command (`_APPEND`) and one round trip (while
+        since the last write goes in one command (`APPEND`) and one round trip (while
         it is under way and `GATHER_S` after, the next batch gathers), rather than one
         round trip a token."""
         client = self.async_client()
@@ -522,7 +383,7 @@ class SharedRegistry(GenerationRegistry):
             try:
                 if streams:
                     keep = int(self.keep_finished)
-                    found = await client.eval(_APPEND, len(streams), *streams, keep, *appended)
+                    found = await client.eval(APPEND, len(streams), *streams, keep, *appended)
                     missing = [int(k) for k in cast("list[Any]", found or [])]
             except redis.RedisError as exc:
                 # Redis is away: this process's pages follow its runs meanwhile; what they
@@ -722,7 +583,7 @@ class SharedRegistry(GenerationRegistry):
         pipe.expire(stream, keep)
         pipe.expire(self.key("run", generation_id), keep)
         pipe.expire(self.key("run", generation_id, "adopted"), keep)
-        pipe.eval(_RELEASE, 1, self.key("chat", meta["chat_id"], "run"), generation_id)
+        pipe.eval(RELEASE, 1, self.key("chat", meta["chat_id"], "run"), generation_id)
         pipe.execute()
         if self.leases is not None:
             self.leases.release(meta["chat_id"], generation_id)
