@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -17,13 +16,6 @@ from taverna.services.backups import Backup, BackupService, chat_key, title_slug
 from taverna.services.chats import ChatService
 from taverna.services.interchange import InterchangeService
 from taverna.store.sql import SqlStore
-from taverna.store.testing import backends, temporary_store
-
-
-@pytest.fixture(params=backends())
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlStore]:
-    with temporary_store(request.param, tmp_path) as opened:
-        yield opened
 
 
 class Clocks:

@@ -2,29 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from taverna.errors import Conflict, NotFound, TavernaError
 from taverna.model.chat import AuthorsNote, BranchSummary, ChatState, NodeRole
 from taverna.services.chats import ChatService, WriteResult
-from taverna.store.sql import SqlStore
-from taverna.store.testing import backends, temporary_store
 
 USER, BOT = NodeRole.USER, NodeRole.ASSISTANT
-
-
-@pytest.fixture(params=backends())
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlStore]:
-    with temporary_store(request.param, tmp_path) as opened:
-        yield opened
-
-
-@pytest.fixture
-def chats(store: SqlStore) -> ChatService:
-    return ChatService(store)
 
 
 def texts(chats: ChatService, chat_id: str) -> list[str]:
