@@ -62,7 +62,9 @@ def _one_outage(
     redis, a, b, character = cluster
     chat_id, revision = new_chat(a, character)
     tokens = [f" d{attempt}.{i}" for i in range(100)]
-    stub.script(Reply(tokens=tokens, delay=0.05))
+    # held after 60 tokens (3 s) until the test lets it end: still streaming once Redis
+    # is back, however slow the machine
+    stub.script(Reply(tokens=tokens, delay=0.05, hold_after=60))
     started = send(a, chat_id, revision, f"through the outage {attempt}")
     assert started.status_code == 202, started.text
     follower = Follower(a, started.json()["task"]["id"])
@@ -81,6 +83,7 @@ def _one_outage(
         redis.start()  # back, and empty
     time.sleep(1.5)  # the run's claim is written again, its events copied
     after = send(b, chat_id, _revision(b, chat_id), "me too, now?")
+    stub.release()
     _, event, data = follower.end()
     kept = settled(a, chat_id, data["text"])
     path = messages(b, chat_id) or []
