@@ -361,8 +361,10 @@ def open_workspace(
     events = EventBus(found)
     chats = ChatService(store, rewriter=StoredRegex(store), events=events)
     outbound = OutboundRules(store)
-    # A local model is named by its file name in the data folder's models folder.
+    # A local model is named by its file name in the data folder's models folder, or by a
+    # path (a server with accounts allows none: see AppContext).
     local_models.local_models().models_dir = folder.path / local_models.MODELS_FOLDER
+    local_models.local_models().paths_allowed = lambda: True
     connections = ConnectionService(store, folder.path, outbound=outbound)
     paths = PathEnds(store)
     recall = RecallService(store, watch=watch, keys=RecallKeys(folder.path), outbound=outbound)
