@@ -65,6 +65,7 @@ def character_info(character: Any, avatar: str = "") -> CharacterInfo:
         embedded_lorebook=character.character_book,
         avatar=avatar,
         regex_scripts=tuple(script.migrated() for script in character.regex_scripts),
+        version=character.character_version or "",
     )
 
 

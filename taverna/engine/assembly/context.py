@@ -71,6 +71,7 @@ class CharacterInfo:
     embedded_lorebook: CharacterBook | None = None  # `data.character_book`, as the card has it
     avatar: str = ""  # the card's file name, how SillyTavern keys per-character settings
     regex_scripts: tuple[RegexScript, ...] = ()  # the card's own; they run only if allowed
+    version: str = ""  # `data.character_version`, what `{{charVersion}}` prints
 
 
 # ---------------------------------------------------------------------- chat

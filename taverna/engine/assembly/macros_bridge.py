@@ -42,6 +42,43 @@ def chat_id_hash(context: AssemblyContext) -> int:
     return chat_seed(context.chat_id or (context.messages[0].id if context.messages else ""))
 
 
+def instruct_macros(context: AssemblyContext, char_prompt: str) -> dict[str, str]:
+    """The instruct, system-prompt and context-template macros (instruct-mode.js
+    `replaceInstructMacros`): the sequences only with instruct mode on, the system prompt
+    only when it is enabled (the card's own first where preferred), the example separator
+    and chat start always."""
+    settings = context.text_completion
+    sequences = settings.instruct
+    enabled = settings.instruct_enabled
+    values: dict[str, str] = {}
+    if enabled:
+        values.update(
+            instructSystemPromptPrefix=sequences.system_sequence_prefix,
+            instructSystemPromptSuffix=sequences.system_sequence_suffix,
+            instructInput=sequences.input_sequence,
+            instructUserSuffix=sequences.input_suffix,
+            instructOutput=sequences.output_sequence,
+            instructSeparator=sequences.output_suffix,
+            instructSystemPrefix=sequences.system_sequence,
+            instructSystemSuffix=sequences.system_suffix,
+            instructFirstOutput=sequences.first_output_sequence or sequences.output_sequence,
+            instructLastOutput=sequences.last_output_sequence or sequences.output_sequence,
+            instructStop=sequences.stop_sequence,
+            instructUserFiller=sequences.user_alignment_message,
+            instructSystemInstructionPrefix=sequences.last_system_sequence,
+            instructFirstInput=sequences.first_input_sequence or sequences.input_sequence,
+            instructLastInput=sequences.last_input_sequence or sequences.input_sequence,
+        )
+    if settings.system_prompt_enabled:
+        default = settings.system_prompt.content
+        prefer = context.power_user.prefer_character_prompt and char_prompt
+        values["systemPrompt"] = char_prompt if prefer else default
+        values["defaultSystemPrompt"] = default
+    values["exampleSeparator"] = settings.context.example_separator
+    values["chatStart"] = settings.context.chat_start
+    return values
+
+
 def macro_context(context: AssemblyContext) -> MacroContext:
     """The macro engine's view of this turn."""
     character = context.character if context.characters else None
@@ -68,6 +105,8 @@ def macro_context(context: AssemblyContext) -> MacroContext:
         mes_examples=card(character.mes_example) if character else "",
         char_prompt=card(character.system_prompt) if character else "",
         char_jailbreak=card(character.post_history_instructions) if character else "",
+        char_version=character.version if character else "",
+        instruct=instruct_macros(context, card(character.system_prompt) if character else ""),
         model=context.chat_completion.model if context.api != "textgen" else "",
         last_message=last.text if last else "",
         last_message_id=(
@@ -125,6 +164,11 @@ class TurnMacros:
         self._base = macro_context(context)
         self._memo = memo
         self._globals_before = dict(context.global_variables)
+
+    @property
+    def context(self) -> MacroContext:
+        """The macro context as it stands now (card fields and variables included)."""
+        return self._base
 
     @property
     def variables(self) -> Mapping[str, Any]:
