@@ -167,6 +167,8 @@ class ReplyJournal:
         if not self.folder.is_dir():
             return 0, 0
         for path in sorted(self.folder.glob("*.jsonl")):
+            if path.name == self.path.name and not self._pending:
+                continue  # its own, and nothing of it waits
             with self._held(path) as descriptor:
                 if descriptor is None:
                     continue  # a live process's own: it moves them itself
