@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
 
-from taverna.engine.macros import MacroContext, Variables
+from taverna.engine.macros import Variables
 from taverna.engine.script import (
     ChatHost,
+    ChatLine,
     Generation,
     Injection,
     Limits,
@@ -39,6 +40,7 @@ from taverna.services.chats import ChatService
 from taverna.services.library import LibraryKind, LibraryService
 from taverna.services.quick_replies import QuickReplyService
 from taverna.services.quick_reply_commands import QuickReplyCommands
+from taverna.services.script_macros import script_macros
 
 __all__ = ["FOLLOW_UPS", "ChatScriptHost", "ScriptRun", "ScriptService"]
 
@@ -152,6 +154,19 @@ class ChatScriptHost:
         self._mark(outcome.node.parent_id if outcome.node else None)
         self.chat = outcome.chat
         return ""
+
+    def messages(self) -> Sequence[ChatLine]:
+        nodes = self.chats.active_path(self.chat.id).nodes
+        return [
+            ChatLine(
+                name=node.speaker,
+                text=node.content,
+                is_user=node.role is NodeRole.USER,
+                hidden=node.hidden,
+                narrator=node.role is NodeRole.NARRATOR,
+            )
+            for node in nodes
+        ]
 
     def generate(self, request: Generation) -> str:
         if request.kind in FOLLOW_UPS:
@@ -507,12 +522,8 @@ class ScriptService:
         chat_host = ChatScriptHost(
             self.chats, self.library, chat, timed_ask if ask is not None else None
         )
-        names = MacroContext(
-            user=chat.user_name or "User",
-            char=chat.characters[0].name if chat.characters else "",
-            group=", ".join(c.name for c in chat.characters) if chat.group_id else None,
-            input=typed,
-        )
+        # The macros see what the chat's next turn would: card, persona, chat state.
+        names = script_macros(self.chats.store, chat, typed=typed)
         context = ScriptContext(
             variables=Variables(local=dict(local), global_=global_before),
             macros=names,

@@ -13,7 +13,7 @@ A script stops with a `ScriptError` (command, line:column) at its step or time l
 
 from taverna.engine.script.commands import CATALOGUE, COMMANDS
 from taverna.engine.script.errors import ScriptError
-from taverna.engine.script.host import ChatHost, Generation, Injection, NoChat
+from taverna.engine.script.host import ChatHost, ChatLine, Generation, Injection, NoChat
 from taverna.engine.script.interpreter import Command, Limits, ScriptContext, ScriptResult, run
 
 
@@ -31,6 +31,7 @@ __all__ = [
     "CATALOGUE",
     "COMMANDS",
     "ChatHost",
+    "ChatLine",
     "Command",
     "Generation",
     "Injection",

@@ -8,7 +8,7 @@ without a chat (each such command then fails with a clear error).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -46,6 +46,19 @@ class Generation:
     options: Mapping[str, str] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class ChatLine:
+    """One message of the chat as a script reads it (`/messages`): who wrote it, its text,
+    whether the user wrote it, whether it is hidden from the model (SillyTavern's
+    `is_system`) and whether it is a narrator's message (`/sys`)."""
+
+    name: str
+    text: str
+    is_user: bool = False
+    hidden: bool = False
+    narrator: bool = False
+
+
 class ChatHost(Protocol):
     """The chat effects of a script; each returns what the command puts in the pipe."""
 
@@ -58,6 +71,10 @@ class ChatHost(Protocol):
     def comment(self, text: str, *, at: int | None) -> str: ...
 
     def hide(self, start: int, end: int, *, hidden: bool) -> str: ...
+
+    def messages(self) -> Sequence[ChatLine]:
+        """The chat's messages in order (the active path), index 0 first."""
+        ...
 
     def generate(self, request: Generation) -> str: ...
 
@@ -116,6 +133,9 @@ class NoChat:
 
     def hide(self, start: int, end: int, *, hidden: bool) -> str:
         raise self._none("hide" if hidden else "unhide")
+
+    def messages(self) -> Sequence[ChatLine]:
+        raise self._none("messages")
 
     def generate(self, request: Generation) -> str:
         raise self._none(request.kind)

@@ -10,7 +10,7 @@ from taverna.engine.script.errors import ScriptError
 from taverna.engine.script.host import Generation, Injection
 from taverna.engine.script.interpreter import Call, Command
 from taverna.engine.script.scope import ScriptValue
-from taverna.engine.script.values import is_true
+from taverna.engine.script.values import is_false, is_true
 
 _RANGE = re.compile(r"^\s*(-?\d+)\s*(?:-\s*(-?\d+)\s*)?$")
 _POSITIONS = {"before": "before", "after": "after", "chat": "chat", "none": "none"}
@@ -85,6 +85,60 @@ def hide(call: Call) -> ScriptValue:
 def unhide(call: Call) -> ScriptValue:
     start, end = _range(call.text())
     return call.run.host.hide(start, end, hidden=False)
+
+
+_LEADING_INT = re.compile(r"^\s*([+-]?\d+)")
+_MESSAGE_ROLES = ("system", "assistant", "user")
+
+
+def _js_int(text: str) -> int | None:
+    """JavaScript's `parseInt(text, 10)`: the leading whole number, None for NaN."""
+    match = _LEADING_INT.match(text)
+    return int(match.group(1)) if match else None
+
+
+def _message_range(text: str, last: int) -> tuple[int, int] | None:
+    """SillyTavern's `stringToRange`: `5` or `2-7` within 0..last, else None."""
+    if "-" in text:
+        first, _, rest = text.partition("-")
+        end_text = rest.split("-", 1)[0]
+        start = _js_int(first) if first else None
+        end = _js_int(end_text) if end_text else None
+    else:
+        start = end = _js_int(text)
+    if start is None or end is None or start > end or start < 0 or end > last:
+        return None
+    return start, end
+
+
+def messages(call: Call) -> ScriptValue:
+    """`/messages [names=on] [hidden=off] [role=...] 2-5`: the messages' texts, blank-line
+    separated (hidden ones only with hidden=on, as SillyTavern 1.12.6 reads its flags)."""
+    names = not is_false(call.arg("names"))
+    hidden = is_true(call.arg("hidden"))
+    role = call.arg("role")
+    if role and role not in _MESSAGE_ROLES:
+        raise ScriptError(
+            f"role must be system, assistant or user, not {role!r}",
+            code="role_must_be_system_assistant",
+            params={"role": str(role)},
+        )
+    lines = call.run.host.messages()
+    found = _message_range(call.text(), len(lines) - 1)
+    if found is None:
+        return ""
+    out = []
+    for line in lines[found[0] : found[1] + 1]:
+        if role == "system" and not (line.narrator and not line.is_user):
+            continue
+        if role == "assistant" and (line.narrator or line.is_user):
+            continue
+        if role == "user" and (line.narrator or not line.is_user):
+            continue
+        if line.hidden and not hidden:
+            continue
+        out.append(f"{line.name}: {line.text}" if names else line.text)
+    return "\n\n".join(out)
 
 
 def _generation(kind: str, *, needs_prompt: bool = False) -> Command:
@@ -244,6 +298,13 @@ COMMANDS = (
     ),
     Command("hide", hide, "Hide messages from the model (still shown).", usage="/hide 2-5"),
     Command("unhide", unhide, "Show hidden messages to the model again.", usage="/unhide 2-5"),
+    Command(
+        "messages",
+        messages,
+        "The text of a message or a range of them (names=off, hidden=on, role=user|...).",
+        ("message",),
+        usage="/messages [names=on|off] [hidden=on|off] [role=system|assistant|user] 2-5",
+    ),
     _generation("gen", needs_prompt=True),
     _generation("genraw", needs_prompt=True),
     _generation("trigger"),
