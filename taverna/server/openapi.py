@@ -10,12 +10,17 @@ so they are added here, by rules that follow from what those do:
   page needs before it logs in.
 - 403: a write from another site's page or without the session's CSRF token; any
   operation that is not a read, and the admin's reads.
-- 404: a thing the request names does not exist (a path id, an id in the body or query).
+- 404: a thing the request names does not exist (a path id, an id in the body or query);
+  an admin's read on a server without accounts; a listing in `READ_ERRORS`.
 - 409: a write that names a revision no longer current, or a name already taken.
 - 413: a body larger than the server reads.
 - 429: with accounts, a request to a model past the account's hourly quota; any write.
 - 422: a request that does not fit its schema (FastAPI's list of field errors), or a
-  file or value that cannot be read (the project's error, naming the file and field).
+  file or value that cannot be read (the project's error, naming the file and field),
+  a stored one too (the listings in `READ_ERRORS`).
+
+tests/server/test_declared_errors.py walks every route and what it calls, and checks that
+each error status it can raise is declared here or at the route.
 
 Every error but the field list has one shape, `ErrorOut`: `{"detail": {"message",
 "kind", "code", "params"?, "file"?, "field"?, "current_revision"?}}` (the framework's own refusals, such as
@@ -139,8 +144,16 @@ def _names_things(operation: dict[str, Any]) -> bool:
 # With accounts, what never answers 401 (the rest does without a session; a login with
 # a wrong password does too).
 NEVER_401 = ("/api/health", "/api/logout")
-# Reads only an admin may do (writes document 403 anyway).
-ADMIN_READS = ("/api/users",)
+# Reads only an admin may do (writes document 403 anyway); on a server without accounts
+# they answer 404.
+ADMIN_READS = ("/api/users", "/api/address-lockouts", "/api/connections/local-models")
+# Listings of stored items that name nothing, and what else they may answer: 422 for an
+# item stored in a shape that cannot be read, 404 for one naming another that is gone.
+READ_ERRORS: dict[str, tuple[str, ...]] = {
+    "/api/characters": ("422",),
+    "/api/groups": ("422",),
+    "/api/quick-replies": ("404", "422"),
+}
 # Reads of the logged-in account's own: 404 on a server without accounts.
 ACCOUNT_READS = ("/api/me/account",)
 
@@ -155,8 +168,10 @@ def _document_errors(path: str, method: str, operation: dict[str, Any]) -> None:
         statuses.append("403")
     if write:
         statuses += ["409", "413", "429"]
-    if _names_things(operation) or path in ACCOUNT_READS:
+    if _names_things(operation) or path in ACCOUNT_READS or path in ADMIN_READS:
         statuses.append("404")
+    if not write:
+        statuses += [status for status in READ_ERRORS.get(path, ()) if status not in statuses]
     for status in statuses:
         responses.setdefault(status, _error(status))
     if _names_things(operation):

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Body, Depends, Query, Request
 
 from taverna.errors import TavernaError
 from taverna.server.context import AppContext, backed_up, context, current_user
+from taverna.server.openapi import upstream_error
 from taverna.server.schemas import (
     REVISION_MAX,
     ChatSummariesOut,
@@ -72,7 +73,11 @@ def remove_summary(
     return _summaries(ctx, chat_id)
 
 
-@router.post("/api/chats/{chat_id}/summary/generate", response_model=SummaryMadeOut)
+@router.post(
+    "/api/chats/{chat_id}/summary/generate",
+    response_model=SummaryMadeOut,
+    responses=upstream_error(),
+)
 async def make_summary(
     chat_id: str, request: Request, ctx: AppContext = Depends(context)
 ) -> SummaryMadeOut:
