@@ -32,8 +32,10 @@ def malformed_gguf(path: Path) -> Path:
 
 @pytest.fixture(autouse=True)
 def no_model_left() -> Any:
+    """No model process, and no server's rule on paths, outlives a test."""
     yield
     local_models().stop()
+    local_models().paths_allowed = lambda: True
 
 
 def _chat(client: TestClient) -> tuple[str, int]:
