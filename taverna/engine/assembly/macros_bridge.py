@@ -82,9 +82,9 @@ def instruct_macros(context: AssemblyContext, char_prompt: str) -> dict[str, str
 def macro_context(context: AssemblyContext) -> MacroContext:
     """The macro engine's view of this turn."""
     character = context.character if context.characters else None
-    # Newest first, stopping early: a long chat costs nothing here.
-    visible = (m for m in reversed(context.messages) if not m.hidden)
-    last = next(visible, None)
+    # {{lastMessage}} is the last message, hidden or not (macros.js getLastMessage); the
+    # user's and the character's skip hidden ones. Newest first, stopping early.
+    last = context.messages[-1] if context.messages else None
     last_user = next((m for m in reversed(context.messages) if not m.hidden and m.is_user), None)
     last_char = next(
         (m for m in reversed(context.messages) if not m.hidden and not m.is_user), None
