@@ -12,8 +12,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.server.conftest import rev
-from tests.server.test_generation import events, generate
 from tests.stubs.model_server import StubServer, start_stub
+from tests.support.api import events, generate
 
 
 @pytest.fixture(scope="module")

@@ -7,11 +7,11 @@ from fastapi.testclient import TestClient
 
 from taverna.engine.tokens.registry import get_tokenizer
 from tests.server.conftest import rev
-from tests.server.test_generation import chat_id, events, generate, stub  # noqa: F401
 from tests.stubs.model_server import Reply, StubServer
+from tests.support.api import events, generate
 
 
-def test_typed_text_is_counted_with_the_chat_tokenizer(client: TestClient, chat_id: str) -> None:  # noqa: F811
+def test_typed_text_is_counted_with_the_chat_tokenizer(client: TestClient, chat_id: str) -> None:
     text = "The lighthouse keeper counts the ships that pass at night."
     found = client.post(f"/api/chats/{chat_id}/tokens", json={"text": text})
     assert found.status_code == 200, found.text
@@ -26,14 +26,14 @@ def test_typed_text_is_counted_with_the_chat_tokenizer(client: TestClient, chat_
 
 def test_counting_for_a_missing_connection_is_a_clear_error(
     client: TestClient,
-    chat_id: str,  # noqa: F811
+    chat_id: str,
 ) -> None:
     found = client.post(f"/api/chats/{chat_id}/tokens", json={"text": "hi", "connection": "nope"})
     assert found.status_code == 404
     assert "nope" in found.text
 
 
-def test_the_chat_speaks_as_the_chosen_persona(client: TestClient, chat_id: str) -> None:  # noqa: F811
+def test_the_chat_speaks_as_the_chosen_persona(client: TestClient, chat_id: str) -> None:
     ids = [
         client.post("/api/personas", json={"name": name, "is_default": name == "Ann"}).json()["id"]
         for name in ("Ann", "Bo")
@@ -55,8 +55,8 @@ def test_the_chat_speaks_as_the_chosen_persona(client: TestClient, chat_id: str)
 
 def test_a_turn_goes_to_the_chosen_connection(
     client: TestClient,
-    stub: StubServer,  # noqa: F811
-    chat_id: str,  # noqa: F811
+    stub: StubServer,
+    chat_id: str,
 ) -> None:
     other = {"name": "other", "api": "openai", "url": stub.base_url("openai"), "model": "m2"}
     assert client.post("/api/connections", json=other).status_code == 201

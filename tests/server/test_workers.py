@@ -16,7 +16,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from tests.stubs.model_server import Reply, StubServer, start_stub
+from tests.stubs.model_server import Reply, StubServer
 from tests.stubs.taverna_server import TavernaServer
 
 pytestmark = pytest.mark.postgres
@@ -56,12 +56,6 @@ def schema_url() -> Iterator[str]:
         with engine.begin() as conn:
             conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
         engine.dispose()
-
-
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubServer]:
-    with start_stub() as found:
-        yield found
 
 
 @pytest.fixture(scope="module")
