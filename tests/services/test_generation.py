@@ -32,15 +32,12 @@ from taverna.services.generation import (
 from taverna.services.tools import Tool, ToolRegistry
 from taverna.store.sql import SqlStore
 from taverna.store.testing import backends, temporary_store
-from tests.stubs import Reply, StubServer, start_stub
+from tests.stubs import Reply, StubServer
+from tests.support.folders import connect_stub
 
 KEY = "sk-generation-test-key-0001"
 
-
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubServer]:
-    with start_stub(key=KEY) as server:
-        yield server
+pytestmark = pytest.mark.stub_model(key=KEY)
 
 
 def simple_builder(turns: list[TurnRequest], tools: tuple[str, ...] = ()) -> Any:
@@ -84,11 +81,7 @@ class World:
 @pytest.fixture(params=backends())
 def world(request: pytest.FixtureRequest, tmp_path: Path, stub: StubServer) -> Iterator[World]:
     with temporary_store(request.param, tmp_path) as store:
-        connections = ConnectionService(store, tmp_path)
-        connections.add("stub", "openai", url=stub.base_url("openai"), model="stub-model", key=KEY)
-        connections.add(
-            "claude", "anthropic", url=stub.base_url("anthropic"), model="stub-model", key=KEY
-        )
+        connections = connect_stub(ConnectionService(store, tmp_path), stub, anthropic=True)
         turns: list[TurnRequest] = []
         chats = ChatService(store)
         registry = ToolRegistry(
