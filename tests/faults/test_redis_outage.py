@@ -62,23 +62,24 @@ def _one_outage(
     redis, a, b, character = cluster
     chat_id, revision = new_chat(a, character)
     tokens = [f" d{attempt}.{i}" for i in range(100)]
-    # held after 60 tokens (3 s) until the test lets it end: still streaming once Redis
+    # held after 80 tokens (4 s) until the test lets it end: still streaming once Redis
     # is back, however slow the machine
-    stub.script(Reply(tokens=tokens, delay=0.05, hold_after=60))
+    stub.script(Reply(tokens=tokens, delay=0.05, hold_after=80))
     started = send(a, chat_id, revision, f"through the outage {attempt}")
     assert started.status_code == 202, started.text
     follower = Follower(a, started.json()["task"]["id"])
     follower.wait_for(5)
     redis.stop()
     try:
+        # the page on the run's worker goes on streaming
+        streamed_while_away = follower.deltas()
+        time.sleep(1.0)
+        grew = follower.deltas() > streamed_while_away
         # every chat view answers, on both workers
         views = [answer(server, f"/chats/{chat_id}").status_code for server in (a, b)]
         views += [answer(server, "/chats").status_code for server in (a, b)]
         # the busy chat stays busy: the other worker refuses a second generation
         during = send(b, chat_id, _revision(b, chat_id), "me too")
-        streamed_while_away = follower.deltas()
-        time.sleep(1.0)
-        grew = follower.deltas() > streamed_while_away
     finally:
         redis.start()  # back, and empty
     time.sleep(1.5)  # the run's claim is written again, its events copied
