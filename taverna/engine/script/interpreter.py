@@ -117,11 +117,6 @@ class _Break(Exception):  # control flow, not an error
         self.value = value
 
 
-class _Return(Exception):  # control flow, not an error
-    def __init__(self, value: ScriptValue) -> None:
-        self.value = value
-
-
 class _Abort(Exception):  # control flow, not an error
     def __init__(self, reason: str) -> None:
         self.reason = reason
@@ -196,6 +191,10 @@ class Run:
         self.deadline = None if self.clock is None else self.clock() + self.limits.max_seconds
         # The parser flags of the command being run (REPLACE_GETVAR changes substitution).
         self.flags: frozenset[str] = frozenset()
+        # How many loops and /run calls are running: /break leaves the innermost one;
+        # with none (the script's own level) SillyTavern 1.12.6 only puts its value in
+        # the pipe and goes on.
+        self.breakable = 0
 
     # ------------------------------------------------------------------ limits
 
@@ -265,16 +264,17 @@ class Run:
         if not node.executors:
             scope.pipe = ""
         first = True
-        try:
-            for executor in node.executors:
-                self.tick(executor)
-                if executor.kind == "break":
-                    value = self.unnamed(executor, first, scope, split=False)
-                    raise _Break(scope.pipe if value is None else _single(value))
+        for executor in node.executors:
+            self.tick(executor)
+            if executor.kind == "break":
+                value = self.unnamed(executor, first, scope, split=False)
+                broke = scope.pipe if value is None else _single(value)
+                if self.breakable:
+                    raise _Break(broke)
+                scope.pipe = broke
+            else:
                 scope.pipe = self.command(executor, scope, first)
-                first = False
-        except _Return as done:
-            return done.value
+            first = False
         return scope.pipe
 
     def command(self, executor: Executor, scope: Scope, first: bool) -> ScriptValue:
@@ -405,12 +405,6 @@ class Run:
     def abort(self, reason: str) -> None:
         raise _Abort(reason)
 
-    def break_loop(self, value: ScriptValue) -> None:
-        raise _Break(value)
-
-    def return_(self, value: ScriptValue) -> None:
-        raise _Return(value)
-
     def loop(
         self,
         body: ClosureValue | str,
@@ -419,12 +413,15 @@ class Run:
         provided: Mapping[str, ScriptValue] | None = None,
     ) -> tuple[ScriptValue, bool]:
         """Run a loop body (or a /run target) once; (its result, whether it broke out)."""
+        self.breakable += 1
         try:
             if isinstance(body, ClosureValue):
                 return self.call(body, parent=scope, macros=macros, provided=provided), False
             return self.run_text(body, scope, macros=macros), False
         except _Break as stop:
             return stop.value, True
+        finally:
+            self.breakable -= 1
 
     def run_text(
         self, text: str, scope: Scope, *, macros: Mapping[str, str] | None = None
@@ -445,6 +442,7 @@ class Run:
                 params={"max_depth": str(self.limits.max_depth)},
             )
         inner.deadline = self.deadline
+        inner.breakable = self.breakable
         child = Scope(scope)
         if macros:
             child.macros.update(macros)
@@ -506,8 +504,6 @@ def run(text: str, context: ScriptContext, commands: Mapping[str, Command]) -> S
         pipe = stop.value
     except _Abort as stop:
         pipe, aborted, reason = "", True, stop.reason
-    except _Return as done:
-        pipe = done.value
     except RecursionError:
         error = ScriptError(
             "the script nests too deeply to run", code="script_nests_too_deeply_to_run"

@@ -1,4 +1,4 @@
-"""Control flow and scoped variables: /let /var /if /while /times /run /abort /return /pass."""
+"""Control flow and scoped variables: /let /var /if /while /times /run /abort /pass (/return)."""
 
 from __future__ import annotations
 
@@ -228,14 +228,6 @@ def abort(call: Call) -> ScriptValue:
     return ""
 
 
-def return_(call: Call) -> ScriptValue:
-    value = call.value
-    if isinstance(value, list):
-        value = " ".join(map(str, value))
-    call.run.return_("" if value is None else value)
-    return ""
-
-
 def pass_(call: Call) -> ScriptValue:
     value = call.value
     if isinstance(value, list):
@@ -291,6 +283,6 @@ COMMANDS = (
         usage="/run name [param=value ...]",
     ),
     Command("abort", abort, "Stop the whole script.", usage="/abort [quiet=true] [reason]"),
-    Command("return", return_, "Leave the current closure with a value.", usage="/return value"),
-    Command("pass", pass_, "Put the value into the pipe.", usage="/pass value"),
+    # In SillyTavern 1.12.6 /return is another name of /pass: it ends nothing.
+    Command("pass", pass_, "Put the value into the pipe.", ("return",), usage="/pass value"),
 )
