@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
 
-from taverna.engine.macros import MacroContext, Variables
+from taverna.engine.macros import Variables
 from taverna.engine.script import (
     ChatHost,
     ChatLine,
@@ -40,6 +40,7 @@ from taverna.services.chats import ChatService
 from taverna.services.library import LibraryKind, LibraryService
 from taverna.services.quick_replies import QuickReplyService
 from taverna.services.quick_reply_commands import QuickReplyCommands
+from taverna.services.script_macros import script_macros
 
 __all__ = ["FOLLOW_UPS", "ChatScriptHost", "ScriptRun", "ScriptService"]
 
@@ -521,12 +522,8 @@ class ScriptService:
         chat_host = ChatScriptHost(
             self.chats, self.library, chat, timed_ask if ask is not None else None
         )
-        names = MacroContext(
-            user=chat.user_name or "User",
-            char=chat.characters[0].name if chat.characters else "",
-            group=", ".join(c.name for c in chat.characters) if chat.group_id else None,
-            input=typed,
-        )
+        # The macros see what the chat's next turn would: card, persona, chat state.
+        names = script_macros(self.chats.store, chat, typed=typed)
         context = ScriptContext(
             variables=Variables(local=dict(local), global_=global_before),
             macros=names,
