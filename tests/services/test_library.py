@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,13 +13,6 @@ from taverna.model.presets import ChatCompletionPreset, InstructTemplate
 from taverna.services.interchange import InterchangeService
 from taverna.services.library import LibraryKind, LibraryService, Progress
 from taverna.store.sql import SqlStore
-from taverna.store.testing import backends, temporary_store
-
-
-@pytest.fixture(params=backends())
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlStore]:
-    with temporary_store(request.param, tmp_path) as opened:
-        yield opened
 
 
 @pytest.fixture
