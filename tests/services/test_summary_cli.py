@@ -5,16 +5,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from taverna.cli.main import app
-from tests.services.test_generation_cli import data, stub  # noqa: F401  (fixtures)
 from tests.stubs import Reply, StubServer
+
+pytestmark = pytest.mark.stub_model(key="sk-terminal-chat-key-77778888")
 
 
 def test_a_terminal_session_makes_shows_changes_and_removes_a_summary(
-    data: Path,  # noqa: F811
-    stub: StubServer,  # noqa: F811
+    data: Path,
+    stub: StubServer,
 ) -> None:
     stub.script(
         Reply(tokens=["Aboard."]), Reply(tokens=["They sailed home."]), Reply(tokens=["Yes."])
@@ -48,8 +50,8 @@ def test_a_terminal_session_makes_shows_changes_and_removes_a_summary(
 
 
 def test_an_automatic_summary_is_made_before_a_one_turn_chat_ends(
-    data: Path,  # noqa: F811
-    stub: StubServer,  # noqa: F811
+    data: Path,
+    stub: StubServer,
 ) -> None:
     from dataclasses import replace
 
