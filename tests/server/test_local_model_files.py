@@ -18,6 +18,7 @@ from fastapi.testclient import TestClient
 from taverna.server.app import create_app
 from taverna.server.context import AppContext
 from taverna.services.local_models import MODELS_FOLDER, available, local_models
+from tests.server import test_recall_keys
 from tests.server.accounts_fixtures import enable_accounts, log_in
 
 pytestmark = pytest.mark.skipif(not available(), reason="needs taverna's `local` extra")
@@ -28,6 +29,10 @@ def malformed_gguf(path: Path) -> Path:
     header = b"GGUF" + struct.pack("<IQQ", 3, 0, 1)
     path.write_bytes(header + struct.pack("<Q", 2**40) + b"general.name")
     return path
+
+
+# The server over SQLite, and over PostgreSQL when its URL is set.
+ctx = test_recall_keys.ctx
 
 
 @pytest.fixture(autouse=True)

@@ -17,9 +17,13 @@ from taverna.server.app import create_app
 from taverna.server.config import load_config
 from taverna.server.context import AppContext
 from tests.providers.test_outbound import BANNER, banner_server
+from tests.server import test_recall_keys
 from tests.server.accounts_fixtures import enable_accounts, log_in
 from tests.stubs.embeddings_server import embeddings_stub
 from tests.stubs.model_server import Reply, StubServer, start_stub
+
+# The server over SQLite, and over PostgreSQL when its URL is set.
+ctx = test_recall_keys.ctx
 
 
 @pytest.fixture
