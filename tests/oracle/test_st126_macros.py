@@ -28,7 +28,9 @@ from taverna.formats.card_json import read_card_json
 from taverna.formats.st_chat import read_chat
 from taverna.formats.st_settings import read_settings
 from taverna.services.chats import ChatService
+from taverna.services.editing import set_chat_persona
 from taverna.services.library import LibraryService
+from taverna.services.library_editing import all_personas
 from taverna.services.scripts import ScriptService
 from taverna.services.settings_import import import_settings
 from taverna.services.turn_inputs import assembly_context, character_info, chat_messages
@@ -41,6 +43,7 @@ CASES = ROOT / "macro"
 KNOWN_FILE = ROOT / "known_differences_macro_regex.json"
 KNOWN: dict[str, str] = json.loads(KNOWN_FILE.read_text()) if KNOWN_FILE.exists() else {}
 AVATAR = "Mara.png"
+PERSONA = "Rowan"  # the persona selected in SillyTavern's page (`_base_macro/settings.json`)
 
 
 def _names() -> list[str]:
@@ -146,6 +149,10 @@ def test_macro_through_pass(name: str, library: tuple[ChatService, str]) -> None
     lib = LibraryService(chats.store)
     chat_file = CASES / name / case["chat"]
     imported = lib.import_chat(chat_file.read_bytes(), f"{name}.jsonl", character_id=character_id)
+    # The page had the persona Rowan selected in every chat; taverna keeps a persona per
+    # chat (its user_name), so this chat is given the persona the page spoke as.
+    rowan = next(i for i, p in all_personas(lib) if p.name == PERSONA)
+    set_chat_persona(chats, lib, imported.chat.id, rowan, revision=imported.chat.revision)
     scripts = ScriptService(chats)
     scripts.write_global_variables(_globals(case))
     chat_id = imported.chat.id

@@ -34,6 +34,7 @@ ROOT = Path(__file__).parent / "st126"
 BASE = ROOT / "_base_macro"
 CASES = ROOT / "regex"
 KNOWN_FILE = ROOT / "known_differences_macro_regex.json"
+PERSONA = "Rowan"  # the persona selected in SillyTavern's page (`_base_macro/settings.json`)
 KNOWN: dict[str, str] = json.loads(KNOWN_FILE.read_text()) if KNOWN_FILE.exists() else {}
 
 
@@ -69,16 +70,11 @@ def _turn_macros(settings: SillyTavernSettings, chat_file: Path) -> Callable[[st
     return lambda text: macros(text, {})
 
 
-def _stored_macros(chat_file: Path) -> Callable[[str], str]:
+def _stored_macros() -> Callable[[str], str]:
     """The macros a message's storage and display scripts run with in this chat."""
-    document = read_chat(chat_file.read_bytes(), source=str(chat_file))
-    header = document.header
-    chat = Chat(
-        id="chat",
-        title="chat",
-        characters=(CharacterRef("Mara"),),
-        user_name=(header.user_name if header else "") or "",
-    )
+    # The page spoke as its selected persona (Rowan) whatever the chat file's user_name;
+    # taverna keeps a persona per chat, so the chat here speaks as Rowan.
+    chat = Chat(id="chat", title="chat", characters=(CharacterRef("Mara"),), user_name=PERSONA)
     return message_regex._macros(message_regex._substitute(chat, "Mara"))
 
 
@@ -94,9 +90,9 @@ def test_regex_case(name: str) -> None:
     if params.get("isPrompt"):
         use, substitute = RegexUse.PROMPT, _turn_macros(settings, chat_file)
     elif params.get("isMarkdown"):
-        use, substitute = RegexUse.DISPLAY, _stored_macros(chat_file)
+        use, substitute = RegexUse.DISPLAY, _stored_macros()
     else:
-        use, substitute = RegexUse.STORE, _stored_macros(chat_file)
+        use, substitute = RegexUse.STORE, _stored_macros()
     got = regexed(
         case["input"],
         RegexPlacement(case["placement"]),
