@@ -168,6 +168,27 @@ class ChatScriptHost:
             for node in nodes
         ]
 
+    def delete_messages(self, indices: Sequence[int]) -> None:
+        nodes = self.chats.active_path(self.chat.id).nodes
+        targets = [nodes[i] for i in sorted(set(indices)) if 0 <= i < len(nodes)]
+        # The last first: the path then ends on a live message after each deletion.
+        for node in reversed(targets):
+            # SillyTavern deletes a message with its swipes: the other candidates at its
+            # place go too (not those a branch goes on from).
+            for other in self.chats.candidates(self.chat.id, node.id):
+                if other.id == node.id or other.deleted:
+                    continue
+                if any(
+                    not kid.deleted for kid in self.chats.store.children(self.chat.id, other.id)
+                ):
+                    continue
+                self._mark(other.parent_id)
+                self.chat = self.chats.delete(
+                    self.chat.id, other.id, revision=self.chat.revision
+                ).chat
+            self._mark(node.parent_id)
+            self.chat = self.chats.delete(self.chat.id, node.id, revision=self.chat.revision).chat
+
     def generate(self, request: Generation) -> str:
         if request.kind in FOLLOW_UPS:
             if self.follow_up is not None:

@@ -76,6 +76,10 @@ class ChatHost(Protocol):
         """The chat's messages in order (the active path), index 0 first."""
         ...
 
+    def delete_messages(self, indices: Sequence[int]) -> None:
+        """Delete the messages at these places of `messages()` (each with its swipes)."""
+        ...
+
     def generate(self, request: Generation) -> str: ...
 
     def inject(self, injection: Injection) -> str: ...
@@ -136,6 +140,9 @@ class NoChat:
 
     def messages(self) -> Sequence[ChatLine]:
         raise self._none("messages")
+
+    def delete_messages(self, indices: Sequence[int]) -> None:
+        raise self._none("cut")
 
     def generate(self, request: Generation) -> str:
         raise self._none(request.kind)

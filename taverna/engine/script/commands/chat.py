@@ -11,6 +11,7 @@ from taverna.engine.script.host import Generation, Injection
 from taverna.engine.script.interpreter import Call, Command
 from taverna.engine.script.scope import ScriptValue
 from taverna.engine.script.values import is_false, is_true
+from taverna.engine.script.values import number_text as js_number_text
 
 _RANGE = re.compile(r"^\s*(-?\d+)\s*(?:-\s*(-?\d+)\s*)?$")
 _POSITIONS = {"before": "before", "after": "after", "chat": "chat", "none": "none"}
@@ -139,6 +140,52 @@ def messages(call: Call) -> ScriptValue:
             continue
         out.append(f"{line.name}: {line.text}" if names else line.text)
     return "\n\n".join(out)
+
+
+def cut(call: Call) -> ScriptValue:
+    """`/cut 3` or `/cut 2-4`: delete those messages and return their texts, each with a
+    line break after it (nothing for a bad range, as in SillyTavern 1.12.6)."""
+    lines = call.run.host.messages()
+    found = _message_range(call.text(), len(lines) - 1)
+    if found is None:
+        return ""
+    indices = list(range(found[0], found[1] + 1))
+    text = "".join(f"{lines[i].text}\n" for i in indices)
+    call.run.host.delete_messages(indices)
+    return text
+
+
+def delete_last(call: Call) -> ScriptValue:
+    """`/del N`: cut the last N messages (nothing for 0, a bad number, or more messages
+    than the chat has; without N SillyTavern only opens its delete mode)."""
+    text = call.text()
+    if not text:
+        return ""
+    count = js_number(text)
+    if count is None or count < 1:
+        return ""
+    lines = call.run.host.messages()
+    if count > len(lines):
+        return ""
+    found = _message_range(f"{js_number_text(len(lines) - count)}-{len(lines) - 1}", len(lines) - 1)
+    if found is None:
+        return ""
+    indices = list(range(found[0], found[1] + 1))
+    cut_text = "".join(f"{lines[i].text}\n" for i in indices)
+    call.run.host.delete_messages(indices)
+    return cut_text
+
+
+def delete_by_name(call: Call) -> ScriptValue:
+    """`/delname Name`: delete every message written under that name."""
+    name = call.text().strip()
+    if not name:
+        return ""
+    lines = call.run.host.messages()
+    indices = [i for i, line in enumerate(lines) if line.name == name]
+    if indices:
+        call.run.host.delete_messages(indices)
+    return ""
 
 
 def _generation(kind: str, *, needs_prompt: bool = False) -> Command:
@@ -298,6 +345,9 @@ COMMANDS = (
     ),
     Command("hide", hide, "Hide messages from the model (still shown).", usage="/hide 2-5"),
     Command("unhide", unhide, "Show hidden messages to the model again.", usage="/unhide 2-5"),
+    Command("cut", cut, "Delete messages and return their texts.", usage="/cut 2-4"),
+    Command("delmode", delete_last, "Delete the last N messages.", ("del",), usage="/del N"),
+    Command("delname", delete_by_name, "Delete every message of a name.", usage="/delname Name"),
     Command(
         "messages",
         messages,
