@@ -43,6 +43,7 @@ CASES = ROOT / "macro"
 KNOWN_FILE = ROOT / "known_differences_macro_regex.json"
 KNOWN: dict[str, str] = json.loads(KNOWN_FILE.read_text()) if KNOWN_FILE.exists() else {}
 AVATAR = "Mara.png"
+TEXT_APIS = frozenset({"kobold", "koboldhorde", "textgenerationwebui", "novel"})
 PERSONA = "Rowan"  # the persona selected in SillyTavern's page (`_base_macro/settings.json`)
 
 
@@ -110,6 +111,8 @@ def test_macro_in_a_prompt_text(name: str) -> None:
         dict(chat.metadata.fields),
         chat_messages(chat.messages),
         {},
+        # The page had the Horde API selected (SillyTavern's default), a Text Completion one.
+        api="textgen" if settings.main_api in TEXT_APIS else "openai",
         chat_id=f"c3_macro_{name}",
     )
     macros = substitute_for(context)

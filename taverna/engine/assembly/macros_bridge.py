@@ -79,6 +79,14 @@ def instruct_macros(context: AssemblyContext, char_prompt: str) -> dict[str, str
     return values
 
 
+def max_prompt(context: AssemblyContext) -> int:
+    """`{{maxPrompt}}`: the context size less the reply's (script.js getMaxContextSize)."""
+    if context.api == "textgen":
+        settings = context.text_completion
+        return settings.max_context - settings.amount_gen
+    return context.chat_completion.max_context - context.chat_completion.max_tokens
+
+
 def macro_context(context: AssemblyContext) -> MacroContext:
     """The macro engine's view of this turn."""
     character = context.character if context.characters else None
@@ -108,6 +116,7 @@ def macro_context(context: AssemblyContext) -> MacroContext:
         char_version=character.version if character else "",
         instruct=instruct_macros(context, card(character.system_prompt) if character else ""),
         model=context.chat_completion.model if context.api != "textgen" else "",
+        max_prompt=max_prompt(context),
         last_message=last.text if last else "",
         last_message_id=(
             context.earlier.count + len(context.messages) - 1 if context.messages else None
