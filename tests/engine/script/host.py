@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
-from taverna.engine.script import Generation, Injection
+from taverna.engine.script import ChatLine, Generation, Injection
 
 
 class RecordingHost:
@@ -31,6 +31,13 @@ class RecordingHost:
     def comment(self, text: str, *, at: int | None) -> str:
         self.log.append(f"comment:{text}")
         return ""
+
+    def messages(self) -> list[ChatLine]:
+        """A chat of ten messages (the cases only need its length)."""
+        return [ChatLine(name="Bob", text=f"message {i}") for i in range(10)]
+
+    def delete_messages(self, indices: Sequence[int]) -> None:
+        self.log.append("delete:" + ",".join(map(str, indices)))
 
     def hide(self, start: int, end: int, *, hidden: bool) -> str:
         self.log.append(f"{'hide' if hidden else 'unhide'}:{start}-{end}")

@@ -32,22 +32,22 @@ def _at(call: Call) -> int | None:
     return int(number)
 
 
-def _text(call: Call, command: str) -> str:
-    text = call.text()
-    if not text.strip():
-        raise ScriptError(
-            f"/{command} needs a text", code="needs_text", params={"command": str(command)}
-        )
-    return text
+# SillyTavern 1.12.6 adds nothing for /send, /sendas, /sys and /comment without a text
+# (and no error): the pipe is empty.
 
 
 def send(call: Call) -> ScriptValue:
-    return call.run.host.send(_text(call, "send"), at=_at(call), name=call.arg("name"))
+    text = call.text()
+    if not text.strip():
+        return ""
+    return call.run.host.send(text, at=_at(call), name=call.arg("name"))
 
 
 def send_as(call: Call) -> ScriptValue:
     name = call.arg("name")
     text = call.text()
+    if not text.strip():
+        return ""
     if not name:
         # `/sendas Name text` written without name=: the first word names the speaker.
         first, _, rest = text.strip().partition(" ")
@@ -58,34 +58,33 @@ def send_as(call: Call) -> ScriptValue:
 
 
 def narrate(call: Call) -> ScriptValue:
-    return call.run.host.narrate(_text(call, "sys"), at=_at(call))
+    text = call.text()
+    if not text.strip():
+        return ""
+    return call.run.host.narrate(text, at=_at(call))
 
 
 def comment(call: Call) -> ScriptValue:
-    return call.run.host.comment(_text(call, "comment"), at=_at(call))
+    text = call.text()
+    if not text.strip():
+        return ""
+    return call.run.host.comment(text, at=_at(call))
 
 
-def _range(text: str) -> tuple[int, int]:
-    match = _RANGE.match(text)
-    if match is None:
-        raise ScriptError(
-            f"{text!r} is not a message number or range (5 or 2-7)",
-            code="is_not_message_number_or",
-            params={"text": str(text)},
-        )
-    start = int(match.group(1))
-    end = int(match.group(2)) if match.group(2) is not None else start
-    return start, end
+def _hide(call: Call, *, hidden: bool) -> ScriptValue:
+    # SillyTavern 1.12.6: a bad or out-of-range index hides nothing, without an error.
+    found = _message_range(call.text(), len(call.run.host.messages()) - 1)
+    if found is None:
+        return ""
+    return call.run.host.hide(found[0], found[1], hidden=hidden)
 
 
 def hide(call: Call) -> ScriptValue:
-    start, end = _range(call.text())
-    return call.run.host.hide(start, end, hidden=True)
+    return _hide(call, hidden=True)
 
 
 def unhide(call: Call) -> ScriptValue:
-    start, end = _range(call.text())
-    return call.run.host.hide(start, end, hidden=False)
+    return _hide(call, hidden=False)
 
 
 _LEADING_INT = re.compile(r"^\s*([+-]?\d+)")
@@ -219,7 +218,7 @@ def _generation(kind: str, *, needs_prompt: bool = False) -> Command:
 def inject(call: Call) -> ScriptValue:
     injection_id = call.arg("id")
     if not injection_id:
-        raise ScriptError("/inject needs id=", code="inject_needs_id")
+        return ""  # SillyTavern 1.12.6 only warns
     position = (call.arg("position", "after") or "after").lower()
     if position not in _POSITIONS:
         raise ScriptError(

@@ -15,6 +15,8 @@ def _declare_or_assign(call: Call, *, declare: bool) -> ScriptValue:
     key = call.arg("key")
     parts = call.parts()
     if key is None:
+        if not parts and declare:
+            return ""  # SillyTavern 1.12.6: a bare /let does nothing
         if not parts:
             raise ScriptError("name the variable", code="name_variable")
         first = parts.pop(0)
