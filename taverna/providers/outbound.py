@@ -19,11 +19,15 @@ no HTTP answer) without quoting what a peer that does not speak HTTP sent.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
+import itertools
 import socket
 import ssl
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -101,8 +105,39 @@ def is_public(address: Address) -> bool:
     return address.is_global and not address.is_multicast
 
 
+# This machine's addresses are read again after this many seconds (interfaces change).
+OWN_SECONDS = 30.0
+_own: list[tuple[float, frozenset[Address] | None]] = []
+
+
+def _linux_addresses() -> frozenset[Address] | None:
+    """The addresses of this machine's interfaces, from Linux's /proc (None elsewhere)."""
+    try:
+        trie = Path("/proc/net/fib_trie").read_text(encoding="ascii").splitlines()
+        inet6 = Path("/proc/net/if_inet6").read_text(encoding="ascii").splitlines()
+    except OSError:
+        return None
+    found: set[Address] = set()
+    for before, line in itertools.pairwise(trie):
+        # "|-- 192.0.2.2" followed by "/32 host LOCAL": an address of this machine
+        if line.strip().startswith("/32 host LOCAL") and "-- " in before:
+            with contextlib.suppress(ValueError):
+                found.add(ipaddress.IPv4Address(before.split("-- ", 1)[1].strip()))
+    for line in inet6:
+        with contextlib.suppress(ValueError, IndexError):
+            found.add(ipaddress.IPv6Address(int(line.split()[0], 16)))
+    return frozenset(found)
+
+
 def is_own(address: Address) -> bool:
-    """Whether the address is one of this machine's own: a socket can be bound to it."""
+    """Whether the address is one of this machine's own: one of its interfaces' (Linux),
+    else one a socket can be bound to (where that is not allowed for other addresses)."""
+    now = time.monotonic()
+    if not _own or now - _own[0][0] > OWN_SECONDS:
+        _own[:] = [(now, _linux_addresses())]
+    known = _own[0][1]
+    if known is not None:
+        return address in known
     family = socket.AF_INET6 if address.version == 6 else socket.AF_INET
     try:
         with socket.socket(family, socket.SOCK_DGRAM) as probe:

@@ -263,3 +263,17 @@ def test_tls_to_a_port_that_does_not_speak_it_is_said_as_tls() -> None:
         assert "TLS" in errors[0].message, errors[0].message
         with pytest.raises(ProviderError, match="TLS"):
             asyncio.run(fetch_json(HttpRequest(url, {}, method="GET")))
+
+
+def test_a_public_address_of_this_machine_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server on a public address reaches itself there: that address is its own, read
+    from its interfaces (not from binding, which some hosts allow for any address)."""
+    import ipaddress
+    import time
+
+    from taverna.providers import outbound
+
+    mine = ipaddress.ip_address("93.184.215.14")
+    monkeypatch.setattr(outbound, "_own", [(time.monotonic(), frozenset({mine}))])
+    assert not STRICT.admits("93.184.215.14", 443)
+    assert STRICT.admits("93.184.215.15", 443)
