@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+import taverna.cli.chat  # noqa: F401 - registers the command
 from taverna.cli.main import app
 from tests.stubs import Reply, StubServer
 
