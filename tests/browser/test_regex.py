@@ -206,3 +206,23 @@ def test_a_text_completion_preset_is_chosen_and_its_scripts_allowed_in_the_page(
     assert layer["allowed"] is True
     assert errors == []
     page.close()
+
+
+def test_the_test_box_says_a_script_ran_to_its_time_limit(  # type: ignore[no-untyped-def]
+    chromium, taverna: TavernaServer
+) -> None:
+    page = chromium.new_page(viewport={"width": 1280, "height": 800})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(taverna.url + "/#/regex")
+    page.locator("#regex-new").click()
+    page.locator("#regex-name").fill("Runaway")
+    page.locator("#regex-find").fill("/(a+)+$|q{}z/g")
+    page.locator("#regex-test-input").fill("a" * 5000 + "b")
+    expect(page.locator("#regex-test-stopped")).to_contain_text("250 ms limit")
+    expect(page.locator("#regex-test-result")).to_have_text("a" * 5000 + "b")
+    page.locator("#regex-test-input").fill("a quiet harbour")
+    expect(page.locator("#regex-test-stopped")).to_be_hidden()
+    shot(page, "desktop-en-regex-stopped")
+    assert errors == []
+    page.close()

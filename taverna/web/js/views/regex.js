@@ -6,6 +6,7 @@ import { api } from "../api.js";
 import { formWith, h, mount, toast, withMacros } from "../dom.js";
 import { explain, reportError } from "../errors.js";
 import { t } from "../i18n.js";
+import { ledgerReason } from "../labels.js";
 
 const PLACEMENTS = [
   [1, "regex.place_user"],
@@ -173,6 +174,8 @@ export async function render(root) {
     const use = h("select", { id: "regex-test-use", "aria-label": t("regex.test_use") },
       USES.map(([value, key]) => h("option", { value, text: t(key) })));
     const result = h("output", { id: "regex-test-result", class: "regex-result", "aria-live": "polite" });
+    // why the text was left as it was: the script ran to its time limit
+    const stopped = h("p", { id: "regex-test-stopped", class: "muted", hidden: true });
 
     const read = () => ({
       ...script,
@@ -193,6 +196,7 @@ export async function render(root) {
     const test = async () => {
       const current = read();
       const mine = ++asked;
+      stopped.hidden = true;
       if (!sample.value) {
         result.textContent = "";
         return;
@@ -203,6 +207,9 @@ export async function render(root) {
         if (mine === asked) {
           result.classList.remove("error");
           result.textContent = answer.result;
+          const skipped = answer.skipped || [];
+          stopped.textContent = skipped.map((item) => ledgerReason(item) || item.reason).join(" ");
+          stopped.hidden = !skipped.length;
         }
       } catch (error) {
         if (mine === asked) {
@@ -238,7 +245,7 @@ export async function render(root) {
         h("div", { class: "row wrap" }, use),
         sample,
         h("div", { class: "muted", text: t("regex.test_result") }),
-        result));
+        result, stopped));
     mount(editor, form);
     form.addEventListener("input", (event) => {
       if (event.target === sample) {
