@@ -49,9 +49,8 @@ def send_as(call: Call) -> ScriptValue:
     if not text.strip():
         return ""
     if not name:
-        # `/sendas Name text` written without name=: the first word names the speaker.
-        first, _, rest = text.strip().partition(" ")
-        name, text = first, rest
+        # SillyTavern 1.12.6: without name= the chat's character speaks the whole text.
+        name = call.run.context.macros.char
     if not name or not text.strip():
         raise ScriptError("/sendas needs name= and a text", code="sendas_needs_name_and_text")
     return call.run.host.send_as(name, text, at=_at(call))
