@@ -78,3 +78,20 @@ def test_login_failures_by_subject(store: SqlStore) -> None:
     later = datetime.now(UTC) + timedelta(seconds=1)
     assert store.login_failures(["name:bob"], later) == {"name:bob": []}
     assert store.login_failures(["name:bob"], long_ago) == {"name:bob": []}
+
+
+def test_login_failures_of_every_address(store: SqlStore) -> None:
+    long_ago = datetime.now(UTC) - timedelta(hours=1)
+    store.add_login_failure(["name:alice", "address:192.0.2.1"])
+    store.add_login_failure(["name:bob", "address:192.0.2.1"])
+    store.add_login_failure(["name:carol", "address:2001:db8::7"])
+    store.add_login_failure(["name:address_like"])  # `_` is no wildcard here
+    found = store.login_failures_from("address:", long_ago)
+    assert {subject: len(times) for subject, times in found.items()} == {
+        "address:192.0.2.1": 2,
+        "address:2001:db8::7": 1,
+    }
+    assert all(t.tzinfo is not None and t > long_ago for t in found["address:192.0.2.1"])
+    assert store.login_failures_from("address:", datetime.now(UTC) + timedelta(seconds=1)) == {}
+    assert set(store.login_failures_from("name:address_", long_ago)) == {"name:address_like"}
+    assert store.login_failures_from("name:address%", long_ago) == {}
