@@ -135,6 +135,14 @@ class ChatScriptHost:
         speaker = name if isinstance(name, str) and name else "System"
         return self._append(NodeRole.NARRATOR, text, at=at, speaker=speaker)
 
+    def set_narrator_name(self, name: str) -> None:
+        # SillyTavern's `chat_metadata.narrator_name`, which /sys reads.
+        self._mark(self.chat.active_leaf_id)
+        outcome = self.chats.update_metadata(
+            self.chat.id, {"narrator_name": name}, revision=self.chat.revision
+        )
+        self.chat = outcome.chat
+
     def comment(self, text: str, *, at: int | None) -> str:
         # SillyTavern's comment: shown, `is_system` (never sent), `extra.type = comment`
         # (the export writes a node's extras as the message's own fields).

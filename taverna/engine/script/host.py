@@ -80,6 +80,10 @@ class ChatHost(Protocol):
         """Delete the messages at these places of `messages()` (each with its swipes)."""
         ...
 
+    def set_narrator_name(self, name: str) -> None:
+        """`/sysname`: the name the chat's narrator messages (`/sys`) are written under."""
+        ...
+
     def generate(self, request: Generation) -> str: ...
 
     def inject(self, injection: Injection) -> str: ...
@@ -143,6 +147,9 @@ class NoChat:
 
     def delete_messages(self, indices: Sequence[int]) -> None:
         raise self._none("cut")
+
+    def set_narrator_name(self, name: str) -> None:
+        raise self._none("sysname")
 
     def generate(self, request: Generation) -> str:
         raise self._none(request.kind)

@@ -39,6 +39,9 @@ class RecordingHost:
     def delete_messages(self, indices: Sequence[int]) -> None:
         self.log.append("delete:" + ",".join(map(str, indices)))
 
+    def set_narrator_name(self, name: str) -> None:
+        self.log.append(f"sysname:{name}")
+
     def hide(self, start: int, end: int, *, hidden: bool) -> str:
         self.log.append(f"{'hide' if hidden else 'unhide'}:{start}-{end}")
         return ""

@@ -63,6 +63,12 @@ def narrate(call: Call) -> ScriptValue:
     return call.run.host.narrate(text, at=_at(call))
 
 
+def narrator_name(call: Call) -> ScriptValue:
+    """`/sysname Name`: the chat's narrator speaks as Name from now on (System without)."""
+    call.run.host.set_narrator_name(call.text() or "System")
+    return ""
+
+
 def comment(call: Call) -> ScriptValue:
     text = call.text()
     if not text.strip():
@@ -335,6 +341,12 @@ COMMANDS = (
     ),
     Command("sendas", send_as, "Add a message as a character.", usage="/sendas name=Name text"),
     Command("sys", narrate, "Add a narrator message.", ("nar",), usage="/sys [at=i] text"),
+    Command(
+        "sysname",
+        narrator_name,
+        "Name the chat's narrator (/sys messages); without a name: System.",
+        usage="/sysname [name]",
+    ),
     Command(
         "comment",
         comment,
