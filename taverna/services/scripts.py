@@ -135,6 +135,9 @@ class ChatScriptHost:
         speaker = name if isinstance(name, str) and name else "System"
         return self._append(NodeRole.NARRATOR, text, at=at, speaker=speaker)
 
+    def delay(self, seconds: float) -> None:
+        time.sleep(seconds)
+
     def set_narrator_name(self, name: str) -> None:
         # SillyTavern's `chat_metadata.narrator_name`, which /sys reads.
         self._mark(self.chat.active_leaf_id)
@@ -438,6 +441,9 @@ class _NoChatHost(NoChat):
 
     def quick_reply(self, name: str) -> str | None:
         return find_quick_reply(self.library, name)
+
+    def delay(self, seconds: float) -> None:
+        time.sleep(seconds)
 
     def quick_reply_command(self, command: str, named: Mapping[str, str], text: str) -> str:
         service = QuickReplyService(self.chats, owner=self.library.owner)

@@ -84,6 +84,10 @@ class ChatHost(Protocol):
         """`/sysname`: the name the chat's narrator messages (`/sys`) are written under."""
         ...
 
+    def delay(self, seconds: float) -> None:
+        """`/delay`: wait this long before the script goes on."""
+        ...
+
     def generate(self, request: Generation) -> str: ...
 
     def inject(self, injection: Injection) -> str: ...
@@ -150,6 +154,9 @@ class NoChat:
 
     def set_narrator_name(self, name: str) -> None:
         raise self._none("sysname")
+
+    def delay(self, seconds: float) -> None:
+        """The engine waits on nothing itself: the services' hosts sleep."""
 
     def generate(self, request: Generation) -> str:
         raise self._none(request.kind)

@@ -39,6 +39,9 @@ class RecordingHost:
     def delete_messages(self, indices: Sequence[int]) -> None:
         self.log.append("delete:" + ",".join(map(str, indices)))
 
+    def delay(self, seconds: float) -> None:
+        self.log.append(f"delay:{seconds:g}")
+
     def set_narrator_name(self, name: str) -> None:
         self.log.append(f"sysname:{name}")
 

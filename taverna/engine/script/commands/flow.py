@@ -230,6 +230,18 @@ def abort(call: Call) -> ScriptValue:
     return ""
 
 
+def delay(call: Call) -> ScriptValue:
+    """`/delay ms` (also /wait, /sleep): wait, then go on with an empty pipe. A value that
+    is not a number waits nothing (SillyTavern 1.12.6); no wait outlasts the script's
+    time limit."""
+    amount = call.text()
+    if amount:
+        milliseconds = js_number(amount) or 0.0
+        if milliseconds > 0:
+            call.run.host.delay(min(milliseconds / 1000, call.run.limits.max_seconds))
+    return ""
+
+
 def pass_(call: Call) -> ScriptValue:
     value = call.value
     if isinstance(value, list):
@@ -285,6 +297,7 @@ COMMANDS = (
         usage="/run name [param=value ...]",
     ),
     Command("abort", abort, "Stop the whole script.", usage="/abort [quiet=true] [reason]"),
+    Command("delay", delay, "Wait a number of milliseconds.", ("wait", "sleep"), usage="/delay ms"),
     # In SillyTavern 1.12.6 /return is another name of /pass: it ends nothing.
     Command("pass", pass_, "Put the value into the pipe.", ("return",), usage="/pass value"),
 )
