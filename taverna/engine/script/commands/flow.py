@@ -5,6 +5,7 @@ from __future__ import annotations
 from taverna.engine.macros.js import js_number
 from taverna.engine.script.errors import ScriptError
 from taverna.engine.script.interpreter import Argument, Call, Command
+from taverna.engine.script.parser import parse
 from taverna.engine.script.scope import ClosureValue, ScriptValue
 from taverna.engine.script.values import is_false, js_value_text, read_number
 
@@ -242,6 +243,25 @@ def delay(call: Call) -> ScriptValue:
     return ""
 
 
+def closure_serialize(call: Call) -> ScriptValue:
+    """`/closure-serialize {: ... :}`: the closure's text between its braces."""
+    value = call.value
+    if not isinstance(value, ClosureValue):
+        raise ScriptError(
+            "/closure-serialize needs a closure", code="closure_serialize_needs_closure"
+        )
+    return value.node.raw_text
+
+
+def closure_deserialize(call: Call) -> ScriptValue:
+    """`/closure-deserialize text`: the text read as a closure's body (made here); a
+    closure given as it is stays itself (SillyTavern 1.12.6 fails with a TypeError)."""
+    if isinstance(call.value, ClosureValue):
+        return call.value
+    script = parse(call.text(), call.run.shape_of, flags=call.run.flags)
+    return ClosureValue(script.root, call.scope)
+
+
 def pass_(call: Call) -> ScriptValue:
     value = call.value
     if isinstance(value, list):
@@ -298,6 +318,18 @@ COMMANDS = (
     ),
     Command("abort", abort, "Stop the whole script.", usage="/abort [quiet=true] [reason]"),
     Command("delay", delay, "Wait a number of milliseconds.", ("wait", "sleep"), usage="/delay ms"),
+    Command(
+        "closure-serialize",
+        closure_serialize,
+        "A closure as text, to keep in a variable.",
+        usage="/closure-serialize {: ... :}",
+    ),
+    Command(
+        "closure-deserialize",
+        closure_deserialize,
+        "Text made by /closure-serialize as a closure again.",
+        usage="/closure-deserialize text",
+    ),
     # In SillyTavern 1.12.6 /return is another name of /pass: it ends nothing.
     Command("pass", pass_, "Put the value into the pipe.", ("return",), usage="/pass value"),
 )
