@@ -24,12 +24,13 @@ from taverna.services.active_settings import set_active
 from taverna.services.chats import ChatService
 from taverna.services.connections import ConnectionService
 from taverna.services.generation import GenerationService
-from taverna.services.library import LibraryKind, LibraryService
+from taverna.services.library import LibraryService
 from taverna.services.recall import EmbeddingBacklog, RecallService, embed_due, recall_config
 from taverna.services.turn_context import TurnContexts
 from taverna.services.turn_paths import PathEnds
 from taverna.store.sql import SqlStore
 from taverna.store.testing import backends, temporary_store
+from tests.support.folders import small_recall
 
 NOW = datetime(2026, 5, 1, tzinfo=UTC)
 FILLER = [
@@ -68,21 +69,6 @@ def _service(store: SqlStore, embedder: Any) -> RecallService:
     return RecallService(store, lambda config: embedder, bits=BITS.get(id(store), "never"))
 
 
-def _settings(store: SqlStore, **vectors: object) -> None:
-    lib = LibraryService(store)
-    preset = lib.put(
-        LibraryKind.CHAT_COMPLETION_PRESET,
-        "Small",
-        {"openai_max_context": 400, "openai_max_tokens": 100},
-    )
-    set_active(store, "chat_completion_preset", preset.id)
-    set_active(
-        store,
-        "extension_settings",
-        {"vectors": {"enabled_chats": True, "insert": 2, "query": 1, **vectors}},
-    )
-
-
 def _chat(store: SqlStore, opening: list[tuple[NodeRole, str]], filler: int) -> str:
     chats = ChatService(store)
     chat = chats.create_chat("memory", greetings=["Hello."], base_state=ChatState()).chat
@@ -115,6 +101,15 @@ def _ask(store: SqlStore, chat_id: str, text: str) -> None:
     chats.append(chat_id, NodeRole.USER, text, revision=chat.revision)
 
 
+def _asked_of_the_dragon(store: SqlStore, embedder: Any, **vectors: object) -> str:
+    """Recall on, a long chat that opened with the dragon, embedded, then asked where it went."""
+    small_recall(store, **vectors)
+    chat_id = _chat(store, [(NodeRole.USER, DRAGON), (NodeRole.ASSISTANT, LIGHTHOUSE)], 40)
+    EmbeddingBacklog(store, lambda: embedder).drain()
+    _ask(store, chat_id, "Where did that dragon go after it burned the mill?")
+    return chat_id
+
+
 DRAGON = "The red dragon burned the mill at Oxbridge and flew north to the mountains."
 LIGHTHOUSE = "We swore to meet again at the old lighthouse at midnight, on the full moon."
 
@@ -139,10 +134,7 @@ def test_the_backlog_embeds_every_message_once_and_an_edit_again(
 def test_a_turn_recalls_an_old_message_near_in_meaning(
     store: SqlStore, tmp_path: Path, embedder: LocalEmbedder
 ) -> None:
-    _settings(store)
-    chat_id = _chat(store, [(NodeRole.USER, DRAGON), (NodeRole.ASSISTANT, LIGHTHOUSE)], 40)
-    EmbeddingBacklog(store, lambda: embedder).drain()
-    _ask(store, chat_id, "Where did that dragon go after it burned the mill?")
+    chat_id = _asked_of_the_dragon(store, embedder)
     prompt = _turn(store, tmp_path, chat_id, embedder)
     path = ChatService(store).active_path(chat_id).nodes
     dragon_id = path[1].id
@@ -162,7 +154,7 @@ def test_a_turn_recalls_an_old_message_near_in_meaning(
 def test_a_branch_never_recalls_a_sibling_branchs_message(
     store: SqlStore, tmp_path: Path, embedder: LocalEmbedder
 ) -> None:
-    _settings(store, score_threshold=0)  # every near message counts: none of A may
+    small_recall(store, score_threshold=0)  # every near message counts: none of A may
     chats = ChatService(store)
     chat_id = _chat(store, [], 0)
     chat = store.get_chat(chat_id)
@@ -209,7 +201,7 @@ def test_a_branch_never_recalls_a_sibling_branchs_message(
 def test_hidden_and_deleted_messages_are_never_recalled(
     store: SqlStore, tmp_path: Path, embedder: LocalEmbedder
 ) -> None:
-    _settings(store, score_threshold=0)
+    small_recall(store, score_threshold=0)
     chat_id = _chat(
         store,
         [
@@ -236,10 +228,7 @@ def test_hidden_and_deleted_messages_are_never_recalled(
 def test_the_recalled_block_keeps_to_its_own_budget(
     store: SqlStore, tmp_path: Path, embedder: LocalEmbedder
 ) -> None:
-    _settings(store, budget=12, insert=3)
-    chat_id = _chat(store, [(NodeRole.USER, DRAGON), (NodeRole.ASSISTANT, LIGHTHOUSE)], 40)
-    EmbeddingBacklog(store, lambda: embedder).drain()
-    _ask(store, chat_id, "Where did that dragon go after it burned the mill?")
+    chat_id = _asked_of_the_dragon(store, embedder, budget=12, insert=3)
     prompt = _turn(store, tmp_path, chat_id, embedder)
     lines = [i for i in prompt.ledger.items if i.kind == RECALLED_KIND]
     assert lines and all(not i.included for i in lines if i.tokens > 12)
@@ -250,7 +239,7 @@ def test_the_recalled_block_keeps_to_its_own_budget(
 def test_a_vectorized_entry_activates_by_similarity_with_its_score(
     store: SqlStore, tmp_path: Path, embedder: LocalEmbedder
 ) -> None:
-    _settings(store, enabled_chats=False, enabled_world_info=True, score_threshold=0.2)
+    small_recall(store, enabled_chats=False, enabled_world_info=True, score_threshold=0.2)
     lib = LibraryService(store)
     lib.put_lorebook(
         Lorebook(
@@ -298,7 +287,7 @@ def test_a_workspace_embeds_new_messages_in_the_background_while_recall_is_on(
         chat_id = _chat(store, [(NodeRole.USER, DRAGON)], 4)  # type: ignore[arg-type]
         time.sleep(0.3)
         assert store.message_vectors(chat_id, LOCAL_MODEL) == []  # recall is off
-        _settings(store)  # type: ignore[arg-type]
+        small_recall(store)  # type: ignore[arg-type]
         workspace.embeddings.wake()
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -313,10 +302,7 @@ def test_a_workspace_embeds_new_messages_in_the_background_while_recall_is_on(
 def test_the_next_turn_recalls_the_same_with_one_assembly(
     store: SqlStore, tmp_path: Path, embedder: LocalEmbedder
 ) -> None:
-    _settings(store)
-    chat_id = _chat(store, [(NodeRole.USER, DRAGON), (NodeRole.ASSISTANT, LIGHTHOUSE)], 40)
-    EmbeddingBacklog(store, lambda: embedder).drain()
-    _ask(store, chat_id, "Where did that dragon go after it burned the mill?")
+    chat_id = _asked_of_the_dragon(store, embedder)
     recall = _service(store, embedder)
     turns = TurnContexts(store, clock=lambda: NOW, paths=PathEnds(store), recall=recall)
     service = GenerationService(
@@ -425,7 +411,7 @@ def test_taverna_chat_prompt_shows_the_recalled_messages(
         card = LibraryService(store).import_bytes(
             (files("taverna") / "data" / "Ione Calder.png").read_bytes(), "Ione Calder.png"
         )
-        _settings(store)  # type: ignore[arg-type]
+        small_recall(store)  # type: ignore[arg-type]
         # The preview asks no model; a connection names the API the prompt is for.
         ConnectionService(store, opened.path).add(
             "local", "openai", url="http://127.0.0.1:9/v1", model="m", key="sk-unused"
@@ -535,7 +521,7 @@ def test_a_sent_message_is_embedded_once_for_its_turn_a_regenerate_and_the_backl
     counting = CountingEmbedder(embedder)
     asked = "Where did that dragon go after it burned the mill?"
     with temporary_store("sqlite", tmp_path) as store, start_stub() as stub:
-        _settings(store)
+        small_recall(store)
         chat_id = _chat(store, [(NodeRole.USER, DRAGON), (NodeRole.ASSISTANT, LIGHTHOUSE)], 40)
         backlog = EmbeddingBacklog(store, lambda: counting)
         backlog.drain()
@@ -582,7 +568,7 @@ def test_a_message_foreseen_is_embedded_ahead_and_the_turn_asks_the_model_nothin
     counting = Noting(embedder)
     asked = "Where did that dragon go after it burned the mill?"
     with temporary_store("sqlite", tmp_path) as store:
-        _settings(store)
+        small_recall(store)
         chat_id = _chat(store, [(NodeRole.USER, DRAGON), (NodeRole.ASSISTANT, LIGHTHOUSE)], 40)
         EmbeddingBacklog(store, lambda: counting).drain()
         service = RecallService(store, lambda config: counting)
@@ -644,7 +630,7 @@ def test_the_backlog_shares_a_few_new_messages_vectors_with_the_turns(
     embedding it again; a long batch (catching up) is embedded in one call."""
     counting = CountingEmbedder(embedder)
     with temporary_store("sqlite", tmp_path) as store:
-        _settings(store)
+        small_recall(store)
         chat_id = _chat(store, [(NodeRole.USER, DRAGON)], 6)
         service = RecallService(store, lambda config: counting)
         backlog = EmbeddingBacklog(store, lambda: counting, shared=service.texts)
@@ -673,7 +659,7 @@ def test_a_send_with_recall_off_reads_nothing_until_the_settings_change(
 
     counting = CountingEmbedder(embedder)
     with temporary_store("sqlite", tmp_path) as store:
-        _settings(store, enabled_chats=False)
+        small_recall(store, enabled_chats=False)
         chat_id = _chat(store, [(NodeRole.USER, DRAGON)], 4)
         service = RecallService(store, lambda config: counting, watch=LibraryWatch().watch(store))
         statements: list[str] = []
@@ -692,7 +678,7 @@ def test_a_send_with_recall_off_reads_nothing_until_the_settings_change(
                 ahead.result(timeout=60)
             sa.event.remove(store.engine, "before_cursor_execute", note)
             assert statements == [] and counting.texts == []
-            _settings(store)  # recall on
+            small_recall(store)  # recall on
             ahead = service.foresee(chat_id, "", "Now it counts.")
             assert ahead is not None
             ahead.result(timeout=60)

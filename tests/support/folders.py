@@ -5,9 +5,11 @@ from __future__ import annotations
 from importlib.resources import files
 from pathlib import Path
 
+from taverna.services.active_settings import set_active
 from taverna.services.connections import ConnectionService
 from taverna.services.data import open_data
-from taverna.services.library import LibraryService
+from taverna.services.library import LibraryKind, LibraryService
+from taverna.store import Store
 from tests.stubs.model_server import StubServer
 
 CARD = "Ione Calder.png"  # a card the package ships in taverna/data
@@ -34,3 +36,19 @@ def card_folder(folder: Path, stub: StubServer) -> Path:
         )
         connect_stub(ConnectionService(opened.store, opened.path), stub)
     return folder
+
+
+def small_recall(store: Store, **vectors: object) -> None:
+    """A small chat preset in use (400 tokens of context, 100 to reply) and recall on for
+    chats, two messages inserted for one queried; `vectors` sets any of recall's settings."""
+    preset = LibraryService(store).put(
+        LibraryKind.CHAT_COMPLETION_PRESET,
+        "Small",
+        {"openai_max_context": 400, "openai_max_tokens": 100},
+    )
+    set_active(store, "chat_completion_preset", preset.id)
+    set_active(
+        store,
+        "extension_settings",
+        {"vectors": {"enabled_chats": True, "insert": 2, "query": 1, **vectors}},
+    )
