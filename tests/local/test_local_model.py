@@ -18,7 +18,7 @@ from taverna.services import local_models
 from taverna.services.local_models import LocalSpec, default_model_path, model_chat_template
 from taverna.services.workspace import LOCAL_CONNECTION, seed_local_model
 from tests.server.conftest import rev
-from tests.server.test_generation import events, generate
+from tests.support.api import events, generate
 
 pytestmark = pytest.mark.skipif(
     not local_models.available(), reason="the `local` extra is not installed"
