@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,15 +15,11 @@ from taverna.cli.main import app
 from taverna.errors import FormatError, NotFound
 from taverna.services.connections import ConnectionService, Secrets
 from taverna.store.testing import temporary_store
-from tests.stubs import StubServer, start_stub
+from tests.stubs import StubServer
 
 KEY = "sk-connection-test-5555aaaa9999"
 
-
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubServer]:
-    with start_stub(key=KEY) as server:
-        yield server
+pytestmark = pytest.mark.stub_model(key=KEY)
 
 
 def test_a_stored_key_lives_only_in_an_owner_only_file(tmp_path: Path) -> None:

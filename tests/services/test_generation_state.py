@@ -34,7 +34,8 @@ from taverna.services.connections import ConnectionService
 from taverna.services.generation import Completed, GenerationService, TurnRequest
 from taverna.store.sql import SqlStore
 from taverna.store.testing import backends, temporary_store
-from tests.stubs import Reply, StubServer, start_stub
+from tests.stubs import Reply, StubServer
+from tests.support.folders import connect_stub
 
 KEY = "sk-generation-state-key-0001"
 LORE = Lorebook(
@@ -48,6 +49,8 @@ KINDS = {
     GenerationType.CONTINUE: GenerationType.CONTINUE,
     GenerationType.IMPERSONATE: GenerationType.IMPERSONATE,
 }
+
+pytestmark = pytest.mark.stub_model(key=KEY)
 
 
 def lorebook_builder(prompts: list[Prompt], turns: list[TurnRequest]) -> Any:
@@ -123,17 +126,10 @@ class World:
         return asyncio.run(main())
 
 
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubServer]:
-    with start_stub(key=KEY) as server:
-        yield server
-
-
 @pytest.fixture(params=backends())
 def world(request: pytest.FixtureRequest, tmp_path: Path, stub: StubServer) -> Iterator[World]:
     with temporary_store(request.param, tmp_path) as store:
-        connections = ConnectionService(store, tmp_path)
-        connections.add("stub", "openai", url=stub.base_url("openai"), model="stub-model", key=KEY)
+        connections = connect_stub(ConnectionService(store, tmp_path), stub)
         chats = ChatService(store)
         prompts: list[Prompt] = []
         turns: list[TurnRequest] = []

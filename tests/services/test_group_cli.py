@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,8 @@ from taverna.cli.main import app
 from taverna.services.connections import ConnectionService
 from taverna.services.data import open_data
 from taverna.services.library import LibraryService
-from tests.stubs import Reply, StubServer, start_stub
+from tests.stubs import Reply, StubServer
+from tests.support.folders import connect_stub
 
 KEY = "sk-group-terminal-key-1234"
 GROUP = {
@@ -28,11 +28,7 @@ GROUP = {
     "chats": [],
 }
 
-
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubServer]:
-    with start_stub(key=KEY) as server:
-        yield server
+pytestmark = pytest.mark.stub_model(key=KEY)
 
 
 @pytest.fixture
@@ -57,9 +53,7 @@ def data(tmp_path: Path, stub: StubServer) -> Path:
         library = LibraryService(opened.store)
         for path in [*files, group]:
             library.import_file(path)
-        ConnectionService(opened.store, opened.path).add(
-            "stub", "openai", url=stub.base_url("openai"), model="stub-model", key=KEY
-        )
+        connect_stub(ConnectionService(opened.store, opened.path), stub)
     return folder
 
 

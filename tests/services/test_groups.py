@@ -25,6 +25,7 @@ from taverna.services.turn_paths import PathEnds
 from taverna.store.sql import SqlStore
 from taverna.store.testing import backends, temporary_store
 from tests.stubs import Reply, StubServer, start_stub
+from tests.support.folders import connect_stub
 
 KEY = "sk-group-key-000000001"
 CARDS = {
@@ -73,11 +74,7 @@ def _card(name: str, description: str, greeting: str) -> CardFile:
 @pytest.fixture(params=backends())
 def world(request: pytest.FixtureRequest, tmp_path: Path, stub: StubServer) -> Iterator[World]:
     with temporary_store(request.param, tmp_path) as store:
-        connections = ConnectionService(store, tmp_path)
-        connections.add("stub", "openai", url=stub.base_url("openai"), model="stub-model", key=KEY)
-        connections.add(
-            "claude", "anthropic", url=stub.base_url("anthropic"), model="stub-model", key=KEY
-        )
+        connections = connect_stub(ConnectionService(store, tmp_path), stub, anthropic=True)
         library = LibraryService(store)
         ids = [library.put_character(_card(n, *CARDS[n])).id for n in CARDS]
         chats = ChatService(store)

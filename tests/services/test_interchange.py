@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,16 +14,9 @@ from taverna.services.chats import ChatService
 from taverna.services.interchange import MAX_FORK_NESTING, InterchangeService, safe_file_name
 from taverna.store import NewChat
 from taverna.store.sql import SqlStore
-from taverna.store.testing import backends, temporary_store
 
 MAIN = "Seraphina - 2024-09-28@14h03m12s"
 CHECKPOINT = "Checkpoint #1 - 2024-09-28@14h10m05s"
-
-
-@pytest.fixture(params=backends())
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlStore]:
-    with temporary_store(request.param, tmp_path) as opened:
-        yield opened
 
 
 @pytest.fixture

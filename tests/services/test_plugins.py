@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +15,6 @@ import pytest
 from taverna.model.chat import NodeRole
 from taverna.model.quick_reply import QuickReply, QuickReplySet, QuickReplyTool
 from taverna.services.active_settings import set_active
-from taverna.services.connections import ConnectionService
-from taverna.services.data import open_data
 from taverna.services.generation import Ending
 from taverna.services.library import LibraryKind, LibraryService
 from taverna.services.plugins import Event, EventName, Grant, Plugins
@@ -26,16 +23,12 @@ from taverna.services.scripts import ScriptService
 from taverna.services.workspace import Workspace, open_workspace
 from tests.plugins import mood, nosy
 from tests.plugins.install import write_distribution
-from tests.stubs import Reply, StubServer, start_stub
+from tests.stubs import Reply, StubServer
+from tests.support.folders import card_folder
 
 KEY = "sk-plugin-test-key-12345678"
-CARD = "Ione Calder.png"
 
-
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubServer]:
-    with start_stub(key=KEY) as server:
-        yield server
+pytestmark = pytest.mark.stub_model(key=KEY)
 
 
 @pytest.fixture
@@ -50,16 +43,8 @@ def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-def ws(tmp_path: Path, stub: StubServer, installed: Path) -> Iterator[Workspace]:
-    folder = tmp_path / "data"
-    with open_data(folder) as opened:
-        LibraryService(opened.store).import_bytes(
-            (files("taverna") / "data" / CARD).read_bytes(), CARD
-        )
-        ConnectionService(opened.store, opened.path).add(
-            "stub", "openai", url=stub.base_url("openai"), model="stub-model", key=KEY
-        )
-    opened_ws = open_workspace(folder, background_backups=False)
+def ws(installed: Path, data: Path) -> Iterator[Workspace]:
+    opened_ws = open_workspace(data, background_backups=False)
     try:
         yield opened_ws
     finally:
@@ -580,14 +565,7 @@ def test_taverna_plugins_lists_them_and_taverna_chat_emits_events(
     as_json = json.loads(CliRunner().invoke(app, ["plugins", "--json"]).output)
     assert [p["name"] for p in as_json] == ["broken", "mood", "nosy"]
 
-    folder = tmp_path / "cli-data"
-    with open_data(folder) as opened:
-        LibraryService(opened.store).import_bytes(
-            (files("taverna") / "data" / CARD).read_bytes(), CARD
-        )
-        ConnectionService(opened.store, opened.path).add(
-            "stub", "openai", url=stub.base_url("openai"), model="stub-model", key=KEY
-        )
+    folder = card_folder(tmp_path / "cli-data", stub)
     stub.script(Reply(tokens=["Aye."]))
     said = CliRunner().invoke(
         app, ["chat", "Ione Calder", "--say", "Keep the secret", "--data", str(folder)]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from importlib.resources import files
 from pathlib import Path
 
 import pytest
@@ -12,32 +10,12 @@ from typer.testing import CliRunner
 import taverna.cli.chat  # registers the command
 import taverna.cli.script  # noqa: F401 - registers the command
 from taverna.cli.main import app
-from taverna.services.connections import ConnectionService
 from taverna.services.data import open_data
-from taverna.services.library import LibraryService
-from tests.stubs import Reply, StubServer, start_stub
+from tests.stubs import Reply, StubServer
 
 KEY = "sk-script-cli-key-12121212"
-CARD = "Ione Calder.png"
 
-
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubServer]:
-    with start_stub(key=KEY) as server:
-        yield server
-
-
-@pytest.fixture
-def data(tmp_path: Path, stub: StubServer) -> Path:
-    folder = tmp_path / "data"
-    with open_data(folder) as opened:
-        LibraryService(opened.store).import_bytes(
-            (files("taverna") / "data" / CARD).read_bytes(), CARD
-        )
-        ConnectionService(opened.store, opened.path).add(
-            "stub", "openai", url=stub.base_url("openai"), model="stub-model", key=KEY
-        )
-    return folder
+pytestmark = pytest.mark.stub_model(key=KEY)
 
 
 def _chat_id(data: Path) -> str:
