@@ -1,4 +1,4 @@
-"""A real `taverna serve` subprocess, a local stub model server, and Debian's Chromium."""
+"""Debian's Chromium, and real `taverna serve` subprocesses: over the stub model, new, or bare."""
 
 from __future__ import annotations
 
@@ -7,8 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.stubs.model_server import StubServer, start_stub
+from tests.stubs.model_server import StubServer
 from tests.stubs.taverna_server import TavernaServer
+from tests.support.browser import connect_served, serving
+
+__all__ = ["TavernaServer", "shot"]  # what the browser tests import from here
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
@@ -38,30 +41,28 @@ def chromium() -> Iterator[object]:
 
 
 @pytest.fixture(scope="module")
-def stub() -> Iterator[StubServer]:
-    with start_stub() as server:
+def taverna(tmp_path_factory: pytest.TempPathFactory, stub: StubServer) -> Iterator[TavernaServer]:
+    """`taverna serve` over a new data folder, the module's stub model its default connection."""
+    with serving(tmp_path_factory.mktemp("taverna") / "data") as server:
+        connect_served(server, stub)
         yield server
 
 
 @pytest.fixture(scope="module")
-def taverna(tmp_path_factory: pytest.TempPathFactory, stub: StubServer) -> Iterator[TavernaServer]:
-    server = TavernaServer(tmp_path_factory.mktemp("taverna") / "data").start()
-    server.api(
-        "POST",
-        "/connections",
-        json={
-            "name": "stub",
-            "api": "openai",
-            "url": stub.base_url("openai"),
-            "model": "stub-model",
-            "key": None,
-            "default": True,
-        },
-    )
-    try:
+def fresh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TavernaServer]:
+    """`taverna serve` over a new data folder, as a first start leaves it."""
+    with serving(tmp_path_factory.mktemp("fresh") / "data") as server:
         yield server
-    finally:
-        server.stop()
+
+
+@pytest.fixture
+def bare(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TavernaServer]:
+    """`taverna serve` over a new data folder whose only connection (the bundled local model,
+    where installed) is deleted: nothing can answer."""
+    with serving(tmp_path_factory.mktemp("bare") / "data") as server:
+        for connection in server.api("GET", "/connections").json():
+            server.api("DELETE", f"/connections/{connection['name']}")
+        yield server
 
 
 def shot(page: object, name: str) -> Path:

@@ -5,7 +5,6 @@ graph of a few rows and jumps by click. Desktop in English, phone in Chinese."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,22 +15,11 @@ from taverna.model.chat import CharacterRef, Node, NodeRole, new_id
 from taverna.store import NewChat
 from taverna.store.sql import open_store
 from tests.browser.conftest import TavernaServer, shot
+from tests.support.browser import catalog, say
 
 pytestmark = pytest.mark.browser
 
-I18N = Path(__file__).resolve().parents[2] / "taverna" / "web" / "i18n"
 CASES = [("desktop", "en", 1280, 800), ("phone", "zh-CN", 375, 812)]
-
-
-def catalog(lang: str) -> dict[str, str]:
-    return dict(json.loads((I18N / f"{lang}.json").read_text(encoding="utf-8")))
-
-
-def say(words: dict[str, str], key: str, **params: object) -> str:
-    text = words[key]
-    for name, value in params.items():
-        text = text.replace("{" + name + "}", str(value))
-    return text
 
 
 def line(nodes: list[Node], parent: str | None, count: int, start: int, tag: str) -> str | None:

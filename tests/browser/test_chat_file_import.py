@@ -5,26 +5,17 @@ Both languages, both sizes."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import shot
 from tests.stubs.taverna_server import TavernaServer
+from tests.support.browser import new_page
 
 pytestmark = pytest.mark.browser
 
 SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 375, "height": 812}}
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TavernaServer]:
-    started = TavernaServer(tmp_path_factory.mktemp("chatfile") / "data").start()
-    try:
-        yield started
-    finally:
-        started.stop()
 
 
 def st_chat(character: str, words: str) -> bytes:
@@ -54,25 +45,21 @@ def chats_of(server: TavernaServer, name: str) -> list[str]:
 @pytest.mark.parametrize(("size", "lang"), [("desktop", "en"), ("phone", "zh-CN")])
 def test_a_chat_file_is_imported_from_the_page(
     chromium,  # type: ignore[no-untyped-def]
-    server: TavernaServer,
+    fresh: TavernaServer,
     size: str,
     lang: str,
 ) -> None:
     mira = f"Mira {size}"
-    server.api("POST", "/characters", json={"name": mira, "first_mes": "Hi."})
-    context = chromium.new_context(viewport=SIZES[size])
-    context.add_init_script(f"localStorage.setItem('taverna.lang', '{lang}')")
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(f"{server.url}/#/import")
+    fresh.api("POST", "/characters", json={"name": mira, "first_mes": "Hi."})
+    context, page, errors = new_page(chromium, SIZES[size], lang)
+    page.goto(f"{fresh.url}/#/import")
     shot(page, f"{size}-{lang}-import-page")
 
     # The file names a character of the library: the chat opens at once.
     pick(page, f"{mira}.jsonl", st_chat(mira, "Is the lamp lit?"))
     expect(page.locator(".message", has_text="Is the lamp lit?")).to_be_visible()
     assert "#/chat/" in page.url
-    assert page.url.rsplit("/", 1)[1] in chats_of(server, mira)
+    assert page.url.rsplit("/", 1)[1] in chats_of(fresh, mira)
 
     # A character the library lacks: the page asks; create it and import.
     nemo = f"Nemo {size}"
@@ -81,7 +68,7 @@ def test_a_chat_file_is_imported_from_the_page(
     shot(page, f"{size}-{lang}-import-chat-choose")
     page.locator("#chat-file-create").click()
     expect(page.locator(".message", has_text="Who are you?")).to_be_visible()
-    assert page.url.rsplit("/", 1)[1] in chats_of(server, nemo)
+    assert page.url.rsplit("/", 1)[1] in chats_of(fresh, nemo)
 
     # Or choose one of the library's characters for it.
     ghost = f"Ghost {size}"
@@ -89,22 +76,22 @@ def test_a_chat_file_is_imported_from_the_page(
     page.locator("#chat-file-character").select_option(label=mira)
     page.locator("#chat-file-use").click()
     expect(page.locator(".message", has_text="Anyone there?")).to_be_visible()
-    assert page.url.rsplit("/", 1)[1] in chats_of(server, mira)
-    assert not [c for c in server.api("GET", "/characters").json() if c["name"] == ghost]
+    assert page.url.rsplit("/", 1)[1] in chats_of(fresh, mira)
+    assert not [c for c in fresh.api("GET", "/characters").json() if c["name"] == ghost]
     assert errors == []
     context.close()
 
 
-def test_a_refused_chat_file_names_its_file_and_line_once(chromium, server: TavernaServer) -> None:  # type: ignore[no-untyped-def]
+def test_a_refused_chat_file_names_its_file_and_line_once(chromium, fresh: TavernaServer) -> None:  # type: ignore[no-untyped-def]
     """In English too: the file named once, the line of the file once (never the parser's
     own count of lines), and a loose value's line before its field."""
     name = "Mira once"
-    server.api("POST", "/characters", json={"name": name, "first_mes": "Hi."})
+    fresh.api("POST", "/characters", json={"name": name, "first_mes": "Hi."})
     head = st_chat(name, "Fine.").decode().splitlines()
     context = chromium.new_context(viewport=SIZES["desktop"])
     context.add_init_script("localStorage.setItem('taverna.lang', 'en')")
     page = context.new_page()
-    page.goto(f"{server.url}/#/import")
+    page.goto(f"{fresh.url}/#/import")
     pick(page, "broken.jsonl", "\n".join([*head, '{"name": x}']).encode())
     toast = page.locator("#toasts .toast.error", has_text="broken.jsonl")
     expect(toast).to_contain_text("line 4: not valid JSON at column 10")

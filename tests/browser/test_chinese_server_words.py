@@ -7,7 +7,6 @@ own words aside). Screenshots go to tests/artifacts/."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from tests.browser.conftest import shot
 from tests.browser.test_phone_and_language import ALLOWED, ENGLISH_WORDS
 from tests.stubs.model_server import Reply, StubServer
 from tests.stubs.taverna_server import TavernaServer
+from tests.support.browser import new_page
 
 pytestmark = pytest.mark.browser
 
@@ -25,11 +25,7 @@ DESKTOP = {"width": 1280, "height": 800}
 
 
 def open_zh(chromium, viewport: dict[str, int]):  # type: ignore[no-untyped-def]
-    context = chromium.new_context(viewport=viewport)
-    context.add_init_script("localStorage.setItem('taverna.lang', 'zh-CN')")
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    context, page, errors = new_page(chromium, viewport, "zh-CN")
     return context, page, errors
 
 
@@ -138,18 +134,6 @@ def test_the_folder_import_report_says_why_in_chinese(
     shot(page, f"zh-{viewport['width']}-import-report")
     assert errors == []
     context.close()
-
-
-@pytest.fixture
-def bare(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TavernaServer]:
-    """A new data folder with no connection at all."""
-    server = TavernaServer(tmp_path_factory.mktemp("bare-zh") / "data").start()
-    try:
-        for connection in server.api("GET", "/connections").json():
-            server.api("DELETE", f"/connections/{connection['name']}")
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])

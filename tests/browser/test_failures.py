@@ -5,7 +5,6 @@ languages."""
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import expect
@@ -13,6 +12,7 @@ from playwright.sync_api import expect
 from tests.browser.conftest import shot
 from tests.stubs.model_server import Reply, StubServer
 from tests.stubs.taverna_server import TavernaServer
+from tests.support.browser import connect_served, new_page
 
 DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 375, "height": 812}
@@ -31,11 +31,7 @@ RETRY = {"en": "Retry", "zh-CN": "重试"}
 def open_chat(chromium, server: TavernaServer, size: str, lang: str):  # type: ignore[no-untyped-def]
     character = server.api("GET", "/characters").json()[0]
     chat = server.api("POST", "/chats", json={"character_id": character["id"]}).json()
-    context = chromium.new_context(viewport=SIZES[size])
-    context.add_init_script(f"localStorage.setItem('taverna.lang', '{lang}')")
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    context, page, errors = new_page(chromium, SIZES[size], lang)
     page.goto(f"{server.url}/#/chat/{chat['id']}")
     page.locator("ol.messages .message").first.wait_for()
     return context, page, chat, errors
@@ -118,28 +114,15 @@ def test_a_regenerate_that_fails_retries_as_a_regenerate(
     context.close()
 
 
-@pytest.fixture
-def bare_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TavernaServer]:
-    """A new data folder whose only connection (the bundled local model, where installed)
-    is deleted: nothing can answer."""
-    server = TavernaServer(tmp_path_factory.mktemp("bare") / "data").start()
-    try:
-        for connection in server.api("GET", "/connections").json():
-            server.api("DELETE", f"/connections/{connection['name']}")
-        yield server
-    finally:
-        server.stop()
-
-
 @pytest.mark.parametrize(("size", "lang"), [("desktop", "en"), ("phone", "zh-CN")])
 def test_with_no_connection_the_chat_asks_for_one_and_then_answers(
     chromium,  # type: ignore[no-untyped-def]
-    bare_server: TavernaServer,
+    bare: TavernaServer,
     stub: StubServer,
     size: str,
     lang: str,
 ) -> None:
-    context, page, _chat, errors = open_chat(chromium, bare_server, size, lang)
+    context, page, _chat, errors = open_chat(chromium, bare, size, lang)
     form = page.locator("#first-connection-form")
     expect(form).to_be_visible()
     # Sending before connecting leads to the form; the text stays in the box.
@@ -155,7 +138,7 @@ def test_with_no_connection_the_chat_asks_for_one_and_then_answers(
     form.locator("input:not([type=url]):not([type=password])").first.fill("stub-model")
     form.locator("button[type=submit]").click()
     expect(page.locator("#first-connection")).to_be_hidden()
-    connections = bare_server.api("GET", "/connections").json()
+    connections = bare.api("GET", "/connections").json()
     assert [(c["name"], c["model"], c["default"]) for c in connections] == [
         ("stub-model", "stub-model", True)
     ]
@@ -178,7 +161,7 @@ def test_with_no_connection_the_chat_asks_for_one_and_then_answers(
 )
 def test_a_model_server_that_is_not_running_is_said_so(
     chromium,  # type: ignore[no-untyped-def]
-    bare_server: TavernaServer,
+    bare: TavernaServer,
     stub: StubServer,
     size: str,
     lang: str,
@@ -187,7 +170,7 @@ def test_a_model_server_that_is_not_running_is_said_so(
     with socket.socket() as closed:  # a port nothing listens on
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
-    bare_server.api(
+    bare.api(
         "POST",
         "/connections",
         json={
@@ -199,7 +182,7 @@ def test_a_model_server_that_is_not_running_is_said_so(
             "default": True,
         },
     )
-    context, page, chat, errors = open_chat(chromium, bare_server, size, lang)
+    context, page, chat, errors = open_chat(chromium, bare, size, lang)
     page.locator("#chat-input").fill("Anyone?")
     page.locator("#send").click()
     failure = page.locator("#failure")
@@ -207,23 +190,12 @@ def test_a_model_server_that_is_not_running_is_said_so(
     fits_the_screen(page)
     shot(page, f"{size}-{lang}-failed-reply-refused")
     # Point the connection at a running model server: Retry answers.
-    bare_server.api("DELETE", "/connections/gone")
-    bare_server.api(
-        "POST",
-        "/connections",
-        json={
-            "name": "stub",
-            "api": "openai",
-            "url": stub.base_url("openai"),
-            "model": "stub-model",
-            "key": None,
-            "default": True,
-        },
-    )
+    bare.api("DELETE", "/connections/gone")
+    connect_served(bare, stub)
     stub.script(Reply(tokens=["Here."]))
     failure.get_by_role("button", name=RETRY[lang], exact=True).click()
     expect(page.locator("ol.messages > li.message").last).to_contain_text("Here.")
-    stored = bare_server.api("GET", f"/chats/{chat['id']}").json()
+    stored = bare.api("GET", f"/chats/{chat['id']}").json()
     assert [m["role"] for m in stored["messages"]] == ["assistant", "user", "assistant"]
     assert errors == []
     context.close()

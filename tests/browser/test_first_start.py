@@ -3,24 +3,14 @@ templates to open, and the Chat Completion preset is the one in use. Both langua
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import shot
 from tests.stubs.taverna_server import TavernaServer
+from tests.support.browser import new_page
 
 SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 375, "height": 812}}
-
-
-@pytest.fixture(scope="module")
-def fresh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TavernaServer]:
-    server = TavernaServer(tmp_path_factory.mktemp("fresh") / "data").start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.mark.parametrize(("size", "lang"), [("desktop", "en"), ("phone", "zh-CN")])
@@ -30,11 +20,7 @@ def test_a_new_data_folder_has_presets_and_templates_to_open(
     size: str,
     lang: str,
 ) -> None:
-    context = chromium.new_context(viewport=SIZES[size])
-    context.add_init_script(f"localStorage.setItem('taverna.lang', '{lang}')")
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    context, page, errors = new_page(chromium, SIZES[size], lang)
     page.goto(f"{fresh.url}/#/presets")
     preset = page.locator("main li", has_text="Taverna Default")
     expect(preset).to_be_visible()

@@ -14,6 +14,7 @@ from playwright.sync_api import expect
 from tests.browser.conftest import shot
 from tests.browser.test_page_small_things import CASES, catalog, open_page
 from tests.stubs.taverna_server import TavernaServer
+from tests.support.browser import serving
 
 pytestmark = pytest.mark.browser
 
@@ -22,11 +23,9 @@ FILES = Path(__file__).resolve().parents[1] / "sillytavern_files"
 
 @pytest.fixture
 def fresh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TavernaServer]:
-    started = TavernaServer(tmp_path_factory.mktemp("personas") / "data").start()
-    try:
+    """A new server for each case: the import makes its folder's persona the default."""
+    with serving(tmp_path_factory.mktemp("personas") / "data") as started:
         yield started
-    finally:
-        started.stop()
 
 
 @pytest.mark.parametrize(("size", "lang", "width", "height"), CASES)

@@ -3,8 +3,6 @@ a streamed reply from the local model, and the page saying plainly what it is.""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from playwright.sync_api import expect
 
@@ -17,15 +15,6 @@ pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(not local_models.available(), reason="the `local` extra is not installed"),
 ]
-
-
-@pytest.fixture(scope="module")
-def fresh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TavernaServer]:
-    server = TavernaServer(tmp_path_factory.mktemp("fresh") / "data").start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def test_one_message_to_the_sample_character_gets_a_streamed_reply(

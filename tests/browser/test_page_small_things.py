@@ -5,7 +5,6 @@ English, phone in Chinese."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -14,22 +13,11 @@ from playwright.sync_api import expect
 from tests.browser.conftest import TavernaServer, shot
 from tests.browser.test_pages import seed_chat
 from tests.stubs.model_server import Reply, StubServer
+from tests.support.browser import catalog, say
 
 pytestmark = pytest.mark.browser
 
-I18N = Path(__file__).resolve().parents[2] / "taverna" / "web" / "i18n"
 CASES = [("desktop", "en", 1280, 800), ("phone", "zh-CN", 375, 812)]
-
-
-def catalog(lang: str) -> dict[str, str]:
-    return dict(json.loads((I18N / f"{lang}.json").read_text(encoding="utf-8")))
-
-
-def say(words: dict[str, str], key: str, **params: object) -> str:
-    text = words[key]
-    for name, value in params.items():
-        text = text.replace("{" + name + "}", str(value))
-    return text
 
 
 def new_chat(taverna: TavernaServer) -> str:

@@ -17,6 +17,7 @@ from tests.browser.conftest import shot
 from tests.plugins.install import REPO, write_distribution
 from tests.stubs.model_server import Reply, StubServer
 from tests.stubs.taverna_server import TavernaServer
+from tests.support.browser import connect_served
 
 pytestmark = pytest.mark.browser
 
@@ -34,18 +35,7 @@ def plugged(tmp_path_factory: pytest.TempPathFactory, stub: StubServer) -> Itera
             del os.environ["PYTHONPATH"]
         else:
             os.environ["PYTHONPATH"] = before
-    server.api(
-        "POST",
-        "/connections",
-        json={
-            "name": "stub",
-            "api": "openai",
-            "url": stub.base_url("openai"),
-            "model": "stub-model",
-            "key": None,
-            "default": True,
-        },
-    )
+    connect_served(server, stub)
     try:
         yield server
     finally:

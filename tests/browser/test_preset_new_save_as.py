@@ -4,26 +4,16 @@ the original as it was. Both languages, both sizes."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import shot
 from tests.stubs.taverna_server import TavernaServer
+from tests.support.browser import new_page
 
 pytestmark = pytest.mark.browser
 
 SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 375, "height": 812}}
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TavernaServer]:
-    started = TavernaServer(tmp_path_factory.mktemp("presets") / "data").start()
-    try:
-        yield started
-    finally:
-        started.stop()
 
 
 def named(server: TavernaServer, kind: str, name: str) -> dict[str, object]:
@@ -35,23 +25,19 @@ def named(server: TavernaServer, kind: str, name: str) -> dict[str, object]:
 @pytest.mark.parametrize(("size", "lang"), [("desktop", "en"), ("phone", "zh-CN")])
 def test_new_preset_and_save_as(
     chromium,  # type: ignore[no-untyped-def]
-    server: TavernaServer,
+    fresh: TavernaServer,
     size: str,
     lang: str,
 ) -> None:
-    context = chromium.new_context(viewport=SIZES[size])
-    context.add_init_script(f"localStorage.setItem('taverna.lang', '{lang}')")
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(f"{server.url}/#/presets")
+    context, page, errors = new_page(chromium, SIZES[size], lang)
+    page.goto(f"{fresh.url}/#/presets")
     mine = f"Mine {size}"
     page.locator("#new-preset-name").fill(mine)
     page.locator("form.new-preset button[type=submit]").click()
     expect(page.locator("main h1")).to_have_text(mine)
     expect(page.locator("main .prompt-order li").first).to_be_visible()
     shot(page, f"{size}-{lang}-preset-new")
-    assert named(server, "chat", mine)["sampling"]["temperature"] == 0.9  # type: ignore[index]
+    assert named(fresh, "chat", mine)["sampling"]["temperature"] == 0.9  # type: ignore[index]
 
     # An unsaved edit goes into the copy, not into the preset open.
     page.locator("#s-temperature").fill("0.4")
@@ -60,8 +46,8 @@ def test_new_preset_and_save_as(
     expect(page.locator("main h1")).to_have_text(f"{mine} B")
     expect(page.locator("#s-temperature")).to_have_value("0.4")
     shot(page, f"{size}-{lang}-preset-saved-as")
-    assert named(server, "chat", f"{mine} B")["sampling"]["temperature"] == 0.4  # type: ignore[index]
-    assert named(server, "chat", mine)["sampling"]["temperature"] == 0.9  # type: ignore[index]
+    assert named(fresh, "chat", f"{mine} B")["sampling"]["temperature"] == 0.4  # type: ignore[index]
+    assert named(fresh, "chat", mine)["sampling"]["temperature"] == 0.9  # type: ignore[index]
 
     # A name taken is refused in words, and nothing is replaced.
     page.locator("#save-as-name").fill(mine)
@@ -73,7 +59,7 @@ def test_new_preset_and_save_as(
     expect(page.locator("main h1")).to_have_text(f"{mine} B")
 
     # Templates: a new context template from the defaults, then saved as another.
-    page.goto(f"{server.url}/#/templates")
+    page.goto(f"{fresh.url}/#/templates")
     page.locator("main select").first.select_option("context")
     page.locator("#new-preset-name").fill(f"Story {size}")
     page.locator("form.new-preset button[type=submit]").click()
@@ -82,6 +68,6 @@ def test_new_preset_and_save_as(
     page.locator("#save-as-name").fill(f"Story {size} B")
     page.locator("form.save-as button[type=submit]").click()
     expect(page.locator("main h1")).to_have_text(f"Story {size} B")
-    assert named(server, "context", f"Story {size} B")["data"]["name"] == f"Story {size} B"  # type: ignore[index]
+    assert named(fresh, "context", f"Story {size} B")["data"]["name"] == f"Story {size} B"  # type: ignore[index]
     assert errors == []
     context.close()

@@ -9,13 +9,12 @@ import pytest
 
 from taverna.model.chat import ChatState, NodeRole
 from taverna.providers.embeddings import LocalEmbedder
-from taverna.services.active_settings import set_active
 from taverna.services.chats import ChatService
 from taverna.services.data import open_data
-from taverna.services.library import LibraryKind, LibraryService
 from taverna.services.recall import EmbeddingBacklog
 from tests.browser.conftest import shot
 from tests.stubs.taverna_server import TavernaServer
+from tests.support.folders import small_recall
 
 pytestmark = pytest.mark.skipif(
     not LocalEmbedder.available(), reason="the local embedding model is not installed"
@@ -36,18 +35,7 @@ def recalling(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Tavern
     folder = open_data(data)
     store = folder.store
     try:
-        lib = LibraryService(store)
-        preset = lib.put(
-            LibraryKind.CHAT_COMPLETION_PRESET,
-            "Small",
-            {"openai_max_context": 400, "openai_max_tokens": 100},
-        )
-        set_active(store, "chat_completion_preset", preset.id)
-        set_active(
-            store,
-            "extension_settings",
-            {"vectors": {"enabled_chats": True, "insert": 2, "query": 1}},
-        )
+        small_recall(store)
         chats = ChatService(store)
         chat = chats.create_chat("Long road", greetings=["Hello."], base_state=ChatState()).chat
         chat = chats.append(chat.id, NodeRole.USER, DRAGON, revision=chat.revision).chat

@@ -4,27 +4,18 @@ books scanned instead of saying that no entry was considered. Both languages, bo
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import shot
 from tests.stubs.taverna_server import TavernaServer
+from tests.support.browser import new_page
 
 pytestmark = pytest.mark.browser
 
 SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 375, "height": 812}}
 WORDS = {"en": "no entry matched", "zh-CN": "没有条目被触发"}
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TavernaServer]:
-    started = TavernaServer(tmp_path_factory.mktemp("trace") / "data").start()
-    try:
-        yield started
-    finally:
-        started.stop()
 
 
 def chat_with_book(server: TavernaServer, name: str, greeting: str) -> str:
@@ -44,18 +35,14 @@ def chat_with_book(server: TavernaServer, name: str, greeting: str) -> str:
 @pytest.mark.parametrize(("size", "lang"), [("desktop", "en"), ("phone", "zh-CN")])
 def test_the_trace_says_books_attached_nothing_matched(
     chromium,  # type: ignore[no-untyped-def]
-    server: TavernaServer,
+    fresh: TavernaServer,
     size: str,
     lang: str,
 ) -> None:
-    quiet = chat_with_book(server, f"Mira {size}", "Hi.")
-    lit = chat_with_book(server, f"Ione {size}", "See the lighthouse?")
-    context = chromium.new_context(viewport=SIZES[size])
-    context.add_init_script(f"localStorage.setItem('taverna.lang', '{lang}')")
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(f"{server.url}/#/chat/{quiet}")
+    quiet = chat_with_book(fresh, f"Mira {size}", "Hi.")
+    lit = chat_with_book(fresh, f"Ione {size}", "See the lighthouse?")
+    context, page, errors = new_page(chromium, SIZES[size], lang)
+    page.goto(f"{fresh.url}/#/chat/{quiet}")
     page.locator("#open-inspector").click()
     page.locator("#inspector [data-tab=trace]").click()
     said = page.locator("#inspector .no-trace")
@@ -65,7 +52,7 @@ def test_the_trace_says_books_attached_nothing_matched(
     page.locator("#close-inspector").click()
 
     # An entry that matched is listed as before, with no such sentence.
-    page.goto(f"{server.url}/#/chat/{lit}")
+    page.goto(f"{fresh.url}/#/chat/{lit}")
     page.locator("#open-inspector").click()
     page.locator("#inspector [data-tab=trace]").click()
     expect(page.locator("#inspector table.trace tbody tr")).to_have_count(1)
