@@ -2,7 +2,7 @@
 // limits an admin set; change my password (the current one first).
 
 import { api } from "../api.js";
-import { h, mount, toast } from "../dom.js";
+import { h, mount, phrase, toast } from "../dom.js";
 import { explain } from "../errors.js";
 import { t } from "../i18n.js";
 import { renewSession } from "../session.js";
@@ -50,7 +50,7 @@ export async function render(root) {
       h("h2", {}, h("span", { translate: "no", text: mine.name }), mine.admin ? h("span", { class: "badge", text: t("accounts.admin") }) : null),
       h("p", { id: "my-storage" }, h("span", { class: "strong", text: t("accounts.storage") }), " ", usage(mine.used_bytes, mine.storage_bytes, size)),
       h("p", { id: "my-generations" }, h("span", { class: "strong", text: t("accounts.generations") }), " ", usage(mine.generations_last_hour, mine.generations_per_hour)),
-      h("p", { class: "muted", text: t("account.limits_help") })),
+      h("p", { class: "muted" }, phrase("account.limits_help", { gen: "/gen", genraw: "/genraw" }, ["gen", "genraw"]))),
     form);
   return null;
 }
