@@ -539,13 +539,19 @@ class ConnectionService:
         )
         return replace(base, **overrides) if overrides else base
 
-    async def endpoint(self, connection: Connection) -> tuple[str, str]:
+    def endpoint_now(self, connection: Connection) -> tuple[str, str]:
         """The base URL and key a request of `connection` goes to: its own, or, for a local
-        model, its process's (started here, off the event loop, if it is not running)."""
+        model, its process's (started here, blocking, if it is not running). The one place
+        a request's URL comes from: a local connection's `url` is never where it answers."""
         if connection.api is Api.LOCAL:
-            spec = LocalSpec.of(connection.model, connection.options)
-            return await asyncio.to_thread(local_models().endpoint, spec)
+            return local_models().endpoint(LocalSpec.of(connection.model, connection.options))
         return connection.url, self.resolve_key(connection)
+
+    async def endpoint(self, connection: Connection) -> tuple[str, str]:
+        """`endpoint_now`, off the event loop when a local model process may be started."""
+        if connection.api is Api.LOCAL:
+            return await asyncio.to_thread(self.endpoint_now, connection)
+        return self.endpoint_now(connection)
 
     async def stream(
         self,

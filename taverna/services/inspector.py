@@ -118,12 +118,14 @@ def inspect_prompt(service: GenerationService, chat_id: str, node_id: str | None
     )
     request_json: dict[str, Any] | None = None
     if connection is not None:
-        options = service.connections.of(chat.owner).request_options(
+        connections = service.connections.of(chat.owner)
+        base_url, _key = connections.endpoint_now(connection)
+        options = connections.request_options(
             connection,
             user_name=chat.user_name or "User",
             char_name=chat.characters[0].name if chat.characters else "",
         )
-        request = build_request(prompt, connection.api, options, base_url=connection.url, key="")
+        request = build_request(prompt, connection.api, options, base_url=base_url, key="")
         request_json = {"url": request.url, "body": dict(request.body)}
     sources = [i.source for i in prompt.ledger.items if i.included and i.kind == "history"]
     depth = {n.id: n.depth for n in store.get_nodes(chat_id, sources)}

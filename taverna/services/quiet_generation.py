@@ -108,12 +108,12 @@ async def quiet_text(
         prompt = replace(prompt, sampling={**prompt.sampling, **sampling})
     if stops:
         prompt = replace(prompt, stop=tuple(prompt.stop) + stops)
-    key = connections.resolve_key(connection)
+    base_url, key = await connections.endpoint(connection)
     members = tuple(c.name for c in chat.characters)
     request_options = connections.request_options(
         connection, user_name=chat.user_name or "User", char_name=members[0] if members else ""
     )
-    sent = build_request(prompt, connection.api, request_options, base_url=connection.url, key=key)
+    sent = build_request(prompt, connection.api, request_options, base_url=base_url, key=key)
     said: list[str] = []
     async for event in connections.stream(
         sent,

@@ -300,14 +300,14 @@ class SummaryGenerator:
 
     async def _ask(self, connection: Any, prompt: Prompt, chat: Any) -> tuple[str, bool]:
         connections = self.generation.connections.of(chat.owner)
-        key = connections.resolve_key(connection)
+        base_url, key = await connections.endpoint(connection)
         members = tuple(c.name for c in chat.characters)
         options = connections.request_options(
             connection,
             user_name=chat.user_name or "User",
             char_name=members[0] if members else "",
         )
-        request = build_request(prompt, connection.api, options, base_url=connection.url, key=key)
+        request = build_request(prompt, connection.api, options, base_url=base_url, key=key)
         said: list[str] = []
         cut = False
         async for event in connections.stream(

@@ -1,0 +1,53 @@
+"""A summary made with the bundled local model, for real, through the service: it goes to
+the model process's own port (not llama.cpp's default one) and is recorded."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from taverna.model.chat import CharacterRef, NodeRole
+from taverna.services import local_models
+from taverna.services.summaries import SummaryService
+from taverna.services.workspace import LOCAL_CONNECTION, Workspace, open_workspace, seed_local_model
+
+pytestmark = pytest.mark.skipif(
+    not local_models.available(), reason="the `local` extra is not installed"
+)
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Iterator[Workspace]:
+    ws = open_workspace(tmp_path / "data", background_backups=False)
+    assert seed_local_model(ws.connections) == LOCAL_CONNECTION
+    try:
+        yield ws
+    finally:
+        local_models.local_models().stop()
+        ws.close()
+
+
+def test_a_summary_is_made_with_the_bundled_model(ws: Workspace) -> None:
+    chat_id = ws.chats.create_chat(
+        "Mira",
+        characters=[CharacterRef("Mira")],
+        user_name="Alex",
+        greetings=["Hello there, I keep the lighthouse."],
+        greeting_speaker="Mira",
+    ).chat.id
+    for role, speaker, line in [
+        (NodeRole.USER, "Alex", "Where is the lighthouse?"),
+        (NodeRole.ASSISTANT, "Mira", "North, past the reeds, by the old harbour."),
+    ]:
+        rev = ws.chats.get_chat(chat_id).revision
+        ws.chats.append(chat_id, role, line, speaker=speaker, revision=rev)
+    assert ws.summaries is not None
+    outcome = asyncio.run(ws.summaries.summarize(chat_id))
+    assert outcome.text.strip()
+    current = SummaryService(ws.chats).current(chat_id)
+    assert current is not None and current.text == outcome.text
+    running = local_models.local_models().running()
+    assert running is not None and running.model == local_models.default_model_path().resolve()  # type: ignore[union-attr]
