@@ -21,6 +21,7 @@ from taverna.engine.macros import MacroContext, Variables, evaluate
 from taverna.engine.script.errors import ScriptError, line_column
 from taverna.engine.script.host import ChatHost, NoChat
 from taverna.engine.script.parser import (
+    PARSER_FLAGS,
     REPLACE_GETVAR,
     ClosureNode,
     CommandShape,
@@ -487,7 +488,9 @@ def run(text: str, context: ScriptContext, commands: Mapping[str, Command]) -> S
         return None if command is None else command.shape
 
     try:
-        script = parse(text, shape_of, max_depth=context.limits.max_depth)
+        script = parse(
+            text, shape_of, flags=frozenset(PARSER_FLAGS), max_depth=context.limits.max_depth
+        )
     except RecursionError:
         raise ScriptError(
             "the script nests too deeply to read", code="script_nests_too_deeply_to_read"
