@@ -22,28 +22,26 @@ def shared_dir() -> Path:
     return Path(env) if env else REPO.parent / "shared"
 
 
+def present(path: Path, missing: str) -> Path:
+    """`path` if it is a folder; else the test is skipped, saying `missing`."""
+    if not path.is_dir():
+        pytest.skip(missing)
+    return path
+
+
 @pytest.fixture(scope="session")
 def shared() -> Path:
-    path = shared_dir()
-    if not path.is_dir():
-        pytest.skip("the shared fixtures folder is not present")
-    return path
+    return present(shared_dir(), "the shared fixtures folder is not present")
 
 
 @pytest.fixture(scope="session")
 def st_fixtures(shared: Path) -> Path:
-    path = shared / "fixtures" / "sillytavern"
-    if not path.is_dir():
-        pytest.skip("SillyTavern fixtures are not present")
-    return path
+    return present(shared / "fixtures" / "sillytavern", "SillyTavern fixtures are not present")
 
 
 @pytest.fixture(scope="session")
 def oracle_cases(shared: Path) -> Path:
-    path = shared / "oracle" / "cases"
-    if not path.is_dir():
-        pytest.skip("oracle cases are not present")
-    return path
+    return present(shared / "oracle" / "cases", "oracle cases are not present")
 
 
 @pytest.fixture(params=backends())
