@@ -32,6 +32,9 @@ def test_page_is_served_without_outside_resources(client: TestClient) -> None:
     for path in WEB.rglob("*"):
         if path.suffix in {".js", ".css", ".html"}:
             text = path.read_text(encoding="utf-8")
+            # A vendored file's comments (its licence, references) load nothing.
+            if "vendor" in path.parts:
+                text = re.sub(r"/\*[\s\S]*?\*/", "", text)
             assert not re.search(
                 r"https?://(?!127\.0\.0\.1)", text.replace("http://www.w3.org", "")
             ), path

@@ -38,9 +38,31 @@ function inline(text) {
   return out.replace(new RegExp(`${SLOT}(\\d+)${SLOT}`, "g"), (_, i) => codes[Number(i)]);
 }
 
-/** Render markdown text to an HTML string that holds only the renderer's own tags. */
-export function renderMarkdown(source) {
-  const escaped = escapeHtml(String(source ?? "").replace(/\r\n?/g, "\n").replaceAll(SLOT, ""));
+// With `html`, the text's own tags (and whole <style> blocks and comments) outside code
+// are set aside before escaping and put back at the end, as SillyTavern's message
+// formatting lets them through; the caller must then sanitize the result (js/rich.js).
+const CODE_OR_TAG =
+  /(```[\s\S]*?(?:```|$)|`[^`\n]+`)|(<style\b[\s\S]*?<\/style\s*>|<!--[\s\S]*?-->|<\/?[A-Za-z][\w:-]*(?:\s(?:[^<>"']|"[^"]*"|'[^']*')*)?\/?>)/gi;
+const TAG_SLOT = new RegExp(`${SLOT}H(\\d+)${SLOT}`, "g");
+const TAGS_ONLY = new RegExp(`^\\s*(?:${SLOT}H\\d+${SLOT}\\s*)+$`);
+
+/** Render markdown text to an HTML string. Without `html` it holds only the renderer's own
+ * tags; with it, also the text's own tags, unsanitized. */
+export function renderMarkdown(source, { html: keepTags = false } = {}) {
+  let raw = String(source ?? "").replace(/\r\n?/g, "\n").replaceAll(SLOT, "");
+  const tags = [];
+  if (keepTags) {
+    raw = raw.replace(CODE_OR_TAG, (whole, code, tag) => {
+      if (code) return whole;
+      tags.push(tag);
+      return `${SLOT}H${tags.length - 1}${SLOT}`;
+    });
+  }
+  const out = renderEscaped(escapeHtml(raw));
+  return keepTags ? out.replace(TAG_SLOT, (_, i) => tags[Number(i)]) : out;
+}
+
+function renderEscaped(escaped) {
   const blocks = [];
   // Fenced code blocks first, so nothing inside them is formatted.
   // The fence's language word (```python) becomes a class the page labels the block with.
@@ -78,6 +100,10 @@ export function renderMarkdown(source) {
       html.push(blocks[Number(block[1])]);
     } else if (!line.trim()) {
       flushPara();
+    } else if (TAGS_ONLY.test(line)) {
+      // A line of tags only (an HTML block's opening or closing) is no paragraph.
+      flushPara();
+      html.push(line.trim());
     } else if (heading) {
       flushPara();
       const level = heading[1].length + 2;

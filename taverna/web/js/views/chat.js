@@ -8,7 +8,7 @@ import { copyText, formWith, h, iconButton, mount, toast } from "../dom.js";
 import { failureCause, reportError } from "../errors.js";
 import { connectionForm } from "./connections.js";
 import { t } from "../i18n.js";
-import { renderMarkdown } from "../markdown.js";
+import { renderRich } from "../rich.js";
 import { branchLabel, personaLabel, reasonNode } from "../labels.js";
 import { openInspector } from "./inspector.js";
 import { openChatSettings } from "./chat_settings.js";
@@ -798,7 +798,7 @@ export async function render(root, params) {
     const member = speaker && state.group?.members.find((m) => m.name === speaker);
     const char = member || (speaker && { name: speaker }) || state.chat.characters?.[0] || {};
     const body = h("div", { class: "content markdown", translate: "no", "aria-live": "polite", "aria-busy": "true" });
-    body.innerHTML = renderMarkdown(state.streamText || "…");
+    renderRich(body, state.streamText || "…");
     return h("li", { class: "message assistant streaming", id: "streaming" },
       avatarFor({ role: "assistant", name: char.name, avatar_url: char.avatar_url }, state.chat),
       h("div", { class: "bubble" }, h("div", { class: "meta" }, h("span", { translate: "no", class: "name", text: char.name || "" })),
@@ -834,7 +834,7 @@ export async function render(root, params) {
     const target = streamTarget();
     if (!target) return;
     const text = state.task.kind === "continue" ? state.task.base + state.streamText : state.streamText;
-    target.innerHTML = renderMarkdown(text || "…");
+    renderRich(target, text || "…");
     list.scrollTop = list.scrollHeight;
   }
 
@@ -886,7 +886,7 @@ export async function render(root, params) {
     if (m.tool_calls) content.replaceChildren(toolCalls(m));
     else {
       // What display-only regex scripts make of the message, if they change it; edits use the stored text.
-      content.innerHTML = renderMarkdown(m.shown ?? m.content);
+      renderRich(content, m.shown ?? m.content);
       decorateCode(content);
     }
     // The reasoning as display-only regex scripts of the reasoning placement show it.
