@@ -55,6 +55,11 @@ def build_body(prompt: Prompt, api: Api, options: RequestOptions) -> dict[str, A
         messages = post_process(
             messages, options.post_processing, names, keep_tools=bool(options.tools)
         )
+    # a continue sent as prefix completion (DeepSeek's beta URL): the reply goes on from
+    # the trailing assistant message
+    prefixed = api is Api.OPENAI_COMPATIBLE and options.mistral_prefix
+    if prefixed and messages and messages[-1].get("role") == "assistant":
+        messages[-1] = {**messages[-1], "prefix": True}
     body: dict[str, Any] = {"messages": messages, "model": options.model}
     reasoning = api is Api.OPENAI and is_reasoning_model(options.model)
     if not reasoning:

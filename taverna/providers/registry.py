@@ -101,7 +101,13 @@ PROVIDERS: Mapping[Api, Provider] = {
     p.api: p
     for p in (
         _openai_chat(Api.OPENAI),
-        _openai_chat(Api.OPENAI_COMPATIBLE, preset_options=openai_chat.compatible_preset_options),
+        # an OpenAI-compatible endpoint continues in place where the connection turns
+        # `prefix` on (DeepSeek's prefix completion; sources.py sets it for DeepSeek)
+        _openai_chat(
+            Api.OPENAI_COMPATIBLE,
+            preset_options=openai_chat.compatible_preset_options,
+            in_place_option="prefix",
+        ),
         # Mistral streams OpenAI's chunks; it continues in place only where the connection
         # turns `prefix` on (algo-providers.md §10, SillyTavern's `mistral.enablePrefix`)
         _record(Api.MISTRAL, mistral, openai_chat.ChatStream, in_place_option="prefix"),

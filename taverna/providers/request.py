@@ -143,7 +143,8 @@ class RequestOptions:
     `user_name` / `char_name` / `group_members` fold example and speaker names into
     text where an API has no `name` field. `use_system_prompt` is `None` for the API's
     SillyTavern default (Anthropic off, Gemini on). `tool_choice` is `auto` or `required`.
-    `mistral_prefix`: Mistral continues a last assistant message in place (its `prefix`).
+    `mistral_prefix`: Mistral (or DeepSeek, as an OpenAI-compatible endpoint) continues a
+    last assistant message in place (its `prefix`).
     """
 
     model: str = ""

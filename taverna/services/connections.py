@@ -25,6 +25,7 @@ import aiohttp
 from taverna.errors import Forbidden, FormatError, NotFound, TavernaError, library_cause
 from taverna.model.chat import new_id
 from taverna.model.prompt import Prompt, PromptMessage, Role
+from taverna.providers import sources
 from taverna.providers.builders import build_request, stream_parser
 from taverna.providers.events import Event, StreamError, TextDelta
 from taverna.providers.outbound import OutboundPolicy
@@ -373,13 +374,17 @@ class ConnectionService:
                 "give the key either from the environment or directly, not both",
                 code="give_key_either_from_environment",
             )
-        chosen = api if isinstance(api, Api) else Api.parse(api)
+        chosen, named = (api, None) if isinstance(api, Api) else sources.resolve(api)
         mode = (
             post_processing
             if isinstance(post_processing, PostProcessing)
             else PostProcessing.parse(post_processing)
         )
         url = check_url(url.strip())
+        if named is not None:  # a source by name brings its URL, post-processing and options
+            url = url or named.default_url
+            mode = mode if mode is not PostProcessing.NONE else named.post_processing
+            options = {**named.options(), **(options or {})}
         if chosen is Api.LOCAL:
             if url or key or key_env:
                 raise TavernaError(

@@ -59,6 +59,9 @@ class Reply:
 
     tokens: list[str] = field(default_factory=lambda: ["Hello", ",", " traveller", "."])
     reasoning: list[str] = field(default_factory=list)
+    # the OpenAI-style delta field reasoning streams in: DeepSeek's and xAI's
+    # `reasoning_content`, OpenRouter's `reasoning`
+    reasoning_field: str = "reasoning_content"
     tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     delay: float = 0.0
     first_delay: float = 0.0
@@ -97,6 +100,8 @@ class StubServer:
     def __init__(self, key: str | None = None, models: tuple[str, ...] = ("stub-model",)) -> None:
         self.key = key
         self.models = models
+        # model -> context size listed with it as OpenRouter does (`context_length`)
+        self.context_lengths: dict[str, int] = {}
         self.requests: list[Recorded] = []
         # False: requests are checked but not kept (a load run sends thousands)
         self.record = True
@@ -411,7 +416,7 @@ class StubServer:
             if calls:
                 message["tool_calls"] = calls
             if reply.reasoning:
-                message["reasoning_content"] = "".join(reply.reasoning)
+                message[reply.reasoning_field] = "".join(reply.reasoning)
             return JSONResponse({
                 **base, "object": "chat.completion",
                 "choices": [{"index": 0, "message": message, "finish_reason": finish}],
@@ -423,7 +428,7 @@ class StubServer:
             return self._sse({**base, "choices": [choice]})
 
         lead = [chunk({"role": "assistant", "content": ""})]
-        lead += [chunk({"reasoning_content": r}) for r in reply.reasoning]
+        lead += [chunk({reply.reasoning_field: r}) for r in reply.reasoning]
         chunks = [chunk({"content": t}) for t in reply.tokens]
         for i, call in enumerate(calls):
             args = call["function"]["arguments"]
@@ -492,6 +497,9 @@ class StubServer:
         ):
             return self._openai_error(401, "Incorrect API key provided.", "invalid_api_key")
         data = [{"id": m, "object": "model", "created": 0, "owned_by": "stub"} for m in self.models]
+        for entry in data:
+            if entry["id"] in self.context_lengths:
+                entry["context_length"] = self.context_lengths[entry["id"]]
         return JSONResponse({"object": "list", "data": data})
 
     async def _gemini_models(self, request: Request) -> Response:
