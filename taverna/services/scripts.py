@@ -12,6 +12,7 @@ follow-up for the caller to start once the script has ended, as SillyTavern star
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
 
+from taverna.engine.assembly import regex_scripts
 from taverna.engine.macros import Variables
 from taverna.engine.script import (
     ChatHost,
@@ -40,6 +42,7 @@ from taverna.services.chats import ChatService
 from taverna.services.library import LibraryKind, LibraryService
 from taverna.services.quick_replies import QuickReplyService
 from taverna.services.quick_reply_commands import QuickReplyCommands
+from taverna.services.regex_library import RegexLayer, RegexLibrary
 from taverna.services.script_macros import script_macros
 
 __all__ = ["FOLLOW_UPS", "ChatScriptHost", "ScriptRun", "ScriptService"]
@@ -137,6 +140,10 @@ class ChatScriptHost:
 
     def delay(self, seconds: float) -> None:
         time.sleep(seconds)
+
+    def run_regex(self, name: str, text: str, substitute: Callable[[str], str]) -> str | None:
+        character = self.chat.characters[0].document_id if self.chat.characters else None
+        return run_named_regex(self.library, character, name, text, substitute)
 
     def set_narrator_name(self, name: str) -> None:
         # SillyTavern's `chat_metadata.narrator_name`, which /sys reads.
@@ -402,6 +409,27 @@ def _entry_value(entry: Any, field: str) -> Any:
     return getattr(entry, name)
 
 
+def run_named_regex(
+    library: LibraryService,
+    character: str | None,
+    name: str,
+    text: str,
+    substitute: Callable[[str], str],
+) -> str | None:
+    """`/regex name=`: the global regex script of that name, else the character's, run on
+    `text` (unchanged when disabled); None when neither has one (SillyTavern 1.12.6)."""
+    regexes = RegexLibrary(library.store, library.owner)
+    scripts = list(regexes.layer(RegexLayer.GLOBAL).scripts)
+    if character:
+        with contextlib.suppress(TavernaError):  # a character gone takes its scripts along
+            scripts += regexes.layer(RegexLayer.CHARACTER, character).scripts
+    wanted = name.lower()
+    for script in scripts:
+        if script.script_name.lower() == wanted:
+            return text if script.disabled else regex_scripts.run_script(script, text, substitute)
+    return None
+
+
 def quick_reply_sets(library: LibraryService) -> list[QuickReplySet]:
     """Every Quick Reply set of the library, in version-2 form."""
     sets = []
@@ -444,6 +472,9 @@ class _NoChatHost(NoChat):
 
     def delay(self, seconds: float) -> None:
         time.sleep(seconds)
+
+    def run_regex(self, name: str, text: str, substitute: Callable[[str], str]) -> str | None:
+        return run_named_regex(self.library, None, name, text, substitute)
 
     def quick_reply_command(self, command: str, named: Mapping[str, str], text: str) -> str:
         service = QuickReplyService(self.chats, owner=self.library.owner)

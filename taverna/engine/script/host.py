@@ -8,7 +8,7 @@ without a chat (each such command then fails with a clear error).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -88,6 +88,12 @@ class ChatHost(Protocol):
         """`/delay`: wait this long before the script goes on."""
         ...
 
+    def run_regex(self, name: str, text: str, substitute: Callable[[str], str]) -> str | None:
+        """`/regex name=`: the regex script of that name (any case) run on `text`; the
+        text unchanged when it is disabled, None when there is none. `substitute` fills
+        macros in its pattern."""
+        ...
+
     def generate(self, request: Generation) -> str: ...
 
     def inject(self, injection: Injection) -> str: ...
@@ -157,6 +163,9 @@ class NoChat:
 
     def delay(self, seconds: float) -> None:
         """The engine waits on nothing itself: the services' hosts sleep."""
+
+    def run_regex(self, name: str, text: str, substitute: Callable[[str], str]) -> str | None:
+        return None
 
     def generate(self, request: Generation) -> str:
         raise self._none(request.kind)

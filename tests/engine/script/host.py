@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from taverna.engine.script import ChatLine, Generation, Injection
 
@@ -38,6 +38,9 @@ class RecordingHost:
 
     def delete_messages(self, indices: Sequence[int]) -> None:
         self.log.append("delete:" + ",".join(map(str, indices)))
+
+    def run_regex(self, name: str, text: str, substitute: Callable[[str], str]) -> str | None:
+        return None
 
     def delay(self, seconds: float) -> None:
         self.log.append(f"delay:{seconds:g}")

@@ -191,6 +191,21 @@ def join(call: Call) -> ScriptValue:
     return (glue if glue is not None else ", ").join(items)
 
 
+def run_regex(call: Call) -> ScriptValue:
+    """`/regex name=Script text`: a regex script run on the text by name; without a name
+    or such a script the text comes back as it was (SillyTavern 1.12.6 only warns)."""
+    text = call.text()
+    name = call.arg("name")
+    if not name:
+        call.run.host.notify("No regex script name provided.", "warning")
+        return text
+    found = call.run.host.run_regex(name, text, call.run.macros)
+    if found is None:
+        call.run.host.notify(f'Regex script "{name}" not found.', "warning")
+        return text
+    return found
+
+
 def echo(call: Call) -> ScriptValue:
     text = call.text()
     if text:
@@ -212,6 +227,12 @@ def _comparison(rule: str) -> Command:
 
 
 COMMANDS = (
+    Command(
+        "regex",
+        run_regex,
+        "Run a regex script (global or the character's) on the text by its name.",
+        usage="/regex name=Script text",
+    ),
     Command(
         "len", length, "Length of a text, a JSON list or object.", ("length",), usage="/len text"
     ),
