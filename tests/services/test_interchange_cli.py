@@ -7,28 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-from typer.testing import CliRunner
+from taverna.cli.main import app
+from tests.support.cli import run, runner
 
-from taverna.cli.main import _register, app
-
-_register()
-runner = CliRunner()
 MAIN = "Seraphina - 2024-09-28@14h03m12s"
-
-
-@pytest.fixture
-def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "data"
-    monkeypatch.setenv("TAVERNA_DATA", str(folder))
-    monkeypatch.delenv("TAVERNA_DATABASE_URL", raising=False)
-    return folder
-
-
-def run(*args: str) -> str:
-    result = runner.invoke(app, list(args))
-    assert result.exit_code == 0, result.output
-    return result.output
 
 
 def imported_chat(st_fixtures: Path) -> tuple[str, dict[str, object]]:
@@ -38,7 +20,7 @@ def imported_chat(st_fixtures: Path) -> tuple[str, dict[str, object]]:
     return str(entry["id"]), entry
 
 
-def test_import_prints_what_it_stored_with_ids(data: Path, st_fixtures: Path) -> None:
+def test_import_prints_what_it_stored_with_ids(default_data: Path, st_fixtures: Path) -> None:
     output = run(
         "import",
         str(st_fixtures / "content" / "default_Seraphina.png"),
@@ -50,10 +32,10 @@ def test_import_prints_what_it_stored_with_ids(data: Path, st_fixtures: Path) ->
     assert "stored lorebook 'Eldoria'  id " in output
     assert "stored chat_completion_preset 'Default'  id " in output
     assert f"stored chat '{MAIN}'" in output and "7 messages (1 checkpoints)" in output
-    assert (data / "taverna.db").exists() or any(data.iterdir())
+    assert (default_data / "taverna.db").exists() or any(default_data.iterdir())
 
 
-def test_chats_list_and_show(data: Path, st_fixtures: Path) -> None:
+def test_chats_list_and_show(default_data: Path, st_fixtures: Path) -> None:
     chat_id, entry = imported_chat(st_fixtures)
     assert entry["checkpoints"] == ["Checkpoint #1 - 2024-09-28@14h10m05s"]
     (row,) = json.loads(run("chats", "list", "--json"))
@@ -72,7 +54,9 @@ def test_chats_list_and_show(data: Path, st_fixtures: Path) -> None:
     assert len(whole["nodes"]) == 9
 
 
-def test_export_writes_sillytavern_files(data: Path, st_fixtures: Path, tmp_path: Path) -> None:
+def test_export_writes_sillytavern_files(
+    default_data: Path, st_fixtures: Path, tmp_path: Path
+) -> None:
     chat_id, _ = imported_chat(st_fixtures)
     out = tmp_path / "out"
     printed = run("chats", "export", chat_id, "--out", str(out)).split("\n")
@@ -85,10 +69,10 @@ def test_export_writes_sillytavern_files(data: Path, st_fixtures: Path, tmp_path
         assert path.read_text(encoding="utf-8") == (source / path.name).read_text(encoding="utf-8")
 
 
-def test_backup_now_list_and_restore(data: Path, st_fixtures: Path) -> None:
+def test_backup_now_list_and_restore(default_data: Path, st_fixtures: Path) -> None:
     chat_id, _ = imported_chat(st_fixtures)
     written = Path(run("backup", "now", chat_id).strip())
-    assert written.parent == data / "backups"
+    assert written.parent == default_data / "backups"
     (listed,) = json.loads(run("backup", "list", "--json"))
     assert listed["name"] == written.name
     restored = run("backup", "restore", written.name[:20], "--title", "Recovered")
@@ -96,11 +80,11 @@ def test_backup_now_list_and_restore(data: Path, st_fixtures: Path) -> None:
     assert len(json.loads(run("chats", "list", "--json"))) == 2
 
 
-def test_errors_are_one_line_with_exit_code_two(data: Path, tmp_path: Path) -> None:
+def test_errors_are_one_line_with_exit_code_two(default_data: Path, tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"user_name":"a","chat_metadata":{}}\n{"mes":[5]}', encoding="utf-8")
     command = [sys.executable, "-c", "from taverna.cli.main import main; main()"]
-    env = {"TAVERNA_DATA": str(data), "PATH": "/usr/bin:/bin"}
+    env = {"TAVERNA_DATA": str(default_data), "PATH": "/usr/bin:/bin"}
     result = subprocess.run(
         [*command, "import", str(bad)], capture_output=True, text=True, env=env, check=False
     )
@@ -114,7 +98,7 @@ def test_errors_are_one_line_with_exit_code_two(data: Path, tmp_path: Path) -> N
 
 
 def test_among_several_files_a_bad_one_is_skipped(
-    data: Path, st_fixtures: Path, tmp_path: Path
+    default_data: Path, st_fixtures: Path, tmp_path: Path
 ) -> None:
     empty = tmp_path / "empty.jsonl"
     empty.write_bytes(b"")
@@ -128,7 +112,7 @@ def test_among_several_files_a_bad_one_is_skipped(
     assert again.exit_code != 0 and "the chat file is empty" in str(again.exception)
 
 
-def test_export_as_plain_text_too(data: Path, st_fixtures: Path, tmp_path: Path) -> None:
+def test_export_as_plain_text_too(default_data: Path, st_fixtures: Path, tmp_path: Path) -> None:
     chat_id, _ = imported_chat(st_fixtures)
     out = tmp_path / "text"
     printed = run("chats", "export", chat_id, "--out", str(out), "--text")

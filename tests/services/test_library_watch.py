@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,15 +16,8 @@ from taverna.services.generation.shared_runs import SharedRegistry
 from taverna.services.library_watch import Kept, LibraryWatch
 from taverna.services.summary_generation import save_summary_settings, summary_settings
 from taverna.store.sql import SqlStore
-from taverna.store.testing import backends, temporary_store
 
 REDIS = os.environ.get("TAVERNA_TEST_REDIS_URL", "")
-
-
-@pytest.fixture(params=backends())
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlStore]:
-    with temporary_store(request.param, tmp_path) as opened:
-        yield opened
 
 
 class Reads:

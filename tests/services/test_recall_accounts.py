@@ -6,7 +6,7 @@ stored before their sign bits were get them in the background."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +24,6 @@ from taverna.services.recall_settings import change_recall_settings
 from taverna.services.workspace import open_workspace
 from taverna.store import NewChat
 from taverna.store.sql import SqlStore, open_store
-from taverna.store.testing import backends, temporary_store
 from tests.stubs.embeddings_server import embeddings_stub
 
 
@@ -41,12 +40,6 @@ class Fake:
         matrix = np.vstack(rows).astype(np.float32) - 100.0
         out: np.ndarray = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
         return out
-
-
-@pytest.fixture(params=backends())
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlStore]:
-    with temporary_store(request.param, tmp_path) as opened:
-        yield opened
 
 
 def _chat(store: SqlStore, owner: str, texts: list[str]) -> str:

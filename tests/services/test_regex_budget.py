@@ -18,7 +18,7 @@ from taverna.services.generation import Ending, GenerationService
 from taverna.services.library import LibraryService
 from taverna.services.turn_context import TurnContexts
 from taverna.store.sql import SqlStore, open_store
-from tests.stubs import Reply, StubServer, start_stub
+from tests.stubs import Reply, StubServer
 
 KEYS = 200
 # Each key alone stays within its 50 ms limit; 200 of them took most of a minute a turn.
@@ -26,12 +26,6 @@ TRAPS = tuple(f"/(a+)+$|q{i}z/" for i in range(KEYS))
 LONG = "a" * 5000 + "b"
 # Loose on purpose: a loaded two-core machine; without the turn's budget this took 10-40 s.
 BOUND = 10.0
-
-
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubServer]:
-    with start_stub() as server:
-        yield server
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +19,9 @@ from taverna.services.generation import Ending, GenerationService
 from taverna.services.generation.journal import ReplyJournal, Unsettled
 from taverna.store.testing import backends, temporary_store
 from tests.services.test_generation import KEY, simple_builder
-from tests.stubs import Reply, StubServer, start_stub
+from tests.stubs import Reply, StubServer
 
-
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubServer]:
-    with start_stub(key=KEY) as server:
-        yield server
+pytestmark = pytest.mark.stub_model(key=KEY)
 
 
 def _away(*args: Any, **kwargs: Any) -> Any:

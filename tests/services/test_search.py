@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 import sqlalchemy as sa
 
@@ -13,20 +10,8 @@ from taverna.model.chat import NodeRole
 from taverna.services.chats import ChatService, WriteResult
 from taverna.services.search import SearchResult, SearchService, snippet
 from taverna.store.sql import SqlStore
-from taverna.store.testing import backends, temporary_store
 
 USER, BOT = NodeRole.USER, NodeRole.ASSISTANT
-
-
-@pytest.fixture(params=backends())
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlStore]:
-    with temporary_store(request.param, tmp_path) as opened:
-        yield opened
-
-
-@pytest.fixture
-def chats(store: SqlStore) -> ChatService:
-    return ChatService(store)
 
 
 @pytest.fixture

@@ -5,34 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-from typer.testing import CliRunner
-
-from taverna.cli.main import _register, app
+from taverna.cli.main import app
 from taverna.errors import TavernaError
 from taverna.model.chat import NodeRole
 from taverna.services.workspace import open_workspace
-
-_register()
-runner = CliRunner()
+from tests.support.cli import run, runner
 
 
-@pytest.fixture
-def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "data"
-    monkeypatch.setenv("TAVERNA_DATA", str(folder))
-    monkeypatch.delenv("TAVERNA_DATABASE_URL", raising=False)
-    return folder
-
-
-def run(*args: str) -> str:
-    result = runner.invoke(app, list(args))
-    assert result.exit_code == 0, result.output
-    return result.output
-
-
-def test_chats_search_prints_hits_and_marks_other_branches(data: Path) -> None:
-    folder = open_workspace(data, background_backups=False)
+def test_chats_search_prints_hits_and_marks_other_branches(default_data: Path) -> None:
+    folder = open_workspace(default_data, background_backups=False)
     try:
         out = folder.chats.create_chat("海边", greetings=["Hello."], greeting_speaker="Kael")
         first = folder.chats.append(

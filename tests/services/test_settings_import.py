@@ -4,11 +4,8 @@ belongs, and the next turn built with it."""
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-
-import pytest
 
 from taverna.engine.assembly.context import GenerationType
 from taverna.model.chat import ChatState
@@ -22,16 +19,9 @@ from taverna.services.library import LibraryKind, LibraryService
 from taverna.services.turn_context import TurnContexts
 from taverna.services.turn_paths import PathEnds
 from taverna.store.sql import SqlStore
-from taverna.store.testing import backends, temporary_store
 
 FILES = Path(__file__).resolve().parents[1] / "sillytavern_files"
 NOW = datetime(2026, 5, 1, tzinfo=UTC)
-
-
-@pytest.fixture(params=backends())
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlStore]:
-    with temporary_store(request.param, tmp_path) as opened:
-        yield opened
 
 
 def settings_folder(tmp_path: Path, name: str) -> Path:

@@ -22,16 +22,12 @@ from taverna.services.summary_generation import (
     summary_settings,
 )
 from taverna.services.workspace import Workspace, open_workspace
-from tests.stubs import Reply, StubServer, start_stub
+from tests.stubs import Reply, StubServer
 
 KEY = "sk-test"
 PROMPT_START = "Ignore previous instructions. Summarize the most important facts"
 
-
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubServer]:
-    with start_stub(key=KEY, models=("stub-model", "cheap-model")) as server:
-        yield server
+pytestmark = pytest.mark.stub_model(key=KEY, models=("stub-model", "cheap-model"))
 
 
 @pytest.fixture
