@@ -103,13 +103,17 @@ class ServerConfig(BaseModel):
     allowed_hosts: tuple[str, ...] = ()
     key_env: tuple[str, ...] = ()
     # Addresses or networks of the reverse proxies in front of the server: only a request
-    # from one of them has its forwarded headers read for the client's address (none: the
-    # peer's own address is the client's, whatever the headers say).
+    # from one of them has its forwarded headers (X-Forwarded-For, X-Real-IP) read for the
+    # client's address, the right-most one that is not a trusted proxy; the login limits
+    # count per that address (none: the peer's own address is the client's, whatever the
+    # headers say). `taverna serve --trust-proxy ADDR` adds one.
     trusted_proxies: tuple[str, ...] = ()
     limits: Limits = Limits()
     # With accounts, the model and embeddings URLs of people who are not admins reach
     # public addresses only, and these: addresses or networks, each with a port or not
-    # ("127.0.0.1:5001", "10.0.0.0/8", "[::1]:8080").
+    # ("127.0.0.1:5001", "10.0.0.0/8", "[::1]:8080"). Checked on the address connected
+    # to, after DNS. Off without accounts and for admins; the server's own local model and
+    # the operator's embeddings endpoint are always reached.
     outbound_allow: tuple[str, ...] = ()
 
     @field_validator("outbound_allow")
