@@ -104,9 +104,9 @@ class LocalSpec:
                     code="bundled_local_model_is_not",
                 )
             path = found
-        return cls(
-            path.resolve(), _int(options, "n_ctx", DEFAULT_N_CTX), _int(options, "threads", 0)
-        )
+        path = path.resolve()
+        n_ctx = _int(options, "n_ctx", 0) or default_context(path)
+        return cls(path, n_ctx, _int(options, "threads", 0))
 
 
 def is_file_name(model: str) -> bool:
@@ -387,6 +387,65 @@ class LocalModels:
                     log.info("stopping the idle local model %s", running.spec.model.name)
                     self._stop_locked()
                     return
+
+
+@cache
+def _gguf_metadata(path: Path, modified: float = 0.0) -> dict[str, Any]:
+    """A GGUF file's metadata (empty when it cannot be read); only the header is read."""
+    try:
+        with path.open("rb") as stream:
+            metadata, _digest = read_metadata(stream, file=path.name)
+    except Exception:  # a file its model's process will name the fault of
+        return {}
+    return dict(metadata)
+
+
+def trained_context(path: Path) -> int | None:
+    """The context a model was trained for (GGUF `<architecture>.context_length`)."""
+    try:
+        metadata = _gguf_metadata(path, path.stat().st_mtime)
+    except OSError:
+        return None
+    found = metadata.get(f"{metadata.get('general.architecture', '')}.context_length")
+    return found if isinstance(found, int) and found > 0 else None
+
+
+def _kv_bytes_per_token(metadata: Mapping[str, Any]) -> int:
+    """The memory one token of context takes in llama.cpp's cache (16-bit keys and values)."""
+    arch = metadata.get("general.architecture", "")
+    layers = metadata.get(f"{arch}.block_count")
+    width = metadata.get(f"{arch}.embedding_length")
+    heads = metadata.get(f"{arch}.attention.head_count")
+    kv_heads = metadata.get(f"{arch}.attention.head_count_kv", heads)
+    if not (
+        isinstance(layers, int)
+        and isinstance(width, int)
+        and isinstance(heads, int)
+        and isinstance(kv_heads, int)
+        and min(layers, width, heads, kv_heads) > 0
+    ):
+        return 0
+    return 2 * 2 * layers * width * kv_heads // heads
+
+
+def _free_memory() -> int:
+    """The bytes of memory free now (0 when the system does not say)."""
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def default_context(path: Path) -> int:
+    """The context a connection that names none runs `path` with: the model's trained
+    context when its cache fits in half the free memory, else DEFAULT_N_CTX."""
+    trained = trained_context(path)
+    if trained is None or trained <= DEFAULT_N_CTX:
+        return trained or DEFAULT_N_CTX
+    per_token = _kv_bytes_per_token(_gguf_metadata(path, path.stat().st_mtime))
+    if per_token and per_token * trained <= _free_memory() // 2:
+        return trained
+    return DEFAULT_N_CTX
 
 
 @cache

@@ -36,6 +36,7 @@ from taverna.providers.events import (
 from taverna.providers.registry import provider
 from taverna.providers.request import Api, PostProcessing, RequestOptions
 from taverna.providers.transport import ModelSessions, Timeouts
+from taverna.services import prompt_fit
 from taverna.services.active_settings import write_global_variables
 from taverna.services.chat_connection import connection_for
 from taverna.services.chats import ChatService, WriteResult
@@ -1078,6 +1079,13 @@ class GenerationService:
             if plan.posted is not None:
                 await plan.posted  # the person's message is kept, as SillyTavern keeps it
             return self._fail(plan, "", plan.aborted.message, Ending.FAILED, cause="aborted")
+        too_big = prompt_fit.overflow(plan.prompt)
+        if too_big is not None:
+            # the model could only refuse it, and again on a retry: nothing is sent
+            if plan.posted is not None:
+                await plan.posted
+            message = too_big.message(plan.connection.name, prompt_fit.trained(plan.connection))
+            return self._fail(plan, "", message, Ending.FAILED, cause=prompt_fit.CAUSE)
         try:
             connections = self.connections.of(plan.chat.owner)
             base_url, key = await connections.endpoint(plan.connection)
