@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import random
-from pathlib import Path
 
 import pytest
 
@@ -12,7 +11,6 @@ from taverna.model.chat import Chat, ChatState, NodeRole, PathTail
 from taverna.services.chats import ChatService
 from taverna.services.turn_paths import PathEnds
 from taverna.store.sql import SqlStore
-from taverna.store.testing import backends, temporary_store
 
 
 def _same(a: PathTail, b: PathTail) -> bool:
@@ -30,12 +28,6 @@ def _talk(chats: ChatService, count: int) -> Chat:
         role = NodeRole.USER if i % 2 == 0 else NodeRole.ASSISTANT
         chat = chats.append(chat.id, role, f"m{i}", revision=chat.revision).chat
     return chat
-
-
-@pytest.fixture(params=backends())
-def store(request: pytest.FixtureRequest, tmp_path: Path):  # type: ignore[no-untyped-def]
-    with temporary_store(request.param, tmp_path) as opened:
-        yield opened
 
 
 @pytest.mark.parametrize("seed", [5, 11, 23])
