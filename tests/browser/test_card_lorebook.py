@@ -62,22 +62,26 @@ def test_importing_a_card_offers_its_lorebook_and_the_page_shows_it(
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
-    asked: list[str] = []
-
-    def answer(dialog) -> None:  # type: ignore[no-untyped-def]
-        asked.append(dialog.message)
-        if accepted in dialog.message:
-            dialog.accept()
-        else:
-            dialog.dismiss()
-
-    page.on("dialog", answer)
+    native: list[str] = []
+    page.on("dialog", lambda d: (native.append(d.message), d.dismiss()))
     page.goto(f"{taverna.url}/#/characters")
+    # The page asks in itself (no browser dialog), naming the card and its entries.
     page.locator("#card-file").set_input_files(str(card_with_book(tmp_path, accepted)))
+    ask = page.locator("dialog.ask-card-book")
+    expect(ask).to_be_visible()
+    expect(ask).to_contain_text(accepted)
+    expect(ask).to_contain_text("2")
+    shot(page, f"{size}-{lang}-ask-card-book")
+    ask.locator("#card-book-yes").click()
     page.locator(".card", has_text=accepted).wait_for()
+    # The toast names all that was stored: the character and its book.
+    toast = page.locator(".toast", has_text=f"{accepted}'s Lorebook")
+    expect(toast).to_contain_text(accepted)
     page.locator("#card-file").set_input_files(str(card_with_book(tmp_path, declined)))
+    page.locator("#card-book-no").click()
     page.locator(".card", has_text=declined).wait_for()
-    assert len(asked) == 2 and "2" in asked[0]
+    expect(ask).to_have_count(0)
+    assert native == []
 
     books = {b["name"]: b for b in taverna.api("GET", "/lorebooks").json()}
     book = books[f"{accepted}'s Lorebook"]
@@ -100,4 +104,43 @@ def test_importing_a_card_offers_its_lorebook_and_the_page_shows_it(
     expect(page.locator("h1")).to_have_text(f"{declined}'s Lorebook")
     expect(page.locator("main")).to_contain_text("harbour")
     assert errors == []
+    context.close()
+
+
+@pytest.mark.parametrize(("size", "lang"), [("desktop", "en"), ("phone", "zh-CN")])
+def test_always_importing_a_cards_lorebook_is_remembered(
+    chromium,  # type: ignore[no-untyped-def]
+    taverna: TavernaServer,
+    tmp_path: Path,
+    size: str,
+    lang: str,
+) -> None:
+    first, second = f"Ferryman {size}", f"Pilot {size}"
+    context = chromium.new_context(viewport=SIZES[size])
+    context.add_init_script(f"localStorage.setItem('taverna.lang', '{lang}')")
+    page = context.new_page()
+    page.goto(f"{taverna.url}/#/import")
+    setting = page.locator("#always-card-books")
+    expect(setting).not_to_be_checked()
+    page.goto(f"{taverna.url}/#/characters")
+    page.locator("#card-file").set_input_files(str(card_with_book(tmp_path, first)))
+    page.locator("#card-book-always").click()
+    page.locator(".card", has_text=first).wait_for()
+    # The next card's book comes in without a question, and the toast says so.
+    page.reload()
+    page.locator("#card-file").set_input_files(str(card_with_book(tmp_path, second)))
+    page.locator(".card", has_text=second).wait_for()
+    expect(page.locator(".toast", has_text=f"{second}'s Lorebook")).to_be_visible()
+    assert page.locator("dialog.ask-card-book").count() == 0
+    books = {b["name"] for b in taverna.api("GET", "/lorebooks").json()}
+    assert {f"{first}'s Lorebook", f"{second}'s Lorebook"} <= books
+    # The Import page shows the remembered choice, and unticking it asks again.
+    page.goto(f"{taverna.url}/#/import")
+    expect(setting).to_be_checked()
+    shot(page, f"{size}-{lang}-always-card-books")
+    setting.uncheck()
+    page.goto(f"{taverna.url}/#/characters")
+    page.locator("#card-file").set_input_files(str(card_with_book(tmp_path, f"Third {size}")))
+    expect(page.locator("dialog.ask-card-book")).to_be_visible()
+    page.locator("#card-book-no").click()
     context.close()

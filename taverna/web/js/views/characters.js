@@ -4,6 +4,7 @@ import { api, markNewChat } from "../api.js";
 import { formWith, h, mount, toast, toastWarnings } from "../dom.js";
 import { explain, rawDetail, reportError } from "../errors.js";
 import { t } from "../i18n.js";
+import { wantsCardBook } from "./card_book_ask.js";
 
 const ACCEPT = ".png,.json,.charx,image/png,application/json";
 
@@ -13,12 +14,11 @@ export async function importCards(files) {
   for (const file of files) {
     try {
       const result = await api.upload("/characters/import", formWith({ file }));
-      stored.push(result);
-      // The same card (or one of the same name) again replaces that character: said so,
-      // since the list gains nothing.
-      toast(t(result.replaced ? "characters.import_replaced" : "characters.imported", { name: result.name }));
       toastWarnings(file.name, result.warnings);
-      await offerCardLorebook(result);
+      // Asked about the card's own lorebook first, so the toast names all that was stored.
+      const final = await offerCardLorebook(result, { quiet: true });
+      stored.push(final);
+      toast(storedWords(result, final));
     } catch (error) {
       // the file's name is the person's own; the reader's English a fold away
       const said = t("characters.import_failed", { file: "{file}", message: `${explain(error, { fileNamed: true })} ${t("kept.nothing_stored")}` });
@@ -29,19 +29,32 @@ export async function importCards(files) {
   return stored;
 }
 
-/** A card with a lorebook of its own that is not in the library yet: ask, as SillyTavern
- * does, whether to import that book and link it to the character. */
-export async function offerCardLorebook(character) {
+/** What one card's import stored, in a sentence: the character (new or updated) and the
+ * lorebook it brought, or that its lorebook was left out. The same card (or one of the
+ * same name) again replaces that character: said so, since the list gains nothing. */
+function storedWords(result, final) {
+  const who = t(result.replaced ? "characters.import_replaced" : "characters.imported", { name: result.name });
+  if (final.lorebook_id && !result.lorebook_id) {
+    return `${who} ${t("characters.import_stored_book", { book: final.lorebook_name || "", n: result.embedded_lorebook_entries })}`;
+  }
+  if (result.has_embedded_lorebook && !final.lorebook_id) return `${who} ${t("characters.import_left_book")}`;
+  return who;
+}
+
+/** A card with a lorebook of its own that is not in the library yet: ask in the page, as
+ * SillyTavern does, whether to import that book and link it to the character (or import it
+ * when the person chose "always"). */
+export async function offerCardLorebook(character, { quiet = false } = {}) {
   if (!character.has_embedded_lorebook || character.lorebook_id) return character;
-  if (!confirm(t("characters.import_book", { name: character.name, n: character.embedded_lorebook_entries }))) return character;
-  return importCardLorebook(character);
+  if (!(await wantsCardBook(character))) return character;
+  return importCardLorebook(character, { quiet });
 }
 
 /** Store the card's embedded lorebook as a library lorebook linked to the character. */
-export async function importCardLorebook(character) {
+export async function importCardLorebook(character, { quiet = false } = {}) {
   try {
     const updated = await api.post(`/characters/${character.id}/lorebook/import`);
-    toast(t("characters.book_imported", { name: updated.lorebook_name || "" }));
+    if (!quiet) toast(t("characters.book_imported", { name: updated.lorebook_name || "" }));
     return updated;
   } catch (error) {
     reportError(error);

@@ -5,6 +5,7 @@ import { formWith, h, mount, toast, toastWarnings, warningNode } from "../dom.js
 import { explain, rawDetail, reportError, serverText } from "../errors.js";
 import { causeWords, t } from "../i18n.js";
 import { importKindLabel, reasonNode } from "../labels.js";
+import { cardBookSetting } from "./card_book_ask.js";
 import { importCards } from "./characters.js";
 
 /** Why a file was skipped: in the person's language when the page knows the sentence; else
@@ -104,7 +105,8 @@ export async function render(root) {
       folder, bar, status, report),
     h("section", { class: "panel" },
       h("h2", { text: t("import.cards") }),
-      h("button", { type: "button", text: t("common.import"), onClick: () => cards.click() }), cards),
+      h("button", { type: "button", text: t("common.import"), onClick: () => cards.click() }), cards,
+      cardBookSetting()),
     chatFileSection());
 
   cards.addEventListener("change", async () => {
