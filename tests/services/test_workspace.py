@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import stat
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,12 +17,6 @@ from taverna.services.editing import rename_chat, start_chat
 from taverna.services.library import LibraryKind, LibraryService
 from taverna.services.workspace import open_workspace, seed_samples
 from tests.stubs import Reply, StubServer, start_stub
-
-
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubServer]:
-    with start_stub() as server:
-        yield server
 
 
 def test_a_burst_of_writes_is_backed_up_once_now_and_once_on_close(tmp_path: Path) -> None:
