@@ -86,8 +86,11 @@ def add(
         typer.Option(
             "--api",
             help=(
-                "openai | openai-compatible | mistral | anthropic | google | koboldcpp | "
-                "llamacpp | openai-text"
+                "an API (openai | openai-compatible | mistral | anthropic | google | koboldcpp | "
+                "llamacpp | openai-text | local) or a source by name, which brings its URL "
+                "and rules: openrouter, deepseek, xai, groq, perplexity, cohere, ai21, 01ai, "
+                "custom; text completion: ooba, ollama, vllm, aphrodite, tabby, togetherai, "
+                "mancer, infermaticai, dreamgen, openrouter-text, featherless, huggingface"
             ),
         ),
     ],

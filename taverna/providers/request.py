@@ -87,7 +87,19 @@ _OWN_SOURCES = {
 _SOURCE_APIS = {
     **{source: api for api, source in _OWN_SOURCES.items()},
     **dict.fromkeys(
-        ("openrouter", "groq", "perplexity", "01ai", "blockentropy", "windowai"),
+        # (sources.py: each on the OpenAI-compatible API)
+        (
+            "openrouter",
+            "groq",
+            "perplexity",
+            "01ai",
+            "blockentropy",
+            "windowai",
+            "deepseek",
+            "xai",
+            "cohere",
+            "ai21",
+        ),
         Api.OPENAI_COMPATIBLE,
     ),
 }

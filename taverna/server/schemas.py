@@ -360,6 +360,31 @@ ApiName = Literal[
     "llamacpp",
     "openai-text",
     "local",
+    # sources by name (taverna/providers/sources.py), each on one of the APIs above
+    "claude",
+    "openrouter",
+    "deepseek",
+    "xai",
+    "groq",
+    "mistralai",
+    "makersuite",
+    "perplexity",
+    "cohere",
+    "ai21",
+    "01ai",
+    "custom",
+    "ooba",
+    "ollama",
+    "vllm",
+    "aphrodite",
+    "tabby",
+    "togetherai",
+    "mancer",
+    "infermaticai",
+    "dreamgen",
+    "openrouter-text",
+    "featherless",
+    "huggingface",
 ]
 PostProcessingName = Literal["none", "merge", "semi", "strict", "single", "claude"]
 
@@ -397,6 +422,31 @@ class ConnectionOut(BaseModel):
     default: bool
     has_key: bool
     key: str = Field(description="where the key comes from, or its last characters; never the key")
+    source: str = Field(default="", description="the source it was made from, by name")
+
+
+class ModelOut(BaseModel):
+    id: str
+    context: int | None = Field(default=None, description="context size, where the API says it")
+
+
+class SourceOut(BaseModel):
+    """A service a connection is made from, as the connection form offers it."""
+
+    name: str
+    label: str
+    family: str
+    api: str
+    url: str
+    needs_url: bool
+    key: str
+    key_hint: str
+    models: bool
+    stop_limit: int | None
+    reasoning: str
+    post_processing: str
+    notes: str
+    gone: str
 
 
 class ConnectionTestOut(BaseModel):

@@ -597,14 +597,24 @@ class ConnectionService:
 
     async def list_models(self, name: str | None = None) -> builtins.list[str]:
         """The models the connection's API offers (ProviderError if it cannot say)."""
+        return [model for model, _ in await self.list_model_sizes(name)]
+
+    async def list_model_sizes(
+        self, name: str | None = None
+    ) -> builtins.list[tuple[str, int | None]]:
+        """The models the connection's API offers, each with its context size where the
+        listing of the connection's source says it (OpenRouter's `context_length`)."""
         connection = self.get(name)
         if connection.api is Api.LOCAL:
-            return [LocalSpec.of(connection.model, connection.options).model.name]
+            return [(LocalSpec.of(connection.model, connection.options).model.name, None)]
         key = self.resolve_key(connection)
         api = provider(connection.api)
         request = api.models_request(connection.url, key)
         policy = self.policy(connection)
-        return api.model_names(await fetch_json(request, secret=key, policy=policy))
+        listing = await fetch_json(request, secret=key, policy=policy)
+        named = sources.find(str(connection.options.get("source", "")))
+        sizes = sources.model_contexts(listing, named) if named else {}
+        return [(model, sizes.get(model)) for model in api.model_names(listing)]
 
     async def test(
         self, name: str | None = None, *, timeouts: Timeouts | None = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -182,3 +183,23 @@ def test_a_streamed_turn_shows_reasoning_apart_from_the_reply(
 
     assert asyncio.run(turn()) == ("Hello.", "Think first.")
     assert stub.requests[-1].body["stream"] is True
+
+
+def test_the_cli_adds_a_connection_by_source_name(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    import taverna.cli.connection  # noqa: F401 - registers the commands
+    from taverna.cli.main import app
+
+    data = str(tmp_path / "data")
+    runner = CliRunner()
+    added = runner.invoke(
+        app, ["connection", "add", "or", "--api", "openrouter", "--model", "x/y", "--data", data]
+    )
+    assert added.exit_code == 0, added.output
+    shown = runner.invoke(app, ["connection", "list", "--json", "--data", data])
+    listed = json.loads(shown.output)[0]
+    assert (listed["api"], listed["url"]) == ("openai-compatible", "https://openrouter.ai/api/v1")
+    assert listed["options"] == {"source": "openrouter"}
+    gone = runner.invoke(app, ["connection", "add", "w", "--api", "scale", "--data", data])
+    assert gone.exit_code != 0 and "shut down" in str(gone.exception or gone.output)

@@ -8,9 +8,17 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request, Response
 
 from taverna.errors import Forbidden
+from taverna.providers import sources
 from taverna.server.context import AppContext, context, current_user
 from taverna.server.openapi import upstream_error
-from taverna.server.schemas import ConnectionIn, ConnectionOut, ConnectionPatch, ConnectionTestOut
+from taverna.server.schemas import (
+    ConnectionIn,
+    ConnectionOut,
+    ConnectionPatch,
+    ConnectionTestOut,
+    ModelOut,
+    SourceOut,
+)
 from taverna.services.connections import Connection, ConnectionService
 from taverna.services.local_models import local_models, models_in
 
@@ -32,7 +40,15 @@ def out(connections: ConnectionService, connection: Connection) -> ConnectionOut
         default=connection.default,
         has_key=bool(connection.key_ref),
         key=str(shown.get("key", "none")),
+        source=str(connection.options.get("source", "")),
     )
+
+
+@router.get("/sources", response_model=list[SourceOut])
+def list_sources() -> list[SourceOut]:
+    """Every service a connection is made from by name, Chat Completion ones first; the
+    ones whose service shut down say so (`gone`) and cannot be added."""
+    return [SourceOut(**s.public()) for s in sources.SOURCES.values()]
 
 
 @router.get("/local-models", response_model=list[str])
@@ -116,3 +132,11 @@ async def test_connection(
 @router.get("/{name:path}/models", response_model=list[str], responses=upstream_error())
 async def list_models(name: str, connections: ConnectionService = Depends(service)) -> list[str]:
     return await connections.list_models(name)
+
+
+@router.get("/{name:path}/model-sizes", response_model=list[ModelOut], responses=upstream_error())
+async def list_model_sizes(
+    name: str, connections: ConnectionService = Depends(service)
+) -> list[ModelOut]:
+    """The models with their context sizes, where the API's listing says them."""
+    return [ModelOut(id=m, context=c) for m, c in await connections.list_model_sizes(name)]
