@@ -262,6 +262,12 @@ def closure_deserialize(call: Call) -> ScriptValue:
     return ClosureValue(script.root, call.scope)
 
 
+def breakpoint_(call: Call) -> ScriptValue:
+    """`/breakpoint`: where SillyTavern's debugger stops; a run without one goes on with
+    the pipe as it was."""
+    return call.scope.pipe
+
+
 def pass_(call: Call) -> ScriptValue:
     value = call.value
     if isinstance(value, list):
@@ -329,6 +335,12 @@ COMMANDS = (
         closure_deserialize,
         "Text made by /closure-serialize as a closure again.",
         usage="/closure-deserialize text",
+    ),
+    Command(
+        "breakpoint",
+        breakpoint_,
+        "A debugger stop; without a debugger the script goes on.",
+        usage="/breakpoint",
     ),
     # In SillyTavern 1.12.6 /return is another name of /pass: it ends nothing.
     Command("pass", pass_, "Put the value into the pipe.", ("return",), usage="/pass value"),
