@@ -457,6 +457,10 @@ class ConnectionTestOut(BaseModel):
     cause: str | None = None
     code: str | None = None
     params: dict[str, str | int] = {}
+    part: str | None = Field(
+        default=None,
+        description="which part failed: dns, tls, refused, network, auth, model, timeout, api",
+    )
 
 
 class DraftOut(BaseModel):

@@ -229,6 +229,21 @@ class ConnectionTest:
     cause: str | None = None
     code: str | None = None
     params: dict[str, str | int] = field(default_factory=dict)
+    # Which part failed: dns, tls, refused (nothing listens), network, auth, model,
+    # timeout or api (the API answered with an error of its own); see `failed_part`
+    part: str | None = None
+
+
+def failed_part(kind: str, message: str) -> str:
+    """Which part of reaching a model failed, from a stream error's kind and words
+    (outbound.describe_failure names DNS, TLS and a refused connection)."""
+    if kind == "network":
+        if "(DNS)" in message:
+            return "dns"
+        if "TLS" in message:
+            return "tls"
+        return "refused" if "refused the connection" in message else "network"
+    return {"auth": "auth", "not_found": "model", "timeout": "timeout"}.get(kind, "api")
 
 
 def default_api(store: Store, owner: str = "") -> Api | None:
@@ -652,7 +667,11 @@ class ConnectionService:
                 text.append(event.text)
             elif isinstance(event, StreamError):
                 return ConnectionTest(
-                    False, event.message, time.perf_counter() - started, cause=event.kind.value
+                    False,
+                    event.message,
+                    time.perf_counter() - started,
+                    cause=event.kind.value,
+                    part=failed_part(event.kind.value, event.message),
                 )
         said = redact("".join(text).strip(), key)
         return ConnectionTest(True, said or "(empty answer)", time.perf_counter() - started)

@@ -46,3 +46,37 @@ def test_a_deepseek_connection_takes_its_url_and_semi_post_processing(client: Te
     ).json()
     assert created["url"] == "https://api.deepseek.com/beta"
     assert (created["post_processing"], created["source"]) == ("semi", "deepseek")
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_the_test_button_says_which_part_failed(client: TestClient, stub: StubServer) -> None:
+    cases = {
+        "wrong-key": {"url": stub.base_url("openai"), "model": "or/small", "key": "sk-nope"},
+        "no-model": {"url": stub.base_url("openai"), "model": "nonesuch", "key": stub.key},
+        "nobody": {"url": f"http://127.0.0.1:{_free_port()}/v1", "model": "m"},
+    }
+    parts = {}
+    for name, fields in cases.items():
+        added = client.post("/api/connections", json={"name": name, "api": "openrouter", **fields})
+        assert added.status_code == 201, added.text
+        tested = client.post(f"/api/connections/{name}/test").json()
+        assert tested["ok"] is False
+        parts[name] = tested["part"]
+    assert parts == {"wrong-key": "auth", "no-model": "model", "nobody": "refused"}
+
+
+def test_dns_and_tls_failures_are_named_from_the_outbound_words() -> None:
+    from taverna.services.connections import failed_part
+
+    assert (
+        failed_part("network", "the name in https://x.invalid could not be resolved (DNS)") == "dns"
+    )
+    assert failed_part("network", "the TLS certificate of https://x was not accepted") == "tls"
+    assert failed_part("server", "HTTP 500") == "api"

@@ -126,6 +126,7 @@ async def test_connection(
         cause=result.cause,
         code=result.code,
         params=result.params,
+        part=result.part,
     )
 
 
