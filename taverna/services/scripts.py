@@ -293,6 +293,8 @@ class ChatScriptHost:
         return self.library.lorebook(doc.id)
 
     def find_entry(self, book: str, field: str, text: str) -> str:
+        if self.library.find(LibraryKind.LOREBOOK, book) is None:
+            return ""  # SillyTavern 1.12.6: a book that does not exist has no entries
         wanted = text.strip().lower()
         for entry in self._lorebook(book).entries:
             value = _entry_value(entry, field)
@@ -302,6 +304,8 @@ class ChatScriptHost:
         return ""
 
     def entry_field(self, book: str, uid: str, field: str) -> str:
+        if self.library.find(LibraryKind.LOREBOOK, book) is None:
+            return ""  # SillyTavern 1.12.6: a book that does not exist has no entries
         for entry in self._lorebook(book).entries:
             if str(entry.uid) == uid.strip():
                 value = _entry_value(entry, field)
@@ -320,11 +324,9 @@ class ChatScriptHost:
         from taverna.services.groups import GroupService
 
         if not self.chat.group_id:
-            raise ScriptError(
-                f"/member-{action} needs a group chat",
-                code="member_needs_group_chat",
-                params={"action": str(action)},
-            )
+            # SillyTavern 1.12.6 warns and goes on.
+            self.notify(f"/member-{action} needs a group chat", "warning")
+            return ""
         groups = GroupService(self.chats, owner=self.library.owner)
         group_id = self.chat.group_id
         group = groups.get(group_id)
