@@ -66,7 +66,44 @@ def test_a_risu_lorebook_imported_from_the_page_says_it_was_converted(
     page.get_by_role("button", name="Import", exact=True).wait_for()
     page.locator("#lorebook-file").set_input_files(str(book))
     warning = page.locator(".toast.warning", has_text="rigging.json")
-    expect(warning).to_contain_text("type: converted from a RisuAI lorebook")
+    # The sentence in plain words; the field it names ("type") folded under "details".
+    expect(warning).to_contain_text("converted from a RisuAI lorebook", use_inner_text=True)
+    expect(warning.locator("details.field-path code")).to_have_text("type")
     expect(warning).not_to_contain_text("1 values")  # one warning is shown as it is
     page.locator("a", has_text="rigging").first.wait_for()
     page.close()
+
+
+@pytest.mark.parametrize(
+    ("size", "lang", "viewport", "words", "details"),
+    [
+        ("desktop", "en", {"width": 1280, "height": 800}, "Character's note depth", "details"),
+        ("phone", "zh-CN", {"width": 375, "height": 812}, "角色注释深度", "详情"),
+    ],
+)
+def test_an_import_warning_says_the_field_in_plain_words_and_folds_its_path(  # type: ignore[no-untyped-def]
+    chromium, taverna: TavernaServer, tmp_path: Path, size, lang, viewport, words, details
+) -> None:
+    name = f"Empty Depth {size}"
+    data = {**LOOSE_CARD["data"], "name": name, "alternate_greetings": []}
+    data["extensions"] = {"depth_prompt": {"prompt": "Knots.", "depth": ""}}
+    card = tmp_path / "empty-depth.json"
+    card.write_text(json.dumps({**LOOSE_CARD, "data": data}))
+    context = chromium.new_context(viewport=viewport)
+    context.add_init_script(f"localStorage.setItem('taverna.lang', '{lang}')")
+    page = context.new_page()
+    page.goto(taverna.url + "/#/characters")
+    page.locator("#card-file").set_input_files(str(card))
+    warning = page.locator(".toast.warning", has_text="empty-depth.json")
+    expect(warning).to_be_visible()
+    # Plain words first; the raw field path is not what the person reads...
+    expect(warning).to_contain_text(words, use_inner_text=True)
+    assert "data.extensions" not in warning.inner_text()
+    # ...but it is a fold away, under "details".
+    fold = warning.locator("details.field-path")
+    expect(fold.locator("summary")).to_have_text(details)
+    fold.locator("summary").click()
+    expect(fold.locator("code")).to_have_text("data.extensions.depth_prompt.depth")
+    expect(fold.locator("code")).to_be_visible()
+    shot(page, f"{size}-{lang}-import-warning-plain")
+    context.close()

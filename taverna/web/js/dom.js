@@ -1,5 +1,6 @@
 // Element builders: every text goes in through textContent, never as HTML.
 
+import { fieldWords } from "./field_words.js";
 import { has, t, valueWords } from "./i18n.js";
 import { icon } from "./icons.js";
 
@@ -133,13 +134,22 @@ export function warningNode(warning, attrs = {}, field = null) {
   return h("span", attrs, whereNodes(warning, field), parts);
 }
 
+/** An import warning in plain words: the field said as a person would ("the character
+ * note's depth"), what was read, and the field's path folded under "details". */
+export function plainWarningNode(warning, attrs = {}) {
+  const words = warning.field && fieldWords(warning.field);
+  return h("span", attrs, words ? `${words}${t("import.colon")}` : null, warningNode(warning),
+    warning.field ? h("details", { class: "raw-detail field-path" },
+      h("summary", { text: t("import.details") }), h("code", { translate: "no", text: warning.field })) : null);
+}
+
 /** After an import: say how many values of the file were read loosely, and the first one. */
 export function toastWarnings(file, warnings) {
   if (!warnings || !warnings.length) return;
   const first = warnings[0];
   const key = warnings.length === 1 ? "import.read_loosely_one" : "import.read_loosely";
-  // the file's name and the field are the person's own words, marked so
-  const nodes = { file: h("span", { translate: "no", text: file }), first: warningNode(first, {}, first.field) };
+  // the file's name is the person's own words, marked so
+  const nodes = { file: h("span", { translate: "no", text: file }), first: plainWarningNode(first) };
   const said = t(key, { file: "{file}", n: warnings.length, first: "{first}" });
   toast(said.split(/\{(file|first)\}/).map((piece, i) => (i % 2 === 0 ? piece : nodes[piece])), "warning");
 }

@@ -1,7 +1,7 @@
 // Import: a whole SillyTavern user data folder with progress and a report, or single files.
 
 import { api, followTask } from "../api.js";
-import { formWith, h, mount, toast, toastWarnings, warningNode } from "../dom.js";
+import { formWith, h, mount, plainWarningNode, toast, toastWarnings } from "../dom.js";
 import { explain, rawDetail, reportError, serverText } from "../errors.js";
 import { causeWords, t } from "../i18n.js";
 import { importKindLabel, reasonNode } from "../labels.js";
@@ -85,7 +85,7 @@ export function reportNode(r) {
     h("h3", { text: t("import.skipped", { n: skipped.length }) }),
     h("ul", { class: "list compact" }, skipped.map((s) => h("li", {}, h("span", { class: "strong", translate: "no", text: s.path }), " ", reasonText(s)))),
     h("h3", { text: t("import.warnings", { n: loose.length }) }),
-    h("ul", { class: "list compact warnings" }, loose.map((w) => h("li", {}, h("span", { class: "strong", translate: "no", text: w.path }), " ", warningNode(w, { class: "muted" }, w.field)))),
+    h("ul", { class: "list compact warnings" }, loose.map((w) => h("li", {}, h("span", { class: "strong", translate: "no", text: w.path }), " ", plainWarningNode(w, { class: "muted" })))),
   ];
 }
 
