@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from taverna.errors import TavernaError
-from taverna.model.prompt import LedgerItem, Prompt
+from taverna.model.prompt import Prompt
 from taverna.providers.request import Api
 from taverna.services.connections import Connection
 from taverna.services.local_models import LocalSpec, trained_context
@@ -22,6 +22,7 @@ from taverna.services.local_models import LocalSpec, trained_context
 SHRINKING_KINDS = frozenset(
     {"history", "lorebook", "lorebook_entry", "recall", "summary", "example", "error"}
 )
+REQUIRED_LEFT_OUT = "required_does_not_fit"  # a ledger line's code
 CAUSE = "prompt_too_big"  # the failure's cause, which the page says cannot be retried
 
 
@@ -57,12 +58,9 @@ class Overflow:
 def _part_name(kind: str, source: str) -> str:
     if kind == "story_string":
         return "the story string (card and persona)"
+    if kind == "card":
+        return f"the card's {source}"
     return f"{kind.replace('_', ' ')} {source}".strip()
-
-
-def fixed_tokens(items: tuple[LedgerItem, ...]) -> int:
-    """The tokens of the included parts that do not shrink to the budget."""
-    return sum(i.tokens for i in items if i.included and i.kind not in SHRINKING_KINDS)
 
 
 def overflow(prompt: Prompt) -> Overflow | None:
@@ -70,7 +68,13 @@ def overflow(prompt: Prompt) -> Overflow | None:
     ledger = prompt.ledger
     if ledger.budget <= 0:
         return None
-    fixed = [i for i in ledger.items if i.included and i.kind not in SHRINKING_KINDS]
+    # Chat Completion leaves out a required part that does not fit (and says so): it
+    # counts as fixed all the same, the prompt being useless without it.
+    fixed = [
+        i
+        for i in ledger.items
+        if (i.included or i.code == REQUIRED_LEFT_OUT) and i.kind not in SHRINKING_KINDS
+    ]
     total = sum(i.tokens for i in fixed)
     if total <= ledger.budget:
         return None

@@ -93,3 +93,14 @@ def test_the_terminal_chat_says_why_and_sends_nothing(tmp_path: Path, stub: Stub
     assert result.exit_code == 1
     assert "the prompt cannot fit" in result.output and "trim the card" in result.output
     assert not stub.requests
+
+
+def test_a_chat_completion_card_too_big_is_refused_not_sent_without_it(
+    ws: Workspace, stub: StubServer
+) -> None:
+    ws.connections.add(
+        "chat", "openai", url=stub.base_url("openai"), model="stub-model", default=True
+    )
+    done = _send(ws, _chat(ws, BIG))
+    assert done.cause == prompt_fit.CAUSE and "the card's description" in (done.error or "")
+    assert not stub.requests

@@ -73,7 +73,9 @@ export function reportError(error, kept = t("kept.page")) {
 }
 
 // The causes a model API failure is sorted into by the server (its ErrorKind).
-const CAUSES = ["auth", "not_found", "rate_limited", "context_length", "bad_request", "server", "timeout", "network", "interrupted", "protocol", "aborted"];
+const CAUSES = ["auth", "not_found", "rate_limited", "context_length", "bad_request", "server", "timeout", "network", "interrupted", "protocol", "aborted", "prompt_too_big"];
+// Causes a retry cannot mend: the page offers no Retry for them.
+const FINAL_CAUSES = ["prompt_too_big"];
 
 /** Why a generation failed, in the person's language: from the server's `cause`, else the
  * server's own message (a failure that is not the model API's, such as a save that failed). */
@@ -81,3 +83,6 @@ export function failureCause(cause, message = "") {
   if (CAUSES.includes(cause)) return t(`error.cause.${cause}`);
   return message ? t("error.cause.other") : t("error.generation");
 }
+
+/** Whether trying a failed generation again can succeed (a prompt too big cannot). */
+export const retryable = (cause) => !FINAL_CAUSES.includes(cause);

@@ -5,7 +5,7 @@
 
 import { api, firstStart, followTask, takeNewChat } from "../api.js";
 import { copyText, formWith, h, iconButton, mount, toast } from "../dom.js";
-import { failureCause, reportError } from "../errors.js";
+import { failureCause, reportError, retryable } from "../errors.js";
 import { connectionForm } from "./connections.js";
 import { t } from "../i18n.js";
 import { renderRich } from "../rich.js";
@@ -1190,7 +1190,7 @@ export async function render(root, params) {
     list.querySelector("#failure")?.remove();
     const failure = state.failure;
     if (!failure || state.task) return;
-    const retry = h("button", { type: "button", class: "primary small", id: "retry", text: t("chat.retry"), onClick: () => retryFailed(failure.kind) });
+    const retry = retryable(failure.cause) ? h("button", { type: "button", class: "primary small", id: "retry", text: t("chat.retry"), onClick: () => retryFailed(failure.kind) }) : null;
     const dismiss = h("button", { type: "button", class: "small", text: t("chat.dismiss"), onClick: () => {
       state.failure = null;
       placeFailure();
