@@ -106,7 +106,7 @@ def _text(name: str, label: str, api: Api, url: str, **facts: Any) -> Source:
 
 _COMPAT = Api.OPENAI_COMPATIBLE
 _TEXT = Api.OPENAI_TEXT
-_LOCAL = {"key_style": KeyStyle.NONE, "key_hint": "usually none; the key your server was given"}
+_LOCAL = {"key_style": KeyStyle.NONE}  # the page says the key is usually not needed
 
 CHAT_SOURCES: tuple[Source, ...] = (
     _chat("openai", "OpenAI", Api.OPENAI, "https://api.openai.com/v1", key_hint="sk-…"),
@@ -154,7 +154,6 @@ CHAT_SOURCES: tuple[Source, ...] = (
         "Mistral AI",
         Api.MISTRAL,
         "https://api.mistral.ai/v1",
-        key_hint="the key from console.mistral.ai",
     ),
     _chat(
         "makersuite",

@@ -8,6 +8,74 @@ import { apiLabel } from "../labels.js";
 import { fieldForm } from "../form.js";
 
 const APIS = ["openai", "openai-compatible", "anthropic", "google", "mistral", "koboldcpp", "llamacpp", "openai-text", "local"];
+// Where each generic API answers when its URL is left empty (a server of one's own for the
+// OpenAI-compatible ones)
+const API_URLS = {
+  openai: "https://api.openai.com/v1",
+  "openai-text": "https://api.openai.com/v1",
+  anthropic: "https://api.anthropic.com/v1",
+  google: "https://generativelanguage.googleapis.com",
+  mistral: "https://api.mistral.ai/v1",
+  koboldcpp: "http://127.0.0.1:5001",
+  llamacpp: "http://127.0.0.1:8080",
+};
+
+let sourcesLoaded = null;
+/** The services a connection is made from by name (once a page), the gone ones left out. */
+function loadSources() {
+  sourcesLoaded ??= api.get("/connections/sources")
+    .then((found) => found.filter((s) => !s.gone))
+    .catch(() => []);
+  return sourcesLoaded;
+}
+
+/** A source's or an API's name as the list shows it. */
+const sourceLabel = (sources, name) => sources.find((s) => s.name === name)?.label;
+
+/**
+ * The API choice as the list of sources by name, grouped Chat Completion / Text Completion,
+ * then the generic APIs; each choice sets the URL placeholder and the key hint.
+ */
+function offerSources(form) {
+  const select = form.fields.api.control;
+  const url = form.fields.url.control;
+  const key = form.fields.key.control;
+  let sources = [];
+  const hint = () => {
+    const chosen = sources.find((s) => s.name === select.value);
+    if (chosen) {
+      url.placeholder = chosen.needs_url ? t("connections.url_own") : chosen.url;
+      key.placeholder = chosen.key === "none" ? t("connections.key_optional") : chosen.key_hint;
+    } else {
+      url.placeholder = API_URLS[select.value] || (select.value === "local" ? "" : t("connections.url_own"));
+      key.placeholder = ["koboldcpp", "llamacpp", "openai-compatible"].includes(select.value) ? t("connections.key_optional") : "";
+    }
+  };
+  select.addEventListener("change", hint);
+  hint();
+  loadSources().then((found) => {
+    if (!found.length) return;
+    sources = found;
+    const current = select.value;
+    const named = new Set(found.map((s) => s.name));
+    const group = (family, label) => h("optgroup", { label }, found.filter((s) => s.family === family)
+      .map((s) => h("option", { value: s.name, translate: "no", text: s.label })));
+    mount(select,
+      group("chat", t("connections.group_chat")),
+      group("text", t("connections.group_text")),
+      h("optgroup", { label: t("connections.group_generic") }, APIS.filter((name) => !named.has(name))
+        .map((name) => h("option", { value: name, text: apiLabel(name) }))));
+    select.value = current;
+    hint();
+  });
+}
+
+/** What a connection test that failed says: the part that failed, then why. */
+function testFailure(r) {
+  const message = explainOutcome(r);
+  if (!r.part) return t("connections.failed", { message });
+  return t("connections.failed_part", { part: t(`connections.part.${r.part}`), message });
+}
 
 /**
  * The form that adds a connection (API, URL, model, key). `first`: the first connection,
@@ -17,12 +85,13 @@ export function connectionForm({ id, title, first = false, onSaved }) {
   const fields = [
     ...(first ? [] : [["name", "line", { label: t("field.name"), attrs: { required: true } }]]),
     ["api", "choice", { choices: APIS.map((name) => [name, apiLabel(name)]) }],
-    ["url", "line", { placeholder: "http://127.0.0.1:5001/v1", attrs: { type: "url" } }],
+    ["url", "line", { attrs: { type: "url" } }],
     ["model", "line", { placeholder: t("connections.model_hint") }],
     ["key", "line", { attrs: { type: "password", autocomplete: "off" } }],
     ...(first ? [] : [["default", "bool"]]),
   ];
   const form = fieldForm(fields, {}, { prefix: first ? "first" : "c", labels: "connections", box: h("form", { class: "editor", id }, h("h2", { text: title })) });
+  offerSources(form);
   offerLocalModels(form.fields.model.control, `${id}-local-models`);
   form.append(h("button", { type: "submit", class: "primary", text: t("common.save") }));
   form.addEventListener("submit", async (e) => {
@@ -57,6 +126,8 @@ function offerLocalModels(input, listId) {
 }
 
 export async function render(root) {
+  const sources = await loadSources();
+  const shownApi = (c) => sourceLabel(sources, c.source) || apiLabel(c.api);
   const list = h("ul", { class: "list" });
   const form = connectionForm({ id: "connection-form", title: t("connections.add"), onSaved: () => reload() });
   mount(root, h("div", { class: "page-head" }, h("h1", { text: t("nav.connections") })), h("div", { class: "split" }, list, form));
@@ -75,7 +146,7 @@ export async function render(root) {
         h("div", { class: "strong" }, h("span", { translate: "no", text: c.name }), c.default ? ` (${t("connections.default")})` : ""),
         c.api === "local"
           ? h("div", { class: "muted clip" }, `${apiLabel(c.api)} · `, c.model ? h("span", { translate: "no", text: c.model }) : t("connections.bundled_model"))
-          : h("div", { class: "muted clip" }, `${apiLabel(c.api)} · `, h("span", { translate: "no", text: `${c.url || ""} · ${c.model || "—"}` }), c.has_key ? " · 🔑" : ""),
+          : h("div", { class: "muted clip" }, `${shownApi(c)} · `, h("span", { translate: "no", text: `${c.url || ""} · ${c.model || "—"}` }), c.has_key ? " · 🔑" : ""),
         c.api === "local" ? h("p", { class: "local-note", text: t("connections.local_note") }) : null,
         status),
       h("div", { class: "row wrap" },
@@ -83,15 +154,16 @@ export async function render(root) {
           status.textContent = t("connections.testing");
           try {
             const r = await api.post(`/connections/${encodeURIComponent(c.name)}/test`);
-            status.textContent = r.ok ? t("connections.ok", { ms: r.latency_ms ?? "?" }) : t("connections.failed", { message: explainOutcome(r) });
+            status.textContent = r.ok ? t("connections.ok", { ms: r.latency_ms ?? "?" }) : testFailure(r);
           } catch (error) {
             status.textContent = t("connections.failed", { message: explain(error) });
           }
         } }),
         h("button", { type: "button", class: "small", text: t("connections.models"), onClick: async () => {
           try {
-            const names = await api.get(`/connections/${encodeURIComponent(c.name)}/models`);
-            mount(models, h("option", { value: "", text: t("connections.pick_model") }), names.map((m) => h("option", { value: m, selected: m === c.model ? "selected" : null, translate: "no", text: m })));
+            const found = await api.get(`/connections/${encodeURIComponent(c.name)}/model-sizes`);
+            const shown = ({ id: m, context }) => (context ? t("connections.model_context", { model: m, tokens: context }) : m);
+            mount(models, h("option", { value: "", text: t("connections.pick_model") }), found.map((m) => h("option", { value: m.id, selected: m.id === c.model ? "selected" : null, translate: m.context ? null : "no", text: shown(m) })));
             models.hidden = false;
           } catch (error) {
             status.textContent = t("connections.failed", { message: explain(error) });
@@ -121,7 +193,7 @@ export async function render(root) {
     const fields = c.api === "local"
       ? [["model", "line", { placeholder: t("connections.model_hint") }]]
       : [
-        ["url", "line", { placeholder: "http://127.0.0.1:5001/v1", attrs: { type: "url" } }],
+        ["url", "line", { placeholder: sources.find((s) => s.name === c.source)?.url || API_URLS[c.api] || t("connections.url_own"), attrs: { type: "url" } }],
         ["model", "line", { placeholder: t("connections.model_hint") }],
         ["key", "line", { placeholder: c.has_key ? t("connections.key_kept") : "", attrs: { type: "password", autocomplete: "off" } }],
       ];
