@@ -141,6 +141,17 @@ class ChatScriptHost:
     def delay(self, seconds: float) -> None:
         time.sleep(seconds)
 
+    def add_swipe(self, text: str, *, switch: bool) -> int:
+        last = self.chats.active_path(self.chat.id).nodes[-1]
+        self._mark(last.parent_id)
+        added = self.chats.add_candidate(self.chat.id, last.id, text, revision=self.chat.revision)
+        self.chat = added.chat
+        if not switch and self.chat.active_leaf_id != last.id:
+            back = self.chats.select_candidate(self.chat.id, last.id, revision=self.chat.revision)
+            self.chat = back.chat
+        alive = [c for c in self.chats.candidates(self.chat.id, last.id) if not c.deleted]
+        return len(alive) - 1
+
     def run_regex(self, name: str, text: str, substitute: Callable[[str], str]) -> str | None:
         character = self.chat.characters[0].document_id if self.chat.characters else None
         return run_named_regex(self.library, character, name, text, substitute)

@@ -88,6 +88,11 @@ class ChatHost(Protocol):
         """`/delay`: wait this long before the script goes on."""
         ...
 
+    def add_swipe(self, text: str, *, switch: bool) -> int:
+        """`/addswipe`: a new swipe of the last message, shown only with `switch`; its
+        0-based place among the message's swipes."""
+        ...
+
     def run_regex(self, name: str, text: str, substitute: Callable[[str], str]) -> str | None:
         """`/regex name=`: the regex script of that name (any case) run on `text`; the
         text unchanged when it is disabled, None when there is none. `substitute` fills
@@ -163,6 +168,9 @@ class NoChat:
 
     def delay(self, seconds: float) -> None:
         """The engine waits on nothing itself: the services' hosts sleep."""
+
+    def add_swipe(self, text: str, *, switch: bool) -> int:
+        raise self._none("addswipe")
 
     def run_regex(self, name: str, text: str, substitute: Callable[[str], str]) -> str | None:
         return None

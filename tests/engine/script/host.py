@@ -42,6 +42,10 @@ class RecordingHost:
     def run_regex(self, name: str, text: str, substitute: Callable[[str], str]) -> str | None:
         return None
 
+    def add_swipe(self, text: str, *, switch: bool) -> int:
+        self.log.append(f"addswipe:{text}" + (":switch" if switch else ""))
+        return 1
+
     def delay(self, seconds: float) -> None:
         self.log.append(f"delay:{seconds:g}")
 

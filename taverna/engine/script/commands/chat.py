@@ -63,6 +63,18 @@ def narrate(call: Call) -> ScriptValue:
     return call.run.host.narrate(text, at=_at(call))
 
 
+def add_swipe(call: Call) -> ScriptValue:
+    """`/addswipe [switch=true] text`: a swipe for the last message, if a character wrote
+    it and it is not hidden (SillyTavern 1.12.6 only warns otherwise); its place."""
+    text = call.text()
+    if not text:
+        return ""
+    lines = call.run.host.messages()
+    if not lines or lines[-1].is_user or lines[-1].hidden:
+        return ""
+    return str(call.run.host.add_swipe(text, switch=is_true(call.arg("switch"))))
+
+
 def narrator_name(call: Call) -> ScriptValue:
     """`/sysname Name`: the chat's narrator speaks as Name from now on (System without)."""
     call.run.host.set_narrator_name(call.text() or "System")
@@ -341,6 +353,13 @@ COMMANDS = (
     ),
     Command("sendas", send_as, "Add a message as a character.", usage="/sendas name=Name text"),
     Command("sys", narrate, "Add a narrator message.", ("nar",), usage="/sys [at=i] text"),
+    Command(
+        "addswipe",
+        add_swipe,
+        "Add a swipe to the last message (shown with switch=true); returns its place.",
+        ("swipeadd",),
+        usage="/addswipe [switch=true] text",
+    ),
     Command(
         "sysname",
         narrator_name,
