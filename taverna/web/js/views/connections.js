@@ -8,18 +8,6 @@ import { apiLabel } from "../labels.js";
 import { fieldForm } from "../form.js";
 
 const APIS = ["openai", "openai-compatible", "anthropic", "google", "mistral", "koboldcpp", "llamacpp", "openai-text", "local"];
-// Where each generic API answers when its URL is left empty (a server of one's own for the
-// OpenAI-compatible ones)
-const API_URLS = {
-  openai: "https://api.openai.com/v1",
-  "openai-text": "https://api.openai.com/v1",
-  anthropic: "https://api.anthropic.com/v1",
-  google: "https://generativelanguage.googleapis.com",
-  mistral: "https://api.mistral.ai/v1",
-  koboldcpp: "http://127.0.0.1:5001",
-  llamacpp: "http://127.0.0.1:8080",
-};
-
 let sourcesLoaded = null;
 /** The services a connection is made from by name (once a page), the gone ones left out. */
 function loadSources() {
@@ -27,6 +15,15 @@ function loadSources() {
     .then((found) => found.filter((s) => !s.gone))
     .catch(() => []);
   return sourcesLoaded;
+}
+
+/** Where a generic API answers when its URL is left empty, from the sources on it (the
+ * OpenAI-compatible ones: a server of one's own). */
+function apiUrl(sources, name) {
+  if (name === "local") return "";
+  if (name === "openai-compatible") return t("connections.url_own");
+  const on = name === "openai-text" ? "openai" : name;
+  return sources.find((s) => s.api === on && s.url)?.url || t("connections.url_own");
 }
 
 /** A source's or an API's name as the list shows it. */
@@ -47,7 +44,7 @@ function offerSources(form) {
       url.placeholder = chosen.needs_url ? t("connections.url_own") : chosen.url;
       key.placeholder = chosen.key === "none" ? t("connections.key_optional") : chosen.key_hint;
     } else {
-      url.placeholder = API_URLS[select.value] || (select.value === "local" ? "" : t("connections.url_own"));
+      url.placeholder = apiUrl(sources, select.value);
       key.placeholder = ["koboldcpp", "llamacpp", "openai-compatible"].includes(select.value) ? t("connections.key_optional") : "";
     }
   };
@@ -193,7 +190,7 @@ export async function render(root) {
     const fields = c.api === "local"
       ? [["model", "line", { placeholder: t("connections.model_hint") }]]
       : [
-        ["url", "line", { placeholder: sources.find((s) => s.name === c.source)?.url || API_URLS[c.api] || t("connections.url_own"), attrs: { type: "url" } }],
+        ["url", "line", { placeholder: sources.find((s) => s.name === c.source)?.url || apiUrl(sources, c.api), attrs: { type: "url" } }],
         ["model", "line", { placeholder: t("connections.model_hint") }],
         ["key", "line", { placeholder: c.has_key ? t("connections.key_kept") : "", attrs: { type: "password", autocomplete: "off" } }],
       ];
