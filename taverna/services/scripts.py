@@ -141,6 +141,30 @@ class ChatScriptHost:
     def delay(self, seconds: float) -> None:
         time.sleep(seconds)
 
+    def delete_swipe(self, index: int | None) -> int | None:
+        last = self.chats.active_path(self.chat.id).nodes[-1]
+        swipes = [
+            c
+            for c in self.chats.candidates(self.chat.id, last.id)
+            if not c.deleted
+            and not any(not k.deleted for k in self.chats.store.children(self.chat.id, c.id))
+        ]
+        ids = [c.id for c in swipes]
+        if len(swipes) <= 1 or last.id not in ids:
+            return None
+        at = ids.index(last.id) if index is None else index
+        if not 0 <= at < len(swipes):
+            return None
+        shown = min(at, len(swipes) - 2)
+        keep = [c for i, c in enumerate(swipes) if i != at]
+        self._mark(last.parent_id)
+        self.chat = self.chats.delete(self.chat.id, ids[at], revision=self.chat.revision).chat
+        if self.chat.active_leaf_id != keep[shown].id:
+            self.chat = self.chats.select_candidate(
+                self.chat.id, keep[shown].id, revision=self.chat.revision
+            ).chat
+        return shown
+
     def add_swipe(self, text: str, *, switch: bool) -> int:
         last = self.chats.active_path(self.chat.id).nodes[-1]
         self._mark(last.parent_id)

@@ -88,6 +88,12 @@ class ChatHost(Protocol):
         """`/delay`: wait this long before the script goes on."""
         ...
 
+    def delete_swipe(self, index: int | None) -> int | None:
+        """`/delswipe`: delete the last message's swipe at `index` (0-based; None: the one
+        shown) and show the next one (or the one before); its place, None when nothing
+        could be deleted (no such swipe, or only one)."""
+        ...
+
     def add_swipe(self, text: str, *, switch: bool) -> int:
         """`/addswipe`: a new swipe of the last message, shown only with `switch`; its
         0-based place among the message's swipes."""
@@ -171,6 +177,9 @@ class NoChat:
 
     def add_swipe(self, text: str, *, switch: bool) -> int:
         raise self._none("addswipe")
+
+    def delete_swipe(self, index: int | None) -> int | None:
+        raise self._none("delswipe")
 
     def run_regex(self, name: str, text: str, substitute: Callable[[str], str]) -> str | None:
         return None

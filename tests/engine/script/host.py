@@ -42,6 +42,10 @@ class RecordingHost:
     def run_regex(self, name: str, text: str, substitute: Callable[[str], str]) -> str | None:
         return None
 
+    def delete_swipe(self, index: int | None) -> int | None:
+        self.log.append(f"delswipe:{index}")
+        return 0
+
     def add_swipe(self, text: str, *, switch: bool) -> int:
         self.log.append(f"addswipe:{text}" + (":switch" if switch else ""))
         return 1

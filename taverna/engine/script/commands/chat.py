@@ -75,6 +75,19 @@ def add_swipe(call: Call) -> ScriptValue:
     return str(call.run.host.add_swipe(text, switch=is_true(call.arg("switch"))))
 
 
+def delete_swipe(call: Call) -> ScriptValue:
+    """`/delswipe [n]`: delete the last message's swipe n (1-based; without: the one
+    shown); the place of the swipe shown then. Nothing when there is no such swipe or
+    only one (SillyTavern 1.12.6 prints `undefined` there)."""
+    raw = call.text()
+    number = js_number(raw) if raw else None
+    index = int(number) - 1 if number is not None and number.is_integer() else None
+    if index is not None and index < 0:
+        return ""
+    found = call.run.host.delete_swipe(index)
+    return "" if found is None else str(found)
+
+
 def narrator_name(call: Call) -> ScriptValue:
     """`/sysname Name`: the chat's narrator speaks as Name from now on (System without)."""
     call.run.host.set_narrator_name(call.text() or "System")
@@ -359,6 +372,13 @@ COMMANDS = (
         "Add a swipe to the last message (shown with switch=true); returns its place.",
         ("swipeadd",),
         usage="/addswipe [switch=true] text",
+    ),
+    Command(
+        "delswipe",
+        delete_swipe,
+        "Delete a swipe of the last message (1-based; without: the one shown).",
+        ("swipedel",),
+        usage="/delswipe [n]",
     ),
     Command(
         "sysname",
