@@ -39,19 +39,30 @@ class Overflow:
     def excess(self) -> int:
         return self.fixed_tokens - self.budget
 
-    def message(self, connection: str, trained: int | None = None) -> str:
-        """The explanation a person reads, with the numbers and what to do."""
+    def message(self, connection: str, context: tuple[int, int] | None = None) -> str:
+        """The explanation a person reads, with the numbers and what to do; `context`:
+        a local model's (context it runs with, context it was trained for)."""
         parts = ", ".join(
             f"{_part_name(kind, source)} {tokens:,}" for kind, source, tokens in self.biggest
         )
-        limit = f"up to the {trained:,} tokens the model was trained for, " if trained else ""
+        if context is not None and context[0] >= context[1]:
+            advice = (
+                f"The model already runs with all the {context[1]:,} tokens it was trained "
+                f"for: trim the card, or switch to a connection with a larger context."
+            )
+        else:
+            limit = (
+                f"up to the {context[1]:,} tokens the model was trained for, " if context else ""
+            )
+            advice = (
+                f"Raise the connection's context ({limit}as far as memory allows), trim the "
+                f"card, or switch to a connection with a larger context."
+            )
         return (
             f"the prompt cannot fit: its fixed parts (the card, persona, system prompt and "
             f"other kept slots) take {self.fixed_tokens:,} tokens, {self.excess:,} more than "
             f"the {self.budget:,} that connection {connection!r} leaves for the prompt once "
-            f"the reply's tokens are set aside (biggest: {parts}). Raise the connection's "
-            f"context ({limit}as far as memory allows), trim the card, or switch to a "
-            f"connection with a larger context."
+            f"the reply's tokens are set aside (biggest: {parts}). {advice}"
         )
 
 
@@ -83,13 +94,14 @@ def overflow(prompt: Prompt) -> Overflow | None:
     return Overflow(total, ledger.budget, biggest)
 
 
-def trained(connection: Connection) -> int | None:
-    """The context a local connection's model was trained for (None for another API, or
-    when its file does not say)."""
+def local_context(connection: Connection) -> tuple[int, int] | None:
+    """A local connection's (context it runs with, context its model was trained for);
+    None for another API, or when the model's file does not say."""
     if connection.api is not Api.LOCAL:
         return None
     try:
         spec = LocalSpec.of(connection.model, connection.options)
     except TavernaError:
         return None
-    return trained_context(spec.model)
+    trained = trained_context(spec.model)
+    return (spec.n_ctx, trained) if trained else None

@@ -104,3 +104,13 @@ def test_a_chat_completion_card_too_big_is_refused_not_sent_without_it(
     done = _send(ws, _chat(ws, BIG))
     assert done.cause == prompt_fit.CAUSE and "the card's description" in (done.error or "")
     assert not stub.requests
+
+
+def test_the_advice_follows_the_local_model_s_trained_context() -> None:
+    too_big = prompt_fit.Overflow(5_000, 3_746, (("story_string", "", 4_900),))
+    below = too_big.message("Local model", (4_096, 8_192))
+    assert "5,000 tokens, 1,254 more than the 3,746" in below
+    assert "Raise the connection's context (up to the 8,192 tokens the model was trained" in below
+    at_most = too_big.message("Local model", (8_192, 8_192))
+    assert "Raise" not in at_most and "already runs with all the 8,192 tokens" in at_most
+    assert "trim the card" in at_most

@@ -1084,7 +1084,9 @@ class GenerationService:
             # the model could only refuse it, and again on a retry: nothing is sent
             if plan.posted is not None:
                 await plan.posted
-            message = too_big.message(plan.connection.name, prompt_fit.trained(plan.connection))
+            message = too_big.message(
+                plan.connection.name, prompt_fit.local_context(plan.connection)
+            )
             return self._fail(plan, "", message, Ending.FAILED, cause=prompt_fit.CAUSE)
         try:
             connections = self.connections.of(plan.chat.owner)
