@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from taverna.model.chat import CharacterRef, GenerationInfo, Node, NodeRole, new_id  # noqa: E402
-from taverna.services.backups import BackupService  # noqa: E402
-from taverna.services.chats import ChatService  # noqa: E402
+from taverna.services.chats.backups import BackupService  # noqa: E402
+from taverna.services.chats.service import ChatService  # noqa: E402
 from taverna.store.repository import NewChat, Store  # noqa: E402
 from taverna.store.sql import open_store  # noqa: E402
 

@@ -36,7 +36,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from taverna.model.chat import Node, NodeRole, new_id
-from taverna.services.chats import ChatService
+from taverna.services.chats.service import ChatService
 from taverna.store import NewChat
 from taverna.store.sql import SqlStore, open_store
 

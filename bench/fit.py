@@ -30,7 +30,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from taverna.services import local_models  # noqa: E402
+from taverna.services.connections import local_models  # noqa: E402
 from tests.stubs.taverna_server import TavernaServer  # noqa: E402
 
 TARGET_MS = 100.0

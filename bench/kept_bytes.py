@@ -47,13 +47,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from taverna.model.chat import CharacterRef, GenerationInfo, NodeRole  # noqa: E402
-from taverna.services.library import LibraryKind  # noqa: E402
-from taverna.services.workspace import (  # noqa: E402
-    Workspace,
-    open_workspace,
-    seed_presets,
-    seed_samples,
-)
+from taverna.services.house.workspace import Workspace, open_workspace, seed_presets, seed_samples  # noqa: E402
+from taverna.services.library.service import LibraryKind  # noqa: E402
 
 PACKAGE = str(ROOT / "taverna") + os.sep
 FRAMES = 40  # deep enough to reach a taverna frame from inside SQLAlchemy and the driver

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.store import Texts
 from taverna.model.chat import Node, NodeRole, new_id
-from taverna.services.accounts import AccountService
+from taverna.services.accounts.service import AccountService
 from taverna.store import NewChat
 from taverna.store.sql import open_store
 

@@ -68,11 +68,10 @@ from taverna.engine.assembly.recall import recall_injection
 from taverna.model.chat import Node, NodeRole, new_id
 from taverna.providers.embeddings import LocalEmbedder
 from taverna.providers.request import Api
-from taverna.services.active_settings import set_active
-from taverna.services.chats import ChatService
-from taverna.services.connections import ConnectionService
-from taverna.services.generation import GenerationService
-from taverna.services.recall import (
+from taverna.services.chats.service import ChatService
+from taverna.services.connections.service import ConnectionService
+from taverna.services.library.active_settings import set_active
+from taverna.services.memory.recall import (
     SHORTLIST_PER_WANTED,
     STORE_SHORTLIST,
     ChatBits,
@@ -83,8 +82,9 @@ from taverna.services.recall import (
     single_threaded,
     to_bytes,
 )
-from taverna.services.turn_context import TurnContexts
-from taverna.services.turn_paths import PathEnds
+from taverna.services.turns import GenerationService
+from taverna.services.turns.context import TurnContexts
+from taverna.services.turns.paths import PathEnds
 from taverna.store import NewChat
 from taverna.store.sql import SqlStore, open_store
 

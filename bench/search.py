@@ -30,7 +30,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from taverna.model.chat import Node, NodeRole, new_id
-from taverna.services.search import SearchService
+from taverna.services.chats.search import SearchService
 from taverna.store import NewChat
 from taverna.store.sql import SqlStore, open_store
 

@@ -24,9 +24,9 @@ from fastapi.testclient import TestClient
 from taverna.model.chat import NodeRole
 from taverna.server.app import create_app
 from taverna.server.context import open_context
-from taverna.services.editing import start_chat
-from taverna.services.library import LibraryKind, LibraryService
-from taverna.services.workspace import seed_samples
+from taverna.services.chats.editing import start_chat
+from taverna.services.house.workspace import seed_samples
+from taverna.services.library.service import LibraryKind, LibraryService
 
 WORDS = [
     "the",

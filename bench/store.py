@@ -26,7 +26,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from taverna.model.chat import ActivePath, Node, NodeRole, new_id
-from taverna.services.chats import ChatService
+from taverna.services.chats.service import ChatService
 from taverna.store import NewChat
 from taverna.store.sql import SqlStore, open_store
 

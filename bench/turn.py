@@ -82,11 +82,11 @@ if str(ROOT) not in sys.path:
 from starlette.requests import Request  # noqa: E402
 
 from taverna.model.chat import CharacterRef, Node, NodeRole, new_id  # noqa: E402
-from taverna.services.active_settings import set_active  # noqa: E402
-from taverna.services.chats import ChatService  # noqa: E402
-from taverna.services.editing import set_chat_lorebook  # noqa: E402
-from taverna.services.library import LibraryKind, LibraryService  # noqa: E402
-from taverna.services.workspace import open_workspace, seed_samples  # noqa: E402
+from taverna.services.chats.editing import set_chat_lorebook  # noqa: E402
+from taverna.services.chats.service import ChatService  # noqa: E402
+from taverna.services.house.workspace import open_workspace, seed_samples  # noqa: E402
+from taverna.services.library.active_settings import set_active  # noqa: E402
+from taverna.services.library.service import LibraryKind, LibraryService  # noqa: E402
 from taverna.store import NewChat  # noqa: E402
 from taverna.store.repository import Store  # noqa: E402
 from tests.stubs.model_server import Reply, StubServer  # noqa: E402
@@ -289,7 +289,7 @@ def time_bits_read(store: Store, chat_id: str, size: int) -> dict[str, float]:
     import numpy as np
 
     from taverna.providers.embeddings import LOCAL_MODEL
-    from taverna.services.recall import BITS_READ, ChatBits
+    from taverna.services.memory.recall import BITS_READ, ChatBits
 
     began = time.perf_counter()
     bits = ChatBits(chat_id, LOCAL_MODEL)

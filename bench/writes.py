@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from taverna.model.chat import CharacterRef, GenerationInfo, NodeRole
-from taverna.services.chats import ChatService
+from taverna.services.chats.service import ChatService
 from taverna.store.sql import SqlStore
 from taverna.store.testing import counting_statements, temporary_store
 

@@ -118,7 +118,7 @@ class Forbidden(TavernaError):
 
 
 class QuotaExceeded(TavernaError):
-    """The account used up its requests to models for the hour (`services/model_gate.py`)."""
+    """The account used up its requests to models for the hour (`services/connections/model_gate.py`)."""
 
 
 class TooManyLogins(TavernaError):

@@ -6,7 +6,7 @@ this test closes the other door, `ctx.store.list_chats(...)`, `folder.store.tree
 `lib.store.put_document(...)`: every such read or write is a service function with a name.
 
 There is no exception: the workspace that opens the store and closes it
-(`services/workspace.py`, `services/data.py`) is itself a service, and the shells open
+(`services/house/workspace.py`, `services/house/data.py`) is itself a service, and the shells open
 and close it through `open_workspace`/`open_context` and `close()` without touching the
 store. A shell that needs something new from the store needs a new service function.
 """

@@ -22,7 +22,7 @@ from taverna.cli.main import app
 from taverna.errors import NotFound, TavernaError
 from taverna.model.chat import NodeRole
 from taverna.providers.events import ReasoningDelta, StreamError, TextDelta
-from taverna.services.generation import Completed, Ending, RunningGeneration, ToolResult
+from taverna.services.turns import Completed, Ending, RunningGeneration, ToolResult
 
 # The Quick Reply triggers a saved generation sets off, by the service method that ran it.
 _TRIGGERS = {
@@ -59,7 +59,7 @@ class Session:
     """One terminal chat: the services of the data folder and the chat being read."""
 
     def __init__(self, ctx: Any, chat_id: str, connection: str | None, out: Any) -> None:
-        from taverna.services.groups import GroupService
+        from taverna.services.chats.groups import GroupService
 
         self.ctx = ctx
         self.chat_id = chat_id
@@ -232,7 +232,7 @@ class Session:
     def triggered(self, *triggers: str) -> None:
         """Run the chat's Quick Replies set to run on `triggers` (startup, new_chat,
         chat_change, user, ai), one after another; then the reply one of them asked for."""
-        from taverna.services.quick_replies import QuickReplyService
+        from taverna.services.scripts.quick_replies import QuickReplyService
 
         replies = QuickReplyService(self.ctx.chats).replies(self.chat_id)
         self.run_replies([r.message for t in triggers for r in replies if t in r.triggers])
@@ -242,7 +242,7 @@ class Session:
         automation id matches a lorebook entry that went into the reply's prompt."""
         if not self.auto or not triggers:
             return
-        from taverna.services.quick_replies import QuickReplyService
+        from taverna.services.scripts.quick_replies import QuickReplyService
 
         service = QuickReplyService(self.ctx.chats)
         replies = service.replies(self.chat_id)
@@ -364,7 +364,7 @@ class Session:
     def script(self, text: str, *, follow: bool = True) -> str | None:
         """Run an STscript in the chat; show its notices, result and new messages, then
         start the reply it asked for (with `follow`; else return what it asked for)."""
-        from taverna.services.scripts import ScriptService
+        from taverna.services.scripts.runner import ScriptService
 
         before = len(self.ctx.chats.active_path(self.chat_id).nodes)
         run = ScriptService(self.ctx.chats).run(text, chat_id=self.chat_id, ask=self.ask)
@@ -384,7 +384,7 @@ class Session:
 
     def ask(self, request: Any) -> str:
         """A script's `/gen` or `/genraw`, answered by the model in this session's loop."""
-        from taverna.services.quiet_generation import quiet_text
+        from taverna.services.turns.quiet import quiet_text
 
         return self.runner.run(
             quiet_text(self.generation, self.chat_id, request, connection_name=self.connection)
@@ -411,13 +411,13 @@ class Session:
             self.echo("(no reply yet in this session: the prompt the next reply would get)")
             prompt = self.generation.preview(self.chat_id, connection=self.connection)
         self.echo(render_ledger(prompt))
-        from taverna.services.summaries import SummaryService, describe
+        from taverna.services.memory.summaries import SummaryService, describe
 
         self.echo(describe(prompt, SummaryService(self.ctx.chats).current(self.chat_id)))
 
     def summary(self, rest: str) -> None:
         """`/summary`: the path's summaries; `make`, `set TEXT`, `remove` change them."""
-        from taverna.services.summaries import SummaryService
+        from taverna.services.memory.summaries import SummaryService
 
         summaries = SummaryService(self.ctx.chats)
         action, _, text = rest.partition(" ")
@@ -477,7 +477,7 @@ def _int(text: str) -> int:
 
 def open_group_chat(ctx: Any, group: str, chat_id: str | None) -> str:
     """The group's chat to use: the one named, else the group's newest, else a new one."""
-    from taverna.services.groups import GroupService
+    from taverna.services.chats.groups import GroupService
 
     if chat_id:
         return str(ctx.chats.get_chat(chat_id).id)
@@ -499,8 +499,8 @@ def open_group_chat(ctx: Any, group: str, chat_id: str | None) -> str:
 
 def _has_chat(ctx: Any, character: str | None, group: str | None) -> bool:
     """Whether the character (or group) has a chat already (opening one then makes none)."""
-    from taverna.services import chat_reads
-    from taverna.services.groups import GroupService
+    from taverna.services.chats import reads as chat_reads
+    from taverna.services.chats.groups import GroupService
 
     if group is not None:
         groups = GroupService(ctx.chats)
@@ -513,9 +513,9 @@ def _has_chat(ctx: Any, character: str | None, group: str | None) -> bool:
 
 def open_chat(ctx: Any, character: str, chat_id: str | None) -> str:
     """The chat to use: the one named, else the character's newest, else a new one."""
-    from taverna.services import chat_reads
-    from taverna.services.editing import start_chat
-    from taverna.services.library import LibraryKind
+    from taverna.services.chats import reads as chat_reads
+    from taverna.services.chats.editing import start_chat
+    from taverna.services.library.service import LibraryKind
 
     if chat_id:
         return str(ctx.chats.get_chat(chat_id).id)
@@ -557,8 +557,8 @@ def chat(
     ] = None,
 ) -> None:
     """Chat with a character (or a group) in the terminal, streaming the replies."""
-    from taverna.services.data import resolve_data_dir
-    from taverna.services.workspace import open_workspace
+    from taverna.services.house.data import resolve_data_dir
+    from taverna.services.house.workspace import open_workspace
 
     if (character is None) == (group is None):
         raise typer.BadParameter("name a CHARACTER or give --group NAME (one of them)")

@@ -15,12 +15,12 @@ from taverna.cli.main import app
 from taverna.cli.notices import echo_warnings, warnings_json
 from taverna.errors import NotFound, TavernaError
 from taverna.model.chat import ChatListing, ChatTree, Node
-from taverna.services import chat_reads
-from taverna.services.data import resolve_data_dir
-from taverna.services.library import ImportReport, Progress
+from taverna.services.chats import reads as chat_reads
+from taverna.services.house.data import resolve_data_dir
+from taverna.services.library.service import ImportReport, Progress
 
 if TYPE_CHECKING:
-    from taverna.services.workspace import Workspace
+    from taverna.services.house.workspace import Workspace
 
 chats_app = typer.Typer(help="List, show and export chats.", no_args_is_help=True)
 backup_app = typer.Typer(help="List and restore chat backups.", no_args_is_help=True)
@@ -35,7 +35,7 @@ DataOption = typer.Option(None, "--data", help=DATA_HELP)
 def _opened(data: Path | None) -> Iterator[Workspace]:
     """The data folder's services; pending backups are written as the command ends."""
     # Imported here: the services behind a turn load only for the command that runs.
-    from taverna.services.workspace import open_workspace
+    from taverna.services.house.workspace import open_workspace
 
     folder = open_workspace(resolve_data_dir(data), background_backups=False)
     try:
@@ -163,7 +163,7 @@ def _import_accounts(
     files: list[Path], data: Path | None, pairs: list[str], *, as_json: bool
 ) -> None:
     """`taverna import ROOT --accounts`: each SillyTavern user folder into its account."""
-    from taverna.services.account_import import parse_mapping
+    from taverna.services.accounts.account_import import parse_mapping
 
     if len(files) != 1:
         raise TavernaError("--accounts takes one SillyTavern folder", field="--accounts")

@@ -14,7 +14,7 @@ import typer
 
 from taverna.cli.main import app
 from taverna.errors import TavernaError
-from taverna.services.connections import ConnectionService
+from taverna.services.connections.service import ConnectionService
 
 connection_app = typer.Typer(
     name="connection",
@@ -37,8 +37,8 @@ ChosenConnection = Annotated[
 @contextmanager
 def connection_service(data: Path | None) -> Iterator[ConnectionService]:
     """The connection service of the data folder."""
-    from taverna.services.data import resolve_data_dir
-    from taverna.services.workspace import open_workspace
+    from taverna.services.house.data import resolve_data_dir
+    from taverna.services.house.workspace import open_workspace
 
     workspace = open_workspace(resolve_data_dir(data), background_backups=False)
     try:

@@ -23,13 +23,8 @@ from taverna.errors import FormatError, FormatWarning, NotFound
 from taverna.formats.st_settings import SillyTavernSettings, read_settings
 from taverna.model.prompt import Prompt
 from taverna.providers.request import Api
-from taverna.services.images import message_image, picture_file_reader, with_pictures
-from taverna.services.turn_inputs import (
-    assembly_context,
-    character_info,
-    chat_messages,
-    for_api,
-)
+from taverna.services.chats.images import message_image, picture_file_reader, with_pictures
+from taverna.services.turns.inputs import assembly_context, character_info, chat_messages, for_api
 
 # the generation types `--type` accepts: the assembly's own
 GenerationKind = GenerationType

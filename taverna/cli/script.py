@@ -36,9 +36,9 @@ def run(
     ] = None,
 ) -> None:
     """Run a script and print its result."""
-    from taverna.services.data import resolve_data_dir
-    from taverna.services.scripts import ScriptService
-    from taverna.services.workspace import open_workspace
+    from taverna.services.house.data import resolve_data_dir
+    from taverna.services.house.workspace import open_workspace
+    from taverna.services.scripts.runner import ScriptService
 
     ctx = open_workspace(resolve_data_dir(data))
     session = None

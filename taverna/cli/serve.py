@@ -10,7 +10,7 @@ import typer
 
 from taverna.cli.main import app
 from taverna.errors import TavernaError
-from taverna.services.data import default_data_dir
+from taverna.services.house.data import default_data_dir
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -91,8 +91,8 @@ def serve(
 
     from taverna.server.app import create_app
     from taverna.server.context import open_context
-    from taverna.services.local_models import DEFAULT_MODEL_NAME, local_models
-    from taverna.services.workspace import (
+    from taverna.services.connections.local_models import DEFAULT_MODEL_NAME, local_models
+    from taverna.services.house.workspace import (
         release_freed_memory,
         seed_local_model,
         seed_presets,

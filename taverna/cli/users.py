@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from taverna.cli.main import app
-from taverna.services.accounts import opened_accounts as account_service
+from taverna.services.accounts.service import opened_accounts as account_service
 
 user_app = typer.Typer(
     name="user", help="Accounts for `taverna serve --accounts`.", no_args_is_help=True
@@ -45,7 +45,7 @@ def add(
 ) -> None:
     """Create an account; the password is asked for (or read from standard input). Its
     library starts with the product's presets and samples, as a new install does."""
-    from taverna.services.workspace import create_account
+    from taverna.services.house.workspace import create_account
 
     account, added = create_account(data, name, _password(), admin=admin, empty=empty)
     typer.echo(f"added {'admin ' if account.admin else ''}account {account.name}")

@@ -7,7 +7,7 @@ selection, the Text Completion sampler settings and the author's note defaults.
 This reader keeps only what changes the prompt; unknown keys are ignored. The
 same reader takes one Chat Completion preset, instruct or context template file on
 its own, as the settings would hold it when chosen (`chosen_chat_completion`,
-`chosen_instruct_template`, `chosen_context_template`). `taverna.services.turn_inputs`
+`chosen_instruct_template`, `chosen_context_template`). `taverna.services.turns.inputs`
 turns the result into the engine's context.
 """
 

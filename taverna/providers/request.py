@@ -21,7 +21,7 @@ class Api(StrEnum):
     KOBOLDCPP = "koboldcpp"
     LLAMACPP = "llamacpp"
     OPENAI_TEXT = "openai-text"
-    # A GGUF model run here by llama.cpp (services/local_models.py), spoken to as llama.cpp's
+    # A GGUF model run here by llama.cpp (services/connections/local_models.py), spoken to as llama.cpp's
     # own server is
     LOCAL = "local"
 

@@ -22,16 +22,16 @@ from taverna.errors import Forbidden, NotFound, NotLoggedIn, TavernaError
 from taverna.server.client_address import client_address
 from taverna.server.context import AppContext, context, current_user
 from taverna.server.schemas import TaskOut
-from taverna.services.account_import import UserFolderImport
-from taverna.services.accounts import (
+from taverna.services.accounts.account_import import UserFolderImport
+from taverna.services.accounts.ownership import DOCUMENT_PARAMS, Ownership
+from taverna.services.accounts.service import (
     MAX_NAME,
     AccountService,
     AccountStatus,
     AddressLockout,
     Session,
 )
-from taverna.services.import_report import Progress
-from taverna.services.ownership import DOCUMENT_PARAMS, Ownership
+from taverna.services.interchange.report import Progress
 
 COOKIE = "taverna_session"
 CSRF_HEADER = "x-csrf-token"
@@ -94,7 +94,7 @@ async def owned(request: Request) -> None:
     """A dependency of every API route: with accounts, what a path names by id must be the
     requesting account's (else 404, as if it did not exist); a write may not grow a full
     library. (Each request to a model counts against the hourly quota where it is sent:
-    `services/model_gate.py`.)"""
+    `services/connections/model_gate.py`.)"""
     ctx: AppContext = request.app.state.context
     accounts: AccountService | None = ctx.services.get("accounts")
     if accounts is None:
@@ -414,7 +414,7 @@ async def import_accounts(
     `taverna import PATH --accounts` does; follow it at `/api/tasks/{id}/events`. A folder
     with no account is skipped and said so."""
     from taverna.server.imports import import_jobs
-    from taverna.services.account_import import check_mapping, user_folders
+    from taverna.services.accounts.account_import import check_mapping, user_folders
 
     root = Path(body.path).expanduser()
     if not root.is_absolute():

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from taverna.errors import FormatError
 from taverna.providers.outbound import Allowed
-from taverna.services.turn_context import TURN_REGEX_BUDGET
+from taverna.services.turns.context import TURN_REGEX_BUDGET
 
 CONFIG_FILE = "server.toml"
 MIB = 1024 * 1024

@@ -14,10 +14,10 @@ from fastapi import Depends, Request
 
 from taverna.providers.outbound import OutboundPolicy
 from taverna.server.config import ProxyNetwork, ServerConfig, proxy_network
-from taverna.services.connections import ConnectionService
-from taverna.services.library import LibraryService
-from taverna.services.local_models import local_models
-from taverna.services.workspace import Workspace, open_workspace
+from taverna.services.connections.local_models import local_models
+from taverna.services.connections.service import ConnectionService
+from taverna.services.house.workspace import Workspace, open_workspace
+from taverna.services.library.service import LibraryService
 
 T = TypeVar("T")
 

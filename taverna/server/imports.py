@@ -17,8 +17,13 @@ from typing import Any
 
 from taverna.errors import NotFound, TavernaError
 from taverna.model.chat import new_id
-from taverna.services.library import ImportReport, LibraryService, Progress, is_user_data_folder
-from taverna.services.scratch import ScratchFolder
+from taverna.services.house.scratch import ScratchFolder
+from taverna.services.library.service import (
+    ImportReport,
+    LibraryService,
+    Progress,
+    is_user_data_folder,
+)
 
 log = logging.getLogger(__name__)
 

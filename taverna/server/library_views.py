@@ -11,7 +11,7 @@ from fastapi import Response
 
 from taverna.server.cards import CharacterOut, character_out
 from taverna.server.schemas import LorebookOut
-from taverna.services.library import LibraryKind, LibraryService
+from taverna.services.library.service import LibraryKind, LibraryService
 
 
 def character_view(lib: LibraryService, character_id: str) -> CharacterOut:

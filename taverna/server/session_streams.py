@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 
 from starlette.requests import HTTPConnection
 
-from taverna.services.accounts import AccountService
+from taverna.services.accounts.service import AccountService
 
 # Seconds between two looks at a stream's session.
 RECHECK = 2.0

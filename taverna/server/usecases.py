@@ -7,9 +7,10 @@ from taverna.model.chat import Chat, PathWindow
 from taverna.server.context import AppContext
 from taverna.server.schemas import ChatOut, ChatSummaryOut, PersonaRef, PromptOut, TaskOut
 from taverna.server.views import chat_out, chat_summary_out
-from taverna.services import chat_reads, library_editing
-from taverna.services.inspector import inspect_prompt as inspect
-from taverna.services.message_regex import shown_in_window
+from taverna.services.chats import reads as chat_reads
+from taverna.services.library import editing as library_editing
+from taverna.services.scripts.message_regex import shown_in_window
+from taverna.services.turns.inspector import inspect_prompt as inspect
 
 
 def running_task(ctx: AppContext, chat_id: str) -> TaskOut | None:

@@ -19,8 +19,8 @@ from taverna.server.schemas import (
     ToolCallOut,
     WindowOut,
 )
-from taverna.services.chat_connection import chat_choice
-from taverna.services.images import shown_image
+from taverna.services.chats.images import shown_image
+from taverna.services.turns.chat_connection import chat_choice
 
 
 def avatar_url(document_id: str | None) -> str | None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from taverna.server.context import open_context
-from taverna.services.editing import start_chat
+from taverna.services.chats.editing import start_chat
 from tests.browser.conftest import shot
 from tests.stubs.taverna_server import TavernaServer
 

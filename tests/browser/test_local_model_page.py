@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from taverna.services import local_models
+from taverna.services.connections import local_models
 from tests.browser.conftest import shot
 from tests.browser.test_chat_flow import DESKTOP, PHONE, wait_idle
 from tests.stubs.taverna_server import TavernaServer

@@ -9,9 +9,9 @@ import pytest
 
 from taverna.model.chat import ChatState, NodeRole
 from taverna.providers.embeddings import LocalEmbedder
-from taverna.services.chats import ChatService
-from taverna.services.data import open_data
-from taverna.services.recall import EmbeddingBacklog
+from taverna.services.chats.service import ChatService
+from taverna.services.house.data import open_data
+from taverna.services.memory.recall import EmbeddingBacklog
 from tests.browser.conftest import shot
 from tests.stubs.taverna_server import TavernaServer
 from tests.support.folders import small_recall

@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 from taverna.model.chat import CharacterRef, NodeRole
-from taverna.services.chats import ChatService
+from taverna.services.chats.service import ChatService
 from taverna.store.sql import open_store
 from tests.browser.conftest import TavernaServer, shot
 

@@ -29,8 +29,8 @@ from taverna.formats.st_settings import (
     read_settings,
 )
 from taverna.formats.world_info import world_info_from_json
-from taverna.services.library import LibraryService
-from taverna.services.turn_inputs import assembly_context, character_info, chat_messages
+from taverna.services.library.service import LibraryService
+from taverna.services.turns.inputs import assembly_context, character_info, chat_messages
 from taverna.store.sql import SqlStore
 from taverna.store.testing import temporary_store
 
@@ -218,7 +218,7 @@ PROMPT_PRESETS = [
 
 @pytest.mark.parametrize("name", PROMPT_PRESETS)
 def test_an_imported_preset_or_template_builds_a_prompt(name: str, store: SqlStore) -> None:
-    """Through the store and the readers a turn uses (services/turn_context.py)."""
+    """Through the store and the readers a turn uses (services/turns/context.py)."""
     library = LibraryService(store)
     (item,) = library.import_paths([CORPUS / name], strict=True).stored
     data = dict(store.get_document(item.id).data)

@@ -27,8 +27,8 @@ from taverna.formats.foreign_lorebooks import (
 from taverna.formats.validation import validate
 from taverna.formats.world_info import world_info_from_json, world_info_to_json
 from taverna.model.character import CharacterBook
-from taverna.services.library import LibraryService
-from taverna.services.library_editing import import_lorebook
+from taverna.services.library.editing import import_lorebook
+from taverna.services.library.service import LibraryService
 from taverna.store.testing import temporary_store
 
 # What every converted entry has, whatever the source (SillyTavern's template and the

@@ -14,9 +14,13 @@ from fastapi.testclient import TestClient
 from taverna.engine.tokens.registry import get_tokenizer
 from taverna.server.app import create_app
 from taverna.server.context import AppContext, open_context
-from taverna.services import local_models
-from taverna.services.local_models import LocalSpec, default_model_path, model_chat_template
-from taverna.services.workspace import LOCAL_CONNECTION, seed_local_model
+from taverna.services.connections import local_models
+from taverna.services.connections.local_models import (
+    LocalSpec,
+    default_model_path,
+    model_chat_template,
+)
+from taverna.services.house.workspace import LOCAL_CONNECTION, seed_local_model
 from tests.server.conftest import rev
 from tests.support.api import events, generate
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from taverna.errors import NotFound, ProviderError
-from taverna.server.local_model import check_model_file, completion_arguments
-from taverna.services.local_models import LocalSpec
+from taverna.services.connections.local_models import LocalSpec
+from taverna.services.connections.local_process import check_model_file, completion_arguments
 
 
 def test_completion_arguments_map_llama_cpp_server_fields() -> None:

@@ -10,9 +10,14 @@ from pathlib import Path
 import pytest
 
 from taverna.model.chat import CharacterRef, NodeRole
-from taverna.services import local_models
-from taverna.services.summaries import SummaryService
-from taverna.services.workspace import LOCAL_CONNECTION, Workspace, open_workspace, seed_local_model
+from taverna.services.connections import local_models
+from taverna.services.house.workspace import (
+    LOCAL_CONNECTION,
+    Workspace,
+    open_workspace,
+    seed_local_model,
+)
+from taverna.services.memory.summaries import SummaryService
 
 pytestmark = pytest.mark.skipif(
     not local_models.available(), reason="the `local` extra is not installed"

@@ -27,13 +27,13 @@ from taverna.engine.script import ScriptError
 from taverna.formats.card_json import read_card_json
 from taverna.formats.st_chat import read_chat
 from taverna.formats.st_settings import read_settings
-from taverna.services.chats import ChatService
-from taverna.services.editing import set_chat_persona
-from taverna.services.library import LibraryService
-from taverna.services.library_editing import all_personas
-from taverna.services.scripts import ScriptService
-from taverna.services.settings_import import import_settings
-from taverna.services.turn_inputs import assembly_context, character_info, chat_messages
+from taverna.services.chats.editing import set_chat_persona
+from taverna.services.chats.service import ChatService
+from taverna.services.interchange.settings_import import import_settings
+from taverna.services.library.editing import all_personas
+from taverna.services.library.service import LibraryService
+from taverna.services.scripts.runner import ScriptService
+from taverna.services.turns.inputs import assembly_context, character_info, chat_messages
 from taverna.store.sql import SqlStore
 from taverna.store.testing import temporary_store
 

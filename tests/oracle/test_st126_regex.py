@@ -27,8 +27,8 @@ from taverna.formats.st_chat import read_chat
 from taverna.formats.st_settings import SillyTavernSettings, read_settings
 from taverna.model.chat import CharacterRef, Chat
 from taverna.model.regex_script import RegexPlacement
-from taverna.services import message_regex
-from taverna.services.turn_inputs import assembly_context, character_info, chat_messages
+from taverna.services.scripts import message_regex
+from taverna.services.turns.inputs import assembly_context, character_info, chat_messages
 
 ROOT = Path(__file__).parent / "st126"
 BASE = ROOT / "_base_macro"

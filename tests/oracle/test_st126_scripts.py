@@ -26,14 +26,14 @@ import pytest
 
 from taverna.engine.script import ScriptError
 from taverna.errors import TavernaError
-from taverna.services.chats import ChatService
-from taverna.services.editing import set_chat_persona
+from taverna.services.chats.editing import set_chat_persona
+from taverna.services.chats.service import ChatService
 from taverna.services.interchange import InterchangeService
-from taverna.services.library import LibraryService
-from taverna.services.library_editing import all_personas
-from taverna.services.regex_library import RegexLayer, RegexLibrary
-from taverna.services.scripts import ScriptService
-from taverna.services.settings_import import import_settings
+from taverna.services.interchange.settings_import import import_settings
+from taverna.services.library.editing import all_personas
+from taverna.services.library.regex_library import RegexLayer, RegexLibrary
+from taverna.services.library.service import LibraryService
+from taverna.services.scripts.runner import ScriptService
 from taverna.store.sql import SqlStore
 from taverna.store.testing import temporary_store
 

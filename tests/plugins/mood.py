@@ -11,7 +11,7 @@ from typing import Any
 
 from taverna.providers.request import ToolSpec
 from taverna.services.plugins import hookimpl
-from taverna.services.tools import Tool
+from taverna.services.plugins.tools import Tool
 
 TAVERNA_GRANTS = ["read_chats", "change_prompts"]
 

@@ -14,7 +14,7 @@ from taverna.cli.main import app
 from taverna.formats.chat_sources import DEFAULT_MODELS, model_of
 from taverna.formats.st_settings import chosen_chat_completion, read_settings
 from taverna.providers.request import Api
-from taverna.services.turn_inputs import for_api
+from taverna.services.turns.inputs import for_api
 
 MODELS = {
     "openai_model": "gpt-4o-mini",

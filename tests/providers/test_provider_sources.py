@@ -15,7 +15,7 @@ from taverna.providers.builders import build_request, stream_parser
 from taverna.providers.events import ReasoningDelta, TextDelta
 from taverna.providers.registry import provider
 from taverna.providers.request import Api, PostProcessing
-from taverna.services.connections import ConnectionService
+from taverna.services.connections.service import ConnectionService
 from taverna.store import Store
 from tests.stubs.model_server import Reply, StubServer
 

@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 from taverna.providers.outbound import OutboundPolicy
 from taverna.server.accounts import COOKIE
 from taverna.server.context import AppContext
-from taverna.services.accounts import AccountService
+from taverna.services.accounts.service import AccountService
 
 PASSWORD = "correct horse battery"
 

@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from taverna.server.app import create_app
 from taverna.server.context import AppContext
-from taverna.services.library import LibraryKind
+from taverna.services.library.service import LibraryKind
 from tests.server.accounts_fixtures import PASSWORD, enable_accounts, log_in
 
 

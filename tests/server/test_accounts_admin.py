@@ -12,9 +12,9 @@ from fastapi.testclient import TestClient
 
 from taverna.server.app import create_app
 from taverna.server.context import AppContext
-from taverna.services.accounts import LoginLimits
-from taverna.services.editing import start_chat
-from taverna.services.library import LibraryKind
+from taverna.services.accounts.service import LoginLimits
+from taverna.services.chats.editing import start_chat
+from taverna.services.library.service import LibraryKind
 from tests.server.accounts_fixtures import PASSWORD, enable_accounts, log_in
 from tests.server.test_accounts_import import make_install
 from tests.server.test_imports import follow

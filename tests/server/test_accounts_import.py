@@ -15,8 +15,8 @@ from typer.testing import CliRunner, Result
 from taverna.cli.main import _register, app
 from taverna.server.app import create_app
 from taverna.server.context import open_context
-from taverna.services.accounts import AccountService
-from taverna.services.data import open_data
+from taverna.services.accounts.service import AccountService
+from taverna.services.house.data import open_data
 from tests.server.accounts_fixtures import PASSWORD, log_in
 
 _register()

@@ -26,10 +26,10 @@ from taverna.model.chat import NodeRole, new_id
 from taverna.model.persona import Persona, PersonaDescriptor
 from taverna.server.app import create_app
 from taverna.server.context import AppContext
-from taverna.services.editing import start_chat
-from taverna.services.generation import RunningGeneration
-from taverna.services.generation.rounds import GroupRound
-from taverna.services.library import LibraryKind
+from taverna.services.chats.editing import start_chat
+from taverna.services.library.service import LibraryKind
+from taverna.services.turns import RunningGeneration
+from taverna.services.turns.rounds import GroupRound
 from tests.server.accounts_fixtures import enable_accounts, log_in
 
 SECRET = "ALICE-SECRET"

@@ -13,7 +13,7 @@ from taverna.errors import StorageFull
 from taverna.model.chat import NodeRole
 from taverna.server.app import create_app
 from taverna.server.context import AppContext
-from taverna.services.accounts import AccountService
+from taverna.services.accounts.service import AccountService
 from tests.server.accounts_fixtures import enable_accounts, log_in
 from tests.server.conftest import rev
 from tests.server.test_accounts_isolation import sample_png

@@ -14,8 +14,8 @@ from fastapi.testclient import TestClient
 
 from taverna.server.app import create_app
 from taverna.server.context import AppContext, open_context
-from taverna.services import local_models
-from taverna.services.library import LibraryKind
+from taverna.services.connections import local_models
+from taverna.services.library.service import LibraryKind
 from tests.server.accounts_fixtures import enable_accounts, log_in
 
 SECRET = "a long enough secret"

@@ -16,7 +16,7 @@ from taverna.formats.card_json import card_to_json
 from taverna.formats.png_card import MAX_IMAGE_PIXELS, encode_chunk
 from taverna.formats.png_chunks import rebuild
 from taverna.model.character import Character
-from taverna.services.images import MAX_PIXELS
+from taverna.services.chats.images import MAX_PIXELS
 
 SIDE = 20_000
 V3 = {

@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from taverna.server.context import AppContext, open_context
 from taverna.server.imports import ImportJob, ImportJobs
-from taverna.services.scratch import ScratchFolder
+from taverna.services.house.scratch import ScratchFolder
 
 
 def folder_files(st_fixtures: Path) -> list[tuple[str, tuple[str, bytes, str]]]:
@@ -157,7 +157,7 @@ def test_a_folder_left_by_a_killed_server_is_removed_at_the_next_start(tmp_path:
     script = (
         "import os, sys\n"
         "from pathlib import Path\n"
-        "from taverna.services.scratch import ScratchFolder\n"
+        "from taverna.services.house.scratch import ScratchFolder\n"
         "folder = ScratchFolder(Path(sys.argv[1]), 'import')\n"
         "(folder.path / 'half.png').write_bytes(b'x' * 1000)\n"
         "print(folder.path, flush=True)\n"

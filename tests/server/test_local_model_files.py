@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 
 from taverna.server.app import create_app
 from taverna.server.context import AppContext
-from taverna.services.local_models import MODELS_FOLDER, available, local_models
+from taverna.services.connections.local_models import MODELS_FOLDER, available, local_models
 from tests.server import test_recall_keys
 from tests.server.accounts_fixtures import enable_accounts, log_in
 

@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from taverna.server.app import create_app
 from taverna.server.context import AppContext
-from taverna.services.accounts import LoginLimits
+from taverna.services.accounts.service import LoginLimits
 from tests.server.accounts_fixtures import PASSWORD, enable_accounts
 
 WRONG = "not the password"

@@ -12,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from taverna.model.chat import new_id
-from taverna.services.ownership import DOCUMENT_PARAMS
+from taverna.services.accounts.ownership import DOCUMENT_PARAMS
 from tests.server.test_accounts_isolation import api_routes, body_for, sample_png, server
 
 __all__ = ["server"]

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from taverna.server.context import AppContext, open_context
-from taverna.services.data import DATABASE_URL_ENV as STORE_URL_ENV
+from taverna.services.house.data import DATABASE_URL_ENV as STORE_URL_ENV
 from taverna.store.testing import DATABASE_URL_ENV, backends
 from tests.stubs.model_server import Reply, StubServer
 from tests.support.api import connect, events

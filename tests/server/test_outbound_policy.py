@@ -117,8 +117,8 @@ def test_a_non_admins_embeddings_endpoint_on_loopback_is_refused(ctx: AppContext
     enable_accounts(ctx, "bob", admin="root", outbound_allow=())
     with embeddings_stub() as own:
         owner = ctx.store.account(name="bob").id
-        from taverna.services.recall import stored_config
-        from taverna.services.recall_settings import change_recall_settings
+        from taverna.services.memory.recall import stored_config
+        from taverna.services.memory.recall_settings import change_recall_settings
 
         settings = {"source": "openai", "alt_endpoint_url": own.url, "openai_model": "emb"}
         change_recall_settings(ctx.store, {**settings, "enabled_chats": True}, owner)

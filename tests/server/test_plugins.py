@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from taverna.model.chat import NodeRole
 from taverna.server.app import create_app
 from taverna.server.context import AppContext, open_context
-from taverna.services.generated_reply import ToolStep
+from taverna.services.chats.generated_reply import ToolStep
 from tests.plugins.install import write_distribution
 from tests.server.conftest import rev
 from tests.server.test_chats import make_chat

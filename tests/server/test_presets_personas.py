@@ -143,7 +143,7 @@ def test_personas(client: TestClient) -> None:
 def test_library_regex_scripts_shape_the_prompt(
     client: TestClient, ctx: AppContext, st_fixtures: Path
 ) -> None:
-    from taverna.services.library import LibraryService
+    from taverna.services.library.service import LibraryService
 
     script = st_fixtures / "handmade" / "exports" / "strip_ooc_notes.json"
     LibraryService(ctx.store).import_bytes(script.read_bytes(), script.name)

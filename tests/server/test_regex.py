@@ -156,7 +156,7 @@ def test_the_view_shows_the_reasoning_display_scripts_make(
 def test_text_completion_presets_are_listed_chosen_and_hold_their_own_scripts(
     client: TestClient, ctx: AppContext
 ) -> None:
-    from taverna.services.library import LibraryKind, LibraryService
+    from taverna.services.library.service import LibraryKind, LibraryService
 
     scripts = [rule("Own", "/a/g", "b", promptOnly=True)]
     story = LibraryService(ctx.chats.store).put(

@@ -32,10 +32,10 @@ from taverna.model.chat import NodeRole
 from taverna.model.persona import Persona, PersonaDescriptor
 from taverna.server.app import create_app
 from taverna.server.context import AppContext, open_context
-from taverna.services.active_settings import set_active
-from taverna.services.editing import start_chat
-from taverna.services.library import LibraryKind
-from taverna.services.workspace import seed_samples
+from taverna.services.chats.editing import start_chat
+from taverna.services.house.workspace import seed_samples
+from taverna.services.library.active_settings import set_active
+from taverna.services.library.service import LibraryKind
 from tests.stubs.model_server import Reply, StubServer, start_stub
 from tests.stubs.taverna_server import TavernaServer
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from taverna.services.chats import ChatService
+from taverna.services.chats.service import ChatService
 from taverna.store.sql import SqlStore
 from tests.stubs.model_server import StubServer
 from tests.support.folders import card_folder

@@ -12,8 +12,8 @@ import pytest
 from taverna.errors import NotFound
 from taverna.formats.st_chat import read_chat
 from taverna.model.chat import CharacterRef, NodeRole
-from taverna.services.backups import Backup, BackupService, chat_key, title_slug
-from taverna.services.chats import ChatService
+from taverna.services.chats.backups import Backup, BackupService, chat_key, title_slug
+from taverna.services.chats.service import ChatService
 from taverna.services.interchange import InterchangeService
 from taverna.store.sql import SqlStore
 
@@ -140,7 +140,7 @@ def test_restore_brings_a_backup_back_as_a_new_chat(
 def test_flusher_writes_the_last_change_of_a_burst(store: SqlStore, tmp_path: Path) -> None:
     import time
 
-    from taverna.services.backups import BackupFlusher
+    from taverna.services.chats.backups import BackupFlusher
 
     backups = BackupService(store, tmp_path / "b", interval=0.2)
     chat = new_chat(store)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from taverna.errors import Conflict
-from taverna.services.generation.leases import BEAT_LASTS, ChatLeases
+from taverna.services.turns.leases import BEAT_LASTS, ChatLeases
 from taverna.store.sql import SqlStore
 from taverna.store.testing import backends, temporary_store
 

@@ -6,7 +6,7 @@ import pytest
 
 from taverna.errors import Conflict, NotFound, TavernaError
 from taverna.model.chat import AuthorsNote, BranchSummary, ChatState, NodeRole
-from taverna.services.chats import ChatService, WriteResult
+from taverna.services.chats.service import ChatService, WriteResult
 
 USER, BOT = NodeRole.USER, NodeRole.ASSISTANT
 

@@ -17,8 +17,8 @@ from taverna.providers.events import (
     ToolCall,
     Usage,
 )
-from taverna.services.generation import Completed, Ending, Started, ToolResult
-from taverna.services.generation.event_codec import decode, encode
+from taverna.services.turns import Completed, Ending, Started, ToolResult
+from taverna.services.turns.event_codec import decode, encode
 
 EVENTS = [
     Started("g1", "c1", GenerationType.SWIPE, "n1"),
@@ -51,7 +51,7 @@ def test_an_unknown_or_malformed_event_is_refused() -> None:
 
 def test_an_unreachable_redis_is_named(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from taverna.errors import TavernaError
-    from taverna.services.workspace import open_workspace
+    from taverna.services.house.workspace import open_workspace
 
     with pytest.raises(TavernaError, match=r"cannot reach Redis at redis://127\.0\.0\.1:9/0"):
         open_workspace(tmp_path / "data", redis_url="redis://127.0.0.1:9/0")

@@ -14,9 +14,9 @@ import redis
 
 from taverna.engine.assembly.context import GenerationType
 from taverna.providers.events import ErrorKind, TextDelta
-from taverna.services.generation import remote_runs, shared_runs
-from taverna.services.generation.runs import Completed, Ending, GenerationEvent, RunningGeneration
-from taverna.services.generation.shared_runs import ORPHANED, SharedRegistry
+from taverna.services.turns import remote_runs, shared_runs
+from taverna.services.turns.runs import Completed, Ending, GenerationEvent, RunningGeneration
+from taverna.services.turns.shared_runs import ORPHANED, SharedRegistry
 
 URL = os.environ.get("TAVERNA_TEST_REDIS_URL", "")
 pytestmark = pytest.mark.skipif(not URL, reason="needs Redis: set TAVERNA_TEST_REDIS_URL")

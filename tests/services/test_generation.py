@@ -18,9 +18,10 @@ from taverna.model.chat import CharacterRef, NodeRole
 from taverna.model.prompt import Prompt, PromptMessage, Role
 from taverna.providers.events import TextDelta
 from taverna.providers.request import ToolSpec
-from taverna.services.chats import ChatService
-from taverna.services.connections import ConnectionService
-from taverna.services.generation import (
+from taverna.services.chats.service import ChatService
+from taverna.services.connections.service import ConnectionService
+from taverna.services.plugins.tools import Tool, ToolRegistry
+from taverna.services.turns import (
     Completed,
     Ending,
     GenerationService,
@@ -29,7 +30,6 @@ from taverna.services.generation import (
     ToolResult,
     TurnRequest,
 )
-from taverna.services.tools import Tool, ToolRegistry
 from taverna.store.sql import SqlStore
 from taverna.store.testing import backends, temporary_store
 from tests.stubs import Reply, StubServer
@@ -442,7 +442,7 @@ def test_a_shared_http_client_is_used_and_left_open(world: World) -> None:
 
 
 def test_replies_are_cut_at_stop_strings() -> None:
-    from taverna.services.generation import trim_at_stop
+    from taverna.services.turns import trim_at_stop
 
     stops = ("\nAlex:", "<|im_end|>")
     assert trim_at_stop("Sure.\nAlex: and me", stops) == "Sure."

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 import taverna.cli.chat  # registers the command
 import taverna.cli.connection  # registers the command
 from taverna.cli.main import app
-from taverna.services.data import open_data
+from taverna.services.house.data import open_data
 from tests.stubs import Reply, StubServer
 
 KEY = "sk-terminal-chat-key-77778888"
@@ -135,8 +135,8 @@ def test_tools_declared_in_the_active_preset_are_offered_and_run(
     import asyncio
 
     from taverna.server.context import open_context
-    from taverna.services.active_settings import set_active
-    from taverna.services.library import LibraryKind
+    from taverna.services.library.active_settings import set_active
+    from taverna.services.library.service import LibraryKind
 
     ctx = open_context(data)
     try:
@@ -172,8 +172,8 @@ def test_the_presets_claude_system_prompt_setting_reaches_the_request(
     import asyncio
 
     from taverna.server.context import open_context
-    from taverna.services.active_settings import set_active
-    from taverna.services.library import LibraryKind
+    from taverna.services.library.active_settings import set_active
+    from taverna.services.library.service import LibraryKind
 
     ctx = open_context(data)
     try:
@@ -234,8 +234,8 @@ def test_quick_replies_run_on_their_triggers_in_the_terminal_chat(
     data: Path, stub: StubServer
 ) -> None:
     from taverna.model.quick_reply import QuickReplySet
-    from taverna.services.chats import ChatService
-    from taverna.services.quick_replies import QuickReplyService
+    from taverna.services.chats.service import ChatService
+    from taverna.services.scripts.quick_replies import QuickReplyService
 
     with open_data(data) as opened:
         service = QuickReplyService(ChatService(opened.store))

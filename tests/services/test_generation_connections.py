@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 import taverna.cli.connection  # noqa: F401 - registers the commands
 from taverna.cli.main import app
 from taverna.errors import FormatError, NotFound
-from taverna.services.connections import ConnectionService, Secrets
+from taverna.services.connections.service import ConnectionService, Secrets
 from taverna.store.testing import temporary_store
 from tests.stubs import StubServer
 
@@ -141,7 +141,7 @@ def test_the_cli_adds_lists_and_tests_without_printing_the_key(
 
 
 def test_request_options_are_set_checked_and_listed(tmp_path: Path) -> None:
-    from taverna.services.data import open_data
+    from taverna.services.house.data import open_data
 
     runner = CliRunner()
     data = str(tmp_path / "data")

@@ -7,12 +7,7 @@ import asyncio
 
 from taverna.engine.assembly.context import GenerationType
 from taverna.providers.events import TextDelta
-from taverna.services.generation.runs import (
-    Completed,
-    Ending,
-    GenerationRegistry,
-    RunningGeneration,
-)
+from taverna.services.turns.runs import Completed, Ending, GenerationRegistry, RunningGeneration
 
 
 def finished(number: int) -> RunningGeneration:
@@ -49,7 +44,7 @@ def test_old_finished_runs_expire() -> None:
 
 def test_last_prompts_are_kept_for_the_newest_chats_only() -> None:
     from taverna.model.prompt import Prompt
-    from taverna.services.generation.runs import RecentPrompts
+    from taverna.services.turns.runs import RecentPrompts
 
     kept = RecentPrompts(size=3)
     prompts = {f"chat{n}": Prompt(kind="chat") for n in range(10)}

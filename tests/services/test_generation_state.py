@@ -29,9 +29,9 @@ from taverna.model.chat import CharacterRef, NodeRole, effective_state
 from taverna.model.lorebook import DEFAULT_WORLD_INFO, Entry, Lorebook
 from taverna.model.prompt import Prompt
 from taverna.model.settings import PersonaInfo
-from taverna.services.chats import ChatService
-from taverna.services.connections import ConnectionService
-from taverna.services.generation import Completed, GenerationService, TurnRequest
+from taverna.services.chats.service import ChatService
+from taverna.services.connections.service import ConnectionService
+from taverna.services.turns import Completed, GenerationService, TurnRequest
 from taverna.store.sql import SqlStore
 from taverna.store.testing import backends, temporary_store
 from tests.stubs import Reply, StubServer

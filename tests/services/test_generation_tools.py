@@ -10,7 +10,13 @@ import pytest
 
 from taverna.errors import NotFound, TavernaError
 from taverna.providers.request import ToolSpec
-from taverna.services.tools import Tool, ToolRegistry, declared_tools, default_tools, roll_dice
+from taverna.services.plugins.tools import (
+    Tool,
+    ToolRegistry,
+    declared_tools,
+    default_tools,
+    roll_dice,
+)
 
 
 def test_dice_rolls_within_range_and_adds_the_bonus() -> None:

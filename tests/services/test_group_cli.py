@@ -10,9 +10,9 @@ from typer.testing import CliRunner
 
 import taverna.cli.chat  # noqa: F401  (registers the command)
 from taverna.cli.main import app
-from taverna.services.connections import ConnectionService
-from taverna.services.data import open_data
-from taverna.services.library import LibraryService
+from taverna.services.connections.service import ConnectionService
+from taverna.services.house.data import open_data
+from taverna.services.library.service import LibraryService
 from tests.stubs import Reply, StubServer
 from tests.support.folders import connect_stub
 

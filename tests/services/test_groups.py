@@ -15,13 +15,13 @@ import pytest
 from taverna.formats.card_json import card_from_json
 from taverna.formats.png_card import CardFile
 from taverna.model.chat import NodeRole
-from taverna.services.chats import ChatService
-from taverna.services.connections import ConnectionService
-from taverna.services.generation import Ending, GenerationService
-from taverna.services.groups import GroupService
-from taverna.services.library import LibraryService
-from taverna.services.turn_context import TurnContexts
-from taverna.services.turn_paths import PathEnds
+from taverna.services.chats.groups import GroupService
+from taverna.services.chats.service import ChatService
+from taverna.services.connections.service import ConnectionService
+from taverna.services.library.service import LibraryService
+from taverna.services.turns import Ending, GenerationService
+from taverna.services.turns.context import TurnContexts
+from taverna.services.turns.paths import PathEnds
 from taverna.store.sql import SqlStore
 from taverna.store.testing import backends, temporary_store
 from tests.stubs import Reply, StubServer, start_stub
@@ -303,7 +303,7 @@ def test_a_group_chat_exports_with_each_members_card(world: World) -> None:
 
 
 def test_a_member_with_its_own_preset_is_prompted_by_it(world: World) -> None:
-    from taverna.services.library import LibraryKind
+    from taverna.services.library.service import LibraryKind
     from tests.conftest import shared_dir
 
     path = shared_dir() / "fixtures" / "sillytavern" / "presets" / "openai" / "Default.json"
@@ -331,8 +331,8 @@ def test_a_member_with_its_own_preset_is_prompted_by_it(world: World) -> None:
 
 def test_a_quick_reply_on_member_draft_runs_before_each_member_writes(world: World) -> None:
     from taverna.model.quick_reply import QuickReply, QuickReplySet
-    from taverna.services.quick_replies import QuickReplyService
-    from taverna.services.quick_reply_events import QuickReplyAutomations
+    from taverna.services.scripts.quick_replies import QuickReplyService
+    from taverna.services.scripts.quick_reply_events import QuickReplyAutomations
 
     replies = QuickReplyService(world.chats)
     replies.save(

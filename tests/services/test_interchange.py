@@ -10,7 +10,7 @@ import pytest
 from taverna.errors import FormatError
 from taverna.formats.st_chat import read_chat, write_chat
 from taverna.model.chat import CharacterRef, Node, NodeRole, new_id
-from taverna.services.chats import ChatService
+from taverna.services.chats.service import ChatService
 from taverna.services.interchange import MAX_FORK_NESTING, InterchangeService, safe_file_name
 from taverna.store import NewChat
 from taverna.store.sql import SqlStore

@@ -11,7 +11,7 @@ from taverna.errors import FormatError
 from taverna.formats.st_chat import read_chat
 from taverna.model.presets import ChatCompletionPreset, InstructTemplate
 from taverna.services.interchange import InterchangeService
-from taverna.services.library import LibraryKind, LibraryService, Progress
+from taverna.services.library.service import LibraryKind, LibraryService, Progress
 from taverna.store.sql import SqlStore
 
 
@@ -216,7 +216,7 @@ def test_a_card_without_picture_keeps_the_stored_picture(
 def test_a_cards_own_lorebook_is_imported_and_linked(library: LibraryService) -> None:
     import json
 
-    from taverna.services.library_editing import import_card_lorebook
+    from taverna.services.library.editing import import_card_lorebook
 
     lib = library
     card = {

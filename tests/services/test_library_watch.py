@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from taverna.model.summary import SummarySettings
-from taverna.services.generation.shared_runs import SharedRegistry
-from taverna.services.library_watch import Kept, LibraryWatch
-from taverna.services.summary_generation import save_summary_settings, summary_settings
+from taverna.services.library.watch import Kept, LibraryWatch
+from taverna.services.turns.shared_runs import SharedRegistry
+from taverna.services.turns.summary_generation import save_summary_settings, summary_settings
 from taverna.store.sql import SqlStore
 
 REDIS = os.environ.get("TAVERNA_TEST_REDIS_URL", "")
@@ -138,7 +138,7 @@ def test_listening_again_after_redis_was_away_reads_everything_again() -> None:
 
 def test_automatic_summaries_turned_on_are_seen_by_the_next_reply(tmp_path: Path) -> None:
     from taverna.model.chat import CharacterRef
-    from taverna.services.workspace import open_workspace
+    from taverna.services.house.workspace import open_workspace
 
     ws = open_workspace(tmp_path / "data", background_backups=False, plugins=False)
     try:

@@ -16,11 +16,11 @@ import pytest
 
 from taverna.engine.script import Generation
 from taverna.model.chat import CharacterRef, NodeRole
-from taverna.services import local_models
-from taverna.services.inspector import inspect_prompt
-from taverna.services.local_models import LocalModels, LocalSpec, _Running
-from taverna.services.quiet_generation import quiet_text
-from taverna.services.workspace import Workspace, open_workspace
+from taverna.services.connections import local_models
+from taverna.services.connections.local_models import LocalModels, LocalSpec, _Running
+from taverna.services.house.workspace import Workspace, open_workspace
+from taverna.services.turns.inspector import inspect_prompt
+from taverna.services.turns.quiet import quiet_text
 from tests.stubs import Reply, StubServer
 
 SECRET = "local-secret"

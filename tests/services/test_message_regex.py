@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from taverna.model.chat import CharacterRef, ChatState, GenerationInfo, NodeRole
-from taverna.services.active_settings import set_active
-from taverna.services.chats import ChatService
-from taverna.services.library import LibraryKind, LibraryService
-from taverna.services.message_regex import StoredRegex, displayed, shown_texts
-from taverna.services.regex_library import RegexLayer, RegexLibrary
+from taverna.services.chats.service import ChatService
+from taverna.services.library.active_settings import set_active
+from taverna.services.library.regex_library import RegexLayer, RegexLibrary
+from taverna.services.library.service import LibraryKind, LibraryService
+from taverna.services.scripts.message_regex import StoredRegex, displayed, shown_texts
 from taverna.store.sql import SqlStore, open_store
 
 

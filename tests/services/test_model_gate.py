@@ -16,12 +16,12 @@ import taverna
 from taverna.errors import QuotaExceeded
 from taverna.model.chat import CharacterRef
 from taverna.providers.request import ToolSpec
-from taverna.services.accounts import AccountService
-from taverna.services.chats import ChatService
-from taverna.services.connections import ConnectionService
-from taverna.services.generation import Ending, GenerationService, TurnRequest
-from taverna.services.model_gate import ModelGate
-from taverna.services.tools import Tool, ToolRegistry
+from taverna.services.accounts.service import AccountService
+from taverna.services.chats.service import ChatService
+from taverna.services.connections.model_gate import ModelGate
+from taverna.services.connections.service import ConnectionService
+from taverna.services.plugins.tools import Tool, ToolRegistry
+from taverna.services.turns import Ending, GenerationService, TurnRequest
 from taverna.store.sql import SqlStore
 from taverna.store.testing import backends, temporary_store
 from tests.services.test_generation import simple_builder

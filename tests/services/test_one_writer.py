@@ -1,5 +1,5 @@
 """One writer of the conversation tree: every change to a chat's tree goes through
-`ChatService` (taverna/services/chats.py), by one set of rules and one revision check.
+`ChatService` (taverna/services/chats/service.py), by one set of rules and one revision check.
 
 The first tests read every module under taverna/ with `ast` and fail where a module
 other than chats.py and the store itself (taverna/store/) opens a store's unit of work
@@ -27,14 +27,14 @@ import pytest
 import taverna
 from taverna.errors import Conflict, StaleRevision, TavernaError
 from taverna.model.chat import NodeRole
-from taverna.services import editing
-from taverna.services.chats import ChatService, WriteResult
-from taverna.services.generated_reply import ToolStep
+from taverna.services.chats import editing
+from taverna.services.chats.generated_reply import ToolStep
+from taverna.services.chats.service import ChatService, WriteResult
 from taverna.store.testing import backends, temporary_store
 
 PACKAGE = Path(taverna.__file__).resolve().parent
 # The one writer, and the store that implements the unit of work.
-ALLOWED = ("services/chats.py", "store/")
+ALLOWED = ("services/chats/service.py", "store/")
 
 # Names only a chat's unit of work has: any use of them is a tree write.
 WRITER_ONLY = frozenset(
@@ -152,7 +152,11 @@ def test_only_the_chat_service_writes_a_chats_tree() -> None:
 def test_the_scan_reads_the_whole_package() -> None:
     """A scan that found no modules would pass for the wrong reason."""
     names = {p.relative_to(PACKAGE).as_posix() for p in _modules()}
-    assert {"services/generation/service.py", "services/editing.py", "services/chats.py"} <= names
+    assert {
+        "services/turns/service.py",
+        "services/chats/editing.py",
+        "services/chats/service.py",
+    } <= names
 
 
 def test_the_scan_finds_tree_writes_and_lets_other_writes_be() -> None:
@@ -190,7 +194,7 @@ def sneaky(w):
         assert any(f.endswith(f": {code}") for f in found), code
 
     innocent = """
-from taverna.services.active_settings import set_active
+from taverna.services.library.active_settings import set_active
 def other(out, chats, store, chat):
     out.write("line")
     handle.write(text)

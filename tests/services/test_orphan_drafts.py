@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from taverna.model.chat import CharacterRef
-from taverna.services.chats import ChatService
-from taverna.services.connections import ConnectionService
-from taverna.services.generation import GenerationService, TurnRequest
+from taverna.services.chats.service import ChatService
+from taverna.services.connections.service import ConnectionService
+from taverna.services.turns import GenerationService, TurnRequest
 from taverna.store.sql import SqlStore
 from taverna.store.testing import temporary_store
 from tests.services.test_generation import simple_builder

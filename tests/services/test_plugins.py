@@ -14,13 +14,13 @@ import pytest
 
 from taverna.model.chat import NodeRole
 from taverna.model.quick_reply import QuickReply, QuickReplySet, QuickReplyTool
-from taverna.services.active_settings import set_active
-from taverna.services.generation import Ending
-from taverna.services.library import LibraryKind, LibraryService
+from taverna.services.house.workspace import Workspace, open_workspace
+from taverna.services.library.active_settings import set_active
+from taverna.services.library.service import LibraryKind, LibraryService
 from taverna.services.plugins import Event, EventName, Grant, Plugins
-from taverna.services.quick_replies import QuickReplyService
-from taverna.services.scripts import ScriptService
-from taverna.services.workspace import Workspace, open_workspace
+from taverna.services.scripts.quick_replies import QuickReplyService
+from taverna.services.scripts.runner import ScriptService
+from taverna.services.turns import Ending
 from tests.plugins import mood, nosy
 from tests.plugins.install import write_distribution
 from tests.stubs import Reply, StubServer
@@ -52,7 +52,7 @@ def ws(installed: Path, data: Path) -> Iterator[Workspace]:
 
 
 def new_chat(ws: Workspace) -> str:
-    from taverna.services.editing import start_chat
+    from taverna.services.chats.editing import start_chat
 
     doc = LibraryService(ws.store).find(LibraryKind.CHARACTER, "Ione Calder")
     assert doc is not None
@@ -170,7 +170,7 @@ def test_the_inspector_shows_the_prompt_as_the_handlers_left_it(
     """The next prompt goes through the interceptors and the prompt handlers, and its
     ledger places the plugin's own message where it is sent; a past reply's record has
     the same ledger as its prompt was sent."""
-    from taverna.services.inspector import inspect_prompt
+    from taverna.services.turns.inspector import inspect_prompt
 
     chat_id = new_chat(ws)
     stub.script(Reply(tokens=["Noted."]))
@@ -220,7 +220,7 @@ def test_an_interceptor_aborts_with_its_reason_and_nothing_is_sent(
 def test_the_inspector_says_who_would_abort_the_next_turn(ws: Workspace) -> None:
     """A turn an interceptor would abort is still shown as built, and its ledger says
     that nothing would be sent, by whom and why; a turn that goes ahead names no one."""
-    from taverna.services.inspector import inspect_prompt
+    from taverna.services.turns.inspector import inspect_prompt
 
     chat_id = new_chat(ws)
     revision = ws.chats.get_chat(chat_id).revision

@@ -14,10 +14,10 @@ from typer.testing import CliRunner
 import taverna.cli.chat  # noqa: F401  registers the command
 from taverna.cli.main import app
 from taverna.model.chat import CharacterRef
-from taverna.services import prompt_fit
-from taverna.services.generation.runs import Completed, Ending
-from taverna.services.library_editing import create_character
-from taverna.services.workspace import Workspace, open_workspace
+from taverna.services.house.workspace import Workspace, open_workspace
+from taverna.services.library.editing import create_character
+from taverna.services.turns import prompt_fit
+from taverna.services.turns.runs import Completed, Ending
 from tests.stubs import Reply, StubServer
 
 BIG = "The lighthouse keeper remembers every ship that passed the reef. " * 900

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from taverna.model.chat import CharacterRef, NodeRole
-from taverna.services.chats import ChatService
-from taverna.services.quick_replies import QuickReplyService
-from taverna.services.scripts import ScriptService
+from taverna.services.chats.service import ChatService
+from taverna.services.scripts.quick_replies import QuickReplyService
+from taverna.services.scripts.runner import ScriptService
 from taverna.store.sql import SqlStore, open_store
 
 

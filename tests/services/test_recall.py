@@ -20,14 +20,14 @@ from taverna.model.lorebook import Entry, Lorebook
 from taverna.model.prompt import Prompt
 from taverna.providers.embeddings import LocalEmbedder
 from taverna.providers.request import Api
-from taverna.services.active_settings import set_active
-from taverna.services.chats import ChatService
-from taverna.services.connections import ConnectionService
-from taverna.services.generation import GenerationService
-from taverna.services.library import LibraryService
-from taverna.services.recall import EmbeddingBacklog, RecallService, embed_due, recall_config
-from taverna.services.turn_context import TurnContexts
-from taverna.services.turn_paths import PathEnds
+from taverna.services.chats.service import ChatService
+from taverna.services.connections.service import ConnectionService
+from taverna.services.library.active_settings import set_active
+from taverna.services.library.service import LibraryService
+from taverna.services.memory.recall import EmbeddingBacklog, RecallService, embed_due, recall_config
+from taverna.services.turns import GenerationService
+from taverna.services.turns.context import TurnContexts
+from taverna.services.turns.paths import PathEnds
 from taverna.store.sql import SqlStore
 from taverna.store.testing import backends, temporary_store
 from tests.support.folders import small_recall
@@ -278,7 +278,7 @@ def test_a_workspace_embeds_new_messages_in_the_background_while_recall_is_on(
     import time
 
     from taverna.providers.embeddings import LOCAL_MODEL
-    from taverna.services.workspace import open_workspace
+    from taverna.services.house.workspace import open_workspace
 
     workspace = open_workspace(tmp_path / "data")
     try:
@@ -328,8 +328,8 @@ def test_the_path_index_follows_any_move_of_the_paths_end(store: SqlStore) -> No
     import random
 
     from taverna.model.chat import Node, new_id
-    from taverna.services import recall as recall_module
-    from taverna.services.recall import PathIndex
+    from taverna.services.memory import recall as recall_module
+    from taverna.services.memory.recall import PathIndex
     from taverna.store import NewChat
 
     rng = random.Random(5)
@@ -358,8 +358,8 @@ def test_past_the_exact_limit_the_search_agrees_with_an_exact_one(
 ) -> None:
     import numpy as np
 
-    from taverna.services import recall as recall_module
-    from taverna.services.recall import ChatVectors
+    from taverna.services.memory import recall as recall_module
+    from taverna.services.memory.recall import ChatVectors
     from taverna.store.repository import StoredVector
 
     rng = np.random.default_rng(3)
@@ -403,7 +403,7 @@ def test_taverna_chat_prompt_shows_the_recalled_messages(
     import taverna.cli.chat  # noqa: F401  (registers the command)
     from taverna.cli.main import app
     from taverna.model.chat import CharacterRef
-    from taverna.services.data import open_data
+    from taverna.services.house.data import open_data
 
     data = tmp_path / "data"
     with open_data(data) as opened:
@@ -443,8 +443,8 @@ def test_taverna_chat_prompt_shows_the_recalled_messages(
 def test_sillytavern_vector_settings_import_and_turn_recall_on(store: SqlStore) -> None:
     import json
 
-    from taverna.services.recall import stored_config
-    from taverna.services.settings_import import import_settings
+    from taverna.services.interchange.settings_import import import_settings
+    from taverna.services.memory.recall import stored_config
 
     vectors = {
         "enabled_chats": True,
@@ -655,7 +655,7 @@ def test_a_send_with_recall_off_reads_nothing_until_the_settings_change(
     it on (a settings write) is seen at the next send, which embeds ahead again."""
     import sqlalchemy as sa
 
-    from taverna.services.library_watch import LibraryWatch
+    from taverna.services.library.watch import LibraryWatch
 
     counting = CountingEmbedder(embedder)
     with temporary_store("sqlite", tmp_path) as store:

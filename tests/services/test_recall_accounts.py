@@ -13,15 +13,15 @@ import numpy as np
 import pytest
 
 from taverna.model.chat import ChatState, Node, NodeRole, new_id
-from taverna.services.chats import ChatService
-from taverna.services.recall import (
+from taverna.services.chats.service import ChatService
+from taverna.services.house.workspace import open_workspace
+from taverna.services.memory.recall import (
     EmbeddingBacklog,
     RecallConfig,
     RecallService,
     accounts_plan,
 )
-from taverna.services.recall_settings import change_recall_settings
-from taverna.services.workspace import open_workspace
+from taverna.services.memory.recall_settings import change_recall_settings
 from taverna.store import NewChat
 from taverna.store.sql import SqlStore, open_store
 from tests.stubs.embeddings_server import embeddings_stub

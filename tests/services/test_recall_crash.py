@@ -14,7 +14,7 @@ import pytest
 
 from taverna.model.chat import NodeRole
 from taverna.providers.embeddings import LOCAL_MODEL, LocalEmbedder
-from taverna.services.recall import EmbeddingBacklog
+from taverna.services.memory.recall import EmbeddingBacklog
 from taverna.store import NewChat
 from taverna.store.sql import open_store
 
@@ -26,7 +26,7 @@ MESSAGES = 600
 EMBEDDER = """
 import sys
 from taverna.providers.embeddings import LocalEmbedder
-from taverna.services.recall import embed_due
+from taverna.services.memory.recall import embed_due
 from taverna.store.sql import open_store
 
 store = open_store(sys.argv[1])

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from taverna.model.chat import Node, NodeRole, new_id
-from taverna.services.recall import RecallConfig, RecallService, recall_config
+from taverna.services.memory.recall import RecallConfig, RecallService, recall_config
 from taverna.store import NewChat
 from taverna.store.sql import SqlStore, open_store
 from taverna.store.testing import DATABASE_URL_ENV, temporary_store

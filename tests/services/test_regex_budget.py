@@ -12,11 +12,11 @@ import pytest
 
 from taverna.model.chat import NodeRole
 from taverna.model.lorebook import Entry, Lorebook
-from taverna.services.chats import ChatService
-from taverna.services.connections import ConnectionService
-from taverna.services.generation import Ending, GenerationService
-from taverna.services.library import LibraryService
-from taverna.services.turn_context import TurnContexts
+from taverna.services.chats.service import ChatService
+from taverna.services.connections.service import ConnectionService
+from taverna.services.library.service import LibraryService
+from taverna.services.turns import Ending, GenerationService
+from taverna.services.turns.context import TurnContexts
 from taverna.store.sql import SqlStore, open_store
 from tests.stubs import Reply, StubServer
 

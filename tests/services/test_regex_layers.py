@@ -17,14 +17,14 @@ from taverna.errors import FormatError
 from taverna.model.chat import CharacterRef, ChatState, NodeRole
 from taverna.model.regex_script import RegexPlacement
 from taverna.providers.request import Api
-from taverna.services.active_settings import set_active
-from taverna.services.chats import ChatService
-from taverna.services.connections import ConnectionService
-from taverna.services.generation import GenerationService
-from taverna.services.library import LibraryKind, LibraryService
-from taverna.services.regex_library import RegexLayer, RegexLibrary, try_scripts
-from taverna.services.turn_context import TurnContexts
-from taverna.services.turn_paths import PathEnds
+from taverna.services.chats.service import ChatService
+from taverna.services.connections.service import ConnectionService
+from taverna.services.library.active_settings import set_active
+from taverna.services.library.regex_library import RegexLayer, RegexLibrary, try_scripts
+from taverna.services.library.service import LibraryKind, LibraryService
+from taverna.services.turns import GenerationService
+from taverna.services.turns.context import TurnContexts
+from taverna.services.turns.paths import PathEnds
 from taverna.store.sql import SqlStore, open_store
 
 NOW = datetime(2026, 5, 1, tzinfo=UTC)
@@ -167,7 +167,7 @@ def test_a_text_completion_connection_runs_the_text_completion_presets_scripts(
 ) -> None:
     """SillyTavern keeps preset scripts on the preset of the API in use, each API's
     consent under its own id (`preset_allowed_regex.openai` / `.textgenerationwebui`)."""
-    from taverna.services.message_regex import StoredRegex
+    from taverna.services.scripts.message_regex import StoredRegex
 
     lib = LibraryService(store)
     sent_only = {"placement": [1], "promptOnly": True}

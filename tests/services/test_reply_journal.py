@@ -13,10 +13,10 @@ import pytest
 import sqlalchemy as sa
 
 from taverna.model.chat import CharacterRef
-from taverna.services.chats import ChatService
-from taverna.services.connections import ConnectionService
-from taverna.services.generation import Ending, GenerationService
-from taverna.services.generation.journal import ReplyJournal, Unsettled
+from taverna.services.chats.service import ChatService
+from taverna.services.connections.service import ConnectionService
+from taverna.services.turns import Ending, GenerationService
+from taverna.services.turns.journal import ReplyJournal, Unsettled
 from taverna.store.testing import backends, temporary_store
 from tests.services.test_generation import KEY, simple_builder
 from tests.stubs import Reply, StubServer

@@ -10,9 +10,9 @@ from taverna.engine.script import Generation, Limits, ScriptError
 from taverna.errors import StaleRevision
 from taverna.model.chat import CharacterRef, NodeRole
 from taverna.model.quick_reply import QuickReply, QuickReplySet
-from taverna.services.chats import ChatService
-from taverna.services.library import LibraryKind, LibraryService
-from taverna.services.scripts import ScriptService
+from taverna.services.chats.service import ChatService
+from taverna.services.library.service import LibraryKind, LibraryService
+from taverna.services.scripts.runner import ScriptService
 
 
 def _chat(chats: ChatService) -> str:

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 import taverna.cli.chat  # registers the command
 import taverna.cli.script  # noqa: F401 - registers the command
 from taverna.cli.main import app
-from taverna.services.data import open_data
+from taverna.services.house.data import open_data
 from tests.stubs import Reply, StubServer
 
 KEY = "sk-script-cli-key-12121212"

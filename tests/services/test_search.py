@@ -7,8 +7,8 @@ import sqlalchemy as sa
 
 from taverna.errors import NotFound, TavernaError
 from taverna.model.chat import NodeRole
-from taverna.services.chats import ChatService, WriteResult
-from taverna.services.search import SearchResult, SearchService, snippet
+from taverna.services.chats.search import SearchResult, SearchService, snippet
+from taverna.services.chats.service import ChatService, WriteResult
 from taverna.store.sql import SqlStore
 
 USER, BOT = NodeRole.USER, NodeRole.ASSISTANT

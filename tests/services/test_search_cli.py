@@ -8,7 +8,7 @@ from pathlib import Path
 from taverna.cli.main import app
 from taverna.errors import TavernaError
 from taverna.model.chat import NodeRole
-from taverna.services.workspace import open_workspace
+from taverna.services.house.workspace import open_workspace
 from tests.support.cli import run, runner
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from taverna.model.lorebook import EntryOutcome, EntryTrace
 from taverna.model.prompt import Ledger, LedgerItem, Prompt, PromptMessage, Role
-from taverna.services import sent_prompts
-from taverna.services.inspector import recorded_view
+from taverna.services.chats import sent_prompts
+from taverna.services.turns.inspector import recorded_view
 
 
 def prompt() -> Prompt:

@@ -10,14 +10,14 @@ from pathlib import Path
 from taverna.engine.assembly.context import GenerationType
 from taverna.model.chat import ChatState
 from taverna.providers.request import Api
-from taverna.services.active_settings import ACTIVE, SETTINGS_KIND, active_choices
-from taverna.services.chats import ChatService
-from taverna.services.connections import ConnectionService
-from taverna.services.generation import GenerationService
+from taverna.services.chats.service import ChatService
+from taverna.services.connections.service import ConnectionService
 from taverna.services.interchange import InterchangeService
-from taverna.services.library import LibraryKind, LibraryService
-from taverna.services.turn_context import TurnContexts
-from taverna.services.turn_paths import PathEnds
+from taverna.services.library.active_settings import ACTIVE, SETTINGS_KIND, active_choices
+from taverna.services.library.service import LibraryKind, LibraryService
+from taverna.services.turns import GenerationService
+from taverna.services.turns.context import TurnContexts
+from taverna.services.turns.paths import PathEnds
 from taverna.store.sql import SqlStore
 
 FILES = Path(__file__).resolve().parents[1] / "sillytavern_files"

@@ -12,8 +12,8 @@ import redis
 
 from taverna.engine.assembly.context import GenerationType
 from taverna.providers.events import TextDelta
-from taverna.services.generation.runs import Completed, Ending, RunningGeneration
-from taverna.services.generation.shared_runs import SharedRegistry
+from taverna.services.turns.runs import Completed, Ending, RunningGeneration
+from taverna.services.turns.shared_runs import SharedRegistry
 
 URL = os.environ.get("TAVERNA_TEST_REDIS_URL", "")
 pytestmark = pytest.mark.skipif(not URL, reason="needs Redis: set TAVERNA_TEST_REDIS_URL")

@@ -9,8 +9,8 @@ import uuid
 
 from taverna.engine.assembly.context import GenerationType
 from taverna.providers.events import TextDelta
-from taverna.services.generation import Completed, Ending, RunningGeneration
-from taverna.services.generation.shared_runs import SharedRegistry
+from taverna.services.turns import Completed, Ending, RunningGeneration
+from taverna.services.turns.shared_runs import SharedRegistry
 from tests.faults.stores import private_redis
 
 

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from taverna.formats.st_chat import read_chat, write_chat
 from taverna.model.chat import NodeRole
-from taverna.services.chats import ChatService
+from taverna.services.chats.service import ChatService
 from taverna.services.interchange import build_tree, export_tree
-from taverna.services.summaries import SummaryService, in_force
+from taverna.services.memory.summaries import SummaryService, in_force
 from taverna.store.sql import SqlStore
 from taverna.store.testing import backends, temporary_store
 from tests.services.test_interchange_roundtrip import as_tree

@@ -57,10 +57,10 @@ def test_an_automatic_summary_is_made_before_a_one_turn_chat_ends(
     from dataclasses import replace
 
     from taverna.model.summary import SummarySettings
-    from taverna.services.chats import ChatService
-    from taverna.services.data import open_data
-    from taverna.services.summaries import SummaryService
-    from taverna.services.summary_generation import save_summary_settings
+    from taverna.services.chats.service import ChatService
+    from taverna.services.house.data import open_data
+    from taverna.services.memory.summaries import SummaryService
+    from taverna.services.turns.summary_generation import save_summary_settings
 
     with open_data(data) as opened:
         save_summary_settings(opened.store, replace(SummarySettings(), prompt_interval=2))

@@ -13,15 +13,15 @@ import pytest
 from taverna.model.chat import CharacterRef, NodeRole
 from taverna.model.injection import ExtensionPosition
 from taverna.model.summary import SUMMARY_REPLY_TOKENS, SummaryBuilder, SummarySettings
-from taverna.services.summaries import SummaryService
-from taverna.services.summary_generation import (
+from taverna.services.house.workspace import Workspace, open_workspace
+from taverna.services.memory.summaries import SummaryService
+from taverna.services.turns.summary_generation import (
     SummaryGenerator,
     raw_text,
     save_summary_settings,
     summary_due,
     summary_settings,
 )
-from taverna.services.workspace import Workspace, open_workspace
 from tests.stubs import Reply, StubServer
 
 KEY = "sk-test"

@@ -17,13 +17,13 @@ from taverna.model.chat import CharacterRef, ChatState, NodeRole
 from taverna.model.lorebook import Entry, Lorebook, Position
 from taverna.model.prompt import Prompt
 from taverna.providers.request import Api
-from taverna.services.active_settings import set_active
-from taverna.services.chats import ChatService
-from taverna.services.connections import ConnectionService
-from taverna.services.generation import GenerationService
-from taverna.services.library import LibraryKind, LibraryService
-from taverna.services.turn_context import TurnContexts
-from taverna.services.turn_paths import PathEnds
+from taverna.services.chats.service import ChatService
+from taverna.services.connections.service import ConnectionService
+from taverna.services.library.active_settings import set_active
+from taverna.services.library.service import LibraryKind, LibraryService
+from taverna.services.turns import GenerationService
+from taverna.services.turns.context import TurnContexts
+from taverna.services.turns.paths import PathEnds
 from taverna.store.sql import SqlStore, open_store
 
 NOW = datetime(2026, 5, 1, tzinfo=UTC)
@@ -374,7 +374,7 @@ def test_many_chats_keep_their_costs_and_edits_do_not_pile_up(
     """A server with many people keeps every active chat's token costs between turns (not
     only the last 16 chats'); a chat edited again and again keeps a bounded memo (each
     edit makes a new message object, which the memo is keyed by)."""
-    from taverna.services import turn_context
+    from taverna.services.turns import context as turn_context
 
     monkeypatch.setattr(turn_context, "COST_MEMO_FLOOR", 50)
     monkeypatch.setattr(turn_context, "COST_MEMO_PER_MESSAGE", 1)

@@ -8,8 +8,8 @@ import random
 import pytest
 
 from taverna.model.chat import Chat, ChatState, NodeRole, PathTail
-from taverna.services.chats import ChatService
-from taverna.services.turn_paths import PathEnds
+from taverna.services.chats.service import ChatService
+from taverna.services.turns.paths import PathEnds
 from taverna.store.sql import SqlStore
 
 
@@ -139,7 +139,7 @@ def test_many_chats_stay_kept_within_a_bound_on_messages(store: SqlStore) -> Non
 def test_a_long_running_chat_keeps_about_its_window(store: SqlStore) -> None:
     """Turn after turn, a splice adds each new message to the kept end; its oldest go
     once it holds twice what turns read, so it does not grow into the whole story."""
-    from taverna.services import turn_paths
+    from taverna.services.turns import paths as turn_paths
 
     chats = ChatService(store)
     chat = chats.create_chat("t").chat

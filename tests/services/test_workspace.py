@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 
 import taverna.cli.chat  # registers the command
 from taverna.cli.main import app
-from taverna.services.editing import rename_chat, start_chat
-from taverna.services.library import LibraryKind, LibraryService
-from taverna.services.workspace import open_workspace, seed_samples
+from taverna.services.chats.editing import rename_chat, start_chat
+from taverna.services.house.workspace import open_workspace, seed_samples
+from taverna.services.library.service import LibraryKind, LibraryService
 from tests.stubs import Reply, StubServer, start_stub
 
 
@@ -103,8 +103,8 @@ def test_a_new_library_gets_presets_and_templates_that_export_as_sillytavern_fil
 ) -> None:
     from taverna.formats.detect import FileKind, detect
     from taverna.formats.json_text import dumps
-    from taverna.services.active_settings import active_choices
-    from taverna.services.workspace import seed_presets
+    from taverna.services.house.workspace import seed_presets
+    from taverna.services.library.active_settings import active_choices
 
     ws = open_workspace(tmp_path / "data", background_backups=False)
     try:
@@ -146,7 +146,7 @@ def test_a_new_library_gets_presets_and_templates_that_export_as_sillytavern_fil
 
 
 def test_a_library_in_use_gets_no_presets(tmp_path: Path) -> None:
-    from taverna.services.workspace import seed_presets
+    from taverna.services.house.workspace import seed_presets
 
     ws = open_workspace(tmp_path / "data", background_backups=False)
     try:
@@ -164,7 +164,7 @@ def test_the_server_hands_freed_memory_back_while_open_and_stops_when_closed(
 ) -> None:
     import asyncio
 
-    import taverna.services.workspace as workspace
+    import taverna.services.house.workspace as workspace
 
     released: list[float] = []
     monkeypatch.setattr(workspace, "release_freed_memory", lambda: released.append(1.0))

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from taverna.errors import Conflict, NotFound, QuotaExceeded, StorageFull
-from taverna.services.accounts import AccountService
+from taverna.services.accounts.service import AccountService
 from taverna.store.sql import SqlStore
 
 
@@ -48,7 +48,7 @@ def test_accounts_sessions_and_quotas(store: SqlStore) -> None:
 
 def test_stored_bytes_count_chats_messages_and_their_versions(store: SqlStore) -> None:
     from taverna.model.chat import NodeRole
-    from taverna.services.chats import ChatService
+    from taverna.services.chats.service import ChatService
 
     chats = ChatService(store)
     chat = chats.create_chat("Harbour", owner="alice").chat

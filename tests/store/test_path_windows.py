@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from taverna.errors import NotFound
 from taverna.model.chat import Node, NodeRole, PathEntry, new_id
-from taverna.services.chats import ChatService
+from taverna.services.chats.service import ChatService
 from taverna.store import NewChat
 from taverna.store.sql import SqlStore
 

@@ -19,7 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from taverna.model.chat import Branch, Checkpoint, Node, NodeRole, new_id
-from taverna.services.chats import ChatService
+from taverna.services.chats.service import ChatService
 from taverna.store import NewChat
 from taverna.store import schema as t
 from taverna.store.sql import SqlStore

@@ -16,7 +16,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from taverna.errors import NotFound, TavernaError
 from taverna.model.chat import ActivePath, ChatState, NodeRole, effective_state, new_id
-from taverna.services.chats import ChatService, WriteResult
+from taverna.services.chats.service import ChatService, WriteResult
 from taverna.store import NewChat
 from taverna.store.testing import backends, temporary_store
 

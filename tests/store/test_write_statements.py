@@ -10,7 +10,7 @@ import pytest
 
 from taverna.errors import NotFound
 from taverna.model.chat import Branch, CharacterRef, ChatState, GenerationInfo, NodeRole
-from taverna.services.chats import ChatService
+from taverna.services.chats.service import ChatService
 from taverna.store.sql import SqlStore
 from taverna.store.testing import counting_statements
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from importlib.resources import files
 from pathlib import Path
 
-from taverna.services.active_settings import set_active
-from taverna.services.connections import ConnectionService
-from taverna.services.data import open_data
-from taverna.services.library import LibraryKind, LibraryService
+from taverna.services.connections.service import ConnectionService
+from taverna.services.house.data import open_data
+from taverna.services.library.active_settings import set_active
+from taverna.services.library.service import LibraryKind, LibraryService
 from taverna.store import Store
 from tests.stubs.model_server import StubServer
 

@@ -18,8 +18,8 @@ from taverna.server.context import AppContext, context, library
 from taverna.server.openapi import file_responses
 from taverna.server.schemas import ImportWarningOut, Strict
 from taverna.server.uploads import read_limited
-from taverna.services import library_editing
-from taverna.services.library import LibraryKind, LibraryService
+from taverna.services.library import editing as library_editing
+from taverna.services.library.service import LibraryKind, LibraryService
 
 router = APIRouter(prefix="/api/characters", tags=["characters"])
 # File uploads: mounted with the upload body limit (see `create_app`).

@@ -45,10 +45,13 @@ from taverna.server.schemas import (
 )
 from taverna.server.uploads import read_limited
 from taverna.server.views import branch_out, chat_summary_out
-from taverna.services import chat_connection, chat_reads, chat_views, editing, inspector
-from taverna.services.library import LibraryService
-from taverna.services.quiet_generation import quiet_text
-from taverna.services.scripts import ScriptService
+from taverna.services.chats import editing
+from taverna.services.chats import reads as chat_reads
+from taverna.services.chats import views as chat_views
+from taverna.services.library.service import LibraryService
+from taverna.services.scripts.runner import ScriptService
+from taverna.services.turns import chat_connection, inspector
+from taverna.services.turns.quiet import quiet_text
 
 router = APIRouter(prefix="/api/chats", tags=["chats"], dependencies=[Depends(backed_up)])
 # File uploads: mounted with the upload body limit (see `create_app`).

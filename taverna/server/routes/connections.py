@@ -19,8 +19,8 @@ from taverna.server.schemas import (
     ModelOut,
     SourceOut,
 )
-from taverna.services.connections import Connection, ConnectionService
-from taverna.services.local_models import local_models, models_in
+from taverna.services.connections.local_models import local_models, models_in
+from taverna.services.connections.service import Connection, ConnectionService
 
 router = APIRouter(prefix="/api/connections", tags=["connections"])
 

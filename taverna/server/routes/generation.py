@@ -27,8 +27,8 @@ from taverna.server.schemas import (
     TaskOut,
 )
 from taverna.server.session_streams import while_signed_in
-from taverna.services import chat_reads
-from taverna.services.generation import (
+from taverna.services.chats import reads as chat_reads
+from taverna.services.turns import (
     Completed,
     Ending,
     GenerationService,
@@ -36,7 +36,7 @@ from taverna.services.generation import (
     Started,
     ToolResult,
 )
-from taverna.services.generation.rounds import GroupRound
+from taverna.services.turns.rounds import GroupRound
 
 router = APIRouter(tags=["generation"], dependencies=[Depends(backed_up)])
 

@@ -22,8 +22,8 @@ from taverna.server.schemas import (
     RoundOut,
     RoundStarted,
 )
-from taverna.services.generation import GenerationService
-from taverna.services.groups import GroupService
+from taverna.services.chats.groups import GroupService
+from taverna.services.turns import GenerationService
 
 router = APIRouter(tags=["groups"], dependencies=[Depends(backed_up)])
 

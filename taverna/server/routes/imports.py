@@ -10,7 +10,7 @@ from taverna.server.context import AppContext, context, current_user
 from taverna.server.folder_upload import FolderWriter, multipart_boundary
 from taverna.server.imports import ImportJobs
 from taverna.server.schemas import TaskOut
-from taverna.services.scratch import ScratchFolder
+from taverna.services.house.scratch import ScratchFolder
 
 # Mounted with the folder upload's body limit (see `create_app`).
 router = APIRouter(prefix="/api/import", tags=["import"])

@@ -16,8 +16,8 @@ from taverna.server.context import AppContext, context, library
 from taverna.server.openapi import file_responses
 from taverna.server.schemas import NAME_MAX, TEXT_MAX, ImportWarningOut, Strict
 from taverna.server.uploads import read_limited
-from taverna.services import presets, prompt_manager
-from taverna.services.library import LibraryKind, LibraryService
+from taverna.services.library import presets, prompt_manager
+from taverna.services.library.service import LibraryKind, LibraryService
 
 router = APIRouter(prefix="/api/presets", tags=["presets"])
 # File uploads: mounted with the upload body limit (see `create_app`).

@@ -8,7 +8,7 @@ from taverna.server import usecases
 from taverna.server.context import AppContext, context
 from taverna.server.routes.generation import generation
 from taverna.server.schemas import PromptOut, TokenCountIn, TokenCountOut
-from taverna.services.generation import GenerationService
+from taverna.services.turns import GenerationService
 
 router = APIRouter(prefix="/api/chats", tags=["prompt"])
 

@@ -14,9 +14,9 @@ from taverna.server.context import AppContext, backed_up, context, current_user
 from taverna.server.openapi import file_responses
 from taverna.server.schemas import NAME_MAX, TEXT_MAX, ChatRevision, Strict
 from taverna.server.uploads import read_limited
-from taverna.services import chat_reads
+from taverna.services.chats import reads as chat_reads
 from taverna.services.plugins import EventName
-from taverna.services.quick_replies import QuickReplyButton, QuickReplyService, StoredSet
+from taverna.services.scripts.quick_replies import QuickReplyButton, QuickReplyService, StoredSet
 
 router = APIRouter(tags=["quick replies"])
 # File uploads: mounted with the upload body limit (see `create_app`).

@@ -8,9 +8,9 @@ from typing import Any
 from fastapi import APIRouter, Body, Depends
 
 from taverna.server.context import AppContext, context, library
-from taverna.services.library import LibraryService
-from taverna.services.recall_keys import RecallKeys
-from taverna.services.recall_settings import RecallSettingsService
+from taverna.services.library.service import LibraryService
+from taverna.services.memory.recall_keys import RecallKeys
+from taverna.services.memory.recall_settings import RecallSettingsService
 
 router = APIRouter(prefix="/api/recall-settings", tags=["recall"])
 

@@ -18,7 +18,7 @@ from taverna.server.context import AppContext, context, current_user
 from taverna.server.openapi import file_responses
 from taverna.server.schemas import NAME_MAX, TEXT_MAX, Strict
 from taverna.server.uploads import read_limited
-from taverna.services.regex_library import (
+from taverna.services.library.regex_library import (
     LayerScripts,
     RegexLayer,
     RegexLibrary,

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Depends, Query, Request
 
 from taverna.server.context import AppContext, context, current_user
 from taverna.server.schemas import SearchHitOut, SnippetPieceOut
-from taverna.services.search import MAX_QUERY, MAX_RESULTS, SearchResult
+from taverna.services.chats.search import MAX_QUERY, MAX_RESULTS, SearchResult
 
 router = APIRouter(prefix="/api", tags=["search"])
 

@@ -16,8 +16,8 @@ from taverna.server.schemas import (
     SummaryItemOut,
     SummaryMadeOut,
 )
-from taverna.services.summaries import SummaryInfo, SummaryService, hidden_count
-from taverna.services.summary_generation import SummaryGenerator
+from taverna.services.memory.summaries import SummaryInfo, SummaryService, hidden_count
+from taverna.services.turns.summary_generation import SummaryGenerator
 
 router = APIRouter(tags=["summaries"], dependencies=[Depends(backed_up)])
 

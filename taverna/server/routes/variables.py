@@ -6,7 +6,7 @@ from fastapi import APIRouter, Depends, Request
 
 from taverna.server.context import AppContext, context, current_user
 from taverna.server.schemas import GlobalVariablesIn
-from taverna.services.scripts import ScriptService
+from taverna.services.scripts.runner import ScriptService
 
 router = APIRouter(prefix="/api/variables", tags=["variables"])
 

@@ -24,7 +24,7 @@ from taverna.services.plugins.host import PluginHost, PluginServices
 from taverna.services.plugins.interception import ChatCopy, ChatCopyView, GenerationAborted
 from taverna.services.plugins.prompt_ready import PromptReady, PromptView
 from taverna.services.plugins.registry import PluginInfo, Plugins
-from taverna.services.tools import Tool
+from taverna.services.plugins.tools import Tool
 
 __all__ = ["EventBus", "Listener"]
 
@@ -173,7 +173,7 @@ class EventBus:
                 for tool in offered:
                     if not isinstance(tool, Tool):
                         raise TavernaError(
-                            f"{tool!r} is not a taverna.services.tools.Tool",
+                            f"{tool!r} is not a taverna.services.plugins.tools.Tool",
                             code="is_not_taverna_services_tools",
                             params={"tool": str(tool)},
                         )

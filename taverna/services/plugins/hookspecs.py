@@ -61,5 +61,5 @@ class TavernaHooks:
 
     @hookspec
     def taverna_tools(self, host: PluginHost) -> list[Any] | None:
-        """Function tools the model may call (`taverna.services.tools.Tool` items), offered
+        """Function tools the model may call (`taverna.services.plugins.tools.Tool` items), offered
         with the others when the preset turns function calling on. Asked once, at load."""

@@ -4,7 +4,7 @@ The vectors are plain float32 bytes in an ordinary table on both databases, the 
 Where the database has a nearest-neighbour search (sqlite-vec, pgvector: see
 `vector_index`), every write indexes them too and recall asks the database; without one
 (or with `vector_search_off`), recall searches a chat's vectors held in memory (see
-`taverna.services.recall`), reading only the rows written since it last looked.
+`taverna.services.memory.recall`), reading only the rows written since it last looked.
 """
 
 from __future__ import annotations

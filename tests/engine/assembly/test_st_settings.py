@@ -18,7 +18,7 @@ from taverna.model.injection import ExtensionPosition, InjectionRole
 from taverna.model.lorebook import DEFAULT_WORLD_INFO, CharacterStrategy
 from taverna.model.persona import PersonaPosition
 from taverna.model.presets import NamesBehavior, default_prompt_order
-from taverna.services.turn_inputs import assembly_context
+from taverna.services.turns.inputs import assembly_context
 
 
 def _settings(oracle_cases: Path, case: str) -> bytes:

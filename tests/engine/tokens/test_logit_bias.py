@@ -14,7 +14,7 @@ from taverna.engine.tokens.logit_bias import logit_bias
 from taverna.formats.st_settings import read_settings
 from taverna.providers.builders import build_request
 from taverna.providers.request import Api, RequestOptions
-from taverna.services.turn_inputs import assembly_context
+from taverna.services.turns.inputs import assembly_context
 
 ENTRIES = [
     {"text": " bond", "value": -50},

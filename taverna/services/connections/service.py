@@ -1,0 +1,677 @@
+"""Named connections to model APIs, and their keys kept apart from everything else.
+
+A connection (API, URL, model, key reference, post-processing) is a library document
+of kind `connection`. Its key is never in the document: either the name of an
+environment variable (`env:NAME`) or an entry in the data folder's `secrets.json`,
+a file only its owner can read or write (mode 0600). No method returns a whole key
+except `resolve_key`, which the transport uses; listings show a masked form.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import json
+import os
+import time
+from collections.abc import AsyncIterator, Collection, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
+
+from taverna.errors import Forbidden, FormatError, NotFound, TavernaError, library_cause
+from taverna.model.chat import new_id
+from taverna.model.prompt import Prompt, PromptMessage, Role
+from taverna.providers import sources
+from taverna.providers.builders import build_request, stream_parser
+from taverna.providers.events import Event, StreamError, TextDelta
+from taverna.providers.outbound import OutboundPolicy
+from taverna.providers.registry import provider
+from taverna.providers.request import Api, HttpRequest, PostProcessing, RequestOptions
+from taverna.providers.transport import Timeouts, fetch_json, redact
+from taverna.providers.wire import StreamParser
+from taverna.services.connections.local_models import LocalSpec, local_models
+from taverna.services.connections.model_gate import ModelGate
+from taverna.services.connections.outbound_rules import OutboundRules
+from taverna.services.connections.server_key import seal, server_key, unseal
+from taverna.store.repository import Store
+
+KIND = "connection"
+SECRETS_FILE = "secrets.json"
+
+
+class Secrets:
+    """API keys in one owner-only JSON file of the data folder: reference -> key, each
+    encrypted with the server key (`server_key.py`)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = Path(folder) / SECRETS_FILE
+        self.folder = Path(folder)
+
+    def _read(self) -> dict[str, str]:
+        if not self.path.exists():
+            return {}
+        if self.path.stat().st_mode & 0o077:
+            # someone loosened the file's permissions: take them back before reading
+            os.chmod(self.path, 0o600)
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise FormatError(
+                f"not valid JSON: {exc.msg}",
+                file=str(self.path),
+                code="not_valid_json",
+                params={"msg": str(exc.msg), **library_cause(exc)},
+            ) from None
+        if not isinstance(data, dict):
+            raise FormatError(
+                "expected a JSON object", file=str(self.path), code="expected_json_object"
+            )
+        fernet = server_key(self.folder)
+        return {str(k): unseal(fernet, str(v), file=str(self.path)) for k, v in data.items()}
+
+    def _write(self, data: Mapping[str, str]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        temp = self.path.with_name(f".{SECRETS_FILE}.{os.getpid()}.tmp")
+        # created 0600 from the start, so the key is never readable by others, not even briefly
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            fernet = server_key(self.folder)
+            sealed = {ref: seal(fernet, key) for ref, key in data.items()}
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(sealed, handle)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temp, self.path)
+        finally:
+            if temp.exists():
+                temp.unlink()
+        os.chmod(self.path, 0o600)
+
+    def put(self, key: str, ref: str | None = None) -> str:
+        """Store a key; returns its reference (`secret:<id>`)."""
+        ref = ref or f"secret:{new_id()}"
+        data = self._read()
+        data[ref] = key
+        self._write(data)
+        return ref
+
+    def get(self, ref: str) -> str:
+        data = self._read()
+        if ref not in data:
+            raise NotFound(
+                "the stored key is missing from the secrets file",
+                file=str(self.path),
+                code="stored_key_is_missing_from",
+            )
+        return data[ref]
+
+    def delete(self, ref: str) -> None:
+        data = self._read()
+        if data.pop(ref, None) is not None:
+            self._write(data)
+
+
+def check_url(url: str) -> str:
+    """A connection's base URL as given, or FormatError (field `url`) when it is no
+    http(s) URL a request can go to."""
+    if not url:
+        return url
+    if any(ord(c) < 0x21 or c == "\x7f" for c in url):
+        raise FormatError(
+            "the URL holds a space or a control character",
+            field="url",
+            code="url_holds_space_or_control",
+        )
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - reading it checks it
+    except ValueError as exc:
+        raise FormatError(
+            f"not a URL: {exc}", field="url", code="not_url", params={"exc": str(exc)}
+        ) from None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise FormatError(
+            "the URL must start with http:// or https:// and name a host",
+            field="url",
+            code="url_must_start_with_http",
+        )
+    return url
+
+
+def check_key(key: str) -> str:
+    """An API key as given, or FormatError (field `key`) when an HTTP header cannot carry it."""
+    if not key.isascii() or any(ord(c) < 0x20 or c == "\x7f" for c in key):
+        raise FormatError(
+            "an API key holds only printable ASCII characters (no accents, no line breaks)",
+            field="key",
+            code="api_key_not_printable_ascii",
+        )
+    return key
+
+
+def origin(api: Api, url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) that a connection's requests go to: its URL's, or its API's own."""
+    parts = urlsplit(provider(api).models_request(url, "").url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port or {"http": 80, "https": 443}.get(scheme)
+    except ValueError:  # a URL stored before URLs were checked: no origin matches it
+        return scheme, url, None
+    return scheme, (parts.hostname or "").lower(), port
+
+
+def mask(key: str) -> str:
+    """A key as shown to a person: its last four characters only."""
+    if not key:
+        return ""
+    return f"…{key[-4:]}" if len(key) > 8 else "…"
+
+
+def _shown(api: Api, url: str) -> str:
+    scheme, host, port = origin(api, url)
+    return f"{scheme}://{host}:{port}"
+
+
+@dataclass(frozen=True, slots=True)
+class Connection:
+    """A named way to reach a model: API, base URL, model, and where its key is.
+
+    `key_ref` is `env:NAME`, `secret:<id>` or empty (no key). `options` holds
+    per-API request settings (e.g. `use_system_prompt`, `stream`).
+    """
+
+    name: str
+    api: Api
+    url: str = ""
+    model: str = ""
+    key_ref: str = ""
+    post_processing: PostProcessing = PostProcessing.NONE
+    default: bool = False
+    options: Mapping[str, Any] = field(default_factory=dict)
+    id: str = ""
+    revision: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "api": self.api.value,
+            "url": self.url,
+            "model": self.model,
+            "key_ref": self.key_ref,
+            "post_processing": self.post_processing.value,
+            "default": self.default,
+            "options": dict(self.options),
+        }
+
+    def public(self, key_hint: str = "") -> dict[str, Any]:
+        """What a listing may show: everything but the key, which is masked."""
+        key_source = self.key_ref.split(":", 1)[0] if self.key_ref else "none"
+        shown = {k: v for k, v in self.to_json().items() if k != "key_ref"}
+        if key_source == "env":
+            shown["key"] = f"from ${self.key_ref.split(':', 1)[1]}"
+        else:
+            shown["key"] = key_hint if key_source == "secret" else "none"
+        return {"name": self.name, **shown}
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionTest:
+    """The outcome of `ConnectionService.test`: ok, what the model said, how long it took."""
+
+    ok: bool
+    message: str
+    seconds: float
+    # Why it failed, for a page to say in its language: the model API's failure kind
+    # (`cause`), or the code of the error that stopped it before any request (`code`).
+    cause: str | None = None
+    code: str | None = None
+    params: dict[str, str | int] = field(default_factory=dict)
+    # Which part failed: dns, tls, refused (nothing listens), network, auth, model,
+    # timeout or api (the API answered with an error of its own); see `failed_part`
+    part: str | None = None
+
+
+def failed_part(kind: str, message: str) -> str:
+    """Which part of reaching a model failed, from a stream error's kind and words
+    (outbound.describe_failure names DNS, TLS and a refused connection)."""
+    if kind == "network":
+        if "(DNS)" in message:
+            return "dns"
+        if "TLS" in message:
+            return "tls"
+        return "refused" if "refused the connection" in message else "network"
+    return {"auth": "auth", "not_found": "model", "timeout": "timeout"}.get(kind, "api")
+
+
+def default_api(store: Store, owner: str = "") -> Api | None:
+    """The API of the connection used when none is named (the default one, or the only
+    one), read without its key; None when there is no such connection."""
+    docs = store.find_documents(KIND, owner=owner)
+    chosen = [d for d in docs if d.data.get("default")] or (docs if len(docs) == 1 else [])
+    if not chosen:
+        return None
+    try:
+        return Api.parse(str(chosen[0].data.get("api", "")))
+    except TavernaError:
+        return None
+
+
+class ConnectionService:
+    """Add, list, pick and test connections; resolve their keys for the transport."""
+
+    def __init__(
+        self,
+        store: Store,
+        data_dir: Path,
+        *,
+        owner: str = "",
+        environ: Mapping[str, str] | None = None,
+        key_env_allowed: Collection[str] | None = None,
+        gate: ModelGate | None = None,
+        outbound: OutboundRules | None = None,
+    ) -> None:
+        """`key_env_allowed`: the environment variables a new key may be read from (None:
+        any, for the operator's own command line; the server passes the ones its config
+        names, so a page cannot have a connection send the server's other secrets).
+        `gate`: what counts each model request against its account's quota (one over
+        `store` when not given; the connections of other accounts share it).
+        `outbound`: whose requests go out under the outbound policy (None: nobody's)."""
+        self.store = store
+        self.outbound = outbound
+        self.gate = gate if gate is not None else ModelGate(store)
+        self.secrets = Secrets(data_dir)
+        self.owner = owner
+        self.environ = os.environ if environ is None else environ
+        self.key_env_allowed = None if key_env_allowed is None else frozenset(key_env_allowed)
+
+    def of(self, owner: str) -> ConnectionService:
+        """The connections of account `owner`, by the same rules and keys file (this
+        service itself when it is that account's)."""
+        if owner == self.owner:
+            return self
+        return ConnectionService(
+            self.store,
+            self.secrets.folder,
+            owner=owner,
+            environ=self.environ,
+            key_env_allowed=self.key_env_allowed,
+            gate=self.gate,
+            outbound=self.outbound,
+        )
+
+    def policy(self, connection: Connection) -> OutboundPolicy | None:
+        """The outbound policy the connection's requests go out under (None: none). A local
+        model is the server's own process, never policed."""
+        if self.outbound is None or connection.api is Api.LOCAL:
+            return None
+        return self.outbound.for_owner(self.owner)
+
+    def _from_document(self, doc: Any) -> Connection:
+        data = doc.data
+        try:
+            return Connection(
+                name=doc.name,
+                api=Api.parse(str(data.get("api", ""))),
+                url=str(data.get("url", "")),
+                model=str(data.get("model", "")),
+                key_ref=str(data.get("key_ref", "")),
+                post_processing=PostProcessing.parse(str(data.get("post_processing", ""))),
+                default=bool(data.get("default", False)),
+                options=dict(data.get("options") or {}),
+                id=doc.id,
+                revision=doc.revision,
+            )
+        except TavernaError as exc:
+            raise FormatError(
+                exc.message, file=f"connection {doc.name!r}", code=exc.code, params=exc.params
+            ) from None
+
+    def list(self) -> list[Connection]:
+        docs = self.store.find_documents(KIND, owner=self.owner)
+        return [self._from_document(d) for d in docs]
+
+    def get(self, name: str | None = None) -> Connection:
+        """A connection by name; without a name, the default one (or the only one)."""
+        connections = self.list()
+        if name is not None:
+            for connection in connections:
+                if connection.name == name:
+                    return connection
+            raise NotFound(
+                f"no connection named {name!r}; see `taverna connection list`",
+                code="no_connection_named",
+                params={"name": name},
+            )
+        for connection in connections:
+            if connection.default:
+                return connection
+        if len(connections) == 1:
+            return connections[0]
+        if not connections:
+            raise NotFound(
+                "no model connection yet: add one under Connections in the page, "
+                "or with `taverna connection add`",
+                code="no_connection",
+            )
+        raise NotFound(
+            "several connections and none is the default; name one", code="no_default_connection"
+        )
+
+    def add(
+        self,
+        name: str,
+        api: Api | str,
+        *,
+        url: str = "",
+        model: str = "",
+        key: str | None = None,
+        key_env: str | None = None,
+        default: bool = False,
+        post_processing: PostProcessing | str = PostProcessing.NONE,
+        options: Mapping[str, Any] | None = None,
+    ) -> Connection:
+        """Create or replace the connection `name`; `key` goes to the secrets file.
+
+        `key` None keeps the connection's key, "" removes it. A key stays with the site it
+        was given for: when the URL (or the API, and so its default URL) now leads to
+        another origin, the key must be given again (FormatError, field `key`).
+        """
+        name = name.strip()
+        if not name:
+            raise TavernaError(
+                "a connection needs a name", field="name", code="connection_needs_name"
+            )
+        if key is not None and key_env is not None:
+            raise TavernaError(
+                "give the key either from the environment or directly, not both",
+                code="give_key_either_from_environment",
+            )
+        chosen, named = (api, None) if isinstance(api, Api) else sources.resolve(api)
+        mode = (
+            post_processing
+            if isinstance(post_processing, PostProcessing)
+            else PostProcessing.parse(post_processing)
+        )
+        url = check_url(url.strip())
+        if named is not None:  # a source by name brings its URL, post-processing and options
+            url = url or named.default_url
+            mode = mode if mode is not PostProcessing.NONE else named.post_processing
+            options = {**named.options(), **(options or {})}
+        if chosen is Api.LOCAL:
+            if url or key or key_env:
+                raise TavernaError(
+                    "a local model runs here: it takes no URL and no key",
+                    field="url",
+                    code="local_model_runs_here_it",
+                )
+            self._check_local_model(model.strip())
+            LocalSpec.of(model, options or {})  # a missing file or a bad setting, named now
+        if key:
+            key = check_key(key.strip())
+        if key_env:
+            self._check_key_env(key_env)
+        existing = next((c for c in self.list() if c.name == name), None)
+        if (
+            existing
+            and existing.key_ref
+            and key is None
+            and not key_env
+            and origin(existing.api, existing.url) != origin(chosen, url)
+        ):
+            raise FormatError(
+                f"the connection now leads to another site ({_shown(chosen, url)}), so its key "
+                "is not sent there: give the key again with the new URL, or remove the key",
+                field="key",
+                code="connection_moved_key_withheld",
+                params={"chosen": str(_shown(chosen, url))},
+            )
+        key_ref = ""
+        if key_env:
+            key_ref = f"env:{key_env}"
+        elif key:
+            reuse = (
+                existing.key_ref if existing and existing.key_ref.startswith("secret:") else None
+            )
+            key_ref = self.secrets.put(key, reuse)
+        elif existing and key is None:
+            key_ref = existing.key_ref
+        if existing and existing.key_ref.startswith("secret:") and key_ref != existing.key_ref:
+            self.secrets.delete(existing.key_ref)
+        connection = Connection(
+            name=name,
+            api=chosen,
+            url=url,
+            model=model.strip(),
+            key_ref=key_ref,
+            post_processing=mode,
+            default=default or (existing.default if existing else not self.list()),
+            options=dict(options or {}),
+        )
+        doc = self.store.put_document(
+            KIND,
+            name,
+            connection.to_json(),
+            id=existing.id if existing else None,
+            revision=existing.revision if existing else None,
+            owner=self.owner,
+        )
+        if connection.default:
+            self._clear_other_defaults(name)
+        return self._from_document(doc)
+
+    def _check_local_model(self, model: str) -> None:
+        """With accounts, a local model other than the bundled one is an admin's to add
+        (from the models folder, by file name): the same refusal whatever `model` names,
+        so nobody learns which files the server has."""
+        rules = self.outbound
+        if rules is None or not rules.accounts_on() or not model:
+            return
+        if rules.for_owner(self.owner) is not None:
+            raise Forbidden(
+                "only an admin adds a local model from the server's models folder; "
+                "leave the model empty for the bundled one",
+                field="model",
+                code="local_model_admin_only",
+            )
+
+    def _check_key_env(self, variable: str) -> None:
+        if self.key_env_allowed is None or variable in self.key_env_allowed:
+            return
+        allowed = ", ".join(sorted(self.key_env_allowed)) or "none"
+        raise FormatError(
+            f"this server does not let a connection read its key from ${variable} "
+            f"(allowed: {allowed}; the operator lists them under key_env in server.toml)",
+            field="key_env",
+            code="key_variable_not_allowed",
+            params={"variable": str(variable), "allowed": str(allowed)},
+        )
+
+    def _clear_other_defaults(self, name: str) -> None:
+        for other in self.list():
+            if other.name != name and other.default:
+                data = {**other.to_json(), "default": False}
+                self.store.put_document(
+                    KIND, other.name, data, id=other.id, revision=other.revision, owner=self.owner
+                )
+
+    def set_default(self, name: str) -> Connection:
+        connection = self.get(name)
+        data = {**connection.to_json(), "default": True}
+        doc = self.store.put_document(
+            KIND, name, data, id=connection.id, revision=connection.revision, owner=self.owner
+        )
+        self._clear_other_defaults(name)
+        return self._from_document(doc)
+
+    def remove(self, name: str) -> None:
+        connection = self.get(name)
+        self.store.delete_document(connection.id, revision=connection.revision)
+        if connection.key_ref.startswith("secret:"):
+            self.secrets.delete(connection.key_ref)
+
+    def resolve_key(self, connection: Connection) -> str:
+        """The key itself, for the transport's headers only; never shown or logged."""
+        ref = connection.key_ref
+        if not ref:
+            return ""
+        source, _, rest = ref.partition(":")
+        if source == "env":
+            value = self.environ.get(rest)
+            if not value:
+                raise NotFound(
+                    f"the key of connection {connection.name!r} comes from ${rest}, which is not set",
+                    code="key_variable_unset",
+                    params={"name": connection.name, "variable": rest},
+                )
+        else:
+            value = self.secrets.get(ref)
+        try:
+            return check_key(value)
+        except FormatError:
+            raise FormatError(
+                "the key holds characters an HTTP header cannot carry; give it again",
+                file=f"connection {connection.name!r}",
+                field="key",
+                code="api_key_not_header_safe",
+            ) from None
+
+    def key_hint(self, connection: Connection) -> str:
+        """The masked key, for listings."""
+        try:
+            return mask(self.resolve_key(connection))
+        except NotFound:
+            return "missing"
+        except FormatError:
+            return "unusable"
+
+    def request_options(self, connection: Connection, **overrides: Any) -> RequestOptions:
+        """The request options this connection implies; callers add names and tools."""
+        options = connection.options
+        base = RequestOptions(
+            model=connection.model,
+            stream=bool(options.get("stream", True)),
+            post_processing=connection.post_processing,
+            use_system_prompt=options.get("use_system_prompt"),
+            mistral_prefix=provider(connection.api).opted_in_place(options),
+        )
+        return replace(base, **overrides) if overrides else base
+
+    def endpoint_now(self, connection: Connection) -> tuple[str, str]:
+        """The base URL and key a request of `connection` goes to: its own, or, for a local
+        model, its process's (started here, blocking, if it is not running). The one place
+        a request's URL comes from: a local connection's `url` is never where it answers."""
+        if connection.api is Api.LOCAL:
+            return local_models().endpoint(LocalSpec.of(connection.model, connection.options))
+        return connection.url, self.resolve_key(connection)
+
+    async def endpoint(self, connection: Connection) -> tuple[str, str]:
+        """`endpoint_now`, off the event loop when a local model process may be started."""
+        if connection.api is Api.LOCAL:
+            return await asyncio.to_thread(self.endpoint_now, connection)
+        return self.endpoint_now(connection)
+
+    async def stream(
+        self,
+        request: HttpRequest,
+        parser: StreamParser,
+        *,
+        client: aiohttp.ClientSession | None = None,
+        secret: str = "",
+        timeouts: Timeouts = Timeouts(),
+        **transport: Any,
+    ) -> AsyncIterator[Event]:
+        """Send a request to a model for this account and yield its answer's events: the
+        one way a model request goes out, counted against the account's hourly quota
+        (QuotaExceeded past it, before anything is sent; see `model_gate`). `transport`:
+        what else `stream_events` takes. An account under the outbound policy sends it on
+        a session of its own under the policy (`client`'s connections are not policed)."""
+        policy = self._request_policy(request)
+        if policy is not None:
+            client = None
+            transport = {**transport, "policy": policy}
+        async for event in self.gate.stream(
+            self.owner,
+            request,
+            parser,
+            client=client,
+            secret=secret,
+            timeouts=timeouts,
+            **transport,
+        ):
+            yield event
+
+    def _request_policy(self, request: HttpRequest) -> OutboundPolicy | None:
+        """The policy a request of this account goes out under: none to the server's own
+        local model process."""
+        if self.outbound is None or local_models().serves(request.url):
+            return None
+        return self.outbound.for_owner(self.owner)
+
+    async def list_models(self, name: str | None = None) -> builtins.list[str]:
+        """The models the connection's API offers (ProviderError if it cannot say)."""
+        return [model for model, _ in await self.list_model_sizes(name)]
+
+    async def list_model_sizes(
+        self, name: str | None = None
+    ) -> builtins.list[tuple[str, int | None]]:
+        """The models the connection's API offers, each with its context size where the
+        listing of the connection's source says it (OpenRouter's `context_length`)."""
+        connection = self.get(name)
+        if connection.api is Api.LOCAL:
+            return [(LocalSpec.of(connection.model, connection.options).model.name, None)]
+        key = self.resolve_key(connection)
+        api = provider(connection.api)
+        request = api.models_request(connection.url, key)
+        policy = self.policy(connection)
+        listing = await fetch_json(request, secret=key, policy=policy)
+        named = sources.find(str(connection.options.get("source", "")))
+        sizes = sources.model_contexts(listing, named) if named else {}
+        return [(model, sizes.get(model)) for model in api.model_names(listing)]
+
+    async def test(
+        self, name: str | None = None, *, timeouts: Timeouts | None = None
+    ) -> ConnectionTest:
+        """Send a tiny real request and report whether an answer came back."""
+        connection = self.get(name)
+        started = time.perf_counter()
+        try:
+            base_url, key = await self.endpoint(connection)
+        except TavernaError as exc:
+            return ConnectionTest(
+                False, exc.message, time.perf_counter() - started, code=exc.code, params=exc.params
+            )
+        sampling = {"openai_max_tokens": 16, "genamt": 16}
+        if connection.api.is_text_completion:
+            prompt = Prompt(kind="text", text="Reply with the word OK.\n", sampling=sampling)
+        else:
+            message = PromptMessage(Role.USER, "Reply with the word OK.")
+            prompt = Prompt(kind="chat", messages=(message,), sampling=sampling)
+        request = build_request(
+            prompt,
+            connection.api,
+            self.request_options(connection, stream=False),
+            base_url=base_url,
+            key=key,
+        )
+        text: list[str] = []
+        async for event in self.stream(
+            request,
+            stream_parser(connection.api),
+            secret=key,
+            timeouts=timeouts or Timeouts(connect=10, read=60),
+        ):
+            if isinstance(event, TextDelta):
+                text.append(event.text)
+            elif isinstance(event, StreamError):
+                return ConnectionTest(
+                    False,
+                    event.message,
+                    time.perf_counter() - started,
+                    cause=event.kind.value,
+                    part=failed_part(event.kind.value, event.message),
+                )
+        said = redact("".join(text).strip(), key)
+        return ConnectionTest(True, said or "(empty answer)", time.perf_counter() - started)

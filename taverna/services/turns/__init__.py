@@ -1,0 +1,64 @@
+"""Generations: send, regenerate, swipe, continue, impersonate and stop, written into the tree.
+
+A generation builds its prompt from the chat's active path (through a prompt
+builder: the assembly engine, or any callable of the same shape), streams the
+answer from the chat's connection, and on success has `ChatService` store the
+result in one transaction, with its generation info (provider, model, timing, token
+usage): this module never writes the tree itself, so a generated swipe follows the
+rules of any swipe. On failure or stop the tree is left as it was; what had
+streamed is kept as a *draft* (a library document of kind `draft`) that the person
+can keep (`keep_draft`, which stores it where it would have gone) or drop.
+
+Background runs and re-attaching (for the server)
+-------------------------------------------------
+Every start method returns at once with a `RunningGeneration`; the work runs as an
+asyncio task of its own, so it finishes and saves even if nobody listens. The
+`GenerationRegistry` keeps every running generation (and finished ones for
+`keep_finished` seconds) with all its events so far:
+
+    run = await service.send(chat_id, "Hello")          # starts the task
+    async for index, event in run.follow():              # replay, then live
+        ...                                              # TextDelta, ..., Completed
+    # a reconnecting client:
+    run = service.registry.get(generation_id)            # or .for_chat(chat_id)
+    async for index, event in run.follow(since=last_index + 1): ...
+    await service.stop(generation_id)                    # closes the model connection
+
+Events are the provider events (`TextDelta`, `ReasoningDelta`, `ToolCall`, `Usage`,
+`Finish`, `StreamError`) plus `Started`, `ToolResult` and, always last, `Completed`.
+The registry is in-process by default; `SharedRegistry` (shared_runs.py) shares runs,
+their events and Stop between server processes through Redis.
+"""
+
+from taverna.services.turns.reply_text import trim_at_stop
+from taverna.services.turns.runs import (
+    Completed,
+    Draft,
+    Ending,
+    GenerationEvent,
+    GenerationRegistry,
+    RunningGeneration,
+    Started,
+    ToolResult,
+)
+from taverna.services.turns.service import DRAFT_KIND, MAX_TOOL_ROUNDS, GenerationService
+from taverna.services.turns.turn import WHOLE_PATH, PreparedTurn, PromptBuilder, TurnRequest
+
+__all__ = [
+    "DRAFT_KIND",
+    "MAX_TOOL_ROUNDS",
+    "WHOLE_PATH",
+    "Completed",
+    "Draft",
+    "Ending",
+    "GenerationEvent",
+    "GenerationRegistry",
+    "GenerationService",
+    "PreparedTurn",
+    "PromptBuilder",
+    "RunningGeneration",
+    "Started",
+    "ToolResult",
+    "TurnRequest",
+    "trim_at_stop",
+]

@@ -1,0 +1,285 @@
+"""Generations in flight: their events, kept so a page can follow or re-attach, and the
+registry of a process's generations."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from taverna.engine.assembly.context import GenerationType
+from taverna.errors import NotFound
+from taverna.providers.events import (
+    Event,
+    TextDelta,
+)
+
+if TYPE_CHECKING:
+    from taverna.model.prompt import Prompt
+    from taverna.services.turns.rounds import GroupRound
+
+# ------------------------------------------------------------------ events
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    """The generation began: which, where, and what it extends or replaces."""
+
+    generation_id: str
+    chat_id: str
+    kind: GenerationType
+    anchor_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """A tool the model called has answered."""
+
+    call_id: str
+    name: str
+    result: str
+
+
+class Ending(StrEnum):
+    """How a generation ended."""
+
+    SAVED = "saved"
+    # Finished, but the database could not take it: it waits in the journal (on local
+    # disk) and is stored as soon as the database answers again.
+    SAVING = "saving"
+    IMPERSONATED = "impersonated"
+    FAILED = "failed"
+    STOPPED = "stopped"
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    """The last event: saved (node, revision), or failed/stopped with a draft of what streamed."""
+
+    outcome: Ending
+    text: str
+    node_id: str | None = None
+    revision: int | None = None
+    draft_id: str | None = None
+    error: str | None = None
+    # Why the model API failed, when it did (ErrorKind's value: "auth", "timeout", ...),
+    # so the page can say it in the person's language.
+    cause: str | None = None
+
+
+GenerationEvent = Event | Started | ToolResult | Completed
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    """Text a failed, stopped or impersonated generation left, waiting to be kept or dropped."""
+
+    id: str
+    chat_id: str
+    kind: GenerationType
+    anchor_id: str | None
+    text: str
+    reason: str
+    revision: int
+    stripped: bool = False
+    # The model API's failure kind when the API failed (a page says it in its language).
+    cause: str | None = None
+
+
+# ------------------------------------------------------------- the registry
+
+
+class RunningGeneration:
+    """One generation in flight (or recently finished) and every event it has produced."""
+
+    # Run by another process (followed through the registry's broker).
+    remote = False
+
+    def __init__(self, generation_id: str, chat_id: str, kind: GenerationType) -> None:
+        self.id = generation_id
+        self.chat_id = chat_id
+        self.kind = kind
+        self.events: list[GenerationEvent] = []
+        self.done = False
+        self.finished_at: float | None = None
+        self.task: asyncio.Task[Completed] | None = None
+        # The request (URL and body) of each round as sent, for the record of the reply.
+        self.requests: list[tuple[str, Mapping[str, Any]]] = []
+        # The message under which the chat changes with this generation (None: from the
+        # first message): what a page redraws once it starts.
+        self.changed_below: str | None = None
+        # What another process needs to keep this run's text as a draft, should this
+        # process die while it streams (the message it answers, the account, ...).
+        self.draft_info: dict[str, Any] = {}
+        # Told of each event as it is published (a registry shared by processes copies
+        # the run's new events to the others).
+        self.on_publish: Callable[[RunningGeneration], None] | None = None
+        self._signal = asyncio.Event()
+
+    def publish(self, event: GenerationEvent) -> None:
+        self.events.append(event)
+        if isinstance(event, Completed):
+            self.done = True
+            self.finished_at = time.monotonic()
+        signal, self._signal = self._signal, asyncio.Event()
+        signal.set()
+        if self.on_publish is not None:
+            self.on_publish(self)
+
+    @property
+    def result(self) -> Completed | None:
+        last = self.events[-1] if self.events else None
+        return last if isinstance(last, Completed) else None
+
+    @property
+    def text(self) -> str:
+        """The reply text streamed so far."""
+        return "".join(e.text for e in self.events if isinstance(e, TextDelta))
+
+    async def follow(self, since: int = 0) -> AsyncIterator[tuple[int, GenerationEvent]]:
+        """Every event from index `since` on: first those already there, then live ones."""
+        index = max(0, since)
+        while True:
+            signal = self._signal
+            while index < len(self.events):
+                yield index, self.events[index]
+                index += 1
+            if self.done:
+                return
+            await signal.wait()
+
+    async def batches(self, since: int = 0) -> AsyncIterator[list[tuple[int, GenerationEvent]]]:
+        """The events from index `since` on, each with its index, in lists of what is
+        there at once (a follower sends them together)."""
+        index = max(0, since)
+        while True:
+            signal = self._signal
+            end = len(self.events)
+            if index < end:
+                batch = list(zip(range(index, end), self.events[index:end], strict=True))
+                index = end
+                yield batch
+                continue
+            if self.done:
+                return
+            await signal.wait()
+
+    async def wait(self) -> Completed:
+        """The final event, once the generation has ended."""
+        async for _, event in self.follow(len(self.events) - 1 if self.done else 0):
+            if isinstance(event, Completed):
+                return event
+        result = self.result
+        assert result is not None
+        return result
+
+
+# Finished runs kept for re-attaching at most, whatever their age: a busy server finishes
+# thousands in `keep_finished` seconds, each holding its events.
+MAX_FINISHED = 256
+
+
+class GenerationRegistry:
+    """Generations of this process by id; finished ones stay `keep_finished` seconds, the
+    newest `max_finished` of them at most (running ones always stay)."""
+
+    def __init__(self, keep_finished: float = 600.0, *, max_finished: int = MAX_FINISHED) -> None:
+        self.keep_finished = keep_finished
+        self.max_finished = max_finished
+        self._runs: dict[str, RunningGeneration] = {}
+
+    def add(self, run: RunningGeneration) -> None:
+        self._prune()
+        self._runs[run.id] = run
+
+    def get(self, generation_id: str) -> RunningGeneration:
+        run = self._runs.get(generation_id)
+        if run is None:
+            raise NotFound(
+                "no such generation (it may have finished long ago)",
+                code="no_such_generation_expired",
+            )
+        return run
+
+    def for_chat(self, chat_id: str, *, running_only: bool = False) -> list[RunningGeneration]:
+        """A chat's generations, oldest first (running ones only if asked)."""
+        # a copy first: routes on worker threads ask while the event loop adds runs
+        return [
+            r
+            for r in list(self._runs.values())
+            if r.chat_id == chat_id and not (running_only and r.done)
+        ]
+
+    def bind(
+        self,
+        *,
+        stop: Callable[[str], Awaitable[object]],
+        orphan: Callable[[Mapping[str, str], str], str | None],
+        stop_round: Callable[[str], Awaitable[object]] | None = None,
+    ) -> None:
+        """What a registry shared by processes calls back: `stop` one of this process's
+        runs (`stop_round`: one of its group rounds), keep an `orphan`'s text as a draft
+        (its meta, its text: the draft's id). Unused in one process."""
+
+    async def stop_elsewhere(self, run: RunningGeneration) -> Completed | None:
+        """Stop a run of another process (none, in one process)."""
+        raise NotFound("no such generation in this process", code="no_such_generation_here")
+
+    def round_changed(self, found: GroupRound) -> None:
+        """A group round of this process started a speaker or ended (shared, if shared)."""
+
+    def round(self, round_id: str) -> GroupRound | None:
+        """A group round of another process, as last shared (None in one process)."""
+        return None
+
+    async def stop_round_elsewhere(self, round_id: str) -> None:
+        """Ask the process running a group round to stop it (none, in one process)."""
+        raise NotFound("no such round", code="no_such_round")
+
+    async def open(self) -> None:
+        """Start what the registry runs in the background (nothing, in one process)."""
+
+    async def close(self) -> None:
+        """Stop what `open` started."""
+
+    @property
+    def kept(self) -> int:
+        """How many runs this process keeps, running and finished."""
+        return len(self._runs)
+
+    def _prune(self) -> None:
+        now = time.monotonic()
+        finished: list[tuple[float, str]] = []
+        for key, run in list(self._runs.items()):
+            if run.finished_at is None:
+                continue
+            if now - run.finished_at > self.keep_finished:
+                del self._runs[key]
+            else:
+                finished.append((run.finished_at, key))
+        if len(finished) > self.max_finished:
+            finished.sort()
+            for _, key in finished[: len(finished) - self.max_finished]:
+                del self._runs[key]
+
+
+# Chats whose last prompt sent is kept.
+PROMPTS_KEPT = 256
+
+
+class RecentPrompts(dict[str, "Prompt"]):
+    """Each chat's last prompt sent, for the `size` chats that generated most recently: a
+    server that has answered thousands of chats keeps a whole prompt for these only."""
+
+    def __init__(self, size: int = PROMPTS_KEPT) -> None:
+        super().__init__()
+        self.size = size
+
+    def __setitem__(self, chat_id: str, prompt: Prompt) -> None:
+        self.pop(chat_id, None)  # to the newest end
+        super().__setitem__(chat_id, prompt)
+        while len(self) > self.size:
+            del self[next(iter(self))]
