@@ -13,11 +13,11 @@ from typing import Any, NamedTuple
 
 from taverna.errors import FormatError, FormatWarning
 from taverna.formats import json_text
+from taverna.formats.png_chunks import PNG_SIGNATURE as PNG_SIGNATURE
 from taverna.formats.settings_file import is_settings
 
 # The readers and models are imported by the kind that needs them: a command that reads
 # one card does not load every preset model.
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 ZIP_SIGNATURE = b"PK\x03\x04"
 
 

@@ -17,10 +17,10 @@ from PIL import Image
 from taverna.errors import FormatError, FormatWarning, raw_words
 from taverna.formats import json_text
 from taverna.formats.card_json import card_from_json, card_to_json, relabel
-from taverna.formats.detect import PNG_SIGNATURE as PNG_SIGNATURE
 from taverna.formats.png_chunks import CARD_KEYWORDS as CARD_KEYWORDS
 from taverna.formats.png_chunks import LOREBOOK_KEYWORD as LOREBOOK_KEYWORD
 from taverna.formats.png_chunks import MAX_CARD_CHUNK as MAX_CARD_CHUNK
+from taverna.formats.png_chunks import PNG_SIGNATURE as PNG_SIGNATURE
 from taverna.formats.png_chunks import Chunk as Chunk
 from taverna.formats.png_chunks import card_chunks as card_chunks
 from taverna.formats.png_chunks import card_payload, rebuild

@@ -22,8 +22,10 @@ from typing import Any, NamedTuple
 from taverna.errors import FormatError, raw_words
 from taverna.formats import json_text
 from taverna.formats.card_layout import relabel
-from taverna.formats.detect import PNG_SIGNATURE
 from taverna.model.card_fields import SPEC_V3
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+"""The first eight bytes of every PNG file."""
 
 MAX_CARD_CHUNK = 64 * 1024 * 1024
 """Largest card text chunk read (base64 of the JSON). Pillow's own bound for text chunks
