@@ -29,7 +29,7 @@ from taverna.server.context import AppContext
 from taverna.services.chats.editing import start_chat
 from taverna.services.library.service import LibraryKind
 from taverna.services.turns import RunningGeneration
-from taverna.services.turns.rounds import GroupRound
+from taverna.services.turns.runs import GroupRound
 from tests.server.accounts_fixtures import enable_accounts, log_in
 
 SECRET = "ALICE-SECRET"

@@ -36,7 +36,7 @@ from taverna.services.turns import (
     Started,
     ToolResult,
 )
-from taverna.services.turns.rounds import GroupRound
+from taverna.services.turns.runs import GroupRound
 
 router = APIRouter(tags=["generation"], dependencies=[Depends(backed_up)])
 

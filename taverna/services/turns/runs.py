@@ -1,12 +1,12 @@
-"""Generations in flight: their events, kept so a page can follow or re-attach, and the
-registry of a process's generations."""
+"""Generations in flight: their events, kept so a page can follow or re-attach, the group
+rounds that run them one after another, and the registry of a process's generations."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +19,6 @@ from taverna.providers.events import (
 
 if TYPE_CHECKING:
     from taverna.model.prompt import Prompt
-    from taverna.services.turns.rounds import GroupRound
 
 # ------------------------------------------------------------------ events
 
@@ -180,6 +179,45 @@ class RunningGeneration:
 # Finished runs kept for re-attaching at most, whatever their age: a busy server finishes
 # thousands in `keep_finished` seconds, each holding its events.
 MAX_FINISHED = 256
+
+
+@dataclass(eq=False)
+class GroupRound:
+    """The speakers of a round and the generation of each who has started.
+
+    A speaker starts when the one before has been saved; a stopped or failed
+    generation ends the round, as does `stopped`.
+    """
+
+    id: str
+    chat_id: str
+    speakers: tuple[str, ...]
+    runs: list[RunningGeneration] = field(default_factory=list)
+    done: bool = False
+    stopped: bool = False
+    task: asyncio.Task[None] | None = None
+    started: Callable[[RunningGeneration], object] | None = None  # told of each start
+    # told of every change (a start, the end): what shares rounds between processes
+    changed: Callable[[GroupRound], object] | None = None
+
+    def add(self, run: RunningGeneration) -> None:
+        """A speaker's generation has started."""
+        self.runs.append(run)
+        if self.started is not None:
+            self.started(run)
+        if self.changed is not None:
+            self.changed(self)
+
+    def finish(self) -> None:
+        """The round has ended (its last speaker done, stopped, or nobody to answer)."""
+        self.done = True
+        if self.changed is not None:
+            self.changed(self)
+
+    @property
+    def current(self) -> RunningGeneration | None:
+        """The generation running now (or the last one)."""
+        return self.runs[-1] if self.runs else None
 
 
 class GenerationRegistry:

@@ -49,12 +49,12 @@ from taverna.services.turns.chat_connection import connection_for
 from taverna.services.turns.journal import ReplyJournal, Unsettled
 from taverna.services.turns.paths import PathEnds
 from taverna.services.turns.reply_text import trim_at_stop
-from taverna.services.turns.rounds import GroupRound
 from taverna.services.turns.runs import (
     Completed,
     Draft,
     Ending,
     GenerationRegistry,
+    GroupRound,
     RecentPrompts,
     RunningGeneration,
     Started,
