@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from taverna.cli.main import app
-from taverna.services.accounts.service import opened_accounts as account_service
+from taverna.services.house.data import opened_accounts as account_service
 
 user_app = typer.Typer(
     name="user", help="Accounts for `taverna serve --accounts`.", no_args_is_help=True

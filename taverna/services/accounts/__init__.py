@@ -17,7 +17,6 @@ from taverna.services.accounts.service import (
     AccountStatus,
     AddressLockout,
     Session,
-    opened_accounts,
 )
 
 __all__ = [
@@ -31,7 +30,6 @@ __all__ = [
     "UserFolderImport",
     "check_mapping",
     "import_user_folders",
-    "opened_accounts",
     "parse_mapping",
     "user_folders",
 ]

@@ -13,11 +13,8 @@ import math
 import secrets
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -421,15 +418,3 @@ class AccountService:
         """Count the account's stored bytes afresh at its next write (after a delete)."""
         with self._usage_lock:
             self._usage.pop(user_id, None)
-
-
-@contextmanager
-def opened_accounts(data: Path | None) -> Iterator[AccountService]:
-    """The accounts of a data folder (for the command line), closed after."""
-    from taverna.services.house.data import open_data, resolve_data_dir
-
-    folder = open_data(resolve_data_dir(data))
-    try:
-        yield AccountService(folder.store)
-    finally:
-        folder.close()

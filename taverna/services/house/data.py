@@ -7,9 +7,12 @@ database) and the chat backups.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from taverna.services.accounts.service import AccountService
 from taverna.store.repository import Store
 
 DATA_ENV = "TAVERNA_DATA"
@@ -68,3 +71,13 @@ def open_data(data: Path | str | None = None, *, database_url: str | None = None
         os.chmod(path, 0o700)
     url = database_url or os.environ.get(DATABASE_URL_ENV)
     return DataFolder(path=path, store=open_store(url or path))
+
+
+@contextmanager
+def opened_accounts(data: Path | None) -> Iterator[AccountService]:
+    """The accounts of a data folder (for the command line), closed after."""
+    folder = open_data(resolve_data_dir(data))
+    try:
+        yield AccountService(folder.store)
+    finally:
+        folder.close()
