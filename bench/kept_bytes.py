@@ -48,6 +48,7 @@ sys.path.insert(0, str(ROOT))
 
 from taverna.model.chat import CharacterRef, GenerationInfo, NodeRole  # noqa: E402
 from taverna.services.house.workspace import Workspace, open_workspace, seed_presets, seed_samples  # noqa: E402
+from taverna.services.interchange.library_import import LibraryImport  # noqa: E402
 from taverna.services.library.service import LibraryKind  # noqa: E402
 
 PACKAGE = str(ROOT / "taverna") + os.sep
@@ -109,11 +110,13 @@ def import_chats(ws: Workspace, count: int, messages: int, prefix: str) -> list[
     library = ws.library()
     character = library.documents(LibraryKind.CHARACTER)[0]
     return [
-        library.import_chat(
+        LibraryImport(library)
+        .import_chat(
             chat_file(messages, character.name, f"{prefix}{i}"),
             f"{prefix}{i}.jsonl",
             character_id=character.id,
-        ).chat.id
+        )
+        .chat.id
         for i in range(count)
     ]
 

@@ -17,7 +17,8 @@ from taverna.errors import NotFound, TavernaError
 from taverna.model.chat import ChatListing, ChatTree, Node
 from taverna.services.chats import reads as chat_reads
 from taverna.services.house.data import resolve_data_dir
-from taverna.services.library.service import ImportReport, Progress
+from taverna.services.interchange.library_import import LibraryImport
+from taverna.services.interchange.report import ImportReport, Progress
 
 if TYPE_CHECKING:
     from taverna.services.house.workspace import Workspace
@@ -132,7 +133,9 @@ def import_files(
             if not as_json and step.current and step.total >= 20 and step.done % 20 == 0:
                 typer.echo(f"  … {step.done}/{step.total} {step.current}", err=True)
 
-        report = library.import_paths(files, progress=progress, strict=len(files) == 1, again=again)
+        report = LibraryImport(library).import_paths(
+            files, progress=progress, strict=len(files) == 1, again=again
+        )
     if as_json:
         _emit_json(_report_json(report))
         return

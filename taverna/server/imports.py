@@ -18,12 +18,9 @@ from typing import Any
 from taverna.errors import NotFound, TavernaError
 from taverna.model.chat import new_id
 from taverna.services.house.scratch import ScratchFolder
-from taverna.services.library.service import (
-    ImportReport,
-    LibraryService,
-    Progress,
-    is_user_data_folder,
-)
+from taverna.services.interchange.library_import import LibraryImport, is_user_data_folder
+from taverna.services.interchange.report import ImportReport, Progress
+from taverna.services.library.service import LibraryService
 
 log = logging.getLogger(__name__)
 
@@ -152,7 +149,7 @@ def _import(
     library: LibraryService, folder: Path, progress: Callable[[Progress], None]
 ) -> tuple[ImportReport, Path]:
     root = import_root(folder)
-    return library.import_path(root, progress=progress), root
+    return LibraryImport(library).import_path(root, progress=progress), root
 
 
 def _relative(path: str, root: Path) -> str:

@@ -29,6 +29,7 @@ from taverna.formats.st_settings import (
     read_settings,
 )
 from taverna.formats.world_info import world_info_from_json
+from taverna.services.interchange.library_import import LibraryImport
 from taverna.services.library.service import LibraryService
 from taverna.services.turns.inputs import assembly_context, character_info, chat_messages
 from taverna.store.sql import SqlStore
@@ -88,7 +89,7 @@ def test_import_stores_it_with_the_same_warnings_and_the_stored_copy_reads_clean
     name: str, store: SqlStore
 ) -> None:
     library = LibraryService(store)
-    report = library.import_paths([CORPUS / name], strict=True)
+    report = LibraryImport(library).import_paths([CORPUS / name], strict=True)
     assert report.skipped == []
     assert report.stored or report.chats
     assert _fields(report.warnings) == set(EXPECTED[name]["warnings"])
@@ -220,7 +221,7 @@ PROMPT_PRESETS = [
 def test_an_imported_preset_or_template_builds_a_prompt(name: str, store: SqlStore) -> None:
     """Through the store and the readers a turn uses (services/turns/context.py)."""
     library = LibraryService(store)
-    (item,) = library.import_paths([CORPUS / name], strict=True).stored
+    (item,) = LibraryImport(library).import_paths([CORPUS / name], strict=True).stored
     data = dict(store.get_document(item.id).data)
     settings = read_settings(SETTINGS.read_bytes(), file=str(SETTINGS))
     kind = EXPECTED[name]["kind"]

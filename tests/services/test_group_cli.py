@@ -12,6 +12,7 @@ import taverna.cli.chat  # noqa: F401  (registers the command)
 from taverna.cli.main import app
 from taverna.services.connections.service import ConnectionService
 from taverna.services.house.data import open_data
+from taverna.services.interchange.library_import import LibraryImport
 from taverna.services.library.service import LibraryService
 from tests.stubs import Reply, StubServer
 from tests.support.folders import connect_stub
@@ -52,7 +53,7 @@ def data(tmp_path: Path, stub: StubServer) -> Path:
     with open_data(folder) as opened:
         library = LibraryService(opened.store)
         for path in [*files, group]:
-            library.import_file(path)
+            LibraryImport(library).import_file(path)
         connect_stub(ConnectionService(opened.store, opened.path), stub)
     return folder
 

@@ -18,6 +18,7 @@ from taverna.model.chat import NodeRole
 from taverna.services.chats.groups import GroupService
 from taverna.services.chats.service import ChatService
 from taverna.services.connections.service import ConnectionService
+from taverna.services.interchange.library_import import LibraryImport
 from taverna.services.library.service import LibraryService
 from taverna.services.turns import Ending, GenerationService
 from taverna.services.turns.context import TurnContexts
@@ -207,7 +208,7 @@ def test_a_sillytavern_group_file_imports_and_exports_unchanged(
     }
     path = tmp_path / "Tavern crew.json"
     path.write_text(json.dumps(data, ensure_ascii=False))
-    report = LibraryService(world.store).import_file(path)
+    report = LibraryImport(LibraryService(world.store)).import_file(path)
     stored = report.stored[0]
     assert json.loads(world.groups.export(stored.id)) == data
     group = world.groups.get(stored.id)
@@ -270,7 +271,7 @@ def test_a_group_file_sillytavern_wrote_comes_back_byte_for_byte(world: World) -
     )
     if not path.is_file():
         pytest.skip("the shared SillyTavern fixtures are not here")
-    stored = LibraryService(world.store).import_file(path).stored[0]
+    stored = LibraryImport(LibraryService(world.store)).import_file(path).stored[0]
     assert world.groups.export(stored.id) == path.read_bytes()
 
 

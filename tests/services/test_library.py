@@ -11,7 +11,9 @@ from taverna.errors import FormatError
 from taverna.formats.st_chat import read_chat
 from taverna.model.presets import ChatCompletionPreset, InstructTemplate
 from taverna.services.interchange import InterchangeService
-from taverna.services.library.service import LibraryKind, LibraryService, Progress
+from taverna.services.interchange.library_import import LibraryImport
+from taverna.services.interchange.report import Progress
+from taverna.services.library.service import LibraryKind, LibraryService
 from taverna.store.sql import SqlStore
 
 
@@ -50,30 +52,44 @@ def user_data_folder(st_fixtures: Path, oracle_cases: Path, target: Path) -> Pat
 
 
 def test_single_files_of_each_kind(library: LibraryService, st_fixtures: Path) -> None:
-    card = library.import_path(st_fixtures / "content" / "default_Seraphina.png").stored[0]
+    card = (
+        LibraryImport(library)
+        .import_path(st_fixtures / "content" / "default_Seraphina.png")
+        .stored[0]
+    )
     assert (card.kind, card.name) == ("character", "Seraphina")
     stored = library.character(card.id)
     assert stored.character.name == "Seraphina"
     assert stored.avatar is not None and stored.avatar.startswith(b"\x89PNG")
-    book = library.import_path(st_fixtures / "content" / "Eldoria.json").stored[0]
+    book = LibraryImport(library).import_path(st_fixtures / "content" / "Eldoria.json").stored[0]
     assert library.lorebook(book.id).name == "Eldoria"
     assert len(library.lorebook(book.id).entries) == 4
-    preset = library.import_path(st_fixtures / "presets" / "openai" / "Default.json").stored[0]
+    preset = (
+        LibraryImport(library)
+        .import_path(st_fixtures / "presets" / "openai" / "Default.json")
+        .stored[0]
+    )
     assert isinstance(
         library.item(LibraryKind.CHAT_COMPLETION_PRESET, preset.id), ChatCompletionPreset
     )
-    template = library.import_path(st_fixtures / "presets" / "instruct" / "ChatML.json").stored[0]
+    template = (
+        LibraryImport(library)
+        .import_path(st_fixtures / "presets" / "instruct" / "ChatML.json")
+        .stored[0]
+    )
     loaded = library.item(LibraryKind.INSTRUCT_TEMPLATE, template.id)
     assert isinstance(loaded, InstructTemplate) and loaded.name == "ChatML"
-    regex = library.import_path(st_fixtures / "handmade" / "exports" / "strip_ooc_notes.json")
+    regex = LibraryImport(library).import_path(
+        st_fixtures / "handmade" / "exports" / "strip_ooc_notes.json"
+    )
     assert regex.stored[0].kind == "regex_script"
 
 
 def test_importing_twice_replaces_instead_of_copying(
     library: LibraryService, st_fixtures: Path
 ) -> None:
-    first = library.import_path(st_fixtures / "content" / "Eldoria.json").stored[0]
-    again = library.import_path(st_fixtures / "content" / "Eldoria.json").stored[0]
+    first = LibraryImport(library).import_path(st_fixtures / "content" / "Eldoria.json").stored[0]
+    again = LibraryImport(library).import_path(st_fixtures / "content" / "Eldoria.json").stored[0]
     assert again.id == first.id and again.replaced
     assert len(library.documents(LibraryKind.LOREBOOK)) == 1
 
@@ -82,7 +98,7 @@ def test_stored_items_write_back_what_was_read(library: LibraryService, st_fixtu
     import json
 
     path = st_fixtures / "presets" / "context" / "ChatML.json"
-    item = library.import_path(path).stored[0]
+    item = LibraryImport(library).import_path(path).stored[0]
     stored = library.get(LibraryKind.CONTEXT_TEMPLATE, item.id)
     assert dict(stored.data) == json.loads(path.read_text(encoding="utf-8"))
 
@@ -91,7 +107,7 @@ def test_bad_file_is_a_format_error(library: LibraryService, tmp_path: Path) -> 
     path = tmp_path / "mystery.json"
     path.write_text('{"hello": 1}', encoding="utf-8")
     with pytest.raises(FormatError) as info:
-        library.import_path(path)
+        LibraryImport(library).import_path(path)
     assert "mystery.json" in str(info.value)
 
 
@@ -100,7 +116,7 @@ def test_whole_user_data_folder(
 ) -> None:
     folder = user_data_folder(st_fixtures, oracle_cases, tmp_path / "default-user")
     steps: list[Progress] = []
-    report = library.import_path(folder, progress=steps.append)
+    report = LibraryImport(library).import_path(folder, progress=steps.append)
     kinds = sorted({s.kind for s in report.stored})
     assert kinds == sorted(
         [
@@ -142,8 +158,8 @@ def test_importing_a_data_folder_twice_makes_no_copies(
     library: LibraryService, store: SqlStore, st_fixtures: Path, oracle_cases: Path, tmp_path: Path
 ) -> None:
     folder = user_data_folder(st_fixtures, oracle_cases, tmp_path / "default-user")
-    first = library.import_path(folder)
-    second = library.import_path(folder)
+    first = LibraryImport(library).import_path(folder)
+    second = LibraryImport(library).import_path(folder)
     assert len(store.list_chats()) == len(first.chats) == 2
     assert all(c.already_imported for c in second.chats)
     assert {c.chat.id for c in second.chats} == {c.chat.id for c in first.chats}
@@ -155,7 +171,7 @@ def test_zip_of_a_data_folder(
 ) -> None:
     folder = user_data_folder(st_fixtures, oracle_cases, tmp_path / "st" / "data" / "default-user")
     archive = shutil.make_archive(str(tmp_path / "export"), "zip", tmp_path / "st")
-    report = library.import_path(Path(archive))
+    report = LibraryImport(library).import_path(Path(archive))
     assert len(report.chats) == 2
     assert {s.name for s in report.stored if s.kind == "character"} == {"Seraphina", "Kael"}
     assert folder.is_dir()
@@ -168,7 +184,7 @@ def test_zip_entries_cannot_escape(library: LibraryService, tmp_path: Path) -> N
     with zipfile.ZipFile(path, "w") as bundle:
         bundle.writestr("../../outside.json", "{}")
     with pytest.raises(FormatError, match="outside"):
-        library.import_path(path)
+        LibraryImport(library).import_path(path)
     assert not (tmp_path.parent / "outside.json").exists()
 
 
@@ -189,7 +205,7 @@ def test_group_branch_files_merge_using_the_group_file_metadata(
     lines = main_lines.split("\n")[:3]
     lines.append(json.dumps({"name": "Seraphina", "is_user": False, "mes": "Another turn."}))
     (folder / "group chats" / f"{branch_id}.jsonl").write_text("\n".join(lines), encoding="utf-8")
-    report = library.import_path(folder)
+    report = LibraryImport(library).import_path(folder)
     (chat,) = [c for c in report.chats if c.chat.group_id]
     assert chat.branches == (branch_id,)
     assert chat.nodes == 4 + 1
@@ -203,11 +219,15 @@ def test_a_card_without_picture_keeps_the_stored_picture(
 ) -> None:
     import json
 
-    png = library.import_path(st_fixtures / "content" / "default_Seraphina.png").stored[0]
+    png = (
+        LibraryImport(library)
+        .import_path(st_fixtures / "content" / "default_Seraphina.png")
+        .stored[0]
+    )
     card = library.character(png.id).character.to_json()
     path = tmp_path / "Seraphina.json"
     path.write_text(json.dumps({"spec": "chara_card_v2", "spec_version": "2.0", "data": card}))
-    again = library.import_path(path).stored[0]
+    again = LibraryImport(library).import_path(path).stored[0]
     assert again.id == png.id and again.replaced
     avatar = library.character(png.id).avatar
     assert avatar is not None and avatar.startswith(b"\x89PNG")

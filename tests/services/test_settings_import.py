@@ -13,6 +13,7 @@ from taverna.providers.request import Api
 from taverna.services.chats.service import ChatService
 from taverna.services.connections.service import ConnectionService
 from taverna.services.interchange import InterchangeService
+from taverna.services.interchange.library_import import LibraryImport
 from taverna.services.library.active_settings import ACTIVE, SETTINGS_KIND, active_choices
 from taverna.services.library.service import LibraryKind, LibraryService
 from taverna.services.turns import GenerationService
@@ -44,7 +45,7 @@ def active(store: SqlStore) -> dict[str, object]:
 
 def test_current_settings_go_where_they_belong(store: SqlStore, tmp_path: Path) -> None:
     folder = settings_folder(tmp_path, "settings.json")
-    report = LibraryService(store).import_path(folder)
+    report = LibraryImport(LibraryService(store)).import_path(folder)
     # only the picture that is not there
     assert [s.path for s in report.skipped] == [str(folder / "User Avatars" / "ferryman.png")]
     assert sorted(names(store, LibraryKind.PERSONA)) == ["The Ferryman", "Wren"]
@@ -75,7 +76,7 @@ def test_current_settings_go_where_they_belong(store: SqlStore, tmp_path: Path) 
 
 
 def test_19_settings_with_one_book_named_at_the_top_level(store: SqlStore, tmp_path: Path) -> None:
-    LibraryService(store).import_path(settings_folder(tmp_path, "settings-1.9.json"))
+    LibraryImport(LibraryService(store)).import_path(settings_folder(tmp_path, "settings-1.9.json"))
     assert names(store, LibraryKind.PERSONA) == ["Wren"]
     settings = active(store)
     assert settings["world_info_settings"]["world_info"] == {"globalSelect": ["Harbour Town"]}  # type: ignore[index]
@@ -90,7 +91,9 @@ def test_19_settings_with_one_book_named_at_the_top_level(store: SqlStore, tmp_p
 
 
 def test_the_oldest_settings_import_too(store: SqlStore, tmp_path: Path) -> None:
-    report = LibraryService(store).import_path(settings_folder(tmp_path, "settings-tavernai.json"))
+    report = LibraryImport(LibraryService(store)).import_path(
+        settings_folder(tmp_path, "settings-tavernai.json")
+    )
     assert not [s for s in report.skipped if "settings" in s.path]
     assert active(store)["world_info_settings"] == {
         "world_info_depth": 2,
@@ -100,14 +103,14 @@ def test_the_oldest_settings_import_too(store: SqlStore, tmp_path: Path) -> None
 
 def test_a_settings_file_imported_alone(store: SqlStore, tmp_path: Path) -> None:
     folder = settings_folder(tmp_path, "settings.json")
-    LibraryService(store).import_paths([folder / "settings.json"], strict=True)
+    LibraryImport(LibraryService(store)).import_paths([folder / "settings.json"], strict=True)
     assert sorted(names(store, LibraryKind.PERSONA)) == ["The Ferryman", "Wren"]
     extensions = active(store)["extension_settings"]
     assert extensions["variables"] == {"global": {"tide": "high", "visits": 3}}  # type: ignore[index]
 
 
 def test_the_next_turn_uses_the_imported_settings(store: SqlStore, tmp_path: Path) -> None:
-    LibraryService(store).import_path(settings_folder(tmp_path, "settings.json"))
+    LibraryImport(LibraryService(store)).import_path(settings_folder(tmp_path, "settings.json"))
     chat = (
         ChatService(store)
         .create_chat("c", greetings=["Hello {{user}}."], base_state=ChatState())
@@ -146,7 +149,7 @@ def test_the_folders_default_persona_is_the_only_default(store: SqlStore, tmp_pa
 
     lib = LibraryService(store)
     lib.put_persona(Persona(avatar="", name="User", is_default=True))
-    lib.import_path(settings_folder(tmp_path, "settings.json"))
+    LibraryImport(lib).import_path(settings_folder(tmp_path, "settings.json"))
     marked = [
         d.name
         for d in store.find_documents(LibraryKind.PERSONA.value)

@@ -48,6 +48,7 @@ from taverna.server.views import branch_out, chat_summary_out
 from taverna.services.chats import editing
 from taverna.services.chats import reads as chat_reads
 from taverna.services.chats import views as chat_views
+from taverna.services.interchange.library_import import LibraryImport
 from taverna.services.library.service import LibraryService
 from taverna.services.scripts.runner import ScriptService
 from taverna.services.turns import chat_connection, inspector
@@ -81,7 +82,9 @@ async def import_chat(
     The same file imported again gives back the chat it made (`already_imported`)."""
     data = await read_limited(file, ctx.upload_limit)
     name = file.filename or "chat.jsonl"
-    done = await ctx.off_loop(lib.import_chat, data, name, character_id=character_id or None)
+    done = await ctx.off_loop(
+        LibraryImport(lib).import_chat, data, name, character_id=character_id or None
+    )
     return ChatImported(
         id=done.chat.id,
         title=done.chat.title,

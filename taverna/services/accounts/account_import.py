@@ -14,8 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from taverna.errors import NotFound, TavernaError
+from taverna.services.interchange.library_import import (
+    LibraryImport,
+    ProgressCallback,
+    is_user_data_folder,
+)
 from taverna.services.interchange.report import ImportReport
-from taverna.services.library.service import LibraryService, ProgressCallback, is_user_data_folder
+from taverna.services.library.service import LibraryService
 from taverna.store.repository import Store
 
 
@@ -128,6 +133,6 @@ def import_user_folders(
             )
             continue
         library = LibraryService(store, owner=account.id)
-        report = library.import_user_data(folder, progress=progress)
+        report = LibraryImport(library).import_user_data(folder, progress=progress)
         done.append(UserFolderImport(handle, folder, account.name, report))
     return done

@@ -38,8 +38,9 @@ from taverna.services.connections.service import ConnectionService
 from taverna.services.house.data import open_data, resolve_data_dir
 from taverna.services.house.scratch import clean_leftovers
 from taverna.services.interchange import InterchangeService
+from taverna.services.interchange.library_import import ProgressCallback
 from taverna.services.library import presets
-from taverna.services.library.service import LibraryKind, LibraryService, ProgressCallback
+from taverna.services.library.service import LibraryKind, LibraryService
 from taverna.services.library.watch import Kept, LibraryWatch
 from taverna.services.memory.recall import (
     EmbeddingBacklog,

@@ -9,19 +9,7 @@ from dataclasses import dataclass, field
 from taverna.errors import FormatWarning, TavernaError
 from taverna.formats.st_chat import SkippedLine
 from taverna.services.interchange import ImportedChat
-
-
-@dataclass(frozen=True)
-class StoredItem:
-    """One thing an import put in the library, and the values of its file that were read
-    otherwise than written (SillyTavern's loose values, formats/coercion.py)."""
-
-    kind: str
-    id: str
-    name: str
-    replaced: bool = False
-    file: str = ""
-    warnings: tuple[FormatWarning, ...] = ()
+from taverna.services.library.service import StoredItem as StoredItem
 
 
 @dataclass(frozen=True)

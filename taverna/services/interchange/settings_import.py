@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from taverna.errors import FormatWarning, TavernaError
 from taverna.formats import json_text
@@ -33,10 +33,9 @@ from taverna.model.presets import (
     SystemPromptPreset,
 )
 from taverna.model.regex_script import RegexScript
+from taverna.services.interchange.report import ImportReport, Skipped
 from taverna.services.library.active_settings import set_active
-
-if TYPE_CHECKING:
-    from taverna.services.library.service import ImportReport, LibraryService
+from taverna.services.library.service import LibraryKind, LibraryService
 
 # Keys of the user's active settings document (beside the chosen presets' ids), in
 # SillyTavern's shapes.
@@ -52,8 +51,6 @@ def import_personas(
     lib: LibraryService, data: bytes, *, file: str, avatars: Path | None = None
 ) -> ImportReport:
     """The personas of a `settings.json` (or persona backup), with their avatar pictures."""
-    from taverna.services.library.service import ImportReport, Skipped
-
     report = ImportReport()
     found: list[FormatWarning] = []
     for persona in read_personas(data, file=file, warnings=found).items():
@@ -82,8 +79,6 @@ def import_personas(
 
 def import_regex_scripts(lib: LibraryService, doc: Mapping[str, Any], *, file: str) -> ImportReport:
     """The global regex scripts kept in `settings.json` (`extension_settings.regex`)."""
-    from taverna.services.library.service import ImportReport, LibraryKind, Skipped
-
     report = ImportReport()
     for index, raw in enumerate(part.regex_scripts_part(doc)):
         found: list[FormatWarning] = []
@@ -108,8 +103,6 @@ def import_settings(
     lib: LibraryService, data: bytes, *, file: str, avatars: Path | None = None
 ) -> ImportReport:
     """Every part of a `settings.json` into the library and the active settings."""
-    from taverna.services.library.service import ImportReport, LibraryKind, Skipped
-
     doc = json_text.loads(data, file=file)
     if not isinstance(doc, dict):
         raise TavernaError(
@@ -193,8 +186,6 @@ def _chat_completion_key(key: str) -> bool:
 def _chat_completion_preset(lib: LibraryService, doc: Mapping[str, Any], *, file: str) -> Any:
     """The settings' Chat Completion values as a preset item: the preset SillyTavern had
     chosen as the user last left it, under a name of its own."""
-    from taverna.services.library.service import LibraryKind
-
     found = part.chat_completion_part(doc)
     # 1.9 and before: the keys at the top level, among the others
     keep = _chat_completion_key if found is doc else lambda key: True

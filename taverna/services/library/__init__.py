@@ -27,15 +27,7 @@ from taverna.services.library.regex_library import (
     regex_order,
     try_scripts,
 )
-from taverna.services.library.service import (
-    ImportReport,
-    LibraryKind,
-    LibraryService,
-    Progress,
-    ProgressCallback,
-    Skipped,
-    is_user_data_folder,
-)
+from taverna.services.library.service import LibraryKind, LibraryService, StoredItem
 from taverna.services.library.watch import Kept, LibraryWatch
 
 __all__ = [
@@ -45,25 +37,21 @@ __all__ = [
     "REGEX_KIND",
     "SETTINGS_KIND",
     "TEXT_PRESET_KIND",
-    "ImportReport",
     "Kept",
     "LayerScripts",
     "LibraryKind",
     "LibraryService",
     "LibraryWatch",
-    "Progress",
-    "ProgressCallback",
     "RegexLayer",
     "RegexLibrary",
     "RegexUse",
-    "Skipped",
     "active_choices_document",
     "all_personas",
     "global_variables",
     "in_order",
-    "is_user_data_folder",
     "read_script",
     "regex_order",
+    "StoredItem",
     "set_active",
     "try_scripts",
     "world_info_settings",
