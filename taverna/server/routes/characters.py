@@ -5,8 +5,6 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, File, Response, UploadFile
 from pydantic import Field
 
-from taverna.formats.card_json import card_from_json, write_card_json
-from taverna.formats.png_card import as_png, write_png_card
 from taverna.server import library_views
 from taverna.server.cards import (
     CharacterFields,
@@ -19,6 +17,7 @@ from taverna.server.openapi import file_responses
 from taverna.server.schemas import ImportWarningOut, Strict
 from taverna.server.uploads import read_limited
 from taverna.services.library import editing as library_editing
+from taverna.services.library import files
 from taverna.services.library.service import LibraryKind, LibraryService
 
 router = APIRouter(prefix="/api/characters", tags=["characters"])
@@ -45,7 +44,7 @@ class CharacterImported(CharacterOut):
 def list_characters(lib: LibraryService = Depends(library)) -> list[CharacterListItem]:
     items = []
     for doc in lib.documents(LibraryKind.CHARACTER):
-        character = card_from_json(dict(doc.data), file=doc.name)
+        character = files.character_of(doc)
         items.append(
             CharacterListItem(
                 id=doc.id,
@@ -147,7 +146,7 @@ async def set_avatar(
 def _set_avatar(
     lib: LibraryService, character_id: str, data: bytes, name: str | None
 ) -> CharacterOut:
-    picture = as_png(data, file=name)
+    picture = files.picture_png(data, name)
     library_editing.replace_picture(lib, LibraryKind.CHARACTER, character_id, picture)
     return library_views.character_view(lib, character_id)
 
@@ -165,7 +164,7 @@ def export_character(
     stem = library_views.download_name(card.character.name)
     if format == "json":
         return Response(
-            write_card_json(card.character),
+            files.card_json_file(card),
             media_type="application/json",
             headers=library_views.attachment(f"{stem}.json"),
         )
@@ -176,7 +175,7 @@ def export_character(
             "format must be png or json", field="format", code="format_must_be_png_or"
         )
     return Response(
-        write_png_card(card.character, card.avatar),
+        files.card_png_file(card),
         media_type="image/png",
         headers=library_views.attachment(f"{stem}.png"),
     )

@@ -8,7 +8,6 @@ import anyio
 from fastapi import APIRouter, Depends, File, Form, Query, Request, Response, UploadFile
 from pydantic import BaseModel, Field
 
-from taverna.engine.script import Generation
 from taverna.errors import NotFound, TavernaError
 from taverna.model.chat import AuthorsNote
 from taverna.server import library_views, usecases
@@ -50,6 +49,7 @@ from taverna.services.chats import reads as chat_reads
 from taverna.services.chats import views as chat_views
 from taverna.services.interchange.library_import import LibraryImport
 from taverna.services.library.service import LibraryService
+from taverna.services.scripts import Generation
 from taverna.services.scripts.runner import ScriptService
 from taverna.services.turns import chat_connection, inspector
 from taverna.services.turns.quiet import quiet_text

@@ -12,7 +12,6 @@ from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
 from taverna.errors import NotFound, TavernaError
-from taverna.providers.events import ReasoningDelta, TextDelta, ToolCall
 from taverna.server import usecases
 from taverna.server.context import AppContext, backed_up, context
 from taverna.server.openapi import event_stream_responses
@@ -32,8 +31,11 @@ from taverna.services.turns import (
     Completed,
     Ending,
     GenerationService,
+    ReasoningDelta,
     RunningGeneration,
     Started,
+    TextDelta,
+    ToolCall,
     ToolResult,
 )
 from taverna.services.turns.runs import GroupRound

@@ -6,7 +6,6 @@ from typing import Any
 
 from fastapi import APIRouter, Body, Depends, File, Response, UploadFile
 
-from taverna.formats import json_text
 from taverna.server import library_views
 from taverna.server.context import AppContext, context, library
 from taverna.server.openapi import file_responses
@@ -19,6 +18,7 @@ from taverna.server.schemas import (
 )
 from taverna.server.uploads import read_limited
 from taverna.services.library import editing as library_editing
+from taverna.services.library import files
 from taverna.services.library.service import LibraryKind, LibraryService
 
 router = APIRouter(prefix="/api/lorebooks", tags=["lorebooks"])
@@ -85,7 +85,7 @@ def delete_lorebook(lorebook_id: str, lib: LibraryService = Depends(library)) ->
 def export_lorebook(lorebook_id: str, lib: LibraryService = Depends(library)) -> Response:
     doc = lib.get(LibraryKind.LOREBOOK, lorebook_id)
     return Response(
-        json_text.dumps(dict(doc.data), indent=4).encode("utf-8"),
+        files.document_json_file(doc),
         media_type="application/json",
         headers=library_views.attachment(f"{library_views.download_name(doc.name)}.json"),
     )

@@ -5,7 +5,6 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, File, Response, UploadFile
 from pydantic import BaseModel
 
-from taverna.formats.png_card import as_png
 from taverna.model.persona import Persona
 from taverna.server import library_views
 from taverna.server.context import AppContext, context, library
@@ -13,6 +12,7 @@ from taverna.server.openapi import file_responses
 from taverna.server.schemas import PersonaIn
 from taverna.server.uploads import read_limited
 from taverna.services.library import editing as library_editing
+from taverna.services.library import files
 from taverna.services.library.service import LibraryKind, LibraryService
 
 router = APIRouter(prefix="/api/personas", tags=["personas"])
@@ -98,7 +98,7 @@ async def set_persona_avatar(
 
 
 def _set_picture(lib: LibraryService, persona_id: str, data: bytes, name: str | None) -> PersonaOut:
-    picture = as_png(data, file=name)
+    picture = files.picture_png(data, name)
     doc = lib.get(LibraryKind.PERSONA, persona_id)
     library_editing.replace_picture(lib, LibraryKind.PERSONA, persona_id, picture)
     return _out(doc.id, Persona.model_validate(dict(doc.data)))

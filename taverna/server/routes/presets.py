@@ -8,15 +8,12 @@ from typing import Any, Literal
 from fastapi import APIRouter, Depends, File, Response, UploadFile
 from pydantic import BaseModel, Field
 
-from taverna.errors import FormatError
-from taverna.formats import json_text
-from taverna.formats.detect import FileKind, detect
 from taverna.server import library_views
 from taverna.server.context import AppContext, context, library
 from taverna.server.openapi import file_responses
 from taverna.server.schemas import NAME_MAX, TEXT_MAX, ImportWarningOut, Strict
 from taverna.server.uploads import read_limited
-from taverna.services.library import presets, prompt_manager
+from taverna.services.library import files, presets, prompt_manager
 from taverna.services.library.service import LibraryKind, LibraryService
 
 router = APIRouter(prefix="/api/presets", tags=["presets"])
@@ -128,14 +125,7 @@ async def import_preset(
 
 
 def _import_preset(lib: LibraryService, kind: str, data: bytes, name: str) -> PresetImported:
-    wanted = FileKind.TEXT_COMPLETION_PRESET if kind == "text" else prompt_manager.FILE_KINDS[kind]
-    if detect(data, name) is not wanted:
-        raise FormatError(
-            f"this file is not a {kind} preset",
-            file=name,
-            code="this_file_is_not_preset",
-            params={"kind": str(kind)},
-        )
+    files.require_preset_file(data, name, kind)
     item = lib.import_bytes(data, name)
     return PresetImported(
         id=item.id,
@@ -220,7 +210,7 @@ def activate_preset(preset_id: str, lib: LibraryService = Depends(library)) -> P
 def export_preset(preset_id: str, lib: LibraryService = Depends(library)) -> Response:
     doc = presets.chosen_preset(lib, preset_id)
     return Response(
-        json_text.dumps(dict(doc.data), indent=4).encode("utf-8"),
+        files.document_json_file(doc),
         media_type="application/json",
         headers=library_views.attachment(f"{library_views.download_name(doc.name)}.json"),
     )

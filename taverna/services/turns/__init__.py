@@ -30,6 +30,11 @@ The registry is in-process by default; `SharedRegistry` (shared_runs.py) shares 
 their events and Stop between server processes through Redis.
 """
 
+# a prompt's ledger, readable by a person (the inspector, `taverna chat`'s /prompt)
+from taverna.engine.assembly.ledger import render_ledger
+
+# the model's events a run carries, beside its own (Started, ToolResult, Completed)
+from taverna.providers.events import ReasoningDelta, StreamError, TextDelta, ToolCall
 from taverna.services.turns.reply_text import trim_at_stop
 from taverna.services.turns.runs import (
     Completed,
@@ -56,9 +61,14 @@ __all__ = [
     "GenerationService",
     "PreparedTurn",
     "PromptBuilder",
+    "ReasoningDelta",
     "RunningGeneration",
     "Started",
+    "StreamError",
+    "TextDelta",
+    "ToolCall",
     "ToolResult",
     "TurnRequest",
+    "render_ledger",
     "trim_at_stop",
 ]
