@@ -21,8 +21,15 @@ import typer
 from taverna.cli.main import app
 from taverna.errors import NotFound, TavernaError
 from taverna.model.chat import NodeRole
-from taverna.providers.events import ReasoningDelta, StreamError, TextDelta
-from taverna.services.turns import Completed, Ending, RunningGeneration, ToolResult
+from taverna.services.turns import (
+    Completed,
+    Ending,
+    ReasoningDelta,
+    RunningGeneration,
+    StreamError,
+    TextDelta,
+    ToolResult,
+)
 
 # The Quick Reply triggers a saved generation sets off, by the service method that ran it.
 _TRIGGERS = {
@@ -404,7 +411,7 @@ class Session:
                 self.echo("(the draft is kept: /keep writes it as yours, /drop forgets it)")
 
     def show_prompt(self) -> None:
-        from taverna.engine.assembly.ledger import render_ledger
+        from taverna.services.turns import render_ledger
 
         prompt = self.generation.last_prompts.get(self.chat_id)
         if prompt is None:
