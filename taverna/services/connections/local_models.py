@@ -1,8 +1,8 @@
 """The model in the box: GGUF models run by llama.cpp in a process of their own.
 
 A connection of the `local` API names a GGUF file (or none: the small model the `local`
-extra installs). The first request starts `taverna.services.connections.local_process` on a free port of
-127.0.0.1 with a fresh secret; later requests reuse it; another model or other settings
+extra installs). The first request starts its process (`local_process.py`, beside this) on a
+free port of 127.0.0.1 with a fresh secret; later requests reuse it; another model or other settings
 restart it; a process nobody used for `idle_seconds` is stopped (its memory freed) and
 started again on the next request. One model runs at a time, as one person chats at a time.
 

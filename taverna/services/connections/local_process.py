@@ -4,12 +4,12 @@ It speaks the llama.cpp server's `/completion` protocol (SSE chunks `{"content",
 so taverna's `llamacpp` request builder and stream reader serve it unchanged, plus
 `/tokenize` (exact counts from the model's own vocabulary) and `/props` (the chat template
 the GGUF file carries). Being a process of its own, generation never holds the server's
-event loop or interpreter; `services/connections/local_models.py` starts it on first use, passes a
+event loop or interpreter; `local_models.py` beside it starts it on first use, passes a
 secret that every request must carry, and stops it when idle. A closed connection stops
 the generation at the next token.
 
-Run as `python -m taverna.services.connections.local_process --model PATH --port N [--n-ctx N] [--threads N]`
-with the secret in the `TAVERNA_LOCAL_SECRET` environment variable.
+Run as `python -m taverna.services.connections.local_process --model PATH --port N
+[--n-ctx N] [--threads N]` with the secret in the `TAVERNA_LOCAL_SECRET` environment variable.
 """
 
 from __future__ import annotations
