@@ -60,8 +60,13 @@ from taverna.services.turns.remote_runs import (
     FOLLOW_RETRY,
     RemoteGeneration,
 )
-from taverna.services.turns.rounds import GroupRound
-from taverna.services.turns.runs import Completed, Ending, GenerationRegistry, RunningGeneration
+from taverna.services.turns.runs import (
+    Completed,
+    Ending,
+    GenerationRegistry,
+    GroupRound,
+    RunningGeneration,
+)
 from taverna.services.turns.shared_scripts import APPEND, RELEASE
 from taverna.store.repository import Store
 
