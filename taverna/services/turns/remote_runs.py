@@ -6,18 +6,16 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Mapping
-from typing import TYPE_CHECKING, cast
+from typing import Protocol, cast
 
 import redis
+import redis.asyncio as aredis
 
 from taverna.engine.assembly.context import GenerationType
 from taverna.errors import NotFound
 from taverna.services.turns.event_codec import decode
-from taverna.services.turns.follow_hub import Place, position
+from taverna.services.turns.follow_hub import FollowHub, Place, position
 from taverna.services.turns.runs import Completed, GenerationEvent, RunningGeneration
-
-if TYPE_CHECKING:
-    from taverna.services.turns.shared_runs import SharedRegistry
 
 logger = logging.getLogger(__name__)
 
@@ -32,12 +30,22 @@ FOLLOW_RETRY = 0.1
 FOLLOW_GIVE_UP = 60.0
 
 
+class RunSource(Protocol):
+    """What a followed run asks of the registry that shares it (`SharedRegistry`)."""
+
+    def key(self, *parts: str) -> str: ...
+    def async_client(self) -> aredis.Redis: ...
+    def follow_hub(self) -> FollowHub: ...
+    def alive(self, worker: str) -> bool: ...
+    def adopt(self, generation_id: str) -> None: ...
+
+
 class RemoteGeneration(RunningGeneration):
     """Another process's generation, read from its Redis stream."""
 
     remote = True
 
-    def __init__(self, registry: SharedRegistry, meta: Mapping[str, str], generation_id: str):
+    def __init__(self, registry: RunSource, meta: Mapping[str, str], generation_id: str):
         super().__init__(generation_id, meta["chat_id"], GenerationType(meta["kind"]))
         self.registry = registry
         self.meta = dict(meta)
