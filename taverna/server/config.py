@@ -25,7 +25,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from taverna.errors import FormatError
-from taverna.providers.outbound import Allowed
+from taverna.services.connections.outbound_rules import Allowed
 from taverna.services.turns.context import TURN_REGEX_BUDGET
 
 CONFIG_FILE = "server.toml"

@@ -12,9 +12,9 @@ from typing import Any, TypeVar
 
 from fastapi import Depends, Request
 
-from taverna.providers.outbound import OutboundPolicy
 from taverna.server.config import ProxyNetwork, ServerConfig, proxy_network
 from taverna.services.connections.local_models import local_models
+from taverna.services.connections.outbound_rules import OutboundPolicy
 from taverna.services.connections.service import ConnectionService
 from taverna.services.house.workspace import Workspace, open_workspace
 from taverna.services.library.service import LibraryService

@@ -29,6 +29,7 @@ from taverna.formats.st_chat import read_chat
 from taverna.formats.st_settings import read_settings
 from taverna.services.chats.editing import set_chat_persona
 from taverna.services.chats.service import ChatService
+from taverna.services.interchange.library_import import LibraryImport
 from taverna.services.interchange.settings_import import import_settings
 from taverna.services.library.editing import all_personas
 from taverna.services.library.service import LibraryService
@@ -151,7 +152,9 @@ def test_macro_through_pass(name: str, library: tuple[ChatService, str]) -> None
     chats, character_id = library
     lib = LibraryService(chats.store)
     chat_file = CASES / name / case["chat"]
-    imported = lib.import_chat(chat_file.read_bytes(), f"{name}.jsonl", character_id=character_id)
+    imported = LibraryImport(lib).import_chat(
+        chat_file.read_bytes(), f"{name}.jsonl", character_id=character_id
+    )
     # The page had the persona Rowan selected in every chat; taverna keeps a persona per
     # chat (its user_name), so this chat is given the persona the page spoke as.
     rowan = next(i for i, p in all_personas(lib) if p.name == PERSONA)

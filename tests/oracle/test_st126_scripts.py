@@ -29,6 +29,7 @@ from taverna.errors import TavernaError
 from taverna.services.chats.editing import set_chat_persona
 from taverna.services.chats.service import ChatService
 from taverna.services.interchange import InterchangeService
+from taverna.services.interchange.library_import import LibraryImport
 from taverna.services.interchange.settings_import import import_settings
 from taverna.services.library.editing import all_personas
 from taverna.services.library.regex_library import RegexLayer, RegexLibrary
@@ -111,7 +112,9 @@ def replay(name: str, store: SqlStore, character: str) -> tuple[dict[str, Any], 
     chats = ChatService(store)
     lib = LibraryService(store)
     chat_file = CASES / name / case["chat"]
-    imported = lib.import_chat(chat_file.read_bytes(), f"{name}.jsonl", character_id=character)
+    imported = LibraryImport(lib).import_chat(
+        chat_file.read_bytes(), f"{name}.jsonl", character_id=character
+    )
     chat_id = imported.chat.id
     # The page had the persona Rowan selected; taverna keeps a persona per chat (its
     # user_name), so this chat is given the persona the page spoke as.

@@ -8,7 +8,6 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request, Response
 
 from taverna.errors import Forbidden
-from taverna.providers import sources
 from taverna.server.context import AppContext, context, current_user
 from taverna.server.openapi import upstream_error
 from taverna.server.schemas import (
@@ -20,7 +19,7 @@ from taverna.server.schemas import (
     SourceOut,
 )
 from taverna.services.connections.local_models import local_models, models_in
-from taverna.services.connections.service import Connection, ConnectionService
+from taverna.services.connections.service import Connection, ConnectionService, api_sources
 
 router = APIRouter(prefix="/api/connections", tags=["connections"])
 
@@ -48,7 +47,7 @@ def out(connections: ConnectionService, connection: Connection) -> ConnectionOut
 def list_sources() -> list[SourceOut]:
     """Every service a connection is made from by name, Chat Completion ones first; the
     ones whose service shut down say so (`gone`) and cannot be added."""
-    return [SourceOut(**s.public()) for s in sources.SOURCES.values()]
+    return [SourceOut(**s.public()) for s in api_sources()]
 
 
 @router.get("/local-models", response_model=list[str])

@@ -11,7 +11,6 @@ from typing import Any, Literal
 from fastapi import APIRouter, Depends, File, Query, Request, Response, UploadFile
 from pydantic import BaseModel, Field
 
-from taverna.engine.lorebook.regex_budget import TURN_REGEX_BUDGET, RegexBudget
 from taverna.model.regex_script import RegexPlacement
 from taverna.server import library_views
 from taverna.server.context import AppContext, context, current_user
@@ -19,7 +18,9 @@ from taverna.server.openapi import file_responses
 from taverna.server.schemas import NAME_MAX, TEXT_MAX, Strict
 from taverna.server.uploads import read_limited
 from taverna.services.library.regex_library import (
+    TURN_REGEX_BUDGET,
     LayerScripts,
+    RegexBudget,
     RegexLayer,
     RegexLibrary,
     RegexUse,

@@ -13,7 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from taverna.errors import NotFound
-from taverna.providers.outbound import OutboundPolicy
+
+# the policy and its entries, for the server that reads them from server.toml
+from taverna.providers.outbound import Allowed as Allowed
+from taverna.providers.outbound import OutboundPolicy as OutboundPolicy
 from taverna.store.repository import Store
 
 

@@ -115,6 +115,11 @@ class Secrets:
             self._write(data)
 
 
+def api_sources() -> list[sources.Source]:
+    """Every API source by name, for the connection form's list."""
+    return list(sources.SOURCES.values())
+
+
 def check_url(url: str) -> str:
     """A connection's base URL as given, or FormatError (field `url`) when it is no
     http(s) URL a request can go to."""

@@ -19,7 +19,10 @@ from typing import Any
 
 from taverna.engine.assembly.regex_scripts import RegexUse as RegexUse
 from taverna.engine.assembly.regex_scripts import regexed
-from taverna.engine.lorebook.regex_budget import RegexBudget
+
+# the time all user regexes of one turn share, also for the server's regex try-out
+from taverna.engine.lorebook.regex_budget import TURN_REGEX_BUDGET as TURN_REGEX_BUDGET
+from taverna.engine.lorebook.regex_budget import RegexBudget as RegexBudget
 from taverna.engine.macros import MacroContext, evaluate
 from taverna.errors import FormatError, NotFound
 from taverna.formats import json_text
