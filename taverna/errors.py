@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import NamedTuple
 
@@ -200,6 +201,12 @@ def library_cause(exc: BaseException) -> dict[str, str]:
     return {}
 
 
+# How Python prints an object in a library's words (Pillow's "cannot identify image file
+# <_io.BytesIO object at 0x7f...>"): the process's own internals, nothing a person can use.
+_OBJECT_REPR = re.compile(r"\s*<[\w.]+ object at 0x[0-9a-fA-F]+>")
+
+
 def raw_words(exc: BaseException) -> dict[str, str]:
-    """An error's params for a library's exception: its own words (`exc`) and its cause."""
-    return {"exc": str(exc), **library_cause(exc)}
+    """An error's params for a library's exception: its own words (`exc`, without the
+    process's object addresses) and its cause."""
+    return {"exc": _OBJECT_REPR.sub("", str(exc)), **library_cause(exc)}

@@ -79,8 +79,9 @@ def build_body(prompt: Prompt, api: Api, options: RequestOptions) -> dict[str, A
         # samplers OpenAI itself lacks; sent only when moved off their neutral value,
         # because strict servers (Mistral's) reject fields they do not know
         body.update(sampling.moved(("top_k", "min_p", "top_a", "repetition_penalty")))
-    if prompt.stop and not reasoning:
-        body["stop"] = list(prompt.stop[:MAX_STOP])
+    stops = stop_strings(prompt.stop, options)
+    if stops and not reasoning:
+        body["stop"] = stops
     if sampling.seed is not None and sampling.seed >= 0:
         body["seed"] = sampling.seed
     if sampling.n is not None and sampling.n > 1:
@@ -103,6 +104,12 @@ def build_body(prompt: Prompt, api: Api, options: RequestOptions) -> dict[str, A
     if api is Api.OPENAI and options.stream:
         body["stream_options"] = {"include_usage": True}
     return body
+
+
+def stop_strings(stops: tuple[str, ...], options: RequestOptions) -> list[str]:
+    """The custom stop strings a body carries: OpenAI's four, or the source's own limit."""
+    limit = MAX_STOP if options.stop_limit == -1 else options.stop_limit
+    return list(stops if limit is None else stops[:limit])
 
 
 def _put(body: dict[str, Any], key: str, value: Any) -> None:

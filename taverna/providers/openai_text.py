@@ -7,7 +7,7 @@ from typing import Any
 from taverna.model.prompt import Prompt
 from taverna.providers import openai_chat
 from taverna.providers.events import Event, FinishReason, TextDelta
-from taverna.providers.openai_chat import MAX_STOP, OpenAIStream
+from taverna.providers.openai_chat import OpenAIStream, stop_strings
 from taverna.providers.request import RequestOptions, bearer_headers, endpoint_url
 from taverna.providers.sampling import Sampling
 
@@ -30,8 +30,9 @@ def build_body(prompt: Prompt, options: RequestOptions) -> dict[str, Any]:
     # sent only when moved off their neutral value
     body.update(sampling.moved(("top_k", "min_p", "repetition_penalty")))
     body["stream"] = options.stream
-    if prompt.stop:
-        body["stop"] = list(prompt.stop[:MAX_STOP])
+    stops = stop_strings(prompt.stop, options)
+    if stops:
+        body["stop"] = stops
     if sampling.seed is not None and sampling.seed >= 0:
         body["seed"] = sampling.seed
     return body

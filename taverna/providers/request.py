@@ -156,7 +156,9 @@ class RequestOptions:
     text where an API has no `name` field. `use_system_prompt` is `None` for the API's
     SillyTavern default (Anthropic off, Gemini on). `tool_choice` is `auto` or `required`.
     `mistral_prefix`: Mistral (or DeepSeek, as an OpenAI-compatible endpoint) continues a
-    last assistant message in place (its `prefix`).
+    last assistant message in place (its `prefix`). `stop_limit`: how many custom stop
+    strings an OpenAI-style body carries: -1 the API's own limit, None all of them, 0
+    none (a source's rule, sources.py).
     """
 
     model: str = ""
@@ -171,6 +173,7 @@ class RequestOptions:
     tools: tuple[ToolSpec, ...] = ()
     tool_choice: str = "auto"
     mistral_prefix: bool = False
+    stop_limit: int | None = -1
 
 
 def endpoint_url(base_url: str, default: str, path: str) -> str:

@@ -144,3 +144,28 @@ def test_always_importing_a_cards_lorebook_is_remembered(
     expect(page.locator("dialog.ask-card-book")).to_be_visible()
     page.locator("#card-book-no").click()
     context.close()
+
+
+@pytest.mark.parametrize(("size", "lang"), [("desktop", "en"), ("phone", "zh-CN")])
+def test_a_folder_import_ends_with_a_toast_of_what_was_stored(
+    chromium,  # type: ignore[no-untyped-def]
+    taverna: TavernaServer,
+    tmp_path: Path,
+    size: str,
+    lang: str,
+) -> None:
+    folder = tmp_path / "default-user"
+    (folder / "characters").mkdir(parents=True)
+    card_with_book(folder / "characters", f"Harbourmaster {size}")
+    context = chromium.new_context(viewport=SIZES[size])
+    context.add_init_script(f"localStorage.setItem('taverna.lang', '{lang}')")
+    page = context.new_page()
+    page.goto(f"{taverna.url}/#/import")
+    page.locator("#st-folder").set_input_files(str(folder))
+    page.locator(".report h3").first.wait_for(timeout=30_000)
+    done = "Import finished. Stored" if lang == "en" else "导入完成。已保存"
+    toast = page.locator(".toast", has_text=done)
+    expect(toast).to_be_visible()
+    expect(toast).to_contain_text("1")
+    shot(page, f"{size}-{lang}-folder-import-toast")
+    context.close()

@@ -85,5 +85,10 @@ def test_openrouter_and_deepseek_from_the_list_then_a_chat_through_each(  # type
         page.locator("#send").wait_for(state="visible")
         sent = stub.requests[asked].body
         assert sent["model"] == model
+    # the reasoning is kept apart: the stored replies hold only what was said
+    replies = taverna.api("GET", f"/chats/{chat_id}").json()["messages"][-4:]
+    said = " ".join(str(m.get("text") or m.get("content") or m.get("mes") or "") for m in replies)
+    assert "Reply via router." in said and "Reply via ds." in said
+    assert "Weighing" not in said
     assert errors == []
     context.close()

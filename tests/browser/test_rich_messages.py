@@ -132,3 +132,33 @@ def test_a_cards_styled_greeting_and_a_display_scripts_panel_show_styled_and_con
     greeting.scroll_into_view_if_needed()
     shot(page, f"{size}-{lang}-rich-greeting")
     context.close()
+
+
+def test_a_quick_replys_output_shows_its_html_and_nothing_that_runs(  # type: ignore[no-untyped-def]
+    chromium, taverna: TavernaServer
+) -> None:
+    message = (
+        '/sys <div class="qr-panel" style="border: 2px solid rgb(10, 20, 30)">Tide table</div>'
+        '<img src=x onerror="window.pwned = 1"><script>window.pwned = 2</script>'
+        '<a href="javascript:window.pwned=3">go</a>'
+    )
+    sets = {"name": "Panels", "active": True, "replies": [{"label": "Tides", "message": message}]}
+    taverna.api("PUT", "/quick-replies", json=sets).raise_for_status()
+    card = taverna.api(
+        "POST", "/characters", json={"name": "Tidewatcher", "first_mes": "Hm."}
+    ).json()
+    chat = taverna.api("POST", "/chats", json={"character_id": card["id"]}).json()
+    page = chromium.new_page(viewport={"width": 1280, "height": 800})
+    page.goto(f"{taverna.url}/#/chat/{chat['id']}")
+    page.locator(".quick-replies").get_by_role("button", name="Tides").click()
+    panel = page.locator("li.message .content .qr-panel")
+    expect(panel).to_have_text("Tide table")
+    assert colour(panel, "borderTopColor") == "rgb(10, 20, 30)"
+    content = panel.locator("xpath=..")
+    expect(content).to_contain_text("go")
+    assert content.locator("script").count() == 0
+    assert content.locator("img[onerror]").count() == 0
+    assert content.locator("a[href^='javascript']").count() == 0
+    page.wait_for_timeout(300)
+    assert page.evaluate("window.pwned") is None
+    page.close()

@@ -203,3 +203,37 @@ def test_the_cli_adds_a_connection_by_source_name(tmp_path: Path) -> None:
     assert listed["options"] == {"source": "openrouter"}
     gone = runner.invoke(app, ["connection", "add", "w", "--api", "scale", "--data", data])
     assert gone.exit_code != 0 and "shut down" in str(gone.exception or gone.output)
+
+
+@pytest.mark.parametrize(
+    ("name", "sent"),
+    [
+        ("openrouter", ["a", "b", "c", "d"]),
+        ("cohere", ["a", "b", "c", "d", "e"]),
+        ("perplexity", None),
+        ("01ai", None),
+        ("vllm", ["a", "b", "c", "d", "e", "f"]),
+        ("huggingface", ["a", "b", "c", "d"]),
+    ],
+)
+def test_a_request_carries_the_stop_strings_its_source_takes(
+    name: str, sent: list[str] | None, store: Store, tmp_path: Path
+) -> None:
+    connections = ConnectionService(store, tmp_path)
+    added = connections.add(name, name, url="http://127.0.0.1:9/v1", model="m")
+    api = added.api
+    stops = ("a", "b", "c", "d", "e", "f")
+    if api.is_text_completion:
+        prompt = Prompt(kind="text", text="Hi\n", stop=stops, sampling={})
+    else:
+        prompt = Prompt(
+            kind="chat", messages=(PromptMessage(Role.USER, "Hi"),), stop=stops, sampling={}
+        )
+    body = build_request(prompt, api, connections.request_options(added), base_url=added.url).body
+    assert body.get("stop") == sent
+    # a generic connection keeps OpenAI's four
+    plain = connections.add("plain", "openai-text", url="http://127.0.0.1:9/v1", model="m")
+    text = Prompt(kind="text", text="Hi\n", stop=stops, sampling={})
+    assert build_request(text, plain.api, connections.request_options(plain)).body["stop"] == list(
+        stops[:4]
+    )

@@ -2,7 +2,7 @@
 reply cut where it starts speaking for another member (`reply`)."""
 
 from taverna.engine.group.mentions import mentioned
-from taverna.engine.group.reply import cut_at_other_speaker
+from taverna.engine.group.reply import clean_group_reply, cut_at_other_speaker
 from taverna.engine.group.scheduler import (
     ActivationStrategy,
     GroupTurn,
@@ -15,6 +15,7 @@ __all__ = [
     "ActivationStrategy",
     "GroupTurn",
     "Member",
+    "clean_group_reply",
     "cut_at_other_speaker",
     "mentioned",
     "next_speakers",

@@ -1,10 +1,12 @@
-"""A group reply cut where the model starts writing another member's line."""
+"""A group reply as SillyTavern cleans it: cut where the model starts writing another
+member's line, and without the speaker's own `Name:` at the start of its lines."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
-__all__ = ["cut_at_other_speaker"]
+__all__ = ["clean_group_reply", "cut_at_other_speaker", "strip_own_name"]
 
 
 def cut_at_other_speaker(text: str, speaker: str, members: Sequence[str]) -> str:
@@ -24,3 +26,18 @@ def cut_at_other_speaker(text: str, speaker: str, members: Sequence[str]) -> str
         if 0 <= found < cut:
             cut = found
     return text[:cut]
+
+
+def strip_own_name(text: str, speaker: str) -> str:
+    """`text` without the speaker's `Name:` (and the blanks after it) at the start of any
+    line, as SillyTavern removes a character's own name from a reply when names are not
+    shown in messages (its default); the line's break is kept."""
+    if not speaker:
+        return text
+    return re.sub(rf"(^|\n){re.escape(speaker)}:\s*", r"\1", text)
+
+
+def clean_group_reply(text: str, speaker: str, members: Sequence[str]) -> str:
+    """A group member's reply as stored: cut at another member's line, the speaker's own
+    name prefixes taken off, trimmed (empty when nothing of the speaker's is left)."""
+    return strip_own_name(cut_at_other_speaker(text, speaker, members), speaker).strip()

@@ -76,7 +76,7 @@ def _inspect(data: bytes, file: str) -> tuple[str, int, int]:
             width, height = picture.size
     except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
         raise FormatError(
-            f"not a picture a model can read ({exc})",
+            f"not a picture a model can read ({raw_words(exc)['exc']})",
             file=file,
             code="picture_unreadable",
             params=raw_words(exc),

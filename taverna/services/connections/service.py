@@ -562,6 +562,9 @@ class ConnectionService:
             use_system_prompt=options.get("use_system_prompt"),
             mistral_prefix=provider(connection.api).opted_in_place(options),
         )
+        named = sources.find(str(options.get("source", "")))
+        if named is not None:
+            base = replace(base, stop_limit=named.stop_limit)
         return replace(base, **overrides) if overrides else base
 
     def endpoint_now(self, connection: Connection) -> tuple[str, str]:

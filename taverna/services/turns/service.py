@@ -17,7 +17,7 @@ from typing import Any
 import aiohttp
 
 from taverna.engine.assembly.context import GenerationType
-from taverna.engine.group import cut_at_other_speaker
+from taverna.engine.group import clean_group_reply
 from taverna.engine.tokens.cache import CountCache
 from taverna.engine.tokens.registry import get_tokenizer
 from taverna.errors import Conflict, NotFound, StaleRevision, TavernaError
@@ -75,6 +75,8 @@ MAX_TOOL_ROUNDS = 5
 _YIELDS_BEFORE_WRITE = 4
 # Seconds between two looks at the journal of replies the database could not take.
 JOURNAL_EVERY = 3.0
+# The kinds of generation a group member answers with (an empty one is told, not stored).
+_ANSWERS = (GenerationType.NORMAL, GenerationType.REGENERATE, GenerationType.SWIPE)
 # What a draft document holds.
 _DRAFT_DATA = (
     "chat_id",
@@ -1150,6 +1152,13 @@ class GenerationService:
             extras=_info_extras(plan, started_clock, first_token, reasoning),
         )
         record = self._reply_record(plan, "".join(reply), info)
+        if plan.members and not record["text"] and plan.kind in _ANSWERS:
+            # nothing of the speaker's was left: told, never stored as an empty message
+            if plan.posted is not None:
+                await plan.posted
+            speaker = record["speaker"]
+            message = f"the model returned nothing for {speaker} (or only other members' lines)"
+            return self._fail(plan, "".join(streamed), message, Ending.FAILED, cause="empty_reply")
         try:
             if plan.posted is not None:
                 await plan.posted  # the message this replies to is stored first
@@ -1239,8 +1248,9 @@ class GenerationService:
         chat = plan.chat
         speaker = plan.speaker or (chat.characters[0].name if chat.characters else "")
         if plan.members and kind is not GenerationType.IMPERSONATE:
-            # algo-chat-ops.md §5.4: a group reply ends where another member's line starts
-            text = cut_at_other_speaker(text, speaker, plan.members).strip()
+            # algo-chat-ops.md §5.4: a group reply ends where another member's line starts,
+            # and the speaker's own `Name:` is taken off (SillyTavern's cleanUpMessage)
+            text = clean_group_reply(text, speaker, plan.members)
         turn_state = dict(plan.prompt.state)
         changed_globals = turn_state.pop("globalVariables", None)
         if plan.tool_steps and plan.base_variables is not None:

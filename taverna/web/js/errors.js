@@ -73,7 +73,7 @@ export function reportError(error, kept = t("kept.page")) {
 }
 
 // The causes a model API failure is sorted into by the server (its ErrorKind).
-const CAUSES = ["auth", "not_found", "rate_limited", "context_length", "bad_request", "server", "timeout", "network", "interrupted", "protocol", "aborted", "prompt_too_big"];
+const CAUSES = ["auth", "not_found", "rate_limited", "context_length", "bad_request", "server", "timeout", "network", "interrupted", "protocol", "aborted", "prompt_too_big", "empty_reply"];
 // Causes a retry cannot mend: the page offers no Retry for them.
 const FINAL_CAUSES = ["prompt_too_big"];
 

@@ -32,9 +32,24 @@ export const languages = () => LANGUAGES;
 /** Whether the catalog (or the English one) has `key`. */
 export const has = (key) => key in catalog || key in fallback;
 
-/** Look up `key` and fill `{name}` placeholders. A missing key shows itself, so it gets noticed. */
+// A count's words by the language's plural rules, as ICU writes them:
+// "{n, plural, one {# message} other {# messages}}" (# is the number). Chinese needs none.
+const PLURAL = /\{(\w+), plural, ((?:[a-z]+ \{[^{}]*\}\s*)+)\}/g;
+
+function plural(text, params) {
+  return text.replace(PLURAL, (whole, name, forms) => {
+    if (!(name in params)) return whole;
+    const n = Number(params[name]);
+    const by = Object.fromEntries([...forms.matchAll(/([a-z]+) \{([^{}]*)\}/g)].map((f) => [f[1], f[2]]));
+    const form = by[new Intl.PluralRules(current).select(n)] ?? by.other ?? "";
+    return form.replaceAll("#", String(params[name]));
+  });
+}
+
+/** Look up `key` and fill `{name}` placeholders (and plural forms). A missing key shows
+ * itself, so it gets noticed. */
 export function t(key, params = {}) {
-  const text = catalog[key] ?? fallback[key] ?? key;
+  const text = plural(catalog[key] ?? fallback[key] ?? key, params);
   return text.replace(/\{(\w+)\}/g, (m, name) => (name in params ? String(params[name]) : m));
 }
 

@@ -9,6 +9,7 @@ import { failureCause, reportError, retryable } from "../errors.js";
 import { connectionForm } from "./connections.js";
 import { t } from "../i18n.js";
 import { renderRich } from "../rich.js";
+import { deleteQuestion } from "./chat_questions.js";
 import { branchLabel, personaLabel, reasonNode } from "../labels.js";
 import { openInspector } from "./inspector.js";
 import { openChatSettings } from "./chat_settings.js";
@@ -975,7 +976,7 @@ export async function render(root, params) {
     write(() => api.post(`${chatUrl}/messages/${m.id}/hidden`, { hidden, revision: state.chat.revision }));
 
   async function remove(m) {
-    if (!confirm(t("chat.confirm_delete"))) return;
+    if (!confirm(deleteQuestion(m))) return;
     await write(() => api.del(`${chatUrl}/messages/${m.id}?revision=${state.chat.revision}`));
   }
 

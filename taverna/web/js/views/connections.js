@@ -43,7 +43,11 @@ function offerSources(form) {
     if (chosen) {
       url.placeholder = chosen.needs_url ? t("connections.url_own") : chosen.url;
       key.placeholder = chosen.key === "none" ? t("connections.key_optional") : chosen.key_hint;
+      // a key's shape (sk-…) is no word to translate
+      if (chosen.key === "none") key.removeAttribute("translate");
+      else key.setAttribute("translate", "no");
     } else {
+      key.removeAttribute("translate");
       url.placeholder = apiUrl(sources, select.value);
       key.placeholder = ["koboldcpp", "llamacpp", "openai-compatible"].includes(select.value) ? t("connections.key_optional") : "";
     }

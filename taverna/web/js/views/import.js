@@ -74,6 +74,14 @@ function chatFileSection() {
     picker, choice);
 }
 
+/** The toast that ends a folder import: what was stored, counted by kind. */
+function storedSummary(r) {
+  const counts = new Map();
+  for (const s of r.stored || []) counts.set(s.kind, (counts.get(s.kind) || 0) + 1);
+  const what = [...counts].map(([kind, n]) => `${importKindLabel(kind)}${t("import.colon")}${n}`).join(" · ");
+  return t("import.folder_done", { what: what || "0" });
+}
+
 /** What an import stored, what it skipped and why, and the values it read loosely. */
 export function reportNode(r) {
   const stored = r.stored || [];
@@ -139,6 +147,7 @@ export async function render(root) {
         bar.value = 1;
         status.textContent = t("import.finished");
         showReport(data.report || {});
+        toast(storedSummary(data.report || {}));
       } else if (kind === "error") {
         status.textContent = data.message || t("error.generation");
       }

@@ -7,6 +7,7 @@ import { formWith, h, mount, toast, withMacros } from "../dom.js";
 import { explain, reportError } from "../errors.js";
 import { t } from "../i18n.js";
 import { ledgerReason } from "../labels.js";
+import { regexProblem, startingUse, unreadable } from "./regex_check.js";
 
 const PLACEMENTS = [
   [1, "regex.place_user"],
@@ -173,7 +174,16 @@ export async function render(root) {
     const sample = h("textarea", { id: "regex-test-input", rows: 3, placeholder: t("regex.test_placeholder"), "aria-label": t("regex.test") });
     const use = h("select", { id: "regex-test-use", "aria-label": t("regex.test_use") },
       USES.map(([value, key]) => h("option", { value, text: t(key) })));
+    use.value = startingUse(script);
     const result = h("output", { id: "regex-test-result", class: "regex-result", "aria-live": "polite" });
+    const problem = h("p", { id: "regex-find-problem", class: "error", role: "alert", hidden: true });
+    const checkFind = () => {
+      const why = regexProblem(find.value);
+      problem.hidden = !why;
+      problem.textContent = why ? t("regex.invalid", { message: why }) : "";
+      find.setAttribute("aria-invalid", why ? "true" : "false");
+      return why;
+    };
     // why the text was left as it was: the script ran to its time limit
     const stopped = h("p", { id: "regex-test-stopped", class: "muted", hidden: true });
 
@@ -197,6 +207,12 @@ export async function render(root) {
       const current = read();
       const mine = ++asked;
       stopped.hidden = true;
+      if (checkFind()) {
+        result.classList.add("error");
+        result.textContent = problem.textContent;
+        return;
+      }
+      result.classList.remove("error");
       if (!sample.value) {
         result.textContent = "";
         return;
@@ -229,7 +245,7 @@ export async function render(root) {
     const form = h("div", { class: "regex-form" },
       h("h2", { text: script.scriptName || t("regex.unnamed") }),
       field(t("regex.name"), name),
-      field(t("regex.find"), find),
+      field(t("regex.find"), find), problem,
       field(t("regex.replace"), replace),
       field(t("regex.trim"), trims),
       h("fieldset", {}, h("legend", { text: t("regex.placement") }), h("div", { class: "row wrap" }, places)),
@@ -247,6 +263,7 @@ export async function render(root) {
         h("div", { class: "muted", text: t("regex.test_result") }),
         result, stopped));
     mount(editor, form);
+    test();
     form.addEventListener("input", (event) => {
       if (event.target === sample) {
         clearTimeout(timer);
@@ -265,7 +282,10 @@ export async function render(root) {
       const keep = state.selected;
       Object.assign(state, { scripts: found.scripts, dirty: false });
       save.disabled = true;
-      toast(t("common.saved"));
+      // Saved either way (nothing is lost), but a Find that cannot be read is said, not "Saved".
+      const bad = unreadable(state.scripts);
+      if (bad.length) toast(t("regex.saved_invalid", { name: bad.map((b) => b.scriptName || t("regex.unnamed")).join(", ") }), "warning");
+      else toast(t("common.saved"));
       drawList();
       if (keep >= 0 && keep < state.scripts.length) select(keep);
     } catch (error) {
