@@ -11,17 +11,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from taverna.services.turn_paths import PathEnds
 
 from taverna.engine.group import clean_group_reply
 from taverna.formats.card_json import card_from_json
 from taverna.formats.png_card import CardFile
 from taverna.services.chats import ChatService
+from taverna.services.chats.groups import GroupService
 from taverna.services.connections import ConnectionService
-from taverna.services.generation import Ending, GenerationService
-from taverna.services.groups import GroupService
 from taverna.services.library import LibraryService
-from taverna.services.turn_context import TurnContexts
-from taverna.services.turn_paths import PathEnds
+from taverna.services.turns import Ending, GenerationService
+from taverna.services.turns.context import TurnContexts
 from taverna.store.testing import temporary_store
 from tests.stubs import Reply, StubServer, start_stub
 from tests.support.folders import connect_stub
