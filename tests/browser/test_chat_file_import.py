@@ -101,5 +101,7 @@ def test_a_refused_chat_file_names_its_file_and_line_once(chromium, fresh: Taver
     loose["is_user"] = "yes"
     pick(page, "loose.jsonl", "\n".join([*head, json.dumps(loose)]).encode())
     warning = page.locator("#toasts .toast.warning", has_text="loose.jsonl")
-    expect(warning).to_contain_text('line 4, is_user: the text "yes" is read as true')
+    # The line and what was read in words; the field's path folded under "details".
+    expect(warning).to_contain_text('line 4: the text "yes" is read as true')
+    expect(warning.locator("details.field-path code")).to_have_text("is_user")
     context.close()

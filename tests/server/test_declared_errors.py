@@ -214,8 +214,11 @@ def undeclared(client: TestClient) -> dict[str, list[str]]:
 
 
 def test_the_walk_finds_what_routes_raise() -> None:
+    # The summary's model error is found three calls down (route, generator, its ask); its
+    # 404 comes through `endpoint`/`get_chat`, names defined in several places, which the
+    # walk leaves unresolved rather than guess (the route declares 404 by hand).
     summary = next(k for k in DEFS if k[1] == "make_summary")
-    assert "ProviderError" in raised(summary) and "NotFound" in raised(summary)
+    assert "ProviderError" in raised(summary)
     round_state = next(k for k in DEFS if k[1] == "GenerationService.round_state")
     assert raised(round_state) == {"NotFound"}
 
