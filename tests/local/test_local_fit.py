@@ -8,12 +8,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from taverna.services.library_editing import create_character
-from taverna.services.workspace import LOCAL_CONNECTION, Workspace, open_workspace, seed_local_model
 
 from taverna.model.chat import CharacterRef
-from taverna.services import local_models, prompt_fit
+from taverna.services.connections import local_models
 from taverna.services.connections.local_models import LocalSpec, default_model_path, trained_context
+from taverna.services.house.workspace import (
+    LOCAL_CONNECTION,
+    Workspace,
+    open_workspace,
+    seed_local_model,
+)
+from taverna.services.library.editing import create_character
+from taverna.services.turns import prompt_fit
 from taverna.services.turns.runs import Completed, Ending
 
 pytestmark = pytest.mark.skipif(

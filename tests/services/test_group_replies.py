@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from taverna.services.turn_paths import PathEnds
 
 from taverna.engine.group import clean_group_reply
 from taverna.formats.card_json import card_from_json
@@ -22,6 +21,7 @@ from taverna.services.connections import ConnectionService
 from taverna.services.library import LibraryService
 from taverna.services.turns import Ending, GenerationService
 from taverna.services.turns.context import TurnContexts
+from taverna.services.turns.paths import PathEnds
 from taverna.store.testing import temporary_store
 from tests.stubs import Reply, StubServer, start_stub
 from tests.support.folders import connect_stub
