@@ -277,8 +277,9 @@ def test_a_chat_file_with_a_bad_line_is_told_in_chinese(
     # the warning is told for 8 seconds, as the chat opens
     warning = page.locator("#toasts .toast.warning").last
     expect(warning).to_contain_text("松散.jsonl")
-    # the line named once, before the field
-    expect(warning).to_contain_text("第 3 行 is_user：文本")
+    # the line named once and what was read in words; the field's path under "details"
+    expect(warning).to_contain_text('第 3 行：文本 "yes" 按真值读取')
+    expect(warning.locator("details.field-path code")).to_have_text("is_user")
     assert warning.inner_text().count("3") == 1, warning.inner_text()
     no_english(page, "chat file read loosely")
     shot(page, f"zh-{viewport['width']}-chat-file-loose")
