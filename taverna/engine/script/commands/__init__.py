@@ -2,12 +2,54 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 
-from taverna.engine.script.commands import chat, flow, math, quick_replies, text, variables
+from taverna.engine.script.commands import (
+    chat,
+    flow,
+    fuzzy,
+    math,
+    quick_replies,
+    text,
+    variables,
+)
 from taverna.engine.script.interpreter import Call, Command
 from taverna.engine.script.scope import ScriptValue
+
+_NAMED = re.compile(r"(?<![\w=])([a-z][\w-]*)=")
+
+
+@dataclass(frozen=True, slots=True)
+class CommandHelp:
+    """One command as /help and the input's completion show it."""
+
+    name: str
+    aliases: tuple[str, ...]
+    named: tuple[str, ...]  # its named arguments, in the order its usage gives them
+    usage: str
+    help: str
+
+    def line(self) -> str:
+        aliases = f" (also /{', /'.join(self.aliases)})" if self.aliases else ""
+        return f"{self.usage}{aliases} - {self.help}"
+
+
+def command_help(command: Command) -> CommandHelp:
+    """What /help says of a command: its usage line names its named arguments (`key=`)."""
+    words = (command.usage or f"/{command.name}").split(" ", 1)
+    usage = " ".join(
+        [f"/{command.name}", *words[1:]]
+    )  # by its name, even where written by an alias
+    named = tuple(dict.fromkeys(_NAMED.findall(usage)))
+    return CommandHelp(command.name, command.aliases, named, usage, command.help)
+
+
+def describe() -> tuple[CommandHelp, ...]:
+    """Every command, by name."""
+    return tuple(command_help(c) for c in sorted(COMMANDS, key=lambda c: c.name))
 
 
 def _help(call: Call) -> ScriptValue:
@@ -16,11 +58,8 @@ def _help(call: Call) -> ScriptValue:
         command = CATALOGUE.get(wanted)
         if command is None:
             return f"no command /{wanted}"
-        aliases = f" (also /{', /'.join(command.aliases)})" if command.aliases else ""
-        return f"{command.usage or '/' + command.name}{aliases}\n{command.help}"
-    return "\n".join(
-        f"/{command.name} - {command.help}" for command in sorted(COMMANDS, key=lambda c: c.name)
-    )
+        return command_help(command).line()
+    return "\n".join(entry.line() for entry in describe())
 
 
 def _comment(call: Call) -> ScriptValue:
@@ -32,6 +71,7 @@ COMMANDS: tuple[Command, ...] = (
     *variables.COMMANDS,
     *math.COMMANDS,
     *text.COMMANDS,
+    *fuzzy.COMMANDS,
     *chat.COMMANDS,
     *quick_replies.COMMANDS,
     Command("help", _help, "List the commands, or describe one.", ("?",), usage="/help [command]"),

@@ -414,7 +414,7 @@ COMMANDS = (
         "inject",
         inject,
         "Place a prompt by id: position=after|before|chat|none, depth=4, role, scan, ephemeral.",
-        usage="/inject id=name [position=chat] [depth=4] [role=system] text",
+        usage="/inject id=name [position=chat] [depth=4] [role=system] [scan=false] [ephemeral=false] text",
     ),
     Command(
         "flushinject",
@@ -429,7 +429,7 @@ COMMANDS = (
         find_entry,
         "The uid of the lorebook entry whose field (key) best matches the text.",
         ("lore", "findlore", "findwi"),
-        usage="/findentry file=Book [field=key] text",
+        usage="/findentry file=Book (or book=) [field=key] text",
     ),
     Command(
         "getentryfield",

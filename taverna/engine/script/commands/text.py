@@ -263,7 +263,7 @@ COMMANDS = (
         "split",
         split,
         "Split text at find= (',') into a JSON list (parts trimmed unless trim=off).",
-        usage="/split find=, text",
+        usage="/split find=, [trim=true] text",
     ),
     Command(
         "join",
