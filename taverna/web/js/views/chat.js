@@ -17,6 +17,7 @@ import { markSummaries } from "./summary.js";
 import { openChatSearch, takeJump } from "./search.js";
 import { openTree } from "./tree.js";
 import { turnBar } from "./turn_bar.js";
+import { scriptCompletion } from "./script_complete.js";
 
 // Messages per page read from the server, and the most kept in the page at once: farther
 // ones are dropped and read again by cursor, so a long chat keeps a small DOM.
@@ -138,6 +139,8 @@ export async function render(root, params) {
     input,
     h("div", { class: "composer-actions" }, attachButton, impersonateButton, continueButton, sendButton, stopButton),
   );
+  // Completion of commands, their arguments and variable names, above the input.
+  input.before(scriptCompletion({ input, variables: () => api.get(`${chatUrl}/variables`) }));
   const drafts = h("div", { class: "drafts", "aria-live": "polite" });
   // A group chat's members: who they are, who is muted, who speaks next; speak now.
   const members = h("aside", { class: "group-members", id: "group-members", hidden: true, "aria-label": t("groups.members") });
