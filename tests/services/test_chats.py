@@ -522,3 +522,22 @@ def test_branch_lists_kept_by_revision_follow_every_write(chats: ChatService) ->
     out = check(chats.switch_branch(cid, main.branch.id, revision=out.chat.revision))
     out = check(chats.rename_branch(cid, main.branch.id, "first", revision=out.chat.revision))
     check(chats.undo(cid, revision=out.chat.revision))
+
+
+def test_insert_at_a_place_keeps_the_old_path_as_a_candidate(chats: ChatService) -> None:
+    out = conversation(chats, "a", "b", "c")
+    cid = out.chat.id
+    old_b = chats.active_path(cid).entries[2].node
+    out = chats.hide_range(cid, 3, 3, revision=out.chat.revision)
+    out = chats.insert_at(cid, 2, NodeRole.NARRATOR, "aside", revision=out.chat.revision)
+    assert out.node is not None and out.node.content == "aside"
+    path = chats.active_path(cid)
+    assert [n.content for n in path.nodes] == ["Hello.", "a", "aside", "b", "c"]
+    assert [n.hidden for n in path.nodes] == [False, False, False, False, True]
+    assert path.nodes[3].id != old_b.id  # the later messages continue as copies
+    # Nothing is lost: the path as it was is the other candidate at that place.
+    assert old_b.id in [n.id for n in chats.candidates(cid, out.node.id)]
+    out = chats.insert_at(cid, 0, USER, "first", revision=path.chat.revision)
+    assert texts(chats, cid) == ["first", "Hello.", "a", "aside", "b", "c"]
+    out = chats.insert_at(cid, 6, USER, "end", revision=out.chat.revision)
+    assert texts(chats, cid)[-1] == "end"

@@ -108,10 +108,21 @@ class ChatScriptHost:
         slash: bool = False,
     ) -> str:
         if at is not None:
-            raise ScriptError(
-                "at= (adding a message in the middle of the chat) is not supported",
-                code="at_adding_message_in_middle",
+            nodes = self.chats.active_path(self.chat.id).nodes
+            self._mark(nodes[at - 1].id if 0 < at <= len(nodes) else None)
+            outcome = self.chats.insert_at(
+                self.chat.id,
+                at,
+                role,
+                text,
+                revision=self.chat.revision,
+                speaker=speaker,
+                hidden=hidden,
+                extras=extras,
+                slash=slash,
             )
+            self.chat = outcome.chat
+            return ""
         self._mark(self.chat.active_leaf_id)
         outcome = self.chats.append(
             self.chat.id,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 
 from taverna.engine.macros.js import js_number
@@ -19,16 +20,22 @@ _ROLES = ("system", "user", "assistant")
 
 
 def _at(call: Call) -> int | None:
+    """The place `at=` names in the chat as read, or None for the end.
+
+    SillyTavern 1.12.6: a negative place counts from the end, and so does 0 (it reads 0 as
+    -0: the end); a place that is not a number or falls outside the chat means the end; a
+    fraction is cut to its whole part."""
     raw = call.arg("at")
-    if raw is None or raw == "":
+    if raw is None:
         return None
     number = js_number(raw)
-    if number is None or not number.is_integer():
-        raise ScriptError(
-            f"at={raw!r} is not a message number",
-            code="at_is_not_message_number",
-            params={"raw": str(raw)},
-        )
+    if number is None or math.isnan(number):
+        return None
+    count = len(call.run.host.messages())
+    if number <= 0:
+        number += count
+    if not 0 <= number < count:
+        return None
     return int(number)
 
 
