@@ -49,16 +49,10 @@ from taverna.model.chat import (
 )
 from taverna.services.chats.generated_reply import ToolStep, recorded_state
 from taverna.services.chats.images import ImageLibrary, with_image
+from taverna.services.chats.insertion import Insertion
+from taverna.services.chats.insertion import WriteResult as WriteResult
 from taverna.services.plugins import Event, EventBus, EventName
 from taverna.store.repository import UNSET, ChatWriter, NewChat, Store
-
-
-@dataclass(frozen=True, slots=True)
-class WriteResult:
-    """The result of a write: the chat at its new revision and the node concerned."""
-
-    chat: Chat
-    node: Node | None = None
 
 
 def _is_tool_step(node: Node) -> bool:
@@ -90,7 +84,7 @@ class Rewriter(Protocol):
 BRANCH_LISTS_KEPT = 512
 
 
-class ChatService:
+class ChatService(Insertion):
     """The use cases of a conversation tree, shared by the CLI, the server and generation."""
 
     def __init__(
@@ -367,72 +361,6 @@ class ChatService:
         elif role is NodeRole.ASSISTANT:
             self._emit(EventName.MESSAGE_RECEIVED, chat_id, result.node)
         return result
-
-    def insert_at(
-        self,
-        chat_id: str,
-        index: int,
-        role: NodeRole,
-        content: str,
-        *,
-        revision: int,
-        speaker: str = "",
-        hidden: bool = False,
-        extras: Mapping[str, Any] | None = None,
-        slash: bool = False,
-    ) -> WriteResult:
-        """Put a message at place `index` of the chat as read (0: before the first); the
-        messages from there on follow it (a place outside the chat: the same as `append`).
-
-        Nothing is lost: the new message starts a branch under the message before it and
-        the later messages continue that branch as copies; the path as it was stays in the
-        tree as the other candidate at that place."""
-        if not 0 <= index < len(self.store.active_path(chat_id).nodes):
-            return self.append(
-                chat_id,
-                role,
-                content,
-                revision=revision,
-                speaker=speaker,
-                hidden=hidden,
-                extras=extras,
-                slash=slash,
-            )
-        with self.store.write(chat_id, revision=revision, label=f"insert {role.value}") as w:
-            path = w.active_nodes()
-            visible = [n for n in path if not n.deleted]
-            parent = visible[index - 1].id if index else None
-            after = path[path.index(visible[index]) :]
-            node = w.insert_node(
-                parent,
-                role,
-                content,
-                speaker=speaker,
-                hidden=hidden,
-                extras=extras,
-                created=self.clock(),
-            )
-            w.set_selection(parent, node.id)
-            leaf = node.id
-            for old in after:
-                if old.deleted:
-                    continue  # a tombstone stays on the path as it was
-                copy = w.insert_node(
-                    leaf,
-                    old.role,
-                    old.content,
-                    speaker=old.speaker,
-                    hidden=old.hidden,
-                    extras=old.extras,
-                    generation=old.generation,
-                    state=old.state,
-                    created=old.created,
-                )
-                w.set_selection(leaf, copy.id)
-                leaf = copy.id
-            w.set_active(leaf)
-        inserted = self.store.get_node(chat_id, node.id)
-        return self._rewritten(WriteResult(w.chat, inserted), slash=slash)
 
     def swipe(
         self,
