@@ -288,3 +288,32 @@ class QuickReplyService:
             for entry in self.library.lorebook(doc.id).entries
             if entry.automation_id
         }
+
+
+def quick_reply_sets(library: LibraryService) -> list[QuickReplySet]:
+    """Every Quick Reply set of the library, in version-2 form."""
+    sets = []
+    for doc in library.documents(LibraryKind.QUICK_REPLY_SET):
+        item = library.item(LibraryKind.QUICK_REPLY_SET, doc.id)
+        sets.append(item.migrated() if isinstance(item, LegacyQuickReplySet) else item)
+    return sets
+
+
+def find_quick_reply(library: LibraryService, name: str) -> str | None:
+    """The script of the Quick Reply labelled `name`, else of `Set.Label` (SillyTavern's
+    lookup order for `/run` and `/:`)."""
+    sets = quick_reply_sets(library)
+    for qr_set in sets:
+        for reply in qr_set.qr_list:
+            if reply.label == name:
+                return reply.message
+    for index, char in enumerate(name):
+        if char != ".":
+            continue
+        set_name, label = name[:index], name[index + 1 :]
+        for qr_set in sets:
+            if qr_set.name == set_name:
+                for reply in qr_set.qr_list:
+                    if reply.label == label:
+                        return reply.message
+    return None

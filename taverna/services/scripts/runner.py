@@ -36,13 +36,12 @@ from taverna.engine.script import (
 )
 from taverna.errors import QuotaExceeded, StaleRevision, TavernaError
 from taverna.model.chat import Chat, NodeRole
-from taverna.model.quick_reply import LegacyQuickReplySet, QuickReplySet
 from taverna.services.chats.service import ChatService
 from taverna.services.library.active_settings import global_variables, write_global_variables
 from taverna.services.library.regex_library import RegexLayer, RegexLibrary
 from taverna.services.library.service import LibraryKind, LibraryService
 from taverna.services.scripts.macros import script_macros
-from taverna.services.scripts.quick_replies import QuickReplyService
+from taverna.services.scripts.quick_replies import QuickReplyService, find_quick_reply
 from taverna.services.scripts.quick_reply_commands import QuickReplyCommands
 
 __all__ = ["FOLLOW_UPS", "ChatScriptHost", "ScriptRun", "ScriptService"]
@@ -475,35 +474,6 @@ def run_named_regex(
     for script in scripts:
         if script.script_name.lower() == wanted:
             return text if script.disabled else regex_scripts.run_script(script, text, substitute)
-    return None
-
-
-def quick_reply_sets(library: LibraryService) -> list[QuickReplySet]:
-    """Every Quick Reply set of the library, in version-2 form."""
-    sets = []
-    for doc in library.documents(LibraryKind.QUICK_REPLY_SET):
-        item = library.item(LibraryKind.QUICK_REPLY_SET, doc.id)
-        sets.append(item.migrated() if isinstance(item, LegacyQuickReplySet) else item)
-    return sets
-
-
-def find_quick_reply(library: LibraryService, name: str) -> str | None:
-    """The script of the Quick Reply labelled `name`, else of `Set.Label` (SillyTavern's
-    lookup order for `/run` and `/:`)."""
-    sets = quick_reply_sets(library)
-    for qr_set in sets:
-        for reply in qr_set.qr_list:
-            if reply.label == name:
-                return reply.message
-    for index, char in enumerate(name):
-        if char != ".":
-            continue
-        set_name, label = name[:index], name[index + 1 :]
-        for qr_set in sets:
-            if qr_set.name == set_name:
-                for reply in qr_set.qr_list:
-                    if reply.label == label:
-                        return reply.message
     return None
 
 

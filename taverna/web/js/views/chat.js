@@ -18,26 +18,12 @@ import { openChatSearch, takeJump } from "./search.js";
 import { openTree } from "./tree.js";
 import { turnBar } from "./turn_bar.js";
 import { scriptCompletion } from "./script_complete.js";
+import { avatarFor, reasoningBlock } from "./message_parts.js";
 
 // Messages per page read from the server, and the most kept in the page at once: farther
 // ones are dropped and read again by cursor, so a long chat keeps a small DOM.
 const PAGE = 50;
 const HELD = 100;
-
-function avatarFor(message, chat) {
-  const isUser = message.role === "user";
-  const name = message.name || (isUser ? chat.persona?.name : chat.characters?.[0]?.name) || "?";
-  const url = isUser ? chat.persona?.avatar_url : message.avatar_url;
-  if (url) return h("img", { class: "avatar", src: url, alt: "", loading: "lazy" });
-  return h("span", { class: "avatar letter", "aria-hidden": "true", text: [...name][0] || "?" });
-}
-
-/** The model's visible reasoning, folded away (shown as plain text, never as HTML). */
-function reasoningBlock(text, open = false) {
-  if (!text) return null;
-  return h("details", { class: "reasoning", open: open ? "open" : null },
-    h("summary", { text: t("chat.reasoning") }), h("div", { class: "reasoning-text", text }));
-}
 
 /** Render the chat with id `params.id` into `root`; returns a cleanup function. */
 export async function render(root, params) {
