@@ -25,7 +25,8 @@ from .textgen.test_textgen_prompt import chatml, long_chat, seraphina
 
 ROOT = Path(__file__).resolve().parents[2]
 CATALOGS = ROOT / "taverna" / "web" / "i18n"
-FIELDS = re.compile(r"\{(\w+)\}")
+# a name the page fills: {name}, or the count of an ICU plural form {n, plural, ...}
+FIELDS = re.compile(r"\{(\w+)(?:\}|,\s*plural\b)")
 
 
 def _catalog(language: str) -> dict[str, str]:
