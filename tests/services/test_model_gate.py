@@ -30,7 +30,10 @@ from tests.stubs import Reply, StubServer, start_stub
 KEY = "sk-gate-test-key-0001"
 PACKAGE = Path(taverna.__file__).parent
 # Where a model stream may be opened: the transport itself and the gate in front of it.
-OPENERS = {PACKAGE / "providers" / "transport.py", PACKAGE / "services" / "model_gate.py"}
+OPENERS = {
+    PACKAGE / "providers" / "transport.py",
+    PACKAGE / "services" / "connections" / "model_gate.py",
+}
 
 
 @pytest.fixture(scope="module")
