@@ -51,7 +51,9 @@ def source() -> str:
     """The text of formats/card_shapes.py."""
     from taverna.model.character import Character, CharacterExtensions
 
-    models = "".join(f"    {name!r}: {model!r},\n" for name, model in card_models().items())
+    models = "".join(
+        f"    {name!r}: {_model_text(model)},\n" for name, model in card_models().items()
+    )
     names = "REQUIRED, Field, Model, Shape" if "REQUIRED" in models else "Field, Model, Shape"
     return (
         f"{HEADER}from taverna.formats.shapes import {names}\n\n"
@@ -59,6 +61,33 @@ def source() -> str:
         f"EXTENSIONS = {model_name(CharacterExtensions)!r}\n\n"
         f"MODELS: dict[str, Model] = {{\n{models}}}\n"
     )
+
+
+def _model_text(model: shapes.Model) -> str:
+    """A model as a short call: positional fields, the shapes' default arguments left out
+    (a field a line, so the file stays readable and small)."""
+    fields = "".join(f"{_field_text(field)}, " for field in model.fields)
+    opaque = ", opaque=True" if model.opaque else ""
+    return f"Model(({fields}){opaque})"
+
+
+def _field_text(field: shapes.Field) -> str:
+    return (
+        f"Field({field.key!r}, {field.name!r}, {_shape_text(field.shape)}, "
+        f"{field.type!r}, {field.default!r})"
+    )
+
+
+def _shape_text(shape: shapes.Shape) -> str:
+    parts = [repr(shape.kind)]
+    if shape.optional:
+        parts.append("optional=True")
+    if shape.model is not None:
+        parts.append(f"model={shape.model!r}")
+    if shape.members:
+        members = ", ".join(_shape_text(member) for member in shape.members)
+        parts.append(f"members=({members}{',' if len(shape.members) == 1 else ''})")
+    return f"Shape({', '.join(parts)})"
 
 
 if __name__ == "__main__":
