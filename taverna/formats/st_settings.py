@@ -21,21 +21,18 @@ from pydantic import ValidationError
 
 from taverna.errors import FormatError
 from taverna.formats import settings_file
-from taverna.formats.chat_sources import models_of
 from taverna.formats.json_text import loads
+from taverna.formats.settings_reader import SettingsReader, settings_document
+from taverna.formats.st_chat_completion import read_chat_completion
 from taverna.formats.validation import validate
 from taverna.model.chat import AuthorsNote
 from taverna.model.injection import InjectionRole
 from taverna.model.lorebook import DEFAULT_WORLD_INFO, CharacterStrategy, WorldInfoSettings
 from taverna.model.persona import PersonaPosition
-from taverna.model.presets import GLOBAL_ORDER_ID as GLOBAL_ORDER_ID  # the "global" order list
 from taverna.model.presets import (
     ContextTemplate,
     InstructTemplate,
-    NamesBehavior,
-    PromptOrderItem,
     SystemPromptPreset,
-    default_prompt_order,
     migrated_story_string,
 )
 from taverna.model.regex_script import RegexScript
@@ -46,9 +43,7 @@ from taverna.model.settings import (
     ChatCompletionSettings,
     PersonaInfo,
     PowerUserSettings,
-    PromptSlot,
     TextCompletionSettings,
-    default_prompts,
 )
 from taverna.model.summary import SummarySettings, SummarySource
 
@@ -110,7 +105,7 @@ def read_settings(data: bytes | str, *, file: str | None = None) -> SillyTavernS
     wi = settings_file.world_info_part(doc)
     return SillyTavernSettings(
         main_api=reader.str_(doc, "main_api", "openai"),
-        chat_completion=reader.chat_completion(oai, oai_path),
+        chat_completion=read_chat_completion(reader, oai, oai_path),
         text_completion=reader.text_completion(doc, power),
         power_user=reader.power_user(power),
         world_info=reader.world_info(
@@ -157,7 +152,9 @@ def preset_regex_allowed(
 ) -> tuple[str, ...]:
     """The presets of an API whose own regex scripts may run
     (`extension_settings.preset_allowed_regex.<api>`: preset names)."""
-    return _SettingsReader(file).preset_regex_allowed(_document(data, "settings", file), api)
+    return _SettingsReader(file).preset_regex_allowed(
+        settings_document(data, "settings", file), api
+    )
 
 
 def preset_regex_scripts(
@@ -173,7 +170,7 @@ def read_extension_choices(
     """From a settings-shaped document: the global variables and the card files whose own
     regex scripts may run (`extension_settings.variables.global`,
     `extension_settings.character_allowed_regex`), as `read_settings` reads them."""
-    doc = _document(data, "settings", file)
+    doc = settings_document(data, "settings", file)
     reader = _SettingsReader(file)
     return reader.global_variables(doc), reader.regex_allowed(doc)
 
@@ -185,21 +182,22 @@ def chosen_chat_completion(
 
     A malformed field raises FormatError naming it (without the `oai_settings.` prefix).
     """
-    return _SettingsReader(file).chat_completion(_document(data, "a preset", file), "")
+    doc = settings_document(data, "a preset", file)
+    return read_chat_completion(SettingsReader(file), doc, "")
 
 
 def chosen_instruct_template(
     data: Mapping[str, Any], *, file: str | None = None
 ) -> InstructTemplate:
     """An instruct template file as `read_settings` reads `power_user.instruct`: migrated."""
-    doc = _document(data, "an instruct template", file)
+    doc = settings_document(data, "an instruct template", file)
     return _SettingsReader(file).instruct(doc, "")
 
 
 def chosen_context_template(data: Mapping[str, Any], *, file: str | None = None) -> ContextTemplate:
     """A context template file as `read_settings` reads `power_user.context`: a key it
     lacks keeps a new install's value."""
-    doc = _document(data, "a context template", file)
+    doc = settings_document(data, "a context template", file)
     return _SettingsReader(file).template(ContextTemplate, DEFAULT_CONTEXT_TEMPLATE, doc, "")
 
 
@@ -207,14 +205,14 @@ def read_power_user_settings(
     data: Mapping[str, Any], *, file: str | None = None
 ) -> PowerUserSettings:
     """SillyTavern's `power_user` object (the prompt-relevant switches)."""
-    return _SettingsReader(file).power_user(_document(data, "power-user settings", file))
+    return _SettingsReader(file).power_user(settings_document(data, "power-user settings", file))
 
 
 def read_world_info_settings(
     data: Mapping[str, Any], *, file: str | None = None
 ) -> WorldInfoSettings:
     """SillyTavern's `world_info_settings` object (scan depth, budget, global selection...)."""
-    return _SettingsReader(file).world_info(_document(data, "world info settings", file))
+    return _SettingsReader(file).world_info(settings_document(data, "world info settings", file))
 
 
 # Keys of a template in the settings that a template file does not hold (formats-presets.md §2.1).
@@ -222,231 +220,8 @@ _SETTINGS_ONLY = frozenset({"enabled", "bind_to_context", "preset"})
 T = TypeVar("T", InstructTemplate, ContextTemplate, SystemPromptPreset)
 
 
-def _document(data: Any, what: str, file: str | None) -> Mapping[str, Any]:
-    if not isinstance(data, Mapping):
-        raise FormatError(
-            f"{what} must be a JSON object",
-            file=file,
-            code="must_be_json_object",
-            params={"what": str(what)},
-        )
-    return data
-
-
-class _SettingsReader:
-    """Typed access to settings values, with errors that name the field."""
-
-    def __init__(self, file: str | None) -> None:
-        self.file = file
-
-    def _fail(self, path: str, expected: str, value: Any) -> FormatError:
-        return FormatError(
-            f"expected {expected}, found {type(value).__name__}",
-            file=self.file,
-            field=path,
-            code="expected_found",
-            params={"expected": str(expected), "name": str(type(value).__name__)},
-        )
-
-    def obj(self, doc: Mapping[str, Any], key: str, path: str = "") -> dict[str, Any]:
-        value = doc.get(key)
-        if value is None:
-            return {}
-        if not isinstance(value, dict):
-            raise self._fail(path + key, "an object", value)
-        return value
-
-    def str_(self, doc: Mapping[str, Any], key: str, default: str, path: str = "") -> str:
-        value = doc.get(key, default)
-        if value is None:
-            return default
-        if not isinstance(value, str):
-            raise self._fail(path + key, "a string", value)
-        return value
-
-    def int_(self, doc: Mapping[str, Any], key: str, default: int, path: str = "") -> int:
-        value = doc.get(key, default)
-        if value is None:
-            return default
-        if isinstance(value, bool):
-            raise self._fail(path + key, "a number", value)
-        if isinstance(value, int | float):
-            return int(value)
-        if isinstance(value, str):
-            try:
-                return int(float(value))
-            except ValueError:
-                pass
-        raise self._fail(path + key, "a number", value)
-
-    def bool_(self, doc: Mapping[str, Any], key: str, default: bool, path: str = "") -> bool:
-        value = doc.get(key, default)
-        if value is None:
-            return default
-        if not isinstance(value, bool):
-            raise self._fail(path + key, "true or false", value)
-        return value
-
-    # ------------------------------------------------------------ chat completion
-
-    def chat_completion(
-        self, oai: Mapping[str, Any], path: str = "oai_settings."
-    ) -> ChatCompletionSettings:
-        base = ChatCompletionSettings()
-        prompts = self.prompts(oai.get("prompts"), path)
-        # Before the prompt manager (1.9 and older) the texts had keys of their own;
-        # SillyTavern moves them into the prompts when it loads them.
-        legacy = {
-            slot: text
-            for slot, key in (("main", "main_prompt"), ("nsfw", "nsfw_prompt"),
-                              ("jailbreak", "jailbreak_prompt"))
-            if isinstance(text := oai.get(key), str) and text
-        }  # fmt: skip
-        if legacy:
-            prompts = tuple(
-                replace(p, content=legacy[p.identifier]) if p.identifier in legacy else p
-                for p in prompts
-            )
-        order = self.order(oai.get("prompt_order"), path)
-        source = self.str_(oai, "chat_completion_source", "openai", path)
-        models = models_of(oai)
-        if "assistant_impersonation" not in oai and "assistant_prefill" in oai:
-            # formats-presets.md §1.1: a missing impersonation prefill copies the prefill.
-            oai = {**oai, "assistant_impersonation": oai["assistant_prefill"]}
-        names = self.int_(oai, "names_behavior", 0, path)
-        if "names_behavior" not in oai and oai.get("names_in_completion") is True:
-            names = 1  # formats-presets.md §1.1 migration
-        texts: dict[str, Any] = {
-            f.name: self.str_(oai, f.name, getattr(base, f.name), path)
-            for f in fields(ChatCompletionSettings)
-            if f.name
-            in (
-                "send_if_empty",
-                "impersonation_prompt",
-                "new_chat_prompt",
-                "new_group_chat_prompt",
-                "new_example_chat_prompt",
-                "continue_nudge_prompt",
-                "continue_postfix",
-                "group_nudge_prompt",
-                "wi_format",
-                "scenario_format",
-                "personality_format",
-                "assistant_prefill",
-                "assistant_impersonation",
-            )
-        }
-        sampling = {
-            "temperature": oai.get("temp_openai", 1),
-            "frequency_penalty": oai.get("freq_pen_openai", 0),
-            "presence_penalty": oai.get("pres_pen_openai", 0),
-            "top_p": oai.get("top_p_openai", 1),
-            "top_k": oai.get("top_k_openai", 0),
-            "top_a": oai.get("top_a_openai", 0),
-            "min_p": oai.get("min_p_openai", 0),
-            "repetition_penalty": oai.get("repetition_penalty_openai", 1),
-            "max_tokens": self.int_(oai, "openai_max_tokens", 300, path),
-            "stream": self.bool_(oai, "stream_openai", False, path),
-            "seed": oai.get("seed", -1),
-            "n": oai.get("n", 1),
-            "logit_bias": {},
-        }
-        return ChatCompletionSettings(
-            prompts=prompts,
-            order=order,
-            source=source,
-            model=models.get(source, ""),
-            models=models,
-            max_context=self.int_(oai, "openai_max_context", 4095, path),
-            max_tokens=self.int_(oai, "openai_max_tokens", 300, path),
-            names_behavior=NamesBehavior(names if names in (-1, 0, 1, 2) else 0),
-            wrap_in_quotes=self.bool_(oai, "wrap_in_quotes", False, path),
-            continue_prefill=self.bool_(oai, "continue_prefill", False, path),
-            squash_system_messages=self.bool_(oai, "squash_system_messages", False, path),
-            image_inlining=self.bool_(oai, "image_inlining", False, path),
-            inline_image_quality=self.str_(oai, "inline_image_quality", "low", path) or "low",
-            sampling=sampling,
-            extras={
-                k: oai.get(k)
-                for k in (
-                    "claude_use_sysprompt",
-                    "use_makersuite_sysprompt",
-                    "human_sysprompt_message",
-                    "custom_prompt_post_processing",
-                    "reverse_proxy",
-                    "custom_url",
-                    "function_calling",
-                )
-                if k in oai
-            }
-            | {"logit_bias_preset": self.logit_bias(oai)},
-            **texts,
-        )
-
-    def logit_bias(self, oai: Mapping[str, Any]) -> dict[str, Any]:
-        """The selected logit-bias preset's entries, kept for a provider to tokenize."""
-        presets = oai.get("bias_presets")
-        selected = oai.get("bias_preset_selected")
-        if isinstance(presets, dict) and isinstance(selected, str):
-            entries = presets.get(selected)
-            if isinstance(entries, list) and entries:
-                return {"entries": entries}
-        return {}
-
-    def prompts(self, value: Any, prefix: str = "oai_settings.") -> tuple[PromptSlot, ...]:
-        if value is None or value == []:
-            return default_prompts()
-        if not isinstance(value, list):
-            raise self._fail(prefix + "prompts", "a list", value)
-        out: list[PromptSlot] = []
-        for i, item in enumerate(value):
-            path = f"{prefix}prompts[{i}]."
-            if not isinstance(item, dict):
-                raise self._fail(path[:-1], "an object", item)
-            role = item.get("role")
-            out.append(
-                PromptSlot(
-                    identifier=self.str_(item, "identifier", "", path),
-                    name=self.str_(item, "name", "", path),
-                    role=role if isinstance(role, str) and role else "system",
-                    content=self.str_(item, "content", "", path),
-                    system_prompt=self.bool_(item, "system_prompt", False, path),
-                    marker=self.bool_(item, "marker", False, path),
-                    injection_position=self.int_(item, "injection_position", 0, path),
-                    injection_depth=self.int_(item, "injection_depth", 4, path),
-                    forbid_overrides=self.bool_(item, "forbid_overrides", False, path),
-                )
-            )
-        # formats-presets.md §1.2: missing built-in prompts are re-added on load.
-        have = {p.identifier for p in out}
-        out.extend(p for p in default_prompts() if p.identifier not in have)
-        return tuple(out)
-
-    def order(self, value: Any, prefix: str = "oai_settings.") -> tuple[PromptOrderItem, ...]:
-        if not isinstance(value, list):
-            return default_prompt_order()
-        for i, item in enumerate(value):
-            if not isinstance(item, dict):
-                raise self._fail(f"{prefix}prompt_order[{i}]", "an object", item)
-            if item.get("character_id") == GLOBAL_ORDER_ID:
-                entries = item.get("order")
-                if not isinstance(entries, list):
-                    raise self._fail(f"{prefix}prompt_order[{i}].order", "a list", entries)
-                if not entries:
-                    return default_prompt_order()
-                out = []
-                for j, entry in enumerate(entries):
-                    path = f"{prefix}prompt_order[{i}].order[{j}]."
-                    if not isinstance(entry, dict):
-                        raise self._fail(path[:-1], "an object", entry)
-                    out.append(
-                        PromptOrderItem(
-                            identifier=self.str_(entry, "identifier", "", path),
-                            enabled=self.bool_(entry, "enabled", True, path),
-                        )
-                    )
-                return tuple(out)
-        return default_prompt_order()
+class _SettingsReader(SettingsReader):
+    """The parts of a settings document, each read into what assembly needs."""
 
     # ------------------------------------------------------------ text completion
 
@@ -529,7 +304,7 @@ class _SettingsReader:
         selection = self.obj(wi, "world_info", path)
         chosen = selection.get("globalSelect", [])
         if not isinstance(chosen, list) or not all(isinstance(x, str) for x in chosen):
-            raise self._fail(path + "world_info.globalSelect", "a list of names", chosen)
+            raise self.fail(path + "world_info.globalSelect", "a list of names", chosen)
         base = DEFAULT_WORLD_INFO
         budget = self.int_(wi, "world_info_budget", int(base.budget_percent), path)
         strategy = self.int_(wi, "world_info_character_strategy", base.character_strategy, path)
@@ -613,7 +388,7 @@ class _SettingsReader:
 
     def _scripts(self, scripts: Any, path: str) -> tuple[RegexScript, ...]:
         if not isinstance(scripts, list):
-            raise self._fail(path, "a list", scripts)
+            raise self.fail(path, "a list", scripts)
         out = []
         for i, item in enumerate(scripts):
             try:
@@ -633,7 +408,7 @@ class _SettingsReader:
         allowed = self.obj(extensions, "preset_allowed_regex", "extension_settings.")
         names = allowed.get(api) or []
         if not isinstance(names, list):
-            raise self._fail(f"extension_settings.preset_allowed_regex.{api}", "a list", names)
+            raise self.fail(f"extension_settings.preset_allowed_regex.{api}", "a list", names)
         return tuple(n for n in names if isinstance(n, str))
 
     def preset_regex_scripts(
@@ -652,7 +427,7 @@ class _SettingsReader:
         extensions = self.obj(doc, "extension_settings")
         allowed = extensions.get("character_allowed_regex") or []
         if not isinstance(allowed, list):
-            raise self._fail("extension_settings.character_allowed_regex", "a list", allowed)
+            raise self.fail("extension_settings.character_allowed_regex", "a list", allowed)
         return tuple(a for a in allowed if isinstance(a, str))
 
     def summary(self, doc: Mapping[str, Any]) -> SummarySettings:
@@ -668,7 +443,7 @@ class _SettingsReader:
         note = self.obj(extensions, "note", "extension_settings.")
         chara = note.get("chara", [])
         if not isinstance(chara, list):
-            raise self._fail("extension_settings.note.chara", "a list", chara)
+            raise self.fail("extension_settings.note.chara", "a list", chara)
         out = []
         positions = {0: "replace", 1: "before", 2: "after"}
         for item in chara:
