@@ -1,8 +1,9 @@
 """One writer of the conversation tree: every change to a chat's tree goes through
-`ChatService` (taverna/services/chats/service.py), by one set of rules and one revision check.
+`ChatService` (taverna/services/chats/service.py, with the parts of its class beside it),
+by one set of rules and one revision check.
 
 The first tests read every module under taverna/ with `ast` and fail where a module
-other than chats.py and the store itself (taverna/store/) opens a store's unit of work
+other than the chat service's and the store itself (taverna/store/) opens a store's unit of work
 (`store.write(...)`) or uses a unit of work's writing methods (`insert_node`,
 `update_node`, `set_selection`, `set_active`, `update_chat`, the branch and checkpoint
 pointers, `undo`, `redo`). A generation that wrote its own nodes once stored a swipe by
@@ -34,9 +35,23 @@ from taverna.store.testing import backends, temporary_store
 
 PACKAGE = Path(taverna.__file__).resolve().parent
 # The one writer, and the store that implements the unit of work.
-# The chat service (its module and the part of its class that inserts at a place, which
-# lives beside it) and the store that implements the unit of work.
-WRITER = ("services/chats/service.py", "services/chats/insertion.py")
+# The chat service (its module and the parts of its class that live beside it: the rules
+# every write follows, candidates, generated messages, branches, checkpoints, state,
+# revisions, insertion at a place) and the store that implements the unit of work.
+WRITER = tuple(
+    f"services/chats/{part}.py"
+    for part in (
+        "service",
+        "write_rules",
+        "candidates",
+        "generated",
+        "branches",
+        "checkpoints",
+        "state",
+        "revisions",
+        "insertion",
+    )
+)
 ALLOWED = (WRITER, "store/")
 
 # Names only a chat's unit of work has: any use of them is a tree write.

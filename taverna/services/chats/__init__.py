@@ -22,7 +22,8 @@ from taverna.services.chats.images import (
 )
 from taverna.services.chats.search import MAX_QUERY, MAX_RESULTS, SearchResult, SearchService
 from taverna.services.chats.sent_prompts import prompt_json
-from taverna.services.chats.service import ChatService, Rewrite, WriteResult
+from taverna.services.chats.service import ChatService, WriteResult
+from taverna.services.chats.write_rules import Rewrite
 
 __all__ = [
     "MAX_QUERY",

@@ -7,28 +7,15 @@ was stays in the tree as the other candidate at that place.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from datetime import datetime
+from collections.abc import Mapping
 from typing import Any
 
-from taverna.model.chat import Chat, Node, NodeRole
-from taverna.store.repository import Store
+from taverna.model.chat import NodeRole
+from taverna.services.chats.write_rules import WriteResult, WriteRules
 
 
-@dataclass(frozen=True, slots=True)
-class WriteResult:
-    """The result of a write: the chat at its new revision and the node concerned."""
-
-    chat: Chat
-    node: Node | None = None
-
-
-class Insertion:
+class Insertion(WriteRules):
     """The chat service's insertion at a place (a part of `ChatService`, the one writer)."""
-
-    store: Store
-    clock: Callable[[], datetime]
 
     def append(
         self,
@@ -41,11 +28,6 @@ class Insertion:
         hidden: bool = False,
         extras: Mapping[str, Any] | None = None,
         slash: bool = False,
-    ) -> WriteResult:
-        raise NotImplementedError  # the chat service's own
-
-    def _rewritten(
-        self, result: WriteResult, *, edit: bool = False, slash: bool = False
     ) -> WriteResult:
         raise NotImplementedError  # the chat service's own
 

@@ -25,7 +25,8 @@ from taverna.engine.macros import MacroContext, evaluate
 from taverna.errors import TavernaError
 from taverna.model.chat import Chat, Node, NodeRole, PathWindow
 from taverna.model.regex_script import RegexPlacement, RegexScript
-from taverna.services.chats.service import ChatService, Rewrite
+from taverna.services.chats.service import ChatService
+from taverna.services.chats.write_rules import Rewrite
 from taverna.services.connections.service import KIND as CONNECTION_KIND
 from taverna.services.connections.service import default_api
 from taverna.services.library.active_settings import ACTIVE, SETTINGS_KIND
