@@ -31,13 +31,49 @@ def build_with_chat_template(
     padding = steps.power.token_padding
     items = steps.core_items()
     steps.inject(items)
+    system_text = _system_text(steps)
+    system = [{"role": "system", "content": system_text}] if system_text else []
+    history = [{"role": _chat_role(item), "content": _content(steps, item)} for item in items]
+
+    def render(start: int) -> str:
+        return _render(steps, template, system, history[start:])
+
+    # The rendered cost only grows with more history: find the oldest start that fits.
+    low, high = 0, len(history)
+    while low < high:
+        middle = (low + high) // 2
+        if steps.tokens(render(middle), padding) < budget:
+            high = middle
+        else:
+            low = middle + 1
+    text = render(low)
+    _account(steps, system_text, items, history, low)
+    return Prompt(
+        kind="text",
+        text=text,
+        stop=_stop(steps, template),
+        sampling=steps.sampling(),
+        ledger=Ledger(
+            items=steps.ledger.accounted(text, padding, pieces=False),
+            total_tokens=steps.tokens(text, padding),
+            budget=budget,
+            trace=tuple(turn.world.trace),
+            history_stopped=low > 0,
+            scanned_books=turn.world.books,
+        ),
+        state=turn_state(turn),
+    )
+
+
+def _system_text(steps: TextSteps) -> str:
+    """The system message: the story string between the anchors, then the examples."""
+    turn = steps.turn
     fields = turn.fields
+    in_prompt = (PersonaPosition.IN_PROMPT, PersonaPosition.AFTER_CHAR)
     values = {
         "description": fields.description,
         "personality": fields.personality,
-        "persona": fields.persona
-        if context.persona.position in (PersonaPosition.IN_PROMPT, PersonaPosition.AFTER_CHAR)
-        else "",
+        "persona": fields.persona if steps.context.persona.position in in_prompt else "",
         "scenario": fields.scenario,
         "system": steps.system_prompt(),
         "char": steps.char,
@@ -53,44 +89,45 @@ def build_with_chat_template(
     examples = "" if steps.power.strip_examples else "".join(turn.example_blocks)
     before = steps.anchor(ExtensionPosition.BEFORE_PROMPT).lstrip()
     after = steps.anchor(ExtensionPosition.IN_PROMPT)
-    system_text = (before + story + after + examples).strip()
-    system = [{"role": "system", "content": system_text}] if system_text else []
+    return (before + story + after + examples).strip()
 
-    def content(entry: Entry) -> str:
-        item = as_item(entry)
-        named = (
-            bool(item.name)
-            and not item.is_narrator
-            and (
-                (context.is_group and item.name != steps.user)
-                or (item.forced_avatar and item.name != steps.user)
-            )
-        )
-        return f"{item.name}: {item.text}" if named else item.text
 
-    history = [{"role": _chat_role(item), "content": content(item)} for item in items]
-    open_last = steps.is_continue and bool(history)
+def _content(steps: TextSteps, entry: Entry) -> str:
+    """A history message's text, after its speaker's name where a group (or a message
+    shown under another avatar) needs it."""
+    item = as_item(entry)
+    others = item.name != steps.user and (steps.context.is_group or bool(item.forced_avatar))
+    named = bool(item.name) and not item.is_narrator and others
+    return f"{item.name}: {item.text}" if named else item.text
 
-    def render(start: int) -> str:
-        kept = [dict(m) for m in history[start:]]
-        if open_last and kept:
-            tail = kept[-1]["content"]
-            kept[-1]["content"] = tail + _CUT
-            text = template.render_adapted(system + kept, add_generation_prompt=False)
-            return text[: text.find(_CUT)] if _CUT in text else text
-        if steps.is_impersonate:
-            return _opened_user_turn(template, system + kept)
-        return template.render_adapted(system + kept, add_generation_prompt=True)
 
-    # The rendered cost only grows with more history: find the oldest start that fits.
-    low, high = 0, len(history)
-    while low < high:
-        middle = (low + high) // 2
-        if steps.tokens(render(middle), padding) < budget:
-            high = middle
-        else:
-            low = middle + 1
-    text = render(low)
+def _render(
+    steps: TextSteps,
+    template: ChatTemplate,
+    system: list[dict[str, str]],
+    history: list[dict[str, str]],
+) -> str:
+    """The system message and this part of the history in the template, ending as the
+    turn needs: open for a continue, on the person's turn for an impersonate, else on
+    the model's turn."""
+    kept = [dict(m) for m in history]
+    if steps.is_continue and kept:
+        kept[-1]["content"] += _CUT
+        text = template.render_adapted(system + kept, add_generation_prompt=False)
+        return text[: text.find(_CUT)] if _CUT in text else text
+    if steps.is_impersonate:
+        return _opened_user_turn(template, system + kept)
+    return template.render_adapted(system + kept, add_generation_prompt=True)
+
+
+def _account(
+    steps: TextSteps,
+    system_text: str,
+    items: list[Entry],
+    history: list[dict[str, str]],
+    kept_from: int,
+) -> None:
+    """The ledger's lines: the system message, then every history message, kept or cut."""
     if system_text:
         steps.ledger.add(
             "story_string",
@@ -100,7 +137,7 @@ def build_with_chat_template(
             source_code="system_message",
         )
     for index, item in enumerate(items):
-        kept = index >= low
+        kept = index >= kept_from
         steps.ledger.add_entry(
             item,
             history[index]["content"],
@@ -108,6 +145,10 @@ def build_with_chat_template(
             included=kept,
             code="" if kept else "context_full",
         )
+
+
+def _stop(steps: TextSteps, template: ChatTemplate) -> tuple[str, ...]:
+    """The stopping strings, with the template's end-of-sequence token."""
     stop = stopping_strings(
         user=steps.user,
         char=steps.char,
@@ -119,21 +160,7 @@ def build_with_chat_template(
     )
     if template.eos_token and template.eos_token not in stop:
         stop.append(template.eos_token)
-    return Prompt(
-        kind="text",
-        text=text,
-        stop=tuple(stop),
-        sampling=steps.sampling(),
-        ledger=Ledger(
-            items=steps.ledger.accounted(text, padding, pieces=False),
-            total_tokens=steps.tokens(text, padding),
-            budget=budget,
-            trace=tuple(turn.world.trace),
-            history_stopped=low > 0,
-            scanned_books=turn.world.books,
-        ),
-        state=turn_state(turn),
-    )
+    return tuple(stop)
 
 
 def _chat_role(entry: Entry) -> str:
