@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from taverna.model.prompt import Prompt
+from taverna.providers import text_body
 from taverna.providers.events import ErrorKind, Event, FinishReason, StreamError, TextDelta
 from taverna.providers.request import HttpRequest, RequestOptions, bearer_headers
-from taverna.providers.sampling import Sampling
 from taverna.providers.wire import JsonChunkStream
 
 DEFAULT_URL = "http://127.0.0.1:5001"
@@ -38,23 +38,28 @@ _FIELDS = (
 )
 
 
+BODY = text_body.TextBody(
+    layout=(
+        text_body.prompt_text,
+        text_body.max_tokens,
+        text_body.samplers,
+        text_body.dry_sequence_breakers,
+        text_body.sampler_order,
+        text_body.seed,
+        text_body.stop,
+    ),
+    max_tokens="max_length",
+    stop="stop_sequence",
+    seed="sampler_seed",
+    samplers=_FIELDS,
+    # KoboldCpp keeps a matched stop string in the text unless told otherwise
+    fixed={"trim_stop": True},
+)
+
+
 def build_body(prompt: Prompt, options: RequestOptions) -> dict[str, Any]:
     """The JSON body of a KoboldCpp generate request."""
-    sampling = Sampling.from_preset(prompt.sampling)
-    body: dict[str, Any] = {"prompt": prompt.text}
-    if sampling.max_tokens is not None:
-        body["max_length"] = sampling.max_tokens
-    body.update(sampling.renamed(_FIELDS))
-    if sampling.dry_sequence_breakers is not None:
-        body["dry_sequence_breakers"] = list(sampling.dry_sequence_breakers)
-    if sampling.sampler_order is not None:
-        body["sampler_order"] = list(sampling.sampler_order)
-    if sampling.seed is not None and sampling.seed >= 0:
-        body["sampler_seed"] = sampling.seed
-    body["stop_sequence"] = list(prompt.stop)
-    # KoboldCpp keeps a matched stop string in the text unless told otherwise
-    body["trim_stop"] = True
-    return body
+    return BODY.build(prompt, options)
 
 
 def endpoint(base_url: str, options: RequestOptions) -> str:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from taverna.model.prompt import Prompt
+from taverna.providers import text_body
 from taverna.providers.events import ErrorKind, Event, Finish, FinishReason, StreamError, TextDelta
 from taverna.providers.request import HttpRequest, RequestOptions, bearer_headers, endpoint_url
-from taverna.providers.sampling import Sampling
 from taverna.providers.wire import JsonChunkStream
 
 DEFAULT_URL = "http://127.0.0.1:8080"
@@ -36,22 +36,28 @@ _FIELDS = (
 )
 
 
+BODY = text_body.TextBody(
+    layout=(
+        text_body.prompt_text,
+        text_body.max_tokens,
+        text_body.stream,
+        text_body.stop,
+        text_body.samplers,
+        text_body.dry_sequence_breakers,
+        text_body.seed,
+    ),
+    max_tokens="n_predict",
+    samplers=_FIELDS,
+    # llama.cpp takes -1 as "a random seed"
+    negative_seed=True,
+    # reuse the KV cache of the shared prefix: only the new turn is evaluated
+    fixed={"cache_prompt": True},
+)
+
+
 def build_body(prompt: Prompt, options: RequestOptions) -> dict[str, Any]:
     """The JSON body POSTed to `/completion`."""
-    sampling = Sampling.from_preset(prompt.sampling)
-    body: dict[str, Any] = {"prompt": prompt.text}
-    if sampling.max_tokens is not None:
-        body["n_predict"] = sampling.max_tokens
-    body["stream"] = options.stream
-    body["stop"] = list(prompt.stop)
-    body.update(sampling.renamed(_FIELDS))
-    if sampling.dry_sequence_breakers is not None:
-        body["dry_sequence_breakers"] = list(sampling.dry_sequence_breakers)
-    if sampling.seed is not None:
-        body["seed"] = sampling.seed
-    # reuse the KV cache of the shared prefix: only the new turn is evaluated
-    body["cache_prompt"] = True
-    return body
+    return BODY.build(prompt, options)
 
 
 def endpoint(base_url: str, options: RequestOptions) -> str:

@@ -5,37 +5,48 @@ from __future__ import annotations
 from typing import Any
 
 from taverna.model.prompt import Prompt
-from taverna.providers import openai_chat
+from taverna.providers import openai_chat, text_body
 from taverna.providers.events import Event, FinishReason, TextDelta
 from taverna.providers.openai_chat import OpenAIStream, stop_strings
 from taverna.providers.request import RequestOptions, bearer_headers, endpoint_url
-from taverna.providers.sampling import Sampling
 
 DEFAULT_URL = "https://api.openai.com/v1"
 
 _FINISH = {"stop": FinishReason.STOP, "length": FinishReason.LENGTH}
 
 
-def build_body(prompt: Prompt, options: RequestOptions) -> dict[str, Any]:
-    """The JSON body POSTed to `/completions`."""
-    sampling = Sampling.from_preset(prompt.sampling)
-    body: dict[str, Any] = {"model": options.model, "prompt": prompt.text}
-    if sampling.max_tokens is not None:
-        body["max_tokens"] = sampling.max_tokens
-    for key in ("temperature", "top_p", "presence_penalty", "frequency_penalty"):
-        value = getattr(sampling, key)
-        if value is not None:
-            body[key] = value
+def _local_samplers(draft: text_body.Draft) -> dict[str, Any]:
     # local servers behind this API (vLLM, llama.cpp, TabbyAPI) take these too;
     # sent only when moved off their neutral value
-    body.update(sampling.moved(("top_k", "min_p", "repetition_penalty")))
-    body["stream"] = options.stream
-    stops = stop_strings(prompt.stop, options)
-    if stops:
-        body["stop"] = stops
-    if sampling.seed is not None and sampling.seed >= 0:
-        body["seed"] = sampling.seed
-    return body
+    return draft.sampling.moved(("top_k", "min_p", "repetition_penalty"))
+
+
+def _stop(draft: text_body.Draft) -> dict[str, Any]:
+    # as many as the source takes, and no field at all when there are none
+    stops = stop_strings(draft.prompt.stop, draft.options)
+    return {"stop": stops} if stops else {}
+
+
+BODY = text_body.TextBody(
+    layout=(
+        text_body.model,
+        text_body.prompt_text,
+        text_body.max_tokens,
+        text_body.samplers,
+        _local_samplers,
+        text_body.stream,
+        _stop,
+        text_body.seed,
+    ),
+    samplers=tuple(
+        (name, name) for name in ("temperature", "top_p", "presence_penalty", "frequency_penalty")
+    ),
+)
+
+
+def build_body(prompt: Prompt, options: RequestOptions) -> dict[str, Any]:
+    """The JSON body POSTed to `/completions`."""
+    return BODY.build(prompt, options)
 
 
 def endpoint(base_url: str, options: RequestOptions) -> str:
