@@ -71,40 +71,88 @@ def filter_groups(
     `members` is the pass's candidate list in order; `earlier_group_fields` are the raw
     `group` texts of entries activated in earlier passes; `random` draws in [0, 1).
     """
-    remaining = list(members)
-    removed: list[GroupRemoval[T]] = []
     grouped: dict[str, list[GroupMember[T]]] = {}
     for member in members:
         for name in member.groups:
             grouped.setdefault(name, []).append(member)
     if not grouped:
-        return remaining, removed
+        return list(members), []
     order = js_key_order(list(grouped))
+    pruning = _Pruning(members)
+    has_sticky = _timer_rules(grouped, order, pruning)
+    _scoring_rules(grouped, order, has_sticky, pruning, scoring, score)
+    earlier = set(earlier_group_fields)
+    for name in order:
+        if has_sticky[name]:
+            continue
+        group = grouped[name]
+        if name in earlier:
+            for member in group:
+                pruning.remove(member, name, Reason("group_earlier", {"group": name}))
+            continue
+        if len(group) <= 1:
+            continue
+        winner, reason = _winner(group, name, random)
+        if reason is None:
+            continue
+        for member in group:
+            if member is not winner:
+                pruning.remove(member, name, reason)
+    return pruning.remaining, pruning.removed
 
-    def remove(member: GroupMember[T] | None, group: str, reason: Reason) -> None:
-        if member is not None and member in remaining:
+
+class _Pruning(Generic[T]):
+    """The candidate list as the rules remove from it, and the removals in order."""
+
+    __slots__ = ("remaining", "removed")
+
+    def __init__(self, members: list[GroupMember[T]]) -> None:
+        self.remaining = list(members)
+        self.removed: list[GroupRemoval[T]] = []
+
+    def remove(self, member: GroupMember[T], group: str, reason: Reason) -> None:
+        remaining = self.remaining
+        if member in remaining:
             remaining.remove(member)
-            removed.append(GroupRemoval(member.ref, group, reason))
+            self.removed.append(GroupRemoval(member.ref, group, reason))
         elif remaining:
             # algo-world-info.md §6 known bug: indexOf gives -1, splice(-1, 1) drops the last
             victim = remaining.pop()
-            removed.append(GroupRemoval(victim.ref, group, Reason("group_quirk")))
+            self.removed.append(GroupRemoval(victim.ref, group, Reason("group_quirk")))
 
+
+def _timer_rules(
+    grouped: dict[str, list[GroupMember[T]]], order: list[str], pruning: _Pruning[T]
+) -> dict[str, bool]:
+    """§6.1: a sticky member keeps its group to the sticky ones; cooldown and delay remove.
+
+    Returns, per group, whether it has a sticky member (the later rules then skip it).
+    """
     has_sticky: dict[str, bool] = {}
     for name in order:
         group = grouped[name]
         has_sticky[name] = False
-        stickies = [m for m in group if m.sticky]
-        if stickies:
+        if any(m.sticky for m in group):
             for member in group:
                 if not member.sticky:
-                    remove(member, name, Reason("group_sticky", {"group": name}))
+                    pruning.remove(member, name, Reason("group_sticky", {"group": name}))
             has_sticky[name] = True
         for member in [m for m in group if m.cooldown]:
-            remove(member, name, Reason("group_cooldown", {"group": name}))
+            pruning.remove(member, name, Reason("group_cooldown", {"group": name}))
         for member in [m for m in group if m.delayed]:
-            remove(member, name, Reason("group_delay", {"group": name}))
+            pruning.remove(member, name, Reason("group_delay", {"group": name}))
+    return has_sticky
 
+
+def _scoring_rules(
+    grouped: dict[str, list[GroupMember[T]]],
+    order: list[str],
+    has_sticky: dict[str, bool],
+    pruning: _Pruning[T],
+    scoring: bool,
+    score: Callable[[T], int],
+) -> None:
+    """§6.3: with group scoring, members scoring below their group's best leave it."""
     for name in order:
         group = grouped[name]
         if not scoring and not any(m.use_scoring for m in group):
@@ -118,7 +166,7 @@ def filter_groups(
             member = group[i]
             scored = member.use_scoring if member.use_scoring is not None else scoring
             if scored and scores[i] < best:
-                remove(
+                pruning.remove(
                     member,
                     name,
                     Reason("group_score", {"score": scores[i], "best": best, "group": name}),
@@ -128,36 +176,20 @@ def filter_groups(
                 continue
             i += 1
 
-    earlier = set(earlier_group_fields)
-    for name in order:
-        group = grouped[name]
-        if has_sticky[name]:
-            continue
-        if name in earlier:
-            for member in group:
-                remove(member, name, Reason("group_earlier", {"group": name}))
-            continue
-        if len(group) <= 1:
-            continue
-        prioritized = sorted((m for m in group if m.override), key=lambda m: -m.order)
-        if prioritized:
-            winner: GroupMember[T] | None = prioritized[0]
-            reason = Reason("group_prioritized", {"group": name})
-        else:
-            total = sum(m.weight for m in group)
-            roll = random() * total
-            cumulative = 0.0
-            winner = None
-            for member in group:
-                cumulative += member.weight
-                if roll <= cumulative:
-                    winner = member
-                    break
-            if winner is None:
-                continue
+
+def _winner(
+    group: list[GroupMember[T]], name: str, random: Callable[[], float]
+) -> tuple[GroupMember[T] | None, Reason | None]:
+    """§6.4: the prioritized member of highest order, else a draw by weight; None: no one."""
+    prioritized = sorted((m for m in group if m.override), key=lambda m: -m.order)
+    if prioritized:
+        return prioritized[0], Reason("group_prioritized", {"group": name})
+    total = sum(m.weight for m in group)
+    roll = random() * total
+    cumulative = 0.0
+    for member in group:
+        cumulative += member.weight
+        if roll <= cumulative:
             drawn = {"group": name, "roll": f"{roll:.2f}", "total": f"{total:g}"}
-            reason = Reason("group_draw", drawn)
-        for member in group:
-            if member is not winner:
-                remove(member, name, reason)
-    return remaining, removed
+            return member, Reason("group_draw", drawn)
+    return None, None
