@@ -5,12 +5,11 @@ decides what fits (algo-prompt-assembly.md §3). Parts are laid out in a sparse
 list of collections indexed by their place in the prompt collection, so the final
 order is the prompt manager's whatever the order in which they were budgeted.
 The slots and their budget are in `chat_layout`, the chat in `chat_history`, the example
-dialogue in `chat_examples`.
+dialogue in `chat_examples`, the parts made the messages sent in `chat_messages`.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -19,6 +18,7 @@ from taverna.engine.assembly.budget import MessageCost
 from taverna.engine.assembly.chat_examples import populate_examples
 from taverna.engine.assembly.chat_history import ChatHistory, ChatView, populate_history
 from taverna.engine.assembly.chat_layout import BudgetExceeded, Layout, Part, Slot
+from taverna.engine.assembly.chat_messages import as_message, squash_system, volatile_last
 from taverna.engine.assembly.context import AssemblyContext, GenerationType
 from taverna.engine.assembly.injections import (
     AUTHORS_NOTE_KEY,
@@ -38,7 +38,7 @@ from taverna.engine.tokens.selection import chat_completion_tokenizer
 from taverna.model.injection import ExtensionPosition, InjectionRole
 from taverna.model.lorebook import Position
 from taverna.model.persona import PersonaPosition
-from taverna.model.prompt import Ledger, LedgerItem, Prompt, PromptMessage, Role
+from taverna.model.prompt import Ledger, LedgerItem, Prompt
 
 ABSOLUTE = 1  # prompt-manager `injection_position` for in-chat prompts
 _KNOWN_EXTENSION_KEYS = frozenset(
@@ -53,8 +53,6 @@ _KNOWN_EXTENSION_KEYS = frozenset(
         DEPTH_PROMPT_KEY,
     }
 )
-_ROLES = {role.value: role for role in Role}
-_NEVER_SQUASHED = frozenset({"newMainChat", "newChat", "groupNudge"})
 
 
 # Macros whose value changes from turn to turn: a prefix cache breaks where they are.
@@ -101,10 +99,10 @@ def build_chat_completion(context: AssemblyContext, turn: Turn, cost: MessageCos
 
     parts = [p for _, ps in layout.ordered() for p in ps if p.content]
     if context.cache_friendly:
-        parts = _volatile_last(parts)
+        parts = volatile_last(parts)
     if cc.squash_system_messages:
-        parts = _squash(parts, cost)
-    messages = tuple(_message(p) for p in parts)
+        parts = squash_system(parts, cost)
+    messages = tuple(as_message(p) for p in parts)
     return Prompt(
         kind="chat",
         messages=messages,
@@ -324,18 +322,6 @@ def _prefill(context: AssemblyContext, macros: Callable[[str], str]) -> str:
     return macros(text) if text else ""
 
 
-def _message(part: Part) -> PromptMessage:
-    if part.message is None:
-        part.message = PromptMessage(
-            _ROLES[part.role],
-            part.content,
-            part.name or None,
-            source=part.identifier,
-            images=part.images,
-        )
-    return part.message
-
-
 def _format_world(template: str, text: str) -> str:
     if not text:
         return ""
@@ -355,93 +341,27 @@ def _populate(
     cost: MessageCost,
 ) -> None:
     """SillyTavern `populateChatCompletion` (algo-prompt-assembly.md §3.3)."""
-    kind = context.generation_type
     by_id = {slot.identifier: (i, slot) for i, slot in enumerate(collection)}
-
-    def add(identifier: str) -> None:
-        found = by_id.get(identifier)
-        if found is None:
-            return
-        entry = order.get(identifier)
-        if entry is not None and not entry.enabled and identifier != "main":
-            return
-        index, slot = found
-        if slot.injection_position == ABSOLUTE:
-            return
-        part = layout.part(identifier, slot.role, slot.content, kind=slot.kind, source=slot.source)
-        part.volatile = slot.kind == "lorebook" or slot.volatile
-        layout.add(identifier, [part], index)
-
     layout.budget -= 3  # §3.3 step 1: every reply is primed with the assistant header
-    for identifier in (
-        "worldInfoBefore",
-        "main",
-        "worldInfoAfter",
-        "charDescription",
-        "charPersonality",
-        "scenario",
-        "personaDescription",
-    ):
-        add(identifier)
+    for identifier in _SYSTEM_SLOTS:
+        _add_slot(identifier, by_id, order, layout)
 
-    controls: list[Part] = []
-    if kind is GenerationType.IMPERSONATE and "impersonate" in by_id:
-        slot = by_id["impersonate"][1]
-        controls.append(layout.part("impersonate", slot.role, slot.content, kind="control"))
-    if "quietPrompt" in by_id and by_id["quietPrompt"][1].content:
-        slot = by_id["quietPrompt"][1]
-        controls.append(layout.part("quietPrompt", slot.role, slot.content, kind="control"))
+    controls = _control_prompts(context, by_id, layout)
     reserved = sum(p.tokens for p in controls)
     layout.budget -= reserved
 
     user_relative = [
         s.identifier for s in collection if not s.system_prompt and s.injection_position != ABSOLUTE
     ]
-    absolute = [s for s in collection if s.injection_position == ABSOLUTE]
     for identifier in ("nsfw", "jailbreak", *user_relative):
-        add(identifier)
+        _add_slot(identifier, by_id, order, layout)
     if "enhanceDefinitions" in by_id:
-        add("enhanceDefinitions")
+        _add_slot("enhanceDefinitions", by_id, order, layout)
     if bias and bias.strip():
-        add("bias")
+        _add_slot("bias", by_id, order, layout)
+    _insert_beside_main(collection, by_id, layout)
 
-    for identifier in (
-        "summary",
-        "authorsNote",
-        "vectorsMemory",
-        "vectorsDataBank",
-        "smartContext",
-    ):
-        if identifier in by_id:
-            slot = by_id[identifier][1]
-            if slot.side:
-                layout.insert(
-                    layout.part(
-                        identifier, slot.role, slot.content, kind=slot.kind, source=slot.source
-                    ),
-                    "main",
-                    slot.side,
-                )
-    for slot in collection:
-        if slot.extension and slot.side:
-            layout.insert(
-                layout.part(
-                    slot.identifier, slot.role, slot.content, kind=slot.kind, source=slot.source
-                ),
-                "main",
-                slot.side,
-            )
-
-    # §3.3 step 6: in-chat injections go into the history.
-    in_chat = [
-        InChatPrompt(
-            s.identifier, InjectionRole.parse(s.role), s.injection_depth, s.content, s.source
-        )
-        for s in absolute
-    ]
-    blocks = depth_blocks(turn.injections, lambda t: turn.substitute(t, {}), in_chat, True)
-    history = ChatHistory(ChatView(context, turn, cost), blocks)
-
+    history = _history(context, turn, collection, cost)
     if context.power_user.pin_examples:
         populate_examples(context, turn, by_id, layout)
         populate_history(context, turn, history, by_id, layout)
@@ -454,75 +374,88 @@ def _populate(
         layout.add("controlPrompts", controls, None)
 
 
-def _volatile_last(parts: list[Part]) -> list[Part]:
-    """Cache-friendly layout: lorebook text and depth injections after the stable prefix.
-
-    They move, in their order, to just after the newest chat message, so that the
-    prefix a provider caches stays the same while they change from turn to turn.
-    """
-    volatile = [p for p in parts if p.volatile]
-    if not volatile:
-        return parts
-    stable = [p for p in parts if not p.volatile]
-    last_history = max(
-        (i for i, p in enumerate(stable) if p.kind in ("history", "separator")),
-        default=len(stable) - 1,
-    )
-    merged = "\n".join(p.content for p in volatile)
-    names = ",".join(p.identifier for p in volatile)
-    moved = Part(
-        "volatile",
-        "system",
-        merged,
-        sum(p.tokens for p in volatile),
-        kind="volatile",
-        source=names,
-        source_code="parts",
-        source_params={"names": names},
-    )
-    return [*stable[: last_history + 1], moved, *stable[last_history + 1 :]]
+# §3.3 step 2: the system prompts budgeted first, in this order.
+_SYSTEM_SLOTS = (
+    "worldInfoBefore",
+    "main",
+    "worldInfoAfter",
+    "charDescription",
+    "charPersonality",
+    "scenario",
+    "personaDescription",
+)
+# Extension prompts that stand before or after the main prompt when they have a side.
+_SIDE_SLOTS = ("summary", "authorsNote", "vectorsMemory", "vectorsDataBank", "smartContext")
 
 
-def _squash(parts: list[Part], cost: MessageCost) -> list[Part]:
-    """Consecutive unnamed system messages merged (algo-prompt-assembly.md §3.3 step 9)."""
-    out: list[Part] = []
+def _add_slot(
+    identifier: str,
+    by_id: Mapping[str, tuple[int, Slot]],
+    order: Mapping[str, Any],
+    layout: Layout,
+) -> None:
+    """Budget one prompt-manager slot in its place, unless disabled or in-chat."""
+    found = by_id.get(identifier)
+    if found is None:
+        return
+    entry = order.get(identifier)
+    if entry is not None and not entry.enabled and identifier != "main":
+        return
+    index, slot = found
+    if slot.injection_position == ABSOLUTE:
+        return
+    part = layout.part(identifier, slot.role, slot.content, kind=slot.kind, source=slot.source)
+    part.volatile = slot.kind == "lorebook" or slot.volatile
+    layout.add(identifier, [part], index)
 
-    def squashable(part: Part) -> bool:
-        return part.identifier not in _NEVER_SQUASHED and part.role == "system" and not part.name
 
-    for part in parts:
-        if part.role == "system" and not part.content:
-            continue
-        if squashable(part) and out and squashable(out[-1]):
-            last = out[-1]
-            content = last.content + "\n" + part.content
-            source = f"{last.source}+{part.source}"
-            merged = [*_merged_parts(last), *_merged_parts(part)]
-            out[-1] = Part(
-                last.identifier,
-                last.role,
-                content,
-                cost.message(last.role, content),
-                kind=last.kind,
-                source=source,
-                source_code="merged",
-                source_params={"joined": source, "parts": json.dumps(merged, ensure_ascii=False)},
+def _control_prompts(
+    context: AssemblyContext, by_id: Mapping[str, tuple[int, Slot]], layout: Layout
+) -> list[Part]:
+    """The impersonation and quiet prompts, whose tokens are reserved until the end."""
+    controls: list[Part] = []
+    if context.generation_type is GenerationType.IMPERSONATE and "impersonate" in by_id:
+        slot = by_id["impersonate"][1]
+        controls.append(layout.part("impersonate", slot.role, slot.content, kind="control"))
+    if "quietPrompt" in by_id and by_id["quietPrompt"][1].content:
+        slot = by_id["quietPrompt"][1]
+        controls.append(layout.part("quietPrompt", slot.role, slot.content, kind="control"))
+    return controls
+
+
+def _insert_beside_main(
+    collection: list[Slot], by_id: Mapping[str, tuple[int, Slot]], layout: Layout
+) -> None:
+    """Extension prompts with a side go before or after the main prompt (§3.3 step 5)."""
+    for identifier in _SIDE_SLOTS:
+        if identifier in by_id:
+            slot = by_id[identifier][1]
+            if slot.side:
+                part = layout.part(
+                    identifier, slot.role, slot.content, kind=slot.kind, source=slot.source
+                )
+                layout.insert(part, "main", slot.side)
+    for slot in collection:
+        if slot.extension and slot.side:
+            part = layout.part(
+                slot.identifier, slot.role, slot.content, kind=slot.kind, source=slot.source
             )
-        else:
-            out.append(part)
-    return out
+            layout.insert(part, "main", slot.side)
 
 
-def _merged_parts(part: Part) -> list[dict[str, Any]]:
-    """The pieces of a merged message's source, each with its own code and values (a piece
-    without a code is a slot's identifier or a name, kept as written)."""
-    if part.source_code == "merged" and part.source_params:
-        pieces: list[dict[str, Any]] = json.loads(str(part.source_params["parts"]))
-        return pieces
-    piece: dict[str, Any] = {"source": part.source or part.identifier}
-    if part.source_code:
-        piece.update(code=part.source_code, params=dict(part.source_params or {}))
-    return [piece]
+def _history(
+    context: AssemblyContext, turn: Turn, collection: list[Slot], cost: MessageCost
+) -> ChatHistory:
+    """The chat with the in-chat injections placed at their depths (§3.3 step 6)."""
+    in_chat = [
+        InChatPrompt(
+            s.identifier, InjectionRole.parse(s.role), s.injection_depth, s.content, s.source
+        )
+        for s in collection
+        if s.injection_position == ABSOLUTE
+    ]
+    blocks = depth_blocks(turn.injections, lambda t: turn.substitute(t, {}), in_chat, True)
+    return ChatHistory(ChatView(context, turn, cost), blocks)
 
 
 def _ledger(

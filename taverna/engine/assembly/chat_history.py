@@ -157,26 +157,53 @@ def populate_history(
         layout.history_stopped = True  # no message is ever sent
         if len(history):
             layout.dropped.append(
-                (
-                    Part(
-                        "chatHistory",
-                        "user",
-                        "",
-                        0,
-                        kind="history",
-                        source=f"{len(history)} messages",
-                        source_code="messages",
-                        source_params={"n": len(history)},
-                    ),
-                    "no_history_slot",
-                )
+                (_left_out("chatHistory", len(history), older=False), "no_history_slot")
             )
         return
     cc = context.chat_completion
-    kind = context.generation_type
     container: list[Part] = []
     layout.add("chatHistory", container, by_id["chatHistory"][0])
+    new_chat_part, end_parts = _reserved_controls(context, turn, by_id, layout)
+    if history.newest_role() == "assistant" and cc.send_if_empty:
+        empty = layout.part("emptyUserMessageReplacement", "user", cc.send_if_empty, kind="control")
+        if layout.affordable(empty):
+            layout.insert(empty, "chatHistory")
 
+    container[:0] = _fitted(context, turn, history, layout)
+
+    layout.budget += new_chat_part.tokens
+    layout.insert(new_chat_part, "chatHistory", "start")
+    for part in end_parts:
+        layout.budget += part.tokens
+        layout.insert(part, "chatHistory", "end")
+
+
+def _left_out(identifier: str, count: int, *, older: bool) -> Part:
+    """The ledger's line for `count` chat messages that were not sent."""
+    return Part(
+        identifier,
+        "user",
+        "",
+        0,
+        kind="history",
+        source=f"{count} older messages" if older else f"{count} messages",
+        source_code="older_messages" if older else "messages",
+        source_params={"n": count},
+    )
+
+
+def _reserved_controls(
+    context: AssemblyContext,
+    turn: Turn,
+    by_id: Mapping[str, tuple[int, Slot]],
+    layout: Layout,
+) -> tuple[Part, list[Part]]:
+    """The new-chat separator and the group and continue nudges, their tokens reserved.
+
+    Returns the separator (it goes before the chat) and the nudges (they go after it).
+    """
+    cc = context.chat_completion
+    kind = context.generation_type
     new_chat = cc.new_group_chat_prompt if context.is_group else cc.new_chat_prompt
     group = {"group": ", ".join(context.group_members)} if context.is_group else {}
     new_chat_part = layout.part(
@@ -187,27 +214,32 @@ def populate_history(
     )
     layout.budget -= new_chat_part.tokens
 
-    nudge: Part | None = None
+    end_parts: list[Part] = []
     if context.is_group and "groupNudge" in by_id and kind is not GenerationType.IMPERSONATE:
         slot = by_id["groupNudge"][1]
-        nudge = layout.part("groupNudge", slot.role, slot.content, kind="control")
-        layout.budget -= nudge.tokens
+        end_parts.append(layout.part("groupNudge", slot.role, slot.content, kind="control"))
+        layout.budget -= end_parts[-1].tokens
 
-    continue_part: Part | None = None
-    last_text = turn.chat[-1].text if turn.chat else ""
     if kind is GenerationType.CONTINUE and turn.chat and not cc.continue_prefill:
+        last_text = turn.chat[-1].text
         # Script.js adds the continue postfix before the nudge reads the text; trim drops it.
         cycle = last_text if last_text.endswith(" ") else last_text + cc.continue_postfix
         text = turn.substitute(cc.continue_nudge_prompt, {"lastChatMessage": cycle.strip()})
         text = turn.substitute(text, {})
-        continue_part = layout.part("continueNudge", "system", text, kind="control")
-        layout.budget -= continue_part.tokens
+        end_parts.append(layout.part("continueNudge", "system", text, kind="control"))
+        layout.budget -= end_parts[-1].tokens
+    return new_chat_part, end_parts
 
-    if history.newest_role() == "assistant" and cc.send_if_empty:
-        empty = layout.part("emptyUserMessageReplacement", "user", cc.send_if_empty, kind="control")
-        if layout.affordable(empty):
-            layout.insert(empty, "chatHistory")
 
+def _fitted(
+    context: AssemblyContext, turn: Turn, history: ChatHistory, layout: Layout
+) -> list[Part]:
+    """The chat's parts that fit the budget, newest first until one does not, oldest first.
+
+    A continue's prefill (the newest real message) goes to its own slot instead.
+    """
+    prefill = context.generation_type is GenerationType.CONTINUE
+    prefill = prefill and context.chat_completion.continue_prefill
     seen_real = False
     total = len(history)
     newest_parts: list[Part] = []
@@ -225,39 +257,18 @@ def populate_history(
             # Messages the caller left out (a long chat given by its end) are older too.
             older = total - position - 1 + context.earlier.visible
             if older:
-                layout.dropped.append(
-                    (
-                        Part(
-                            "chatHistory:older",
-                            "user",
-                            "",
-                            0,
-                            kind="history",
-                            source=f"{older} older messages",
-                            source_code="older_messages",
-                            source_params={"n": older},
-                        ),
-                        "history_stops",
-                    )
-                )
+                marker = _left_out("chatHistory:older", older, older=True)
+                layout.dropped.append((marker, "history_stops"))
             break
-        if kind is GenerationType.CONTINUE and cc.continue_prefill and is_first_real:
+        if prefill and is_first_real:
             layout.add("continuePrefill", [part], None)
             continue
         if part.content or part.images:
             # Same as inserting each at the start, newest first; reversed once below.
             newest_parts.append(part)
             layout.budget -= part.tokens
-    container[:0] = reversed(newest_parts)
-
-    layout.budget += new_chat_part.tokens
-    layout.insert(new_chat_part, "chatHistory", "start")
-    if nudge is not None:
-        layout.budget += nudge.tokens
-        layout.insert(nudge, "chatHistory", "end")
-    if continue_part is not None:
-        layout.budget += continue_part.tokens
-        layout.insert(continue_part, "chatHistory", "end")
+    newest_parts.reverse()
+    return newest_parts
 
 
 def _history_part(layout: Layout, entry: ChatEntry, context: AssemblyContext, turn: Turn) -> Part:
