@@ -1,4 +1,4 @@
-"""Dates and durations printed the way SillyTavern's moment.js (English locale) prints them."""
+"""Dates and durations the way SillyTavern's moment.js (English locale) prints and reads them."""
 
 from __future__ import annotations
 
@@ -139,3 +139,26 @@ def humanize(delta: timedelta, *, with_suffix: bool = False) -> str:
     if not with_suffix:
         return text
     return f"in {text}" if ms > 0 else f"{text} ago"
+
+
+def parse_moment(text: str, now: datetime) -> datetime | None:
+    """What `moment(text)` accepts in practice: ISO dates and SillyTavern's own formats."""
+    text = text.strip()
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        parsed = None
+    if parsed is None:
+        for pattern in ("%B %d, %Y %I:%M %p", "%B %d, %Y", "%B %d, %Y %I:%M%p", "%I:%M %p"):
+            try:
+                parsed = datetime.strptime(text, pattern)
+            except ValueError:
+                continue
+            if pattern == "%I:%M %p":
+                parsed = parsed.replace(year=now.year, month=now.month, day=now.day)
+            break
+    if parsed is None:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=now.tzinfo)
+    return parsed

@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from functools import cached_property
 from types import MappingProxyType
 
-from taverna.engine.macros.clock import format_moment, humanize
+from taverna.engine.macros.clock import format_moment, humanize, parse_moment
 from taverna.engine.macros.js import js_text
 from taverna.engine.macros.seeded import SeededRandom, string_hash
 from taverna.engine.macros.variables import Variables, add_to_variable, read_variable
@@ -133,6 +133,8 @@ _RANDOM = re.compile(r"\{\{random\s?::?([^}]+)\}\}", re.IGNORECASE)
 _PICK = re.compile(r"\{\{pick\s?::?([^}]+)\}\}", re.IGNORECASE)
 _OUTLET = re.compile(r"\{\{outlet::(.+?)\}\}", re.IGNORECASE)
 _DIGITS = re.compile(r"\d+")
+_NEWLINE = re.compile(r"\{\{newline\}\}", re.IGNORECASE)
+_NOOP = re.compile(r"\{\{noop\}\}", re.IGNORECASE)
 
 
 def _variable_macros(scope: str) -> tuple[re.Pattern[str], ...]:
@@ -197,11 +199,116 @@ class _Evaluation:
         self.context = context
         self.variables = context.variables
         self.banned: list[str] = []
+        # In a solo chat `{{group}}` and `{{charIfNotGroup}}` print the character's name.
+        self.solo_group = context.char if context.group is None else context.group
+        self.original_used = False
 
     @cached_property
     def raw_hash(self) -> int:
         """The hash of the text as given, which seeds draws: computed only if one is made."""
         return string_hash(self.raw)
+
+    def result(self, text: str) -> MacroResult:
+        return MacroResult(text, self.variables, tuple(self.banned))
+
+    # --- the passes, in SillyTavern's order -----------------------------------------
+    def legacy(self, match: re.Match[str]) -> str:
+        """`<USER>`, `<BOT>`, `<CHAR>`, `<CHARIFNOTGROUP>`, `<GROUP>`."""
+        tag = match.group(1).upper()
+        if tag == "USER":
+            return self.context.user
+        if tag in ("BOT", "CHAR"):
+            return self.context.char
+        return self.solo_group
+
+    def early_passes(self, text: str) -> str:
+        """`{{roll}}`, instruct macros, variables, `{{newline}}`, `{{trim}}`, `{{noop}}`, input."""
+        ctx = self.context
+        text = _ROLL.sub(self.roll, text)
+        for names, pattern in _INSTRUCT_PATTERNS:
+            value = next((ctx.instruct[name] for name in names if name in ctx.instruct), "")
+            text = pattern.sub(_literal(value), text)
+        text = self.variables_pass(text)
+        text = _NEWLINE.sub("\n", text)
+        text = _TRIM.sub("", text)
+        text = _NOOP.sub("", text)
+        return _name_pattern("input").sub(_literal(ctx.input), text)
+
+    def first_original(self) -> str:
+        # algo-chat-ops.md §8: only the first {{original}} is replaced by the text
+        if self.original_used or self.context.original is None:
+            return ""
+        self.original_used = True
+        return self.context.original
+
+    def fields_pass(self, text: str) -> str:
+        """Character and persona fields, the per-call extras, then outlets."""
+        ctx = self.context
+        environment: dict[str, str | Callable[[], str]] = {}
+        if ctx.original is not None:
+            environment["original"] = self.first_original
+        environment.update(
+            {
+                "charPrompt": ctx.char_prompt,
+                "charJailbreak": ctx.char_jailbreak,
+                "description": ctx.description,
+                "personality": ctx.personality,
+                "scenario": ctx.scenario,
+                "persona": ctx.persona,
+                "mesExamples": ctx.mes_examples,
+                "charVersion": ctx.char_version,
+                "char_version": ctx.char_version,
+                "user": ctx.user,
+                "char": ctx.char,
+                "group": self.solo_group,
+                "charIfNotGroup": self.solo_group,
+                "model": ctx.model,
+            }
+        )
+        environment.update(ctx.extra)
+        for name, entry_value in environment.items():
+            if "{{" not in text:
+                break
+            if isinstance(entry_value, str):
+                text = _name_pattern(name).sub(_literal(entry_value), text)
+            else:
+                text = _name_pattern(name).sub(_call(entry_value), text)
+        if "{{" in text and ctx.outlets:
+            text = _OUTLET.sub(self.outlet, text)
+        return text
+
+    def outlet(self, match: re.Match[str]) -> str:
+        return self.context.outlets.get(match.group(1).strip(), "")
+
+    def chat_state_pass(self, text: str) -> str:
+        """The chat's state (last messages, ids, swipes), `{{reverse}}`, then comments."""
+        ctx = self.context
+        chat_state: tuple[tuple[str, str], ...] = (
+            ("maxPrompt", _optional_number(ctx.max_prompt)),
+            ("lastMessage", ctx.last_message),
+            ("lastMessageId", _optional_number(ctx.last_message_id)),
+            ("lastUserMessage", ctx.last_user_message),
+            ("lastCharMessage", ctx.last_char_message),
+            ("firstIncludedMessageId", _optional_number(ctx.first_included_message_id)),
+            ("lastSwipeId", _optional_number(ctx.last_swipe_id)),
+            ("currentSwipeId", _optional_number(ctx.current_swipe_id)),
+        )
+        for name, state_value in chat_state:
+            text = _name_pattern(name).sub(_literal(state_value), text)
+        text = _REVERSE.sub(_reversed, text)
+        return _COMMENT.sub("", text)
+
+    def time_pass(self, text: str) -> str:
+        """Dates and times from the context's clock, idle time, time zones and differences."""
+        now = self.context.now
+        for name, moment_format in _MOMENTS:
+            # Formatted only where the macro occurs (formatting is the costly part).
+            text = _name_pattern(name).sub(_moment(now, moment_format), text)
+        text = _DATETIMEFORMAT.sub(self.datetime_format, text)
+        if _name_pattern("idle_duration").search(text):
+            text = _name_pattern("idle_duration").sub(_literal(self.idle_duration()), text)
+        text = _TIME_UTC.sub(self.time_utc, text)
+        return _TIMEDIFF.sub(self.time_diff, text)
 
     # --- variables -----------------------------------------------------------------
     def _variable_line(self, line: str) -> str:
@@ -297,9 +404,12 @@ class _Evaluation:
             zone = timezone(timedelta(hours=hours))
         return format_moment(self.context.now.astimezone(zone), "LT")
 
+    def datetime_format(self, match: re.Match[str]) -> str:
+        return format_moment(self.context.now, match.group(1))
+
     def time_diff(self, match: re.Match[str]) -> str:
-        first = _parse_moment(match.group(1), self.context.now)
-        second = _parse_moment(match.group(2), self.context.now)
+        first = parse_moment(match.group(1), self.context.now)
+        second = parse_moment(match.group(2), self.context.now)
         if first is None or second is None:
             return "Invalid date"
         return humanize(first - second, with_suffix=True)
@@ -313,29 +423,6 @@ class _Evaluation:
     def banned_word(self, match: re.Match[str]) -> str:
         self.banned.append(match.group(1))
         return ""
-
-
-def _parse_moment(text: str, now: datetime) -> datetime | None:
-    """What `moment(text)` accepts in practice: ISO dates and SillyTavern's own formats."""
-    text = text.strip()
-    try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        parsed = None
-    if parsed is None:
-        for pattern in ("%B %d, %Y %I:%M %p", "%B %d, %Y", "%B %d, %Y %I:%M%p", "%I:%M %p"):
-            try:
-                parsed = datetime.strptime(text, pattern)
-            except ValueError:
-                continue
-            if pattern == "%I:%M %p":
-                parsed = parsed.replace(year=now.year, month=now.month, day=now.day)
-            break
-    if parsed is None:
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=now.tzinfo)
-    return parsed
 
 
 def _literal(value: str) -> Callable[[re.Match[str]], str]:
@@ -359,112 +446,31 @@ def _moment(now: datetime, moment_format: str) -> Callable[[re.Match[str]], str]
     return lambda _match: format_moment(now, moment_format)
 
 
+def _optional_number(value: int | None) -> str:
+    return "" if value is None else str(value)
+
+
+def _reversed(match: re.Match[str]) -> str:
+    return match.group(1)[::-1]
+
+
 def evaluate(text: str, context: MacroContext) -> MacroResult:
     """Replace every macro in `text`; return the text and the resulting variables."""
     if not text:
         return MacroResult("", context.variables)
     run = _Evaluation(text, context)
-    ctx = context
-    solo_group = ctx.char if ctx.group is None else ctx.group
-
-    def legacy(match: re.Match[str]) -> str:
-        tag = match.group(1).upper()
-        if tag == "USER":
-            return ctx.user
-        if tag in ("BOT", "CHAR"):
-            return ctx.char
-        return solo_group
-
-    text = _LEGACY.sub(legacy, text)
+    text = _LEGACY.sub(run.legacy, text)
     if "{{" not in text:
         return MacroResult(text, run.variables)
-
-    text = _ROLL.sub(run.roll, text)
-    for names, pattern in _INSTRUCT_PATTERNS:
-        value = next((ctx.instruct[name] for name in names if name in ctx.instruct), "")
-        text = pattern.sub(_literal(value), text)
-    text = run.variables_pass(text)
-    text = re.sub(r"\{\{newline\}\}", "\n", text, flags=re.IGNORECASE)
-    text = _TRIM.sub("", text)
-    text = re.sub(r"\{\{noop\}\}", "", text, flags=re.IGNORECASE)
-    text = _name_pattern("input").sub(_literal(ctx.input), text)
-
-    environment: dict[str, str | Callable[[], str]] = {}
-    if ctx.original is not None:
-        used = [False]
-        original = ctx.original
-
-        def first_original() -> str:
-            # algo-chat-ops.md §8: only the first {{original}} is replaced by the text
-            if used[0]:
-                return ""
-            used[0] = True
-            return original
-
-        environment["original"] = first_original
-    environment.update(
-        {
-            "charPrompt": ctx.char_prompt,
-            "charJailbreak": ctx.char_jailbreak,
-            "description": ctx.description,
-            "personality": ctx.personality,
-            "scenario": ctx.scenario,
-            "persona": ctx.persona,
-            "mesExamples": ctx.mes_examples,
-            "charVersion": ctx.char_version,
-            "char_version": ctx.char_version,
-            "user": ctx.user,
-            "char": ctx.char,
-            "group": solo_group,
-            "charIfNotGroup": solo_group,
-            "model": ctx.model,
-        }
-    )
-    environment.update(ctx.extra)
-    for name, entry_value in environment.items():
-        if "{{" not in text:
-            break
-        if isinstance(entry_value, str):
-            text = _name_pattern(name).sub(_literal(entry_value), text)
-        else:
-            text = _name_pattern(name).sub(_call(entry_value), text)
-    if "{{" in text and ctx.outlets:
-        text = _OUTLET.sub(lambda m: ctx.outlets.get(m.group(1).strip(), ""), text)
+    text = run.fields_pass(run.early_passes(text))
     # Every later pass needs a "{{": a text without one is done (most texts end here).
     if "{{" not in text:
-        return MacroResult(text, run.variables, tuple(run.banned))
-
-    def optional_number(value: int | None) -> str:
-        return "" if value is None else str(value)
-
-    chat_state: tuple[tuple[str, str], ...] = (
-        ("maxPrompt", optional_number(ctx.max_prompt)),
-        ("lastMessage", ctx.last_message),
-        ("lastMessageId", optional_number(ctx.last_message_id)),
-        ("lastUserMessage", ctx.last_user_message),
-        ("lastCharMessage", ctx.last_char_message),
-        ("firstIncludedMessageId", optional_number(ctx.first_included_message_id)),
-        ("lastSwipeId", optional_number(ctx.last_swipe_id)),
-        ("currentSwipeId", optional_number(ctx.current_swipe_id)),
-    )
-    for name, state_value in chat_state:
-        text = _name_pattern(name).sub(_literal(state_value), text)
-    text = _REVERSE.sub(lambda m: m.group(1)[::-1], text)
-    text = _COMMENT.sub("", text)
-
+        return run.result(text)
+    text = run.chat_state_pass(text)
     if "{{" not in text:
-        return MacroResult(text, run.variables, tuple(run.banned))
-
-    now = ctx.now
-    for name, moment_format in _MOMENTS:
-        # Formatted only where the macro occurs (formatting is the costly part).
-        text = _name_pattern(name).sub(_moment(now, moment_format), text)
-    text = _DATETIMEFORMAT.sub(lambda m: format_moment(now, m.group(1)), text)
-    if _name_pattern("idle_duration").search(text):
-        text = _name_pattern("idle_duration").sub(_literal(run.idle_duration()), text)
-    text = _TIME_UTC.sub(run.time_utc, text)
-    text = _TIMEDIFF.sub(run.time_diff, text)
+        return run.result(text)
+    text = run.time_pass(text)
     text = _BANNED.sub(run.banned_word, text)
     text = _RANDOM.sub(run.random, text)
     text = _PICK.sub(run.pick, text)
-    return MacroResult(text, run.variables, tuple(run.banned))
+    return run.result(text)
