@@ -73,7 +73,7 @@ def test_the_test_button_says_which_part_failed(client: TestClient, stub: StubSe
 
 
 def test_dns_and_tls_failures_are_named_from_the_outbound_words() -> None:
-    from taverna.services.connections.service import failed_part
+    from taverna.services.connections.probe import failed_part
 
     assert (
         failed_part("network", "the name in https://x.invalid could not be resolved (DNS)") == "dns"

@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 
 from taverna.server.app import create_app
 from taverna.server.context import AppContext, open_context
-from taverna.services.connections.service import SECRETS_FILE
+from taverna.services.connections.secrets_file import SECRETS_FILE
 from taverna.services.house.data import DATABASE_URL_ENV as STORE_URL_ENV
 from taverna.store.testing import DATABASE_URL_ENV, backends
 from tests.server.accounts_fixtures import enable_accounts, log_in

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 import taverna.cli.connection  # noqa: F401 - registers the commands
 from taverna.cli.main import app
 from taverna.errors import FormatError, NotFound
-from taverna.services.connections.service import ConnectionService, Secrets
+from taverna.services.connections import ConnectionService, Secrets
 from taverna.store.testing import temporary_store
 from tests.stubs import StubServer
 

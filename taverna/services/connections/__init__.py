@@ -3,6 +3,7 @@
 Its public face: what other domains and the shells use from it.
 """
 
+from taverna.services.connections.fields import check_key, mask
 from taverna.services.connections.local_models import (
     DEFAULT_MODEL_NAME,
     LocalSpec,
@@ -12,15 +13,8 @@ from taverna.services.connections.local_models import (
 )
 from taverna.services.connections.model_gate import ModelGate
 from taverna.services.connections.outbound_rules import OutboundRules
-from taverna.services.connections.service import (
-    KIND,
-    Connection,
-    ConnectionService,
-    Secrets,
-    check_key,
-    default_api,
-    mask,
-)
+from taverna.services.connections.secrets_file import Secrets
+from taverna.services.connections.service import KIND, Connection, ConnectionService, default_api
 
 __all__ = [
     "DEFAULT_MODEL_NAME",

@@ -11,174 +11,45 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import json
 import os
-import time
 from collections.abc import AsyncIterator, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import aiohttp
 
-from taverna.errors import Forbidden, FormatError, NotFound, TavernaError, library_cause
-from taverna.model.chat import new_id
-from taverna.model.prompt import Prompt, PromptMessage, Role
+from taverna.errors import Forbidden, FormatError, NotFound, TavernaError
 from taverna.providers import sources
-from taverna.providers.builders import build_request, stream_parser
-from taverna.providers.events import Event, StreamError, TextDelta
+from taverna.providers.events import Event
 from taverna.providers.outbound import OutboundPolicy
 from taverna.providers.registry import provider
 from taverna.providers.request import Api, HttpRequest, PostProcessing, RequestOptions
-from taverna.providers.transport import Timeouts, fetch_json, redact
+from taverna.providers.transport import Timeouts
 from taverna.providers.wire import StreamParser
+from taverna.services.connections.fields import (
+    Settled,
+    check_key,
+    connection_name,
+    mask,
+    origin,
+    settle,
+    shown_origin,
+)
 from taverna.services.connections.local_models import LocalSpec, local_models
 from taverna.services.connections.model_gate import ModelGate
+from taverna.services.connections.model_lists import model_sizes
 from taverna.services.connections.outbound_rules import OutboundRules
-from taverna.services.connections.server_key import seal, server_key, unseal
+from taverna.services.connections.probe import ConnectionTest, probe
+from taverna.services.connections.secrets_file import Secrets
 from taverna.store.repository import Store
 
 KIND = "connection"
-SECRETS_FILE = "secrets.json"
-
-
-class Secrets:
-    """API keys in one owner-only JSON file of the data folder: reference -> key, each
-    encrypted with the server key (`server_key.py`)."""
-
-    def __init__(self, folder: Path) -> None:
-        self.path = Path(folder) / SECRETS_FILE
-        self.folder = Path(folder)
-
-    def _read(self) -> dict[str, str]:
-        if not self.path.exists():
-            return {}
-        if self.path.stat().st_mode & 0o077:
-            # someone loosened the file's permissions: take them back before reading
-            os.chmod(self.path, 0o600)
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise FormatError(
-                f"not valid JSON: {exc.msg}",
-                file=str(self.path),
-                code="not_valid_json",
-                params={"msg": str(exc.msg), **library_cause(exc)},
-            ) from None
-        if not isinstance(data, dict):
-            raise FormatError(
-                "expected a JSON object", file=str(self.path), code="expected_json_object"
-            )
-        fernet = server_key(self.folder)
-        return {str(k): unseal(fernet, str(v), file=str(self.path)) for k, v in data.items()}
-
-    def _write(self, data: Mapping[str, str]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        temp = self.path.with_name(f".{SECRETS_FILE}.{os.getpid()}.tmp")
-        # created 0600 from the start, so the key is never readable by others, not even briefly
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            fernet = server_key(self.folder)
-            sealed = {ref: seal(fernet, key) for ref, key in data.items()}
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(sealed, handle)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temp, self.path)
-        finally:
-            if temp.exists():
-                temp.unlink()
-        os.chmod(self.path, 0o600)
-
-    def put(self, key: str, ref: str | None = None) -> str:
-        """Store a key; returns its reference (`secret:<id>`)."""
-        ref = ref or f"secret:{new_id()}"
-        data = self._read()
-        data[ref] = key
-        self._write(data)
-        return ref
-
-    def get(self, ref: str) -> str:
-        data = self._read()
-        if ref not in data:
-            raise NotFound(
-                "the stored key is missing from the secrets file",
-                file=str(self.path),
-                code="stored_key_is_missing_from",
-            )
-        return data[ref]
-
-    def delete(self, ref: str) -> None:
-        data = self._read()
-        if data.pop(ref, None) is not None:
-            self._write(data)
 
 
 def api_sources() -> list[sources.Source]:
     """Every API source by name, for the connection form's list."""
     return list(sources.SOURCES.values())
-
-
-def check_url(url: str) -> str:
-    """A connection's base URL as given, or FormatError (field `url`) when it is no
-    http(s) URL a request can go to."""
-    if not url:
-        return url
-    if any(ord(c) < 0x21 or c == "\x7f" for c in url):
-        raise FormatError(
-            "the URL holds a space or a control character",
-            field="url",
-            code="url_holds_space_or_control",
-        )
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - reading it checks it
-    except ValueError as exc:
-        raise FormatError(
-            f"not a URL: {exc}", field="url", code="not_url", params={"exc": str(exc)}
-        ) from None
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-        raise FormatError(
-            "the URL must start with http:// or https:// and name a host",
-            field="url",
-            code="url_must_start_with_http",
-        )
-    return url
-
-
-def check_key(key: str) -> str:
-    """An API key as given, or FormatError (field `key`) when an HTTP header cannot carry it."""
-    if not key.isascii() or any(ord(c) < 0x20 or c == "\x7f" for c in key):
-        raise FormatError(
-            "an API key holds only printable ASCII characters (no accents, no line breaks)",
-            field="key",
-            code="api_key_not_printable_ascii",
-        )
-    return key
-
-
-def origin(api: Api, url: str) -> tuple[str, str, int | None]:
-    """(scheme, host, port) that a connection's requests go to: its URL's, or its API's own."""
-    parts = urlsplit(provider(api).models_request(url, "").url)
-    scheme = parts.scheme.lower()
-    try:
-        port = parts.port or {"http": 80, "https": 443}.get(scheme)
-    except ValueError:  # a URL stored before URLs were checked: no origin matches it
-        return scheme, url, None
-    return scheme, (parts.hostname or "").lower(), port
-
-
-def mask(key: str) -> str:
-    """A key as shown to a person: its last four characters only."""
-    if not key:
-        return ""
-    return f"…{key[-4:]}" if len(key) > 8 else "…"
-
-
-def _shown(api: Api, url: str) -> str:
-    scheme, host, port = origin(api, url)
-    return f"{scheme}://{host}:{port}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,35 +91,6 @@ class Connection:
         else:
             shown["key"] = key_hint if key_source == "secret" else "none"
         return {"name": self.name, **shown}
-
-
-@dataclass(frozen=True, slots=True)
-class ConnectionTest:
-    """The outcome of `ConnectionService.test`: ok, what the model said, how long it took."""
-
-    ok: bool
-    message: str
-    seconds: float
-    # Why it failed, for a page to say in its language: the model API's failure kind
-    # (`cause`), or the code of the error that stopped it before any request (`code`).
-    cause: str | None = None
-    code: str | None = None
-    params: dict[str, str | int] = field(default_factory=dict)
-    # Which part failed: dns, tls, refused (nothing listens), network, auth, model,
-    # timeout or api (the API answered with an error of its own); see `failed_part`
-    part: str | None = None
-
-
-def failed_part(kind: str, message: str) -> str:
-    """Which part of reaching a model failed, from a stream error's kind and words
-    (outbound.describe_failure names DNS, TLS and a refused connection)."""
-    if kind == "network":
-        if "(DNS)" in message:
-            return "dns"
-        if "TLS" in message:
-            return "tls"
-        return "refused" if "refused the connection" in message else "network"
-    return {"auth": "auth", "not_found": "model", "timeout": "timeout"}.get(kind, "api")
 
 
 def default_api(store: Store, owner: str = "") -> Api | None:
@@ -384,54 +226,64 @@ class ConnectionService:
         was given for: when the URL (or the API, and so its default URL) now leads to
         another origin, the key must be given again (FormatError, field `key`).
         """
-        name = name.strip()
-        if not name:
-            raise TavernaError(
-                "a connection needs a name", field="name", code="connection_needs_name"
-            )
+        name = connection_name(name)
         if key is not None and key_env is not None:
             raise TavernaError(
                 "give the key either from the environment or directly, not both",
                 code="give_key_either_from_environment",
             )
-        chosen, named = (api, None) if isinstance(api, Api) else sources.resolve(api)
-        mode = (
-            post_processing
-            if isinstance(post_processing, PostProcessing)
-            else PostProcessing.parse(post_processing)
-        )
-        url = check_url(url.strip())
-        if named is not None:  # a source by name brings its URL, post-processing and options
-            url = url or named.default_url
-            mode = mode if mode is not PostProcessing.NONE else named.post_processing
-            options = {**named.options(), **(options or {})}
-        if chosen is Api.LOCAL:
-            if url or key or key_env:
-                raise TavernaError(
-                    "a local model runs here: it takes no URL and no key",
-                    field="url",
-                    code="local_model_runs_here_it",
-                )
-            self._check_local_model(model.strip())
-            LocalSpec.of(model, options or {})  # a missing file or a bad setting, named now
+        fields = settle(api, url, post_processing, options)
+        if fields.api is Api.LOCAL:
+            self._check_local(model, fields, keyed=bool(key or key_env))
         if key:
             key = check_key(key.strip())
         if key_env:
             self._check_key_env(key_env)
         existing = next((c for c in self.list() if c.name == name), None)
+        key_ref = self._key_ref(existing, fields, key, key_env)
+        connection = Connection(
+            name=name,
+            api=fields.api,
+            url=fields.url,
+            model=model.strip(),
+            key_ref=key_ref,
+            post_processing=fields.post_processing,
+            default=default or (existing.default if existing else not self.list()),
+            options=fields.options,
+        )
+        doc = self.store.put_document(
+            KIND,
+            name,
+            connection.to_json(),
+            id=existing.id if existing else None,
+            revision=existing.revision if existing else None,
+            owner=self.owner,
+        )
+        if connection.default:
+            self._clear_other_defaults(name)
+        return self._from_document(doc)
+
+    def _key_ref(
+        self, existing: Connection | None, fields: Settled, key: str | None, key_env: str | None
+    ) -> str:
+        """Where the key of a connection being added is: the variable named, the key given
+        (stored in the secrets file, in the old key's place), or the old one when no key is
+        given and the connection still leads to the same site. A secret no longer used is
+        deleted."""
         if (
             existing
             and existing.key_ref
             and key is None
             and not key_env
-            and origin(existing.api, existing.url) != origin(chosen, url)
+            and origin(existing.api, existing.url) != origin(fields.api, fields.url)
         ):
+            shown = shown_origin(fields.api, fields.url)
             raise FormatError(
-                f"the connection now leads to another site ({_shown(chosen, url)}), so its key "
+                f"the connection now leads to another site ({shown}), so its key "
                 "is not sent there: give the key again with the new URL, or remove the key",
                 field="key",
                 code="connection_moved_key_withheld",
-                params={"chosen": str(_shown(chosen, url))},
+                params={"chosen": str(shown)},
             )
         key_ref = ""
         if key_env:
@@ -445,27 +297,18 @@ class ConnectionService:
             key_ref = existing.key_ref
         if existing and existing.key_ref.startswith("secret:") and key_ref != existing.key_ref:
             self.secrets.delete(existing.key_ref)
-        connection = Connection(
-            name=name,
-            api=chosen,
-            url=url,
-            model=model.strip(),
-            key_ref=key_ref,
-            post_processing=mode,
-            default=default or (existing.default if existing else not self.list()),
-            options=dict(options or {}),
-        )
-        doc = self.store.put_document(
-            KIND,
-            name,
-            connection.to_json(),
-            id=existing.id if existing else None,
-            revision=existing.revision if existing else None,
-            owner=self.owner,
-        )
-        if connection.default:
-            self._clear_other_defaults(name)
-        return self._from_document(doc)
+        return key_ref
+
+    def _check_local(self, model: str, fields: Settled, *, keyed: bool) -> None:
+        """A local model runs here: no URL, no key, a model this account may add."""
+        if fields.url or keyed:
+            raise TavernaError(
+                "a local model runs here: it takes no URL and no key",
+                field="url",
+                code="local_model_runs_here_it",
+            )
+        self._check_local_model(model.strip())
+        LocalSpec.of(model, fields.options)  # a missing file or a bad setting, named now
 
     def _check_local_model(self, model: str) -> None:
         """With accounts, a local model other than the bundled one is an admin's to add
@@ -627,59 +470,10 @@ class ConnectionService:
     ) -> builtins.list[tuple[str, int | None]]:
         """The models the connection's API offers, each with its context size where the
         listing of the connection's source says it (OpenRouter's `context_length`)."""
-        connection = self.get(name)
-        if connection.api is Api.LOCAL:
-            return [(LocalSpec.of(connection.model, connection.options).model.name, None)]
-        key = self.resolve_key(connection)
-        api = provider(connection.api)
-        request = api.models_request(connection.url, key)
-        policy = self.policy(connection)
-        listing = await fetch_json(request, secret=key, policy=policy)
-        named = sources.find(str(connection.options.get("source", "")))
-        sizes = sources.model_contexts(listing, named) if named else {}
-        return [(model, sizes.get(model)) for model in api.model_names(listing)]
+        return await model_sizes(self, self.get(name))
 
     async def test(
         self, name: str | None = None, *, timeouts: Timeouts | None = None
     ) -> ConnectionTest:
         """Send a tiny real request and report whether an answer came back."""
-        connection = self.get(name)
-        started = time.perf_counter()
-        try:
-            base_url, key = await self.endpoint(connection)
-        except TavernaError as exc:
-            return ConnectionTest(
-                False, exc.message, time.perf_counter() - started, code=exc.code, params=exc.params
-            )
-        sampling = {"openai_max_tokens": 16, "genamt": 16}
-        if connection.api.is_text_completion:
-            prompt = Prompt(kind="text", text="Reply with the word OK.\n", sampling=sampling)
-        else:
-            message = PromptMessage(Role.USER, "Reply with the word OK.")
-            prompt = Prompt(kind="chat", messages=(message,), sampling=sampling)
-        request = build_request(
-            prompt,
-            connection.api,
-            self.request_options(connection, stream=False),
-            base_url=base_url,
-            key=key,
-        )
-        text: list[str] = []
-        async for event in self.stream(
-            request,
-            stream_parser(connection.api),
-            secret=key,
-            timeouts=timeouts or Timeouts(connect=10, read=60),
-        ):
-            if isinstance(event, TextDelta):
-                text.append(event.text)
-            elif isinstance(event, StreamError):
-                return ConnectionTest(
-                    False,
-                    event.message,
-                    time.perf_counter() - started,
-                    cause=event.kind.value,
-                    part=failed_part(event.kind.value, event.message),
-                )
-        said = redact("".join(text).strip(), key)
-        return ConnectionTest(True, said or "(empty answer)", time.perf_counter() - started)
+        return await probe(self, self.get(name), timeouts)

@@ -19,7 +19,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from taverna.errors import FormatError, NotFound
-from taverna.services.connections.service import Secrets, check_key, mask
+from taverna.services.connections import Secrets, check_key, mask
 
 KEY_ENV = "TAVERNA_EMBEDDINGS_KEY"
 URL_ENV = "TAVERNA_EMBEDDINGS_URL"
