@@ -18,7 +18,7 @@ from taverna.formats.character_book import lorebook_to_book
 from taverna.formats.png_card import write_png_card
 from taverna.formats.world_info import dump_world_info, world_info_from_json
 from taverna.model.character import Character
-from taverna.model.lorebook import Lorebook
+from taverna.model.lorebook import Lorebook, new_entry_json
 
 HERE = Path(__file__).parent
 BOOK_NAME = "Brasswater"
@@ -98,35 +98,16 @@ DEPTH_PROMPT = (
 
 
 def entry(uid: int, comment: str, keys: list[str], content: str, **fields: Any) -> dict[str, Any]:
-    """A world info entry with every field a new SillyTavern 1.12.6 entry has."""
+    """A world info entry with every field a new SillyTavern 1.12.6 entry has, as its
+    editor saves one with a title, no role and zero timers."""
     base: dict[str, Any] = {
         "uid": uid,
+        **new_entry_json(),
         "key": keys,
-        "keysecondary": [],
         "comment": comment,
         "content": content,
-        "constant": False,
-        "vectorized": False,
-        "selective": True,
-        "selectiveLogic": 0,
         "addMemo": True,
-        "order": 100,
-        "position": 0,
-        "disable": False,
-        "excludeRecursion": False,
-        "preventRecursion": False,
         "delayUntilRecursion": False,
-        "probability": 100,
-        "useProbability": True,
-        "depth": 4,
-        "group": "",
-        "groupOverride": False,
-        "groupWeight": 100,
-        "scanDepth": None,
-        "caseSensitive": None,
-        "matchWholeWords": None,
-        "useGroupScoring": None,
-        "automationId": "",
         "role": None,
         "sticky": 0,
         "cooldown": 0,

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from taverna.errors import FormatWarning
@@ -14,33 +15,41 @@ from taverna.formats.coercion import show
 from taverna.formats.validation import validate
 from taverna.formats.world_info import assign_uids, world_info_from_json, world_info_to_json
 from taverna.model.character import CharacterBook
-from taverna.model.lorebook import ENTRY_FIELDS, Lorebook
+from taverna.model.lorebook import ENTRY_FIELDS, Lorebook, new_entry_json
 
 _APPENDED = ("uid", "displayIndex", "characterFilter")
 
-# WI entry field <- (book entry `extensions` key, default when absent), §7.2.
-_FROM_EXTENSIONS: tuple[tuple[str, str, Any], ...] = (
-    ("excludeRecursion", "exclude_recursion", False),
-    ("preventRecursion", "prevent_recursion", False),
-    ("delayUntilRecursion", "delay_until_recursion", False),
-    ("probability", "probability", 100),
-    ("useProbability", "useProbability", True),
-    ("depth", "depth", 4),
-    ("selectiveLogic", "selectiveLogic", 0),
-    ("group", "group", ""),
-    ("groupOverride", "group_override", False),
-    ("groupWeight", "group_weight", 100),
-    ("scanDepth", "scan_depth", None),
-    ("caseSensitive", "case_sensitive", None),
-    ("matchWholeWords", "match_whole_words", None),
-    ("useGroupScoring", "use_group_scoring", None),
-    ("automationId", "automation_id", ""),
-    ("role", "role", 0),
-    ("vectorized", "vectorized", False),
-    ("sticky", "sticky", None),
-    ("cooldown", "cooldown", None),
-    ("delay", "delay", None),
+# WI entry field <- book entry `extensions` key, §7.2; a key the book entry lacks gives
+# the field's value in CONVERTED_DEFAULTS.
+_FROM_EXTENSIONS: tuple[tuple[str, str], ...] = (
+    ("excludeRecursion", "exclude_recursion"),
+    ("preventRecursion", "prevent_recursion"),
+    ("delayUntilRecursion", "delay_until_recursion"),
+    ("probability", "probability"),
+    ("useProbability", "useProbability"),
+    ("depth", "depth"),
+    ("selectiveLogic", "selectiveLogic"),
+    ("group", "group"),
+    ("groupOverride", "group_override"),
+    ("groupWeight", "group_weight"),
+    ("scanDepth", "scan_depth"),
+    ("caseSensitive", "case_sensitive"),
+    ("matchWholeWords", "match_whole_words"),
+    ("useGroupScoring", "use_group_scoring"),
+    ("automationId", "automation_id"),
+    ("role", "role"),
+    ("vectorized", "vectorized"),
+    ("sticky", "sticky"),
+    ("cooldown", "cooldown"),
+    ("delay", "delay"),
 )
+
+CONVERTED_DEFAULTS: Mapping[str, Any] = MappingProxyType(
+    {**new_entry_json(), "delayUntilRecursion": False}
+)
+"""What SillyTavern gives a field of an entry it converts from another format when the
+source has no value: its new-entry template's value, but `delayUntilRecursion`, which its
+conversions write as `false` (the template: `0`)."""
 
 
 def _coalesce(value: Any, default: Any) -> Any:
@@ -92,8 +101,8 @@ def book_to_lorebook(
             "addMemo": bool(comment),
             "displayIndex": _ext(ext, "display_index", index),
         }
-        for wi_key, ext_key, default in _FROM_EXTENSIONS:
-            item[wi_key] = _ext(ext, ext_key, default)
+        for wi_key, ext_key in _FROM_EXTENSIONS:
+            item[wi_key] = _ext(ext, ext_key, CONVERTED_DEFAULTS[wi_key])
         items.append(item)
     uids = assign_uids([str(index) for index in range(len(items))], own)
     entries: dict[str, dict[str, Any]] = {}
@@ -141,9 +150,7 @@ CONVERTED_ORDER: tuple[str, ...] = (
 )
 """Key order of an entry SillyTavern converts from another format: its new-entry
 template's fields, then `uid` and `displayIndex`, which the template lacks."""
-_EXTENSION_OF = {wi_key: ext_key for wi_key, ext_key, _ in _FROM_EXTENSIONS} | {
-    "displayIndex": "display_index"
-}
+_EXTENSION_OF = dict(_FROM_EXTENSIONS) | {"displayIndex": "display_index"}
 _BOOK_FIELD_OF = {"key": "keys", "keysecondary": "secondary_keys", "order": "insertion_order"}
 
 
@@ -175,33 +182,42 @@ def _in_book_terms(note: FormatWarning, index_of: Mapping[str, int], where: str)
     return FormatWarning(note.message, file=note.file, field=field)
 
 
-# book entry `extensions` key <- (WI entry field, default); `_ABSENT` = left out when the
-# entry lacks the field (JSON.stringify drops undefined), any other default is `field ?? default`.
-_ABSENT = object()
-_TO_EXTENSIONS: tuple[tuple[str, str, Any], ...] = (
-    ("position", "position", _ABSENT),
-    ("exclude_recursion", "excludeRecursion", _ABSENT),
-    ("display_index", "displayIndex", _ABSENT),
-    ("probability", "probability", None),
-    ("useProbability", "useProbability", False),
-    ("depth", "depth", 4),
-    ("selectiveLogic", "selectiveLogic", 0),
-    ("group", "group", ""),
-    ("group_override", "groupOverride", False),
-    ("group_weight", "groupWeight", None),
-    ("prevent_recursion", "preventRecursion", False),
-    ("delay_until_recursion", "delayUntilRecursion", False),
-    ("scan_depth", "scanDepth", None),
-    ("match_whole_words", "matchWholeWords", None),
-    ("use_group_scoring", "useGroupScoring", False),
-    ("case_sensitive", "caseSensitive", None),
-    ("automation_id", "automationId", ""),
-    ("role", "role", 0),
-    ("vectorized", "vectorized", False),
-    ("sticky", "sticky", None),
-    ("cooldown", "cooldown", None),
-    ("delay", "delay", None),
+# book entry `extensions` key <- WI entry field, §7.3: a field in _LEFT_OUT_WHEN_ABSENT is
+# left out when the entry lacks it (JSON.stringify drops undefined); any other is
+# `field ?? default`, the default from _EXPORT_DEFAULTS.
+_TO_EXTENSIONS: tuple[tuple[str, str], ...] = (
+    ("position", "position"),
+    ("exclude_recursion", "excludeRecursion"),
+    ("display_index", "displayIndex"),
+    ("probability", "probability"),
+    ("useProbability", "useProbability"),
+    ("depth", "depth"),
+    ("selectiveLogic", "selectiveLogic"),
+    ("group", "group"),
+    ("group_override", "groupOverride"),
+    ("group_weight", "groupWeight"),
+    ("prevent_recursion", "preventRecursion"),
+    ("delay_until_recursion", "delayUntilRecursion"),
+    ("scan_depth", "scanDepth"),
+    ("match_whole_words", "matchWholeWords"),
+    ("use_group_scoring", "useGroupScoring"),
+    ("case_sensitive", "caseSensitive"),
+    ("automation_id", "automationId"),
+    ("role", "role"),
+    ("vectorized", "vectorized"),
+    ("sticky", "sticky"),
+    ("cooldown", "cooldown"),
+    ("delay", "delay"),
 )
+_LEFT_OUT_WHEN_ABSENT = frozenset({"position", "excludeRecursion", "displayIndex"})
+# SillyTavern's export falls back to a converted entry's values, but for these four.
+_EXPORT_DEFAULTS: Mapping[str, Any] = {
+    **CONVERTED_DEFAULTS,
+    "probability": None,
+    "useProbability": False,
+    "groupWeight": None,
+    "useGroupScoring": False,
+}
 
 # book entry key <- WI entry field, copied as is (left out when absent)
 _TO_ENTRY = (
@@ -235,12 +251,12 @@ def lorebook_to_book(lorebook: Lorebook, *, file: str | None = None) -> Characte
         entry["position"] = "before_char" if before else "after_char"
         entry["use_regex"] = True
         extensions: dict[str, Any] = {}
-        for ext_key, wi_key, default in _TO_EXTENSIONS:
-            if default is _ABSENT:
+        for ext_key, wi_key in _TO_EXTENSIONS:
+            if wi_key in _LEFT_OUT_WHEN_ABSENT:
                 if wi_key in wi:
                     extensions[ext_key] = wi[wi_key]
             else:
-                extensions[ext_key] = _coalesce(wi.get(wi_key), default)
+                extensions[ext_key] = _coalesce(wi.get(wi_key), _EXPORT_DEFAULTS[wi_key])
         entry["extensions"] = extensions
         entries.append(entry)
     return validate(CharacterBook, {"entries": entries, "name": lorebook.name}, file=file)

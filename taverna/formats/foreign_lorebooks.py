@@ -25,7 +25,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from taverna.errors import FormatError, FormatWarning
-from taverna.formats.character_book import CONVERTED_ORDER, book_to_lorebook
+from taverna.formats.character_book import (
+    CONVERTED_DEFAULTS,
+    CONVERTED_ORDER,
+    book_to_lorebook,
+)
 from taverna.formats.coercion import Unfit, as_text, js_truthy, show
 from taverna.formats.validation import validate
 from taverna.formats.world_info import world_info_from_json
@@ -40,65 +44,9 @@ __all__ = [
     "risu_to_lorebook",
 ]
 
-# SillyTavern's new-entry template (world-info.js `newWorldInfoEntryDefinition`).
-_TEMPLATE: dict[str, Any] = {
-    "key": [],
-    "keysecondary": [],
-    "comment": "",
-    "content": "",
-    "constant": False,
-    "vectorized": False,
-    "selective": True,
-    "selectiveLogic": 0,
-    "addMemo": False,
-    "order": 100,
-    "position": 0,
-    "disable": False,
-    "excludeRecursion": False,
-    "preventRecursion": False,
-    "delayUntilRecursion": 0,
-    "probability": 100,
-    "useProbability": True,
-    "depth": 4,
-    "group": "",
-    "groupOverride": False,
-    "groupWeight": 100,
-    "scanDepth": None,
-    "caseSensitive": None,
-    "matchWholeWords": None,
-    "useGroupScoring": None,
-    "automationId": "",
-    "role": 0,
-    "sticky": None,
-    "cooldown": None,
-    "delay": None,
-}
-
-# What every one of the three conversions sets the same way.
-_FIXED: dict[str, Any] = {
-    "keysecondary": [],
-    "constant": False,
-    "selective": False,
-    "vectorized": False,
-    "selectiveLogic": 0,
-    "position": 0,
-    "excludeRecursion": False,
-    "delayUntilRecursion": False,
-    "probability": 100,
-    "useProbability": True,
-    "group": "",
-    "groupOverride": False,
-    "groupWeight": 100,
-    "scanDepth": None,
-    "caseSensitive": None,
-    "matchWholeWords": None,
-    "useGroupScoring": None,
-    "automationId": "",
-    "role": 0,
-    "sticky": None,
-    "cooldown": None,
-    "delay": None,
-}
+# What an entry of any of the three conversions starts from: a converted entry's defaults,
+# with `selective` off, which all three set so.
+_BASE: dict[str, Any] = {**CONVERTED_DEFAULTS, "selective": False}
 
 _UNDEFINED = object()
 """A value JavaScript would leave `undefined`: the field is left out of the entry."""
@@ -196,7 +144,7 @@ class _Conversion:
         """The world file made of the converted entries, with the conversion's notes."""
         entries: dict[str, dict[str, Any]] = {}
         for index, fields in enumerate(converted):
-            entry = {**_TEMPLATE, **_FIXED, **fields, "uid": index, "displayIndex": index}
+            entry = {**_BASE, **fields, "uid": index, "displayIndex": index}
             entries[str(index)] = {
                 key: entry[key] for key in CONVERTED_ORDER if entry[key] is not _UNDEFINED
             }

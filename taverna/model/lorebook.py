@@ -551,3 +551,15 @@ def entry_to_json(entry: Entry) -> dict[str, Any]:
         if known.get(optional, 0) is None and optional not in entry.field_order:
             del known[optional]
     return ordered_fields(known, entry.extras, entry.field_order)
+
+
+def new_entry_json() -> dict[str, Any]:
+    """SillyTavern's template of a new entry (world-info.js `newWorldInfoEntryDefinition`):
+    a new `Entry`'s fields as JSON, in the order SillyTavern writes them, without `uid`.
+
+    The one statement of an entry's defaults is `Entry`; this is it in SillyTavern's terms,
+    for the conversions that lay their fields over the template.
+    """
+    template = entry_to_json(Entry(uid=0))
+    del template["uid"]
+    return template
