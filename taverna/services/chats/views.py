@@ -5,10 +5,11 @@ from __future__ import annotations
 import io
 import zipfile
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from taverna.formats.st_chat import write_chat
-from taverna.model.chat import Node
+from taverna.model.chat import ChatTree, Node
 from taverna.services.chats.service import ChatService
 from taverna.services.interchange import InterchangeService
 
@@ -93,27 +94,20 @@ def candidates_follow(
     """The candidates at each named message's place and how many messages follow each on
     the way it last went: what a switch at a fork in the middle leaves behind, and where.
     Ids that are no live message of the chat are left out."""
-    tree = chats.store.tree(chat_id)
-    alive = [n for n in tree.nodes if not n.deleted]
-    by_id = {n.id: n for n in alive}
-    kids: dict[str | None, list[Node]] = {}
-    for node in alive:
-        kids.setdefault(node.parent_id, []).append(node)
-    for siblings in kids.values():
-        siblings.sort(key=lambda n: n.id)
-    on_path = _path_ids(tree.chat.active_leaf_id, by_id)
+    forks = _Forks.of(chats.store.tree(chat_id))
+    by_id, kids = forks.by_id, forks.kids
     out: dict[str, list[dict[str, Any]]] = {}
     for node_id in node_ids:
         if node_id not in by_id:
             continue
         found = []
         for index, candidate in enumerate(kids[by_id[node_id].parent_id], start=1):
-            end = _walk_down(candidate, kids, tree.selections)
+            end = _walk_down(candidate, kids, forks.tree.selections)
             found.append(
                 {
                     "id": candidate.id,
                     "index": index,
-                    "on_path": candidate.id in on_path,
+                    "on_path": candidate.id in forks.on_path,
                     "follow": end.depth - candidate.depth,
                 }
             )
@@ -139,117 +133,142 @@ def chat_graph(chats: ChatService, chat_id: str) -> dict[str, Any]:
     the path, no branch or checkpoint there) are counted on their place, not drawn.
     `lane` is the segment's fork nesting, for the graph's columns.
     """
-    tree = chats.store.tree(chat_id)
-    alive = [n for n in tree.nodes if not n.deleted]
-    by_id = {n.id: n for n in alive}
-    kids: dict[str | None, list[Node]] = {}
-    for node in alive:
-        kids.setdefault(node.parent_id, []).append(node)
-    for siblings in kids.values():
-        siblings.sort(key=lambda n: n.id)
-    leaf = tree.chat.active_leaf_id if tree.chat.active_leaf_id in by_id else None
-    on_path = _path_ids(leaf, by_id)
-    heads: dict[str, list[dict[str, Any]]] = {}
-    for branch in tree.branches:
-        if branch.head_id in by_id:
-            heads.setdefault(branch.head_id, []).append(
-                {
-                    "id": branch.id,
-                    "name": branch.name,
-                    "active": branch.id == tree.chat.active_branch_id,
-                }
-            )
-    marks: dict[str, list[dict[str, Any]]] = {}
-    for checkpoint in tree.checkpoints:
-        if checkpoint.node_id in by_id:
-            marks.setdefault(checkpoint.node_id, []).append(
-                {"id": checkpoint.id, "name": checkpoint.name}
-            )
-
-    def worth_drawing(node: Node) -> bool:
-        return bool(kids.get(node.id)) or node.id in on_path or node.id in heads or node.id in marks
-
-    def snippet(node: Node) -> dict[str, Any]:
-        return {
-            "id": node.id,
-            "depth": node.depth,
-            "role": node.role.value,
-            "name": node.speaker,
-            "text": node.content[:100],
-        }
-
+    forks = _Forks.of(chats.store.tree(chat_id))
     segments: list[dict[str, Any]] = []
-    roots = kids.get(None, [])
-    drawn_roots = [n for n in roots if worth_drawing(n)] or roots[-1:]
+    roots = forks.kids.get(None, [])
+    drawn_roots = [n for n in roots if forks.worth_drawing(n)] or roots[-1:]
     stack: list[tuple[Node, str | None, int, int]] = [
         (n, None, 0, len(roots) - len(drawn_roots)) for n in reversed(drawn_roots)
     ]
     while stack:
         first, parent, lane, spare = stack.pop()
+        segment, last, ends_here = forks.segment(first, parent, lane, spare)
+        segments.append(segment)
+        # The way the path takes (else the one chosen last) goes on in this lane, drawn
+        # after the others; each other way gets a lane of its own to the right, the first
+        # drawn the farthest, so no line crosses a row it does not lead to.
+        if ends_here:
+            main = next((c for c in ends_here if c.id in forks.on_path), None) or forks.chosen(
+                last.id, ends_here
+            )
+            sides = [c for c in ends_here if c is not main]
+            stack.append((main, first.id, lane, 0))
+            for i, child in reversed(list(enumerate(sides))):
+                stack.append((child, first.id, lane + len(sides) - i, 0))
+    here = forks.by_id.get(forks.leaf) if forks.leaf else None
+    return {
+        "segments": segments,
+        "messages": len(forks.by_id),
+        "here": _snippet(here) if here else None,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class _Forks:
+    """A chat's live messages by parent, with what makes a message worth drawing: a way
+    on below it, a place on the active path, a branch's head or a checkpoint."""
+
+    tree: ChatTree
+    by_id: dict[str, Node]
+    kids: dict[str | None, list[Node]]
+    leaf: str | None
+    on_path: set[str]
+    heads: dict[str, list[dict[str, Any]]]
+    marks: dict[str, list[dict[str, Any]]]
+
+    @classmethod
+    def of(cls, tree: ChatTree) -> _Forks:
+        alive = [n for n in tree.nodes if not n.deleted]
+        by_id = {n.id: n for n in alive}
+        kids: dict[str | None, list[Node]] = {}
+        for node in alive:
+            kids.setdefault(node.parent_id, []).append(node)
+        for siblings in kids.values():
+            siblings.sort(key=lambda n: n.id)
+        leaf = tree.chat.active_leaf_id if tree.chat.active_leaf_id in by_id else None
+        heads: dict[str, list[dict[str, Any]]] = {}
+        for branch in tree.branches:
+            if branch.head_id in by_id:
+                active = branch.id == tree.chat.active_branch_id
+                heads.setdefault(branch.head_id, []).append(
+                    {"id": branch.id, "name": branch.name, "active": active}
+                )
+        marks: dict[str, list[dict[str, Any]]] = {}
+        for checkpoint in tree.checkpoints:
+            if checkpoint.node_id in by_id:
+                marks.setdefault(checkpoint.node_id, []).append(
+                    {"id": checkpoint.id, "name": checkpoint.name}
+                )
+        return cls(tree, by_id, kids, leaf, _path_ids(leaf, by_id), heads, marks)
+
+    def worth_drawing(self, node: Node) -> bool:
+        return (
+            bool(self.kids.get(node.id))
+            or node.id in self.on_path
+            or node.id in self.heads
+            or node.id in self.marks
+        )
+
+    def chosen(self, node_id: str, among: list[Node]) -> Node:
+        """The one of `among` chosen last below `node_id` (else the newest)."""
+        selected = self.tree.selections.get(node_id)
+        return next((c for c in among if c.id == selected), among[-1])
+
+    def segment(
+        self, first: Node, parent: str | None, lane: int, spare: int
+    ) -> tuple[dict[str, Any], Node, list[Node]]:
+        """The segment from `first` down to where two or more ways go on (or a leaf): the
+        segment, its last message and the ways on below it."""
         node = first
         count = 1
         unused = 0
         branches: list[dict[str, Any]] = []
         checkpoints: list[dict[str, Any]] = []
         while True:
-            branches += [
-                {**b, "depth": node.depth, "node_id": node.id} for b in heads.get(node.id, [])
-            ]
-            checkpoints += [
-                {**c, "depth": node.depth, "node_id": node.id} for c in marks.get(node.id, [])
-            ]
-            children = kids.get(node.id, [])
-            ways = [c for c in children if worth_drawing(c)]
+            at = {"depth": node.depth, "node_id": node.id}
+            branches += [{**b, **at} for b in self.heads.get(node.id, [])]
+            checkpoints += [{**c, **at} for c in self.marks.get(node.id, [])]
+            children = self.kids.get(node.id, [])
+            ways = [c for c in children if self.worth_drawing(c)]
             if len(children) == 1 or (children and not ways):
                 # One way on (an unused candidate beside it is only counted).
-                following = next(
-                    (c for c in children if c.id == tree.selections.get(node.id)), children[-1]
-                )
-                unused += len(children) - 1
-                node = following
-                count += 1
-                continue
-            if len(ways) == 1:
-                unused += len(children) - 1
-                node = ways[0]
-                count += 1
-                continue
-            break
-        segment_id = first.id
-        ends_here = [c for c in kids.get(node.id, []) if worth_drawing(c)]
-        unused += len(kids.get(node.id, [])) - len(ends_here)
-        segments.append(
-            {
-                "id": segment_id,
-                "parent": parent,
-                "lane": lane,
-                "first": snippet(first),
-                "last": snippet(node),
-                "count": count,
-                "unused": unused + spare,
-                "on_path": first.id in on_path,
-                "here": leaf is not None and leaf in on_path and _holds(first, node, leaf, by_id),
-                "branches": branches,
-                "checkpoints": checkpoints,
-                "forks": len(ends_here),
-            }
-        )
-        # The way the path takes (else the one chosen last) goes on in this lane, drawn
-        # after the others; each other way gets a lane of its own to the right, the first
-        # drawn the farthest, so no line crosses a row it does not lead to.
-        if ends_here:
-            main = next((c for c in ends_here if c.id in on_path), None) or next(
-                (c for c in ends_here if c.id == tree.selections.get(node.id)), ends_here[-1]
-            )
-            sides = [c for c in ends_here if c is not main]
-            stack.append((main, segment_id, lane, 0))
-            for i, child in reversed(list(enumerate(sides))):
-                stack.append((child, segment_id, lane + len(sides) - i, 0))
-    here = by_id.get(leaf) if leaf else None
+                following = self.chosen(node.id, children)
+            elif len(ways) == 1:
+                following = ways[0]
+            else:
+                break
+            unused += len(children) - 1
+            node = following
+            count += 1
+        ends_here = [c for c in self.kids.get(node.id, []) if self.worth_drawing(c)]
+        unused += len(self.kids.get(node.id, [])) - len(ends_here)
+        leaf = self.leaf
+        segment = {
+            "id": first.id,
+            "parent": parent,
+            "lane": lane,
+            "first": _snippet(first),
+            "last": _snippet(node),
+            "count": count,
+            "unused": unused + spare,
+            "on_path": first.id in self.on_path,
+            "here": leaf is not None
+            and leaf in self.on_path
+            and _holds(first, node, leaf, self.by_id),
+            "branches": branches,
+            "checkpoints": checkpoints,
+            "forks": len(ends_here),
+        }
+        return segment, node, ends_here
+
+
+def _snippet(node: Node) -> dict[str, Any]:
     return {
-        "segments": segments,
-        "messages": len(alive),
-        "here": snippet(here) if here else None,
+        "id": node.id,
+        "depth": node.depth,
+        "role": node.role.value,
+        "name": node.speaker,
+        "text": node.content[:100],
     }
 
 
