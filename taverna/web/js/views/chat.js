@@ -9,16 +9,16 @@ import { failureCause, reportError, retryable } from "../errors.js";
 import { connectionForm } from "./connections.js";
 import { t } from "../i18n.js";
 import { renderRich } from "../rich.js";
-import { deleteQuestion } from "./chat_questions.js";
+import { deleteQuestion } from "./chat/questions.js";
 import { branchLabel, personaLabel, reasonNode } from "../labels.js";
 import { openInspector } from "./inspector.js";
 import { openChatSettings } from "./chat_settings.js";
 import { markSummaries } from "./summary.js";
 import { openChatSearch, takeJump } from "./search.js";
 import { openTree } from "./tree.js";
-import { turnBar } from "./turn_bar.js";
-import { scriptCompletion } from "./script_complete.js";
-import { avatarFor, reasoningBlock } from "./message_parts.js";
+import { turnBar } from "./chat/turn_bar.js";
+import { scriptCompletion } from "./chat/script_complete.js";
+import { avatarFor, reasoningBlock } from "./chat/message_parts.js";
 
 // Messages per page read from the server, and the most kept in the page at once: farther
 // ones are dropped and read again by cursor, so a long chat keeps a small DOM.

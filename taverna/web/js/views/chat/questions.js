@@ -1,6 +1,6 @@
 // The chat's questions before a change, saying what the change touches.
 
-import { t } from "../i18n.js";
+import { t } from "../../i18n.js";
 
 /** Before deleting `m`: when it is one candidate among several, that only this candidate
  * goes (the others stay); else that the message goes. Both can be restored. */

@@ -4,9 +4,9 @@
 // `/addvar key=`... and inside `{{getvar::` the variable names. Arrow keys move, Tab or
 // Enter takes the chosen one, Escape closes; on a touch screen a tap takes it.
 
-import { api } from "../api.js";
-import { h, mount } from "../dom.js";
-import { t } from "../i18n.js";
+import { api } from "../../api.js";
+import { h, mount } from "../../dom.js";
+import { t } from "../../i18n.js";
 
 let commandsRead = null; // one read of /api/script-commands per page
 

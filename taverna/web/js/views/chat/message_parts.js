@@ -1,6 +1,6 @@
 /** Small parts of a chat message: the speaker's avatar and the model's folded reasoning. */
-import { h } from "../dom.js";
-import { t } from "../i18n.js";
+import { h } from "../../dom.js";
+import { t } from "../../i18n.js";
 
 /** The speaker's picture, else the first letter of their name. */
 export function avatarFor(message, chat) {

@@ -3,11 +3,11 @@
 // default stay as they are), and what the typed text costs in tokens (counted by the server
 // with the tokenizer the chat's prompt is counted with), beside the next prompt's total.
 
-import { api } from "../api.js";
-import { h } from "../dom.js";
-import { reportError } from "../errors.js";
-import { t } from "../i18n.js";
-import { personaLabel } from "../labels.js";
+import { api } from "../../api.js";
+import { h } from "../../dom.js";
+import { reportError } from "../../errors.js";
+import { t } from "../../i18n.js";
+import { personaLabel } from "../../labels.js";
 
 // Quiet typing this long (ms) before the server counts: one request a pause, not a key.
 const COUNT_DELAY = 400;
