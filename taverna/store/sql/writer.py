@@ -1,4 +1,5 @@
-"""The unit of work on one chat: its writes, logged so that undo and redo replay them."""
+"""The unit of work on one chat: its reads and writes, each logged (`ChangeLog`) so that
+undo and redo replay them."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from taverna.errors import NotFound, TavernaError
+from taverna.errors import NotFound
 from taverna.model.chat import (
     Branch,
     CharacterRef,
@@ -19,133 +20,43 @@ from taverna.model.chat import (
     GenerationInfo,
     Node,
     NodeRole,
-    Revision,
     RevisionKind,
     new_id,
 )
 from taverna.store import schema as t
 from taverna.store.repository import UNSET, ChatWriter
 from taverna.store.sql.base import refuse_write, revision_in_range
+from taverna.store.sql.change_log import ChangeLog
 from taverna.store.sql.contents import _put_content
 from taverna.store.sql.rows import (
     _chars_json,
     _chat_from_row,
-    _from_json_value,
     _node_from_row,
-    _node_select,
-    _revision_from_row,
     _row_from_json,
     _row_json,
     _to_json_value,
     _utc,
 )
 from taverna.store.sql.tree import _branches, _checkpoints, _children, _path_to
-
-# The statements of the writes every turn makes, built once: building one (and its key in
-# SQLAlchemy's compiled cache) costs more than running it. Values go as parameters; an
-# UPDATE without `.values()` sets the columns its parameters name.
-_CHAT_KEY: sa.BindParameter[str] = sa.bindparam("chat_key")
-_NODE_KEY: sa.BindParameter[str] = sa.bindparam("node_key")
-_NODE_ROW = sa.select(t.nodes).where(t.nodes.c.id == _NODE_KEY, t.nodes.c.chat_id == _CHAT_KEY)
-_NODE = _node_select().where(t.nodes.c.id == _NODE_KEY, t.nodes.c.chat_id == _CHAT_KEY)
-_STATE_SOURCE = t.nodes.alias("source")
-# A node's place (depth, the node whose state applies) and that state, in one read.
-_PLACE = (
-    sa.select(t.nodes.c.depth, t.nodes.c.state_from, _STATE_SOURCE.c.state)
-    .select_from(t.nodes.outerjoin(_STATE_SOURCE, _STATE_SOURCE.c.id == t.nodes.c.state_from))
-    .where(t.nodes.c.id == _NODE_KEY, t.nodes.c.chat_id == _CHAT_KEY)
-)
-_INSERT_NODE = t.nodes.insert()
-_UPDATE_NODE = t.nodes.update().where(t.nodes.c.id == _NODE_KEY)
-_SELECTION_WHERE = (
-    t.selections.c.chat_id == _CHAT_KEY,
-    t.selections.c.parent_id == sa.bindparam("parent_key"),
-)
-_SELECTION = sa.select(t.selections.c.child_id).where(*_SELECTION_WHERE)
-_INSERT_SELECTION = t.selections.insert()
-_UPDATE_SELECTION = t.selections.update().where(*_SELECTION_WHERE)
-_DELETE_SELECTION = t.selections.delete().where(*_SELECTION_WHERE)
-_BRANCH_HEAD = sa.select(t.branches.c.head_id).where(t.branches.c.id == sa.bindparam("branch_key"))
-_UPDATE_BRANCH = t.branches.update().where(t.branches.c.id == sa.bindparam("branch_key"))
-_UPDATE_CHAT = t.chats.update().where(t.chats.c.id == _CHAT_KEY)
-_END_REDO = (
-    t.revisions.update()
-    .where(
-        t.revisions.c.chat_id == _CHAT_KEY,
-        t.revisions.c.undone == sa.true(),
-        t.revisions.c.redoable == sa.true(),
-    )
-    .values(redoable=False)
-)
-_INSERT_REVISION = t.revisions.insert()
-_INSERT_CHANGES = t.changes.insert()
-_DESCEND = sa.text(
-    """
-    WITH RECURSIVE down(id, lvl) AS (
-        SELECT id, 0 FROM nodes WHERE id = :start
-        UNION ALL
-        SELECT s.child_id, down.lvl + 1
-        FROM down
-        JOIN selections s ON s.chat_id = :chat AND s.parent_id = down.id
-        JOIN nodes n ON n.id = s.child_id
-        WHERE n.deleted = :no AND down.lvl < 10000000
-    )
-    SELECT id FROM down ORDER BY lvl DESC LIMIT 1
-    """
-)
-_REFRESH_STATE_FROM = sa.text(
-    """
-    UPDATE nodes SET state_from = :source WHERE id IN (
-        WITH RECURSIVE sub(id) AS (
-            SELECT id FROM nodes WHERE id = :node
-            UNION ALL
-            SELECT n.id FROM nodes n JOIN sub ON n.chat_id = :chat AND n.parent_id = sub.id
-            WHERE n.state IS NULL
-        )
-        SELECT id FROM sub
-    )
-    """
-)
-# A write's first statement: the chat's row moves to its next revision if it is still at
-# the one the writer read (which also takes the chat's write lock) and comes back changed,
-# with what a turn's writes would otherwise each read on their own: the active branch's
-# head, whether an undone revision waits to be redone, the active leaf's place and the
-# choice remembered below it. (The chat's columns are named in full inside the
-# subqueries: SQLite's RETURNING would leave them unqualified.)
-_CHATS_ID: sa.ColumnClause[str] = sa.literal_column("chats.id")
-_CHATS_LEAF: sa.ColumnClause[str] = sa.literal_column("chats.active_leaf_id")
-_CLAIMED = {
-    "branch_head": sa.select(t.branches.c.head_id)
-    .where(t.branches.c.id == sa.literal_column("chats.active_branch_id"))
-    .scalar_subquery(),
-    "redo_pending": sa.exists().where(
-        t.revisions.c.chat_id == _CHATS_ID,
-        t.revisions.c.undone == sa.true(),
-        t.revisions.c.redoable == sa.true(),
-    ),
-    "leaf_depth": sa.select(t.nodes.c.depth).where(t.nodes.c.id == _CHATS_LEAF).scalar_subquery(),
-    "leaf_state_from": sa.select(t.nodes.c.state_from)
-    .where(t.nodes.c.id == _CHATS_LEAF)
-    .scalar_subquery(),
-    "leaf_choice": sa.select(t.selections.c.child_id)
-    .where(
-        t.selections.c.chat_id == _CHATS_ID,
-        t.selections.c.parent_id == sa.func.coalesce(_CHATS_LEAF, ""),
-    )
-    .scalar_subquery(),
-}
-_CLAIM = (
-    t.chats.update()
-    .where(
-        t.chats.c.id == sa.bindparam("claim_id"),
-        t.chats.c.revision == sa.bindparam("claim_revision"),
-        t.chats.c.deleted == sa.false(),
-    )
-    .returning(*t.chats.c, *(value.label(name) for name, value in _CLAIMED.items()))
+from taverna.store.sql.write_statements import (
+    BRANCH_HEAD,
+    CLAIM,
+    DELETE_SELECTION,
+    DESCEND,
+    INSERT_NODE,
+    INSERT_SELECTION,
+    NODE,
+    NODE_ROW,
+    PLACE,
+    REFRESH_STATE_FROM,
+    SELECTION,
+    UPDATE_BRANCH,
+    UPDATE_NODE,
+    UPDATE_SELECTION,
 )
 
 
-class SqlChatWriter(ChatWriter):
+class SqlChatWriter(ChangeLog, ChatWriter):
     """A unit of work on one chat inside one SQL transaction."""
 
     @classmethod
@@ -157,7 +68,7 @@ class SqlChatWriter(ChatWriter):
         if revision_in_range(revision):
             row = (
                 conn.execute(
-                    _CLAIM,
+                    CLAIM,
                     {
                         "revision": revision + 1,
                         "updated": now,
@@ -205,22 +116,6 @@ class SqlChatWriter(ChatWriter):
         self._chat_dirty: dict[str, Any] = {}
         self._history_texts: set[str] = set()  # texts the change log now keeps
 
-    # ---- change log
-
-    def _log(self, entity: str, key: str, field: str, before: Any, after: Any) -> None:
-        self._changes.append(
-            {
-                "chat_id": self.chat_id,
-                "revision": self.revision,
-                "seq": len(self._changes),
-                "entity": entity,
-                "key": key,
-                "field": field,
-                "before": {"v": before},
-                "after": {"v": after},
-            }
-        )
-
     # ---- reads
 
     @property
@@ -231,7 +126,7 @@ class SqlChatWriter(ChatWriter):
 
     def _node_row(self, node_id: str) -> Mapping[Any, Any]:
         row = (
-            self.conn.execute(_NODE_ROW, {"node_key": node_id, "chat_key": self.chat_id})
+            self.conn.execute(NODE_ROW, {"node_key": node_id, "chat_key": self.chat_id})
             .mappings()
             .first()
         )
@@ -249,7 +144,7 @@ class SqlChatWriter(ChatWriter):
 
     def _read_place(self, node_id: str) -> Mapping[str, Any] | None:
         """Read a node's place (noted) and the state in force at it (returned)."""
-        row = self.conn.execute(_PLACE, {"node_key": node_id, "chat_key": self.chat_id}).first()
+        row = self.conn.execute(PLACE, {"node_key": node_id, "chat_key": self.chat_id}).first()
         if row is None:
             raise _no_message(node_id)
         depth, source, state = row
@@ -259,7 +154,7 @@ class SqlChatWriter(ChatWriter):
 
     def get_node(self, node_id: str) -> Node:
         row = (
-            self.conn.execute(_NODE, {"node_key": node_id, "chat_key": self.chat_id})
+            self.conn.execute(NODE, {"node_key": node_id, "chat_key": self.chat_id})
             .mappings()
             .first()
         )
@@ -287,7 +182,7 @@ class SqlChatWriter(ChatWriter):
         key = parent_id or ""
         if key not in self._choices:
             self._choices[key] = self.conn.execute(
-                _SELECTION, {"chat_key": self.chat_id, "parent_key": key}
+                SELECTION, {"chat_key": self.chat_id, "parent_key": key}
             ).scalar()
         return self._choices[key]
 
@@ -301,7 +196,7 @@ class SqlChatWriter(ChatWriter):
 
     def descend(self, node_id: str) -> str:
         # Follow the remembered choices down, stopping at a deleted child.
-        found = self.conn.execute(_DESCEND, {"start": node_id, "chat": self.chat_id, "no": False})
+        found = self.conn.execute(DESCEND, {"start": node_id, "chat": self.chat_id, "no": False})
         return found.scalar() or node_id
 
     def branches(self) -> list[Branch]:
@@ -350,7 +245,7 @@ class SqlChatWriter(ChatWriter):
             "state_from": node_id if state is not None else inherited,
             "revision": self.revision,
         }
-        self.conn.execute(_INSERT_NODE, row)
+        self.conn.execute(INSERT_NODE, row)
         self._places[node_id] = (depth, node_id if state is not None else inherited)
         self._log("node", node_id, "*", None, _row_json(row))
         return _node_from_row(row, content)
@@ -393,7 +288,7 @@ class SqlChatWriter(ChatWriter):
 
     def _set_node_field(self, node_id: str, column: str, value: Any) -> None:
         self.conn.execute(
-            _UPDATE_NODE, {column: value, "revision": self.revision, "node_key": node_id}
+            UPDATE_NODE, {column: value, "revision": self.revision, "node_key": node_id}
         )
         if column == "state":
             self._places.clear()  # `state_from` moves below this node
@@ -409,7 +304,7 @@ class SqlChatWriter(ChatWriter):
         else:
             source = None
         self.conn.execute(
-            _REFRESH_STATE_FROM, {"source": source, "node": node_id, "chat": self.chat_id}
+            REFRESH_STATE_FROM, {"source": source, "node": node_id, "chat": self.chat_id}
         )
 
     def set_selection(self, parent_id: str | None, child_id: str | None) -> None:
@@ -427,14 +322,14 @@ class SqlChatWriter(ChatWriter):
         self._choices[parent_key] = child_id
         key = {"chat_key": self.chat_id, "parent_key": parent_key}
         if child_id is None:
-            self.conn.execute(_DELETE_SELECTION, key)
+            self.conn.execute(DELETE_SELECTION, key)
             return
         if exists is not False:
-            done = self.conn.execute(_UPDATE_SELECTION, {**key, "child_id": child_id})
+            done = self.conn.execute(UPDATE_SELECTION, {**key, "child_id": child_id})
             if done.rowcount:
                 return
         self.conn.execute(
-            _INSERT_SELECTION,
+            INSERT_SELECTION,
             {"chat_id": self.chat_id, "parent_id": parent_key, "child_id": child_id},
         )
 
@@ -456,9 +351,9 @@ class SqlChatWriter(ChatWriter):
             if active in self._branch_heads:
                 before = self._branch_heads[active]
             else:
-                before = self.conn.execute(_BRANCH_HEAD, {"branch_key": active}).scalar()
+                before = self.conn.execute(BRANCH_HEAD, {"branch_key": active}).scalar()
             if before != leaf_id:
-                self.conn.execute(_UPDATE_BRANCH, {"branch_key": active, "head_id": leaf_id})
+                self.conn.execute(UPDATE_BRANCH, {"branch_key": active, "head_id": leaf_id})
                 self._log("branch", active, "head_id", before, leaf_id)
             self._branch_heads[active] = leaf_id
 
@@ -539,132 +434,6 @@ class SqlChatWriter(ChatWriter):
         if row is not None:
             self.conn.execute(table.insert(), _row_from_json(row))
 
-    # ---- undo / redo
-
-    def undo(self) -> Revision:
-        number = self.conn.execute(
-            sa.select(sa.func.max(t.revisions.c.number)).where(
-                t.revisions.c.chat_id == self.chat_id,
-                t.revisions.c.kind == RevisionKind.OPERATION.value,
-                t.revisions.c.undone == sa.false(),
-            )
-        ).scalar()
-        if number is None:
-            raise NotFound("nothing to undo", field="revision", code="nothing_to_undo")
-        for change in reversed(self._changes_of(number)):
-            self._apply(change, change["before"]["v"])
-        self._mark(number, undone=True)
-        self.kind, self.target = RevisionKind.UNDO, number
-        return self._revision(number)
-
-    def redo(self) -> Revision:
-        number = self.conn.execute(
-            sa.select(sa.func.min(t.revisions.c.number)).where(
-                t.revisions.c.chat_id == self.chat_id,
-                t.revisions.c.kind == RevisionKind.OPERATION.value,
-                t.revisions.c.undone == sa.true(),
-                t.revisions.c.redoable == sa.true(),
-            )
-        ).scalar()
-        if number is None:
-            raise NotFound("nothing to redo", field="revision", code="nothing_to_redo")
-        for change in self._changes_of(number):
-            self._apply(change, change["after"]["v"])
-        self._mark(number, undone=False)
-        self.kind, self.target = RevisionKind.REDO, number
-        return self._revision(number)
-
-    def _changes_of(self, number: int) -> list[Mapping[Any, Any]]:
-        rows = self.conn.execute(
-            sa.select(t.changes)
-            .where(t.changes.c.chat_id == self.chat_id, t.changes.c.revision == number)
-            .order_by(t.changes.c.seq)
-        )
-        return list(rows.mappings())
-
-    def _mark(self, number: int, *, undone: bool) -> None:
-        self.conn.execute(
-            t.revisions.update()
-            .where(t.revisions.c.chat_id == self.chat_id, t.revisions.c.number == number)
-            .values(undone=undone)
-        )
-
-    def _revision(self, number: int) -> Revision:
-        row = (
-            self.conn.execute(
-                sa.select(t.revisions).where(
-                    t.revisions.c.chat_id == self.chat_id, t.revisions.c.number == number
-                )
-            )
-            .mappings()
-            .one()
-        )
-        return _revision_from_row(row)
-
-    def _apply(self, change: Mapping[Any, Any], value: Any) -> None:
-        """Set one logged value (the old one to undo, the new one to redo)."""
-        entity, key, column = change["entity"], change["key"], change["field"]
-        if entity == "node":
-            if column == "*":
-                # A message an undo takes away keeps its text for a redo.
-                for row in (change["before"]["v"], change["after"]["v"]):
-                    if row is not None:
-                        self._history_texts.add(row["content_hash"])
-                self._places.clear()
-                self.conn.execute(t.nodes.delete().where(t.nodes.c.id == key))
-                if value is not None:
-                    self.conn.execute(_INSERT_NODE, _row_from_json(value))
-            else:
-                self._set_node_field(key, column, value)
-        elif entity == "chat":
-            value = _from_json_value(column, value)
-            self._chat_row[column] = value
-            self._chat_dirty[column] = value
-            self._chat = None
-        elif entity == "selection":
-            self._apply_selection(key, value)
-        elif entity == "branch":
-            if column == "*":
-                self._replace_row(t.branches, key, value)
-            else:
-                self._branch_heads.pop(key, None)
-                self.conn.execute(_UPDATE_BRANCH, {"branch_key": key, column: value})
-        elif entity == "checkpoint":
-            self._replace_row(t.checkpoints, key, value)
-        else:  # pragma: no cover - the log only holds the kinds above
-            raise TavernaError(
-                f"unknown change kind {entity!r}",
-                code="unknown_change_kind",
-                params={"entity": str(entity)},
-            )
-
-    # ---- commit
-
-    def finish(self) -> None:
-        """Write the chat row, the revision and its change log (inside the transaction)."""
-        if self._chat_dirty:
-            self.conn.execute(_UPDATE_CHAT, {**self._chat_dirty, "chat_key": self.chat_id})
-        if self.kind is RevisionKind.OPERATION and self._redo_pending:
-            # A new operation ends what could be redone (git-like: no branching history).
-            self.conn.execute(_END_REDO, {"chat_key": self.chat_id})
-        self.conn.execute(
-            _INSERT_REVISION,
-            {
-                "chat_id": self.chat_id,
-                "number": self.revision,
-                "kind": self.kind.value,
-                "label": self.label,
-                "created": self.now,
-                "target": self.target,
-                "undone": False,
-                "redoable": True,
-            },
-        )
-        if self._changes:
-            self.conn.execute(_INSERT_CHANGES, self._changes)
-        if self._history_texts:
-            _keep_history_texts(self.conn, self.chat_id, self._history_texts)
-
 
 def _no_message(node_id: str) -> NotFound:
     return NotFound(
@@ -673,17 +442,3 @@ def _no_message(node_id: str) -> NotFound:
         code="no_message_in_this_chat",
         params={"node_id": str(node_id)},
     )
-
-
-def _keep_history_texts(conn: Connection, chat_id: str, hashes: set[str]) -> None:
-    """Note that a chat's history keeps these texts (each pair once)."""
-    keys = sorted(hashes)
-    table = t.history_texts
-    present = set(
-        conn.execute(
-            sa.select(table.c.hash).where(table.c.chat_id == chat_id, table.c.hash.in_(keys))
-        ).scalars()
-    )
-    missing = [{"hash": h, "chat_id": chat_id} for h in keys if h not in present]
-    if missing:
-        conn.execute(table.insert(), missing)
