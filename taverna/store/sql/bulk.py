@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -36,106 +37,17 @@ class SqlBulkImport(SqlBase):
         now = _utc(self.clock())
         chat_row = _new_chat_row(new, now)
         chat_id = chat_row["id"]
-        info: dict[str, tuple[int, str | None]] = {}
-        node_rows: list[dict[str, Any]] = []
-        texts: dict[str, str] = {}
-        for node in nodes:
-            parent = node.parent_id or ""
-            if parent and parent not in info:
-                raise TavernaError(
-                    f"message {node.id} comes before its parent {parent}",
-                    field="nodes",
-                    code="message_comes_before_its_parent",
-                    params={"id": str(node.id), "parent": str(parent)},
-                )
-            if node.id in info:
-                raise TavernaError(
-                    f"message id {node.id} appears twice",
-                    field="nodes",
-                    code="message_id_appears_twice",
-                    params={"id": str(node.id)},
-                )
-            depth, inherited = info[parent] if parent else (-1, None)
-            state_from = node.id if node.state is not None else inherited
-            info[node.id] = (depth + 1, state_from)
-            key = content_hash(node.content)
-            texts[key] = node.content
-            node_rows.append(
-                {
-                    "id": node.id,
-                    "chat_id": chat_id,
-                    "parent_id": parent,
-                    "role": NodeRole(node.role).value,
-                    "speaker": node.speaker,
-                    "content_hash": key,
-                    "hidden": node.hidden,
-                    "deleted": node.deleted,
-                    "created": _utc(node.created or now),
-                    "depth": depth + 1,
-                    "generation": node.generation.to_json() if node.generation else None,
-                    "extras": dict(node.extras),
-                    "state": node.state.to_json() if node.state is not None else None,
-                    "state_from": state_from,
-                    "revision": 1,
-                }
-            )
-        if active_leaf_id is not None and active_leaf_id not in info:
-            raise TavernaError(
-                "the active leaf is not among the messages",
-                field="active_leaf_id",
-                code="active_leaf_is_not_among",
-            )
-        for branch in branches:
-            if branch.head_id is not None and branch.head_id not in info:
-                raise TavernaError(
-                    f"branch {branch.name!r} points at no message of the chat",
-                    field="branches",
-                    code="branch_points_at_no_message",
-                    params={"name": str(branch.name)},
-                )
-        for checkpoint in checkpoints:
-            if checkpoint.node_id not in info:
-                raise TavernaError(
-                    f"checkpoint {checkpoint.name!r} points at no message of the chat",
-                    field="checkpoints",
-                    code="checkpoint_points_at_no_message",
-                    params={"name": str(checkpoint.name)},
-                )
-        for parent_key, child in (selections or {}).items():
-            if child not in info or (parent_key and parent_key not in info):
-                raise TavernaError(
-                    "a selection names no message of the chat",
-                    field="selections",
-                    code="selection_has_no_message",
-                )
-        chosen = dict(selections) if selections is not None else {}
+        node_rows, texts = _node_rows(chat_id, nodes, now)
+        known = {row["id"] for row in node_rows}
+        _check_references(known, active_leaf_id, branches, checkpoints, selections)
         if selections is None:
-            for row in node_rows:  # newest child wins, then the active path overrides
-                chosen[row["parent_id"]] = row["id"]
-            by_id = {row["id"]: row for row in node_rows}
-            current = active_leaf_id
-            while current:
-                parent = by_id[current]["parent_id"]
-                chosen[parent] = current
-                current = parent or None
+            chosen = _chosen_children(node_rows, active_leaf_id)
+        else:
+            chosen = dict(selections)
         branch_rows = [
-            {
-                "id": b.id,
-                "chat_id": chat_id,
-                "name": b.name,
-                "head_id": b.head_id,
-                "created": _utc(b.created or now),
-            }
+            _pointer_row(chat_id, b.id, b.name, "head_id", b.head_id, b.created or now)
             for b in branches
-        ] or [
-            {
-                "id": new_id(),
-                "chat_id": chat_id,
-                "name": "main",
-                "head_id": active_leaf_id,
-                "created": now,
-            }
-        ]
+        ] or [_pointer_row(chat_id, new_id(), "main", "head_id", active_leaf_id, now)]
         chat_row["active_branch_id"] = branch_rows[0]["id"]
         chat_row["active_leaf_id"] = active_leaf_id
         with self.engine.begin() as conn:
@@ -152,17 +64,131 @@ class SqlBulkImport(SqlBase):
                 conn.execute(
                     t.checkpoints.insert(),
                     [
-                        {
-                            "id": c.id,
-                            "chat_id": chat_id,
-                            "name": c.name,
-                            "node_id": c.node_id,
-                            "created": _utc(c.created or now),
-                        }
+                        _pointer_row(chat_id, c.id, c.name, "node_id", c.node_id, c.created or now)
                         for c in checkpoints
                     ],
                 )
         return _chat_from_row(chat_row)
+
+
+def _node_rows(
+    chat_id: str, nodes: Sequence[Node], now: datetime
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """The rows of `nodes` (parents first) with their depth and the node whose state
+    applies, and their texts by hash; a node before its parent, or twice, is refused."""
+    info: dict[str, tuple[int, str | None]] = {}
+    node_rows: list[dict[str, Any]] = []
+    texts: dict[str, str] = {}
+    for node in nodes:
+        parent = node.parent_id or ""
+        if parent and parent not in info:
+            raise TavernaError(
+                f"message {node.id} comes before its parent {parent}",
+                field="nodes",
+                code="message_comes_before_its_parent",
+                params={"id": str(node.id), "parent": str(parent)},
+            )
+        if node.id in info:
+            raise TavernaError(
+                f"message id {node.id} appears twice",
+                field="nodes",
+                code="message_id_appears_twice",
+                params={"id": str(node.id)},
+            )
+        depth, inherited = info[parent] if parent else (-1, None)
+        state_from = node.id if node.state is not None else inherited
+        info[node.id] = (depth + 1, state_from)
+        key = content_hash(node.content)
+        texts[key] = node.content
+        node_rows.append(
+            {
+                "id": node.id,
+                "chat_id": chat_id,
+                "parent_id": parent,
+                "role": NodeRole(node.role).value,
+                "speaker": node.speaker,
+                "content_hash": key,
+                "hidden": node.hidden,
+                "deleted": node.deleted,
+                "created": _utc(node.created or now),
+                "depth": depth + 1,
+                "generation": node.generation.to_json() if node.generation else None,
+                "extras": dict(node.extras),
+                "state": node.state.to_json() if node.state is not None else None,
+                "state_from": state_from,
+                "revision": 1,
+            }
+        )
+    return node_rows, texts
+
+
+def _check_references(
+    known: Collection[str],
+    active_leaf_id: str | None,
+    branches: Sequence[Branch],
+    checkpoints: Sequence[Checkpoint],
+    selections: Mapping[str, str] | None,
+) -> None:
+    """Refuse an active leaf, branch, checkpoint or selection naming no imported message."""
+    if active_leaf_id is not None and active_leaf_id not in known:
+        raise TavernaError(
+            "the active leaf is not among the messages",
+            field="active_leaf_id",
+            code="active_leaf_is_not_among",
+        )
+    for branch in branches:
+        if branch.head_id is not None and branch.head_id not in known:
+            raise TavernaError(
+                f"branch {branch.name!r} points at no message of the chat",
+                field="branches",
+                code="branch_points_at_no_message",
+                params={"name": str(branch.name)},
+            )
+    for checkpoint in checkpoints:
+        if checkpoint.node_id not in known:
+            raise TavernaError(
+                f"checkpoint {checkpoint.name!r} points at no message of the chat",
+                field="checkpoints",
+                code="checkpoint_points_at_no_message",
+                params={"name": str(checkpoint.name)},
+            )
+    for parent_key, child in (selections or {}).items():
+        if child not in known or (parent_key and parent_key not in known):
+            raise TavernaError(
+                "a selection names no message of the chat",
+                field="selections",
+                code="selection_has_no_message",
+            )
+
+
+def _chosen_children(
+    node_rows: Sequence[Mapping[str, Any]], active_leaf_id: str | None
+) -> dict[str, str]:
+    """Each parent's chosen child (`""` for the roots): its newest, or the one on the
+    active path."""
+    chosen: dict[str, str] = {}
+    for row in node_rows:  # newest child wins, then the active path overrides
+        chosen[row["parent_id"]] = row["id"]
+    by_id = {row["id"]: row for row in node_rows}
+    current = active_leaf_id
+    while current:
+        parent = by_id[current]["parent_id"]
+        chosen[parent] = current
+        current = parent or None
+    return chosen
+
+
+def _pointer_row(
+    chat_id: str, id: str, name: str, column: str, target: str | None, created: datetime
+) -> dict[str, Any]:
+    """The row of a branch (`column` "head_id") or a checkpoint (`column` "node_id")."""
+    return {
+        "id": id,
+        "chat_id": chat_id,
+        "name": name,
+        column: target,
+        "created": _utc(created),
+    }
 
 
 def _bulk_insert(conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]]) -> None:
