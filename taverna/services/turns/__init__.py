@@ -35,6 +35,7 @@ from taverna.engine.assembly.ledger import render_ledger
 
 # the model's events a run carries, beside its own (Started, ToolResult, Completed)
 from taverna.providers.events import ReasoningDelta, StreamError, TextDelta, ToolCall
+from taverna.services.turns.drafts import DRAFT_KIND
 from taverna.services.turns.reply_text import trim_at_stop
 from taverna.services.turns.runs import (
     Completed,
@@ -46,7 +47,8 @@ from taverna.services.turns.runs import (
     Started,
     ToolResult,
 )
-from taverna.services.turns.service import DRAFT_KIND, MAX_TOOL_ROUNDS, GenerationService
+from taverna.services.turns.service import GenerationService
+from taverna.services.turns.tool_rounds import MAX_TOOL_ROUNDS
 from taverna.services.turns.turn import WHOLE_PATH, PreparedTurn, PromptBuilder, TurnRequest
 
 __all__ = [

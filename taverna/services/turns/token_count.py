@@ -1,0 +1,59 @@
+"""Counting what is being typed: its tokens with the tokenizer the chat's next prompt is
+counted with, and that prompt's total (a dry run: nothing is written)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from taverna.engine.assembly.context import GenerationType
+from taverna.engine.tokens.registry import get_tokenizer
+from taverna.errors import NotFound
+from taverna.providers.request import Api
+from taverna.services.connections.service import Connection, ConnectionService
+from taverna.services.turns.chat_connection import connection_for
+from taverna.services.turns.turn import PreparedTurn
+from taverna.services.turns.turn_prompts import TurnPrompts
+
+# What typed text is counted with when a prompt names no tokenizer (a builder of tests').
+FALLBACK_TOKENIZER = "cl100k_base"
+
+
+@dataclass(frozen=True, slots=True)
+class TokenCount:
+    """What the input box shows: the typed text's tokens and the next prompt's total."""
+
+    text: int
+    prompt: int
+    tokenizer: str
+
+
+def count_typed(
+    prompts: TurnPrompts,
+    connections: ConnectionService,
+    chat_id: str,
+    text: str,
+    connection: str | None = None,
+) -> TokenCount:
+    """`text`'s tokens and the chat's next prompt's total, built for `connection` (the
+    chat's own when None; without any, as for OpenAI, as `warm` builds)."""
+    prompts.foresee(chat_id, "", text)  # typing has paused: the text may well be sent
+    chat = prompts.store.get_chat(chat_id)
+    try:
+        chosen: Connection | None = connection_for(connections.of(chat.owner), chat, connection)
+    except NotFound:
+        if connection is not None:
+            raise
+        chosen = None
+    turn = prompts.turn(
+        chat,
+        chat.active_leaf_id,
+        GenerationType.NORMAL,
+        chosen.api if chosen else Api.OPENAI,
+        dry_run=True,
+        model=chosen.model if chosen else "",
+        options=chosen.options if chosen else None,
+    )
+    built = prompts.build_serialized(turn)
+    ledger = (built.prompt if isinstance(built, PreparedTurn) else built).ledger
+    name = ledger.tokenizer or FALLBACK_TOKENIZER
+    return TokenCount(get_tokenizer(name).count(text), ledger.total_tokens, name)
