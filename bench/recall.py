@@ -71,17 +71,10 @@ from taverna.providers.request import Api
 from taverna.services.chats.service import ChatService
 from taverna.services.connections.service import ConnectionService
 from taverna.services.library.active_settings import set_active
-from taverna.services.memory.recall import (
-    SHORTLIST_PER_WANTED,
-    STORE_SHORTLIST,
-    ChatBits,
-    EmbeddingBacklog,
-    RecallService,
-    embedded_text,
-    recall_config,
-    single_threaded,
-    to_bytes,
-)
+from taverna.services.memory.recall import EmbeddingBacklog, RecallService, recall_config
+from taverna.services.memory.recall.chat_vectors import ChatBits
+from taverna.services.memory.recall.turn import SHORTLIST_PER_WANTED, STORE_SHORTLIST
+from taverna.services.memory.recall.vectors import embedded_text, single_threaded, to_bytes
 from taverna.services.turns import GenerationService
 from taverna.services.turns.context import TurnContexts
 from taverna.services.turns.paths import PathEnds

@@ -289,7 +289,7 @@ def time_bits_read(store: Store, chat_id: str, size: int) -> dict[str, float]:
     import numpy as np
 
     from taverna.providers.embeddings import LOCAL_MODEL
-    from taverna.services.memory.recall import BITS_READ, ChatBits
+    from taverna.services.memory.recall.chat_vectors import BITS_READ, ChatBits
 
     began = time.perf_counter()
     bits = ChatBits(chat_id, LOCAL_MODEL)

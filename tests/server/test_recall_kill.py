@@ -15,7 +15,7 @@ from tests.stubs.taverna_server import TavernaServer
 
 MESSAGES = 600
 MODEL = "openai:slow"
-BATCH = 32  # the backlog's batch (taverna.services.memory.recall.BACKLOG_BATCH)
+BATCH = 32  # the backlog's batch (taverna.services.memory.recall.backlog.BACKLOG_BATCH)
 
 
 def _long_chat(folder: Path) -> str:

@@ -24,7 +24,8 @@ from taverna.services.chats.service import ChatService
 from taverna.services.connections.service import ConnectionService
 from taverna.services.library.active_settings import set_active
 from taverna.services.library.service import LibraryService
-from taverna.services.memory.recall import EmbeddingBacklog, RecallService, embed_due, recall_config
+from taverna.services.memory.recall import EmbeddingBacklog, RecallService, recall_config
+from taverna.services.memory.recall.backlog import embed_due
 from taverna.services.turns import GenerationService
 from taverna.services.turns.context import TurnContexts
 from taverna.services.turns.paths import PathEnds
@@ -328,8 +329,8 @@ def test_the_path_index_follows_any_move_of_the_paths_end(store: SqlStore) -> No
     import random
 
     from taverna.model.chat import Node, new_id
-    from taverna.services.memory import recall as recall_module
-    from taverna.services.memory.recall import PathIndex
+    from taverna.services.memory.recall import path_index as recall_module
+    from taverna.services.memory.recall.path_index import PathIndex
     from taverna.store import NewChat
 
     rng = random.Random(5)
@@ -358,8 +359,8 @@ def test_past_the_exact_limit_the_search_agrees_with_an_exact_one(
 ) -> None:
     import numpy as np
 
-    from taverna.services.memory import recall as recall_module
-    from taverna.services.memory.recall import ChatVectors
+    from taverna.services.memory.recall import chat_vectors as recall_module
+    from taverna.services.memory.recall.chat_vectors import ChatVectors
     from taverna.store.repository import StoredVector
 
     rng = np.random.default_rng(3)

@@ -26,7 +26,7 @@ MESSAGES = 600
 EMBEDDER = """
 import sys
 from taverna.providers.embeddings import LocalEmbedder
-from taverna.services.memory.recall import embed_due
+from taverna.services.memory.recall.backlog import embed_due
 from taverna.store.sql import open_store
 
 store = open_store(sys.argv[1])
