@@ -6,24 +6,20 @@ from typing import Annotated
 
 import anyio
 from fastapi import APIRouter, Depends, File, Form, Query, Request, Response, UploadFile
-from pydantic import BaseModel, Field
 
 from taverna.errors import NotFound, TavernaError
 from taverna.model.chat import AuthorsNote
 from taverna.server import library_views, usecases
 from taverna.server.context import AppContext, backed_up, context, current_user, library
 from taverna.server.openapi import file_responses
-from taverna.server.schemas import (
-    REVISION_MAX,
+from taverna.server.routes.chats_schemas import (
     AuthorsNoteIn,
     BranchIn,
-    BranchOut,
     ChatConnectionIn,
+    ChatImported,
     ChatLorebookIn,
-    ChatOut,
     ChatPersonaIn,
     ChatSettingsOut,
-    ChatSummaryOut,
     ChatVariablesIn,
     CheckpointIn,
     CheckpointOut,
@@ -31,16 +27,22 @@ from taverna.server.schemas import (
     EditIn,
     HiddenIn,
     HideRangeIn,
-    ImportWarningOut,
     MessageImageIn,
     NewChatIn,
     RenameChatIn,
-    RevisionIn,
     ScriptIn,
     ScriptNoticeOut,
     ScriptOut,
     SelectIn,
     VariablesOut,
+)
+from taverna.server.schemas import (
+    REVISION_MAX,
+    BranchOut,
+    ChatOut,
+    ChatSummaryOut,
+    ImportWarningOut,
+    RevisionIn,
 )
 from taverna.server.uploads import read_limited
 from taverna.server.views import branch_out, chat_summary_out
@@ -57,16 +59,6 @@ from taverna.services.turns.quiet import quiet_text
 router = APIRouter(prefix="/api/chats", tags=["chats"], dependencies=[Depends(backed_up)])
 # File uploads: mounted with the upload body limit (see `create_app`).
 uploads = APIRouter(prefix="/api/chats", tags=["chats"], dependencies=[Depends(backed_up)])
-
-
-class ChatImported(BaseModel):
-    id: str
-    title: str
-    messages: int
-    already_imported: bool
-    warnings: list[ImportWarningOut] = Field(
-        default_factory=list, description="values of the file read otherwise than written"
-    )
 
 
 @uploads.post("/import", response_model=ChatImported, status_code=201)

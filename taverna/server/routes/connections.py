@@ -5,23 +5,134 @@ A connection is named in the path by its name, percent-encoded; a name may hold 
 
 from __future__ import annotations
 
+from typing import Literal
+
 from fastapi import APIRouter, Depends, Request, Response
+from pydantic import BaseModel, Field
 
 from taverna.errors import Forbidden
 from taverna.server.context import AppContext, context, current_user
 from taverna.server.openapi import upstream_error
-from taverna.server.schemas import (
-    ConnectionIn,
-    ConnectionOut,
-    ConnectionPatch,
-    ConnectionTestOut,
-    ModelOut,
-    SourceOut,
-)
+from taverna.server.schemas import NAME_MAX, Strict
 from taverna.services.connections.local_models import local_models, models_in
 from taverna.services.connections.service import Connection, ConnectionService, api_sources
 
 router = APIRouter(prefix="/api/connections", tags=["connections"])
+
+
+ApiName = Literal[
+    "openai",
+    "openai-compatible",
+    "anthropic",
+    "google",
+    "mistral",
+    "koboldcpp",
+    "llamacpp",
+    "openai-text",
+    "local",
+    # sources by name (taverna/providers/sources.py), each on one of the APIs above
+    "claude",
+    "openrouter",
+    "deepseek",
+    "xai",
+    "groq",
+    "mistralai",
+    "makersuite",
+    "perplexity",
+    "cohere",
+    "ai21",
+    "01ai",
+    "custom",
+    "ooba",
+    "ollama",
+    "vllm",
+    "aphrodite",
+    "tabby",
+    "togetherai",
+    "mancer",
+    "infermaticai",
+    "dreamgen",
+    "openrouter-text",
+    "featherless",
+    "huggingface",
+]
+
+
+PostProcessingName = Literal["none", "merge", "semi", "strict", "single", "claude"]
+
+
+class ConnectionIn(Strict):
+    name: str = Field(min_length=1, max_length=NAME_MAX)
+    api: ApiName
+    url: str = Field(default="", max_length=2000)
+    model: str = Field(
+        default="", max_length=4096, description="the model's name; for `local`, a .gguf file"
+    )
+    key: str | None = Field(default=None, max_length=10_000)
+    key_env: str | None = Field(default=None, max_length=NAME_MAX)
+    default: bool = False
+    post_processing: PostProcessingName = "none"
+
+
+class ConnectionPatch(Strict):
+    model: str | None = Field(default=None, max_length=NAME_MAX)
+    url: str | None = Field(default=None, max_length=2000)
+    key: str | None = Field(
+        default=None,
+        max_length=10_000,
+        description='a new key (needed when the URL moves to another site); `""` removes it',
+    )
+    default: bool | None = None
+
+
+class ConnectionOut(BaseModel):
+    name: str
+    api: str
+    url: str
+    model: str
+    post_processing: str
+    default: bool
+    has_key: bool
+    key: str = Field(description="where the key comes from, or its last characters; never the key")
+    source: str = Field(default="", description="the source it was made from, by name")
+
+
+class ModelOut(BaseModel):
+    id: str
+    context: int | None = Field(default=None, description="context size, where the API says it")
+
+
+class SourceOut(BaseModel):
+    """A service a connection is made from, as the connection form offers it."""
+
+    name: str
+    label: str
+    family: str
+    api: str
+    url: str
+    needs_url: bool
+    key: str
+    key_hint: str
+    models: bool
+    stop_limit: int | None
+    reasoning: str
+    post_processing: str
+    notes: str
+    gone: str
+
+
+class ConnectionTestOut(BaseModel):
+    ok: bool
+    message: str
+    latency_ms: int
+    # Why it failed, in stable words a page translates (`message` is the English).
+    cause: str | None = None
+    code: str | None = None
+    params: dict[str, str | int] = {}
+    part: str | None = Field(
+        default=None,
+        description="which part failed: dns, tls, refused, network, auth, model, timeout, api",
+    )
 
 
 def service(request: Request, ctx: AppContext = Depends(context)) -> ConnectionService:

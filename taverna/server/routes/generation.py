@@ -6,23 +6,24 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from dataclasses import asdict, is_dataclass
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, Field
 
 from taverna.errors import NotFound, TavernaError
 from taverna.server import usecases
 from taverna.server.context import AppContext, backed_up, context
 from taverna.server.openapi import event_stream_responses
 from taverna.server.schemas import (
-    DraftOut,
-    GenerateIn,
-    GenerationStarted,
-    ResendIn,
+    NAME_MAX,
+    TEXT_MAX,
+    ChatOut,
+    ChatRevision,
     RevisionIn,
     RoundOut,
-    StopOut,
+    Strict,
     TaskOut,
 )
 from taverna.server.session_streams import while_signed_in
@@ -41,6 +42,52 @@ from taverna.services.turns import (
 from taverna.services.turns.runs import GroupRound
 
 router = APIRouter(tags=["generation"], dependencies=[Depends(backed_up)])
+
+
+class GenerateIn(Strict):
+    kind: Literal["normal", "regenerate", "swipe", "continue", "impersonate"] = "normal"
+    text: str | None = Field(default=None, max_length=TEXT_MAX)
+    image: str | None = Field(
+        default=None, max_length=200, description="a stored picture's URL, sent with the message"
+    )
+    revision: ChatRevision
+    member: str | None = Field(
+        default=None, max_length=NAME_MAX, description="in a group chat: the member who speaks"
+    )
+    connection: str | None = Field(
+        default=None, max_length=NAME_MAX, description="the connection to use (else the default)"
+    )
+
+
+class GenerationStarted(BaseModel):
+    chat: ChatOut
+    task: TaskOut
+    round: RoundOut | None = Field(
+        default=None, description="in a group chat: the round this reply begins"
+    )
+
+
+class DraftOut(BaseModel):
+    id: str
+    kind: str
+    anchor_id: str | None
+    text: str
+    reason: str
+    # Why the reply failed, as the model API's failure kind (`reason` is the English).
+    cause: str | None = None
+    # A finished reply (or a draft) the database could not take yet: it waits on the
+    # server's disk and is stored as soon as the database answers ("saving…").
+    saving: bool = False
+
+
+class StopOut(BaseModel):
+    outcome: str | None
+    draft_id: str | None = None
+
+
+class ResendIn(Strict):
+    content: str = Field(max_length=TEXT_MAX)
+    revision: ChatRevision
 
 
 async def generation(ctx: AppContext = Depends(context)) -> GenerationService:

@@ -3,24 +3,25 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Request, Response
+from pydantic import BaseModel, Field
 
 from taverna.server import library_views, usecases
 from taverna.server.context import AppContext, backed_up, context, current_user
 from taverna.server.openapi import file_responses
 from taverna.server.routes.generation import generation, remember, round_out, task_out
 from taverna.server.schemas import (
+    NAME_MAX,
+    REVISION_MAX,
+    TEXT_MAX,
+    ChatOut,
+    ChatRevision,
     ChatSummaryOut,
-    GroupChangesIn,
-    GroupMemberOut,
-    GroupOut,
-    NewGroupChatIn,
-    NewGroupIn,
-    RoundIn,
     RoundOut,
-    RoundStarted,
+    Strict,
+    TaskOut,
 )
 from taverna.services.chats.groups import GroupService
 from taverna.services.turns import GenerationService
@@ -29,6 +30,111 @@ router = APIRouter(tags=["groups"], dependencies=[Depends(backed_up)])
 
 STRATEGIES = ("natural", "list", "manual", "pooled")
 MODES = ("swap", "join", "join_with_muted")
+
+
+class GroupMemberOut(BaseModel):
+    """One member of a group: its card file name in the group, its character, muted or not."""
+
+    file: str
+    name: str
+    character_id: str | None
+    avatar_url: str | None
+    muted: bool
+    talkativeness: float
+    connection: str | None = Field(default=None, description="the member's own connection")
+    preset: str | None = Field(
+        default=None, description="the member's own Chat Completion preset (an id)"
+    )
+
+
+class GroupOut(BaseModel):
+    """A group: its members in order and how they take turns (SillyTavern's settings)."""
+
+    id: str
+    name: str
+    revision: int
+    members: list[GroupMemberOut]
+    activation_strategy: Literal["natural", "list", "manual", "pooled"]
+    generation_mode: Literal["swap", "join", "join_with_muted"]
+    allow_self_responses: bool
+    auto_mode_delay: float
+    join_prefix: str
+    join_suffix: str
+
+
+class NewGroupIn(Strict):
+    name: str = Field(min_length=1, max_length=NAME_MAX)
+    character_ids: list[Annotated[str, Field(min_length=1, max_length=100)]] = Field(
+        min_length=1, max_length=100, description="the members' characters, in speaking order"
+    )
+    activation_strategy: Literal["natural", "list", "manual", "pooled"] = "natural"
+    generation_mode: Literal["swap", "join", "join_with_muted"] = "swap"
+    allow_self_responses: bool = False
+
+
+class GroupChangesIn(Strict):
+    """What to change in a group; what is left out stays as it is."""
+
+    name: str | None = Field(default=None, min_length=1, max_length=NAME_MAX)
+    character_ids: list[Annotated[str, Field(min_length=1, max_length=100)]] | None = Field(
+        default=None, min_length=1, max_length=100, description="the members, reordered"
+    )
+    muted: list[Annotated[str, Field(max_length=NAME_MAX)]] | None = Field(
+        default=None, max_length=100, description="the names of the muted members"
+    )
+    activation_strategy: Literal["natural", "list", "manual", "pooled"] | None = None
+    generation_mode: Literal["swap", "join", "join_with_muted"] | None = None
+    allow_self_responses: bool | None = None
+    auto_mode_delay: float | None = Field(default=None, ge=1, le=3600)
+    join_prefix: str | None = Field(default=None, max_length=TEXT_MAX)
+    join_suffix: str | None = Field(default=None, max_length=TEXT_MAX)
+    connections: (
+        dict[
+            Annotated[str, Field(max_length=NAME_MAX)],
+            Annotated[str, Field(max_length=NAME_MAX)] | None,
+        ]
+        | None
+    ) = Field(
+        default=None,
+        max_length=100,
+        description="a member's own connection by its name (null: the chat's connection)",
+    )
+    presets: (
+        dict[
+            Annotated[str, Field(max_length=NAME_MAX)],
+            Annotated[str, Field(max_length=100)] | None,
+        ]
+        | None
+    ) = Field(
+        default=None,
+        max_length=100,
+        description="a member's own Chat Completion preset (an id) by its name (null: the chat's)",
+    )
+    revision: int = Field(ge=1, le=REVISION_MAX, description="the group's revision as read")
+
+
+class NewGroupChatIn(Strict):
+    title: str | None = Field(default=None, max_length=NAME_MAX)
+
+
+class RoundIn(Strict):
+    text: str | None = Field(default=None, max_length=TEXT_MAX)
+    member: str | None = Field(
+        default=None,
+        max_length=NAME_MAX,
+        description="the member who answers (else the group's turn order)",
+    )
+    auto: bool = Field(
+        default=False,
+        description="a round nobody typed for (auto mode): the person is not answered",
+    )
+    revision: ChatRevision
+
+
+class RoundStarted(BaseModel):
+    chat: ChatOut
+    round: RoundOut
+    task: TaskOut | None
 
 
 def groups(request: Request, ctx: AppContext = Depends(context)) -> GroupService:

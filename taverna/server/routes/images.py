@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, File, Request, Response, UploadFile
+from pydantic import BaseModel
 
 from taverna.server.context import AppContext, context, current_user
 from taverna.server.openapi import file_responses
-from taverna.server.schemas import ImageOut
 from taverna.server.uploads import read_limited
 
 router = APIRouter(prefix="/api/images", tags=["images"])
 uploads = APIRouter(prefix="/api/images", tags=["images"])
+
+
+class ImageOut(BaseModel):
+    url: str
+    media_type: str
+    width: int
+    height: int
+    size: int
 
 
 @uploads.post("", response_model=ImageOut, status_code=201)

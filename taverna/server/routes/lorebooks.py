@@ -5,17 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Body, Depends, File, Response, UploadFile
+from pydantic import BaseModel, Field
 
 from taverna.server import library_views
 from taverna.server.context import AppContext, context, library
 from taverna.server.openapi import file_responses
-from taverna.server.schemas import (
-    ImportWarningOut,
-    LorebookImported,
-    LorebookIn,
-    LorebookListItem,
-    LorebookOut,
-)
+from taverna.server.schemas import NAME_MAX, ImportWarningOut, LorebookOut, Strict
 from taverna.server.uploads import read_limited
 from taverna.services.library import editing as library_editing
 from taverna.services.library import files
@@ -24,6 +19,22 @@ from taverna.services.library.service import LibraryKind, LibraryService
 router = APIRouter(prefix="/api/lorebooks", tags=["lorebooks"])
 # File uploads: mounted with the upload body limit (see `create_app`).
 uploads = APIRouter(prefix="/api/lorebooks", tags=["lorebooks"])
+
+
+class LorebookIn(Strict):
+    name: str = Field(min_length=1, max_length=NAME_MAX)
+
+
+class LorebookListItem(BaseModel):
+    id: str
+    name: str
+    entry_count: int
+
+
+class LorebookImported(LorebookListItem):
+    warnings: list[ImportWarningOut] = Field(
+        default_factory=list, description="values of the file read otherwise than written"
+    )
 
 
 @router.get("", response_model=list[LorebookListItem])

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, File, Response, UploadFile
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from taverna.model.persona import Persona
 from taverna.server import library_views
 from taverna.server.context import AppContext, context, library
 from taverna.server.openapi import file_responses
-from taverna.server.schemas import PersonaIn
+from taverna.server.schemas import NAME_MAX, TEXT_MAX, Strict
 from taverna.server.uploads import read_limited
 from taverna.services.library import editing as library_editing
 from taverna.services.library import files
@@ -18,6 +18,17 @@ from taverna.services.library.service import LibraryKind, LibraryService
 router = APIRouter(prefix="/api/personas", tags=["personas"])
 # File uploads: mounted with the upload body limit (see `create_app`).
 uploads = APIRouter(prefix="/api/personas", tags=["personas"])
+
+
+class PersonaIn(Strict):
+    name: str = Field(min_length=1, max_length=NAME_MAX)
+    description: str = Field(default="", max_length=TEXT_MAX)
+    # SillyTavern's persona description positions: 0 in the prompt, 2 before and 3 after
+    # the author's note, 4 in the chat at a depth, 9 nowhere.
+    position: int = Field(default=0, ge=0, le=9)
+    depth: int = Field(default=2, ge=0, le=10_000)
+    role: int = Field(default=0, ge=0, le=2)
+    is_default: bool = False
 
 
 class PersonaOut(BaseModel):

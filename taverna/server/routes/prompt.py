@@ -3,14 +3,28 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends
+from pydantic import BaseModel, Field
 
 from taverna.server import usecases
 from taverna.server.context import AppContext, context
 from taverna.server.routes.generation import generation
-from taverna.server.schemas import PromptOut, TokenCountIn, TokenCountOut
+from taverna.server.schemas import NAME_MAX, TEXT_MAX, PromptOut, Strict
 from taverna.services.turns import GenerationService
 
 router = APIRouter(prefix="/api/chats", tags=["prompt"])
+
+
+class TokenCountIn(Strict):
+    text: str = Field(default="", max_length=TEXT_MAX)
+    connection: str | None = Field(
+        default=None, max_length=NAME_MAX, description="count as for this connection's model"
+    )
+
+
+class TokenCountOut(BaseModel):
+    tokens: int = Field(description="the tokens of `text`")
+    prompt_tokens: int = Field(description="the tokens of the next prompt, as it stands")
+    tokenizer: str
 
 
 @router.get("/{chat_id}/prompt", response_model=PromptOut)

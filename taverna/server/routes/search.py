@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Query, Request
+from pydantic import BaseModel
 
 from taverna.server.context import AppContext, context, current_user
-from taverna.server.schemas import SearchHitOut, SnippetPieceOut
 from taverna.services.chats.search import MAX_QUERY, MAX_RESULTS, SearchResult
 
 router = APIRouter(prefix="/api", tags=["search"])
@@ -14,6 +14,27 @@ QueryText = Query(
     ..., max_length=MAX_QUERY, description="words to find (each anywhere in a message)"
 )
 Limit = Query(50, ge=1, le=MAX_RESULTS, description="at most this many messages, newest first")
+
+
+class SnippetPieceOut(BaseModel):
+    text: str
+    match: bool
+
+
+class SearchHitOut(BaseModel):
+    """A message a search found; `on_path`: on its chat's active path (else opening it
+    switches the path to it)."""
+
+    chat_id: str
+    chat_title: str
+    node_id: str
+    parent_id: str | None
+    role: str
+    speaker: str
+    position: int
+    hidden: bool
+    on_path: bool
+    snippet: list[SnippetPieceOut]
 
 
 def _out(result: SearchResult) -> SearchHitOut:

@@ -5,17 +5,12 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Query, Request
+from pydantic import BaseModel, Field
 
 from taverna.errors import TavernaError
 from taverna.server.context import AppContext, backed_up, context, current_user
 from taverna.server.openapi import upstream_error
-from taverna.server.schemas import (
-    REVISION_MAX,
-    ChatSummariesOut,
-    SummaryIn,
-    SummaryItemOut,
-    SummaryMadeOut,
-)
+from taverna.server.schemas import REVISION_MAX, TEXT_MAX, ChatRevision, Strict
 from taverna.services.memory.summaries import SummaryInfo, SummaryService, hidden_count
 from taverna.services.turns.summary_generation import SummaryGenerator
 
@@ -25,6 +20,42 @@ QueryRevision = Annotated[
     int,
     Query(ge=1, le=REVISION_MAX, description="the chat's revision as read (from its last answer)"),
 ]
+
+
+class SummaryItemOut(BaseModel):
+    """One summary on the chat's path: its text, the message it belongs to, its number
+    among the path's summaries (1 the oldest) and how many messages it covers."""
+
+    text: str
+    node_id: str | None
+    number: int
+    covers: int
+
+
+class ChatSummariesOut(BaseModel):
+    """The summary in force at the end of the path (None: none) and every summary on it.
+
+    `hides`: with "hide what a summary covers" on, the path's first `hides` messages are
+    left out of the prompt, covered by the summary in force."""
+
+    current: SummaryItemOut | None
+    along: list[SummaryItemOut]
+    revision: int
+    hides: int = 0
+
+
+class SummaryIn(Strict):
+    text: str = Field(min_length=1, max_length=TEXT_MAX)
+    revision: ChatRevision
+
+
+class SummaryMadeOut(ChatSummariesOut):
+    """A summary just made: `cut` when the reply stopped at the summary's length limit."""
+
+    made: str
+    node_id: str | None
+    cut: bool
+    raw: bool
 
 
 def _item(info: SummaryInfo) -> SummaryItemOut:

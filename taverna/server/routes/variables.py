@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from fastapi import APIRouter, Depends, Request
+from pydantic import Field
 
 from taverna.server.context import AppContext, context, current_user
-from taverna.server.schemas import GlobalVariablesIn
+from taverna.server.schemas import NAME_MAX, Strict, VariableValue
 from taverna.services.scripts.runner import ScriptService
 
 router = APIRouter(prefix="/api/variables", tags=["variables"])
+
+
+class GlobalVariablesIn(Strict):
+    """The global variables (every chat), replacing the old ones."""
+
+    global_: dict[Annotated[str, Field(min_length=1, max_length=NAME_MAX)], VariableValue] = Field(
+        alias="global", max_length=10_000
+    )
 
 
 @router.get("", response_model=dict[str, object])
