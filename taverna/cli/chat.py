@@ -18,6 +18,7 @@ from typing import Annotated, Any
 
 import typer
 
+from taverna.cli.chat_commands import run_command
 from taverna.cli.main import app
 from taverna.errors import NotFound, TavernaError
 from taverna.model.chat import NodeRole
@@ -38,28 +39,6 @@ _TRIGGERS = {
     "regenerate": ("ai",),
     "continue_reply": ("ai",),
 }
-
-HELP = """commands:
-  /swipe            another reply in place of the last one (kept as a candidate)
-  /regen            regenerate the last reply (the old one is deleted, restorably)
-  /continue         extend the last message
-  /impersonate      let the model draft your next message
-  /edit N [TEXT]    replace message N's text
-  /hide N[-M]       hide messages from the model (/unhide to undo)
-  /branch NAME      name a branch at the last message
-  /prompt           show the last prompt's ledger (or the next one's) and its summary
-  /summary [make | set TEXT | remove]   the chat's summaries; make one now, change or
-                    remove the one in force
-  /drafts /keep /drop   drafts left by stopped or failed replies
-  /quit
-any other line starting with / runs as an STscript (/help script lists its commands),
-e.g.  /setvar key=mood calm | /sys The wind rises. | /trigger"""
-
-GROUP_HELP = """in a group:
-  /speak NAME       have a member speak now
-  /swipe [NAME]     another reply in place of the last one, by NAME if given
-  /mute NAME        a muted member is never picked to speak (/unmute to undo)
-  /members          the members, in order, muted ones marked"""
 
 
 class Session:
@@ -195,12 +174,6 @@ class Session:
             return None
         return last[-1] if last else None
 
-    def members(self) -> list[Any]:
-        assert self.group_id is not None
-        return self.groups.members(
-            self.groups.get(self.group_id), self.ctx.chats.get_chat(self.chat_id)
-        )
-
     def generate(self, start: Any, *args: Any, member: str | None = None) -> Completed | None:
         """Run one generation to its end in this thread's event loop."""
 
@@ -274,99 +247,10 @@ class Session:
         finally:
             self.auto = True
 
-    # -------------------------------------------------------------- commands
+    # ------------------------------------------------------------- scripts
 
     def revision(self) -> int:
         return int(self.ctx.chats.get_chat(self.chat_id).revision)
-
-    def node_at(self, position: int) -> Any:
-        for entry in self.ctx.chats.active_path(self.chat_id).entries:
-            if entry.position == position:
-                return entry.node
-        raise NotFound(f"there is no message {position}", field="N")
-
-    def command(self, line: str) -> bool:
-        """Run one slash command; False when the session should end."""
-        name, _, rest = line[1:].partition(" ")
-        rest = rest.strip()
-        chats, generation = self.ctx.chats, self.generation
-        if name in ("quit", "exit", "q"):
-            return False
-        if name == "help" and rest == "script":
-            self.script("/help")
-        elif name == "help":
-            self.echo(HELP)
-            if self.group_id:
-                self.echo(GROUP_HELP)
-        elif name == "swipe":
-            self.generate(generation.swipe, member=rest or None)
-        elif self.group_id and name == "speak":
-            if not rest:
-                raise TavernaError("usage: /speak NAME", field="NAME")
-            self.round("", rest)
-        elif self.group_id and name in ("mute", "unmute"):
-            if not rest:
-                raise TavernaError(f"usage: /{name} NAME", field="NAME")
-            self.groups.set_muted(self.group_id, rest, name == "mute")
-            self.echo(f"{rest} {'muted' if name == 'mute' else 'unmuted'}")
-        elif self.group_id and name == "members":
-            for found in self.members():
-                self.echo(f"- {found.name}{'  (muted)' if found.muted else ''}")
-        elif name in ("regen", "regenerate"):
-            self.generate(generation.regenerate)
-        elif name == "continue":
-            self.generate(generation.continue_reply)
-        elif name == "impersonate":
-            done = self.generate(generation.impersonate)
-            if done and done.draft_id:
-                answer = input("send it as yours? [Y/n] ").strip().lower()
-                if answer in ("", "y", "yes"):
-                    generation.keep_draft(done.draft_id)
-                    self.say("")
-                else:
-                    generation.drop_draft(done.draft_id)
-        elif name == "edit":
-            number, _, text = rest.partition(" ")
-            node = self.node_at(_int(number))
-            text = text or input(f"new text for [{number}]: ")
-            chats.edit(self.chat_id, node.id, text, revision=self.revision())
-            self.echo(f"[{number}] edited")
-        elif name in ("hide", "unhide"):
-            start, _, end = rest.partition("-")
-            first = _int(start)
-            chats.hide_range(
-                self.chat_id,
-                first,
-                _int(end) if end else first,
-                revision=self.revision(),
-                hidden=name == "hide",
-            )
-            self.echo(f"{name}: {rest}")
-        elif name == "branch":
-            leaf = chats.get_chat(self.chat_id).active_leaf_id
-            if not rest or leaf is None:
-                raise TavernaError("usage: /branch NAME")
-            chats.branch_from(self.chat_id, leaf, rest, revision=self.revision())
-            self.echo(f"on branch {rest!r}")
-        elif name == "prompt":
-            self.show_prompt()
-        elif name == "summary":
-            self.summary(rest)
-        elif name == "drafts":
-            for draft in generation.drafts(self.chat_id):
-                self.echo(f"- {draft.kind.value} ({draft.reason}): {draft.text}")
-        elif name in ("keep", "drop"):
-            drafts = generation.drafts(self.chat_id)
-            if not drafts:
-                self.echo("no drafts")
-            elif name == "keep":
-                generation.keep_draft(drafts[-1].id)
-                self.show(last=1)
-            else:
-                generation.drop_draft(drafts[-1].id)
-        else:
-            self.script(line)
-        return True
 
     def script(self, text: str, *, follow: bool = True) -> str | None:
         """Run an STscript in the chat; show its notices, result and new messages, then
@@ -410,42 +294,6 @@ class Session:
             if done and done.draft_id:
                 self.echo("(the draft is kept: /keep writes it as yours, /drop forgets it)")
 
-    def show_prompt(self) -> None:
-        from taverna.services.turns import render_ledger
-
-        prompt = self.generation.last_prompts.get(self.chat_id)
-        if prompt is None:
-            self.echo("(no reply yet in this session: the prompt the next reply would get)")
-            prompt = self.generation.preview(self.chat_id, connection=self.connection)
-        self.echo(render_ledger(prompt))
-        from taverna.services.memory.summaries import SummaryService, describe
-
-        self.echo(describe(prompt, SummaryService(self.ctx.chats).current(self.chat_id)))
-
-    def summary(self, rest: str) -> None:
-        """`/summary`: the path's summaries; `make`, `set TEXT`, `remove` change them."""
-        from taverna.services.memory.summaries import SummaryService
-
-        summaries = SummaryService(self.ctx.chats)
-        action, _, text = rest.partition(" ")
-        if action == "make":
-            if self.ctx.summaries is None:
-                raise TavernaError("summaries are not available here")
-            outcome = self.runner.run(self.ctx.summaries.summarize(self.chat_id))
-            if outcome.cut:
-                self.echo("(the summary stopped at its length limit: its end may be missing)")
-        elif action == "set":
-            summaries.edit(self.chat_id, text, revision=self.revision())
-        elif action == "remove":
-            summaries.remove(self.chat_id, revision=self.revision())
-        elif action:
-            raise TavernaError("usage: /summary [make | set TEXT | remove]")
-        along = summaries.along(self.chat_id)
-        if not along:
-            self.echo("no summaries on this path")
-        for info in along:
-            self.echo(f"summary #{info.number} (message #{info.covers - 1}): {info.text}")
-
     def loop(self) -> None:
         self.show(last=6)
         self.echo("(type a message, or /help)")
@@ -460,7 +308,7 @@ class Session:
             before = self.revision()
             try:
                 if line.startswith("/"):
-                    if not self.command(line.strip()):
+                    if not run_command(self, line.strip()):
                         return
                 else:
                     self.say(line)
@@ -473,13 +321,6 @@ class Session:
         """Back the chat up if the last line changed it (throttled, as the server does)."""
         if self.revision() != before:
             self.ctx.chat_written(self.chat_id)
-
-
-def _int(text: str) -> int:
-    try:
-        return int(text.strip())
-    except ValueError:
-        raise TavernaError(f"{text!r} is not a message number", field="N") from None
 
 
 def open_group_chat(ctx: Any, group: str, chat_id: str | None) -> str:

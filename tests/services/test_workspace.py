@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 import taverna.cli.chat  # registers the command
+import taverna.cli.chat_commands
 from taverna.cli.main import app
 from taverna.services.chats.editing import rename_chat, start_chat
 from taverna.services.house.workspace import open_workspace, seed_samples
@@ -84,7 +85,7 @@ def test_taverna_chat_say_backs_the_chat_up(tmp_path: Path, stub: StubServer) ->
     [backup] = (data / "backups").glob("*.jsonl")
     text = backup.read_text(encoding="utf-8")
     assert "Home" in text and "Aboard." in text
-    assert taverna.cli.chat.HELP
+    assert taverna.cli.chat_commands.HELP
 
 
 def test_a_new_data_folder_is_the_owners_alone(tmp_path: Path) -> None:
