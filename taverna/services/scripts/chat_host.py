@@ -14,6 +14,7 @@ import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from taverna.engine.assembly import regex_scripts
@@ -76,25 +77,14 @@ class ChatScriptHost:
         extras: Mapping[str, Any] | None = None,
         slash: bool = False,
     ) -> str:
-        if at is not None:
+        if at is None:
+            self._mark(self.chat.active_leaf_id)
+            write = partial(self.chats.append, self.chat.id)
+        else:
             nodes = self.chats.active_path(self.chat.id).nodes
             self._mark(nodes[at - 1].id if 0 < at <= len(nodes) else None)
-            outcome = self.chats.insert_at(
-                self.chat.id,
-                at,
-                role,
-                text,
-                revision=self.chat.revision,
-                speaker=speaker,
-                hidden=hidden,
-                extras=extras,
-                slash=slash,
-            )
-            self.chat = outcome.chat
-            return ""
-        self._mark(self.chat.active_leaf_id)
-        outcome = self.chats.append(
-            self.chat.id,
+            write = partial(self.chats.insert_at, self.chat.id, at)
+        outcome = write(
             role,
             text,
             revision=self.chat.revision,
