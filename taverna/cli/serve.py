@@ -5,12 +5,17 @@ from __future__ import annotations
 import gc
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from taverna.cli.main import app
 from taverna.errors import TavernaError
 from taverna.services.house.data import default_data_dir
+
+if TYPE_CHECKING:
+    from taverna.server.config import ProxyNetwork, ServerConfig
+    from taverna.server.context import AppContext
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -71,7 +76,29 @@ def serve(
     ),
 ) -> None:
     """Start the web app (SQLite store in the data folder) and print its URL."""
-    from taverna.server.config import host_names, is_loopback, load_config, proxy_network
+    from taverna.server.config import host_names, is_loopback, load_config
+
+    refuse_open_address(host, insecure=insecure, accounts=accounts)
+    data_dir = (data or default_data_dir()).expanduser()
+    settings = load_config(config, data_dir)
+    proxies = _proxy_networks(trust_proxy or [])
+    ctx = _open_context(data_dir, settings, redis_url, accounts=accounts)
+    ctx.allowed_hosts = host_names(host, [*settings.allowed_hosts, *(allow_host or ())])
+    ctx.trusted_proxies += proxies
+    _seed(ctx, accounts=accounts)
+    from taverna.server.app import create_app
+
+    application = create_app(ctx)
+    _prepare(ctx)
+    typer.echo(f"taverna is running at {_url(host, port)}  (data: {data_dir})", err=False)
+    if not is_loopback(host) and not accounts:
+        _warn_insecure(ctx.allowed_hosts)
+    _run(application, host, port)
+
+
+def refuse_open_address(host: str, *, insecure: bool, accounts: bool) -> None:
+    """Single-user mode has no login: it listens beyond this machine only when told to."""
+    from taverna.server.config import is_loopback
 
     if not is_loopback(host) and not insecure and not accounts:
         raise TavernaError(
@@ -80,24 +107,22 @@ def serve(
             "model keys. Listen on 127.0.0.1 (the default), or give --insecure to accept that",
             field="--host",
         )
-    data_dir = (data or default_data_dir()).expanduser()
-    settings = load_config(config, data_dir)
+
+
+def _proxy_networks(proxies: list[str]) -> tuple[ProxyNetwork, ...]:
+    from taverna.server.config import proxy_network
+
     try:
-        proxies = tuple(proxy_network(proxy) for proxy in trust_proxy or ())
+        return tuple(proxy_network(proxy) for proxy in proxies)
     except ValueError as exc:
         raise TavernaError(str(exc), field="--trust-proxy") from None
 
-    import uvicorn
 
-    from taverna.server.app import create_app
+def _open_context(
+    data_dir: Path, settings: ServerConfig, redis_url: str | None, *, accounts: bool
+) -> AppContext:
+    """The server's services over the data folder; with accounts, only once an admin exists."""
     from taverna.server.context import open_context
-    from taverna.services.connections.local_models import DEFAULT_MODEL_NAME, local_models
-    from taverna.services.house.workspace import (
-        release_freed_memory,
-        seed_local_model,
-        seed_presets,
-        seed_samples,
-    )
 
     ctx = open_context(data_dir, settings, redis_url=redis_url)
     if accounts:
@@ -108,8 +133,15 @@ def serve(
                 "no account yet: make the first admin with `taverna user add NAME --admin`",
                 field="--accounts",
             )
-    ctx.allowed_hosts = host_names(host, [*settings.allowed_hosts, *(allow_host or ())])
-    ctx.trusted_proxies += proxies
+    return ctx
+
+
+def _seed(ctx: AppContext, *, accounts: bool) -> None:
+    """A new data folder's presets, templates and samples (not with accounts: each person
+    has a library of their own), and the small local model's connection."""
+    from taverna.services.connections.local_models import DEFAULT_MODEL_NAME
+    from taverna.services.house.workspace import seed_local_model, seed_presets, seed_samples
+
     # Presets first: they are seeded only into a library that has nothing yet.
     presets = [] if accounts else seed_presets(ctx.library())
     if presets:
@@ -124,9 +156,13 @@ def serve(
             "this machine (it starts with the first message). Connect a stronger model under "
             "Connections."
         )
-    application = create_app(ctx)
-    # The most recent chats' lorebooks and tokenizers are made ready before the server
-    # answers, so the first turn after a start is as quick as the next.
+
+
+def _prepare(ctx: AppContext) -> None:
+    """The most recent chats' lorebooks and tokenizers are made ready before the server
+    answers, so the first turn after a start is as quick as the next."""
+    from taverna.services.house.workspace import release_freed_memory
+
     started = time.monotonic()
     prepared = ctx.warm_up()
     if prepared:
@@ -138,18 +174,32 @@ def serve(
     gc.collect()
     gc.freeze()
     release_freed_memory()
+
+
+def _url(host: str, port: int) -> str:
+    """The address to open in a browser (an address listening on all of them: this machine)."""
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     if ":" in shown:
         shown = f"[{shown}]"
-    typer.echo(f"taverna is running at http://{shown}:{port}/  (data: {data_dir})", err=False)
-    if not is_loopback(host) and not accounts:
-        names = ", ".join(sorted(ctx.allowed_hosts))
-        typer.echo(
-            "warning: --insecure: single-user mode has no login; anyone who can reach this "
-            f"address can use it. It answers to the host names {names} (add more with "
-            "--allow-host or allowed_hosts in server.toml).",
-            err=True,
-        )
+    return f"http://{shown}:{port}/"
+
+
+def _warn_insecure(allowed_hosts: frozenset[str]) -> None:
+    names = ", ".join(sorted(allowed_hosts))
+    typer.echo(
+        "warning: --insecure: single-user mode has no login; anyone who can reach this "
+        f"address can use it. It answers to the host names {names} (add more with "
+        "--allow-host or allowed_hosts in server.toml).",
+        err=True,
+    )
+
+
+def _run(application: Any, host: str, port: int) -> None:
+    """Serve until stopped; the local model's process stops with the server."""
+    import uvicorn
+
+    from taverna.services.connections.local_models import local_models
+
     try:
         # uvicorn's own reading of X-Forwarded-For is off: the client's address is
         # taken from the headers of the proxies the operator trusts, and no others
