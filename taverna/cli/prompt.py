@@ -330,6 +330,54 @@ def describe_break(found: CacheBreak) -> str:
     )
 
 
+# The options whose help needs more than a line, named once here so that the command's
+# signature reads as the list of what it takes.
+ApiOption = Annotated[
+    str,
+    typer.Option(
+        "--api",
+        help="openai | textgen | anthropic | google | openai-compatible | mistral | ...",
+    ),
+]
+PostProcessingOption = Annotated[
+    str | None,
+    typer.Option(
+        "--post-processing",
+        help="none | merge | semi | strict | single | claude: reshape messages for a custom "
+        "OpenAI-compatible endpoint (default: the preset's)",
+    ),
+]
+CacheFriendlyOption = Annotated[
+    bool,
+    typer.Option(
+        "--cache-friendly",
+        help="place lorebook text, depth injections and changing macros after the stable prefix",
+    ),
+]
+CacheCheckOption = Annotated[
+    bool,
+    typer.Option(
+        "--cache-check",
+        help="compare with the prompt of the chat before its last message: where a prefix cache breaks",
+    ),
+]
+DryRunOption = Annotated[
+    bool,
+    typer.Option(
+        "--dry-run",
+        help="build it as SillyTavern's previews do: lorebook sticky, cooldown and delay off",
+    ),
+]
+ChatTemplateOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--chat-template",
+        help="a model's Hugging Face chat template (tokenizer_config.json or the Jinja "
+        "file) that formats the Text Completion prompt instead of the instruct template",
+    ),
+]
+
+
 @app.command()
 def prompt(
     settings: Annotated[Path, typer.Option("--settings", help="SillyTavern's settings.json")],
@@ -345,13 +393,7 @@ def prompt(
     speaker: Annotated[
         str | None, typer.Option("--speaker", help="the group member who speaks")
     ] = None,
-    api: Annotated[
-        str,
-        typer.Option(
-            "--api",
-            help="openai | textgen | anthropic | google | openai-compatible | mistral | ...",
-        ),
-    ] = "openai",
+    api: ApiOption = "openai",
     kind: Annotated[
         GenerationKind, typer.Option("--type", help="the kind of generation")
     ] = GenerationKind.NORMAL,
@@ -359,43 +401,11 @@ def prompt(
     ledger: Annotated[
         bool, typer.Option("--ledger", help="print the ledger, readable by a person")
     ] = False,
-    post_processing: Annotated[
-        str | None,
-        typer.Option(
-            "--post-processing",
-            help="none | merge | semi | strict | single | claude: reshape messages for a custom "
-            "OpenAI-compatible endpoint (default: the preset's)",
-        ),
-    ] = None,
-    cache_friendly: Annotated[
-        bool,
-        typer.Option(
-            "--cache-friendly",
-            help="place lorebook text, depth injections and changing macros after the stable prefix",
-        ),
-    ] = False,
-    cache_check: Annotated[
-        bool,
-        typer.Option(
-            "--cache-check",
-            help="compare with the prompt of the chat before its last message: where a prefix cache breaks",
-        ),
-    ] = False,
-    dry_run: Annotated[
-        bool,
-        typer.Option(
-            "--dry-run",
-            help="build it as SillyTavern's previews do: lorebook sticky, cooldown and delay off",
-        ),
-    ] = False,
-    chat_template: Annotated[
-        Path | None,
-        typer.Option(
-            "--chat-template",
-            help="a model's Hugging Face chat template (tokenizer_config.json or the Jinja "
-            "file) that formats the Text Completion prompt instead of the instruct template",
-        ),
-    ] = None,
+    post_processing: PostProcessingOption = None,
+    cache_friendly: CacheFriendlyOption = False,
+    cache_check: CacheCheckOption = False,
+    dry_run: DryRunOption = False,
+    chat_template: ChatTemplateOption = None,
 ) -> None:
     """Print the exact request body SillyTavern's files would produce this turn (nothing is sent)."""
 
