@@ -25,6 +25,8 @@ from taverna.model.chat import AuthorsNote
 from taverna.model.injection import InjectionRole
 from taverna.model.lorebook import Lorebook
 from taverna.model.persona import PersonaPosition
+from taverna.model.regex_script import RegexScript
+from taverna.model.settings import PersonaInfo
 from taverna.providers.request import Api
 
 
@@ -122,8 +124,49 @@ def assembly_context(
     the character whose card file it names. `summary` is the chat's summary and the
     message it belongs to; without it, the one the messages carry (`extra.memory`).
     """
-    note = settings.authors_note
     meta = dict(chat_metadata)
+    extra_books = character_extra_books(settings.raw)
+    chars = tuple(
+        replace(c, extra_lorebooks=extra_books.get(c.avatar.rsplit(".", 1)[0], ()))
+        if c.avatar
+        else c
+        for c in characters
+    )
+    if summary is None:
+        summary = latest_summary(messages)
+    return AssemblyContext(
+        summary=summary[0],
+        summary_at=summary[1],
+        summary_settings=settings.summary,
+        characters=chars,
+        regex_scripts=_regex_scripts(settings, chars),
+        global_variables=dict(settings.global_variables),
+        allow_wi_scan=settings.allow_wi_scan,
+        messages=tuple(messages),
+        persona=_chat_persona(settings, meta),
+        metadata=_metadata(settings, meta, characters, group_members),
+        api=api,
+        generation_type=generation_type,
+        chat_completion=settings.chat_completion,
+        text_completion=settings.text_completion,
+        power_user=settings.power_user,
+        world_info=settings.world_info,
+        lorebooks=dict(lorebooks),
+        group_members=tuple(group_members),
+        group_name=group_name,
+        chat_id=chat_id,
+    )
+
+
+def _metadata(
+    settings: SillyTavernSettings,
+    meta: dict[str, Any],
+    characters: Sequence[CharacterInfo],
+    group_members: Sequence[str],
+) -> ChatMetadata:
+    """The chat's metadata: its author's note (the user's defaults where the chat has
+    none), the character's own note, its lorebook, scenario and variables."""
+    note = settings.authors_note
 
     def meta_int(key: str, default: int) -> int:
         value = meta.get(key)
@@ -153,7 +196,7 @@ def assembly_context(
     variables = meta.get("variables")
     world = meta.get("world_info")
     scenario = meta.get("scenario")
-    metadata = ChatMetadata(
+    return ChatMetadata(
         authors_note=authors_note,
         character_note=char_note,
         character_note_mode=char_note_mode,
@@ -163,6 +206,9 @@ def assembly_context(
         extras=meta,
     )
 
+
+def _chat_persona(settings: SillyTavernSettings, meta: Mapping[str, Any]) -> PersonaInfo:
+    """The persona of the turn: one locked to the chat replaces the current one."""
     persona = settings.persona
     locked = meta.get("persona")
     power = settings.raw.get("power_user", {})
@@ -182,45 +228,21 @@ def assembly_context(
                 role=InjectionRole.parse(details.get("role", 0)),
                 lorebook=str(details.get("lorebook", "") or ""),
             )
+    return persona
 
-    extra_books = character_extra_books(settings.raw)
-    chars = tuple(
-        replace(c, extra_lorebooks=extra_books.get(c.avatar.rsplit(".", 1)[0], ()))
-        if c.avatar
-        else c
-        for c in characters
-    )
-    # formats-extensions.md §1.1: global scripts, then the preset's, then the speaker's
-    # own, each of the last two only when the person allowed them (regex/engine.js order).
+
+def _regex_scripts(
+    settings: SillyTavernSettings, characters: Sequence[CharacterInfo]
+) -> tuple[RegexScript, ...]:
+    """The regex scripts that run: formats-extensions.md §1.1, global scripts, then the
+    preset's, then the speaker's own, each of the last two only when the person allowed
+    them (regex/engine.js order)."""
     scripts = settings.regex_scripts
     if settings.raw_regex_enabled:
         scripts = (*scripts, *settings.preset_regex_scripts)
-    if chars and chars[0].avatar in settings.regex_allowed and settings.raw_regex_enabled:
-        scripts = (*scripts, *chars[0].regex_scripts)
-    if summary is None:
-        summary = latest_summary(messages)
-    return AssemblyContext(
-        summary=summary[0],
-        summary_at=summary[1],
-        summary_settings=settings.summary,
-        characters=chars,
-        regex_scripts=scripts,
-        global_variables=dict(settings.global_variables),
-        allow_wi_scan=settings.allow_wi_scan,
-        messages=tuple(messages),
-        persona=persona,
-        metadata=metadata,
-        api=api,
-        generation_type=generation_type,
-        chat_completion=settings.chat_completion,
-        text_completion=settings.text_completion,
-        power_user=settings.power_user,
-        world_info=settings.world_info,
-        lorebooks=dict(lorebooks),
-        group_members=tuple(group_members),
-        group_name=group_name,
-        chat_id=chat_id,
-    )
+    if characters and characters[0].avatar in settings.regex_allowed and settings.raw_regex_enabled:
+        scripts = (*scripts, *characters[0].regex_scripts)
+    return scripts
 
 
 def latest_summary(messages: Sequence[ChatMessage]) -> tuple[str, str]:
