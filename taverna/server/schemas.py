@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Annotated, Any
 
+from fastapi import Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from taverna.errors import FormatWarning
@@ -21,6 +22,11 @@ REVISION_MAX = 2**31 - 1
 ChatRevision = Annotated[
     int,
     Field(ge=1, le=REVISION_MAX, description="the chat's revision as read (from its last answer)"),
+]
+# A DELETE names the revision it read in its query, as a write's body does.
+QueryRevision = Annotated[
+    int,
+    Query(ge=1, le=REVISION_MAX, description="the chat's revision as read (from its last answer)"),
 ]
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import anyio
 from fastapi import APIRouter, Depends, File, Form, Query, Request, Response, UploadFile
 
@@ -37,11 +35,11 @@ from taverna.server.routes.chats_schemas import (
     VariablesOut,
 )
 from taverna.server.schemas import (
-    REVISION_MAX,
     BranchOut,
     ChatOut,
     ChatSummaryOut,
     ImportWarningOut,
+    QueryRevision,
     RevisionIn,
 )
 from taverna.server.uploads import read_limited
@@ -84,13 +82,6 @@ async def import_chat(
         already_imported=done.already_imported,
         warnings=ImportWarningOut.of(done.warnings),
     )
-
-
-# A DELETE names the revision it read in its query, as a write's body does.
-QueryRevision = Annotated[
-    int,
-    Query(ge=1, le=REVISION_MAX, description="the chat's revision as read (from its last answer)"),
-]
 
 
 def _node_of(ctx: AppContext, chat_id: str, node_id: str) -> str | None:

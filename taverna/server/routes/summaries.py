@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Body, Depends, Query, Request
+from fastapi import APIRouter, Body, Depends, Request
 from pydantic import BaseModel, Field
 
 from taverna.errors import TavernaError
 from taverna.server.context import AppContext, backed_up, context, current_user
 from taverna.server.openapi import upstream_error
-from taverna.server.schemas import REVISION_MAX, TEXT_MAX, ChatRevision, Strict
+from taverna.server.schemas import TEXT_MAX, ChatRevision, QueryRevision, Strict
 from taverna.services.memory.summaries import SummaryInfo, SummaryService, hidden_count
 from taverna.services.turns.summary_generation import SummaryGenerator
 
 router = APIRouter(tags=["summaries"], dependencies=[Depends(backed_up)])
-
-QueryRevision = Annotated[
-    int,
-    Query(ge=1, le=REVISION_MAX, description="the chat's revision as read (from its last answer)"),
-]
 
 
 class SummaryItemOut(BaseModel):
