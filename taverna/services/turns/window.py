@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from taverna.engine.assembly.context import AssemblyContext
+from taverna.engine.lorebook.scan import MAX_SCAN_DEPTH
 from taverna.model.chat import Node, NodeRole, PathTail
 from taverna.model.prompt import Prompt
 from taverna.services.turns.choices import TurnLibrary
 
 __all__ = [
-    "MAX_SCAN_DEPTH",
     "covered_above",
     "has_both_speakers",
     "oldest_included",
@@ -24,12 +24,10 @@ __all__ = [
     "widened",
 ]
 
-# The lorebook scan buffer's own limit (algo-world-info.md §2): no scan reads further.
-MAX_SCAN_DEPTH = 1000
-
 
 def scan_floor(library: TurnLibrary) -> int:
-    """Visible messages the lorebook scan may read: the window must hold them."""
+    """Visible messages the lorebook scan may read: the window must hold them (no scan
+    reads past its buffer's own limit, algo-world-info.md §2)."""
     if not library.lorebooks and not any(c.embedded_lorebook for c in library.characters):
         return 0
     world = library.settings.world_info
