@@ -22,6 +22,7 @@ from taverna.errors import TavernaError
 from taverna.server.accounts import gate, owned
 from taverna.server.accounts import router as accounts_routes
 from taverna.server.context import AppContext
+from taverna.server.cost_probe import start_from_environment
 from taverna.server.errors import body_too_large, error_body, install_error_handlers, status_of
 from taverna.server.openapi import install_openapi
 
@@ -198,10 +199,13 @@ def create_app(ctx: AppContext) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        probe = start_from_environment()  # off (None) unless a benchmark asks for it
         await ctx.open_http()
         try:
             yield
         finally:
+            if probe is not None:
+                probe.stop()
             await stop_generations(ctx)
             await ctx.close_http()
             ctx.close()
