@@ -7,7 +7,6 @@ TAVERNA_FAULT_TRIES=N repeats the fault N times (1 by default)."""
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,17 +14,10 @@ import httpx
 import pytest
 
 from tests.faults.stores import fill, small_volume, wal_emptied
-from tests.faults.turns import Follower, connect, json_error, new_chat, send, settled
-from tests.stubs.model_server import Reply, StubServer, start_stub
+from tests.faults.turns import TRIES, Follower, json_error, settled
+from tests.stubs.model_server import Reply, StubServer
 from tests.stubs.taverna_server import TavernaServer
-
-TRIES = int(os.environ.get("TAVERNA_FAULT_TRIES", "1"))
-
-
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubServer]:
-    with start_stub() as found:
-        yield found
+from tests.support.served import connect, new_chat, send, serving
 
 
 @pytest.fixture(scope="module")
@@ -40,12 +32,8 @@ def server(
 ) -> Iterator[tuple[TavernaServer, str]]:
     log = tmp_path_factory.mktemp("full-disk") / "serve.log"  # the log is not on the volume
     env = {"TAVERNA_NO_PLUGINS": "1", "TAVERNA_DATABASE_URL": ""}
-    found = TavernaServer(volume / "data", log, env=env)
-    found.start()
-    try:
+    with serving(volume / "data", log, env=env) as found:
         yield found, connect(found, stub)
-    finally:
-        found.stop()
 
 
 def test_a_full_disk_at_the_save_loses_no_reply(

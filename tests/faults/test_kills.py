@@ -9,7 +9,6 @@ TAVERNA_FAULT_TRIES=N repeats each fault N times (1 by default)."""
 from __future__ import annotations
 
 import functools
-import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,17 +17,17 @@ import httpx
 import pytest
 
 from tests.faults.stores import private_postgres, private_redis
-from tests.faults.turns import Follower, connect, messages, new_chat, send, until
-from tests.stubs.model_server import Reply, StubServer, start_stub
+from tests.faults.turns import TRIES, Follower, messages, until
+from tests.stubs.model_server import Reply, StubServer
 from tests.stubs.taverna_server import TavernaServer
-
-TRIES = int(os.environ.get("TAVERNA_FAULT_TRIES", "1"))
-
-
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubServer]:
-    with start_stub() as found:
-        yield found
+from tests.support.served import (
+    chat_revision,
+    connect,
+    harbour_group,
+    new_chat,
+    send,
+    serving_workers,
+)
 
 
 @pytest.fixture(scope="module")
@@ -38,27 +37,14 @@ def cluster(
     folder: Path = tmp_path_factory.mktemp("kills")
     with private_postgres() as pg, private_redis() as redis:
         env = {"TAVERNA_DATABASE_URL": pg.url, "TAVERNA_NO_PLUGINS": "1"}
-        started: list[TavernaServer] = []
-        try:
-            for name in ("a", "b"):
-                server = TavernaServer(
-                    folder / "data", folder / f"{name}.log", args=("--redis", redis.url), env=env
-                )
-                started.append(server.start())
-            yield started[0], started[1], connect(started[0], stub)
-        finally:
-            for server in started:
-                server.stop()
-
-
-def _revision(server: TavernaServer, chat_id: str) -> int:
-    return int(server.api("GET", f"/chats/{chat_id}").json()["revision"])
+        with serving_workers(folder, args=("--redis", redis.url), env=env) as (a, b):
+            yield a, b, connect(a, stub)
 
 
 def _free(server: TavernaServer, chat_id: str, stub: StubServer) -> bool:
     """Whether the chat takes the next message on `server` (and saves its reply)."""
     stub.script(Reply(tokens=["still", " here"], delay=0))
-    again = send(server, chat_id, _revision(server, chat_id), "still there?")
+    again = send(server, chat_id, chat_revision(server, chat_id), "still there?")
     if again.status_code != 202:
         return False
     return Follower(server, again.json()["task"]["id"]).end()[1] == "done"
@@ -118,26 +104,16 @@ def test_a_worker_killed_mid_group_round_loses_nothing(
     cluster: tuple[TavernaServer, TavernaServer, str], stub: StubServer
 ) -> None:
     a, b, _ = cluster
-    ids = [
-        a.api("POST", "/characters", json={"name": name, "first_mes": f"{name} waves."}).json()[
-            "id"
-        ]
-        for name in ("Mira", "小雪")
-    ]
-    group = a.api(
-        "POST",
-        "/groups",
-        json={"name": "Harbour", "character_ids": ids, "activation_strategy": "list"},
-    ).json()
+    group = harbour_group(a)
     lost = 0
     for attempt in range(TRIES):
-        chat = a.api("POST", f"/groups/{group['id']}/chats", json={}).json()
+        chat = a.api("POST", f"/groups/{group}/chats", json={}).json()
         chat_id = chat["id"]
         stub.script(Reply(tokens=[f" m{attempt}.{i}" for i in range(400)], delay=0.05))
         started = a.api(
             "POST",
             f"/chats/{chat_id}/round",
-            json={"text": f"Hello {attempt}", "revision": _revision(a, chat_id)},
+            json={"text": f"Hello {attempt}", "revision": chat_revision(a, chat_id)},
         ).json()
         round_id, task = started["round"]["id"], started["task"]["id"]
         follower = Follower(b, task)

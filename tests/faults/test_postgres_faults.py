@@ -7,7 +7,6 @@ TAVERNA_FAULT_TRIES=N repeats each fault N times (1 by default)."""
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,19 +14,10 @@ from pathlib import Path
 import pytest
 
 from tests.faults.stores import PrivatePostgres, private_postgres
-from tests.faults.turns import (
-    Follower,
-    answer,
-    connect,
-    json_error,
-    new_chat,
-    send,
-    settled,
-)
-from tests.stubs.model_server import Reply, StubServer, start_stub
+from tests.faults.turns import TRIES, Follower, answer, json_error, settled
+from tests.stubs.model_server import Reply, StubServer
 from tests.stubs.taverna_server import TavernaServer
-
-TRIES = int(os.environ.get("TAVERNA_FAULT_TRIES", "1"))
+from tests.support.served import connect, new_chat, send, serving
 
 
 @pytest.fixture(scope="module")
@@ -37,26 +27,13 @@ def pg() -> Iterator[PrivatePostgres]:
 
 
 @pytest.fixture(scope="module")
-def stub() -> Iterator[StubServer]:
-    with start_stub() as found:
-        yield found
-
-
-@pytest.fixture(scope="module")
 def server(
     tmp_path_factory: pytest.TempPathFactory, pg: PrivatePostgres, stub: StubServer
 ) -> Iterator[tuple[TavernaServer, str]]:
     folder: Path = tmp_path_factory.mktemp("pg-faults")
-    found = TavernaServer(
-        folder / "data",
-        folder / "serve.log",
-        env={"TAVERNA_DATABASE_URL": pg.url, "TAVERNA_NO_PLUGINS": "1"},
-    )
-    found.start()
-    try:
+    env = {"TAVERNA_DATABASE_URL": pg.url, "TAVERNA_NO_PLUGINS": "1"}
+    with serving(folder / "data", folder / "serve.log", env=env) as found:
         yield found, connect(found, stub)
-    finally:
-        found.stop()
 
 
 def _ensure_up(pg: PrivatePostgres) -> None:

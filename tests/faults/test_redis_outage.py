@@ -8,7 +8,6 @@ TAVERNA_FAULT_TRIES=N repeats the fault N times (1 by default)."""
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,17 +16,10 @@ from typing import Any
 import pytest
 
 from tests.faults.stores import PrivateRedis, private_postgres, private_redis
-from tests.faults.turns import Follower, answer, connect, messages, new_chat, send, settled
-from tests.stubs.model_server import Reply, StubServer, start_stub
+from tests.faults.turns import TRIES, Follower, answer, messages, settled
+from tests.stubs.model_server import Reply, StubServer
 from tests.stubs.taverna_server import TavernaServer
-
-TRIES = int(os.environ.get("TAVERNA_FAULT_TRIES", "1"))
-
-
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubServer]:
-    with start_stub() as found:
-        yield found
+from tests.support.served import chat_revision, connect, new_chat, send, serving_workers
 
 
 @pytest.fixture(scope="module")
@@ -37,21 +29,8 @@ def cluster(
     folder: Path = tmp_path_factory.mktemp("redis-outage")
     with private_postgres() as pg, private_redis() as redis:
         env = {"TAVERNA_DATABASE_URL": pg.url, "TAVERNA_NO_PLUGINS": "1"}
-        started: list[TavernaServer] = []
-        try:
-            for name in ("a", "b"):
-                server = TavernaServer(
-                    folder / "data", folder / f"{name}.log", args=("--redis", redis.url), env=env
-                )
-                started.append(server.start())
-            yield redis, started[0], started[1], connect(started[0], stub)
-        finally:
-            for server in started:
-                server.stop()
-
-
-def _revision(server: TavernaServer, chat_id: str) -> int:
-    return int(server.api("GET", f"/chats/{chat_id}").json()["revision"])
+        with serving_workers(folder, args=("--redis", redis.url), env=env) as (a, b):
+            yield redis, a, b, connect(a, stub)
 
 
 def _one_outage(
@@ -79,18 +58,18 @@ def _one_outage(
         views = [answer(server, f"/chats/{chat_id}").status_code for server in (a, b)]
         views += [answer(server, "/chats").status_code for server in (a, b)]
         # the busy chat stays busy: the other worker refuses a second generation
-        during = send(b, chat_id, _revision(b, chat_id), "me too")
+        during = send(b, chat_id, chat_revision(b, chat_id), "me too")
     finally:
         redis.start()  # back, and empty
     time.sleep(1.5)  # the run's claim is written again, its events copied
-    after = send(b, chat_id, _revision(b, chat_id), "me too, now?")
+    after = send(b, chat_id, chat_revision(b, chat_id), "me too, now?")
     stub.release()
     _, event, data = follower.end()
     kept = settled(a, chat_id, data["text"])
     path = messages(b, chat_id) or []
     # recovered: the other worker generates in the chat once it is free
     stub.script(Reply(tokens=["after"], delay=0))
-    again = send(b, chat_id, _revision(b, chat_id), "and now")
+    again = send(b, chat_id, chat_revision(b, chat_id), "and now")
     end_again = Follower(b, again.json()["task"]["id"]).end() if again.status_code == 202 else None
     return {
         "views": views,

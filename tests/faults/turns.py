@@ -1,9 +1,11 @@
-"""What a page does in the fault tests: open a chat, send, follow a task's events (in a
-thread, to keep following while the test breaks something), and wait for the chat."""
+"""What a page does in the fault tests: follow a task's events (in a thread, to keep
+following while the test breaks something) and wait for the chat; opening a chat and
+sending are in `tests.support.served`."""
 
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -11,40 +13,11 @@ from typing import Any
 
 import httpx
 
-from tests.stubs.model_server import StubServer
 from tests.stubs.taverna_server import TavernaServer
+from tests.support.served import ENDS, Frame
 
-Frame = tuple[int, str, dict[str, Any]]
-ENDS = ("done", "error", "cancelled")
-
-
-def connect(server: TavernaServer, stub: StubServer) -> str:
-    """The stub as the default connection; the id of the first character."""
-    server.api(
-        "POST",
-        "/connections",
-        json={
-            "name": "stub",
-            "api": "openai-compatible",
-            "url": stub.base_url("openai"),
-            "model": "stub-model",
-            "default": True,
-        },
-    )
-    return str(server.api("GET", "/characters").json()[0]["id"])
-
-
-def new_chat(server: TavernaServer, character: str) -> tuple[str, int]:
-    chat = server.api("POST", "/chats", json={"character_id": character}).json()
-    return chat["id"], int(chat["revision"])
-
-
-def send(server: TavernaServer, chat_id: str, revision: int, text: str) -> httpx.Response:
-    return httpx.post(
-        f"{server.url}/api/chats/{chat_id}/generate",
-        json={"kind": "normal", "text": text, "revision": revision},
-        timeout=30,
-    )
+# TAVERNA_FAULT_TRIES=N repeats each fault N times
+TRIES = int(os.environ.get("TAVERNA_FAULT_TRIES", "1"))
 
 
 class Follower:

@@ -4,8 +4,6 @@ sent, naming the model's trained context; the bundled connection runs with that 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -13,10 +11,7 @@ from taverna.model.chat import CharacterRef
 from taverna.services.connections import local_models
 from taverna.services.connections.local_models import LocalSpec, default_model_path, trained_context
 from taverna.services.house.workspace import (
-    LOCAL_CONNECTION,
     Workspace,
-    open_workspace,
-    seed_local_model,
 )
 from taverna.services.library.editing import create_character
 from taverna.services.turns import prompt_fit
@@ -27,17 +22,6 @@ pytestmark = pytest.mark.skipif(
 )
 
 BIG = "The lighthouse keeper remembers every ship that passed the reef. " * 900
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Iterator[Workspace]:
-    ws = open_workspace(tmp_path / "data", background_backups=False)
-    assert seed_local_model(ws.connections) == LOCAL_CONNECTION
-    try:
-        yield ws
-    finally:
-        local_models.local_models().stop()
-        ws.close()
 
 
 def test_the_bundled_model_runs_with_its_trained_context() -> None:

@@ -4,35 +4,19 @@ the model process's own port (not llama.cpp's default one) and is recorded."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from taverna.model.chat import CharacterRef, NodeRole
 from taverna.services.connections import local_models
 from taverna.services.house.workspace import (
-    LOCAL_CONNECTION,
     Workspace,
-    open_workspace,
-    seed_local_model,
 )
 from taverna.services.memory.summaries import SummaryService
 
 pytestmark = pytest.mark.skipif(
     not local_models.available(), reason="the `local` extra is not installed"
 )
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Iterator[Workspace]:
-    ws = open_workspace(tmp_path / "data", background_backups=False)
-    assert seed_local_model(ws.connections) == LOCAL_CONNECTION
-    try:
-        yield ws
-    finally:
-        local_models.local_models().stop()
-        ws.close()
 
 
 def test_a_summary_is_made_with_the_bundled_model(ws: Workspace) -> None:

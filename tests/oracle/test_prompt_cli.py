@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from taverna.cli.main import _register, app
+from tests.support.cases import case_prompt_args
 
 
 @pytest.fixture(scope="module")
@@ -62,17 +63,7 @@ def test_group_speaker_option(runner: CliRunner, st_fixtures: Path, oracle_cases
 
 
 def test_ledger_view(runner: CliRunner, oracle_cases: Path) -> None:
-    base = oracle_cases / "05_context_budget"
-    args = [
-        "prompt",
-        "--settings",
-        str(base / "settings.json"),
-        "--card",
-        str(base / "Aria.json"),
-        "--chat",
-        str(base / "chat.jsonl"),
-        "--ledger",
-    ]
+    args = case_prompt_args(oracle_cases / "05_context_budget", "--ledger")
     result = runner.invoke(app, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert "cut (" in result.stdout and "older messages" in result.stdout
@@ -105,17 +96,7 @@ def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_cache_check_names_the_moved_injection(runner: CliRunner, oracle_cases: Path) -> None:
     """The depth-4 character note moves each turn; the cache-friendly layout shares more."""
-    base = oracle_cases / "04_depth_injections"
-    args = [
-        "prompt",
-        "--settings",
-        str(base / "settings.json"),
-        "--card",
-        str(base / "Aria.json"),
-        "--chat",
-        str(base / "chat.jsonl"),
-        "--cache-check",
-    ]
+    args = case_prompt_args(oracle_cases / "04_depth_injections", "--cache-check")
     plain = runner.invoke(app, args, catch_exceptions=False).stdout
     friendly = runner.invoke(app, [*args, "--cache-friendly"], catch_exceptions=False).stdout
     assert "previous prompt had injection depth 4" in plain
@@ -187,19 +168,9 @@ TEMPLATE = (
 
 
 def _case_07_args(oracle_cases: Path) -> list[str]:
-    case = oracle_cases / "07_text_completion_chatml"
-    return [
-        "prompt",
-        "--settings",
-        str(case / "settings.json"),
-        "--card",
-        str(case / "Aria.json"),
-        "--chat",
-        str(case / "chat.jsonl"),
-        "--api",
-        "textgen",
-        "--json",
-    ]
+    return case_prompt_args(
+        oracle_cases / "07_text_completion_chatml", "--api", "textgen", "--json"
+    )
 
 
 def test_chat_template_from_a_tokenizer_config(

@@ -17,7 +17,7 @@ from taverna.services.chats.editing import start_chat
 from taverna.services.library.service import LibraryKind
 from tests.server.accounts_fixtures import PASSWORD, enable_accounts, log_in
 from tests.server.test_accounts_import import make_install
-from tests.server.test_imports import follow
+from tests.support.api import events as task_events
 
 WRONG = "not the password"
 
@@ -193,7 +193,7 @@ def _import_and_follow(app: object, root: TestClient, install: Path) -> None:
         ("carol", "carol"),
         ("default-user", "root"),
     ]
-    events = follow(root, started.json()["task"]["id"])
+    events = task_events(root, started.json()["task"]["id"])
     progress = [data for name, data in events if name == "progress"]
     assert {p["folder"] for p in progress} == {"alice", "bob", "carol", "default-user"}
     assert any(p.get("total") for p in progress)

@@ -17,6 +17,7 @@ from taverna.server.context import AppContext
 from tests.server.accounts_fixtures import enable_accounts, log_in
 from tests.server.conftest import rev
 from tests.stubs.model_server import Reply, StubServer, start_stub
+from tests.support.api import stub_connection
 
 
 @pytest.fixture
@@ -46,14 +47,7 @@ def _finish(client: TestClient, task_id: str) -> list[tuple[str, dict]]:  # type
 
 def _set_up(client: TestClient, who: str, stub: StubServer) -> str:
     """`who`'s connection (named alike for everyone), persona and character; a chat."""
-    connection = {
-        "name": "Main",
-        "api": "openai",
-        "url": stub.base_url("openai"),
-        "model": "stub-model",
-        "key": stub.key,
-        "default": True,
-    }
+    connection = stub_connection(stub, "Main", key=stub.key, default=True)
     assert client.post("/api/connections", json=connection).status_code == 201
     persona = {"name": f"{who}-persona", "description": f"PERSONA OF {who}", "is_default": True}
     assert client.post("/api/personas", json=persona).status_code == 201

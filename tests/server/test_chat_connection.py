@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from tests.server.conftest import rev
 from tests.stubs.model_server import StubServer, start_stub
-from tests.support.api import events, generate
+from tests.support.api import events, generate, stub_connection
 
 
 @pytest.fixture(scope="module")
@@ -33,13 +33,7 @@ def away() -> Iterator[StubServer]:
 @pytest.fixture
 def connected(client: TestClient, home: StubServer, away: StubServer) -> None:
     for name, server, default in (("home", home, True), ("away", away, False)):
-        body = {
-            "name": name,
-            "api": "openai",
-            "url": server.base_url("openai"),
-            "model": "stub-model",
-            "default": default,
-        }
+        body = stub_connection(server, name, default=default)
         assert client.post("/api/connections", json=body).status_code == 201
 
 

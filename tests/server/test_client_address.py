@@ -19,6 +19,7 @@ from taverna.errors import FormatError
 from taverna.server.client_address import client_address
 from taverna.server.config import load_config, proxy_network
 from tests.stubs.taverna_server import TavernaServer
+from tests.support.served import serving
 
 TAVERNA = str(Path(sys.executable).parent / "taverna")
 ADMIN = ("root", "the admin's long secret")
@@ -44,11 +45,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TavernaServer]:
     _add_user(data, *ADMIN, "--admin")
     _add_user(data, *PERSON)
     (data / "server.toml").write_text(f'trusted_proxies = ["{PROXY}"]\n')
-    started = TavernaServer(data, args=("--accounts",)).start()
-    try:
+    with serving(data, args=("--accounts",)) as started:
         yield started
-    finally:
-        started.stop()
 
 
 def _client(server: TavernaServer, source: str) -> httpx.Client:

@@ -9,18 +9,13 @@ from fastapi.testclient import TestClient
 
 from taverna.server.context import AppContext
 from tests.stubs.model_server import StubServer
+from tests.support.api import stub_connection
 
 pytestmark = pytest.mark.stub_model(key="sk-test-secret-1234", models=("stub-model", "stub-large"))
 
 
 def test_add_list_test_models_default_remove(client: TestClient, stub: StubServer) -> None:
-    body = {
-        "name": "local",
-        "api": "openai",
-        "url": stub.base_url("openai"),
-        "model": "stub-model",
-        "key": "sk-test-secret-1234",
-    }
+    body = stub_connection(stub, "local", key="sk-test-secret-1234")
     created = client.post("/api/connections", json=body)
     assert created.status_code == 201
     assert "sk-test-secret-1234" not in created.text
@@ -43,13 +38,7 @@ def test_add_list_test_models_default_remove(client: TestClient, stub: StubServe
 def test_a_wrong_key_fails_the_test_without_showing_it(
     client: TestClient, stub: StubServer
 ) -> None:
-    body = {
-        "name": "bad",
-        "api": "openai",
-        "url": stub.base_url("openai"),
-        "model": "stub-model",
-        "key": "sk-wrong-9999",
-    }
+    body = stub_connection(stub, "bad", key="sk-wrong-9999")
     client.post("/api/connections", json=body)
     tested = client.post("/api/connections/bad/test")
     assert tested.status_code == 200

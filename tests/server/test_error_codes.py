@@ -12,6 +12,7 @@ from taverna.server.errors import code_of
 from tests.server.conftest import rev
 from tests.server.test_chats import make_chat
 from tests.stubs.model_server import StubServer
+from tests.support.api import stub_connection
 
 pytestmark = pytest.mark.stub_model(key="sk-test-secret-1234")
 
@@ -67,13 +68,7 @@ def test_a_refused_field_names_the_check_that_failed(client: TestClient) -> None
 
 
 def test_a_failed_connection_test_says_why_in_a_code(client: TestClient, stub: StubServer) -> None:
-    body = {
-        "name": "bad",
-        "api": "openai",
-        "url": stub.base_url("openai"),
-        "model": "stub-model",
-        "key": "sk-wrong-9999",
-    }
+    body = stub_connection(stub, "bad", key="sk-wrong-9999")
     client.post("/api/connections", json=body)
     tested = client.post("/api/connections/bad/test").json()
     assert tested["ok"] is False

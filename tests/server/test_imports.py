@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ from fastapi.testclient import TestClient
 from taverna.server.context import AppContext, open_context
 from taverna.server.imports import ImportJob, ImportJobs
 from taverna.services.house.scratch import ScratchFolder
+from tests.support.api import events as task_events
 
 
 def folder_files(st_fixtures: Path) -> list[tuple[str, tuple[str, bytes, str]]]:
@@ -39,24 +39,10 @@ def folder_files(st_fixtures: Path) -> list[tuple[str, tuple[str, bytes, str]]]:
     return files
 
 
-def follow(client: TestClient, task_id: str) -> list[tuple[str, dict]]:  # type: ignore[type-arg]
-    out = []
-    with client.stream("GET", f"/api/tasks/{task_id}/events") as response:
-        name = None
-        for line in response.iter_lines():
-            if line.startswith("event: "):
-                name = line[7:]
-            elif line.startswith("data: ") and name:
-                out.append((name, json.loads(line[6:])))
-                if name in ("done", "error"):
-                    break
-    return out
-
-
 def test_import_a_user_data_folder(client: TestClient, st_fixtures: Path) -> None:
     started = client.post("/api/import/sillytavern", files=folder_files(st_fixtures))
     assert started.status_code == 202, started.text
-    events = follow(client, started.json()["task"]["id"])
+    events = task_events(client, started.json()["task"]["id"])
     assert any(name == "progress" for name, _ in events)
     name, done = events[-1]
     assert name == "done", done
@@ -70,7 +56,7 @@ def test_import_a_user_data_folder(client: TestClient, st_fixtures: Path) -> Non
     seraphina = [c for c in chats if "Seraphina" in c["character_names"]]
     assert seraphina and seraphina[0]["branch_count"] >= 1
     # Following again after the end replays the same events.
-    assert follow(client, started.json()["task"]["id"]) == events
+    assert task_events(client, started.json()["task"]["id"]) == events
 
 
 def test_import_bad_input_stores_nothing(
@@ -86,7 +72,7 @@ def test_import_bad_input_stores_nothing(
     sneaky = [("files", ("../../../../tmp/evil/characters/x.json", b"{}", "application/json"))]
     started = client.post("/api/import/sillytavern", files=sneaky)
     assert started.status_code == 202
-    name, done = follow(client, started.json()["task"]["id"])[-1]
+    name, done = task_events(client, started.json()["task"]["id"])[-1]
     assert name == "done" and done["report"]["stored"] == []
     assert not Path("/tmp/evil/characters/x.json").exists()
     assert client.get("/api/tasks/nope/events").status_code == 404
@@ -127,7 +113,7 @@ def test_the_upload_goes_to_the_data_folder_and_is_removed_after(
     monkeypatch.setattr(ImportJobs, "start", noting)
     started = client.post("/api/import/sillytavern", files=folder_files(st_fixtures))
     assert started.status_code == 202
-    assert follow(client, started.json()["task"]["id"])[-1][0] == "done"
+    assert task_events(client, started.json()["task"]["id"])[-1][0] == "done"
     assert seen and seen[0].parent == ctx.data_dir / "tmp"
     assert not seen[0].exists()
     assert list((ctx.data_dir / "tmp").iterdir()) == []
@@ -188,7 +174,7 @@ def test_events_from_a_negative_index_are_refused_and_never_replayed_twice(
 ) -> None:
     files = [("files", ("user/notes/readme.txt", b"hello", "text/plain"))]
     task_id = client.post("/api/import/sillytavern", files=files).json()["task"]["id"]
-    events = follow(client, task_id)
+    events = task_events(client, task_id)
     assert events[-1][0] == "done"
     for since in ("-1", "-1000", "x"):
         refused = client.get(f"/api/tasks/{task_id}/events?since={since}")

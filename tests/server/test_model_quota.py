@@ -18,6 +18,7 @@ from tests.server.accounts_fixtures import enable_accounts, log_in
 from tests.server.conftest import rev
 from tests.server.test_generation import events
 from tests.stubs.model_server import Reply, StubServer, start_stub
+from tests.support.api import stub_connection
 
 KEY = "sk-quota-test-0001"
 QUOTA = 2
@@ -59,14 +60,7 @@ def alice(ctx: AppContext) -> Iterator[Alice]:
     accounts.set_quota("alice", storage_bytes=None, generations_per_hour=QUOTA)
     with start_stub(key=KEY) as stub, TestClient(create_app(ctx)) as client:
         log_in(client, "alice")
-        connection = {
-            "name": "Main",
-            "api": "openai",
-            "url": stub.base_url("openai"),
-            "model": "stub-model",
-            "key": KEY,
-            "default": True,
-        }
+        connection = stub_connection(stub, "Main", key=KEY, default=True)
         assert client.post("/api/connections", json=connection).status_code == 201
         card = client.post("/api/characters", json={"name": "Keeper", "first_mes": "Hello."})
         chat = client.post("/api/chats", json={"character_id": card.json()["id"]}).json()

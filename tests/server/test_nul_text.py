@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from taverna.server.context import AppContext, open_context
@@ -20,6 +18,7 @@ from taverna.services.house.data import DATABASE_URL_ENV as STORE_URL_ENV
 from taverna.store.testing import DATABASE_URL_ENV, backends
 from tests.stubs.model_server import Reply, StubServer
 from tests.support.api import connect, events
+from tests.support.folders import own_schema
 
 NUL = "\x00"
 
@@ -32,18 +31,9 @@ def ctx(
     if request.param == "sqlite":
         yield open_context(tmp_path / "data")
         return
-    url = os.environ[DATABASE_URL_ENV]
-    schema = f"t_{uuid.uuid4().hex[:16]}"
-    engine = sa.create_engine(url)
-    with engine.begin() as conn:
-        conn.exec_driver_sql(f'CREATE SCHEMA "{schema}"')
-    monkeypatch.setenv(STORE_URL_ENV, f"{url}?options=-csearch_path%3D{schema}")
-    try:
+    with own_schema(os.environ[DATABASE_URL_ENV]) as url:
+        monkeypatch.setenv(STORE_URL_ENV, url)
         yield open_context(tmp_path / "data")
-    finally:
-        with engine.begin() as conn:
-            conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-        engine.dispose()
 
 
 def _ok(response: Any, status: int = 200) -> Any:

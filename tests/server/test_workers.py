@@ -4,20 +4,26 @@ its text as a draft the other finds. Skipped when PostgreSQL or Redis is unreach
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import time
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
-import sqlalchemy as sa
 
 from tests.stubs.model_server import Reply, StubServer
 from tests.stubs.taverna_server import TavernaServer
+from tests.support.folders import own_schema
+from tests.support.served import (
+    connect,
+    harbour_group,
+    new_chat,
+    send,
+    serving_workers,
+    task_events,
+)
 
 pytestmark = pytest.mark.postgres
 
@@ -45,106 +51,41 @@ def schema_url() -> Iterator[str]:
         missing("needs TAVERNA_TEST_DATABASE_URL (PostgreSQL)")
     if not _redis_up():
         missing(f"needs Redis at {REDIS_URL}")
-    schema = f"w_{uuid.uuid4().hex[:16]}"
-    engine = sa.create_engine(DATABASE_URL)
-    with engine.begin() as conn:
-        conn.exec_driver_sql(f'CREATE SCHEMA "{schema}"')
-    joiner = "&" if "?" in DATABASE_URL else "?"
-    try:
-        yield f"{DATABASE_URL}{joiner}options=-csearch_path%3D{schema}"
-    finally:
-        with engine.begin() as conn:
-            conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-        engine.dispose()
+    with own_schema(DATABASE_URL, "w_") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
 def workers(tmp_path_factory: pytest.TempPathFactory, schema_url: str) -> Iterator[list[Any]]:
     """Two workers over one data folder (its server key), one database, one Redis."""
-    folder = tmp_path_factory.mktemp("workers")
     env = {"TAVERNA_DATABASE_URL": schema_url, "TAVERNA_NO_PLUGINS": "1"}
-    started: list[TavernaServer] = []
-    try:
-        for name in ("a", "b"):
-            server = TavernaServer(
-                folder / "data", folder / f"{name}.log", args=("--redis", REDIS_URL), env=env
-            )
-            started.append(server.start())  # one after the other: the first seeds the library
+    folder = tmp_path_factory.mktemp("workers")
+    with serving_workers(folder, args=("--redis", REDIS_URL), env=env) as started:
         yield started
-    finally:
-        for server in started:
-            server.stop()
 
 
 @pytest.fixture(scope="module")
 def chat_setup(workers: list[TavernaServer], stub: StubServer) -> str:
-    a = workers[0]
-    a.api(
-        "POST",
-        "/connections",
-        json={
-            "name": "stub",
-            "api": "openai-compatible",
-            "url": stub.base_url("openai"),
-            "model": "stub-model",
-            "default": True,
-        },
-    )
-    return str(a.api("GET", "/characters").json()[0]["id"])
-
-
-def _new_chat(server: TavernaServer, character: str) -> tuple[str, int]:
-    chat = server.api("POST", "/chats", json={"character_id": character}).json()
-    return chat["id"], int(chat["revision"])
+    return connect(workers[0], stub)
 
 
 def _send(server: TavernaServer, chat_id: str, revision: int, text: str) -> str:
-    answer = httpx.post(
-        f"{server.url}/api/chats/{chat_id}/generate",
-        json={"kind": "normal", "text": text, "revision": revision},
-        timeout=30,
-    )
+    answer = send(server, chat_id, revision, text)
     assert answer.status_code == 202, answer.text
     return str(answer.json()["task"]["id"])
-
-
-def _events(
-    server: TavernaServer, task: str, *, since: int | None = None, until_deltas: int | None = None
-) -> list[tuple[int, str, dict[str, Any]]]:
-    """The task's SSE frames as (id, event, data), to the end (or `until_deltas` deltas)."""
-    found: list[tuple[int, str, dict[str, Any]]] = []
-    headers = {"Last-Event-ID": str(since)} if since is not None else {}
-    frame: dict[str, str] = {}
-    with httpx.stream(
-        "GET", f"{server.url}/api/tasks/{task}/events", headers=headers, timeout=60
-    ) as stream:
-        for line in stream.iter_lines():
-            if not line:
-                if "event" in frame:
-                    found.append((int(frame["id"]), frame["event"], json.loads(frame["data"])))
-                    if frame["event"] in ("done", "error", "cancelled"):
-                        return found
-                    deltas = sum(1 for _, name, _ in found if name == "delta")
-                    if until_deltas is not None and deltas >= until_deltas:
-                        return found
-                frame = {}
-                continue
-            name, _, value = line.partition(": ")
-            frame[name] = value
-    return found
 
 
 def test_a_run_started_on_one_worker_is_followed_and_resumed_from_the_other(
     workers: list[TavernaServer], stub: StubServer, chat_setup: str
 ) -> None:
     a, b = workers
-    chat_id, revision = _new_chat(a, chat_setup)
+    chat_id, revision = new_chat(a, chat_setup)
     tokens = [f" w{i}" for i in range(40)]
     stub.script(Reply(tokens=tokens, delay=0.05))
     task = _send(a, chat_id, revision, "hello from a")
     # b sees the chat busy with a's run, and follows it live to its end
     assert b.api("GET", f"/chats/{chat_id}").json()["task"]["id"] == task
-    followed = _events(b, task)
+    followed = task_events(b, task)
     assert followed[-1][1] == "done"
     assert "".join(d["text"] for _, e, d in followed if e == "delta") == "".join(tokens)
     assert followed[-1][2]["text"] == "".join(tokens).strip()
@@ -153,11 +94,11 @@ def test_a_run_started_on_one_worker_is_followed_and_resumed_from_the_other(
         messages = server.api("GET", f"/chats/{chat_id}").json()["messages"]
         assert messages[-1]["content"] == "".join(tokens).strip()
     # replay from b after the end: every event, in order, with a's indices
-    replay = _events(b, task)
+    replay = task_events(b, task)
     assert [i for i, _, _ in replay] == [i for i, _, _ in followed]
     # resume after an event id, as a reconnecting page does
     middle = followed[len(followed) // 2][0]
-    resumed = _events(b, task, since=middle)
+    resumed = task_events(b, task, since=middle)
     assert [i for i, _, _ in resumed] == [i for i, _, _ in followed if i > middle]
     assert b.api("GET", f"/tasks/{task}").json()["status"] == "done"
 
@@ -168,9 +109,9 @@ def test_a_chat_written_on_one_worker_is_what_the_others_next_prompt_holds(
     """No message between the workers is needed: what b keeps of the chat's path is
     brought up to date from the store when its next prompt is built."""
     a, b = workers
-    chat_id, revision = _new_chat(a, chat_setup)
+    chat_id, revision = new_chat(a, chat_setup)
     stub.script(Reply(tokens=["First", " reply."]))
-    assert _events(a, _send(a, chat_id, revision, "the lantern"))[-1][1] == "done"
+    assert task_events(a, _send(a, chat_id, revision, "the lantern"))[-1][1] == "done"
     assert "the lantern" in b.api("GET", f"/chats/{chat_id}/prompt").text  # b keeps it now
     chat = a.api("GET", f"/chats/{chat_id}").json()
     mine = [m for m in chat["messages"] if m["role"] == "user"][-1]
@@ -183,7 +124,7 @@ def test_a_chat_written_on_one_worker_is_what_the_others_next_prompt_holds(
     assert "the candle" in shown and "the lantern" not in shown
     revision = int(a.api("GET", f"/chats/{chat_id}").json()["revision"])
     stub.script(Reply(tokens=["Second", " reply."]))
-    assert _events(a, _send(a, chat_id, revision, "and then"))[-1][1] == "done"
+    assert task_events(a, _send(a, chat_id, revision, "and then"))[-1][1] == "done"
     shown = b.api("GET", f"/chats/{chat_id}/prompt").text
     assert "Second reply." in shown and "and then" in shown
 
@@ -192,10 +133,10 @@ def test_a_run_is_stopped_from_the_other_worker_and_its_text_kept_as_a_draft(
     workers: list[TavernaServer], stub: StubServer, chat_setup: str
 ) -> None:
     a, b = workers
-    chat_id, revision = _new_chat(a, chat_setup)
+    chat_id, revision = new_chat(a, chat_setup)
     stub.script(Reply(tokens=[f" s{i}" for i in range(200)], delay=0.05))
     task = _send(a, chat_id, revision, "stop me")
-    seen = _events(b, task, until_deltas=3)
+    seen = task_events(b, task, until_deltas=3)
     assert [e for _, e, _ in seen].count("delta") == 3
     # a second start in the busy chat is refused on the other worker too
     current = b.api("GET", f"/chats/{chat_id}").json()["revision"]
@@ -212,25 +153,15 @@ def test_a_run_is_stopped_from_the_other_worker_and_its_text_kept_as_a_draft(
     assert [d["id"] for d in drafts] == [stopped["draft_id"]]
     assert drafts[0]["text"].startswith(" s0 s1 s2")
     assert a.api("GET", f"/chats/{chat_id}").json()["task"] is None
-    assert _events(a, task)[-1][1] == "cancelled"
+    assert task_events(a, task)[-1][1] == "cancelled"
 
 
 def test_a_group_round_is_read_and_stopped_from_the_other_worker(
     workers: list[TavernaServer], stub: StubServer, chat_setup: str
 ) -> None:
     a, b = workers
-    ids = [
-        a.api("POST", "/characters", json={"name": name, "first_mes": f"{name} waves."}).json()[
-            "id"
-        ]
-        for name in ("Mira", "小雪")
-    ]
-    group = a.api(
-        "POST",
-        "/groups",
-        json={"name": "Harbour", "character_ids": ids, "activation_strategy": "list"},
-    ).json()
-    chat = a.api("POST", f"/groups/{group['id']}/chats", json={}).json()
+    group = harbour_group(a)
+    chat = a.api("POST", f"/groups/{group}/chats", json={}).json()
     revision = a.api("GET", f"/chats/{chat['id']}").json()["revision"]
     stub.script(Reply(tokens=[f" m{i}" for i in range(200)], delay=0.05))
     started = a.api(
@@ -241,7 +172,7 @@ def test_a_group_round_is_read_and_stopped_from_the_other_worker(
     assert seen["speakers"] == ["Mira", "小雪"]
     assert [t["id"] for t in seen["tasks"]] == [started["task"]["id"]]
     assert not seen["done"]
-    _events(b, started["task"]["id"], until_deltas=2)
+    task_events(b, started["task"]["id"], until_deltas=2)
     b.api("POST", f"/rounds/{round_id}/stop")
     deadline = time.monotonic() + 15
     while not seen["done"] and time.monotonic() < deadline:
@@ -249,7 +180,7 @@ def test_a_group_round_is_read_and_stopped_from_the_other_worker(
         seen = b.api("GET", f"/rounds/{round_id}").json()
     assert seen["done"]
     assert len(seen["tasks"]) == 1  # nobody spoke after the stop
-    assert _events(b, started["task"]["id"])[-1][1] == "cancelled"
+    assert task_events(b, started["task"]["id"])[-1][1] == "cancelled"
     assert a.api("GET", f"/rounds/{round_id}").json()["done"]
 
 
@@ -257,15 +188,15 @@ def test_a_worker_killed_mid_stream_leaves_its_draft_for_the_other(
     workers: list[TavernaServer], stub: StubServer, chat_setup: str
 ) -> None:
     a, b = workers
-    chat_id, revision = _new_chat(a, chat_setup)
+    chat_id, revision = new_chat(a, chat_setup)
     stub.script(Reply(tokens=[f" k{i}" for i in range(400)], delay=0.05))
     task = _send(a, chat_id, revision, "then a dies")
-    seen = _events(b, task, until_deltas=4)
+    seen = task_events(b, task, until_deltas=4)
     assert a.process is not None
     os.kill(a.process.pid, signal.SIGKILL)
     a.process.wait()
     began = time.monotonic()
-    rest = _events(b, task, since=seen[-1][0])
+    rest = task_events(b, task, since=seen[-1][0])
     assert time.monotonic() - began < 20
     end = rest[-1]
     assert end[1] == "error", rest
@@ -283,7 +214,7 @@ def test_a_worker_killed_mid_stream_leaves_its_draft_for_the_other(
     stub.script(Reply(tokens=["after"], delay=0))
     current = b.api("GET", f"/chats/{chat_id}").json()["revision"]
     again = _send(b, chat_id, int(current), "still here?")
-    assert _events(b, again)[-1][1] == "done"
+    assert task_events(b, again)[-1][1] == "done"
     a.start()  # the module's other tests may follow
 
 
@@ -293,10 +224,10 @@ def test_a_killed_workers_run_is_adopted_when_the_chat_is_opened(
     """Nobody followed the run when its worker died: opening the chat on the other worker
     finds it orphaned, keeps its text as a draft and frees the chat."""
     a, b = workers
-    chat_id, revision = _new_chat(a, chat_setup)
+    chat_id, revision = new_chat(a, chat_setup)
     stub.script(Reply(tokens=[f" o{i}" for i in range(400)], delay=0.05))
     task = _send(a, chat_id, revision, "nobody watches")
-    _events(a, task, until_deltas=3)
+    task_events(a, task, until_deltas=3)
     time.sleep(0.3)  # a's copy of the events reaches Redis
     a.kill()
     deadline = time.monotonic() + 15
@@ -308,4 +239,4 @@ def test_a_killed_workers_run_is_adopted_when_the_chat_is_opened(
     drafts = b.api("GET", f"/chats/{chat_id}/drafts").json()
     assert len(drafts) == 1
     assert drafts[0]["text"].startswith(" o0 o1 o2")
-    assert _events(b, task)[-1][1] == "error"
+    assert task_events(b, task)[-1][1] == "error"

@@ -5,7 +5,6 @@ round alike) and nobody else sees. Skipped when PostgreSQL or Redis is unreachab
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -19,20 +18,15 @@ import httpx
 import pytest
 
 from tests.server.test_workers import REDIS_URL, schema_url
-from tests.stubs.model_server import Reply, StubServer, start_stub
+from tests.stubs.model_server import Reply, StubServer
 from tests.stubs.taverna_server import TavernaServer
+from tests.support.served import Frame, serving_workers, task_events
 
 pytestmark = pytest.mark.postgres
 
 __all__ = ["schema_url"]  # the module's own schema, dropped after it
 
 PASSWORD = "correct horse battery"
-
-
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubServer]:
-    with start_stub() as found:
-        yield found
 
 
 @pytest.fixture(scope="module")
@@ -54,20 +48,8 @@ def workers(tmp_path_factory: pytest.TempPathFactory, schema_url: str) -> Iterat
             capture_output=True,
             env={**os.environ, **env},
         )
-    started: list[TavernaServer] = []
-    try:
-        for name in ("a", "b"):
-            server = TavernaServer(
-                folder / "data",
-                folder / f"{name}.log",
-                args=("--redis", REDIS_URL, "--accounts"),
-                env=env,
-            )
-            started.append(server.start())
+    with serving_workers(folder, args=("--redis", REDIS_URL, "--accounts"), env=env) as started:
         yield started
-    finally:
-        for server in started:
-            server.stop()
 
 
 def _session(server: TavernaServer, name: str) -> httpx.Client:
@@ -103,51 +85,16 @@ def _api(client: httpx.Client, server: TavernaServer, method: str, path: str, **
     return answer.json() if answer.content else None
 
 
-Frame = tuple[int, str, dict[str, Any]]
-
-
-def _events(
-    client: httpx.Client,
-    server: TavernaServer,
-    task: str,
-    *,
-    since: int | None = None,
-    until_deltas: int | None = None,
-) -> list[Frame]:
-    """The task's SSE frames as (id, event, data) as `client` follows it on `server`, to
-    the end (or `until_deltas` deltas)."""
-    found: list[Frame] = []
-    headers = {"Last-Event-ID": str(since)} if since is not None else {}
-    frame: dict[str, str] = {}
-    url = f"{server.url}/api/tasks/{task}/events"
-    with client.stream("GET", url, headers=headers, timeout=60) as stream:
-        assert stream.status_code == 200
-        for line in stream.iter_lines():
-            if not line:
-                if "event" in frame:
-                    found.append((int(frame["id"]), frame["event"], json.loads(frame["data"])))
-                    if frame["event"] in ("done", "error", "cancelled"):
-                        return found
-                    deltas = sum(1 for _, name, _ in found if name == "delta")
-                    if until_deltas is not None and deltas >= until_deltas:
-                        return found
-                frame = {}
-                continue
-            name, _, value = line.partition(": ")
-            frame[name] = value
-    return found
-
-
 def _followed_until_killed(
     client: httpx.Client, a: TavernaServer, b: TavernaServer, task: str
 ) -> tuple[list[Frame], Frame]:
     """Follow a's run from b, kill a after four pieces, follow on to the end."""
-    seen = _events(client, b, task, until_deltas=4)
+    seen = task_events(b, task, client=client, until_deltas=4)
     assert a.process is not None
     os.kill(a.process.pid, signal.SIGKILL)
     a.process.wait()
     began = time.monotonic()
-    rest = _events(client, b, task, since=seen[-1][0])
+    rest = task_events(b, task, client=client, since=seen[-1][0])
     assert time.monotonic() - began < 20
     return [*seen, *rest], rest[-1]
 
@@ -221,7 +168,7 @@ def test_a_killed_workers_group_round_draft_is_its_owners(
     drafts = _api(alice, b, "GET", f"/chats/{chat['id']}/drafts")
     assert [d["id"] for d in drafts] == [end[2]["draft_id"]]
     assert drafts[0]["text"].startswith(" m0 m1 m2 m3")
-    assert _events(alice, b, task)[-1][1] == "error"
+    assert task_events(b, task, client=alice)[-1][1] == "error"
     deadline = time.monotonic() + 15
     found = _api(alice, b, "GET", f"/rounds/{started['round']['id']}")
     while not found["done"] and time.monotonic() < deadline:

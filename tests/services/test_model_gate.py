@@ -6,7 +6,6 @@ from __future__ import annotations
 import ast
 import asyncio
 import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -23,29 +22,17 @@ from taverna.services.connections.service import ConnectionService
 from taverna.services.plugins.tools import Tool, ToolRegistry
 from taverna.services.turns import Ending, GenerationService, TurnRequest
 from taverna.store.sql import SqlStore
-from taverna.store.testing import backends, temporary_store
 from tests.services.test_generation import simple_builder
-from tests.stubs import Reply, StubServer, start_stub
+from tests.stubs import Reply, StubServer
 
 KEY = "sk-gate-test-key-0001"
+pytestmark = pytest.mark.stub_model(key=KEY)
 PACKAGE = Path(taverna.__file__).parent
 # Where a model stream may be opened: the transport itself and the gate in front of it.
 OPENERS = {
     PACKAGE / "providers" / "transport.py",
     PACKAGE / "services" / "connections" / "model_gate.py",
 }
-
-
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubServer]:
-    with start_stub(key=KEY) as server:
-        yield server
-
-
-@pytest.fixture(params=backends())
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlStore]:
-    with temporary_store(request.param, tmp_path) as found:
-        yield found
 
 
 def _account(store: SqlStore, name: str, per_hour: int | None) -> str:

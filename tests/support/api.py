@@ -15,15 +15,21 @@ def rev(client: TestClient, chat_id: str) -> int:
     return int(client.get(f"/api/chats/{chat_id}").json()["revision"])
 
 
-def connect(client: TestClient, stub: StubServer) -> None:
-    """Add the stub's OpenAI API as the connection "stub" (the default while it is the only one)."""
-    connection = {
-        "name": "stub",
+def stub_connection(stub: StubServer, name: str = "stub", **fields: object) -> dict[str, Any]:
+    """The body that adds the stub's OpenAI API as connection `name` (model `stub-model`),
+    with `fields` added or replaced."""
+    return {
+        "name": name,
         "api": "openai",
         "url": stub.base_url("openai"),
         "model": "stub-model",
+        **fields,
     }
-    assert client.post("/api/connections", json=connection).status_code == 201
+
+
+def connect(client: TestClient, stub: StubServer) -> None:
+    """Add the stub's OpenAI API as the connection "stub" (the default while it is the only one)."""
+    assert client.post("/api/connections", json=stub_connection(stub)).status_code == 201
 
 
 def start_chat(client: TestClient, **card: Any) -> str:

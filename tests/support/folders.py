@@ -1,9 +1,15 @@
-"""Data folders and stores set up for a test: the packaged card, the stub model as a connection."""
+"""Data folders and stores set up for a test: the packaged card, the stub model as a connection,
+a PostgreSQL schema of the test's own."""
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib.resources import files
 from pathlib import Path
+
+import sqlalchemy as sa
 
 from taverna.services.connections.service import ConnectionService
 from taverna.services.house.data import open_data
@@ -52,3 +58,20 @@ def small_recall(store: Store, **vectors: object) -> None:
         "extension_settings",
         {"vectors": {"enabled_chats": True, "insert": 2, "query": 1, **vectors}},
     )
+
+
+@contextmanager
+def own_schema(url: str, prefix: str = "t_") -> Iterator[str]:
+    """The database URL `url` with its tables in a new schema of their own (its search
+    path), dropped afterwards."""
+    schema = f"{prefix}{uuid.uuid4().hex[:16]}"
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql(f'CREATE SCHEMA "{schema}"')
+    joiner = "&" if "?" in url else "?"
+    try:
+        yield f"{url}{joiner}options=-csearch_path%3D{schema}"
+    finally:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        engine.dispose()

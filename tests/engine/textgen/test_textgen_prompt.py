@@ -29,6 +29,7 @@ from taverna.model.settings import (
     PowerUserSettings,
     TextCompletionSettings,
 )
+from tests.support.cases import case_prompt_args
 
 CHATML = InstructTemplate(
     name="ChatML",
@@ -419,15 +420,7 @@ def test_oracle_case_07_prompt_and_stop(oracle_cases: Path) -> None:
         sys.executable,
         "-c",
         "from taverna.cli.main import main; main()",
-        "prompt",
-        "--settings",
-        str(case / "settings.json"),
-        "--card",
-        str(case / "Aria.json"),
-        "--chat",
-        str(case / "chat.jsonl"),
-        "--api",
-        "textgen",
+        *case_prompt_args(case, "--api", "textgen"),
     ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
