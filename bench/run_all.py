@@ -7,8 +7,11 @@ import sys
 from pathlib import Path
 
 # Scripts run again with these arguments after their default run: load.py's default is
-# the burst (the stress figure); a short steady run gives the figure of real use.
-AGAIN: dict[str, list[list[str]]] = {"load.py": [["--steady", "30"]]}
+# the burst (the stress figure); a short steady run gives the figure of real use, with a
+# busy neighbour on one core, recall on and a burst of 200 sends after it (its targets).
+AGAIN: dict[str, list[list[str]]] = {
+    "load.py": [["--steady", "30", "--busy-core", "--recall", "--burst", "200"]]
+}
 
 
 def main() -> int:

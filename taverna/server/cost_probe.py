@@ -25,7 +25,7 @@ from types import FrameType
 from typing import Any
 
 ENV = "TAVERNA_COST_PROBE"
-SAMPLE_EVERY = 0.005
+SAMPLE_EVERY = 0.01
 WRITE_EVERY = 0.2
 
 # The parts of a turn, in the order a report lists them; `loop` is the event loop's own
@@ -75,10 +75,22 @@ _WRITES = (
     "/taverna/services/chats/editing.py",
 )
 _WRITE_CALLS = frozenset({"commit", "_commit_impl", "flush"})
+_STREAM_CALLS = frozenset({"follow_task", "frames", "_event"})
+
+
+def _streaming(stack: list[tuple[str, str]]) -> bool:
+    """Whether a stack is sending an event stream (a generation's, to its follower)."""
+    return any(
+        ("/starlette/responses.py" in file and name == "stream_response")
+        or ("/taverna/server/routes/generation.py" in file and name in _STREAM_CALLS)
+        or "/taverna/server/session_streams.py" in file
+        for file, name in stack
+    )
 
 
 def part_of(files: Iterable[tuple[str, str]]) -> str:
-    """The part of a turn a stack is in, from its frames' (file, function), innermost first."""
+    """The part of a turn a stack is in, from its frames' (file, function), innermost first.
+    The HTTP plumbing under an event stream is the relay's."""
     stack = [(file.replace("\\", "/"), name) for file, name in files]
     if any(_BACKUP in file for file, _ in stack):
         return "backup"
@@ -89,9 +101,13 @@ def part_of(files: Iterable[tuple[str, str]]) -> str:
                 for f, name in stack
             )
             return "write" if writing else "read"
-        for part, marks in (("build", _BUILD), ("relay", _RELAY), ("serve", _SERVE)):
+        for part, marks in (("build", _BUILD), ("relay", _RELAY)):
             if any(mark in file for mark in marks):
                 return part
+        if any(mark in file for mark in _SERVE):
+            return "relay" if _streaming(stack) else "serve"
+    if _streaming(stack):
+        return "relay"
     for file, _ in stack:
         if any(mark in file for mark in _LOOP):
             return "loop"

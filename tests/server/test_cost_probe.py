@@ -76,5 +76,10 @@ def test_stacks_are_told_apart_by_their_innermost_known_frame() -> None:
     backup = ("/x/taverna/services/chats/backups.py", "backup")
     assert part_of([select, backup]) == "backup"
     assert part_of([route]) == "serve"
+    sending = ("/x/starlette/responses.py", "stream_response")
+    assert part_of([("/x/uvicorn/protocols/http/h11_impl.py", "send"), sending]) == "relay"
+    assert part_of([("/usr/lib/python3.11/asyncio/selector_events.py", "write"), sending]) == (
+        "relay"
+    )
     assert part_of([("/usr/lib/python3.11/selectors.py", "select")]) == "loop"
     assert part_of([("/usr/lib/python3.11/json/encoder.py", "encode")]) == "other"
