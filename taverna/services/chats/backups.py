@@ -7,6 +7,12 @@ passed, so the newest state is never left without a backup for long. With `defer
 process is backed up at once: later writes are left pending, and a chat's changes within
 `interval` seconds of the first of them are written together by the flusher, once (a
 turn's message and its reply in one backup, none of it on the thread that wrote them).
+With `background` (a server) a write only records that its chat changed, and the flusher
+writes every backup, a chat's first too (a chat just made excepted: it costs nothing), so
+a turn does no backup work at all. A plain chat's backup extends its last one from the
+change log (`backup_increment`) instead of exporting the whole tree again; each backup's
+file time is its chat's last change, so a backup the database is ahead of (a crash before
+the flusher came) is found and written again when the flusher starts (`catch_up`).
 The newest `keep` backups of each chat are kept: a backup prunes from the names of its
 chat's backups that this process last saw (the folder, which holds every chat's, is listed
 again after `keep` more backups of the chat, so another process's are pruned too), deleting
@@ -17,6 +23,7 @@ the title is not ASCII, so titles in any script stay apart.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -34,6 +41,7 @@ from pathlib import Path
 
 from taverna.errors import NotFound, TavernaError
 from taverna.formats.st_chat import read_chat
+from taverna.services.chats.backup_increment import WrittenBackup, extended, written_backup
 from taverna.services.interchange import (
     ImportedChat,
     InterchangeService,
@@ -50,6 +58,9 @@ DEFAULT_KEEP = 50  # formats-chat.md §8: numberOfBackups
 # The lines of the chats backed up last, kept to be reused by their next backups: at most
 # about this many characters in all (a short chat's lines are a few kilobytes).
 MEMO_CHARACTERS = 8_000_000
+# A chat at most at this revision was just made (its row, then its greetings) or imported:
+# backed up at once, at the cost of a message or two, so it has a backup from the start.
+MADE_REVISIONS = 2
 _NAME = re.compile(
     r"^chat_(?P<title>[a-z0-9_]*)_(?P<key>[0-9a-f]{8})_(?P<stamp>\d{8}-\d{6})(?:-(?P<n>\d+))?\.jsonl$"
 )
@@ -95,6 +106,12 @@ class _SeenBackups:
     written: int = 0
 
 
+def _nanoseconds(moment: datetime) -> int:
+    """A time as whole nanoseconds since the epoch (exact for microseconds)."""
+    delta = moment - datetime(1970, 1, 1, tzinfo=moment.tzinfo or UTC)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
+
+
 def _age(name: str) -> tuple[str, int]:
     """A backup name's place in time: its stamp, then its number within the second."""
     match = _NAME.match(name)
@@ -117,13 +134,16 @@ class BackupService:
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
         separate_above: int | None = None,
         deferred: bool = False,
+        background: bool = False,
     ) -> None:
         """`separate_above`: chats with at least this many messages on their path are
         backed up by a process of their own (`backup_process`), so a server neither holds
         a long chat's whole tree in memory nor waits for its export. `deferred`: writes
-        after a chat's first are backed up by `flush()` only (see the module's doc)."""
+        after a chat's first are backed up by `flush()` only; `background`: all changes
+        are (see the module's doc)."""
         self.separate_above = separate_above
-        self.deferred = deferred
+        self.background = background
+        self.deferred = deferred or background
         self._children: dict[str, subprocess.Popen[bytes]] = {}
         self.store = store
         self.folder = folder
@@ -137,19 +157,22 @@ class BackupService:
         self._since: dict[str, float] = {}  # deferred: a pending chat -> its first change
         self._lock = threading.Lock()
         self._memos: OrderedDict[str, tuple[LineMemo, int]] = OrderedDict()  # with sizes
+        self._written: dict[str, WrittenBackup] = {}  # a plain chat -> its last backup
         self._seen: dict[str, _SeenBackups] = {}  # a chat -> its backups' names, as last seen
         self._seen_lock = threading.Lock()
 
     # ------------------------------------------------------------- writing
 
-    def after_write(self, chat_id: str) -> Path | None:
-        """Call after a chat changed: backs it up now, or marks it pending if it was just
-        done (`deferred`: if it was ever done in this process)."""
+    def after_write(self, chat_id: str, revision: int | None = None) -> Path | None:
+        """Call after a chat changed (to `revision`, when known): backs it up now, or marks
+        it pending if it was just done (`deferred`: if it was ever done in this process;
+        `background`: unless the chat was just made, at its first revisions)."""
         with self._lock:
             now = self.clock()
             last = self._last.get(chat_id)
-            if last is not None and (self.deferred or now - last < self.interval):
-                if self.deferred:
+            recorded = self.background and (revision is None or revision > MADE_REVISIONS)
+            if recorded or (last is not None and (self.deferred or now - last < self.interval)):
+                if self.deferred and last is not None:
                     self._since.setdefault(chat_id, now)
                 self._pending.add(chat_id)
                 return None
@@ -262,11 +285,18 @@ class BackupService:
         """Write a backup of a chat now (no throttling) and prune its oldest ones."""
         with self._lock:  # a chat written on two threads at once: the second starts afresh
             memo, _ = self._memos.pop(chat_id, (LineMemo(), 0))
-        with bulk():
-            tree = self.store.tree(chat_id)
-            text = main_jsonl(tree, memo)
-        self._keep_memo(chat_id, memo)
-        chat = tree.chat
+            last = self._written.pop(chat_id, None)
+        made = extended(self.store, last) if last is not None else None
+        record: WrittenBackup | None
+        if made is not None:
+            text, record = made
+            chat = record.chat
+        else:
+            with bulk():
+                tree = self.store.tree(chat_id)
+                text = main_jsonl(tree, memo)
+            chat, record = tree.chat, written_backup(tree, text)
+        self._keep_memo(chat_id, memo, record)
         if not self.folder.is_dir():
             # A chat's words, like the database's: the owner's alone.
             self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -285,6 +315,10 @@ class BackupService:
                 handle.write(text)
                 handle.flush()
                 os.fsync(handle.fileno())
+            if chat.updated is not None:
+                # The file's time is the change it holds: `catch_up` compares the two.
+                changed = _nanoseconds(chat.updated)
+                os.utime(tmp, ns=(changed, changed))
             tmp.replace(target)
         except BaseException:
             # a full disk: no half-written (or empty) backup is left behind
@@ -293,16 +327,46 @@ class BackupService:
         self._prune_after(chat_id, target.name)
         return target
 
-    def _keep_memo(self, chat_id: str, memo: LineMemo) -> None:
+    def _keep_memo(self, chat_id: str, memo: LineMemo, written: WrittenBackup | None) -> None:
         """Keep a chat's lines for its next backup, forgetting the chats backed up longest
         ago beyond MEMO_CHARACTERS."""
-        size = memo.size
+        size = memo.size + (written.size if written is not None else 0)
         with self._lock:
             self._memos[chat_id] = (memo, size)
+            if written is not None:
+                self._written[chat_id] = written
             total = sum(kept for _, kept in self._memos.values())
             while total > MEMO_CHARACTERS and self._memos:
-                _, (_, dropped) = self._memos.popitem(last=False)
+                dropped_id, (_, dropped) = self._memos.popitem(last=False)
+                self._written.pop(dropped_id, None)
                 total -= dropped
+
+    def catch_up(self) -> list[str]:
+        """Mark pending, due now, each chat whose newest backup is older than its last
+        change (the process that wrote the change ended before its backup was written)."""
+        newest: dict[str, int] = {}
+        if self.folder.is_dir():
+            with os.scandir(self.folder) as entries:
+                for entry in entries:
+                    match = _NAME.match(entry.name)
+                    if match is not None:
+                        with contextlib.suppress(FileNotFoundError):
+                            seen = entry.stat().st_mtime_ns
+                            newest[match["key"]] = max(seen, newest.get(match["key"], 0))
+        owners = [""] + [account.id for account in self.store.accounts()]
+        behind = []
+        for owner in owners:
+            for listing in self.store.list_chats(owner=owner):
+                chat = listing.chat
+                kept = newest.get(chat_key(chat.id))
+                if kept is not None and chat.updated and kept < _nanoseconds(chat.updated):
+                    behind.append(chat.id)
+        with self._lock:
+            self._pending.update(behind)
+            for chat_id in behind:
+                self._since.pop(chat_id, None)
+                self._last.pop(chat_id, None)
+        return behind
 
     def prune(self, chat_id: str) -> list[Path]:
         """Delete all but the newest `keep` backups of a chat."""
@@ -428,6 +492,10 @@ class BackupFlusher:
         self._thread.start()
 
     def _run(self) -> None:
+        try:
+            self.backups.catch_up()
+        except Exception:  # the chats changed from now on are backed up all the same
+            log.exception("finding the chat backups behind the database failed")
         while not self._stop.wait(self.every):
             try:
                 self.backups.flush()

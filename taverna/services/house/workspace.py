@@ -196,7 +196,7 @@ class Workspace:
                 del self._reported[next(iter(self._reported))]
             if self.embeddings is not None:
                 self.embeddings.wake(chat_id)  # a new or edited message is embedded now
-            self.backups.after_write(chat_id)
+            self.backups.after_write(chat_id, revision)
         except NotFound:
             pass  # the write deleted the chat; its earlier backups stay
         except (OSError, TavernaError) as exc:
@@ -383,9 +383,10 @@ def open_workspace(
     generation.after_reply.append(summaries.after_reply)
     # A long chat's backup reads its whole tree: a server hands it to a process of its own.
     separate = LONG_CHAT if background_backups else None
-    # With the flusher, a turn's writes are backed up by it, together, off the turn's path.
+    # With the flusher, every backup is written by it, off the turn's path (a turn only
+    # records that its chat changed).
     backups = BackupService(
-        store, folder.backups_dir, separate_above=separate, deferred=background_backups
+        store, folder.backups_dir, separate_above=separate, background=background_backups
     )
     flusher = BackupFlusher(backups) if background_backups else None
     if flusher is not None:
