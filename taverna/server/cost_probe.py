@@ -35,23 +35,29 @@ PARTS = ("read", "build", "write", "relay", "backup", "serve", "loop", "other")
 # Where the innermost recognised frame of a stack lies, by the path of its file; the first
 # rule that matches a frame decides (store frames: read or write, by the stack around).
 _STORE = ("/taverna/store/", "/sqlalchemy/", "/psycopg/", "/alembic/")
-_BUILD = (
-    "/taverna/engine/",
-    "/taverna/services/scripts/",
-    "/taverna/services/memory/",
-    "/taverna/services/turns/documents.py",
-    "/taverna/services/turns/choices.py",
-    "/taverna/services/turns/window.py",
-    "/taverna/services/turns/messages.py",
-    "/taverna/services/turns/turn_prompts.py",
-    "/taverna/services/turns/token_count.py",
-    "/taverna/services/turns/inputs.py",
-    "/taverna/services/turns/plan.py",
-    "/taverna/services/turns/context",
+# What a turn writes besides the store's own statements: the reply as a record, the journal,
+# the chat writer's rules (what the store does for them is told apart by `_WRITES`).
+_WRITE = (
+    "/taverna/services/turns/records.py",
+    "/taverna/services/turns/journal",
+    "/taverna/services/chats/generated",
+    "/taverna/services/chats/insertion.py",
+    "/taverna/services/chats/editing.py",
+    "/taverna/services/chats/candidates.py",
+    "/taverna/services/chats/write_rules.py",
+    "/taverna/services/chats/revisions.py",
 )
+# The generation's stream: the model's answer read, its events kept and handed on.
 _RELAY = (
     "/taverna/providers/",
-    "/taverna/services/turns/",
+    "/taverna/services/turns/runs.py",
+    "/taverna/services/turns/shared_runs.py",
+    "/taverna/services/turns/remote_runs.py",
+    "/taverna/services/turns/follow_hub.py",
+    "/taverna/services/turns/event_codec.py",
+    "/taverna/services/turns/generation_task.py",
+    "/taverna/services/turns/tool_rounds.py",
+    "/taverna/services/turns/reply_text.py",
     "/taverna/server/session_streams.py",
     "/redis/",
     "/hiredis/",
@@ -60,19 +66,24 @@ _RELAY = (
     "/aiohttp/",
     "/sse_starlette/",
 )
+# The prompt: the engine, and the rest of the turns and memory rooms (context, plan, recall).
+_BUILD = (
+    "/taverna/engine/",
+    "/taverna/services/scripts/",
+    "/taverna/services/memory/",
+    "/taverna/services/turns/",
+)
 _SERVE = ("/taverna/", "/fastapi/", "/starlette/", "/uvicorn/", "/h11/", "/httptools/")
 _LOOP = ("/asyncio/", "/selectors.py", "/anyio/", "/threading.py", "/concurrent/")
 _BACKUP = "/taverna/services/chats/backup"
 # A stack holding one of these writes (a chat's unit of work, the bulk import, a commit).
 _WRITES = (
+    *_WRITE,
     "/taverna/store/sql/writer.py",
     "/taverna/store/sql/write_statements.py",
     "/taverna/store/sql/bulk.py",
     "/taverna/store/sql/deletion.py",
     "/taverna/store/sql/change_log.py",
-    "/taverna/services/chats/generated_reply.py",
-    "/taverna/services/chats/insertion.py",
-    "/taverna/services/chats/editing.py",
 )
 _WRITE_CALLS = frozenset({"commit", "_commit_impl", "flush"})
 _STREAM_CALLS = frozenset({"follow_task", "frames", "_event"})
@@ -101,7 +112,7 @@ def part_of(files: Iterable[tuple[str, str]]) -> str:
                 for f, name in stack
             )
             return "write" if writing else "read"
-        for part, marks in (("build", _BUILD), ("relay", _RELAY)):
+        for part, marks in (("write", _WRITE), ("relay", _RELAY), ("build", _BUILD)):
             if any(mark in file for mark in marks):
                 return part
         if any(mark in file for mark in _SERVE):

@@ -73,6 +73,11 @@ def test_stacks_are_told_apart_by_their_innermost_known_frame() -> None:
     assert part_of([select, writer, route]) == "write"
     assert part_of([("/x/taverna/engine/assemble.py", "assemble"), route]) == "build"
     assert part_of([("/x/taverna/providers/openai_chat.py", "events"), route]) == "relay"
+    task = ("/x/taverna/services/turns/generation_task.py", "run")
+    planning = ("/x/taverna/services/turns/planning.py", "plan")
+    assert part_of([planning, task]) == "build"
+    assert part_of([("/x/taverna/services/turns/runs.py", "publish"), task]) == "relay"
+    assert part_of([("/x/taverna/services/turns/records.py", "record"), task]) == "write"
     backup = ("/x/taverna/services/chats/backups.py", "backup")
     assert part_of([select, backup]) == "backup"
     assert part_of([route]) == "serve"
