@@ -243,22 +243,22 @@ def target_rows(found: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         bool(soak) and soak[1] >= 30,
     )
     turn = found.get("turn") or {}
-    switch = turn.get("switch_api_100000_ms")
-    check(
-        f"candidate switch (API) at 100,000 messages <= {TARGET_SWITCH_MS:.0f} ms",
-        float(switch) if isinstance(switch, int | float) else None,
-        TARGET_SWITCH_MS,
-        "ms",
-        "bench/turn.py" if turn else "run --turn (bench/turn.py) or --turn-json",
-    )
-    ttr = turn.get("ttr_warm_10000_ms")
-    check(
-        f"warm time to request, 10,000 messages + 10,000 entries <= {TARGET_TTR_MS:.0f} ms",
-        float(ttr) if isinstance(ttr, int | float) else None,
-        TARGET_TTR_MS,
-        "ms",
-        "bench/turn.py" if turn else "run --turn (bench/turn.py) or --turn-json",
-    )
+    for name, key, limit in (
+        ("candidate switch (API) at 100,000 messages", "switch_api_100000_ms", TARGET_SWITCH_MS),
+        (
+            "warm time to request, 10,000 messages + 10,000 entries",
+            "ttr_warm_10000_ms",
+            TARGET_TTR_MS,
+        ),
+    ):
+        value = turn.get(key)
+        check(
+            f"{name} <= {limit:.0f} ms",
+            float(value) if isinstance(value, int | float) else None,
+            limit,
+            "ms",
+            "bench/turn.py" if turn else "run --turn (bench/turn.py) or --turn-json",
+        )
     return rows
 
 
