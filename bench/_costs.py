@@ -165,7 +165,9 @@ def turn_figures(path: Path | None, run: bool) -> dict[str, Any] | None:
         return {}
 
 
-def soak_growth(curve_mb: list[list[float]], last_minutes: float) -> tuple[float, float] | None:
+def soak_growth(
+    curve_mb: list[list[float]], last_minutes: float, soak_minutes: float
+) -> tuple[float, float] | None:
     """The largest growth of a worker's RSS (%) over the soak's last `last_minutes`
     (the curve has a sample at the start, one a minute, one at the end), and the minutes
     it covers (fewer in a shorter soak)."""
@@ -174,7 +176,7 @@ def soak_growth(curve_mb: list[list[float]], last_minutes: float) -> tuple[float
     back = min(int(last_minutes), len(curve_mb) - 1)
     start, end = curve_mb[-1 - back], curve_mb[-1]
     growth = max((b - a) / a * 100 for a, b in zip(start, end, strict=True))
-    return growth, float(back)
+    return growth, float(min(back, soak_minutes))
 
 
 def target_rows(found: dict[str, Any]) -> list[tuple[str, str, str, str]]:
@@ -222,7 +224,7 @@ def target_rows(found: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         f"{burst['sends']} sends at one instant, {burst['errors']} errors"
         if burst
         else "run --burst N",
-        bool(burst) and burst["sends"] >= 200,
+        burst is not None and burst["sends"] >= 200,
     )
     rest = found.get("rss_rest_mb")
     check(
@@ -239,10 +241,13 @@ def target_rows(found: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         soak[0] if soak else None,
         TARGET_SOAK_GROWTH_PCT,
         "%",
-        f"growth over the last {soak[1]:.0f} min" if soak else "run --soak 40 (new chats)",
-        bool(soak) and soak[1] >= 30,
+        f"growth over the last {soak[1]:g} min" if soak else "run --soak 40 (new chats)",
+        soak is not None and soak[1] >= 30,
     )
     turn = found.get("turn") or {}
+    source = "bench/turn.py" if turn else "run --turn (bench/turn.py) or --turn-json"
+    if found.get("turn") == {}:
+        source = "bench/turn.py gave no figures (its output is above)"
     for name, key, limit in (
         ("candidate switch (API) at 100,000 messages", "switch_api_100000_ms", TARGET_SWITCH_MS),
         (
@@ -257,7 +262,7 @@ def target_rows(found: dict[str, Any]) -> list[tuple[str, str, str, str]]:
             float(value) if isinstance(value, int | float) else None,
             limit,
             "ms",
-            "bench/turn.py" if turn else "run --turn (bench/turn.py) or --turn-json",
+            source,
         )
     return rows
 
