@@ -1,7 +1,8 @@
 """A chat's backup brought up to date from what changed since the last one.
 
 A backup is the main file of a full export (`main_jsonl`), which reads the whole tree: at
-100,000 messages that is seconds of work for a turn that added two. When the last backup
+100,000 messages that is seconds of work for a turn that added two. (A short chat's whole
+tree costs less than the dozen small reads below: the caller extends long ones only.) When the last backup
 was of a plain chat (one line of messages with their candidates: no tombstones, no other
 branches or checkpoints, no group, no edit-and-resend leftovers), the next one is the
 lines of the last up to the first message that changed since, then the changed ones,
@@ -44,9 +45,10 @@ class WrittenBackup:
         return sum(map(len, self.lines))
 
 
-def written_backup(tree: ChatTree, text: str) -> WrittenBackup | None:
+def written_backup(tree: ChatTree, text: str, *, shortest: int = 0) -> WrittenBackup | None:
     """The record of a full backup (`text`, the main file of `tree`) that the next one
-    can extend, or None where the chat is not plain (see the module's doc)."""
+    can extend, or None where the chat is not plain (see the module's doc) or its path is
+    shorter than `shortest` messages."""
     chat = tree.chat
     if chat.group_id is not None or tree.checkpoints or not _one_line(tree.branches, chat):
         return None
@@ -59,7 +61,7 @@ def written_backup(tree: ChatTree, text: str) -> WrittenBackup | None:
         path.append(current)
         current = by_id.get(current.parent_id) if current.parent_id else None
     path.reverse()
-    if not path or any(node.created is None for node in path):
+    if not path or len(path) < shortest or any(node.created is None for node in path):
         return None
     kids = tree.children()
     on_path = {node.id for node in path}

@@ -61,6 +61,9 @@ MEMO_CHARACTERS = 8_000_000
 # A chat at most at this revision was just made (its row, then its greetings) or imported:
 # backed up at once, at the cost of a message or two, so it has a backup from the start.
 MADE_REVISIONS = 2
+# From this many messages on its path a plain chat's backup extends its last one (see
+# `backup_increment`); a shorter one's full export costs less than the reads that takes.
+EXTEND_FROM = 200
 _NAME = re.compile(
     r"^chat_(?P<title>[a-z0-9_]*)_(?P<key>[0-9a-f]{8})_(?P<stamp>\d{8}-\d{6})(?:-(?P<n>\d+))?\.jsonl$"
 )
@@ -135,6 +138,7 @@ class BackupService:
         separate_above: int | None = None,
         deferred: bool = False,
         background: bool = False,
+        extend_from: int = EXTEND_FROM,
     ) -> None:
         """`separate_above`: chats with at least this many messages on their path are
         backed up by a process of their own (`backup_process`), so a server neither holds
@@ -143,6 +147,7 @@ class BackupService:
         are (see the module's doc)."""
         self.separate_above = separate_above
         self.background = background
+        self.extend_from = extend_from
         self.deferred = deferred or background
         self._children: dict[str, subprocess.Popen[bytes]] = {}
         self.store = store
@@ -286,7 +291,10 @@ class BackupService:
         with self._lock:  # a chat written on two threads at once: the second starts afresh
             memo, _ = self._memos.pop(chat_id, (LineMemo(), 0))
             last = self._written.pop(chat_id, None)
-        made = extended(self.store, last) if last is not None else None
+        made = None
+        if last is not None:
+            with self.store.reading():  # its dozen small reads in one transaction
+                made = extended(self.store, last)
         record: WrittenBackup | None
         if made is not None:
             text, record = made
@@ -295,7 +303,7 @@ class BackupService:
             with bulk():
                 tree = self.store.tree(chat_id)
                 text = main_jsonl(tree, memo)
-            chat, record = tree.chat, written_backup(tree, text)
+            chat, record = tree.chat, written_backup(tree, text, shortest=self.extend_from)
         self._keep_memo(chat_id, memo, record)
         if not self.folder.is_dir():
             # A chat's words, like the database's: the owner's alone.
