@@ -12,7 +12,6 @@ text a second time.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -20,20 +19,32 @@ import numpy as np
 import numpy.typing as npt
 
 from taverna.providers.embeddings import Embedder
+from taverna.services.memory.kept_bytes import KeptBytes, text_bytes
 
 Vectors = npt.NDArray[np.float32]
 
-# Texts kept (a vector of 512 floats is 2 KB).
-KEPT = 512
+# The bytes of the texts and vectors kept (a vector of 512 floats is 2 KB; a text of a
+# few sentences half a KB): about 1,500 short messages.
+KEPT_BYTES = 4 << 20
+# A future and its key's tuple, and a vector not made yet (512 floats).
+FUTURE_BYTES = 400
+VECTOR_BYTES = 2048
+
+
+def _held(key: tuple[str, str], found: Future[Vectors]) -> int:
+    """About what one text's entry holds: its text, its vector, the future holding it."""
+    vector = VECTOR_BYTES
+    if found.done() and found.exception() is None:
+        vector = found.result().nbytes
+    return text_bytes(key) + FUTURE_BYTES + vector
 
 
 class TextVectors:
     """Vectors by (model, text): made, or being made, once."""
 
-    def __init__(self, kept: int = KEPT) -> None:
-        self.kept = kept
+    def __init__(self, kept: int = KEPT_BYTES) -> None:
         self.made = 0  # texts embedded here (for tests and benchmarks)
-        self._found: OrderedDict[tuple[str, str], Future[Vectors]] = OrderedDict()
+        self._found: KeptBytes[tuple[str, str], Future[Vectors]] = KeptBytes(kept, _held)
         self._lock = threading.Lock()
         self._ahead: ThreadPoolExecutor | None = None
 
@@ -86,12 +97,8 @@ class TextVectors:
         with self._lock:
             found = self._found.get(key)
             if found is not None and not (found.done() and found.exception() is not None):
-                self._found.move_to_end(key)
                 return found, False
-            found = self._found[key] = Future()
-            while len(self._found) > self.kept:
-                self._found.popitem(last=False)
-            return found, True
+            return self._found.put(key, Future()), True
 
     def _make(self, found: Future[Vectors], embedder: Embedder, text: str) -> None:
         try:
@@ -101,3 +108,5 @@ class TextVectors:
             return
         self.made += 1
         found.set_result(vector)
+        with self._lock:  # measured again with its vector's own size
+            self._found.touch((embedder.model, text))

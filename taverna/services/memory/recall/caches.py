@@ -1,16 +1,16 @@
-"""The chats recall searches, kept in memory for the most recently used: their vectors
-(`ChatVectors`), their sign bits (`ChatBits`, read on a thread of their own) and their
-paths (`PathIndex`).
+"""The chats recall searches, kept in memory for the most recently used up to a budget of
+bytes each: their vectors (`ChatVectors`), their sign bits (`ChatBits`, read on a thread
+of their own) and their paths (`PathIndex`).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Literal
 
+from taverna.services.memory.kept_bytes import KeptBytes
 from taverna.services.memory.recall.chat_vectors import ChatBits, ChatVectors
 from taverna.services.memory.recall.path_index import PathIndex
 from taverna.services.memory.recall.vectors import single_threaded
@@ -18,8 +18,17 @@ from taverna.store.repository import Store
 
 log = logging.getLogger(__name__)
 
-# A chat's vectors kept in memory, for this many chats (the most recently used).
-CHATS_KEPT = 4
+# The bytes kept of the chats most recently used, each kind: their vectors (2 KB a
+# message of 512 dimensions: 16,000 messages), their sign bits (about 200 bytes a message
+# with its id: 80,000 messages) and their paths (about 100 bytes a message). The chat in
+# use is kept whatever its size.
+VECTORS_BYTES = 32 << 20
+BITS_BYTES = 16 << 20
+PATHS_BYTES = 4 << 20
+
+
+def _nbytes(_key: object, value: ChatVectors | ChatBits | PathIndex) -> int:
+    return value.nbytes
 
 
 class RecallCaches:
@@ -29,22 +38,20 @@ class RecallCaches:
         self, store: Store, bits: Literal["background", "at once", "never"] = "background"
     ) -> None:
         self.store = store
-        self._chats: OrderedDict[tuple[str, str], ChatVectors] = OrderedDict()
+        self._chats: KeptBytes[tuple[str, str], ChatVectors] = KeptBytes(VECTORS_BYTES, _nbytes)
         self.bits_mode = bits
-        self._bits: OrderedDict[tuple[str, str], ChatBits] = OrderedDict()
+        self._bits: KeptBytes[tuple[str, str], ChatBits] = KeptBytes(BITS_BYTES, _nbytes)
         self._loading: set[tuple[str, str]] = set()
-        self._paths: OrderedDict[str, PathIndex] = OrderedDict()
+        self._paths: KeptBytes[str, PathIndex] = KeptBytes(PATHS_BYTES, _nbytes)
         self.lock = threading.RLock()  # the caches are shared by the server's threads
 
     def chat_vectors(self, chat_id: str, model: str) -> ChatVectors:
         key = (chat_id, model)
         found = self._chats.get(key)
         if found is None:
-            found = self._chats[key] = ChatVectors(chat_id, model)
-            while len(self._chats) > CHATS_KEPT:
-                self._chats.popitem(last=False)
-        self._chats.move_to_end(key)
+            found = self._chats.put(key, ChatVectors(chat_id, model))
         found.refresh(self.store)
+        self._chats.touch(key)
         return found
 
     def chat_bits(self, chat_id: str, model: str) -> ChatBits | None:
@@ -54,8 +61,8 @@ class RecallCaches:
         with self.lock:
             found = self._bits.get(key)
             if found is not None:
-                self._bits.move_to_end(key)
                 found.refresh(self.store)
+                self._bits.touch(key)
                 return found
             if self.bits_mode == "never":
                 return None
@@ -75,10 +82,7 @@ class RecallCaches:
         return bits
 
     def _keep_bits(self, key: tuple[str, str], bits: ChatBits) -> ChatBits:
-        self._bits[key] = bits
-        while len(self._bits) > CHATS_KEPT:
-            self._bits.popitem(last=False)
-        return bits
+        return self._bits.put(key, bits)
 
     def _load_bits(self, chat_id: str, model: str) -> None:
         key = (chat_id, model)
@@ -97,9 +101,7 @@ class RecallCaches:
     ) -> PathIndex:
         found = self._paths.get(chat_id)
         if found is None:
-            found = self._paths[chat_id] = PathIndex(chat_id)
-            while len(self._paths) > CHATS_KEPT:
-                self._paths.popitem(last=False)
-        self._paths.move_to_end(chat_id)
+            found = self._paths.put(chat_id, PathIndex(chat_id))
         found.follow(self.store, leaf, parents)
+        self._paths.touch(chat_id)
         return found

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from taverna.services.memory.recall.message_ids import MessageIds
 from taverna.services.memory.recall.vectors import Vectors
 from taverna.store.repository import NearMessage, Store
 
@@ -27,24 +28,24 @@ class _RowsByMessage:
     its row, a new one takes the next."""
 
     def __init__(self) -> None:
-        self.ids: list[str] = []
-        self.rows: dict[str, int] = {}
+        self.ids = MessageIds()
         self._size = 0
+
+    def _forget_rows(self) -> None:
+        self.ids, self._size = MessageIds(), 0
 
     def _unseen(self, fresh: Sequence[Any]) -> int:
         """How many messages of `fresh` have no row yet."""
-        return len({stored.node_id for stored in fresh if stored.node_id not in self.rows})
+        return len({stored.node_id for stored in fresh if self.ids.row(stored.node_id) is None})
 
     def _place(self, fresh: Sequence[Any]) -> np.ndarray[Any, np.dtype[np.intp]]:
         """The row of each of `fresh`, new messages given the next free rows."""
         rows = np.empty(len(fresh), dtype=np.intp)
         for i, stored in enumerate(fresh):
-            row = self.rows.get(stored.node_id)
+            row = self.ids.row(stored.node_id)
             if row is None:
-                row = self._size
+                row = self.ids.add(stored.node_id)
                 self._size += 1
-                self.rows[stored.node_id] = row
-                self.ids.append(stored.node_id)
             rows[i] = row
         return rows
 
@@ -74,7 +75,7 @@ class ChatVectors(_RowsByMessage):
         dims = len(fresh[0].vector) // 4
         if self.matrix.shape[1] != dims:
             self._allocate(max(len(fresh), 64), dims)
-            self.ids, self.rows, self._size = [], {}, 0
+            self._forget_rows()
         new = self._unseen(fresh)
         if self._size + new > self.matrix.shape[0]:
             self._allocate(max(self._size + new, self.matrix.shape[0] * 2), dims)
@@ -101,8 +102,13 @@ class ChatVectors(_RowsByMessage):
     def __len__(self) -> int:
         return self._size
 
+    @property
+    def nbytes(self) -> int:
+        """About what the chat's vectors hold in memory (room to grow included)."""
+        return self.matrix.nbytes + self.bits.nbytes + self.depths.nbytes + self.ids.nbytes
+
     def vector(self, node_id: str) -> Vectors | None:
-        row = self.rows.get(node_id)
+        row = self.ids.row(node_id)
         return None if row is None else self.matrix[row]
 
     def ranked(self, query: Vectors, below_depth: int) -> Iterator[tuple[int, float]]:
@@ -158,6 +164,11 @@ class ChatBits(_RowsByMessage):
     def __len__(self) -> int:
         return self._size
 
+    @property
+    def nbytes(self) -> int:
+        """About what the chat's sign bits hold in memory (room to grow included)."""
+        return self.bits.nbytes + self.depths.nbytes + self.seqs.nbytes + self.ids.nbytes
+
     def refresh(self, store: Store) -> None:
         """Read the sign bits of the vectors written since the last look, a block at a
         time (a changed message's replace its row)."""
@@ -197,7 +208,7 @@ class ChatBits(_RowsByMessage):
             depths[:size] = self.depths[:size]
             seqs[:size] = self.seqs[:size]
         if not keep:
-            self.ids, self.rows, self._size = [], {}, 0
+            self._forget_rows()
         self.bits, self.depths, self.seqs = bits, depths, seqs
 
     def nearest(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from taverna.services.memory.kept_bytes import text_bytes
 from taverna.store.repository import Store
 
 # How far a path's end is climbed to find where it joins the path kept in memory: first
@@ -73,6 +74,11 @@ class PathIndex:
         ids.extend(node_id for node_id, _ in sorted(climbed, key=lambda s: s[1]))
         self.ids = ids
         self.leaf = leaf
+
+    @property
+    def nbytes(self) -> int:
+        """About what the path's ids hold in memory."""
+        return text_bytes(self.ids)
 
     def holds(self, node_id: str, depth: int) -> bool:
         return 0 <= depth < len(self.ids) and self.ids[depth] == node_id
