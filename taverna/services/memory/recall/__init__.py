@@ -23,8 +23,8 @@ Settings are SillyTavern's `extension_settings.vectors` (its names), plus `budge
 recalled block's own token limit.
 
 Its parts: `config` (the settings and their model), `backlog` (the embedding worker),
-`chat_vectors` and `path_index` (what a chat's search holds in memory), `caches` (the
-chats kept), `service` (a turn's question) and `turn` (a turn's search). This module is
+`chat_vectors`, `message_ids` and `path_index` (what a chat's search holds in memory),
+`caches` (the chats kept, up to a budget of bytes), `service` (a turn's question) and `turn` (a turn's search). This module is
 its public face: what the other domains use.
 """
 
