@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from taverna.cli.main import _register, app
 
 
-def _compare_module(cases: Path) -> ModuleType:
+def compare_module(cases: Path) -> ModuleType:
     spec = importlib.util.spec_from_file_location("oracle_compare", cases.parent / "compare.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -34,11 +34,9 @@ def _case_dirs() -> list[str]:
     return sorted(p.name for p in root.iterdir() if (p / "case.json").exists())
 
 
-@pytest.mark.parametrize("name", _case_dirs() or ["(no cases)"])
-def test_oracle_case(name: str, oracle_cases: Path) -> None:
-    case_dir = oracle_cases / name
+def check_case(case_dir: Path, compare: ModuleType) -> None:
+    """`taverna prompt` on a recorded case gives, line by line, the body SillyTavern sent."""
     case = json.loads((case_dir / "case.json").read_text())
-    compare = _compare_module(oracle_cases)
     _register()
     runner = CliRunner()
     expected_files = sorted(case_dir.glob("expected*.json"))
@@ -51,3 +49,8 @@ def test_oracle_case(name: str, oracle_cases: Path) -> None:
         expected = json.loads(expected_file.read_text())
         api = case.get("api", "cc")
         assert compare.lines_of(got, api) == compare.lines_of(expected, api)
+
+
+@pytest.mark.parametrize("name", _case_dirs() or ["(no cases)"])
+def test_oracle_case(name: str, oracle_cases: Path) -> None:
+    check_case(oracle_cases / name, compare_module(oracle_cases))
