@@ -8,6 +8,7 @@ SillyTavern's ordering inside one depth (algo-prompt-assembly.md §5.2).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -198,7 +199,7 @@ def base_table(context: AssemblyContext, active: bool | None = None) -> Injectio
     )
     for index, character in enumerate(with_notes):
         table = _with_depth_prompt(
-            table, f"{DEPTH_PROMPT_KEY}_{index}", character.name, character, allow_scan
+            table, f"{DEPTH_PROMPT_KEY}_{index}", character.name, character, allow_scan, own=True
         )
     if not with_notes and context.characters:
         character = context.character
@@ -280,16 +281,30 @@ def _with_script_injects(table: InjectionTable, injects: object) -> InjectionTab
     return table
 
 
+# `{{char}}` and the legacy `<BOT>`, as SillyTavern's macros read them (any case).
+_CHAR_MACRO = re.compile(r"\{\{char\}\}|<BOT>", re.IGNORECASE)
+
+
 def _with_depth_prompt(
-    table: InjectionTable, key: str, name: str, character: CharacterInfo, scan: bool
+    table: InjectionTable,
+    key: str,
+    name: str,
+    character: CharacterInfo,
+    scan: bool,
+    *,
+    own: bool = False,
 ) -> InjectionTable:
+    """`own`: a joined group member's note, whose `{{char}}` is that member (SillyTavern
+    1.12.6 fills each member's note with the member's name as it collects them), not the
+    member speaking this turn."""
     prompt = character.depth_prompt
     if not prompt.prompt:
         return table
+    text = _CHAR_MACRO.sub(lambda _m: character.name, prompt.prompt) if own else prompt.prompt
     return table.with_(
         Injection(
             key,
-            prompt.prompt,
+            text,
             ExtensionPosition.IN_CHAT,
             prompt.injection_depth,
             prompt.injection_role,
