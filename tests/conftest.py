@@ -8,12 +8,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from taverna.store.sql import SqlStore
 from taverna.store.testing import backends, temporary_store
 from tests.stubs.model_server import StubServer, start_stub
 
 REPO = Path(__file__).resolve().parents[1]
+
+# Property tests check what holds, not how fast: a busy machine must not fail an example
+# for taking longer than hypothesis's default 200 ms (speed is measured in bench/).
+settings.register_profile("taverna", deadline=None)
+settings.load_profile("taverna")
 
 
 def shared_dir() -> Path:
