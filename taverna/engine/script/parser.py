@@ -35,6 +35,9 @@ PARSER_FLAGS = (STRICT_ESCAPING, REPLACE_GETVAR)
 # A backslash before one of these takes it literally (SillyTavern's default,
 # non-strict escaping): `\|` is a bar, not the end of a command.
 _ESCAPABLE = ("|", "{:", ":}", '"', "[", "]")
+# Inside an unquoted unnamed argument SillyTavern 1.12.6 (strict escaping) looks only for
+# the command's end and closures: past its first character a `\"` stays as written.
+_IN_TEXT = ("|", "{:", ":}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,10 +131,11 @@ class _Parser:
     def at_space(self) -> bool:
         return not self.end_of_text and self.text[self.index].isspace()
 
-    def take(self, *, spaces: bool = False) -> str:
+    def take(self, *, spaces: bool = False, symbols: tuple[str, ...] = _ESCAPABLE) -> str:
         """One character, or the character after an escaping backslash.
 
-        `spaces`: a backslash also escapes whitespace (inside a word value)."""
+        `spaces`: a backslash also escapes whitespace (inside a word value); `symbols`: what
+        a backslash escapes here under strict escaping."""
         char = self.text[self.index]
         if char == "\\" and STRICT_ESCAPING in self.flags:
             # Strict: before a symbol, each pair of backslashes is one backslash, and an
@@ -139,7 +143,7 @@ class _Parser:
             end = self.index
             while end < len(self.text) and self.text[end] == "\\":
                 end += 1
-            if self.text.startswith(_ESCAPABLE, end):
+            if self.text.startswith(symbols, end):
                 run = end - self.index
                 self.index = end
                 if run % 2:
@@ -148,7 +152,8 @@ class _Parser:
                 return "\\" * (run // 2)
         if char == "\\" and self.index + 1 < len(self.text):
             after = self.text[self.index + 1]
-            if self.text.startswith(_ESCAPABLE, self.index + 1) or (spaces and after.isspace()):
+            escapable = symbols if STRICT_ESCAPING in self.flags else _ESCAPABLE
+            if self.text.startswith(escapable, self.index + 1) or (spaces and after.isspace()):
                 self.index += 2
                 return after
         self.index += 1
@@ -401,7 +406,7 @@ class _Parser:
                     quoted.append(False)
                 self.skip_space()
             else:
-                buffer.append(self.take())
+                buffer.append(self.take(symbols=_IN_TEXT if buffer or values else _ESCAPABLE))
         if not is_list:
             return ["".join(buffer).strip()]
         if buffer:
