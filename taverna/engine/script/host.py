@@ -12,7 +12,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from taverna.engine.macros import MacroContext
 from taverna.engine.script.errors import ScriptError
+from taverna.engine.tokens import get_tokenizer
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,12 +135,59 @@ class ChatHost(Protocol):
 
     def notify(self, text: str, severity: str) -> None: ...
 
+    def count_tokens(self, text: str) -> int:
+        """`/tokens`, `/count`, `/trimtokens`: the tokens of `text` as the chat's next prompt
+        counts them (the same tokenizer)."""
+        ...
+
+    def set_input(self, text: str) -> None:
+        """`/setinput`: the text of the chat input box, which the page shows after the run."""
+        ...
+
+    def stop_generation(self) -> bool:
+        """`/stop`: stop the chat's running generation; whether one was running."""
+        ...
+
+    def switch(self, name: str, state: bool | None) -> bool:
+        """`/instruct-state`, `/sysprompt-state`: whether instruct mode (`instruct`) or the
+        system prompt (`sysprompt`) is on, after turning it on or off (None: just read)."""
+        ...
+
+    def select_books(self, names: Sequence[str], state: str) -> None:
+        """`/world`: turn the lorebooks named (any case) `on`, `off` or `toggle` them in the
+        selection used by every chat; no names: turn every one of them off."""
+        ...
+
+    def character_tags(self, name: str | None) -> Sequence[str] | None:
+        """`/tag-list`, `/tag-exists`: the tags of the character called `name` (None: the
+        chat's character); None when there is no such character."""
+        ...
+
+    def change_tag(self, name: str | None, tag: str, *, add: bool) -> bool:
+        """`/tag-add`, `/tag-remove`: whether the character's tags changed."""
+        ...
+
+    def writes(self) -> int:
+        """How many times the script has changed the chat: macros read the chat again
+        after each change, as SillyTavern reads the chat at each command."""
+        ...
+
+    def chat_macros(self, macros: MacroContext) -> MacroContext:
+        """`macros` with what it reads from the chat (the last messages, their ids, the swipe
+        ids) read from the chat as it is now."""
+        ...
+
+
+# What `/tokens` counts with where no chat (so no connection) says which tokenizer.
+NO_CHAT_TOKENIZER = "cl100k_base"
+
 
 class NoChat:
     """The host of a script run outside any chat: chat commands fail, echoes are kept."""
 
     def __init__(self) -> None:
         self.notices: list[tuple[str, str]] = []
+        self.input: str | None = None  # what /setinput put in the input box
 
     def _none(self, command: str) -> ScriptError:
         return ScriptError(
@@ -213,3 +262,30 @@ class NoChat:
 
     def notify(self, text: str, severity: str) -> None:
         self.notices.append((severity, text))
+
+    def count_tokens(self, text: str) -> int:
+        return get_tokenizer(NO_CHAT_TOKENIZER).count(text)
+
+    def set_input(self, text: str) -> None:
+        self.input = text
+
+    def stop_generation(self) -> bool:
+        return False
+
+    def switch(self, name: str, state: bool | None) -> bool:
+        raise self._none(f"{name}-state")
+
+    def select_books(self, names: Sequence[str], state: str) -> None:
+        raise self._none("world")
+
+    def character_tags(self, name: str | None) -> Sequence[str] | None:
+        raise self._none("tag-list")
+
+    def change_tag(self, name: str | None, tag: str, *, add: bool) -> bool:
+        raise self._none("tag-add" if add else "tag-remove")
+
+    def writes(self) -> int:
+        return 0
+
+    def chat_macros(self, macros: MacroContext) -> MacroContext:
+        return macros

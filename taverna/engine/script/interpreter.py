@@ -196,6 +196,13 @@ class Run:
         # with none (the script's own level) SillyTavern 1.12.6 only puts its value in
         # the pipe and goes on.
         self.breakable = 0
+        # The chat changes the host had made when the macros last read the chat.
+        self.chat_writes = 0
+
+    def set_input(self, text: str) -> None:
+        """`/setinput`: `{{input}}` reads the new text from here on, as the page does."""
+        self.host.set_input(text)
+        self.context = replace(self.context, macros=replace(self.context.macros, input=text))
 
     # ------------------------------------------------------------------ limits
 
@@ -396,6 +403,12 @@ class Run:
         # arguments have neither, and skip the macro engine.
         if "{{" not in text and "<" not in text:
             return text
+        writes = self.host.writes()
+        if writes != self.chat_writes:
+            # SillyTavern's macros read the chat as it is at each command.
+            self.chat_writes = writes
+            fresh = self.host.chat_macros(self.context.macros)
+            self.context = replace(self.context, macros=fresh)
         context = replace(self.context.macros, variables=self.variables)
         result = evaluate(text, context)
         self.variables = result.variables

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+from taverna.engine.macros import MacroContext
 from taverna.engine.script import ChatLine, Generation, Injection
 
 
@@ -15,6 +16,8 @@ class RecordingHost:
         self.notices: list[str] = []
         self.injections: dict[str, Injection] = {}
         self.quick_replies = dict(quick_replies or {})
+        self.states: dict[str, bool] = {}
+        self.tags: dict[str, list[str]] = {"Alice": ["friend"]}
 
     def send(self, text: str, *, at: int | None, name: str | None) -> str:
         self.log.append(f"send:{text}" + (f":at={at}" if at is not None else ""))
@@ -108,3 +111,42 @@ class RecordingHost:
 
     def notify(self, text: str, severity: str) -> None:
         self.notices.append(text if severity == "info" else f"{severity}:{text}")
+
+    def count_tokens(self, text: str) -> int:
+        """One token a word: the cases count words."""
+        return len(text.split())
+
+    def set_input(self, text: str) -> None:
+        self.log.append(f"setinput:{text}")
+
+    def stop_generation(self) -> bool:
+        self.log.append("stop")
+        return False
+
+    def switch(self, name: str, state: bool | None) -> bool:
+        if state is not None:
+            self.states[name] = state
+        return self.states.get(name, name == "sysprompt")
+
+    def select_books(self, names: Sequence[str], state: str) -> None:
+        self.log.append(f"world:{state}:{','.join(names)}")
+
+    def character_tags(self, name: str | None) -> Sequence[str] | None:
+        return self.tags.get(name or "Alice")
+
+    def change_tag(self, name: str | None, tag: str, *, add: bool) -> bool:
+        tags = self.tags.setdefault(name or "Alice", [])
+        if (tag in tags) == add:
+            return False
+        if add:
+            tags.append(tag)
+        else:
+            tags.remove(tag)
+        return True
+
+    def writes(self) -> int:
+        """The recorded chat never changes what the macros read."""
+        return 0
+
+    def chat_macros(self, macros: MacroContext) -> MacroContext:
+        return macros

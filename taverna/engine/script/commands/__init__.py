@@ -12,8 +12,10 @@ from taverna.engine.script.commands import (
     flow,
     fuzzy,
     math,
+    page,
     quick_replies,
     text,
+    tokens,
     variables,
 )
 from taverna.engine.script.interpreter import Call, Command
@@ -74,6 +76,8 @@ COMMANDS: tuple[Command, ...] = (
     *fuzzy.COMMANDS,
     *chat.COMMANDS,
     *quick_replies.COMMANDS,
+    *tokens.COMMANDS,
+    *page.COMMANDS,
     Command("help", _help, "List the commands, or describe one.", ("?",), usage="/help [command]"),
 )
 
