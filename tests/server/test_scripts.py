@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 
 from taverna.engine.script import CATALOGUE
 from taverna.server.context import AppContext
+from taverna.services.library.editing import create_character
+from taverna.services.library.service import LibraryService
 from tests.server.conftest import rev
 from tests.server.test_chats import make_chat
 
@@ -182,3 +184,44 @@ def test_a_quick_reply_reads_the_chat_input(client: TestClient, ctx: AppContext)
         },
     ).json()
     assert ran["pipe"] == "You typed: hello"
+
+
+def test_setinput_hands_the_page_new_input_text(client: TestClient, ctx: AppContext) -> None:
+    chat_id, _ids = make_chat(ctx)
+    data = client.post(
+        f"/api/chats/{chat_id}/script",
+        json={
+            "text": "/setinput Draft reply | /pass [{{input}}]",
+            "revision": rev(client, chat_id),
+        },
+    ).json()
+    assert data["pipe"] == "[Draft reply]"
+    assert data["input"] == "Draft reply"
+    untouched = client.post(
+        f"/api/chats/{chat_id}/script",
+        json={"text": "/pass x", "revision": rev(client, chat_id)},
+    ).json()
+    assert untouched["input"] is None
+
+
+def test_stop_finds_no_generation_in_an_idle_chat(client: TestClient, ctx: AppContext) -> None:
+    chat_id, _ids = make_chat(ctx)
+    data = client.post(
+        f"/api/chats/{chat_id}/script",
+        json={"text": "/stop", "revision": rev(client, chat_id)},
+    ).json()
+    assert data["pipe"] == "false"
+
+
+def test_page_commands_change_settings_and_tags(client: TestClient, ctx: AppContext) -> None:
+    chat_id, _ids = make_chat(ctx)
+    create_character(LibraryService(ctx.chats.store), {"name": "Mira", "tags": ["guide"]})
+    script = (
+        "/sysprompt-state off | /setvar key=a {{pipe}} | /sysprompt-state | /setvar key=b {{pipe}}"
+        " | /tag-add harbour | /tag-exists harbour | /setvar key=c {{pipe}}"
+        " | /tag-remove harbour | /tag-list | /pass {{getvar::a}}/{{getvar::b}}/{{getvar::c}}/[{{pipe}}]"
+    )
+    data = client.post(
+        f"/api/chats/{chat_id}/script", json={"text": script, "revision": rev(client, chat_id)}
+    ).json()
+    assert data["pipe"] == "false/false/true/[guide]"

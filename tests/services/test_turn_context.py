@@ -19,7 +19,7 @@ from taverna.model.prompt import Prompt
 from taverna.providers.request import Api
 from taverna.services.chats.service import ChatService
 from taverna.services.connections.service import ConnectionService
-from taverna.services.library.active_settings import set_active
+from taverna.services.library.active_settings import SYSPROMPT_ENABLED, set_active
 from taverna.services.library.service import LibraryKind, LibraryService
 from taverna.services.turns import GenerationService
 from taverna.services.turns.context import TurnContexts
@@ -475,3 +475,21 @@ def test_a_message_sent_under_another_name_and_a_bias_reach_the_prompt(
     contents = [m.content for m in prompt.messages]
     assert "Bob: Only me." in contents
     assert contents[-1] == "In rhyme:", contents  # the bias, as SillyTavern ends with it
+
+
+def test_the_system_prompt_switch_reaches_the_turn(store: SqlStore, tmp_path: Path) -> None:
+    """`/sysprompt-state off` (and a settings.json with `power_user.sysprompt.enabled`
+    false) turns the system prompt off for the next turn's Text Completion prompt."""
+    chat_id = _chat(store, 4)
+    turns = TurnContexts(store, clock=lambda: NOW, paths=PathEnds(store))
+    service = _service(store, tmp_path, turns)
+    chat = store.get_chat(chat_id)
+
+    def enabled() -> bool:
+        turn = service.turn(chat, chat.active_leaf_id, GenerationType.NORMAL, Api.LLAMACPP)
+        context = turns.context(turn, turns.library(chat), turn.tail(10), NOW)
+        return context.text_completion.system_prompt_enabled
+
+    assert enabled()
+    set_active(store, SYSPROMPT_ENABLED, False)
+    assert not enabled()

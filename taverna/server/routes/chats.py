@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import anyio
 from fastapi import APIRouter, Depends, File, Form, Query, Request, Response, UploadFile
 
@@ -442,6 +444,19 @@ def context_start(chat_id: str, ctx: AppContext = Depends(context)) -> ContextOu
     return ContextOut(reply_id=found.reply_id, first_message_in_context=found.first_message)
 
 
+def stopper(ctx: AppContext) -> Callable[[str], bool]:
+    """`/stop` from a script (run on a worker thread): the chat's running generations are
+    stopped on the server's loop; whether any was running."""
+
+    def stop(chat_id: str) -> bool:
+        running = ctx.generation.registry.for_chat(chat_id, running_only=True)
+        for run in running:
+            anyio.from_thread.run(ctx.generation.stop, run.id)
+        return bool(running)
+
+    return stop
+
+
 @router.post("/{chat_id}/script", response_model=ScriptOut)
 def run_script(
     chat_id: str, body: ScriptIn, request: Request, ctx: AppContext = Depends(context)
@@ -454,9 +469,8 @@ def run_script(
         # The route runs on a worker thread; the model is asked on the server's loop.
         return anyio.from_thread.run(quiet_text, ctx.generation, chat_id, generation)
 
-    run = ScriptService(ctx.chats, owner=current_user(request)).run(
-        body.text, chat_id=chat_id, revision=body.revision, ask=ask, typed=body.input
-    )
+    scripts = ScriptService(ctx.chats, owner=current_user(request), stopper=stopper(ctx))
+    run = scripts.run(body.text, chat_id=chat_id, revision=body.revision, ask=ask, typed=body.input)
     if run.changed or run.first_changed is not None:
         view = usecases.changed_view(ctx, chat_id, below=run.first_changed)
     else:
@@ -467,6 +481,7 @@ def run_script(
         notices=[ScriptNoticeOut(severity=s, text=t) for s, t in run.notices],
         follow_up=run.follow_up,
         aborted=run.result.aborted,
+        input=run.input,
     )
 
 

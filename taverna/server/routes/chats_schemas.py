@@ -155,14 +155,16 @@ class ScriptNoticeOut(BaseModel):
 
 
 class ScriptOut(BaseModel):
-    """A script's outcome: the chat after it, its result and notices, and the reply it asked
-    for (`trigger`, `continue`, `impersonate`, `swipe`), which the page starts next."""
+    """A script's outcome: the chat after it, its result and notices, the reply it asked
+    for (`trigger`, `continue`, `impersonate`, `swipe`), which the page starts next, and
+    the text it put in the chat input box."""
 
     chat: ChatOut
     pipe: str
     notices: list[ScriptNoticeOut]
     follow_up: str | None = None
     aborted: bool = False
+    input: str | None = None  # the chat input box's new text (`/setinput`), if it changed
 
 
 class ChatVariablesIn(Strict):

@@ -34,7 +34,7 @@ from taverna.model.presets import (
 )
 from taverna.model.regex_script import RegexScript
 from taverna.services.interchange.report import ImportReport, Skipped
-from taverna.services.library.active_settings import set_active
+from taverna.services.library.active_settings import SYSPROMPT_ENABLED, set_active
 from taverna.services.library.service import LibraryKind, LibraryService
 
 # Keys of the user's active settings document (beside the chosen presets' ids), in
@@ -132,6 +132,8 @@ def import_settings(
         # an instruct template SillyTavern had switched off is kept, not chosen
         if active is not None and template.get("enabled", True) is not False:
             set_active(lib.store, active, item.id, lib.owner)
+        if key == "sysprompt" and isinstance(template.get("enabled"), bool):
+            set_active(lib.store, SYSPROMPT_ENABLED, template["enabled"], lib.owner)
     try:
         preset = _chat_completion_preset(lib, doc, file=file)
     except TavernaError as exc:

@@ -10,6 +10,8 @@ from taverna.store.repository import Document, Store
 
 SETTINGS_KIND = "settings"
 ACTIVE = "active"
+# Whether the system prompt is used (SillyTavern's `power_user.sysprompt.enabled`).
+SYSPROMPT_ENABLED = "sysprompt_enabled"
 
 
 def active_choices(store: Store, owner: str = "") -> dict[str, str]:

@@ -19,7 +19,9 @@ from typing import Any
 
 from taverna.engine.assembly import regex_scripts
 from taverna.engine.assembly.injections import SCRIPT_INJECTS
+from taverna.engine.macros import MacroContext
 from taverna.engine.script import ChatLine, Generation, Injection, NoChat, ScriptError
+from taverna.engine.script.host import NO_CHAT_TOKENIZER
 from taverna.errors import QuotaExceeded, TavernaError
 from taverna.model.chat import Chat, NodeRole
 from taverna.services.chats.service import ChatService
@@ -27,6 +29,8 @@ from taverna.services.library.regex_library import RegexLayer, RegexLibrary
 from taverna.services.library.service import LibraryService
 from taverna.services.scripts.group_members import change_member
 from taverna.services.scripts.lorebook_lookup import entry_field, find_entry
+from taverna.services.scripts.macros import script_macros
+from taverna.services.scripts.page_state import PageCommands
 from taverna.services.scripts.quick_replies import QuickReplyService, find_quick_reply
 from taverna.services.scripts.quick_reply_commands import QuickReplyCommands
 from taverna.services.scripts.script_injections import (
@@ -46,8 +50,12 @@ class ScriptQuotaExceeded(ScriptError, QuotaExceeded):
 
 
 @dataclass
-class ChatScriptHost:
-    """The chat effects of a script, written through the chat's service as they happen."""
+class ChatScriptHost(PageCommands):
+    """The chat effects of a script, written through the chat's service as they happen.
+
+    `tokenizer` counts `/tokens` as the chat's prompt is counted; `stopper` stops the
+    chat's running generation (`/stop`), when the caller can; `input` is what `/setinput`
+    put in the chat input box."""
 
     chats: ChatService
     library: LibraryService
@@ -58,13 +66,30 @@ class ChatScriptHost:
     follow_up: str | None = None
     changed: bool = False
     first_changed: str | None = None
+    tokenizer: str = NO_CHAT_TOKENIZER
+    stopper: Callable[[str], bool] | None = None
+    input: str | None = None
     _touched: bool = False
+    _writes: int = 0
 
     def _mark(self, parent: str | None) -> None:
         if not self._touched:
             self._touched = True
             self.first_changed = parent
         self.changed = True
+        self._writes += 1
+
+    def writes(self) -> int:
+        return self._writes
+
+    def chat_macros(self, macros: MacroContext) -> MacroContext:
+        return script_macros(self.chats.store, self.chat, typed=macros.input)[0]
+
+    def set_input(self, text: str) -> None:
+        self.input = text
+
+    def stop_generation(self) -> bool:
+        return self.stopper(self.chat.id) if self.stopper is not None else False
 
     def _append(
         self,
@@ -306,13 +331,15 @@ def run_named_regex(
     return None
 
 
-class NoChatHost(NoChat):
-    """Outside a chat: no chat effects, but the library's Quick Replies can run."""
+class NoChatHost(PageCommands, NoChat):
+    """Outside a chat: no chat effects, but the library's Quick Replies and the page
+    commands (instruct mode, the lorebooks every chat uses, tags by name) can run."""
 
     def __init__(self, library: LibraryService, chats: ChatService) -> None:
         super().__init__()
         self.library = library
         self.chats = chats
+        self.tokenizer = NO_CHAT_TOKENIZER
 
     def quick_reply(self, name: str) -> str | None:
         return find_quick_reply(self.library, name)

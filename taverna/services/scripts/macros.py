@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime
 
+from taverna.engine.assemble import tokenizer_name
 from taverna.engine.assembly.context import GenerationType
 from taverna.engine.assembly.macros_bridge import substitute_for
 from taverna.engine.assembly.turn import card_fields
@@ -30,8 +31,9 @@ _TAIL = 64
 
 def script_macros(
     store: Store, chat: Chat, *, typed: str = "", now: datetime | None = None
-) -> MacroContext:
-    """The macro context of a script run in `chat` (`typed`: the chat input's text)."""
+) -> tuple[MacroContext, str]:
+    """The macro context of a script run in `chat` (`typed`: the chat input's text), and
+    the tokenizer its prompt is counted with (`/tokens`)."""
     contexts = TurnContexts(store, owner=chat.owner)
     library = contexts.library(chat)
     leaf = chat.active_leaf_id
@@ -54,4 +56,4 @@ def script_macros(
             context = replace(context, messages=(*context.messages[:-1], shown))
     macros = substitute_for(context)
     macros.use_card_fields(card_fields(context, macros))
-    return replace(macros.context, input=typed)
+    return replace(macros.context, input=typed), tokenizer_name(context)

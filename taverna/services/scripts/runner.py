@@ -52,6 +52,7 @@ class ScriptRun:
     follow_up: str | None = None
     changed: bool = False
     first_changed: str | None = None
+    input: str | None = None  # what `/setinput` put in the chat input box, if it ran
 
 
 class ScriptService:
@@ -64,7 +65,11 @@ class ScriptService:
         owner: str = "",
         limits: Limits | None = None,
         clock: Callable[[], float] = time.monotonic,
+        stopper: Callable[[str], bool] | None = None,
     ) -> None:
+        """`stopper(chat_id)` stops a chat's running generation for `/stop` (whether one
+        ran); without it `/stop` finds none."""
+        self.stopper = stopper
         self.chats = chats
         self.owner = owner
         self.library = LibraryService(chats.store, owner=owner)
@@ -142,11 +147,16 @@ class ScriptService:
             finally:
                 waited[0] += self.clock() - began
 
-        chat_host = ChatScriptHost(
-            self.chats, self.library, chat, timed_ask if ask is not None else None
-        )
         # The macros see what the chat's next turn would: card, persona, chat state.
-        names = script_macros(self.chats.store, chat, typed=typed)
+        names, tokenizer = script_macros(self.chats.store, chat, typed=typed)
+        chat_host = ChatScriptHost(
+            self.chats,
+            self.library,
+            chat,
+            timed_ask if ask is not None else None,
+            tokenizer=tokenizer,
+            stopper=self.stopper,
+        )
         variables_before = Variables(local=dict(local), global_=global_before)
         context = self._context(variables_before, chat_host, arguments, script_clock, names)
         try:
@@ -166,6 +176,7 @@ class ScriptService:
             chat_host.follow_up,
             chat_host.changed,
             chat_host.first_changed,
+            chat_host.input,
         )
 
     def _run_outside_chat(
@@ -181,7 +192,7 @@ class ScriptService:
                 self._keep_globals(global_before, error.variables)
             raise
         self._keep_globals(global_before, result.variables)
-        return ScriptRun(result, None, result.notices)
+        return ScriptRun(result, None, result.notices, input=host.input)
 
     def _context(
         self,

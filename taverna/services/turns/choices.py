@@ -192,7 +192,10 @@ class LibraryChoices:
             )
         settings = SillyTavernSettings(
             chat_completion=chat_completion,
-            text_completion=self._text_completion(choices),
+            text_completion=replace(
+                self._text_completion(choices),
+                system_prompt_enabled=active.system_prompt_enabled,
+            ),
             regex_scripts=tuple(
                 self.documents.get("regex_script", version, read_regex_script)
                 for version in in_order(found[LibraryKind.REGEX_SCRIPT.value], active.regex_order)

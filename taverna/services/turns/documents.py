@@ -33,7 +33,11 @@ from taverna.model.settings import PowerUserSettings
 from taverna.model.summary import SummarySettings
 from taverna.services.chats.groups import read_group as read_group_file
 from taverna.services.interchange.settings_import import POWER_USER
-from taverna.services.library.active_settings import active_choices_document, world_info_settings
+from taverna.services.library.active_settings import (
+    SYSPROMPT_ENABLED,
+    active_choices_document,
+    world_info_settings,
+)
 from taverna.services.library.regex_library import regex_order
 from taverna.services.turns.inputs import character_info
 from taverna.store.repository import Document, DocumentVersion, Store
@@ -117,6 +121,8 @@ class ActiveSettings:
     regex_order: tuple[str, ...] = ()  # the global scripts' ids, in the order they run
     vectors: Mapping[str, Any] = field(default_factory=dict)  # `extension_settings.vectors`
     summary: SummarySettings = field(default_factory=SummarySettings)  # `...memory`
+    # `power_user.sysprompt.enabled`: the system prompt is used (`/sysprompt-state`).
+    system_prompt_enabled: bool = True
 
 
 def read_active(doc: Document) -> ActiveSettings:
@@ -140,6 +146,7 @@ def read_active(doc: Document) -> ActiveSettings:
         regex_order=regex_order(doc),
         vectors=vectors if isinstance(vectors, Mapping) else {},
         summary=_summary_settings(extensions),
+        system_prompt_enabled=doc.data.get(SYSPROMPT_ENABLED, True) is not False,
     )
 
 
