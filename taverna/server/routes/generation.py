@@ -38,6 +38,7 @@ from taverna.services.turns import (
     TextDelta,
     ToolCall,
     ToolResult,
+    asked,
 )
 from taverna.services.turns.runs import GroupRound
 
@@ -142,28 +143,16 @@ async def generate(
     The revision check, the write, the path's end and the prompt are one hop to the
     generation service's thread; the view of the change is read after the model's
     request has gone out."""
-    revision, member, connection = body.revision, body.member, body.connection
-    if body.kind == "normal":
-        run = await service.send(
-            chat_id,
-            body.text or "",
-            revision=revision,
-            member=member,
-            image=body.image,
-            connection=connection,
-        )
-    elif body.kind in ("regenerate", "swipe"):
-        # Regenerate keeps the old reply as a candidate (nothing is lost): it is a swipe.
-        # In a group chat `member` has another member write the candidate.
-        run = await service.swipe(chat_id, revision=revision, member=member, connection=connection)
-    elif body.kind == "continue":
-        run = await service.continue_reply(
-            chat_id, revision=revision, member=member, connection=connection
-        )
-    else:
-        run = await service.impersonate(
-            chat_id, revision=revision, member=member, connection=connection
-        )
+    # In a group chat `member` has that member answer (or write the candidate).
+    ask = asked(
+        body.kind,
+        text=body.text or "",
+        image=body.image,
+        connection=body.connection,
+        revision=body.revision,
+        member=body.member,
+    )
+    run = await service.generate(chat_id, ask)
     # The answer starts at the last message: a send appends after it, the others
     # change its buttons (and a swipe or a continue will change it).
     below = run.changed_below

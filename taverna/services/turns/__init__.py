@@ -36,6 +36,8 @@ from taverna.engine.assembly.ledger import render_ledger
 # the model's events a run carries, beside its own (Started, ToolResult, Completed)
 from taverna.providers.events import ReasoningDelta, StreamError, TextDelta, ToolCall
 from taverna.services.turns.drafts import DRAFT_KIND
+from taverna.services.turns.kinds import ASKED
+from taverna.services.turns.planning import Ask, Said, asked
 from taverna.services.turns.reply_text import trim_at_stop
 from taverna.services.turns.runs import (
     Completed,
@@ -52,9 +54,11 @@ from taverna.services.turns.tool_rounds import MAX_TOOL_ROUNDS
 from taverna.services.turns.turn import WHOLE_PATH, PreparedTurn, PromptBuilder, TurnRequest
 
 __all__ = [
+    "ASKED",
     "DRAFT_KIND",
     "MAX_TOOL_ROUNDS",
     "WHOLE_PATH",
+    "Ask",
     "Completed",
     "Draft",
     "Ending",
@@ -65,12 +69,14 @@ __all__ = [
     "PromptBuilder",
     "ReasoningDelta",
     "RunningGeneration",
+    "Said",
     "Started",
     "StreamError",
     "TextDelta",
     "ToolCall",
     "ToolResult",
     "TurnRequest",
+    "asked",
     "render_ledger",
     "trim_at_stop",
 ]

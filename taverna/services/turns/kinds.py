@@ -79,6 +79,16 @@ CHOOSERS: Mapping[GenerationType, Chooser] = {
     GenerationType.IMPERSONATE: _impersonate,
 }
 
+# The kinds a person asks for by name (the generate route's `kind`). A regenerate asked
+# for keeps the old reply as a candidate (nothing is lost): it is a swipe.
+ASKED: Mapping[str, GenerationType] = {
+    "normal": GenerationType.NORMAL,
+    "regenerate": GenerationType.SWIPE,
+    "swipe": GenerationType.SWIPE,
+    "continue": GenerationType.CONTINUE,
+    "impersonate": GenerationType.IMPERSONATE,
+}
+
 # The kinds a group member answers with (an empty answer is told, not stored).
 ANSWERS = (GenerationType.NORMAL, GenerationType.REGENERATE, GenerationType.SWIPE)
 # The kinds that put a new reply where the last one was (the old one is not the model's

@@ -19,7 +19,7 @@ from taverna.services.connections.service import Connection, ConnectionService
 from taverna.services.plugins import GenerationAborted
 from taverna.services.plugins.tools import ToolRegistry
 from taverna.services.turns.chat_connection import connection_for
-from taverna.services.turns.kinds import CHOOSERS
+from taverna.services.turns.kinds import ASKED, CHOOSERS
 from taverna.services.turns.plan import Plan
 from taverna.services.turns.runs import RunningGeneration
 from taverna.services.turns.speakers import member_connection, speaker
@@ -48,6 +48,24 @@ class Ask:
     revision: int | None = None
     member: str | None = None
     said: Said | None = None
+
+
+def asked(
+    kind: str,
+    *,
+    text: str = "",
+    image: str | None = None,
+    speaker: str = "",
+    connection: str | None = None,
+    revision: int | None = None,
+    member: str | None = None,
+) -> Ask:
+    """What a person asks for by the kind's name (`kinds.ASKED`): a send with words or a
+    picture posts them as the person's message first; without, it answers the last one."""
+    said = None
+    if kind == "normal" and (text.strip() or image is not None):
+        said = Said(text, speaker, image)
+    return Ask(ASKED[kind], connection, revision, member, said)
 
 
 class Planner:
