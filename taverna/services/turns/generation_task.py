@@ -150,9 +150,10 @@ class GenerationTasks:
             message = f"the model returned nothing for {speaker} (or only other members' lines)"
             return self._fail(plan, streamed, message, Ending.FAILED, cause="empty_reply")
         try:
-            if plan.posted is not None:
-                await plan.posted  # the message this replies to is stored first
-            return self._finish(plan, await self._save(plan, record))
+            # the message this replies to is stored first; the reply is written at the
+            # revision it left (or the plan's), without reading the chat again
+            seen = plan.chat.revision if plan.posted is None else await plan.posted
+            return self._finish(plan, await self._save(plan, {**record, "revision": seen}))
         except TavernaError as exc:
             return self._fail(plan, streamed, f"could not save: {exc.message}", Ending.FAILED)
         except Exception as exc:  # the database is away: the reply waits in the journal

@@ -175,6 +175,11 @@ class PathEnds:
             # be on the path (a restored message): only a fresh read can tell.
             if node.depth < floor and node.id not in held:
                 return None
+        if len(above.nodes) < climb:
+            # The climb reached the root: it is the whole path (a short chat), read fresh.
+            self.splices += 1
+            whole = _joined((), above.nodes, kept, held, changed)
+            return _Kept(chat.revision, leaf_id, whole, 0, 0, above.state)
         prefix = [fresh.get(node.id, node) for node in kept.nodes[: held[above.nodes[joint].id]]]
         kept_prefix = tuple(node for node in prefix if not node.deleted)
         if kept_prefix:

@@ -42,8 +42,8 @@ class Plan:
     base_variables: Mapping[str, Any] | None = None
     tool_variables: Mapping[str, Any] | None = None
     # The person's message being written while the model is asked (a send): the reply
-    # is stored only once it is.
-    posted: asyncio.Future[None] | None = None
+    # is stored only once it is. Its result is the chat's revision with the message.
+    posted: asyncio.Future[int] | None = None
     # who speaks: the character, or in a group chat the member this reply is for
     speaker: str = ""
     members: tuple[str, ...] = ()  # a group chat's members, in the group's order

@@ -12,6 +12,7 @@ from typing import Any
 
 from taverna.engine.assembly.context import GenerationType
 from taverna.engine.group import clean_group_reply
+from taverna.errors import StaleRevision
 from taverna.model.chat import GenerationInfo
 from taverna.providers.events import FinishReason
 from taverna.services.chats.generated_reply import ToolStep
@@ -84,23 +85,36 @@ def store_reply(record: Mapping[str, Any], chats: ChatService, drafts: Drafts) -
     """Have the chat service store a reply (`reply_record`), in one transaction at the
     chat's current revision (the person may have moved on; the rules say where it lands).
     An impersonation is kept as a draft."""
+    if record["kind"] == GenerationType.IMPERSONATE.value:
+        draft_id = drafts.put_draft({**record, "reason": "impersonation"})
+        return Completed(Ending.IMPERSONATED, record["text"], draft_id=draft_id)
+    # The revision the turn left the chat at, when the record knows it: no read first.
+    # A chat that moved on since is read, and the reply lands by the rules at its revision.
+    seen: int | None = record.get("revision")
+    if seen is not None:
+        try:
+            return _write_reply(record, chats, seen)
+        except StaleRevision:
+            pass
+    return _write_reply(record, chats, chats.get_chat(record["chat_id"]).revision)
+
+
+def _write_reply(record: Mapping[str, Any], chats: ChatService, revision: int) -> Completed:
+    """Store a reply record's reply at the chat's revision `revision`."""
     kind = GenerationType(record["kind"])
     text: str = record["text"]
     anchor_id: str | None = record.get("anchor_id")
-    if kind is GenerationType.IMPERSONATE:
-        draft_id = drafts.put_draft({**record, "reason": "impersonation"})
-        return Completed(Ending.IMPERSONATED, text, draft_id=draft_id)
-    chat = chats.get_chat(record["chat_id"])
+    chat_id: str = record["chat_id"]
     info = GenerationInfo.from_json(record["generation"])
     turn_state = record["turn_state"]
     steps = [ToolStep(**step) for step in record.get("tool_steps") or ()]
     if kind is GenerationType.CONTINUE:
         assert anchor_id is not None
         outcome = chats.extend(
-            chat.id,
+            chat_id,
             anchor_id,
             text,
-            revision=chat.revision,
+            revision=revision,
             expected=record["continued_text"],
             trim_end=bool(record["continued_stripped"]),
             turn_state=turn_state,
@@ -109,10 +123,10 @@ def store_reply(record: Mapping[str, Any], chats: ChatService, drafts: Drafts) -
     elif kind in REPLACING:
         assert anchor_id is not None
         outcome = chats.add_candidate(
-            chat.id,
+            chat_id,
             anchor_id,
             text,
-            revision=chat.revision,
+            revision=revision,
             # a solo reply speaks as before
             speaker=record["speaker"] if record["group"] else "",
             generation=info,
@@ -123,10 +137,10 @@ def store_reply(record: Mapping[str, Any], chats: ChatService, drafts: Drafts) -
         )
     else:
         outcome = chats.add_reply(
-            chat.id,
+            chat_id,
             anchor_id,
             text,
-            revision=chat.revision,
+            revision=revision,
             speaker=record["speaker"],
             generation=info,
             turn_state=turn_state,

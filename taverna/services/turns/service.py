@@ -37,7 +37,7 @@ from taverna.services.turns.journal import ReplyJournal
 from taverna.services.turns.journal_keeper import JOURNAL_EVERY, JournalKeeper
 from taverna.services.turns.paths import PathEnds
 from taverna.services.turns.plan import Plan
-from taverna.services.turns.planning import Ask, Planner, Said
+from taverna.services.turns.planning import Ask, Planner, asked
 from taverna.services.turns.rounds import GroupRounds
 from taverna.services.turns.runs import (
     Completed,
@@ -231,10 +231,15 @@ class GenerationService:
         a write waits for the disk): the request goes out once both are done, so the
         model never answers a message the tree does not hold.
         """
-        said = Said(text, speaker, image) if text.strip() or image is not None else None
-        if said is not None:
-            self.prompts.foresee(chat_id, speaker, text)
-        ask = Ask(connection=connection, revision=revision, member=member, said=said)
+        ask = asked(
+            "normal",
+            text=text,
+            image=image,
+            speaker=speaker,
+            connection=connection,
+            revision=revision,
+            member=member,
+        )
         return await self.generate(chat_id, ask)
 
     async def regenerate(self, chat_id: str, **how: Unpack[How]) -> RunningGeneration:
@@ -263,6 +268,9 @@ class GenerationService:
         on the disk, the request on the network); the start returns once it is stored,
         a failed write stops the generation, and a reply is stored only after its message.
         """
+        if ask.said is not None and ask.said.text.strip():
+            # recall embeds the message beside the prompt's build
+            self.prompts.foresee(chat_id, ask.said.speaker, ask.said.text)
         with self._reserved(chat_id):
             loop = asyncio.get_running_loop()
             plan, message = await loop.run_in_executor(
@@ -309,18 +317,19 @@ class GenerationService:
             await asyncio.sleep(0)
         loop = asyncio.get_running_loop()
         try:
-            await loop.run_in_executor(self._writer, self._post, plan.chat, message)
+            revision = await loop.run_in_executor(self._writer, self._post, plan.chat, message)
         except Exception:
             plan.posted.cancel()
             plan.run.task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await plan.run.task
             raise
-        plan.posted.set_result(None)
+        plan.posted.set_result(revision)
 
-    def _post(self, chat: Chat, message: Node) -> None:
+    def _post(self, chat: Chat, message: Node) -> int:
+        """Store the person's message; the chat's revision with it."""
         # The revision the prompt was built at: a change since then is a conflict.
-        self.chats.append(
+        return self.chats.append(
             chat.id,
             message.role,
             message.content,
@@ -329,7 +338,7 @@ class GenerationService:
             extras=message.extras or None,
             node_id=message.id,
             created=message.created,
-        )
+        ).chat.revision
 
     def _refuse_if_busy(self, chat_id: str) -> None:
         if chat_id in self._starting or self.registry.for_chat(chat_id, running_only=True):
