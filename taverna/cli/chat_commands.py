@@ -5,12 +5,36 @@ them runs as an STscript in the chat."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from taverna.errors import NotFound, TavernaError
 
-if TYPE_CHECKING:
-    from taverna.cli.chat import Session
+
+class Session(Protocol):
+    """What a command uses of the terminal chat's session (`cli.chat.Session`)."""
+
+    ctx: Any
+    chat_id: str
+    group_id: str | None
+    groups: Any
+    connection: str | None
+    generation: Any
+    runner: Any
+
+    def echo(self, text: str = "", *, end: str = "\n") -> None: ...
+
+    def show(self, last: int | None = None) -> None: ...
+
+    def say(self, text: str, member: str | None = None) -> Any: ...
+
+    def round(self, text: str, member: str | None = None) -> Any: ...
+
+    def generate(self, start: Any, *args: Any, member: str | None = None) -> Any: ...
+
+    def revision(self) -> int: ...
+
+    def script(self, text: str, *, follow: bool = True) -> str | None: ...
+
 
 HELP = """commands:
   /swipe            another reply in place of the last one (kept as a candidate)
@@ -35,7 +59,7 @@ GROUP_HELP = """in a group:
   /members          the members, in order, muted ones marked"""
 
 # A command: the session, the command's name as typed (`hide` or `unhide`), the rest.
-Command = Callable[["Session", str, str], None]
+Command = Callable[[Session, str, str], None]
 
 
 def run_command(session: Session, line: str) -> bool:

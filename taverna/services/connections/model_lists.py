@@ -7,29 +7,25 @@ source's listing says it (OpenRouter's `context_length`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from taverna.providers import sources
+from taverna.providers.outbound import OutboundPolicy
 from taverna.providers.registry import provider
 from taverna.providers.request import Api
 from taverna.providers.transport import fetch_json
+from taverna.services.connections.connection import Connection
 from taverna.services.connections.local_models import LocalSpec
-
-if TYPE_CHECKING:
-    from taverna.services.connections.service import Connection, ConnectionService
 
 
 async def model_sizes(
-    service: ConnectionService, connection: Connection
+    connection: Connection, *, key: str, policy: OutboundPolicy | None
 ) -> list[tuple[str, int | None]]:
-    """(model, context size or None) for each model the connection's API offers
-    (ProviderError if it cannot say)."""
+    """(model, context size or None) for each model the connection's API offers, asked
+    with its `key` under the account's outbound `policy` (ProviderError if it cannot say)."""
     if connection.api is Api.LOCAL:
         return [(LocalSpec.of(connection.model, connection.options).model.name, None)]
-    key = service.resolve_key(connection)
     api = provider(connection.api)
     request = api.models_request(connection.url, key)
-    listing = await fetch_json(request, secret=key, policy=service.policy(connection))
+    listing = await fetch_json(request, secret=key, policy=policy)
     named = sources.find(str(connection.options.get("source", "")))
     sizes = sources.model_contexts(listing, named) if named else {}
     return [(model, sizes.get(model)) for model in api.model_names(listing)]

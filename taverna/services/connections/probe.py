@@ -8,17 +8,36 @@ model. A failure names the part of the way that failed, for a page to say what t
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from taverna.errors import TavernaError
 from taverna.model.prompt import Prompt, PromptMessage, Role
 from taverna.providers.builders import build_request, stream_parser
-from taverna.providers.events import StreamError, TextDelta
+from taverna.providers.events import Event, StreamError, TextDelta
+from taverna.providers.request import HttpRequest, RequestOptions
 from taverna.providers.transport import Timeouts, redact
+from taverna.providers.wire import StreamParser
+from taverna.services.connections.connection import Connection
 
-if TYPE_CHECKING:
-    from taverna.services.connections.service import Connection, ConnectionService
+
+class ModelWay(Protocol):
+    """The way every model request goes out (`ConnectionService`), as a test uses it."""
+
+    async def endpoint(self, connection: Connection) -> tuple[str, str]: ...
+
+    def request_options(self, connection: Connection, **overrides: Any) -> RequestOptions: ...
+
+    def stream(
+        self,
+        request: HttpRequest,
+        parser: StreamParser,
+        *,
+        secret: str = "",
+        timeouts: Timeouts = ...,
+    ) -> AsyncIterator[Event]: ...
+
 
 _ASK = "Reply with the word OK."
 # Enough for "OK" under any of SillyTavern's names of the reply's length.
@@ -63,7 +82,7 @@ def _prompt(connection: Connection) -> Prompt:
 
 
 async def probe(
-    service: ConnectionService, connection: Connection, timeouts: Timeouts | None = None
+    service: ModelWay, connection: Connection, timeouts: Timeouts | None = None
 ) -> ConnectionTest:
     """Send `connection` a tiny real request and report whether an answer came back."""
     started = time.perf_counter()

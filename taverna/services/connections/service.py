@@ -13,7 +13,7 @@ import asyncio
 import builtins
 import os
 from collections.abc import AsyncIterator, Collection, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from taverna.providers.registry import provider
 from taverna.providers.request import Api, HttpRequest, PostProcessing, RequestOptions
 from taverna.providers.transport import Timeouts
 from taverna.providers.wire import StreamParser
+from taverna.services.connections.connection import Connection as Connection
 from taverna.services.connections.fields import (
     Settled,
     check_key,
@@ -50,47 +51,6 @@ KIND = "connection"
 def api_sources() -> list[sources.Source]:
     """Every API source by name, for the connection form's list."""
     return list(sources.SOURCES.values())
-
-
-@dataclass(frozen=True, slots=True)
-class Connection:
-    """A named way to reach a model: API, base URL, model, and where its key is.
-
-    `key_ref` is `env:NAME`, `secret:<id>` or empty (no key). `options` holds
-    per-API request settings (e.g. `use_system_prompt`, `stream`).
-    """
-
-    name: str
-    api: Api
-    url: str = ""
-    model: str = ""
-    key_ref: str = ""
-    post_processing: PostProcessing = PostProcessing.NONE
-    default: bool = False
-    options: Mapping[str, Any] = field(default_factory=dict)
-    id: str = ""
-    revision: int = 0
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "api": self.api.value,
-            "url": self.url,
-            "model": self.model,
-            "key_ref": self.key_ref,
-            "post_processing": self.post_processing.value,
-            "default": self.default,
-            "options": dict(self.options),
-        }
-
-    def public(self, key_hint: str = "") -> dict[str, Any]:
-        """What a listing may show: everything but the key, which is masked."""
-        key_source = self.key_ref.split(":", 1)[0] if self.key_ref else "none"
-        shown = {k: v for k, v in self.to_json().items() if k != "key_ref"}
-        if key_source == "env":
-            shown["key"] = f"from ${self.key_ref.split(':', 1)[1]}"
-        else:
-            shown["key"] = key_hint if key_source == "secret" else "none"
-        return {"name": self.name, **shown}
 
 
 def default_api(store: Store, owner: str = "") -> Api | None:
@@ -470,7 +430,10 @@ class ConnectionService:
     ) -> builtins.list[tuple[str, int | None]]:
         """The models the connection's API offers, each with its context size where the
         listing of the connection's source says it (OpenRouter's `context_length`)."""
-        return await model_sizes(self, self.get(name))
+        connection = self.get(name)
+        return await model_sizes(
+            connection, key=self.resolve_key(connection), policy=self.policy(connection)
+        )
 
     async def test(
         self, name: str | None = None, *, timeouts: Timeouts | None = None
