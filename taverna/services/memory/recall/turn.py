@@ -5,16 +5,13 @@ memory or by the database, keeping only the hits on the active path.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from taverna.engine.assembly.recall import RecalledMessage, RecallInput
+from taverna.services.memory.recall.caches import RecallCaches
 from taverna.services.memory.recall.chat_vectors import ChatBits, ChatVectors
 from taverna.services.memory.recall.config import RecallConfig
 from taverna.services.memory.recall.path_index import PathIndex
 from taverna.services.memory.recall.vectors import Vectors, single_threaded, to_bytes
-
-if TYPE_CHECKING:
-    from taverna.services.memory.recall.service import RecallService
 
 # The database's search is first asked for this many rows per message wanted (a
 # sibling's or a hidden message takes a place too), at least `STORE_SHORTLIST`.
@@ -28,7 +25,7 @@ STORE_SHORTLIST_MAX = 4096
 class TurnRecall:
     """One turn's recall: the ranking made once, cut to each window the turn tries."""
 
-    service: RecallService
+    service: RecallCaches  # the recall service's caches: its store, lock and path index
     config: RecallConfig
     chat_id: str
     leaf: str | None
