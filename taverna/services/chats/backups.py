@@ -23,7 +23,6 @@ the title is not ASCII, so titles in any script stay apart.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
 import os
@@ -42,6 +41,7 @@ from pathlib import Path
 from taverna.errors import NotFound, TavernaError
 from taverna.formats.st_chat import read_chat
 from taverna.services.chats.backup_increment import WrittenBackup, extended, written_backup
+from taverna.services.chats.backup_lag import chats_behind, stamp_change
 from taverna.services.interchange import (
     ImportedChat,
     InterchangeService,
@@ -109,10 +109,10 @@ class _SeenBackups:
     written: int = 0
 
 
-def _nanoseconds(moment: datetime) -> int:
-    """A time as whole nanoseconds since the epoch (exact for microseconds)."""
-    delta = moment - datetime(1970, 1, 1, tzinfo=moment.tzinfo or UTC)
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
+def _key_of_name(name: str) -> str | None:
+    """The chat key in a backup's file name (None: not a backup's name)."""
+    match = _NAME.match(name)
+    return match["key"] if match is not None else None
 
 
 def _age(name: str) -> tuple[str, int]:
@@ -323,10 +323,7 @@ class BackupService:
                 handle.write(text)
                 handle.flush()
                 os.fsync(handle.fileno())
-            if chat.updated is not None:
-                # The file's time is the change it holds: `catch_up` compares the two.
-                changed = _nanoseconds(chat.updated)
-                os.utime(tmp, ns=(changed, changed))
+            stamp_change(tmp, chat)  # the file's time is the change it holds (see `catch_up`)
             tmp.replace(target)
         except BaseException:
             # a full disk: no half-written (or empty) backup is left behind
@@ -352,23 +349,9 @@ class BackupService:
     def catch_up(self) -> list[str]:
         """Mark pending, due now, each chat whose newest backup is older than its last
         change (the process that wrote the change ended before its backup was written)."""
-        newest: dict[str, int] = {}
-        if self.folder.is_dir():
-            with os.scandir(self.folder) as entries:
-                for entry in entries:
-                    match = _NAME.match(entry.name)
-                    if match is not None:
-                        with contextlib.suppress(FileNotFoundError):
-                            seen = entry.stat().st_mtime_ns
-                            newest[match["key"]] = max(seen, newest.get(match["key"], 0))
-        owners = [""] + [account.id for account in self.store.accounts()]
-        behind = []
-        for owner in owners:
-            for listing in self.store.list_chats(owner=owner):
-                chat = listing.chat
-                kept = newest.get(chat_key(chat.id))
-                if kept is not None and chat.updated and kept < _nanoseconds(chat.updated):
-                    behind.append(chat.id)
+        behind = chats_behind(
+            self.store, self.folder, key_of_name=_key_of_name, key_of_chat=chat_key
+        )
         with self._lock:
             self._pending.update(behind)
             for chat_id in behind:
