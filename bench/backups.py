@@ -5,9 +5,11 @@ message of the person edited and resent, the old turn kept with its reply) is ba
 ROUNDS times, its last message edited before each (as a turn changes it), into a folder that already holds 10,000 backups of 200 other chats, on
 SQLite and (with `$TAVERNA_TEST_DATABASE_URL`) PostgreSQL in a schema of its own. The
 figure is this process's CPU per backup (the database server's own is not counted), the
-processor's load average beside it.
+processor's load average beside it. With `--plain` no message is resent: the chat is one
+line of messages with their candidates, whose backup extends the last one from the change
+log instead of exporting the whole tree.
 
-    python bench/backups.py [MESSAGES ...] [--rounds 40] [--profile]
+    python bench/backups.py [MESSAGES ...] [--rounds 40] [--plain] [--profile]
 """
 
 from __future__ import annotations
@@ -40,8 +42,9 @@ OTHER_CHATS = 200
 KEPT = 50
 
 
-def make_chat(store: Store, count: int) -> str:
-    """A chat as a server makes it: replies with candidates, a few resent messages."""
+def make_chat(store: Store, count: int, *, plain: bool = False) -> str:
+    """A chat as a server makes it: replies with candidates, a few resent messages (none
+    when `plain`)."""
     chat_id = new_id()
     start = datetime(2024, 1, 1, tzinfo=UTC)
     nodes: list[Node] = []
@@ -68,7 +71,7 @@ def make_chat(store: Store, count: int) -> str:
 
     for i in range(count):
         role = NodeRole.ASSISTANT if i % 2 == 0 else NodeRole.USER
-        if role is NodeRole.USER and i % 20 == 1:  # resent: the old turn kept
+        if role is NodeRole.USER and i % 20 == 1 and not plain:  # resent: the old turn kept
             older = node(parent, role, f"{i}x. {TEXT[:300]}")
             node(older.id, NodeRole.ASSISTANT, f"{i}r. {TEXT[:300]}")
         if role is NodeRole.ASSISTANT:
@@ -97,8 +100,10 @@ def fill_folder(folder: Path) -> None:
             (folder / f"chat_someone_else_{key}_{stamp}.jsonl").write_bytes(b"{}\n")
 
 
-def measure(store: Store, folder: Path, messages: int, rounds: int, profile: bool) -> float:
-    chat_id = make_chat(store, messages)
+def measure(
+    store: Store, folder: Path, messages: int, rounds: int, profile: bool, plain: bool
+) -> float:
+    chat_id = make_chat(store, messages, plain=plain)
     clock = [datetime(2025, 1, 1, tzinfo=UTC)]
 
     def now() -> datetime:
@@ -135,6 +140,7 @@ def main() -> None:
     parser.add_argument("messages", type=int, nargs="*", default=[100, 1000])
     parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--plain", action="store_true", help="no message resent")
     args = parser.parse_args()
     figures: dict[str, float] = {}
     url = os.environ.get("TAVERNA_TEST_DATABASE_URL")
@@ -152,7 +158,7 @@ def main() -> None:
                     assert url is not None
                     store = open_store(url, schema=schema)
                 try:
-                    spent = measure(store, backups, messages, args.rounds, args.profile)
+                    spent = measure(store, backups, messages, args.rounds, args.profile, args.plain)
                 finally:
                     store.close()
                     if backend == "postgresql":
@@ -161,7 +167,8 @@ def main() -> None:
                         with engine.begin() as conn:
                             conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
                         engine.dispose()
-                figures[f"{backend}_{messages}_ms"] = spent * 1000
+                kind = "_plain" if args.plain else ""
+                figures[f"{backend}_{messages}{kind}_ms"] = spent * 1000
     load = os.getloadavg()[0]
     print(f"{'backup CPU':<24}{'ms':>10}   (load {load:.2f})")
     for key, value in figures.items():
