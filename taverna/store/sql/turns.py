@@ -18,10 +18,10 @@ from taverna.store.sql.rows import (
     _node_select,
     _raw_json,
 )
-from taverna.store.sql.tree import _state_at
 
 # A climb from a node (itself included) until `limit` live messages are found: the rows
-# a turn reads, without the candidate counts a page shows.
+# a turn reads, without the candidate counts a page shows; with where each node's state
+# comes from (the start's names the state in force when the tail records none).
 _TAIL_SQL = f"""
     WITH RECURSIVE walk(id, parent_id, seen) AS (
         SELECT id, parent_id, CASE WHEN deleted = :no THEN 1 ELSE 0 END
@@ -31,13 +31,14 @@ _TAIL_SQL = f"""
         FROM nodes n JOIN walk w ON n.id = w.parent_id
         WHERE w.seen < :limit
     )
-    SELECT {_RAW_NODE_SQL}, c.text FROM walk w
+    SELECT {_RAW_NODE_SQL}, c.text, n.state_from FROM walk w
     CROSS JOIN nodes n  -- the walk outside, on either database (see `paths`)
     JOIN contents c ON c.hash = n.content_hash
     WHERE n.id = w.id
     ORDER BY n.depth
 """
 _TAIL = sa.text(_TAIL_SQL)  # built once: every turn runs it
+_STATE = sa.select(t.nodes.c.state).where(t.nodes.c.id == sa.bindparam("id"))
 # The nodes written after a revision (an undo or a redo: those of the revision it undid).
 _CHANGED = sa.text(
     """
@@ -78,11 +79,14 @@ class SqlTurnReads(SqlBase):
                 hidden = _hidden_above(conn, chat_id, first[0], first[8])
             # The state in force is the nearest one recorded, in the tail or above it.
             recorded = next((row[11] for row in reversed(rows) if row[11] is not None), None)
+            source = rows[-1][14]  # the start, deepest of the climb
             if recorded is not None:
                 state = ChatState.from_json(_raw_json(recorded))
+            elif source is None:
+                state = ChatState.from_json(self._chat_row(conn, chat_id)["base_state"] or {})
             else:
-                base = self._chat_row(conn, chat_id)["base_state"]
-                state = _state_at(conn, chat_id, node_id, base)
+                found = conn.execute(_STATE, {"id": source}).scalar()
+                state = ChatState.from_json(_raw_json(found) if found is not None else {})
         nodes = _kept_nodes(rows, chat_id)
         return PathTail(nodes, before, before - hidden, state)
 
