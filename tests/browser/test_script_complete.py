@@ -101,3 +101,18 @@ def test_commands_arguments_and_variables_complete(  # type: ignore[no-untyped-d
     expect(listed).to_be_hidden()
     assert errors == []
     context.close()
+
+
+def test_setinput_fills_the_input_box(chromium, taverna: TavernaServer) -> None:  # type: ignore[no-untyped-def]
+    """`/setinput` typed in the chat input leaves its text there, as SillyTavern's does."""
+    chat_id = _chat(taverna, "Setinput")
+    context, page, errors = new_page(chromium, {"width": 1280, "height": 800}, "en")
+    page.goto(f"{taverna.url}/#/chat/{chat_id}")
+    box = page.locator("#chat-input")
+    box.fill("/setinput Ready when you are. | /setvar key=done yes")
+    page.locator("#send").click()
+    _wait_variable(taverna, chat_id, "done")
+    expect(box).to_have_value("Ready when you are.")
+    shot(page, "setinput-fills-the-box")
+    assert errors == []
+    context.close()

@@ -23,10 +23,10 @@ export function quickBar(store, chat) {
       fromInput ? t("kept.message") : "",
     );
     if (!answer) return null;
-    if (fromInput) {
-      input.value = "";
-      chat.composer.keepUnsent();
-    }
+    if (fromInput) input.value = "";
+    // `/setinput` puts its text in the input box, as SillyTavern's does.
+    if (answer.input !== null && answer.input !== undefined) input.value = answer.input;
+    if (fromInput || answer.input != null) chat.composer.keepUnsent();
     chat.apply(answer.chat);
     chat.loadContextLine();
     for (const notice of answer.notices) toast(notice.text, ["error", "warning"].includes(notice.severity) ? notice.severity : "info");
