@@ -14,6 +14,7 @@ from taverna.services.chats import backups as backups_module
 from taverna.services.chats.backups import BackupFlusher, BackupService
 from taverna.services.chats.service import ChatService
 from taverna.services.interchange import InterchangeService
+from taverna.store.repository import Store
 from taverna.store.sql import SqlStore
 from tests.services.test_backups import Clocks
 
@@ -36,7 +37,7 @@ def background(store: SqlStore, tmp_path: Path, clocks: Clocks) -> BackupService
     )
 
 
-def new_chat(store: SqlStore) -> str:
+def new_chat(store: Store) -> str:
     made = ChatService(store).create_chat(
         "Harbour", characters=[CharacterRef("Sera")], greetings=["Hello."], greeting_speaker="Sera"
     )
@@ -186,3 +187,21 @@ def test_a_backup_behind_the_database_is_written_when_the_flusher_starts(
     assert [len(after.backups(chat)) for chat in (behind, current)] == [2, 1]
     assert "Re: Lost?" in after.backups(behind)[0].path.read_text(encoding="utf-8")
     assert BackupService(store, folder).catch_up() == []  # nothing behind any more
+
+
+def test_a_server_workspace_backs_a_turn_up_in_the_background(tmp_path: Path) -> None:
+    from taverna.services.house.workspace import open_workspace
+
+    workspace = open_workspace(tmp_path / "data", plugins=False)
+    try:
+        chat = new_chat(workspace.store)
+        workspace.chat_written(chat)  # just made: backed up at once, as before
+        assert len(workspace.backups.backups(chat)) == 1
+        turn(workspace.chats, chat, "Where are we?")
+        workspace.chat_written(chat, workspace.store.get_chat(chat).revision)
+        assert chat in workspace.backups.pending
+        assert len(workspace.backups.backups(chat)) == 1  # the turn wrote none
+    finally:
+        workspace.close()  # the flusher writes what is pending
+    (newest, _) = workspace.backups.backups(chat)
+    assert "Re: Where are we?" in newest.path.read_text(encoding="utf-8")
