@@ -153,6 +153,7 @@ READ_ERRORS: dict[str, tuple[str, ...]] = {
     "/api/characters": ("422",),
     "/api/groups": ("422",),
     "/api/quick-replies": ("404", "422"),
+    "/api/world-info-settings": ("422",),
 }
 # Reads of the logged-in account's own: 404 on a server without accounts.
 ACCOUNT_READS = ("/api/me/account",)

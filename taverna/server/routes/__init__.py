@@ -25,6 +25,7 @@ from taverna.server.routes import (
     search,
     summaries,
     variables,
+    world_info,
 )
 
 ROUTERS: tuple[APIRouter, ...] = (
@@ -46,6 +47,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     search.router,
     summaries.router,
     variables.router,
+    world_info.router,
 )
 
 # Routes that take one uploaded file (multipart/form-data).
