@@ -5,6 +5,7 @@ import { h, mount, openDrawer } from "../dom.js";
 import { explain } from "../errors.js";
 import { has, t } from "../i18n.js";
 import { ledgerReason, outcomeLabel, partLabel, reasonNode, roleLabel, word } from "../labels.js";
+import { overflowAlertOn } from "./world_info.js";
 
 /** A message's source as a person reads it: a chat message by its number and speaker, a
  * prompt slot by its name in the person's language. */
@@ -243,6 +244,15 @@ function abortedNote(aborted) {
   return h("p", { class: "error prompt-aborted", role: "alert", text: t(key, { by: aborted.by, reason: aborted.reason }) });
 }
 
+/** The lorebook budget overflowed (entries were cut by it) and the person asked to be
+ * told (the World Info settings' overflow alert): a notice saying how many were left out. */
+async function overflowNote(trace) {
+  const cut = (trace || []).filter((row) => row.outcome === "budget").length;
+  if (!cut || !(await overflowAlertOn())) return null;
+  return h("p", { class: "notice lore-overflow", role: "status", id: "lore-overflow" },
+    t("inspector.lore_overflow", { n: cut }), " ", h("a", { href: "#/lorebooks", text: t("wi.title") }));
+}
+
 /** Open the inspector for the next generation of a chat, or for the generation of message `nodeId`. */
 export async function openInspector(chatId, nodeId, labels = {}) {
   const body = h("div", { class: "inspector-body" }, h("p", { class: "muted", text: t("inspector.loading") }));
@@ -262,6 +272,8 @@ export async function openInspector(chatId, nodeId, labels = {}) {
   }
   // A stored reply's record is the prompt as it was sent; without one it was built again.
   if (nodeId && data.as_sent) panel.heading.textContent = t("inspector.title_sent");
+  const overflow = await overflowNote(data.prompt.ledger?.trace);
+  if (overflow) tabs.before(overflow);
   const views = {
     prompt: () => h("div", {}, abortedNote(data.prompt.ledger?.aborted), promptView(data.prompt, labels)),
     ledger: () => h("div", {}, abortedNote(data.prompt.ledger?.aborted), ledgerView(data.prompt.ledger || {}, labels)),
