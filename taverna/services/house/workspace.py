@@ -318,6 +318,22 @@ class Workspace:
         self.store.close()
 
 
+def _embedding_backlog(
+    store: Store, recall: RecallService, watch: LibraryWatch
+) -> EmbeddingBacklog:
+    """Messages embedded once, in the background, for each account whose recall is on,
+    with the model its own settings name (started)."""
+    plans: Kept[str, EmbeddingPlan] = Kept(watch)
+
+    def plan() -> EmbeddingPlan:
+        return plans.get("", lambda: accounts_plan(store, recall))
+
+    # A sent message's vector, made for its turn, is stored rather than made again.
+    embeddings = EmbeddingBacklog(store, plan=plan, shared=recall.texts)
+    embeddings.start()
+    return embeddings
+
+
 def open_workspace(
     data_dir: Path,
     *,
@@ -391,18 +407,7 @@ def open_workspace(
     flusher = BackupFlusher(backups) if background_backups else None
     if flusher is not None:
         flusher.start()
-    embeddings = None
-    if background_backups:
-        # Messages are embedded once, in the background, for each account whose recall is
-        # on, with the model its own settings name.
-        plans: Kept[str, EmbeddingPlan] = Kept(watch)
-
-        def plan() -> EmbeddingPlan:
-            return plans.get("", lambda: accounts_plan(store, recall))
-
-        # A sent message's vector, made for its turn, is stored rather than made again.
-        embeddings = EmbeddingBacklog(store, plan=plan, shared=recall.texts)
-        embeddings.start()
+    embeddings = _embedding_backlog(store, recall, watch) if background_backups else None
     return Workspace(
         folder.path,
         store,
