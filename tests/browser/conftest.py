@@ -9,7 +9,7 @@ import pytest
 
 from tests.stubs.model_server import StubServer
 from tests.stubs.taverna_server import TavernaServer
-from tests.support.browser import connect_served, serving
+from tests.support.served import connect_served, serving
 
 __all__ = ["TavernaServer", "shot"]  # what the browser tests import from here
 

@@ -17,6 +17,7 @@ from taverna.server.context import open_context
 from taverna.services.chats.editing import start_chat
 from tests.browser.conftest import shot
 from tests.stubs.taverna_server import TavernaServer
+from tests.support.served import serving
 
 PASSWORDS = {"alice": "alice's long secret", "bob": "bob's long secret"}
 
@@ -47,11 +48,8 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TavernaServer]:
             start_chat(ctx.chats, character.id, title=f"{name.title()}'s own chat", owner=owner)
     finally:
         ctx.close()
-    server = TavernaServer(data, args=("--accounts",)).start()
-    try:
+    with serving(data, args=("--accounts",)) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.mark.parametrize("name", list(PASSWORDS))

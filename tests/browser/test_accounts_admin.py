@@ -20,6 +20,7 @@ from tests.browser.test_accounts import PASSWORDS, add_user
 from tests.browser.test_phone_and_language import ALLOWED, ENGLISH_WORDS, SMALL_TARGETS, TOO_WIDE
 from tests.server.test_accounts_import import make_install
 from tests.stubs.taverna_server import TavernaServer
+from tests.support.served import serving
 
 pytestmark = pytest.mark.browser
 
@@ -65,11 +66,8 @@ def server(tmp_path: Path) -> Iterator[TavernaServer]:
     data = tmp_path / "data"
     add_user(data, "alice", "--admin")
     add_user(data, "bob")
-    started = TavernaServer(data, args=("--accounts",)).start()
-    try:
+    with serving(data, args=("--accounts",)) as started:
         yield started
-    finally:
-        started.stop()
 
 
 def open_page(chromium: Any, server: TavernaServer, lang: str, viewport: dict[str, int]) -> Page:

@@ -15,7 +15,8 @@ from taverna.model.chat import CharacterRef, Node, NodeRole, new_id
 from taverna.store import NewChat
 from taverna.store.sql import open_store
 from tests.browser.conftest import TavernaServer, shot
-from tests.support.browser import catalog, say
+from tests.support.browser import catalog, new_page, say
+from tests.support.served import serving
 
 pytestmark = pytest.mark.browser
 
@@ -68,11 +69,8 @@ def server(
 ) -> Iterator[tuple[TavernaServer, dict[str, str]]]:
     data = tmp_path_factory.mktemp("graph") / "data"
     made = build(data)
-    running = TavernaServer(data).start()
-    try:
+    with serving(data) as running:
         yield running, made
-    finally:
-        running.stop()
 
 
 @pytest.mark.parametrize(("size", "lang", "width", "height"), CASES)
@@ -87,11 +85,7 @@ def test_a_checkpoint_leaves_the_branch_where_it_was(  # type: ignore[no-untyped
     taverna, made = server
     chat_id = made[f"seven-{lang}"]
     words = catalog(lang)
-    context = chromium.new_context(viewport={"width": width, "height": height})
-    context.add_init_script(f"localStorage.setItem('taverna.lang', '{lang}')")
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    context, page, errors = new_page(chromium, {"width": width, "height": height}, lang)
     page.goto(f"{taverna.url}/#/chat/{chat_id}")
     items = page.locator("ol.messages > li.message")
     expect(items).to_have_count(7)
@@ -152,11 +146,7 @@ def test_a_fork_in_the_middle_of_a_long_chat(  # type: ignore[no-untyped-def]
     taverna, made = server
     chat_id = made[f"long-{lang}"]
     words = catalog(lang)
-    context = chromium.new_context(viewport={"width": width, "height": height})
-    context.add_init_script(f"localStorage.setItem('taverna.lang', '{lang}')")
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    context, page, errors = new_page(chromium, {"width": width, "height": height}, lang)
     page.goto(f"{taverna.url}/#/chat/{chat_id}")
     items = page.locator("ol.messages > li.message")
     expect(items.last.locator(".index")).to_have_text("#2499")

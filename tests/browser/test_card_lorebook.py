@@ -12,8 +12,7 @@ from playwright.sync_api import expect
 
 from tests.browser.conftest import shot
 from tests.stubs.taverna_server import TavernaServer
-
-SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 375, "height": 812}}
+from tests.support.browser import SIZES, new_page
 
 
 def card_with_book(folder: Path, name: str) -> Path:
@@ -57,11 +56,7 @@ def test_importing_a_card_offers_its_lorebook_and_the_page_shows_it(
 ) -> None:
     accepted = f"Keeper {size}"
     declined = f"Warden {size}"
-    context = chromium.new_context(viewport=SIZES[size])
-    context.add_init_script(f"localStorage.setItem('taverna.lang', '{lang}')")
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    context, page, errors = new_page(chromium, SIZES[size], lang)
     native: list[str] = []
     page.on("dialog", lambda d: (native.append(d.message), d.dismiss()))
     page.goto(f"{taverna.url}/#/characters")
@@ -116,9 +111,7 @@ def test_always_importing_a_cards_lorebook_is_remembered(
     lang: str,
 ) -> None:
     first, second = f"Ferryman {size}", f"Pilot {size}"
-    context = chromium.new_context(viewport=SIZES[size])
-    context.add_init_script(f"localStorage.setItem('taverna.lang', '{lang}')")
-    page = context.new_page()
+    context, page, _ = new_page(chromium, SIZES[size], lang)
     page.goto(f"{taverna.url}/#/import")
     setting = page.locator("#always-card-books")
     expect(setting).not_to_be_checked()
@@ -157,9 +150,7 @@ def test_a_folder_import_ends_with_a_toast_of_what_was_stored(
     folder = tmp_path / "default-user"
     (folder / "characters").mkdir(parents=True)
     card_with_book(folder / "characters", f"Harbourmaster {size}")
-    context = chromium.new_context(viewport=SIZES[size])
-    context.add_init_script(f"localStorage.setItem('taverna.lang', '{lang}')")
-    page = context.new_page()
+    context, page, _ = new_page(chromium, SIZES[size], lang)
     page.goto(f"{taverna.url}/#/import")
     page.locator("#st-folder").set_input_files(str(folder))
     page.locator(".report h3").first.wait_for(timeout=30_000)

@@ -11,11 +11,9 @@ from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import shot
 from tests.stubs.taverna_server import TavernaServer
-from tests.support.browser import new_page
+from tests.support.browser import SIZES, new_page
 
 pytestmark = pytest.mark.browser
-
-SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 375, "height": 812}}
 
 
 def st_chat(character: str, words: str) -> bytes:

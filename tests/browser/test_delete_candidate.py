@@ -8,6 +8,7 @@ import json
 import pytest
 
 from tests.browser.conftest import TavernaServer, shot
+from tests.support.browser import new_page
 
 pytestmark = pytest.mark.browser
 
@@ -58,9 +59,7 @@ def test_deleting_one_candidate_asks_about_the_candidate(  # type: ignore[no-unt
     chromium, taverna: TavernaServer, size, lang, viewport, delete, candidate, message
 ) -> None:
     chat_id = chat_with_candidates(taverna, f"Lampkeeper {size}")
-    context = chromium.new_context(viewport=viewport)
-    context.add_init_script(f"localStorage.setItem('taverna.lang', '{lang}')")
-    page = context.new_page()
+    context, page, _ = new_page(chromium, viewport, lang)
     asked: list[str] = []
     page.on("dialog", lambda d: (asked.append(d.message), d.dismiss()))
     page.goto(f"{taverna.url}/#/chat/{chat_id}")

@@ -10,6 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.stubs.taverna_server import TavernaServer
+from tests.support.served import serving
 
 DESKTOP = {"width": 1280, "height": 800}
 
@@ -20,11 +21,8 @@ def small_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TavernaSe
     data = tmp_path_factory.mktemp("errors") / "data"
     data.mkdir()
     (data / "server.toml").write_text("[limits]\nbody_mib = 0.0625\n")
-    server = TavernaServer(data).start()
-    try:
+    with serving(data) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def test_a_refused_or_lost_message_stays_in_the_box_and_says_why(

@@ -12,11 +12,8 @@ from playwright.sync_api import expect
 from tests.browser.conftest import shot
 from tests.stubs.model_server import Reply, StubServer
 from tests.stubs.taverna_server import TavernaServer
-from tests.support.browser import connect_served, new_page
-
-DESKTOP = {"width": 1280, "height": 800}
-PHONE = {"width": 375, "height": 812}
-SIZES = {"desktop": DESKTOP, "phone": PHONE}
+from tests.support.browser import SIZES, new_page
+from tests.support.served import connect_served
 
 # (size, language, HTTP status the model API answers, words the page must use for it)
 FAILURES = [

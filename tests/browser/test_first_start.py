@@ -8,9 +8,7 @@ from playwright.sync_api import expect
 
 from tests.browser.conftest import shot
 from tests.stubs.taverna_server import TavernaServer
-from tests.support.browser import new_page
-
-SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 375, "height": 812}}
+from tests.support.browser import SIZES, new_page
 
 
 @pytest.mark.parametrize(("size", "lang"), [("desktop", "en"), ("phone", "zh-CN")])

@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 from tests.browser.conftest import shot
 from tests.browser.test_page_small_things import CASES, catalog, open_page
 from tests.stubs.taverna_server import TavernaServer
-from tests.support.browser import serving
+from tests.support.served import serving
 
 pytestmark = pytest.mark.browser
 

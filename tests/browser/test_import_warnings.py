@@ -10,6 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import TavernaServer, shot
+from tests.support.browser import new_page
 
 pytestmark = pytest.mark.browser
 
@@ -89,9 +90,7 @@ def test_an_import_warning_says_the_field_in_plain_words_and_folds_its_path(  # 
     data["extensions"] = {"depth_prompt": {"prompt": "Knots.", "depth": ""}}
     card = tmp_path / "empty-depth.json"
     card.write_text(json.dumps({**LOOSE_CARD, "data": data}))
-    context = chromium.new_context(viewport=viewport)
-    context.add_init_script(f"localStorage.setItem('taverna.lang', '{lang}')")
-    page = context.new_page()
+    context, page, _ = new_page(chromium, viewport, lang)
     page.goto(taverna.url + "/#/characters")
     page.locator("#card-file").set_input_files(str(card))
     warning = page.locator(".toast.warning", has_text="empty-depth.json")

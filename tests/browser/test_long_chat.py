@@ -15,6 +15,7 @@ from taverna.model.chat import CharacterRef, Node, NodeRole, new_id
 from taverna.store import NewChat
 from taverna.store.sql import open_store
 from tests.browser.conftest import TavernaServer, shot
+from tests.support.served import serving
 
 pytestmark = pytest.mark.browser
 
@@ -59,11 +60,8 @@ def build_long_chat(data: Path) -> tuple[str, list[str]]:
 def long_chat(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TavernaServer, str]]:
     data = tmp_path_factory.mktemp("long") / "data"
     chat_id, _ = build_long_chat(data)
-    server = TavernaServer(data).start()
-    try:
+    with serving(data) as server:
         yield server, chat_id
-    finally:
-        server.stop()
 
 
 def test_a_20000_message_chat(chromium, long_chat: tuple[TavernaServer, str]) -> None:  # type: ignore[no-untyped-def]

@@ -18,6 +18,8 @@ from tests.browser.test_accounts import PASSWORDS, add_user
 from tests.browser.test_accounts_admin import log_in
 from tests.stubs.model_server import StubServer, start_stub
 from tests.stubs.taverna_server import TavernaServer
+from tests.support.api import stub_connection
+from tests.support.served import serving
 
 pytestmark = pytest.mark.browser
 
@@ -46,24 +48,15 @@ def server(tmp_path: Path) -> Iterator[TavernaServer]:
         capture_output=True,
     )
     (data / "server.toml").write_text('outbound_allow = ["127.0.0.1"]\n')
-    started = TavernaServer(data, args=("--accounts",)).start()
-    try:
+    with serving(data, args=("--accounts",)) as started:
         yield started
-    finally:
-        started.stop()
 
 
 def _chat_of_bob(server: TavernaServer, stub: StubServer) -> str:
     with httpx.Client(base_url=f"{server.url}/api", timeout=30) as bob:
         me = bob.post("/login", json={"name": "bob", "password": PASSWORDS["bob"]}).json()
         bob.headers["X-CSRF-Token"] = me["csrf"]
-        connection = {
-            "name": "stub",
-            "api": "openai",
-            "url": stub.base_url("openai"),
-            "model": "stub-model",
-            "default": True,
-        }
+        connection = stub_connection(stub, default=True)
         assert bob.post("/connections", json=connection).status_code == 201
         card = bob.post("/characters", json={"name": "Mira", "first_mes": "Mira waves."}).json()
         return str(bob.post("/chats", json={"character_id": card["id"]}).json()["id"])

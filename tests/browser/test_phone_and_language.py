@@ -14,6 +14,7 @@ from playwright.sync_api import Page
 from tests.browser.conftest import TavernaServer, shot
 from tests.browser.test_pages import seed_chat
 from tests.stubs.model_server import StubServer
+from tests.support.browser import new_page
 
 pytestmark = pytest.mark.browser
 
@@ -429,9 +430,7 @@ def test_sillytaverns_own_prompt_slots_read_in_the_page_language(
 ) -> None:  # type: ignore[no-untyped-def]
     """The prompt manager's built-in slots under SillyTavern's names read in Chinese on a
     Chinese page (as the inspector says them); English keeps SillyTavern's names."""
-    context = chromium.new_context(viewport=DESKTOP if size == "desktop" else PHONE)
-    context.add_init_script(f"localStorage.setItem('taverna.lang', '{lang}')")
-    page = context.new_page()
+    context, page, _ = new_page(chromium, DESKTOP if size == "desktop" else PHONE, lang)
     visit(page, taverna.url, f"#/presets/{ids['preset']}", None)
     main = page.locator(".prompt-order .slot[data-identifier=main] button.link")
     history = page.locator(".prompt-order .slot[data-identifier=chatHistory] button.link")

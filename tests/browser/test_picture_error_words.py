@@ -8,6 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import TavernaServer, shot
+from tests.support.browser import new_page
 
 pytestmark = pytest.mark.browser
 
@@ -26,9 +27,7 @@ def test_a_file_that_is_no_picture_is_refused_without_python_internals(  # type:
         "POST", "/characters", json={"name": f"Iris {size}", "first_mes": "Show me."}
     ).json()
     chat = taverna.api("POST", "/chats", json={"character_id": card["id"]}).json()
-    context = chromium.new_context(viewport=viewport)
-    context.add_init_script(f"localStorage.setItem('taverna.lang', '{lang}')")
-    page = context.new_page()
+    context, page, _ = new_page(chromium, viewport, lang)
     page.goto(f"{taverna.url}/#/chat/{chat['id']}")
     expect(page.locator("ol.messages > li.message")).to_have_count(1)
     with page.expect_file_chooser() as chooser:

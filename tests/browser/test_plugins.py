@@ -17,7 +17,7 @@ from tests.browser.conftest import shot
 from tests.plugins.install import REPO, write_distribution
 from tests.stubs.model_server import Reply, StubServer
 from tests.stubs.taverna_server import TavernaServer
-from tests.support.browser import connect_served
+from tests.support.served import connect_served
 
 pytestmark = pytest.mark.browser
 

@@ -7,6 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import TavernaServer, shot
+from tests.support.browser import new_page
 
 pytestmark = pytest.mark.browser
 
@@ -36,9 +37,7 @@ def test_counts_of_one_and_of_many_read_right(  # type: ignore[no-untyped-def]
     name = f"Solo {size}"
     card = taverna.api("POST", "/characters", json={"name": name, "first_mes": "Alone."}).json()
     taverna.api("POST", "/chats", json={"character_id": card["id"]})
-    context = chromium.new_context(viewport=viewport)
-    context.add_init_script(f"localStorage.setItem('taverna.lang', '{lang}')")
-    page = context.new_page()
+    context, page, _ = new_page(chromium, viewport, lang)
     page.goto(f"{taverna.url}/#/chats")
     item = page.locator("li", has_text=name).first
     expect(item).to_contain_text(one)

@@ -12,10 +12,10 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import TavernaServer, shot
+from tests.support.browser import SIZES, new_page
 
 pytestmark = pytest.mark.browser
 
-SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 375, "height": 812}}
 WORDS = {
     "en": {"title": "Recall by meaning", "saved": "Saved", "settings": "Recall settings"},
     "zh-CN": {"title": "按语义回忆", "saved": "已保存", "settings": "回忆设置"},
@@ -29,11 +29,7 @@ def test_recall_settings_are_changed_in_the_page(  # type: ignore[no-untyped-def
     characters = taverna.api("GET", "/characters").json()
     ione = next(c for c in characters if c["name"] == "Ione Calder")
     chat = taverna.api("POST", "/chats", json={"character_id": ione["id"]}).json()
-    context = chromium.new_context(viewport=SIZES[size])
-    context.add_init_script(f"localStorage.setItem('taverna.lang', '{lang}')")
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    context, page, errors = new_page(chromium, SIZES[size], lang)
     words = WORDS[lang]
     try:
         page.goto(f"{taverna.url}/#/chat/{chat['id']}")

@@ -8,6 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import TavernaServer, shot
+from tests.support.browser import new_page
 
 pytestmark = pytest.mark.browser
 
@@ -22,11 +23,7 @@ def test_an_unreadable_find_is_said_and_not_saved_as_fine(  # type: ignore[no-un
     chromium, taverna: TavernaServer, size, lang, viewport, warned, saved
 ) -> None:
     before = taverna.api("GET", "/regex/global").json()["scripts"]
-    context = chromium.new_context(viewport=viewport)
-    context.add_init_script(f"localStorage.setItem('taverna.lang', '{lang}')")
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    context, page, errors = new_page(chromium, viewport, lang)
     try:
         page.goto(taverna.url + "/#/regex")
         page.locator("#regex-new").click()
@@ -67,9 +64,7 @@ def test_the_test_box_starts_on_what_the_script_is_for(  # type: ignore[no-untyp
     sent["promptOnly"] = True
     plain = {**base, "scriptName": f"Stored {size}", "findRegex": "/c/g", "markdownOnly": False}
     taverna.api("PUT", "/regex/global", json={"scripts": [*before, shown, sent, plain]})
-    context = chromium.new_context(viewport=viewport)
-    context.add_init_script(f"localStorage.setItem('taverna.lang', '{lang}')")
-    page = context.new_page()
+    context, page, _ = new_page(chromium, viewport, lang)
     try:
         page.goto(taverna.url + "/#/regex")
         for name, use in [(shown, "display"), (sent, "prompt"), (plain, "store")]:

@@ -10,6 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import TavernaServer, shot
+from tests.support.browser import new_page
 
 pytestmark = pytest.mark.browser
 
@@ -77,9 +78,7 @@ def colour(locator: object, prop: str) -> str:
 def test_a_cards_styled_greeting_and_a_display_scripts_panel_show_styled_and_contained(  # type: ignore[no-untyped-def]
     chromium, taverna: TavernaServer, vel_chat: str, size: str, lang: str, viewport: dict[str, int]
 ) -> None:
-    context = chromium.new_context(viewport=viewport)
-    context.add_init_script(f"localStorage.setItem('taverna.lang', '{lang}')")
-    page = context.new_page()
+    context, page, _ = new_page(chromium, viewport, lang)
     outside: list[str] = []
     page.on("request", lambda r: outside.append(r.url) if "evil.example" in r.url else None)
     page.goto(f"{taverna.url}/#/chat/{vel_chat}")

@@ -15,7 +15,8 @@ from tests.browser.conftest import shot
 from tests.faults.stores import fill, small_volume, wal_emptied
 from tests.stubs.model_server import Reply, StubServer
 from tests.stubs.taverna_server import TavernaServer
-from tests.support.browser import connect_served, new_page
+from tests.support.browser import new_page
+from tests.support.served import connect_served, serving
 
 SAVING = {"en": "Saving…", "zh-CN": "正在保存…"}
 
@@ -31,12 +32,9 @@ def served(
     tmp_path_factory: pytest.TempPathFactory, volume: Path, stub: StubServer
 ) -> Iterator[TavernaServer]:
     log = tmp_path_factory.mktemp("saving") / "serve.log"
-    server = TavernaServer(volume / "data", log, env={"TAVERNA_DATABASE_URL": ""}).start()
-    try:
+    with serving(volume / "data", log, env={"TAVERNA_DATABASE_URL": ""}) as server:
         connect_served(server, stub)
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.mark.parametrize("lang", ["en", "zh-CN"])

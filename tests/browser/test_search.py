@@ -14,6 +14,7 @@ from taverna.model.chat import CharacterRef, NodeRole
 from taverna.services.chats.service import ChatService
 from taverna.store.sql import open_store
 from tests.browser.conftest import TavernaServer, shot
+from tests.support.served import serving
 
 pytestmark = pytest.mark.browser
 
@@ -65,11 +66,8 @@ def searchable(
 ) -> Iterator[tuple[TavernaServer, str, str, str]]:
     data = tmp_path_factory.mktemp("search") / "data"
     chat_id, hidden_id, lantern_id = build(data)
-    server = TavernaServer(data).start()
-    try:
+    with serving(data) as server:
         yield server, chat_id, hidden_id, lantern_id
-    finally:
-        server.stop()
 
 
 def test_search_across_chats_opens_a_message_on_another_branch(chromium, searchable) -> None:  # type: ignore[no-untyped-def]

@@ -9,5 +9,7 @@ by `pytest.mark.stub_model`), `tests/server/conftest.py` (`ctx`, `client`, `chat
 - `api`: through the server's HTTP API (`connect`, `start_chat`, `events`, `generate`, `rev`);
 - `folders`: data folders and stores (`card_folder`, `connect_stub`, `small_recall`);
 - `cli`: `run`, one `taverna` command in-process;
-- `browser`: `serving`, `connect_served`, `new_page`, and the page's words (`catalog`, `say`).
+- `served`: a running `taverna serve` (`serving`, `serving_workers`) used as a page uses it
+  (`connect_served`, `connect`, `new_chat`, `send`, `task_events`);
+- `browser`: `new_page`, and the page's words (`catalog`, `say`).
 """

@@ -1,17 +1,18 @@
-"""A running `taverna serve` and pages in Chromium, as the browser tests set them up."""
+"""Pages in Chromium and the page's words, as the browser tests set them up (the running
+`taverna serve` they open is `tests.support.served`)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tests.stubs.model_server import StubServer
-from tests.stubs.taverna_server import TavernaServer
-
 I18N = Path(__file__).resolve().parents[2] / "taverna" / "web" / "i18n"
+
+# The two screens every page is tried on.
+DESKTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 375, "height": 812}
+SIZES = {"desktop": DESKTOP, "phone": PHONE}
 
 
 def catalog(lang: str) -> dict[str, str]:
@@ -25,32 +26,6 @@ def say(words: dict[str, str], key: str, **params: object) -> str:
     for name, value in params.items():
         text = text.replace("{" + name + "}", str(value))
     return text
-
-
-@contextmanager
-def serving(folder: Path) -> Iterator[TavernaServer]:
-    """`taverna serve` over the data folder `folder`, stopped when the block ends."""
-    server = TavernaServer(folder).start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-def connect_served(server: TavernaServer, stub: StubServer) -> None:
-    """Add the stub's OpenAI API to a running server as its default connection "stub"."""
-    server.api(
-        "POST",
-        "/connections",
-        json={
-            "name": "stub",
-            "api": "openai",
-            "url": stub.base_url("openai"),
-            "model": "stub-model",
-            "key": None,
-            "default": True,
-        },
-    )
 
 
 def new_page(chromium: Any, viewport: dict[str, int], lang: str) -> tuple[Any, Any, list[str]]:
