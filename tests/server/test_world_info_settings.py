@@ -85,3 +85,28 @@ def test_the_next_prompt_scans_with_the_settings(client: TestClient) -> None:
     # A budget cap of one token: the scan overflows, the entries are cut by the budget.
     client.put(ENDPOINT, json={"world_info_depth": 2, "world_info_budget_cap": 1})
     assert "budget" in _scan(client, chat_id).values()
+
+
+def test_the_insertion_strategy_decides_whose_lore_fits_the_budget(client: TestClient) -> None:
+    words = " ".join(["word"] * 20)
+    _book(client, "World", "lighthouse", f"GLOBAL {words}")
+    _book(client, "Kin", "lighthouse", f"CHARACTER {words}")
+    kin = next(b for b in client.get("/api/lorebooks").json() if b["name"] == "Kin")
+    made = client.post(
+        "/api/characters",
+        json={"name": "Mira", "first_mes": "The lighthouse.", "lorebook_id": kin["id"]},
+    ).json()
+    chat_id = client.post("/api/chats", json={"character_id": made["id"]}).json()["id"]
+    # Room for one entry: the strategy says whose goes in.
+    client.put(
+        ENDPOINT, json={"world_info": {"globalSelect": ["World"]}, "world_info_budget_cap": 30}
+    )
+
+    def outcomes() -> dict[str, str]:
+        prompt = client.get(f"/api/chats/{chat_id}/prompt").json()["prompt"]
+        return {row["book"]: row["outcome"] for row in prompt["ledger"]["trace"]}
+
+    client.put(ENDPOINT, json={"world_info_character_strategy": 1})
+    assert outcomes() == {"Kin": "activated", "World": "budget"}
+    client.put(ENDPOINT, json={"world_info_character_strategy": 2})
+    assert outcomes() == {"Kin": "budget", "World": "activated"}
