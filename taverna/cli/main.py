@@ -37,6 +37,7 @@ COMMANDS: dict[str, str] = {
     "plugins": "taverna.cli.plugins",
     "serve": "taverna.cli.serve",
     "user": "taverna.cli.users",
+    "world-info": "taverna.cli.world_info",
 }
 COMMAND_MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 
