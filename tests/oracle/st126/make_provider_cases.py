@@ -103,17 +103,43 @@ CHAT = [
 ]
 
 
-def text_patch(kind: str) -> dict[str, Any]:
+# samplers moved off the preset's values, and the reply streamed: the `_moved` cases
+TEXT_MOVED = {
+    "streaming": True,
+    "temp": 0.8,
+    "top_k": 40,
+    "top_p": 0.95,
+    "min_p": 0.05,
+    "rep_pen": 1.15,
+    "freq_pen": 0.2,
+    "presence_pen": 0.1,
+    "seed": 7,
+}
+CHAT_MOVED = {
+    "stream_openai": False,
+    "temp_openai": 0.7,
+    "top_p_openai": 0.9,
+    "top_k_openai": 30,
+    "freq_pen_openai": 0.3,
+    "pres_pen_openai": 0.2,
+    "openai_max_tokens": 222,
+    "seed": 7,
+}
+
+
+def text_patch(kind: str, moved: bool = False) -> dict[str, Any]:
     settings: dict[str, Any] = {"type": kind, "server_urls": {kind: STUB}}
+    if moved:
+        settings.update(TEXT_MOVED)
     if kind in TEXT_MODELS:
         settings[f"{kind}_model"] = "stub-model"
     return {"textgenerationwebui_settings": settings}
 
 
-def chat_patch(source: str) -> tuple[dict[str, Any], dict[str, str]]:
+def chat_patch(source: str, moved: bool = False) -> tuple[dict[str, Any], dict[str, str]]:
     """The settings of one Chat Completion source pointed at the stub, and its secrets."""
     proxy = {"name": "oracle-stub-provider", "url": f"{STUB}/v1", "password": "stub-key"}
-    oai: dict[str, Any] = {"chat_completion_source": source}
+    oai: dict[str, Any] = {"chat_completion_source": source, **(CHAT_MOVED if moved else {})}
     patch: dict[str, Any] = {"oai_settings": oai}
     secrets: dict[str, str] = {}
     if source == "custom":
@@ -152,30 +178,41 @@ def case(name: str, spec: dict[str, Any], about: str) -> None:
     (folder / "case.md").write_text(about.strip() + "\n")
 
 
+MOVED_ABOUT = " Samplers moved off the preset's values, the stream switched {}."
+
+
 def main() -> None:
     for kind in TEXT_TYPES:
-        case(
-            f"tc_{kind}",
-            {"api": "tc", "provider": kind, "settings_patch": text_patch(kind)},
-            f"Text Completion, type `{kind}`, its server URL the stub: the body 1.12.6's "
-            "server posts to it (ChatML instruct, the default text preset).",
-        )
-    for source in CHAT_SOURCES:
-        patch, secrets = chat_patch(source)
-        spec: dict[str, Any] = {"api": "cc", "provider": source, "settings_patch": patch}
-        if secrets:
-            spec["secrets"] = secrets
-        how = "its custom URL" if source == "custom" else "a reverse proxy"
-        about = (
-            f"Chat Completion, source `{source}`, sent to the stub through {how}: the body "
-            "1.12.6's server posts to it (the Default preset)."
-        )
-        if source == "mistralai":
-            about += (
-                " 1.12.6 asks api.mistral.ai for Mistral's status whatever the proxy, so "
-                "`capture_providers.py` marks the page connected; the send goes to the proxy."
+        for moved in (False, True):
+            case(
+                f"tc_{kind}" + ("_moved" if moved else ""),
+                {"api": "tc", "provider": kind, "settings_patch": text_patch(kind, moved)},
+                f"Text Completion, type `{kind}`, its server URL the stub: the body 1.12.6's "
+                "server posts to it (ChatML instruct, the default text preset)."
+                + (MOVED_ABOUT.format("on") if moved else ""),
             )
-        case(f"cc_{source}", spec, about)
+    for source in CHAT_SOURCES:
+        for moved in (False, True):
+            chat_case(source, moved)
+
+
+def chat_case(source: str, moved: bool) -> None:
+    patch, secrets = chat_patch(source, moved)
+    spec: dict[str, Any] = {"api": "cc", "provider": source, "settings_patch": patch}
+    if secrets:
+        spec["secrets"] = secrets
+    how = "its custom URL" if source == "custom" else "a reverse proxy"
+    about = (
+        f"Chat Completion, source `{source}`, sent to the stub through {how}: the body "
+        "1.12.6's server posts to it (the Default preset)."
+        + (MOVED_ABOUT.format("off") if moved else "")
+    )
+    if source == "mistralai":
+        about += (
+            " 1.12.6 asks api.mistral.ai for Mistral's status whatever the proxy, so "
+            "`capture_providers.py` marks the page connected; the send goes to the proxy."
+        )
+    case(f"cc_{source}" + ("_moved" if moved else ""), spec, about)
 
 
 if __name__ == "__main__":
