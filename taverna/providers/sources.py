@@ -159,7 +159,7 @@ CHAT_SOURCES: tuple[Source, ...] = (
         "makersuite",
         "Google AI Studio",
         Api.GOOGLE,
-        "https://generativelanguage.googleapis.com",
+        "https://generativelanguage.googleapis.com/v1beta",
         key_style=KeyStyle.GOOGLE,
         stop_limit=3,
         reasoning_field="thought",
