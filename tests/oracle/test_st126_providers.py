@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -26,6 +27,7 @@ from taverna.cli.prompt import request_body as prompt_request_body
 from taverna.model.prompt import Prompt
 from taverna.providers import sources
 from taverna.providers.builders import request_body
+from taverna.providers.registry import provider
 from taverna.providers.request import Api, RequestOptions
 from tests.oracle.st126.make_provider_cases import NOT_LOCAL, STUB
 
@@ -109,6 +111,33 @@ def test_provider_shared_fields(name: str) -> None:
     shared = sorted(set(got) & set(expected))
     assert "prompt" in shared or "messages" in shared or "contents" in shared
     assert {k: got[k] for k in shared} == {k: expected[k] for k in shared}
+
+
+def _source(case: dict[str, Any]) -> sources.Source:
+    if case["api"] == "tc":
+        found = sources.from_sillytavern(textgen_type=case["provider"])
+    else:
+        found = sources.find(case["provider"])
+    assert found is not None, case["provider"]
+    return found
+
+
+@pytest.mark.parametrize("name", _params(KNOWN["endpoint"]))
+def test_provider_endpoint(name: str) -> None:
+    """A connection made from taverna's source, its URL the stub in the shape of the
+    source's own address (its path kept; `/v1` where the person gives it, as the form
+    says), posts to the path 1.12.6 posted to."""
+    case = json.loads((CASES / name / "case.json").read_text())
+    meta = json.loads((CASES / name / "meta.json").read_text())
+    source = _source(case)
+    base = STUB + (urlsplit(source.default_url).path if source.default_url else "/v1")
+    expected = json.loads((CASES / name / "expected.json").read_text())
+    path = meta["stub_paths"][0]
+    stream = expected.get("stream") is True or path.endswith(":streamGenerateContent")
+    # Gemini names the model in the path, not the body
+    model = str(expected.get("model", "")) or path.split("/")[-1].split(":")[0]
+    url = provider(source.api).endpoint(base, RequestOptions(model=model, stream=stream))
+    assert urlsplit(url).path == path
 
 
 # The documented request formats of the providers 1.12.6 cannot send to a stub.
