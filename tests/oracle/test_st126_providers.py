@@ -5,8 +5,9 @@ Each case under `st126/providers/` (written by `make_provider_cases.py`, recorde
 Chat Completion source pointed at the stub, with the same card and chat. The replay builds
 the prompt from the case's files as `taverna prompt` does, then the body with the API and
 options a connection made from taverna's matching source uses, and compares the whole
-body: every field name and value. A case taverna does not agree with is listed with its
-reason in `st126/known_differences_providers.json` and runs as a strict xfail.
+body (every field name and value), the fields both send, and the path the request goes to.
+A case taverna does not agree with is listed, per test, with its reason in
+`st126/known_differences_providers.json` and runs as a strict xfail.
 
 The types and sources 1.12.6 sends only to the provider's own address
 (`make_provider_cases.NOT_LOCAL`) cannot be recorded here; for them taverna's body is
