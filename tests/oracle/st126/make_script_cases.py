@@ -717,11 +717,15 @@ case("sysprompt_state_toggle_returns", "/sysprompt-state toggle")
 case("tag_add_then_exists", "/tag-add name=Mara harbour | /tag-exists name=Mara harbour")
 case("tag_add_returns", "/tag-add name=Mara harbour")
 case("tag_add_then_list", "/tag-add name=Mara harbour | /tag-list name=Mara")
-case("tag_remove_added", "/tag-add name=Mara harbour | /tag-remove name=Mara harbour | /tag-list name=Mara")
+case(
+    "tag_remove_added",
+    "/tag-add name=Mara harbour | /tag-remove name=Mara harbour | /tag-list name=Mara",
+)
 case("tag_remove_missing", "/tag-remove name=Mara nosuch")
 case("tag_exists_current_char", "/tag-add harbour | /tag-exists harbour")
 case("world_unknown_silent", "/world silent=true nosuchbook | /pass [{{pipe}}]")
 case("world_off_unknown", "/world state=off silent=true nosuchbook | /pass [{{pipe}}]")
+
 
 def main() -> None:
     BASE.mkdir(parents=True, exist_ok=True)
