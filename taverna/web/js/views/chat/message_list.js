@@ -1,21 +1,18 @@
 // The chat's messages: the window of the active path the store holds, drawn by key (message
-// id → its <li>), and paged by cursor as the person scrolls.
+// id → its <li>, messageItems), and paged by cursor as the person scrolls (cursorPaging).
 
-import { api } from "../../api.js";
-import { h, toast } from "../../dom.js";
-import { t } from "../../i18n.js";
+import { h } from "../../dom.js";
 import { messageMarks } from "./marks.js";
-import { messageItem } from "./message.js";
+import { messageItems } from "./message_items.js";
+import { cursorPaging } from "./paging.js";
 
-// Messages per page read from the server, and the most kept in the page at once: farther
-// ones are dropped and read again by cursor, so a long chat keeps a small DOM.
-const PAGE = 50;
+// The most messages kept in the page at once: farther ones are dropped and read again by
+// cursor, so a long chat keeps a small DOM.
 const HELD = 100;
 
 /** The list and its verbs; `chat` gives the other parts' verbs (takeFacts, placeStreamItem...). */
 export function messageList(store, chat) {
   const { state } = store;
-  const drawn = new Map(); // message id -> its <li>
   // The messages sit between two edges; an edge coming into sight reads the next page.
   const olderEdge = h("li", { class: "sentinel", "aria-hidden": "true", "data-edge": "older" });
   const newerEdge = h("li", { class: "sentinel", "aria-hidden": "true", "data-edge": "newer" });
@@ -24,7 +21,8 @@ export function messageList(store, chat) {
   const scrollToEnd = () => {
     list.scrollTop = list.scrollHeight;
   };
-  const marks = messageMarks(store, chat, list, (id) => drawn.get(id));
+  const items = messageItems(store, chat, list, olderEdge);
+  const marks = messageMarks(store, chat, list, items.itemOf);
 
   /**
    * The one way a server answer reaches the page: merge it into the state, then bring the list
@@ -48,13 +46,13 @@ export function messageList(store, chat) {
     const before = store.held();
     const kept = new Set(before);
     chat.takeFacts(answer);
-    const now = merged(before, answer.messages, answer.window.start, joins);
+    const now = merged(before, answer.messages, answer.window.start, joins, !!state.task);
     // The first message that stays keeps its place on the screen while others come and go.
-    const anchor = drawn.get(now.find((m) => kept.has(m))?.id);
+    const anchor = items.itemOf(now.find((m) => kept.has(m))?.id);
     const anchorTop = anchor?.getBoundingClientRect().top;
     state.order = now.map((m) => m.id);
     state.byId = new Map(now.map((m) => [m.id, m]));
-    drawHeld(kept);
+    items.drawHeld(kept);
     marks.placeForkNotes();
     if (joins === "window" && state.task) chat.placeStreamItem();
     marks.placeContextLine();
@@ -62,179 +60,30 @@ export function messageList(store, chat) {
     // Keep in sight what the person was looking at: the end, or the first message kept.
     if (stick) scrollToEnd();
     else if (anchor?.isConnected) list.scrollTop += anchor.getBoundingClientRect().top - anchorTop;
-    rearm();
+    paging.rearm();
   }
 
-  /** The messages held after an answer (see `apply`), from those held before and its run. */
-  function merged(before, run, start, joins) {
-    if (joins === "window") return run;
-    if (joins === "older") {
-      const now = [...run, ...before];
-      // The far end goes (read again by cursor when scrolled back to).
-      return state.task ? now : now.slice(0, HELD);
-    }
-    if (joins === "newer") return [...before, ...run].slice(-HELD);
-    const kept = before.filter((m) => m.position < start);
-    // Held messages that stop short of `start` (the far end was dropped): the change is out
-    // of sight and is read again when the person scrolls there.
-    const last = kept[kept.length - 1];
-    return !last || last.position === start - 1 ? [...kept, ...run] : kept;
-  }
-
-  /** Bring the list's <li>s in line with the held messages, in path order. `kept`: the
-   * message objects held before the answer; another object (new, or sent again) is drawn. */
-  function drawHeld(kept) {
-    list.querySelectorAll(".context-line").forEach((el) => el.remove());
-    for (const [id, li] of drawn) {
-      if (!kept.has(state.byId.get(id))) {
-        li.remove();
-        drawn.delete(id);
-      }
-    }
-    let previous = olderEdge;
-    for (const m of store.held()) {
-      let li = drawn.get(m.id);
-      if (li && li.dataset.last !== (store.isLastReply(m) ? "1" : "0")) li = redraw(m);
-      li ??= draw(m);
-      if (previous.nextElementSibling !== li) previous.after(li);
-      previous = li;
-    }
-  }
-
-  function redraw(m) {
-    const old = drawn.get(m.id);
-    const fresh = draw(m);
-    if (old) old.replaceWith(fresh);
-    return fresh;
-  }
-
-  function draw(m) {
-    const li = messageItem(m, { isLast: store.isLastReply(m), busy: !!state.task, facts: state.chat, chat });
-    drawn.set(m.id, li);
-    return li;
-  }
-
-  // The message buttons follow the run: none works while a reply is written.
-  store.subscribe(() => {
-    const busy = !!state.task || !state.chat;
-    for (const button of list.querySelectorAll("li.message:not(#streaming) button")) {
-      button.disabled = busy || button.dataset.off === "1";
-    }
+  const paging = cursorPaging(store, chat, {
+    element: list,
+    olderEdge,
+    newerEdge,
+    apply,
+    itemOf: items.itemOf,
+    loadContextLine: marks.loadContextLine,
   });
-
-  // ------------------------------------------------------------ paging by cursor
-
-  const edges = new IntersectionObserver((seen) => {
-    for (const entry of seen) {
-      if (!entry.isIntersecting) continue;
-      loadPage(entry.target === olderEdge ? "older" : "newer");
-    }
-  }, { root: list, rootMargin: "400px 0px" });
-  edges.observe(olderEdge);
-  edges.observe(newerEdge);
-
-  // Observing again reports the edges' current state: a page that did not fill the
-  // screen leads straight to the next one.
-  function rearm() {
-    for (const edge of [olderEdge, newerEdge]) {
-      edges.unobserve(edge);
-      edges.observe(edge);
-    }
-  }
-
-  async function readPage(query) {
-    const page = await api.get(`${chat.url}?limit=${PAGE}&${query}`);
-    if (page.revision !== state.chat.revision) {
-      await chat.changedElsewhere();
-      return null;
-    }
-    return page;
-  }
-
-  /** Read the page just before ("older") or after ("newer") the held messages. */
-  async function loadPage(side) {
-    const older = side === "older";
-    if (state.paging || state.closed || !(older ? store.hasOlder() : store.hasNewer())) return;
-    state.paging = true;
-    const edge = () => (older ? store.firstHeld() : store.lastHeld());
-    try {
-      const from = edge();
-      const page = await readPage(`${older ? "before" : "after"}=${encodeURIComponent(from.id)}`);
-      if (page && edge() === from) apply(page, side);
-    } finally {
-      state.paging = false;
-      rearm();
-    }
-  }
-
-  /** After a generation: read the end of the path again from the message before the last
-   * one (a reply was added, swapped or grown there), and the drafts. False if it failed. */
-  async function refreshEnd() {
-    try {
-      const shown = store.held();
-      if (store.hasNewer() || shown.length < 2) {
-        await chat.load();
-        return true;
-      }
-      const anchor = shown[shown.length - 2];
-      const page = await api.get(`${chat.url}?limit=${PAGE}&after=${encodeURIComponent(anchor.id)}`);
-      if (page.window.has_newer) await chat.load();
-      else {
-        apply(page, "change");
-        marks.loadContextLine();
-        chat.loadDrafts();
-      }
-      return true;
-    } catch {
-      return false;
-    }
-  }
-
-  /** Go to message `hit` (a search hit): onto its path first when it is on another
-   * branch, then read the page that starts with it and bring it into sight, marked. */
-  async function showHit(hit) {
-    if (!hit.on_path) {
-      const answer = await chat.write(() => api.post(`${chat.url}/messages/${hit.node_id}/show`, { revision: state.chat.revision }));
-      if (!answer) return;
-    }
-    if (!drawn.get(hit.node_id)) {
-      state.paging = true;
-      try {
-        if (hit.parent_id) {
-          const page = await readPage(`after=${encodeURIComponent(hit.parent_id)}`);
-          if (!page) return;
-          apply(page, "window");
-        }
-        // The first message of a long chat: read back page by page until it is there.
-        while (!drawn.get(hit.node_id) && store.hasOlder()) {
-          const page = await readPage(`before=${encodeURIComponent(store.firstHeld().id)}`);
-          if (!page) return;
-          apply(page, "older");
-        }
-      } finally {
-        state.paging = false;
-        rearm();
-      }
-    }
-    const item = drawn.get(hit.node_id);
-    if (!item) return toast(t("search.not_found"), "error");
-    item.scrollIntoView({ block: "center" });
-    item.classList.add("found");
-    setTimeout(() => item.classList.remove("found"), 3000);
-  }
 
   return {
     element: list,
     apply,
-    refreshEnd,
-    showHit,
+    refreshEnd: paging.refreshEnd,
+    showHit: paging.showHit,
     loadContextLine: marks.loadContextLine,
     loadSummaryMarks: marks.loadSummaryMarks,
-    itemOf: (id) => drawn.get(id),
+    itemOf: items.itemOf,
     /** Draw message `id` again as held (an edit given up). */
     redrawHeld(id) {
       const shown = state.byId.get(id);
-      if (shown) redraw(shown);
+      if (shown) items.redraw(shown);
     },
     /** Put `li` (the streaming reply, a failure) after the last message. */
     placeAtEnd: (li) => newerEdge.before(li),
@@ -245,6 +94,23 @@ export function messageList(store, chat) {
       change();
       if (stick) scrollToEnd();
     },
-    disconnect: () => edges.disconnect(),
+    disconnect: paging.disconnect,
   };
+}
+
+/** The messages held after an answer (see `apply`), from those held before and its run;
+ * while a reply is written (`busy`) none is dropped. */
+function merged(before, run, start, joins, busy) {
+  if (joins === "window") return run;
+  if (joins === "older") {
+    const now = [...run, ...before];
+    // The far end goes (read again by cursor when scrolled back to).
+    return busy ? now : now.slice(0, HELD);
+  }
+  if (joins === "newer") return [...before, ...run].slice(-HELD);
+  const kept = before.filter((m) => m.position < start);
+  // Held messages that stop short of `start` (the far end was dropped): the change is out
+  // of sight and is read again when the person scrolls there.
+  const last = kept[kept.length - 1];
+  return !last || last.position === start - 1 ? [...kept, ...run] : kept;
 }
