@@ -3,12 +3,11 @@
 // (with Retry), and what runs once it ends: the end of the path read again, Quick Replies,
 // the group round's next speaker.
 
-import { api, followTask } from "../../api.js";
-import { h, toast } from "../../dom.js";
-import { failureCause, retryable } from "../../errors.js";
+import { api } from "../../api.js";
+import { toast } from "../../dom.js";
 import { t } from "../../i18n.js";
-import { renderRich } from "../../rich.js";
-import { avatarFor, reasoningBlock } from "./message_parts.js";
+import { failureNotice } from "./failure.js";
+import { replyStream } from "./stream.js";
 
 // The Quick Reply triggers a finished generation of each kind fires.
 const FINISHED_TRIGGERS = { normal: ["user", "ai"], regenerate: ["ai"], swipe: ["ai"], continue: ["ai"] };
@@ -16,7 +15,9 @@ const FINISHED_TRIGGERS = { normal: ["user", "ai"], regenerate: ["ai"], swipe: [
 /** The generation's verbs; `list` is the message list the stream is drawn into. */
 export function generation(store, chat, list) {
   const { state } = store;
-  const listEl = list.element;
+  const failure = failureNotice(store, chat, list);
+  const stream = replyStream(store, chat, list, { placeFailure: failure.place, finish });
+  const { attach } = stream;
 
   /** Start a generation (a write that answers with the change and a task to follow);
    * false when it failed, as `send` tells. */
@@ -62,83 +63,6 @@ export function generation(store, chat, list) {
     }
   }
 
-  // ---------------------------------------------------------------- the stream
-
-  function streamItem() {
-    const speaker = state.task?.speaker;
-    const member = speaker && state.group?.members.find((m) => m.name === speaker);
-    const char = member || (speaker && { name: speaker }) || state.chat.characters?.[0] || {};
-    const body = h("div", { class: "content markdown", translate: "no", "aria-live": "polite", "aria-busy": "true" });
-    renderRich(body, state.streamText || "…");
-    return h("li", { class: "message assistant streaming", id: "streaming" },
-      avatarFor({ role: "assistant", name: char.name, avatar_url: char.avatar_url }, state.chat),
-      h("div", { class: "bubble" }, h("div", { class: "meta" }, h("span", { translate: "no", class: "name", text: char.name || "" })),
-        reasoningBlock(state.reasoningText, true), body));
-  }
-
-  /** The streaming reply sits after the last message (a continue grows that one instead). */
-  function placeStreamItem() {
-    listEl.querySelector("#streaming")?.remove();
-    if (state.task && !["impersonate", "continue"].includes(state.task.kind)) list.placeAtEnd(streamItem());
-    updateStream();
-  }
-
-  function streamTarget() {
-    if (state.task.kind === "continue") {
-      const last = store.lastHeld() && list.itemOf(store.lastHeld().id);
-      const content = last?.querySelector(".content");
-      if (content) {
-        last.classList.add("streaming");
-        content.setAttribute("aria-busy", "true");
-      }
-      return content;
-    }
-    return listEl.querySelector("#streaming .content");
-  }
-
-  function updateStream() {
-    if (!state.task) return;
-    if (state.task.kind === "impersonate") {
-      chat.composer.input.value = state.streamText;
-      return;
-    }
-    const target = streamTarget();
-    if (!target) return;
-    const text = state.task.kind === "continue" ? state.task.base + state.streamText : state.streamText;
-    renderRich(target, text || "…");
-    list.scrollToEnd();
-  }
-
-  function attach(task, speaker = null) {
-    if (state.closeStream) state.closeStream();
-    state.failure = null;
-    placeFailure();
-    const last = store.lastHeld();
-    // A group reply is written by one member: a round names it, a swipe keeps the last one's.
-    const author = speaker ?? (state.chat.group_id && task.kind !== "impersonate" && last?.role === "assistant" ? last.name : null);
-    state.task = { ...task, speaker: author, base: task.kind === "continue" && last ? last.content : "" };
-    chat.drawMembers();
-    state.streamText = "";
-    state.reasoningText = "";
-    placeStreamItem();
-    store.update();
-    list.scrollToEnd();
-    state.closeStream = followTask(task.id, async (kind, data) => {
-      if (kind === "delta") {
-        state.streamText += data.text || "";
-        updateStream();
-      } else if (kind === "reasoning") {
-        const first = !state.reasoningText;
-        state.reasoningText += data.text || "";
-        const shown = listEl.querySelector("#streaming .reasoning-text");
-        if (shown) shown.textContent = state.reasoningText;
-        else if (first) placeStreamItem();
-      } else if (["done", "error", "cancelled", "lost"].includes(kind)) {
-        await finish(kind, data);
-      }
-    });
-  }
-
   /** The stream ended (`kind`: done, error, cancelled, lost): say how, read the end of the
    * path again, run what follows a saved turn, and let the group round go on or end. */
   async function finish(kind, data) {
@@ -147,9 +71,9 @@ export function generation(store, chat, list) {
     const finished = FINISHED_TRIGGERS[state.task?.kind];
     state.task = null;
     state.closeStream = null;
-    listEl.querySelector("#streaming")?.remove();
+    list.element.querySelector("#streaming")?.remove();
     store.update();
-    if (kind === "error") showFailure({ kind: failedKind, message: data.message || "", cause: data.cause || null });
+    if (kind === "error") failure.show({ kind: failedKind, message: data.message || "", cause: data.cause || null });
     if (kind === "cancelled") toast(t("chat.stopped"));
     if (kind === "done" && data.outcome === "saving") toast(t("chat.saving_note"), "warning");
     if (impersonated !== null) {
@@ -161,7 +85,7 @@ export function generation(store, chat, list) {
     if (kind === "lost") toast(t("chat.reconnecting"));
     // The server may be going away as the stream ends (a restart): keep trying.
     if (kind === "lost" || !(await list.refreshEnd())) await chat.recover();
-    placeFailure();
+    failure.place();
     // Quick Replies on the person's message and on the reply run once the turn is saved.
     // a reply still being saved (the server keeps it until its database answers) has
     // no message yet for Quick Replies to run on
@@ -179,43 +103,5 @@ export function generation(store, chat, list) {
     state.idleSince = Date.now();
   }
 
-  // ---------------------------------------------------------------- a failure
-
-  /** A failed generation, told on the spot where its reply would have been: the cause in
-   * words, the server's own message, and Retry (the same kind of generation again). */
-  function showFailure(failure) {
-    state.failure = failure;
-    placeFailure();
-  }
-
-  function placeFailure() {
-    listEl.querySelector("#failure")?.remove();
-    const failure = state.failure;
-    if (!failure || state.task) return;
-    const retry = retryable(failure.cause) ? h("button", { type: "button", class: "primary small", id: "retry", text: t("chat.retry"), onClick: () => retryFailed(failure.kind) }) : null;
-    const dismiss = h("button", { type: "button", class: "small", text: t("chat.dismiss"), onClick: () => {
-      state.failure = null;
-      placeFailure();
-    } });
-    const detail = failure.message ? h("p", { translate: "no", class: "muted failure-detail", text: failure.message }) : null;
-    list.placeAtEnd(h("li", { class: "message assistant failed", id: "failure", role: "alert" },
-      h("div", { class: "bubble" },
-        h("p", { class: "failure-title", text: t(failure.kind === "impersonate" ? "chat.failed_impersonate" : "chat.failed_reply") }),
-        h("p", { class: "failure-cause", text: failureCause(failure.cause, failure.message) }),
-        detail,
-        h("div", { class: "row wrap" }, retry, dismiss))));
-    list.scrollToEnd();
-  }
-
-  async function retryFailed(kind) {
-    if (state.task || !state.chat) return;
-    state.failure = null;
-    placeFailure();
-    // A failed send stored the person's message: the retry answers it (no new text).
-    const body = { kind, revision: state.chat.revision };
-    if (kind === "normal") body.text = "";
-    if (!(await start(() => api.post(`${chat.url}/generate`, body)))) showFailure({ kind, message: "", cause: null });
-  }
-
-  return { start, generate, attach, placeStreamItem };
+  return { start, generate, attach, placeStreamItem: stream.place };
 }
