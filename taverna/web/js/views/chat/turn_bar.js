@@ -1,16 +1,14 @@
-// The chat's turn bar, by the input: who the person speaks as, which connection and model
-// the chat talks to (its own choice, kept with the chat on the server: other chats and the
-// default stay as they are), and what the typed text costs in tokens (counted by the server
-// with the tokenizer the chat's prompt is counted with), beside the next prompt's total.
+// The chat's turn bar, by the input: who the person speaks as (persona_picker.js), which
+// connection and model the chat talks to (its own choice, kept with the chat on the server:
+// other chats and the default stay as they are), and what the typed text costs in tokens
+// (token_count.js).
 
 import { api } from "../../api.js";
 import { h } from "../../dom.js";
 import { reportError } from "../../errors.js";
 import { t } from "../../i18n.js";
-import { personaLabel } from "../../labels.js";
-
-// Quiet typing this long (ms) before the server counts: one request a pause, not a key.
-const COUNT_DELAY = 400;
+import { personaPicker } from "./persona_picker.js";
+import { tokenCount } from "./token_count.js";
 
 const connectionUrl = (name) => `/connections/${encodeURIComponent(name)}`;
 
@@ -21,29 +19,16 @@ const connectionUrl = (name) => `/connections/${encodeURIComponent(name)}`;
  * `soon()` counts again.
  */
 export function turnBar({ chatUrl, input, chat, applyChat }) {
-  const persona = h("select", { id: "persona-picker", class: "turn-persona", translate: "no", "aria-label": t("chat.persona"), title: t("chat.persona") });
+  const count = tokenCount({ chatUrl, input });
+  const { recount } = count;
+  const persona = personaPicker({ chatUrl, chat, applyChat, changed: recount });
   const connection = h("select", { id: "connection-picker", class: "turn-connection", translate: "no", "aria-label": t("chat.connection"), title: t("chat.connection") });
   const model = h("select", { id: "model-picker", class: "turn-model", translate: "no", "aria-label": t("chat.model"), title: t("chat.model") });
-  const count = h("span", { id: "token-count", class: "token-count", "aria-live": "polite" });
-  const bar = h("div", { class: "turn-bar", id: "turn-bar" }, persona, connection, model, count);
+  const bar = h("div", { class: "turn-bar", id: "turn-bar" }, persona.element, connection, model, count.element);
   let connections = [];
-  let timer = null;
-  let asked = 0; // the latest count asked for: an older answer arriving late is dropped
 
   function option(value, text, selected) {
     return h("option", { value, text, selected: selected ? "selected" : null });
-  }
-
-  /** The personas, with the chat's own chosen; a chat user with no persona shows by name. */
-  async function loadPersonas() {
-    const found = await api.get("/personas");
-    const current = chat().persona || {};
-    const options = found.map((p) => option(p.id, personaLabel(p.name), p.id === current.id));
-    if (!found.some((p) => p.id === current.id)) {
-      options.unshift(h("option", { value: "", disabled: "disabled", selected: "selected", text: personaLabel(current.name || "User") }));
-    }
-    persona.replaceChildren(...options);
-    persona.disabled = found.length === 0;
   }
 
   const chosen = () => connections.find((c) => c.name === connection.value);
@@ -79,37 +64,6 @@ export function turnBar({ chatUrl, input, chat, applyChat }) {
     model.disabled = names.length < 2;
   }
 
-  async function recount() {
-    clearTimeout(timer);
-    timer = null;
-    const mine = ++asked;
-    try {
-      const found = await api.post(`${chatUrl}/tokens`, { text: input.value });
-      if (mine !== asked) return;
-      count.textContent = t("chat.tokens", { n: found.tokens, total: found.prompt_tokens });
-      count.title = t("chat.tokenizer", { name: found.tokenizer });
-    } catch {
-      if (mine === asked) count.textContent = ""; // a count is a hint: none rather than a wrong one
-    }
-  }
-
-  function soon() {
-    clearTimeout(timer);
-    timer = setTimeout(recount, COUNT_DELAY);
-  }
-
-  input.addEventListener("input", soon);
-
-  persona.addEventListener("change", async () => {
-    try {
-      applyChat(await api.put(`${chatUrl}/persona`, { persona_id: persona.value, revision: chat().revision }));
-      recount();
-    } catch (error) {
-      reportError(error);
-      loadPersonas().catch(() => {});
-    }
-  });
-
   /** Keep the chat's choice on the server (one undoable change of the chat); on a
    * refusal the bar shows the chat's choice as it stands. */
   async function keep(name, modelName) {
@@ -140,10 +94,10 @@ export function turnBar({ chatUrl, input, chat, applyChat }) {
   return {
     bar,
     async load() {
-      await Promise.all([loadPersonas(), loadConnections()]).catch(() => {});
+      await Promise.all([persona.load(), loadConnections()]).catch(() => {});
       recount();
     },
     /** Count again once things settle (the path or the input changed). */
-    soon,
+    soon: count.soon,
   };
 }
