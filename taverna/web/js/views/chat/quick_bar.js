@@ -1,42 +1,18 @@
-// Quick Replies in the chat: a button per reply of the chat's active sets, above the input;
-// the replies set to run on a trigger or on a lorebook entry's automation id; and the
-// STscript runs they (and a typed `/` line) make.
+// Quick Replies in the chat: a button per reply of the chat's active sets, above the input,
+// and the replies set to run on a trigger or on a lorebook entry's automation id (their
+// STscript runs through script_run.js, as a typed `/` line's does).
 
 import { api } from "../../api.js";
-import { h, mount, toast } from "../../dom.js";
+import { h, mount } from "../../dom.js";
 import { t } from "../../i18n.js";
+import { scriptRunner } from "./script_run.js";
 
 /** The bar and its verbs; `chat.composer` is the input a script reads and empties. */
 export function quickBar(store, chat) {
   const { state } = store;
   const bar = h("div", { class: "quick-replies", role: "toolbar", "aria-label": t("qr.bar"), hidden: true });
+  const { runScript, followUp } = scriptRunner(store, chat);
   let quickReplies = [];
-
-  /** Run an STscript (a line starting with `/`) in the chat: its messages and variables are
-   * written by the server; its notices show as toasts; a reply it asks for starts after it.
-   * Returns the reply kind to start (or null). */
-  async function runScript(text, fromInput = true) {
-    const { input } = chat.composer;
-    const answer = await chat.send(
-      () => api.post(`${chat.url}/script`, { text, revision: state.chat.revision, input: fromInput ? "" : input.value }),
-      fromInput ? t("kept.message") : t("kept.page"),
-      fromInput ? t("kept.message") : "",
-    );
-    if (!answer) return null;
-    if (fromInput) input.value = "";
-    // `/setinput` puts its text in the input box, as SillyTavern's does.
-    if (answer.input !== null && answer.input !== undefined) input.value = answer.input;
-    if (fromInput || answer.input != null) chat.composer.keepUnsent();
-    chat.apply(answer.chat);
-    chat.loadContextLine();
-    for (const notice of answer.notices) toast(notice.text, ["error", "warning"].includes(notice.severity) ? notice.severity : "info");
-    return answer.follow_up || null;
-  }
-
-  /** Start the reply a script asked for ("trigger": a normal one). */
-  async function followUp(next) {
-    if (next) await chat.generate(next === "trigger" ? "normal" : next);
-  }
 
   async function loadQuickReplies() {
     try {

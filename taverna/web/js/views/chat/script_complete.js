@@ -48,6 +48,59 @@ export function completionContext(text, caret, known) {
   return null;
 }
 
+/** What completes `context`: commands (of `known`), their named arguments, or variable names
+ * (of `names`: {local, global}, read by the caller first). */
+function candidates(context, known, names) {
+  const word = context.word.toLowerCase();
+  if (context.kind === "command") {
+    return [...new Set(known.values())]
+      .filter((c) => [c.name, ...c.aliases].some((n) => n.toLowerCase().startsWith(word)))
+      .sort((a, b) => a.name.localeCompare(b.name))
+      .map((c) => ({
+        label: `/${c.name}`,
+        aliases: c.aliases.map((a) => `/${a}`).join(" "),
+        detail: c.help,
+        insert: `${c.name} `,
+      }));
+  }
+  if (context.kind === "argument") {
+    return context.command.named
+      .filter((n) => n.toLowerCase().startsWith(word))
+      .map((n) => ({ label: `${n}=`, detail: context.command.usage, insert: `${n}=` }));
+  }
+  const scope = names[context.scope] || {};
+  const found = Object.keys(scope)
+    .filter((n) => n.toLowerCase().startsWith(word) && n !== context.word)
+    .sort()
+    .map((n) => ({
+      label: n,
+      detail: t(context.scope === "local" ? "complete.chat_variable" : "complete.global_variable"),
+      insert: n,
+      closeMacro: context.macro,
+    }));
+  if (context.orArguments && word) {
+    for (const n of context.orArguments.named.filter((a) => a.startsWith(word))) {
+      found.push({ label: `${n}=`, detail: context.orArguments.usage, insert: `${n}=` });
+    }
+  }
+  return found;
+}
+
+/** One offered completion in the list; `chosen` marks it, a tap or a click takes it. */
+function optionItem(item, i, chosen, accept) {
+  return h("li", {
+    role: "option",
+    id: `script-complete-${i}`,
+    class: i === chosen ? "chosen" : "",
+    "aria-selected": i === chosen ? "true" : "false",
+    onmousedown: (event) => event.preventDefault(), // keep the caret in the input
+    onclick: () => accept(i),
+  },
+  h("span", { class: "complete-name", translate: "no", text: item.label }),
+  item.aliases ? h("span", { class: "complete-aliases", translate: "no", text: item.aliases }) : null,
+  h("span", { class: "complete-help", lang: "en", text: item.detail }));
+}
+
 /**
  * Completion for `input`; `variables()` resolves to {local, global} (the chat's and the
  * global variables). Returns the list element to place above the input.
@@ -81,47 +134,18 @@ export function scriptCompletion({ input, variables }) {
     input.removeAttribute("aria-activedescendant");
   }
 
-  function candidates(context) {
-    const word = context.word.toLowerCase();
-    if (context.kind === "command") {
-      return [...new Set(known.values())]
-        .filter((c) => [c.name, ...c.aliases].some((n) => n.toLowerCase().startsWith(word)))
-        .sort((a, b) => a.name.localeCompare(b.name))
-        .map((c) => ({
-          label: `/${c.name}`,
-          aliases: c.aliases.map((a) => `/${a}`).join(" "),
-          detail: c.help,
-          insert: `${c.name} `,
-        }));
+  function offered(context) {
+    if (context.kind === "variable" && !names) {
+      readVariables();
+      return [];
     }
-    if (context.kind === "argument") {
-      return context.command.named
-        .filter((n) => n.toLowerCase().startsWith(word))
-        .map((n) => ({ label: `${n}=`, detail: context.command.usage, insert: `${n}=` }));
-    }
-    if (!names) { readVariables(); return []; }
-    const scope = names[context.scope] || {};
-    const found = Object.keys(scope)
-      .filter((n) => n.toLowerCase().startsWith(word) && n !== context.word)
-      .sort()
-      .map((n) => ({
-        label: n,
-        detail: t(context.scope === "local" ? "complete.chat_variable" : "complete.global_variable"),
-        insert: n,
-        closeMacro: context.macro,
-      }));
-    if (context.orArguments && word) {
-      for (const n of context.orArguments.named.filter((a) => a.startsWith(word))) {
-        found.push({ label: `${n}=`, detail: context.orArguments.usage, insert: `${n}=` });
-      }
-    }
-    return found;
+    return candidates(context, known, names);
   }
 
   function refresh() {
     const context = completionContext(input.value, input.selectionStart ?? input.value.length, known);
     if (!context || input.selectionStart !== input.selectionEnd) return close();
-    const found = candidates(context).slice(0, MAX_SHOWN);
+    const found = offered(context).slice(0, MAX_SHOWN);
     if (!found.length) return close();
     const same = found.length === items.length && found.every((item, i) => item.label === items[i].label);
     items = found.map((item) => ({ ...item, start: context.start }));
@@ -130,17 +154,7 @@ export function scriptCompletion({ input, variables }) {
   }
 
   function draw() {
-    mount(list, ...items.map((item, i) => h("li", {
-      role: "option",
-      id: `script-complete-${i}`,
-      class: i === chosen ? "chosen" : "",
-      "aria-selected": i === chosen ? "true" : "false",
-      onmousedown: (event) => event.preventDefault(), // keep the caret in the input
-      onclick: () => accept(i),
-    },
-    h("span", { class: "complete-name", translate: "no", text: item.label }),
-    item.aliases ? h("span", { class: "complete-aliases", translate: "no", text: item.aliases }) : null,
-    h("span", { class: "complete-help", lang: "en", text: item.detail }))));
+    mount(list, ...items.map((item, i) => optionItem(item, i, chosen, accept)));
     list.hidden = false;
     input.setAttribute("aria-activedescendant", `script-complete-${chosen}`);
     list.children[chosen]?.scrollIntoView({ block: "nearest" });
