@@ -60,7 +60,7 @@ export async function render(root) {
           h("h2", { text: t("accounts.addresses") }),
           h("p", { class: "muted", text: t("accounts.addresses_help") }),
           addresses)),
-      h("div", {}, addForm(), importPanel((stop) => { close = stop; }))));
+      h("div", {}, addForm(act), importPanel((stop) => { close = stop; }))));
 
   async function reload() {
     let users;
@@ -70,7 +70,7 @@ export async function render(root) {
       mount(list, h("li", { class: "error", role: "alert", text: explain(error) }));
       return;
     }
-    mount(list, users.map(item));
+    mount(list, users.map((user) => accountItem(user, who, act)));
     let failing;
     try {
       failing = await api.get("/address-lockouts");
@@ -108,90 +108,92 @@ export async function render(root) {
     return true;
   }
 
-  function item(user) {
-    const path = `/users/${encodeURIComponent(user.name)}`;
-    const own = user.name === who.name;
-    const safe = user.name.replace(/[^A-Za-z0-9_-]/g, "_");
-    const badges = [
-      user.admin ? h("span", { class: "badge", text: t("accounts.admin") }) : null,
-      own ? h("span", { class: "badge", text: t("accounts.you") }) : null,
-      user.disabled ? h("span", { class: "badge warn", text: t("accounts.disabled") }) : null,
-      user.locked_seconds > 0 ? h("span", { class: "badge warn", text: t("accounts.locked", { minutes: minutes(user.locked_seconds) }) }) : null,
-    ];
-    const password = h("input", { type: "password", id: `password-${safe}`, autocomplete: "new-password", minlength: 8, required: true });
-    const passwordForm = h("form", { class: "editor inline-form", hidden: true, "aria-label": t("accounts.reset_named", { name: user.name }) },
-      h("label", { class: "field", for: `password-${safe}` }, h("span", { text: t("accounts.new_password") }), password),
-      h("div", { class: "row" }, h("button", { type: "submit", class: "primary", text: t("accounts.set_password") })));
-    passwordForm.addEventListener("submit", async (e) => {
-      e.preventDefault();
-      await act(() => api.put(`${path}/password`, { password: password.value }), phrase("accounts.password_reset", { name: user.name }));
-    });
-    const storage = h("input", { type: "number", id: `storage-${safe}`, min: 0, step: "any", value: user.storage_bytes === null ? "" : String(user.storage_bytes / MB), placeholder: t("accounts.no_limit") });
-    const hourly = h("input", { type: "number", id: `hourly-${safe}`, min: 0, step: 1, value: user.generations_per_hour === null ? "" : String(user.generations_per_hour), placeholder: t("accounts.no_limit") });
-    const quotaForm = h("form", { class: "editor inline-form", hidden: true, "aria-label": t("accounts.quota_named", { name: user.name }) },
-      h("label", { class: "field", for: `storage-${safe}` }, h("span", { text: t("accounts.storage_mb") }), storage),
-      h("label", { class: "field", for: `hourly-${safe}` }, h("span", { text: t("accounts.generations_hour") }), hourly),
-      h("p", { class: "muted", text: t("accounts.empty_no_limit") }),
-      h("div", { class: "row" }, h("button", { type: "submit", class: "primary", text: t("common.save") })));
-    quotaForm.addEventListener("submit", async (e) => {
-      e.preventDefault();
-      const body = {
-        storage_bytes: storage.value === "" ? null : Math.round(Number(storage.value) * MB),
-        generations_per_hour: hourly.value === "" ? null : Math.round(Number(hourly.value)),
-      };
-      await act(() => api.put(`${path}/quota`, body), phrase("accounts.quota_set", { name: user.name }));
-    });
-    const toggle = (form) => (e) => {
-      const open = form.hidden;
-      for (const other of [passwordForm, quotaForm]) other.hidden = true;
-      form.hidden = !open;
-      e.currentTarget.setAttribute("aria-expanded", String(open));
-      if (open) form.querySelector("input")?.focus();
-    };
-    return h("li", { class: "account-row", "data-name": user.name },
-      h("div", { class: "grow" },
-        h("div", { class: "row wrap" }, h("span", { class: "strong", translate: "no", text: user.name }), badges),
-        h("div", { class: "muted" }, t("accounts.storage"), " ", usage(user.used_bytes, user.storage_bytes, size)),
-        h("div", { class: "muted" }, t("accounts.generations"), " ", usage(user.generations_last_hour, user.generations_per_hour))),
-      h("div", { class: "row wrap actions-row" },
-        h("button", { type: "button", class: "small reset-password", "aria-expanded": "false", text: t("accounts.reset_password"), onClick: toggle(passwordForm) }),
-        h("button", { type: "button", class: "small set-quota", "aria-expanded": "false", text: t("accounts.quotas"), onClick: toggle(quotaForm) }),
-        user.locked_seconds > 0 ? h("button", { type: "button", class: "small unlock", text: t("accounts.unlock"), onClick: () =>
-          act(() => api.del(`${path}/lockout`), phrase("accounts.unlocked", { name: user.name })) }) : null,
-        own ? null : h("button", { type: "button", class: "small toggle-disabled", text: t(user.disabled ? "accounts.enable" : "accounts.disable"), onClick: () => {
-          if (!user.disabled && !confirm(t("accounts.confirm_disable", { name: user.name }))) return;
-          act(() => api.put(`${path}/disabled`, { disabled: !user.disabled }), phrase(user.disabled ? "accounts.enabled_done" : "accounts.disabled_done", { name: user.name }));
-        } }),
-        own ? null : h("button", { type: "button", class: "small danger delete-account", text: t("common.delete"), onClick: () => {
-          if (!confirm(t("accounts.confirm_delete", { name: user.name }))) return;
-          act(() => api.del(path), (gone) => phrase("accounts.deleted", { name: gone.name, chats: gone.chats, documents: gone.documents }));
-        } })),
-      passwordForm, quotaForm);
-  }
-
-  function addForm() {
-    const name = h("input", { type: "text", id: "new-account-name", autocomplete: "off", maxlength: 64, required: true });
-    const password = h("input", { type: "password", id: "new-account-password", autocomplete: "new-password", minlength: 8, required: true });
-    const admin = h("input", { type: "checkbox", id: "new-account-admin" });
-    const empty = h("input", { type: "checkbox", id: "new-account-empty" });
-    const form = h("form", { class: "editor panel", id: "new-account-form" },
-      h("h2", { text: t("accounts.add") }),
-      h("label", { class: "field", for: "new-account-name" }, h("span", { text: t("login.name") }), name),
-      h("label", { class: "field", for: "new-account-password" }, h("span", { text: t("login.password") }), password),
-      h("label", { class: "check", for: "new-account-admin" }, admin, h("span", { text: t("accounts.admin_check") })),
-      h("label", { class: "check", for: "new-account-empty" }, empty, h("span", { text: t("accounts.empty_check") })),
-      h("button", { type: "submit", class: "primary", text: t("accounts.add_button") }));
-    form.addEventListener("submit", async (e) => {
-      e.preventDefault();
-      const body = { name: name.value.trim(), password: password.value, admin: admin.checked, empty: empty.checked };
-      const added = await act(() => api.post("/users", body), phrase("accounts.added", { name: body.name }));
-      if (added) form.reset();
-    });
-    return form;
-  }
-
   await reload();
   return () => close && close();
+}
+
+/** An account's row: its badges and usage, and the admin's buttons on it (`act` runs one). */
+function accountItem(user, who, act) {
+  const path = `/users/${encodeURIComponent(user.name)}`;
+  const own = user.name === who.name;
+  const safe = user.name.replace(/[^A-Za-z0-9_-]/g, "_");
+  const badges = [
+    user.admin ? h("span", { class: "badge", text: t("accounts.admin") }) : null,
+    own ? h("span", { class: "badge", text: t("accounts.you") }) : null,
+    user.disabled ? h("span", { class: "badge warn", text: t("accounts.disabled") }) : null,
+    user.locked_seconds > 0 ? h("span", { class: "badge warn", text: t("accounts.locked", { minutes: minutes(user.locked_seconds) }) }) : null,
+  ];
+  const password = h("input", { type: "password", id: `password-${safe}`, autocomplete: "new-password", minlength: 8, required: true });
+  const passwordForm = h("form", { class: "editor inline-form", hidden: true, "aria-label": t("accounts.reset_named", { name: user.name }) },
+    h("label", { class: "field", for: `password-${safe}` }, h("span", { text: t("accounts.new_password") }), password),
+    h("div", { class: "row" }, h("button", { type: "submit", class: "primary", text: t("accounts.set_password") })));
+  passwordForm.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    await act(() => api.put(`${path}/password`, { password: password.value }), phrase("accounts.password_reset", { name: user.name }));
+  });
+  const storage = h("input", { type: "number", id: `storage-${safe}`, min: 0, step: "any", value: user.storage_bytes === null ? "" : String(user.storage_bytes / MB), placeholder: t("accounts.no_limit") });
+  const hourly = h("input", { type: "number", id: `hourly-${safe}`, min: 0, step: 1, value: user.generations_per_hour === null ? "" : String(user.generations_per_hour), placeholder: t("accounts.no_limit") });
+  const quotaForm = h("form", { class: "editor inline-form", hidden: true, "aria-label": t("accounts.quota_named", { name: user.name }) },
+    h("label", { class: "field", for: `storage-${safe}` }, h("span", { text: t("accounts.storage_mb") }), storage),
+    h("label", { class: "field", for: `hourly-${safe}` }, h("span", { text: t("accounts.generations_hour") }), hourly),
+    h("p", { class: "muted", text: t("accounts.empty_no_limit") }),
+    h("div", { class: "row" }, h("button", { type: "submit", class: "primary", text: t("common.save") })));
+  quotaForm.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const body = {
+      storage_bytes: storage.value === "" ? null : Math.round(Number(storage.value) * MB),
+      generations_per_hour: hourly.value === "" ? null : Math.round(Number(hourly.value)),
+    };
+    await act(() => api.put(`${path}/quota`, body), phrase("accounts.quota_set", { name: user.name }));
+  });
+  const toggle = (form) => (e) => {
+    const open = form.hidden;
+    for (const other of [passwordForm, quotaForm]) other.hidden = true;
+    form.hidden = !open;
+    e.currentTarget.setAttribute("aria-expanded", String(open));
+    if (open) form.querySelector("input")?.focus();
+  };
+  return h("li", { class: "account-row", "data-name": user.name },
+    h("div", { class: "grow" },
+      h("div", { class: "row wrap" }, h("span", { class: "strong", translate: "no", text: user.name }), badges),
+      h("div", { class: "muted" }, t("accounts.storage"), " ", usage(user.used_bytes, user.storage_bytes, size)),
+      h("div", { class: "muted" }, t("accounts.generations"), " ", usage(user.generations_last_hour, user.generations_per_hour))),
+    h("div", { class: "row wrap actions-row" },
+      h("button", { type: "button", class: "small reset-password", "aria-expanded": "false", text: t("accounts.reset_password"), onClick: toggle(passwordForm) }),
+      h("button", { type: "button", class: "small set-quota", "aria-expanded": "false", text: t("accounts.quotas"), onClick: toggle(quotaForm) }),
+      user.locked_seconds > 0 ? h("button", { type: "button", class: "small unlock", text: t("accounts.unlock"), onClick: () =>
+        act(() => api.del(`${path}/lockout`), phrase("accounts.unlocked", { name: user.name })) }) : null,
+      own ? null : h("button", { type: "button", class: "small toggle-disabled", text: t(user.disabled ? "accounts.enable" : "accounts.disable"), onClick: () => {
+        if (!user.disabled && !confirm(t("accounts.confirm_disable", { name: user.name }))) return;
+        act(() => api.put(`${path}/disabled`, { disabled: !user.disabled }), phrase(user.disabled ? "accounts.enabled_done" : "accounts.disabled_done", { name: user.name }));
+      } }),
+      own ? null : h("button", { type: "button", class: "small danger delete-account", text: t("common.delete"), onClick: () => {
+        if (!confirm(t("accounts.confirm_delete", { name: user.name }))) return;
+        act(() => api.del(path), (gone) => phrase("accounts.deleted", { name: gone.name, chats: gone.chats, documents: gone.documents }));
+      } })),
+    passwordForm, quotaForm);
+}
+
+/** The form that adds an account (`act` runs the write). */
+function addForm(act) {
+  const name = h("input", { type: "text", id: "new-account-name", autocomplete: "off", maxlength: 64, required: true });
+  const password = h("input", { type: "password", id: "new-account-password", autocomplete: "new-password", minlength: 8, required: true });
+  const admin = h("input", { type: "checkbox", id: "new-account-admin" });
+  const empty = h("input", { type: "checkbox", id: "new-account-empty" });
+  const form = h("form", { class: "editor panel", id: "new-account-form" },
+    h("h2", { text: t("accounts.add") }),
+    h("label", { class: "field", for: "new-account-name" }, h("span", { text: t("login.name") }), name),
+    h("label", { class: "field", for: "new-account-password" }, h("span", { text: t("login.password") }), password),
+    h("label", { class: "check", for: "new-account-admin" }, admin, h("span", { text: t("accounts.admin_check") })),
+    h("label", { class: "check", for: "new-account-empty" }, empty, h("span", { text: t("accounts.empty_check") })),
+    h("button", { type: "submit", class: "primary", text: t("accounts.add_button") }));
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const body = { name: name.value.trim(), password: password.value, admin: admin.checked, empty: empty.checked };
+    const added = await act(() => api.post("/users", body), phrase("accounts.added", { name: body.name }));
+    if (added) form.reset();
+  });
+  return form;
 }
 
 /** Import a SillyTavern install's user folders from a path on the server machine, with

@@ -48,19 +48,14 @@ export async function openChatSettings(chatId, revision, onSaved) {
     api.get(`/chats/${chatId}/quick-replies`),
     api.get(`/chats/${chatId}/variables`),
   ]);
-  const localRows = h("ul", { class: "var-rows", id: "chat-variables" });
-  const globalRows = h("ul", { class: "var-rows", id: "global-variables" });
-  const fill = (box, values) => mount(box, Object.entries(values).map(([k, v]) => variableRow(k, v)));
-  fill(localRows, variables.local);
-  fill(globalRows, variables.global);
-  // Each set the chat may choose, and whether its buttons show (a hidden set's replies
-  // still run on their triggers and by name).
-  const qrBoxes = qrSets.filter((s) => !s.active).map((s) => h("span", { class: "qr-choice", "data-set": s.name },
-    h("label", { class: "inline" },
-      h("input", { type: "checkbox", class: "qr-on", value: s.name, checked: chatQr.chat_sets.includes(s.name) ? "checked" : null }), " ",
-      h("span", { translate: "no", text: s.name })),
-    h("label", { class: "inline muted" },
-      h("input", { type: "checkbox", class: "qr-shown", checked: chatQr.chat_visible?.[s.name] !== false ? "checked" : null }), " ", t("qr.show_buttons"))));
+  const variableParts = variablesSection(chatId, panel, variables, () => revision, (saved) => {
+    revision = saved.revision;
+    onSaved({ revision });
+  });
+  const qrParts = quickReplySection(chatId, panel, qrSets, chatQr, () => revision, (saved) => {
+    revision = saved.revision;
+    onSaved({ revision, quickReplies: true });
+  });
   const summaryParts = await summarySection(chatId, panel, () => revision, (answer) => {
     revision = answer.revision;
     onSaved({ revision, summary: true });
@@ -105,18 +100,31 @@ export async function openChatSettings(chatId, revision, onSaved) {
       toast(t("common.saved"));
       onSaved(chat);
     } }),
+    ...variableParts,
+    ...qrParts);
+  text.fields.prompt.control.focus();
+}
+
+/** The chat's variables (where the branch being read ends) and the global ones, to edit;
+ * `revision()` is the chat's as held, `kept(saved)` takes the chat's saved variables. */
+function variablesSection(chatId, panel, variables, revision, kept) {
+  const localRows = h("ul", { class: "var-rows", id: "chat-variables" });
+  const globalRows = h("ul", { class: "var-rows", id: "global-variables" });
+  const fill = (box, values) => mount(box, Object.entries(values).map(([k, v]) => variableRow(k, v)));
+  fill(localRows, variables.local);
+  fill(globalRows, variables.global);
+  return [
     h("h3", { text: t("vars.chat") }),
     h("p", { class: "muted", text: t("vars.chat_help") }),
     localRows,
     h("div", { class: "row" },
       h("button", { type: "button", text: t("vars.add"), onClick: () => localRows.append(variableRow("", "")) }),
       h("button", { type: "button", class: "primary", id: "save-chat-variables", text: t("vars.save"), onClick: async () => {
-        const saved = await panel.write(() => api.put(`/chats/${chatId}/variables`, { local: readRows(localRows), revision }));
+        const saved = await panel.write(() => api.put(`/chats/${chatId}/variables`, { local: readRows(localRows), revision: revision() }));
         if (!saved) return;
-        revision = saved.revision;
         fill(localRows, saved.local);
         toast(t("common.saved"));
-        onSaved({ revision });
+        kept(saved);
       } })),
     h("h3", { text: t("vars.global") }),
     globalRows,
@@ -128,16 +136,30 @@ export async function openChatSettings(chatId, revision, onSaved) {
         fill(globalRows, saved);
         toast(t("common.saved"));
       } })),
+  ];
+}
+
+/** The Quick Reply sets the chat offers besides the global ones; `revision()` and `kept` as
+ * the variables'. */
+function quickReplySection(chatId, panel, qrSets, chatQr, revision, kept) {
+  // Each set the chat may choose, and whether its buttons show (a hidden set's replies
+  // still run on their triggers and by name).
+  const qrBoxes = qrSets.filter((s) => !s.active).map((s) => h("span", { class: "qr-choice", "data-set": s.name },
+    h("label", { class: "inline" },
+      h("input", { type: "checkbox", class: "qr-on", value: s.name, checked: chatQr.chat_sets.includes(s.name) ? "checked" : null }), " ",
+      h("span", { translate: "no", text: s.name })),
+    h("label", { class: "inline muted" },
+      h("input", { type: "checkbox", class: "qr-shown", checked: chatQr.chat_visible?.[s.name] !== false ? "checked" : null }), " ", t("qr.show_buttons"))));
+  return [
     qrBoxes.length ? h("h3", { text: t("qr.chat_sets") }) : null,
     qrBoxes.length ? h("div", { class: "row wrap", id: "chat-qr-sets" }, ...qrBoxes) : null,
     qrBoxes.length ? h("button", { type: "button", text: t("common.save"), onClick: async () => {
       const sets = qrBoxes.map((b) => b.querySelector(".qr-on")).filter((i) => i.checked).map((i) => i.value);
       const visible = Object.fromEntries(qrBoxes.map((b) => [b.dataset.set, b.querySelector(".qr-shown").checked]));
-      const saved = await panel.write(() => api.put(`/chats/${chatId}/quick-replies`, { sets, visible, revision }));
+      const saved = await panel.write(() => api.put(`/chats/${chatId}/quick-replies`, { sets, visible, revision: revision() }));
       if (!saved) return;
-      revision = saved.revision;
       toast(t("common.saved"));
-      onSaved({ revision, quickReplies: true });
-    } }) : null);
-  text.fields.prompt.control.focus();
+      kept(saved);
+    } }) : null,
+  ];
 }

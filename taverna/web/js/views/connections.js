@@ -134,7 +134,7 @@ export async function render(root) {
   mount(root, h("div", { class: "page-head" }, h("h1", { text: t("nav.connections") })), h("div", { class: "split" }, list, form));
 
   const item = (c) => {
-    const editor = connectionEditor(c);
+    const editor = connectionEditor(c, sources, reload);
     const status = h("span", { class: "muted", role: "status" });
     const models = h("select", { hidden: true, "aria-label": t("connections.pick_model") });
     models.addEventListener("change", async () => {
@@ -189,47 +189,49 @@ export async function render(root) {
       editor);
   };
 
-  /** Change a connection's URL, model or key in place (an empty key keeps the stored one). */
-  function connectionEditor(c) {
-    const fields = c.api === "local"
-      ? [["model", "line", { placeholder: t("connections.model_hint") }]]
-      : [
-        ["url", "line", { placeholder: sources.find((s) => s.name === c.source)?.url || apiUrl(sources, c.api), attrs: { type: "url" } }],
-        ["model", "line", { placeholder: t("connections.model_hint") }],
-        ["key", "line", { placeholder: c.has_key ? t("connections.key_kept") : "", attrs: { type: "password", autocomplete: "off" } }],
-      ];
-    const safe = c.name.replace(/[^A-Za-z0-9_-]/g, "_");
-    const form = fieldForm(fields, { url: c.url || "", model: c.model || "" }, {
-      prefix: `edit-${safe}`,
-      labels: "connections",
-      box: h("form", { class: "editor connection-editor", hidden: true, "aria-label": t("connections.edit_named", { name: c.name }) }),
-    });
-    if (c.api === "local") offerLocalModels(form.fields.model.control, `edit-${safe}-local-models`);
-    form.append(h("div", { class: "row" },
-      h("button", { type: "submit", class: "primary small", text: t("common.save") }),
-      h("button", { type: "button", class: "small", text: t("chat.cancel"), onClick: () => {
-        form.hidden = true;
-      } })));
-    form.addEventListener("submit", async (e) => {
-      e.preventDefault();
-      const body = form.read();
-      const change = { model: body.model ?? "" };
-      if (c.api !== "local") change.url = body.url ?? "";
-      if (body.key) change.key = body.key;
-      try {
-        await api.patch(`/connections/${encodeURIComponent(c.name)}`, change);
-      } catch (error) {
-        reportError(error, t("kept.form"));
-        return;
-      }
-      toast(t("common.saved"));
-      reload();
-    });
-    return form;
-  }
   const reload = async () => {
     const connections = await api.get("/connections");
     mount(list, connections.length ? connections.map(item) : h("li", { class: "muted", text: t("connections.none") }));
   };
   await reload();
+}
+
+/** Change a connection's URL, model or key in place (an empty key keeps the stored one);
+ * `reload` redraws the list once it is saved. */
+function connectionEditor(c, sources, reload) {
+  const fields = c.api === "local"
+    ? [["model", "line", { placeholder: t("connections.model_hint") }]]
+    : [
+      ["url", "line", { placeholder: sources.find((s) => s.name === c.source)?.url || apiUrl(sources, c.api), attrs: { type: "url" } }],
+      ["model", "line", { placeholder: t("connections.model_hint") }],
+      ["key", "line", { placeholder: c.has_key ? t("connections.key_kept") : "", attrs: { type: "password", autocomplete: "off" } }],
+    ];
+  const safe = c.name.replace(/[^A-Za-z0-9_-]/g, "_");
+  const form = fieldForm(fields, { url: c.url || "", model: c.model || "" }, {
+    prefix: `edit-${safe}`,
+    labels: "connections",
+    box: h("form", { class: "editor connection-editor", hidden: true, "aria-label": t("connections.edit_named", { name: c.name }) }),
+  });
+  if (c.api === "local") offerLocalModels(form.fields.model.control, `edit-${safe}-local-models`);
+  form.append(h("div", { class: "row" },
+    h("button", { type: "submit", class: "primary small", text: t("common.save") }),
+    h("button", { type: "button", class: "small", text: t("chat.cancel"), onClick: () => {
+      form.hidden = true;
+    } })));
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const body = form.read();
+    const change = { model: body.model ?? "" };
+    if (c.api !== "local") change.url = body.url ?? "";
+    if (body.key) change.key = body.key;
+    try {
+      await api.patch(`/connections/${encodeURIComponent(c.name)}`, change);
+    } catch (error) {
+      reportError(error, t("kept.form"));
+      return;
+    }
+    toast(t("common.saved"));
+    reload();
+  });
+  return form;
 }
