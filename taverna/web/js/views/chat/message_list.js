@@ -5,6 +5,7 @@ import { h } from "../../dom.js";
 import { messageMarks } from "./marks.js";
 import { messageItems } from "./message_items.js";
 import { cursorPaging } from "./paging.js";
+import { showHit } from "./search_hit.js";
 
 // The most messages kept in the page at once: farther ones are dropped and read again by
 // cursor, so a long chat keeps a small DOM.
@@ -68,7 +69,6 @@ export function messageList(store, chat) {
     olderEdge,
     newerEdge,
     apply,
-    itemOf: items.itemOf,
     loadContextLine: marks.loadContextLine,
   });
 
@@ -76,7 +76,7 @@ export function messageList(store, chat) {
     element: list,
     apply,
     refreshEnd: paging.refreshEnd,
-    showHit: paging.showHit,
+    showHit: (hit) => showHit(store, chat, { apply, itemOf: items.itemOf, rearm: paging.rearm }, hit),
     loadContextLine: marks.loadContextLine,
     loadSummaryMarks: marks.loadSummaryMarks,
     itemOf: items.itemOf,

@@ -1,14 +1,12 @@
 // Paging the chat by cursor: an edge of the list coming into sight reads the next page, and
-// a search hit or the end of a generation reads the page it needs.
+// the end of a generation reads the path's end again.
 
 import { api } from "../../api.js";
-import { toast } from "../../dom.js";
-import { t } from "../../i18n.js";
 
 // Messages per page read from the server.
 const PAGE = 50;
 
-/** The list's paging; `list` gives its element, edges, `apply`, `itemOf` and `loadContextLine`. */
+/** The list's paging; `list` gives its element, edges, `apply` and `loadContextLine`. */
 export function cursorPaging(store, chat, list) {
   const { state } = store;
   const { olderEdge, newerEdge, apply } = list;
@@ -30,15 +28,6 @@ export function cursorPaging(store, chat, list) {
     }
   }
 
-  async function readPage(query) {
-    const page = await api.get(`${chat.url}?limit=${PAGE}&${query}`);
-    if (page.revision !== state.chat.revision) {
-      await chat.changedElsewhere();
-      return null;
-    }
-    return page;
-  }
-
   /** Read the page just before ("older") or after ("newer") the held messages. */
   async function loadPage(side) {
     const older = side === "older";
@@ -47,7 +36,7 @@ export function cursorPaging(store, chat, list) {
     const edge = () => (older ? store.firstHeld() : store.lastHeld());
     try {
       const from = edge();
-      const page = await readPage(`${older ? "before" : "after"}=${encodeURIComponent(from.id)}`);
+      const page = await readPage(store, chat, `${older ? "before" : "after"}=${encodeURIComponent(from.id)}`);
       if (page && edge() === from) apply(page, side);
     } finally {
       state.paging = false;
@@ -78,38 +67,17 @@ export function cursorPaging(store, chat, list) {
     }
   }
 
-  /** Go to message `hit` (a search hit): onto its path first when it is on another
-   * branch, then read the page that starts with it and bring it into sight, marked. */
-  async function showHit(hit) {
-    if (!hit.on_path) {
-      const answer = await chat.write(() => api.post(`${chat.url}/messages/${hit.node_id}/show`, { revision: state.chat.revision }));
-      if (!answer) return;
-    }
-    if (!list.itemOf(hit.node_id)) {
-      state.paging = true;
-      try {
-        if (hit.parent_id) {
-          const page = await readPage(`after=${encodeURIComponent(hit.parent_id)}`);
-          if (!page) return;
-          apply(page, "window");
-        }
-        // The first message of a long chat: read back page by page until it is there.
-        while (!list.itemOf(hit.node_id) && store.hasOlder()) {
-          const page = await readPage(`before=${encodeURIComponent(store.firstHeld().id)}`);
-          if (!page) return;
-          apply(page, "older");
-        }
-      } finally {
-        state.paging = false;
-        rearm();
-      }
-    }
-    const item = list.itemOf(hit.node_id);
-    if (!item) return toast(t("search.not_found"), "error");
-    item.scrollIntoView({ block: "center" });
-    item.classList.add("found");
-    setTimeout(() => item.classList.remove("found"), 3000);
-  }
 
-  return { rearm, refreshEnd, showHit, disconnect: () => edges.disconnect() };
+  return { rearm, refreshEnd, disconnect: () => edges.disconnect() };
+}
+
+/** The page of the chat's path `query` names (`before=id` / `after=id`); null when the chat
+ * changed elsewhere meanwhile (it is then read again). */
+export async function readPage(store, chat, query) {
+  const page = await api.get(`${chat.url}?limit=${PAGE}&${query}`);
+  if (page.revision !== store.state.chat.revision) {
+    await chat.changedElsewhere();
+    return null;
+  }
+  return page;
 }
