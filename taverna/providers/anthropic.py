@@ -183,7 +183,9 @@ def build_body(prompt: Prompt, options: RequestOptions) -> dict[str, Any]:
             body[key] = value
     body["stream"] = options.stream
     if system is not None:
-        body["system"] = system
+        body["system"] = _cached_system(system) if options.cache_system_prompt else system
+    if options.cache_at_depth >= 0:
+        mark_cache_at_depth(messages, options.cache_at_depth)
     if options.tools:
         body["tool_choice"] = {"type": "any" if options.tool_choice == "required" else "auto"}
         body["tools"] = [
@@ -191,6 +193,53 @@ def build_body(prompt: Prompt, options: RequestOptions) -> dict[str, Any]:
             for t in options.tools
         ]
     return body
+
+
+CACHE_CONTROL = {"type": "ephemeral"}
+
+
+def _cached_system(system: str) -> str | list[dict[str, Any]]:
+    """The system prompt as one text block the API caches up to (an empty one stays
+    text: the API refuses an empty block)."""
+    if not system:
+        return system
+    return [{"type": "text", "text": system, "cache_control": dict(CACHE_CONTROL)}]
+
+
+def mark_cache_at_depth(messages: list[dict[str, Any]], depth: int) -> None:
+    """Put cache breakpoints in the history as SillyTavern's `claude.cachingAtDepth` does.
+
+    Depth counts changes of speaker from the end, after a trailing assistant prefill: the
+    last turn before the prefill is depth 0. The turns at `depth` and `depth + 2` get a
+    breakpoint on their last block (two breakpoints, so the next turn, two speakers on,
+    reads the prefix this one wrote).
+    """
+    seen = 0
+    previous = ""
+    in_prefill = True
+    for message in reversed(messages):
+        role = message["role"]
+        if in_prefill and role == "assistant":
+            continue
+        in_prefill = False
+        if role == previous:
+            continue
+        if seen in (depth, depth + 2):
+            _mark_last_block(message)
+        if seen == depth + 2:
+            return
+        seen += 1
+        previous = role
+
+
+def _mark_last_block(message: dict[str, Any]) -> None:
+    content = message["content"]
+    if isinstance(content, str):
+        message["content"] = [
+            {"type": "text", "text": content, "cache_control": dict(CACHE_CONTROL)}
+        ]
+    elif content:
+        content[-1] = {**content[-1], "cache_control": dict(CACHE_CONTROL)}
 
 
 def endpoint(base_url: str, options: RequestOptions) -> str:
@@ -241,6 +290,10 @@ def error_event(payload: Any) -> StreamError:
     return StreamError(kind, f"the model API reported an error: {message or kind_name}")
 
 
+def _tokens(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 class MessagesStream(StreamParser):
     """Reads the Messages API's named SSE events (message_start ... message_stop)."""
 
@@ -255,8 +308,7 @@ class MessagesStream(StreamParser):
             self.finished = True
             return [error_event(payload)]
         if kind == "message_start":
-            usage = (payload.get("message") or {}).get("usage") or {}
-            self._note_usage(usage.get("input_tokens"), usage.get("output_tokens"))
+            self._note_anthropic_usage((payload.get("message") or {}).get("usage"))
         elif kind == "content_block_start":
             block = payload.get("content_block") or {}
             if block.get("type") == "tool_use":
@@ -268,11 +320,21 @@ class MessagesStream(StreamParser):
             return self._read_delta(payload.get("index", 0), payload.get("delta") or {})
         elif kind == "message_delta":
             self._note_finish((payload.get("delta") or {}).get("stop_reason"), _FINISH)
-            usage = payload.get("usage") or {}
-            self._note_usage(usage.get("input_tokens"), usage.get("output_tokens"))
+            self._note_anthropic_usage(payload.get("usage"))
         elif kind == "message_stop":
             return self._close()
         return []
+
+    def _note_anthropic_usage(self, usage: Any) -> None:
+        """Keep a usage object's counts: the prompt is its uncached input, what was read
+        from the cache and what was written to it, added up."""
+        if not isinstance(usage, dict):
+            return
+        fresh = _tokens(usage.get("input_tokens"))
+        read = _tokens(usage.get("cache_read_input_tokens"))
+        written = _tokens(usage.get("cache_creation_input_tokens"))
+        total = fresh + (read or 0) + (written or 0) if fresh is not None else None
+        self._note_usage(total, usage.get("output_tokens"), cached=read, written=written)
 
     def _read_delta(self, index: int, delta: dict[str, Any]) -> list[Event]:
         kind = delta.get("type")
@@ -300,7 +362,6 @@ class MessagesStream(StreamParser):
                 parts = self._tool_parts(i)
                 parts.id, parts.name = block.get("id", ""), block.get("name", "")
                 parts.arguments.append(json.dumps(block.get("input") or {}))
-        usage = body.get("usage") or {}
-        self._note_usage(usage.get("input_tokens"), usage.get("output_tokens"))
+        self._note_anthropic_usage(body.get("usage"))
         self._note_finish(body.get("stop_reason") or "end_turn", _FINISH)
         return out + self._close()

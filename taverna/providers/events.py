@@ -31,10 +31,19 @@ class ToolCall:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token counts the provider reported; `None` where it reported nothing."""
+    """Token counts the provider reported; `None` where it reported nothing.
+
+    `input_tokens` is every token of the prompt, cached or not (Anthropic's three counts
+    added up); `cached_tokens` the part of them read from the API's prompt cache (OpenAI's
+    `cached_tokens`, DeepSeek's `prompt_cache_hit_tokens`, Anthropic's
+    `cache_read_input_tokens`); `cache_write_tokens` the part written to it (Anthropic's
+    `cache_creation_input_tokens`). The rest of the prompt was new to the API.
+    """
 
     input_tokens: int | None = None
     output_tokens: int | None = None
+    cached_tokens: int | None = None
+    cache_write_tokens: int | None = None
 
 
 class FinishReason(StrEnum):

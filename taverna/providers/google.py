@@ -275,7 +275,11 @@ class GenerateContentStream(JsonChunkStream):
             return [error_event(chunk["error"])]
         out: list[Event] = []
         usage = chunk.get("usageMetadata") or {}
-        self._note_usage(usage.get("promptTokenCount"), usage.get("candidatesTokenCount"))
+        self._note_usage(
+            usage.get("promptTokenCount"),
+            usage.get("candidatesTokenCount"),
+            cached=usage.get("cachedContentTokenCount"),
+        )
         candidates = chunk.get("candidates") or []
         if not candidates:
             blocked = (chunk.get("promptFeedback") or {}).get("blockReason")

@@ -88,7 +88,13 @@ class CompletionStream(JsonChunkStream):
         if isinstance(content, str) and content:
             out.append(TextDelta(content))
         if chunk.get("stop"):
-            self._note_usage(chunk.get("tokens_evaluated"), chunk.get("tokens_predicted"))
+            timings = chunk.get("timings")
+            self._note_usage(
+                chunk.get("tokens_evaluated"),
+                chunk.get("tokens_predicted"),
+                # the prompt tokens the server reused from its cache instead of evaluating
+                cached=timings.get("cache_n") if isinstance(timings, dict) else None,
+            )
             limited = chunk.get("stopped_limit") or chunk.get("stop_type") == "limit"
             reason = FinishReason.LENGTH if limited else FinishReason.STOP
             out.extend(self._close(Finish(reason, str(chunk.get("stop_type", "")))))

@@ -146,6 +146,17 @@ def compatible_preset_options(preset: Mapping[str, Any]) -> dict[str, Any]:
     return {"post_processing": PostProcessing.parse(mode)}
 
 
+def cached_tokens(usage: Mapping[str, Any]) -> int | None:
+    """The prompt tokens an OpenAI-style usage says were read from the API's prompt cache:
+    OpenAI's `prompt_tokens_details.cached_tokens`, else DeepSeek's
+    `prompt_cache_hit_tokens` (None where it says neither)."""
+    details = usage.get("prompt_tokens_details")
+    found = details.get("cached_tokens") if isinstance(details, dict) else None
+    if not isinstance(found, int):
+        found = usage.get("prompt_cache_hit_tokens")
+    return found if isinstance(found, int) and not isinstance(found, bool) else None
+
+
 class OpenAIStream(JsonChunkStream):
     """Reads OpenAI-style chunks (then the `[DONE]` sentinel): error, usage, the first choice."""
 
@@ -159,7 +170,11 @@ class OpenAIStream(JsonChunkStream):
         out: list[Event] = []
         usage = chunk.get("usage")
         if isinstance(usage, dict):
-            self._note_usage(usage.get("prompt_tokens"), usage.get("completion_tokens"))
+            self._note_usage(
+                usage.get("prompt_tokens"),
+                usage.get("completion_tokens"),
+                cached=cached_tokens(usage),
+            )
         for choice in chunk.get("choices") or ():
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue  # n > 1 extra candidates are not streamed

@@ -158,7 +158,9 @@ class RequestOptions:
     `mistral_prefix`: Mistral (or DeepSeek, as an OpenAI-compatible endpoint) continues a
     last assistant message in place (its `prefix`). `stop_limit`: how many custom stop
     strings an OpenAI-style body carries: -1 the API's own limit, None all of them, 0
-    none (a source's rule, sources.py).
+    none (a source's rule, sources.py). `cache_system_prompt` / `cache_at_depth`: Claude's
+    prompt cache breakpoints, as SillyTavern's `claude.enableSystemPromptCache` and
+    `claude.cachingAtDepth` set them (-1: no breakpoint in the history).
     """
 
     model: str = ""
@@ -174,6 +176,8 @@ class RequestOptions:
     tool_choice: str = "auto"
     mistral_prefix: bool = False
     stop_limit: int | None = -1
+    cache_system_prompt: bool = False
+    cache_at_depth: int = -1
 
 
 def endpoint_url(base_url: str, default: str, path: str) -> str:

@@ -155,6 +155,10 @@ class ToolCallParts:
         return ToolCall(id=self.id, name=self.name, arguments="".join(self.arguments) or "{}")
 
 
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 class StreamParser:
     """Turns one API's stream payloads into events; subclasses read their API's shapes.
 
@@ -190,11 +194,27 @@ class StreamParser:
             )
         ]
 
-    def _note_usage(self, input_tokens: Any = None, output_tokens: Any = None) -> None:
-        if isinstance(input_tokens, int):
-            self._usage = Usage(input_tokens, self._usage.output_tokens)
-        if isinstance(output_tokens, int):
-            self._usage = Usage(self._usage.input_tokens, output_tokens)
+    def _note_usage(
+        self,
+        input_tokens: Any = None,
+        output_tokens: Any = None,
+        *,
+        cached: Any = None,
+        written: Any = None,
+    ) -> None:
+        """Keep the counts the API reported (a later report of a count replaces it)."""
+        known = self._usage
+        self._usage = Usage(
+            *(
+                new if _count(new) else old
+                for new, old in (
+                    (input_tokens, known.input_tokens),
+                    (output_tokens, known.output_tokens),
+                    (cached, known.cached_tokens),
+                    (written, known.cache_write_tokens),
+                )
+            )
+        )
 
     def _note_finish(self, raw: Any, reasons: Mapping[str, FinishReason]) -> None:
         """Keep the API's finish reason `raw` (when it sent one) for the closing events."""

@@ -207,6 +207,8 @@ class PromptOut(BaseModel):
     included_message_ids: list[str] = []
     # True: a stored reply's prompt exactly as it was sent; False: built now.
     as_sent: bool = False
+    # A past reply's tokens as its API reported them: prompt, cached, new, written, reply.
+    usage: dict[str, Any] | None = None
 
 
 # ---------------------------------------------------------------- lorebooks

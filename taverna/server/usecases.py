@@ -101,4 +101,5 @@ def inspect_prompt(ctx: AppContext, chat_id: str, node_id: str | None) -> Prompt
         first_message_in_context=view.first_message_in_context,
         included_message_ids=view.included_message_ids,
         as_sent=view.as_sent,
+        usage=view.usage,
     )

@@ -74,6 +74,11 @@ class Reply:
     finish: str = "stop"
     input_tokens: int = 12
     raw: list[str] | None = None
+    # prompt tokens an OpenAI-style usage says its cache gave: as OpenAI says it
+    # (`prompt_tokens_details.cached_tokens`) or as DeepSeek does (`prompt_cache_hit_tokens`
+    # beside `prompt_cache_miss_tokens`), by `cache_usage`
+    cached_tokens: int = 0
+    cache_usage: str = "openai"
 
     @property
     def text(self) -> str:
@@ -118,6 +123,9 @@ class StubServer:
         self.chunk_times: list[float] = []
         self.disconnects = 0
         self._server: uvicorn.Server | None = None
+        # Anthropic's prompt cache: each cached prefix (up to a `cache_control` block)
+        # and its tokens, as the API keeps them between requests
+        self.prompt_cache: dict[str, int] = {}
         self._thread: threading.Thread | None = None
 
     # ------------------------------------------------------------ test controls
@@ -403,8 +411,13 @@ class StubServer:
             "created": 0,
             "model": model,
         }
-        usage = {"prompt_tokens": reply.input_tokens, "completion_tokens": len(reply.tokens),
+        usage: dict[str, Any] = {"prompt_tokens": reply.input_tokens, "completion_tokens": len(reply.tokens),
                  "total_tokens": reply.input_tokens + len(reply.tokens)}  # fmt: skip
+        if reply.cached_tokens and reply.cache_usage == "deepseek":
+            usage["prompt_cache_hit_tokens"] = reply.cached_tokens
+            usage["prompt_cache_miss_tokens"] = reply.input_tokens - reply.cached_tokens
+        elif reply.cached_tokens:
+            usage["prompt_tokens_details"] = {"cached_tokens": reply.cached_tokens}
         calls = [
             {"id": f"call_{i}", "type": "function",
              "function": {"name": name, "arguments": json.dumps(args)}}
@@ -444,7 +457,8 @@ class StubServer:
             tail.append(
                 self._sse({"error": {"message": reply.stream_error, "type": "server_error"}})
             )
-        elif mistral:
+        elif mistral or reply.cache_usage == "deepseek":
+            # Mistral and DeepSeek send the usage beside the finish reason, unasked
             choice = {"index": 0, "delta": {"content": ""}, "finish_reason": finish}
             tail.append(self._sse({**base, "choices": [choice], "usage": usage}))
             tail.append(self._sse("[DONE]"))
@@ -548,7 +562,8 @@ class StubServer:
             if reply.tool_calls
             else {"length": "max_tokens"}.get(reply.finish, "end_turn")
         )
-        usage = {"input_tokens": reply.input_tokens, "output_tokens": len(reply.tokens)}
+        usage = {"input_tokens": reply.input_tokens, "output_tokens": len(reply.tokens),
+                 **self._claude_cache(body)}  # fmt: skip
         if not body.get("stream"):
             content: list[dict[str, Any]] = []
             if reply.reasoning:
@@ -565,7 +580,7 @@ class StubServer:
         start = {"type": "message_start", "message": {
             "id": "msg_stub", "type": "message", "role": "assistant", "content": [], "model": model,
             "stop_reason": None, "stop_sequence": None,
-            "usage": {"input_tokens": reply.input_tokens, "output_tokens": 1}}}  # fmt: skip
+            "usage": {**usage, "output_tokens": 1}}}  # fmt: skip
         chunks = [self._sse(start, "message_start")]
         index = 0
         if reply.reasoning:
@@ -630,6 +645,42 @@ class StubServer:
                 self._sse({"type": "message_stop"}, "message_stop"),
             ]  # fmt: skip
         return self._stream(reply, chunks[lead_count:], tail, chunks[:lead_count])
+
+    def _claude_cache(self, body: dict[str, Any]) -> dict[str, int]:
+        """The usage counts of a request with cache breakpoints, as Anthropic reports them:
+        the longest prefix cached before is read, the prefix up to the last breakpoint is
+        written when new, and `input_tokens` is the rest (a token is four characters of the
+        blocks' JSON here). Nothing for a request without breakpoints."""
+        marked = schemas.cache_breakpoints(body)
+        if not marked:
+            return {}
+
+        # the API reads a text as one text block: the prefix is the same either way
+        def blocks_of(content: Any) -> list[Any]:
+            if isinstance(content, list):
+                return content
+            return [{"type": "text", "text": content}] if content else []
+
+        blocks = [("system", b) for b in blocks_of(body.get("system"))]
+        for message in body["messages"]:
+            blocks += [(message["role"], b) for b in blocks_of(message["content"])]
+        seen, prefixes = "", []
+        for role, part in blocks:
+            plain = {k: v for k, v in part.items() if k != "cache_control"}
+            seen += json.dumps([role, plain], sort_keys=True)
+            if "cache_control" in part:
+                prefixes.append((seen, len(seen) // 4))
+        total = len(seen) // 4
+        read = max((n for key, n in prefixes if key in self.prompt_cache), default=0)
+        last_key, last_tokens = prefixes[-1]
+        written = 0 if last_key in self.prompt_cache else last_tokens - read
+        for key, n in prefixes:
+            self.prompt_cache.setdefault(key, n)
+        return {
+            "input_tokens": total - read - written,
+            "cache_read_input_tokens": read,
+            "cache_creation_input_tokens": written,
+        }
 
     # ---------------------------------------------------------------- Gemini
 

@@ -243,6 +243,10 @@ def check_anthropic(body: Any) -> Problems:
         problems.append("a final assistant prefill is not allowed together with tools")
     if "system" in body and not isinstance(body["system"], str | list):
         problems.append("system must be a string or text blocks")
+    for block in body.get("system") if isinstance(body.get("system"), list) else ():
+        if not isinstance(block, dict) or block.get("type") != "text" or not block.get("text"):
+            problems.append("system: blocks must be non-empty text blocks")
+    problems += _cache_breakpoint_problems(body)
     if "stop_sequences" in body:
         _strings(body["stop_sequences"], "stop_sequences", problems)
     _number(body, "temperature", 0, 1, problems)
@@ -344,4 +348,30 @@ def check_koboldcpp(body: Any) -> Problems:
     _integer(body, "max_context_length", 1, problems)
     if "sampler_order" in body and not all(isinstance(v, int) for v in body["sampler_order"]):
         problems.append("sampler_order must be integers")
+    return problems
+
+
+def cache_breakpoints(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every block of an Anthropic body that carries `cache_control`, in prompt order."""
+    blocks = list(body.get("system") or ()) if isinstance(body.get("system"), list) else []
+    for message in body.get("messages") or ():
+        content = message.get("content") if isinstance(message, dict) else None
+        blocks += content if isinstance(content, list) else []
+    return [b for b in blocks if isinstance(b, dict) and "cache_control" in b]
+
+
+def _cache_breakpoint_problems(body: dict[str, Any]) -> Problems:
+    """Anthropic's prompt caching rules: at most 4 breakpoints, each `ephemeral`."""
+    marked = cache_breakpoints(body)
+    problems: Problems = []
+    if len(marked) > 4:
+        problems.append(
+            f"A maximum of 4 blocks with cache_control may be provided. Found {len(marked)}."
+        )
+    for block in marked:
+        control = block["cache_control"]
+        if not isinstance(control, dict) or control.get("type") != "ephemeral":
+            problems.append("cache_control.type: Input should be 'ephemeral'")
+        if block.get("type") == "text" and not block.get("text"):
+            problems.append("cache_control cannot be set for empty text blocks")
     return problems

@@ -120,3 +120,16 @@ def shown_origin(api: Api, url: str) -> str:
     """An origin as a person reads it in a message: `scheme://host:port`."""
     scheme, host, port = origin(api, url)
     return f"{scheme}://{host}:{port}"
+
+
+def cache_depth(value: Any) -> int:
+    """A connection's `caching_at_depth` option as a depth: a whole number from 0, or -1
+    (no cache breakpoint in the history) for anything else, as SillyTavern reads
+    `claude.cachingAtDepth`."""
+    if isinstance(value, bool):
+        return -1
+    try:
+        depth = int(value)
+    except (TypeError, ValueError):
+        return -1
+    return depth if depth >= 0 and str(value).strip().lstrip("+").isdigit() else -1

@@ -30,6 +30,7 @@ from taverna.providers.wire import StreamParser
 from taverna.services.connections.connection import Connection as Connection
 from taverna.services.connections.fields import (
     Settled,
+    cache_depth,
     check_key,
     connection_name,
     mask,
@@ -364,6 +365,8 @@ class ConnectionService:
             post_processing=connection.post_processing,
             use_system_prompt=options.get("use_system_prompt"),
             mistral_prefix=provider(connection.api).opted_in_place(options),
+            cache_system_prompt=bool(options.get("cache_system_prompt", False)),
+            cache_at_depth=cache_depth(options.get("caching_at_depth")),
         )
         named = sources.find(str(options.get("source", "")))
         if named is not None:

@@ -9,12 +9,12 @@ say, and the ledger places each part where it ended up.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from taverna.engine.assembly.context import GenerationType
 from taverna.errors import NotFound
-from taverna.model.chat import NodeRole
+from taverna.model.chat import GenerationInfo, NodeRole
 from taverna.providers.builders import build_request
 from taverna.providers.request import Api
 from taverna.services.chats import sent_prompts
@@ -39,6 +39,30 @@ class PromptView:
     # now (the next reply's, or a past reply's whose record is missing, with today's
     # card, preset and lorebooks).
     as_sent: bool = False
+    # What the API said of a past reply's tokens (`reply_usage`); None for the next reply.
+    usage: dict[str, Any] | None = None
+
+
+def reply_usage(generation: GenerationInfo | None) -> dict[str, Any] | None:
+    """A reply's tokens as its API reported them: the prompt's, how many of those its
+    prompt cache gave (`cached`), were new to it (`new`) or written to it (`written`),
+    and the reply's. None when the reply was not generated or nothing was reported."""
+    if generation is None:
+        return None
+    extras = generation.extras
+    prompt, cached = generation.prompt_tokens, extras.get("cached_tokens")
+    written = extras.get("cache_write_tokens")
+    if prompt is None and generation.completion_tokens is None:
+        return None
+    new = prompt - (cached or 0) if prompt is not None else None
+    return {
+        "prompt": prompt,
+        "cached": cached,
+        "new": new,
+        "written": written,
+        "reply": generation.completion_tokens,
+        "model": generation.model,
+    }
 
 
 def recorded_view(record: dict[str, Any]) -> PromptView:
@@ -94,12 +118,14 @@ def inspect_prompt(service: GenerationService, chat_id: str, node_id: str | None
     store = service.store
     chat = store.get_chat(chat_id)
     end, kind = chat.active_leaf_id, GenerationType.NORMAL
+    usage: dict[str, Any] | None = None
     if node_id is not None:
         node = store.get_node(chat_id, node_id)
         if node.role is NodeRole.ASSISTANT:
+            usage = reply_usage(node.generation)
             data = store.sent_prompt(chat_id, node.id)
             if data is not None:
-                return recorded_view(sent_prompts.decode(data))
+                return replace(recorded_view(sent_prompts.decode(data)), usage=usage)
             # a swipe's path ends with the reply it replaces; the assembly leaves it out
             end, kind = node.id, GenerationType.SWIPE
         else:
@@ -133,4 +159,4 @@ def inspect_prompt(service: GenerationService, chat_id: str, node_id: str | None
     first = min(included, key=depth.__getitem__) if included else None
     # The line goes above the oldest message sent, when the budget cut older ones.
     cut = first if prompt.ledger.history_stopped else None
-    return PromptView(prompt_json(prompt), request_json, cut, included, as_sent=False)
+    return PromptView(prompt_json(prompt), request_json, cut, included, False, usage)

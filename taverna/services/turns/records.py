@@ -41,6 +41,11 @@ def generation_info(
         extras["reasoning"] = "".join(heard.reasoning)
     if plan.tool_steps:
         extras["tool_rounds"] = len(plan.tool_steps)
+    # what the API's prompt cache saved: prompt tokens read from it, and written to it
+    if heard.usage.cached_tokens is not None:
+        extras["cached_tokens"] = heard.usage.cached_tokens
+    if heard.usage.cache_write_tokens is not None:
+        extras["cache_write_tokens"] = heard.usage.cache_write_tokens
     finish = heard.finish
     return GenerationInfo(
         provider=plan.connection.api.value,

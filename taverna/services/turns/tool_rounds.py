@@ -108,9 +108,12 @@ class Heard:
         elif isinstance(event, ToolCall):
             calls.append(event)
         elif isinstance(event, Usage):
+            kept = self.usage
             self.usage = Usage(
-                _add(self.usage.input_tokens, event.input_tokens),
-                _add(self.usage.output_tokens, event.output_tokens),
+                _add(kept.input_tokens, event.input_tokens),
+                _add(kept.output_tokens, event.output_tokens),
+                _add(kept.cached_tokens, event.cached_tokens),
+                _add(kept.cache_write_tokens, event.cache_write_tokens),
             )
         elif isinstance(event, Finish):
             self.finish = event

@@ -253,6 +253,21 @@ async function overflowNote(trace) {
     t("inspector.lore_overflow", { n: cut }), " ", h("a", { href: "#/lorebooks", text: t("wi.title") }));
 }
 
+/** A past reply's tokens as its API counted them: how much of the prompt its prompt cache
+ * gave and how much was new, so a person sees what the cache saved. */
+function usageNote(usage) {
+  if (!usage) return null;
+  const shown = (n) => (n === null || n === undefined ? "?" : String(n));
+  const lines = [t("inspector.usage", { prompt: shown(usage.prompt), reply: shown(usage.reply) })];
+  if (usage.cached === null || usage.cached === undefined) {
+    if (!usage.written) lines.push(t("inspector.usage_no_cache"));
+  } else {
+    lines.push(t("inspector.usage_cached", { cached: usage.cached, new: shown(usage.new) }));
+  }
+  if (usage.written) lines.push(t("inspector.usage_written", { written: usage.written }));
+  return h("p", { class: "muted reply-usage", id: "reply-usage", text: lines.join(" ") });
+}
+
 /** Open the inspector for the next generation of a chat, or for the generation of message `nodeId`. */
 export async function openInspector(chatId, nodeId, labels = {}) {
   const body = h("div", { class: "inspector-body" }, h("p", { class: "muted", text: t("inspector.loading") }));
@@ -274,6 +289,8 @@ export async function openInspector(chatId, nodeId, labels = {}) {
   if (nodeId && data.as_sent) panel.heading.textContent = t("inspector.title_sent");
   const overflow = await overflowNote(data.prompt.ledger?.trace);
   if (overflow) tabs.before(overflow);
+  const usage = usageNote(data.usage);
+  if (usage) tabs.before(usage);
   const views = {
     prompt: () => h("div", {}, abortedNote(data.prompt.ledger?.aborted), promptView(data.prompt, labels)),
     ledger: () => h("div", {}, abortedNote(data.prompt.ledger?.aborted), ledgerView(data.prompt.ledger || {}, labels)),
