@@ -5,21 +5,9 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta
 
-_MONTHS = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-]
-_WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+from taverna.model.calendar_names import MONTHS as _MONTHS
+from taverna.model.calendar_names import WEEKDAYS as _WEEKDAYS
+
 _TOKENS = re.compile(
     r"\[[^\]]*\]|LTS|LT|LLLL|LLL|LL|L|YYYY|YY|MMMM|MMM|MM|Mo|M|DDDD|DDD|Do|DD|D|dddd|ddd|dd|do|d"
     r"|HH|H|hh|h|kk|k|mm|m|ss|s|SSS|SS|S|A|a|ZZ|Z|X|x|E|e"

@@ -6,20 +6,8 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
-_MONTHS = (
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-)
+from taverna.model.calendar_names import MONTHS as _MONTHS
+
 _LONG_HUMAN = re.compile(r"^([A-Z][a-z]+) (\d{1,2}), (\d{4}) (\d{1,2}):(\d{2}) ?([ap]m)$", re.I)
 _SERVER_HUMAN = re.compile(
     r"^(\d{4})-(\d{1,2})-(\d{1,2}) ?@(\d{1,2})h ?(\d{1,2})m ?(\d{1,2})s(?: ?(\d{1,3})ms)?$"
