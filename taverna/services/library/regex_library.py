@@ -112,7 +112,7 @@ class RegexLibrary:
         """One layer's scripts: the global ones, or a preset's or a character's (`target`)."""
         if layer is RegexLayer.GLOBAL:
             docs = self._global_docs()
-            return LayerScripts(layer, tuple(_script_of(d) for d in docs), True)
+            return LayerScripts(layer, tuple(stored_regex_script(d) for d in docs), True)
         doc = self._target(layer, target)
         scripts = _embedded(doc.data, layer)
         return LayerScripts(layer, scripts, self._allowed(layer, doc), doc.id, doc.name)
@@ -172,7 +172,7 @@ class RegexLibrary:
         return self.layer(layer, target)
 
     def _save_global(self, scripts: Sequence[RegexScript]) -> None:
-        existing = {_script_of(d).id: d for d in self._global_docs()}
+        existing = {stored_regex_script(d).id: d for d in self._global_docs()}
         order: list[str] = []
         for script in scripts:
             old = existing.pop(script.id, None)
@@ -255,7 +255,8 @@ def regex_library(lib: LibraryService) -> RegexLibrary:
     return RegexLibrary(lib.store, lib.owner)
 
 
-def _script_of(doc: Document) -> RegexScript:
+def stored_regex_script(doc: Document) -> RegexScript:
+    """The script a stored regex document holds, known by the document's id when it has none."""
     try:
         script = RegexScript.from_json(dict(doc.data)).migrated()
     except ValueError as error:

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from taverna.engine.assembly.context import CharacterInfo
-from taverna.errors import FormatError
 from taverna.formats.card_json import card_from_json
 from taverna.formats.st_settings import (
     TEXT_COMPLETION_API,
@@ -28,7 +27,6 @@ from taverna.formats.world_info import world_info_from_json
 from taverna.model.group import Group
 from taverna.model.lorebook import Lorebook, WorldInfoSettings
 from taverna.model.persona import Persona
-from taverna.model.regex_script import RegexScript
 from taverna.model.settings import PowerUserSettings
 from taverna.model.summary import SummarySettings
 from taverna.services.chats.groups import read_group as read_group_file
@@ -38,7 +36,7 @@ from taverna.services.library.active_settings import (
     active_choices_document,
     world_info_settings,
 )
-from taverna.services.library.regex_library import regex_order
+from taverna.services.library.regex_library import regex_order, stored_regex_script
 from taverna.services.turns.inputs import character_info
 from taverna.store.repository import Document, DocumentVersion, Store
 
@@ -167,16 +165,7 @@ def read_persona(doc: Document) -> Persona:
     return Persona.model_validate(dict(doc.data))
 
 
-def read_regex_script(doc: Document) -> RegexScript:
-    try:
-        return RegexScript.from_json(dict(doc.data)).migrated()
-    except ValueError as error:
-        raise FormatError(
-            f"not a regex script: {error}",
-            file=doc.name,
-            code="not_regex_script_error",
-            params={"error": str(error)},
-        ) from None
+read_regex_script = stored_regex_script
 
 
 def read_lorebook(version: DocumentVersion) -> Callable[[Document], ParsedBook]:
