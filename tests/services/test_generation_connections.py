@@ -6,6 +6,7 @@ import asyncio
 import json
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -183,3 +184,42 @@ def test_a_refused_listing_says_why_without_the_key(tmp_path: Path, stub: StubSe
         with pytest.raises(ProviderError, match="key") as caught:
             asyncio.run(service.list_models("c"))
         assert "abcdefgh1234" not in str(caught.value)
+
+
+def test_kept_connections_are_read_again_after_any_write_of_the_library(tmp_path: Path) -> None:
+    from taverna.services.library.watch import LibraryWatch
+
+    with temporary_store("sqlite", tmp_path) as store:
+        watch = LibraryWatch().watch(store)
+        service = ConnectionService(store, tmp_path, versions=watch)
+        service.add("a", "openai", model="m1", key="k-1")
+        assert service.get().name == "a"
+        reads: list[str] = []
+        store.find_documents = _counting(store.find_documents, reads)  # type: ignore[method-assign]
+        assert service.get().name == "a" and service.of("").get("a").model == "m1"
+        assert reads == []  # kept: no read while nothing was written
+        # A write by another service on the same store (a page editing connections).
+        other = ConnectionService(store, tmp_path)
+        other.add("b", "openai", model="m2", key="k-2", default=True)
+        before = len(reads)
+        assert service.get().name == "b" and service.get("a").model == "m1"
+        assert len(reads) == before + 1  # read again once, then kept
+        other.remove("a")
+        assert [c.name for c in service.list()] == ["b"]
+        # Another process's write, heard through the watch (Redis, in a server).
+        store.put_document("connection", "c", {"api": "openai", "model": "m3"})
+        watch.heard()
+        assert [c.name for c in service.of("").list()] == ["b", "c"]
+        # Without a count of writes, every use reads.
+        before = len(reads)
+        other.list()
+        other.list()
+        assert len(reads) == before + 2
+
+
+def _counting(read: Any, reads: list[str]) -> Any:
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        reads.append(args[0])
+        return read(*args, **kwargs)
+
+    return counted

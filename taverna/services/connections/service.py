@@ -38,6 +38,7 @@ from taverna.services.connections.fields import (
     settle,
     shown_origin,
 )
+from taverna.services.connections.kept import KeptConnections, Versions
 from taverna.services.connections.local_models import LocalSpec, local_models
 from taverna.services.connections.model_gate import ModelGate
 from taverna.services.connections.model_lists import model_sizes
@@ -80,13 +81,18 @@ class ConnectionService:
         key_env_allowed: Collection[str] | None = None,
         gate: ModelGate | None = None,
         outbound: OutboundRules | None = None,
+        versions: Versions | None = None,
+        kept: KeptConnections | None = None,
     ) -> None:
         """`key_env_allowed`: the environment variables a new key may be read from (None:
         any, for the operator's own command line; the server passes the ones its config
         names, so a page cannot have a connection send the server's other secrets).
         `gate`: what counts each model request against its account's quota (one over
         `store` when not given; the connections of other accounts share it).
-        `outbound`: whose requests go out under the outbound policy (None: nobody's)."""
+        `outbound`: whose requests go out under the outbound policy (None: nobody's).
+        `versions`: the count of the library's writes (the server's `LibraryWatch`); given,
+        each account's list is kept until a write is counted (see `kept`), else it is read
+        at every use. `kept`: the lists already kept (`of` shares them)."""
         self.store = store
         self.outbound = outbound
         self.gate = gate if gate is not None else ModelGate(store)
@@ -94,6 +100,9 @@ class ConnectionService:
         self.owner = owner
         self.environ = os.environ if environ is None else environ
         self.key_env_allowed = None if key_env_allowed is None else frozenset(key_env_allowed)
+        if kept is None and versions is not None:
+            kept = KeptConnections(versions)
+        self.kept = kept
 
     def of(self, owner: str) -> ConnectionService:
         """The connections of account `owner`, by the same rules and keys file (this
@@ -108,6 +117,7 @@ class ConnectionService:
             key_env_allowed=self.key_env_allowed,
             gate=self.gate,
             outbound=self.outbound,
+            kept=self.kept,
         )
 
     def policy(self, connection: Connection) -> OutboundPolicy | None:
@@ -138,6 +148,11 @@ class ConnectionService:
             ) from None
 
     def list(self) -> list[Connection]:
+        if self.kept is not None:
+            return list(self.kept.get(self.owner, self._read))
+        return self._read()
+
+    def _read(self) -> builtins.list[Connection]:
         docs = self.store.find_documents(KIND, owner=self.owner)
         return [self._from_document(d) for d in docs]
 

@@ -379,7 +379,7 @@ def open_workspace(
     # path (a server with accounts allows none: see AppContext).
     local_models.local_models().models_dir = folder.path / local_models.MODELS_FOLDER
     local_models.local_models().paths_allowed = lambda: True
-    connections = ConnectionService(store, folder.path, outbound=outbound)
+    connections = ConnectionService(store, folder.path, outbound=outbound, versions=watch)
     paths = PathEnds(store)
     recall = RecallService(store, watch=watch, keys=RecallKeys(folder.path), outbound=outbound)
     turns = TurnContexts(store, paths=paths, regex_budget=regex_budget, recall=recall)
