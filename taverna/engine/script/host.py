@@ -167,6 +167,11 @@ class ChatHost(Protocol):
         """`/tag-add`, `/tag-remove`: whether the character's tags changed."""
         ...
 
+    def set_expression(self, label: str, name: str | None) -> str:
+        """`/expression`: show `label` on the chat's character (or the one called `name`)
+        until the next reply; the label shown."""
+        ...
+
     def writes(self) -> int:
         """How many times the script has changed the chat: macros read the chat again
         after each change, as SillyTavern reads the chat at each command."""
@@ -226,6 +231,9 @@ class NoChat:
 
     def add_swipe(self, text: str, *, switch: bool) -> int:
         raise self._none("addswipe")
+
+    def set_expression(self, label: str, name: str | None) -> str:
+        raise self._none("expression")
 
     def delete_swipe(self, index: int | None) -> int | None:
         raise self._none("delswipe")

@@ -9,6 +9,7 @@ from types import MappingProxyType
 
 from taverna.engine.script.commands import (
     chat,
+    expressions,
     flow,
     fuzzy,
     math,
@@ -78,6 +79,7 @@ COMMANDS: tuple[Command, ...] = (
     *quick_replies.COMMANDS,
     *tokens.COMMANDS,
     *page.COMMANDS,
+    *expressions.COMMANDS,
     Command("help", _help, "List the commands, or describe one.", ("?",), usage="/help [command]"),
 )
 
