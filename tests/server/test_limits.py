@@ -233,7 +233,7 @@ def test_every_upload_route_has_the_upload_limit(ctx: AppContext) -> None:
             else:
                 expected = ctx.body_limit
             assert app.body_limit_of(scope) == expected, (path, method)
-    assert uploads == 9  # the chat file import among them
+    assert uploads == 12  # the chat file import, backgrounds, themes and sprites among them
 
 
 def test_limits_come_from_the_config(tmp_path: Path) -> None:

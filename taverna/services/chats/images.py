@@ -11,91 +11,45 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
-import io
-import re
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from PIL import Image, UnidentifiedImageError
-
 from taverna.engine.assembly.context import AssemblyContext
-from taverna.errors import FormatError, NotFound, raw_words
-from taverna.formats.png_card import MAX_IMAGE_PIXELS
+from taverna.errors import FormatError, NotFound
 from taverna.model.prompt import PromptImage
 from taverna.providers.request import Api
 from taverna.providers.vision import sends_pictures
+from taverna.services.library.pictures import (
+    EXTENSIONS,
+    IMAGE_KIND,
+    MAX_PIXELS,
+    MEDIA_TYPES,
+    URL_PREFIX,
+    PictureStore,
+    StoredImage,
+    inspect_picture,
+)
 from taverna.store import Store
 
-IMAGE_KIND = "image"
-URL_PREFIX = "/api/images/"
-# What a model API takes (OpenAI, Claude and Gemini all read these four).
-MEDIA_TYPES: Mapping[str, str] = {
-    "PNG": "image/png",
-    "JPEG": "image/jpeg",
-    "GIF": "image/gif",
-    "WEBP": "image/webp",
-}
-EXTENSIONS: Mapping[str, str] = {
-    v: k.lower().replace("jpeg", "jpg") for k, v in MEDIA_TYPES.items()
-}
-# a picture larger than this is refused, not decoded (as a card's or a persona's is)
-MAX_PIXELS = MAX_IMAGE_PIXELS
-_NAME = re.compile(r"^[0-9a-f]{64}\.(png|jpg|gif|webp)$")
+__all__ = [
+    "EXTENSIONS",
+    "IMAGE_KIND",
+    "MAX_PIXELS",
+    "MEDIA_TYPES",
+    "URL_PREFIX",
+    "ImageLibrary",
+    "StoredImage",
+    "message_image",
+    "picture_file_reader",
+    "shown_image",
+    "with_image",
+    "with_pictures",
+]
+
 _KEPT = 64  # pictures kept read for the next turns
-
-
-@dataclass(frozen=True, slots=True)
-class StoredImage:
-    """A picture in the library: its URL, type and size in pixels."""
-
-    url: str
-    media_type: str
-    width: int
-    height: int
-    size: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "url": self.url,
-            "media_type": self.media_type,
-            "width": self.width,
-            "height": self.height,
-            "size": self.size,
-        }
-
-
-def _inspect(data: bytes, file: str) -> tuple[str, int, int]:
-    """(media type, width, height) of a picture a model can take, or a FormatError."""
-    try:
-        with Image.open(io.BytesIO(data)) as picture:
-            kind = picture.format or ""
-            width, height = picture.size
-    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
-        raise FormatError(
-            f"not a picture a model can read ({raw_words(exc)['exc']})",
-            file=file,
-            code="picture_unreadable",
-            params=raw_words(exc),
-        ) from None
-    if kind not in MEDIA_TYPES:
-        raise FormatError(
-            f"a {kind or 'unknown'} picture; models take PNG, JPEG, GIF or WebP",
-            file=file,
-            code="picture_kind_not_accepted",
-            params={"value": str(kind or "unknown")},
-        )
-    if width * height > MAX_PIXELS:
-        raise FormatError(
-            f"the picture is {width}x{height}, too large",
-            file=file,
-            code="picture_is_x_too_large",
-            params={"width": str(width), "height": str(height)},
-        )
-    return MEDIA_TYPES[kind], width, height
 
 
 def message_image(extras: Mapping[str, Any]) -> str | None:
@@ -170,7 +124,7 @@ def picture_file_reader(folder: Path) -> Callable[[str], PromptImage | None]:
                 if folder.resolve() not in resolved.parents or not resolved.is_file():
                     continue
                 data = resolved.read_bytes()
-                media_type, width, height = _inspect(data, str(candidate))
+                media_type, width, height = inspect_picture(data, str(candidate))
             except (OSError, FormatError):
                 continue
             encoded = base64.b64encode(data).decode("ascii")
@@ -184,52 +138,18 @@ def _data_url_image(url: str) -> PromptImage | None:
     payload = url.partition(",")[2]
     try:
         data = base64.b64decode(payload, validate=False)
-        _media, width, height = _inspect(data, "message picture")
+        _media, width, height = inspect_picture(data, "message picture")
     except (binascii.Error, FormatError):
         return None
     return PromptImage(url, width, height)
 
 
-class ImageLibrary:
-    """Pictures stored in the library by the hash of their bytes, read for turns."""
+class ImageLibrary(PictureStore):
+    """Pictures stored in the library, read for turns (the last ones read kept)."""
 
     def __init__(self, store: Store, *, owner: str = "") -> None:
-        self.store = store
-        self.owner = owner
+        super().__init__(store, owner=owner)
         self._read: OrderedDict[str, PromptImage | None] = OrderedDict()
-
-    def save(self, data: bytes, *, file: str = "picture") -> StoredImage:
-        """Store a picture (once: the same bytes give the same URL) and say where it is."""
-        media_type, width, height = _inspect(data, file)
-        name = f"{hashlib.sha256(data).hexdigest()}.{EXTENSIONS[media_type]}"
-        info = StoredImage(URL_PREFIX + name, media_type, width, height, len(data))
-        if not self.store.find_documents(IMAGE_KIND, name=name, owner=self.owner):
-            meta = {"media_type": media_type, "width": width, "height": height, "size": len(data)}
-            self.store.put_document(IMAGE_KIND, name, meta, blob=data, owner=self.owner)
-        return info
-
-    def require(self, url: str) -> None:
-        """Refuse (NotFound, naming the field) a picture URL that is not a stored picture."""
-        name = url[len(URL_PREFIX) :] if url.startswith(URL_PREFIX) else ""
-        if not _NAME.match(name) or not self.store.find_documents(
-            IMAGE_KIND, name=name, owner=self.owner
-        ):
-            raise NotFound(
-                f"no stored picture at {url!r}; upload it first",
-                field="image",
-                code="no_stored_picture_at_upload",
-                params={"url": str(url)},
-            )
-
-    def load(self, name: str) -> tuple[bytes, str]:
-        """A stored picture's bytes and media type; NotFound when there is none."""
-        if not _NAME.match(name):
-            raise NotFound(f"no picture {name!r}", code="no_picture", params={"name": str(name)})
-        found = self.store.find_documents(IMAGE_KIND, name=name, owner=self.owner, with_blobs=True)
-        if not found or found[0].blob is None:
-            raise NotFound(f"no picture {name!r}", code="no_picture", params={"name": str(name)})
-        doc = found[0]
-        return doc.blob or b"", str(doc.data.get("media_type") or "application/octet-stream")
 
     def prompt_image(self, url: str) -> PromptImage | None:
         """The picture at `url` as a model is sent it, or None when it cannot be read."""
@@ -248,7 +168,7 @@ class ImageLibrary:
         if url.startswith(URL_PREFIX):
             try:
                 data, media_type = self.load(url[len(URL_PREFIX) :])
-                _media, width, height = _inspect(data, url)
+                _media, width, height = inspect_picture(data, url)
             except (NotFound, FormatError):
                 return None
             encoded = base64.b64encode(data).decode("ascii")

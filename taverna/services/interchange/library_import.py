@@ -30,6 +30,14 @@ from taverna.services.interchange import (
     group_chat_files,
     read_chat_file,
 )
+from taverna.services.interchange.looks_import import (
+    LOOKS_FOLDERS,
+    choose_settings_background,
+    import_backgrounds,
+    import_sprites,
+    import_themes,
+    looks_files,
+)
 from taverna.services.interchange.report import ImportReport, Progress, Skipped, StoredItem
 from taverna.services.interchange.settings_import import import_personas, import_settings
 from taverna.services.library.service import LibraryKind, LibraryService
@@ -51,6 +59,7 @@ _KNOWN_FOLDERS = {
     "groups",
     "group chats",
     "User Avatars",
+    *LOOKS_FOLDERS,
     *(name for name, _ in _PRESET_FOLDERS),
 }
 _CARD_SUFFIXES = {".png", ".json", ".charx"}
@@ -317,6 +326,11 @@ class LibraryImport:
                 continue
             card_ids[path.stem] = item
             report.stored.append(item)
+        for path in looks_files(folder):
+            step(path)
+        report.extend(import_sprites(self.library, folder / "characters", card_ids))
+        report.extend(import_backgrounds(self.library, folder / "backgrounds"))
+        report.extend(import_themes(self.library, folder / "themes"))
 
         chats_root = folder / "chats"
         if chats_root.is_dir():
@@ -347,6 +361,7 @@ class LibraryImport:
                 report.extend(
                     import_settings(self.library, data, file=str(settings), avatars=avatars)
                 )
+                choose_settings_background(self.library, settings)
             except TavernaError as exc:
                 report.skipped.append(Skipped.because(str(settings), exc))
 
@@ -364,6 +379,7 @@ class LibraryImport:
         for name, _ in _PRESET_FOLDERS:
             files += _files(folder / name, (".json",))
         files += _files(folder / "characters", _CARD_SUFFIXES)
+        files += looks_files(folder)
         chats_root = folder / "chats"
         if chats_root.is_dir():
             for chat_folder in sorted(p for p in chats_root.iterdir() if p.is_dir()):

@@ -24,6 +24,7 @@ from taverna.engine.script import ChatLine, Generation, Injection, NoChat, Scrip
 from taverna.engine.script.host import NO_CHAT_TOKENIZER
 from taverna.errors import QuotaExceeded, TavernaError
 from taverna.model.chat import Chat, NodeRole
+from taverna.services.chats.looks import ChatLooks
 from taverna.services.chats.service import ChatService
 from taverna.services.library.regex_library import RegexLayer, RegexLibrary
 from taverna.services.library.service import LibraryService
@@ -182,6 +183,20 @@ class ChatScriptHost(PageCommands):
             self.chat.id, {"narrator_name": name}, revision=self.chat.revision
         )
         self.chat = outcome.chat
+
+    def set_expression(self, label: str, name: str | None) -> str:
+        # kept in the chat's metadata with the reply it follows (chats/looks.py)
+        looks = ChatLooks(self.chats, self.library)
+        try:
+            chat = looks.set_expression(self.chat.id, label, character=name)
+        except TavernaError as error:  # said as the command's failure, where it stands
+            raise ScriptError(
+                str(error), command="expression", code=error.code, params=error.params
+            ) from None
+        self._mark(self.chat.active_leaf_id)
+        self.chat = chat
+        found = self.chat.metadata.get("expression")
+        return str(found.get("label")) if isinstance(found, Mapping) else label
 
     def comment(self, text: str, *, at: int | None) -> str:
         # SillyTavern's comment: shown, `is_system` (never sent), `extra.type = comment`
