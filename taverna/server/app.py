@@ -9,9 +9,8 @@ from importlib.resources import files
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from fastapi import Depends, FastAPI, Request, Response
+from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse
-from fastapi.staticfiles import StaticFiles
 from starlette.datastructures import Headers
 from starlette.middleware.body_limit import MAX_BODY_SIZE_SCOPE_KEY
 from starlette.routing import BaseRoute, Match
@@ -25,17 +24,9 @@ from taverna.server.context import AppContext
 from taverna.server.cost_probe import start_from_environment
 from taverna.server.errors import body_too_large, error_body, install_error_handlers, status_of
 from taverna.server.openapi import install_openapi
+from taverna.server.page_files import PageFiles
 
 WEB_DIR = Path(str(files("taverna") / "web"))
-
-
-class PageFiles(StaticFiles):
-    """The page's files; never cached across versions without a check (no build step, no hashes)."""
-
-    async def get_response(self, path: str, scope: dict) -> Response:  # type: ignore[override,type-arg]
-        response = await super().get_response(path, scope)
-        response.headers.setdefault("Cache-Control", "no-cache")
-        return response
 
 
 # The page loads nothing from elsewhere: scripts, styles and images all come from here.

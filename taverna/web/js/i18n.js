@@ -1,8 +1,9 @@
 // The message catalog: every string the page shows comes from here.
 
 const LANGUAGES = { en: "English", "zh-CN": "简体中文" };
+// Only the active language's catalogue is read (each is complete: a test sees to it); a key
+// missing from it shows itself.
 let catalog = {};
-let fallback = {};
 let current = "en";
 
 async function load(lang) {
@@ -13,14 +14,13 @@ async function load(lang) {
 
 /** Pick the saved language, else the browser's, and load its catalog. */
 export async function initI18n() {
-  fallback = await load("en");
   const saved = localStorage.getItem("taverna.lang");
   const guess = (navigator.language || "en").toLowerCase().startsWith("zh") ? "zh-CN" : "en";
   await setLanguage(saved && LANGUAGES[saved] ? saved : guess);
 }
 
 export async function setLanguage(lang) {
-  catalog = lang === "en" ? fallback : await load(lang);
+  catalog = await load(lang);
   current = lang;
   localStorage.setItem("taverna.lang", lang);
   document.documentElement.lang = lang;
@@ -29,8 +29,8 @@ export async function setLanguage(lang) {
 export const language = () => current;
 export const languages = () => LANGUAGES;
 
-/** Whether the catalog (or the English one) has `key`. */
-export const has = (key) => key in catalog || key in fallback;
+/** Whether the catalog has `key`. */
+export const has = (key) => key in catalog;
 
 // A count's words by the language's plural rules, as ICU writes them:
 // "{n, plural, one {# message} other {# messages}}" (# is the number). Chinese needs none.
@@ -49,7 +49,7 @@ function plural(text, params) {
 /** Look up `key` and fill `{name}` placeholders (and plural forms). A missing key shows
  * itself, so it gets noticed. */
 export function t(key, params = {}) {
-  const text = plural(catalog[key] ?? fallback[key] ?? key, params);
+  const text = plural(catalog[key] ?? key, params);
   return text.replace(/\{(\w+)\}/g, (m, name) => (name in params ? String(params[name]) : m));
 }
 
