@@ -127,7 +127,8 @@ def _raw_words(node: ast.expr | None) -> bool:
 
 
 def _placeholders(text: str) -> set[str]:
-    return set(re.findall(r"\{(\w+)\}", text))
+    """The params a sentence names: `{name}`, and `{name, plural, ...}` (a count's forms)."""
+    return set(re.findall(r"\{(\w+)(?:\}|, plural,)", text))
 
 
 def test_the_walk_finds_the_errors() -> None:

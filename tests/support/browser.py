@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +21,23 @@ def catalog(lang: str) -> dict[str, str]:
     return dict(json.loads((I18N / f"{lang}.json").read_text(encoding="utf-8")))
 
 
+# A count's forms as the catalogue writes them: "{n, plural, one {# entry} other {# entries}}".
+PLURAL = re.compile(r"\{(\w+), plural, ((?:[a-z]+ \{[^{}]*\}\s*)+)\}")
+
+
 def say(words: dict[str, str], key: str, **params: object) -> str:
-    """The words of `key` with their {placeholders} filled in."""
-    text = words[key]
+    """The words of `key` with their {placeholders} filled in (a count's form: "one" for 1,
+    as both languages' plural rules say, else "other")."""
+
+    def form(match: re.Match[str]) -> str:
+        if match.group(1) not in params:
+            return match.group(0)
+        value = params[match.group(1)]
+        forms = dict(re.findall(r"([a-z]+) \{([^{}]*)\}", match.group(2)))
+        chosen = forms.get("one") if value == 1 and "one" in forms else forms.get("other", "")
+        return str(chosen).replace("#", str(value))
+
+    text = PLURAL.sub(form, words[key])
     for name, value in params.items():
         text = text.replace("{" + name + "}", str(value))
     return text

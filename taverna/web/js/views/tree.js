@@ -89,7 +89,7 @@ function drawGraph(segments, hereDepth, move) {
       onClick: () => move(`/messages/${s.last.id}/show`),
     },
     h("span", { class: "strong", text: range }),
-    h("span", { class: "muted", text: t(s.count === 1 ? "tree.run_count_one" : "tree.run_count", { n: s.count }) }));
+    h("span", { class: "muted", text: t("tree.run_count", { n: s.count }) }));
     const marks = [
       s.here ? h("span", { class: "badge here", text: t("tree.here", { n: hereDepth ?? s.last.depth }) }) : null,
       ...s.branches.map((b) => h("button", {

@@ -50,7 +50,7 @@ export function messageMarks(store, chat, list, itemOf) {
     if (!others.length) return;
     li.querySelector(".bubble").append(h("div", { class: "fork-note", role: "note" },
       others.slice(0, 3).map((c) => h("p", {},
-        h("span", { text: t(c.follow === 1 ? "chat.fork_follow_one" : "chat.fork_follow", { n: c.follow, k: c.index }) }), " ",
+        h("span", { text: t("chat.fork_follow", { n: c.follow, k: c.index }) }), " ",
         h("button", {
           type: "button",
           class: "small fork-go",
