@@ -133,7 +133,7 @@ def import_files(
             if not as_json and step.current and step.total >= 20 and step.done % 20 == 0:
                 typer.echo(f"  … {step.done}/{step.total} {step.current}", err=True)
 
-        report = LibraryImport(library).import_paths(
+        report = LibraryImport(library, folder.connections_of("")).import_paths(
             files, progress=progress, strict=len(files) == 1, again=again
         )
     if as_json:

@@ -17,6 +17,7 @@ from typing import Any
 
 from taverna.errors import NotFound, TavernaError
 from taverna.model.chat import new_id
+from taverna.services.connections.service import ConnectionService
 from taverna.services.house.scratch import ScratchFolder
 from taverna.services.interchange.library_import import LibraryImport, is_user_data_folder
 from taverna.services.interchange.report import ImportReport, Progress
@@ -70,16 +71,22 @@ class ImportJobs:
         return job
 
     def start(
-        self, folder: Path, library: LibraryService, *, cleanup: ScratchFolder | None
+        self,
+        folder: Path,
+        library: LibraryService,
+        *,
+        cleanup: ScratchFolder | None,
+        connections: ConnectionService | None = None,
     ) -> ImportJob:
         """Import the user data folder in `folder` (or one level in) on a thread of its own;
-        `cleanup` is removed when it ends."""
+        `cleanup` is removed when it ends. `connections`: the account's, for the connections
+        its settings bring."""
 
         def work(publish: Publish) -> dict[str, Any]:
             def progress(step: Progress) -> None:
                 publish("progress", {"done": step.done, "total": step.total, "item": step.current})
 
-            report, root = _import(library, folder, progress)
+            report, root = _import(library, folder, progress, connections)
             return {"report": report_json(report, root)}
 
         return self.run(library.owner, work, cleanup=cleanup)
@@ -146,10 +153,13 @@ def import_jobs(services: dict[str, Any]) -> ImportJobs:
 
 
 def _import(
-    library: LibraryService, folder: Path, progress: Callable[[Progress], None]
+    library: LibraryService,
+    folder: Path,
+    progress: Callable[[Progress], None],
+    connections: ConnectionService | None = None,
 ) -> tuple[ImportReport, Path]:
     root = import_root(folder)
-    return LibraryImport(library).import_path(root, progress=progress), root
+    return LibraryImport(library, connections).import_path(root, progress=progress), root
 
 
 def _relative(path: str, root: Path) -> str:

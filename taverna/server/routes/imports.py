@@ -63,7 +63,10 @@ async def import_sillytavern(
         # Queued behind any piece still being written (one worker thread, in order).
         await ctx.off_loop(_discard, writer, scratch)
         raise
-    job = registry.start(scratch.path, ctx.library(current_user(request)), cleanup=scratch)
+    owner = current_user(request)
+    job = registry.start(
+        scratch.path, ctx.library(owner), cleanup=scratch, connections=ctx.connections_of(owner)
+    )
     return ImportStarted(task=TaskOut(id=job.id, kind="import", status="running"), files=files)
 
 

@@ -22,6 +22,7 @@ from taverna.formats.detect import FileKind, detect
 from taverna.formats.st_chat import ChatDocument, read_chat
 from taverna.formats.world_info import world_info_from_json
 from taverna.model.chat import CharacterRef
+from taverna.services.connections.service import ConnectionService
 from taverna.services.interchange import (
     ImportedChat,
     InterchangeService,
@@ -125,10 +126,15 @@ def _files(folder: Path, suffixes: Iterable[str]) -> list[Path]:
 class LibraryImport:
     """Imports SillyTavern files and data folders into one account's library and chats."""
 
-    def __init__(self, library: LibraryService) -> None:
+    def __init__(
+        self, library: LibraryService, connections: ConnectionService | None = None
+    ) -> None:
+        """`connections`: the account's, for the connections and profiles a `settings.json`
+        brings (None: those are left out)."""
         self.library = library
         self.owner = library.owner
         self.chats = InterchangeService(library.store)
+        self.connections = connections
 
     def import_path(
         self, path: Path, *, progress: ProgressCallback | None = None, lenient: bool = False
@@ -205,7 +211,9 @@ class LibraryImport:
         if kind is FileKind.PERSONAS:
             return import_personas(self.library, data, file=str(path), avatars=avatars)
         if kind is FileKind.SETTINGS:
-            return import_settings(self.library, data, file=str(path), avatars=avatars)
+            return import_settings(
+                self.library, data, file=str(path), avatars=avatars, connections=self.connections
+            )
         return ImportReport(stored=[self.library.import_bytes(data, path.name, file=str(path))])
 
     def import_chat(
@@ -359,7 +367,13 @@ class LibraryImport:
                 data = _read_bytes(settings)
                 avatars = folder / "User Avatars"
                 report.extend(
-                    import_settings(self.library, data, file=str(settings), avatars=avatars)
+                    import_settings(
+                        self.library,
+                        data,
+                        file=str(settings),
+                        avatars=avatars,
+                        connections=self.connections,
+                    )
                 )
                 choose_settings_background(self.library, settings)
             except TavernaError as exc:

@@ -8,7 +8,9 @@ it belongs:
 - the global regex scripts, as regex script items;
 - the global lorebook selection and world-info settings, the global STscript variables,
   the cards allowed their own regex scripts and the other power-user settings, in the
-  user's active settings.
+  user's active settings;
+- the API in use and the connection manager's profiles, as connections and connection
+  profiles (`st_connections.py`), when the caller gives the account's connections.
 
 A persona backup (`personas_*.json`) brings its personas alone.
 """
@@ -33,7 +35,9 @@ from taverna.model.presets import (
     SystemPromptPreset,
 )
 from taverna.model.regex_script import RegexScript
+from taverna.services.connections.service import ConnectionService
 from taverna.services.interchange.report import ImportReport, Skipped
+from taverna.services.interchange.st_connections import import_connections
 from taverna.services.library.active_settings import SYSPROMPT_ENABLED, set_active
 from taverna.services.library.service import LibraryKind, LibraryService
 
@@ -100,9 +104,15 @@ def import_regex_scripts(lib: LibraryService, doc: Mapping[str, Any], *, file: s
 
 
 def import_settings(
-    lib: LibraryService, data: bytes, *, file: str, avatars: Path | None = None
+    lib: LibraryService,
+    data: bytes,
+    *,
+    file: str,
+    avatars: Path | None = None,
+    connections: ConnectionService | None = None,
 ) -> ImportReport:
-    """Every part of a `settings.json` into the library and the active settings."""
+    """Every part of a `settings.json` into the library and the active settings (and its
+    connections and profiles into `connections`, when given)."""
     doc = json_text.loads(data, file=file)
     if not isinstance(doc, dict):
         raise TavernaError(
@@ -152,6 +162,8 @@ def import_settings(
     set_active(lib.store, WORLD_INFO_SETTINGS, part.world_info_part(doc), lib.owner)
     set_active(lib.store, POWER_USER, part.user_settings_part(doc), lib.owner)
     set_active(lib.store, EXTENSION_SETTINGS, part.prompt_extension_settings(doc), lib.owner)
+    if connections is not None:
+        report.extend(import_connections(connections, doc, file=file))
     return report
 
 

@@ -1,6 +1,7 @@
 // The chat's turn bar, by the input: who the person speaks as (persona_picker.js), which
 // connection and model the chat talks to (its own choice, kept with the chat on the server:
-// other chats and the default stay as they are), and what the typed text costs in tokens
+// other chats and the default stay as they are), or a connection profile switching both and
+// the settings with them (profile_picker.js), and what the typed text costs in tokens
 // (token_count.js).
 
 import { api } from "../../api.js";
@@ -8,6 +9,7 @@ import { h } from "../../dom.js";
 import { reportError } from "../../errors.js";
 import { t } from "../../i18n.js";
 import { personaPicker } from "./persona_picker.js";
+import { profilePicker } from "./profile_picker.js";
 import { tokenCount } from "./token_count.js";
 
 const connectionUrl = (name) => `/connections/${encodeURIComponent(name)}`;
@@ -24,7 +26,8 @@ export function turnBar({ chatUrl, input, chat, applyChat }) {
   const persona = personaPicker({ chatUrl, chat, applyChat, changed: recount });
   const connection = h("select", { id: "connection-picker", class: "turn-connection", translate: "no", "aria-label": t("chat.connection"), title: t("chat.connection") });
   const model = h("select", { id: "model-picker", class: "turn-model", translate: "no", "aria-label": t("chat.model"), title: t("chat.model") });
-  const bar = h("div", { class: "turn-bar", id: "turn-bar" }, persona.element, connection, model, count.element);
+  const profile = profilePicker({ chatUrl, chat, applyChat, switched: async () => { await loadConnections(); recount(); } });
+  const bar = h("div", { class: "turn-bar", id: "turn-bar" }, persona.element, profile.element, connection, model, profile.note, count.element);
   let connections = [];
 
   function option(value, text, selected) {
@@ -94,7 +97,7 @@ export function turnBar({ chatUrl, input, chat, applyChat }) {
   return {
     bar,
     async load() {
-      await Promise.all([persona.load(), loadConnections()]).catch(() => {});
+      await Promise.all([persona.load(), profile.load(), loadConnections()]).catch(() => {});
       recount();
     },
     /** Count again once things settle (the path or the input changed). */
