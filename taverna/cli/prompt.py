@@ -17,6 +17,7 @@ from taverna.cli.notices import echo_warnings
 from taverna.engine.assemble import assemble
 from taverna.engine.assembly.cache import CacheBreak, first_difference
 from taverna.engine.assembly.context import CharacterInfo, ChatMessage, GenerationType
+from taverna.engine.assembly.layouts import CACHE
 from taverna.engine.assembly.ledger import render_ledger
 from taverna.engine.textgen.chat_template import ChatTemplate
 from taverna.errors import FormatError, FormatWarning, NotFound
@@ -251,7 +252,7 @@ def build_prompt(
     # The shell reads the clock, the engine does not: {{time}} and friends print now.
     context = replace(context, now=datetime.now().astimezone())
     if cache_friendly:
-        context = replace(context, cache_friendly=True)
+        context = replace(context, layout=CACHE)
     if dry_run:
         context = replace(context, dry_run=True)
     if chat_template is not None:

@@ -3,7 +3,7 @@
 A provider's prompt cache (OpenAI, Anthropic, llama.cpp's KV cache) reuses the
 longest prefix two requests share; the first differing character is where the
 cache breaks. Knowing which part caused it tells the user what to move (see the
-`cache_friendly` option of the assembly context).
+prompt layouts of `layouts.py`).
 """
 
 from __future__ import annotations

@@ -98,7 +98,7 @@ def build_chat_completion(context: AssemblyContext, turn: Turn, cost: MessageCos
         error = str(exceeded)  # the slot that did not fit
 
     parts = [p for _, ps in layout.ordered() for p in ps if p.content]
-    if context.cache_friendly:
+    if context.layout.volatile_slots_last:
         parts = volatile_last(parts)
     if cc.squash_system_messages:
         parts = squash_system(parts, cost)

@@ -16,6 +16,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
+from taverna.engine.assembly.layouts import SILLYTAVERN, PromptLayout
 from taverna.model.character import CharacterBook, DepthPrompt
 from taverna.model.chat import AuthorsNote
 from taverna.model.lorebook import DEFAULT_WORLD_INFO, Lorebook, WorldInfoSettings
@@ -186,7 +187,9 @@ class AssemblyContext:
     global_variables: Mapping[str, Any] = field(default_factory=dict)
     chat_id: str = ""  # the chat's identity (SillyTavern: its file name); seeds {{pick}}
     tokenizer: str = ""  # the tokenizer's name; "" = chosen from the model
-    cache_friendly: bool = False  # place volatile parts after the stable prefix
+    # Where the parts that change from turn to turn go (`layouts.py`): SillyTavern's
+    # places, or after the newest message so a model server's cached prefix is reused.
+    layout: PromptLayout = SILLYTAVERN
     # Attached pictures go with their messages (SillyTavern `isImageInliningSupported`: the
     # preset's `image_inlining` on and the API and model able to see them).
     inline_images: bool = False

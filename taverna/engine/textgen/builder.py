@@ -76,7 +76,7 @@ class _Builder(TextSteps):
     """The Text Completion prompt in SillyTavern's layout, one method a step of `Generate`."""
 
     def build(self) -> Prompt:
-        if self.context.cache_friendly:
+        if self.context.layout.lore_after_chat:
             # Beyond SillyTavern: anchors and lorebook text leave the story string.
             self._move_volatile(
                 self.anchor(ExtensionPosition.BEFORE_PROMPT),
@@ -165,7 +165,7 @@ class _Builder(TextSteps):
         context = self.context
         turn = self.turn
         fields = turn.fields
-        friendly = context.cache_friendly
+        friendly = context.layout.lore_after_chat
         if friendly:
             before_anchor = after_anchor = ""
         else:

@@ -159,7 +159,7 @@ class TextSteps:
                     source_params=params,
                 )
             )
-        if self.context.cache_friendly:
+        if self.context.layout.injections_at_end:
             by_depth = self._volatile_at_end(by_depth)
         for depth in range(MAX_INJECTION_DEPTH + 1):
             role_items = by_depth.get(depth)

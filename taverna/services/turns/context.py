@@ -38,6 +38,7 @@ from taverna.providers.registry import provider
 from taverna.providers.request import Api
 from taverna.services.chats.images import ImageLibrary, message_image, with_pictures
 from taverna.services.connections.local_models import for_local_model
+from taverna.services.connections.prompt_layouts import layout_for
 from taverna.services.memory.recall import RecallService, TurnRecall, recall_config
 from taverna.services.memory.summaries import covered_ids, in_force
 from taverna.services.plugins.tools import declared_tools
@@ -401,7 +402,8 @@ def _cast(turn: TurnRequest, library: TurnLibrary) -> tuple[tuple[CharacterInfo,
 
 
 def _for_turn(context: AssemblyContext, turn: TurnRequest) -> AssemblyContext:
-    """`context` as the kind of turn asks: a quiet prompt, a local model, a prefill."""
+    """`context` as the kind of turn asks: a quiet prompt, the connection's prompt layout, a
+    local model, a prefill."""
     if turn.quiet_prompt:
         context = replace(context, quiet_prompt=turn.quiet_prompt)
         if turn.skip_wi_an:
@@ -409,6 +411,9 @@ def _for_turn(context: AssemblyContext, turn: TurnRequest) -> AssemblyContext:
             note = replace(context.metadata.authors_note, prompt="")
             metadata = replace(context.metadata, authors_note=note, lorebook="")
             context = replace(context, lorebooks={}, metadata=metadata)
+    layout = layout_for(turn.api, turn.options)
+    if layout is not context.layout:
+        context = replace(context, layout=layout)
     if turn.api is Api.LOCAL:
         context = for_local_model(context, turn.model, turn.options)
     if turn.prefill and not context.chat_completion.continue_prefill:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from taverna.engine.assembly.cache import first_difference
+from taverna.engine.assembly.layouts import CACHE
 from taverna.engine.assembly.ledger import render_ledger
 from taverna.model.character import DepthPrompt
 from taverna.model.prompt import Ledger, LedgerItem, Prompt
@@ -36,12 +37,12 @@ def test_a_depth_injection_breaks_the_prefix_and_is_named() -> None:
     found = first_difference(before, after)
     assert found.cause is not None and found.cause.kind in ("injection", "history")
     friendly_before = build(
-        replace(context(messages=chat(*turns), character=character), cache_friendly=True)
+        replace(context(messages=chat(*turns), character=character), layout=CACHE)
     )
     friendly_after = build(
         replace(
             context(messages=chat(*turns, ("user", "line 10")), character=character),
-            cache_friendly=True,
+            layout=CACHE,
         )
     )
     later = first_difference(friendly_before, friendly_after)

@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 from taverna.engine.assembly.context import ChatMetadata, GenerationType
+from taverna.engine.assembly.layouts import CACHE
 from taverna.model.character import DepthPrompt
 from taverna.model.chat import AuthorsNote
 from taverna.model.injection import ExtensionPosition
@@ -382,7 +383,7 @@ def test_cache_friendly_puts_volatile_parts_after_history() -> None:
         ),
     )
     normal = pairs(build(ctx))
-    friendly = pairs(build(replace(ctx, cache_friendly=True)))
+    friendly = pairs(build(replace(ctx, layout=CACHE)))
     assert normal.index(("system", "NOTE", None)) < len(normal) - 4
     assert friendly[-1] == ("system", "NOTE", None)
     assert sorted(normal) == sorted(friendly)
@@ -436,7 +437,7 @@ def test_cache_friendly_moves_slots_with_changing_macros() -> None:
     order.insert(1, PromptOrderItem(identifier="clock"))
     ctx = context(cc={"prompts": (*default_prompts(), clock), "order": tuple(order)})
     normal = pairs(build(ctx))
-    friendly = pairs(build(replace(ctx, cache_friendly=True)))
+    friendly = pairs(build(replace(ctx, layout=CACHE)))
     assert normal[1][1].startswith("It is ")
     assert friendly[-1][1].startswith("It is ")
 

@@ -12,6 +12,7 @@ from taverna.cli.prompt import GenerationKind, build_prompt
 from taverna.engine.assemble import assemble
 from taverna.engine.assembly.cache import first_difference
 from taverna.engine.assembly.context import ChatMetadata, GenerationType, Speaker
+from taverna.engine.assembly.layouts import CACHE, SILLYTAVERN
 from taverna.model.character import DepthPrompt
 from taverna.model.chat import AuthorsNote
 from taverna.model.prompt import Prompt
@@ -79,7 +80,7 @@ def test_included_items_sum_to_the_total(
         generation_type=kind,
         power_user=PowerUserSettings(token_padding=padding),
         metadata=ChatMetadata(authors_note=AuthorsNote(prompt="AN", position=0)),
-        cache_friendly=friendly,
+        layout=CACHE if friendly else SILLYTAVERN,
     )
     context = replace(
         context,
@@ -109,7 +110,7 @@ def test_cache_friendly_text_moves_depth_injections_after_the_chat() -> None:
         messages=_turns(10), characters=(character,), metadata=ChatMetadata(authors_note=note)
     )
     normal = assemble(context).text
-    friendly = assemble(replace(context, cache_friendly=True)).text
+    friendly = assemble(replace(context, layout=CACHE)).text
     assert normal.index("AN TEXT") < normal.index("reply line 0")
     assert normal.index("NOTE") < normal.index("user line 9")
     tail = friendly[friendly.index("user line 9") :]
@@ -126,7 +127,11 @@ def test_cache_friendly_text_keeps_the_prefix_across_turns() -> None:
 
     def at(count: int, friendly: bool) -> Prompt:
         return assemble(
-            seraphina(messages=_turns(count), characters=(character,), cache_friendly=friendly)
+            seraphina(
+                messages=_turns(count),
+                characters=(character,),
+                layout=CACHE if friendly else SILLYTAVERN,
+            )
         )
 
     plain = first_difference(at(9, False), at(10, False))
