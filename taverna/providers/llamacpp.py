@@ -88,12 +88,11 @@ class CompletionStream(JsonChunkStream):
         if isinstance(content, str) and content:
             out.append(TextDelta(content))
         if chunk.get("stop"):
-            timings = chunk.get("timings")
             self._note_usage(
                 chunk.get("tokens_evaluated"),
                 chunk.get("tokens_predicted"),
                 # the prompt tokens the server reused from its cache instead of evaluating
-                cached=timings.get("cache_n") if isinstance(timings, dict) else None,
+                cached=_reused(chunk),
             )
             limited = chunk.get("stopped_limit") or chunk.get("stop_type") == "limit"
             reason = FinishReason.LENGTH if limited else FinishReason.STOP
@@ -103,3 +102,19 @@ class CompletionStream(JsonChunkStream):
     def parse_response(self, body: Any) -> list[Event]:
         # a whole response is the last chunk, whether or not it says so
         return super().parse_response({**body, "stop": True} if isinstance(body, dict) else body)
+
+
+def _reused(chunk: dict[str, Any]) -> int | None:
+    """The prompt tokens the server found computed: `timings.cache_n`, or where a server
+    gives no such count, all of `tokens_evaluated` but the `timings.prompt_n` it computed
+    this time (None when it says neither)."""
+    timings = chunk.get("timings")
+    if not isinstance(timings, dict):
+        return None
+    cached = timings.get("cache_n")
+    if isinstance(cached, int):
+        return cached
+    evaluated, computed = chunk.get("tokens_evaluated"), timings.get("prompt_n")
+    if isinstance(evaluated, int) and isinstance(computed, int):
+        return max(evaluated - computed, 0)
+    return None
