@@ -9,7 +9,7 @@ secret that every request must carry, and stops it when idle. A closed connectio
 the generation at the next token.
 
 Run as `python -m taverna.services.connections.local_process --model PATH --port N
-[--n-ctx N] [--threads N]` with the secret in the `TAVERNA_LOCAL_SECRET` environment variable.
+[--n-ctx N] [--threads N] [--slots N]` with the secret in the `TAVERNA_LOCAL_SECRET` environment variable.
 """
 
 from __future__ import annotations
@@ -20,10 +20,15 @@ import json
 import os
 import secrets
 import threading
+import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+from taverna.services.connections.local_slots import PrefixSlots
+
 SECRET_ENV = "TAVERNA_LOCAL_SECRET"
+# Conversations whose computed prefix is kept beside the live one (see local_slots.py).
+DEFAULT_SLOTS = 4
 
 # llama.cpp server field -> llama-cpp-python's `create_completion` argument
 _SAMPLING = {
@@ -77,7 +82,12 @@ class Generator:
     """One loaded model and one generation at a time (a second waits for the first)."""
 
     def __init__(
-        self, model_path: str, n_ctx: int, threads: int | None, max_tokens: int = 0
+        self,
+        model_path: str,
+        n_ctx: int,
+        threads: int | None,
+        max_tokens: int = 0,
+        slots: int = DEFAULT_SLOTS,
     ) -> None:
         from llama_cpp import Llama
 
@@ -95,6 +105,8 @@ class Generator:
         self.n_ctx = self.model.n_ctx()
         self.max_tokens = max_tokens
         self.lock = threading.Lock()
+        # the computed prefix of each recent conversation, within a share of free memory
+        self.slots = PrefixSlots(self.model, slots=slots, budget_bytes=_slot_budget())
 
     def tokenize(self, text: str, *, add_special: bool = False) -> list[int]:
         return list(self.model.tokenize(text.encode("utf-8"), add_bos=add_special, special=True))
@@ -117,12 +129,16 @@ class Generator:
         prompt = str(body.get("prompt") or "")
         arguments = completion_arguments(body, self.n_ctx, self.max_tokens)
         with self.lock:
-            evaluated = len(self.tokenize(prompt, add_special=True))
+            began = time.perf_counter()
+            tokens = self.tokenize(prompt, add_special=True)
+            reuse = self.slots.prepare(tokens)
+            first: float | None = None
             predicted = 0
             reason = "eos"
             try:
-                stream: Any = self.model.create_completion(prompt, stream=True, **arguments)
+                stream: Any = self.model.create_completion(tokens, stream=True, **arguments)
                 for chunk in stream:
+                    first = first or time.perf_counter()
                     choice: dict[str, Any] = chunk["choices"][0]
                     text = choice.get("text") or ""
                     predicted += 1
@@ -145,10 +161,28 @@ class Generator:
                     "stop": True,
                     "stop_type": reason,
                     "stopped_limit": reason == "limit",
-                    "tokens_evaluated": evaluated,
+                    "tokens_evaluated": reuse.total,
                     "tokens_predicted": predicted,
+                    # as llama.cpp's server reports them: the prompt's tokens found computed,
+                    # and in `timings` those computed this time
+                    "tokens_cached": reuse.reused,
+                    "timings": {
+                        "prompt_n": reuse.total - reuse.reused,
+                        "prompt_ms": round(((first or time.perf_counter()) - began) * 1000, 1),
+                        "predicted_n": predicted,
+                    },
+                    "prefix_restored": reuse.restored,
                 }
             )
+
+
+def _slot_budget() -> int:
+    """The bytes kept prefixes may take: a quarter of the memory free now, at most 1 GiB."""
+    try:
+        free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        free = 0
+    return min(free // 4, 1 << 30)
 
 
 def create_app(generator: Generator, secret: str) -> Any:
@@ -259,6 +293,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--n-ctx", type=int, default=4096)
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--max-tokens", type=int, default=0)
+    parser.add_argument("--slots", type=int, default=DEFAULT_SLOTS)
     args = parser.parse_args(argv)
     secret = os.environ.get(SECRET_ENV, "")
     if not secret:
@@ -267,7 +302,9 @@ def main(argv: list[str] | None = None) -> None:
 
     check_model_file(args.model)
     try:
-        generator = Generator(args.model, args.n_ctx, args.threads or None, args.max_tokens)
+        generator = Generator(
+            args.model, args.n_ctx, args.threads or None, args.max_tokens, args.slots
+        )
     except Exception as exc:  # llama.cpp refused the file: said on the last line, for the server
         raise SystemExit(f"llama.cpp cannot load the model: {exc}") from None
     uvicorn.run(
