@@ -209,6 +209,8 @@ class PromptOut(BaseModel):
     as_sent: bool = False
     # A past reply's tokens as its API reported them: prompt, cached, new, written, reply.
     usage: dict[str, Any] | None = None
+    # The prefix shared with the previous reply's prompt: reused tokens, first difference.
+    reuse: dict[str, Any] | None = None
 
 
 # ---------------------------------------------------------------- lorebooks

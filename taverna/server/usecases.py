@@ -102,4 +102,5 @@ def inspect_prompt(ctx: AppContext, chat_id: str, node_id: str | None) -> Prompt
         included_message_ids=view.included_message_ids,
         as_sent=view.as_sent,
         usage=view.usage,
+        reuse=view.reuse,
     )

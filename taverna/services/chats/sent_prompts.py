@@ -17,9 +17,26 @@ from taverna.model.prompt import Prompt
 FORMAT = 1
 
 
+def _starts(prompt: Prompt) -> dict[int, int]:
+    """Where each included part of a text prompt begins in its text (by the part's index
+    in the ledger), found in order: what lets a record tell which part holds a character."""
+    starts: dict[int, int] = {}
+    if prompt.kind != "text":
+        return starts
+    cursor = 0
+    for index, item in enumerate(prompt.ledger.items):
+        if item.included and item.text:
+            found = prompt.text.find(item.text, cursor)
+            if found >= 0:
+                starts[index] = found
+                cursor = found + len(item.text)
+    return starts
+
+
 def prompt_json(prompt: Prompt) -> dict[str, Any]:
     """A Prompt as plain JSON (what the inspector shows)."""
     ledger = prompt.ledger
+    starts = _starts(prompt)
     return {
         "kind": prompt.kind,
         "messages": [
@@ -43,8 +60,12 @@ def prompt_json(prompt: Prompt) -> dict[str, Any]:
                     "source_code": i.source_code,
                     "source_params": dict(i.source_params),
                     "position": i.position,
+                    # the part's place in a text prompt and its length, so a record
+                    # tells which part holds a character
+                    "at": starts.get(index),
+                    "chars": len(i.text),
                 }
-                for i in ledger.items
+                for index, i in enumerate(ledger.items)
             ],
             "total_tokens": ledger.total_tokens,
             "budget": ledger.budget,

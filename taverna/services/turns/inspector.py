@@ -23,6 +23,7 @@ from taverna.services.chats.service import ChatService
 from taverna.services.connections.service import Connection
 from taverna.services.turns import GenerationService
 from taverna.services.turns.chat_connection import connection_for
+from taverna.services.turns.prefix_reuse import reuse_for
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,9 @@ class PromptView:
     as_sent: bool = False
     # What the API said of a past reply's tokens (`reply_usage`); None for the next reply.
     usage: dict[str, Any] | None = None
+    # The prefix it shares with the prompt of the reply before it (`prefix_reuse.py`):
+    # tokens reused and where it first differs; None without an earlier recorded prompt.
+    reuse: dict[str, Any] | None = None
 
 
 def reply_usage(generation: GenerationInfo | None) -> dict[str, Any] | None:
@@ -125,7 +129,9 @@ def inspect_prompt(service: GenerationService, chat_id: str, node_id: str | None
             usage = reply_usage(node.generation)
             data = store.sent_prompt(chat_id, node.id)
             if data is not None:
-                return replace(recorded_view(sent_prompts.decode(data)), usage=usage)
+                view = recorded_view(sent_prompts.decode(data))
+                reuse = _reuse(service, chat_id, view.prompt, node.id)
+                return replace(view, usage=usage, reuse=reuse)
             # a swipe's path ends with the reply it replaces; the assembly leaves it out
             end, kind = node.id, GenerationType.SWIPE
         else:
@@ -159,4 +165,13 @@ def inspect_prompt(service: GenerationService, chat_id: str, node_id: str | None
     first = min(included, key=depth.__getitem__) if included else None
     # The line goes above the oldest message sent, when the budget cut older ones.
     cut = first if prompt.ledger.history_stopped else None
-    return PromptView(prompt_json(prompt), request_json, cut, included, False, usage)
+    shown = prompt_json(prompt)
+    reuse = _reuse(service, chat_id, shown, None) if node_id is None else None
+    return PromptView(shown, request_json, cut, included, as_sent=False, usage=usage, reuse=reuse)
+
+
+def _reuse(
+    service: GenerationService, chat_id: str, prompt: dict[str, Any], reply: str | None
+) -> dict[str, Any] | None:
+    found = reuse_for(service.store, chat_id, prompt, reply=reply)
+    return found.to_json() if found is not None else None

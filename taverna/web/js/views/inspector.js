@@ -268,6 +268,19 @@ function usageNote(usage) {
   return h("p", { class: "muted reply-usage", id: "reply-usage", text: lines.join(" ") });
 }
 
+/** How much of the prompt the model server reuses from the prompt of the reply before it,
+ * and the part where the two first differ (measured when the server reported it). */
+function reuseNote(reuse, labels) {
+  if (!reuse) return null;
+  const key = reuse.identical ? "inspector.reuse_identical" : reuse.measured ? "inspector.reuse_measured" : "inspector.reuse_estimated";
+  const line = reuse.part;
+  const part = line
+    ? h("span", { class: "reuse-part", "data-kind": line.kind }, partLabel(line.kind), " (", codedSource(line, labels) || readable(line.source || "", labels), ")")
+    : h("span", { class: "reuse-part", text: t(reuse.at_end ? "inspector.reuse_end" : "inspector.reuse_unnamed") });
+  return h("p", { class: "muted prefix-reuse", id: "prefix-reuse" },
+    fill(t(key), { reused: String(reuse.reused_tokens), total: String(reuse.total_tokens), part }));
+}
+
 /** Open the inspector for the next generation of a chat, or for the generation of message `nodeId`. */
 export async function openInspector(chatId, nodeId, labels = {}) {
   const body = h("div", { class: "inspector-body" }, h("p", { class: "muted", text: t("inspector.loading") }));
@@ -291,6 +304,8 @@ export async function openInspector(chatId, nodeId, labels = {}) {
   if (overflow) tabs.before(overflow);
   const usage = usageNote(data.usage);
   if (usage) tabs.before(usage);
+  const reuse = reuseNote(data.reuse, labels);
+  if (reuse) tabs.before(reuse);
   const views = {
     prompt: () => h("div", {}, abortedNote(data.prompt.ledger?.aborted), promptView(data.prompt, labels)),
     ledger: () => h("div", {}, abortedNote(data.prompt.ledger?.aborted), ledgerView(data.prompt.ledger || {}, labels)),
