@@ -102,10 +102,11 @@ def send(server: TavernaServer, chat_id: str, text: str) -> tuple[float, float]:
     """One message and its streamed reply: seconds to the first token, tokens/s."""
     revision = server.api("GET", f"/chats/{chat_id}").json()["revision"]
     started = time.perf_counter()
-    task = server.api(
-        "POST",
-        f"/chats/{chat_id}/generate",
+    # the first message starts the model's process: more than the helper's 10 s, when busy
+    task = httpx.post(
+        f"{server.url}/api/chats/{chat_id}/generate",
         json={"kind": "normal", "text": text, "revision": revision},
+        timeout=600,
     ).json()["task"]
     first = None
     pieces = 0

@@ -48,7 +48,8 @@ def connection_service(data: Path | None) -> Iterator[ConnectionService]:
 
 
 # n_ctx, threads, max_tokens: a local model's context size, CPU threads (0: half the cores)
-# and longest reply
+# and longest reply; prompt_layout: `sillytavern` or `cache` (the prompt's layout, see
+# taverna.engine.assembly.layouts)
 KNOWN_OPTIONS = {
     "use_system_prompt": bool,
     "stream": bool,
@@ -56,6 +57,7 @@ KNOWN_OPTIONS = {
     "n_ctx": int,
     "threads": int,
     "max_tokens": int,
+    "prompt_layout": str,
 }
 
 
@@ -118,7 +120,8 @@ def add(
             "--set",
             help=(
                 "a request option KEY=VALUE (JSON value), e.g. use_system_prompt=true, "
-                "stream=false, prefix=true (Mistral continues a reply in place)"
+                "stream=false, prefix=true (Mistral continues a reply in place), "
+                "prompt_layout=cache (volatile parts after the chat, for a model's cache)"
             ),
         ),
     ] = None,
