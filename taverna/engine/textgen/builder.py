@@ -78,7 +78,7 @@ class _Builder(TextSteps):
     def build(self) -> Prompt:
         if self.context.layout.lore_after_chat:
             # Beyond SillyTavern: anchors and lorebook text leave the story string.
-            self._move_volatile(
+            self.move_volatile(
                 self.anchor(ExtensionPosition.BEFORE_PROMPT),
                 self.anchor(ExtensionPosition.IN_PROMPT),
             )

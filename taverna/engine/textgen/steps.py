@@ -198,7 +198,7 @@ class TextSteps:
             oldest_first.extend(reversed(by_depth[depth]))
         return {0: list(reversed(oldest_first))} if oldest_first else {}
 
-    def _move_volatile(self, before_anchor: str, after_anchor: str) -> None:
+    def move_volatile(self, before_anchor: str, after_anchor: str) -> None:
         """Cache-friendly layout: the text to move after the chat (lorebook, anchors)."""
         world = self.turn.world
         parts = (before_anchor.strip(), world.before, world.after, after_anchor.strip())

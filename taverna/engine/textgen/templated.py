@@ -29,9 +29,16 @@ def build_with_chat_template(
     steps.instruct_on = False
     budget = turn.prompt_budget
     padding = steps.power.token_padding
+    moved = context.layout.lore_after_chat
+    if moved:
+        # Beyond SillyTavern: anchors and lorebook text follow the newest message
+        steps.move_volatile(
+            steps.anchor(ExtensionPosition.BEFORE_PROMPT),
+            steps.anchor(ExtensionPosition.IN_PROMPT),
+        )
     items = steps.core_items()
     steps.inject(items)
-    system_text = _system_text(steps)
+    system_text = _system_text(steps, moved)
     system = [{"role": "system", "content": system_text}] if system_text else []
     history = [{"role": _chat_role(item), "content": _content(steps, item)} for item in items]
 
@@ -65,10 +72,13 @@ def build_with_chat_template(
     )
 
 
-def _system_text(steps: TextSteps) -> str:
-    """The system message: the story string between the anchors, then the examples."""
+def _system_text(steps: TextSteps, moved: bool) -> str:
+    """The system message: the story string between the anchors, then the examples
+    (`moved`: the anchors and the lorebook's text are placed after the chat instead)."""
     turn = steps.turn
     fields = turn.fields
+    world_before = "" if moved else turn.world.before
+    world_after = "" if moved else turn.world.after
     in_prompt = (PersonaPosition.IN_PROMPT, PersonaPosition.AFTER_CHAR)
     values = {
         "description": fields.description,
@@ -78,17 +88,17 @@ def _system_text(steps: TextSteps) -> str:
         "system": steps.system_prompt(),
         "char": steps.char,
         "user": steps.user,
-        "wiBefore": turn.world.before,
-        "wiAfter": turn.world.after,
-        "loreBefore": turn.world.before,
-        "loreAfter": turn.world.after,
+        "wiBefore": world_before,
+        "wiAfter": world_after,
+        "loreBefore": world_before,
+        "loreAfter": world_after,
         "mesExamples": "".join(turn.example_blocks),
         "mesExamplesRaw": "".join(turn.example_blocks),
     }
     story = steps.story_string(values)
     examples = "" if steps.power.strip_examples else "".join(turn.example_blocks)
-    before = steps.anchor(ExtensionPosition.BEFORE_PROMPT).lstrip()
-    after = steps.anchor(ExtensionPosition.IN_PROMPT)
+    before = "" if moved else steps.anchor(ExtensionPosition.BEFORE_PROMPT).lstrip()
+    after = "" if moved else steps.anchor(ExtensionPosition.IN_PROMPT)
     return (before + story + after + examples).strip()
 
 

@@ -13,11 +13,15 @@ from taverna.engine.assembly.context import (
     AssemblyContext,
     CharacterInfo,
     ChatMessage,
+    ChatMetadata,
     GenerationType,
     Speaker,
 )
+from taverna.engine.assembly.layouts import CACHE
 from taverna.engine.textgen.chat_template import ChatTemplate, ChatTemplateError, alternate_roles
 from taverna.errors import FormatError
+from taverna.model.character import DepthPrompt
+from taverna.model.chat import AuthorsNote
 from taverna.model.settings import DEFAULT_CONTEXT_TEMPLATE, PersonaInfo, TextCompletionSettings
 
 TURNS = (
@@ -163,3 +167,25 @@ def test_chat_template_history_is_fitted_newest_first() -> None:
 def test_chat_template_continue_leaves_the_last_message_open() -> None:
     prompt = assemble(_context(generation_type=GenerationType.CONTINUE))
     assert prompt.text.endswith("<|turn|>user\nmessage 11 " + "z" * 30)
+
+
+def test_the_cache_layout_puts_the_notes_after_the_chat_in_a_chat_template() -> None:
+    """Beyond ST: with the `cache` layout the story string keeps only the stable card, and
+    the author's note (in prompt) and the character's note (at depth) follow the chat."""
+    note = AuthorsNote(prompt="AN TEXT", position=0)  # in prompt: after the story string
+    character = replace(
+        _context().character, depth_prompt=DepthPrompt(prompt="DEPTH NOTE", depth=4)
+    )
+    changes = {"metadata": ChatMetadata(authors_note=note), "characters": (character,)}
+    exact = assemble(_context(**changes)).text
+    cached = assemble(_context(layout=CACHE, **changes)).text
+    assert exact.index("AN TEXT") < exact.index("message 00")
+    assert exact.index("DEPTH NOTE") < exact.index("message 11")
+    tail = cached[cached.index("message 11") :]
+    assert "AN TEXT" in tail and "DEPTH NOTE" in tail
+    assert cached.endswith("<|end|>\n<|turn|>assistant\n")
+    # a later turn shares every message the earlier one had
+    fewer = _context(layout=CACHE, messages=_context().messages[:10], **changes)
+    earlier = assemble(fewer).text
+    shared = earlier[: earlier.index("message 09")]
+    assert cached.startswith(shared + "message 09")
