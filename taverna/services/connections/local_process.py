@@ -167,6 +167,7 @@ class Generator:
                     # and in `timings` those computed this time
                     "tokens_cached": reuse.reused,
                     "timings": {
+                        "cache_n": reuse.reused,
                         "prompt_n": reuse.total - reuse.reused,
                         "prompt_ms": round(((first or time.perf_counter()) - began) * 1000, 1),
                         "predicted_n": predicted,
