@@ -7,7 +7,13 @@ import asyncio
 
 from taverna.engine.assembly.context import GenerationType
 from taverna.providers.events import TextDelta
-from taverna.services.turns.runs import Completed, Ending, GenerationRegistry, RunningGeneration
+from taverna.services.turns.runs import (
+    Completed,
+    Ending,
+    GenerationRegistry,
+    RunningGeneration,
+    run_bytes,
+)
 
 
 def finished(number: int) -> RunningGeneration:
@@ -16,17 +22,26 @@ def finished(number: int) -> RunningGeneration:
     return run
 
 
-def test_finished_runs_are_bounded_and_the_newest_stay() -> None:
+def test_finished_runs_are_bounded_by_their_bytes_and_the_newest_stay() -> None:
     async def go() -> None:
-        registry = GenerationRegistry(keep_finished=600.0, max_finished=32)
+        budget = 32 * run_bytes(finished(0))
+        registry = GenerationRegistry(keep_finished=600.0, finished_bytes=budget)
         running = RunningGeneration("live", "chat0", GenerationType.NORMAL)
         registry.add(running)
         for number in range(2000):
             registry.add(finished(number))
+            assert registry.finished_held <= budget
             assert registry.kept <= 32 + 2  # the bound, the live run, the one just added
         assert registry.get("live") is running  # a running one is never dropped
         assert registry.get("g1999").result is not None  # the newest can be re-attached to
         assert [r.id for r in registry.for_chat("chat0", running_only=True)] == ["live"]
+        # a run that held more counts for more: fewer of the big ones are kept
+        for number in range(2000, 2100):
+            big = finished(number)
+            big.requests.append(("/v1/chat", {"messages": [{"content": "x" * 20_000}]}))
+            registry.add(big)
+            assert registry.finished_held <= budget
+        assert registry.kept < 32
 
     asyncio.run(go())
 
@@ -43,19 +58,23 @@ def test_old_finished_runs_expire() -> None:
 
 
 def test_last_prompts_are_kept_for_the_newest_chats_only() -> None:
-    from taverna.model.prompt import Prompt
-    from taverna.services.turns.runs import RecentPrompts
+    from taverna.model.prompt import Prompt, PromptMessage, Role
+    from taverna.services.turns.runs import RecentPrompts, prompt_bytes
 
-    kept = RecentPrompts(size=3)
     prompts = {f"chat{n}": Prompt(kind="chat") for n in range(10)}
+    kept = RecentPrompts(budget=3 * prompt_bytes("chat0", prompts["chat0"]))
     for chat_id, prompt in prompts.items():
         kept[chat_id] = prompt
-        assert len(kept) <= 3
+        assert len(kept) <= 3 and kept.held <= kept.budget
     kept["chat7"] = prompts["chat7"]  # generating again makes a chat the newest
     kept["chat0"] = prompts["chat0"]
-    assert list(kept) == ["chat9", "chat7", "chat0"]
+    assert kept.keys() == ["chat9", "chat7", "chat0"]
     assert kept.get("chat7") is prompts["chat7"]
     assert kept.get("chat1") is None
+    # a long prompt takes the room of many short ones
+    long = Prompt(kind="chat", messages=(PromptMessage(Role.USER, "w" * 5000),))
+    kept["chat1"] = long
+    assert kept.keys() == ["chat1"] and kept.get("chat1") is long
 
 
 def test_a_follower_gets_what_is_there_at_once_together_each_with_its_index() -> None:

@@ -3,7 +3,7 @@ past the budget, the one in use stays whatever its size."""
 
 from __future__ import annotations
 
-from taverna.services.memory.kept_bytes import KeptBytes, text_bytes
+from taverna.services.kept_bytes import KeptBytes, text_bytes
 
 
 def _sized(kept: dict[str, int]) -> KeptBytes[str, str]:

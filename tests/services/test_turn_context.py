@@ -493,3 +493,37 @@ def test_the_system_prompt_switch_reaches_the_turn(store: SqlStore, tmp_path: Pa
     assert enabled()
     set_active(store, SYSPROMPT_ENABLED, False)
     assert not enabled()
+
+
+def test_what_turns_keep_between_them_stays_under_its_byte_budgets(
+    store: SqlStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Windows, token costs, the engine's messages and the chats' book names are kept by
+    their bytes: many chats of long messages stay under each budget (the least recently
+    built go), and a chat let go takes its recall starts and book names with it."""
+    from taverna.services.turns import choices as turn_choices
+    from taverna.services.turns import context as turn_context
+
+    budgets = {"WINDOWS_BYTES": 2_000, "COSTS_BYTES": 400_000, "MESSAGES_BYTES": 200_000}
+    for name, budget in budgets.items():
+        monkeypatch.setattr(turn_context, name, budget)
+    monkeypatch.setattr(turn_choices, "BOOK_NAMES_BYTES", 1_000)
+    _library(store, max_context=100_000)
+    turns = TurnContexts(store, clock=lambda: NOW, paths=PathEnds(store))
+    service = _service(store, tmp_path, turns)
+    ids = [_chat(store, 30) for _ in range(30)]
+    for chat_id in ids:
+        chat = store.get_chat(chat_id)
+        turns.build(service.turn(chat, chat.active_leaf_id, GenerationType.NORMAL, Api.OPENAI))
+        assert turns._windows.held <= budgets["WINDOWS_BYTES"]
+        assert turns._costs.held <= budgets["COSTS_BYTES"]
+        assert turns._messages.held <= budgets["MESSAGES_BYTES"]
+        assert turns.choices._book_names.held <= 1_000
+    # each bound let chats go, the newest stayed
+    for kept in (turns._windows, turns._costs, turns.choices._book_names):
+        assert 1 < len(kept) < len(ids) and ids[-1] in kept
+    assert 0 < len(turns._messages) < 30 * 31
+    assert set(turns._recall_starts) == set(turns._windows.keys())
+    # what is counted is about what is held: the messages' texts at least
+    held_texts = sum(len(m.text) for m in turns._messages.values())
+    assert held_texts < turns._messages.held < 4 * held_texts + 200 * len(turns._messages)

@@ -9,6 +9,8 @@ before it did not read or write, so the memo holds about two windows' worth.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
 from typing import Any
 
 _MISSING: Any = object()
@@ -46,6 +48,10 @@ class TurnMemo:
 
     def __len__(self) -> int:
         return len(self._now) + len(self._before)
+
+    def entries(self) -> Iterator[tuple[Any, Any]]:
+        """The entries, those this turn read first."""
+        return itertools.chain(self._now.items(), self._before.items())
 
     def next_turn(self) -> None:
         """A new turn begins: entries the last turn did not use go."""

@@ -6,22 +6,40 @@ A part of `ChatService`, the one writer of the tree.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 
 from taverna.errors import NotFound, TavernaError
 from taverna.model.chat import Branch, BranchSummary, new_id
 from taverna.services.chats.write_rules import WriteResult, WriteRules
+from taverna.services.kept_bytes import KeptBytes, text_bytes
 from taverna.services.plugins import EventName
 from taverna.store.repository import ChatWriter
 
-# Branch lists kept, each with the chat revision it was read at: the chats viewed last.
-BRANCH_LISTS_KEPT = 512
+# The bytes of the branch lists kept, each with the chat revision it was read at: the
+# chats viewed last.
+BRANCH_LISTS_BYTES = 2 << 20
+# What a branch's summary holds besides its texts (its ids, times and counts).
+BRANCH_OVERHEAD = 240
+
+
+def branch_list_bytes(chat_id: str, kept: tuple[int, list[BranchSummary]]) -> int:
+    """About what a chat's kept branch list holds: names, and each branch's last message."""
+    texts = [chat_id]
+    for listed in kept[1]:
+        texts.append(listed.branch.name)
+        if listed.last_message is not None:
+            texts.append(listed.last_message.content)
+    return text_bytes(texts) + BRANCH_OVERHEAD * (len(kept[1]) + 1)
+
+
+def kept_branch_lists() -> KeptBytes[str, tuple[int, list[BranchSummary]]]:
+    """The branch lists a chat service keeps, in BRANCH_LISTS_BYTES."""
+    return KeptBytes(BRANCH_LISTS_BYTES, branch_list_bytes)
 
 
 class Branches(WriteRules):
     """The chat service's branches (a part of `ChatService`)."""
 
-    _branches: OrderedDict[str, tuple[int, list[BranchSummary]]]
+    _branches: KeptBytes[str, tuple[int, list[BranchSummary]]]
     _branches_lock: threading.Lock
 
     def list_branches(self, chat_id: str, *, revision: int | None = None) -> list[BranchSummary]:
@@ -33,16 +51,12 @@ class Branches(WriteRules):
         with self._branches_lock:
             kept = self._branches.get(chat_id)
             if kept is not None and kept[0] == revision:
-                self._branches.move_to_end(chat_id)
                 return list(kept[1])
         branches = self.store.branches(chat_id)
         with self._branches_lock:
             kept = self._branches.get(chat_id)
             if kept is None or kept[0] <= revision:
-                self._branches[chat_id] = (revision, branches)
-                self._branches.move_to_end(chat_id)
-            while len(self._branches) > BRANCH_LISTS_KEPT:
-                self._branches.popitem(last=False)
+                self._branches.put(chat_id, (revision, branches))
         return list(branches)
 
     def branch_from(

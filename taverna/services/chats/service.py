@@ -23,14 +23,13 @@ made it.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from taverna.errors import TavernaError
 from taverna.model.chat import CharacterRef, ChatState, GenerationInfo, Node, NodeRole
-from taverna.services.chats.branches import Branches
+from taverna.services.chats.branches import Branches, kept_branch_lists
 from taverna.services.chats.candidates import Candidates
 from taverna.services.chats.checkpoints import Checkpoints
 from taverna.services.chats.generated import GeneratedMessages
@@ -78,7 +77,7 @@ class ChatService(
         self.clock = clock
         self.rewriter = rewriter
         self.events = events if events is not None else EventBus()
-        self._branches = OrderedDict()  # the branch lists kept (see `Branches`)
+        self._branches = kept_branch_lists()  # the branch lists kept (see `Branches`)
         self._branches_lock = threading.Lock()
 
     # ---------------------------------------------------------------- creating

@@ -16,18 +16,21 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
+from taverna.services.kept_bytes import KeptBytes, approx_bytes
 from taverna.store.repository import Store
 
 __all__ = ["RECHECK", "Kept", "LibraryWatch"]
 
 # Seconds after which a kept answer is read again even with no write heard.
 RECHECK = 60.0
-# Answers kept per question (one per account, say), the oldest dropped first.
-KEPT = 4096
+# The bytes of the answers kept per question (one per account, say), the least recently
+# used dropped first.
+KEPT_BYTES = 2 << 20
+# What a kept answer's entry holds besides its key and value (its epoch and time).
+ENTRY_OVERHEAD = 120
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -66,27 +69,32 @@ class LibraryWatch:
 class Kept(Generic[K, V]):
     """Answers to one question, each kept until the library changes (see the module doc)."""
 
-    def __init__(self, watch: LibraryWatch, *, size: int = KEPT) -> None:
+    def __init__(self, watch: LibraryWatch, *, budget: int = KEPT_BYTES) -> None:
         self.watch = watch
-        self.size = size
-        self._items: OrderedDict[K, tuple[int, float, V]] = OrderedDict()
-        self._lock = threading.Lock()
+        # answers are read now and then (once a write was heard): each is measured whole
+        self._items: KeptBytes[K, tuple[int, float, V]] = KeptBytes(budget, _entry_bytes)
+
+    @property
+    def held(self) -> int:
+        """The bytes of the answers kept."""
+        return self._items.held
+
+    def __len__(self) -> int:
+        return len(self._items)
 
     def get(self, key: K, read: Callable[[], V]) -> V:
         """The kept answer for `key`, or `read()`'s, kept from now on."""
         epoch, now = self.watch.epoch, self.watch.clock()
-        with self._lock:
-            found = self._items.get(key)
+        found = self._items.get(key)
         if found is not None and found[0] == epoch and now - found[1] < self.watch.recheck:
             return found[2]
         value = read()  # a write counted meanwhile makes this answer stale at once
-        with self._lock:
-            self._items[key] = (epoch, now, value)
-            self._items.move_to_end(key)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
+        self._items.put(key, (epoch, now, value))
         return value
 
     def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
+        self._items.clear()
+
+
+def _entry_bytes(key: object, entry: tuple[int, float, object]) -> int:
+    return approx_bytes(key, 2) + approx_bytes(entry[2]) + ENTRY_OVERHEAD

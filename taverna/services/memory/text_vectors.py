@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from taverna.providers.embeddings import Embedder
-from taverna.services.memory.kept_bytes import KeptBytes, text_bytes
+from taverna.services.kept_bytes import KeptBytes, text_bytes
 
 Vectors = npt.NDArray[np.float32]
 

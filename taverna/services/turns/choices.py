@@ -30,6 +30,7 @@ from taverna.model.lorebook import Lorebook
 from taverna.model.persona import Persona, PersonaPosition
 from taverna.model.regex_script import RegexScript
 from taverna.model.settings import ChatCompletionSettings, PersonaInfo, TextCompletionSettings
+from taverna.services.kept_bytes import KeptBytes, text_bytes
 from taverna.services.library.active_settings import ACTIVE, SETTINGS_KIND
 from taverna.services.library.regex_library import in_order
 from taverna.services.library.service import LibraryKind
@@ -68,8 +69,9 @@ _CHOSEN = (
     ("instruct_template", LibraryKind.INSTRUCT_TEMPLATE),
     ("context_template", LibraryKind.CONTEXT_TEMPLATE),
 )
-# Chats whose last turn's book names are kept (the next turn looks them up at once).
-CHATS_KEPT = 1_024
+# The book names of the chats whose last turn's are kept (the next turn looks them up at
+# once), in this many bytes.
+BOOK_NAMES_BYTES = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,18 +94,20 @@ class LibraryChoices:
         self.store = store
         self.documents = documents
         # The books each recently built chat's last turn used: looked up with the rest.
-        self._book_names: dict[str, tuple[str, ...]] = {}
+        self._book_names: KeptBytes[str, tuple[str, ...]] = KeptBytes(
+            BOOK_NAMES_BYTES, lambda chat_id, names: text_bytes([chat_id, *names]) + 64
+        )
 
     def forget(self, chat_id: str) -> None:
         """Let go of what is kept for chat `chat_id` (it left the chats kept)."""
-        self._book_names.pop(chat_id, None)
+        self._book_names.pop(chat_id)
 
     def for_chat(self, chat: Chat, speaker: str | None = None) -> TurnLibrary:
         """The settings, cards, persona and applying lorebooks of a chat, as parsed (in a
         group chat, with the preset of the member `speaker` when it has one of its own)."""
         # One look at the versions: the small documents, the chat's cards and the books
         # its last turn used; a book named anew is looked up after.
-        guessed = self._book_names.get(chat.id, ())
+        guessed = self._book_names.get(chat.id) or ()
         found, books_found = self._versions(chat, guessed)
         characters = self._characters(chat, found[LibraryKind.CHARACTER.value])
         groups = [v for v in found[LibraryKind.GROUP.value] if v.id == chat.group_id]
@@ -116,9 +120,7 @@ class LibraryChoices:
             books_found = self.store.versions_of(
                 owner=chat.owner, names={LibraryKind.LOREBOOK.value: names}
             )
-        self._book_names[chat.id] = tuple(names)
-        while len(self._book_names) > CHATS_KEPT:
-            del self._book_names[next(iter(self._book_names))]
+        self._book_names.put(chat.id, tuple(names))
         books = self._lorebooks([v for v in books_found if v.name in names])
         return TurnLibrary(
             settings,

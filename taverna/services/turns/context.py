@@ -12,8 +12,8 @@ needed stay between turns, so a turn's cost follows its context, not the chat's 
 
 from __future__ import annotations
 
+import itertools
 import zlib
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -39,6 +39,7 @@ from taverna.providers.request import Api
 from taverna.services.chats.images import ImageLibrary, message_image, with_pictures
 from taverna.services.connections.local_models import for_local_model
 from taverna.services.connections.prompt_layouts import layout_for
+from taverna.services.kept_bytes import KeptBytes, approx_bytes, text_bytes
 from taverna.services.memory.recall import RecallService, TurnRecall, recall_config
 from taverna.services.memory.summaries import covered_ids, in_force
 from taverna.services.plugins.tools import declared_tools
@@ -61,16 +62,23 @@ __all__ = ["TurnContexts"]
 
 # The first window of a chat not seen before; later turns start from what it needed.
 FIRST_WINDOW = 96
+# What each chat's next turn starts from (its window, where recall's history began, its
+# books), for the chats built most recently, in this many bytes.
+WINDOWS_BYTES = 1 << 20
 # Chats whose token costs (and the prompt parts they keep) stay between turns: the most
-# recently used, up to COSTS_HELD kept entries in all. A chat's kept work starts afresh
-# once it holds several times what its window needs: its entries are keyed by message
-# object, so edits, swipes and messages gone past the window leave old ones behind.
-MAX_CHATS_KEPT = 1_024
-COSTS_HELD = 40_000
+# recently used, up to COSTS_BYTES in all. A chat's kept work starts afresh once it holds
+# several times what its window needs: its entries are keyed by message object, so
+# edits, swipes and messages gone past the window leave old ones behind.
+COSTS_BYTES = 32 << 20
 COST_MEMO_FLOOR = 2_000
 COST_MEMO_PER_MESSAGE = 8
+# A chat's kept costs are measured on this many entries and counted as that many times
+# their mean (measuring every entry each turn would cost more than the turn).
+COST_SAMPLE = 16
 # Messages kept as the engine reads them, across chats (a few windows' worth).
-MESSAGES_KEPT = 20_000
+MESSAGES_BYTES = 24 << 20
+# What a message kept as the engine reads it holds besides its texts.
+MESSAGE_OVERHEAD = 160
 # Newly counted message texts are stored from this many on (one write per cold build).
 STORE_COUNTS_FROM = 16
 
@@ -100,18 +108,31 @@ class TurnContexts:
         self.documents = documents or ParsedDocuments(store)
         self.choices = LibraryChoices(store, self.documents)
         self.recall = recall or RecallService(store)
-        # What each recently built chat's next turn starts from, for the MAX_CHATS_KEPT
-        # chats built most recently: the messages its last prompt needed and per API the
+        # What each recently built chat's next turn starts from, for the chats built most
+        # recently (WINDOWS_BYTES): the messages its last prompt needed and per API the
         # depth its last history began at (each API fits its own context).
-        self._windows: OrderedDict[str, int] = OrderedDict()
+        self._windows: KeptBytes[str, int] = KeptBytes(
+            WINDOWS_BYTES, self._window_bytes, gone=self._forget_chat
+        )
         self._recall_starts: dict[str, dict[str, int]] = {}
-        self._costs: OrderedDict[str, tuple[tuple[str, str, int], MessageCost]] = OrderedDict()
+        self._costs: KeptBytes[str, tuple[tuple[str, str, int], MessageCost]] = KeptBytes(
+            COSTS_BYTES, _cost_bytes
+        )
         # Each node's message as the engine reads it, made again only when the node's
         # message changed (the message object lasts, so the engine's memo finds it).
-        self._messages: OrderedDict[str, ChatMessage] = OrderedDict()
+        self._messages: KeptBytes[str, ChatMessage] = KeptBytes(MESSAGES_BYTES, _message_bytes)
         self.assemblies = 0  # assemblies run, widening included (for tests and benchmarks)
         # Each account's pictures, read as its chats' prompts need them.
         self._images: dict[str, ImageLibrary] = {owner: ImageLibrary(store, owner=owner)}
+
+    def _window_bytes(self, chat_id: str, _window: int) -> int:
+        """A chat's window and its recall starts, as kept."""
+        starts = self._recall_starts.get(chat_id, {})
+        return text_bytes([chat_id, *starts]) + 64 * (2 + len(starts))
+
+    def _forget_chat(self, chat_id: str, _window: int) -> None:
+        self.choices.forget(chat_id)
+        self._recall_starts.pop(chat_id, None)
 
     def images_of(self, owner: str) -> ImageLibrary:
         """The pictures of account `owner` (a chat's are its owner's)."""
@@ -132,11 +153,11 @@ class TurnContexts:
         chat = turn.chat
         library = self.library(chat, turn.speaker)
         now = self.clock() if self.clock else datetime.now(UTC)
-        want = self._windows.get(chat.id, FIRST_WINDOW)
+        want = self._windows.get(chat.id) or FIRST_WINDOW
         kept = self._costs.get(chat.id)
         if kept is not None:
             kept[1].next_turn()  # what the last turn did not use of the chat's kept work goes
-        starts = self._recall_starts.setdefault(chat.id, {})
+        starts = self._recall_starts.get(chat.id, {})
         floor = scan_floor(library)
         # One turn's time for user regexes, however many assemblies widening takes.
         regexes = RegexBudget(self.regex_budget)
@@ -179,14 +200,9 @@ class TurnContexts:
                     self.assemblies += 1
             starts[turn.api.value] = oldest
         # The next turn starts where this one ended, with room for the new messages.
-        self._windows[chat.id] = max(FIRST_WINDOW, len(tail.nodes) + 8)
-        self._windows.move_to_end(chat.id)
-        while len(self._windows) > MAX_CHATS_KEPT:
-            gone, _ = self._windows.popitem(last=False)
-            self.choices.forget(gone)
-            self._recall_starts.pop(gone, None)
-        while len(self._recall_starts) > MAX_CHATS_KEPT:  # chats read but never built, say
-            del self._recall_starts[next(iter(self._recall_starts))]
+        self._recall_starts[chat.id] = starts
+        self._windows.put(chat.id, max(FIRST_WINDOW, len(tail.nodes) + 8))
+        self._costs.touch(chat.id)  # measured again now that the turn has filled it
         request = provider(turn.api).preset_options(library.preset)
         return PreparedTurn(
             prompt,
@@ -211,28 +227,19 @@ class TurnContexts:
         """The chat's token costs, kept from turn to turn: unchanged messages' prompt parts
         and name-only macro texts are reused (the engine keys them by what they depend on)."""
         key = (tokenizer_name(context), context.chat_completion.model, id(counts))
-        window = self._windows.get(chat_id, FIRST_WINDOW)
+        window = self._windows.get(chat_id) or FIRST_WINDOW
         limit = max(COST_MEMO_FLOOR, COST_MEMO_PER_MESSAGE * window)
         kept = self._costs.get(chat_id)
         if kept is None or kept[0] != key or len(kept[1].memo) > limit:
             kept = (key, message_cost(context, counts))
-        self._costs[chat_id] = kept
-        self._costs.move_to_end(chat_id)
-        held = sum(len(cost.memo) for _, cost in self._costs.values())
-        while len(self._costs) > 1 and (len(self._costs) > MAX_CHATS_KEPT or held > COSTS_HELD):
-            _, (_, gone) = self._costs.popitem(last=False)
-            held -= len(gone.memo)
+        self._costs.put(chat_id, kept)
         return kept[1]
 
     def _message(self, node: Node) -> ChatMessage:
         kept = self._messages.get(node.id)
         if kept is not None and made_from(kept, node):
             return kept
-        message = engine_message(node)
-        self._messages[node.id] = message
-        if len(self._messages) > MESSAGES_KEPT:
-            self._messages.popitem(last=False)
-        return message
+        return self._messages.put(node.id, engine_message(node))
 
     # ------------------------------------------------------------------ token counts
 
@@ -421,3 +428,16 @@ def _for_turn(context: AssemblyContext, turn: TurnRequest) -> AssemblyContext:
         settings_cc = replace(context.chat_completion, continue_prefill=True)
         context = replace(context, chat_completion=settings_cc)
     return context
+
+
+def _message_bytes(_node_id: str, message: ChatMessage) -> int:
+    return text_bytes([message.id, message.name, message.text, message.bias]) + MESSAGE_OVERHEAD
+
+
+def _cost_bytes(_chat_id: str, kept: tuple[tuple[str, str, int], MessageCost]) -> int:
+    """About what a chat's kept costs hold: their entries, measured on a sample."""
+    sample = list(itertools.islice(kept[1].memo.entries(), COST_SAMPLE))
+    if not sample:
+        return 0
+    mean = sum(approx_bytes(item, 3) for item in sample) / len(sample)
+    return int(mean * len(kept[1].memo))

@@ -13,15 +13,29 @@ from typing import Protocol
 from taverna.errors import NotFound, TavernaError
 from taverna.model.chat import NodeRole, new_id
 from taverna.services.chats.service import ChatService
+from taverna.services.kept_bytes import text_bytes
 from taverna.services.plugins import Event, EventBus, EventName
 from taverna.services.turns.paths import PathEnds
-from taverna.services.turns.runs import Ending, GenerationRegistry, GroupRound, RunningGeneration
+from taverna.services.turns.runs import (
+    Ending,
+    GenerationRegistry,
+    GroupRound,
+    RunningGeneration,
+    run_bytes,
+)
 from taverna.services.turns.speakers import round_speakers
 
 logger = logging.getLogger(__name__)
 
-# Finished group rounds kept for the page to read (the oldest go first).
-ROUNDS_KEPT = 256
+# The bytes of finished group rounds kept for the page to read (the oldest go first): a
+# round holds its speakers' runs, and so their events.
+ROUNDS_BYTES = 8 << 20
+
+
+def round_bytes(found: GroupRound) -> int:
+    """About what a round holds: its names and its speakers' runs."""
+    names = text_bytes([found.id, found.chat_id, *found.speakers])
+    return names + sum(run_bytes(run) for run in found.runs)
 
 
 class Send(Protocol):
@@ -65,6 +79,8 @@ class GroupRounds:
         self.reader = reader
         self.writer = writer
         self.rounds: dict[str, GroupRound] = {}
+        # the bytes of each finished round, measured once it has finished
+        self._sizes: dict[str, int] = {}
 
     async def open_round(
         self,
@@ -115,10 +131,22 @@ class GroupRounds:
     def _remember(self, found: GroupRound) -> None:
         self.rounds[found.id] = found
         self.registry.round_changed(found)
-        # finished rounds are kept for a page that asks after them, a bounded number
+        # finished rounds are kept for a page that asks after them, in bounded bytes
         finished = [k for k, r in self.rounds.items() if r.done]
-        while len(self.rounds) > ROUNDS_KEPT and finished:
-            del self.rounds[finished.pop(0)]
+        for key in finished:
+            if key not in self._sizes:
+                self._sizes[key] = round_bytes(self.rounds[key])
+        held = sum(self._sizes[key] for key in finished)
+        for key in finished:  # the oldest first
+            if held <= ROUNDS_BYTES:
+                break
+            held -= self._sizes.pop(key)
+            del self.rounds[key]
+
+    @property
+    def finished_held(self) -> int:
+        """The bytes of the finished rounds kept (as of the last start)."""
+        return sum(self._sizes.get(k, 0) for k, r in self.rounds.items() if r.done)
 
     def _post(self, chat_id: str, text: str, revision: int | None) -> None:
         chat = self.chats.get_chat(chat_id)

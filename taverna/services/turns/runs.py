@@ -14,8 +14,10 @@ from taverna.engine.assembly.context import GenerationType
 from taverna.errors import NotFound
 from taverna.providers.events import (
     Event,
+    ReasoningDelta,
     TextDelta,
 )
+from taverna.services.kept_bytes import KeptBytes, approx_bytes, text_bytes
 
 if TYPE_CHECKING:
     from taverna.model.prompt import Prompt
@@ -176,9 +178,26 @@ class RunningGeneration:
         return result
 
 
-# Finished runs kept for re-attaching at most, whatever their age: a busy server finishes
-# thousands in `keep_finished` seconds, each holding its events.
-MAX_FINISHED = 256
+# The bytes of finished runs kept for re-attaching at most, whatever their age: a busy
+# server finishes thousands in `keep_finished` seconds, each holding its events and the
+# requests it sent.
+FINISHED_BYTES = 16 << 20
+# What an event holds besides its text.
+EVENT_OVERHEAD = 96
+
+
+def run_bytes(run: RunningGeneration) -> int:
+    """About what a run holds: its events (their texts) and the requests it sent."""
+    texts = [e.text for e in run.events if isinstance(e, TextDelta | ReasoningDelta)]
+    done = run.result
+    if done is not None:
+        texts.append(done.text)
+    return (
+        text_bytes(texts)
+        + EVENT_OVERHEAD * len(run.events)
+        + approx_bytes(run.requests, 6)
+        + approx_bytes(run.draft_info, 2)
+    )
 
 
 @dataclass(eq=False)
@@ -222,12 +241,16 @@ class GroupRound:
 
 class GenerationRegistry:
     """Generations of this process by id; finished ones stay `keep_finished` seconds, the
-    newest `max_finished` of them at most (running ones always stay)."""
+    newest `finished_bytes` of them at most (running ones always stay)."""
 
-    def __init__(self, keep_finished: float = 600.0, *, max_finished: int = MAX_FINISHED) -> None:
+    def __init__(
+        self, keep_finished: float = 600.0, *, finished_bytes: int = FINISHED_BYTES
+    ) -> None:
         self.keep_finished = keep_finished
-        self.max_finished = max_finished
+        self.finished_bytes = finished_bytes
         self._runs: dict[str, RunningGeneration] = {}
+        # the bytes of each finished run, measured once it has finished
+        self._sizes: dict[str, int] = {}
 
     def add(self, run: RunningGeneration) -> None:
         self._prune()
@@ -288,6 +311,11 @@ class GenerationRegistry:
         """How many runs this process keeps, running and finished."""
         return len(self._runs)
 
+    @property
+    def finished_held(self) -> int:
+        """The bytes of the finished runs kept (as of the last start)."""
+        return sum(self._sizes.values())
+
     def _prune(self) -> None:
         now = time.monotonic()
         finished: list[tuple[float, str]] = []
@@ -295,29 +323,42 @@ class GenerationRegistry:
             if run.finished_at is None:
                 continue
             if now - run.finished_at > self.keep_finished:
-                del self._runs[key]
+                self._let_go(key)
             else:
                 finished.append((run.finished_at, key))
-        if len(finished) > self.max_finished:
-            finished.sort()
-            for _, key in finished[: len(finished) - self.max_finished]:
-                del self._runs[key]
+                if key not in self._sizes:
+                    self._sizes[key] = run_bytes(run)
+        held = sum(self._sizes[key] for _, key in finished)
+        finished.sort()
+        for _, key in finished:
+            if held <= self.finished_bytes:
+                break
+            held -= self._sizes[key]
+            self._let_go(key)
+
+    def _let_go(self, key: str) -> None:
+        del self._runs[key]
+        self._sizes.pop(key, None)
 
 
-# Chats whose last prompt sent is kept.
-PROMPTS_KEPT = 256
+# The bytes of the last prompts sent kept, one a chat.
+PROMPTS_BYTES = 16 << 20
+# What a prompt's message and ledger line hold besides their texts.
+PROMPT_PART_OVERHEAD = 200
 
 
-class RecentPrompts(dict[str, "Prompt"]):
-    """Each chat's last prompt sent, for the `size` chats that generated most recently: a
-    server that has answered thousands of chats keeps a whole prompt for these only."""
+def prompt_bytes(_chat_id: str, prompt: Prompt) -> int:
+    """About what a prompt holds: its texts, and its messages' and ledger lines' fields."""
+    texts = [prompt.text, prompt.prefill, *(m.content for m in prompt.messages)]
+    texts += [item.text for item in prompt.ledger.items]
+    parts = len(prompt.messages) + len(prompt.ledger.items) + len(prompt.ledger.trace)
+    return text_bytes(texts) + PROMPT_PART_OVERHEAD * parts
 
-    def __init__(self, size: int = PROMPTS_KEPT) -> None:
-        super().__init__()
-        self.size = size
 
-    def __setitem__(self, chat_id: str, prompt: Prompt) -> None:
-        self.pop(chat_id, None)  # to the newest end
-        super().__setitem__(chat_id, prompt)
-        while len(self) > self.size:
-            del self[next(iter(self))]
+class RecentPrompts(KeptBytes[str, "Prompt"]):
+    """Each chat's last prompt sent, for the chats that generated most recently, up to
+    `budget` bytes: a server that has answered thousands of chats keeps a whole prompt
+    for these only."""
+
+    def __init__(self, budget: int = PROMPTS_BYTES) -> None:
+        super().__init__(budget, prompt_bytes)

@@ -294,7 +294,7 @@ class GenerationService:
             "continued_stripped": "1" if plan.continued_stripped else "",
         }
         self.registry.add(run)
-        self.last_prompts[run.chat_id] = plan.prompt
+        self.last_prompts.put(run.chat_id, plan.prompt)
         run.publish(Started(run.id, run.chat_id, plan.kind, anchor_id))
         self.events.emit(
             Event(

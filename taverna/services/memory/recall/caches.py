@@ -10,7 +10,7 @@ import threading
 from collections.abc import Mapping
 from typing import Literal
 
-from taverna.services.memory.kept_bytes import KeptBytes
+from taverna.services.kept_bytes import KeptBytes
 from taverna.services.memory.recall.chat_vectors import ChatBits, ChatVectors
 from taverna.services.memory.recall.path_index import PathIndex
 from taverna.services.memory.recall.vectors import single_threaded

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from taverna.services.memory.kept_bytes import text_bytes
+from taverna.services.kept_bytes import text_bytes
 from taverna.store.repository import Store
 
 # How far a path's end is climbed to find where it joins the path kept in memory: first
