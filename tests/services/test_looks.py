@@ -118,6 +118,8 @@ def test_a_theme_applied_brings_its_css_cleaned(store: SqlStore) -> None:
     assert applied.theme == "Plain" and applied.css.css == "p{}"
     with pytest.raises(NotFound):
         looks.apply_theme("Missing")
+    plain = looks.apply_theme("")  # no theme: the CSS stays
+    assert plain.theme == "" and plain.css.css == "p{}"
 
 
 def test_global_background_and_css(store: SqlStore) -> None:

@@ -60,7 +60,7 @@ class ChatLooksIn(LooksIn):
 
 
 class ThemeIn(Strict):
-    name: str = Field(min_length=1, max_length=NAME_MAX)
+    name: str = Field(max_length=NAME_MAX, description='the theme to use; "": none')
 
 
 class ExpressionOut(BaseModel):
@@ -117,7 +117,8 @@ def set_global_looks(body: LooksIn, lib: LibraryService = Depends(library)) -> G
 
 @router.put("/api/looks/theme", response_model=GlobalLooksOut)
 def apply_theme(body: ThemeIn, lib: LibraryService = Depends(library)) -> GlobalLooksOut:
-    """Use an imported theme: its colours, and its custom CSS as the global one."""
+    """Use an imported theme: its colours, and its custom CSS as the global one ("": no
+    theme, the custom CSS kept)."""
     LooksLibrary.of(lib).apply_theme(body.name)
     return _global(lib)
 

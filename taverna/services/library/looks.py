@@ -136,7 +136,13 @@ class LooksLibrary:
         return theme
 
     def apply_theme(self, name: str) -> Looks:
-        """Use a theme: its colours, and its custom CSS as the global custom CSS."""
+        """Use a theme: its colours, and its custom CSS as the global custom CSS; "": no
+        theme (the page's own colours; the custom CSS stays)."""
+        if not name:
+            power = dict(self._settings().get(POWER_USER) or {})
+            power["theme"] = ""
+            set_active(self.store, POWER_USER, power, self.owner)
+            return self.global_looks()
         theme = self.theme(name)
         if theme is None:
             raise NotFound(f"no theme named {name!r}", code="no_theme_named", params={"name": name})

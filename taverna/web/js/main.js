@@ -4,6 +4,7 @@ import { h, mount } from "./dom.js";
 import { explain, reportError } from "./errors.js";
 import { icon } from "./icons.js";
 import { initI18n, languages, language, setLanguage, t } from "./i18n.js";
+import { loadGlobalLooks } from "./looks.js";
 import { ensureSession, me, refreshAccount } from "./session.js";
 
 const ROUTES = [
@@ -24,6 +25,7 @@ const ROUTES = [
   [/^#\/connections$/, () => import("./views/connections.js"), () => ({})],
   [/^#\/plugins$/, () => import("./views/plugins.js"), () => ({})],
   [/^#\/import$/, () => import("./views/import.js"), () => ({})],
+  [/^#\/looks$/, () => import("./views/looks.js"), () => ({})],
   [/^#\/account$/, () => import("./views/account.js"), () => ({})],
   [/^#\/accounts$/, () => import("./views/accounts.js"), () => ({})],
 ];
@@ -40,6 +42,7 @@ const NAV = [
   ["#/regex", "nav.regex"],
   ["#/connections", "nav.connections"],
   ["#/plugins", "nav.plugins"],
+  ["#/looks", "nav.looks"],
   ["#/import", "nav.import"],
 ];
 
@@ -141,6 +144,7 @@ async function start() {
   });
   renderNav(); // the language list, also for the login form
   await ensureSession();
+  loadGlobalLooks();
   route();
 }
 

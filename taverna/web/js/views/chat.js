@@ -7,6 +7,7 @@
 import { api, firstStart, takeNewChat } from "../api.js";
 import { h, mount } from "../dom.js";
 import { t } from "../i18n.js";
+import { appearance } from "./chat/appearance.js";
 import { composer } from "./chat/composer.js";
 import { draftBox } from "./chat/drafts.js";
 import { generation } from "./chat/generation.js";
@@ -26,9 +27,9 @@ export async function render(root, params) {
   const { state } = store;
   const chat = { id: params.id, url: `/chats/${encodeURIComponent(params.id)}`, labels: store.labels };
   const parts = build(store, chat);
-  const { header, group, consent, list, drafts, quick, writer } = parts;
+  const { header, group, consent, list, drafts, quick, writer, looks } = parts;
   mount(root, h("section", { class: "chat", "aria-label": t("chat.title") },
-    header.element, group.element, consent.element, list.element,
+    header.element, group.element, consent.element, looks.element, list.element,
     writer.notice, writer.localNotice, drafts.element, writer.element));
 
   store.update();
@@ -36,6 +37,7 @@ export async function render(root, params) {
   const jump = takeJump(params.id);
   if (jump) await chat.showHit(jump);
   await quick.load();
+  looks.load();
   writer.turn.load();
   consent.ask();
   // SillyTavern's order: the app starting, a new chat, then the chat being opened.
@@ -47,6 +49,7 @@ export async function render(root, params) {
     // The chat's drawers belong to it: leaving the chat closes them.
     for (const id of ["tree", "inspector", "chat-settings", "chat-search"]) document.getElementById(id)?.remove();
     group.stop();
+    looks.stop();
     list.disconnect();
     if (state.closeStream) state.closeStream();
   };
@@ -64,6 +67,7 @@ function build(store, chat) {
   const run = generation(store, chat, list);
   const header = chatHeader(store, chat);
   const consent = regexConsent(store, chat);
+  const looks = appearance(store, chat);
 
   /** Take the chat's own facts from a server answer (its messages are merged apart). */
   function takeFacts(answer) {
@@ -98,5 +102,5 @@ function build(store, chat) {
     attach: run.attach,
     placeStreamItem: run.placeStreamItem,
   });
-  return { header, group, consent, list, drafts, quick, writer };
+  return { header, group, consent, list, drafts, quick, writer, looks };
 }

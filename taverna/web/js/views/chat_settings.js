@@ -11,6 +11,7 @@ import { roleLabel } from "../labels.js";
 import { fieldForm } from "../form.js";
 import { summarySection } from "./summary.js";
 import { recallSection } from "./recall.js";
+import { chatLooksSection } from "./chat_looks.js";
 
 const ROLES = () => [[0, roleLabel("system")], [1, roleLabel("user")], [2, roleLabel("assistant")]];
 const count = { empty: 0, attrs: { min: "0", step: "1" } };
@@ -61,6 +62,10 @@ export async function openChatSettings(chatId, revision, onSaved) {
     onSaved({ revision, summary: true });
   });
   const recallParts = await recallSection();
+  const looksParts = await chatLooksSection(chatId, panel, () => revision, (saved) => {
+    revision = saved.revision;
+    onSaved({ revision });
+  });
   const note = settings.authors_note || { prompt: "", interval: 1, depth: 4, position: 1, role: 0 };
   // The note's text, then its numbers side by side.
   const text = fieldForm([["prompt", "text", { rows: 5, label: t("settings.note_text") }]], note, { prefix: "an", shownOnly: true });
@@ -101,7 +106,8 @@ export async function openChatSettings(chatId, revision, onSaved) {
       onSaved(chat);
     } }),
     ...variableParts,
-    ...qrParts);
+    ...qrParts,
+    ...looksParts);
   text.fields.prompt.control.focus();
 }
 
