@@ -106,3 +106,32 @@ def test_a_chat_on_the_bundled_connection_reuses_its_prefix_turn_after_turn(
     upcoming = client.get(f"/api/chats/{chat_id}/prompt").json()["reuse"]
     assert upcoming is not None and not upcoming["measured"]
     assert upcoming["reused_tokens"] >= 0.75 * upcoming["total_tokens"], upcoming
+
+
+def test_the_last_reply_after_a_dropped_note_is_not_computed_again(generator: Any) -> None:
+    """The cache-aware layout's turn: the note that preceded the reply goes, the reply
+    stays (moved into place), only the new message and the new note are computed."""
+    story = (
+        "<|im_start|>system\n"
+        + HARBOUR
+        + "<|im_end|>\n<|im_start|>user\nTell me of the sea.<|im_end|>\n"
+    )
+    reply = "The sea was grey and wide, and the ships came home one by one before the storm. " * 2
+    generator.slots.model.reset()
+    last_chunk(
+        generator,
+        story
+        + "<|im_start|>system\nLore: the lamp is old.<|im_end|>\n<|im_start|>assistant\n"
+        + reply,
+    )
+    following = last_chunk(
+        generator,
+        story
+        + "<|im_start|>assistant\n"
+        + reply
+        + "<|im_end|>\n<|im_start|>user\nAnd then?<|im_end|>\n"
+        + "<|im_start|>system\nLore: the sea is wild.<|im_end|>\n<|im_start|>assistant\n",
+    )
+    computed = following["timings"]["prompt_n"]
+    assert computed <= 40, following  # the new message, the new note, the turn's opening
+    assert following["tokens_cached"] >= following["tokens_evaluated"] - 40

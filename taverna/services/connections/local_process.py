@@ -29,6 +29,9 @@ from taverna.services.connections.local_slots import PrefixSlots
 SECRET_ENV = "TAVERNA_LOCAL_SECRET"
 # Conversations whose computed prefix is kept beside the live one (see local_slots.py).
 DEFAULT_SLOTS = 4
+# The shortest run of computed tokens moved into place after a difference (llama.cpp's
+# `--cache-reuse`): the last reply, which the volatile parts before it used to precede.
+REUSE_CHUNK = 16
 
 # llama.cpp server field -> llama-cpp-python's `create_completion` argument
 _SAMPLING = {
@@ -106,7 +109,9 @@ class Generator:
         self.max_tokens = max_tokens
         self.lock = threading.Lock()
         # the computed prefix of each recent conversation, within a share of free memory
-        self.slots = PrefixSlots(self.model, slots=slots, budget_bytes=_slot_budget())
+        self.slots = PrefixSlots(
+            self.model, slots=slots, budget_bytes=_slot_budget(), chunk=REUSE_CHUNK
+        )
 
     def tokenize(self, text: str, *, add_special: bool = False) -> list[int]:
         return list(self.model.tokenize(text.encode("utf-8"), add_bos=add_special, special=True))

@@ -11,6 +11,10 @@ chat: a prompt picks the prefix it shares most with, as llama.cpp's own slots do
 
 Kept states are bounded by a number and by bytes (the memory free when the model loaded,
 a share of it); the least recently used goes first.
+
+Within one conversation, the cache-aware prompt layout puts the parts that change after
+the newest message, so the last reply, generated after them, follows a difference; it is
+moved into place rather than computed again (`_shift_chunks`).
 """
 
 from __future__ import annotations
@@ -32,6 +36,41 @@ def shared_prefix(a: Sequence[int], b: Sequence[int]) -> int:
             break
         count += 1
     return count
+
+
+def chunk_moves(
+    live: Sequence[int], tokens: Sequence[int], shared: int, chunk: int
+) -> list[tuple[int, int, int]]:
+    """The runs of `live` that `tokens` continues with after their first `shared` tokens:
+    (where the run is in `live`, where it goes in `tokens`, its length), each at least
+    `chunk` long and each following the last with nothing between in `tokens`."""
+    moves: list[tuple[int, int, int]] = []
+    if chunk <= 0:
+        return moves
+    at_cache = at_prompt = shared
+    while at_cache < len(live) and at_prompt < len(tokens):
+        length = 0
+        while (
+            at_cache + length < len(live)
+            and at_prompt + length < len(tokens)
+            and live[at_cache + length] == tokens[at_prompt + length]
+        ):
+            length += 1
+        if length >= chunk:
+            moves.append((at_cache, at_prompt, length))
+            at_cache += length
+            at_prompt += length
+        else:
+            at_cache += 1
+    return moves
+
+
+def _can_shift(ctx: Any) -> bool:
+    """Whether the model's cache can move entries to other positions (RoPE models can)."""
+    import llama_cpp
+
+    memory = getattr(ctx, "memory", None)
+    return memory is not None and bool(llama_cpp.llama_memory_can_shift(memory))
 
 
 @dataclass
@@ -58,8 +97,9 @@ class PrefixSlots:
     Not thread-safe: the caller holds the model's lock around `prepare` and generation.
     """
 
-    def __init__(self, model: Any, *, slots: int, budget_bytes: int) -> None:
+    def __init__(self, model: Any, *, slots: int, budget_bytes: int, chunk: int = 0) -> None:
         self.model = model
+        self.chunk = max(0, chunk)  # 0: no run of tokens is moved (see `_shift_chunks`)
         self.slots = max(0, slots)
         self.budget = max(0, budget_bytes)
         self.kept: list[Kept] = []  # least recently used first
@@ -85,7 +125,33 @@ class PrefixSlots:
                 shared = 0
         else:
             self._keep(live, shared)
+        if self.chunk and not restored:
+            shared = self._shift_chunks(live, tokens, shared)
         return Reuse(min(shared, max(len(tokens) - 1, 0)), len(tokens), restored)
+
+    def _shift_chunks(self, live: list[int], tokens: Sequence[int], shared: int) -> int:
+        """Reuse what follows a difference, as llama.cpp's `--cache-reuse` does: a run of
+        at least `chunk` live tokens that the prompt continues with (the last reply, after
+        the volatile parts that stood before it) is moved back to follow the shared prefix
+        (its cache entries shifted, the gap dropped) instead of being computed again. The
+        moved entries were computed after the dropped ones: an approximation llama.cpp makes
+        too. Returns how many of the prompt's tokens the context now holds."""
+        moves = chunk_moves(live, tokens, shared, self.chunk)
+        if not moves:
+            return shared
+        ctx = self.model._ctx
+        if not _can_shift(ctx):
+            return shared
+        head = shared
+        for cached_at, prompt_at, length in moves:
+            ctx.kv_cache_seq_rm(0, prompt_at, cached_at)
+            ctx.kv_cache_seq_shift(0, cached_at, cached_at + length, prompt_at - cached_at)
+            head = prompt_at + length
+        ctx.kv_cache_seq_rm(0, head, -1)
+        self.model.input_ids[:head] = tokens[:head]
+        self.model.n_tokens = head
+        self.model._requires_eval = True
+        return head
 
     def _keep(self, live: list[int], shared: int) -> None:
         """Copy out the live prefix if the next prompt leaves most of it (another chat)."""
