@@ -236,3 +236,20 @@ def test_sprite_labels_from_file_names() -> None:
     assert sprite_label("../x/joy.png") == "joy"
     with pytest.raises(TavernaError):
         checked_label("../../etc")
+
+
+def test_a_folder_of_cards_brings_the_sprite_pack_beside_a_card(
+    store: SqlStore, tmp_path: Path
+) -> None:
+    folder = tmp_path / "cards"
+    (folder / NAME).mkdir(parents=True)
+    (folder / "Ione.png").write_bytes(files("taverna.data").joinpath(CARD).read_bytes())
+    (folder / NAME / "surprise.png").write_bytes(picture("white"))
+    (folder / NAME / "sadness.webp").write_bytes(picture("blue", "WEBP"))
+    lib = LibraryService(store)
+    report = LibraryImport(lib).import_path(folder)
+    assert [s.kind for s in report.stored] == ["character", "sprites"]
+    assert report.skipped == []  # the pack's pictures were not taken for cards
+    card = lib.find(LibraryKind.CHARACTER, NAME)
+    assert card is not None
+    assert sorted(SpriteLibrary(store).sprites(card.id)) == ["sadness", "surprise"]

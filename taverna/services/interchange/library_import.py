@@ -38,6 +38,7 @@ from taverna.services.interchange.looks_import import (
     import_sprites,
     import_themes,
     looks_files,
+    sprite_packs,
 )
 from taverna.services.interchange.report import ImportReport, Progress, Skipped, StoredItem
 from taverna.services.interchange.settings_import import import_personas, import_settings
@@ -145,11 +146,17 @@ class LibraryImport:
             if is_user_data_folder(path):
                 return self.import_user_data(path, progress=progress)
             report = ImportReport()
-            files = sorted(p for p in path.rglob("*") if p.is_file())
+            # a card's sprite pack beside it (`Alice.png`, `Alice/joy.png`) is no card
+            packs = sprite_packs(path)
+            files = sorted(
+                p for p in path.rglob("*") if p.is_file() and not set(packs) & set(p.parents)
+            )
             for index, file in enumerate(files):
                 if progress:
                     progress(Progress(index, len(files), str(file)))
                 report.extend(self._import_file_reporting(file, lenient=True))
+            cards = {Path(s.file).stem: s for s in report.stored if s.kind == "character"}
+            report.extend(import_sprites(self.library, path, cards, packs=packs))
             return report
         if not path.exists():
             raise NotFound("no such file", file=str(path), code="no_such_file")

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from taverna.engine.expressions import LABELS
 from taverna.errors import TavernaError
 from taverna.formats import json_text
 from taverna.services.interchange.report import ImportReport, Skipped, StoredItem
@@ -87,17 +88,36 @@ def choose_settings_background(lib: LibraryService, settings: Path) -> None:
             return
 
 
+def sprite_packs(folder: Path) -> list[Path]:
+    """The folders directly in `folder` that hold a sprite pack: a picture named by one of
+    the classifier's expressions (`joy.png`) among them."""
+    if not folder.is_dir():
+        return []
+    return [
+        sub
+        for sub in sorted(p for p in folder.iterdir() if p.is_dir())
+        if any(sprite_label(f.name) in LABELS for f in _files(sub, _PICTURES))
+    ]
+
+
 def import_sprites(
-    lib: LibraryService, characters: Path, cards: Mapping[str, StoredItem]
+    lib: LibraryService,
+    characters: Path,
+    cards: Mapping[str, StoredItem],
+    *,
+    packs: list[Path] | None = None,
 ) -> ImportReport:
-    """The sprite folders beside the cards (`characters/<name>/<label>.png`); `cards`: the
-    cards just imported, by file stem. A folder of no card is listed as left out."""
+    """The sprite folders beside the cards (`characters/<name>/<label>.png`; `packs`:
+    only these folders); `cards`: the cards just imported, by file stem. A folder of no
+    card is listed as left out."""
     sprites = SpriteLibrary(lib.store, owner=lib.owner)
     by_name = {item.name: item for item in cards.values()}
     report = ImportReport()
     if not characters.is_dir():
         return report
-    for folder in sorted(p for p in characters.iterdir() if p.is_dir()):
+    if packs is None:
+        packs = sorted(p for p in characters.iterdir() if p.is_dir())
+    for folder in packs:
         files = _files(folder, _PICTURES)
         if not files:
             continue
