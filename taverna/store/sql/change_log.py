@@ -19,6 +19,7 @@ from sqlalchemy.engine import Connection
 from taverna.errors import NotFound, TavernaError
 from taverna.model.chat import Chat, Revision, RevisionKind
 from taverna.store import schema as t
+from taverna.store.sql.held_writes import HeldWrite, HeldWrites
 from taverna.store.sql.rows import _from_json_value, _revision_from_row, _row_from_json
 from taverna.store.sql.write_statements import (
     END_REDO,
@@ -34,6 +35,7 @@ class ChangeLog(ABC):
     """The change log of one unit of work on a chat (`SqlChatWriter` writes through it)."""
 
     conn: Connection
+    held: HeldWrites
     chat_id: str
     revision: int
     label: str
@@ -176,29 +178,44 @@ class ChangeLog(ABC):
             )
 
     def finish(self) -> None:
-        """Write the chat row, the revision and its change log (inside the transaction)."""
-        if self._chat_dirty:
-            self.conn.execute(UPDATE_CHAT, {**self._chat_dirty, "chat_key": self.chat_id})
-        if self.kind is RevisionKind.OPERATION and self._redo_pending:
-            # A new operation ends what could be redone (git-like: no branching history).
-            self.conn.execute(END_REDO, {"chat_key": self.chat_id})
-        self.conn.execute(
-            INSERT_REVISION,
-            {
-                "chat_id": self.chat_id,
-                "number": self.revision,
-                "kind": self.kind.value,
-                "label": self.label,
-                "created": self.now,
-                "target": self.target,
-                "undone": False,
-                "redoable": True,
-            },
-        )
-        if self._changes:
-            self.conn.execute(INSERT_CHANGES, self._changes)
+        """Write the chat row, the revision and its change log (inside the transaction):
+        with the writes held before them, one statement on PostgreSQL."""
+        held = self.held
         if self._history_texts:
             _keep_history_texts(self.conn, self.chat_id, self._history_texts)
+        chat = {"chat_key": self.chat_id}
+        if self._chat_dirty:
+            dirty = dict(self._chat_dirty)
+            write = HeldWrite(
+                UPDATE_CHAT, {**dirty, **chat}, t.chats, where={"id": self.chat_id}, values=dirty
+            )
+            held.hold(write, ("chat", self.chat_id))
+        if self.kind is RevisionKind.OPERATION and self._redo_pending:
+            # A new operation ends what could be redone (git-like: no branching history).
+            where = {"chat_id": self.chat_id, "undone": True, "redoable": True}
+            write = HeldWrite(END_REDO, chat, t.revisions, where=where, values={"redoable": False})
+            held.hold(write, ("redo", self.chat_id))
+        revision = {
+            "chat_id": self.chat_id,
+            "number": self.revision,
+            "kind": self.kind.value,
+            "label": self.label,
+            "created": self.now,
+            "target": self.target,
+            "undone": False,
+            "redoable": True,
+        }
+        held.hold(
+            HeldWrite(INSERT_REVISION, revision, t.revisions, rows=(revision,)),
+            ("revision", self.revision),
+        )
+        if self._changes:
+            changes = tuple(self._changes)
+            held.hold(
+                HeldWrite(INSERT_CHANGES, list(changes), t.changes, rows=changes),
+                ("changes", self.revision),
+            )
+        held.flush()
 
 
 def _keep_history_texts(conn: Connection, chat_id: str, hashes: set[str]) -> None:

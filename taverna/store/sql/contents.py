@@ -6,12 +6,12 @@ import hashlib
 from collections.abc import Iterable
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection
 
 from taverna.errors import TavernaError
 from taverna.store import schema as t
-from taverna.store.sql.search import index_text, unindex_texts
+from taverna.store.sql.search import add_indexed_text, index_text, unindex_texts
 
 
 def content_hash(text: str) -> str:
@@ -21,9 +21,6 @@ def content_hash(text: str) -> str:
 
 # Insert a text unless it is stored already; built once (see `taverna.store.sql.writer`).
 _ADD_TEXT_SQLITE = sqlite.insert(t.contents).on_conflict_do_nothing()
-_ADD_TEXT_POSTGRES = (
-    postgresql.insert(t.contents).on_conflict_do_nothing().returning(t.contents.c.hash)
-)
 _HOLD_TEXT = (
     sa.select(t.contents.c.hash)
     .where(t.contents.c.hash == sa.bindparam("hash"))
@@ -45,8 +42,7 @@ def _put_content(conn: Connection, text: str) -> str:
     # key-share lock until commit so no delete can take it away under our messages; one
     # deleted while we waited for that lock is simply inserted again.
     for _ in range(5):
-        if conn.execute(_ADD_TEXT_POSTGRES, row).first() is not None:  # new here: index it
-            index_text(conn, key, text)
+        if add_indexed_text(conn, key, text):  # new here (and indexed with it)
             return key
         if conn.execute(_HOLD_TEXT, {"hash": key}).first() is not None:
             return key

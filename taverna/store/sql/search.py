@@ -35,6 +35,29 @@ _INDEX_POSTGRES = sa.text(
 )
 
 
+# PostgreSQL: a new text stored and indexed in one statement; its key comes back if it
+# was new (a text stored already is indexed already).
+_ADD_INDEXED_POSTGRES = sa.text(
+    """
+    WITH added AS (
+        INSERT INTO contents (hash, text) VALUES (:hash, :text)
+        ON CONFLICT DO NOTHING RETURNING hash
+    ), indexed AS (
+        INSERT INTO search_texts (hash, text) SELECT hash, :folded FROM added
+        ON CONFLICT (hash) DO NOTHING
+    )
+    SELECT hash FROM added
+    """
+)
+
+
+def add_indexed_text(conn: Connection, key: str, text: str) -> bool:
+    """PostgreSQL: store a text under `key` with its place in the search index, unless it
+    is stored already; whether it was new."""
+    row = {"hash": key, "text": text, "folded": fold(text)}
+    return conn.execute(_ADD_INDEXED_POSTGRES, row).first() is not None
+
+
 def index_text(conn: Connection, key: str, text: str) -> None:
     """Add one new text to the search index (SQLite: numbered as it is inserted, with no
     read of its number back)."""

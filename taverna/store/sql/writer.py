@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -28,6 +28,7 @@ from taverna.store.repository import UNSET, ChatWriter
 from taverna.store.sql.base import refuse_write, revision_in_range
 from taverna.store.sql.change_log import ChangeLog
 from taverna.store.sql.contents import _put_content
+from taverna.store.sql.held_writes import HeldWrite, HeldWrites
 from taverna.store.sql.rows import (
     _chars_json,
     _chat_from_row,
@@ -91,7 +92,10 @@ class SqlChatWriter(ChangeLog, ChatWriter):
         label: str,
         now: datetime,
     ) -> None:
-        self.conn = conn
+        # Writes whose results are never read are held and sent together (`held_writes`);
+        # every other statement sends them first.
+        self.held = HeldWrites(conn)
+        self.conn = cast(Connection, self.held)
         self.chat_id = claimed["id"]
         self.revision = revision
         self.label = label
@@ -245,7 +249,7 @@ class SqlChatWriter(ChangeLog, ChatWriter):
             "state_from": node_id if state is not None else inherited,
             "revision": self.revision,
         }
-        self.conn.execute(INSERT_NODE, row)
+        self.held.hold(HeldWrite(INSERT_NODE, row, t.nodes, rows=(row,)), ("node", node_id))
         self._places[node_id] = (depth, node_id if state is not None else inherited)
         self._log("node", node_id, "*", None, _row_json(row))
         return _node_from_row(row, content)
@@ -321,17 +325,18 @@ class SqlChatWriter(ChangeLog, ChatWriter):
         not known, an update is tried first)."""
         self._choices[parent_key] = child_id
         key = {"chat_key": self.chat_id, "parent_key": parent_key}
+        where = {"chat_id": self.chat_id, "parent_id": parent_key}
         if child_id is None:
-            self.conn.execute(DELETE_SELECTION, key)
+            write = HeldWrite(DELETE_SELECTION, key, t.selections, where=where)
+            self.held.hold(write, ("selection", parent_key))
             return
         if exists is not False:
             done = self.conn.execute(UPDATE_SELECTION, {**key, "child_id": child_id})
             if done.rowcount:
                 return
-        self.conn.execute(
-            INSERT_SELECTION,
-            {"chat_id": self.chat_id, "parent_id": parent_key, "child_id": child_id},
-        )
+        row = {**where, "child_id": child_id}
+        write = HeldWrite(INSERT_SELECTION, row, t.selections, rows=(row,))
+        self.held.hold(write, ("selection", parent_key))
 
     def _set_chat(self, column: str, value: Any) -> None:
         before = self._chat_row[column]
@@ -353,7 +358,10 @@ class SqlChatWriter(ChangeLog, ChatWriter):
             else:
                 before = self.conn.execute(BRANCH_HEAD, {"branch_key": active}).scalar()
             if before != leaf_id:
-                self.conn.execute(UPDATE_BRANCH, {"branch_key": active, "head_id": leaf_id})
+                params = {"branch_key": active, "head_id": leaf_id}
+                where, values = {"id": active}, {"head_id": leaf_id}
+                write = HeldWrite(UPDATE_BRANCH, params, t.branches, where=where, values=values)
+                self.held.hold(write, ("branch", active))
                 self._log("branch", active, "head_id", before, leaf_id)
             self._branch_heads[active] = leaf_id
 
