@@ -21,6 +21,7 @@ from taverna.engine.assembly.turn import Substitute, Turn, prepare_turn
 from taverna.engine.assembly.world import LorebookScan
 from taverna.engine.lorebook.regex_budget import RegexBudget
 from taverna.engine.textgen import build_text_completion
+from taverna.engine.tokens.base import Tokenizer
 from taverna.engine.tokens.cache import CountCache, TokenCounter
 from taverna.engine.tokens.registry import get_tokenizer
 from taverna.engine.tokens.selection import (
@@ -101,14 +102,18 @@ def tokenizer_name(context: AssemblyContext) -> str:
     return chat_completion_tokenizer(cc.source, cc.model)
 
 
-def message_cost(context: AssemblyContext, counts: CountCache | None = None) -> MessageCost:
+def message_cost(
+    context: AssemblyContext, counts: CountCache | None = None, tokenizer: Tokenizer | None = None
+) -> MessageCost:
     """Token costs for this chat's tokenizer with its message rule, cached as it counts.
 
     `counts`: the caller's long-lived text counts to read and fill (else a new one).
-    Claude's tokenizer always counts "full" (public/scripts/tokenizers.js).
+    `tokenizer`: one that counts instead of the chat's (the backend's own, asked by the
+    caller). Claude's tokenizer always counts "full" (public/scripts/tokenizers.js).
     """
     name = tokenizer_name(context)
-    counter = TokenCounter(get_tokenizer(name), counts if counts is not None else CountCache())
+    chosen = tokenizer if tokenizer is not None else get_tokenizer(name)
+    counter = TokenCounter(chosen, counts if counts is not None else CountCache())
     family = message_family(name, context.chat_completion.model)
     return MessageCost(counter.count, family, name == "claude")
 

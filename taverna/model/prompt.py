@@ -228,6 +228,9 @@ class Ledger:
     tokenizer: str = ""
     scanned_books: tuple[str, ...] = ()
     aborted: tuple[str, str] | None = None
+    # why the parts were counted otherwise than the settings ask (the backend's tokenizer
+    # did not answer, and the estimate stood in); "" when they were not
+    tokenizer_note: str = ""
 
 
 @dataclass(frozen=True, slots=True)

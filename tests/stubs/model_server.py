@@ -43,6 +43,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from tests.stubs import schemas
+from tests.stubs.tokenize_routes import tokenize_routes
 
 
 @dataclass
@@ -126,6 +127,9 @@ class StubServer:
         # Anthropic's prompt cache: each cached prefix (up to a `cache_control` block)
         # and its tokens, as the API keeps them between requests
         self.prompt_cache: dict[str, int] = {}
+        # the Text Completion backends' tokenize requests (tokenize_routes.py)
+        self.tokenize_requests: list[tuple[str, Any]] = []
+        self.tokenize_down = False
         self._thread: threading.Thread | None = None
 
     # ------------------------------------------------------------ test controls
@@ -229,6 +233,7 @@ class StubServer:
                 Route("/api/v1/generate", self._kobold, methods=["POST"]),
                 Route("/api/extra/generate/stream", self._kobold_stream, methods=["POST"]),
                 Route("/api/v1/model", self._kobold_model, methods=["GET"]),
+                *tokenize_routes(self),
                 Route("/_stub/script", self._control_script, methods=["POST"]),
                 Route("/_stub/default", self._control_default, methods=["POST"]),
                 Route("/_stub/release", self._control_release, methods=["POST"]),

@@ -61,6 +61,12 @@ class CountCache:
         self._add(counts, text, value)
         return value
 
+    def forget(self, tokenizer: str) -> None:
+        """Let every count of the tokenizer named `tokenizer` go (they may be wrong)."""
+        counts = self._counts.pop(tokenizer, None)
+        if counts is not None:
+            self._size -= len(counts)
+
     def known(self, tokenizer: str, text: str) -> int | None:
         """The count of `text` with the tokenizer named `tokenizer`, if already known."""
         counts = self._counts.get(tokenizer)

@@ -72,6 +72,8 @@ def prompt_json(prompt: Prompt) -> dict[str, Any]:
             "trace": [t.to_json() for t in ledger.trace],
             "skipped_regexes": [note.to_json() for note in ledger.skipped_regexes],
             "scanned_books": list(ledger.scanned_books),
+            "tokenizer": ledger.tokenizer,
+            "tokenizer_note": ledger.tokenizer_note,
             "aborted": (
                 {"by": ledger.aborted[0], "reason": ledger.aborted[1]} if ledger.aborted else None
             ),

@@ -27,6 +27,7 @@ from taverna.providers.registry import provider
 from taverna.providers.request import Api, HttpRequest, PostProcessing, RequestOptions
 from taverna.providers.transport import Timeouts
 from taverna.providers.wire import StreamParser
+from taverna.services.connections.backend_tokens import BackendTokenizer, backend_tokenizer
 from taverna.services.connections.connection import Connection as Connection
 from taverna.services.connections.fields import (
     Settled,
@@ -387,6 +388,20 @@ class ConnectionService:
         if named is not None:
             base = replace(base, stop_limit=named.stop_limit)
         return replace(base, **overrides) if overrides else base
+
+    def backend_tokenizer(self, connection: Connection) -> BackendTokenizer | None:
+        """The tokenizer of the connection's own server, where its backend has a tokenize
+        endpoint (None otherwise, for a connection whose key is missing, and for an
+        account whose requests go out under the outbound policy)."""
+        api = connection.api
+        if not api.is_text_completion or api is Api.LOCAL or self.policy(connection) is not None:
+            return None
+        try:
+            key = self.resolve_key(connection) if connection.key_ref else ""
+        except (NotFound, FormatError):
+            return None
+        source = str(connection.options.get("source", ""))
+        return backend_tokenizer(connection.api, source, connection.url, key, connection.model)
 
     def endpoint_now(self, connection: Connection) -> tuple[str, str]:
         """The base URL and key a request of `connection` goes to: its own, or, for a local

@@ -34,9 +34,11 @@ from taverna.engine.tokens.cache import CountCache
 from taverna.errors import NotFound
 from taverna.model.chat import Chat, ChatState, Node, PathTail
 from taverna.model.persona import Persona
+from taverna.model.prompt import Prompt
 from taverna.providers.registry import provider
 from taverna.providers.request import Api
 from taverna.services.chats.images import ImageLibrary, message_image, with_pictures
+from taverna.services.connections.backend_tokens import API_TOKENIZERS, BackendTokenizer
 from taverna.services.connections.local_models import for_local_model
 from taverna.services.connections.prompt_layouts import layout_for
 from taverna.services.kept_bytes import KeptBytes, approx_bytes, text_bytes
@@ -177,12 +179,18 @@ class TurnContexts:
                 start = starts.get(turn.api.value)
                 found = recall.entries_only() if start is None else recall.for_window(start)
                 context = replace(context, recall=found)
+            backend = asks_backend(turn, context)
+            if backend is not None:
+                # the server counts: the messages' texts asked for at once
+                backend.prime(node.content for node in tail.nodes)
             # A chat new to this process: its messages' counts come from the store.
-            cold = chat.id not in self._windows
+            cold = chat.id not in self._windows and backend is None
             fresh = self._stored_counts(context, tail, turn.counts) if cold else []
-            cost = self._cost(chat.id, context, turn.counts)
+            cost = self._cost(chat.id, context, turn.counts, backend)
             prompt = assemble(context, cost=cost, regexes=regexes)
             self.assemblies += 1
+            if backend is not None:
+                prompt = self._counted_by(chat.id, prompt, backend, turn.counts)
             self._keep_counts(context, fresh, turn.counts)
             if not tail.before or prompt.ledger.history_stopped or covered_above(context, tail):
                 break
@@ -198,6 +206,8 @@ class TurnContexts:
                     context = replace(context, recall=found)
                     prompt = assemble(context, cost=cost, regexes=regexes)
                     self.assemblies += 1
+                    if backend is not None:
+                        prompt = self._counted_by(chat.id, prompt, backend, turn.counts)
             starts[turn.api.value] = oldest
         # The next turn starts where this one ended, with room for the new messages.
         self._recall_starts[chat.id] = starts
@@ -222,18 +232,38 @@ class TurnContexts:
         return self.recall.for_turn(config, turn.chat.id, turn.end, recent, library.lorebooks)
 
     def _cost(
-        self, chat_id: str, context: AssemblyContext, counts: CountCache | None
+        self,
+        chat_id: str,
+        context: AssemblyContext,
+        counts: CountCache | None,
+        backend: BackendTokenizer | None = None,
     ) -> MessageCost:
         """The chat's token costs, kept from turn to turn: unchanged messages' prompt parts
-        and name-only macro texts are reused (the engine keys them by what they depend on)."""
-        key = (tokenizer_name(context), context.chat_completion.model, id(counts))
+        and name-only macro texts are reused (the engine keys them by what they depend on).
+        `backend`: the server's own tokenizer, counting instead of the chat's."""
+        name = backend.name if backend is not None else tokenizer_name(context)
+        key = (name, context.chat_completion.model, id(counts))
         window = self._windows.get(chat_id) or FIRST_WINDOW
         limit = max(COST_MEMO_FLOOR, COST_MEMO_PER_MESSAGE * window)
         kept = self._costs.get(chat_id)
         if kept is None or kept[0] != key or len(kept[1].memo) > limit:
-            kept = (key, message_cost(context, counts))
+            kept = (key, message_cost(context, counts, backend))
         self._costs.put(chat_id, kept)
         return kept[1]
+
+    def _counted_by(
+        self, chat_id: str, prompt: Prompt, backend: BackendTokenizer, counts: CountCache | None
+    ) -> Prompt:
+        """The prompt's ledger naming the server's tokenizer; where the server did not
+        answer, the estimate that stood in, and why (its counts are not kept)."""
+        note = ""
+        if backend.failed:
+            note = f"the backend's tokenizer did not answer ({backend.failed}); estimated"
+            self._costs.pop(chat_id)
+            if counts is not None:
+                counts.forget(backend.name)
+        ledger = replace(prompt.ledger, tokenizer=backend.label, tokenizer_note=note)
+        return replace(prompt, ledger=ledger)
 
     def _message(self, node: Node) -> ChatMessage:
         kept = self._messages.get(node.id)
@@ -441,3 +471,11 @@ def _cost_bytes(_chat_id: str, kept: tuple[tuple[str, str, int], MessageCost]) -
         return 0
     mean = sum(approx_bytes(item, 3) for item in sample) / len(sample)
     return int(mean * len(kept[1].memo))
+
+
+def asks_backend(turn: TurnRequest, context: AssemblyContext) -> BackendTokenizer | None:
+    """The server's own tokenizer, when the turn's connection has one and the settings'
+    tokenizer is SillyTavern's API tokenizer (Text Completion only, as there)."""
+    if turn.backend is None or context.api != "textgen":
+        return None
+    return turn.backend if context.power_user.tokenizer in API_TOKENIZERS else None

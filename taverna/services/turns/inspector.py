@@ -145,9 +145,11 @@ def inspect_prompt(service: GenerationService, chat_id: str, node_id: str | None
     model = connection.model if connection else ""
     settings = connection.options if connection else {}
     # As a generation sends it: after the interceptors and the prompt handlers.
-    prompt = service.prompt_to_send(
-        service.turn(chat, end, kind, api, dry_run=True, model=model, options=settings)
-    )
+    turn = service.turn(chat, end, kind, api, dry_run=True, model=model, options=settings)
+    if connection is not None:
+        owned = service.connections.of(chat.owner)
+        turn = replace(turn, backend=owned.backend_tokenizer(connection))
+    prompt = service.prompt_to_send(turn)
     request_json: dict[str, Any] | None = None
     if connection is not None:
         connections = service.connections.of(chat.owner)

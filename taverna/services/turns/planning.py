@@ -165,6 +165,7 @@ class Planner:
             model=connection.model,
             options=connection.options,
         )
+        turn = replace(turn, backend=self.connections.of(chat.owner).backend_tokenizer(connection))
         if chat.group_id:
             turn = replace(turn, speaker=says)
         plan = Plan(

@@ -3,7 +3,7 @@ counted with, and that prompt's total (a dry run: nothing is written)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from taverna.engine.assembly.context import GenerationType
 from taverna.engine.tokens.registry import get_tokenizer
@@ -53,7 +53,12 @@ def count_typed(
         model=chosen.model if chosen else "",
         options=chosen.options if chosen else None,
     )
+    if chosen is not None:
+        turn = replace(turn, backend=connections.backend_tokenizer(chosen))
     built = prompts.build_serialized(turn)
     ledger = (built.prompt if isinstance(built, PreparedTurn) else built).ledger
     name = ledger.tokenizer or FALLBACK_TOKENIZER
+    if turn.backend is not None and name == turn.backend.label and not turn.backend.failed:
+        # the prompt was counted by the server: so is the text
+        return TokenCount(turn.backend.count(text), ledger.total_tokens, name)
     return TokenCount(get_tokenizer(name).count(text), ledger.total_tokens, name)

@@ -11,6 +11,7 @@ from taverna.engine.tokens.cache import CountCache
 from taverna.model.chat import Chat, Node, PathTail
 from taverna.model.prompt import Prompt
 from taverna.providers.request import Api
+from taverna.services.connections.backend_tokens import BackendTokenizer
 
 # Enough messages to mean "the whole path" for `TurnRequest.path`.
 WHOLE_PATH = 1 << 40
@@ -57,6 +58,9 @@ class TurnRequest:
     model: str = ""  # the connection's model ("" when unknown): it decides whether pictures go
     # the connection's options (a local model's context size)
     options: Mapping[str, Any] = field(default_factory=dict)
+    # the connection's server's own tokenizer, where it has one: what counts the prompt
+    # when SillyTavern's tokenizer setting is the API's
+    backend: BackendTokenizer | None = None
 
     def tail(self, want: int) -> PathTail:
         """At least the last `want` live messages of the path (all, if it is shorter)."""

@@ -186,6 +186,8 @@ function ledgerView(ledger, labels) {
   const items = ledger.items || [];
   return h("div", {},
     h("p", { class: "muted", text: t("inspector.totals", { total: ledger.total_tokens ?? 0, budget: ledger.budget ?? 0 }) }),
+    ledger.tokenizer ? h("p", { class: "muted ledger-tokenizer", id: "ledger-tokenizer", text: t("inspector.counted_with", { name: ledger.tokenizer }) }) : null,
+    ledger.tokenizer_note ? h("p", { class: "notice ledger-tokenizer-note", role: "status", text: t("inspector.counted_estimate", { why: ledger.tokenizer_note }) }) : null,
     skippedRegexView(ledger.skipped_regexes),
     h("div", { class: "table-wrap" }, h("table", { class: "ledger" },
       h("thead", {}, h("tr", {}, [t("inspector.part"), t("inspector.source"), t("inspector.tokens"), t("inspector.status")].map((c) => h("th", { scope: "col", text: c })))),
