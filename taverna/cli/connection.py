@@ -49,11 +49,14 @@ def connection_service(data: Path | None) -> Iterator[ConnectionService]:
 
 # n_ctx, threads, max_tokens: a local model's context size, CPU threads (0: half the cores)
 # and longest reply; prompt_layout: `sillytavern` or `cache` (the prompt's layout, see
-# taverna.engine.assembly.layouts)
+# taverna.engine.assembly.layouts); cache_system_prompt, caching_at_depth: Claude's prompt
+# cache breakpoints
 KNOWN_OPTIONS = {
     "use_system_prompt": bool,
     "stream": bool,
     "prefix": bool,
+    "cache_system_prompt": bool,
+    "caching_at_depth": int,
     "n_ctx": int,
     "threads": int,
     "max_tokens": int,
@@ -121,7 +124,8 @@ def add(
             help=(
                 "a request option KEY=VALUE (JSON value), e.g. use_system_prompt=true, "
                 "stream=false, prefix=true (Mistral continues a reply in place), "
-                "prompt_layout=cache (volatile parts after the chat, for a model's cache)"
+                "prompt_layout=cache (volatile parts after the chat, for a model's cache), "
+                "cache_system_prompt=true and caching_at_depth=0 (Claude's prompt cache)"
             ),
         ),
     ] = None,

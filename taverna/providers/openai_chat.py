@@ -60,6 +60,8 @@ def build_body(prompt: Prompt, api: Api, options: RequestOptions) -> dict[str, A
     prefixed = api is Api.OPENAI_COMPATIBLE and options.mistral_prefix
     if prefixed and messages and messages[-1].get("role") == "assistant":
         messages[-1] = {**messages[-1], "prefix": True}
+    if options.source == "openrouter" and "claude" in options.model:
+        openrouter_claude_cache(messages, options)
     body: dict[str, Any] = {"messages": messages, "model": options.model}
     reasoning = api is Api.OPENAI and is_reasoning_model(options.model)
     if not reasoning:
@@ -104,6 +106,49 @@ def build_body(prompt: Prompt, api: Api, options: RequestOptions) -> dict[str, A
     if api is Api.OPENAI and options.stream:
         body["stream_options"] = {"include_usage": True}
     return body
+
+
+_CACHED = {"type": "ephemeral"}
+
+
+def openrouter_claude_cache(messages: list[dict[str, Any]], options: RequestOptions) -> None:
+    """Claude's cache breakpoints in an OpenRouter body, as SillyTavern puts them there: the
+    first system message's text, and the turns at the depth and two speakers before it
+    (system messages neither counted nor marked; a trailing prefill skipped)."""
+    if options.cache_system_prompt:
+        first = next((m for m in messages if m.get("role") == "system"), None)
+        if first is not None:
+            _mark(first)
+    if options.cache_at_depth < 0:
+        return
+    depth, previous, in_prefill = 0, "", True
+    for message in reversed(messages):
+        role = message.get("role")
+        if (in_prefill and role == "assistant") or role == "system":
+            continue
+        in_prefill = False
+        if role == previous:
+            continue
+        if depth in (options.cache_at_depth, options.cache_at_depth + 2):
+            _mark(message)
+        if depth == options.cache_at_depth + 2:
+            return
+        depth, previous = depth + 1, str(role)
+
+
+def _mark(message: dict[str, Any]) -> None:
+    """A breakpoint on the message's last text part (a text becomes one such part)."""
+    content = message.get("content")
+    if isinstance(content, str) and content:
+        message["content"] = [{"type": "text", "text": content, "cache_control": dict(_CACHED)}]
+    elif isinstance(content, list):
+        texts = [
+            i
+            for i, part in enumerate(content)
+            if isinstance(part, dict) and part.get("type") == "text"
+        ]
+        if texts:
+            content[texts[-1]] = {**content[texts[-1]], "cache_control": dict(_CACHED)}
 
 
 def stop_strings(stops: tuple[str, ...], options: RequestOptions) -> list[str]:

@@ -178,6 +178,7 @@ class RequestOptions:
     stop_limit: int | None = -1
     cache_system_prompt: bool = False
     cache_at_depth: int = -1
+    source: str = ""  # the source the connection was made from (sources.py), if any
 
 
 def endpoint_url(base_url: str, default: str, path: str) -> str:

@@ -182,3 +182,35 @@ def test_more_than_four_breakpoints_are_refused_by_the_stub_as_by_the_api(stub: 
     from tests.stubs import schemas
 
     assert any("maximum of 4" in p for p in schemas.check_anthropic(body))
+
+
+def test_the_command_line_sets_the_cache_options() -> None:
+    from taverna.cli.connection import parse_options
+
+    assert parse_options(["cache_system_prompt=true", "caching_at_depth=2"]) == {
+        "cache_system_prompt": True,
+        "caching_at_depth": 2,
+    }
+
+
+def test_openrouter_claude_gets_the_breakpoints_as_sillytavern_puts_them_there() -> None:
+    options = RequestOptions(
+        model="anthropic/claude-3.5-sonnet",
+        source="openrouter",
+        cache_system_prompt=True,
+        cache_at_depth=0,
+    )
+    body = request_body(_chat(*HISTORY), Api.OPENAI_COMPATIBLE, options)
+    marked = [
+        (m["role"], m["content"][0]["text"])
+        for m in body["messages"]
+        if isinstance(m["content"], list) and m["content"][0].get("cache_control") == EPHEMERAL
+    ]
+    assert marked == [("system", "You are Aria."), ("user", "three"), ("user", "five")]
+    # another model on OpenRouter, or Claude elsewhere, is sent as before
+    other = request_body(
+        _chat(*HISTORY),
+        Api.OPENAI_COMPATIBLE,
+        RequestOptions(**{**_fields(options), "model": "x/llama"}),
+    )
+    assert "cache_control" not in json.dumps(other)

@@ -386,7 +386,7 @@ class ConnectionService:
         )
         named = sources.find(str(options.get("source", "")))
         if named is not None:
-            base = replace(base, stop_limit=named.stop_limit)
+            base = replace(base, stop_limit=named.stop_limit, source=named.name)
         return replace(base, **overrides) if overrides else base
 
     def backend_tokenizer(self, connection: Connection) -> BackendTokenizer | None:
