@@ -53,10 +53,12 @@ def chat_view(
     limit: int = WINDOW,
     before: str | None = None,
     after: str | None = None,
+    at: int | None = None,
 ) -> ChatOut:
-    """The chat with one window of its path: the last messages, or a page by cursor."""
+    """The chat with one window of its path: the last messages, a page by cursor, or the
+    page from a position."""
     with ctx.chats.reading():
-        window = ctx.chats.window(chat_id, limit=limit, before=before, after=after)
+        window = ctx.chats.window(chat_id, limit=limit, before=before, after=after, at=at)
         return _chat_out(ctx, window, changed=False)
 
 

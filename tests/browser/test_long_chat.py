@@ -6,54 +6,22 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
-from taverna.model.chat import CharacterRef, Node, NodeRole, new_id
-from taverna.store import NewChat
-from taverna.store.sql import open_store
 from tests.browser.conftest import TavernaServer, shot
+from tests.support.long_chat import COUNT, build_long_chat
 from tests.support.served import serving
 
 pytestmark = pytest.mark.browser
 
-COUNT = 20_000
 DOM_LIMIT = 5_000
 ELEMENTS = "() => document.getElementsByTagName('*').length"
 FIRST_SHOWN = "() => Number(document.querySelector('ol.messages > li.message')?.dataset.index)"
 LAST_SHOWN = (
     "() => Number([...document.querySelectorAll('ol.messages > li.message')].pop()?.dataset.index)"
 )
-
-
-def build_long_chat(data: Path) -> tuple[str, list[str]]:
-    """20,000 messages on one path, the last reply with three candidates (bulk import)."""
-    nodes: list[Node] = []
-    path: list[str] = []
-    parent: str | None = None
-    for i in range(COUNT):
-        role = NodeRole.USER if i % 2 == 0 else NodeRole.ASSISTANT
-        speaker = "Ann" if role is NodeRole.USER else "Mira"
-        if i == COUNT - 1:
-            for other in ("First draft of the end.", "Second draft of the end."):
-                nodes.append(Node(new_id(), "", parent, role, other, speaker=speaker))
-        text = f"Message {i}: *the lamp* burns over the map of <b>Brasswater</b>."
-        node = Node(new_id(), "", parent, role, text, speaker=speaker)
-        nodes.append(node)
-        path.append(node.id)
-        parent = node.id
-    store = open_store(data)
-    try:
-        chat = store.import_tree(
-            NewChat(title="The long voyage", characters=(CharacterRef("Mira", None),)),
-            nodes,
-            active_leaf_id=parent,
-        )
-    finally:
-        store.close()
-    return chat.id, path
 
 
 @pytest.fixture(scope="module")

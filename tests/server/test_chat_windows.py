@@ -92,6 +92,13 @@ def test_cursors_page_back_to_the_first_message_and_forward_again(
     assert not empty["window"]["has_older"] and empty["window"]["has_newer"]
     end = client.get(f"/api/chats/{chat_id}?after={path[-1].id}").json()
     assert end["messages"] == [] and end["window"]["start"] == 130
+    # A page from a position, as a drag of the page's rail asks for it: from there on, or
+    # the last full page when it would run past the end.
+    for at, start in ((0, 0), (57, 57), (90, 90), (100, 90), (5000, 90)):
+        page = client.get(f"/api/chats/{chat_id}?limit=40&at={at}").json()
+        assert page["window"]["start"] == start
+        assert [m["id"] for m in page["messages"]] == [n.id for n in path[start : start + 40]]
+        assert page["messages"] == seen[start : start + 40]
 
 
 def test_window_bad_input(client: TestClient, ctx: AppContext) -> None:
@@ -100,6 +107,9 @@ def test_window_bad_input(client: TestClient, ctx: AppContext) -> None:
         assert client.get(f"/api/chats/{chat_id}?{query}").status_code == 422, query
     both = client.get(f"/api/chats/{chat_id}?before={path[5].id}&after={path[2].id}")
     assert both.status_code == 400 and both.json()["detail"]["message"]
+    for query in (f"at=2&after={path[2].id}", f"at=2&before={path[5].id}"):
+        assert client.get(f"/api/chats/{chat_id}?{query}").status_code == 400, query
+    assert client.get(f"/api/chats/{chat_id}?at=-1").status_code == 422
     assert client.get(f"/api/chats/{chat_id}?before=nope").status_code == 404
     assert client.get(f"/api/chats/{chat_id}?after=nope").status_code == 404
 

@@ -56,6 +56,11 @@ def test_pages_match_the_whole_path_from_every_cursor(store: SqlStore) -> None:
             assert _reading(newer.entries) == _reading(whole[k + 1 : k + 1 + limit])
             assert newer.start == k + 1
             assert newer.has_newer == (k + 1 + limit < 10)
+        for k in range(12):
+            at = store.path_at(chat_id, k, limit=limit)
+            begin = max(0, min(k, 10 - limit))
+            assert _reading(at.entries) == _reading(whole[begin : begin + limit])
+            assert (at.start, at.total) == (begin, 10)
     # A deleted message as a cursor: pages around its place.
     assert [e.position for e in store.path_before(chat_id, ids[3], limit=2).entries] == [1, 2]
     assert [e.position for e in store.path_after(chat_id, ids[3], limit=2).entries] == [3, 4]
@@ -69,6 +74,8 @@ def test_empty_chat_and_unknown_cursor(store: SqlStore) -> None:
     ):
         assert (window.entries, window.start, window.total) == ((), 0, 0)
         assert not window.has_older and not window.has_newer
+    empty = store.path_at(chat.id, 3, limit=5)
+    assert (empty.entries, empty.start, empty.total) == ((), 0, 0)
     for read in (store.path_before, store.path_after):
         try:
             read(chat.id, "nope", limit=5)
@@ -116,10 +123,15 @@ def test_a_page_of_a_long_chat_reads_only_the_page(store: SqlStore) -> None:
         last = store.path_before(chat.id, None, limit=20)
         older = store.path_before(chat.id, nodes[1500].id, limit=20)
         newer = store.path_after(chat.id, nodes[10].id, limit=20)
+        middle = store.path_at(chat.id, 1234, limit=20)
     finally:
         sa.event.remove(store.engine, "before_cursor_execute", count)
     assert [e.position for e in last.entries] == list(range(2980, 3000))
     assert [e.position for e in older.entries] == list(range(1480, 1500))
     assert [e.position for e in newer.entries] == list(range(11, 31))
-    assert last.total == older.total == newer.total == 3000
-    assert len(walked) == 3  # one bounded walk each; no tombstones, so no counting climb
+    assert [e.position for e in middle.entries] == list(range(1234, 1254))
+    assert [e.node.id for e in middle.entries] == [n.id for n in nodes[1234:1254]]
+    assert last.total == older.total == newer.total == middle.total == 3000
+    # one bounded walk each (the position's: a climb over ids, then the page); no
+    # tombstones, so no counting climb
+    assert len(walked) == 5

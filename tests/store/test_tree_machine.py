@@ -283,6 +283,9 @@ class TreeMachine(RuleBasedStateMachine):
             newer = self.store.path_after(self.chat_id, entry.node.id, limit=2)
             assert newer.entries == visible[k + 1 : k + 3]
             assert newer.total == len(visible)
+            # A page from a position: the path from there (moved back to end full).
+            at = self.store.path_at(self.chat_id, k, limit=2)
+            assert at.entries == visible[min(k, max(0, len(visible) - 2)) :][:2]
         for entry in visible:
             assert 0 <= entry.candidate_index < entry.candidate_count
         assert full.state == effective_state(nodes, chat.base_state)

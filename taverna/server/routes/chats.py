@@ -128,17 +128,21 @@ def get_chat(
     after: str | None = Query(
         None, max_length=100, description="messages just newer than this one"
     ),
+    at: int | None = Query(
+        None, ge=0, description="messages from this position of the path on (a scrollbar's)"
+    ),
     ctx: AppContext = Depends(context),
 ) -> ChatOut:
-    """The chat with a window of its active path: its last `limit` messages, or the page
-    just older than `before` or just newer than `after` (on the path the page read)."""
-    if before is not None and after is not None:
+    """The chat with a window of its active path: its last `limit` messages, the page
+    just older than `before` or just newer than `after` (on the path the page read), or the
+    page from position `at` (moved back to end at the path's end)."""
+    if sum(x is not None for x in (before, after, at)) > 1:
         raise TavernaError(
-            "ask for messages before one message or after one, not both",
-            field="after",
+            "ask for messages before one message, after one or from a position: one of them",
+            field="after" if at is None else "at",
             code="page_before_or_after",
         )
-    return usecases.chat_view(ctx, chat_id, limit=limit, before=before, after=after)
+    return usecases.chat_view(ctx, chat_id, limit=limit, before=before, after=after, at=at)
 
 
 @router.patch("/{chat_id}", response_model=ChatOut)

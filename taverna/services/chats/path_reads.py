@@ -40,9 +40,13 @@ class PathReads:
         limit: int,
         before: str | None = None,
         after: str | None = None,
+        at: int | None = None,
     ) -> PathWindow:
-        """A page of the active path: its last `limit` messages, or those just older than
-        `before` or just newer than `after`. Costs the page at any chat length."""
+        """A page of the active path: its last `limit` messages, those just older than
+        `before` or just newer than `after`, or those from position `at` on. Costs the page
+        at any chat length (`at`: and a climb over ids)."""
+        if at is not None:
+            return self.store.path_at(chat_id, at, limit=limit)
         if after is not None:
             return self.store.path_after(chat_id, after, limit=limit)
         return self.store.path_before(chat_id, before, limit=limit)

@@ -280,6 +280,13 @@ class ChatRepository(ABC):
         """
 
     @abstractmethod
+    def path_at(self, chat_id: str, position: int, *, limit: int) -> PathWindow:
+        """The `limit` live messages of the active path from `position` on (moved back so
+        the page is full when it would run past the end): a page anywhere in the chat, as a
+        scrollbar's drag asks for it. Costs a climb over ids from the leaf, and the page.
+        """
+
+    @abstractmethod
     def path_to(self, chat_id: str, node_id: str) -> list[Node]:
         """The nodes from a root down to `node_id`."""
 

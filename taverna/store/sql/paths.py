@@ -66,6 +66,20 @@ _DESCENT_SQL = (
     + _WINDOW_ROWS
 )
 
+# The live message `count` places up from the leaf (the leaf itself is 1): a climb over ids
+# alone, which stops there.
+_NTH_UP_SQL = """
+    WITH RECURSIVE walk(id, parent_id, seen) AS (
+        SELECT id, parent_id, CASE WHEN deleted = :no THEN 1 ELSE 0 END
+        FROM nodes WHERE id = :leaf AND chat_id = :chat
+        UNION ALL
+        SELECT n.id, n.parent_id, w.seen + CASE WHEN n.deleted = :no THEN 1 ELSE 0 END
+        FROM nodes n JOIN walk w ON n.id = w.parent_id
+        WHERE w.seen < :count
+    )
+    SELECT id FROM walk WHERE seen = :count LIMIT 1
+"""
+
 
 def _window_entries(rows: Sequence[Sequence[Any]], start: int) -> tuple[PathEntry, ...]:
     """Window rows (path order, tombstones included) as live entries from `start` on."""
@@ -187,3 +201,21 @@ class SqlPaths(SqlBase):
                 rows = conn.execute(sa.text(_DESCENT_SQL), params).all()
             total = _path_total(conn, chat, shallowest)
             return PathWindow(chat, _window_entries(rows, begin), begin, total)
+
+    def path_at(self, chat_id: str, position: int, *, limit: int) -> PathWindow:
+        with self._read() as conn:
+            chat = _chat_from_row(self._chat_row(conn, chat_id))
+            total = _path_total(conn, chat, _shallowest_tombstone(conn, chat_id))
+            start = max(0, min(position, total - limit))
+            before: str | None = None
+            if start > 0 and chat.active_leaf_id is not None:
+                before = conn.execute(
+                    sa.text(_NTH_UP_SQL),
+                    {
+                        "leaf": chat.active_leaf_id,
+                        "chat": chat_id,
+                        "no": False,
+                        "count": total - start + 1,
+                    },
+                ).scalar()
+        return self.path_after(chat_id, before, limit=limit)

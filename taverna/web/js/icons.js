@@ -20,6 +20,8 @@ const PATHS = {
   search: "M3 5h10 M3 10h6 M3 15h5 M15 9a4 4 0 1 0 0 8a4 4 0 1 0 0-8 M18 16l3 3",
   up: "M6 15l6-6 6 6",
   down: "M6 9l6 6 6-6",
+  first: "M5 4h14 M6 15l6-6 6 6 M12 9v11",
+  last: "M5 20h14 M6 9l6 6 6-6 M12 15V4",
   back: "M15 5l-7 7 7 7",
   menu: "M4 6h16 M4 12h16 M4 18h16",
   logout: "M10 4H5v16h5 M14 8l4 4-4 4 M18 12H9",

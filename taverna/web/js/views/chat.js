@@ -29,7 +29,8 @@ export async function render(root, params) {
   const parts = build(store, chat);
   const { header, group, consent, list, drafts, quick, writer, looks } = parts;
   mount(root, h("section", { class: "chat", "aria-label": t("chat.title") },
-    header.element, group.element, consent.element, looks.element, list.element,
+    header.element, group.element, consent.element, looks.element,
+    h("div", { class: "messages-pane" }, list.element, list.rail),
     writer.notice, writer.localNotice, drafts.element, writer.element));
 
   store.update();

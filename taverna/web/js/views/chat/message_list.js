@@ -2,6 +2,7 @@
 // id → its <li>, messageItems), and paged by cursor as the person scrolls (cursorPaging).
 
 import { h } from "../../dom.js";
+import { chatJumps } from "./jumps.js";
 import { messageMarks } from "./marks.js";
 import { messageItems } from "./message_items.js";
 import { cursorPaging } from "./paging.js";
@@ -17,7 +18,7 @@ export function messageList(store, chat) {
   // The messages sit between two edges; an edge coming into sight reads the next page.
   const olderEdge = h("li", { class: "sentinel", "aria-hidden": "true", "data-edge": "older" });
   const newerEdge = h("li", { class: "sentinel", "aria-hidden": "true", "data-edge": "newer" });
-  const list = h("ol", { class: "messages", "aria-live": "off" }, olderEdge, newerEdge);
+  const list = h("ol", { class: "messages", id: "chat-messages", "aria-live": "off" }, olderEdge, newerEdge);
   const atBottom = () => list.scrollHeight - list.scrollTop - list.clientHeight < 48;
   const scrollToEnd = () => {
     list.scrollTop = list.scrollHeight;
@@ -71,9 +72,13 @@ export function messageList(store, chat) {
     apply,
     loadContextLine: marks.loadContextLine,
   });
+  // Home / End and the rail that stands for the whole chat.
+  const jumps = chatJumps(store, chat, { element: list, apply, rearm: paging.rearm, itemOf: items.itemOf, scrollToEnd });
+  store.subscribe(jumps.update);
 
   return {
     element: list,
+    rail: jumps.element,
     apply,
     refreshEnd: paging.refreshEnd,
     showHit: (hit) => showHit(store, chat, { apply, itemOf: items.itemOf, rearm: paging.rearm }, hit),
@@ -94,7 +99,10 @@ export function messageList(store, chat) {
       change();
       if (stick) scrollToEnd();
     },
-    disconnect: paging.disconnect,
+    disconnect() {
+      paging.disconnect();
+      jumps.disconnect();
+    },
   };
 }
 
