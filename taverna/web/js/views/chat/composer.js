@@ -4,6 +4,7 @@
 
 import { api } from "../../api.js";
 import { h, iconButton } from "../../dom.js";
+import { icon } from "../../icons.js";
 import { t } from "../../i18n.js";
 import { connectionForm } from "../connections.js";
 import { pictureChip } from "./picture_chip.js";
@@ -29,6 +30,7 @@ export function composer(store, chat, quickBar) {
   const impersonateButton = iconButton(t("chat.impersonate"), "impersonate", () => chat.generate("impersonate"));
   const continueButton = iconButton(t("chat.continue"), "continue", () => chat.generate("continue"));
   const picture = pictureChip();
+  const tools = toolsToggle();
   const element = h(
     "div",
     { class: "composer" },
@@ -36,8 +38,9 @@ export function composer(store, chat, quickBar) {
     turn.bar,
     picture.element,
     input,
-    h("div", { class: "composer-actions" }, picture.button, impersonateButton, continueButton, sendButton, stopButton),
+    h("div", { class: "composer-actions" }, tools.button, picture.button, impersonateButton, continueButton, sendButton, stopButton),
   );
+  tools.follow(element);
   // Completion of commands, their arguments and variable names, above the input.
   input.before(scriptCompletion({ input, variables: () => api.get(`${chat.url}/variables`) }));
   const notices = connectionNotices(() => {
@@ -86,6 +89,39 @@ export function composer(store, chat, quickBar) {
   return { element, input, turn, picture, keepUnsent, ...notices };
 }
 
+// Whether the Quick Reply bar and the pickers row are folded away (kept in this browser).
+const TOOLS_KEY = "taverna.composer_tools";
+
+/** The button that folds the Quick Reply bar and the pickers row away and back, giving a
+ * small screen's height to the story; `follow(composer)` shows the state kept. */
+function toolsToggle() {
+  let composer = null;
+  const button = iconButton("", "down", () => show(composer.classList.contains("tools-folded")), { attrs: { id: "composer-tools" } });
+  function show(open) {
+    composer.classList.toggle("tools-folded", !open);
+    const label = t(open ? "chat.hide_tools" : "chat.show_tools");
+    button.setAttribute("aria-label", label);
+    button.title = label;
+    button.setAttribute("aria-expanded", String(open));
+    button.replaceChildren(icon(open ? "down" : "up"));
+    try {
+      localStorage.setItem(TOOLS_KEY, open ? "open" : "folded");
+    } catch {
+      // storage off: the bars stay as they are for this visit
+    }
+  }
+  return {
+    button,
+    follow(element) {
+      composer = element;
+      show(localStorage.getItem(TOOLS_KEY) !== "folded");
+    },
+  };
+}
+
+// The small model's notice, once closed, stays closed in this browser.
+const LOCAL_NOTICE_KEY = "taverna.local_notice";
+
 /** The notices about the model: none connected yet (with the first connection's form; `made`
  * runs once it is saved), or the small one in the box. */
 function connectionNotices(made) {
@@ -97,13 +133,22 @@ function connectionNotices(made) {
       first: true,
       onSaved: async (saved) => {
         notice.hidden = true;
-        localNotice.hidden = saved.api !== "local";
+        localNotice.hidden = saved.api !== "local" || closed();
         made();
       },
     }));
   // Said plainly: the model in the box is small; a better one is one connection away.
-  const localNotice = h("p", { class: "notice local-model", hidden: true, id: "local-model-notice" },
-    h("span", { text: t("chat.local_model") }), " ", h("a", { href: "#/connections", text: t("chat.connect_better") }));
+  const closed = () => localStorage.getItem(LOCAL_NOTICE_KEY) === "closed";
+  const localNotice = h("div", { class: "notice local-model", hidden: true, id: "local-model-notice" },
+    h("p", {}, h("span", { text: t("chat.local_model") }), " ", h("a", { href: "#/connections", text: t("chat.connect_better") })),
+    iconButton(t("chat.close_notice"), "close", () => {
+      localNotice.hidden = true;
+      try {
+        localStorage.setItem(LOCAL_NOTICE_KEY, "closed");
+      } catch {
+        // storage off: closed for this visit
+      }
+    }, { attrs: { id: "close-local-notice" } }));
   return {
     notice,
     localNotice,
@@ -111,7 +156,7 @@ function connectionNotices(made) {
     showConnections(found) {
       notice.hidden = found.length > 0;
       const chosen = found.find((c) => c.default) || found[0];
-      localNotice.hidden = chosen?.api !== "local";
+      localNotice.hidden = chosen?.api !== "local" || closed();
     },
     /** Nothing can answer yet: bring the first connection's form into sight; true if so. */
     offerConnection() {
