@@ -28,7 +28,8 @@ LAST_SHOWN = (
 def long_chat(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TavernaServer, str]]:
     data = tmp_path_factory.mktemp("long") / "data"
     chat_id, _ = build_long_chat(data)
-    with serving(data) as server:
+    # A data folder of 20,000 messages starts slower on a busy machine.
+    with serving(data, start_timeout=180) as server:
         yield server, chat_id
 
 
