@@ -118,10 +118,11 @@ def test_the_last_reply_after_a_dropped_note_is_not_computed_again(generator: An
     )
     reply = "The sea was grey and wide, and the ships came home one by one before the storm. " * 2
     generator.slots.model.reset()
+    # the model began with a line break the stored reply does not keep
     last_chunk(
         generator,
         story
-        + "<|im_start|>system\nLore: the lamp is old.<|im_end|>\n<|im_start|>assistant\n"
+        + "<|im_start|>system\nLore: the lamp is old.<|im_end|>\n<|im_start|>assistant\n\n"
         + reply,
     )
     following = last_chunk(

@@ -141,7 +141,8 @@ class Generator:
             predicted = 0
             reason = "eos"
             try:
-                stream: Any = self.model.create_completion(tokens, stream=True, **arguments)
+                given = list(reuse.tokens) or tokens  # blanks as the model wrote them
+                stream: Any = self.model.create_completion(given, stream=True, **arguments)
                 for chunk in stream:
                     first = first or time.perf_counter()
                     choice: dict[str, Any] = chunk["choices"][0]

@@ -20,12 +20,14 @@ moved into place rather than computed again (`_shift_chunks`).
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 # A live prefix shorter than this is not worth keeping when another prompt replaces it.
 KEEP_AT_LEAST = 64
+# At most this many blank tokens (spaces, line breaks) may differ before a moved run.
+FRESH = 4
 
 
 def shared_prefix(a: Sequence[int], b: Sequence[int]) -> int:
@@ -38,31 +40,76 @@ def shared_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     return count
 
 
-def chunk_moves(
-    live: Sequence[int], tokens: Sequence[int], shared: int, chunk: int
-) -> list[tuple[int, int, int]]:
-    """The runs of `live` that `tokens` continues with after their first `shared` tokens:
-    (where the run is in `live`, where it goes in `tokens`, its length), each at least
-    `chunk` long and each following the last with nothing between in `tokens`."""
-    moves: list[tuple[int, int, int]] = []
-    if chunk <= 0:
-        return moves
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """How a prompt takes over computed tokens after its shared prefix: each segment of
+    the live tokens (start, length) moves, in order, to follow the last; `tokens` is the
+    prompt as the model is then given it (where a segment's blank tokens, a line break
+    the model began a reply with, stand in for the stored reply's own), of which the
+    first `head` are computed."""
+
+    segments: tuple[tuple[int, int], ...]
+    tokens: list[int]
+    head: int
+
+
+def chunk_plan(
+    live: Sequence[int],
+    tokens: Sequence[int],
+    shared: int,
+    chunk: int,
+    blank: Callable[[int], bool] = lambda _token: False,
+    fresh: int = FRESH,
+) -> Plan:
+    """The runs of `live` that `tokens` continues with after their first `shared` tokens,
+    each with at least `chunk` tokens alike and moved only towards the start. Inside a
+    run up to `fresh` tokens that are `blank` (spaces, line breaks) may stand on one side
+    only: the live ones are kept, so the prompt reads as the model wrote it."""
+    segments: list[tuple[int, int]] = []
+    out = list(tokens[:shared])
     at_cache = at_prompt = shared
-    while at_cache < len(live) and at_prompt < len(tokens):
-        length = 0
-        while (
-            at_cache + length < len(live)
-            and at_prompt + length < len(tokens)
-            and live[at_cache + length] == tokens[at_prompt + length]
-        ):
-            length += 1
-        if length >= chunk:
-            moves.append((at_cache, at_prompt, length))
-            at_cache += length
-            at_prompt += length
+    while chunk > 0 and at_cache < len(live) and at_prompt < len(tokens):
+        found = None
+        for cached_at in range(max(at_cache, len(out)), len(live)):
+            if live[cached_at] != tokens[at_prompt]:
+                continue
+            alike, cached_end, prompt_end = _run(live, cached_at, tokens, at_prompt, blank, fresh)
+            if alike >= chunk:
+                found = (cached_at, cached_end, prompt_end)
+                break
+        if found is None:
+            break
+        start, cached_end, prompt_end = found
+        segments.append((start, cached_end - start))
+        out.extend(live[start:cached_end])
+        at_cache, at_prompt = cached_end, prompt_end
+    return Plan(tuple(segments), out + list(tokens[at_prompt:]), len(out))
+
+
+def _run(
+    live: Sequence[int],
+    at_cache: int,
+    tokens: Sequence[int],
+    at_prompt: int,
+    blank: Callable[[int], bool],
+    fresh: int,
+) -> tuple[int, int, int]:
+    """How many tokens `live` from `at_cache` and `tokens` from `at_prompt` have alike,
+    passing over at most `fresh` blank ones that only one side has; and where the run ends
+    on each side (after its last alike token)."""
+    cached, prompted, alike, skipped = at_cache, at_prompt, 0, 0
+    ends = (at_cache, at_prompt)
+    while cached < len(live) and prompted < len(tokens):
+        if live[cached] == tokens[prompted]:
+            cached, prompted, alike = cached + 1, prompted + 1, alike + 1
+            ends = (cached, prompted)
+        elif skipped < fresh and blank(live[cached]):
+            cached, skipped = cached + 1, skipped + 1
+        elif skipped < fresh and blank(tokens[prompted]):
+            prompted, skipped = prompted + 1, skipped + 1
         else:
-            at_cache += 1
-    return moves
+            break
+    return alike, ends[0], ends[1]
 
 
 def _can_shift(ctx: Any) -> bool:
@@ -89,6 +136,8 @@ class Reuse:
     reused: int
     total: int
     restored: bool = False
+    # the prompt as the model is given it (see `Plan.tokens`); empty: as it came
+    tokens: tuple[int, ...] = ()
 
 
 class PrefixSlots:
@@ -103,6 +152,7 @@ class PrefixSlots:
         self.slots = max(0, slots)
         self.budget = max(0, budget_bytes)
         self.kept: list[Kept] = []  # least recently used first
+        self._blanks: dict[int, bool] = {}
 
     def live(self) -> list[int]:
         """The tokens whose keys and values the context holds now."""
@@ -125,33 +175,44 @@ class PrefixSlots:
                 shared = 0
         else:
             self._keep(live, shared)
+        given: Sequence[int] = tokens
         if self.chunk and not restored:
-            shared = self._shift_chunks(live, tokens, shared)
-        return Reuse(min(shared, max(len(tokens) - 1, 0)), len(tokens), restored)
+            shared, given = self._shift_chunks(live, tokens, shared)
+        return Reuse(min(shared, max(len(given) - 1, 0)), len(given), restored, tuple(given))
 
-    def _shift_chunks(self, live: list[int], tokens: Sequence[int], shared: int) -> int:
-        """Reuse what follows a difference, as llama.cpp's `--cache-reuse` does: a run of
+    def _blank(self, token: int) -> bool:
+        """Whether a token is only spaces or line breaks (special tokens are not)."""
+        found = self._blanks.get(token)
+        if found is None:
+            text = self.model.detokenize([token], special=True)
+            found = self._blanks[token] = bool(text) and not text.strip()
+        return found
+
+    def _shift_chunks(
+        self, live: list[int], tokens: Sequence[int], shared: int
+    ) -> tuple[int, Sequence[int]]:
+        """Reuse what follows a difference, as llama.cpp's `--cache-reuse` does: runs of
         at least `chunk` live tokens that the prompt continues with (the last reply, after
-        the volatile parts that stood before it) is moved back to follow the shared prefix
-        (its cache entries shifted, the gap dropped) instead of being computed again. The
-        moved entries were computed after the dropped ones: an approximation llama.cpp makes
-        too. Returns how many of the prompt's tokens the context now holds."""
-        moves = chunk_moves(live, tokens, shared, self.chunk)
-        if not moves:
-            return shared
-        ctx = self.model._ctx
-        if not _can_shift(ctx):
-            return shared
+        the volatile parts that stood before it) are moved back to follow the shared
+        prefix (their cache entries shifted, the gap dropped) instead of being computed
+        again. The moved entries were computed after the dropped ones: an approximation
+        llama.cpp makes too. Returns how many of the prompt's tokens the context now
+        holds, and the prompt as the model is given it."""
+        plan = chunk_plan(live, tokens, shared, self.chunk, self._blank)
+        model = self.model
+        ctx = model._ctx
+        if not plan.segments or not _can_shift(ctx):
+            return shared, tokens
         head = shared
-        for cached_at, prompt_at, length in moves:
-            ctx.kv_cache_seq_rm(0, prompt_at, cached_at)
-            ctx.kv_cache_seq_shift(0, cached_at, cached_at + length, prompt_at - cached_at)
-            head = prompt_at + length
+        for start, count in plan.segments:
+            ctx.kv_cache_seq_rm(0, head, start)
+            ctx.kv_cache_seq_shift(0, start, start + count, head - start)
+            head += count
         ctx.kv_cache_seq_rm(0, head, -1)
-        self.model.input_ids[:head] = tokens[:head]
-        self.model.n_tokens = head
-        self.model._requires_eval = True
-        return head
+        model.input_ids[:head] = plan.tokens[:head]
+        model.n_tokens = head
+        model._requires_eval = True
+        return head, plan.tokens
 
     def _keep(self, live: list[int], shared: int) -> None:
         """Copy out the live prefix if the next prompt leaves most of it (another chat)."""
