@@ -174,3 +174,39 @@ def test_the_trace_names_the_books_scanned_when_nothing_matched(client: TestClie
     assert (
         client.get(f"/api/chats/{plain}/prompt").json()["prompt"]["ledger"]["scanned_books"] == []
     )
+
+
+def test_the_inspector_says_where_the_prompt_first_differs_from_the_last_replys(
+    client: TestClient, ctx: AppContext, stub: StubServer
+) -> None:
+    connect(client, stub)
+    chat_id = start_chat(
+        client, name="Mira", description="Keeper of the old lamp. " * 10, first_mes="Hi."
+    )
+    stub.script(Reply(tokens=["The lamp ", "is lit."]))
+    assert (
+        events(client, generate(client, chat_id, kind="normal", text="Is it lit?")["task"]["id"])[
+            -1
+        ][0]
+        == "done"
+    )
+    settled(ctx)
+    first = client.get(f"/api/chats/{chat_id}").json()["messages"][-1]
+    assert client.get(f"/api/chats/{chat_id}/messages/{first['id']}/prompt").json()["reuse"] is None
+    upcoming = client.get(f"/api/chats/{chat_id}/prompt").json()["reuse"]
+    # the next prompt adds the reply: everything before it is shared, nothing measured yet
+    assert upcoming["previous_reply"] == first["id"] and not upcoming["measured"]
+    assert 0 < upcoming["reused_tokens"] < upcoming["total_tokens"]
+    assert upcoming["part"]["kind"] == "history"
+    stub.script(Reply(tokens=["Always."]))
+    assert (
+        events(client, generate(client, chat_id, kind="normal", text="And at dawn?")["task"]["id"])[
+            -1
+        ][0]
+        == "done"
+    )
+    settled(ctx)
+    second = client.get(f"/api/chats/{chat_id}").json()["messages"][-1]
+    past = client.get(f"/api/chats/{chat_id}/messages/{second['id']}/prompt").json()["reuse"]
+    assert past["previous_reply"] == first["id"]
+    assert past["shared_chars"] > 200 and past["part"]["kind"] == "history"
