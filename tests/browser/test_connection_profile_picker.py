@@ -57,3 +57,32 @@ def test_a_profile_switches_the_chats_connection_and_model(  # type: ignore[no-u
         context.close()
         taverna.api("DELETE", "/connection-profiles/Quick")
         taverna.api("DELETE", "/connections/fast")
+
+
+def test_a_profile_is_kept_and_removed_on_the_connections_page(  # type: ignore[no-untyped-def]
+    chromium, taverna: TavernaServer
+) -> None:
+    context, page = open_page(chromium, "en", 1280, 900)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{taverna.url}/#/connections")
+    form = page.locator("#profile-form")
+    expect(form).to_be_visible()
+    first = taverna.api("GET", "/connections").json()[0]["name"]
+    form.locator("#p-name").fill("Night shift")
+    form.locator("#p-connection").select_option(first)
+    form.locator("#p-model").fill("night-model")
+    form.locator("#p-tokenizer").select_option("llama3")
+    form.locator("#p-stops").fill("\\nUser:\nEND")
+    form.get_by_role("button", name="Save").click()
+    item = page.locator("#profile-list li.profile", has_text="Night shift")
+    expect(item).to_contain_text("night-model")
+    expect(item).to_contain_text("2 stop strings")
+    kept = {p["name"]: p for p in taverna.api("GET", "/connection-profiles").json()}
+    assert kept["Night shift"]["stop_strings"] == ["\nUser:", "END"]
+    assert kept["Night shift"]["tokenizer"] == "llama3"
+    shot(page, "connection-profiles")
+    item.get_by_role("button", name="Delete").click()
+    expect(page.locator("#profile-list li.profile", has_text="Night shift")).to_have_count(0)
+    assert errors == []
+    context.close()

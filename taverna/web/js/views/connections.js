@@ -6,6 +6,7 @@ import { explain, explainOutcome, reportError } from "../errors.js";
 import { t } from "../i18n.js";
 import { apiLabel } from "../labels.js";
 import { fieldForm } from "../form.js";
+import { profilesSection } from "./connection_profiles.js";
 
 const APIS = ["openai", "openai-compatible", "anthropic", "google", "mistral", "koboldcpp", "llamacpp", "openai-text", "local"];
 let sourcesLoaded = null;
@@ -131,7 +132,9 @@ export async function render(root) {
   const shownApi = (c) => sourceLabel(sources, c.source) || apiLabel(c.api);
   const list = h("ul", { class: "list" });
   const form = connectionForm({ id: "connection-form", title: t("connections.add"), onSaved: () => reload() });
-  mount(root, h("div", { class: "page-head" }, h("h1", { text: t("nav.connections") })), h("div", { class: "split" }, list, form));
+  let connections = [];
+  const profiles = profilesSection(() => connections);
+  mount(root, h("div", { class: "page-head" }, h("h1", { text: t("nav.connections") })), h("div", { class: "split" }, list, form), profiles.element);
 
   const item = (c) => {
     const editor = connectionEditor(c, sources, reload);
@@ -190,8 +193,9 @@ export async function render(root) {
   };
 
   const reload = async () => {
-    const connections = await api.get("/connections");
+    connections = await api.get("/connections");
     mount(list, connections.length ? connections.map(item) : h("li", { class: "muted", text: t("connections.none") }));
+    await profiles.reload();
   };
   await reload();
 }
