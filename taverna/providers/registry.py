@@ -13,6 +13,7 @@ from taverna.providers import (
     koboldcpp,
     llamacpp,
     mistral,
+    ollama,
     openai_chat,
     openai_text,
 )
@@ -135,6 +136,13 @@ PROVIDERS: Mapping[Api, Provider] = {
         ),
         _record(Api.LLAMACPP, llamacpp, llamacpp.CompletionStream, continues_in_place=True),
         _record(Api.LOCAL, llamacpp, llamacpp.CompletionStream, continues_in_place=True),
+        _record(
+            Api.OLLAMA,
+            ollama,
+            ollama.GenerateStream,
+            parse_models=ollama.parse_models,
+            continues_in_place=True,
+        ),
         _record(
             Api.OPENAI_TEXT, openai_text, openai_text.CompletionsStream, continues_in_place=True
         ),

@@ -24,11 +24,13 @@ class Api(StrEnum):
     # A GGUF model run here by llama.cpp (services/connections/local_models.py), spoken to as llama.cpp's
     # own server is
     LOCAL = "local"
+    # Ollama's native API (/api/generate, /api/tags, /api/pull)
+    OLLAMA = "ollama"
 
     @property
     def is_text_completion(self) -> bool:
         """Whether this API takes one prompt text instead of a message list."""
-        return self in (Api.KOBOLDCPP, Api.LLAMACPP, Api.OPENAI_TEXT, Api.LOCAL)
+        return self in (Api.KOBOLDCPP, Api.LLAMACPP, Api.OPENAI_TEXT, Api.LOCAL, Api.OLLAMA)
 
     def st_source(self, preset_source: str = "") -> str | None:
         """The SillyTavern Chat Completion source a request to this API is made for.

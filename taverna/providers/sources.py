@@ -229,10 +229,12 @@ TEXT_SOURCES: tuple[Source, ...] = (
     _text(
         "ollama",
         "Ollama",
-        _TEXT,
-        "http://127.0.0.1:11434/v1",
+        Api.OLLAMA,
+        "http://127.0.0.1:11434",
+        models_path="/api/tags",
         stop_limit=None,
-        notes="sent to Ollama's OpenAI-compatible /v1; SillyTavern uses its native /api/generate",
+        notes="Ollama's native /api/generate, as SillyTavern; its models are listed and "
+        "pulled from here",
         **_LOCAL,
     ),
     _text("vllm", "vLLM", _TEXT, "http://127.0.0.1:8000/v1", stop_limit=None, **_LOCAL),

@@ -32,6 +32,7 @@ from taverna.providers.events import (
     TextDelta,
     ToolCall,
 )
+from taverna.providers.json_lines import JsonLinesDecoder
 from taverna.providers.outbound import (
     OutboundPolicy,
     PolicedConnector,
@@ -275,9 +276,10 @@ async def _exchange(
                 )
                 return
             kind = response.headers.get("content-type", "")
-            if request.stream and "text/event-stream" in kind:
+            lines = "ndjson" in kind  # Ollama streams one JSON object a line
+            if request.stream and ("text/event-stream" in kind or lines):
                 watch = StreamWatch()
-                decoder = EventStreamDecoder()
+                decoder = JsonLinesDecoder() if lines else EventStreamDecoder()
                 async for chunk in response.content.iter_any():
                     watch.tap(chunk)
                     for sse in decoder.feed(chunk):

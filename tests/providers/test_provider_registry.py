@@ -15,7 +15,8 @@ def test_every_api_has_its_record() -> None:
 
 def test_anthropic_and_text_completion_apis_continue_in_place() -> None:
     in_place = {api for api in Api if provider(api).continues_in_place}
-    assert in_place == {Api.ANTHROPIC, Api.KOBOLDCPP, Api.LLAMACPP, Api.OPENAI_TEXT, Api.LOCAL}
+    text = {Api.KOBOLDCPP, Api.LLAMACPP, Api.OPENAI_TEXT, Api.LOCAL, Api.OLLAMA}
+    assert in_place == {Api.ANTHROPIC, *text}
 
 
 def test_mistral_continues_in_place_only_when_its_prefix_option_is_on() -> None:
@@ -36,6 +37,7 @@ def test_mistral_continues_in_place_only_when_its_prefix_option_is_on() -> None:
         (Api.GOOGLE, "https://generativelanguage.googleapis.com/v1beta/models"),
         (Api.KOBOLDCPP, "http://127.0.0.1:5001/api/v1/model"),
         (Api.LLAMACPP, "http://127.0.0.1:8080/v1/models"),
+        (Api.OLLAMA, "http://127.0.0.1:11434/api/tags"),
     ],
     ids=lambda v: str(v),
 )

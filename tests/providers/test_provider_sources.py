@@ -37,7 +37,7 @@ EXPECTED = {
     "ooba": (Api.OPENAI_TEXT, "http://127.0.0.1:5000/v1/completions", "authorization", "none"),
     "koboldcpp": (Api.KOBOLDCPP, "http://127.0.0.1:5001/api/extra/generate/stream", "authorization", "none"),
     "llamacpp": (Api.LLAMACPP, "http://127.0.0.1:8080/completion", "authorization", "none"),
-    "ollama": (Api.OPENAI_TEXT, "http://127.0.0.1:11434/v1/completions", "authorization", "none"),
+    "ollama": (Api.OLLAMA, "http://127.0.0.1:11434/api/generate", "authorization", "none"),
     "vllm": (Api.OPENAI_TEXT, "http://127.0.0.1:8000/v1/completions", "authorization", "none"),
     "aphrodite": (Api.OPENAI_TEXT, "http://127.0.0.1:2242/v1/completions", "authorization", "none"),
     "tabby": (Api.OPENAI_TEXT, "http://127.0.0.1:5000/v1/completions", "authorization", "none"),
@@ -51,7 +51,7 @@ EXPECTED = {
 
 
 # names that were API names (or their aliases) before sources: they keep meaning the API
-GENERIC = {"openai", "claude", "mistralai", "koboldcpp", "llamacpp"}
+GENERIC = {"openai", "claude", "mistralai", "koboldcpp", "llamacpp", "ollama"}
 
 
 def _prompt(api: Api) -> Prompt:

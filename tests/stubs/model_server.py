@@ -11,6 +11,7 @@ One stub serves every API on its usual paths:
 | Google Gemini | `POST /v1beta/models/{model}:streamGenerateContent?alt=sse`, `:generateContent` |
 | llama.cpp server | `POST /completion` |
 | KoboldCpp | `POST /api/v1/generate`, `POST /api/extra/generate/stream` |
+| Ollama | `POST /api/generate` (lines of JSON), `GET /api/tags` (`ollama_wire.py`) |
 
 Every request is checked against the provider's documented schema (a bad one gets
 the provider's own 400 error) and recorded. Replies are scripted (`Reply`): the
@@ -33,6 +34,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +44,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from tests.stubs import schemas
+from tests.stubs import ollama_wire, schemas
 from tests.stubs.tokenize_routes import tokenize_routes
 
 
@@ -234,6 +236,8 @@ class StubServer:
                 Route("/api/extra/generate/stream", self._kobold_stream, methods=["POST"]),
                 Route("/api/v1/model", self._kobold_model, methods=["GET"]),
                 *tokenize_routes(self),
+                Route("/api/generate", partial(ollama_wire.generate, self), methods=["POST"]),
+                Route("/api/tags", partial(ollama_wire.tags, self), methods=["GET"]),
                 Route("/_stub/script", self._control_script, methods=["POST"]),
                 Route("/_stub/default", self._control_default, methods=["POST"]),
                 Route("/_stub/release", self._control_release, methods=["POST"]),
