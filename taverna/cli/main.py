@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "backup": "taverna.cli.chats",
     "prompt": "taverna.cli.prompt",
     "connection": "taverna.cli.connection",
+    "model": "taverna.cli.model",
     "chat": "taverna.cli.chat",
     "script": "taverna.cli.script",
     "plugins": "taverna.cli.plugins",

@@ -87,6 +87,9 @@ class LocalSpec:
     n_ctx: int = DEFAULT_N_CTX
     threads: int = 0  # 0: half the cores
     max_tokens: int = 0  # the longest reply, whatever the preset asks (0: as asked)
+    # layers on a GPU (-1: all); None: all where llama.cpp can offload, decided by the
+    # model's process (gpu_offload.py)
+    n_gpu_layers: int | None = None
 
     @classmethod
     def of(cls, model: str, options: Mapping[str, Any]) -> LocalSpec:
@@ -106,7 +109,11 @@ class LocalSpec:
             path = found
         path = path.resolve()
         n_ctx = _int(options, "n_ctx", 0) or default_context(path)
-        return cls(path, n_ctx, _int(options, "threads", 0))
+        gpu = options.get("n_gpu_layers")
+        n_gpu_layers = (
+            None if gpu is None or gpu == "" else max(-1, _int(options, "n_gpu_layers", 0))
+        )
+        return cls(path, n_ctx, _int(options, "threads", 0), n_gpu_layers=n_gpu_layers)
 
 
 def is_file_name(model: str) -> bool:
@@ -315,6 +322,8 @@ class LocalModels:
             command += ["--threads", str(spec.threads)]
         if spec.max_tokens:
             command += ["--max-tokens", str(spec.max_tokens)]
+        if spec.n_gpu_layers is not None:
+            command += ["--n-gpu-layers", str(spec.n_gpu_layers)]
         env = {**os.environ, SECRET_ENV: secret}
         log.info("starting the local model %s (context %d)", spec.model.name, spec.n_ctx)
         started = time.monotonic()

@@ -91,8 +91,14 @@ class Generator:
         threads: int | None,
         max_tokens: int = 0,
         slots: int = DEFAULT_SLOTS,
+        n_gpu_layers: int | None = None,
     ) -> None:
         from llama_cpp import Llama
+
+        from taverna.services.connections import gpu_offload
+
+        # every layer on the GPU where llama.cpp can offload, unless the connection chose
+        self.n_gpu_layers = gpu_offload.layers({}) if n_gpu_layers is None else n_gpu_layers
 
         # Half the cores by default: the server and the page keep the rest, and llama.cpp's
         # threads wait for each other at every step, which costs dearly when the machine
@@ -103,6 +109,7 @@ class Generator:
             n_ctx=n_ctx,
             n_threads=threads,
             n_threads_batch=threads,
+            n_gpu_layers=self.n_gpu_layers,
             verbose=False,
         )
         self.n_ctx = self.model.n_ctx()
@@ -122,6 +129,7 @@ class Generator:
             "chat_template": metadata.get("tokenizer.chat_template", ""),
             "default_generation_settings": {"n_ctx": self.n_ctx},
             "model_name": metadata.get("general.name", ""),
+            "n_gpu_layers": self.n_gpu_layers,
         }
 
     def run(
@@ -301,6 +309,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--max-tokens", type=int, default=0)
     parser.add_argument("--slots", type=int, default=DEFAULT_SLOTS)
+    parser.add_argument("--n-gpu-layers", type=int, default=None)
     args = parser.parse_args(argv)
     secret = os.environ.get(SECRET_ENV, "")
     if not secret:
@@ -310,7 +319,12 @@ def main(argv: list[str] | None = None) -> None:
     check_model_file(args.model)
     try:
         generator = Generator(
-            args.model, args.n_ctx, args.threads or None, args.max_tokens, args.slots
+            args.model,
+            args.n_ctx,
+            args.threads or None,
+            args.max_tokens,
+            args.slots,
+            args.n_gpu_layers,
         )
     except Exception as exc:  # llama.cpp refused the file: said on the last line, for the server
         raise SystemExit(f"llama.cpp cannot load the model: {exc}") from None
