@@ -14,6 +14,7 @@ from taverna.errors import Forbidden
 from taverna.server.context import AppContext, context, current_user
 from taverna.server.openapi import upstream_error
 from taverna.server.schemas import NAME_MAX, Strict
+from taverna.services.connections import gpu_offload
 from taverna.services.connections.local_models import local_models, models_in
 from taverna.services.connections.service import Connection, ConnectionService, api_sources
 
@@ -95,6 +96,9 @@ class ConnectionOut(BaseModel):
     has_key: bool
     key: str = Field(description="where the key comes from, or its last characters; never the key")
     source: str = Field(default="", description="the source it was made from, by name")
+    offload: str = Field(
+        default="", description="a local model: where llama.cpp runs it (cpu, gpu, gpu:LAYERS)"
+    )
 
 
 class ModelOut(BaseModel):
@@ -151,6 +155,7 @@ def out(connections: ConnectionService, connection: Connection) -> ConnectionOut
         has_key=bool(connection.key_ref),
         key=str(shown.get("key", "none")),
         source=str(connection.options.get("source", "")),
+        offload=gpu_offload.describe(connection.options) if connection.api.value == "local" else "",
     )
 
 

@@ -23,6 +23,7 @@ const ROUTES = [
   [/^#\/quick-replies$/, () => import("./views/quick_replies.js"), () => ({})],
   [/^#\/regex$/, () => import("./views/regex.js"), () => ({})],
   [/^#\/connections$/, () => import("./views/connections.js"), () => ({})],
+  [/^#\/models$/, () => import("./views/models.js"), () => ({})],
   [/^#\/plugins$/, () => import("./views/plugins.js"), () => ({})],
   [/^#\/import$/, () => import("./views/import.js"), () => ({})],
   [/^#\/looks$/, () => import("./views/looks.js"), () => ({})],

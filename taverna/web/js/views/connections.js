@@ -134,7 +134,8 @@ export async function render(root) {
   const form = connectionForm({ id: "connection-form", title: t("connections.add"), onSaved: () => reload() });
   let connections = [];
   const profiles = profilesSection(() => connections);
-  mount(root, h("div", { class: "page-head" }, h("h1", { text: t("nav.connections") })), h("div", { class: "split" }, list, form), profiles.element);
+  mount(root, h("div", { class: "page-head" }, h("h1", { text: t("nav.connections") }),
+    h("a", { id: "get-model", class: "button", href: "#/models", text: t("connections.get_model") })), h("div", { class: "split" }, list, form), profiles.element);
 
   const item = (c) => {
     const editor = connectionEditor(c, sources, reload);
@@ -149,7 +150,8 @@ export async function render(root) {
       h("div", { class: "grow" },
         h("div", { class: "strong" }, h("span", { translate: "no", text: c.name }), c.default ? ` (${t("connections.default")})` : ""),
         c.api === "local"
-          ? h("div", { class: "muted clip" }, `${apiLabel(c.api)} · `, c.model ? h("span", { translate: "no", text: c.model }) : t("connections.bundled_model"))
+          ? h("div", { class: "muted clip" }, `${apiLabel(c.api)} · `, c.model ? h("span", { translate: "no", text: c.model }) : t("connections.bundled_model"),
+          ` · ${t(c.offload && c.offload !== "cpu" ? "connections.on_gpu" : "connections.on_cpu")}`)
           : h("div", { class: "muted clip" }, `${shownApi(c)} · `, h("span", { translate: "no", text: `${c.url || ""} · ${c.model || "—"}` }), c.has_key ? " · 🔑" : ""),
         c.api === "local" ? h("p", { class: "local-note", text: t("connections.local_note") }) : null,
         status),
