@@ -48,7 +48,8 @@ def connection_service(data: Path | None) -> Iterator[ConnectionService]:
 
 
 # n_ctx, threads, max_tokens: a local model's context size, CPU threads (0: half the cores)
-# and longest reply; prompt_layout: `sillytavern` or `cache` (the prompt's layout, see
+# and longest reply; n_gpu_layers: its layers on the GPU (-1: all; unset: all where llama.cpp
+# sees one); prompt_layout: `sillytavern` or `cache` (the prompt's layout, see
 # taverna.engine.assembly.layouts); cache_system_prompt, caching_at_depth: Claude's prompt
 # cache breakpoints
 KNOWN_OPTIONS = {
@@ -61,6 +62,7 @@ KNOWN_OPTIONS = {
     "threads": int,
     "max_tokens": int,
     "prompt_layout": str,
+    "n_gpu_layers": int,
 }
 
 

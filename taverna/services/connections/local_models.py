@@ -110,9 +110,11 @@ class LocalSpec:
         path = path.resolve()
         n_ctx = _int(options, "n_ctx", 0) or default_context(path)
         gpu = options.get("n_gpu_layers")
-        n_gpu_layers = (
-            None if gpu is None or gpu == "" else max(-1, _int(options, "n_gpu_layers", 0))
-        )
+        n_gpu_layers: int | None = None  # unset: all where a GPU can take them
+        if gpu in (-1, "-1"):
+            n_gpu_layers = -1  # every layer
+        elif gpu is not None and gpu != "":
+            n_gpu_layers = _int(options, "n_gpu_layers", 0)
         return cls(path, n_ctx, _int(options, "threads", 0), n_gpu_layers=n_gpu_layers)
 
 
