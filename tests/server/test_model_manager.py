@@ -160,3 +160,14 @@ def test_the_command_line_downloads_with_a_progress_bar(tmp_path: Path, hub: Hub
     assert "Tiny" in listed
     shown = run("model", "list", "--data", str(data))
     assert "Qwen2.5-1.5B-Instruct" in shown and "Apache-2.0" in shown and FILE in shown
+
+
+def test_a_repository_s_gguf_files_are_listed_with_their_sizes(
+    client: TestClient, hub: Hub
+) -> None:
+    hub.files[(REPO, "README.md")] = b"# Tiny"
+    found = client.get("/api/models/files", params={"repo": REPO}).json()
+    assert found == [{"file": FILE, "size": len(SMALL)}]
+    assert any(r["path"].startswith(f"/api/models/{REPO}") for r in hub.requests)
+    missing = client.get("/api/models/files", params={"repo": "nobody/nothing"})
+    assert missing.status_code == 404 and "hub_repo_not_found" in missing.text

@@ -4,7 +4,7 @@
 |---|---|
 | `HEAD /{owner}/{name}/resolve/{revision}/{file}` | 200 with `X-Repo-Commit`, `ETag`, `X-Linked-Etag` and `X-Linked-Size` (an LFS file: the ETag is its SHA-256), `Content-Length` |
 | `GET` the same | the file, or from `Range: bytes=N-` on as `206 Partial Content` with `Content-Range` |
-| `GET /api/models/{owner}/{name}` (and `/revision/{revision}`) | the repository: `id`, `sha`, `siblings` (`rfilename`, `size`, `lfs.sha256`) |
+| `GET /api/models/{owner}/{name}` (and `/revision/{revision}`) | the repository: `id`, `sha`, `siblings` (`rfilename`, `size`, `blobId`, `lfs` with `sha256`, `size`, `pointerSize`) |
 | anything else | 404 with `X-Error-Code: RepoNotFound` or `EntryNotFound`, as the hub says |
 
 Faults a test turns on: `cut_next` GETs send the whole length in `Content-Length` and
@@ -108,7 +108,12 @@ def _handler(hub: Hub) -> type[BaseHTTPRequestHandler]:
                 {
                     "rfilename": file,
                     "size": len(data),
-                    "lfs": {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)},
+                    "blobId": hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest(),
+                    "lfs": {
+                        "sha256": hashlib.sha256(data).hexdigest(),
+                        "size": len(data),
+                        "pointerSize": 134,
+                    },
                 }
                 for (owner, file), data in hub.files.items()
                 if owner == repo

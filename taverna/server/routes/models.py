@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, Field
 
 from taverna.server.context import AppContext, context, current_user
@@ -57,6 +57,21 @@ def overview(models: ModelManager = Depends(manager)) -> dict[str, Any]:
     models with their licences and whether each fits, and the models already here."""
     models.allowed()
     return models.overview()
+
+
+class RepoFileOut(BaseModel):
+    file: str
+    size: int | None = None
+
+
+@router.get("/files", response_model=list[RepoFileOut])
+def repo_files(
+    repo: str = Query(min_length=3, max_length=200, description="owner/name on the hub"),
+    revision: str = Query(default="main", min_length=1, max_length=200),
+    models: ModelManager = Depends(manager),
+) -> list[RepoFileOut]:
+    """The GGUF files of a repository on the hub, with their sizes."""
+    return [RepoFileOut(**found) for found in models.files(repo, revision)]
 
 
 @router.post("/downloads", response_model=JobOut, status_code=202)

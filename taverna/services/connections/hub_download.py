@@ -257,3 +257,22 @@ def install(fetched: Fetched, target: HubFile, models_dir: Path) -> str:
         code="model_name_taken",
         params={"name": target.name},
     )
+
+
+def repo_files(repo: str, revision: str = "main") -> list[dict[str, Any]]:
+    """The GGUF files of a model repository on the hub, each with its size where the hub
+    says it (`/api/models/{repo}` with the files' metadata)."""
+    target = HubFile(repo, "x.gguf", revision).checked()
+    try:
+        import huggingface_hub as hub
+
+        info = hub.HfApi(endpoint=hub_endpoint()).model_info(
+            target.repo, revision=target.revision, files_metadata=True
+        )
+    except Exception as exc:  # the client's own errors and the network's
+        raise _hub_error(exc, target) from None
+    return [
+        {"file": sibling.rfilename, "size": sibling.size}
+        for sibling in info.siblings or []
+        if sibling.rfilename.lower().endswith(".gguf")
+    ]

@@ -19,7 +19,7 @@ from taverna.errors import Forbidden, FormatError, ProviderError
 from taverna.providers import ollama
 from taverna.providers.request import Api
 from taverna.services.connections import gpu_offload
-from taverna.services.connections.hub_download import HubFile, fetch, install
+from taverna.services.connections.hub_download import HubFile, fetch, install, repo_files
 from taverna.services.connections.local_models import local_models, models_in
 from taverna.services.connections.model_jobs import Job, ModelJobs
 from taverna.services.connections.recommended_models import recommended, this_machine
@@ -66,6 +66,11 @@ class ModelManager:
             "recommended": recommended(machine),
             "downloaded": models_in(self.models_dir),
         }
+
+    def files(self, repo: str, revision: str = "main") -> list[dict[str, Any]]:
+        """The GGUF files of a repository on the hub, to choose one from."""
+        self.allowed()
+        return repo_files(repo, revision)
 
     def download(
         self,
