@@ -44,7 +44,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data"
         chat_id, _ = build_long_chat(data, args.messages)
-        server = TavernaServer(data).start()
+        server = TavernaServer(data, start_timeout=300).start()
         try:
             with sync_playwright() as playwright:
                 browser = playwright.chromium.launch(

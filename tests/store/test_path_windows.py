@@ -12,6 +12,7 @@ from taverna.model.chat import Node, NodeRole, PathEntry, new_id
 from taverna.services.chats.service import ChatService
 from taverna.store import NewChat
 from taverna.store.sql import SqlStore
+from taverna.store.sql.paths import _DESCENT_SQL
 
 
 def _reading(entries: tuple[PathEntry, ...]) -> list[tuple[Any, ...]]:
@@ -135,3 +136,26 @@ def test_a_page_of_a_long_chat_reads_only_the_page(store: SqlStore) -> None:
     # one bounded walk each (the position's: a climb over ids, then the page); no
     # tombstones, so no counting climb
     assert len(walked) == 5
+
+
+def test_each_step_down_the_path_looks_up_one_selection(store: SqlStore) -> None:
+    """The walk after a message finds each next message by its parent's selection (the
+    primary key's both columns), never by reading the chat's every selection per step
+    (which made a page of a 20,000-message chat from its start take seconds)."""
+    if store.engine.dialect.name != "sqlite":
+        return
+    nodes: list[Node] = []
+    parent: str | None = None
+    for i in range(200):
+        node = Node(new_id(), "", parent, NodeRole.USER, f"m{i}")
+        nodes.append(node)
+        parent = node.id
+    chat = store.import_tree(NewChat(title="steps"), nodes, active_leaf_id=parent)
+    params = {"start": nodes[0].id, "leaf": parent, "chat": chat.id, "no": False, "limit": 50}
+    with store.engine.connect() as conn:
+        plan = [
+            str(row[3])
+            for row in conn.execute(sa.text("EXPLAIN QUERY PLAN " + _DESCENT_SQL), params)
+        ]
+    lookups = [step for step in plan if "selections" in step or step.startswith("SEARCH s ")]
+    assert lookups and all("parent_id=?" in step for step in lookups), plan

@@ -25,7 +25,8 @@ _SIBLINGS = (
 )
 # `walk CROSS JOIN nodes`: SQLite keeps the walk's few rows outside, whatever its
 # statistics say (3.50 would scan every node and look each up in the walk); PostgreSQL
-# plans it as the inner join it is. The same in the other path reads.
+# plans it as the inner join it is. The same in the other path reads, and in the descent's
+# step (`walk CROSS JOIN selections`: else each step scans the chat's every selection).
 _WINDOW_ROWS = f"""
     SELECT {_RAW_NODE_SQL}, c.text,
         {_SIBLINGS.format(extra="")} AS candidate_count,
@@ -58,9 +59,9 @@ _DESCENT_SQL = (
         UNION ALL
         SELECT s.child_id, w.seen + CASE WHEN n.deleted = :no THEN 1 ELSE 0 END
         FROM walk w
-        JOIN selections s ON s.chat_id = :chat AND s.parent_id = w.id
+        CROSS JOIN selections s
         JOIN nodes n ON n.id = s.child_id
-        WHERE w.seen < :limit AND w.id != :leaf
+        WHERE s.chat_id = :chat AND s.parent_id = w.id AND w.seen < :limit AND w.id != :leaf
     )
     """
     + _WINDOW_ROWS
