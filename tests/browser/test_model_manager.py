@@ -68,8 +68,11 @@ def test_desktop_english_download_and_pull(  # type: ignore[no-untyped-def]
     expect(items.filter(has_text="Qwen2.5-3B-Instruct")).to_contain_text("Qwen Research License")
     expect(items.filter(has_text="gemma-2-2b-it")).to_contain_text("Gemma Terms of Use")
 
+    # naming the repository lists its GGUF files; its only one is chosen
     page.locator("#model-custom input[name=repo]").fill(CUSTOM[0])
-    page.locator("#model-custom input[name=file]").fill(CUSTOM[1])
+    page.locator("#model-custom input[name=repo]").dispatch_event("change")
+    expect(page.locator("#model-files-said")).to_have_text("1 GGUF file in this repository")
+    expect(page.locator("#model-custom input[name=file]")).to_have_value(CUSTOM[1])
     page.locator("#model-custom button[type=submit]").click()
     done = page.locator("#model-custom .model-job[data-state=done]")
     expect(done).to_be_visible(timeout=60_000)

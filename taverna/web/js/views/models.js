@@ -79,13 +79,30 @@ function recommendedItem(model, start) {
 
 function customForm(start) {
   const repo = h("input", { name: "repo", required: true, placeholder: "owner/name-GGUF", translate: "no", autocomplete: "off" });
-  const file = h("input", { name: "file", required: true, placeholder: "model-Q4_K_M.gguf", translate: "no", autocomplete: "off" });
+  const choices = h("datalist", { id: "model-files" });
+  const file = h("input", { name: "file", required: true, placeholder: "model-Q4_K_M.gguf", translate: "no", autocomplete: "off", list: "model-files" });
+  const listed = h("p", { class: "muted", id: "model-files-said", role: "status" });
+  // the repository's GGUF files, offered as the file's choices once a repository is named
+  repo.addEventListener("change", async () => {
+    const named = repo.value.trim();
+    mount(choices);
+    listed.textContent = "";
+    if (!/^[^/\s]+\/[^/\s]+$/.test(named)) return;
+    try {
+      const files = await api.get(`/models/files?repo=${encodeURIComponent(named)}`);
+      mount(choices, files.map((f) => h("option", { value: f.file, text: f.size ? gb(f.size) : "" })));
+      listed.textContent = t("models.files_found", { count: files.length });
+      if (files.length === 1 && !file.value) file.value = files[0].file;
+    } catch (error) {
+      listed.textContent = explain(error);
+    }
+  });
   const slot = h("div", { class: "job-slot" });
   const button = h("button", { type: "submit", text: t("models.download") });
   const form = h("form", { id: "model-custom", class: "stack" },
     h("h2", { text: t("models.custom") }),
     h("label", {}, t("models.repo"), repo),
-    h("label", {}, t("models.file"), file),
+    h("label", {}, t("models.file"), file), choices, listed,
     h("div", { class: "row" }, button), slot);
   form.addEventListener("submit", (event) => {
     event.preventDefault();
