@@ -55,7 +55,16 @@ ADMIN_ONLY = {
 # (a message of a chat, an entry of a lorebook): the whole is what is checked.
 # A regex layer is global or one of the account's own presets or characters, named by
 # the `target` query (Alice's character here).
-PART_PARAMS = {"node_id", "branch_id", "checkpoint_id", "uid", "identifier", "layer", "script_id"}
+PART_PARAMS = {
+    "node_id",
+    "branch_id",
+    "checkpoint_id",
+    "uid",
+    "identifier",
+    "layer",
+    "script_id",
+    "label",
+}
 
 
 def sample(name: str) -> bytes:
@@ -110,6 +119,15 @@ def seed_alice(ctx: AppContext, alice: TestClient) -> dict[str, Any]:
         "alice-conn", "openai", url="http://127.0.0.1:9/v1", model="m", key=KEY
     )
     picture = ctx.images(owner).save(sample_png(), file="p.png")
+    backdrop = alice.post(
+        "/api/looks/backgrounds", files={"file": ("dusk.png", sample_png((9, 9, 60)), "image/png")}
+    )
+    assert backdrop.status_code == 201, backdrop.text
+    sprite = alice.post(
+        f"/api/characters/{card.id}/sprites",
+        files={"file": ("joy.png", sample_png((250, 220, 0)), "image/png")},
+    )
+    assert sprite.status_code == 200, sprite.text
     draft = ctx.store.put_document(
         "draft",
         "normal draft",
@@ -138,6 +156,8 @@ def seed_alice(ctx: AppContext, alice: TestClient) -> dict[str, Any]:
         "round_id": found.id,
         "name": "alice-conn",
         "image": picture.url.rsplit("/", 1)[-1],
+        "background_id": backdrop.json()["id"],
+        "label": "joy",
         "uid": 0,
         "identifier": "main",
         "account": "alice",
@@ -260,6 +280,12 @@ def test_every_route_as_another_user_finds_nothing_of_alices(
         )
     assert alice.get("/api/variables").json() == {"secret": SECRET}
     assert alice.get(f"/api/images/{ids['image']}").status_code == 200
+    assert [b["id"] for b in alice.get("/api/looks").json()["backgrounds"]] == [
+        ids["background_id"]
+    ]
+    assert list(alice.get(f"/api/characters/{ids['character_id']}/sprites").json()["sprites"]) == [
+        "joy"
+    ]
 
 
 def test_each_sees_only_their_own_chats(
