@@ -28,6 +28,7 @@ REPLIES = {
 }
 TITLE_RED = "rgb(200, 0, 0)"
 TITLE_GREEN = "rgb(0, 120, 0)"
+HOSTILE_NAME = "<img src=x onerror=window.pwned=1>.jpg"
 
 
 def sprite(colour: str, mouth: str) -> bytes:
@@ -73,7 +74,7 @@ def test_background_theme_and_custom_css(  # type: ignore[no-untyped-def]
     taverna.api("PUT", "/looks", json={"background": None, "custom_css": ""})
     card = _character(taverna, f"Ansel {size}")
     dusk = taverna.api(
-        "POST", "/looks/backgrounds", files={"file": ("dusk.jpg", background(), "image/jpeg")}
+        "POST", "/looks/backgrounds", files={"file": (HOSTILE_NAME, background(), "image/jpeg")}
     ).json()
     theme = tmp_path / "Ember.json"
     theme.write_text(
@@ -97,13 +98,16 @@ def test_background_theme_and_custom_css(  # type: ignore[no-untyped-def]
         expect(tile).to_have_class(re.compile(r"\bchosen\b"))
         expect(page.locator("body")).to_have_class(re.compile(r"\bhas-background\b"))
         page.locator("#custom-css-text").fill(
-            f"@import url(https://evil.example/x.css);\n.chat-title {{ color: {TITLE_RED}; }}\n"
+            "@import url(https://evil.example/x.css);\n"
+            f".chat-title {{ color: {TITLE_RED}; }}\n"
+            "</style><script>window.pwned = 1</script>\n"
         )
         page.locator("#save-css").click()
         expect(page.locator("#css-removed")).to_contain_text("@import")
         expect(page.locator("#custom-css-text")).not_to_contain_text("evil")
         applied = page.locator("style#custom-css").text_content() or ""
         assert ".chat-title" in applied and "evil" not in applied
+        expect(tile.locator(".bg-name")).to_have_text(HOSTILE_NAME)
         shot(page, f"looks-page-{size}-{lang}")
 
         # The chat: the background behind it, the CSS applied; its own CSS goes over.
@@ -126,6 +130,9 @@ def test_background_theme_and_custom_css(  # type: ignore[no-untyped-def]
         page.goto(f"{taverna.url}/#/characters")
         expect(page.locator("style#chat-custom-css")).to_have_js_property("textContent", "")
         assert TITLE_RED in (page.locator("style#custom-css").text_content() or "")
+        # neither the CSS nor the background's name ran anything
+        assert page.evaluate("window.pwned") is None
+        assert page.locator("script:not([src])").count() == 0
         assert not errors
     finally:
         context.close()

@@ -163,6 +163,16 @@ def test_a_chat_has_its_own_background_and_css(chats: ChatService) -> None:
     assert own.background == found.url and own.css.css == "p{}"
     chat = looks.set_chat_looks(chat_id, revision=chat.revision, background=None, custom_css="")
     assert "custom_background" not in chat.metadata and "custom_css" not in chat.metadata
+    # A chat imported from SillyTavern locks a background by its path there: the
+    # background of that name, imported from its backgrounds/ folder, is shown.
+    chat = chats.update_metadata(
+        chat_id, {"custom_background": 'url("backgrounds/sea.png")'}, revision=chat.revision
+    ).chat
+    assert looks.chat_looks(chat).background == found.url
+    chat = chats.update_metadata(
+        chat_id, {"custom_background": 'url("backgrounds/gone.png")'}, revision=chat.revision
+    ).chat
+    assert looks.chat_looks(chat).background is None
 
 
 def test_the_expression_follows_each_reply_and_expression_holds_until_the_next(

@@ -84,7 +84,9 @@ class ChatLooks:
         """The chat's own background and custom CSS (not the global ones)."""
         css = chat.metadata.get(CUSTOM_CSS)
         return Looks(
-            background=background_url(chat.metadata.get(CUSTOM_BACKGROUND)),
+            background=background_url(
+                chat.metadata.get(CUSTOM_BACKGROUND), self.looks.backgrounds()
+            ),
             css=clean_css(css if isinstance(css, str) else ""),
         )
 

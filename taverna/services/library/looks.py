@@ -12,9 +12,11 @@ read, so CSS that came in by any door is applied safely.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import Any
+from urllib.parse import unquote
 
 from taverna.errors import NotFound, TavernaError
 from taverna.formats.custom_css import MAX_CSS, CleanCss, allowed_picture, clean_css
@@ -28,6 +30,7 @@ BACKGROUND_KIND = "background"
 THEME_KIND = "theme"
 POWER_USER = "power_user"
 BACKGROUND = "background"
+NAME_MAX = 200  # the longest background name kept
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +89,9 @@ class LooksLibrary:
         return [Background(d.id, d.name, str(d.data.get("url") or "")) for d in docs]
 
     def add_background(self, data: bytes, name: str) -> Background:
-        """Store a picture as a background named `name` (the same name again replaces it)."""
+        """Store a picture as a background named `name` (the same name again replaces it;
+        a path keeps its file name)."""
+        name = PurePath(name.replace("\\", "/")).name.strip()[:NAME_MAX] or "background"
         stored = self.pictures.save(data, file=name)
         found = self.store.find_documents(BACKGROUND_KIND, name=name, owner=self.owner)
         doc = self.store.put_document(
@@ -166,7 +171,7 @@ class LooksLibrary:
         theme_name = power.get("theme")
         theme = self.theme(theme_name) if isinstance(theme_name, str) and theme_name else None
         return Looks(
-            background=background_url(settings.get(BACKGROUND)),
+            background=background_url(settings.get(BACKGROUND), self.backgrounds()),
             css=clean_css(css if isinstance(css, str) else ""),
             theme=theme.name if theme else "",
             colours=theme.colours if theme else {},
@@ -198,13 +203,17 @@ class LooksLibrary:
         raise NotFound(f"no {kind} {doc_id!r}", code="no_such_item", params={"document_id": doc_id})
 
 
-def background_url(value: Any) -> str | None:
-    """The picture URL of a stored background choice, when it is one the page may show
-    (SillyTavern's own `backgrounds/...` paths are not)."""
+def background_url(value: Any, backgrounds: Sequence[Background] = ()) -> str | None:
+    """The picture URL of a stored background choice, when it is one the page may show.
+    A path of SillyTavern's (`url("backgrounds/tavern.jpg")`, as a chat locks one) is the
+    background of that file name among `backgrounds`, if there is one."""
     url = value.get("url") if isinstance(value, Mapping) else value
     if not isinstance(url, str):
         return None
     url = url.strip()
     if url.lower().startswith("url(") and url.endswith(")"):  # SillyTavern's CSS form
         url = url[4:-1].strip().strip("\"'")
-    return url if allowed_picture(url) else None
+    if allowed_picture(url):
+        return url
+    name = unquote(url.split("?", 1)[0].rsplit("/", 1)[-1])
+    return next((b.url for b in backgrounds if b.name == name), None) if name else None

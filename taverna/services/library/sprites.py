@@ -67,8 +67,9 @@ class SpriteLibrary:
 
     def _write(self, character_id: str, sprites: Mapping[str, str]) -> None:
         found = self.store.find_documents(SPRITES_KIND, name=character_id, owner=self.owner)
-        if not sprites and found:
-            self.store.delete_document(found[-1].id, revision=found[-1].revision)
+        if not sprites:
+            if found:
+                self.store.delete_document(found[-1].id, revision=found[-1].revision)
             return
         self.store.put_document(
             SPRITES_KIND,
