@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from taverna.errors import NotFound
+from taverna.errors import NotFound, StaleRevision
 from taverna.model.chat import Branch, CharacterRef, ChatState, GenerationInfo, NodeRole
 from taverna.services.chats.service import ChatService
 from taverna.store.sql import SqlStore
@@ -17,9 +17,10 @@ from taverna.store.testing import counting_statements
 # Statements of each write as sent (BEGIN included where the driver sends it as one):
 # SQLite sends BEGIN IMMEDIATE; psycopg begins on its own. Before the statements were
 # counted the message took 18 on SQLite and 15 on PostgreSQL, the reply 19 and 16; on
-# PostgreSQL the writes whose results are not read then went as one statement (9 to 3).
-MESSAGE = {"sqlite": 11, "postgresql": 3}
-REPLY = {"sqlite": 11, "postgresql": 3}
+# PostgreSQL the writes whose results are not read then went as one statement (9 to 3);
+# on SQLite a write resumes from what the last one left, with no claim (11 to 10).
+MESSAGE = {"sqlite": 10, "postgresql": 3}
+REPLY = {"sqlite": 10, "postgresql": 3}
 
 
 def _chat(store: SqlStore) -> tuple[ChatService, str]:
@@ -177,3 +178,35 @@ def test_what_a_write_reads_sees_the_writes_held_before_it(store: SqlStore) -> N
         w.undo()
     assert store.get_chat(chat_id).active_leaf_id == leaf
     assert [n.id for n in store.active_path(chat_id).nodes][-1] == leaf
+
+
+def test_a_write_resumed_from_the_last_one_is_refused_once_the_chat_moved_on(
+    store: SqlStore,
+) -> None:
+    chats, chat_id = _chat(store)
+    revision = chats.get_chat(chat_id).revision
+    revision = chats.append(chat_id, NodeRole.USER, "one", revision=revision).chat.revision
+    # Another process (a store of its own on the same database) writes the chat meanwhile.
+    elsewhere = SqlStore(store.engine, url=store.url, schema=store.schema)
+    moved = ChatService(elsewhere).append(chat_id, NodeRole.USER, "two", revision=revision)
+    with pytest.raises(StaleRevision):
+        chats.append(chat_id, NodeRole.USER, "lost", revision=revision)
+    assert [n.content for n in store.active_path(chat_id).nodes][-2:] == ["one", "two"]
+    third = chats.append(chat_id, NodeRole.USER, "three", revision=moved.chat.revision)
+    assert third.node is not None and moved.node is not None
+    assert third.node.parent_id == moved.node.id and third.node.depth == moved.node.depth + 1
+    # The other process's next write starts from the chat as it is now, not as it left it.
+    after = ChatService(elsewhere).append(
+        chat_id, NodeRole.USER, "four", revision=third.chat.revision
+    )
+    assert after.node is not None and after.node.parent_id == third.node.id
+    [main] = store.branches(chat_id)
+    assert main.branch.head_id == after.node.id
+    with pytest.raises(StaleRevision):
+        ChatService(elsewhere).append(chat_id, NodeRole.USER, "late", revision=moved.chat.revision)
+    assert [n.content for n in store.active_path(chat_id).nodes][-4:] == [
+        "one",
+        "two",
+        "three",
+        "four",
+    ]

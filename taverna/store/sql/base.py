@@ -70,6 +70,17 @@ def update_live_chat(
     refuse_write(conn, chat_id, revision, hint)
 
 
+def refuse_if_moved(conn: Connection, chat_id: str, revision: int) -> None:
+    """NotFound or StaleRevision if the chat is gone or no longer at `revision`."""
+    current = conn.execute(
+        sa.select(t.chats.c.revision).where(
+            t.chats.c.id == chat_id, t.chats.c.deleted == sa.false()
+        )
+    ).scalar()
+    if current != revision:
+        refuse_write(conn, chat_id, revision, ": reload and retry")
+
+
 def refuse_write(conn: Connection, chat_id: str, revision: int, hint: str) -> NoReturn:
     """NotFound (no such live chat) or StaleRevision naming the revision it is at."""
     current = conn.execute(
@@ -104,6 +115,9 @@ class SqlBase:
         self.schema = schema  # the PostgreSQL schema the tables are in (None: the default)
         self.clock = clock
         self._document_listeners: list[Callable[[], None]] = []
+        # Each chat's row as this process's last write of it left it (see `SqlChats.write`).
+        self._written: dict[str, tuple[int, dict[str, Any]]] = {}
+        self._written_lock = threading.Lock()
 
     def watch_documents(self, listener: Callable[[], None]) -> None:
         self._document_listeners.append(listener)

@@ -19,6 +19,7 @@ from sqlalchemy.engine import Connection
 from taverna.errors import NotFound, TavernaError
 from taverna.model.chat import Chat, Revision, RevisionKind
 from taverna.store import schema as t
+from taverna.store.sql.base import update_live_chat
 from taverna.store.sql.held_writes import HeldWrite, HeldWrites
 from taverna.store.sql.rows import _from_json_value, _revision_from_row, _row_from_json
 from taverna.store.sql.write_statements import (
@@ -50,6 +51,7 @@ class ChangeLog(ABC):
     _places: dict[str, tuple[int, str | None]]
     _branch_heads: dict[str, str | None]
     _history_texts: set[str]  # texts the change log now keeps
+    resumed_from: int | None  # the revision a write resumed from (not claimed)
 
     @abstractmethod
     def _set_node_field(self, node_id: str, column: str, value: Any) -> None:
@@ -184,7 +186,14 @@ class ChangeLog(ABC):
         if self._history_texts:
             _keep_history_texts(self.conn, self.chat_id, self._history_texts)
         chat = {"chat_key": self.chat_id}
-        if self._chat_dirty:
+        if self.resumed_from is not None:
+            # Not claimed at the start: the row moves on now, if no one moved it since.
+            moved = {**self._chat_dirty, "revision": self.revision, "updated": self.now}
+            held.flush()
+            update_live_chat(
+                self.conn, self.chat_id, self.resumed_from, moved, hint=": reload and retry"
+            )
+        elif self._chat_dirty:
             dirty = dict(self._chat_dirty)
             write = HeldWrite(
                 UPDATE_CHAT, {**dirty, **chat}, t.chats, where={"id": self.chat_id}, values=dirty

@@ -13,7 +13,7 @@ from sqlalchemy.engine import Connection
 from taverna.model.chat import Chat, ChatListing, RevisionKind, new_id
 from taverna.store import schema as t
 from taverna.store.repository import NewChat
-from taverna.store.sql.base import SqlBase
+from taverna.store.sql.base import SqlBase, refuse_if_moved
 from taverna.store.sql.rows import _chars_json, _chat_from_row, _utc
 from taverna.store.sql.writer import SqlChatWriter
 
@@ -53,6 +53,10 @@ def _insert_chat(conn: Connection, row: dict[str, Any], label: str, now: datetim
     )
 
 
+# Chats whose last write's row this process keeps for the next write to resume from.
+WRITTEN_KEPT = 1024
+
+
 class SqlChats(SqlBase):
     """Chats as wholes, and the unit of work that writes one."""
 
@@ -73,10 +77,29 @@ class SqlChats(SqlBase):
     @contextmanager
     def write(self, chat_id: str, *, revision: int, label: str) -> Iterator[SqlChatWriter]:
         now = _utc(self.clock())
+        # SQLite: a chat this process wrote last is resumed from what that write left (the
+        # row at a revision never changes), with no claim; taken out while it is in use.
+        with self._written_lock:
+            kept = self._written.pop(chat_id, None)
         with self.engine.begin() as conn:
-            writer = SqlChatWriter.claim(conn, chat_id, revision, label, now)
-            yield writer
-            writer.finish()
+            if kept is not None and kept[0] == revision:
+                writer = SqlChatWriter.resume(conn, kept[1], revision, label, now)
+            else:
+                writer = SqlChatWriter.claim(conn, chat_id, revision, label, now)
+            try:
+                yield writer
+                writer.finish()
+            except Exception:
+                if writer.resumed_from is not None:
+                    # What failed may have been read from a row since moved on: say so.
+                    refuse_if_moved(conn, chat_id, revision)
+                raise
+        row = writer.kept_row() if self.engine.dialect.name == "sqlite" else None
+        if row is not None:
+            with self._written_lock:
+                self._written[chat_id] = (writer.revision, row)
+                while len(self._written) > WRITTEN_KEPT:
+                    del self._written[next(iter(self._written))]
 
     def get_chat(self, chat_id: str) -> Chat:
         with self._read() as conn:

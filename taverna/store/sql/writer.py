@@ -84,6 +84,20 @@ class SqlChatWriter(ChangeLog, ChatWriter):
                 return cls(conn, row, revision + 1, label, now)
         refuse_write(conn, chat_id, revision, ": reload and retry")
 
+    @classmethod
+    def resume(
+        cls, conn: Connection, kept: Mapping[str, Any], revision: int, label: str, now: datetime
+    ) -> SqlChatWriter:
+        """A write that starts from what the last write of this process left (`kept_row`),
+        with no statement: the chat's row moves on at the end, if it is still at `revision`
+        (SQLite only: its write lock is held from the transaction's start, so nothing can
+        change the chat meanwhile; PostgreSQL takes the row's lock first, with the claim)."""
+        writer = cls(
+            conn, {**kept, "revision": revision + 1, "updated": now}, revision + 1, label, now
+        )
+        writer.resumed_from = revision
+        return writer
+
     def __init__(
         self,
         conn: Connection,
@@ -119,6 +133,28 @@ class SqlChatWriter(ChangeLog, ChatWriter):
         self._changes: list[dict[str, Any]] = []
         self._chat_dirty: dict[str, Any] = {}
         self._history_texts: set[str] = set()  # texts the change log now keeps
+        self.resumed_from: int | None = None  # see `resume`
+
+    def kept_row(self) -> dict[str, Any] | None:
+        """The chat's row after this write with what a claim reads beside it, for the next
+        write of this process to `resume` from; None unless all of it is known (an undo or
+        a redo leaves redo pending or not: the next write claims)."""
+        if self.kind is not RevisionKind.OPERATION:
+            return None
+        leaf, active = self._chat_row["active_leaf_id"], self._chat_row["active_branch_id"]
+        place = self._places.get(leaf) if leaf else (None, None)
+        if place is None or (leaf or "") not in self._choices:
+            return None
+        if active and active not in self._branch_heads:
+            return None
+        return {
+            **self._chat_row,
+            "branch_head": self._branch_heads[active] if active else None,
+            "redo_pending": False,  # an operation ends what could be redone
+            "leaf_depth": place[0],
+            "leaf_state_from": place[1],
+            "leaf_choice": self._choices[leaf or ""],
+        }
 
     # ---- reads
 
@@ -251,6 +287,7 @@ class SqlChatWriter(ChangeLog, ChatWriter):
         }
         self.held.hold(HeldWrite(INSERT_NODE, row, t.nodes, rows=(row,)), ("node", node_id))
         self._places[node_id] = (depth, node_id if state is not None else inherited)
+        self._choices.setdefault(node_id, None)  # a new message has no choice below it
         self._log("node", node_id, "*", None, _row_json(row))
         return _node_from_row(row, content)
 
