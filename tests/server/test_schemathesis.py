@@ -36,6 +36,7 @@ from taverna.services.chats.editing import start_chat
 from taverna.services.house.workspace import seed_samples
 from taverna.services.library.active_settings import set_active
 from taverna.services.library.service import LibraryKind
+from tests.stubs.hub_server import start_hub
 from tests.stubs.model_server import Reply, StubServer, start_stub
 from tests.stubs.taverna_server import TavernaServer
 
@@ -176,7 +177,8 @@ def server(
 ) -> Iterator[None]:
     """`taverna serve` over a seeded data folder, for every call of this module's cases."""
     data = tmp_path_factory.mktemp("schemathesis") / "data"
-    with start_stub() as stub:
+    # the model manager's downloads and listings go to a stand-in hub on 127.0.0.1
+    with start_stub() as stub, start_hub({}) as hub:
         ctx = open_context(data)
         try:
             seed_samples(ctx.library())
@@ -185,7 +187,8 @@ def server(
             SPARE.update(seed_library(ctx, stub, copy=" spare"))
         finally:
             ctx.close()
-        served = TavernaServer(data).start()
+        hub_env = {"HF_ENDPOINT": hub.url, "HF_HUB_CACHE": str(data.parent / "hf-cache")}
+        served = TavernaServer(data, env=hub_env).start()
         try:
             KNOWN.update(seed_generations(served, stub, KNOWN["chat_id"][0]))
             SESSION["url"] = served.url
