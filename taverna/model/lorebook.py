@@ -207,7 +207,9 @@ class EntryTrace:
 
     `loop` is the scan pass (1 = first) of the last decision; `primary_key` the first
     primary key found; `secondary_keys` the secondary keys found; `roll` the probability
-    roll (0-100) when one was made.
+    roll (0-100) when one was made. `keys`: the entry's primary keys when it has no title
+    (`comment`), so a page can name it by them. `found_in`: for an entry whose key was
+    found by recursion, the activated entry whose text holds it (`book`, `uid`, `title`).
     """
 
     book: str
@@ -222,9 +224,17 @@ class EntryTrace:
     # the reason's code and params (`Reason`), for a page to say it in its language
     code: str = ""
     params: Mapping[str, str | int] = field(default_factory=_empty)
+    keys: tuple[str, ...] = ()
+    found_in: Mapping[str, str | int] = field(default_factory=_empty)
 
     def to_json(self) -> dict[str, Any]:
         """The record as plain JSON (a stored prompt's ledger keeps it so)."""
+        # the keys and the recursion's source only where there are some: a record stays small
+        extra: dict[str, Any] = {}
+        if self.keys:
+            extra["keys"] = list(self.keys)
+        if self.found_in:
+            extra["found_in"] = dict(self.found_in)
         return {
             "book": self.book,
             "uid": self.uid,
@@ -237,6 +247,7 @@ class EntryTrace:
             "primary_key": self.primary_key,
             "secondary_keys": list(self.secondary_keys),
             "roll": self.roll,
+            **extra,
         }
 
 

@@ -363,7 +363,7 @@ def _admit(
         activated[ref] = count
         previous = scan.trace.get((item.book, entry.uid))
         if previous is not None and previous[0] is EntryOutcome.ACTIVATED:
-            scan.trace[(item.book, entry.uid)] = (*previous[:5], roll, previous[6])
+            scan.trace[(item.book, entry.uid)] = (*previous[:5], roll, *previous[6:])
         else:
             scan.note(ref, EntryOutcome.ACTIVATED, ACTIVATED, count, roll=roll)
     return False

@@ -11,8 +11,10 @@ from taverna.engine.lorebook.reasons import DISABLED, NO_PRIMARY_KEY, NO_PRIMARY
 from taverna.engine.macros import Variables
 from taverna.model.lorebook import EntryOutcome, EntryTrace, Reason, TimedEffects
 
-# (outcome, reason, loop, primary key, secondary keys, roll, comment)
-TraceNote = tuple[EntryOutcome, Reason, int, str | None, tuple[str, ...], float | None, str]
+# (outcome, reason, loop, primary key, secondary keys, roll, comment, keys of an untitled entry)
+TraceNote = tuple[
+    EntryOutcome, Reason, int, str | None, tuple[str, ...], float | None, str, tuple[str, ...]
+]
 
 
 def _record(
@@ -25,6 +27,8 @@ def _record(
     primary: str | None = None,
     secondary: tuple[str, ...] = (),
     roll: float | None = None,
+    keys: tuple[str, ...] = (),
+    found_in: Mapping[str, str | int] | None = None,
 ) -> EntryTrace:
     """A trace record with the reason in English and by its code."""
     return EntryTrace(
@@ -39,7 +43,29 @@ def _record(
         roll,
         code=reason.code,
         params=reason.params,
+        keys=keys if not comment.strip() else (),
+        found_in=found_in or {},
     )
+
+
+def entry_title(entry: ActivatedEntry) -> str:
+    """An entry as a person knows it: its title, else its keys, else its number."""
+    return entry.entry.comment.strip() or ", ".join(entry.entry.key) or f"#{entry.uid}"
+
+
+def recursion_source(
+    entries: tuple[ActivatedEntry, ...], loop: int, key: str | None
+) -> dict[str, str | int] | None:
+    """The entry activated before pass `loop` whose text holds `key`: where a key found by
+    recursion came from (the recursion buffer is those entries' texts)."""
+    if loop <= 1 or not key:
+        return None
+    wanted = key.casefold()
+    for entry in entries:
+        held = entry.loop < loop and not entry.entry.prevent_recursion
+        if held and wanted in entry.content.casefold():
+            return {"book": entry.book, "uid": entry.uid, "title": entry_title(entry)}
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +96,15 @@ class Activation:
         Cheap enough for every turn; `trace()` adds the untouched entries.
         """
         for (book, uid), note in self.trace_records.items():
-            outcome, reason, loop, primary, secondary, roll, comment = note
-            yield _record(book, uid, comment, outcome, reason, loop, primary, secondary, roll)
+            outcome, reason, loop, primary, secondary, roll, comment, keys = note
+            found_in = (
+                recursion_source(self.entries, loop, primary)
+                if outcome is EntryOutcome.ACTIVATED
+                else None
+            )
+            yield _record(
+                book, uid, comment, outcome, reason, loop, primary, secondary, roll, keys, found_in
+            )
 
     def trace(self) -> Iterator[EntryTrace]:
         """A record for every entry of every book in play, in book and file order."""
@@ -80,7 +113,7 @@ class Activation:
                 note = self.trace_records.get((played.book.name, entry.uid))
                 record: EntryTrace
                 if note is not None:
-                    outcome, reason, loop, primary, secondary, roll, _comment = note
+                    outcome, reason, loop, primary, secondary, roll, _comment, _keys = note
                     record = _record(
                         played.book.name,
                         entry.uid,
@@ -91,6 +124,10 @@ class Activation:
                         primary,
                         secondary,
                         roll,
+                        tuple(entry.key),
+                        recursion_source(self.entries, loop, primary)
+                        if outcome is EntryOutcome.ACTIVATED
+                        else None,
                     )
                 else:
                     if entry.disable:
@@ -100,6 +137,7 @@ class Activation:
                             entry.comment,
                             EntryOutcome.DISABLED,
                             DISABLED,
+                            keys=tuple(entry.key),
                         )
                     elif not entry.key and not entry.constant:
                         record = _record(
@@ -108,6 +146,7 @@ class Activation:
                             entry.comment,
                             EntryOutcome.NO_KEYS,
                             NO_PRIMARY_KEYS,
+                            keys=tuple(entry.key),
                         )
                     else:
                         record = _record(
@@ -116,5 +155,6 @@ class Activation:
                             entry.comment,
                             EntryOutcome.NO_MATCH,
                             NO_PRIMARY_KEY,
+                            keys=tuple(entry.key),
                         )
                 yield record

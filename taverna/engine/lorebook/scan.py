@@ -309,6 +309,7 @@ class Scan:
             secondary_keys,
             roll,
             item.entry.comment,
+            () if item.entry.comment.strip() else tuple(item.entry.key),
         )
 
 

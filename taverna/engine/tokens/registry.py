@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cache
 
@@ -61,3 +62,11 @@ def get_tokenizer(name: str) -> Tokenizer:
     if name.startswith(llama_vocab.PREFIX) and llama_vocab.available():
         return llama_vocab.LlamaVocabTokenizer(name[len(llama_vocab.PREFIX) :])
     return EstimateTokenizer()
+
+
+def tokenizer_label(name: str) -> str:
+    """A tokenizer's name as a person may read it: a model's own vocabulary by its file's
+    name, never by where the file sits on the server."""
+    if name.startswith(llama_vocab.PREFIX):
+        name = name[len(llama_vocab.PREFIX) :]
+    return re.split(r"[\\/]", name)[-1]

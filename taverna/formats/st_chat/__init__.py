@@ -26,7 +26,12 @@ from taverna.formats.st_chat.lines import (
     make_header,
     make_message,
 )
-from taverna.formats.st_chat.reading import iter_lines, read_chat, read_chat_messages
+from taverna.formats.st_chat.reading import (
+    iter_lines,
+    read_chat,
+    read_chat_messages,
+    shown_differs,
+)
 from taverna.formats.st_chat.send_dates import (
     format_send_date,
     humanized_date,
@@ -60,5 +65,6 @@ __all__ = [
     "parse_send_date",
     "read_chat",
     "read_chat_messages",
+    "shown_differs",
     "write_chat",
 ]

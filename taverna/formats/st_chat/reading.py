@@ -9,6 +9,7 @@ from typing import cast
 
 from taverna.errors import FormatError, FormatWarning, library_cause, raw_words
 from taverna.formats.chat_fields import check_header, check_message, describe
+from taverna.formats.coercion import Said
 from taverna.formats.json_text import TextLayout, layout_of
 from taverna.formats.st_chat.lines import (
     JSONL_LAYOUT,
@@ -67,6 +68,27 @@ def _flatten_chub(value: JsonObject) -> JsonObject:
     return flat
 
 
+def shown_differs(value: JsonObject) -> bool:
+    """A message whose shown text (`mes`) is not its selected swipe (`swipes[swipe_id]`),
+    all swipes written: a file edited by hand or by another tool."""
+    mes, swipes, index = value.get("mes"), value.get("swipes"), value.get("swipe_id")
+    if not isinstance(mes, str) or not isinstance(swipes, list) or type(index) is not int:
+        return False
+    if not 0 <= index < len(swipes) or not all(isinstance(s, str) for s in swipes):
+        return False
+    return swipes[index] != mes
+
+
+def _differs_warning(source: str, line: int) -> FormatWarning:
+    said = Said(
+        f"line {line}: the message shows another text than its selected swipe; both are "
+        "kept as candidates, the shown one selected",
+        "mes_differs_from_swipe",
+        line=line,
+    )
+    return FormatWarning(said, file=source, field="mes")
+
+
 def read_chat(
     data: str | bytes,
     *,
@@ -116,6 +138,9 @@ def read_chat(
                 if flatten_chub:
                     value = _flatten_chub(value)
                 value = check_message(value, source=source, line=number, warnings=found)
+                # a greeting shows its swipe with macros filled in (formats-chat.md §4.3)
+                if (messages or value.get("is_user")) and shown_differs(value):
+                    found.append(_differs_warning(source, number))
                 messages.append(MessageLine(value))
         except ValueError as exc:
             # the parser's own words stay in the English text; a page says where by column

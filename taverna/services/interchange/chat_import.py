@@ -21,6 +21,7 @@ from taverna.formats.st_chat import (
     JsonObject,
     MessageLine,
     parse_send_date,
+    shown_differs,
 )
 from taverna.model.chat import (
     AuthorsNote,
@@ -33,7 +34,13 @@ from taverna.model.chat import (
     NodeRole,
     new_id,
 )
-from taverna.services.interchange.st_record import ST, SWIPE_INFO_KEYS, key_shape, layout_record
+from taverna.services.interchange.st_record import (
+    SELECTED_SWIPE_OF,
+    ST,
+    SWIPE_INFO_KEYS,
+    key_shape,
+    layout_record,
+)
 from taverna.store.repository import NewChat
 
 # formats-chat.md §3.1: the metadata keys that follow the path (state on nodes).
@@ -247,7 +254,10 @@ class _TreeBuilder:
             plain: dict[str, Any] = {"order": order}
             if shape is not None:
                 plain["shape"] = shape
-            return self._node(parent, message, fields, plain, keep)
+            node = self._node(parent, message, fields, plain, keep)
+            if not message.is_user and shown_differs(message.fields):
+                self._add_selected_swipe(parent, message, node, order)
+            return node
         swipes = message.swipes or ()
         selected_index = message.swipe_id or 0
         role = role_of(message)
@@ -279,6 +289,19 @@ class _TreeBuilder:
                 selected = node
         assert selected is not None
         return selected
+
+    def _add_selected_swipe(
+        self, parent: Node | None, message: MessageLine, shown: Node, order: list[str]
+    ) -> None:
+        """The selected swipe of a message showing another text, as a candidate beside the
+        shown one: both texts are kept. The line goes back out as it came (the shown
+        node's kept swipe fields) while the candidate is left as it was imported."""
+        fields = dict(message.fields)
+        swipes, index = fields["swipes"], fields["swipe_id"]
+        assert isinstance(swipes, list) and isinstance(index, int)  # as `shown_differs` found
+        text = swipes[index]
+        st: dict[str, Any] = {"order": order, SELECTED_SWIPE_OF: shown.id}
+        self._node(parent, MessageLine({**fields, "mes": text}), fields, st)
 
     def substitute(self, text: str, message: MessageLine) -> str:
         """A greeting's text with its macros filled in, as SillyTavern shows it."""

@@ -20,6 +20,7 @@ from taverna.formats.st_chat import (
 )
 from taverna.model.chat import AuthorsNote, Chat, ChatState, Node, NodeRole
 from taverna.services.interchange.st_record import (
+    SELECTED_SWIPE_OF,
     ST,
     SWIPE_INFO_KEYS,
     apply_shape,
@@ -143,6 +144,17 @@ def _ordered(fields: JsonObject, order: Iterable[str]) -> JsonObject:
     return out
 
 
+def _without_own_selected_swipe(node: Node, group: list[Node]) -> list[Node]:
+    """`group` as the line shows it: a line imported showing another text than its
+    selected swipe goes back out as it came while its candidates are only those two."""
+    if len(group) != 2 or "swipes" not in node.extras:
+        return group
+    others = [c for c in group if c.id != node.id]
+    if node_record(others[0]).get(SELECTED_SWIPE_OF) == node.id:
+        return [node]
+    return group
+
+
 def message_for(
     node: Node,
     kids: Mapping[str | None, list[Node]],
@@ -156,6 +168,7 @@ def message_for(
     fields = _base_fields(node)
     if group is None:
         group = swipe_group(node, kids, on_path, taken)
+    group = _without_own_selected_swipe(node, group)
     new_assistant = not st and node.role is NodeRole.ASSISTANT
     if st.get("swipes") or len(group) > 1 or new_assistant:
         infos: list[JsonObject | None] = []

@@ -21,6 +21,10 @@ ST = "_st"
 # What SillyTavern restores from `swipe_info` when switching swipes (algo-chat-ops.md §1.2).
 SWIPE_INFO_KEYS = ("send_date", "gen_started", "gen_finished", "extra")
 
+# In a node's record: the node is the selected swipe of the message node named, a line that
+# showed another text (both texts are candidates; the line goes back out as it came).
+SELECTED_SWIPE_OF = "selected_swipe_of"
+
 
 def key_shape(value: Any) -> Any:
     """The key order of every object inside a JSON value (None where nothing is to keep).

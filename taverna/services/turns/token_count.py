@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from taverna.engine.assembly.context import GenerationType
-from taverna.engine.tokens.registry import get_tokenizer
+from taverna.engine.tokens.registry import get_tokenizer, tokenizer_label
 from taverna.errors import NotFound
 from taverna.providers.request import Api
 from taverna.services.connections.service import Connection, ConnectionService
@@ -24,7 +24,7 @@ class TokenCount:
 
     text: int
     prompt: int
-    tokenizer: str
+    tokenizer: str  # as a person may read it (a model file by its name, not its path)
 
 
 def count_typed(
@@ -60,5 +60,5 @@ def count_typed(
     name = ledger.tokenizer or FALLBACK_TOKENIZER
     if turn.backend is not None and name == turn.backend.label and not turn.backend.failed:
         # the prompt was counted by the server: so is the text
-        return TokenCount(turn.backend.count(text), ledger.total_tokens, name)
-    return TokenCount(get_tokenizer(name).count(text), ledger.total_tokens, name)
+        return TokenCount(turn.backend.count(text), ledger.total_tokens, tokenizer_label(name))
+    return TokenCount(get_tokenizer(name).count(text), ledger.total_tokens, tokenizer_label(name))

@@ -88,11 +88,33 @@ export function phrase(key, params, own = ["name"]) {
 }
 
 /** Show a short message at the bottom of the screen (text, or nodes: a name marked as such). */
+/** Toasts stand above a chat's composer (and the bars over it), never over what is typed:
+ * also when the chat opens, or its composer grows, while they are shown. */
+let lifting = null;
+
+function liftAboveComposer(box) {
+  const lift = () => {
+    const composer = document.querySelector(".composer");
+    const top = composer && composer.offsetParent ? composer.getBoundingClientRect().top : null;
+    box.style.bottom = top === null ? "" : `${Math.max(16, window.innerHeight - top + 8)}px`;
+  };
+  lift();
+  if (lifting) return;
+  lifting = setInterval(() => {
+    lift();
+    if (!box.childElementCount) {
+      clearInterval(lifting);
+      lifting = null;
+    }
+  }, 200);
+}
+
 export function toast(message, kind = "info") {
   const box = document.getElementById("toasts");
   if (!box) return;
   const attrs = { class: `toast ${kind}`, role: kind === "error" ? "alert" : "status" };
   const item = typeof message === "string" ? h("div", { ...attrs, text: message }) : h("div", attrs, message);
+  liftAboveComposer(box);
   box.append(item);
   setTimeout(() => item.remove(), kind === "info" ? 3500 : 8000);
 }

@@ -138,6 +138,12 @@ async function start() {
     document.getElementById("menu-toggle").setAttribute("aria-expanded", String(open));
   });
   document.getElementById("menu-toggle").replaceChildren(icon("menu"));
+  // A tap on a link closes the phone menu, also on the page already open (no hash change).
+  document.getElementById("nav").addEventListener("click", (event) => {
+    if (!event.target.closest("a")) return;
+    document.body.classList.remove("nav-open");
+    document.getElementById("menu-toggle").setAttribute("aria-expanded", "false");
+  });
   window.addEventListener("hashchange", route);
   // A failure no view handled itself: said in words; the page keeps what it shows.
   window.addEventListener("unhandledrejection", (event) => {

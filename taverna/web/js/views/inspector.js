@@ -6,6 +6,7 @@ import { explain } from "../errors.js";
 import { has, t } from "../i18n.js";
 import { ledgerReason, outcomeLabel, partLabel, reasonNode, roleLabel, word } from "../labels.js";
 import { overflowAlertOn } from "./world_info.js";
+import { loreCut } from "./chat/lore_overflow.js";
 
 /** A message's source as a person reads it: a chat message by its number and speaker, a
  * prompt slot by its name in the person's language. */
@@ -223,6 +224,24 @@ function emptyTrace(books) {
     h("span", { translate: "no", class: "scanned-books", text: books.join(", ") }));
 }
 
+/** An entry's title; an untitled entry is named by its keys, else by its number. */
+function titleCell(row, label) {
+  const title = (row.comment || "").trim();
+  if (title) return h("td", { "data-label": label, translate: "no", text: title });
+  const keys = (row.keys || []).join(", ");
+  return h("td", { "data-label": label, class: "untitled" },
+    keys ? h("span", { translate: "no", text: keys }) : h("span", { text: t("inspector.entry_number", { uid: row.uid }) }));
+}
+
+/** The key found, and the activated entry whose text it was found in (recursion). */
+function foundInCell(row, label) {
+  const said = t("inspector.found_in", { hit: "{hit}", title: "{title}" });
+  const words = { hit: row.primary_key, title: row.found_in.title };
+  // one piece of text in the cell (a phone lays the cell out as label and value)
+  return h("td", { "data-label": label, class: "found-in" }, h("span", {}, said.split(/\{(hit|title)\}/).map((piece, i) =>
+    (i % 2 ? h("span", { translate: "no", class: `found-${piece}`, text: words[piece] }) : piece))));
+}
+
 function traceView(trace, skipped, books) {
   if (!trace || !trace.length) return h("div", {}, skippedRegexView(skipped), emptyTrace(books));
   const cols = ["book", "uid", "comment", "outcome", "primary_key", "reason"];
@@ -233,6 +252,8 @@ function traceView(trace, skipped, books) {
       const label = t(`inspector.trace_${c}`);
       if (c === "outcome") return h("td", { "data-label": label, text: outcomeLabel(v) });
       if (c === "reason") return reasonNode(v, "td", { "data-label": label }, { code: row.code, params: row.params });
+      if (c === "comment") return titleCell(row, label);
+      if (c === "primary_key" && row.found_in?.title !== undefined) return foundInCell(row, label);
       // The book, the entry's title and the key found are the person's own words.
       return h("td", { "data-label": label, translate: "no", text: typeof v === "boolean" ? (v ? "✓" : "—") : Array.isArray(v) ? v.join(", ") : v == null ? "" : String(v) });
     })))),
@@ -249,7 +270,7 @@ function abortedNote(aborted) {
 /** The lorebook budget overflowed (entries were cut by it) and the person asked to be
  * told (the World Info settings' overflow alert): a notice saying how many were left out. */
 async function overflowNote(trace) {
-  const cut = (trace || []).filter((row) => row.outcome === "budget").length;
+  const cut = loreCut(trace);
   if (!cut || !(await overflowAlertOn())) return null;
   return h("p", { class: "notice lore-overflow", role: "status", id: "lore-overflow" },
     t("inspector.lore_overflow", { n: cut }), " ", h("a", { href: "#/lorebooks", text: t("wi.title") }));

@@ -7,6 +7,7 @@ import { api } from "../../api.js";
 import { toast } from "../../dom.js";
 import { t } from "../../i18n.js";
 import { failureNotice } from "./failure.js";
+import { tellLoreOverflow } from "./lore_overflow.js";
 import { replyStream } from "./stream.js";
 
 // The Quick Reply triggers a finished generation of each kind fires.
@@ -90,6 +91,7 @@ export function generation(store, chat, list) {
     // a reply still being saved (the server keeps it until its database answers) has
     // no message yet for Quick Replies to run on
     const stored = kind === "done" && data.outcome !== "saving";
+    if (stored && impersonated === null) tellLoreOverflow(chat.url, data.node_id);
     if (stored && finished) await chat.runTriggered(...finished);
     if (stored && finished) await chat.runAutomations();
     // A round goes on with its next speaker; a stop or a failure has ended it.

@@ -14,6 +14,8 @@ export async function showHit(store, chat, list, hit) {
   if (!hit.on_path) {
     const answer = await chat.write(() => api.post(`${chat.url}/messages/${hit.node_id}/show`, { revision: state.chat.revision }));
     if (!answer) return;
+    // The path moved under the person: say so, and that the old one is kept.
+    toast(t("search.switched_branch"));
   }
   if (!list.itemOf(hit.node_id)) {
     state.paging = true;
