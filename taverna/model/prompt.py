@@ -216,7 +216,8 @@ class Ledger:
     `scanned_books`: the names of the lorebooks the scan read this turn, so an empty
     trace can say "books attached, nothing matched" rather than nothing.
     `aborted`: (by whom, why) when a generation interceptor would stop this turn; a dry
-    run still shows the prompt as built, though nothing would be sent.
+    run still shows the prompt as built, though nothing would be sent. `slot_tokens`: what
+    each prompt manager slot cost, by identifier.
     """
 
     items: tuple[LedgerItem, ...] = ()
@@ -231,6 +232,9 @@ class Ledger:
     # why the parts were counted otherwise than the settings ask (the backend's tokenizer
     # did not answer, and the estimate stood in); "" when they were not
     tokenizer_note: str = ""
+    # the tokens each slot of the prompt manager's order sent (Chat Completion), by its
+    # identifier, counted before messages were merged
+    slot_tokens: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

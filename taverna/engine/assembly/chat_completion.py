@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from taverna.engine.assembly.budget import MessageCost
@@ -97,6 +98,7 @@ def build_chat_completion(context: AssemblyContext, turn: Turn, cost: MessageCos
     except BudgetExceeded as exceeded:
         error = str(exceeded)  # the slot that did not fit
 
+    slot_tokens = _slot_tokens(layout, order)
     parts = [p for _, ps in layout.ordered() for p in ps if p.content]
     if context.layout.volatile_slots_last:
         parts = volatile_last(parts)
@@ -110,11 +112,23 @@ def build_chat_completion(context: AssemblyContext, turn: Turn, cost: MessageCos
         stop=(*cc.stop, *custom_stopping_strings(context.power_user, turn.macros)),
         prefill=_prefill(context, turn.macros),
         sampling=_sampling(context),
-        ledger=_ledger(turn, parts, layout, error, cost),
+        ledger=replace(_ledger(turn, parts, layout, error, cost), slot_tokens=slot_tokens),
         state=turn_state(turn),
         # SillyTavern's Gemini stop list takes the solo separator, in groups too.
         new_chat_prompt=turn.substitute(cc.new_chat_prompt, {}),
     )
+
+
+def _slot_tokens(layout: Layout, order: Mapping[str, Any]) -> dict[str, int]:
+    """The tokens each slot of the prompt manager's order sent, counted before any merging
+    of messages: a part placed in another slot's place (a slot in the chat) is its own."""
+    tokens: dict[str, int] = {}
+    for place, parts in layout.ordered():
+        for part in parts:
+            if part.content:
+                slot = part.identifier if part.identifier in order else place
+                tokens[slot] = tokens.get(slot, 0) + part.tokens
+    return tokens
 
 
 def _sampling(context: AssemblyContext) -> dict[str, Any]:

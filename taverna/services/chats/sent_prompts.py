@@ -74,6 +74,7 @@ def prompt_json(prompt: Prompt) -> dict[str, Any]:
             "scanned_books": list(ledger.scanned_books),
             "tokenizer": ledger.tokenizer,
             "tokenizer_note": ledger.tokenizer_note,
+            "slot_tokens": dict(ledger.slot_tokens),
             "aborted": (
                 {"by": ledger.aborted[0], "reason": ledger.aborted[1]} if ledger.aborted else None
             ),

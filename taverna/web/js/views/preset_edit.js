@@ -6,9 +6,16 @@ import { explain } from "../errors.js";
 import { t } from "../i18n.js";
 import { roleLabel, slotLabel, slotNamed } from "../labels.js";
 import { fieldForm, inferFields } from "../form.js";
+import { slotTokenBar } from "./slot_tokens.js";
 
 function promptManager(prompts, onEdit, onDelete) {
   const list = h("ol", { class: "prompt-order" });
+  let counts = null; // each slot's tokens in the chosen chat, by identifier
+  const tokens = (p) => {
+    if (!counts || p.marker && !(p.identifier in counts)) return null;
+    const n = counts[p.identifier] ?? 0;
+    return h("span", { class: `slot-tokens${n ? "" : " muted"}`, title: t("presets.slot_tokens_title"), text: t("presets.slot_tokens", { n }) });
+  };
   const draw = () => {
     mount(list, prompts.map((p, i) => {
       const label = slotLabel(p);
@@ -25,11 +32,12 @@ function promptManager(prompts, onEdit, onDelete) {
         h("label", { class: "slot-toggle" }, toggle),
         h("button", { type: "button", class: "link grow", translate: slotNamed(p) ? null : "no", text: label, disabled: p.marker ? true : null, onClick: () => onEdit(p) }),
         h("span", { class: "muted", text: p.marker ? t("presets.marker") : roleLabel(p.role || "system") }),
-        up, down, remove);
+        tokens(p), up, down, remove);
     }));
   };
   draw();
   list.redraw = draw;
+  list.showCounts = (map) => { counts = map; draw(); };
   return list;
 }
 
@@ -122,7 +130,7 @@ export async function render(root, params) {
     const sampling = fieldForm(inferFields(preset.sampling), preset.sampling, { prefix: "s", labels: "sampling" });
     mount(root, head,
       h("div", { class: "split" },
-        h("section", {}, h("h2", { text: t("presets.prompt_manager") }), manager, h("div", { class: "row" }, newSlot), slotBox),
+        h("section", {}, h("h2", { text: t("presets.prompt_manager") }), slotTokenBar(preset, manager.showCounts), manager, h("div", { class: "row" }, newSlot), slotBox),
         h("section", {}, h("h2", { text: t("presets.sampling") }), sampling)),
       h("div", { class: "row sticky-actions" }, save, saveAs(params, () => ({ prompts: preset.prompts, sampling: sampling.read() }))));
     save.addEventListener("click", async () => {
