@@ -229,6 +229,15 @@ class Character(STDocument):
         return value if 0.0 <= value <= 1.0 else 0.5
 
     @property
+    def favorite(self) -> bool:
+        """SillyTavern's favourite mark (`data.extensions.fav`, else the top-level `fav` of
+        an older card); old files write it as the string "true"."""
+        raw = self.extensions.fav
+        if raw is None:
+            raw = self.envelope.get("fav")
+        return raw is True or (isinstance(raw, str) and raw.strip().lower() == "true")
+
+    @property
     def linked_world(self) -> str | None:
         """Name of the linked world-info book (`extensions.world`), None when unlinked."""
         return self.extensions.world or None

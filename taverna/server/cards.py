@@ -34,6 +34,7 @@ class CharacterFields(Strict):
     creator: str = Field(default="", max_length=NAME_MAX)
     character_version: str = Field(default="", max_length=NAME_MAX)
     tags: list[str] = Field(default_factory=list, max_length=500)
+    favorite: bool | None = Field(default=None, description="None keeps the mark as it is")
     lorebook_id: str | None = Field(default=None, max_length=100)
 
 
@@ -63,6 +64,7 @@ class CharacterOut(BaseModel):
     creator: str
     character_version: str
     tags: list[str]
+    favorite: bool
     lorebook_id: str | None
     lorebook_name: str | None
     avatar_url: str | None
@@ -74,6 +76,7 @@ class CharacterListItem(BaseModel):
     id: str
     name: str
     tags: list[str]
+    favorite: bool
     creator: str
     avatar_url: str | None
 
@@ -104,6 +107,7 @@ def character_out(
         creator=character.creator,
         character_version=character.character_version,
         tags=list(character.tags),
+        favorite=character.favorite,
         lorebook_id=lorebook_id,
         lorebook_name=character.linked_world,
         avatar_url=f"/api/characters/{doc_id}/avatar",

@@ -50,6 +50,7 @@ def list_characters(lib: LibraryService = Depends(library)) -> list[CharacterLis
                 id=doc.id,
                 name=character.name or doc.name,
                 tags=list(character.tags),
+                favorite=character.favorite,
                 creator=character.creator,
                 avatar_url=f"/api/characters/{doc.id}/avatar",
             )
@@ -96,6 +97,23 @@ def update_character(
     character_id: str, body: CharacterIn, lib: LibraryService = Depends(library)
 ) -> CharacterOut:
     library_editing.update_character(lib, character_id, body.model_dump(), revision=body.revision)
+    return library_views.character_view(lib, character_id)
+
+
+class MarksIn(Strict):
+    favorite: bool | None = Field(default=None, description="None keeps the mark as it is")
+    tags: list[str] | None = Field(
+        default=None, max_length=500, description="None keeps the tags as they are"
+    )
+
+
+@router.patch("/{character_id}/marks", response_model=CharacterOut)
+def set_marks(
+    character_id: str, body: MarksIn, lib: LibraryService = Depends(library)
+) -> CharacterOut:
+    """Mark a character as a favourite (or not) and set its tags, as SillyTavern stores
+    them in the card (`data.extensions.fav`, `data.tags`); every other field kept."""
+    library_editing.set_marks(lib, character_id, favorite=body.favorite, tags=body.tags)
     return library_views.character_view(lib, character_id)
 
 

@@ -117,6 +117,12 @@ def _member_ref(member: Any, cards: Mapping[str, StoredItem]) -> CharacterRef:
     return CharacterRef(card.name, card.id) if card else CharacterRef(stem)
 
 
+def _card_of(cards: Mapping[str, StoredItem], avatar: str) -> str | None:
+    """The stored character of a card file of the folder, by its file name."""
+    item = cards.get(Path(avatar).stem)
+    return item.id if item is not None else None
+
+
 def _files(folder: Path, suffixes: Iterable[str]) -> list[Path]:
     if not folder.is_dir():
         return []
@@ -380,6 +386,7 @@ class LibraryImport:
                         file=str(settings),
                         avatars=avatars,
                         connections=self.connections,
+                        find_card=lambda avatar: _card_of(card_ids, avatar),
                     )
                 )
                 choose_settings_background(self.library, settings)

@@ -36,6 +36,7 @@ from taverna.model.presets import (
 )
 from taverna.model.regex_script import RegexScript
 from taverna.services.connections.service import ConnectionService
+from taverna.services.interchange.character_tags import FindCard, apply_tag_map
 from taverna.services.interchange.report import ImportReport, Skipped
 from taverna.services.interchange.st_connections import import_connections
 from taverna.services.library.active_settings import SYSPROMPT_ENABLED, set_active
@@ -110,9 +111,11 @@ def import_settings(
     file: str,
     avatars: Path | None = None,
     connections: ConnectionService | None = None,
+    find_card: FindCard | None = None,
 ) -> ImportReport:
     """Every part of a `settings.json` into the library and the active settings (and its
-    connections and profiles into `connections`, when given)."""
+    connections and profiles into `connections`, when given); its character tags into the
+    cards (`find_card`: a data folder's cards by avatar file)."""
     doc = json_text.loads(data, file=file)
     if not isinstance(doc, dict):
         raise TavernaError(
@@ -164,6 +167,7 @@ def import_settings(
     set_active(lib.store, EXTENSION_SETTINGS, part.prompt_extension_settings(doc), lib.owner)
     if connections is not None:
         report.extend(import_connections(connections, doc, file=file))
+    apply_tag_map(lib, doc, find_card)
     return report
 
 

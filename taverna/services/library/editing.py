@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from taverna.errors import Conflict, FormatError, FormatWarning, NotFound, TavernaError
-from taverna.formats.card_json import card_to_json
+from taverna.formats.card_json import card_to_json, with_fields
 from taverna.formats.character_book import book_to_lorebook
 from taverna.formats.detect import LOREBOOK_KINDS, FileKind, detect
 from taverna.formats.world_info import world_info_from_json, world_info_to_json
@@ -91,6 +91,30 @@ def update_character(
     )
 
 
+def set_marks(
+    lib: LibraryService,
+    character_id: str,
+    *,
+    favorite: bool | None = None,
+    tags: Sequence[str] | None = None,
+) -> None:
+    """Mark a character as a favourite or not, and set its tags (each trimmed, blanks and
+    repeats dropped); None keeps what the card has."""
+    doc = lib.get(LibraryKind.CHARACTER, character_id)
+    character = lib.character(character_id).character
+    fields: dict[str, Any] = {}
+    if tags is not None:
+        fields["tags"] = list(dict.fromkeys(tag.strip() for tag in tags if tag.strip()))
+    if favorite is not None:
+        fields["extensions"] = {**character.extensions.to_json(), "fav": favorite}
+    if not fields:
+        return
+    changed = with_fields(character, **fields)
+    lib.store.put_document(
+        doc.kind, doc.name, card_to_json(changed), id=doc.id, revision=doc.revision, owner=doc.owner
+    )
+
+
 def link_lorebook(lib: LibraryService, character_id: str, lorebook_id: str | None) -> None:
     """Link a library lorebook to a character (by name, as a card links it), or unlink."""
     doc = lib.get(LibraryKind.CHARACTER, character_id)
@@ -171,6 +195,8 @@ def apply_fields(character: Character, edit: Mapping[str, Any], *, world: str | 
         else old_note.get("depth", 4),
         "role": edit.get("depth_prompt_role") or old_note.get("role", "system"),
     }
+    if edit.get("favorite") is not None:
+        extensions["fav"] = bool(edit["favorite"])
     if edit.get("talkativeness") is not None:
         # SillyTavern stores talkativeness as a string (formats-character-card.md).
         extensions["talkativeness"] = str(edit["talkativeness"])

@@ -28,6 +28,7 @@ const fields = (lorebooks) => [
   ["creator", "line"],
   ["character_version", "line"],
   ["tags", "list", { placeholder: t("character.tags_hint") }],
+  ["favorite", "bool", { label: t("character.favorite") }],
   ["lorebook_id", "choice", {
     id: "f-lorebook",
     label: t("character.lorebook"),

@@ -5,6 +5,7 @@ import { formWith, h, mount, toast, toastWarnings } from "../dom.js";
 import { explain, rawDetail, reportError } from "../errors.js";
 import { t } from "../i18n.js";
 import { wantsCardBook } from "./card_book_ask.js";
+import { favoriteStar, filterBar } from "./character_marks.js";
 
 const ACCEPT = ".png,.json,.charx,image/png,application/json";
 
@@ -62,7 +63,7 @@ export async function importCardLorebook(character, { quiet = false } = {}) {
   }
 }
 
-function card(c) {
+function card(c, onChanged) {
   const avatar = c.avatar_url
     ? h("img", { class: "avatar big", src: c.avatar_url, alt: "", loading: "lazy" })
     : h("span", { class: "avatar big letter", "aria-hidden": "true", text: [...(c.name || "?")][0] });
@@ -71,7 +72,9 @@ function card(c) {
       avatar,
       h("span", { translate: "no", class: "card-name", text: c.name }),
       h("span", { class: "card-sub", translate: "no", text: (c.tags || []).slice(0, 4).join(" · ") || c.creator || "" })),
-    h("button", { type: "button", class: "small", text: t("characters.chat"), "aria-label": t("characters.chat_with", { name: c.name }), onClick: () => startChat(c.id) }));
+    h("div", { class: "card-actions" },
+      favoriteStar(c, onChanged),
+      h("button", { type: "button", class: "small", text: t("characters.chat"), "aria-label": t("characters.chat_with", { name: c.name }), onClick: () => startChat(c.id) })));
 }
 
 /** Open the newest chat of a character, or start one. */
@@ -86,6 +89,7 @@ export async function render(root) {
   const search = h("input", { type: "search", placeholder: t("characters.search"), "aria-label": t("characters.search") });
   const picker = h("input", { type: "file", accept: ACCEPT, multiple: true, hidden: true, id: "card-file" });
   const grid = h("ul", { class: "cards" });
+  const filters = filterBar(() => draw());
   const drop = h("div", { class: "dropzone", tabindex: "0", role: "button", "aria-label": t("characters.drop") },
     h("span", { text: t("characters.drop") }));
   mount(root,
@@ -94,16 +98,19 @@ export async function render(root) {
       h("div", { class: "row" },
         h("button", { type: "button", class: "primary", id: "import-card", text: t("common.import"), onClick: () => picker.click() }),
         h("a", { class: "button", href: "#/characters/new", text: t("characters.new") }))),
-    search, drop, picker, grid);
+    search, filters, drop, picker, grid);
 
   let all = [];
-  const draw = () => {
+  function draw() {
     const q = search.value.trim().toLocaleLowerCase();
-    const shown = q ? all.filter((c) => `${c.name} ${(c.tags || []).join(" ")} ${c.creator || ""}`.toLocaleLowerCase().includes(q)) : all;
-    mount(grid, shown.length ? shown.map(card) : h("li", { class: "empty", text: t("characters.none") }));
-  };
+    const found = q ? all.filter((c) => `${c.name} ${(c.tags || []).join(" ")} ${c.creator || ""}`.toLocaleLowerCase().includes(q)) : all;
+    const shown = found.filter(filters.matches);
+    const none = all.length && filters.active() ? "characters.none_filtered" : "characters.none";
+    mount(grid, shown.length ? shown.map((c) => card(c, draw)) : h("li", { class: "empty", text: t(none) }));
+  }
   const reload = async () => {
     all = await api.get("/characters");
+    filters.update(all);
     draw();
   };
   search.addEventListener("input", draw);
