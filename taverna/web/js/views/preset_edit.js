@@ -11,10 +11,19 @@ import { slotTokenBar } from "./slot_tokens.js";
 function promptManager(prompts, onEdit, onDelete) {
   const list = h("ol", { class: "prompt-order" });
   let counts = null; // each slot's tokens in the chosen chat, by identifier
+  // A slot's count, written into its place (the list is not drawn again for it).
+  const fill = (span, p) => {
+    const shown = counts && !(p.marker && !(p.identifier in counts));
+    const n = shown ? counts[p.identifier] ?? 0 : 0;
+    span.hidden = !shown;
+    span.classList.toggle("muted", !n);
+    span.textContent = shown ? t("presets.slot_tokens", { n }) : "";
+  };
   const tokens = (p) => {
-    if (!counts || p.marker && !(p.identifier in counts)) return null;
-    const n = counts[p.identifier] ?? 0;
-    return h("span", { class: `slot-tokens${n ? "" : " muted"}`, title: t("presets.slot_tokens_title"), text: t("presets.slot_tokens", { n }) });
+    const span = h("span", { class: "slot-tokens", title: t("presets.slot_tokens_title") });
+    span.forSlot = p; // (not `slot`: an element has that attribute)
+    fill(span, p);
+    return span;
   };
   const draw = () => {
     mount(list, prompts.map((p, i) => {
@@ -37,7 +46,10 @@ function promptManager(prompts, onEdit, onDelete) {
   };
   draw();
   list.redraw = draw;
-  list.showCounts = (map) => { counts = map; draw(); };
+  list.showCounts = (map) => {
+    counts = map;
+    list.querySelectorAll(".slot-tokens").forEach((span) => fill(span, span.forSlot));
+  };
   return list;
 }
 
