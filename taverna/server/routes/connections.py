@@ -15,6 +15,7 @@ from taverna.server.context import AppContext, context, current_user
 from taverna.server.openapi import upstream_error
 from taverna.server.schemas import NAME_MAX, Strict
 from taverna.services.connections import gpu_offload
+from taverna.services.connections.fields import cache_depth
 from taverna.services.connections.local_models import local_models, models_in
 from taverna.services.connections.service import Connection, ConnectionService, api_sources
 
@@ -84,6 +85,15 @@ class ConnectionPatch(Strict):
         description='a new key (needed when the URL moves to another site); `""` removes it',
     )
     default: bool | None = None
+    cache_system_prompt: bool | None = Field(
+        default=None, description="Claude's prompt cache: a breakpoint on the system prompt"
+    )
+    caching_at_depth: int | None = Field(
+        default=None,
+        ge=-1,
+        le=1000,
+        description="Claude's prompt cache: breakpoints in the history at this depth (-1: none)",
+    )
 
 
 class ConnectionOut(BaseModel):
@@ -99,6 +109,8 @@ class ConnectionOut(BaseModel):
     offload: str = Field(
         default="", description="a local model: where llama.cpp runs it (cpu, gpu, gpu:LAYERS)"
     )
+    cache_system_prompt: bool = False
+    caching_at_depth: int = -1
 
 
 class ModelOut(BaseModel):
@@ -156,6 +168,8 @@ def out(connections: ConnectionService, connection: Connection) -> ConnectionOut
         key=str(shown.get("key", "none")),
         source=str(connection.options.get("source", "")),
         offload=gpu_offload.describe(connection.options) if connection.api.value == "local" else "",
+        cache_system_prompt=bool(connection.options.get("cache_system_prompt", False)),
+        caching_at_depth=cache_depth(connection.options.get("caching_at_depth")),
     )
 
 
@@ -208,7 +222,15 @@ def change_connection(
     """Change the model, the URL or the key. A URL that leads to another site needs the
     key again (`key`; `""` removes the key): 422 without it, and nothing changes."""
     current = connections.get(name)
-    if body.model is not None or body.url is not None or body.key is not None:
+    cached = {
+        key: value
+        for key, value in (
+            ("cache_system_prompt", body.cache_system_prompt),
+            ("caching_at_depth", body.caching_at_depth),
+        )
+        if value is not None
+    }
+    if body.model is not None or body.url is not None or body.key is not None or cached:
         current = connections.add(
             current.name,
             current.api,
@@ -216,7 +238,7 @@ def change_connection(
             model=current.model if body.model is None else body.model,
             key=body.key,
             post_processing=current.post_processing,
-            options=current.options,
+            options={**current.options, **cached},
         )
     if body.default:
         current = connections.set_default(name)

@@ -212,8 +212,11 @@ function connectionEditor(c, sources, reload) {
       ["model", "line", { placeholder: t("connections.model_hint") }],
       ["key", "line", { placeholder: c.has_key ? t("connections.key_kept") : "", attrs: { type: "password", autocomplete: "off" } }],
     ];
+  // Claude (and Claude through OpenRouter) caches the prompt up to the breakpoints asked for
+  const caches = c.api === "anthropic" || c.source === "openrouter";
+  if (caches) fields.push(["cache_system_prompt", "bool"], ["caching_at_depth", "number", { empty: -1, attrs: { min: "-1", step: "1" } }]);
   const safe = c.name.replace(/[^A-Za-z0-9_-]/g, "_");
-  const form = fieldForm(fields, { url: c.url || "", model: c.model || "" }, {
+  const form = fieldForm(fields, { url: c.url || "", model: c.model || "", cache_system_prompt: c.cache_system_prompt, caching_at_depth: c.caching_at_depth }, {
     prefix: `edit-${safe}`,
     labels: "connections",
     box: h("form", { class: "editor connection-editor", hidden: true, "aria-label": t("connections.edit_named", { name: c.name }) }),
@@ -230,6 +233,7 @@ function connectionEditor(c, sources, reload) {
     const change = { model: body.model ?? "" };
     if (c.api !== "local") change.url = body.url ?? "";
     if (body.key) change.key = body.key;
+    if (caches) Object.assign(change, { cache_system_prompt: body.cache_system_prompt, caching_at_depth: body.caching_at_depth });
     try {
       await api.patch(`/connections/${encodeURIComponent(c.name)}`, change);
     } catch (error) {
