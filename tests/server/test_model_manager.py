@@ -64,7 +64,8 @@ def test_a_download_becomes_a_local_connection(client: TestClient, hub: Hub) -> 
     assert FILE in client.get("/api/connections/local-models").json()
     assert FILE in client.get("/api/models").json()["downloaded"]
     # the hub was asked for the file's headers, then the file, at the revision named
-    assert [r["method"] for r in hub.requests if "/resolve/main/" in r["path"]][-1] == "GET"
+    asked_for = [r["method"] for r in hub.requests if "/resolve/main/" in r["path"]]
+    assert asked_for[0] == "HEAD" and asked_for.count("GET") == 1
     # a second download of the same file is read from the client's cache
     asked = len(hub.gets())
     again = _download(client, connection="Tiny again")
@@ -171,3 +172,18 @@ def test_a_repository_s_gguf_files_are_listed_with_their_sizes(
     assert any(r["path"].startswith(f"/api/models/{REPO}") for r in hub.requests)
     missing = client.get("/api/models/files", params={"repo": "nobody/nothing"})
     assert missing.status_code == 404 and "hub_repo_not_found" in missing.text
+
+
+def test_a_failed_download_is_taken_up_where_it_stopped(client: TestClient, hub: Hub) -> None:
+    big = tiny_gguf("Big", padding=24 << 20)
+    hub.files[(REPO, "big.gguf")] = big
+    hub.cut_next, hub.fail_next = 1, 1  # broken halfway, then the hub fails the retry
+    failed = _download(client, file="big.gguf")
+    assert failed["state"] == "failed" and failed["code"] == "hub_download_failed", failed
+    again = _download(client, file="big.gguf")
+    assert again["state"] == "done", again
+    gets = [r["range"] for r in hub.gets() if r["path"].endswith("/big.gguf")]
+    kept = int(gets[-1].removeprefix("bytes=").removesuffix("-"))
+    assert gets[0] == "" and 0 < kept < len(big)
+    folder = local_models().models_dir
+    assert folder is not None and (folder / "big.gguf").read_bytes() == big

@@ -4,8 +4,9 @@ The `huggingface_hub` client does the fetching: it keeps the file in its own cac
 (`HF_HUB_CACHE`, else `HF_HOME/hub`, else `~/.cache/huggingface/hub`), asks the hub named
 by `HF_ENDPOINT` (read at each download, so a server started with it set uses it), and
 when the connection breaks during a download it asks again for the rest only, by a Range
-request from the bytes it has (again and again while each try brings more). A file
-already in its cache is not fetched again. Once
+request from the bytes it has (again and again while each try brings more); what arrived
+is kept when it gives up, so the next download of the file starts where it stopped. A
+file already in its cache is not fetched again. Once
 whole, the file is checked against the hub's own checksum: the SHA-256 an LFS file's ETag
 is (`X-Linked-Etag`), or the git blob id of a small file's. A file that does not match is
 deleted and refused. A file that matches is linked into the data folder's models folder
@@ -179,6 +180,45 @@ def _remove_cached(path: Path) -> None:
             item.unlink()
 
 
+def _takes_tqdm(function: Any) -> bool:
+    return "tqdm_class" in inspect.signature(function).parameters
+
+
+def _fetch_keeping_partial(
+    hub: Any, target: HubFile, metadata: Any, blob_id: str, progress: Progress | None
+) -> None:
+    """Fetch the file into the client's cache as the client lays it out (`blobs/<etag>`,
+    `snapshots/<commit>/<file>`, `refs/<revision>`), through the client's own `http_get`,
+    keeping what arrived in `blobs/<etag>.partial` when the download fails: the next try
+    asks for the rest only (the client itself drops a partial file once it gives up)."""
+    from huggingface_hub import file_download
+
+    root = Path(cache_dir() or hub.constants.HF_HUB_CACHE)
+    folder = root / f"models--{target.repo.replace('/', '--')}"
+    blob = folder / "blobs" / blob_id
+    if not blob.exists():
+        partial = blob.with_name(f"{blob_id}.partial")
+        partial.parent.mkdir(parents=True, exist_ok=True)
+        with partial.open("ab") as out:
+            arguments: dict[str, Any] = {
+                "resume_size": out.tell(),
+                "expected_size": metadata.size,
+                "headers": hub.utils.build_hf_headers(),
+            }
+            if progress is not None and _takes_tqdm(file_download.http_get):
+                arguments["tqdm_class"] = _progress_class(progress)
+            file_download.http_get(metadata.location, out, **arguments)
+        partial.replace(blob)
+    link = folder / "snapshots" / metadata.commit_hash / target.file
+    link.parent.mkdir(parents=True, exist_ok=True)
+    if not link.exists():
+        link.symlink_to(os.path.relpath(blob, link.parent))
+    if target.revision != metadata.commit_hash:
+        ref = folder / "refs" / target.revision
+        ref.parent.mkdir(parents=True, exist_ok=True)
+        ref.write_text(metadata.commit_hash)
+
+
 def fetch(target: HubFile, progress: Progress | None = None) -> Fetched:
     """Download `target` into the hub client's cache (resuming what a broken download left),
     then check it against the hub's checksum. Raises ProviderError or NotFound."""
@@ -201,14 +241,16 @@ def fetch(target: HubFile, progress: Progress | None = None) -> Fetched:
         }
         if progress is not None:
             progress(0, metadata.size)
-            if "tqdm_class" in inspect.signature(hub.hf_hub_download).parameters:
-                arguments["tqdm_class"] = _progress_class(progress)
+        expected = expected_checksum(metadata.etag)
+        if expected and metadata.commit_hash:
+            _fetch_keeping_partial(hub, target, metadata, expected.split(":", 1)[1], progress)
+        elif progress is not None and _takes_tqdm(hub.hf_hub_download):
+            arguments["tqdm_class"] = _progress_class(progress)
         path = Path(hub.hf_hub_download(target.repo, target.file, **arguments))
     except TavernaError:
         raise
     except Exception as exc:  # the client's own errors and the network's
         raise _hub_error(exc, target) from None
-    expected = expected_checksum(metadata.etag)
     if not expected:
         _remove_cached(path)
         raise ProviderError(
