@@ -2,7 +2,7 @@
 
 Alice makes one of everything (a character, a lorebook, a chat with a branch and a
 checkpoint, a persona, a preset, a group, a quick-reply set, a connection with a key, a
-picture, global variables, a draft, a generation and a round). Then Bob calls EVERY
+picture, global variables, a draft, a generation, a round and a model download). Then Bob calls EVERY
 route of the app (enumerated from `app.routes`, so a new route is covered without
 changing this test) with Alice's ids in its path: each answers 404 (or, for a route
 naming nothing, only Bob's own things), never Alice's data, and afterwards Alice's things
@@ -27,6 +27,7 @@ from taverna.model.persona import Persona, PersonaDescriptor
 from taverna.server.app import create_app
 from taverna.server.context import AppContext
 from taverna.services.chats.editing import start_chat
+from taverna.services.connections.model_jobs import model_jobs
 from taverna.services.library.service import LibraryKind
 from taverna.services.turns import RunningGeneration
 from taverna.services.turns.runs import GroupRound
@@ -138,6 +139,7 @@ def seed_alice(ctx: AppContext, alice: TestClient) -> dict[str, Any]:
     ctx.generation.registry.add(run)
     found = GroupRound(new_id(), chat.id, ("Ione",))
     ctx.generation.rounds[found.id] = found
+    download = model_jobs().start("hub", f"{SECRET} model", owner, lambda job: {})
     return {
         "owner": owner,
         "chat_id": chat.id,
@@ -154,6 +156,7 @@ def seed_alice(ctx: AppContext, alice: TestClient) -> dict[str, Any]:
         "draft_id": draft.id,
         "task_id": run.id,
         "round_id": found.id,
+        "job_id": download.id,
         "name": "alice-conn",
         "image": picture.url.rsplit("/", 1)[-1],
         "background_id": backdrop.json()["id"],
