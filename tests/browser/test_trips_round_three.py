@@ -58,12 +58,15 @@ def branchy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TavernaS
         yield server, made
 
 
-def _below(page: Page, upper: str, lower: str) -> None:
-    """`upper`'s box ends above `lower`'s: nothing of it covers the other."""
-    top = page.locator(upper).bounding_box()
-    bottom = page.locator(lower).bounding_box()
-    assert top is not None and bottom is not None
-    assert top["y"] + top["height"] <= bottom["y"] + 0.5, (top, bottom)
+def _above_composer(page: Page) -> None:
+    """The toasts end above the composer (within moments of a change of the layout):
+    nothing of them covers what is typed."""
+    page.wait_for_function(
+        """() => { const t = document.getElementById('toasts').getBoundingClientRect();
+           const c = document.querySelector('.composer');
+           return !!c && t.height > 0 && t.bottom <= c.getBoundingClientRect().top + 0.5; }""",
+        timeout=5000,
+    )
 
 
 @pytest.mark.parametrize(("size", "lang"), CASES)
@@ -87,7 +90,7 @@ def test_a_hit_on_another_branch_says_the_branch_switched_above_the_composer(  #
         told = page.locator(".toast", has_text=words["search.switched_branch"])
         expect(told).to_be_visible()
         # The toast stands above the composer and its bars, never over what is typed.
-        _below(page, "#toasts", ".composer")
+        _above_composer(page)
         shot(page, f"{size}-{lang}-search-switched-branch")
         assert server.api("GET", f"/chats/{chat_id}/search", params={"q": "kite"}).json()[0][
             "on_path"
@@ -172,12 +175,7 @@ def test_a_line_showing_another_text_than_its_swipe_keeps_both_and_says_so(  # t
         expect(last).to_contain_text("High tide at noon (edited).")
         expect(last.locator(".swipes .counter")).to_have_text("1/2")
         # Told on the import page, the toasts move above the chat's composer once it opens.
-        page.wait_for_function(
-            """() => { const t = document.getElementById('toasts').getBoundingClientRect();
-               const c = document.querySelector('.composer');
-               return c && t.bottom <= c.getBoundingClientRect().top + 0.5; }"""
-        )
-        _below(page, "#toasts", ".composer")
+        _above_composer(page)
         shot(page, f"{size}-{lang}-import-mes-differs")
         last.locator(".swipe-next").click()
         expect(last.locator(".content")).to_have_text("High tide at noon.")
