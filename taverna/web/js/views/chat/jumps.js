@@ -15,25 +15,9 @@ const THUMB_MIN = 28;
 
 const typing = (el) => el instanceof Element && !!el.closest("input, textarea, select, [contenteditable=''], [contenteditable=true], dialog, .drawer");
 
-/** The rail and its verbs. `list` gives `element`, `apply`, `rearm`, `itemOf` and
- * `scrollToEnd` (the message list's). */
-export function chatJumps(store, chat, list) {
+/** Where the list's view is in the whole chat, and how the rail's thumb stands for it. */
+function railGeometry(store, list, track) {
   const { state } = store;
-  const thumb = h("div", { class: "rail-thumb" });
-  const track = h("div", {
-    class: "rail-track",
-    role: "scrollbar",
-    "aria-orientation": "vertical",
-    "aria-controls": "chat-messages",
-    "aria-label": t("chat.rail"),
-    "aria-valuemin": "0",
-    tabindex: "-1",
-  }, thumb);
-  const first = iconButton(t("chat.to_first"), "first", () => toFirst(), { attrs: { id: "to-first" } });
-  const last = iconButton(t("chat.to_last"), "last", () => toLast(), { attrs: { id: "to-last" } });
-  const element = h("div", { class: "chat-rail", hidden: true }, first, track, last);
-  let busy = null; // the read under way
-  let wanted = null; // a position asked for while one was read
 
   /** The position of the message at the top of the list's view, with its fraction. */
   function placeInView() {
@@ -58,39 +42,16 @@ export function chatJumps(store, chat, list) {
     return { height, travel: Math.max(0, room - height) };
   }
 
-  /** Put the thumb where the messages in sight are in the whole chat: its top is the first
-   * message in sight, as a share of the places a view can start at. */
-  function update() {
-    const total = state.total;
-    const held = store.held().length;
-    element.hidden = !held || total <= held;
-    if (element.hidden) return;
-    const { height, travel } = thumbSpan();
-    const share = Math.min(1, placeInView() / Math.max(1, total - inSight()));
-    thumb.style.height = `${height}px`;
-    thumb.style.transform = `translateY(${share * travel}px)`;
-    track.setAttribute("aria-valuemax", String(total - 1));
-    track.setAttribute("aria-valuenow", String(Math.floor(placeInView())));
-  }
+  return { placeInView, inSight, thumbSpan };
+}
 
-  /** Read the page from `position` (or the path's end: "end") unless it is held, and
-   * bring that message to the top of the view (the end: the last one into sight). */
-  async function jumpTo(position) {
-    wanted = position;
-    if (busy) return busy;
-    busy = (async () => {
-      try {
-        while (wanted !== null) {
-          const goal = wanted;
-          wanted = null;
-          await reach(goal);
-        }
-      } finally {
-        busy = null;
-      }
-    })();
-    return busy;
-  }
+/** `jumpTo(position | "end")`: read the page from there unless it is held, and bring that
+ * message to the top of the view (the end: the last one into sight). Positions asked for
+ * while a read is under way are coalesced: only the latest is drawn. */
+function jumper(store, chat, list, update) {
+  const { state } = store;
+  let busy = null; // the read under way
+  let wanted = null; // a position asked for while one was read
 
   async function reach(goal) {
     const held = store.held();
@@ -117,21 +78,38 @@ export function chatJumps(store, chat, list) {
     list.rearm();
   }
 
-  const toFirst = () => jumpTo(0);
-  const toLast = () => jumpTo("end");
+  return async function jumpTo(position) {
+    wanted = position;
+    if (busy) return busy;
+    busy = (async () => {
+      try {
+        while (wanted !== null) {
+          const goal = wanted;
+          wanted = null;
+          await reach(goal);
+        }
+      } finally {
+        busy = null;
+      }
+    })();
+    return busy;
+  };
+}
 
-  // A drag of the thumb (or a press on the track) maps the thumb's top to the first message
-  // in sight: at the track's top the chat's first message, at its bottom its end.
+/** A drag of the thumb (or a press on the track) maps the thumb's top to the first message
+ * in sight: at the track's top the chat's first message, at its bottom its end. Gives
+ * `dragging()`, true while the pointer holds the thumb. */
+function thumbDrag(track, thumb, geometry, state, jumpTo) {
   let dragging = false;
   let grab = 0; // where in the thumb the pointer took it (px)
   let resting = null; // the read once the dragged thumb rests
   function follow(event) {
     const box = track.getBoundingClientRect();
-    const { travel } = thumbSpan();
+    const { travel } = geometry.thumbSpan();
     const top = Math.min(travel, Math.max(0, event.clientY - box.top - grab));
     thumb.style.transform = `translateY(${top}px)`;
     const share = travel > 0 ? top / travel : 0;
-    const position = share >= 1 ? "end" : Math.floor(share * Math.max(0, state.total - inSight()));
+    const position = share >= 1 ? "end" : Math.floor(share * Math.max(0, state.total - geometry.inSight()));
     clearTimeout(resting);
     if (event.type === "pointermove") resting = setTimeout(() => jumpTo(position), DRAG_REST);
     else jumpTo(position);
@@ -156,8 +134,12 @@ export function chatJumps(store, chat, list) {
   };
   track.addEventListener("pointerup", drop);
   track.addEventListener("pointercancel", drop);
+  return { dragging: () => dragging };
+}
 
-  // Home and End anywhere in the chat but in a field (there they move the caret).
+/** Home and End anywhere in the chat but in a field (there they move the caret); gives the
+ * listener, to be removed when the chat closes. */
+function homeEndKeys(toFirst, toLast) {
   function onKey(event) {
     if (event.defaultPrevented || event.altKey || event.metaKey || event.shiftKey || typing(event.target)) return;
     if (event.key !== "Home" && event.key !== "End") return;
@@ -166,8 +148,50 @@ export function chatJumps(store, chat, list) {
     else toLast();
   }
   document.addEventListener("keydown", onKey);
+  return onKey;
+}
+
+/** The rail and its verbs. `list` gives `element`, `apply`, `rearm`, `itemOf` and
+ * `scrollToEnd` (the message list's). */
+export function chatJumps(store, chat, list) {
+  const { state } = store;
+  const thumb = h("div", { class: "rail-thumb" });
+  const track = h("div", {
+    class: "rail-track",
+    role: "scrollbar",
+    "aria-orientation": "vertical",
+    "aria-controls": "chat-messages",
+    "aria-label": t("chat.rail"),
+    "aria-valuemin": "0",
+    tabindex: "-1",
+  }, thumb);
+  const first = iconButton(t("chat.to_first"), "first", () => toFirst(), { attrs: { id: "to-first" } });
+  const last = iconButton(t("chat.to_last"), "last", () => toLast(), { attrs: { id: "to-last" } });
+  const element = h("div", { class: "chat-rail", hidden: true }, first, track, last);
+  const geometry = railGeometry(store, list, track);
+
+  /** Put the thumb where the messages in sight are in the whole chat: its top is the first
+   * message in sight, as a share of the places a view can start at. */
+  function update() {
+    const total = state.total;
+    const held = store.held().length;
+    element.hidden = !held || total <= held;
+    if (element.hidden) return;
+    const { height, travel } = geometry.thumbSpan();
+    const share = Math.min(1, geometry.placeInView() / Math.max(1, total - geometry.inSight()));
+    thumb.style.height = `${height}px`;
+    thumb.style.transform = `translateY(${share * travel}px)`;
+    track.setAttribute("aria-valuemax", String(total - 1));
+    track.setAttribute("aria-valuenow", String(Math.floor(geometry.placeInView())));
+  }
+
+  const jumpTo = jumper(store, chat, list, update);
+  const toFirst = () => jumpTo(0);
+  const toLast = () => jumpTo("end");
+  const drag = thumbDrag(track, thumb, geometry, state, jumpTo);
+  const onKey = homeEndKeys(toFirst, toLast);
   list.element.addEventListener("scroll", () => {
-    if (!dragging) update();
+    if (!drag.dragging()) update();
   }, { passive: true });
   const resized = new ResizeObserver(() => update());
   resized.observe(track);
