@@ -10,6 +10,7 @@ from taverna.server.views import chat_out, chat_summary_out
 from taverna.services.chats import reads as chat_reads
 from taverna.services.library import editing as library_editing
 from taverna.services.scripts.message_regex import shown_in_window
+from taverna.services.turns import RunningGeneration
 from taverna.services.turns.inspector import inspect_prompt as inspect
 
 
@@ -22,7 +23,14 @@ def running_task(ctx: AppContext, chat_id: str) -> TaskOut | None:
     if not running:
         return None
     run = running[-1]
-    return TaskOut(id=run.id, kind=run.kind.value, chat_id=chat_id)
+    return TaskOut(id=run.id, kind=run.kind.value, chat_id=chat_id, status=task_status(run))
+
+
+def task_status(run: RunningGeneration) -> str:
+    """`queued` while it waits for its prompt to be built, then `running`, then `done`."""
+    if run.done:
+        return "done"
+    return "queued" if run.queued is not None else "running"
 
 
 def persona_of(ctx: AppContext, chat: Chat) -> PersonaRef:

@@ -19,8 +19,15 @@ from tests.support.api import events, generate
 def test_send_streams_and_saves(client: TestClient, stub: StubServer, chat_id: str) -> None:
     stub.script(Reply(tokens=["The ", "lamp ", "is ", "lit."], delay=0.01))
     started = generate(client, chat_id, kind="normal", text="Is the lamp lit?")
-    assert started["chat"]["messages"][-1]["content"] == "Is the lamp lit?"
+    # the answer is the run and its place, not a view of the chat
+    assert set(started) == {"task", "position", "round"} and started["position"] == 0
+    assert started["task"]["status"] == "running"
+    # the message is stored when the start answers, and the run's events say so
+    question = client.get(f"/api/chats/{chat_id}").json()["messages"][-1]
+    assert question["content"] == "Is the lamp lit?"
     seen = events(client, started["task"]["id"])
+    posted = [d for name, d in seen if name == "status" and d["type"] == "Posted"]
+    assert [d["node_id"] for d in posted] == [question["id"]]
     assert "".join(d["text"] for name, d in seen if name == "delta") == "The lamp is lit."
     assert seen[-1][0] == "done"
     # Replay from the start after the end, and resume after a given event id.

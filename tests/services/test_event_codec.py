@@ -17,12 +17,14 @@ from taverna.providers.events import (
     ToolCall,
     Usage,
 )
-from taverna.services.turns import Completed, Ending, Started, ToolResult
+from taverna.services.turns import Completed, Ending, Posted, Queued, Started, ToolResult
 from taverna.services.turns.event_codec import decode, encode
 
 EVENTS = [
+    Queued(3),
     Started("g1", "c1", GenerationType.SWIPE, "n1"),
     Started("g2", "c1", GenerationType.NORMAL, None),
+    Posted("n0", 4),
     TextDelta("Hello, 旅人 <b>&"),
     ReasoningDelta("thinking"),
     ToolCall("t1", "roll", '{"sides": 6}'),

@@ -14,12 +14,11 @@ from pydantic import BaseModel, Field
 
 from taverna.errors import NotFound, TavernaError
 from taverna.server import usecases
-from taverna.server.context import AppContext, backed_up, context
+from taverna.server.context import AppContext, backed_up, context, current_user
 from taverna.server.openapi import event_stream_responses
 from taverna.server.schemas import (
     NAME_MAX,
     TEXT_MAX,
-    ChatOut,
     ChatRevision,
     RevisionIn,
     RoundOut,
@@ -27,11 +26,12 @@ from taverna.server.schemas import (
     TaskOut,
 )
 from taverna.server.session_streams import while_signed_in
-from taverna.services.chats import reads as chat_reads
 from taverna.services.turns import (
     Completed,
     Ending,
     GenerationService,
+    Posted,
+    Queued,
     ReasoningDelta,
     RunningGeneration,
     Started,
@@ -61,8 +61,16 @@ class GenerateIn(Strict):
 
 
 class GenerationStarted(BaseModel):
-    chat: ChatOut
+    """A started generation: follow `task`'s events; read the chat once they say the
+    person's message is stored (`Posted`), or at once after an edit-and-resend."""
+
     task: TaskOut
+    position: int = Field(
+        default=0,
+        ge=0,
+        description="how many prompt builds go before this one (0: it has started); "
+        "while it waits its task is `queued` and its events say when the place changes",
+    )
     round: RoundOut | None = Field(
         default=None, description="in a group chat: the round this reply begins"
     )
@@ -127,7 +135,7 @@ def task_out(run: RunningGeneration) -> TaskOut:
         id=run.id,
         kind=run.kind.value,
         chat_id=run.chat_id,
-        status="done" if run.done else "running",
+        status=usecases.task_status(run),
     )
 
 
@@ -135,14 +143,15 @@ def task_out(run: RunningGeneration) -> TaskOut:
 async def generate(
     chat_id: str,
     body: GenerateIn,
-    ctx: AppContext = Depends(context),
+    request: Request,
     service: GenerationService = Depends(generation),
+    ctx: AppContext = Depends(context),
 ) -> GenerationStarted:
     """Start a generation; it runs on its own and is saved even if nobody follows it.
 
-    The revision check, the write, the path's end and the prompt are one hop to the
-    generation service's thread; the view of the change is read after the model's
-    request has gone out."""
+    The answer is the run and its place: the revision check, the write, the path's end
+    and the prompt are one hop to the generation service's thread, and nothing else is
+    read for the answer (the page reads the chat's end once the message is stored)."""
     # In a group chat `member` has that member answer (or write the candidate).
     ask = asked(
         body.kind,
@@ -151,23 +160,14 @@ async def generate(
         connection=body.connection,
         revision=body.revision,
         member=body.member,
+        account=current_user(request),
     )
-    run = await service.generate(chat_id, ask)
-    # The answer starts at the last message: a send appends after it, the others
-    # change its buttons (and a swipe or a continue will change it).
-    below = run.changed_below
-    return await _started(ctx, run, chat_id, below)
+    return _started(ctx, await service.generate(chat_id, ask))
 
 
-async def _started(
-    ctx: AppContext, run: RunningGeneration, chat_id: str, below: str | None
-) -> GenerationStarted:
-    """The answer to a start: the changed messages and the task. The model's request goes
-    out first (the generation's task runs while the view is read off the loop)."""
-    task = task_out(remember(ctx, run))
-    await asyncio.sleep(0)
-    view = await asyncio.to_thread(usecases.changed_view, ctx, chat_id, below=below)
-    return GenerationStarted(chat=view, task=task)
+def _started(ctx: AppContext, run: RunningGeneration) -> GenerationStarted:
+    """The answer to a start: the task to follow and its place in the build queue."""
+    return GenerationStarted(task=task_out(remember(ctx, run)), position=run.queued or 0)
 
 
 @router.post(
@@ -179,11 +179,12 @@ async def edit_and_resend(
     chat_id: str,
     node_id: str,
     body: ResendIn,
+    request: Request,
     ctx: AppContext = Depends(context),
     service: GenerationService = Depends(generation),
 ) -> GenerationStarted:
-    """Edit a user message as a new sibling (the old turn stays a branch) and answer it."""
-    below = await asyncio.to_thread(chat_reads.parent_of, ctx.chats, chat_id, node_id)
+    """Edit a user message as a new sibling (the old turn stays a branch) and answer it.
+    The edit is stored when this answers: the page reads the chat's end then."""
     edited = await asyncio.to_thread(
         ctx.chats.edit_and_resend, chat_id, node_id, body.content, revision=body.revision
     )
@@ -191,12 +192,10 @@ async def edit_and_resend(
         # a group answers the edited message with a round, as it answers a new one
         found = await service.round(chat_id, "", started=lambda run: remember(ctx, run))
         if found.runs:
-            await asyncio.sleep(0)
-            view = await asyncio.to_thread(usecases.changed_view, ctx, chat_id, below=below)
             first = task_out(found.runs[0])
-            return GenerationStarted(chat=view, task=first, round=round_out(found))
-    run = await service.send(chat_id, "")
-    return await _started(ctx, run, chat_id, below)
+            return GenerationStarted(task=first, round=round_out(found))
+    ask = asked("normal", account=current_user(request))
+    return _started(ctx, await service.generate(chat_id, ask))
 
 
 def _event(index: int, event: Any) -> str | None:
@@ -210,7 +209,7 @@ def _event(index: int, event: Any) -> str | None:
         name, data = "delta", {"text": event.text}
     elif isinstance(event, ReasoningDelta):
         name, data = "reasoning", {"text": event.text}
-    elif isinstance(event, ToolCall | ToolResult | Started):
+    elif isinstance(event, ToolCall | ToolResult | Queued | Started | Posted):
         name, data = "status", {"type": type(event).__name__, **_plain(event)}
     elif isinstance(event, Completed):
         # a reply waiting in the journal for the database is done: the page says "saving…"

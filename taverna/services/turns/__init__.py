@@ -25,7 +25,8 @@ asyncio task of its own, so it finishes and saves even if nobody listens. The
     await service.stop(generation_id)                    # closes the model connection
 
 Events are the provider events (`TextDelta`, `ReasoningDelta`, `ToolCall`, `Usage`,
-`Finish`, `StreamError`) plus `Started`, `ToolResult` and, always last, `Completed`.
+`Finish`, `StreamError`) plus `Queued` (while its prompt waits to be built), `Started`,
+`Posted` (a send's message is stored), `ToolResult` and, always last, `Completed`.
 The registry is in-process by default; `SharedRegistry` (shared_runs.py) shares runs,
 their events and Stop between server processes through Redis.
 """
@@ -45,6 +46,8 @@ from taverna.services.turns.runs import (
     Ending,
     GenerationEvent,
     GenerationRegistry,
+    Posted,
+    Queued,
     RunningGeneration,
     Started,
     ToolResult,
@@ -65,8 +68,10 @@ __all__ = [
     "GenerationEvent",
     "GenerationRegistry",
     "GenerationService",
+    "Posted",
     "PreparedTurn",
     "PromptBuilder",
+    "Queued",
     "ReasoningDelta",
     "RunningGeneration",
     "Said",

@@ -18,7 +18,15 @@ from taverna.providers.events import (
     ToolCall,
     Usage,
 )
-from taverna.services.turns.runs import Completed, Ending, GenerationEvent, Started, ToolResult
+from taverna.services.turns.runs import (
+    Completed,
+    Ending,
+    GenerationEvent,
+    Posted,
+    Queued,
+    Started,
+    ToolResult,
+)
 
 _TYPES: dict[str, type[Any]] = {
     cls.__name__: cls
@@ -29,7 +37,9 @@ _TYPES: dict[str, type[Any]] = {
         Usage,
         Finish,
         StreamError,
+        Queued,
         Started,
+        Posted,
         ToolResult,
         Completed,
     )

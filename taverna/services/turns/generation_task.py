@@ -116,13 +116,22 @@ class GenerationTasks:
             self._fail(plan, heard.text, "stopped", Ending.STOPPED)
             raise
         except TavernaError as exc:
+            await self._posted(plan)
             return self._fail(plan, heard.text, exc.message, Ending.FAILED)
         if heard.error is not None:
+            await self._posted(plan)
             cause = heard.error.kind.value
             return self._fail(plan, heard.text, heard.error.message, Ending.FAILED, cause=cause)
         info = generation_info(plan, heard, started, started_clock, self.clock())
         record = reply_record(plan, "".join(heard.reply), info, self.clock())
         return await self._settle(plan, record, heard.text)
+
+    @staticmethod
+    async def _posted(plan: Plan) -> None:
+        """Wait for the person's message to be stored (its run's events say so before the
+        run's end), as SillyTavern keeps the message of a failed reply."""
+        if plan.posted is not None:
+            await plan.posted
 
     async def _refused(self, plan: Plan) -> Completed | None:
         """The end of a generation that sends nothing: an interceptor aborted it, or its

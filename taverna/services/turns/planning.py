@@ -48,6 +48,8 @@ class Ask:
     revision: int | None = None
     member: str | None = None
     said: Said | None = None
+    # the account asking: builds that wait take turns by account ("": one for all)
+    account: str = ""
 
 
 def asked(
@@ -59,13 +61,14 @@ def asked(
     connection: str | None = None,
     revision: int | None = None,
     member: str | None = None,
+    account: str = "",
 ) -> Ask:
     """What a person asks for by the kind's name (`kinds.ASKED`): a send with words or a
     picture posts them as the person's message first; without, it answers the last one."""
     said = None
     if kind == "normal" and (text.strip() or image is not None):
         said = Said(text, speaker, image)
-    return Ask(ASKED[kind], connection, revision, member, said)
+    return Ask(ASKED[kind], connection, revision, member, said, account)
 
 
 class Planner:
@@ -89,11 +92,14 @@ class Planner:
         self.user_tools = user_tools
         self.clock = clock
 
-    def plan_generation(self, chat_id: str, ask: Ask) -> tuple[Plan, Node | None]:
+    def plan_generation(
+        self, chat_id: str, ask: Ask, run: RunningGeneration | None = None
+    ) -> tuple[Plan, Node | None]:
         """In one read of the store: the chat's path end, the kind's choice of what the
         generation answers (or the person's message, to be posted and answered), and the
-        plan; with the message to post, if any. Refused before any write: a used-up
-        quota, a missing connection, a chat changed since `ask.revision`."""
+        plan (for `run`, else a new one); with the message to post, if any. Refused
+        before any write: a used-up quota, a missing connection, a chat changed since
+        `ask.revision`."""
         with self.store.reading():
             chat, end = self.prompts.path_end(chat_id)
             # an account whose hour's quota is used up is refused before any work
@@ -114,7 +120,14 @@ class Planner:
                 kind, anchor = GenerationType.NORMAL, self._message_to_post(chat, end, ask.said)
                 message = anchor
             plan = self.plan_turn(
-                chat, kind, anchor, connection, pending=message, member=ask.member, end=end
+                chat,
+                kind,
+                anchor,
+                connection,
+                pending=message,
+                member=ask.member,
+                end=end,
+                run=run,
             )
             plan.run.changed_below = end.nodes[-1].parent_id if end.nodes else None
             return plan, message
@@ -144,10 +157,11 @@ class Planner:
         pending: Node | None = None,
         member: str | None = None,
         end: PathTail | None = None,
+        run: RunningGeneration | None = None,
     ) -> Plan:
         """Everything a generation needs, its prompt built (`pending`: a message being
         written after the path's end, which the prompt includes; `member`: in a group
-        chat, who speaks)."""
+        chat, who speaks; `run`: the generation it is for, else a new one)."""
         says, members = speaker(self.chats, chat, kind, anchor, member, end, pending)
         if says and chat.group_id:
             connection = member_connection(self.chats, self.connections, chat, says, connection)
@@ -168,8 +182,11 @@ class Planner:
         turn = replace(turn, backend=self.connections.of(chat.owner).backend_tokenizer(connection))
         if chat.group_id:
             turn = replace(turn, speaker=says)
+        if run is None:
+            run = RunningGeneration(new_id(), chat.id, kind)
+        run.kind = kind
         plan = Plan(
-            run=RunningGeneration(new_id(), chat.id, kind),
+            run=run,
             chat=chat,
             connection=connection,
             kind=kind,

@@ -36,6 +36,21 @@ class Started:
 
 
 @dataclass(frozen=True, slots=True)
+class Queued:
+    """The generation waits for its prompt to be built: `ahead` builds go before it."""
+
+    ahead: int
+
+
+@dataclass(frozen=True, slots=True)
+class Posted:
+    """The person's message a send posts is stored (the chat is at `revision` with it)."""
+
+    node_id: str
+    revision: int
+
+
+@dataclass(frozen=True, slots=True)
 class ToolResult:
     """A tool the model called has answered."""
 
@@ -71,7 +86,7 @@ class Completed:
     cause: str | None = None
 
 
-GenerationEvent = Event | Started | ToolResult | Completed
+GenerationEvent = Event | Queued | Started | Posted | ToolResult | Completed
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +130,10 @@ class RunningGeneration:
         # What another process needs to keep this run's text as a draft, should this
         # process die while it streams (the message it answers, the account, ...).
         self.draft_info: dict[str, Any] = {}
+        # While it waits for its prompt to be built: how many builds go before it.
+        self.queued: int | None = None
+        # In the registry (a run that waited was put there when it began to wait).
+        self.listed = False
         # Told of each event as it is published (a registry shared by processes copies
         # the run's new events to the others).
         self.on_publish: Callable[[RunningGeneration], None] | None = None

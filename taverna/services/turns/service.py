@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+import functools
+from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any, TypedDict, Unpack
@@ -21,8 +22,8 @@ import aiohttp
 
 from taverna.engine.assembly.context import GenerationType
 from taverna.engine.tokens.cache import CountCache
-from taverna.errors import Conflict, NotFound
-from taverna.model.chat import Chat, Node
+from taverna.errors import Conflict, NotFound, TavernaError
+from taverna.model.chat import Chat, Node, new_id
 from taverna.model.prompt import Prompt
 from taverna.providers.request import Api
 from taverna.providers.transport import ModelSessions, Timeouts
@@ -30,6 +31,7 @@ from taverna.services.chats.service import ChatService, WriteResult
 from taverna.services.connections.service import ConnectionService
 from taverna.services.plugins import Event, EventBus, EventName
 from taverna.services.plugins.tools import ToolRegistry, default_tools
+from taverna.services.turns.build_queue import BuildQueue
 from taverna.services.turns.chat_connection import connection_for
 from taverna.services.turns.drafts import Drafts
 from taverna.services.turns.generation_task import GenerationTasks
@@ -45,6 +47,8 @@ from taverna.services.turns.runs import (
     Ending,
     GenerationRegistry,
     GroupRound,
+    Posted,
+    Queued,
     RecentPrompts,
     RunningGeneration,
     Started,
@@ -128,6 +132,9 @@ class GenerationService:
         # first token waits for, never queues behind other chats' finished replies.
         self._reply_writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reply-write")
         self._starting: set[str] = set()  # chats whose prompt is being built
+        # Builds wait their turn here, fair between accounts.
+        self.build_queue = BuildQueue(self._builder)
+        self._waiting_starts: dict[str, asyncio.Task[RunningGeneration]] = {}
         # Hooks run after a reply is saved (the automatic summary), each as a task of its
         # own: the reply is done and shown whatever they do. `follow_ups` holds the
         # newest task per chat while it runs, so a caller can wait for it.
@@ -267,21 +274,75 @@ class GenerationService:
         A sent message is written while the model's request goes out (the write waits
         on the disk, the request on the network); the start returns once it is stored,
         a failed write stops the generation, and a reply is stored only after its message.
-        """
+
+        When other builds go first (`BuildQueue`), the start returns at once with the
+        run waiting: its events say how many builds are ahead (`Queued`), then that it
+        started, that the message is stored (`Posted`), or why it could not start."""
         if ask.said is not None and ask.said.text.strip():
             # recall embeds the message beside the prompt's build
             self.prompts.foresee(chat_id, ask.said.speaker, ask.said.text)
-        with self._reserved(chat_id):
-            loop = asyncio.get_running_loop()
-            plan, message = await loop.run_in_executor(
-                self._builder, self.planner.plan_generation, chat_id, ask
-            )
+        self._refuse_if_busy(chat_id)
+        self._starting.add(chat_id)
+        run = RunningGeneration(new_id(), chat_id, ask.kind)
+        waits = asyncio.Event()
+        start = asyncio.create_task(self._start(run, ask, waits), name=f"start {run.id}")
+        waiting = asyncio.create_task(waits.wait())
+        try:
+            await asyncio.wait({start, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiting.cancel()
+        if start.done():
+            return start.result()  # started, or refused: the caller is told
+        # It waits its turn: followed through the registry meanwhile (a failure to start
+        # is its last event).
+        run.draft_info = {"owner": ask.account}
+        try:
+            self._list(run)
+        except BaseException:
+            start.cancel()
+            raise
+        self._waiting_starts[run.id] = start
+        start.add_done_callback(lambda _: self._waiting_starts.pop(run.id, None))
+        return run
+
+    async def _start(
+        self, run: RunningGeneration, ask: Ask, waits: asyncio.Event
+    ) -> RunningGeneration:
+        """Build the run's plan when its turn comes, launch it, and post its message."""
+
+        def told(ahead: int) -> None:
+            run.queued = ahead
+            run.publish(Queued(ahead))
+            waits.set()
+
+        try:
+            work = functools.partial(self.planner.plan_generation, run.chat_id, ask, run)
+            plan, message = await self.build_queue.run(ask.account, work, told=told)
+            run.queued = None
             if message is not None:
-                plan.posted = loop.create_future()
+                plan.posted = asyncio.get_running_loop().create_future()
             self._launch(plan)
             if message is not None:
                 await self._post_while_asking(plan, message)
-            return plan.run
+            return run
+        except BaseException as exc:
+            if waits.is_set() and not run.done:
+                # the start was answered already: its failure ends the run
+                run.queued = None
+                error = exc.message if isinstance(exc, TavernaError) else "stopped"
+                code = exc.code if isinstance(exc, TavernaError) else None
+                run.publish(Completed(Ending.FAILED, "", error=error, cause=code or "not_started"))
+            if waits.is_set() and not isinstance(exc, asyncio.CancelledError):
+                return run  # told through the run's events; nobody waits for this
+            raise
+        finally:
+            self._starting.discard(run.chat_id)
+
+    def _list(self, run: RunningGeneration) -> None:
+        """Put the run in the registry, once."""
+        if not run.listed:
+            self.registry.add(run)
+            run.listed = True
 
     def _launch(self, plan: Plan) -> None:
         """Register the planned generation, tell of its start, and start its task."""
@@ -293,7 +354,7 @@ class GenerationService:
             "owner": plan.chat.owner,
             "continued_stripped": "1" if plan.continued_stripped else "",
         }
-        self.registry.add(run)
+        self._list(run)
         self.last_prompts.put(run.chat_id, plan.prompt)
         run.publish(Started(run.id, run.chat_id, plan.kind, anchor_id))
         self.events.emit(
@@ -324,6 +385,8 @@ class GenerationService:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await plan.run.task
             raise
+        if not plan.run.done:  # (a stop before the write ended it: nothing follows its end)
+            plan.run.publish(Posted(message.id, revision))
         plan.posted.set_result(revision)
 
     def _post(self, chat: Chat, message: Node) -> int:
@@ -346,16 +409,6 @@ class GenerationService:
                 "a generation is already running in this chat; stop it first",
                 code="generation_running",
             )
-
-    @contextlib.contextmanager
-    def _reserved(self, chat_id: str) -> Iterator[None]:
-        """Hold the chat while a generation starts: a second start meanwhile is refused."""
-        self._refuse_if_busy(chat_id)
-        self._starting.add(chat_id)
-        try:
-            yield
-        finally:
-            self._starting.discard(chat_id)
 
     # ------------------------------------------------------------ rounds and stops
 

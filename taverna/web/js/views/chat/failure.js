@@ -21,7 +21,7 @@ export function failureNotice(store, chat, list) {
     listEl.querySelector("#failure")?.remove();
     const failure = state.failure;
     if (!failure || state.task) return;
-    const retry = retryable(failure.cause) ? h("button", { type: "button", class: "primary small", id: "retry", text: t("chat.retry"), onClick: () => retryFailed(failure.kind) }) : null;
+    const retry = retryable(failure.cause) ? h("button", { type: "button", class: "primary small", id: "retry", text: t("chat.retry"), onClick: () => retryFailed(failure) }) : null;
     const dismiss = h("button", { type: "button", class: "small", text: t("chat.dismiss"), onClick: () => {
       state.failure = null;
       placeFailure();
@@ -36,10 +36,15 @@ export function failureNotice(store, chat, list) {
     list.scrollToEnd();
   }
 
-  async function retryFailed(kind) {
+  async function retryFailed({ kind, unsent }) {
     if (state.task || !state.chat) return;
     state.failure = null;
     placeFailure();
+    // A send that never started gave its text back to the input box: the retry sends it.
+    if (unsent) {
+      await chat.generate("normal");
+      return;
+    }
     // A failed send stored the person's message: the retry answers it (no new text).
     const body = { kind, revision: state.chat.revision };
     if (kind === "normal") body.text = "";

@@ -1,7 +1,8 @@
 // A generation in the chat: starting it (send, regenerate, swipe, continue, impersonate),
 // following its stream into the page, telling a failure where the reply would have been
 // (with Retry), and what runs once it ends: the end of the path read again, Quick Replies,
-// the group round's next speaker.
+// the group round's next speaker. A start answers with the run and its place in the queue
+// only: the person's message is read from the path's end once the stream says it is stored.
 
 import { api } from "../../api.js";
 import { toast } from "../../dom.js";
@@ -20,15 +21,18 @@ export function generation(store, chat, list) {
   const stream = replyStream(store, chat, list, { placeFailure: failure.place, finish });
   const { attach } = stream;
 
-  /** Start a generation (a write that answers with the change and a task to follow);
-   * false when it failed, as `send` tells. */
-  async function start(request, kept = t("kept.page"), keptOnReload = "") {
+  /** Start a generation (a write that answers with a task to follow and its place in the
+   * queue); false when it failed, as `send` tells. `editedBelow`: the start stored a
+   * change itself (an edit-and-resend) below that message (null: from the first), read at
+   * once. `sent`: the text a send posts, put back in the input box should the run end
+   * before its message is stored. */
+  async function start(request, kept = t("kept.page"), keptOnReload = "", { editedBelow, sent = null } = {}) {
     const result = await chat.send(request, kept, keptOnReload);
     if (!result) return false;
-    chat.apply(result.chat);
     // In a group an edited message is answered by a round: its later speakers follow.
     state.round = result.round ?? null;
-    attach(result.task, result.round?.speakers[0] ?? null);
+    attach({ ...result.task, position: result.position ?? 0, sent }, result.round?.speakers[0] ?? null);
+    if (editedBelow !== undefined) await stream.readEnd(editedBelow);
     return true;
   }
 
@@ -57,7 +61,8 @@ export function generation(store, chat, list) {
       }
       return;
     }
-    if ((await start(() => api.post(`${chat.url}/generate`, body), kept, kind === "normal" ? kept : "")) && kind === "normal") {
+    const sent = kind === "normal" && body.text.trim() ? body.text : null;
+    if ((await start(() => api.post(`${chat.url}/generate`, body), kept, kind === "normal" ? kept : "", { sent })) && kind === "normal") {
       input.value = "";
       chat.composer.keepUnsent();
       picture.clear();
@@ -69,12 +74,16 @@ export function generation(store, chat, list) {
   async function finish(kind, data) {
     const impersonated = state.task?.kind === "impersonate" ? state.streamText : null;
     const failedKind = state.task?.kind || "normal";
+    // A send that never started (its turn never came) gives its text back to the input box.
+    const unsent = state.task?.sent && !state.task.started ? state.task.sent : null;
     const finished = FINISHED_TRIGGERS[state.task?.kind];
     state.task = null;
     state.closeStream = null;
     list.element.querySelector("#streaming")?.remove();
+    list.element.querySelector("#queued")?.remove();
     store.update();
-    if (kind === "error") failure.show({ kind: failedKind, message: data.message || "", cause: data.cause || null });
+    if (unsent !== null && kind !== "done") giveBack(chat.composer, unsent);
+    if (kind === "error") failure.show({ kind: failedKind, message: data.message || "", cause: data.cause || null, unsent: unsent !== null });
     if (kind === "cancelled") toast(t("chat.stopped"));
     if (kind === "done" && data.outcome === "saving") toast(t("chat.saving_note"), "warning");
     if (impersonated !== null) {
@@ -106,4 +115,11 @@ export function generation(store, chat, list) {
   }
 
   return { start, generate, attach, placeStreamItem: stream.place };
+}
+
+/** Put the text of a send that never started back in an empty input box. */
+function giveBack(composer, text) {
+  if (composer.input.value.trim()) return;
+  composer.input.value = text;
+  composer.keepUnsent();
 }

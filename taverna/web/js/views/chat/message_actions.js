@@ -43,7 +43,8 @@ export function messageActions(store, chat) {
     setHidden: (m, hidden) => chat.write(() => api.post(`${at(m)}/hidden`, { hidden, revision: revision() })),
     setPicture: (m, image) => chat.write(() => api.put(`${at(m)}/image`, { image, revision: revision() })),
     saveEdit: (m, content) => chat.write(() => api.patch(at(m), { content, revision: revision() }), t("kept.edit")),
-    resend: (m, content) => chat.start(() => api.post(`${at(m)}/resend`, { content, revision: revision() }), t("kept.edit")),
+    // the edited message takes the place of `m`: the path is read again from its parent
+    resend: (m, content) => chat.start(() => api.post(`${at(m)}/resend`, { content, revision: revision() }), t("kept.edit"), "", { editedBelow: m.parent_id }),
     remove,
     branchFrom,
     checkpointAt,

@@ -1,9 +1,11 @@
 // A reply being written, followed into the page: its stream drawn after the last message (or
-// into the last one, for a continue; into the input box, for an impersonation).
+// into the last one, for a continue; into the input box, for an impersonation), and what the
+// run tells of itself meanwhile (runStatus).
 
 import { followTask } from "../../api.js";
 import { h } from "../../dom.js";
 import { renderRich } from "../../rich.js";
+import { runStatus } from "./run_status.js";
 import { avatarFor, reasoningBlock } from "./message_parts.js";
 
 /** The stream's verbs; `list` is the message list it is drawn into, `placeFailure` clears a
@@ -11,6 +13,7 @@ import { avatarFor, reasoningBlock } from "./message_parts.js";
 export function replyStream(store, chat, list, { placeFailure, finish }) {
   const { state } = store;
   const listEl = list.element;
+  const status = runStatus(store, chat, list, () => placeStreamItem());
 
   function streamItem() {
     const speaker = state.task?.speaker;
@@ -28,6 +31,7 @@ export function replyStream(store, chat, list, { placeFailure, finish }) {
   function placeStreamItem() {
     listEl.querySelector("#streaming")?.remove();
     if (state.task && !["impersonate", "continue"].includes(state.task.kind)) list.placeAtEnd(streamItem());
+    status.place();
     updateStream();
   }
 
@@ -64,7 +68,8 @@ export function replyStream(store, chat, list, { placeFailure, finish }) {
     const last = store.lastHeld();
     // A group reply is written by one member: a round names it, a swipe keeps the last one's.
     const author = speaker ?? (state.chat.group_id && task.kind !== "impersonate" && last?.role === "assistant" ? last.name : null);
-    state.task = { ...task, speaker: author, base: task.kind === "continue" && last ? last.content : "" };
+    const queued = task.status === "queued" ? (task.position ?? 0) : null;
+    state.task = { ...task, queued, speaker: author, base: task.kind === "continue" && last ? last.content : "" };
     chat.drawMembers();
     state.streamText = "";
     state.reasoningText = "";
@@ -81,11 +86,13 @@ export function replyStream(store, chat, list, { placeFailure, finish }) {
         const shown = listEl.querySelector("#streaming .reasoning-text");
         if (shown) shown.textContent = state.reasoningText;
         else if (first) placeStreamItem();
+      } else if (kind === "status") {
+        status.told(data);
       } else if (["done", "error", "cancelled", "lost"].includes(kind)) {
         await finish(kind, data);
       }
     });
   }
 
-  return { attach, place: placeStreamItem };
+  return { attach, place: placeStreamItem, readEnd: status.readEnd };
 }
