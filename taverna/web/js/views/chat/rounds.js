@@ -12,8 +12,8 @@ export function groupRounds(store, chat) {
     if (state.task || !state.chat || !store.canRewrite()) return;
     const result = await chat.send(() => api.post(`${chat.url}/generate`, { kind: "swipe", member: name, revision: state.chat.revision }));
     if (!result) return;
-    chat.apply(result.chat);
-    chat.attach(result.task, name);
+    // the start answers with the run and its place only: a swipe changes nothing yet
+    chat.attach({ ...result.task, position: result.position }, name);
   }
 
   // Auto mode: when nothing runs for the group's delay, the group takes a turn by itself.
