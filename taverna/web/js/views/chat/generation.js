@@ -19,20 +19,19 @@ export function generation(store, chat, list) {
   const { state } = store;
   const failure = failureNotice(store, chat, list);
   const stream = replyStream(store, chat, list, { placeFailure: failure.place, finish });
-  const { attach } = stream;
 
   /** Start a generation (a write that answers with a task to follow and its place in the
    * queue); false when it failed, as `send` tells. `editedBelow`: the start stored a
-   * change itself (an edit-and-resend) below that message (null: from the first), read at
-   * once. `sent`: the text a send posts, put back in the input box should the run end
-   * before its message is stored. */
+   * change itself (an edit-and-resend) below that message (null: from the first), read
+   * before the run is followed. `sent`: the text a send posts, put back in the input box
+   * should the run end before it started. */
   async function start(request, kept = t("kept.page"), keptOnReload = "", { editedBelow, sent = null } = {}) {
     const result = await chat.send(request, kept, keptOnReload);
     if (!result) return false;
     // In a group an edited message is answered by a round: its later speakers follow.
     state.round = result.round ?? null;
-    attach({ ...result.task, position: result.position ?? 0, sent }, result.round?.speakers[0] ?? null);
     if (editedBelow !== undefined) await stream.readEnd(editedBelow);
+    stream.attach({ ...result.task, position: result.position ?? 0, sent }, result.round?.speakers[0] ?? null);
     return true;
   }
 
@@ -114,7 +113,7 @@ export function generation(store, chat, list) {
     state.idleSince = Date.now();
   }
 
-  return { start, generate, attach, placeStreamItem: stream.place };
+  return { start, generate, attach: stream.attach, placeStreamItem: stream.place };
 }
 
 /** Put the text of a send that never started back in an empty input box. */
