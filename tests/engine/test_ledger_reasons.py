@@ -12,7 +12,8 @@ import pytest
 from taverna.model.prompt import LEDGER_REASONS, LedgerItem, ledger_reason
 
 CATALOGS = Path(__file__).resolve().parents[2] / "taverna" / "web" / "i18n"
-FIELDS = re.compile(r"\{(\w+)\}")
+# A value a sentence names: `{name}`, or `{name, plural, ...}` (a count's forms).
+FIELDS = re.compile(r"\{(\w+)(?:\}|, plural,)")
 
 
 def test_a_coded_line_reads_as_its_codes_sentence() -> None:
