@@ -203,6 +203,7 @@ def main() -> int:
             "local.py: skipped, the `local` extra is not installed (pip install 'taverna[local]')"
         )
         return 0
+    at_start = os.getloadavg()
     with tempfile.TemporaryDirectory() as home:
         began = time.perf_counter()
         server = TavernaServer(Path(home) / "data").start()
@@ -224,9 +225,17 @@ def main() -> int:
         finally:
             server.stop()
     load = os.getloadavg()
-    load_note = f"load {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores"
+    # the 15-minute averages at the start and the end say what the run shared the cores with
+    load_note = (
+        f"load {at_start[0]:.2f} {at_start[1]:.2f} {at_start[2]:.2f} at the start, "
+        f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f} at the end, on {os.cpu_count()} cores"
+    )
     worst = max(waits) if waits else 0.0
-    figures: dict[str, Any] = {"load_average": load[0], "cores": os.cpu_count()}
+    figures: dict[str, Any] = {
+        "load_average": load[0],
+        "load_at_start": at_start[0],
+        "cores": os.cpu_count(),
+    }
     print(f"server start, new data folder: {start_s:.2f} s")
     print(f"first token, cold (sample turn 1): {sample.turns[0].first_token_s:.2f} s")
     print(
