@@ -29,7 +29,7 @@ export function profilesSection(connections) {
   const connection = h("select", { translate: "no" });
   const text = () => h("input", { type: "text", maxlength: "200" });
   const model = text(), preset = text(), instruct = text(), context = text();
-  const tokenizer = h("select", {}, TOKENIZERS.map((n) => h("option", { value: n, text: n || t("profiles.keep") })));
+  const tokenizer = h("select", {}, TOKENIZERS.map((n) => h("option", n ? { value: n, translate: "no", text: n } : { value: n, text: t("profiles.keep") })));
   const stops = h("textarea", { rows: "2", placeholder: t("profiles.stops_hint") });
   const form = h("form", { class: "editor profile-form", id: "profile-form", "aria-label": t("profiles.add") },
     h("h2", { text: t("profiles.add") }),
