@@ -14,6 +14,7 @@ import pytest
 
 from taverna.engine.assemble import assemble
 from taverna.engine.assembly.context import ChatMetadata, GenerationType, Speaker
+from taverna.engine.assembly.layouts import CACHE
 from taverna.model.character import DepthPrompt
 from taverna.model.chat import AuthorsNote
 from taverna.model.injection import ExtensionPosition, InjectionRole
@@ -138,11 +139,11 @@ def test_chat_completion_lines_say_their_source_by_code() -> None:
     assert [i.source for i in examples] == ["block 1 turn 1", "block 1 turn 2"]
 
 
-def test_cache_friendly_chat_names_the_parts_it_moved_after_the_chat() -> None:
+def test_cache_layout_chat_names_the_parts_it_moved_after_the_chat() -> None:
     character = replace(
         context().characters[0], depth_prompt=DepthPrompt(prompt="NOTE", depth=1, role="system")
     )
-    prompt = build(context(character=character, messages=_long_cc_chat(6), cache_friendly=True))
+    prompt = build(context(character=character, messages=_long_cc_chat(6), layout=CACHE))
     [line] = _coded(prompt)["parts"]
     assert line.source == "injection@1:system" and line.included
     assert dict(line.source_params) == {"names": "injection@1:system"}
@@ -211,9 +212,9 @@ def test_a_text_summary_anchor_is_named_with_its_message() -> None:
     assert dict(line.source_params) == {"name": "1_memory", "summary": "1"}
 
 
-def test_cache_friendly_text_names_what_it_moved() -> None:
+def test_cache_layout_text_names_what_it_moved() -> None:
     note = AuthorsNote(prompt="AN TEXT", position=ExtensionPosition.IN_PROMPT)
-    ctx = seraphina(metadata=ChatMetadata(authors_note=note), cache_friendly=True)
+    ctx = seraphina(metadata=ChatMetadata(authors_note=note), layout=CACHE)
     [line] = _coded(assemble(ctx))["moved_to_end"]
     assert line.source == "lorebook and extension prompts"
 
