@@ -104,7 +104,9 @@ function codedSource(item, labels) {
     else if (NAMED_VALUES.has(name)) values[name] = namesNode(String(value), labels);
     else values[name] = String((FROM_ZERO[code] || []).includes(name) ? Number(value) + 1 : value);
   }
-  const parts = fill(t(`ledger_source.${code}`), values);
+  // text values fill the sentence (and choose a count's plural form); nodes go in after
+  const words = Object.fromEntries(Object.entries(values).filter(([, v]) => typeof v === "string"));
+  const parts = fill(t(`ledger_source.${code}`, words), values);
   if (params.summary) {
     const messages = String(params.summary).split(",").map((id) => labels[id] || id).join(", ");
     parts.push(...fill(t("ledger_source.summary_of"), { message: h("span", { translate: "no", text: messages }) }));
@@ -187,7 +189,9 @@ function ledgerView(ledger, labels) {
   const items = ledger.items || [];
   return h("div", {},
     h("p", { class: "muted", text: t("inspector.totals", { total: ledger.total_tokens ?? 0, budget: ledger.budget ?? 0 }) }),
-    ledger.tokenizer ? h("p", { class: "muted ledger-tokenizer", id: "ledger-tokenizer", text: t("inspector.counted_with", { name: ledger.tokenizer }) }) : null,
+    // the tokenizer's name is an identifier, the same in every language
+    ledger.tokenizer ? h("p", { class: "muted ledger-tokenizer", id: "ledger-tokenizer" },
+      ...fill(t("inspector.counted_with"), { name: h("span", { translate: "no", text: ledger.tokenizer }) })) : null,
     ledger.tokenizer_note ? h("p", { class: "notice ledger-tokenizer-note", role: "status", text: t("inspector.counted_estimate", { why: ledger.tokenizer_note }) }) : null,
     skippedRegexView(ledger.skipped_regexes),
     h("div", { class: "table-wrap" }, h("table", { class: "ledger" },
