@@ -12,18 +12,24 @@ async function load(lang) {
   return response.json();
 }
 
-/** Pick the saved language, else the browser's, and load its catalog. */
+/** Pick the saved language, else the browser's, and load its catalog. Only a person's own
+ * choice is saved: a guess from the browser follows the browser. */
 export async function initI18n() {
   const saved = localStorage.getItem("taverna.lang");
   const guess = (navigator.language || "en").toLowerCase().startsWith("zh") ? "zh-CN" : "en";
-  await setLanguage(saved && LANGUAGES[saved] ? saved : guess);
+  await useLanguage(saved && LANGUAGES[saved] ? saved : guess);
 }
 
-export async function setLanguage(lang) {
+async function useLanguage(lang) {
   catalog = await load(lang);
   current = lang;
-  localStorage.setItem("taverna.lang", lang);
   document.documentElement.lang = lang;
+}
+
+/** The person chose `lang`: load it and remember the choice. */
+export async function setLanguage(lang) {
+  await useLanguage(lang);
+  localStorage.setItem("taverna.lang", lang);
 }
 
 export const language = () => current;
