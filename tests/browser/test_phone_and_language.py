@@ -40,6 +40,7 @@ ALLOWED = [
     "base64",
     "GGUF",
     "CPU",
+    "CSS",
     "GPU",
     "settings.json",
     "gguf",
