@@ -67,7 +67,7 @@ def _out(profile: Profile) -> ProfileOut:
 
 
 def _profiles(request: Request, ctx: AppContext) -> Profiles:
-    return Profiles(ctx.store, current_user(request))
+    return ctx.connections_of(current_user(request)).profiles()
 
 
 @router.get("/api/connection-profiles", response_model=list[ProfileOut])

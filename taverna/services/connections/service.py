@@ -45,6 +45,7 @@ from taverna.services.connections.model_gate import ModelGate
 from taverna.services.connections.model_lists import model_sizes
 from taverna.services.connections.outbound_rules import OutboundRules
 from taverna.services.connections.probe import ConnectionTest, probe
+from taverna.services.connections.profiles import Profiles
 from taverna.services.connections.secrets_file import Secrets
 from taverna.store.repository import Store
 
@@ -156,6 +157,10 @@ class ConnectionService:
     def _read(self) -> builtins.list[Connection]:
         docs = self.store.find_documents(KIND, owner=self.owner)
         return [self._from_document(d) for d in docs]
+
+    def profiles(self) -> Profiles:
+        """This account's connection profiles (connection, model, preset, templates...)."""
+        return Profiles(self.store, self.owner)
 
     def get(self, name: str | None = None) -> Connection:
         """A connection by name; without a name, the default one (or the only one)."""
