@@ -624,7 +624,8 @@ def test_starting_reads_and_writes_the_long_path_off_the_event_loop(world: World
 def test_the_message_is_stored_when_the_start_returns_and_the_prompt_holds_it(
     world: World,
 ) -> None:
-    world.stub.script(Reply(tokens=["Fine", "."]))
+    # The reply takes a moment, so the path read when the start returns is read before it.
+    world.stub.script(Reply(tokens=["Fine", "."], delay=0.3))
 
     async def main() -> tuple[list[tuple[str, str]], Completed]:
         generation = await world.service.send(world.chat_id, "Is the lamp lit?")
